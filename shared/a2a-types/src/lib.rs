@@ -1,0 +1,1 @@
+//! A2A 1.0 wire types.
