@@ -1,1 +1,27 @@
-//! Watcher core.
+//! The A2A Expectations watcher's core: domain types parsed at the edge, card validation, and
+//! the rules of expectations-v1 §8–§11 as a pure engine.
+//!
+//! * [`time`]: instants and durations (semantics.md "Time");
+//! * [`ids`]: identifiers and subjects;
+//! * [`expectation`]: the Expectation object (§8);
+//! * [`card`]: the extension declaration on an Agent Card (§6);
+//! * [`record`]: the watcher's ExpectationRecord;
+//! * [`slice`]: the part of the record one step reads and writes;
+//! * [`engine`]: `(slice, input, now) → (slice', effects)`;
+//! * [`lapse`]: the lapse block, text, `messageId` and `SendMessage` request (§10.1);
+//! * [`settings`]: deployment bounds.
+
+pub mod card;
+pub mod engine;
+pub mod expectation;
+pub mod fact;
+pub mod ids;
+pub mod ingest;
+pub mod lapse;
+pub mod record;
+pub mod settings;
+pub mod slice;
+pub mod time;
+
+/// The Expectations extension URI (expectations-v1, header).
+pub const EXPECTATIONS_URI: &str = "https://rsaxb.com/a2a/expectations/v1";

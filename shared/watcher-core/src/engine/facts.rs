@@ -1,0 +1,206 @@
+//! Facts: satisfaction by exact key, lateness, re-anchoring and skipped lapses
+//! (expectations-v1 §9.2, §9.3, §9.1 skipped; semantics.md "Facts", "Skipped").
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Effect, Out, ReportedFact};
+use crate::ids::{ExpectationId, ExpectationRef, Subject};
+use crate::record::{AnchorState, LapseKind, RaiseOrder, Satisfaction, Status};
+use crate::slice::{FactEntry, Need, Slice};
+use crate::time::Instant;
+
+/// Receives one fact at `now`.
+///
+/// A fact is identified by (source, factKey, claimed observedAt); receiving it again changes
+/// nothing. Otherwise it is recorded on every subject it is "on" (its own subject, and every
+/// subject with an expectation keyed by it), satisfies every open expectation with that key,
+/// re-anchors their dependents, and lapses `skipped` every open expectation named in a newly
+/// satisfied one's `after`.
+///
+/// # Errors
+/// [`Need`] for the fact-key index entry and every subject involved.
+pub(crate) fn report(
+    slice: &mut Slice,
+    fact: &ReportedFact,
+    now: Instant,
+    out: &mut Out,
+) -> Result<(), Need> {
+    let mut subjects: BTreeSet<Subject> = slice.subjects_for_key(&fact.fact_key)?;
+    if let Some(s) = &fact.subject {
+        subjects.insert(s.clone());
+    }
+    for s in &subjects {
+        slice.subject(s)?;
+    }
+    let duplicate = subjects.iter().any(|s| {
+        slice.subjects[s]
+            .facts
+            .iter()
+            .any(|f| f.same_fact(&fact.source, &fact.fact_key, fact.observed_at))
+    });
+    if duplicate {
+        out.push(Effect::FactRecorded {
+            fact_key: fact.fact_key.clone(),
+            source: fact.source.clone(),
+            satisfied: Vec::new(),
+            duplicate: true,
+        });
+        return Ok(());
+    }
+    // semantics.md "Time": a fact cannot be observed after it was received.
+    let observed_at = fact.observed_at.min(now);
+    let claimed = (fact.observed_at > now).then_some(fact.observed_at);
+
+    // Satisfy, in raising order across subjects.
+    let mut matches: Vec<(RaiseOrder, Subject, usize)> = Vec::new();
+    for s in &subjects {
+        for (idx, rec) in slice.subjects[s].records.iter().enumerate() {
+            if rec.is_open() && rec.expectation.satisfied_by.fact_key == fact.fact_key {
+                matches.push((rec.order, s.clone(), idx));
+            }
+        }
+    }
+    matches.sort();
+    let mut satisfied: Vec<(Subject, usize)> = Vec::new();
+    for (_, s, idx) in &matches {
+        let state = slice.subject_mut(s)?;
+        let rec = &mut state.records[*idx];
+        let late = observed_at > rec.due_at;
+        rec.status = Status::Satisfied;
+        rec.satisfaction = Some(Satisfaction {
+            fact_key: fact.fact_key.clone(),
+            source: fact.source.clone(),
+            satisfied_at: now,
+            observed_at,
+            claimed_observed_at: claimed,
+            late,
+        });
+        state.last_satisfying_receipt = Some(now);
+        out.push(Effect::Satisfied {
+            expectation: rec.key(),
+            late,
+        });
+        satisfied.push((s.clone(), *idx));
+    }
+    let satisfied_keys: Vec<ExpectationRef> = satisfied
+        .iter()
+        .map(|(s, idx)| slice.subjects[s].records[*idx].key())
+        .collect();
+
+    // Record the fact on every subject it is on.
+    for s in &subjects {
+        let here: Vec<ExpectationRef> = satisfied
+            .iter()
+            .filter(|(ss, _)| ss == s)
+            .map(|(ss, idx)| slice.subjects[ss].records[*idx].key())
+            .collect();
+        let state = slice.subject_mut(s)?;
+        state.facts.push(FactEntry {
+            fact_key: fact.fact_key.clone(),
+            source: fact.source.clone(),
+            observed_at,
+            claimed_observed_at: fact.observed_at,
+            received_at: now,
+            subject: fact.subject.clone(),
+            satisfied: here,
+        });
+    }
+
+    for (s, idx) in &satisfied {
+        reanchor_dependents(slice, s, *idx, out)?;
+    }
+    lapse_skipped(slice, &satisfied, now, out)?;
+
+    out.push(Effect::FactRecorded {
+        fact_key: fact.fact_key.clone(),
+        source: fact.source.clone(),
+        satisfied: satisfied_keys,
+        duplicate: false,
+    });
+    Ok(())
+}
+
+/// Re-anchors every open expectation whose anchor resolves to the newly satisfied record at
+/// `idx`: current `dueAt` = its effective `observedAt` + offset; `projectedDueAt` kept (§9.3).
+fn reanchor_dependents(
+    slice: &mut Slice,
+    s: &Subject,
+    idx: usize,
+    out: &mut Out,
+) -> Result<(), Need> {
+    let state = slice.subject_mut(s)?;
+    let anchor_key = state.records[idx].key();
+    let Some(observed) = state.records[idx]
+        .satisfaction
+        .as_ref()
+        .map(|x| x.observed_at)
+    else {
+        return Ok(());
+    };
+    for d in 0..state.records.len() {
+        let dep = &state.records[d];
+        if !dep.is_open()
+            || dep.anchor_state != AnchorState::Waiting
+            || dep.agent != anchor_key.agent
+        {
+            continue;
+        }
+        let Some(anchor) = dep.expectation.anchor.clone() else {
+            continue;
+        };
+        let target = ExpectationRef {
+            agent: dep.agent.clone(),
+            id: anchor.expectation_id,
+        };
+        if state.resolve(&target) == Some(idx) {
+            let rec = &mut state.records[d];
+            rec.due_at = observed.plus(anchor.offset);
+            rec.anchor_state = AnchorState::Reanchored;
+            out.push(Effect::Reanchored {
+                expectation: rec.key(),
+                due_at: rec.due_at,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// For each newly satisfied X, every still-open expectation named (through supersession) in X's
+/// `after` lapses `skipped` now, once, with `satisfiedAfter` = every X of this fact naming it.
+fn lapse_skipped(
+    slice: &mut Slice,
+    satisfied: &[(Subject, usize)],
+    now: Instant,
+    out: &mut Out,
+) -> Result<(), Need> {
+    // (subject, index of the skipped record) → the satisfied expectations that reveal it.
+    let mut skipped: BTreeMap<(Subject, usize), Vec<(RaiseOrder, ExpectationId)>> = BTreeMap::new();
+    for (s, x) in satisfied {
+        let state = slice.subject(s)?;
+        let xrec = &state.records[*x];
+        for named in &xrec.expectation.after {
+            let target = ExpectationRef {
+                agent: xrec.agent.clone(),
+                id: named.clone(),
+            };
+            if let Some(y) = state.resolve(&target) {
+                let yrec = &state.records[y];
+                if yrec.is_open() && !yrec.has_lapsed(LapseKind::Skipped) {
+                    skipped
+                        .entry((s.clone(), y))
+                        .or_default()
+                        .push((xrec.order, xrec.id().clone()));
+                }
+            }
+        }
+    }
+    for ((s, y), mut revealed) in skipped {
+        revealed.sort();
+        revealed.dedup();
+        let ids = revealed.into_iter().map(|(_, id)| id).collect();
+        let state = slice.subject_mut(&s)?;
+        out.lapses
+            .push(super::timers::lapse(state, y, LapseKind::Skipped, now, ids));
+    }
+    Ok(())
+}

@@ -1,0 +1,78 @@
+//! The first guess at what a step must load; the engine asks for the rest through [`Need`].
+
+use super::{Input, PushItem};
+use crate::ids::{ExpectationRef, TaskRef};
+use crate::slice::{Need, Scope};
+
+/// What `input` obviously touches: its subjects, the ids it names, its fact keys, its task, and
+/// the agent's live count.
+pub fn initial_scope(input: &Input) -> Scope {
+    let mut scope = Scope::default();
+    match input {
+        Input::Push { agent, items } => {
+            for item in items {
+                match item {
+                    PushItem::Raise {
+                        origin,
+                        expectations,
+                        ..
+                    } => {
+                        scope.add(Need::Task(TaskRef {
+                            agent: agent.id.clone(),
+                            task_id: origin.task_id.clone(),
+                        }));
+                        scope.add(Need::AgentLive(agent.id.clone()));
+                        for e in expectations.iter().flatten() {
+                            scope.add(Need::Subject(e.subject.clone()));
+                            let named = std::iter::once(&e.expectation_id)
+                                .chain(e.supersedes.iter())
+                                .chain(e.anchor.iter().map(|a| &a.expectation_id))
+                                .chain(e.after.iter());
+                            for id in named {
+                                scope.add(Need::Expectation(ExpectationRef {
+                                    agent: agent.id.clone(),
+                                    id: id.clone(),
+                                }));
+                            }
+                        }
+                    }
+                    PushItem::Withdraw { ids, .. } => {
+                        for id in ids {
+                            scope.add(Need::Expectation(ExpectationRef {
+                                agent: agent.id.clone(),
+                                id: id.clone(),
+                            }));
+                        }
+                    }
+                    PushItem::Facts(facts) => {
+                        for f in facts {
+                            scope.add(Need::FactKey(f.fact_key.clone()));
+                            if let Some(s) = &f.subject {
+                                scope.add(Need::Subject(s.clone()));
+                            }
+                        }
+                    }
+                    PushItem::Status { origin, .. } => {
+                        scope.add(Need::Task(TaskRef {
+                            agent: agent.id.clone(),
+                            task_id: origin.task_id.clone(),
+                        }));
+                    }
+                    PushItem::Malformed { .. } => {}
+                }
+            }
+        }
+        Input::Facts(facts) => {
+            for f in facts {
+                scope.add(Need::FactKey(f.fact_key.clone()));
+                if let Some(s) = &f.subject {
+                    scope.add(Need::Subject(s.clone()));
+                }
+            }
+        }
+        Input::Timer(key) => {
+            scope.add(Need::Subject(key.subject.clone()));
+        }
+    }
+    scope
+}

@@ -1,0 +1,224 @@
+//! Translates what an agent pushes (an A2A 1.0 `StreamResponse`, or a bare `Task`) into engine
+//! items, in the order semantics.md fixes: within one artifact or status message, expectations
+//! are raised first, then withdrawals, then facts; a Task's artifacts in array order, then its
+//! status.
+
+use a2a_types::{Artifact, Message, StreamResponse, TaskStatus};
+use serde_json::{Map, Value};
+
+use crate::engine::{Origin, PushItem};
+use crate::expectation::{json_type, Expectation};
+use crate::fact::parse_fact;
+use crate::ids::{AgentId, ContextId, ExpectationId, Source, TaskId};
+use crate::time::Instant;
+use crate::EXPECTATIONS_URI;
+
+/// The items one pushed event carries for `agent`, received at `now`.
+///
+/// Events without a usable task id (a `message` with no `taskId`) can still carry facts. A
+/// `taskId` or `contextId` that is not a valid identifier yields a [`PushItem::Malformed`].
+pub fn push_items(event: &StreamResponse, agent: &AgentId, now: Instant) -> Vec<PushItem> {
+    let mut items = Vec::new();
+    let source = Source::agent(agent);
+    match event {
+        StreamResponse::ArtifactUpdate(u) => match origin(&u.task_id, Some(&u.context_id)) {
+            Ok(o) => artifact_items(&u.artifact, &o, &source, &mut items),
+            Err(reason) => items.push(PushItem::Malformed {
+                task_id: None,
+                reason,
+            }),
+        },
+        StreamResponse::StatusUpdate(u) => match origin(&u.task_id, Some(&u.context_id)) {
+            Ok(o) => status_items(&u.status, &o, &source, now, &mut items),
+            Err(reason) => items.push(PushItem::Malformed {
+                task_id: None,
+                reason,
+            }),
+        },
+        StreamResponse::Task(t) => match origin(&t.id, t.context_id.as_deref()) {
+            Ok(o) => {
+                for a in &t.artifacts {
+                    artifact_items(a, &o, &source, &mut items);
+                }
+                status_items(&t.status, &o, &source, now, &mut items);
+            }
+            Err(reason) => items.push(PushItem::Malformed {
+                task_id: None,
+                reason,
+            }),
+        },
+        StreamResponse::Message(m) => message_facts(m, &source, &mut items),
+    }
+    items
+}
+
+fn origin(task_id: &str, context_id: Option<&str>) -> Result<Origin, String> {
+    let task_id = TaskId::parse(task_id).map_err(|r| format!("field `taskId`: {r}"))?;
+    let context_id = match context_id {
+        Some(c) if !c.is_empty() => {
+            Some(ContextId::parse(c).map_err(|r| format!("field `contextId`: {r}"))?)
+        }
+        _ => None,
+    };
+    Ok(Origin {
+        task_id,
+        context_id,
+    })
+}
+
+/// `metadata[URI]` if it is an object; a malformed value becomes a refusal.
+fn extension_block<'a>(
+    metadata: Option<&'a Map<String, Value>>,
+    task_id: Option<&TaskId>,
+    items: &mut Vec<PushItem>,
+) -> Option<&'a Map<String, Value>> {
+    match metadata?.get(EXPECTATIONS_URI)? {
+        Value::Object(m) => Some(m),
+        Value::Null => None,
+        other => {
+            items.push(PushItem::Malformed {
+                task_id: task_id.cloned(),
+                reason: format!(
+                    "field `metadata[\"{EXPECTATIONS_URI}\"]`: must be an object, not {} (expectations-v1 §8)",
+                    json_type(other)
+                ),
+            });
+            None
+        }
+    }
+}
+
+fn expectations(
+    block: &Map<String, Value>,
+    o: &Origin,
+    question_at: Option<Instant>,
+    items: &mut Vec<PushItem>,
+) {
+    match block.get("expectations") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(list)) => items.push(PushItem::Raise {
+            origin: o.clone(),
+            expectations: list.iter().map(Expectation::from_json).collect(),
+            question_at,
+        }),
+        Some(other) => items.push(PushItem::Malformed {
+            task_id: Some(o.task_id.clone()),
+            reason: format!(
+                "field `expectations`: must be an array, not {} (expectations-v1 §8)",
+                json_type(other)
+            ),
+        }),
+    }
+}
+
+fn withdrawals(block: &Map<String, Value>, o: &Origin, items: &mut Vec<PushItem>) {
+    let reason = block
+        .get("reason")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    match block.get("withdraw") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(list)) => {
+            let mut ids = Vec::new();
+            for (i, v) in list.iter().enumerate() {
+                match v.as_str().map(ExpectationId::parse) {
+                    Some(Ok(id)) => ids.push(id),
+                    _ => items.push(PushItem::Malformed {
+                        task_id: Some(o.task_id.clone()),
+                        reason: format!("field `withdraw[{i}]`: must be an expectationId string (expectations-v1 §8.1)"),
+                    }),
+                }
+            }
+            items.push(PushItem::Withdraw {
+                origin: o.clone(),
+                ids,
+                reason,
+            });
+        }
+        Some(other) => items.push(PushItem::Malformed {
+            task_id: Some(o.task_id.clone()),
+            reason: format!(
+                "field `withdraw`: must be an array, not {} (expectations-v1 §8.1)",
+                json_type(other)
+            ),
+        }),
+    }
+}
+
+fn facts(
+    block: &Map<String, Value>,
+    task_id: Option<&TaskId>,
+    source: &Source,
+    items: &mut Vec<PushItem>,
+) {
+    match block.get("facts") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(list)) => {
+            let mut ok = Vec::new();
+            for (i, v) in list.iter().enumerate() {
+                match parse_fact(v, source) {
+                    Ok(f) => ok.push(f),
+                    Err(e) => items.push(PushItem::Malformed {
+                        task_id: task_id.cloned(),
+                        reason: format!("facts[{i}]: {e}"),
+                    }),
+                }
+            }
+            if !ok.is_empty() {
+                items.push(PushItem::Facts(ok));
+            }
+        }
+        Some(other) => items.push(PushItem::Malformed {
+            task_id: task_id.cloned(),
+            reason: format!(
+                "field `facts`: must be an array, not {} (expectations-v1 §9.2)",
+                json_type(other)
+            ),
+        }),
+    }
+}
+
+fn artifact_items(a: &Artifact, o: &Origin, source: &Source, items: &mut Vec<PushItem>) {
+    if let Some(block) = extension_block(a.metadata.as_ref(), Some(&o.task_id), items) {
+        expectations(block, o, None, items);
+        withdrawals(block, o, items);
+        facts(block, Some(&o.task_id), source, items);
+    }
+}
+
+fn status_items(
+    status: &TaskStatus,
+    o: &Origin,
+    source: &Source,
+    now: Instant,
+    items: &mut Vec<PushItem>,
+) {
+    // semantics.md: status updates are ordered by status.timestamp, receipt time where missing.
+    let timestamp = status
+        .timestamp
+        .as_deref()
+        .and_then(|t| Instant::parse(t).ok());
+    if let Some(m) = &status.message {
+        if let Some(block) = extension_block(m.metadata.as_ref(), Some(&o.task_id), items) {
+            let question_at = status
+                .state
+                .is_interrupted()
+                .then(|| timestamp.unwrap_or(now));
+            expectations(block, o, question_at, items);
+            withdrawals(block, o, items);
+            facts(block, Some(&o.task_id), source, items);
+        }
+    }
+    items.push(PushItem::Status {
+        origin: o.clone(),
+        state: status.state.as_str().to_string(),
+        timestamp,
+    });
+}
+
+fn message_facts(m: &Message, source: &Source, items: &mut Vec<PushItem>) {
+    let task_id = m.task_id.as_deref().and_then(|t| TaskId::parse(t).ok());
+    if let Some(block) = extension_block(m.metadata.as_ref(), task_id.as_ref(), items) {
+        facts(block, task_id.as_ref(), source, items);
+    }
+}

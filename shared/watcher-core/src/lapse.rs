@@ -1,0 +1,153 @@
+//! The lapse task (expectations-v1 §10.1; semantics.md "The lapse task"): the block, the text in
+//! a person's words, the deterministic `messageId`, and the `SendMessage` request.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::ids::{AgentId, ExpectationId, Subject, Tenant};
+use crate::record::{LapseKind, RaiseOrder, RaisedBy};
+use crate::time::Instant;
+use crate::EXPECTATIONS_URI;
+
+/// The lapse block carried in `message.metadata[URI].lapse` (expectations-v1 §10.1 table).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LapseBlock {
+    /// Copied from the expectation.
+    pub expectation_id: ExpectationId,
+    /// Copied from the expectation.
+    pub kind: String,
+    /// Copied from the expectation.
+    pub subject: Subject,
+    /// Copied from the expectation.
+    pub expects: String,
+    /// `overdue`, `skipped` or `stalled`.
+    pub lapse: LapseKind,
+    /// `dueAt` as raised.
+    pub projected_due_at: Instant,
+    /// The current due time at the moment of lapse.
+    pub due_at: Instant,
+    /// The watcher's clock when it determined the lapse.
+    pub lapsed_at: Instant,
+    /// Greatest `observedAt` of facts on the subject received since raising; absent if none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_fact_at: Option<Instant>,
+    /// For `skipped`: the later expectations whose satisfaction revealed the gap.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub satisfied_after: Vec<ExpectationId>,
+    /// Superseded ancestors.
+    pub lineage: u32,
+}
+
+/// A lapse the engine determined: everything needed to submit its task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lapse {
+    /// Tenant of the raising agent.
+    pub tenant: Tenant,
+    /// The agent that raised the expectation, to which the task goes.
+    pub agent: AgentId,
+    /// The origin task (for a successor: the task that raised the successor).
+    pub raised_by: RaisedBy,
+    /// `lapse:{expectationId}:{lapse}:{dueAt}`.
+    pub message_id: String,
+    /// The block.
+    pub block: LapseBlock,
+    /// The lapse in a person's words (the message's text part).
+    pub text: String,
+    /// Raising order of the expectation (for ordering lapses of one input).
+    pub order: RaiseOrder,
+}
+
+/// `lapse:{expectationId}:{lapse}:{dueAt}` with `dueAt` in the output instant format
+/// (semantics.md, "The lapse task").
+pub fn message_id(id: &ExpectationId, kind: LapseKind, due_at: Instant) -> String {
+    format!("lapse:{}:{}:{}", id, kind.as_str(), due_at)
+}
+
+/// Where and how a lapse task is delivered, beyond what the lapse itself says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delivery {
+    /// `taskPushNotificationConfig` to ask for: the watcher's push route and the agent's push
+    /// token, when the deployment has a public URL and the card says `pushNotifications: true`.
+    pub push: Option<(String, String)>,
+    /// The interface's `tenant`, copied into the request when the card names one.
+    pub tenant: Option<String>,
+}
+
+impl Lapse {
+    /// The `SendMessage` params (A2A 1.0 `SendMessageRequest`) for this lapse: `ROLE_USER`, the
+    /// origin `contextId`, `referenceTaskIds` = [origin task], no `taskId`, the extension URI,
+    /// one text part, the block under `metadata[URI].lapse`, `returnImmediately: true`.
+    pub fn request(&self, delivery: &Delivery) -> Value {
+        let mut message = json!({ "role": "ROLE_USER" });
+        if let Some(ctx) = &self.raised_by.context_id {
+            message["contextId"] = json!(ctx);
+        }
+        message["referenceTaskIds"] = json!([self.raised_by.task_id]);
+        message["messageId"] = json!(self.message_id);
+        message["parts"] = json!([{ "text": self.text }]);
+        message["extensions"] = json!([EXPECTATIONS_URI]);
+        message["metadata"] = json!({ EXPECTATIONS_URI: { "lapse": self.block } });
+        let mut configuration = json!({ "returnImmediately": true });
+        if let Some((url, token)) = &delivery.push {
+            configuration["taskPushNotificationConfig"] = json!({ "url": url, "token": token });
+        }
+        let mut request = json!({ "message": message, "configuration": configuration });
+        if let Some(t) = &delivery.tenant {
+            request["tenant"] = json!(t);
+        }
+        request
+    }
+}
+
+/// Context for phrasing a lapse in a person's words.
+pub(crate) struct Phrase<'a> {
+    pub block: &'a LapseBlock,
+    pub grace: Option<&'a str>,
+    pub horizon: Option<Instant>,
+    /// For skipped: what the later, satisfied expectations expected.
+    pub revealed_by: Vec<&'a str>,
+    /// For stalled: when the subject was last heard of.
+    pub silent_since: Instant,
+}
+
+/// The text part of the lapse message: the lapse in a person's words (§10.1).
+pub(crate) fn phrase(p: &Phrase<'_>) -> String {
+    let b = p.block;
+    let subject = format!("{} {}", b.subject.subject_type, b.subject.id);
+    match b.lapse {
+        LapseKind::Overdue => {
+            let grace = match p.grace {
+                Some(g) => format!(" (grace {g})"),
+                None => String::new(),
+            };
+            let heard = match b.last_fact_at {
+                Some(t) => format!(" The last word on {subject} was observed at {t}."),
+                None => format!(" Nothing has been heard about {subject} since it was expected."),
+            };
+            format!(
+                "Overdue: {} was due by {}{} and has not arrived.{}",
+                b.expects, b.due_at, grace, heard
+            )
+        }
+        LapseKind::Skipped => {
+            let later = if p.revealed_by.is_empty() {
+                "a later step".to_string()
+            } else {
+                p.revealed_by.join("; ")
+            };
+            format!(
+                "Skipped: {later} has been reported for {subject}, but {} (due by {}) was never received.",
+                b.expects, b.due_at
+            )
+        }
+        LapseKind::Stalled => {
+            let horizon = p.horizon.map(|h| format!(" past {h}")).unwrap_or_default();
+            format!(
+                "Stalled: nothing has been heard about {subject} since {}{horizon}, and {} is still outstanding.",
+                p.silent_since, b.expects
+            )
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The watcher's record of one expectation (expectations-v1 Appendix A `ExpectationRecord`;
+//! replay.md "record"): the expectation as raised plus what the watcher has determined.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::expectation::Expectation;
+use crate::ids::{
+    AgentId, ContextId, ExpectationId, ExpectationRef, FactKey, Source, TaskId, Tenant,
+};
+use crate::time::Instant;
+
+/// `open`, `satisfied` or `withdrawn` (semantics.md, "States"). A lapse does not close an
+/// expectation; satisfaction and withdrawal are final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Neither satisfied nor withdrawn (it may have lapsed).
+    Open,
+    /// A matching fact arrived.
+    Satisfied,
+    /// Closed without satisfaction or lapse (§8.1).
+    Withdrawn,
+}
+
+/// The three ways an expectation lapses (expectations-v1 §9.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LapseKind {
+    /// `dueAt + grace` passed with no matching fact.
+    Overdue,
+    /// A later step in `after` order was satisfied while this one was open.
+    Skipped,
+    /// The horizon passed with silence on the subject.
+    Stalled,
+}
+
+impl LapseKind {
+    /// The wire name: `overdue`, `skipped` or `stalled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LapseKind::Overdue => "overdue",
+            LapseKind::Skipped => "skipped",
+            LapseKind::Stalled => "stalled",
+        }
+    }
+}
+
+/// Who raised the expectation: the origin task and its context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RaisedBy {
+    /// The task that raised it.
+    pub task_id: TaskId,
+    /// That task's contextId, when the agent gave one.
+    pub context_id: Option<ContextId>,
+}
+
+/// How the expectation was satisfied (expectations-v1 §9.2; replay.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Satisfaction {
+    /// The fact's key.
+    pub fact_key: FactKey,
+    /// The authenticated reporter (§13.5).
+    pub source: Source,
+    /// Receipt instant on the watcher's clock.
+    pub satisfied_at: Instant,
+    /// The effective `observedAt`: the claimed one, or the receipt time if it claimed later.
+    pub observed_at: Instant,
+    /// What the fact claimed, when it claimed a time after its receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_observed_at: Option<Instant>,
+    /// `observedAt` after the current `dueAt`.
+    pub late: bool,
+}
+
+/// `{ "withdrawnAt", "reason" }` (expectations-v1 §8.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Withdrawal {
+    /// When the watcher withdrew it.
+    pub withdrawn_at: Instant,
+    /// Why, in words that name the cause.
+    pub reason: String,
+}
+
+/// One lapse of an expectation: at most one per kind (semantics.md, "States").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LapseEntry {
+    /// Which lapse.
+    pub lapse: LapseKind,
+    /// The watcher's clock when it determined the lapse.
+    pub lapsed_at: Instant,
+    /// `lapse:{expectationId}:{lapse}:{dueAt}` (semantics.md, "The lapse task").
+    pub message_id: String,
+    /// The current due time at the moment of lapse.
+    pub due_at: Instant,
+}
+
+/// Where an anchored expectation stands with its anchor (expectations-v1 §9.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AnchorState {
+    /// No anchor.
+    Unanchored,
+    /// The anchor is open, lapsed or unknown: no overdue lapse on the projected time.
+    Waiting,
+    /// The anchor was satisfied: `dueAt` = its `observedAt` + offset.
+    Reanchored,
+    /// The anchor was withdrawn without a successor: back to the projected `dueAt`.
+    FellBack,
+}
+
+/// Total order of raising: the input's sequence number, then the position within the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RaiseOrder {
+    /// Sequence number the shell gave the input (monotonic per deployment).
+    pub input: u64,
+    /// Position of the expectation within that input.
+    pub index: u32,
+}
+
+/// The watcher's record of one expectation. Storage form: serde of this struct. Contract form:
+/// [`ExpectationRecord::to_contract_json`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpectationRecord {
+    /// The expectation as raised (its `dueAt` is the projected due time).
+    pub expectation: Expectation,
+    /// Raising agent.
+    pub agent: AgentId,
+    /// Tenant of the agent.
+    pub tenant: Tenant,
+    /// open / satisfied / withdrawn.
+    pub status: Status,
+    /// The current due time; changes once, on re-anchoring.
+    pub due_at: Instant,
+    /// Superseded ancestors (§10.3).
+    pub lineage: u32,
+    /// When the watcher recorded it.
+    pub raised_at: Instant,
+    /// The origin task.
+    pub raised_by: RaisedBy,
+    /// Set once satisfied.
+    pub satisfaction: Option<Satisfaction>,
+    /// Lapses so far, in the order they happened.
+    pub lapses: Vec<LapseEntry>,
+    /// Set once withdrawn.
+    pub withdrawal: Option<Withdrawal>,
+    /// The expectation that superseded this one.
+    pub superseded_by: Option<ExpectationId>,
+    /// Raising order (internal).
+    pub order: RaiseOrder,
+    /// Anchor progress (internal).
+    pub anchor_state: AnchorState,
+    /// The horizon was evaluated once (internal; §9.1 stalled).
+    pub horizon_checked: bool,
+    /// For a question (§11): the timestamp of the status that asked it.
+    pub question_at: Option<Instant>,
+}
+
+impl ExpectationRecord {
+    /// The record's identity within its tenant.
+    pub fn key(&self) -> ExpectationRef {
+        ExpectationRef {
+            agent: self.agent.clone(),
+            id: self.expectation.expectation_id.clone(),
+        }
+    }
+
+    /// The `expectationId`.
+    pub fn id(&self) -> &ExpectationId {
+        &self.expectation.expectation_id
+    }
+
+    /// `true` while neither satisfied nor withdrawn.
+    pub fn is_open(&self) -> bool {
+        self.status == Status::Open
+    }
+
+    /// `true` once it lapsed with `kind`.
+    pub fn has_lapsed(&self, kind: LapseKind) -> bool {
+        self.lapses.iter().any(|l| l.lapse == kind)
+    }
+
+    /// The projected due time (`dueAt` as raised; never changes).
+    pub fn projected_due_at(&self) -> Instant {
+        self.expectation.due_at
+    }
+
+    /// The overdue deadline on the current due time: `dueAt + grace`.
+    pub fn deadline(&self) -> Instant {
+        self.due_at.plus(self.expectation.grace_or_zero())
+    }
+
+    /// The replay.md / serve.md shape: the fields as raised under their names, then what the
+    /// watcher adds (`agent`, `tenant`, `status`, `projectedDueAt`, current `dueAt`, `lineage`,
+    /// `raisedAt`, `raisedBy`, `satisfaction`, `lapses`, `withdrawal`, `supersededBy`).
+    pub fn to_contract_json(&self) -> Value {
+        let e = &self.expectation;
+        let lapses: Vec<Value> = self
+            .lapses
+            .iter()
+            .map(|l| {
+                json!({
+                    "lapse": l.lapse,
+                    "lapsedAt": l.lapsed_at,
+                    "messageId": l.message_id,
+                    "dueAt": l.due_at,
+                })
+            })
+            .collect();
+        let mut raised_by = json!({ "taskId": self.raised_by.task_id });
+        if let Some(c) = &self.raised_by.context_id {
+            raised_by["contextId"] = json!(c);
+        }
+        json!({
+            "expectationId": e.expectation_id,
+            "agent": self.agent,
+            "tenant": self.tenant,
+            "kind": e.kind,
+            "subject": e.subject,
+            "expects": e.expects,
+            "satisfiedBy": e.satisfied_by,
+            "status": self.status,
+            "projectedDueAt": e.due_at,
+            "dueAt": self.due_at,
+            "grace": e.grace,
+            "anchor": e.anchor,
+            "after": if e.after.is_empty() { Value::Null } else { json!(e.after) },
+            "horizon": e.horizon,
+            "basis": e.basis,
+            "supersedes": e.supersedes,
+            "lineage": self.lineage,
+            "raisedAt": self.raised_at,
+            "raisedBy": raised_by,
+            "satisfaction": self.satisfaction,
+            "lapses": lapses,
+            "withdrawal": self.withdrawal,
+            "supersededBy": self.superseded_by,
+        })
+    }
+}

@@ -1,0 +1,338 @@
+//! The part of a tenant's record one engine step reads and writes: the subjects it touches, the
+//! tasks it concerns, and the index entries it consults. A store loads a slice, the engine
+//! returns the changed slice, the store commits it conditionally on the versions it loaded.
+//!
+//! When the engine finds it needs something the slice does not hold, it answers
+//! [`Need`]; the shell loads that too and runs the (pure) step again.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{AgentId, ExpectationRef, FactKey, Source, Subject, TaskRef, Tenant};
+use crate::record::ExpectationRecord;
+use crate::time::Instant;
+
+/// A fact as recorded against a subject (expectations-v1 §9.2; semantics.md "Facts").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactEntry {
+    /// The fact's key.
+    pub fact_key: FactKey,
+    /// The authenticated reporter.
+    pub source: Source,
+    /// Effective `observedAt` (never after `receivedAt`).
+    pub observed_at: Instant,
+    /// The claimed `observedAt` as reported (normalised to UTC); identity of the fact.
+    pub claimed_observed_at: Instant,
+    /// Receipt on the watcher's clock.
+    pub received_at: Instant,
+    /// The subject the fact named, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
+    /// Expectations it satisfied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub satisfied: Vec<ExpectationRef>,
+}
+
+impl FactEntry {
+    /// Identity of a fact: (source, factKey, claimed observedAt) within the tenant.
+    pub fn same_fact(&self, source: &Source, key: &FactKey, claimed: Instant) -> bool {
+        &self.source == source && &self.fact_key == key && self.claimed_observed_at == claimed
+    }
+}
+
+/// Everything the watcher holds about one subject: its expectations in raising order and the
+/// facts on it. One unit of compare-and-set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubjectState {
+    /// The subject.
+    pub subject: Subject,
+    /// Store version this state was loaded at (0 = not yet stored).
+    pub version: u64,
+    /// Expectations about this subject, in raising order.
+    pub records: Vec<ExpectationRecord>,
+    /// Facts on this subject, in receipt order.
+    pub facts: Vec<FactEntry>,
+    /// Receipt of the most recent fact that satisfied an expectation on this subject.
+    pub last_satisfying_receipt: Option<Instant>,
+}
+
+impl SubjectState {
+    /// An empty, never-stored subject.
+    pub fn new(subject: Subject) -> Self {
+        SubjectState {
+            subject,
+            version: 0,
+            records: Vec::new(),
+            facts: Vec::new(),
+            last_satisfying_receipt: None,
+        }
+    }
+
+    /// The record for `key`, if it is about this subject.
+    pub fn record(&self, key: &ExpectationRef) -> Option<&ExpectationRecord> {
+        self.records
+            .iter()
+            .find(|r| r.agent == key.agent && r.id() == &key.id)
+    }
+
+    /// Index of the record for `key`.
+    pub fn position(&self, key: &ExpectationRef) -> Option<usize> {
+        self.records
+            .iter()
+            .position(|r| r.agent == key.agent && r.id() == &key.id)
+    }
+
+    /// Follows `supersededBy` from `key` to the newest successor on this subject
+    /// (semantics.md: "References follow supersession").
+    pub fn resolve(&self, key: &ExpectationRef) -> Option<usize> {
+        let mut idx = self.position(key)?;
+        // A chain is at most lineage-bound long; the step limit guards against corrupt data.
+        for _ in 0..=self.records.len() {
+            match &self.records[idx].superseded_by {
+                Some(next) => {
+                    let next_key = ExpectationRef {
+                        agent: key.agent.clone(),
+                        id: next.clone(),
+                    };
+                    match self.position(&next_key) {
+                        Some(n) => idx = n,
+                        None => return Some(idx),
+                    }
+                }
+                None => return Some(idx),
+            }
+        }
+        Some(idx)
+    }
+}
+
+/// A task's state as the watcher sees it, reduced to what the rules need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Lifecycle {
+    /// `TASK_STATE_SUBMITTED` or `TASK_STATE_WORKING`.
+    Active,
+    /// `TASK_STATE_INPUT_REQUIRED` or `TASK_STATE_AUTH_REQUIRED`.
+    Interrupted,
+    /// `TASK_STATE_COMPLETED`: terminal, but not withdrawing (§8.1).
+    Completed,
+    /// `TASK_STATE_CANCELED`, `TASK_STATE_FAILED` or `TASK_STATE_REJECTED`: withdraws.
+    Withdrawing,
+    /// `TASK_STATE_UNSPECIFIED` or a value this watcher does not know.
+    Unknown,
+}
+
+impl Lifecycle {
+    /// Classifies an A2A 1.0 `TaskState` string.
+    pub fn of(state: &str) -> Lifecycle {
+        match state {
+            "TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING" => Lifecycle::Active,
+            "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED" => Lifecycle::Interrupted,
+            "TASK_STATE_COMPLETED" => Lifecycle::Completed,
+            "TASK_STATE_CANCELED" | "TASK_STATE_FAILED" | "TASK_STATE_REJECTED" => {
+                Lifecycle::Withdrawing
+            }
+            _ => Lifecycle::Unknown,
+        }
+    }
+
+    /// A state after which a question counts as answered (§11): active or completed.
+    pub fn answers_question(self) -> bool {
+        matches!(self, Lifecycle::Active | Lifecycle::Completed)
+    }
+}
+
+/// One status of a task as seen in a push.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusSeen {
+    /// The `TaskState` string.
+    pub state: String,
+    /// `status.timestamp`, or the receipt time when it was missing.
+    pub at: Instant,
+    /// Receipt on the watcher's clock.
+    pub received_at: Instant,
+}
+
+/// A task the watcher has seen: its statuses and where its expectations are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRecord {
+    /// The task.
+    pub task: TaskRef,
+    /// Store version (0 = not yet stored).
+    pub version: u64,
+    /// Statuses seen, in receipt order.
+    pub statuses: Vec<StatusSeen>,
+    /// The first withdrawing terminal state seen, and when.
+    pub withdrawn_by: Option<StatusSeen>,
+    /// Subjects of the expectations this task raised.
+    pub subjects: BTreeSet<Subject>,
+}
+
+impl TaskRecord {
+    /// A task not seen before.
+    pub fn new(task: TaskRef) -> Self {
+        TaskRecord {
+            task,
+            version: 0,
+            statuses: Vec::new(),
+            withdrawn_by: None,
+            subjects: BTreeSet::new(),
+        }
+    }
+}
+
+/// Something the engine needs that the slice does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Need {
+    /// A subject's state.
+    Subject(Subject),
+    /// Which subjects have expectations with this `satisfiedBy.factKey`.
+    FactKey(FactKey),
+    /// Which subject an expectation is about.
+    Expectation(ExpectationRef),
+    /// A task record.
+    Task(TaskRef),
+    /// How many expectations of the agent can still lapse (bounds, §13.2).
+    AgentLive(AgentId),
+}
+
+/// What to load for a step. Grows as the engine reports [`Need`]s.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// Subjects to load.
+    pub subjects: BTreeSet<Subject>,
+    /// Fact keys to look up in the fact-key index.
+    pub fact_keys: BTreeSet<FactKey>,
+    /// Expectation ids to look up in the id index.
+    pub expectations: BTreeSet<ExpectationRef>,
+    /// Tasks to load.
+    pub tasks: BTreeSet<TaskRef>,
+    /// Agents whose live count to compute.
+    pub agents: BTreeSet<AgentId>,
+}
+
+impl Scope {
+    /// Adds a need; `false` if it was already in scope (the shell then has a bug, not a loop).
+    pub fn add(&mut self, need: Need) -> bool {
+        match need {
+            Need::Subject(s) => self.subjects.insert(s),
+            Need::FactKey(k) => self.fact_keys.insert(k),
+            Need::Expectation(e) => self.expectations.insert(e),
+            Need::Task(t) => self.tasks.insert(t),
+            Need::AgentLive(a) => self.agents.insert(a),
+        }
+    }
+}
+
+/// The loaded part of one tenant's record. Absent map entries mean "not loaded".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slice {
+    /// The tenant everything here belongs to.
+    pub tenant: Tenant,
+    /// Loaded subjects (a subject with nothing recorded is loaded as empty, version 0).
+    pub subjects: BTreeMap<Subject, SubjectState>,
+    /// Loaded fact-key index entries: key → subjects with an expectation satisfied by it.
+    pub fact_index: BTreeMap<FactKey, BTreeSet<Subject>>,
+    /// Loaded id index entries: expectation → its subject, `None` when unknown.
+    pub id_index: BTreeMap<ExpectationRef, Option<Subject>>,
+    /// Loaded tasks; `None` when the task has not been seen.
+    pub tasks: BTreeMap<TaskRef, Option<TaskRecord>>,
+    /// Live expectations per agent at load time (bounds, §13.2).
+    pub agent_live: BTreeMap<AgentId, u64>,
+    /// Subjects changed by the step.
+    pub dirty_subjects: BTreeSet<Subject>,
+    /// Tasks changed by the step.
+    pub dirty_tasks: BTreeSet<TaskRef>,
+}
+
+impl Slice {
+    /// An empty slice of `tenant`.
+    pub fn new(tenant: Tenant) -> Self {
+        Slice {
+            tenant,
+            subjects: BTreeMap::new(),
+            fact_index: BTreeMap::new(),
+            id_index: BTreeMap::new(),
+            tasks: BTreeMap::new(),
+            agent_live: BTreeMap::new(),
+            dirty_subjects: BTreeSet::new(),
+            dirty_tasks: BTreeSet::new(),
+        }
+    }
+
+    /// The subject's state, or [`Need::Subject`].
+    pub fn subject(&self, s: &Subject) -> Result<&SubjectState, Need> {
+        self.subjects.get(s).ok_or_else(|| Need::Subject(s.clone()))
+    }
+
+    /// The subject's state for writing; marks it dirty.
+    pub fn subject_mut(&mut self, s: &Subject) -> Result<&mut SubjectState, Need> {
+        match self.subjects.get_mut(s) {
+            Some(state) => {
+                self.dirty_subjects.insert(s.clone());
+                Ok(state)
+            }
+            None => Err(Need::Subject(s.clone())),
+        }
+    }
+
+    /// Subjects with an expectation satisfied by `key`, or [`Need::FactKey`].
+    pub fn subjects_for_key(&self, key: &FactKey) -> Result<BTreeSet<Subject>, Need> {
+        self.fact_index
+            .get(key)
+            .cloned()
+            .ok_or_else(|| Need::FactKey(key.clone()))
+    }
+
+    /// The subject an expectation is about (`None`: never raised), or [`Need::Expectation`].
+    pub fn subject_of(&self, e: &ExpectationRef) -> Result<Option<Subject>, Need> {
+        self.id_index
+            .get(e)
+            .cloned()
+            .ok_or_else(|| Need::Expectation(e.clone()))
+    }
+
+    /// The task record (`None`: never seen), or [`Need::Task`].
+    pub fn task(&self, t: &TaskRef) -> Result<Option<&TaskRecord>, Need> {
+        self.tasks
+            .get(t)
+            .map(Option::as_ref)
+            .ok_or_else(|| Need::Task(t.clone()))
+    }
+
+    /// The task record for writing, created if never seen; marks it dirty.
+    pub fn task_mut(&mut self, t: &TaskRef) -> Result<&mut TaskRecord, Need> {
+        match self.tasks.get_mut(t) {
+            Some(slot) => {
+                self.dirty_tasks.insert(t.clone());
+                Ok(slot.get_or_insert_with(|| TaskRecord::new(t.clone())))
+            }
+            None => Err(Need::Task(t.clone())),
+        }
+    }
+
+    /// Live expectations of the agent, or [`Need::AgentLive`].
+    pub fn agent_live(&self, a: &AgentId) -> Result<u64, Need> {
+        self.agent_live
+            .get(a)
+            .copied()
+            .ok_or_else(|| Need::AgentLive(a.clone()))
+    }
+
+    /// Records a newly raised expectation in the loaded indexes so later items of the same
+    /// input see it.
+    pub(crate) fn index_raised(&mut self, rec: &ExpectationRecord) {
+        let subject = rec.expectation.subject.clone();
+        self.id_index.insert(rec.key(), Some(subject.clone()));
+        if let Some(set) = self
+            .fact_index
+            .get_mut(&rec.expectation.satisfied_by.fact_key)
+        {
+            set.insert(subject);
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! The watcher's shell: the [`store::Store`] port with its indexes, the in-memory store, the
+//! agent directory, the step loop ([`watcher::Watcher`]) and replay (contracts/replay.md).
+
+pub mod directory;
+pub mod index;
+pub mod memory;
+pub mod replay;
+pub mod store;
+pub mod watcher;
+
+#[cfg(feature = "test-utils")]
+pub mod conformance;

@@ -1,0 +1,284 @@
+//! An in-memory [`Store`], for tests and as the reference the conformance suite is written
+//! against. One mutex; every commit is atomic.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use watcher_core::engine::Rejection;
+use watcher_core::ids::{AgentId, ExpectationRef, FactKey, Subject, TaskRef, Tenant};
+use watcher_core::record::ExpectationRecord;
+use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
+use watcher_core::time::Instant;
+
+use crate::index::subject_index;
+use crate::store::{Commit, DeliveryState, DueTimer, OutboxEntry, Store, StoreError};
+
+#[derive(Default)]
+struct Inner {
+    subjects: BTreeMap<(Tenant, Subject), SubjectState>,
+    tasks: BTreeMap<(Tenant, TaskRef), TaskRecord>,
+    fact_index: BTreeMap<(Tenant, FactKey), BTreeSet<Subject>>,
+    id_index: BTreeMap<(Tenant, ExpectationRef), Subject>,
+    outbox: Vec<OutboxEntry>,
+    rejections: Vec<(Tenant, Rejection)>,
+    sequence: u64,
+}
+
+/// The in-memory store.
+#[derive(Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, StoreError> {
+        self.inner
+            .lock()
+            .map_err(|_| StoreError::Corrupt("memory store lock poisoned".into()))
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn load(
+        &self,
+        tenant: &Tenant,
+        scope: &Scope,
+        now: Instant,
+    ) -> Result<Slice, StoreError> {
+        let inner = self.lock()?;
+        let mut slice = Slice::new(tenant.clone());
+        for s in &scope.subjects {
+            let state = inner
+                .subjects
+                .get(&(tenant.clone(), s.clone()))
+                .cloned()
+                .unwrap_or_else(|| SubjectState::new(s.clone()));
+            slice.subjects.insert(s.clone(), state);
+        }
+        for k in &scope.fact_keys {
+            let set = inner
+                .fact_index
+                .get(&(tenant.clone(), k.clone()))
+                .cloned()
+                .unwrap_or_default();
+            slice.fact_index.insert(k.clone(), set);
+        }
+        for e in &scope.expectations {
+            let s = inner.id_index.get(&(tenant.clone(), e.clone())).cloned();
+            slice.id_index.insert(e.clone(), s);
+        }
+        for t in &scope.tasks {
+            let rec = inner.tasks.get(&(tenant.clone(), t.clone())).cloned();
+            slice.tasks.insert(t.clone(), rec);
+        }
+        for a in &scope.agents {
+            let count = inner
+                .subjects
+                .iter()
+                .filter(|((t, _), _)| t == tenant)
+                .flat_map(|(_, st)| st.records.iter())
+                .filter(|r| &r.agent == a && watcher_core::engine::is_live(r, now))
+                .count() as u64;
+            slice.agent_live.insert(a.clone(), count);
+        }
+        Ok(slice)
+    }
+
+    async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
+        let mut inner = self.lock()?;
+        for s in &commit.subjects {
+            let current = inner
+                .subjects
+                .get(&(tenant.clone(), s.subject.clone()))
+                .map_or(0, |x| x.version);
+            if current != s.version {
+                return Err(StoreError::Conflict(format!("subject {}", s.subject)));
+            }
+        }
+        for t in &commit.tasks {
+            let current = inner
+                .tasks
+                .get(&(tenant.clone(), t.task.clone()))
+                .map_or(0, |x| x.version);
+            if current != t.version {
+                return Err(StoreError::Conflict(format!("task {}", t.task.task_id)));
+            }
+        }
+        for mut s in commit.subjects {
+            s.version += 1;
+            let ix = subject_index(&s);
+            for e in ix.expectations {
+                inner
+                    .id_index
+                    .insert((tenant.clone(), e), s.subject.clone());
+            }
+            for k in ix.fact_keys {
+                inner
+                    .fact_index
+                    .entry((tenant.clone(), k))
+                    .or_default()
+                    .insert(s.subject.clone());
+            }
+            inner
+                .subjects
+                .insert((tenant.clone(), s.subject.clone()), s);
+        }
+        for mut t in commit.tasks {
+            t.version += 1;
+            inner.tasks.insert((tenant.clone(), t.task.clone()), t);
+        }
+        for o in commit.outbox {
+            let exists = inner
+                .outbox
+                .iter()
+                .any(|x| &x.tenant == tenant && x.message_id == o.message_id);
+            if !exists {
+                inner.outbox.push(o);
+            }
+        }
+        for r in commit.rejections {
+            inner.rejections.push((tenant.clone(), r));
+        }
+        Ok(())
+    }
+
+    async fn next_sequence(&self) -> Result<u64, StoreError> {
+        let mut inner = self.lock()?;
+        inner.sequence += 1;
+        Ok(inner.sequence)
+    }
+
+    async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError> {
+        let inner = self.lock()?;
+        let mut due: Vec<DueTimer> = Vec::new();
+        for ((tenant, _), state) in &inner.subjects {
+            for (key, at, order) in subject_index(state).timers {
+                if at <= until {
+                    due.push(DueTimer {
+                        at,
+                        order,
+                        tenant: tenant.clone(),
+                        key,
+                    });
+                }
+            }
+        }
+        due.sort_by_key(|t| (t.at, t.order, t.key.kind));
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError> {
+        let inner = self.lock()?;
+        let mut best: Option<DueTimer> = None;
+        for ((tenant, _), state) in &inner.subjects {
+            for (key, at, order) in subject_index(state).timers {
+                let t = DueTimer {
+                    at,
+                    order,
+                    tenant: tenant.clone(),
+                    key,
+                };
+                let better = best
+                    .as_ref()
+                    .is_none_or(|b| (t.at, t.order, t.key.kind) < (b.at, b.order, b.key.kind));
+                if better {
+                    best = Some(t);
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    async fn subject(
+        &self,
+        tenant: &Tenant,
+        subject: &Subject,
+    ) -> Result<Option<SubjectState>, StoreError> {
+        Ok(self
+            .lock()?
+            .subjects
+            .get(&(tenant.clone(), subject.clone()))
+            .cloned())
+    }
+
+    async fn all_records(&self) -> Result<Vec<ExpectationRecord>, StoreError> {
+        let inner = self.lock()?;
+        let mut all: Vec<ExpectationRecord> = inner
+            .subjects
+            .values()
+            .flat_map(|s| s.records.iter().cloned())
+            .collect();
+        all.sort_by_key(|r| r.order);
+        Ok(all)
+    }
+
+    async fn rejections(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+    ) -> Result<Vec<Rejection>, StoreError> {
+        Ok(self
+            .lock()?
+            .rejections
+            .iter()
+            .filter(|(t, r)| t == tenant && &r.agent == agent)
+            .map(|(_, r)| r.clone())
+            .collect())
+    }
+
+    async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        Ok(self
+            .lock()?
+            .outbox
+            .iter()
+            .filter(|o| o.delivery == DeliveryState::Queued && o.next_attempt_at <= now)
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn outbox_get(
+        &self,
+        tenant: &Tenant,
+        message_id: &str,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        Ok(self
+            .lock()?
+            .outbox
+            .iter()
+            .find(|o| &o.tenant == tenant && o.message_id == message_id)
+            .cloned())
+    }
+
+    async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
+        let mut inner = self.lock()?;
+        if let Some(o) = inner
+            .outbox
+            .iter_mut()
+            .find(|o| o.tenant == entry.tenant && o.message_id == entry.message_id)
+        {
+            if o.delivery != DeliveryState::Sent || entry.delivery == DeliveryState::Sent {
+                *o = entry.clone();
+            }
+        }
+        Ok(())
+    }
+
+    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
+        Ok(self
+            .lock()?
+            .outbox
+            .iter()
+            .filter(|o| &o.tenant == tenant)
+            .cloned()
+            .collect())
+    }
+}

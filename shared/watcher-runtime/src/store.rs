@@ -1,0 +1,183 @@
+//! The store port: compare-and-set over subjects and tasks, with the indexes the engine reads
+//! (fact key → subjects, expectation → subject, next deadlines) kept by the store from what it
+//! commits. Every implementation passes [`crate::conformance`].
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use watcher_core::engine::{Rejection, TimerKey};
+use watcher_core::ids::{AgentId, ExpectationId, Subject, Tenant};
+use watcher_core::record::{ExpectationRecord, LapseKind, RaiseOrder};
+use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
+use watcher_core::time::Instant;
+
+/// A store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A conditional write lost: something changed since it was loaded. Reload and retry.
+    #[error("conflict: {0} changed since it was loaded")]
+    Conflict(String),
+    /// The backend failed. Retrying may help; the cause says.
+    #[error("store backend failed: {0}")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Stored data could not be read back. Not retryable; the record needs attention.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    /// Wraps a backend error.
+    pub fn backend(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        StoreError::Backend(Box::new(e))
+    }
+}
+
+/// Delivery state of a lapse task (serve.md, `GET /v1/lapses`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryState {
+    /// Waiting to be (re)sent.
+    Queued,
+    /// The agent answered with a JSON-RPC `result`; never sent again.
+    Sent,
+    /// A permanent error or the attempts ran out.
+    Failed,
+}
+
+impl DeliveryState {
+    /// `queued`, `sent` or `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Queued => "queued",
+            DeliveryState::Sent => "sent",
+            DeliveryState::Failed => "failed",
+        }
+    }
+}
+
+/// One lapse task in the outbox, written in the transaction that records the lapse.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutboxEntry {
+    /// Tenant of the agent.
+    pub tenant: Tenant,
+    /// The agent the task goes to.
+    pub agent: AgentId,
+    /// `lapse:{expectationId}:{lapse}:{dueAt}`; unique per tenant.
+    pub message_id: String,
+    /// The lapsed expectation.
+    pub expectation_id: ExpectationId,
+    /// Which lapse.
+    pub lapse: LapseKind,
+    /// When the watcher determined it.
+    pub lapsed_at: Instant,
+    /// The `SendMessage` params to post.
+    pub request: Value,
+    /// queued / sent / failed.
+    pub delivery: DeliveryState,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// Earliest instant of the next attempt.
+    pub next_attempt_at: Instant,
+    /// The task the agent created, when it answered with a Task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// That task's state as last seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_state: Option<String>,
+    /// The agent answered with a Message instead of a Task.
+    #[serde(default)]
+    pub answered_with_message: bool,
+    /// The last failure, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// A timer that is due, with what orders it (semantics.md, "Order at one instant").
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DueTimer {
+    /// When it falls due.
+    pub at: Instant,
+    /// Raising order of its expectation.
+    pub order: RaiseOrder,
+    /// Its tenant.
+    pub tenant: Tenant,
+    /// Which timer.
+    pub key: TimerKey,
+}
+
+/// The writes of one engine step, committed all or nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Commit {
+    /// Changed subjects; each `version` is the one loaded (0: must not exist yet).
+    pub subjects: Vec<SubjectState>,
+    /// Changed tasks; each `version` is the one loaded (0: must not exist yet).
+    pub tasks: Vec<TaskRecord>,
+    /// New lapse tasks; an entry whose `messageId` exists already is left as it is.
+    pub outbox: Vec<OutboxEntry>,
+    /// Refusals to keep for `GET /v1/agents/{agentId}/rejections`.
+    pub rejections: Vec<Rejection>,
+}
+
+/// Compare-and-set storage for the watcher's record.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Loads `scope` of `tenant`. Subjects not stored come back empty at version 0; agents' live
+    /// counts are computed at `now`.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn load(&self, tenant: &Tenant, scope: &Scope, now: Instant)
+        -> Result<Slice, StoreError>;
+
+    /// Writes `commit` for `tenant` if every subject and task is still at the version it was
+    /// loaded at, bumping each by one, updating the indexes, inserting new outbox entries and
+    /// rejections; otherwise writes nothing.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when a version moved; backend errors.
+    async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError>;
+
+    /// A number greater than every one returned before (raising order).
+    async fn next_sequence(&self) -> Result<u64, StoreError>;
+
+    /// Timers due at or before `until`, earliest first, then raising order, deadline before
+    /// horizon; at most `limit`.
+    async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError>;
+
+    /// The earliest pending timer of any tenant.
+    async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError>;
+
+    /// A subject's state, if anything was recorded about it.
+    async fn subject(
+        &self,
+        tenant: &Tenant,
+        subject: &Subject,
+    ) -> Result<Option<SubjectState>, StoreError>;
+
+    /// Every record of every tenant, in raising order (replay's `record` line).
+    async fn all_records(&self) -> Result<Vec<ExpectationRecord>, StoreError>;
+
+    /// Refusals reported to an agent, oldest first.
+    async fn rejections(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+    ) -> Result<Vec<Rejection>, StoreError>;
+
+    /// Queued outbox entries whose next attempt is due at `now`, oldest first.
+    async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// One outbox entry.
+    async fn outbox_get(
+        &self,
+        tenant: &Tenant,
+        message_id: &str,
+    ) -> Result<Option<OutboxEntry>, StoreError>;
+
+    /// Replaces an outbox entry's delivery fields. An entry already `sent` is never changed back.
+    async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError>;
+
+    /// All outbox entries of a tenant, in order of lapse.
+    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError>;
+}
