@@ -1,6 +1,7 @@
 //! The watcher's shell: the [`store::Store`] port with its indexes, the in-memory store, the
 //! agent directory, the step loop ([`watcher::Watcher`]) and replay (contracts/replay.md).
 
+pub mod clock;
 pub mod directory;
 pub mod index;
 pub mod memory;

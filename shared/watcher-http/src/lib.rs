@@ -1,0 +1,51 @@
+//! The watcher's HTTP API (contracts/serve.md "Routes") as one router factory, so the same
+//! routes run under `axum::serve` in `a2a-watcher serve`, under `lambda_http::run` on AWS, and
+//! under `oneshot` in tests.
+
+pub mod auth;
+pub mod body;
+pub mod problem;
+pub mod routes;
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use tokio::sync::Notify;
+use watcher_runtime::clock::Clock;
+use watcher_runtime::store::Store;
+use watcher_runtime::watcher::Watcher;
+
+pub use auth::{Credentials, Principal, Role};
+pub use problem::ApiError;
+
+/// Largest request body accepted, in bytes (1 MiB).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Everything a handler needs; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The engine over the store, with the agent directory.
+    pub watcher: Arc<Watcher<dyn Store>>,
+    /// Who may call what.
+    pub credentials: Arc<Credentials>,
+    /// The watcher's clock.
+    pub clock: Arc<dyn Clock>,
+    /// Woken when new lapse tasks are queued (the delivery loop listens).
+    pub wake: Arc<Notify>,
+}
+
+/// The watcher's routes with the body limit and request tracing.
+pub fn watcher_router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(routes::healthz))
+        .route("/v1/agents/{agent_id}/push", post(routes::push))
+        .route("/v1/agents/{agent_id}/rejections", get(routes::rejections))
+        .route("/v1/facts", post(routes::facts))
+        .route("/v1/subjects/{subject_type}/{subject_id}", get(routes::subject))
+        .route("/v1/lapses", get(routes::lapses))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(state)
+}

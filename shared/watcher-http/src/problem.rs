@@ -1,0 +1,75 @@
+//! RFC 9457 problem details: one error type for every route (style: one `ApiError`).
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An HTTP error answered as `application/problem+json` with `title`, `status`, and a `detail`
+/// that names the field and the rule. Internal causes are logged, never shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Short, fixed summary of the problem type.
+    pub title: &'static str,
+    /// What is wrong, for a person: the field and the rule.
+    pub detail: String,
+}
+
+impl ApiError {
+    /// 400: the body is malformed.
+    pub fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "Malformed request", detail)
+    }
+
+    /// 401: no or unknown credential.
+    pub fn unauthorized(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "Unauthorized", detail)
+    }
+
+    /// 403: a credential of the wrong kind or tenant.
+    pub fn forbidden(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "Forbidden", detail)
+    }
+
+    /// 404: nothing there for this caller.
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "Not found", detail)
+    }
+
+    /// 415: the body is not JSON.
+    pub fn unsupported_media_type(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported media type", detail)
+    }
+
+    /// 503: the store failed; the request may be retried.
+    pub fn unavailable(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "Temporarily unavailable", detail)
+    }
+
+    /// Any status.
+    pub fn new(status: StatusCode, title: &'static str, detail: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            title,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({
+            "type": "about:blank",
+            "title": self.title,
+            "status": self.status.as_u16(),
+            "detail": self.detail,
+        });
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "application/problem+json")],
+            body.to_string(),
+        )
+            .into_response()
+    }
+}

@@ -1,0 +1,265 @@
+//! The watcher's routes (serve.md "Routes"). Handlers parse at the edge, call the watcher, and
+//! shape the answer; nothing here is local to one host.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::Json;
+use serde_json::{json, Value};
+use watcher_core::engine::{Effect, Input};
+use watcher_core::fact::parse_fact;
+use watcher_core::ids::{AgentId, Source, Subject};
+use watcher_core::ingest::push_items;
+
+use crate::auth::Role;
+use crate::body::json_body;
+use crate::problem::ApiError;
+use crate::AppState;
+
+/// Most facts one request may carry.
+pub const MAX_FACTS_PER_REQUEST: usize = 1000;
+
+fn unavailable(e: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %e, "store failure");
+    ApiError::unavailable("the watcher's store is unavailable; retry later")
+}
+
+/// `GET /healthz`.
+pub async fn healthz() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// `POST /v1/agents/{agentId}/push`: an A2A 1.0 `StreamResponse` (or a bare `Task`) from the
+/// agent's push webhook. Answers `{ raised, rejected, withdrawn, facts }`; refusals of single
+/// expectations are in the body, not the status.
+pub async fn push(
+    State(state): State<AppState>,
+    Path(agent_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state.credentials.require(&headers, &[Role::Agent], true)?;
+    if principal.id != agent_id {
+        return Err(ApiError::forbidden(format!(
+            "this credential belongs to agent {:?}, not {agent_id:?}",
+            principal.id
+        )));
+    }
+    let tenant = principal.tenant.clone();
+    let id = AgentId::parse(agent_id.clone()).map_err(|r| ApiError::bad_request(format!("agentId: {r}")))?;
+    let agent = state
+        .watcher
+        .directory
+        .get(&tenant, &id)
+        .ok_or_else(|| ApiError::not_found(format!("agent {agent_id:?} is not registered with this watcher")))?
+        .profile
+        .clone();
+    let value = json_body(&headers, &body)?;
+    let event = a2a_types::StreamResponse::from_push_body(value)
+        .map_err(|e| ApiError::bad_request(format!("{e} (an A2A 1.0 StreamResponse or a bare Task is expected)")))?;
+    let now = state.clock.now();
+    let items = push_items(&event, &id, now);
+    let applied = state
+        .watcher
+        .apply(&tenant, &Input::Push { agent, items }, now)
+        .await
+        .map_err(unavailable)?;
+    if !applied.outbox.is_empty() {
+        state.wake.notify_waiters();
+    }
+    track_lapse_task(&state, &tenant, &event).await;
+    let mut raised = Vec::new();
+    let mut rejected = Vec::new();
+    let mut withdrawn = Vec::new();
+    let mut facts = 0usize;
+    for e in &applied.effects {
+        match e {
+            Effect::Raised { expectation, .. } => raised.push(json!(expectation.id)),
+            Effect::Rejected(r) => rejected.push(json!({ "expectationId": r.expectation_id, "reason": r.reason })),
+            Effect::Withdrawn { expectation, .. } => withdrawn.push(json!(expectation.id)),
+            Effect::FactRecorded { duplicate: false, .. } => facts += 1,
+            _ => {}
+        }
+    }
+    Ok(Json(json!({ "raised": raised, "rejected": rejected, "withdrawn": withdrawn, "facts": facts })))
+}
+
+/// Pushes about a lapse task the watcher created update that task's state in `/v1/lapses`.
+async fn track_lapse_task(state: &AppState, tenant: &watcher_core::ids::Tenant, event: &a2a_types::StreamResponse) {
+    let (Some(task_id), Some(status)) = (event.task_id(), event.status()) else {
+        return;
+    };
+    let Ok(entries) = state.watcher.store.lapses(tenant).await else {
+        return;
+    };
+    for mut entry in entries {
+        if entry.task_id.as_deref() == Some(task_id) {
+            entry.task_state = Some(status.state.as_str().to_string());
+            if let Err(e) = state.watcher.store.outbox_update(&entry).await {
+                tracing::warn!(error = %e, "could not record the lapse task's state");
+            }
+        }
+    }
+}
+
+/// `GET /v1/agents/{agentId}/rejections`: for the agent itself or an operator of its tenant.
+pub async fn rejections(
+    State(state): State<AppState>,
+    Path(agent_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state.credentials.require(&headers, &[Role::Agent, Role::Operator], true)?;
+    if principal.role == Role::Agent && principal.id != agent_id {
+        return Err(ApiError::forbidden(format!(
+            "this credential belongs to agent {:?}, not {agent_id:?}",
+            principal.id
+        )));
+    }
+    let id = AgentId::parse(agent_id.clone()).map_err(|r| ApiError::bad_request(format!("agentId: {r}")))?;
+    if state.watcher.directory.get(&principal.tenant, &id).is_none() {
+        return Err(ApiError::not_found(format!("agent {agent_id:?} is not registered in this tenant")));
+    }
+    let list = state
+        .watcher
+        .store
+        .rejections(&principal.tenant, &id)
+        .await
+        .map_err(unavailable)?;
+    let rejections: Vec<Value> = list
+        .iter()
+        .map(|r| json!({ "expectationId": r.expectation_id, "reason": r.reason, "at": r.at, "taskId": r.task_id }))
+        .collect();
+    Ok(Json(json!({ "rejections": rejections })))
+}
+
+/// `POST /v1/facts`: one Fact or `{ "facts": [...] }` from an authenticated source, all or
+/// nothing. `source` is the credential's id, whatever the body says (§13.5).
+pub async fn facts(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
+    let principal = state.credentials.require(&headers, &[Role::Source], false)?;
+    let source = Source::parse(principal.id.clone()).map_err(ApiError::bad_request)?;
+    let tenant = principal.tenant.clone();
+    let value = json_body(&headers, &body)?;
+    let list: Vec<&Value> = match value.get("facts") {
+        Some(Value::Array(items)) => items.iter().collect(),
+        Some(_) => return Err(ApiError::bad_request("field `facts`: must be an array of facts")),
+        None => vec![&value],
+    };
+    if list.is_empty() {
+        return Err(ApiError::bad_request("field `facts`: must not be empty"));
+    }
+    if list.len() > MAX_FACTS_PER_REQUEST {
+        return Err(ApiError::bad_request(format!(
+            "field `facts`: {} facts exceed the limit of {MAX_FACTS_PER_REQUEST} per request",
+            list.len()
+        )));
+    }
+    let batch = value.get("facts").is_some();
+    let mut parsed = Vec::with_capacity(list.len());
+    for (i, v) in list.iter().enumerate() {
+        let f = parse_fact(v, &source).map_err(|e| {
+            let at = if batch { format!("facts[{i}]: ") } else { String::new() };
+            ApiError::bad_request(format!("{at}{e}; nothing in this request was recorded"))
+        })?;
+        parsed.push(f);
+    }
+    let now = state.clock.now();
+    let applied = state
+        .watcher
+        .apply(&tenant, &Input::Facts(parsed), now)
+        .await
+        .map_err(unavailable)?;
+    if !applied.outbox.is_empty() {
+        state.wake.notify_waiters();
+    }
+    let results: Vec<Value> = applied
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::FactRecorded { fact_key, satisfied, .. } => Some(json!({
+                "factKey": fact_key,
+                "satisfied": satisfied.iter().map(|s| s.id.to_string()).collect::<Vec<_>>(),
+            })),
+            _ => None,
+        })
+        .collect();
+    Ok(Json(json!({ "results": results })))
+}
+
+/// `GET /v1/subjects/{type}/{id}`: the subject's expectations (ExpectationRecord, replay.md)
+/// and the facts on it. For operators.
+pub async fn subject(
+    State(state): State<AppState>,
+    Path((subject_type, subject_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state.credentials.require(&headers, &[Role::Operator], false)?;
+    let subject = Subject::parse(&subject_type, &subject_id).map_err(ApiError::bad_request)?;
+    let found = state
+        .watcher
+        .store
+        .subject(&principal.tenant, &subject)
+        .await
+        .map_err(unavailable)?
+        .ok_or_else(|| ApiError::not_found(format!("nothing is recorded about {subject}")))?;
+    let facts: Vec<Value> = found
+        .facts
+        .iter()
+        .map(|f| {
+            let mut v = json!({
+                "factKey": f.fact_key,
+                "source": f.source,
+                "observedAt": f.observed_at,
+                "receivedAt": f.received_at,
+                "satisfied": f.satisfied.iter().map(|s| s.id.to_string()).collect::<Vec<_>>(),
+            });
+            if f.claimed_observed_at != f.observed_at {
+                v["claimedObservedAt"] = json!(f.claimed_observed_at);
+            }
+            v
+        })
+        .collect();
+    Ok(Json(json!({
+        "subject": subject,
+        "expectations": found.records.iter().map(|r| r.to_contract_json()).collect::<Vec<_>>(),
+        "facts": facts,
+    })))
+}
+
+/// `GET /v1/lapses`: every lapse task of the caller's tenant and its delivery. For operators.
+pub async fn lapses(State(state): State<AppState>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+    let principal = state.credentials.require(&headers, &[Role::Operator], false)?;
+    let list = state
+        .watcher
+        .store
+        .lapses(&principal.tenant)
+        .await
+        .map_err(unavailable)?;
+    let lapses: Vec<Value> = list
+        .iter()
+        .map(|o| {
+            let mut v = json!({
+                "messageId": o.message_id,
+                "expectationId": o.expectation_id,
+                "lapse": o.lapse,
+                "lapsedAt": o.lapsed_at,
+                "agent": o.agent,
+                "delivery": o.delivery.as_str(),
+                "attempts": o.attempts,
+            });
+            if let Some(t) = &o.task_id {
+                v["taskId"] = json!(t);
+            }
+            if let Some(s) = &o.task_state {
+                v["taskState"] = json!(s);
+            }
+            if o.answered_with_message {
+                v["answeredWithMessage"] = json!(true);
+            }
+            if let Some(e) = &o.last_error {
+                v["lastError"] = json!(e);
+            }
+            v
+        })
+        .collect();
+    Ok(Json(json!({ "lapses": lapses })))
+}
