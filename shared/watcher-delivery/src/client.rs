@@ -1,0 +1,546 @@
+//! The A2A JSON-RPC client that posts one lapse task (a2a-v1.md §1, §4, §5) and says whether a
+//! failure is worth retrying.
+
+use std::error::Error as StdError;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_types::{
+    methods, JsonRpcRequest, JsonRpcResponse, SendMessageResponse, TaskState,
+    A2A_EXTENSIONS_HEADER, A2A_VERSION, A2A_VERSION_HEADER,
+};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::{redirect, StatusCode};
+use serde_json::Value;
+use watcher_core::EXPECTATIONS_URI;
+
+use crate::endpoint::AgentEndpoint;
+use crate::guard::{check_literal_host, NonPublicAddress, PublicOnlyResolver};
+
+/// A boxed error kept as the source of a [`DeliveryError`].
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// Settings of an [`A2aClient`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// Longest wait for the TCP (and TLS) connection. Default 10 s.
+    pub connect_timeout: Duration,
+    /// Longest wait for the whole exchange, from sending to the end of the answer's body.
+    /// Default 10 s. Lapse tasks ask for `returnImmediately`, so an agent answers at once.
+    pub request_timeout: Duration,
+    /// Largest answer body read, in bytes; a longer answer is an error. Default 4 MiB.
+    pub max_response_bytes: usize,
+    /// The `User-Agent` header.
+    pub user_agent: String,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(10),
+            max_response_bytes: 4 * 1024 * 1024,
+            user_agent: concat!("a2a-watcher/", env!("CARGO_PKG_VERSION")).to_owned(),
+        }
+    }
+}
+
+/// The HTTP client could not be built (the TLS backend failed to initialise). Fatal: the process
+/// cannot deliver anything; check the build's TLS features.
+#[derive(Debug, thiserror::Error)]
+#[error("could not build the HTTP client for lapse tasks")]
+pub struct ClientBuildError(#[source] reqwest::Error);
+
+/// What the agent answered to a `SendMessage` that it accepted (a JSON-RPC `result`).
+///
+/// Every variant means the lapse task is delivered: its `messageId` is never sent again.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendOutcome {
+    /// `{"task": …}`: the agent created a task for the lapse.
+    Task {
+        /// The agent's task id.
+        id: String,
+        /// The task's state in the answer.
+        state: TaskState,
+    },
+    /// `{"message": …}`: the agent answered directly, without a task.
+    Message {
+        /// The answer's `messageId`.
+        message_id: String,
+    },
+    /// A `result` that is neither a Task nor a Message. The agent accepted the request (resending
+    /// would only repeat it), so this counts as delivered, with the oddity recorded.
+    Unrecognised {
+        /// Why the result was not understood.
+        detail: String,
+    },
+}
+
+/// Why a lapse task was not delivered, and whether trying again can help.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    /// A transient failure: transport error, timeout, HTTP 5xx, 408 or 429, or a JSON-RPC error
+    /// that is not permanent (e.g. `-32603`). Try again later with backoff.
+    #[error("{reason}")]
+    Retryable {
+        /// What went wrong, in words.
+        reason: String,
+        /// The agent's `Retry-After`, when it sent one in seconds.
+        retry_after: Option<Duration>,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// Resending the same request would get the same answer: a permanent JSON-RPC error
+    /// (`-32001..=-32009`, `-32600`, `-32601`, `-32602`, `-32700`), HTTP 4xx other than 408 and
+    /// 429, a redirect (never followed), a 2xx whose body is not a JSON-RPC response, or an
+    /// endpoint that cannot be used. Do not retry; a person must look at the agent or the
+    /// configuration.
+    #[error("{reason}")]
+    Permanent {
+        /// What went wrong, in words.
+        reason: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<BoxError>,
+    },
+}
+
+impl DeliveryError {
+    /// A retryable error with a source.
+    pub fn retryable(reason: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        DeliveryError::Retryable {
+            reason: reason.into(),
+            retry_after: None,
+            source: Some(source.into()),
+        }
+    }
+
+    /// A permanent error with a source.
+    pub fn permanent(reason: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        DeliveryError::Permanent {
+            reason: reason.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// Whether trying again later can help.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, DeliveryError::Retryable { .. })
+    }
+
+    /// The reason, without the source chain.
+    pub fn reason(&self) -> &str {
+        match self {
+            DeliveryError::Retryable { reason, .. } | DeliveryError::Permanent { reason, .. } => {
+                reason
+            }
+        }
+    }
+
+    /// The agent's `Retry-After`, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            DeliveryError::Retryable { retry_after, .. } => *retry_after,
+            DeliveryError::Permanent { .. } => None,
+        }
+    }
+
+    /// The reason followed by each source's message, `: `-separated (what `last_error` records).
+    pub fn describe(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = self.source();
+        while let Some(e) = source {
+            let msg = e.to_string();
+            if !text.ends_with(&msg) {
+                text.push_str(": ");
+                text.push_str(&msg);
+            }
+            source = e.source();
+        }
+        text
+    }
+}
+
+/// Posts lapse tasks as A2A 1.0 JSON-RPC `SendMessage` requests over HTTPS (rustls) or HTTP.
+///
+/// Build it once (it holds connection pools) and share it. Redirects are never followed
+/// (serve.md "Outbound"); no proxy from the environment is used.
+#[derive(Debug, Clone)]
+pub struct A2aClient {
+    /// For endpoints written in the configuration.
+    open: reqwest::Client,
+    /// For endpoints from fetched cards: resolves only to public addresses.
+    public_only: reqwest::Client,
+    max_response_bytes: usize,
+}
+
+impl A2aClient {
+    /// A client with the given settings.
+    ///
+    /// # Errors
+    /// [`ClientBuildError`] when the TLS backend cannot be initialised.
+    pub fn new(config: &ClientConfig) -> Result<Self, ClientBuildError> {
+        let builder = || {
+            reqwest::Client::builder()
+                .connect_timeout(config.connect_timeout)
+                .timeout(config.request_timeout)
+                .redirect(redirect::Policy::none())
+                .user_agent(config.user_agent.clone())
+                .no_proxy()
+        };
+        let open = builder().build().map_err(ClientBuildError)?;
+        let public_only = builder()
+            .dns_resolver(Arc::new(PublicOnlyResolver))
+            .build()
+            .map_err(ClientBuildError)?;
+        Ok(A2aClient {
+            open,
+            public_only,
+            max_response_bytes: config.max_response_bytes,
+        })
+    }
+
+    /// A client with [`ClientConfig::default`].
+    ///
+    /// # Errors
+    /// As [`A2aClient::new`].
+    pub fn with_defaults() -> Result<Self, ClientBuildError> {
+        Self::new(&ClientConfig::default())
+    }
+
+    /// Posts `{"jsonrpc":"2.0","id":<message_id>,"method":"SendMessage","params":<params>}` to
+    /// `endpoint.url` with `A2A-Version: 1.0`, `A2A-Extensions: <expectations URI>`,
+    /// `Content-Type: application/json` and, when configured, `Authorization: Bearer …`.
+    ///
+    /// `params` is the stored `SendMessageRequest` (semantics.md "The lapse task"); `message_id`
+    /// is its `message.messageId`, used as the JSON-RPC `id`.
+    ///
+    /// # Errors
+    /// [`DeliveryError::Retryable`] or [`DeliveryError::Permanent`], classified as documented
+    /// there; the transport or JSON-RPC error is kept as the source.
+    pub async fn send_message(
+        &self,
+        endpoint: &AgentEndpoint,
+        params: &Value,
+        message_id: &str,
+    ) -> Result<SendOutcome, DeliveryError> {
+        let url = reqwest::Url::parse(&endpoint.url).map_err(|e| {
+            DeliveryError::permanent(format!("endpoint {:?} is not a URL", endpoint.url), e)
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(DeliveryError::Permanent {
+                reason: format!("endpoint {:?} is not an http(s) URL", endpoint.url),
+                source: None,
+            });
+        }
+        if endpoint.public_only {
+            check_literal_host(&url).map_err(|e| {
+                DeliveryError::permanent("endpoint refused by the outbound address policy", e)
+            })?;
+        }
+        let request = JsonRpcRequest::new(message_id, methods::SEND_MESSAGE, params);
+        let body = serde_json::to_vec(&request)
+            .map_err(|e| DeliveryError::permanent("could not encode the request", e))?;
+
+        let client = if endpoint.public_only {
+            &self.public_only
+        } else {
+            &self.open
+        };
+        let mut req = client
+            .post(url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json")
+            .header(A2A_VERSION_HEADER, A2A_VERSION)
+            .header(A2A_EXTENSIONS_HEADER, EXPECTATIONS_URI)
+            .body(body);
+        if let Some(bearer) = &endpoint.bearer {
+            let mut value = HeaderValue::from_str(&format!("Bearer {bearer}")).map_err(|e| {
+                DeliveryError::permanent("the configured bearer token is not a valid header", e)
+            })?;
+            value.set_sensitive(true);
+            req = req.header(AUTHORIZATION, value);
+        }
+
+        let mut response = req.send().await.map_err(transport_error)?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let mut body = Vec::new();
+        let mut truncated = false;
+        while let Some(chunk) = response.chunk().await.map_err(transport_error)? {
+            let room = self.max_response_bytes.saturating_sub(body.len());
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                truncated = true;
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        if truncated && status.is_success() {
+            return Err(DeliveryError::Permanent {
+                reason: format!(
+                    "HTTP {status}: the answer is longer than {} bytes",
+                    self.max_response_bytes
+                ),
+                source: None,
+            });
+        }
+        interpret_response(status, &headers, &body, message_id)
+    }
+}
+
+/// Classifies a failure to exchange the request at all.
+fn transport_error(e: reqwest::Error) -> DeliveryError {
+    let mut source: Option<&(dyn StdError + 'static)> = e.source();
+    while let Some(s) = source {
+        if s.is::<NonPublicAddress>() {
+            // The chain (kept as the source) names the host and address.
+            return DeliveryError::permanent("endpoint refused by the outbound address policy", e);
+        }
+        source = s.source();
+    }
+    if e.is_builder() {
+        return DeliveryError::permanent("the request could not be built", e);
+    }
+    let reason = if e.is_timeout() {
+        "the agent did not answer in time"
+    } else if e.is_connect() {
+        "could not connect to the agent"
+    } else {
+        "the exchange with the agent failed"
+    };
+    DeliveryError::retryable(reason, e)
+}
+
+/// Classifies an answer received in full (a2a-v1.md §1, §4).
+fn interpret_response(
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &[u8],
+    message_id: &str,
+) -> Result<SendOutcome, DeliveryError> {
+    if !status.is_success() {
+        let detail = match serde_json::from_slice::<JsonRpcResponse>(body) {
+            Ok(JsonRpcResponse {
+                error: Some(err), ..
+            }) => err.to_string(),
+            _ => snippet(body),
+        };
+        let reason = if detail.is_empty() {
+            format!("HTTP {status}")
+        } else {
+            format!("HTTP {status}: {detail}")
+        };
+        return Err(
+            if status.is_server_error()
+                || status == StatusCode::REQUEST_TIMEOUT
+                || status == StatusCode::TOO_MANY_REQUESTS
+            {
+                DeliveryError::Retryable {
+                    reason,
+                    retry_after: retry_after(headers),
+                    source: None,
+                }
+            } else if status.is_redirection() {
+                let location = headers
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("?");
+                DeliveryError::Permanent {
+                    reason: format!("{reason} (redirect to {location} not followed)"),
+                    source: None,
+                }
+            } else {
+                DeliveryError::Permanent {
+                    reason,
+                    source: None,
+                }
+            },
+        );
+    }
+
+    let response: JsonRpcResponse = serde_json::from_slice(body).map_err(|e| {
+        DeliveryError::permanent(
+            format!("HTTP {status} but the body is not a JSON-RPC response"),
+            e,
+        )
+    })?;
+    if response.result.is_none() && response.error.is_none() {
+        return Err(DeliveryError::Permanent {
+            reason: format!("HTTP {status} but the JSON-RPC response has neither result nor error"),
+            source: None,
+        });
+    }
+    if response.id.as_str() != Some(message_id) {
+        tracing::warn!(
+            message_id,
+            answered_id = %response.id,
+            "agent answered with a different JSON-RPC id; taking the answer as this request's"
+        );
+    }
+    let result = match response.into_result() {
+        Ok(result) => result,
+        Err(err) => {
+            let reason = format!("agent answered {err}");
+            return Err(if err.is_permanent() {
+                DeliveryError::permanent(reason, err)
+            } else {
+                DeliveryError::retryable(reason, err)
+            });
+        }
+    };
+    Ok(
+        match serde_json::from_value::<SendMessageResponse>(result) {
+            Ok(SendMessageResponse::Task(task)) => SendOutcome::Task {
+                state: task.state(),
+                id: task.id,
+            },
+            Ok(SendMessageResponse::Message(message)) => SendOutcome::Message {
+                message_id: message.message_id,
+            },
+            Err(e) => SendOutcome::Unrecognised {
+                detail: e.to_string(),
+            },
+        },
+    )
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is ignored).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let secs: u64 = headers
+        .get(RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(secs))
+}
+
+/// The start of a body for an error message: at most 200 characters, control characters blanked.
+fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut out: String = text
+        .chars()
+        .take(200)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().count() > 200 {
+        out.push('…');
+    }
+    out.trim().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn interpret(status: u16, body: &str) -> Result<SendOutcome, DeliveryError> {
+        interpret_response(
+            StatusCode::from_u16(status).unwrap(),
+            &HeaderMap::new(),
+            body.as_bytes(),
+            "m-1",
+        )
+    }
+
+    fn rpc_error(code: i64) -> String {
+        json!({"jsonrpc":"2.0","id":"m-1","error":{"code":code,"message":"boom"}}).to_string()
+    }
+
+    #[test]
+    fn results_are_tasks_messages_or_unrecognised() {
+        let task = json!({"jsonrpc":"2.0","id":"m-1","result":{"task":{
+            "id":"t-1","contextId":"c","status":{"state":"TASK_STATE_SUBMITTED"}}}});
+        assert_eq!(
+            interpret(200, &task.to_string()).unwrap(),
+            SendOutcome::Task {
+                id: "t-1".into(),
+                state: TaskState::Submitted
+            }
+        );
+        let msg = json!({"jsonrpc":"2.0","id":"m-1","result":{"message":{
+            "messageId":"r-1","role":"ROLE_AGENT","parts":[{"text":"ok"}]}}});
+        assert_eq!(
+            interpret(200, &msg.to_string()).unwrap(),
+            SendOutcome::Message {
+                message_id: "r-1".into()
+            }
+        );
+        let odd = json!({"jsonrpc":"2.0","id":"m-1","result":{"weird":1}});
+        assert!(matches!(
+            interpret(200, &odd.to_string()).unwrap(),
+            SendOutcome::Unrecognised { .. }
+        ));
+    }
+
+    #[test]
+    fn json_rpc_errors_follow_is_permanent() {
+        for code in [-32700, -32600, -32601, -32602, -32001, -32005, -32009] {
+            let e = interpret(200, &rpc_error(code)).unwrap_err();
+            assert!(!e.is_retryable(), "{code}");
+            assert!(e.describe().contains("boom"), "{}", e.describe());
+            let source = e.source().expect("source kept");
+            assert!(source.downcast_ref::<a2a_types::JsonRpcError>().is_some());
+        }
+        for code in [-32603, -32000, -32050, 1] {
+            assert!(interpret(200, &rpc_error(code)).unwrap_err().is_retryable());
+        }
+    }
+
+    #[test]
+    fn http_statuses_are_classified() {
+        for status in [500, 502, 503, 504, 408, 429] {
+            assert!(
+                interpret(status, "<html>down</html>")
+                    .unwrap_err()
+                    .is_retryable(),
+                "{status}"
+            );
+        }
+        for status in [400, 401, 403, 404, 405, 410, 413, 301, 302, 307] {
+            assert!(
+                !interpret(status, "nope").unwrap_err().is_retryable(),
+                "{status}"
+            );
+        }
+        // A JSON-RPC error in a non-2xx body is shown, the status decides.
+        let e = interpret(500, &rpc_error(-32602)).unwrap_err();
+        assert!(e.is_retryable());
+        assert!(e.reason().contains("-32602"), "{}", e.reason());
+    }
+
+    #[test]
+    fn a_2xx_that_is_not_json_rpc_is_permanent() {
+        for body in [
+            "",
+            "<html>ok</html>",
+            "{}",
+            "[1,2]",
+            "{\"jsonrpc\":\"2.0\"}",
+        ] {
+            let e = interpret(200, body).unwrap_err();
+            assert!(!e.is_retryable(), "{body:?}");
+        }
+        let e = interpret(200, "not json").unwrap_err();
+        assert!(e.source().unwrap().is::<serde_json::Error>());
+    }
+
+    #[test]
+    fn retry_after_seconds_are_kept() {
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, HeaderValue::from_static("7"));
+        let e = interpret_response(StatusCode::TOO_MANY_REQUESTS, &h, b"", "m").unwrap_err();
+        assert_eq!(e.retry_after(), Some(Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn snippets_are_short_and_single_line() {
+        let long = "x\n".repeat(500);
+        let s = snippet(long.as_bytes());
+        assert!(!s.contains('\n'));
+        assert!(s.chars().count() <= 201);
+    }
+}

@@ -1,0 +1,106 @@
+//! Where each agent receives lapse tasks: the caller (serve's configuration, the Lambda's
+//! environment) supplies it through [`Endpoints`].
+
+use std::collections::HashMap;
+use std::fmt;
+
+use watcher_core::ids::{AgentId, Tenant};
+
+/// An agent's JSON-RPC endpoint and the watcher's credential for it (serve.md `[[agents]]`).
+///
+/// `Debug` never shows the bearer token.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct AgentEndpoint {
+    /// The JSON-RPC URL (`endpoint` in the configuration, or the card's JSONRPC interface).
+    pub url: String,
+    /// Sent as `Authorization: Bearer <bearer>` when present (expectations-v1 §13.1).
+    pub bearer: Option<String>,
+    /// Refuse to connect when the host is, or resolves to, a loopback, private, link-local or
+    /// otherwise non-public address (serve.md "Outbound": an endpoint taken from a fetched card,
+    /// unless `allow_private_endpoints = true`). `false` for endpoints written in the
+    /// configuration, which are used as written.
+    pub public_only: bool,
+}
+
+impl AgentEndpoint {
+    /// An endpoint written in the configuration: used as written, private addresses allowed.
+    pub fn configured(url: impl Into<String>, bearer: Option<String>) -> Self {
+        AgentEndpoint {
+            url: url.into(),
+            bearer,
+            public_only: false,
+        }
+    }
+
+    /// An endpoint taken from a fetched agent card: only public addresses are contacted.
+    pub fn from_card(url: impl Into<String>, bearer: Option<String>) -> Self {
+        AgentEndpoint {
+            url: url.into(),
+            bearer,
+            public_only: true,
+        }
+    }
+}
+
+impl fmt::Debug for AgentEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentEndpoint")
+            .field("url", &self.url)
+            .field("bearer", &self.bearer.as_ref().map(|_| "<redacted>"))
+            .field("public_only", &self.public_only)
+            .finish()
+    }
+}
+
+/// Looks up where an agent of a tenant receives lapse tasks.
+///
+/// `None` means the watcher has no endpoint for that agent; its lapse tasks are marked `failed`
+/// with a `last_error` saying so (they are not retried: fix the configuration and re-raise).
+pub trait Endpoints: Send + Sync {
+    /// The endpoint of `agent` in `tenant`, if known.
+    fn endpoint(&self, tenant: &Tenant, agent: &AgentId) -> Option<AgentEndpoint>;
+}
+
+impl Endpoints for HashMap<(Tenant, AgentId), AgentEndpoint> {
+    fn endpoint(&self, tenant: &Tenant, agent: &AgentId) -> Option<AgentEndpoint> {
+        self.get(&(tenant.clone(), agent.clone())).cloned()
+    }
+}
+
+impl<E: Endpoints + ?Sized> Endpoints for &E {
+    fn endpoint(&self, tenant: &Tenant, agent: &AgentId) -> Option<AgentEndpoint> {
+        (**self).endpoint(tenant, agent)
+    }
+}
+
+impl<E: Endpoints + ?Sized> Endpoints for std::sync::Arc<E> {
+    fn endpoint(&self, tenant: &Tenant, agent: &AgentId) -> Option<AgentEndpoint> {
+        (**self).endpoint(tenant, agent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_the_bearer() {
+        let e = AgentEndpoint::configured("http://127.0.0.1:9/", Some("s3cret".into()));
+        let shown = format!("{e:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+    }
+
+    #[test]
+    fn a_map_is_an_endpoint_directory() {
+        let t = Tenant::default_tenant();
+        let a = AgentId::parse("booking").unwrap();
+        let mut m = HashMap::new();
+        m.insert(
+            (t.clone(), a.clone()),
+            AgentEndpoint::configured("http://x/", None),
+        );
+        assert_eq!(m.endpoint(&t, &a).unwrap().url, "http://x/");
+        assert!(m.endpoint(&t, &AgentId::parse("other").unwrap()).is_none());
+    }
+}

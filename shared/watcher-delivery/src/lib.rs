@@ -1,0 +1,37 @@
+//! The lapse-task submitter: takes due entries from the outbox ([`watcher_runtime::store::Store`])
+//! and posts each as an A2A 1.0 JSON-RPC `SendMessage` to the agent that raised the expectation
+//! (contracts/serve.md, semantics.md "The lapse task").
+//!
+//! Shared by the local `serve` process (which calls [`Submitter::deliver_due`] from its loop) and
+//! the SQS-fed Lambda (which calls [`Submitter::deliver_one`] per message).
+//!
+//! * [`endpoint`]: where each agent is ([`AgentEndpoint`], [`Endpoints`]).
+//! * [`client`]: the HTTP client ([`A2aClient`]) and the typed outcome of one post
+//!   ([`SendOutcome`], [`DeliveryError`]: retryable or permanent).
+//! * [`retry`]: [`RetryPolicy`] and the pure backoff [`next_attempt_at`].
+//! * [`rate`]: per-agent rate limiting ([`RateLimit`], [`RateLimiter`]), expectations-v1 §13.2.
+//! * [`deliver`]: [`Submitter`], [`deliver_due`] and the pure bookkeeping [`record_attempt`].
+//! * `testing` (feature `test-utils`): a recording A2A agent for tests.
+//!
+//! Time is an argument everywhere: nothing here reads a clock, so tests drive retries by passing
+//! `now` values past `next_attempt_at`.
+
+#![warn(missing_docs)]
+
+pub mod client;
+pub mod deliver;
+pub mod endpoint;
+mod guard;
+pub mod rate;
+pub mod retry;
+
+#[cfg(feature = "test-utils")]
+pub mod testing;
+
+pub use client::{A2aClient, ClientBuildError, ClientConfig, DeliveryError, SendOutcome};
+pub use deliver::{
+    deliver_due, record_attempt, DeliveryReport, EntryOutcome, Submitter, SubmitterConfig,
+};
+pub use endpoint::{AgentEndpoint, Endpoints};
+pub use rate::{RateLimit, RateLimiter};
+pub use retry::{jitter_fraction, next_attempt_at, RetryPolicy};

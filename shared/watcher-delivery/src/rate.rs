@@ -1,0 +1,216 @@
+//! Per-agent rate limiting of lapse-task submissions (expectations-v1 §13.2 SHOULD): a token
+//! bucket per (tenant, agent), kept in memory, with `now` passed in.
+//!
+//! Implemented as GCRA (the "virtual scheduling" form of a token bucket): one instant per key,
+//! the theoretical arrival time of the next request, so the state is tiny and the arithmetic exact.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::time::Instant;
+
+/// How many lapse tasks one agent may be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Sustained rate, in lapse tasks per minute. Default 60. `0` turns limiting off.
+    pub per_minute: u32,
+    /// How many may go at once after a quiet spell (the bucket's size). Default 10; `0` counts as 1.
+    pub burst: u32,
+}
+
+impl Default for RateLimit {
+    fn default() -> Self {
+        RateLimit {
+            per_minute: 60,
+            burst: 10,
+        }
+    }
+}
+
+impl RateLimit {
+    /// No limit at all.
+    pub fn unlimited() -> Self {
+        RateLimit {
+            per_minute: 0,
+            burst: 0,
+        }
+    }
+
+    /// Time between two tokens, in nanoseconds; `None` when unlimited.
+    fn interval_nanos(&self) -> Option<i128> {
+        (self.per_minute > 0).then(|| 60_000_000_000i128 / i128::from(self.per_minute))
+    }
+}
+
+/// Keys kept before idle ones are forgotten.
+const PRUNE_ABOVE: usize = 1024;
+
+/// Token buckets keyed by (tenant, agent). Shareable (`&self` methods, a short internal lock
+/// never held across an await).
+#[derive(Debug)]
+pub struct RateLimiter {
+    limit: RateLimit,
+    /// Theoretical arrival time of each key's next request, in nanoseconds since the epoch.
+    tat: Mutex<HashMap<(Tenant, AgentId), i128>>,
+}
+
+impl RateLimiter {
+    /// A limiter applying `limit` to every agent.
+    pub fn new(limit: RateLimit) -> Self {
+        RateLimiter {
+            limit,
+            tat: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The limit applied.
+    pub fn limit(&self) -> RateLimit {
+        self.limit
+    }
+
+    /// Takes a token for one submission to `agent` of `tenant` at `now`.
+    ///
+    /// # Errors
+    /// `Err(at)` when the bucket is empty: `at` is the earliest instant a token is free. Nothing
+    /// is taken then; ask again at `at`.
+    pub fn try_acquire(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        now: Instant,
+    ) -> Result<(), Instant> {
+        let Some(interval) = self.limit.interval_nanos() else {
+            return Ok(());
+        };
+        let tolerance = interval * i128::from(self.limit.burst.max(1) - 1);
+        let t = now.as_nanos();
+        // A poisoned lock only means another thread panicked mid-update of a plain map of
+        // instants; the data is still usable.
+        let mut map = self.tat.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() > PRUNE_ABOVE {
+            // A key whose arrival time has passed holds a full bucket: same as absent.
+            map.retain(|_, tat| *tat > t);
+        }
+        let key = (tenant.clone(), agent.clone());
+        let tat = map.get(&key).copied().unwrap_or(t).max(t);
+        let allowed_at = tat - tolerance;
+        if allowed_at > t {
+            return Err(Instant::from_nanos(allowed_at).unwrap_or(now));
+        }
+        map.insert(key, tat + interval);
+        Ok(())
+    }
+
+    /// Time until a token is free for `agent` at `now` (zero when one is free now).
+    pub fn wait_time(&self, tenant: &Tenant, agent: &AgentId, now: Instant) -> Duration {
+        let Some(interval) = self.limit.interval_nanos() else {
+            return Duration::ZERO;
+        };
+        let tolerance = interval * i128::from(self.limit.burst.max(1) - 1);
+        let t = now.as_nanos();
+        let map = self.tat.lock().unwrap_or_else(|p| p.into_inner());
+        let tat = map
+            .get(&(tenant.clone(), agent.clone()))
+            .copied()
+            .unwrap_or(t);
+        let wait = (tat - tolerance - t).max(0);
+        Duration::from_nanos(u64::try_from(wait).unwrap_or(u64::MAX))
+    }
+}
+
+impl Default for RateLimiter {
+    fn default() -> Self {
+        RateLimiter::new(RateLimit::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> Instant {
+        Instant::parse(s).unwrap()
+    }
+
+    fn key() -> (Tenant, AgentId) {
+        (Tenant::default_tenant(), AgentId::parse("booking").unwrap())
+    }
+
+    #[test]
+    fn burst_then_one_per_interval() {
+        let (t, a) = key();
+        let rl = RateLimiter::new(RateLimit {
+            per_minute: 2,
+            burst: 2,
+        });
+        let t0 = at("2026-09-10T20:00:00Z");
+        assert!(rl.try_acquire(&t, &a, t0).is_ok());
+        assert!(rl.try_acquire(&t, &a, t0).is_ok());
+        assert_eq!(rl.try_acquire(&t, &a, t0), Err(at("2026-09-10T20:00:30Z")));
+        // Refusals take nothing: asking again is refused at the same instant.
+        assert_eq!(rl.try_acquire(&t, &a, t0), Err(at("2026-09-10T20:00:30Z")));
+        assert_eq!(rl.wait_time(&t, &a, t0), Duration::from_secs(30));
+        assert!(rl.try_acquire(&t, &a, at("2026-09-10T20:00:30Z")).is_ok());
+        assert_eq!(
+            rl.try_acquire(&t, &a, at("2026-09-10T20:00:30Z")),
+            Err(at("2026-09-10T20:01:00Z"))
+        );
+        // After a quiet spell the bucket is full again, but no fuller than `burst`.
+        let later = at("2026-09-10T21:00:00Z");
+        assert!(rl.try_acquire(&t, &a, later).is_ok());
+        assert!(rl.try_acquire(&t, &a, later).is_ok());
+        assert!(rl.try_acquire(&t, &a, later).is_err());
+    }
+
+    #[test]
+    fn agents_and_tenants_have_their_own_buckets() {
+        let (t, a) = key();
+        let other_agent = AgentId::parse("ops").unwrap();
+        let other_tenant = Tenant::parse("acme").unwrap();
+        let rl = RateLimiter::new(RateLimit {
+            per_minute: 1,
+            burst: 1,
+        });
+        let t0 = at("2026-09-10T20:00:00Z");
+        assert!(rl.try_acquire(&t, &a, t0).is_ok());
+        assert!(rl.try_acquire(&t, &a, t0).is_err());
+        assert!(rl.try_acquire(&t, &other_agent, t0).is_ok());
+        assert!(rl.try_acquire(&other_tenant, &a, t0).is_ok());
+    }
+
+    #[test]
+    fn unlimited_and_zero_burst() {
+        let (t, a) = key();
+        let t0 = at("2026-09-10T20:00:00Z");
+        let free = RateLimiter::new(RateLimit::unlimited());
+        for _ in 0..10_000 {
+            assert!(free.try_acquire(&t, &a, t0).is_ok());
+        }
+        let one = RateLimiter::new(RateLimit {
+            per_minute: 60,
+            burst: 0,
+        });
+        assert!(one.try_acquire(&t, &a, t0).is_ok());
+        assert_eq!(one.try_acquire(&t, &a, t0), Err(at("2026-09-10T20:00:01Z")));
+    }
+
+    #[test]
+    fn idle_keys_are_pruned() {
+        let rl = RateLimiter::new(RateLimit {
+            per_minute: 60,
+            burst: 1,
+        });
+        let t0 = at("2026-09-10T20:00:00Z");
+        let t = Tenant::default_tenant();
+        for i in 0..=PRUNE_ABOVE {
+            let a = AgentId::parse(format!("a{i}")).unwrap();
+            rl.try_acquire(&t, &a, t0).unwrap();
+        }
+        let later = at("2026-09-10T20:10:00Z");
+        rl.try_acquire(&t, &AgentId::parse("new").unwrap(), later)
+            .unwrap();
+        assert_eq!(rl.tat.lock().unwrap().len(), 1);
+    }
+}

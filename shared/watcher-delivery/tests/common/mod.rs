@@ -1,0 +1,141 @@
+//! Fixtures shared by the delivery tests: a seeded memory store, lapse-task entries and the
+//! capture agent (re-exported from `watcher_delivery::testing`, where serve's tests find it too).
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use watcher_core::ids::{AgentId, ExpectationId, Tenant};
+use watcher_core::record::LapseKind;
+use watcher_core::time::Instant;
+use watcher_delivery::{
+    A2aClient, AgentEndpoint, ClientConfig, RateLimit, RetryPolicy, Submitter, SubmitterConfig,
+};
+use watcher_runtime::memory::MemoryStore;
+use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
+
+pub use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
+
+/// The bearer the watcher presents to agents in these tests.
+pub const BEARER: &str = "watcher-token";
+
+/// 2026-09-10T22:15:00Z: when the worked example's first lapse is determined.
+pub fn t0() -> Instant {
+    Instant::parse("2026-09-10T22:15:00Z").unwrap()
+}
+
+/// `at` plus whole seconds.
+pub fn plus_secs(at: Instant, secs: u64) -> Instant {
+    Instant::from_timestamp(
+        at.timestamp()
+            .checked_add(jiff::SignedDuration::from_secs(secs as i64))
+            .unwrap(),
+    )
+}
+
+pub fn tenant() -> Tenant {
+    Tenant::default_tenant()
+}
+
+pub fn booking() -> AgentId {
+    AgentId::parse("booking").unwrap()
+}
+
+/// The `SendMessage` params of a lapse task (semantics.md "The lapse task"), abridged.
+pub fn lapse_request(message_id: &str, expectation: &str) -> Value {
+    json!({
+        "message": {
+            "messageId": message_id,
+            "contextId": "ctx-northgate-sep",
+            "role": "ROLE_USER",
+            "referenceTaskIds": ["task-booking-7f3a"],
+            "extensions": ["https://rsaxb.com/a2a/expectations/v1"],
+            "parts": [{"text": format!("Expectation {expectation} is overdue.")}],
+            "metadata": {"https://rsaxb.com/a2a/expectations/v1": {"lapse": {
+                "expectationId": expectation,
+                "lapse": "overdue",
+                "dueAt": "2026-09-10T20:15:00Z",
+                "lapsedAt": "2026-09-10T22:15:00Z"
+            }}}
+        },
+        "configuration": {"returnImmediately": true}
+    })
+}
+
+/// A queued lapse task for `booking`, due at [`t0`].
+pub fn lapse_entry(expectation: &str) -> OutboxEntry {
+    let message_id = format!("lapse:{expectation}:overdue:2026-09-10T20:15:00Z");
+    OutboxEntry {
+        tenant: tenant(),
+        agent: booking(),
+        request: lapse_request(&message_id, expectation),
+        message_id,
+        expectation_id: ExpectationId::parse(expectation).unwrap(),
+        lapse: LapseKind::Overdue,
+        lapsed_at: t0(),
+        delivery: DeliveryState::Queued,
+        attempts: 0,
+        next_attempt_at: t0(),
+        task_id: None,
+        task_state: None,
+        answered_with_message: false,
+        last_error: None,
+    }
+}
+
+/// A memory store holding `entries`, committed one by one (so in this order).
+pub async fn store_with(entries: Vec<OutboxEntry>) -> MemoryStore {
+    let store = MemoryStore::new();
+    for entry in entries {
+        let tenant = entry.tenant.clone();
+        store
+            .commit(
+                &tenant,
+                Commit {
+                    outbox: vec![entry],
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    store
+}
+
+/// Reads an entry back.
+pub async fn get(store: &MemoryStore, entry: &OutboxEntry) -> OutboxEntry {
+    store
+        .outbox_get(&entry.tenant, &entry.message_id)
+        .await
+        .unwrap()
+        .expect("entry is stored")
+}
+
+/// `booking` of the default tenant at `endpoint`.
+pub fn endpoints(endpoint: AgentEndpoint) -> HashMap<(Tenant, AgentId), AgentEndpoint> {
+    HashMap::from([((tenant(), booking()), endpoint)])
+}
+
+/// A client with short timeouts.
+pub fn client() -> A2aClient {
+    A2aClient::new(&ClientConfig {
+        connect_timeout: Duration::from_secs(2),
+        request_timeout: Duration::from_secs(2),
+        ..ClientConfig::default()
+    })
+    .unwrap()
+}
+
+/// A submitter with `retry`, no rate limit unless `rate` says so.
+pub fn submitter(retry: RetryPolicy, rate: Option<RateLimit>) -> Submitter {
+    Submitter::new(
+        client(),
+        SubmitterConfig {
+            retry,
+            rate_limit: rate.unwrap_or_else(RateLimit::unlimited),
+            ..SubmitterConfig::default()
+        },
+    )
+}
