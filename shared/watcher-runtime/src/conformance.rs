@@ -1,1 +1,1359 @@
+//! The store conformance suite: the checks every [`Store`] implementation must pass (style.md,
+//! "one core, many adapters, one conformance suite"; apalis `generic_storage_test!`).
+//!
+//! Each check is a public async function taking a fresh store; [`store_conformance!`](crate::store_conformance) expands to
+//! one `#[tokio::test]` per check, so a backend's test file is one line:
+//!
+//! ```ignore
+//! watcher_runtime::store_conformance!(watcher_runtime::memory::MemoryStore::new());
+//! ```
+//!
+//! The expression is evaluated once per test and may give a [`Store`] or a [`Guarded`] store
+//! (a store plus something that must outlive it, such as a temporary directory). The caller's
+//! crate needs `tokio` (features `macros`, `rt-multi-thread`) as a dev-dependency.
+//!
+//! The checks are test code: they panic, with a message naming the rule broken, when a store
+//! breaks the [`Store`] contract.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::json;
+use watcher_core::card::declaration_from_card;
+use watcher_core::engine::{
+    is_live, AgentProfile, Input, Origin, PushItem, Rejection, ReportedFact, TimerKey, TimerKind,
+};
+use watcher_core::expectation::Expectation;
+use watcher_core::ids::{
+    AgentId, ExpectationId, ExpectationRef, FactKey, Source, Subject, TaskId, TaskRef, Tenant,
+};
+use watcher_core::record::{
+    AnchorState, ExpectationRecord, LapseKind, RaiseOrder, RaisedBy, Status,
+};
+use watcher_core::settings::Settings;
+use watcher_core::slice::{FactEntry, Scope, SubjectState, TaskRecord};
+use watcher_core::time::{Instant, IsoDuration};
+
+use crate::directory::Directory;
+use crate::store::{Commit, DeliveryState, OutboxEntry, Store, StoreError};
+use crate::watcher::Watcher;
+
+/// What a check gets from the expression given to [`store_conformance!`](crate::store_conformance): the store under test
+/// and a guard kept alive until the check ends.
+pub trait Fixture {
+    /// The store under test.
+    type Store: Store + 'static;
+    /// Dropped after the check (e.g. a temporary directory holding the store's files).
+    type Guard;
+    /// Splits the fixture into a shared store and its guard.
+    fn split(self) -> (Arc<Self::Store>, Self::Guard);
+}
+
+impl<S: Store + 'static> Fixture for S {
+    type Store = S;
+    type Guard = ();
+    fn split(self) -> (Arc<S>, ()) {
+        (Arc::new(self), ())
+    }
+}
+
+/// A store with something that must outlive it, such as the `tempfile::TempDir` its database
+/// file lives in.
+pub struct Guarded<S, G> {
+    /// The store under test.
+    pub store: S,
+    /// Kept alive, then dropped, after the check.
+    pub guard: G,
+}
+
+impl<S: Store + 'static, G> Fixture for Guarded<S, G> {
+    type Store = S;
+    type Guard = G;
+    fn split(self) -> (Arc<S>, G) {
+        (Arc::new(self.store), self.guard)
+    }
+}
+
+/// Expands to one `#[tokio::test]` (multi-threaded runtime) per conformance check, each on a
+/// fresh store made by evaluating `$make` (a [`Store`] or a [`conformance::Guarded`] store).
+///
+/// Call it at most once per module; wrap calls for several setups in their own modules.
+///
+/// [`conformance::Guarded`]: crate::conformance::Guarded
+#[macro_export]
+macro_rules! store_conformance {
+    ($make:expr) => {
+        $crate::store_conformance!(@checks $make;
+            load_and_commit,
+            stale_commit_changes_nothing,
+            concurrent_writers_lose_nothing,
+            indexes_follow_commits,
+            outbox_rules,
+            tenants_are_isolated,
+            rejections_per_tenant_and_agent,
+            sequence_strictly_increases,
+        );
+    };
+    (@checks $make:expr; $($check:ident),+ $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $check() {
+                let (store, _guard) = $crate::conformance::Fixture::split($make);
+                $crate::conformance::$check(store).await;
+            }
+        )+
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Test data.
+
+fn instant(text: &str) -> Instant {
+    Instant::parse(text).expect("a valid test instant")
+}
+
+/// The suite's epoch: 2026-09-10T12:00:00Z.
+fn t0() -> Instant {
+    instant("2026-09-10T12:00:00Z")
+}
+
+/// `minutes` after [`t0`].
+fn at(minutes: u32) -> Instant {
+    t0().plus(IsoDuration::parse(&format!("PT{minutes}M")).expect("a valid duration"))
+}
+
+fn tenant(name: &str) -> Tenant {
+    Tenant::parse(name).expect("a valid tenant")
+}
+
+fn agent(name: &str) -> AgentId {
+    AgentId::parse(name).expect("a valid agent id")
+}
+
+fn shipment(id: &str) -> Subject {
+    Subject::parse("shipment", id).expect("a valid subject")
+}
+
+fn fact_key(k: &str) -> FactKey {
+    FactKey::parse(k).expect("a valid fact key")
+}
+
+fn eref(agent_name: &str, id: &str) -> ExpectationRef {
+    ExpectationRef {
+        agent: agent(agent_name),
+        id: ExpectationId::parse(id).expect("a valid expectation id"),
+    }
+}
+
+fn task_ref(agent_name: &str, id: &str) -> TaskRef {
+    TaskRef {
+        agent: agent(agent_name),
+        task_id: TaskId::parse(id).expect("a valid task id"),
+    }
+}
+
+fn source() -> Source {
+    Source::parse("carrier-feed:test").expect("a valid source")
+}
+
+fn fact(key: &str, subject: &Subject, received: Instant) -> FactEntry {
+    FactEntry {
+        fact_key: fact_key(key),
+        source: source(),
+        observed_at: received,
+        claimed_observed_at: received,
+        received_at: received,
+        subject: Some(subject.clone()),
+        satisfied: Vec::new(),
+    }
+}
+
+/// An expectation about shipment `subject_id`, parsed from its JSON form.
+fn expectation(
+    id: &str,
+    kind: &str,
+    subject_id: &str,
+    key: &str,
+    due: Instant,
+    horizon: Option<Instant>,
+) -> Expectation {
+    let mut v = json!({
+        "expectationId": id,
+        "kind": kind,
+        "subject": { "type": "shipment", "id": subject_id },
+        "expects": format!("{kind} for {subject_id}"),
+        "satisfiedBy": { "factKey": key },
+        "dueAt": due.to_string(),
+        "basis": "observed",
+    });
+    if let Some(h) = horizon {
+        v["horizon"] = json!(h.to_string());
+    }
+    Expectation::from_json(&v).expect("a valid test expectation")
+}
+
+/// An open record of `e`, built by hand (for checks that do not run the engine).
+fn record(t: &Tenant, agent_name: &str, e: Expectation, order: RaiseOrder) -> ExpectationRecord {
+    ExpectationRecord {
+        due_at: e.due_at,
+        expectation: e,
+        agent: agent(agent_name),
+        tenant: t.clone(),
+        status: Status::Open,
+        lineage: 0,
+        raised_at: t0(),
+        raised_by: RaisedBy {
+            task_id: TaskId::parse("task-1").expect("a valid task id"),
+            context_id: None,
+        },
+        satisfaction: None,
+        lapses: Vec::new(),
+        withdrawal: None,
+        superseded_by: None,
+        order,
+        anchor_state: AnchorState::Unanchored,
+        horizon_checked: false,
+        question_at: None,
+    }
+}
+
+/// A subject holding one open record (with a deadline and a horizon) and one fact.
+fn subject_with_record(t: &Tenant, subject_id: &str, exp_id: &str, input: u64) -> SubjectState {
+    let s = shipment(subject_id);
+    let mut state = SubjectState::new(s.clone());
+    let e = expectation(
+        exp_id,
+        "shipment.manifest",
+        subject_id,
+        &format!("manifest:{subject_id}"),
+        at(60),
+        Some(at(180)),
+    );
+    state
+        .records
+        .push(record(t, "booking", e, RaiseOrder { input, index: 0 }));
+    state.facts.push(fact("seen", &s, t0()));
+    state
+}
+
+fn outbox_entry(t: &Tenant, message_id: &str, next_attempt: Instant) -> OutboxEntry {
+    OutboxEntry {
+        tenant: t.clone(),
+        agent: agent("booking"),
+        message_id: message_id.to_string(),
+        expectation_id: ExpectationId::parse("exp-1").expect("a valid expectation id"),
+        lapse: LapseKind::Overdue,
+        lapsed_at: next_attempt,
+        request: json!({ "message": { "messageId": message_id } }),
+        delivery: DeliveryState::Queued,
+        attempts: 0,
+        next_attempt_at: next_attempt,
+        task_id: None,
+        task_state: None,
+        answered_with_message: false,
+        last_error: None,
+    }
+}
+
+fn rejection(agent_name: &str, reason: &str, when: Instant) -> Rejection {
+    Rejection {
+        agent: agent(agent_name),
+        expectation_id: Some(format!("exp-{reason}")),
+        reason: reason.to_string(),
+        task_id: Some(TaskId::parse("task-1").expect("a valid task id")),
+        at: when,
+    }
+}
+
+fn scope_of(subjects: &[&Subject]) -> Scope {
+    Scope {
+        subjects: subjects.iter().map(|s| (*s).clone()).collect(),
+        ..Scope::default()
+    }
+}
+
+async fn load_subject<S: Store + ?Sized>(store: &S, t: &Tenant, s: &Subject) -> SubjectState {
+    let slice = store
+        .load(t, &scope_of(&[s]), t0())
+        .await
+        .expect("load succeeds");
+    slice
+        .subjects
+        .get(s)
+        .cloned()
+        .expect("load returns every subject in scope")
+}
+
+fn expect_conflict(result: Result<(), StoreError>, what: &str) {
+    match result {
+        Err(StoreError::Conflict(_)) => {}
+        other => panic!("{what}: expected StoreError::Conflict, got {other:?}"),
+    }
+}
+
+/// A card declaring the kinds the suite raises.
+fn booking_profile() -> AgentProfile {
+    let card = json!({
+        "name": "Booking agent",
+        "skills": [{ "id": "handle_lapse", "name": "Handle lapse" }],
+        "capabilities": { "extensions": [{
+            "uri": watcher_core::EXPECTATIONS_URI,
+            "params": {
+                "keepsTime": false,
+                "lapseSkill": "handle_lapse",
+                "kinds": [
+                    { "kind": "shipment.manifest", "subjectType": "shipment", "describes": "the airline manifest for a booked shipment", "basis": "observed" },
+                    { "kind": "shipment.departure", "subjectType": "shipment", "describes": "a departure event for the booked flight", "basis": "observed" },
+                    { "kind": "shipment.arrival", "subjectType": "shipment", "describes": "an arrival event at the destination airport", "basis": "observed" }
+                ]
+            }
+        }]}
+    });
+    AgentProfile {
+        id: agent("booking"),
+        declaration: declaration_from_card(&card).expect("the suite's card is valid"),
+    }
+}
+
+fn raise(task: &str, expectations: Vec<Expectation>) -> Input {
+    Input::Push {
+        agent: booking_profile(),
+        items: vec![PushItem::Raise {
+            origin: Origin {
+                task_id: TaskId::parse(task).expect("a valid task id"),
+                context_id: None,
+            },
+            expectations: expectations.into_iter().map(Ok).collect(),
+            question_at: None,
+        }],
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checks.
+
+/// A subject never stored loads empty at version 0 (and `subject` answers `None`); after a
+/// commit it loads at version 1 with the same records and facts, and a task comes back at
+/// version 1; committing at the loaded version again moves it to 2.
+pub async fn load_and_commit<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("tenant-a");
+    let s = shipment("PA-1");
+    let task = task_ref("booking", "task-1");
+
+    let mut scope = scope_of(&[&s]);
+    scope.tasks.insert(task.clone());
+    let slice = store.load(&t, &scope, t0()).await.expect("load succeeds");
+    assert_eq!(slice.tenant, t, "a slice carries its tenant");
+    assert_eq!(
+        slice.subjects.get(&s),
+        Some(&SubjectState::new(s.clone())),
+        "an unknown subject loads empty at version 0"
+    );
+    assert_eq!(
+        slice.tasks.get(&task),
+        Some(&None),
+        "an unknown task loads as None"
+    );
+    assert!(
+        store.subject(&t, &s).await.expect("subject").is_none(),
+        "subject() answers None for a subject never stored"
+    );
+
+    let state = subject_with_record(&t, "PA-1", "exp-1", 1);
+    let mut task_rec = TaskRecord::new(task.clone());
+    task_rec.subjects.insert(s.clone());
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![state.clone()],
+                tasks: vec![task_rec.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("a commit at version 0 of a new subject succeeds");
+
+    let slice = store.load(&t, &scope, t0()).await.expect("load succeeds");
+    let loaded = slice.subjects.get(&s).expect("subject in scope").clone();
+    assert_eq!(loaded.version, 1, "a first commit stores version 1");
+    assert_eq!(
+        loaded.records, state.records,
+        "records come back as committed"
+    );
+    assert_eq!(loaded.facts, state.facts, "facts come back as committed");
+    assert_eq!(
+        loaded,
+        SubjectState {
+            version: 1,
+            ..state.clone()
+        }
+    );
+    let loaded_task = slice
+        .tasks
+        .get(&task)
+        .cloned()
+        .flatten()
+        .expect("a committed task loads");
+    assert_eq!(
+        loaded_task,
+        TaskRecord {
+            version: 1,
+            ..task_rec
+        }
+    );
+    assert_eq!(
+        store.subject(&t, &s).await.expect("subject"),
+        Some(loaded.clone()),
+        "subject() answers what load answers"
+    );
+
+    let mut next = loaded;
+    next.facts.push(fact("second", &s, at(1)));
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![next.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("a commit at the loaded version succeeds");
+    let again = load_subject(&*store, &t, &s).await;
+    assert_eq!(again.version, 2, "each commit bumps the version by one");
+    assert_eq!(again.facts, next.facts);
+}
+
+/// A commit with a stale subject or task version fails with [`StoreError::Conflict`] and writes
+/// nothing: not the other subjects and tasks of the commit, not its outbox entries, not its
+/// rejections, not their index rows.
+pub async fn stale_commit_changes_nothing<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("tenant-a");
+    let x = shipment("PA-X");
+    let y = shipment("PA-Y");
+    let z = shipment("PA-Z");
+    let task = task_ref("booking", "task-1");
+    let original = subject_with_record(&t, "PA-X", "exp-x", 1);
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![original.clone()],
+                tasks: vec![TaskRecord::new(task.clone())],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("first commit");
+    let stored_x = store
+        .subject(&t, &x)
+        .await
+        .expect("subject")
+        .expect("X stored");
+    let timers_before = store.due_timers(at(100_000), 1000).await.expect("timers");
+
+    // A fresh subject (valid) first, the stale one last: nothing of the first may stay.
+    let fresh_y = subject_with_record(&t, "PA-Y", "exp-y", 2);
+    let stale_x = original.clone(); // still version 0
+    let result = store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![fresh_y.clone(), stale_x],
+                tasks: vec![],
+                outbox: vec![outbox_entry(&t, "lapse:stale-1", t0())],
+                rejections: vec![rejection("booking", "stale-1", t0())],
+            },
+        )
+        .await;
+    expect_conflict(result, "a subject committed at a stale version");
+
+    // A stale task with a fresh subject.
+    let fresh_z = subject_with_record(&t, "PA-Z", "exp-z", 3);
+    let result = store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![fresh_z],
+                tasks: vec![TaskRecord::new(task.clone())],
+                outbox: vec![outbox_entry(&t, "lapse:stale-2", t0())],
+                rejections: vec![rejection("booking", "stale-2", t0())],
+            },
+        )
+        .await;
+    expect_conflict(result, "a task committed at a stale version");
+
+    // A version ahead of the stored one, and a version for a subject never stored.
+    let mut ahead = stored_x.clone();
+    ahead.version = 5;
+    expect_conflict(
+        store
+            .commit(
+                &t,
+                Commit {
+                    subjects: vec![ahead],
+                    ..Commit::default()
+                },
+            )
+            .await,
+        "a version ahead of the stored one",
+    );
+    let mut phantom = SubjectState::new(shipment("PA-NEVER"));
+    phantom.version = 1;
+    expect_conflict(
+        store
+            .commit(
+                &t,
+                Commit {
+                    subjects: vec![phantom],
+                    ..Commit::default()
+                },
+            )
+            .await,
+        "a non-zero version for a subject never stored",
+    );
+
+    assert_eq!(
+        store.subject(&t, &x).await.expect("subject"),
+        Some(stored_x.clone()),
+        "a failed commit leaves the stale subject as stored"
+    );
+    for (s, what) in [(&y, "Y"), (&z, "Z"), (&shipment("PA-NEVER"), "PA-NEVER")] {
+        assert!(
+            store.subject(&t, s).await.expect("subject").is_none(),
+            "a failed commit must not store subject {what}"
+        );
+    }
+    let mut scope = scope_of(&[&y]);
+    scope.tasks.insert(task.clone());
+    scope.fact_keys.insert(fact_key("manifest:PA-Y"));
+    scope.fact_keys.insert(fact_key("manifest:PA-Z"));
+    scope.expectations.insert(eref("booking", "exp-y"));
+    scope.expectations.insert(eref("booking", "exp-z"));
+    let slice = store.load(&t, &scope, t0()).await.expect("load");
+    assert_eq!(slice.subjects[&y].version, 0);
+    assert_eq!(
+        slice.tasks[&task].as_ref().map(|r| r.version),
+        Some(1),
+        "a failed commit leaves the task at its stored version"
+    );
+    for k in ["manifest:PA-Y", "manifest:PA-Z"] {
+        assert!(
+            slice.fact_index[&fact_key(k)].is_empty(),
+            "a failed commit must not add fact-key index rows ({k})"
+        );
+    }
+    for id in ["exp-y", "exp-z"] {
+        assert_eq!(
+            slice.id_index[&eref("booking", id)],
+            None,
+            "a failed commit must not add id index rows ({id})"
+        );
+    }
+    assert_eq!(
+        store.due_timers(at(100_000), 1000).await.expect("timers"),
+        timers_before,
+        "a failed commit must not add timers"
+    );
+    for m in ["lapse:stale-1", "lapse:stale-2"] {
+        assert!(
+            store.outbox_get(&t, m).await.expect("outbox_get").is_none(),
+            "a failed commit must not write its outbox entry {m}"
+        );
+    }
+    assert!(store.lapses(&t).await.expect("lapses").is_empty());
+    assert!(
+        store
+            .rejections(&t, &agent("booking"))
+            .await
+            .expect("rejections")
+            .is_empty(),
+        "a failed commit must not keep its rejections"
+    );
+
+    // The stored version still commits.
+    let mut next = stored_x;
+    next.facts.push(fact("later", &x, at(5)));
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![next],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("a commit at the stored version succeeds after conflicts");
+    assert_eq!(load_subject(&*store, &t, &x).await.version, 2);
+}
+
+/// Eight writers on one subject, each appending five facts with load / commit / retry on
+/// conflict, lose no update.
+pub async fn concurrent_writers_lose_nothing<S: Store + 'static>(store: Arc<S>) {
+    concurrent_writers_across(vec![store]).await;
+}
+
+/// As [`concurrent_writers_lose_nothing`], with writers spread over several handles onto one
+/// backing store (e.g. two connections to one database file).
+///
+/// # Panics
+/// When `handles` is empty, a writer gives up after 10 000 conflicts, or an update is lost.
+pub async fn concurrent_writers_across<S: Store + 'static>(handles: Vec<Arc<S>>) {
+    const WRITERS: usize = 8;
+    const APPENDS: usize = 5;
+    assert!(!handles.is_empty(), "at least one store handle");
+    let t = tenant("tenant-a");
+    let s = shipment("PA-HOT");
+    let mut joins = Vec::new();
+    for w in 0..WRITERS {
+        let store = Arc::clone(&handles[w % handles.len()]);
+        let (t, s) = (t.clone(), s.clone());
+        joins.push(tokio::spawn(async move {
+            let mut conflicts = 0usize;
+            for n in 0..APPENDS {
+                loop {
+                    let mut state = load_subject(&*store, &t, &s).await;
+                    state.facts.push(fact(&format!("w{w}-n{n}"), &s, at(1)));
+                    // Let other writers load the same version before this one commits.
+                    tokio::task::yield_now().await;
+                    match store
+                        .commit(
+                            &t,
+                            Commit {
+                                subjects: vec![state],
+                                ..Commit::default()
+                            },
+                        )
+                        .await
+                    {
+                        Ok(()) => break,
+                        Err(StoreError::Conflict(_)) => {
+                            conflicts += 1;
+                            assert!(conflicts < 10_000, "writer {w} starved");
+                            tokio::task::yield_now().await;
+                        }
+                        Err(e) => panic!("writer {w}: commit failed: {e}"),
+                    }
+                }
+            }
+            conflicts
+        }));
+    }
+    for j in joins {
+        j.await.expect("writer task");
+    }
+    let state = load_subject(&*handles[0], &t, &s).await;
+    let keys: BTreeSet<String> = state.facts.iter().map(|f| f.fact_key.to_string()).collect();
+    assert_eq!(
+        state.facts.len(),
+        WRITERS * APPENDS,
+        "every committed append is kept exactly once"
+    );
+    for w in 0..WRITERS {
+        for n in 0..APPENDS {
+            assert!(keys.contains(&format!("w{w}-n{n}")), "lost w{w}-n{n}");
+        }
+    }
+    assert_eq!(
+        state.version,
+        (WRITERS * APPENDS) as u64,
+        "one version per successful commit"
+    );
+}
+
+/// The indexes follow what is committed (raised through the real [`Watcher`]): fact key →
+/// subjects, expectation → subject (`None` when unknown), due timers in firing order (instant,
+/// raising order, deadline before horizon) and dropped once a record is satisfied, the earliest
+/// timer, live counts per agent, and every record in raising order.
+pub async fn indexes_follow_commits<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("tenant-a");
+    let watcher = Watcher::new(Arc::clone(&store), Directory::new(), Settings::default());
+    let (pa1, pa2) = (shipment("PA-1"), shipment("PA-2"));
+
+    // PA-1, one push: e1 (deadline 60, horizon 180), e2 (deadline 60, horizon 120), e4
+    // (deadline and horizon both at 120), e5 (anchored on e1: no timer, live indefinitely,
+    // until e1's satisfaction fixes its due time). At 120, e2's horizon comes before e4's
+    // deadline: raising order first, kind only within one record.
+    watcher
+        .apply(
+            &t,
+            &raise(
+                "task-1",
+                vec![
+                    expectation(
+                        "e1",
+                        "shipment.manifest",
+                        "PA-1",
+                        "k-manifest",
+                        at(60),
+                        Some(at(180)),
+                    ),
+                    expectation(
+                        "e2",
+                        "shipment.departure",
+                        "PA-1",
+                        "k-dep",
+                        at(60),
+                        Some(at(120)),
+                    ),
+                    expectation(
+                        "e4",
+                        "shipment.arrival",
+                        "PA-1",
+                        "k-arr",
+                        at(120),
+                        Some(at(120)),
+                    ),
+                    Expectation::from_json(&json!({
+                        "expectationId": "e5",
+                        "kind": "shipment.departure",
+                        "subject": { "type": "shipment", "id": "PA-1" },
+                        "expects": "departure one hour after the manifest",
+                        "satisfiedBy": { "factKey": "k-dep-5" },
+                        "dueAt": at(90).to_string(),
+                        "anchor": { "expectationId": "e1", "offset": "PT1H" },
+                        "basis": "observed",
+                    }))
+                    .expect("a valid anchored expectation"),
+                ],
+            ),
+            t0(),
+        )
+        .await
+        .expect("raise on PA-1");
+    // PA-2, a later push: e3 (deadline 30, horizon 60), sharing e2's fact key.
+    watcher
+        .apply(
+            &t,
+            &raise(
+                "task-2",
+                vec![expectation(
+                    "e3",
+                    "shipment.departure",
+                    "PA-2",
+                    "k-dep",
+                    at(30),
+                    Some(at(60)),
+                )],
+            ),
+            t0(),
+        )
+        .await
+        .expect("raise on PA-2");
+
+    let stored1 = store
+        .subject(&t, &pa1)
+        .await
+        .expect("subject")
+        .expect("PA-1");
+    let stored2 = store
+        .subject(&t, &pa2)
+        .await
+        .expect("subject")
+        .expect("PA-2");
+    assert_eq!(
+        stored1.records.len(),
+        4,
+        "the engine recorded e1, e2, e4, e5"
+    );
+    assert_eq!(stored2.records.len(), 1, "the engine recorded e3");
+    let order = |state: &SubjectState, id: &str| {
+        state
+            .records
+            .iter()
+            .find(|r| r.id().as_str() == id)
+            .map(|r| r.order)
+            .expect("record present")
+    };
+    assert!(
+        order(&stored1, "e1") < order(&stored2, "e3"),
+        "a later input raises later"
+    );
+
+    // Fact-key and id indexes.
+    let mut scope = Scope::default();
+    for k in ["k-manifest", "k-dep", "k-arr", "k-unknown"] {
+        scope.fact_keys.insert(fact_key(k));
+    }
+    for id in ["e1", "e2", "e3", "e4", "e5", "e-unknown"] {
+        scope.expectations.insert(eref("booking", id));
+    }
+    scope.expectations.insert(eref("other-agent", "e1"));
+    scope.tasks.insert(task_ref("booking", "task-1"));
+    let slice = store.load(&t, &scope, t0()).await.expect("load");
+    let set = |subjects: &[&Subject]| -> BTreeSet<Subject> {
+        subjects.iter().map(|s| (*s).clone()).collect()
+    };
+    assert_eq!(slice.fact_index[&fact_key("k-manifest")], set(&[&pa1]));
+    assert_eq!(
+        slice.fact_index[&fact_key("k-dep")],
+        set(&[&pa1, &pa2]),
+        "a fact key used on two subjects indexes both"
+    );
+    assert_eq!(slice.fact_index[&fact_key("k-arr")], set(&[&pa1]));
+    assert_eq!(
+        slice.fact_index[&fact_key("k-unknown")],
+        BTreeSet::new(),
+        "an unknown fact key is loaded as an empty set"
+    );
+    for (id, s) in [
+        ("e1", &pa1),
+        ("e2", &pa1),
+        ("e3", &pa2),
+        ("e4", &pa1),
+        ("e5", &pa1),
+    ] {
+        assert_eq!(
+            slice.id_index[&eref("booking", id)],
+            Some(s.clone()),
+            "id index for {id}"
+        );
+    }
+    assert_eq!(slice.id_index[&eref("booking", "e-unknown")], None);
+    assert_eq!(
+        slice.id_index[&eref("other-agent", "e1")],
+        None,
+        "expectation ids are scoped to their agent"
+    );
+    let task1 = slice.tasks[&task_ref("booking", "task-1")]
+        .as_ref()
+        .expect("the raising task is stored");
+    assert_eq!(task1.subjects, set(&[&pa1]));
+
+    // Timers, in firing order.
+    let key = |s: &Subject, id: &str, kind: TimerKind| TimerKey {
+        subject: s.clone(),
+        expectation: eref("booking", id),
+        kind,
+    };
+    use TimerKind::{Deadline, Horizon};
+    let all_timers = vec![
+        (at(30), key(&pa2, "e3", Deadline)),
+        (at(60), key(&pa1, "e1", Deadline)),
+        (at(60), key(&pa1, "e2", Deadline)),
+        (at(60), key(&pa2, "e3", Horizon)),
+        (at(120), key(&pa1, "e2", Horizon)),
+        (at(120), key(&pa1, "e4", Deadline)),
+        (at(120), key(&pa1, "e4", Horizon)),
+        (at(180), key(&pa1, "e1", Horizon)),
+    ];
+    let due = |list: Vec<crate::store::DueTimer>| -> Vec<(Instant, TimerKey)> {
+        for d in &list {
+            assert_eq!(d.tenant, t, "due timers carry their tenant");
+        }
+        list.into_iter().map(|d| (d.at, d.key)).collect()
+    };
+    assert_eq!(
+        due(store.due_timers(at(1000), 100).await.expect("timers")),
+        all_timers,
+        "timers come earliest first, then raising order, deadline before horizon"
+    );
+    assert_eq!(
+        due(store.due_timers(at(60), 100).await.expect("timers")),
+        all_timers[..4].to_vec(),
+        "timers due at `until` are included, later ones are not"
+    );
+    assert_eq!(
+        due(store.due_timers(at(1000), 3).await.expect("timers")),
+        all_timers[..3].to_vec(),
+        "at most `limit` timers"
+    );
+    assert!(
+        store
+            .due_timers(at(29), 100)
+            .await
+            .expect("timers")
+            .is_empty(),
+        "nothing is due before the earliest timer"
+    );
+    let next = store.next_timer().await.expect("next_timer").expect("some");
+    assert_eq!((next.at, next.key), all_timers[0].clone());
+    let all = store.due_timers(at(1000), 100).await.expect("timers");
+    assert!(
+        all.windows(2)
+            .all(|w| w[0].order <= w[1].order || w[0].at < w[1].at),
+        "raising order breaks ties at one instant"
+    );
+
+    // Live counts.
+    let live_at = |now: Instant| {
+        let store = Arc::clone(&store);
+        let t = t.clone();
+        async move {
+            let mut scope = Scope::default();
+            scope.agents.insert(agent("booking"));
+            scope.agents.insert(agent("nobody"));
+            let slice = store.load(&t, &scope, now).await.expect("load");
+            assert_eq!(slice.agent_live[&agent("nobody")], 0);
+            let expected = store
+                .all_records()
+                .await
+                .expect("all_records")
+                .iter()
+                .filter(|r| r.tenant == t && r.agent == agent("booking") && is_live(r, now))
+                .count() as u64;
+            let got = slice.agent_live[&agent("booking")];
+            assert_eq!(got, expected, "agent_live at {now} counts the live records");
+            got
+        }
+    };
+    assert_eq!(live_at(t0()).await, 5);
+    assert_eq!(
+        live_at(at(90)).await,
+        4,
+        "e1 (horizon 180), e2 and e4 (120), e5"
+    );
+    assert_eq!(live_at(at(150)).await, 2, "e1 (horizon 180) and e5");
+    assert_eq!(
+        live_at(at(180)).await,
+        1,
+        "live means strictly before; e5 waits on its anchor"
+    );
+
+    // Every record, in raising order.
+    let ids: Vec<String> = store
+        .all_records()
+        .await
+        .expect("all_records")
+        .iter()
+        .map(|r| r.id().to_string())
+        .collect();
+    assert_eq!(
+        ids,
+        ["e1", "e2", "e4", "e5", "e3"],
+        "all_records in raising order"
+    );
+
+    // Satisfying e1 (observed at 10) drops its timers and its live row, and re-anchors e5:
+    // a deadline at 70 appears.
+    let applied = watcher
+        .apply(
+            &t,
+            &Input::Facts(vec![ReportedFact {
+                fact_key: fact_key("k-manifest"),
+                observed_at: at(10),
+                subject: None,
+                source: source(),
+            }]),
+            at(10),
+        )
+        .await
+        .expect("report a fact");
+    assert!(
+        applied
+            .effects
+            .iter()
+            .any(|e| matches!(e, watcher_core::engine::Effect::Satisfied { expectation, .. } if expectation.id.as_str() == "e1")),
+        "the fact satisfied e1"
+    );
+    let mut remaining: Vec<(Instant, TimerKey)> = all_timers
+        .iter()
+        .filter(|(_, k)| k.expectation.id.as_str() != "e1")
+        .cloned()
+        .collect();
+    remaining.insert(3, (at(70), key(&pa1, "e5", Deadline)));
+    assert_eq!(
+        due(store.due_timers(at(1000), 100).await.expect("timers")),
+        remaining,
+        "a satisfied record's timers are dropped; a re-anchored one's deadline is added"
+    );
+    assert_eq!(
+        live_at(t0()).await,
+        4,
+        "a satisfied record is not live: e2, e3, e4, e5"
+    );
+    assert_eq!(live_at(at(65)).await, 3, "e2, e4 (120) and e5 (70)");
+    assert_eq!(live_at(at(150)).await, 0);
+    let slice = store.load(&t, &scope, at(10)).await.expect("load");
+    assert_eq!(
+        slice.id_index[&eref("booking", "e1")],
+        Some(pa1.clone()),
+        "the id index keeps a closed record"
+    );
+    assert_eq!(
+        slice.fact_index[&fact_key("k-manifest")],
+        set(&[&pa1]),
+        "the fact-key index keeps a closed record's key"
+    );
+}
+
+/// The outbox: an entry whose `messageId` exists is left as first written; `outbox_due` gives
+/// queued entries due at `now`, oldest first, at most `limit`; `sent` is final; `lapses` lists a
+/// tenant's entries only, in order of lapse.
+pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
+    let a = tenant("tenant-a");
+    let b = tenant("tenant-b");
+    let first = outbox_entry(&a, "lapse:e1:overdue:1", t0());
+    let later = outbox_entry(&a, "lapse:e2:overdue:1", at(60));
+    let other_tenant = outbox_entry(&b, "lapse:e1:overdue:1", t0());
+    store
+        .commit(
+            &a,
+            Commit {
+                outbox: vec![first.clone(), later.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit outbox");
+    store
+        .commit(
+            &b,
+            Commit {
+                outbox: vec![other_tenant.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("the same messageId in another tenant is another entry");
+
+    // A second insert with the same messageId leaves the first.
+    let mut again = first.clone();
+    again.request = json!({ "different": true });
+    again.next_attempt_at = at(500);
+    store
+        .commit(
+            &a,
+            Commit {
+                outbox: vec![again],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("a repeated messageId is not an error");
+    assert_eq!(
+        store
+            .outbox_get(&a, &first.message_id)
+            .await
+            .expect("outbox_get"),
+        Some(first.clone()),
+        "an existing messageId keeps its first entry"
+    );
+    assert_eq!(
+        store
+            .outbox_get(&b, &first.message_id)
+            .await
+            .expect("outbox_get"),
+        Some(other_tenant.clone())
+    );
+    assert_eq!(
+        store
+            .outbox_get(&a, "lapse:none")
+            .await
+            .expect("outbox_get"),
+        None
+    );
+
+    // Due entries.
+    let ids = |list: Vec<OutboxEntry>| -> Vec<(Tenant, String)> {
+        list.into_iter().map(|o| (o.tenant, o.message_id)).collect()
+    };
+    let mine = |e: &OutboxEntry| (e.tenant.clone(), e.message_id.clone());
+    let due_now = ids(store.outbox_due(t0(), 10).await.expect("outbox_due"));
+    assert_eq!(
+        due_now,
+        vec![mine(&first), mine(&other_tenant)],
+        "entries due at now, oldest first"
+    );
+    assert_eq!(
+        ids(store.outbox_due(at(60), 10).await.expect("outbox_due")),
+        vec![mine(&first), mine(&later), mine(&other_tenant)]
+    );
+    assert_eq!(
+        ids(store.outbox_due(at(60), 1).await.expect("outbox_due")),
+        vec![mine(&first)],
+        "at most `limit` entries"
+    );
+
+    // Sent is final.
+    let mut sent = first.clone();
+    sent.delivery = DeliveryState::Sent;
+    sent.attempts = 1;
+    sent.task_id = Some("task-99".into());
+    sent.task_state = Some("TASK_STATE_SUBMITTED".into());
+    store.outbox_update(&sent).await.expect("outbox_update");
+    assert_eq!(
+        store
+            .outbox_get(&a, &first.message_id)
+            .await
+            .expect("outbox_get"),
+        Some(sent.clone()),
+        "an update replaces the delivery fields"
+    );
+    assert_eq!(
+        store
+            .outbox_get(&b, &first.message_id)
+            .await
+            .expect("outbox_get"),
+        Some(other_tenant.clone()),
+        "an update touches only its own tenant's entry"
+    );
+    for back in [DeliveryState::Queued, DeliveryState::Failed] {
+        let mut undo = first.clone();
+        undo.delivery = back;
+        undo.attempts = 7;
+        store.outbox_update(&undo).await.expect("outbox_update");
+        assert_eq!(
+            store
+                .outbox_get(&a, &first.message_id)
+                .await
+                .expect("outbox_get"),
+            Some(sent.clone()),
+            "a sent entry is never changed back to {}",
+            back.as_str()
+        );
+    }
+    assert_eq!(
+        ids(store.outbox_due(at(60), 10).await.expect("outbox_due")),
+        vec![mine(&later), mine(&other_tenant)],
+        "a sent entry is no longer due"
+    );
+
+    // Retry and failure.
+    let mut retry = later.clone();
+    retry.attempts = 1;
+    retry.next_attempt_at = at(90);
+    retry.last_error = Some("HTTP 503".into());
+    store.outbox_update(&retry).await.expect("outbox_update");
+    assert_eq!(
+        ids(store.outbox_due(at(60), 10).await.expect("outbox_due")),
+        vec![mine(&other_tenant)],
+        "a retry waits for its next attempt"
+    );
+    assert_eq!(
+        ids(store.outbox_due(at(90), 10).await.expect("outbox_due")),
+        vec![mine(&later), mine(&other_tenant)]
+    );
+    let mut failed = retry.clone();
+    failed.delivery = DeliveryState::Failed;
+    store.outbox_update(&failed).await.expect("outbox_update");
+    assert_eq!(
+        ids(store.outbox_due(at(1000), 10).await.expect("outbox_due")),
+        vec![mine(&other_tenant)],
+        "a failed entry is not due"
+    );
+
+    // Updating an entry never written does not create it.
+    let ghost = outbox_entry(&a, "lapse:ghost", t0());
+    store.outbox_update(&ghost).await.expect("outbox_update");
+    assert_eq!(
+        store
+            .outbox_get(&a, "lapse:ghost")
+            .await
+            .expect("outbox_get"),
+        None,
+        "outbox_update does not insert"
+    );
+
+    // Lapses per tenant.
+    assert_eq!(
+        store.lapses(&a).await.expect("lapses"),
+        vec![sent, failed],
+        "a tenant's entries, in order of lapse"
+    );
+    assert_eq!(store.lapses(&b).await.expect("lapses"), vec![other_tenant]);
+    assert!(store
+        .lapses(&tenant("tenant-c"))
+        .await
+        .expect("lapses")
+        .is_empty());
+}
+
+/// What tenant A stores is invisible to tenant B through `load` (subjects, indexes, tasks, live
+/// counts), `subject`, `rejections` and `lapses`; the same subject in B has its own versions.
+pub async fn tenants_are_isolated<S: Store + 'static>(store: Arc<S>) {
+    let a = tenant("tenant-a");
+    let b = tenant("tenant-b");
+    let s = shipment("PA-1");
+    let task = task_ref("booking", "task-1");
+    let state_a = subject_with_record(&a, "PA-1", "exp-1", 1);
+    store
+        .commit(
+            &a,
+            Commit {
+                subjects: vec![state_a.clone()],
+                tasks: vec![TaskRecord::new(task.clone())],
+                outbox: vec![outbox_entry(&a, "lapse:exp-1:overdue:1", t0())],
+                rejections: vec![rejection("booking", "in-a", t0())],
+            },
+        )
+        .await
+        .expect("commit in A");
+
+    let mut scope = scope_of(&[&s]);
+    scope.fact_keys.insert(fact_key("manifest:PA-1"));
+    scope.expectations.insert(eref("booking", "exp-1"));
+    scope.tasks.insert(task.clone());
+    scope.agents.insert(agent("booking"));
+
+    let in_a = store.load(&a, &scope, t0()).await.expect("load A");
+    assert_eq!(in_a.subjects[&s].version, 1);
+    assert_eq!(in_a.fact_index[&fact_key("manifest:PA-1")].len(), 1);
+    assert_eq!(in_a.id_index[&eref("booking", "exp-1")], Some(s.clone()));
+    assert!(in_a.tasks[&task].is_some());
+    assert_eq!(in_a.agent_live[&agent("booking")], 1);
+
+    let in_b = store.load(&b, &scope, t0()).await.expect("load B");
+    assert_eq!(in_b.tenant, b);
+    assert_eq!(
+        in_b.subjects[&s],
+        SubjectState::new(s.clone()),
+        "A's subject is empty at version 0 in B"
+    );
+    assert!(in_b.fact_index[&fact_key("manifest:PA-1")].is_empty());
+    assert_eq!(in_b.id_index[&eref("booking", "exp-1")], None);
+    assert_eq!(in_b.tasks[&task], None);
+    assert_eq!(in_b.agent_live[&agent("booking")], 0);
+    assert!(store.subject(&b, &s).await.expect("subject").is_none());
+    assert!(store
+        .rejections(&b, &agent("booking"))
+        .await
+        .expect("rejections")
+        .is_empty());
+    assert!(store.lapses(&b).await.expect("lapses").is_empty());
+    assert!(store
+        .outbox_get(&b, "lapse:exp-1:overdue:1")
+        .await
+        .expect("outbox_get")
+        .is_none());
+
+    // The same subject in B starts at version 0 and does not disturb A.
+    let mut state_b = SubjectState::new(s.clone());
+    state_b.facts.push(fact("only-in-b", &s, t0()));
+    store
+        .commit(
+            &b,
+            Commit {
+                subjects: vec![state_b.clone()],
+                tasks: vec![TaskRecord::new(task.clone())],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("version 0 in B, whatever A holds");
+    assert_eq!(
+        store.subject(&b, &s).await.expect("subject"),
+        Some(SubjectState {
+            version: 1,
+            ..state_b
+        })
+    );
+    assert_eq!(
+        store.subject(&a, &s).await.expect("subject"),
+        Some(SubjectState {
+            version: 1,
+            ..state_a
+        }),
+        "B's commit leaves A's subject as it was"
+    );
+    let in_a = store.load(&a, &scope, t0()).await.expect("load A");
+    assert_eq!(in_a.tasks[&task].as_ref().map(|r| r.version), Some(1));
+    let timers = store.due_timers(at(1000), 100).await.expect("timers");
+    assert!(
+        timers.iter().all(|d| d.tenant == a),
+        "B holds no records, so no timers of B"
+    );
+    assert_eq!(timers.len(), 2, "A's record has a deadline and a horizon");
+}
+
+/// Rejections are kept per tenant and agent, oldest first, across commits.
+pub async fn rejections_per_tenant_and_agent<S: Store + 'static>(store: Arc<S>) {
+    let a = tenant("tenant-a");
+    let b = tenant("tenant-b");
+    let r1 = rejection("booking", "r1", at(2));
+    let r2 = rejection("pricing", "r2", at(1));
+    let r3 = rejection("booking", "r3", at(1));
+    let r4 = rejection("booking", "r4", at(0));
+    let r5 = Rejection {
+        expectation_id: None,
+        task_id: None,
+        ..rejection("booking", "r5", at(3))
+    };
+    store
+        .commit(
+            &a,
+            Commit {
+                rejections: vec![r1.clone(), r2.clone(), r3.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit rejections");
+    store
+        .commit(
+            &b,
+            Commit {
+                rejections: vec![r4.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit rejections");
+    store
+        .commit(
+            &a,
+            Commit {
+                rejections: vec![r5.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit rejections");
+    let got = |t: &Tenant, name: &str| {
+        let store = Arc::clone(&store);
+        let t = t.clone();
+        let name = name.to_string();
+        async move {
+            store
+                .rejections(&t, &agent(&name))
+                .await
+                .expect("rejections")
+        }
+    };
+    assert_eq!(
+        got(&a, "booking").await,
+        vec![r1, r3, r5],
+        "oldest (first kept) first, across commits"
+    );
+    assert_eq!(got(&a, "pricing").await, vec![r2]);
+    assert_eq!(got(&b, "booking").await, vec![r4]);
+    assert!(got(&b, "pricing").await.is_empty());
+}
+
+/// `next_sequence` answers a number greater than every one before, also under concurrency.
+pub async fn sequence_strictly_increases<S: Store + 'static>(store: Arc<S>) {
+    let first = store.next_sequence().await.expect("next_sequence");
+    let second = store.next_sequence().await.expect("next_sequence");
+    assert!(second > first, "{second} > {first}");
+
+    const TASKS: usize = 8;
+    const EACH: usize = 50;
+    let mut joins = Vec::new();
+    for _ in 0..TASKS {
+        let store = Arc::clone(&store);
+        joins.push(tokio::spawn(async move {
+            let mut mine = Vec::with_capacity(EACH);
+            for _ in 0..EACH {
+                mine.push(store.next_sequence().await.expect("next_sequence"));
+            }
+            mine
+        }));
+    }
+    let mut all = BTreeSet::new();
+    for j in joins {
+        let mine = j.await.expect("sequence task");
+        assert!(
+            mine.windows(2).all(|w| w[0] < w[1]),
+            "one caller sees strictly increasing numbers: {mine:?}"
+        );
+        for n in mine {
+            assert!(n > second, "every later number is greater than {second}");
+            assert!(all.insert(n), "{n} was handed out twice");
+        }
+    }
+    assert_eq!(all.len(), TASKS * EACH);
+    let last = store.next_sequence().await.expect("next_sequence");
+    let max = all.last().copied().unwrap_or(second);
+    assert!(last > max, "{last} > every number before ({max})");
+}

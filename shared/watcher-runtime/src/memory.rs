@@ -138,7 +138,7 @@ impl Store for MemoryStore {
             let exists = inner
                 .outbox
                 .iter()
-                .any(|x| &x.tenant == tenant && x.message_id == o.message_id);
+                .any(|x| x.tenant == o.tenant && x.message_id == o.message_id);
             if !exists {
                 inner.outbox.push(o);
             }

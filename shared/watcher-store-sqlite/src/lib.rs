@@ -1,0 +1,738 @@
+//! The watcher's [`Store`] over SQLite: the durable store of `a2a-watcher serve`
+//! (contracts/serve.md, "an embedded durable store (a single SQLite file)").
+//!
+//! * One transaction per commit (`BEGIN IMMEDIATE`); the subject and task versions are checked
+//!   inside it, so a lost compare-and-set writes nothing, also against another process or
+//!   connection on the same file.
+//! * The index tables (fact key, expectation id, timers, live records) are derived on every
+//!   commit from [`watcher_runtime::index::subject_index`], the same function every store uses.
+//! * WAL journal, full `synchronous`, foreign keys on, a busy timeout of
+//!   [`schema::BUSY_TIMEOUT`]; the schema version lives in `PRAGMA user_version`.
+//! * Instants are stored as 22-digit sortable text (see `codec::instant_key` for why not `i64`
+//!   nanoseconds); records as the JSON serde form of the watcher-core types.
+//!
+//! Passes [`watcher_runtime::conformance`] (tests/conformance.rs).
+
+mod codec;
+pub mod schema;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use watcher_core::engine::{LiveUntil, Rejection, TimerKey, TimerKind};
+use watcher_core::ids::{AgentId, ExpectationId, ExpectationRef, Subject, TaskRef, Tenant};
+use watcher_core::record::{ExpectationRecord, RaiseOrder};
+use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
+use watcher_core::time::Instant;
+use watcher_runtime::index::subject_index;
+use watcher_runtime::store::{Commit, DueTimer, OutboxEntry, Store, StoreError};
+
+use codec::{
+    db, from_json, instant_from_key, instant_key, int_of, to_json, u64_of, StoredRejection,
+    AFTER_EVERY_INSTANT,
+};
+
+/// A [`Store`] over one SQLite database: a file ([`SqliteStore::open`]) or a private in-memory
+/// database ([`SqliteStore::memory`]).
+///
+/// Holds one connection behind a mutex; every operation runs on tokio's blocking pool
+/// (`spawn_blocking`), so it must be used inside a tokio runtime. Cloning shares the connection.
+///
+/// Why `spawn_blocking` and not `block_in_place`: rusqlite blocks (disk I/O, waiting up to the
+/// busy timeout for another writer), which must not stall an async worker; `block_in_place`
+/// panics on a current-thread runtime (the default of `#[tokio::test]`) and stalls the other
+/// tasks of its worker, whereas `spawn_blocking` works on every runtime at the cost of moving
+/// owned arguments into the closure. One connection serialises this process's operations,
+/// which is what a single-file local watcher needs; WAL still lets other processes read while
+/// it writes.
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database file at `path`, switches it to WAL, and creates
+    /// or checks the schema. Blocks while it does; call it at startup, before serving.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the file cannot be opened, created or written (a missing
+    /// directory, permissions, a file that is not SQLite); [`StoreError::Corrupt`] when a newer
+    /// build wrote the file (its schema version is above [`schema::SCHEMA_VERSION`]).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use watcher_store_sqlite::SqliteStore;
+    /// let store = SqliteStore::open("watcher.db")?;
+    /// # Ok::<(), watcher_runtime::store::StoreError>(())
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(db)?;
+        Self::prepared(conn)
+    }
+
+    /// A fresh, empty in-memory database, for tests. It lives as long as this store (and its
+    /// clones): SQLite's `:memory:` database belongs to its one connection.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] if SQLite cannot allocate the database or write the schema.
+    pub fn memory() -> Result<Self, StoreError> {
+        let conn = Connection::open_in_memory().map_err(db)?;
+        Self::prepared(conn)
+    }
+
+    fn prepared(mut conn: Connection) -> Result<Self, StoreError> {
+        schema::prepare(&mut conn)?;
+        Ok(SqliteStore {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Runs `f` on the connection on tokio's blocking pool.
+    async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            // A panic while the lock was held poisons it, but rusqlite rolls back a transaction
+            // dropped during unwinding, so the connection is still consistent: keep using it.
+            let mut guard = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut guard)
+        })
+        .await
+        .map_err(StoreError::backend)?
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading rows.
+
+fn subject_of(t: &str, id: &str) -> Result<Subject, StoreError> {
+    Subject::parse(t, id).map_err(|e| StoreError::Corrupt(format!("stored subject: {e}")))
+}
+
+fn agent_of(text: &str) -> Result<AgentId, StoreError> {
+    AgentId::parse(text).map_err(|e| StoreError::Corrupt(format!("stored agent: {e}")))
+}
+
+fn tenant_of(text: &str) -> Result<Tenant, StoreError> {
+    Tenant::parse(text).map_err(|e| StoreError::Corrupt(format!("stored tenant: {e}")))
+}
+
+fn kind_code(kind: TimerKind) -> i64 {
+    match kind {
+        TimerKind::Deadline => 0,
+        TimerKind::Horizon => 1,
+    }
+}
+
+fn kind_of(code: i64) -> Result<TimerKind, StoreError> {
+    match code {
+        0 => Ok(TimerKind::Deadline),
+        1 => Ok(TimerKind::Horizon),
+        other => Err(StoreError::Corrupt(format!("timer kind {other}"))),
+    }
+}
+
+fn read_subject(
+    conn: &Connection,
+    tenant: &Tenant,
+    subject: &Subject,
+) -> Result<Option<SubjectState>, StoreError> {
+    let row: Option<(i64, String)> = conn
+        .prepare_cached(
+            "SELECT version, state FROM subjects
+             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+        )
+        .map_err(db)?
+        .query_row(
+            params![tenant.as_str(), subject.subject_type, subject.id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(db)?;
+    let Some((version, json)) = row else {
+        return Ok(None);
+    };
+    let mut state: SubjectState = from_json(&json, &format!("subject {subject}"))?;
+    if &state.subject != subject {
+        return Err(StoreError::Corrupt(format!(
+            "the row of subject {subject} holds subject {}",
+            state.subject
+        )));
+    }
+    state.version = u64_of(version, "subject version")?;
+    Ok(Some(state))
+}
+
+fn subject_version(
+    conn: &Connection,
+    tenant: &Tenant,
+    subject: &Subject,
+) -> Result<u64, StoreError> {
+    let v: Option<i64> = conn
+        .prepare_cached(
+            "SELECT version FROM subjects
+             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+        )
+        .map_err(db)?
+        .query_row(
+            params![tenant.as_str(), subject.subject_type, subject.id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(db)?;
+    v.map_or(Ok(0), |v| u64_of(v, "subject version"))
+}
+
+fn read_task(
+    conn: &Connection,
+    tenant: &Tenant,
+    task: &TaskRef,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let row: Option<(i64, String)> = conn
+        .prepare_cached(
+            "SELECT version, state FROM tasks WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3",
+        )
+        .map_err(db)?
+        .query_row(
+            params![tenant.as_str(), task.agent.as_str(), task.task_id.as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(db)?;
+    let Some((version, json)) = row else {
+        return Ok(None);
+    };
+    let mut rec: TaskRecord = from_json(&json, &format!("task {}", task.task_id))?;
+    if &rec.task != task {
+        return Err(StoreError::Corrupt(format!(
+            "the row of task {} holds task {}",
+            task.task_id, rec.task.task_id
+        )));
+    }
+    rec.version = u64_of(version, "task version")?;
+    Ok(Some(rec))
+}
+
+fn task_version(conn: &Connection, tenant: &Tenant, task: &TaskRef) -> Result<u64, StoreError> {
+    let v: Option<i64> = conn
+        .prepare_cached(
+            "SELECT version FROM tasks WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3",
+        )
+        .map_err(db)?
+        .query_row(
+            params![tenant.as_str(), task.agent.as_str(), task.task_id.as_str()],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(db)?;
+    v.map_or(Ok(0), |v| u64_of(v, "task version"))
+}
+
+/// Rows of `sql` whose single column is JSON of `T`.
+fn json_rows<T: serde::de::DeserializeOwned>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    what: &str,
+) -> Result<Vec<T>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql).map_err(db)?;
+    let texts = stmt
+        .query_map(params, |r| r.get::<_, String>(0))
+        .map_err(db)?
+        .collect::<Result<Vec<String>, _>>()
+        .map_err(db)?;
+    texts.iter().map(|t| from_json(t, what)).collect()
+}
+
+/// Timers in firing order: instant, raising order, deadline before horizon (then identity, so
+/// that the order is total).
+const TIMERS_IN_ORDER: &str = "SELECT tenant, subject_type, subject_id, agent, expectation_id,
+        kind, at_key, order_input, order_index
+    FROM timers WHERE at_key <= ?1
+    ORDER BY at_key, order_input, order_index, kind, tenant, subject_type, subject_id, agent,
+        expectation_id
+    LIMIT ?2";
+
+fn read_timers(conn: &Connection, until: &str, limit: i64) -> Result<Vec<DueTimer>, StoreError> {
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        String,
+        i64,
+        String,
+        i64,
+        i64,
+    );
+    let mut stmt = conn.prepare_cached(TIMERS_IN_ORDER).map_err(db)?;
+    let rows = stmt
+        .query_map(params![until, limit], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+                r.get(8)?,
+            ))
+        })
+        .map_err(db)?
+        .collect::<Result<Vec<Row>, _>>()
+        .map_err(db)?;
+    rows.into_iter()
+        .map(|(tenant, st, sid, agent, eid, kind, at, input, index)| {
+            Ok(DueTimer {
+                at: instant_from_key(&at)?,
+                order: RaiseOrder {
+                    input: u64_of(input, "raising order")?,
+                    index: u32::try_from(index).map_err(|_| {
+                        StoreError::Corrupt(format!("raising index {index} is not a u32"))
+                    })?,
+                },
+                tenant: tenant_of(&tenant)?,
+                key: TimerKey {
+                    subject: subject_of(&st, &sid)?,
+                    expectation: ExpectationRef {
+                        agent: agent_of(&agent)?,
+                        id: ExpectationId::parse(eid).map_err(|e| {
+                            StoreError::Corrupt(format!("stored expectation id: {e}"))
+                        })?,
+                    },
+                    kind: kind_of(kind)?,
+                },
+            })
+        })
+        .collect()
+}
+
+fn limit_of(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing rows.
+
+/// Writes a subject (already at its new version) and replaces its index rows.
+fn write_subject(
+    conn: &Connection,
+    tenant: &Tenant,
+    state: &SubjectState,
+) -> Result<(), StoreError> {
+    let t = tenant.as_str();
+    let (st, sid) = (&state.subject.subject_type, &state.subject.id);
+    conn.prepare_cached(
+        "INSERT INTO subjects (tenant, subject_type, subject_id, version, state)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (tenant, subject_type, subject_id)
+         DO UPDATE SET version = excluded.version, state = excluded.state",
+    )
+    .map_err(db)?
+    .execute(params![
+        t,
+        st,
+        sid,
+        int_of(state.version, "subject version")?,
+        to_json(state)?
+    ])
+    .map_err(db)?;
+
+    let ix = subject_index(state);
+    for e in &ix.expectations {
+        conn.prepare_cached(
+            "INSERT INTO id_index (tenant, agent, expectation_id, subject_type, subject_id)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (tenant, agent, expectation_id)
+             DO UPDATE SET subject_type = excluded.subject_type, subject_id = excluded.subject_id",
+        )
+        .map_err(db)?
+        .execute(params![t, e.agent.as_str(), e.id.as_str(), st, sid])
+        .map_err(db)?;
+    }
+    for k in &ix.fact_keys {
+        conn.prepare_cached(
+            "INSERT INTO fact_index (tenant, fact_key, subject_type, subject_id)
+             VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+        )
+        .map_err(db)?
+        .execute(params![t, k.as_str(), st, sid])
+        .map_err(db)?;
+    }
+
+    conn.prepare_cached(
+        "DELETE FROM timers WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+    )
+    .map_err(db)?
+    .execute(params![t, st, sid])
+    .map_err(db)?;
+    for (key, at, order) in &ix.timers {
+        conn.prepare_cached(
+            "INSERT INTO timers (tenant, subject_type, subject_id, agent, expectation_id, kind,
+                 at_key, order_input, order_index)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+        )
+        .map_err(db)?
+        .execute(params![
+            t,
+            key.subject.subject_type,
+            key.subject.id,
+            key.expectation.agent.as_str(),
+            key.expectation.id.as_str(),
+            kind_code(key.kind),
+            instant_key(*at),
+            int_of(order.input, "raising order")?,
+            i64::from(order.index),
+        ])
+        .map_err(db)?;
+    }
+
+    conn.prepare_cached(
+        "DELETE FROM live WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+    )
+    .map_err(db)?
+    .execute(params![t, st, sid])
+    .map_err(db)?;
+    for (key, agent, until) in &ix.live {
+        let until = match until {
+            LiveUntil::Closed => continue,
+            LiveUntil::Indefinite => None,
+            LiveUntil::Until(at) => Some(instant_key(*at)),
+        };
+        conn.prepare_cached(
+            "INSERT INTO live (tenant, agent, expectation_id, subject_type, subject_id, live_until)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (tenant, agent, expectation_id)
+             DO UPDATE SET subject_type = excluded.subject_type, subject_id = excluded.subject_id,
+                 live_until = excluded.live_until",
+        )
+        .map_err(db)?
+        .execute(params![t, agent.as_str(), key.id.as_str(), st, sid, until])
+        .map_err(db)?;
+    }
+    Ok(())
+}
+
+fn write_task(conn: &Connection, tenant: &Tenant, rec: &TaskRecord) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO tasks (tenant, agent, task_id, version, state) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (tenant, agent, task_id)
+         DO UPDATE SET version = excluded.version, state = excluded.state",
+    )
+    .map_err(db)?
+    .execute(params![
+        tenant.as_str(),
+        rec.task.agent.as_str(),
+        rec.task.task_id.as_str(),
+        int_of(rec.version, "task version")?,
+        to_json(rec)?
+    ])
+    .map_err(db)?;
+    Ok(())
+}
+
+/// The whole of [`Store::commit`], in one `BEGIN IMMEDIATE` transaction: the write lock is
+/// taken before the versions are read, so no other writer can move them in between.
+fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    for s in &commit.subjects {
+        if subject_version(&tx, tenant, &s.subject)? != s.version {
+            // Dropping `tx` rolls back: nothing of this commit is written.
+            return Err(StoreError::Conflict(format!("subject {}", s.subject)));
+        }
+    }
+    for t in &commit.tasks {
+        if task_version(&tx, tenant, &t.task)? != t.version {
+            return Err(StoreError::Conflict(format!("task {}", t.task.task_id)));
+        }
+    }
+    for mut s in commit.subjects {
+        s.version += 1;
+        write_subject(&tx, tenant, &s)?;
+    }
+    for mut t in commit.tasks {
+        t.version += 1;
+        write_task(&tx, tenant, &t)?;
+    }
+    for o in &commit.outbox {
+        tx.prepare_cached(
+            "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (tenant, message_id) DO NOTHING",
+        )
+        .map_err(db)?
+        .execute(params![
+            o.tenant.as_str(),
+            o.message_id,
+            o.agent.as_str(),
+            o.delivery.as_str(),
+            instant_key(o.next_attempt_at),
+            to_json(o)?
+        ])
+        .map_err(db)?;
+    }
+    for r in &commit.rejections {
+        tx.prepare_cached(
+            "INSERT INTO rejections (tenant, agent, at_key, rejection) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .map_err(db)?
+        .execute(params![
+            tenant.as_str(),
+            r.agent.as_str(),
+            instant_key(r.at),
+            to_json(&StoredRejection::from(r))?
+        ])
+        .map_err(db)?;
+    }
+    tx.commit().map_err(db)
+}
+
+fn load_in(
+    conn: &mut Connection,
+    tenant: &Tenant,
+    scope: &Scope,
+    now: Instant,
+) -> Result<Slice, StoreError> {
+    // One read transaction: every part of the slice comes from the same snapshot.
+    let tx = conn.transaction().map_err(db)?;
+    let t = tenant.as_str();
+    let mut slice = Slice::new(tenant.clone());
+    for s in &scope.subjects {
+        let state = read_subject(&tx, tenant, s)?.unwrap_or_else(|| SubjectState::new(s.clone()));
+        slice.subjects.insert(s.clone(), state);
+    }
+    for k in &scope.fact_keys {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT subject_type, subject_id FROM fact_index WHERE tenant = ?1 AND fact_key = ?2",
+            )
+            .map_err(db)?;
+        let rows = stmt
+            .query_map(params![t, k.as_str()], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(db)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db)?;
+        let set = rows
+            .iter()
+            .map(|(st, sid)| subject_of(st, sid))
+            .collect::<Result<_, _>>()?;
+        slice.fact_index.insert(k.clone(), set);
+    }
+    for e in &scope.expectations {
+        let row: Option<(String, String)> = tx
+            .prepare_cached(
+                "SELECT subject_type, subject_id FROM id_index
+                 WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
+            )
+            .map_err(db)?
+            .query_row(params![t, e.agent.as_str(), e.id.as_str()], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()
+            .map_err(db)?;
+        let subject = row.map(|(st, sid)| subject_of(&st, &sid)).transpose()?;
+        slice.id_index.insert(e.clone(), subject);
+    }
+    for task in &scope.tasks {
+        slice
+            .tasks
+            .insert(task.clone(), read_task(&tx, tenant, task)?);
+    }
+    let now_key = instant_key(now);
+    for a in &scope.agents {
+        let count: i64 = tx
+            .prepare_cached(
+                "SELECT COUNT(*) FROM live WHERE tenant = ?1 AND agent = ?2
+                 AND (live_until IS NULL OR live_until > ?3)",
+            )
+            .map_err(db)?
+            .query_row(params![t, a.as_str(), now_key], |r| r.get(0))
+            .map_err(db)?;
+        slice
+            .agent_live
+            .insert(a.clone(), u64_of(count, "live count")?);
+    }
+    tx.commit().map_err(db)?;
+    Ok(slice)
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn load(
+        &self,
+        tenant: &Tenant,
+        scope: &Scope,
+        now: Instant,
+    ) -> Result<Slice, StoreError> {
+        let (tenant, scope) = (tenant.clone(), scope.clone());
+        self.run(move |conn| load_in(conn, &tenant, &scope, now))
+            .await
+    }
+
+    async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
+        let tenant = tenant.clone();
+        self.run(move |conn| commit_in(conn, &tenant, commit)).await
+    }
+
+    async fn next_sequence(&self) -> Result<u64, StoreError> {
+        self.run(|conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db)?;
+            let v: i64 = tx
+                .query_row(
+                    "UPDATE sequence SET value = value + 1 WHERE id = 1 RETURNING value",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(db)?;
+            tx.commit().map_err(db)?;
+            u64_of(v, "sequence")
+        })
+        .await
+    }
+
+    async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError> {
+        let until = instant_key(until);
+        self.run(move |conn| read_timers(conn, &until, limit_of(limit)))
+            .await
+    }
+
+    async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError> {
+        self.run(|conn| {
+            Ok(read_timers(conn, AFTER_EVERY_INSTANT, 1)?
+                .into_iter()
+                .next())
+        })
+        .await
+    }
+
+    async fn subject(
+        &self,
+        tenant: &Tenant,
+        subject: &Subject,
+    ) -> Result<Option<SubjectState>, StoreError> {
+        let (tenant, subject) = (tenant.clone(), subject.clone());
+        self.run(move |conn| read_subject(conn, &tenant, &subject))
+            .await
+    }
+
+    async fn all_records(&self) -> Result<Vec<ExpectationRecord>, StoreError> {
+        self.run(|conn| {
+            let states: Vec<SubjectState> = json_rows(
+                conn,
+                "SELECT state FROM subjects ORDER BY tenant, subject_type, subject_id",
+                [],
+                "subject",
+            )?;
+            let mut all: Vec<ExpectationRecord> =
+                states.into_iter().flat_map(|s| s.records).collect();
+            all.sort_by_key(|r| r.order);
+            Ok(all)
+        })
+        .await
+    }
+
+    async fn rejections(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+    ) -> Result<Vec<Rejection>, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        self.run(move |conn| {
+            let rows: Vec<StoredRejection> = json_rows(
+                conn,
+                "SELECT rejection FROM rejections WHERE tenant = ?1 AND agent = ?2 ORDER BY id",
+                params![tenant.as_str(), agent.as_str()],
+                "rejection",
+            )?;
+            Ok(rows.into_iter().map(Rejection::from).collect())
+        })
+        .await
+    }
+
+    async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        let now = instant_key(now);
+        self.run(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox WHERE delivery = 'queued' AND next_attempt <= ?1
+                 ORDER BY seq LIMIT ?2",
+                params![now, limit_of(limit)],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+
+    async fn outbox_get(
+        &self,
+        tenant: &Tenant,
+        message_id: &str,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        let (tenant, message_id) = (tenant.clone(), message_id.to_string());
+        self.run(move |conn| {
+            let rows: Vec<OutboxEntry> = json_rows(
+                conn,
+                "SELECT entry FROM outbox WHERE tenant = ?1 AND message_id = ?2",
+                params![tenant.as_str(), message_id],
+                "outbox entry",
+            )?;
+            Ok(rows.into_iter().next())
+        })
+        .await
+    }
+
+    async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
+        let entry = entry.clone();
+        self.run(move |conn| {
+            // `sent` is final: a sent row only takes another `sent` update.
+            conn.prepare_cached(
+                "UPDATE outbox SET agent = ?3, delivery = ?4, next_attempt = ?5, entry = ?6
+                 WHERE tenant = ?1 AND message_id = ?2 AND (delivery <> 'sent' OR ?4 = 'sent')",
+            )
+            .map_err(db)?
+            .execute(params![
+                entry.tenant.as_str(),
+                entry.message_id,
+                entry.agent.as_str(),
+                entry.delivery.as_str(),
+                instant_key(entry.next_attempt_at),
+                to_json(&entry)?
+            ])
+            .map_err(db)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
+        let tenant = tenant.clone();
+        self.run(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox WHERE tenant = ?1 ORDER BY seq",
+                params![tenant.as_str()],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+}

@@ -1,0 +1,165 @@
+//! The tables, the connection settings, and the schema version (`PRAGMA user_version`).
+
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+use watcher_runtime::store::StoreError;
+
+use crate::codec::db;
+
+/// The schema this build writes, kept in `PRAGMA user_version`. A file with a larger number was
+/// written by a newer build and is refused.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// How long a statement waits for another connection's write lock before failing with
+/// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Every table and index; idempotent.
+///
+/// Instants are 22-digit text keys (`codec::instant_key`); `u64` counters are `INTEGER`;
+/// records are JSON (the serde form of the watcher-core types). The index tables are derived
+/// from `subjects` on every commit (`watcher_runtime::index::subject_index`).
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS subjects (
+    tenant TEXT NOT NULL,
+    subject_type TEXT NOT NULL,
+    subject_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (tenant, subject_type, subject_id)
+) STRICT;
+
+CREATE TABLE IF NOT EXISTS tasks (
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (tenant, agent, task_id)
+) STRICT;
+
+-- fact key -> subjects with an expectation satisfied by it; rows are only ever added.
+CREATE TABLE IF NOT EXISTS fact_index (
+    tenant TEXT NOT NULL,
+    fact_key TEXT NOT NULL,
+    subject_type TEXT NOT NULL,
+    subject_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, fact_key, subject_type, subject_id),
+    FOREIGN KEY (tenant, subject_type, subject_id)
+        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX IF NOT EXISTS fact_index_subject ON fact_index (tenant, subject_type, subject_id);
+
+-- (agent, expectationId) -> its subject; rows are only ever added.
+CREATE TABLE IF NOT EXISTS id_index (
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    expectation_id TEXT NOT NULL,
+    subject_type TEXT NOT NULL,
+    subject_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, agent, expectation_id),
+    FOREIGN KEY (tenant, subject_type, subject_id)
+        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX IF NOT EXISTS id_index_subject ON id_index (tenant, subject_type, subject_id);
+
+-- Pending deadlines and horizons; replaced with the subject on every commit.
+-- kind: 0 = deadline, 1 = horizon (a deadline fires before a horizon at the same instant).
+CREATE TABLE IF NOT EXISTS timers (
+    tenant TEXT NOT NULL,
+    subject_type TEXT NOT NULL,
+    subject_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    expectation_id TEXT NOT NULL,
+    kind INTEGER NOT NULL CHECK (kind IN (0, 1)),
+    at_key TEXT NOT NULL,
+    order_input INTEGER NOT NULL,
+    order_index INTEGER NOT NULL,
+    PRIMARY KEY (tenant, subject_type, subject_id, agent, expectation_id, kind),
+    FOREIGN KEY (tenant, subject_type, subject_id)
+        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX IF NOT EXISTS timers_due ON timers (at_key, order_input, order_index, kind);
+
+-- Records that can still lapse; live_until NULL = indefinitely (waiting on an anchor).
+-- Closed records have no row. Replaced with the subject on every commit.
+CREATE TABLE IF NOT EXISTS live (
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    expectation_id TEXT NOT NULL,
+    subject_type TEXT NOT NULL,
+    subject_id TEXT NOT NULL,
+    live_until TEXT,
+    PRIMARY KEY (tenant, agent, expectation_id),
+    FOREIGN KEY (tenant, subject_type, subject_id)
+        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX IF NOT EXISTS live_agent ON live (tenant, agent, live_until);
+CREATE INDEX IF NOT EXISTS live_subject ON live (tenant, subject_type, subject_id);
+
+-- Lapse tasks. (tenant, message_id) is the identity; seq is insertion order. delivery and
+-- next_attempt copy the entry's fields for the due query; the entry JSON is the truth.
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    delivery TEXT NOT NULL CHECK (delivery IN ('queued', 'sent', 'failed')),
+    next_attempt TEXT NOT NULL,
+    entry TEXT NOT NULL,
+    UNIQUE (tenant, message_id)
+) STRICT;
+CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivery, next_attempt, seq);
+CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
+
+CREATE TABLE IF NOT EXISTS rejections (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    at_key TEXT NOT NULL,
+    rejection TEXT NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS rejections_agent ON rejections (tenant, agent, id);
+
+-- The raising-order sequence: one row.
+CREATE TABLE IF NOT EXISTS sequence (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    value INTEGER NOT NULL
+) STRICT;
+INSERT INTO sequence (id, value) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+"#;
+
+/// Sets the connection up: a busy timeout, WAL (a no-op for `:memory:`), full `synchronous`
+/// (a commit is on disk when it returns: a queued lapse task survives a crash), foreign keys;
+/// then creates or checks the schema in one transaction.
+///
+/// # Errors
+/// [`StoreError::Backend`] when a pragma or the schema cannot be written;
+/// [`StoreError::Corrupt`] when the file's schema is newer than [`SCHEMA_VERSION`].
+pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
+    // `journal_mode` answers the mode now in force: `wal` for a file, `memory` for `:memory:`.
+    let _mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(db)?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(db)?;
+    conn.pragma_update(None, "foreign_keys", true).map_err(db)?;
+
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let found: i64 = tx
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(db)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::Corrupt(format!(
+            "the database has schema version {found}, newer than this build's {SCHEMA_VERSION}; run a newer watcher"
+        )));
+    }
+    tx.execute_batch(SCHEMA).map_err(db)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(db)?;
+    tx.commit().map_err(db)
+}
