@@ -1,7 +1,7 @@
 //! Translates what an agent pushes (an A2A 1.0 `StreamResponse`, or a bare `Task`) into engine
-//! items, in the order semantics.md fixes: within one artifact or status message, expectations
-//! are raised first, then withdrawals, then facts; a Task's artifacts in array order, then its
-//! status.
+//! items, in the order semantics.md fixes: within one pushed event, expectations are raised
+//! first, then withdrawals, then facts; within each of those, a Task's artifacts in array order,
+//! then its status message; the status itself last.
 
 use a2a_types::{Artifact, Message, StreamResponse, TaskStatus};
 use serde_json::{Map, Value};
@@ -37,10 +37,16 @@ pub fn push_items(event: &StreamResponse, agent: &AgentId, now: Instant) -> Vec<
         },
         StreamResponse::Task(t) => match origin(&t.id, t.context_id.as_deref()) {
             Ok(o) => {
+                // Every artifact's and the status message's expectations, then every withdrawal,
+                // then every fact (semantics.md, "Facts"), then the status.
+                let mut phased = Vec::new();
                 for a in &t.artifacts {
-                    artifact_items(a, &o, &source, &mut items);
+                    artifact_items(a, &o, &source, &mut phased);
                 }
-                status_items(&t.status, &o, &source, now, &mut items);
+                status_items(&t.status, &o, &source, now, &mut phased);
+                for phase in 0..4 {
+                    items.extend(phased.iter().filter(|i| item_phase(i) == phase).cloned());
+                }
             }
             Err(reason) => items.push(PushItem::Malformed {
                 task_id: None,
@@ -50,6 +56,16 @@ pub fn push_items(event: &StreamResponse, agent: &AgentId, now: Instant) -> Vec<
         StreamResponse::Message(m) => message_facts(m, &source, &mut items),
     }
     items
+}
+
+/// Raise 0, withdraw 1, facts 2, status 3; unreadable metadata is reported with the raises.
+fn item_phase(item: &PushItem) -> u8 {
+    match item {
+        PushItem::Raise { .. } | PushItem::Malformed { .. } => 0,
+        PushItem::Withdraw { .. } => 1,
+        PushItem::Facts(_) => 2,
+        PushItem::Status { .. } => 3,
+    }
 }
 
 fn origin(task_id: &str, context_id: Option<&str>) -> Result<Origin, String> {
