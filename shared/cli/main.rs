@@ -1,6 +1,16 @@
 //! `a2a-watcher`: the operator's entry point.
 //!
 //! * `a2a-watcher replay SCENARIO.json` — run a scenario on a simulated clock (contracts/replay.md).
+//! * `a2a-watcher serve [--config watcher.toml]` — the watcher as one process (contracts/serve.md).
+//! * `a2a-watcher demo` — the worked example live against the example agent.
+//! * `a2a-watcher example-agent` — a small agent that prints the lapse tasks it receives.
+
+mod agents;
+mod config;
+mod delivery;
+mod demo;
+mod example_agent;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,12 +25,38 @@ use watcher_runtime::replay::{self, ReplayError};
 #[derive(Parser)]
 #[command(name = "a2a-watcher", version, about)]
 struct Cli {
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Run the watcher: HTTP API, SQLite store, timers and lapse-task delivery.
+    Serve {
+        /// The configuration file (contracts/serve.md); built-in defaults without it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Run the worked example live: example agent + watcher, lapse tasks in about 20 seconds.
+    Demo,
+    /// Run a small A2A agent that serves a card and prints the lapse tasks it receives.
+    ExampleAgent {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:9999")]
+        listen: String,
+        /// The card to serve (defaults to examples/booking-card.json, built in).
+        #[arg(long)]
+        card: Option<PathBuf>,
+    },
     /// Run a scenario on a simulated clock and print what happened as JSON Lines.
     Replay {
         /// The scenario file (contracts/replay.md).
@@ -37,9 +73,61 @@ enum Format {
     Pretty,
 }
 
+fn init_logging(format: LogFormat, default_filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("Failed to start the runtime")
+}
+
+fn exit_on(result: anyhow::Result<()>, what: &str) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("a2a-watcher {what}: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Serve { config } => {
+            init_logging(cli.log_format, "info,tower_http=warn");
+            let result = (|| {
+                let (cfg, defaults) = match &config {
+                    Some(p) => (config::Config::load(p)?, false),
+                    None => (config::Config::defaults(), true),
+                };
+                runtime()?.block_on(serve::run(cfg, defaults))
+            })();
+            exit_on(result, "serve")
+        }
+        Command::Demo => {
+            // The demo prints its own story; logs only for problems.
+            init_logging(cli.log_format, "warn");
+            exit_on(runtime().and_then(|rt| rt.block_on(demo::run())), "demo")
+        }
+        Command::ExampleAgent { listen, card } => {
+            init_logging(cli.log_format, "info");
+            exit_on(
+                runtime().and_then(|rt| rt.block_on(example_agent::run(&listen, card.as_deref()))),
+                "example-agent",
+            )
+        }
         Command::Replay { scenario, format } => match run_replay(&scenario, format) {
             Ok(code) => code,
             Err(e) => {

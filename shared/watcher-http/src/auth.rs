@@ -63,10 +63,18 @@ impl Credentials {
     /// When the token is empty or already registered (two parties must never share one).
     pub fn insert(&mut self, token: &str, principal: Principal) -> Result<(), String> {
         if token.trim().is_empty() {
-            return Err(format!("{} {:?} has an empty token", principal.role.noun(), principal.id));
+            return Err(format!(
+                "{} {:?} has an empty token",
+                principal.role.noun(),
+                principal.id
+            ));
         }
         if self.tokens.contains_key(token) {
-            return Err(format!("the token of {} {:?} is already used by another party", principal.role.noun(), principal.id));
+            return Err(format!(
+                "the token of {} {:?} is already used by another party",
+                principal.role.noun(),
+                principal.id
+            ));
         }
         self.tokens.insert(token.to_string(), principal);
         Ok(())
@@ -77,7 +85,11 @@ impl Credentials {
     ///
     /// # Errors
     /// 401 when no known credential is presented.
-    pub fn authenticate(&self, headers: &HeaderMap, notification_token: bool) -> Result<&Principal, ApiError> {
+    pub fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        notification_token: bool,
+    ) -> Result<&Principal, ApiError> {
         let bearer = headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -96,9 +108,13 @@ impl Credentials {
             }
         }
         if bearer.is_none() && notif.is_none() {
-            Err(ApiError::unauthorized("no credential: send Authorization: Bearer <token>"))
+            Err(ApiError::unauthorized(
+                "no credential: send Authorization: Bearer <token>",
+            ))
         } else {
-            Err(ApiError::unauthorized("the credential is not known to this watcher"))
+            Err(ApiError::unauthorized(
+                "the credential is not known to this watcher",
+            ))
         }
     }
 
@@ -106,7 +122,12 @@ impl Credentials {
     ///
     /// # Errors
     /// 401 without a known credential; 403 for a credential of another kind.
-    pub fn require(&self, headers: &HeaderMap, roles: &[Role], notification_token: bool) -> Result<&Principal, ApiError> {
+    pub fn require(
+        &self,
+        headers: &HeaderMap,
+        roles: &[Role],
+        notification_token: bool,
+    ) -> Result<&Principal, ApiError> {
         let p = self.authenticate(headers, notification_token)?;
         if roles.contains(&p.role) {
             Ok(p)

@@ -12,8 +12,16 @@ use crate::problem::ApiError;
 /// # Errors
 /// 415 for a non-JSON media type; 400 naming the line and column of a syntax error.
 pub fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
-    if let Some(ct) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
-        let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if let Some(ct) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
+        let mime = ct
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         let is_json = mime == "application/json" || mime.ends_with("+json") || mime.is_empty();
         if !is_json {
             return Err(ApiError::unsupported_media_type(format!(
@@ -22,7 +30,10 @@ pub fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
         }
     }
     if body.is_empty() {
-        return Err(ApiError::bad_request("the body is empty; a JSON document is required"));
+        return Err(ApiError::bad_request(
+            "the body is empty; a JSON document is required",
+        ));
     }
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))
 }

@@ -39,12 +39,20 @@ impl ApiError {
 
     /// 415: the body is not JSON.
     pub fn unsupported_media_type(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported media type", detail)
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported media type",
+            detail,
+        )
     }
 
     /// 503: the store failed; the request may be retried.
     pub fn unavailable(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "Temporarily unavailable", detail)
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Temporarily unavailable",
+            detail,
+        )
     }
 
     /// Any status.

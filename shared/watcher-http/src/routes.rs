@@ -46,17 +46,25 @@ pub async fn push(
         )));
     }
     let tenant = principal.tenant.clone();
-    let id = AgentId::parse(agent_id.clone()).map_err(|r| ApiError::bad_request(format!("agentId: {r}")))?;
+    let id = AgentId::parse(agent_id.clone())
+        .map_err(|r| ApiError::bad_request(format!("agentId: {r}")))?;
     let agent = state
         .watcher
         .directory
         .get(&tenant, &id)
-        .ok_or_else(|| ApiError::not_found(format!("agent {agent_id:?} is not registered with this watcher")))?
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "agent {agent_id:?} is not registered with this watcher"
+            ))
+        })?
         .profile
         .clone();
     let value = json_body(&headers, &body)?;
-    let event = a2a_types::StreamResponse::from_push_body(value)
-        .map_err(|e| ApiError::bad_request(format!("{e} (an A2A 1.0 StreamResponse or a bare Task is expected)")))?;
+    let event = a2a_types::StreamResponse::from_push_body(value).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{e} (an A2A 1.0 StreamResponse or a bare Task is expected)"
+        ))
+    })?;
     let now = state.clock.now();
     let items = push_items(&event, &id, now);
     let applied = state
@@ -64,9 +72,8 @@ pub async fn push(
         .apply(&tenant, &Input::Push { agent, items }, now)
         .await
         .map_err(unavailable)?;
-    if !applied.outbox.is_empty() {
-        state.wake.notify_waiters();
-    }
+    // New deadlines or queued lapse tasks: wake the timer and delivery loops.
+    state.wake.notify_waiters();
     track_lapse_task(&state, &tenant, &event).await;
     let mut raised = Vec::new();
     let mut rejected = Vec::new();
@@ -75,17 +82,27 @@ pub async fn push(
     for e in &applied.effects {
         match e {
             Effect::Raised { expectation, .. } => raised.push(json!(expectation.id)),
-            Effect::Rejected(r) => rejected.push(json!({ "expectationId": r.expectation_id, "reason": r.reason })),
+            Effect::Rejected(r) => {
+                rejected.push(json!({ "expectationId": r.expectation_id, "reason": r.reason }))
+            }
             Effect::Withdrawn { expectation, .. } => withdrawn.push(json!(expectation.id)),
-            Effect::FactRecorded { duplicate: false, .. } => facts += 1,
+            Effect::FactRecorded {
+                duplicate: false, ..
+            } => facts += 1,
             _ => {}
         }
     }
-    Ok(Json(json!({ "raised": raised, "rejected": rejected, "withdrawn": withdrawn, "facts": facts })))
+    Ok(Json(
+        json!({ "raised": raised, "rejected": rejected, "withdrawn": withdrawn, "facts": facts }),
+    ))
 }
 
 /// Pushes about a lapse task the watcher created update that task's state in `/v1/lapses`.
-async fn track_lapse_task(state: &AppState, tenant: &watcher_core::ids::Tenant, event: &a2a_types::StreamResponse) {
+async fn track_lapse_task(
+    state: &AppState,
+    tenant: &watcher_core::ids::Tenant,
+    event: &a2a_types::StreamResponse,
+) {
     let (Some(task_id), Some(status)) = (event.task_id(), event.status()) else {
         return;
     };
@@ -108,16 +125,26 @@ pub async fn rejections(
     Path(agent_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    let principal = state.credentials.require(&headers, &[Role::Agent, Role::Operator], true)?;
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Agent, Role::Operator], true)?;
     if principal.role == Role::Agent && principal.id != agent_id {
         return Err(ApiError::forbidden(format!(
             "this credential belongs to agent {:?}, not {agent_id:?}",
             principal.id
         )));
     }
-    let id = AgentId::parse(agent_id.clone()).map_err(|r| ApiError::bad_request(format!("agentId: {r}")))?;
-    if state.watcher.directory.get(&principal.tenant, &id).is_none() {
-        return Err(ApiError::not_found(format!("agent {agent_id:?} is not registered in this tenant")));
+    let id = AgentId::parse(agent_id.clone())
+        .map_err(|r| ApiError::bad_request(format!("agentId: {r}")))?;
+    if state
+        .watcher
+        .directory
+        .get(&principal.tenant, &id)
+        .is_none()
+    {
+        return Err(ApiError::not_found(format!(
+            "agent {agent_id:?} is not registered in this tenant"
+        )));
     }
     let list = state
         .watcher
@@ -134,14 +161,24 @@ pub async fn rejections(
 
 /// `POST /v1/facts`: one Fact or `{ "facts": [...] }` from an authenticated source, all or
 /// nothing. `source` is the credential's id, whatever the body says (§13.5).
-pub async fn facts(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<Json<Value>, ApiError> {
-    let principal = state.credentials.require(&headers, &[Role::Source], false)?;
+pub async fn facts(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Source], false)?;
     let source = Source::parse(principal.id.clone()).map_err(ApiError::bad_request)?;
     let tenant = principal.tenant.clone();
     let value = json_body(&headers, &body)?;
     let list: Vec<&Value> = match value.get("facts") {
         Some(Value::Array(items)) => items.iter().collect(),
-        Some(_) => return Err(ApiError::bad_request("field `facts`: must be an array of facts")),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "field `facts`: must be an array of facts",
+            ))
+        }
         None => vec![&value],
     };
     if list.is_empty() {
@@ -157,7 +194,11 @@ pub async fn facts(State(state): State<AppState>, headers: HeaderMap, body: Byte
     let mut parsed = Vec::with_capacity(list.len());
     for (i, v) in list.iter().enumerate() {
         let f = parse_fact(v, &source).map_err(|e| {
-            let at = if batch { format!("facts[{i}]: ") } else { String::new() };
+            let at = if batch {
+                format!("facts[{i}]: ")
+            } else {
+                String::new()
+            };
             ApiError::bad_request(format!("{at}{e}; nothing in this request was recorded"))
         })?;
         parsed.push(f);
@@ -168,14 +209,17 @@ pub async fn facts(State(state): State<AppState>, headers: HeaderMap, body: Byte
         .apply(&tenant, &Input::Facts(parsed), now)
         .await
         .map_err(unavailable)?;
-    if !applied.outbox.is_empty() {
-        state.wake.notify_waiters();
-    }
+    // New deadlines or queued lapse tasks: wake the timer and delivery loops.
+    state.wake.notify_waiters();
     let results: Vec<Value> = applied
         .effects
         .iter()
         .filter_map(|e| match e {
-            Effect::FactRecorded { fact_key, satisfied, .. } => Some(json!({
+            Effect::FactRecorded {
+                fact_key,
+                satisfied,
+                ..
+            } => Some(json!({
                 "factKey": fact_key,
                 "satisfied": satisfied.iter().map(|s| s.id.to_string()).collect::<Vec<_>>(),
             })),
@@ -192,7 +236,9 @@ pub async fn subject(
     Path((subject_type, subject_id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    let principal = state.credentials.require(&headers, &[Role::Operator], false)?;
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Operator], false)?;
     let subject = Subject::parse(&subject_type, &subject_id).map_err(ApiError::bad_request)?;
     let found = state
         .watcher
@@ -226,8 +272,13 @@ pub async fn subject(
 }
 
 /// `GET /v1/lapses`: every lapse task of the caller's tenant and its delivery. For operators.
-pub async fn lapses(State(state): State<AppState>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
-    let principal = state.credentials.require(&headers, &[Role::Operator], false)?;
+pub async fn lapses(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Operator], false)?;
     let list = state
         .watcher
         .store

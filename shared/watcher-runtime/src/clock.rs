@@ -41,6 +41,9 @@ impl FakeClock {
 
 impl Clock for FakeClock {
     fn now(&self) -> Instant {
-        self.0.lock().map(|t| *t).unwrap_or_else(|p| *p.into_inner())
+        self.0
+            .lock()
+            .map(|t| *t)
+            .unwrap_or_else(|p| *p.into_inner())
     }
 }

@@ -1,0 +1,165 @@
+//! Loading agents at start: cards from files or URLs, validated with clear errors; endpoints
+//! from `supportedInterfaces` unless the configuration overrides them (serve.md "Outbound").
+
+use std::net::{IpAddr, ToSocketAddrs};
+
+use anyhow::{anyhow, bail, Context};
+use serde_json::Value;
+use watcher_core::card::declaration_from_card;
+use watcher_core::engine::AgentProfile;
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::lapse::Delivery;
+use watcher_runtime::directory::AgentEntry;
+
+use crate::config::{AgentConfig, Config};
+
+/// An agent ready to serve: its directory entry and where its lapse tasks go.
+pub struct LoadedAgent {
+    /// Directory entry (profile, submission, push config).
+    pub entry: AgentEntry,
+    /// JSON-RPC URL for lapse tasks.
+    pub endpoint: Option<String>,
+    /// Bearer the watcher presents.
+    pub bearer: Option<String>,
+    /// The endpoint came from a fetched card and must stay public (serve.md "Outbound").
+    pub public_only: bool,
+}
+
+/// Reads the card at `location`: a file path, or an http(s) URL (a base URL gets
+/// `/.well-known/agent-card.json`). Redirects are not followed.
+pub async fn fetch_card(location: &str) -> anyhow::Result<(Value, bool)> {
+    if location.starts_with("http://") || location.starts_with("https://") {
+        let url = if location.ends_with(".json") {
+            location.to_string()
+        } else {
+            format!(
+                "{}/{}",
+                location.trim_end_matches('/'),
+                a2a_types::AGENT_CARD_PATH.trim_start_matches('/')
+            )
+        };
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(std::time::Duration::from_secs(10))
+            .build()
+            .context("Failed to build the HTTP client")?;
+        let resp = client
+            .get(&url)
+            .send()
+            .await
+            .with_context(|| format!("Failed to fetch the agent card at {url}"))?;
+        if !resp.status().is_success() {
+            bail!(
+                "fetching the agent card at {url} answered {}",
+                resp.status()
+            );
+        }
+        let card = resp
+            .json::<Value>()
+            .await
+            .with_context(|| format!("the agent card at {url} is not JSON"))?;
+        Ok((card, true))
+    } else {
+        let text = std::fs::read_to_string(location)
+            .with_context(|| format!("Failed to read the agent card {location}"))?;
+        let card = serde_json::from_str(&text)
+            .with_context(|| format!("the agent card {location} is not JSON"))?;
+        Ok((card, false))
+    }
+}
+
+/// `true` for loopback, private, link-local and other non-public addresses.
+fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.octets()[0] == 100 && (v4.octets()[1] & 0xC0) == 64
+        }
+        IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (v6.segments()[0] & 0xfe00) == 0xfc00
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+/// Refuses an endpoint taken from a fetched card that resolves to a non-public address.
+fn check_public(url: &str) -> anyhow::Result<()> {
+    let parsed = reqwest::Url::parse(url).with_context(|| format!("{url:?} is not a URL"))?;
+    let host = parsed
+        .host_str()
+        .ok_or_else(|| anyhow!("{url:?} has no host"))?;
+    let port = parsed.port_or_known_default().unwrap_or(443);
+    let addrs = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("Failed to resolve {host}"))?;
+    for a in addrs {
+        if is_private(a.ip()) {
+            bail!("the endpoint {url} from a fetched card resolves to the non-public address {}; set allow_private_endpoints = true for local use", a.ip());
+        }
+    }
+    Ok(())
+}
+
+/// Loads and validates one agent.
+///
+/// # Errors
+/// Naming the agent and the card field at fault.
+pub async fn load_agent(cfg: &AgentConfig, config: &Config) -> anyhow::Result<LoadedAgent> {
+    let who = format!("agent {:?}", cfg.id);
+    let (card, fetched) = fetch_card(&cfg.card).await.with_context(|| who.clone())?;
+    let declaration = declaration_from_card(&card).map_err(|errs| {
+        anyhow!(
+            "{who}: the card {} is not usable:\n  {}",
+            cfg.card,
+            errs.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        )
+    })?;
+    let parsed: a2a_types::AgentCard = serde_json::from_value(card.clone())
+        .with_context(|| format!("{who}: the card is not an A2A 1.0 AgentCard"))?;
+    let interface = parsed.jsonrpc_interface();
+    let endpoint = match (&cfg.endpoint, interface) {
+        (Some(e), _) => Some(e.clone()),
+        (None, Some(i)) => {
+            if fetched && !config.allow_private_endpoints {
+                check_public(&i.url).with_context(|| who.clone())?;
+            }
+            Some(i.url.clone())
+        }
+        (None, None) => None,
+    };
+    if endpoint.is_none() && !declaration.keeps_time {
+        bail!("{who}: no JSON-RPC 1.0 interface on the card and no `endpoint` in the configuration; lapse tasks could not be delivered");
+    }
+    let push = match (&config.public_url, parsed.capabilities.push_notifications) {
+        (Some(base), Some(true)) => Some((
+            format!("{}/v1/agents/{}/push", base.trim_end_matches('/'), cfg.id),
+            cfg.push_token.clone(),
+        )),
+        _ => None,
+    };
+    let tenant = Tenant::parse(cfg.tenant.clone()).map_err(|r| anyhow!("{who}: tenant: {r}"))?;
+    let id = AgentId::parse(cfg.id.clone()).map_err(|r| anyhow!("{who}: id: {r}"))?;
+    Ok(LoadedAgent {
+        entry: AgentEntry {
+            tenant,
+            submits_lapses: !declaration.keeps_time || cfg.submit_lapses,
+            profile: AgentProfile { id, declaration },
+            delivery: Delivery {
+                push,
+                tenant: interface.and_then(|i| i.tenant.clone()),
+            },
+        },
+        public_only: cfg.endpoint.is_none() && fetched && !config.allow_private_endpoints,
+        endpoint,
+        bearer: cfg.bearer.clone(),
+    })
+}

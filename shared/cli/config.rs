@@ -1,0 +1,221 @@
+//! `serve`'s configuration file (contracts/serve.md "Configuration"). Relative paths (the
+//! database, card files) are resolved against the configuration file's folder.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+
+fn default_listen() -> String {
+    "127.0.0.1:8080".into()
+}
+fn default_database() -> PathBuf {
+    PathBuf::from("watcher.db")
+}
+fn default_tenant() -> String {
+    "default".into()
+}
+fn default_retention() -> u32 {
+    30
+}
+
+/// The whole file. Unknown keys are ignored so that newer files still start.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Config {
+    /// Address to bind, e.g. `127.0.0.1:8080`.
+    #[serde(default = "default_listen")]
+    pub listen: String,
+    /// The SQLite file.
+    #[serde(default = "default_database")]
+    pub database: PathBuf,
+    /// How agents reach this watcher (lapse-task push configs).
+    #[serde(default)]
+    pub public_url: Option<String>,
+    /// Allow endpoints from fetched cards to resolve to loopback/private addresses.
+    #[serde(default)]
+    pub allow_private_endpoints: bool,
+    /// Days to keep satisfied, lapsed and withdrawn records (§14). Read and validated; the
+    /// local purge is not enforced yet (the AWS deployment uses the table's TTL).
+    #[allow(dead_code)]
+    #[serde(default = "default_retention")]
+    pub retention_days: u32,
+    /// Fact sources.
+    #[serde(default)]
+    pub sources: Vec<SourceConfig>,
+    /// Agents.
+    #[serde(default)]
+    pub agents: Vec<AgentConfig>,
+    /// Operators.
+    #[serde(default)]
+    pub operators: Vec<PartyConfig>,
+    /// Teachers (Learnables).
+    #[serde(default)]
+    pub teachers: Vec<TeacherConfig>,
+    /// Bounds (expectations-v1 §10.3, §13.2).
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    /// Lapse-task delivery.
+    #[serde(default)]
+    pub delivery: DeliveryConfig,
+}
+
+/// `[[sources]]`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SourceConfig {
+    /// Recorded as the fact's `source`.
+    pub id: String,
+    /// Bearer token.
+    pub token: String,
+    /// Tenant.
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+}
+
+/// `[[operators]]`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PartyConfig {
+    /// Name.
+    pub id: String,
+    /// Bearer token.
+    pub token: String,
+    /// Tenant.
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+}
+
+/// `[[teachers]]`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TeacherConfig {
+    /// The teacher's identity (a `taughtBy` it may use).
+    pub id: String,
+    /// Bearer token.
+    pub token: String,
+    /// Tenant.
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+    /// People it may teach on behalf of.
+    #[serde(default)]
+    pub on_behalf_of: Vec<String>,
+}
+
+/// `[[agents]]`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AgentConfig {
+    /// The agent's id in this deployment.
+    pub id: String,
+    /// Card file path, or an http(s) URL of the card or of the agent's base.
+    pub card: String,
+    /// JSON-RPC URL for lapse tasks; else from the card.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// Credential the agent presents on its push webhook.
+    pub push_token: String,
+    /// The watcher's own credential on lapse tasks (§13.1).
+    #[serde(default)]
+    pub bearer: Option<String>,
+    /// Tenant.
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+    /// Submit lapse tasks even though the card says `keepsTime: true`.
+    #[serde(default)]
+    pub submit_lapses: bool,
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct LimitsConfig {
+    /// Default 3.
+    pub lineage_bound: u32,
+    /// Default 100.
+    pub max_open_per_subject: u64,
+    /// Default 100000.
+    pub max_open_per_agent: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        let s = watcher_core::settings::Settings::default();
+        LimitsConfig {
+            lineage_bound: s.lineage_bound,
+            max_open_per_subject: s.max_open_per_subject,
+            max_open_per_agent: s.max_open_per_agent,
+        }
+    }
+}
+
+/// `[delivery]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct DeliveryConfig {
+    /// Attempts before a lapse task is marked failed. Default 8.
+    pub max_attempts: u32,
+    /// Per-request timeout in seconds. Default 10.
+    pub timeout_secs: u64,
+    /// Lapse tasks per agent per minute. Default 60.
+    pub per_minute: u32,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        DeliveryConfig {
+            max_attempts: 8,
+            timeout_secs: 10,
+            per_minute: 60,
+        }
+    }
+}
+
+impl Config {
+    /// Reads and checks a configuration file; relative paths become relative to its folder.
+    ///
+    /// # Errors
+    /// Unreadable file, TOML errors (with line and column), or duplicate ids.
+    pub fn load(path: &Path) -> anyhow::Result<Config> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("Failed to read {}", path.display()))?;
+        let mut config: Config = toml::from_str(&text)
+            .with_context(|| format!("{} is not a valid configuration", path.display()))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        if config.database.is_relative() {
+            config.database = base.join(&config.database);
+        }
+        for a in &mut config.agents {
+            if !a.card.starts_with("http://")
+                && !a.card.starts_with("https://")
+                && Path::new(&a.card).is_relative()
+            {
+                a.card = base.join(&a.card).to_string_lossy().into_owned();
+            }
+        }
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Built-in defaults: 127.0.0.1:8080, ./watcher.db, nobody registered.
+    pub fn defaults() -> Config {
+        Config {
+            listen: default_listen(),
+            database: default_database(),
+            public_url: None,
+            allow_private_endpoints: false,
+            retention_days: default_retention(),
+            sources: Vec::new(),
+            agents: Vec::new(),
+            operators: Vec::new(),
+            teachers: Vec::new(),
+            limits: LimitsConfig::default(),
+            delivery: DeliveryConfig::default(),
+        }
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        let mut ids = std::collections::BTreeSet::new();
+        for a in &self.agents {
+            if !ids.insert(a.id.as_str()) {
+                bail!("agents: the id {:?} is used twice", a.id);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,123 @@
+//! `a2a-watcher example-agent`: a small A2A 1.0 agent that serves its card and accepts lapse
+//! tasks over JSON-RPC, printing each one. For trying the watcher out; not a real agent.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// The booking agent's card that ships with the examples.
+pub const BOOKING_CARD: &str = include_str!("../../examples/booking-card.json");
+
+#[derive(Clone)]
+struct AgentState {
+    card: Arc<Value>,
+    seen: mpsc::UnboundedSender<Value>,
+    counter: Arc<AtomicU64>,
+    quiet: bool,
+}
+
+/// A running example agent.
+pub struct ExampleAgent {
+    /// Its base URL, e.g. `http://127.0.0.1:9999/`.
+    pub url: String,
+    /// Every `SendMessage` params it accepted.
+    pub received: mpsc::UnboundedReceiver<Value>,
+}
+
+/// Starts the agent on `listen` (port 0 picks one). Its card's JSONRPC interface is rewritten to
+/// the bound address.
+///
+/// # Errors
+/// Bind failures, or a card that is not JSON.
+pub async fn start(listen: &str, card_text: &str, quiet: bool) -> anyhow::Result<ExampleAgent> {
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("Failed to listen on {listen}"))?;
+    let addr = listener.local_addr()?;
+    let url = format!("http://{addr}/");
+    let mut card: Value =
+        serde_json::from_str(card_text).context("the example card is not JSON")?;
+    card["supportedInterfaces"] =
+        json!([{ "url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0" }]);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let state = AgentState {
+        card: Arc::new(card),
+        seen: tx,
+        counter: Arc::new(AtomicU64::new(0)),
+        quiet,
+    };
+    let app = Router::new()
+        .route("/.well-known/agent-card.json", get(card_route))
+        .route("/", post(jsonrpc))
+        .with_state(state);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "example agent stopped");
+        }
+    });
+    Ok(ExampleAgent { url, received: rx })
+}
+
+async fn card_route(State(s): State<AgentState>) -> Json<Value> {
+    Json((*s.card).clone())
+}
+
+async fn jsonrpc(State(s): State<AgentState>, Json(req): Json<Value>) -> Json<Value> {
+    let id = req.get("id").cloned().unwrap_or(Value::Null);
+    if req.get("method").and_then(Value::as_str) != Some("SendMessage") {
+        return Json(
+            json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "Method not found" } }),
+        );
+    }
+    let params = req.get("params").cloned().unwrap_or(Value::Null);
+    let message = &params["message"];
+    let block = &message["metadata"][watcher_core::EXPECTATIONS_URI]["lapse"];
+    if !s.quiet {
+        println!(
+            "agent <- lapse task {}  [{} {} of {}]\n           {}",
+            message["messageId"].as_str().unwrap_or("?"),
+            block["lapse"].as_str().unwrap_or("?"),
+            block["expectationId"].as_str().unwrap_or("?"),
+            block["subject"]["id"].as_str().unwrap_or("?"),
+            message["parts"][0]["text"].as_str().unwrap_or("")
+        );
+    }
+    let _ = s.seen.send(params.clone());
+    let n = s.counter.fetch_add(1, Ordering::Relaxed) + 1;
+    Json(json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": { "task": {
+            "id": format!("lapse-task-{n}"),
+            "contextId": message["contextId"],
+            "status": { "state": "TASK_STATE_SUBMITTED" }
+        } }
+    }))
+}
+
+/// Runs the example agent until interrupted.
+///
+/// # Errors
+/// As [`start`].
+pub async fn run(listen: &str, card: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let text = match card {
+        Some(p) => {
+            std::fs::read_to_string(p).with_context(|| format!("Failed to read {}", p.display()))?
+        }
+        None => BOOKING_CARD.to_string(),
+    };
+    let mut agent = start(listen, &text, false).await?;
+    println!(
+        "example agent listening on {} (card at {}.well-known/agent-card.json)",
+        agent.url, agent.url
+    );
+    while agent.received.recv().await.is_some() {}
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! `a2a-watcher serve`: the whole watcher as one process (contracts/serve.md): the HTTP API, the
+//! SQLite store, timers that survive restarts, and the lapse-task submitter.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify};
+use watcher_core::ids::Tenant;
+use watcher_core::settings::Settings;
+use watcher_http::{watcher_router, AppState, Credentials, Principal, Role};
+use watcher_runtime::clock::{Clock, SystemClock};
+use watcher_runtime::directory::Directory;
+use watcher_runtime::store::Store;
+use watcher_runtime::watcher::Watcher;
+use watcher_store_sqlite::SqliteStore;
+
+use crate::agents::load_agent;
+use crate::config::Config;
+use crate::delivery::{delivery_loop, Delivery};
+
+/// Longest the timer and delivery loops sleep before looking again: a safety net under the
+/// wake-ups (the record, not the in-memory wait, is what decides).
+const MAX_IDLE: Duration = Duration::from_secs(1);
+
+fn tenant(t: &str, what: &str) -> anyhow::Result<Tenant> {
+    Tenant::parse(t.to_string()).map_err(|r| anyhow!("{what}: tenant: {r}"))
+}
+
+/// Builds the credentials of every party in the configuration.
+fn credentials(config: &Config) -> anyhow::Result<Credentials> {
+    let mut c = Credentials::new();
+    let mut add = |token: &str,
+                   role: Role,
+                   id: &str,
+                   t: &str,
+                   on_behalf_of: Vec<String>|
+     -> anyhow::Result<()> {
+        let principal = Principal {
+            role,
+            id: id.to_string(),
+            tenant: tenant(t, id)?,
+            on_behalf_of,
+        };
+        c.insert(token, principal).map_err(|e| anyhow!(e))
+    };
+    for s in &config.sources {
+        add(&s.token, Role::Source, &s.id, &s.tenant, Vec::new())?;
+    }
+    for a in &config.agents {
+        add(&a.push_token, Role::Agent, &a.id, &a.tenant, Vec::new())?;
+    }
+    for o in &config.operators {
+        add(&o.token, Role::Operator, &o.id, &o.tenant, Vec::new())?;
+    }
+    for t in &config.teachers {
+        add(
+            &t.token,
+            Role::Teacher,
+            &t.id,
+            &t.tenant,
+            t.on_behalf_of.clone(),
+        )?;
+    }
+    Ok(c)
+}
+
+/// A watcher started by [`start`].
+pub struct Running {
+    /// The bound address.
+    pub addr: std::net::SocketAddr,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stops serving, lets in-flight requests finish, and stops the loops.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// Runs until SIGINT or SIGTERM. Prints `listening on http://ADDR` once bound.
+///
+/// # Errors
+/// Configuration, card, database or bind failures, each naming what failed.
+pub async fn run(config: Config, used_defaults: bool) -> anyhow::Result<()> {
+    if used_defaults {
+        tracing::warn!("no --config given: using built-in defaults (127.0.0.1:8080, ./watcher.db, no agents, sources or operators)");
+        eprintln!("a2a-watcher serve: no --config given; using built-in defaults (127.0.0.1:8080, ./watcher.db, nobody registered)");
+    }
+    let running = start(config).await?;
+    println!("listening on http://{}", running.addr);
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    running.shutdown().await;
+    Ok(())
+}
+
+/// Opens the store, loads the agents, binds, and starts the HTTP server, the timer loop and the
+/// delivery loop.
+///
+/// # Errors
+/// Configuration, card, database or bind failures, each naming what failed.
+pub async fn start(config: Config) -> anyhow::Result<Running> {
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&config.database).with_context(|| {
+            format!("Failed to open the database {}", config.database.display())
+        })?);
+    let mut directory = Directory::new();
+    let mut delivery = Delivery::new(&config.delivery)?;
+    for a in &config.agents {
+        let loaded = load_agent(a, &config).await?;
+        if let Some(url) = &loaded.endpoint {
+            delivery.add_endpoint(
+                &loaded.entry.tenant,
+                &loaded.entry.profile.id,
+                url,
+                loaded.bearer.clone(),
+                loaded.public_only,
+            );
+        }
+        tracing::info!(agent = %a.id, endpoint = ?loaded.endpoint, keeps_time = loaded.entry.profile.declaration.keeps_time, "agent registered");
+        directory.insert(loaded.entry);
+    }
+    let settings = Settings {
+        lineage_bound: config.limits.lineage_bound,
+        max_open_per_subject: config.limits.max_open_per_subject,
+        max_open_per_agent: config.limits.max_open_per_agent,
+    };
+    let watcher = Arc::new(Watcher::new(store.clone(), directory, settings));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let wake = Arc::new(Notify::new());
+    let state = AppState {
+        watcher: watcher.clone(),
+        credentials: Arc::new(credentials(&config)?),
+        clock: clock.clone(),
+        wake: wake.clone(),
+    };
+    let app = watcher_router(state);
+    let listener = TcpListener::bind(&config.listen)
+        .await
+        .with_context(|| format!("Failed to listen on {}", config.listen))?;
+    let addr = listener
+        .local_addr()
+        .context("Failed to read the bound address")?;
+    tracing::info!(%addr, "a2a-watcher serving");
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut server_stop = stop_rx.clone();
+    let server = tokio::spawn(async move {
+        let result = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = server_stop.changed().await;
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::error!(error = %e, "the HTTP server failed");
+        }
+    });
+    let timers = tokio::spawn(timer_loop(
+        watcher.clone(),
+        clock.clone(),
+        wake.clone(),
+        stop_rx.clone(),
+    ));
+    let deliveries = tokio::spawn(delivery_loop(
+        store.clone(),
+        delivery,
+        clock.clone(),
+        wake.clone(),
+        stop_rx,
+    ));
+    Ok(Running {
+        addr,
+        stop: stop_tx,
+        tasks: vec![server, timers, deliveries],
+    })
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+/// Fires due deadlines and horizons. On start this evaluates everything that fell due while the
+/// process was down, at once and late (§10.1), from the store's deadline index.
+async fn timer_loop(
+    watcher: Arc<Watcher<dyn Store>>,
+    clock: Arc<dyn Clock>,
+    wake: Arc<Notify>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let now = clock.now();
+        match watcher.fire_due(now).await {
+            Ok(fired) => {
+                if fired.iter().any(|(_, a)| !a.outbox.is_empty()) {
+                    wake.notify_waiters();
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "firing due timers failed; will retry"),
+        }
+        let wait = match watcher.store.next_timer().await {
+            Ok(Some(t)) => {
+                let ns = t.at.as_nanos() - clock.now().as_nanos();
+                Duration::from_nanos(ns.clamp(1_000_000, MAX_IDLE.as_nanos() as i128) as u64)
+            }
+            _ => MAX_IDLE,
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {},
+            () = wake.notified() => {},
+            _ = stop.changed() => return,
+        }
+    }
+}
