@@ -43,7 +43,10 @@ pub fn watcher_router(state: AppState) -> Router {
         .route("/v1/agents/{agent_id}/push", post(routes::push))
         .route("/v1/agents/{agent_id}/rejections", get(routes::rejections))
         .route("/v1/facts", post(routes::facts))
-        .route("/v1/subjects/{subject_type}/{subject_id}", get(routes::subject))
+        .route(
+            "/v1/subjects/{subject_type}/{subject_id}",
+            get(routes::subject),
+        )
         .route("/v1/lapses", get(routes::lapses))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(tower_http::trace::TraceLayer::new_for_http())
