@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod learnables;
 pub mod problem;
 pub mod routes;
 
@@ -17,6 +18,7 @@ use watcher_runtime::clock::Clock;
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
 
+pub use crate::learnables::{learnables_router, LearnablesState};
 pub use auth::{Credentials, Principal, Role};
 pub use problem::ApiError;
 

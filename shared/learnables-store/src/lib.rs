@@ -1,0 +1,177 @@
+//! Where a Learnables-v1 authority keeps its definitions (contracts/learnables.md; learnables-v1
+//! §10.3 versioning, §13.2 tenant scope, §13.4 "answerable from stored state").
+//!
+//! - [`DefinitionStore`] — the port: a definition's whole [`DefinitionState`] under
+//!   `(tenant, id)`, created once and replaced only by compare-and-set on
+//!   [`DefinitionState::revision`].
+//! - [`MemoryDefinitionStore`] — in process, for tests and the demo.
+//! - [`SqliteDefinitionStore`] — one SQLite table, for `a2a-watcher serve`; it may share the
+//!   watcher's database file.
+//! - [`absorb_with_retry`] — load, apply a pure operation of the `learnables` core, write with
+//!   compare-and-set, and on a lost race re-run the operation on the state that won: two writers
+//!   racing never lose an update (contract "Rules").
+//! - `conformance` (feature `test-utils`) — the checks every implementation passes, expanded
+//!   by `definition_store_conformance!`.
+//!
+//! ```
+//! use learnables::*;
+//! use learnables_store::{absorb_with_retry, DefinitionStore, MemoryDefinitionStore};
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let registry = Registry::builtin();
+//! let store = MemoryDefinitionStore::new();
+//! let (tenant, id) = (TenantId::parse("acme")?, DefinitionId::parse("prealert-triage")?);
+//! let now = jiff::Timestamp::from_second(1_786_957_200)?;
+//! let collections = Collections::parse(&json!({ "customers": {
+//!     "learnable": "marks", "entry": "customer", "teaches": "which customer a message belongs to",
+//!     "entries": { "northgate": { "label": "Northgate Motors Ltd", "value": { "marks": [] } } }
+//! } }), &registry)?;
+//! let dana = TaughtBy::parse("dana@warehouse.example")?;
+//! let via = Via::parse("teacher-console")?;
+//! let state = create(tenant.clone(), id.clone(), collections, dana, via.clone(), None, now, &registry)?;
+//! store.create(&tenant, &id, &state).await?;
+//!
+//! let lesson = Lesson::try_from(LessonDto {
+//!     collection: "customers".into(),
+//!     entry: "northgate".into(),
+//!     value: json!({ "pattern": "billing@origin\\.example", "where": "from" }),
+//!     taught_by: "dana@warehouse.example".into(),
+//!     reason: None,
+//! })?;
+//! let done = absorb_with_retry(&store, &tenant, &id, |s| teach(s, &lesson, via.clone(), now, &registry)).await?;
+//! assert!(done.written && done.output.learned);
+//! assert_eq!(store.get(&tenant, &id).await?.map(|s| s.active_version()), Some(2));
+//! # Ok(()) }
+//! ```
+
+#[cfg(feature = "test-utils")]
+pub mod conformance;
+mod memory;
+mod retry;
+mod sqlite;
+
+use async_trait::async_trait;
+use learnables::{DefinitionId, DefinitionState, TenantId};
+
+pub use memory::MemoryDefinitionStore;
+pub use retry::{absorb_with_retry, AbsorbError, Absorbed, OpOutcome, MAX_ATTEMPTS};
+pub use sqlite::{SqliteDefinitionStore, BUSY_TIMEOUT, TABLE};
+
+/// Why a [`DefinitionStore`] did not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum DefinitionStoreError {
+    /// A conditional write lost: [`DefinitionStore::create`] found the definition already there,
+    /// or [`DefinitionStore::replace`] found another revision (or no definition) stored.
+    ///
+    /// What to do: for `create`, answer 409 (the id is taken); for `replace`, reload and re-run
+    /// the operation on what is stored now ([`absorb_with_retry`] does).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The backend failed (I/O, a lock held too long, a task that could not run).
+    ///
+    /// What to do: retrying may help; the source says why. Answer 503.
+    #[error("the definition store failed: {0}")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Stored data could not be read back as a valid [`DefinitionState`] under its key, or a
+    /// caller asked to store a state under a key that is not its own (it would read back
+    /// corrupt).
+    ///
+    /// What to do: not retryable; the stored definition needs attention. Answer 500.
+    #[error("a stored definition is corrupt: {0}")]
+    Corrupt(String),
+}
+
+impl DefinitionStoreError {
+    /// Wraps a backend error, keeping it as the source.
+    pub fn backend(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Backend(Box::new(e))
+    }
+}
+
+/// The definitions port: one [`DefinitionState`] per `(tenant, id)` (§13.2: a definition belongs
+/// to exactly one tenant; the same id in another tenant is another definition).
+///
+/// A state is stored whole. Every write is atomic: a reader sees the state before or after it,
+/// never a mixture. Versions are immutable because the core never changes one in place (§10.3);
+/// the store only guarantees that no update is lost, by compare-and-set on
+/// [`DefinitionState::revision`].
+///
+/// Implementations pass the `conformance` suite (feature `test-utils`) via
+/// `definition_store_conformance!`.
+#[async_trait]
+pub trait DefinitionStore: Send + Sync {
+    /// The stored state of definition `id` in `tenant`, or `None` if there is none there.
+    ///
+    /// # Errors
+    /// [`DefinitionStoreError::Backend`] when the backend fails;
+    /// [`DefinitionStoreError::Corrupt`] when what is stored is not a valid state for this key.
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+    ) -> Result<Option<DefinitionState>, DefinitionStoreError>;
+
+    /// Stores `state` as definition `id` of `tenant`, only if there is none yet.
+    ///
+    /// # Errors
+    /// [`DefinitionStoreError::Conflict`] when the definition already exists (nothing changes);
+    /// [`DefinitionStoreError::Corrupt`] when `state.tenant()`/`state.id()` are not
+    /// `tenant`/`id`; [`DefinitionStoreError::Backend`] when the backend fails.
+    async fn create(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+        state: &DefinitionState,
+    ) -> Result<(), DefinitionStoreError>;
+
+    /// Replaces definition `id` of `tenant` with `state`, only if the stored state's revision is
+    /// still `expected_revision` (the revision of the state the change was computed from).
+    ///
+    /// # Errors
+    /// [`DefinitionStoreError::Conflict`] when the stored revision differs, there is no such
+    /// definition, or `state.revision()` is not above `expected_revision` (a write that would let
+    /// a stale writer in); nothing changes. [`DefinitionStoreError::Corrupt`] for a state whose
+    /// tenant or id is not the key; [`DefinitionStoreError::Backend`] when the backend fails.
+    async fn replace(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+        state: &DefinitionState,
+        expected_revision: u64,
+    ) -> Result<(), DefinitionStoreError>;
+}
+
+/// Refuses to store a state under a key that is not its own.
+pub(crate) fn check_key(
+    tenant: &TenantId,
+    id: &DefinitionId,
+    state: &DefinitionState,
+) -> Result<(), DefinitionStoreError> {
+    if state.tenant() == tenant && state.id() == id {
+        Ok(())
+    } else {
+        Err(DefinitionStoreError::Corrupt(format!(
+            "refusing to store definition {}/{} under the key {tenant}/{id}",
+            state.tenant(),
+            state.id()
+        )))
+    }
+}
+
+/// Refuses a replacement that does not advance the revision.
+pub(crate) fn check_advances(
+    state: &DefinitionState,
+    expected_revision: u64,
+) -> Result<(), DefinitionStoreError> {
+    if state.revision() > expected_revision {
+        Ok(())
+    } else {
+        Err(DefinitionStoreError::Conflict(format!(
+            "the new state of {} has revision {}, which does not advance on {expected_revision}",
+            state.id(),
+            state.revision()
+        )))
+    }
+}

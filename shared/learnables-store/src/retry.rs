@@ -1,0 +1,141 @@
+//! [`absorb_with_retry`]: load, apply a pure operation, compare-and-set, retry on a lost race
+//! (contract "Rules": two writers racing on one version never lose an update).
+
+use learnables::{AuthorityError, DefinitionId, DefinitionState, TenantId};
+
+use crate::{DefinitionStore, DefinitionStoreError};
+
+/// How many times [`absorb_with_retry`] runs the operation before giving up on a definition that
+/// keeps changing under it. Each lost attempt means another writer's change was stored, so `n`
+/// writers racing on one definition all succeed within `n` attempts; 16 leaves room for that
+/// many simultaneous teachers of one definition.
+pub const MAX_ATTEMPTS: u32 = 16;
+
+/// What an operation given to [`absorb_with_retry`] may return: the new state to write (or
+/// `None` when nothing changes), optionally paired with an answer for the caller.
+///
+/// Implemented for `Option<DefinitionState>` (what [`learnables::activate`] and
+/// [`learnables::tombstone`] return; the output is `()`) and for `(Option<DefinitionState>, T)`
+/// (what [`learnables::teach`] returns; the output is the [`learnables::LessonResult`]).
+pub trait OpOutcome {
+    /// What the caller gets back besides the state.
+    type Output;
+    /// Splits into the state to write and the caller's answer.
+    fn split(self) -> (Option<DefinitionState>, Self::Output);
+}
+
+impl OpOutcome for Option<DefinitionState> {
+    type Output = ();
+    fn split(self) -> (Option<DefinitionState>, ()) {
+        (self, ())
+    }
+}
+
+impl<T> OpOutcome for (Option<DefinitionState>, T) {
+    type Output = T;
+    fn split(self) -> (Option<DefinitionState>, T) {
+        self
+    }
+}
+
+/// The result of [`absorb_with_retry`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Absorbed<T> {
+    /// The state stored now: the one written, or — when the operation changed nothing — the one
+    /// it was applied to.
+    pub state: DefinitionState,
+    /// Whether a new state was written.
+    pub written: bool,
+    /// The operation's answer from the attempt that counted (e.g. the `LessonResult`).
+    pub output: T,
+    /// How many times the operation ran (1 when no race was lost).
+    pub attempts: u32,
+}
+
+/// Why [`absorb_with_retry`] wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum AbsorbError {
+    /// The operation refused, or there is no such definition
+    /// ([`AuthorityError::NotFound`], `what` = `definition {id}`).
+    ///
+    /// What to do: answer [`AuthorityError::http_status`]; nothing was written.
+    #[error(transparent)]
+    Authority(#[from] AuthorityError),
+    /// The store failed ([`DefinitionStoreError::Backend`] or
+    /// [`DefinitionStoreError::Corrupt`]; a `Conflict` is never passed through, it is retried).
+    ///
+    /// What to do: as the store error says (503 for a backend failure, 500 for corrupt data).
+    #[error(transparent)]
+    Store(DefinitionStoreError),
+    /// Every one of [`MAX_ATTEMPTS`] attempts lost the race to another writer.
+    ///
+    /// What to do: nothing was written; the request may be sent again (503).
+    #[error("definition {id} kept changing: {attempts} attempts each lost the race to another writer; try again")]
+    Contended {
+        /// The definition.
+        id: DefinitionId,
+        /// How many attempts were made.
+        attempts: u32,
+    },
+}
+
+/// Loads definition `id` of `tenant`, applies the pure `op` to it, and, if `op` returns a new
+/// state, replaces the stored one with compare-and-set on the loaded revision. On a
+/// [`DefinitionStoreError::Conflict`] it reloads and re-runs `op` on the state that won, up to
+/// [`MAX_ATTEMPTS`] times — so a lesson racing another is applied on top of it, never over it
+/// (contract "Rules"; §10.3 "never changed in place").
+///
+/// `op` is a call into the `learnables` core such as
+/// `|s| teach(s, &lesson, via.clone(), now, &registry)`; it must be pure, since it may run more
+/// than once. A refusal from `op` is returned at once, with nothing written.
+///
+/// # Errors
+/// - [`AbsorbError::Authority`] with [`AuthorityError::NotFound`] when there is no such
+///   definition in `tenant`, or whatever `op` refused with;
+/// - [`AbsorbError::Store`] when the store fails;
+/// - [`AbsorbError::Contended`] when every attempt lost the race.
+pub async fn absorb_with_retry<S, O>(
+    store: &S,
+    tenant: &TenantId,
+    id: &DefinitionId,
+    op: impl Fn(&DefinitionState) -> Result<O, AuthorityError>,
+) -> Result<Absorbed<O::Output>, AbsorbError>
+where
+    S: DefinitionStore + ?Sized,
+    O: OpOutcome,
+{
+    for attempt in 1..=MAX_ATTEMPTS {
+        let current = store
+            .get(tenant, id)
+            .await
+            .map_err(AbsorbError::Store)?
+            .ok_or_else(|| AuthorityError::NotFound {
+                what: format!("definition {id}"),
+            })?;
+        let (next, output) = op(&current)?.split();
+        let Some(next) = next else {
+            return Ok(Absorbed {
+                state: current,
+                written: false,
+                output,
+                attempts: attempt,
+            });
+        };
+        match store.replace(tenant, id, &next, current.revision()).await {
+            Ok(()) => {
+                return Ok(Absorbed {
+                    state: next,
+                    written: true,
+                    output,
+                    attempts: attempt,
+                })
+            }
+            Err(DefinitionStoreError::Conflict(_)) => tokio::task::yield_now().await,
+            Err(other) => return Err(AbsorbError::Store(other)),
+        }
+    }
+    Err(AbsorbError::Contended {
+        id: id.clone(),
+        attempts: MAX_ATTEMPTS,
+    })
+}

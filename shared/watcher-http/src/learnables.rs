@@ -1,0 +1,549 @@
+//! The Learnables authority over HTTP (contracts/learnables.md "Routes"; learnables-v1 §12.1
+//! external profile): one router factory, [`learnables_router`], merged into the watcher's
+//! router by the host.
+//!
+//! Handlers authenticate, parse the body into `learnables` domain types, call one pure operation
+//! of the core (through [`absorb_with_retry`] for writes, so racing writers lose nothing), and
+//! shape the answer. Nothing here reads a key inside a lesson value or an entry value (§9): the
+//! learnable judges, and its own reason is the `detail` of a 422 (§10.1).
+//!
+//! Authorization (contract "Credentials", §13.2):
+//! - every route needs a known bearer token (401 otherwise);
+//! - writes (`PUT`, lessons, `lessons:check`, activate, tombstone) need a teacher's token; reads
+//!   (the definition, a version, history, show-back, descriptors, the learnables) a teacher's or
+//!   an operator's; a source's or an agent's token gets 403 everywhere, an operator's 403 on
+//!   writes;
+//! - `taughtBy` must be the teacher's `id` or one of its `on_behalf_of` people (403 otherwise),
+//!   and history records the credential's `id` as `via`;
+//! - definitions are looked up in the credential's tenant only: another tenant's definition is
+//!   404, exactly as one that does not exist.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use learnables::{
+    AuthorityError, Collections, DefinitionId, DefinitionState, Lesson, LessonDto, Reason,
+    Registry, TaughtBy, TenantId, Via,
+};
+use learnables_store::{absorb_with_retry, AbsorbError, DefinitionStore, DefinitionStoreError};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use watcher_runtime::clock::Clock;
+
+use crate::auth::{Credentials, Principal, Role};
+use crate::body::json_body;
+use crate::problem::ApiError;
+use crate::MAX_BODY_BYTES;
+
+/// Everything the authority's handlers need; cheap to clone.
+#[derive(Clone)]
+pub struct LearnablesState {
+    /// Where definitions live (memory, SQLite, or another backend).
+    pub store: Arc<dyn DefinitionStore>,
+    /// Who may call what: teachers write, operators read.
+    pub credentials: Arc<Credentials>,
+    /// The authority's clock: `at` of every version and history entry.
+    pub clock: Arc<dyn Clock>,
+    /// The learnables definitions may use (`Registry::builtin()` in `serve`).
+    pub registry: Arc<Registry>,
+}
+
+/// The authority's routes (contracts/learnables.md "Routes"), with the body limit
+/// ([`MAX_BODY_BYTES`]) and request tracing; a `Router<()>` for the host to `.merge(...)` into
+/// its own.
+///
+/// | route | who | answer |
+/// |---|---|---|
+/// | `GET /v1/learnables` | teacher, operator | `{ "learnables": [{ "name", "how", "decidedBy", "lessonFields" }] }` |
+/// | `GET /v1/definitions/{id}/descriptors` | teacher, operator | `{ "learnables": [LearnableDescriptor] }` (§6.2; the card's `params` shape) |
+/// | `PUT /v1/definitions/{id}` | teacher | 201 `{ "definitionVersion": 1, "versionId", "collections" }`; 409 if it exists |
+/// | `GET /v1/definitions/{id}` | teacher, operator | the active version `{ "definitionVersion", "versionId", "collections" }` |
+/// | `GET /v1/definitions/{id}/versions/{n}` | teacher, operator | version n; 410 once tombstoned |
+/// | `POST /v1/definitions/{id}/lessons` | teacher | 200 LessonResult (§10.4); 422 with the learnable's reason |
+/// | `POST /v1/definitions/{id}/lessons:check` | teacher | `{ "matches", "changes" }` (§13.1); writes nothing |
+/// | `POST /v1/definitions/{id}/show-back` | teacher, operator | the §11 report keyed by entry noun |
+/// | `GET /v1/definitions/{id}/history` | teacher, operator | `{ "history": [HistoryEntry] }`, newest first |
+/// | `POST /v1/definitions/{id}/activate` | teacher | `{ "activated", "definitionVersion", "versionId", "previousVersionId"? }` |
+/// | `POST /v1/definitions/{id}/versions/{n}/tombstone` | teacher | `{ "tombstoned", "definitionVersion", "versionId" }`; 409 for the active version |
+///
+/// Every error is `application/problem+json` ([`ApiError`]): 400 malformed, 401 no credential,
+/// 403 wrong kind of credential or `taughtBy`, 404 no such definition or version in this tenant,
+/// 409 conflict, 410 tombstoned, 415 not JSON, 422 refused by the learnable, 500 corrupt stored
+/// data, 503 store unavailable or contended (retry).
+///
+/// # Example
+/// ```ignore
+/// let app = watcher_router(app_state).merge(learnables_router(learnables_state));
+/// ```
+pub fn learnables_router(state: LearnablesState) -> Router {
+    Router::new()
+        .route("/v1/learnables", get(list_learnables))
+        .route(
+            "/v1/definitions/{id}",
+            get(get_definition).put(put_definition),
+        )
+        .route("/v1/definitions/{id}/descriptors", get(get_descriptors))
+        .route("/v1/definitions/{id}/versions/{n}", get(get_version))
+        .route("/v1/definitions/{id}/lessons", post(post_lesson))
+        // axum 0.8 captures with `{…}`; a `:` inside a literal segment is plain text.
+        .route("/v1/definitions/{id}/lessons:check", post(post_check))
+        .route("/v1/definitions/{id}/show-back", post(post_show_back))
+        .route("/v1/definitions/{id}/history", get(get_history))
+        .route("/v1/definitions/{id}/activate", post(post_activate))
+        .route(
+            "/v1/definitions/{id}/versions/{n}/tombstone",
+            post(post_tombstone),
+        )
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors.
+
+/// An [`AuthorityError`] as problem+json with its own status. A refusal's `detail` is the
+/// learnable's reason, unchanged (§10.1).
+fn authority(e: AuthorityError) -> ApiError {
+    let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    match e {
+        AuthorityError::Refused { reason, .. } => {
+            ApiError::new(status, "Refused by the learnable", reason)
+        }
+        AuthorityError::NotFound { .. } => ApiError::new(status, "Not found", e.to_string()),
+        AuthorityError::Gone { .. } => ApiError::new(status, "Gone", e.to_string()),
+        AuthorityError::Conflict { reason } => ApiError::new(status, "Conflict", reason),
+        AuthorityError::Invalid { .. } => ApiError::new(status, "Malformed request", e.to_string()),
+    }
+}
+
+/// A store failure: a conflict is 409; a backend failure 503 (retry); corrupt data 500. Causes
+/// are logged, never shown.
+fn store_error(e: DefinitionStoreError) -> ApiError {
+    match e {
+        DefinitionStoreError::Conflict(reason) => {
+            ApiError::new(StatusCode::CONFLICT, "Conflict", reason)
+        }
+        DefinitionStoreError::Backend(_) => {
+            tracing::error!(error = %e, "definition store failure");
+            ApiError::unavailable("the definition store is unavailable; retry later")
+        }
+        DefinitionStoreError::Corrupt(_) => {
+            tracing::error!(error = %e, "corrupt definition");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Stored definition unreadable",
+                "the stored definition could not be read back; an operator must look at it",
+            )
+        }
+    }
+}
+
+fn absorb_error(e: AbsorbError) -> ApiError {
+    match e {
+        AbsorbError::Authority(a) => authority(a),
+        AbsorbError::Store(s) => store_error(s),
+        AbsorbError::Contended { .. } => {
+            tracing::warn!(error = %e, "definition contended");
+            ApiError::unavailable(e.to_string())
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing at the edge.
+
+/// The caller, who must hold one of `roles`, with its tenant as the core's [`TenantId`].
+fn caller<'a>(
+    state: &'a LearnablesState,
+    headers: &HeaderMap,
+    roles: &[Role],
+) -> Result<(&'a Principal, TenantId), ApiError> {
+    let principal = state.credentials.require(headers, roles, false)?;
+    let tenant = TenantId::parse(principal.tenant.as_str()).map_err(|e| {
+        ApiError::forbidden(format!(
+            "the credential's tenant cannot own definitions: {e}"
+        ))
+    })?;
+    Ok((principal, tenant))
+}
+
+const READERS: &[Role] = &[Role::Teacher, Role::Operator];
+const WRITERS: &[Role] = &[Role::Teacher];
+
+/// The credential as history's `via`.
+fn via_of(principal: &Principal) -> Result<Via, ApiError> {
+    Via::parse(principal.id.as_str()).map_err(|e| {
+        ApiError::forbidden(format!(
+            "the credential's id cannot be recorded as via: {e}"
+        ))
+    })
+}
+
+/// 403 unless `taught_by` is the teacher itself or one of the people it may teach for.
+fn may_teach_as(principal: &Principal, taught_by: &TaughtBy) -> Result<(), ApiError> {
+    let who = taught_by.as_str();
+    if principal.id == who || principal.on_behalf_of.iter().any(|p| p == who) {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(format!(
+            "taughtBy {who:?} is neither this teacher credential ({:?}) nor one of the people it may teach on behalf of",
+            principal.id
+        )))
+    }
+}
+
+fn definition_id(raw: &str) -> Result<DefinitionId, ApiError> {
+    DefinitionId::parse(raw).map_err(authority)
+}
+
+fn version_number(raw: &str) -> Result<u64, ApiError> {
+    raw.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "version {raw:?}: a version number is a whole number from 1"
+        ))
+    })
+}
+
+/// The JSON body as `T`, naming the fault in a 400.
+fn body_as<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes) -> Result<T, ApiError> {
+    let value = json_body(headers, body)?;
+    serde_json::from_value(value).map_err(|e| ApiError::bad_request(format!("the body: {e}")))
+}
+
+/// Who and why, as every write but a lesson carries them.
+struct Author {
+    taught_by: TaughtBy,
+    reason: Option<Reason>,
+}
+
+impl Author {
+    /// Parses `taughtBy` and `reason`, then checks the teacher may act for that person.
+    fn parse(
+        principal: &Principal,
+        taught_by: String,
+        reason: Option<String>,
+    ) -> Result<Self, ApiError> {
+        let taught_by = TaughtBy::parse(taught_by).map_err(authority)?;
+        may_teach_as(principal, &taught_by)?;
+        let reason = Reason::parse_optional(reason).map_err(authority)?;
+        Ok(Self { taught_by, reason })
+    }
+}
+
+/// `PUT /v1/definitions/{id}` body.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateBody {
+    collections: Value,
+    taught_by: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST .../lessons:check` body.
+#[derive(Deserialize)]
+struct CheckBody {
+    lesson: LessonDto,
+    corpus: Vec<Value>,
+}
+
+/// `POST .../show-back` body.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ShowBackBody {
+    input: Value,
+    #[serde(default)]
+    definition_version: Option<u64>,
+}
+
+/// `POST .../activate` body.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ActivateBody {
+    definition_version: u64,
+    taught_by: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST .../versions/{n}/tombstone` body.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TombstoneBody {
+    taught_by: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// A lesson from the wire, whose `taughtBy` this teacher may write for.
+fn lesson_for(principal: &Principal, dto: LessonDto) -> Result<Lesson, ApiError> {
+    let lesson = Lesson::try_from(dto).map_err(authority)?;
+    may_teach_as(principal, lesson.taught_by())?;
+    Ok(lesson)
+}
+
+/// The definition `id` of `tenant`; 404 when there is none in that tenant.
+async fn load(
+    state: &LearnablesState,
+    tenant: &TenantId,
+    id: &DefinitionId,
+) -> Result<DefinitionState, ApiError> {
+    state
+        .store
+        .get(tenant, id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::not_found(format!("definition {id} does not exist")))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers.
+
+/// `GET /v1/learnables`: `{ "learnables": [{ "name", "how", "decidedBy", "lessonFields" }] }`.
+async fn list_learnables(
+    State(state): State<LearnablesState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    caller(&state, &headers, READERS)?;
+    Ok(Json(json!({ "learnables": state.registry.summaries() })))
+}
+
+/// `GET /v1/definitions/{id}/descriptors`: `{ "learnables": [LearnableDescriptor] }` (§6.2), the
+/// shape of the card's `params`.
+async fn get_descriptors(
+    State(state): State<LearnablesState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let (_, tenant) = caller(&state, &headers, READERS)?;
+    let definition = load(&state, &tenant, &definition_id(&id)?).await?;
+    let descriptors = learnables::descriptors(&definition, &state.registry).map_err(authority)?;
+    Ok(Json(json!({ "learnables": descriptors })))
+}
+
+/// `PUT /v1/definitions/{id}`: 201 with version 1 and `Location`; 409 if it exists.
+async fn put_definition(
+    State(state): State<LearnablesState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let (principal, tenant) = caller(&state, &headers, WRITERS)?;
+    let id = definition_id(&id)?;
+    let body: CreateBody = body_as(&headers, &body)?;
+    let author = Author::parse(principal, body.taught_by, body.reason)?;
+    let collections = Collections::parse(&body.collections, &state.registry).map_err(authority)?;
+    let created = learnables::create(
+        tenant.clone(),
+        id.clone(),
+        collections,
+        author.taught_by,
+        via_of(principal)?,
+        author.reason,
+        state.clock.now().timestamp(),
+        &state.registry,
+    )
+    .map_err(authority)?;
+    state
+        .store
+        .create(&tenant, &id, &created)
+        .await
+        .map_err(store_error)?;
+    let served = learnables::active(&created).map_err(authority)?;
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, format!("/v1/definitions/{id}"))],
+        Json(served),
+    )
+        .into_response())
+}
+
+/// `GET /v1/definitions/{id}`: the active version.
+async fn get_definition(
+    State(state): State<LearnablesState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let (_, tenant) = caller(&state, &headers, READERS)?;
+    let definition = load(&state, &tenant, &definition_id(&id)?).await?;
+    let served = learnables::active(&definition).map_err(authority)?;
+    Ok(Json(json!(served)))
+}
+
+/// `GET /v1/definitions/{id}/versions/{n}`: version n, the same every time; 410 once tombstoned.
+async fn get_version(
+    State(state): State<LearnablesState>,
+    Path((id, n)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let (_, tenant) = caller(&state, &headers, READERS)?;
+    let id = definition_id(&id)?;
+    let n = version_number(&n)?;
+    let definition = load(&state, &tenant, &id).await?;
+    let served = learnables::get_version(&definition, n).map_err(authority)?;
+    Ok(Json(json!(served)))
+}
+
+/// `POST /v1/definitions/{id}/lessons`: 200 LessonResult (§10.4), `learned: false` for a lesson
+/// the entry already holds; 422 with the learnable's reason.
+async fn post_lesson(
+    State(state): State<LearnablesState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let (principal, tenant) = caller(&state, &headers, WRITERS)?;
+    let id = definition_id(&id)?;
+    let lesson = lesson_for(principal, body_as(&headers, &body)?)?;
+    let via = via_of(principal)?;
+    let at = state.clock.now().timestamp();
+    let registry = state.registry.as_ref();
+    let done = absorb_with_retry(state.store.as_ref(), &tenant, &id, |d| {
+        learnables::teach(d, &lesson, via.clone(), at, registry)
+    })
+    .await
+    .map_err(absorb_error)?;
+    Ok(Json(json!(done.output)))
+}
+
+/// `POST /v1/definitions/{id}/lessons:check`: what the lesson would do to the corpus (§13.1);
+/// writes nothing.
+async fn post_check(
+    State(state): State<LearnablesState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let (principal, tenant) = caller(&state, &headers, WRITERS)?;
+    let id = definition_id(&id)?;
+    let body: CheckBody = body_as(&headers, &body)?;
+    let lesson = lesson_for(principal, body.lesson)?;
+    let definition = load(&state, &tenant, &id).await?;
+    let report = learnables::check(&definition, &lesson, &body.corpus, &state.registry)
+        .map_err(authority)?;
+    Ok(Json(json!(report)))
+}
+
+/// `POST /v1/definitions/{id}/show-back`: the §11 report of the active version (or of
+/// `definitionVersion`), keyed by each collection's entry noun.
+async fn post_show_back(
+    State(state): State<LearnablesState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let (_, tenant) = caller(&state, &headers, READERS)?;
+    let id = definition_id(&id)?;
+    let body: ShowBackBody = body_as(&headers, &body)?;
+    let definition = load(&state, &tenant, &id).await?;
+    let report = learnables::show_back(
+        &definition,
+        &body.input,
+        body.definition_version,
+        &state.registry,
+    )
+    .map_err(authority)?;
+    Ok(Json(report))
+}
+
+/// `GET /v1/definitions/{id}/history`: `{ "history": [...] }`, newest first.
+async fn get_history(
+    State(state): State<LearnablesState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let (_, tenant) = caller(&state, &headers, READERS)?;
+    let definition = load(&state, &tenant, &definition_id(&id)?).await?;
+    Ok(Json(json!({ "history": learnables::history(&definition) })))
+}
+
+/// `POST /v1/definitions/{id}/activate`: makes version n active again (undo, §10.3).
+/// `activated` is false when n was already active (nothing recorded).
+async fn post_activate(
+    State(state): State<LearnablesState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let (principal, tenant) = caller(&state, &headers, WRITERS)?;
+    let id = definition_id(&id)?;
+    let body: ActivateBody = body_as(&headers, &body)?;
+    let author = Author::parse(principal, body.taught_by, body.reason)?;
+    let via = via_of(principal)?;
+    let at = state.clock.now().timestamp();
+    let n = body.definition_version;
+    let done = absorb_with_retry(state.store.as_ref(), &tenant, &id, |d| {
+        let replaced = learnables::active(d)?.version_id;
+        let next = learnables::activate(
+            d,
+            n,
+            author.taught_by.clone(),
+            via.clone(),
+            author.reason.clone(),
+            at,
+        )?;
+        Ok((next, replaced))
+    })
+    .await
+    .map_err(absorb_error)?;
+    let served = learnables::active(&done.state).map_err(authority)?;
+    let mut answer = json!({
+        "activated": done.written,
+        "definitionVersion": served.definition_version,
+        "versionId": served.version_id,
+    });
+    if done.written {
+        answer["previousVersionId"] = json!(done.output);
+    }
+    Ok(Json(answer))
+}
+
+/// `POST /v1/definitions/{id}/versions/{n}/tombstone`: version n's content is no longer served
+/// (§14). `tombstoned` is false when it already was. 409 for the active version.
+async fn post_tombstone(
+    State(state): State<LearnablesState>,
+    Path((id, n)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let (principal, tenant) = caller(&state, &headers, WRITERS)?;
+    let id = definition_id(&id)?;
+    let n = version_number(&n)?;
+    let body: TombstoneBody = body_as(&headers, &body)?;
+    let author = Author::parse(principal, body.taught_by, body.reason)?;
+    let via = via_of(principal)?;
+    let at = state.clock.now().timestamp();
+    let done = absorb_with_retry(state.store.as_ref(), &tenant, &id, |d| {
+        learnables::tombstone(
+            d,
+            n,
+            author.taught_by.clone(),
+            via.clone(),
+            author.reason.clone(),
+            at,
+        )
+    })
+    .await
+    .map_err(absorb_error)?;
+    let version_id = done
+        .state
+        .version(n)
+        .map(|v| v.version_id().clone())
+        .ok_or_else(|| {
+            authority(AuthorityError::NotFound {
+                what: format!("version {n} of {id}"),
+            })
+        })?;
+    Ok(Json(json!({
+        "tombstoned": done.written,
+        "definitionVersion": n,
+        "versionId": version_id,
+    })))
+}
