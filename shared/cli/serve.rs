@@ -9,7 +9,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use watcher_core::ids::Tenant;
 use watcher_core::settings::Settings;
-use watcher_http::{watcher_router, AppState, Credentials, Principal, Role};
+use learnables_store::SqliteDefinitionStore;
+use watcher_http::{learnables_router, watcher_router, AppState, Credentials, LearnablesState, Principal, Role};
 use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::directory::Directory;
 use watcher_runtime::store::Store;
@@ -135,13 +136,24 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let watcher = Arc::new(Watcher::new(store.clone(), directory, settings));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let wake = Arc::new(Notify::new());
+    let credentials = Arc::new(credentials(&config)?);
     let state = AppState {
         watcher: watcher.clone(),
-        credentials: Arc::new(credentials(&config)?),
+        credentials: credentials.clone(),
         clock: clock.clone(),
         wake: wake.clone(),
     };
-    let app = watcher_router(state);
+    // The Learnables authority shares the database file (its own table) and the credentials.
+    let definitions = Arc::new(
+        SqliteDefinitionStore::open(&config.database)
+            .with_context(|| format!("Failed to open the definitions table in {}", config.database.display()))?,
+    );
+    let app = watcher_router(state).merge(learnables_router(LearnablesState {
+        store: definitions,
+        credentials,
+        clock: clock.clone(),
+        registry: Arc::new(learnables::Registry::builtin()),
+    }));
     let listener = TcpListener::bind(&config.listen)
         .await
         .with_context(|| format!("Failed to listen on {}", config.listen))?;
