@@ -1576,9 +1576,6 @@ fn an_anchored_expectation_waiting_on_a_lapsed_anchor_still_stalls_at_its_horizo
 }
 
 #[test]
-#[ignore = "known bug: a subjectless fact that matched nothing is not remembered, so its redelivery \
-            after a matching expectation is raised satisfies it (needs a tenant-wide fact identity \
-            index in the store)"]
 fn a_subjectless_fact_redelivered_after_a_matching_raise_is_a_no_op() {
     // semantics.md "Identity and tenancy": a fact is identified by (tenant, source, factKey,
     // observedAt); receiving the same fact again is a no-op.

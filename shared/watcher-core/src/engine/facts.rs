@@ -29,10 +29,17 @@ pub(crate) fn report(
     if let Some(s) = &fact.subject {
         subjects.insert(s.clone());
     }
+    // A fact that names no subject and is on none is kept under its key, so that receiving it
+    // again stays a no-op even after an expectation with its key is raised.
+    let unplaced = unplaced_subject(&fact.fact_key);
+    slice.subject(&unplaced)?;
+    if subjects.is_empty() {
+        subjects.insert(unplaced.clone());
+    }
     for s in &subjects {
         slice.subject(s)?;
     }
-    let duplicate = subjects.iter().any(|s| {
+    let duplicate = subjects.iter().chain(std::iter::once(&unplaced)).any(|s| {
         slice.subjects[s]
             .facts
             .iter()
@@ -118,6 +125,18 @@ pub(crate) fn report(
         duplicate: false,
     });
     Ok(())
+}
+
+/// Subject type under which facts that concern no subject are kept (reserved).
+pub const UNPLACED_FACTS_TYPE: &str = "$unplaced-facts";
+
+/// Where a fact that names no subject and matches no expectation is recorded: a reserved subject
+/// per fact key (semantics.md "Identity and tenancy": receiving the same fact again is a no-op).
+pub fn unplaced_subject(key: &crate::ids::FactKey) -> Subject {
+    Subject {
+        subject_type: UNPLACED_FACTS_TYPE.to_string(),
+        id: key.as_str().to_string(),
+    }
 }
 
 /// Re-anchors every open expectation whose anchor resolves to the newly satisfied record at

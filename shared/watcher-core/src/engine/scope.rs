@@ -46,6 +46,7 @@ pub fn initial_scope(input: &Input) -> Scope {
                     }
                     PushItem::Facts(facts) => {
                         for f in facts {
+                            scope.add(Need::Subject(super::facts::unplaced_subject(&f.fact_key)));
                             scope.add(Need::FactKey(f.fact_key.clone()));
                             if let Some(s) = &f.subject {
                                 scope.add(Need::Subject(s.clone()));
@@ -64,6 +65,7 @@ pub fn initial_scope(input: &Input) -> Scope {
         }
         Input::Facts(facts) => {
             for f in facts {
+                scope.add(Need::Subject(super::facts::unplaced_subject(&f.fact_key)));
                 scope.add(Need::FactKey(f.fact_key.clone()));
                 if let Some(s) = &f.subject {
                     scope.add(Need::Subject(s.clone()));
