@@ -74,7 +74,7 @@ pub async fn push(
         .map_err(unavailable)?;
     // New deadlines or queued lapse tasks: wake the timer and delivery loops.
     state.wake.notify_waiters();
-    track_lapse_task(&state, &tenant, &event).await;
+    track_lapse_task(&state, &tenant, &id, &event).await;
     let mut raised = Vec::new();
     let mut rejected = Vec::new();
     let mut withdrawn = Vec::new();
@@ -98,9 +98,11 @@ pub async fn push(
 }
 
 /// Pushes about a lapse task the watcher created update that task's state in `/v1/lapses`.
+/// Task ids are the agent's own, so only the pushing agent's lapse tasks are looked at.
 async fn track_lapse_task(
     state: &AppState,
     tenant: &watcher_core::ids::Tenant,
+    agent: &AgentId,
     event: &a2a_types::StreamResponse,
 ) {
     let (Some(task_id), Some(status)) = (event.task_id(), event.status()) else {
@@ -110,7 +112,7 @@ async fn track_lapse_task(
         return;
     };
     for mut entry in entries {
-        if entry.task_id.as_deref() == Some(task_id) {
+        if entry.agent == *agent && entry.task_id.as_deref() == Some(task_id) {
             entry.task_state = Some(status.state.as_str().to_string());
             if let Err(e) = state.watcher.store.outbox_update(&entry).await {
                 tracing::warn!(error = %e, "could not record the lapse task's state");
