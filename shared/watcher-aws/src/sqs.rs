@@ -1,0 +1,321 @@
+//! [`LapseQueue`] over an SQS FIFO queue: one message per lapse task, one message group per
+//! agent (ordered per agent, agents in parallel), deduplicated by the task's `messageId`.
+//!
+//! The queue carries a reference, not the task: the submitter re-reads the outbox entry. FIFO
+//! deduplication lasts five minutes only; the durable outbox, whose entries are keyed by
+//! `messageId` and never sent again once `sent`, is what guarantees one lapse task per
+//! `messageId`. The queue's dead-letter queue (a redrive policy on the queue) catches messages
+//! the submitter keeps failing on.
+
+use async_trait::async_trait;
+use aws_sdk_sqs::Client;
+use serde::{Deserialize, Serialize};
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_runtime::ports::{LapseQueue, PortError};
+use watcher_runtime::store::OutboxEntry;
+
+use crate::digest::{hex_lower, tuple_digest};
+use crate::error::{permanent, port_error, MessageError};
+
+/// Longest `MessageGroupId` SQS accepts, in characters.
+pub const MAX_MESSAGE_GROUP_ID_LEN: usize = 128;
+
+/// Longest `MessageDeduplicationId` SQS accepts, in characters.
+pub const MAX_DEDUPLICATION_ID_LEN: usize = 128;
+
+/// Longest `messageId` a queue message may carry, in bytes (the watcher's are far shorter:
+/// `lapse:{expectationId}:{lapse}:{dueAt}`).
+const MAX_MESSAGE_ID_LEN: usize = 2048;
+
+/// Hex characters of the digest that makes a group id unique (128 bits).
+const GROUP_DIGEST_HEX: usize = 32;
+
+/// Domain tags of the two digests.
+const GROUP_TAG: &str = "a2a-watcher/message-group/v1";
+const DEDUP_TAG: &str = "a2a-watcher/deduplication/v1";
+
+/// The lapse queue's message body, for the submitter:
+/// `{"tenant": "...", "agent": "...", "messageId": "lapse:..."}`. The submitter reads the outbox
+/// entry `(tenant, messageId)` and sends it to `agent` unless it was sent already.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueMessage {
+    /// The tenant of the outbox entry.
+    pub tenant: Tenant,
+    /// The agent the lapse task goes to.
+    pub agent: AgentId,
+    /// The outbox entry's `messageId`.
+    pub message_id: String,
+}
+
+impl From<&OutboxEntry> for QueueMessage {
+    fn from(entry: &OutboxEntry) -> Self {
+        QueueMessage {
+            tenant: entry.tenant.clone(),
+            agent: entry.agent.clone(),
+            message_id: entry.message_id.clone(),
+        }
+    }
+}
+
+/// Reads a lapse queue message body, for the submitter.
+///
+/// # Errors
+/// [`MessageError::Malformed`] when it is not a [`QueueMessage`] (a tenant or agent empty or too
+/// long included); [`MessageError::Invalid`] when the `messageId` is empty or longer than 2048
+/// bytes. Not retryable: the message belongs in the dead-letter queue.
+pub fn parse_queue_message(body: &str) -> Result<QueueMessage, MessageError> {
+    let message: QueueMessage =
+        serde_json::from_str(body).map_err(|source| MessageError::Malformed {
+            what: "lapse queue message",
+            source,
+        })?;
+    if message.message_id.trim().is_empty() || message.message_id.len() > MAX_MESSAGE_ID_LEN {
+        return Err(MessageError::Invalid {
+            what: "lapse queue message",
+            reason: format!(
+                "messageId must be 1 to {MAX_MESSAGE_ID_LEN} bytes, not blank; got {} bytes",
+                message.message_id.len()
+            ),
+        });
+    }
+    Ok(message)
+}
+
+/// The `MessageGroupId` of `agent` of `tenant`: `{tenant}/{agent}` with every character SQS does
+/// not allow (anything but printable ASCII) replaced by `_` and cut to 95 characters, then `~`
+/// and 32 hex digits (128 bits) of a SHA-256 digest of the length-prefixed (tenant, agent). At
+/// most 128 characters of SQS's alphabet (alphanumerics and ASCII punctuation).
+///
+/// The readable part is for people; the digest makes the id unique per (tenant, agent) even
+/// where the readable parts agree (`a b` and `a_b`, long ids cut short). Two agents share a group
+/// only if 128 bits of SHA-256 collide, and even then only their ordering is shared: each message
+/// still names its own tenant and agent.
+pub fn message_group_id(tenant: &Tenant, agent: &AgentId) -> String {
+    let readable_len = MAX_MESSAGE_GROUP_ID_LEN - 1 - GROUP_DIGEST_HEX;
+    let readable: String = format!("{tenant}/{agent}")
+        .chars()
+        .map(|c| if c.is_ascii_graphic() { c } else { '_' })
+        .take(readable_len)
+        .collect();
+    let digest = hex_lower(&tuple_digest(GROUP_TAG, &[tenant.as_str(), agent.as_str()]));
+    format!("{readable}~{}", &digest[..GROUP_DIGEST_HEX])
+}
+
+/// The `MessageDeduplicationId` of a lapse task: the 64 hex digits of a SHA-256 digest of the
+/// length-prefixed (tenant, agent, messageId). SQS drops a second message with the same id sent
+/// within five minutes.
+pub fn deduplication_id(tenant: &Tenant, agent: &AgentId, message_id: &str) -> String {
+    hex_lower(&tuple_digest(
+        DEDUP_TAG,
+        &[tenant.as_str(), agent.as_str(), message_id],
+    ))
+}
+
+/// [`LapseQueue`] over the SQS FIFO queue at `queue_url` (deduplication ids explicit, so
+/// content-based deduplication may be off).
+#[derive(Debug, Clone)]
+pub struct SqsLapseQueue {
+    client: Client,
+    queue_url: String,
+}
+
+impl SqsLapseQueue {
+    /// The queue at `queue_url` on `client` (build it once, in `main`).
+    pub fn new(client: Client, queue_url: impl Into<String>) -> Self {
+        SqsLapseQueue {
+            client,
+            queue_url: queue_url.into(),
+        }
+    }
+
+    /// The queue's URL.
+    pub fn queue_url(&self) -> &str {
+        &self.queue_url
+    }
+}
+
+#[async_trait]
+impl LapseQueue for SqsLapseQueue {
+    /// Sends a [`QueueMessage`] for `entry` in the agent's [`message_group_id`] with its
+    /// [`deduplication_id`]. Sending the same entry twice within five minutes makes one message.
+    ///
+    /// # Errors
+    /// Permanent: a missing queue, permissions, validation. Retryable: throttling, 5xx,
+    /// timeouts.
+    async fn enqueue(&self, entry: &OutboxEntry) -> Result<(), PortError> {
+        let body = serde_json::to_string(&QueueMessage::from(entry)).map_err(|e| {
+            permanent(
+                format!("body of the queue message for {}", entry.message_id),
+                e,
+            )
+        })?;
+        self.client
+            .send_message()
+            .queue_url(&self.queue_url)
+            .message_body(body)
+            .message_group_id(message_group_id(&entry.tenant, &entry.agent))
+            .message_deduplication_id(deduplication_id(
+                &entry.tenant,
+                &entry.agent,
+                &entry.message_id,
+            ))
+            .send()
+            .await
+            .map_err(|e| {
+                port_error(
+                    format!(
+                        "send {} to agent {} on {}",
+                        entry.message_id, entry.agent, self.queue_url
+                    ),
+                    e,
+                )
+            })?;
+        tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, "lapse task queued");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn tenant(t: &str) -> Tenant {
+        Tenant::parse(t).unwrap()
+    }
+
+    fn agent(a: &str) -> AgentId {
+        AgentId::parse(a).unwrap()
+    }
+
+    fn sqs_char(c: char) -> bool {
+        c.is_ascii_alphanumeric() || c.is_ascii_punctuation()
+    }
+
+    #[test]
+    fn group_ids_are_readable_and_unique() {
+        let g = message_group_id(&tenant("default"), &agent("planner"));
+        assert!(g.starts_with("default/planner~"), "{g}");
+        assert_eq!(g.len(), "default/planner~".len() + 32);
+        let ids: HashSet<String> = [
+            ("default", "planner"),
+            ("default", "carrier"),
+            ("other", "planner"),
+            ("default", "a b"),
+            ("default", "a_b"),
+            ("default/a", "b"),
+            ("default", "a/b"),
+        ]
+        .into_iter()
+        .map(|(t, a)| message_group_id(&tenant(t), &agent(a)))
+        .collect();
+        assert_eq!(ids.len(), 7);
+    }
+
+    #[test]
+    fn long_and_unicode_ids_make_valid_group_ids() {
+        let long = "é".repeat(200);
+        let g = message_group_id(&tenant(&long), &agent("agent with spaces"));
+        assert!(g.len() <= MAX_MESSAGE_GROUP_ID_LEN, "{}", g.len());
+        assert!(g.chars().all(sqs_char), "{g}");
+    }
+
+    #[test]
+    fn deduplication_ids_are_hex_digests_of_the_task() {
+        let d = deduplication_id(&tenant("default"), &agent("planner"), "lapse:e:overdue:t");
+        assert_eq!(d.len(), 64);
+        assert!(d.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(
+            d,
+            deduplication_id(&tenant("default"), &agent("planner"), "lapse:e:overdue:t")
+        );
+        assert_ne!(
+            d,
+            deduplication_id(&tenant("default"), &agent("planner"), "lapse:e:stalled:t")
+        );
+        assert_ne!(
+            d,
+            deduplication_id(&tenant("other"), &agent("planner"), "lapse:e:overdue:t")
+        );
+    }
+
+    #[test]
+    fn queue_messages_have_the_documented_shape() {
+        let m = QueueMessage {
+            tenant: tenant("acme"),
+            agent: agent("planner"),
+            message_id: "lapse:exp-1:overdue:2026-09-10T20:15:00Z".into(),
+        };
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "tenant": "acme",
+                "agent": "planner",
+                "messageId": "lapse:exp-1:overdue:2026-09-10T20:15:00Z"
+            })
+        );
+        assert_eq!(parse_queue_message(&json.to_string()).unwrap(), m);
+    }
+
+    #[test]
+    fn malformed_queue_messages_are_refused() {
+        for bad in [
+            "",
+            "[]",
+            r#"{"tenant":"acme","agent":"planner"}"#,
+            r#"{"tenant":"","agent":"planner","messageId":"m"}"#,
+            r#"{"tenant":"acme","agent":"planner","message_id":"m"}"#,
+        ] {
+            let e = parse_queue_message(bad).unwrap_err();
+            assert!(matches!(e, MessageError::Malformed { .. }), "{bad:?}: {e}");
+        }
+        for bad in [
+            r#"{"tenant":"acme","agent":"planner","messageId":" "}"#.to_string(),
+            format!(
+                r#"{{"tenant":"acme","agent":"planner","messageId":"{}"}}"#,
+                "m".repeat(MAX_MESSAGE_ID_LEN + 1)
+            ),
+        ] {
+            let e = parse_queue_message(&bad).unwrap_err();
+            assert!(matches!(e, MessageError::Invalid { .. }), "{e}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn group_and_deduplication_ids_fit_sqs(
+            t in "\\PC{1,120}",
+            a in "\\PC{1,120}",
+            m in "\\PC{1,120}",
+        ) {
+            prop_assume!(!t.trim().is_empty() && !a.trim().is_empty());
+            let (t, a) = (tenant(&t), agent(&a));
+            let g = message_group_id(&t, &a);
+            prop_assert!(g.len() <= MAX_MESSAGE_GROUP_ID_LEN);
+            prop_assert!(g.chars().all(sqs_char), "{}", g);
+            let d = deduplication_id(&t, &a, &m);
+            prop_assert!(d.len() <= MAX_DEDUPLICATION_ID_LEN);
+            prop_assert!(d.chars().all(sqs_char));
+        }
+
+        #[test]
+        fn distinct_agents_get_distinct_groups(
+            pairs in proptest::collection::hash_set(("[a b_/]{1,4}", "[a b_/]{1,4}"), 1..100)
+        ) {
+            let pairs: Vec<_> = pairs
+                .into_iter()
+                .filter(|(t, a)| !t.trim().is_empty() && !a.trim().is_empty())
+                .collect();
+            let ids: HashSet<String> = pairs
+                .iter()
+                .map(|(t, a)| message_group_id(&tenant(t), &agent(a)))
+                .collect();
+            prop_assert_eq!(ids.len(), pairs.len());
+        }
+    }
+}

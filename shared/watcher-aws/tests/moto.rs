@@ -1,0 +1,476 @@
+//! The adapters against moto, a local AWS emulator: `bash infra/moto.sh`, then
+//!
+//! ```text
+//! AWS_ENDPOINT_URL=http://127.0.0.1:5005 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
+//!     AWS_REGION=us-east-1 cargo test -p watcher-aws
+//! ```
+//!
+//! Without `AWS_ENDPOINT_URL` these tests fail (never skip): they are the only check that the
+//! adapters speak Scheduler's and SQS's APIs. Each test makes its own schedule group and queues,
+//! named uniquely, so tests run in parallel on one moto and never see each other's resources.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use aws_sdk_scheduler::operation::get_schedule::GetScheduleError;
+use aws_sdk_scheduler::types::{ActionAfterCompletion, FlexibleTimeWindowMode};
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use watcher_aws::provision::{create_lapse_queues, ensure_schedule_group};
+use watcher_aws::{
+    at_expression, message_group_id, parse_queue_message, parse_timer_input, schedule_name,
+    SchedulerConfig, SchedulerTimers, SqsLapseQueue, TimerInput,
+};
+use watcher_core::engine::{TimerKey, TimerKind};
+use watcher_core::ids::{AgentId, ExpectationId, ExpectationRef, Subject, Tenant};
+use watcher_core::record::LapseKind;
+use watcher_core::time::Instant;
+use watcher_runtime::ports::{LapseQueue, PortError, Timers};
+use watcher_runtime::store::{DeliveryState, OutboxEntry};
+
+const TARGET_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:lapse-timer";
+const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/watcher-scheduler";
+const DLQ_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:watcher-timer-dlq";
+
+/// The SDK configuration for moto, or a failure saying how to start it.
+async fn moto_config() -> aws_config::SdkConfig {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
+        panic!(
+            "AWS_ENDPOINT_URL is not set: these tests need moto. Run `bash infra/moto.sh`, then \
+             AWS_ENDPOINT_URL=http://127.0.0.1:${{MOTO_PORT:-5005}} AWS_ACCESS_KEY_ID=test \
+             AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 cargo test -p watcher-aws"
+        )
+    });
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new(
+            std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into()),
+        ));
+    if std::env::var("AWS_ACCESS_KEY_ID").is_err() {
+        loader = loader.test_credentials();
+    }
+    loader.load().await
+}
+
+/// A name no other test (or earlier run on the same moto) uses.
+fn unique(prefix: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "{prefix}-{}-{nanos}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn key(agent: &str, id: &str, kind: TimerKind) -> TimerKey {
+    TimerKey {
+        subject: Subject::parse("shipment", "PA-2026-0901").unwrap(),
+        expectation: ExpectationRef {
+            agent: AgentId::parse(agent).unwrap(),
+            id: ExpectationId::parse(id).unwrap(),
+        },
+        kind,
+    }
+}
+
+fn instant(t: &str) -> Instant {
+    Instant::parse(t).unwrap()
+}
+
+/// Timers in a new schedule group of their own.
+async fn spawn_timers() -> (SchedulerTimers, aws_sdk_scheduler::Client, String) {
+    let client = aws_sdk_scheduler::Client::new(&moto_config().await);
+    let group = unique("g");
+    ensure_schedule_group(&client, &group).await.unwrap();
+    // Not Scheduler's defaults (185 attempts, one day): moto fills those in when a target has no
+    // retry policy, so only other values show that the adapter sends its own.
+    let mut config =
+        SchedulerConfig::new(&group, TARGET_ARN, ROLE_ARN).with_dead_letter_queue(DLQ_ARN);
+    config.max_retry_attempts = 7;
+    config.max_event_age_secs = 3_600;
+    let timers = SchedulerTimers::new(client.clone(), config).unwrap();
+    (timers, client, group)
+}
+
+async fn get_schedule(
+    client: &aws_sdk_scheduler::Client,
+    group: &str,
+    name: &str,
+) -> Option<aws_sdk_scheduler::operation::get_schedule::GetScheduleOutput> {
+    match client
+        .get_schedule()
+        .group_name(group)
+        .name(name)
+        .send()
+        .await
+    {
+        Ok(s) => Some(s),
+        Err(e)
+            if matches!(
+                e.as_service_error(),
+                Some(GetScheduleError::ResourceNotFoundException(_))
+            ) =>
+        {
+            None
+        }
+        Err(e) => panic!("get_schedule {name}: {e:?}"),
+    }
+}
+
+#[tokio::test]
+async fn arm_creates_rearm_updates_disarm_deletes() {
+    let (timers, client, group) = spawn_timers().await;
+    let tenant = Tenant::parse("acme").unwrap();
+    let key = key("planner", "exp-1", TimerKind::Deadline);
+    let name = schedule_name(&tenant, &key);
+    let first = instant("2030-09-10T20:15:00.5Z");
+
+    timers.arm(&tenant, &key, first).await.unwrap();
+    let s = get_schedule(&client, &group, &name).await.expect("created");
+    assert_eq!(s.name(), Some(name.as_str()));
+    assert_eq!(s.group_name(), Some(group.as_str()));
+    assert_eq!(s.schedule_expression(), Some("at(2030-09-10T20:15:01)"));
+    assert_eq!(s.schedule_expression_timezone(), Some("UTC"));
+    assert_eq!(
+        s.action_after_completion(),
+        Some(&ActionAfterCompletion::Delete)
+    );
+    assert_eq!(
+        s.flexible_time_window().map(|w| w.mode()),
+        Some(&FlexibleTimeWindowMode::Off)
+    );
+    let target = s.target().expect("target");
+    assert_eq!(target.arn(), TARGET_ARN);
+    assert_eq!(target.role_arn(), ROLE_ARN);
+    assert_eq!(
+        target.dead_letter_config().and_then(|d| d.arn()),
+        Some(DLQ_ARN)
+    );
+    let retry = target.retry_policy().expect("retry policy");
+    assert_eq!(retry.maximum_retry_attempts(), Some(7));
+    assert_eq!(retry.maximum_event_age_in_seconds(), Some(3_600));
+    let input = parse_timer_input(target.input().expect("input")).unwrap();
+    assert_eq!(
+        input,
+        TimerInput {
+            tenant: tenant.clone(),
+            timer: key.clone()
+        }
+    );
+
+    // Re-anchored: the same schedule moves.
+    let second = instant("2030-09-11T08:00:00Z");
+    timers.arm(&tenant, &key, second).await.unwrap();
+    let s = get_schedule(&client, &group, &name).await.expect("updated");
+    assert_eq!(
+        s.schedule_expression(),
+        Some(at_expression(second).unwrap().as_str())
+    );
+    assert_eq!(
+        s.action_after_completion(),
+        Some(&ActionAfterCompletion::Delete)
+    );
+    let listed = client
+        .list_schedules()
+        .group_name(&group)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.schedules().len(), 1, "updated, not duplicated");
+
+    timers.disarm(&tenant, &key).await.unwrap();
+    assert!(get_schedule(&client, &group, &name).await.is_none());
+    // Not found is success: disarming twice, or a schedule that fired and deleted itself.
+    timers.disarm(&tenant, &key).await.unwrap();
+
+    // A later generation of the same timer uses the same name again.
+    timers.arm(&tenant, &key, first).await.unwrap();
+    assert!(get_schedule(&client, &group, &name).await.is_some());
+    timers.disarm(&tenant, &key).await.unwrap();
+}
+
+#[tokio::test]
+async fn each_timer_has_its_own_schedule() {
+    let (timers, client, group) = spawn_timers().await;
+    let at = instant("2030-01-01T00:00:00Z");
+    let acme = Tenant::parse("acme").unwrap();
+    let other = Tenant::parse("other").unwrap();
+    let armed = [
+        (&acme, key("planner", "exp-1", TimerKind::Deadline)),
+        (&acme, key("planner", "exp-1", TimerKind::Horizon)),
+        (&acme, key("planner", "exp-2", TimerKind::Deadline)),
+        (&acme, key("carrier", "exp-1", TimerKind::Deadline)),
+        (&other, key("planner", "exp-1", TimerKind::Deadline)),
+    ];
+    for (tenant, key) in &armed {
+        timers.arm(tenant, key, at).await.unwrap();
+    }
+    let listed = client
+        .list_schedules()
+        .group_name(&group)
+        .send()
+        .await
+        .unwrap();
+    let names: HashSet<&str> = listed.schedules().iter().filter_map(|s| s.name()).collect();
+    let expected: HashSet<String> = armed
+        .iter()
+        .map(|(tenant, key)| schedule_name(tenant, key))
+        .collect();
+    assert_eq!(
+        names,
+        expected.iter().map(String::as_str).collect::<HashSet<_>>()
+    );
+
+    // Disarming one leaves the others.
+    timers.disarm(armed[0].0, &armed[0].1).await.unwrap();
+    let left = client
+        .list_schedules()
+        .group_name(&group)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(left.schedules().len(), armed.len() - 1);
+}
+
+#[tokio::test]
+async fn ensuring_a_group_twice_keeps_its_schedules() {
+    let (timers, client, group) = spawn_timers().await;
+    let tenant = Tenant::default_tenant();
+    let key = key("planner", "exp-1", TimerKind::Deadline);
+    timers
+        .arm(&tenant, &key, instant("2030-01-01T00:00:00Z"))
+        .await
+        .unwrap();
+    ensure_schedule_group(&client, &group).await.unwrap();
+    assert!(
+        get_schedule(&client, &group, &schedule_name(&tenant, &key))
+            .await
+            .is_some(),
+        "re-creating the group emptied it"
+    );
+}
+
+#[tokio::test]
+async fn arming_into_a_missing_group_fails() {
+    let client = aws_sdk_scheduler::Client::new(&moto_config().await);
+    let timers = SchedulerTimers::new(
+        client,
+        SchedulerConfig::new(unique("missing"), TARGET_ARN, ROLE_ARN),
+    )
+    .unwrap();
+    let tenant = Tenant::default_tenant();
+    let key = key("planner", "exp-1", TimerKind::Deadline);
+    // AWS answers ResourceNotFoundException (permanent); moto 5.2.5 answers 500 (retryable).
+    let e = timers
+        .arm(&tenant, &key, instant("2030-01-01T00:00:00Z"))
+        .await
+        .unwrap_err();
+    assert!(std::error::Error::source(&e).is_some(), "{e}");
+    // Disarming there is best effort: the schedule is certainly not there.
+    timers.disarm(&tenant, &key).await.unwrap();
+}
+
+#[tokio::test]
+async fn instants_scheduler_cannot_hold_fail_before_any_call() {
+    let (timers, _, _) = spawn_timers().await;
+    let e = timers
+        .arm(
+            &Tenant::default_tenant(),
+            &key("planner", "exp-1", TimerKind::Deadline),
+            instant("0999-01-01T00:00:00Z"),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e, PortError::Permanent { .. }), "{e}");
+}
+
+fn entry(tenant: &str, agent: &str, message_id: &str) -> OutboxEntry {
+    OutboxEntry {
+        tenant: Tenant::parse(tenant).unwrap(),
+        agent: AgentId::parse(agent).unwrap(),
+        message_id: message_id.into(),
+        expectation_id: ExpectationId::parse("exp-1").unwrap(),
+        lapse: LapseKind::Overdue,
+        lapsed_at: instant("2030-01-01T00:00:00Z"),
+        request: serde_json::json!({}),
+        delivery: DeliveryState::Queued,
+        attempts: 0,
+        next_attempt_at: instant("2030-01-01T00:00:00Z"),
+        task_id: None,
+        task_state: None,
+        answered_with_message: false,
+        last_error: None,
+    }
+}
+
+/// One received message: its body and its group id.
+struct Received {
+    body: String,
+    group: String,
+}
+
+/// Receives and deletes every message on the queue until a receive comes back empty (FIFO hides
+/// a group's later messages while an earlier one is in flight, so each batch is deleted before
+/// the next receive).
+async fn drain(client: &aws_sdk_sqs::Client, queue_url: &str) -> Vec<Received> {
+    let mut out = Vec::new();
+    loop {
+        let batch = client
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
+            .visibility_timeout(30)
+            .send()
+            .await
+            .unwrap();
+        let messages = batch.messages();
+        if messages.is_empty() {
+            return out;
+        }
+        for m in messages {
+            client
+                .delete_message()
+                .queue_url(queue_url)
+                .receipt_handle(m.receipt_handle().unwrap())
+                .send()
+                .await
+                .unwrap();
+            out.push(Received {
+                body: m.body().unwrap_or_default().to_string(),
+                group: m
+                    .attributes()
+                    .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
+                    .cloned()
+                    .unwrap_or_default(),
+            });
+        }
+    }
+}
+
+async fn spawn_queue() -> (SqsLapseQueue, aws_sdk_sqs::Client, String) {
+    let client = aws_sdk_sqs::Client::new(&moto_config().await);
+    let queues = create_lapse_queues(&client, &unique("lapses"), 5)
+        .await
+        .unwrap();
+    let queue = SqsLapseQueue::new(client.clone(), &queues.queue_url);
+    (queue, client, queues.queue_url)
+}
+
+#[tokio::test]
+async fn the_same_task_enqueued_twice_is_one_message() {
+    let (queue, client, url) = spawn_queue().await;
+    let task = entry(
+        "acme",
+        "planner",
+        "lapse:exp-1:overdue:2030-01-01T00:00:00Z",
+    );
+    queue.enqueue(&task).await.unwrap();
+    queue.enqueue(&task).await.unwrap();
+
+    let received = drain(&client, &url).await;
+    assert_eq!(received.len(), 1, "FIFO deduplication by messageId");
+    let message = parse_queue_message(&received[0].body).unwrap();
+    assert_eq!(message.tenant, task.tenant);
+    assert_eq!(message.agent, task.agent);
+    assert_eq!(message.message_id, task.message_id);
+    assert_eq!(
+        received[0].group,
+        message_group_id(&task.tenant, &task.agent)
+    );
+}
+
+#[tokio::test]
+async fn each_agent_has_its_own_group_in_order() {
+    let (queue, client, url) = spawn_queue().await;
+    let sent = [
+        entry("acme", "planner", "lapse:exp-1:overdue:t1"),
+        entry("acme", "carrier", "lapse:exp-1:overdue:t1"),
+        entry("acme", "planner", "lapse:exp-2:overdue:t1"),
+        entry("other", "planner", "lapse:exp-1:overdue:t1"),
+        entry("acme", "planner", "lapse:exp-3:stalled:t1"),
+    ];
+    for task in &sent {
+        queue.enqueue(task).await.unwrap();
+    }
+    let received = drain(&client, &url).await;
+    assert_eq!(
+        received.len(),
+        sent.len(),
+        "same messageId, other agent or tenant"
+    );
+
+    let groups: HashSet<&str> = received.iter().map(|r| r.group.as_str()).collect();
+    assert_eq!(groups.len(), 3, "acme/planner, acme/carrier, other/planner");
+    for r in &received {
+        let m = parse_queue_message(&r.body).unwrap();
+        assert_eq!(r.group, message_group_id(&m.tenant, &m.agent));
+    }
+    // Within a group, the order of enqueueing.
+    let planner = message_group_id(&sent[0].tenant, &sent[0].agent);
+    let order: Vec<String> = received
+        .iter()
+        .filter(|r| r.group == planner)
+        .map(|r| parse_queue_message(&r.body).unwrap().message_id)
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "lapse:exp-1:overdue:t1",
+            "lapse:exp-2:overdue:t1",
+            "lapse:exp-3:stalled:t1"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_lapse_queue_redrives_to_its_dead_letter_queue() {
+    let client = aws_sdk_sqs::Client::new(&moto_config().await);
+    let queues = create_lapse_queues(&client, &unique("lapses"), 3)
+        .await
+        .unwrap();
+    let attributes = client
+        .get_queue_attributes()
+        .queue_url(&queues.queue_url)
+        .attribute_names(QueueAttributeName::All)
+        .send()
+        .await
+        .unwrap();
+    let attributes = attributes.attributes().unwrap();
+    assert_eq!(
+        attributes
+            .get(&QueueAttributeName::FifoQueue)
+            .map(String::as_str),
+        Some("true")
+    );
+    let redrive: serde_json::Value = serde_json::from_str(
+        attributes
+            .get(&QueueAttributeName::RedrivePolicy)
+            .expect("redrive policy"),
+    )
+    .unwrap();
+    assert_eq!(redrive["deadLetterTargetArn"], queues.dlq_arn.as_str());
+    assert!(queues.dlq_arn.ends_with("-dlq.fifo"), "{}", queues.dlq_arn);
+    assert_eq!(
+        redrive["maxReceiveCount"].to_string().trim_matches('"'),
+        "3"
+    );
+}
+
+#[tokio::test]
+async fn enqueueing_to_a_missing_queue_fails_permanently() {
+    let client = aws_sdk_sqs::Client::new(&moto_config().await);
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap();
+    let queue = SqsLapseQueue::new(
+        client,
+        format!("{endpoint}/123456789012/{}.fifo", unique("missing")),
+    );
+    let e = queue
+        .enqueue(&entry("acme", "planner", "lapse:exp-1:overdue:t1"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, PortError::Permanent { .. }), "{e}");
+}
