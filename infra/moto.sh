@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# A local AWS emulator (moto) for the DynamoDB store's tests.
+#
+#   bash infra/moto.sh          # install moto into .venv if needed, start it, wait until it answers
+#   bash infra/moto.sh stop     # stop the server this script started
+#
+# Idempotent: a server already answering on the port is left running. Binds only 127.0.0.1.
+# The port is ${MOTO_PORT:-5005}; the tests read the endpoint from AWS_ENDPOINT_URL:
+#
+#   export AWS_ENDPOINT_URL=http://127.0.0.1:${MOTO_PORT:-5005}
+#   export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
+#
+# moto keeps everything in memory: stopping it forgets every table.
+#
+# The server is moto_server's own (moto.server.main: the same application, request handler and
+# -H/-p options) with one change: requests are served one at a time. moto_server serves each
+# request on its own thread without locking its backends, so two concurrent conditional writes
+# (two UpdateItem ADDs on one counter, two TransactWriteItems on one item) can both pass their
+# check and one update is lost. DynamoDB never does that, and the store's concurrency tests
+# would fail on the emulator rather than on the store. The server stays threaded (HTTP/1.1
+# keep-alive works); a lock around the application makes each request atomic.
+set -euo pipefail
+
+# The exact version the store's tests were checked against (DynamoDB conditions, transactions
+# with cancellation reasons, GSIs and TTL settings behave as on AWS).
+MOTO_VERSION="5.2.5"
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+VENV="$ROOT/.venv"
+PID_FILE="$VENV/moto.pid"
+LOG_FILE="$VENV/moto.log"
+PORT="${MOTO_PORT:-5005}"
+URL="http://127.0.0.1:$PORT"
+
+# moto answers GET /moto-api/ once it serves requests.
+answers() {
+    python3 - "$URL" <<'EOF' >/dev/null 2>&1
+import sys, urllib.request
+urllib.request.urlopen(sys.argv[1] + "/moto-api/", timeout=1).read()
+EOF
+}
+
+running_pid() {
+    [[ -f "$PID_FILE" ]] || return 1
+    local pid
+    pid="$(cat "$PID_FILE")"
+    [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+
+stop() {
+    local pid
+    if pid="$(running_pid)"; then
+        kill "$pid"
+        for _ in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        echo "moto: stopped (pid $pid)"
+    else
+        echo "moto: not running (no live pid in $PID_FILE)"
+    fi
+    rm -f "$PID_FILE"
+}
+
+install() {
+    if [[ ! -x "$VENV/bin/python" ]]; then
+        echo "moto: creating $VENV"
+        python3 -m venv "$VENV"
+    fi
+    if ! "$VENV/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
+        echo "moto: installing moto[server]==$MOTO_VERSION"
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+    fi
+}
+
+start() {
+    install
+    if answers; then
+        echo "moto: already answering at $URL"
+        return 0
+    fi
+    echo "moto: starting at $URL (log: $LOG_FILE)"
+    cat >"$VENV/moto_serial.py" <<'PY'
+"""moto_server (moto.server.main) with requests served one at a time; see infra/moto.sh."""
+import sys
+import threading
+
+import moto.server
+from werkzeug.serving import run_simple as werkzeug_run_simple
+
+LOCK = threading.Lock()
+
+
+def serialised(app):
+    def handle(environ, start_response):
+        with LOCK:
+            # The whole answer is produced inside the lock.
+            return list(app(environ, start_response))
+
+    return handle
+
+
+def run_simple(host, port, app, **kwargs):
+    werkzeug_run_simple(host, port, serialised(app), **kwargs)
+
+
+moto.server.run_simple = run_simple
+moto.server.main(sys.argv[1:])
+PY
+    nohup "$VENV/bin/python" "$VENV/moto_serial.py" -H 127.0.0.1 -p "$PORT" >"$LOG_FILE" 2>&1 &
+    echo $! >"$PID_FILE"
+    # Deadline poll rather than a fixed sleep: up to 30 s for a cold start.
+    for _ in $(seq 1 300); do
+        if answers; then
+            echo "moto: ready (pid $(cat "$PID_FILE"))"
+            return 0
+        fi
+        if ! running_pid >/dev/null; then
+            echo "moto: exited during start; its log:" >&2
+            cat "$LOG_FILE" >&2
+            rm -f "$PID_FILE"
+            return 1
+        fi
+        sleep 0.1
+    done
+    echo "moto: no answer at $URL after 30 s; its log:" >&2
+    cat "$LOG_FILE" >&2
+    return 1
+}
+
+case "${1:-start}" in
+    start) start ;;
+    stop) stop ;;
+    *)
+        echo "usage: bash infra/moto.sh [start|stop]" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,321 @@
+//! How the store's values become DynamoDB items and back: attribute helpers, the JSON forms of
+//! what subjects contribute to the indexes, retention instants, and item size estimates.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use watcher_core::engine::{LiveUntil, Rejection, TimerKey};
+use watcher_core::ids::{AgentId, ExpectationId, FactKey, TaskId};
+use watcher_core::record::RaiseOrder;
+use watcher_core::slice::{Lifecycle, SubjectState, TaskRecord};
+use watcher_core::time::Instant;
+use watcher_runtime::index::SubjectIndex;
+use watcher_runtime::store::{DeliveryState, OutboxEntry, StoreError};
+
+use crate::keys::{instant_key, AFTER_EVERY_INSTANT};
+
+/// One DynamoDB item.
+pub(crate) type Item = HashMap<String, AttributeValue>;
+
+/// A string attribute.
+pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+/// A number attribute.
+pub(crate) fn n(v: impl std::fmt::Display) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+/// A string attribute of `item`.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] naming `what` when it is missing or not a string.
+pub(crate) fn get_s<'a>(item: &'a Item, name: &str, what: &str) -> Result<&'a str, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Ok(v),
+        _ => Err(StoreError::Corrupt(format!(
+            "{what}: attribute `{name}` is missing or not a string"
+        ))),
+    }
+}
+
+/// A non-negative integer attribute of `item`.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] naming `what` when it is missing or not a `u64`.
+pub(crate) fn get_u64(item: &Item, name: &str, what: &str) -> Result<u64, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse().map_err(|e| {
+            StoreError::Corrupt(format!(
+                "{what}: attribute `{name}` = {v:?} is not a u64 ({e})"
+            ))
+        }),
+        _ => Err(StoreError::Corrupt(format!(
+            "{what}: attribute `{name}` is missing or not a number"
+        ))),
+    }
+}
+
+/// A value as JSON text.
+///
+/// # Errors
+/// [`StoreError::Backend`] if serde refuses it (not expected for the record's types).
+pub(crate) fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(StoreError::backend)
+}
+
+/// JSON text read back.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] naming `what` when it does not parse as a `T`.
+pub(crate) fn from_json<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+/// What a subject contributed to the index rows when it was last written (attribute
+/// `indexed`): read before a commit so that only new or changed rows are written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Indexed {
+    /// Fact keys with a row in the fact-key index pointing at this subject.
+    pub facts: BTreeSet<FactKey>,
+    /// Expectations with a row in the id index, and the `liveUntil` written on that row
+    /// (`None`: not live, no `live` index entry).
+    pub expectations: Vec<IndexedExpectation>,
+}
+
+/// One expectation row as last written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct IndexedExpectation {
+    /// The raising agent.
+    pub agent: AgentId,
+    /// Its `expectationId`.
+    pub id: ExpectationId,
+    /// The `live` index sort key, while it can lapse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_until: Option<String>,
+}
+
+impl Indexed {
+    /// The rows `ix` (derived from a subject's new state) asks for.
+    pub(crate) fn of(ix: &SubjectIndex) -> Indexed {
+        let mut live: BTreeMap<(AgentId, ExpectationId), Option<String>> = BTreeMap::new();
+        for (key, _agent, until) in &ix.live {
+            live.insert((key.agent.clone(), key.id.clone()), live_key(*until));
+        }
+        Indexed {
+            facts: ix.fact_keys.iter().cloned().collect(),
+            expectations: ix
+                .expectations
+                .iter()
+                .map(|e| IndexedExpectation {
+                    agent: e.agent.clone(),
+                    id: e.id.clone(),
+                    live_until: live
+                        .get(&(e.agent.clone(), e.id.clone()))
+                        .cloned()
+                        .flatten(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Rows of `self` that `stored` does not hold as they are: new fact keys, and expectations
+    /// that are new or whose `liveUntil` changed.
+    pub(crate) fn changed_since(
+        &self,
+        stored: &Indexed,
+    ) -> (Vec<FactKey>, Vec<IndexedExpectation>) {
+        let facts = self
+            .facts
+            .iter()
+            .filter(|k| !stored.facts.contains(*k))
+            .cloned()
+            .collect();
+        let before: BTreeMap<(&AgentId, &ExpectationId), &Option<String>> = stored
+            .expectations
+            .iter()
+            .map(|e| ((&e.agent, &e.id), &e.live_until))
+            .collect();
+        let expectations = self
+            .expectations
+            .iter()
+            .filter(|e| before.get(&(&e.agent, &e.id)) != Some(&&e.live_until))
+            .cloned()
+            .collect();
+        (facts, expectations)
+    }
+}
+
+/// The `live` index sort key of a record: its live-until instant, all 9s while it waits on an
+/// anchor, none once it cannot lapse.
+fn live_key(until: LiveUntil) -> Option<String> {
+    match until {
+        LiveUntil::Closed => None,
+        LiveUntil::Indefinite => Some(AFTER_EVERY_INSTANT.to_string()),
+        LiveUntil::Until(t) => Some(instant_key(t)),
+    }
+}
+
+/// One pending timer in a subject's `timers` attribute.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct StoredTimer {
+    /// When it falls due.
+    pub at: Instant,
+    /// Raising order of its record.
+    pub order: RaiseOrder,
+    /// Which timer.
+    pub key: TimerKey,
+}
+
+/// The storage form of a [`Rejection`] (which serialises in its wire form and has no
+/// `Deserialize`).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct StoredRejection {
+    agent: AgentId,
+    expectation_id: Option<String>,
+    reason: String,
+    task_id: Option<TaskId>,
+    at: Instant,
+}
+
+impl From<&Rejection> for StoredRejection {
+    fn from(r: &Rejection) -> Self {
+        StoredRejection {
+            agent: r.agent.clone(),
+            expectation_id: r.expectation_id.clone(),
+            reason: r.reason.clone(),
+            task_id: r.task_id.clone(),
+            at: r.at,
+        }
+    }
+}
+
+impl From<StoredRejection> for Rejection {
+    fn from(r: StoredRejection) -> Self {
+        Rejection {
+            agent: r.agent,
+            expectation_id: r.expectation_id,
+            reason: r.reason,
+            task_id: r.task_id,
+            at: r.at,
+        }
+    }
+}
+
+/// `at` plus `days` as epoch seconds, the TTL attribute's unit.
+pub(crate) fn expires_at(at: Instant, days: u32) -> i64 {
+    at.timestamp()
+        .as_second()
+        .saturating_add(i64::from(days).saturating_mul(86_400))
+}
+
+/// The latest instant recorded on a subject: raising, satisfaction, lapse, withdrawal, and
+/// receipt of its facts. `None` for a subject with nothing recorded.
+pub(crate) fn last_activity(state: &SubjectState) -> Option<Instant> {
+    let records = state.records.iter().flat_map(|r| {
+        std::iter::once(r.raised_at)
+            .chain(r.satisfaction.as_ref().map(|s| s.satisfied_at))
+            .chain(r.lapses.iter().map(|l| l.lapsed_at))
+            .chain(r.withdrawal.as_ref().map(|w| w.withdrawn_at))
+    });
+    let facts = state.facts.iter().map(|f| f.received_at);
+    records
+        .chain(facts)
+        .chain(state.last_satisfying_receipt)
+        .max()
+}
+
+/// When a subject may be forgotten: once none of its records can lapse any more (satisfied,
+/// withdrawn, or open with no deadline or horizon left, and not waiting on an anchor), its last
+/// activity plus the retention. `None` while a record can still lapse.
+pub(crate) fn subject_expiry(state: &SubjectState, ix: &SubjectIndex, days: u32) -> Option<i64> {
+    let closed = ix
+        .live
+        .iter()
+        .all(|(_, _, until)| *until == LiveUntil::Closed);
+    if !closed {
+        return None;
+    }
+    last_activity(state).map(|t| expires_at(t, days))
+}
+
+/// When a task record may be forgotten: once its last status is terminal (completed, or a
+/// withdrawing state), that status's receipt plus the retention.
+pub(crate) fn task_expiry(task: &TaskRecord, days: u32) -> Option<i64> {
+    let last = task.statuses.last()?;
+    let terminal = matches!(
+        Lifecycle::of(&last.state),
+        Lifecycle::Completed | Lifecycle::Withdrawing
+    ) || task.withdrawn_by.is_some();
+    let latest = task.statuses.iter().map(|s| s.received_at).max()?;
+    terminal.then(|| expires_at(latest, days))
+}
+
+/// When a lapse task may be forgotten: once it is `sent` or `failed`, its latest instant plus
+/// the retention. A queued entry is kept: it has still to be delivered.
+pub(crate) fn outbox_expiry(entry: &OutboxEntry, days: u32) -> Option<i64> {
+    match entry.delivery {
+        DeliveryState::Queued => None,
+        DeliveryState::Sent | DeliveryState::Failed => {
+            Some(expires_at(entry.lapsed_at.max(entry.next_attempt_at), days))
+        }
+    }
+}
+
+/// An upper estimate of an item's stored size: attribute names plus values (numbers counted as
+/// their decimal text, which is never less than DynamoDB's own count).
+pub(crate) fn item_size(item: &Item) -> usize {
+    item.iter()
+        .map(|(name, v)| {
+            name.len()
+                + match v {
+                    AttributeValue::S(x) | AttributeValue::N(x) => x.len(),
+                    AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+                    // Not written by this store; counted generously.
+                    other => format!("{other:?}").len(),
+                }
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiry_is_epoch_seconds_plus_days() {
+        let t = Instant::parse("2026-09-10T12:00:00Z").unwrap();
+        assert_eq!(expires_at(t, 0), 1_789_041_600);
+        assert_eq!(expires_at(t, 30), 1_789_041_600 + 30 * 86_400);
+    }
+
+    #[test]
+    fn changed_rows_are_new_keys_and_moved_live_until() {
+        let agent = AgentId::parse("booking").unwrap();
+        let e = |id: &str, live: Option<&str>| IndexedExpectation {
+            agent: agent.clone(),
+            id: ExpectationId::parse(id).unwrap(),
+            live_until: live.map(str::to_string),
+        };
+        let k = |v: &str| FactKey::parse(v).unwrap();
+        let stored = Indexed {
+            facts: [k("a")].into(),
+            expectations: vec![e("e1", Some("1")), e("e2", Some("2"))],
+        };
+        let new = Indexed {
+            facts: [k("a"), k("b")].into(),
+            expectations: vec![e("e1", Some("1")), e("e2", None), e("e3", Some("3"))],
+        };
+        let (facts, exps) = new.changed_since(&stored);
+        assert_eq!(facts, vec![k("b")]);
+        assert_eq!(exps, vec![e("e2", None), e("e3", Some("3"))]);
+        assert_eq!(new.changed_since(&new), (vec![], vec![]));
+    }
+}

@@ -1,0 +1,251 @@
+//! Primary keys and sort-key values of the single table (docs/dynamodb.md, "Items").
+//!
+//! Every key is a prefix naming the item type followed by `#`-separated components. Components
+//! are escaped (`%` → `%25`, `#` → `%23`), so a component never contains a raw `#` and two
+//! different tuples never give the same key. A key longer than DynamoDB allows (2048 bytes for
+//! a partition key, 1024 for a sort key; identifiers may be 512 bytes each) is replaced by
+//! `{prefix}#%sha256:{hex}` of the full key: `%s` never occurs in an escaped component, so a
+//! hashed key never equals a natural one. Nothing reads a key back: every item also carries its
+//! identifiers as attributes.
+
+use sha2::{Digest, Sha256};
+use watcher_core::engine::TimerKind;
+use watcher_core::ids::{AgentId, ExpectationId, FactKey, Subject, TaskRef, Tenant};
+use watcher_core::record::RaiseOrder;
+use watcher_core::time::Instant;
+
+/// Largest partition key DynamoDB accepts, in bytes.
+const MAX_PARTITION_KEY: usize = 2048;
+/// Largest sort key DynamoDB accepts, in bytes.
+const MAX_SORT_KEY: usize = 1024;
+
+/// Added to an instant's nanoseconds since the Unix epoch so that every instant jiff can
+/// represent (years -9999..=9999, about ±3.8 × 10^20 ns) becomes a positive number below 10^22.
+const INSTANT_OFFSET: i128 = 1_000_000_000_000_000_000_000;
+
+/// A sort-key value above the [`instant_key`] of every instant: "live indefinitely" (a record
+/// waiting on its anchor) in the `live` index.
+pub(crate) const AFTER_EVERY_INSTANT: &str = "9999999999999999999999";
+
+/// The sort key of every single-item partition (subjects, tasks, expectation rows, counters).
+pub(crate) const ITEM: &str = "#";
+
+/// The partition key of the counters.
+pub(crate) const COUNTER_PK: &str = "COUNTER";
+/// The sort key of the raising-order counter (`next_sequence`).
+pub(crate) const RAISE_COUNTER: &str = "raise";
+/// The sort key of the row counter (insertion order of outbox entries and rejections).
+pub(crate) const ROW_COUNTER: &str = "rows";
+
+/// The one partition value of the `timers` index.
+pub(crate) const TIMERS_PARTITION: &str = "timers";
+/// The one partition value of the `outbox-due` index (present only on queued entries).
+pub(crate) const QUEUED_PARTITION: &str = "queued";
+
+fn escape(component: &str) -> String {
+    let mut out = String::with_capacity(component.len());
+    for c in component.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn join(prefix: &str, components: &[&str], max: usize) -> String {
+    let mut key = String::from(prefix);
+    for c in components {
+        key.push('#');
+        key.push_str(&escape(c));
+    }
+    if key.len() <= max {
+        return key;
+    }
+    let digest = Sha256::digest(key.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for b in digest {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    format!("{prefix}#%sha256:{hex}")
+}
+
+/// `SUBJECT#{tenant}#{type}#{id}`.
+pub(crate) fn subject_pk(tenant: &Tenant, subject: &Subject) -> String {
+    join(
+        "SUBJECT",
+        &[tenant.as_str(), &subject.subject_type, &subject.id],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// `TASK#{tenant}#{agent}#{taskId}`.
+pub(crate) fn task_pk(tenant: &Tenant, task: &TaskRef) -> String {
+    join(
+        "TASK",
+        &[tenant.as_str(), task.agent.as_str(), task.task_id.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// `FACT#{tenant}#{factKey}`: the fact-key index partition, one row per subject.
+pub(crate) fn fact_pk(tenant: &Tenant, key: &FactKey) -> String {
+    join("FACT", &[tenant.as_str(), key.as_str()], MAX_PARTITION_KEY)
+}
+
+/// `{type}#{id}`: a subject's row in a fact-key partition.
+pub(crate) fn fact_sk(subject: &Subject) -> String {
+    // The prefix is empty: the sort key is only ever compared within its partition.
+    let key = join("", &[&subject.subject_type, &subject.id], MAX_SORT_KEY);
+    key.trim_start_matches('#').to_string()
+}
+
+/// `EXP#{tenant}#{agent}#{expectationId}`: the id-index row.
+pub(crate) fn expectation_pk(tenant: &Tenant, agent: &AgentId, id: &ExpectationId) -> String {
+    join(
+        "EXP",
+        &[tenant.as_str(), agent.as_str(), id.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// `{tenant}#{agent}`: the partition of the `live` index.
+pub(crate) fn live_agent(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "LIVE",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// `OUTBOX#{tenant}`: a tenant's lapse tasks, one row per `messageId`.
+pub(crate) fn outbox_pk(tenant: &Tenant) -> String {
+    join("OUTBOX", &[tenant.as_str()], MAX_PARTITION_KEY)
+}
+
+/// The `messageId`, escaped (hashed past 1024 bytes).
+pub(crate) fn outbox_sk(message_id: &str) -> String {
+    let key = join("", &[message_id], MAX_SORT_KEY);
+    key.trim_start_matches('#').to_string()
+}
+
+/// `REJECT#{tenant}#{agent}`: refusals reported to an agent, one row per commit and agent.
+pub(crate) fn rejections_pk(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "REJECT",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// A row number as a sort key: 20 digits, so that string order is number order.
+pub(crate) fn row_sk(seq: u64) -> String {
+    format!("{seq:020}")
+}
+
+/// An instant as a string key: `as_nanos() + 10^21`, zero-padded to 22 digits, so that string
+/// order is time order for every instant jiff represents (a number attribute could not hold
+/// nanoseconds past the year 2262 exactly, and an agent may raise an expectation due later).
+pub(crate) fn instant_key(t: Instant) -> String {
+    format!("{:022}", t.as_nanos() + INSTANT_OFFSET)
+}
+
+/// The `timers` index sort key of a subject: its earliest timer in firing order
+/// (`{instant}#{input}#{index}#{kind}`, deadline `0` before horizon `1`).
+pub(crate) fn due_key(at: Instant, order: RaiseOrder, kind: TimerKind) -> String {
+    let kind = match kind {
+        TimerKind::Deadline => 0,
+        TimerKind::Horizon => 1,
+    };
+    format!(
+        "{}#{:020}#{:010}#{kind}",
+        instant_key(at),
+        order.input,
+        order.index
+    )
+}
+
+/// An upper bound (exclusive) for the [`due_key`]s of timers at or before `until`: `$` sorts
+/// right after `#`.
+pub(crate) fn due_key_bound(until: Instant) -> String {
+    format!("{}$", instant_key(until))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instant(text: &str) -> Instant {
+        Instant::parse(text).unwrap()
+    }
+
+    #[test]
+    fn components_are_escaped() {
+        let t = Tenant::parse("a#b").unwrap();
+        let s = Subject::parse("ship%ment", "PA#1").unwrap();
+        assert_eq!(subject_pk(&t, &s), "SUBJECT#a%23b#ship%25ment#PA%231");
+        let t2 = Tenant::parse("a").unwrap();
+        let s2 = Subject::parse("b#ship%ment", "PA#1").unwrap();
+        assert_ne!(subject_pk(&t, &s), subject_pk(&t2, &s2));
+        assert_eq!(fact_sk(&s), "ship%25ment#PA%231");
+        assert_eq!(outbox_sk("lapse:e#1"), "lapse:e%231");
+    }
+
+    #[test]
+    fn long_keys_are_hashed_within_limits() {
+        let long = "x".repeat(512);
+        let t = Tenant::parse(long.replace('x', "#")).unwrap();
+        let s = Subject::parse(&long, &long).unwrap();
+        let pk = subject_pk(&t, &s);
+        assert!(pk.starts_with("SUBJECT#%sha256:"), "{pk}");
+        assert!(pk.len() <= MAX_PARTITION_KEY);
+        assert_eq!(pk, subject_pk(&t, &s), "hashing is deterministic");
+        let sk = fact_sk(&s);
+        assert!(
+            sk.starts_with("%sha256:") && sk.len() <= MAX_SORT_KEY,
+            "{sk}"
+        );
+    }
+
+    #[test]
+    fn instant_keys_sort_as_instants() {
+        let list = [
+            "0001-01-01T00:00:00Z",
+            "1969-12-31T23:59:59.999999999Z",
+            "1970-01-01T00:00:00Z",
+            "2026-09-10T12:00:00Z",
+            "2300-01-01T00:00:00Z",
+            "9999-12-30T00:00:00Z",
+        ];
+        let mut keys: Vec<String> = list.iter().map(|t| instant_key(instant(t))).collect();
+        // The earliest and latest instants jiff represents.
+        let earliest = Instant::from_nanos(-377_705_023_201 * 1_000_000_000).unwrap();
+        let latest = Instant::from_nanos(253_402_207_200 * 1_000_000_000 + 999_999_999).unwrap();
+        keys.insert(0, instant_key(earliest));
+        keys.push(instant_key(latest));
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        assert!(keys.iter().all(|k| k.len() == 22));
+        assert!(keys.iter().all(|k| k.as_str() < AFTER_EVERY_INSTANT));
+    }
+
+    #[test]
+    fn due_keys_sort_in_firing_order() {
+        let t = instant("2026-09-10T12:00:00Z");
+        let later = instant("2026-09-10T12:00:01Z");
+        let o = |input, index| RaiseOrder { input, index };
+        let keys = [
+            due_key(t, o(1, 0), TimerKind::Deadline),
+            due_key(t, o(1, 0), TimerKind::Horizon),
+            due_key(t, o(1, 1), TimerKind::Deadline),
+            due_key(t, o(2, 0), TimerKind::Deadline),
+            due_key(t, o(10, 0), TimerKind::Deadline),
+            due_key(later, o(0, 0), TimerKind::Deadline),
+        ];
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        assert!(keys[..5]
+            .iter()
+            .all(|k| k.as_str() < due_key_bound(t).as_str()));
+        assert!(keys[5].as_str() > due_key_bound(t).as_str());
+    }
+}

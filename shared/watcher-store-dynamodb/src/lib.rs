@@ -1,0 +1,967 @@
+//! The watcher's [`Store`] over one DynamoDB table, for the AWS deployment.
+//!
+//! Single-table design (docs/dynamodb.md): subjects and tasks are items with a `version`
+//! attribute; a commit is one `TransactWriteItems` whose every subject and task put is
+//! conditional on the version it was loaded at, together with the index rows that changed,
+//! the new lapse tasks (outbox) and the rejections. So the satisfaction, re-anchoring and skipped
+//! lapses one fact causes commit together or not at all, and a concurrent writer makes the
+//! commit fail with [`StoreError::Conflict`] (the watcher reloads and retries), never lose an
+//! update. Due timers and due lapse tasks are found through sparse global secondary indexes;
+//! closed records, delivered lapse tasks and rejections expire through the TTL attribute
+//! `expiresAt` (expectations-v1 §14).
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), watcher_runtime::store::StoreError> {
+//! use watcher_store_dynamodb::DynamoStore;
+//! let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+//! let client = aws_sdk_dynamodb::Client::new(&config);
+//! let store = DynamoStore::new(client, "watcher", 30);
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+mod codec;
+mod error;
+mod keys;
+pub mod table;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::types::{Put, ReturnValue, Select, TransactWriteItem};
+use aws_sdk_dynamodb::Client;
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use watcher_core::engine::{Rejection, TimerKind};
+use watcher_core::ids::{AgentId, ExpectationRef, FactKey, Subject, TaskRef, Tenant};
+use watcher_core::record::{ExpectationRecord, RaiseOrder};
+use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
+use watcher_core::time::Instant;
+use watcher_runtime::index::subject_index;
+use watcher_runtime::store::{Commit, DeliveryState, DueTimer, OutboxEntry, Store, StoreError};
+
+use crate::codec::{
+    from_json, get_s, get_u64, item_size, n, outbox_expiry, s, subject_expiry, task_expiry,
+    to_json, Indexed, Item, StoredRejection, StoredTimer,
+};
+pub use crate::error::{
+    DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS,
+};
+use crate::keys::{
+    due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, instant_key, live_agent, outbox_pk,
+    outbox_sk, rejections_pk, row_sk, subject_pk, task_pk, COUNTER_PK, ITEM, QUEUED_PARTITION,
+    RAISE_COUNTER, ROW_COUNTER, TIMERS_PARTITION,
+};
+pub use crate::table::create_table;
+use crate::table::{
+    DELIVERY, ENTRY, EXPIRES_AT, INDEXED, KIND, LIVE_AGENT, LIVE_INDEX, LIVE_UNTIL, NEXT_ATTEMPT,
+    OUTBOX_DUE_INDEX, PK, QUEUED, REJECTIONS, SEQ, SK, STATE, SUBJECT, TENANT, TIMERS,
+    TIMERS_INDEX, TIMERS_PK, TIMERS_SK, VALUE, VERSION,
+};
+
+/// Rejections kept in one item (one item per commit and agent; more make several items).
+const REJECTIONS_PER_ITEM: usize = 100;
+
+/// Reads in flight at once for one call (a load's subjects, a commit's pre-read).
+const READ_CONCURRENCY: usize = 16;
+
+/// The watcher's store over the DynamoDB table `table`.
+///
+/// Build the client once (in `main`) and pass it in; the table must have the layout of
+/// [`create_table`] (docs/dynamodb.md).
+#[derive(Debug, Clone)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+    retention_days: u32,
+}
+
+/// One write of a transaction, with what it is in words for a conflict message.
+struct Write {
+    put: Put,
+    what: String,
+    bytes: usize,
+}
+
+impl DynamoStore {
+    /// A store over `table` through `client`. Satisfied, lapsed and withdrawn records,
+    /// delivered or failed lapse tasks, finished tasks and rejections expire `retention_days`
+    /// days after their last activity (serve.md `retention_days`, expectations-v1 §14).
+    pub fn new(client: Client, table: impl Into<String>, retention_days: u32) -> Self {
+        DynamoStore {
+            client,
+            table: table.into(),
+            retention_days,
+        }
+    }
+
+    /// The table's name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The SDK client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// A strongly consistent read of one item.
+    async fn get(&self, pk: String, sk: &str) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PK, s(pk))
+            .key(SK, s(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        Ok(out.item)
+    }
+
+    /// A strongly consistent read of some attributes of one item.
+    async fn get_projected(
+        &self,
+        pk: String,
+        sk: &str,
+        attributes: &[&str],
+    ) -> Result<Option<Item>, StoreError> {
+        let mut req = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PK, s(pk))
+            .key(SK, s(sk))
+            .consistent_read(true);
+        let mut projection = Vec::new();
+        for (i, a) in attributes.iter().enumerate() {
+            let name = format!("#a{i}");
+            req = req.expression_attribute_names(&name, *a);
+            projection.push(name);
+        }
+        let out = req
+            .projection_expression(projection.join(", "))
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        Ok(out.item)
+    }
+
+    /// Every item a query answers, following pagination.
+    async fn query_all(
+        &self,
+        make: impl Fn() -> QueryFluentBuilder,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = make()
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            items.extend(out.items.unwrap_or_default());
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(items);
+            }
+        }
+    }
+
+    /// A query of one partition of the table, strongly consistent, in sort-key order.
+    async fn partition(&self, pk: String) -> Result<Vec<Item>, StoreError> {
+        self.query_all(|| {
+            self.client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_values(":pk", s(pk.clone()))
+                .consistent_read(true)
+        })
+        .await
+    }
+
+    /// Adds `count` to a counter and answers the new value.
+    async fn add_to_counter(&self, counter: &str, count: u64) -> Result<u64, StoreError> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(COUNTER_PK))
+            .key(SK, s(counter))
+            .update_expression("SET #k = :kind ADD #v :n")
+            .expression_attribute_names("#k", KIND)
+            .expression_attribute_names("#v", VALUE)
+            .expression_attribute_values(":kind", s("counter"))
+            .expression_attribute_values(":n", n(count))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        let attrs = out.attributes.unwrap_or_default();
+        get_u64(&attrs, VALUE, &format!("counter {counter}"))
+    }
+
+    async fn read_subject(
+        &self,
+        tenant: &Tenant,
+        subject: &Subject,
+    ) -> Result<Option<SubjectState>, StoreError> {
+        match self.get(subject_pk(tenant, subject), ITEM).await? {
+            None => Ok(None),
+            Some(item) => {
+                let what = format!("subject {subject} of tenant {tenant}");
+                let mut state: SubjectState = from_json(get_s(&item, STATE, &what)?, &what)?;
+                state.version = get_u64(&item, VERSION, &what)?;
+                Ok(Some(state))
+            }
+        }
+    }
+
+    async fn read_task(
+        &self,
+        tenant: &Tenant,
+        task: &TaskRef,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        match self.get(task_pk(tenant, task), ITEM).await? {
+            None => Ok(None),
+            Some(item) => {
+                let what = format!("task {}/{} of tenant {tenant}", task.agent, task.task_id);
+                let mut rec: TaskRecord = from_json(get_s(&item, STATE, &what)?, &what)?;
+                rec.version = get_u64(&item, VERSION, &what)?;
+                Ok(Some(rec))
+            }
+        }
+    }
+
+    async fn read_fact_index(
+        &self,
+        tenant: &Tenant,
+        key: &FactKey,
+    ) -> Result<BTreeSet<Subject>, StoreError> {
+        let what = format!("fact-key row {key} of tenant {tenant}");
+        self.partition(fact_pk(tenant, key))
+            .await?
+            .iter()
+            .map(|item| from_json(get_s(item, SUBJECT, &what)?, &what))
+            .collect()
+    }
+
+    async fn read_id_index(
+        &self,
+        tenant: &Tenant,
+        e: &ExpectationRef,
+    ) -> Result<Option<Subject>, StoreError> {
+        let what = format!("expectation row {}/{} of tenant {tenant}", e.agent, e.id);
+        match self
+            .get(expectation_pk(tenant, &e.agent, &e.id), ITEM)
+            .await?
+        {
+            None => Ok(None),
+            Some(item) => from_json(get_s(&item, SUBJECT, &what)?, &what).map(Some),
+        }
+    }
+
+    /// Records of `agent` that can still lapse at `now`: entries of the `live` index after
+    /// `now` (eventually consistent, as every GSI read).
+    async fn count_live(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        now: Instant,
+    ) -> Result<u64, StoreError> {
+        let mut count = 0u64;
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(LIVE_INDEX)
+                .key_condition_expression("#a = :a AND #u > :now")
+                .expression_attribute_names("#a", LIVE_AGENT)
+                .expression_attribute_names("#u", LIVE_UNTIL)
+                .expression_attribute_values(":a", s(live_agent(tenant, agent)))
+                .expression_attribute_values(":now", s(instant_key(now)))
+                .select(Select::Count)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            count += u64::try_from(out.count).unwrap_or(0);
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(count);
+            }
+        }
+    }
+
+    /// The subject put of a commit and the index rows it changes.
+    fn subject_writes(
+        &self,
+        tenant: &Tenant,
+        state: &SubjectState,
+        stored: &Indexed,
+    ) -> Result<Vec<Write>, StoreError> {
+        let what = format!("subject {} of tenant {tenant}", state.subject);
+        let mut next = state.clone();
+        next.version = state.version + 1;
+        let ix = subject_index(&next);
+        let indexed = Indexed::of(&ix);
+
+        let mut item: Item = HashMap::new();
+        item.insert(PK.into(), s(subject_pk(tenant, &state.subject)));
+        item.insert(SK.into(), s(ITEM));
+        item.insert(KIND.into(), s("subject"));
+        item.insert(TENANT.into(), s(tenant.as_str()));
+        item.insert(VERSION.into(), n(next.version));
+        item.insert(STATE.into(), s(to_json(&next)?));
+        item.insert(INDEXED.into(), s(to_json(&indexed)?));
+        let mut timers: Vec<StoredTimer> = ix
+            .timers
+            .iter()
+            .map(|(key, at, order)| StoredTimer {
+                at: *at,
+                order: *order,
+                key: key.clone(),
+            })
+            .collect();
+        timers.sort_by_key(|t| (t.at, t.order, t.key.kind));
+        if let Some(first) = timers.first() {
+            item.insert(TIMERS_PK.into(), s(TIMERS_PARTITION));
+            item.insert(
+                TIMERS_SK.into(),
+                s(due_key(first.at, first.order, first.key.kind)),
+            );
+            item.insert(TIMERS.into(), s(to_json(&timers)?));
+        }
+        if let Some(at) = subject_expiry(&next, &ix, self.retention_days) {
+            item.insert(EXPIRES_AT.into(), n(at));
+        }
+        let bytes = item_size(&item);
+        if bytes > MAX_ITEM_BYTES {
+            return Err(StoreError::backend(DynamoStoreError::ItemTooLarge {
+                what,
+                bytes,
+            }));
+        }
+        let put = self.versioned_put(item, state.version)?;
+        let mut writes = vec![Write { put, what, bytes }];
+
+        let subject_json = to_json(&state.subject)?;
+        let (facts, expectations) = indexed.changed_since(stored);
+        for key in facts {
+            let mut row: Item = HashMap::new();
+            row.insert(PK.into(), s(fact_pk(tenant, &key)));
+            row.insert(SK.into(), s(fact_sk(&state.subject)));
+            row.insert(KIND.into(), s("fact"));
+            row.insert(TENANT.into(), s(tenant.as_str()));
+            row.insert(SUBJECT.into(), s(subject_json.clone()));
+            writes.push(self.plain_put(row, format!("fact-key row {key}"))?);
+        }
+        for e in expectations {
+            let mut row: Item = HashMap::new();
+            row.insert(PK.into(), s(expectation_pk(tenant, &e.agent, &e.id)));
+            row.insert(SK.into(), s(ITEM));
+            row.insert(KIND.into(), s("expectation"));
+            row.insert(TENANT.into(), s(tenant.as_str()));
+            row.insert(SUBJECT.into(), s(subject_json.clone()));
+            if let Some(until) = &e.live_until {
+                row.insert(LIVE_AGENT.into(), s(live_agent(tenant, &e.agent)));
+                row.insert(LIVE_UNTIL.into(), s(until.clone()));
+            }
+            writes.push(self.plain_put(row, format!("expectation row {}/{}", e.agent, e.id))?);
+        }
+        Ok(writes)
+    }
+
+    fn task_write(&self, tenant: &Tenant, task: &TaskRecord) -> Result<Write, StoreError> {
+        let what = format!(
+            "task {}/{} of tenant {tenant}",
+            task.task.agent, task.task.task_id
+        );
+        let mut next = task.clone();
+        next.version = task.version + 1;
+        let mut item: Item = HashMap::new();
+        item.insert(PK.into(), s(task_pk(tenant, &task.task)));
+        item.insert(SK.into(), s(ITEM));
+        item.insert(KIND.into(), s("task"));
+        item.insert(TENANT.into(), s(tenant.as_str()));
+        item.insert(VERSION.into(), n(next.version));
+        item.insert(STATE.into(), s(to_json(&next)?));
+        if let Some(at) = task_expiry(&next, self.retention_days) {
+            item.insert(EXPIRES_AT.into(), n(at));
+        }
+        let bytes = item_size(&item);
+        if bytes > MAX_ITEM_BYTES {
+            return Err(StoreError::backend(DynamoStoreError::ItemTooLarge {
+                what,
+                bytes,
+            }));
+        }
+        let put = self.versioned_put(item, task.version)?;
+        Ok(Write { put, what, bytes })
+    }
+
+    fn outbox_write(&self, entry: &OutboxEntry, seq: u64) -> Result<Write, StoreError> {
+        let mut item: Item = HashMap::new();
+        item.insert(PK.into(), s(outbox_pk(&entry.tenant)));
+        item.insert(SK.into(), s(outbox_sk(&entry.message_id)));
+        item.insert(KIND.into(), s("outbox"));
+        item.insert(TENANT.into(), s(entry.tenant.as_str()));
+        item.insert(ENTRY.into(), s(to_json(entry)?));
+        item.insert(SEQ.into(), n(seq));
+        item.insert(DELIVERY.into(), s(entry.delivery.as_str()));
+        item.insert(NEXT_ATTEMPT.into(), s(instant_key(entry.next_attempt_at)));
+        if entry.delivery == DeliveryState::Queued {
+            item.insert(QUEUED.into(), s(QUEUED_PARTITION));
+        }
+        if let Some(at) = outbox_expiry(entry, self.retention_days) {
+            item.insert(EXPIRES_AT.into(), n(at));
+        }
+        let bytes = item_size(&item);
+        let what = format!(
+            "outbox entry {} of tenant {}",
+            entry.message_id, entry.tenant
+        );
+        // A messageId written meanwhile by another commit fails this condition: a conflict,
+        // and the retry leaves that first entry as it is.
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .build()
+            .map_err(StoreError::backend)?;
+        Ok(Write { put, what, bytes })
+    }
+
+    fn rejections_write(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        chunk: &[&Rejection],
+        seq: u64,
+    ) -> Result<Write, StoreError> {
+        let stored: Vec<StoredRejection> =
+            chunk.iter().map(|r| StoredRejection::from(*r)).collect();
+        let mut item: Item = HashMap::new();
+        item.insert(PK.into(), s(rejections_pk(tenant, agent)));
+        item.insert(SK.into(), s(row_sk(seq)));
+        item.insert(KIND.into(), s("rejections"));
+        item.insert(TENANT.into(), s(tenant.as_str()));
+        item.insert(REJECTIONS.into(), s(to_json(&stored)?));
+        if let Some(latest) = chunk.iter().map(|r| r.at).max() {
+            item.insert(
+                EXPIRES_AT.into(),
+                n(codec::expires_at(latest, self.retention_days)),
+            );
+        }
+        self.plain_put(item, format!("rejections of {agent} in tenant {tenant}"))
+    }
+
+    /// A put conditional on the stored version being `loaded` (not existing, for 0).
+    fn versioned_put(&self, item: Item, loaded: u64) -> Result<Put, StoreError> {
+        let put = Put::builder().table_name(&self.table).set_item(Some(item));
+        let put = if loaded == 0 {
+            put.condition_expression("attribute_not_exists(#pk)")
+                .expression_attribute_names("#pk", PK)
+        } else {
+            put.condition_expression("#v = :v")
+                .expression_attribute_names("#v", VERSION)
+                .expression_attribute_values(":v", n(loaded))
+        };
+        put.build().map_err(StoreError::backend)
+    }
+
+    /// An unconditional put (index rows and rejections: rewriting them is harmless).
+    fn plain_put(&self, item: Item, what: String) -> Result<Write, StoreError> {
+        let bytes = item_size(&item);
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .build()
+            .map_err(StoreError::backend)?;
+        Ok(Write { put, what, bytes })
+    }
+}
+
+/// Runs `f` over `items` with at most [`READ_CONCURRENCY`] in flight, answers in input order.
+async fn each<T, R, F, Fut>(items: Vec<T>, f: F) -> Result<Vec<R>, StoreError>
+where
+    F: FnMut(T) -> Fut,
+    Fut: Future<Output = Result<R, StoreError>>,
+{
+    stream::iter(items)
+        .map(f)
+        .buffered(READ_CONCURRENCY)
+        .try_collect()
+        .await
+}
+
+/// Firing order: instant, then raising order, then deadline before horizon.
+fn timer_order(t: &DueTimer) -> (Instant, RaiseOrder, TimerKind) {
+    (t.at, t.order, t.key.kind)
+}
+
+/// The pending timers of a `timers` index item, in firing order.
+fn timers_of(item: &Item) -> Result<Vec<DueTimer>, StoreError> {
+    let what = "timers index entry";
+    let tenant = Tenant::parse(get_s(item, TENANT, what)?)
+        .map_err(|e| StoreError::Corrupt(format!("{what}: tenant {e}")))?;
+    let stored: Vec<StoredTimer> = from_json(get_s(item, TIMERS, what)?, what)?;
+    let mut timers: Vec<DueTimer> = stored
+        .into_iter()
+        .map(|t| DueTimer {
+            at: t.at,
+            order: t.order,
+            tenant: tenant.clone(),
+            key: t.key,
+        })
+        .collect();
+    timers.sort_by_key(timer_order);
+    Ok(timers)
+}
+
+fn entry_of(item: &Item) -> Result<(u64, OutboxEntry), StoreError> {
+    let what = "outbox entry";
+    let entry: OutboxEntry = from_json(get_s(item, ENTRY, what)?, what)?;
+    let seq = get_u64(item, SEQ, what)?;
+    Ok((seq, entry))
+}
+
+#[async_trait]
+impl Store for DynamoStore {
+    async fn load(
+        &self,
+        tenant: &Tenant,
+        scope: &Scope,
+        now: Instant,
+    ) -> Result<Slice, StoreError> {
+        let mut slice = Slice::new(tenant.clone());
+        // Owned arguments: a closure over borrowed ones trips the `Send` check of async-trait
+        // futures (rust-lang/rust#102211).
+        let subjects = each(scope.subjects.iter().cloned().collect(), |s| async move {
+            let state = self.read_subject(tenant, &s).await?;
+            Ok((s.clone(), state.unwrap_or_else(|| SubjectState::new(s))))
+        })
+        .await?;
+        slice.subjects.extend(subjects);
+        let facts = each(scope.fact_keys.iter().cloned().collect(), |k| async move {
+            let subjects = self.read_fact_index(tenant, &k).await?;
+            Ok((k, subjects))
+        })
+        .await?;
+        slice.fact_index.extend(facts);
+        let ids = each(
+            scope.expectations.iter().cloned().collect(),
+            |e| async move {
+                let subject = self.read_id_index(tenant, &e).await?;
+                Ok((e, subject))
+            },
+        )
+        .await?;
+        slice.id_index.extend(ids);
+        let tasks = each(scope.tasks.iter().cloned().collect(), |t| async move {
+            let task = self.read_task(tenant, &t).await?;
+            Ok((t, task))
+        })
+        .await?;
+        slice.tasks.extend(tasks);
+        let live = each(scope.agents.iter().cloned().collect(), |a| async move {
+            let count = self.count_live(tenant, &a, now).await?;
+            Ok((a, count))
+        })
+        .await?;
+        slice.agent_live.extend(live);
+        Ok(slice)
+    }
+
+    async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
+        // 1. What each subject contributed to the indexes at its stored version. A version that
+        //    moved already is a conflict without writing anything.
+        let loaded: Vec<(String, u64, String)> = commit
+            .subjects
+            .iter()
+            .map(|state| {
+                (
+                    subject_pk(tenant, &state.subject),
+                    state.version,
+                    format!("subject {} of tenant {tenant}", state.subject),
+                )
+            })
+            .collect();
+        let stored = each(loaded, |(pk, loaded, what)| async move {
+            let item = self.get_projected(pk, ITEM, &[VERSION, INDEXED]).await?;
+            let (version, indexed) = match &item {
+                None => (0, Indexed::default()),
+                Some(item) => (
+                    get_u64(item, VERSION, &what)?,
+                    from_json(get_s(item, INDEXED, &what)?, &what)?,
+                ),
+            };
+            if version != loaded {
+                return Err(StoreError::Conflict(what));
+            }
+            Ok(indexed)
+        })
+        .await?;
+
+        // 2. New outbox entries: the first of each (tenant, messageId) not stored yet.
+        let mut seen = BTreeSet::new();
+        let candidates: Vec<&OutboxEntry> = commit
+            .outbox
+            .iter()
+            .filter(|o| seen.insert((o.tenant.clone(), o.message_id.clone())))
+            .collect();
+        let keys: Vec<(String, String)> = candidates
+            .iter()
+            .map(|o| (outbox_pk(&o.tenant), outbox_sk(&o.message_id)))
+            .collect();
+        let exists = each(keys, |(pk, sk)| async move {
+            Ok(self.get_projected(pk, &sk, &[PK]).await?.is_some())
+        })
+        .await?;
+        let new_outbox: Vec<&OutboxEntry> = candidates
+            .into_iter()
+            .zip(exists)
+            .filter_map(|(o, exists)| (!exists).then_some(o))
+            .collect();
+
+        // 3. Rejections, grouped per agent (oldest first within each) and chunked.
+        let mut per_agent: BTreeMap<&AgentId, Vec<&Rejection>> = BTreeMap::new();
+        for r in &commit.rejections {
+            per_agent.entry(&r.agent).or_default().push(r);
+        }
+        let chunks: Vec<(&AgentId, &[&Rejection])> = per_agent
+            .iter()
+            .flat_map(|(agent, list)| list.chunks(REJECTIONS_PER_ITEM).map(move |c| (*agent, c)))
+            .collect();
+
+        // 4. The writes; refused before anything is sent when they cannot be one transaction.
+        let mut writes: Vec<Write> = Vec::new();
+        for (state, stored) in commit.subjects.iter().zip(&stored) {
+            writes.extend(self.subject_writes(tenant, state, stored)?);
+        }
+        for task in &commit.tasks {
+            writes.push(self.task_write(tenant, task)?);
+        }
+        let rows = new_outbox.len() + chunks.len();
+        let items = writes.len() + rows;
+        if items == 0 {
+            return Ok(());
+        }
+        if items > MAX_TRANSACTION_ITEMS {
+            return Err(StoreError::backend(DynamoStoreError::TransactionTooLarge {
+                items,
+                bytes: writes.iter().map(|w| w.bytes).sum(),
+            }));
+        }
+        if rows > 0 {
+            let last = self.add_to_counter(ROW_COUNTER, rows as u64).await?;
+            let mut seq = last + 1 - rows as u64;
+            for o in &new_outbox {
+                writes.push(self.outbox_write(o, seq)?);
+                seq += 1;
+            }
+            for (agent, chunk) in &chunks {
+                writes.push(self.rejections_write(tenant, agent, chunk, seq)?);
+                seq += 1;
+            }
+        }
+        let bytes: usize = writes.iter().map(|w| w.bytes).sum();
+        if bytes > MAX_TRANSACTION_BYTES {
+            return Err(StoreError::backend(DynamoStoreError::TransactionTooLarge {
+                items,
+                bytes,
+            }));
+        }
+
+        // 5. One transaction: every condition holds and everything is written, or nothing is.
+        let (puts, whats): (Vec<TransactWriteItem>, Vec<String>) = writes
+            .into_iter()
+            .map(|w| (TransactWriteItem::builder().put(w.put).build(), w.what))
+            .unzip();
+        self.client
+            .transact_write_items()
+            .set_transact_items(Some(puts))
+            .send()
+            .await
+            .map_err(|e| {
+                error::transaction_error(e, |i| {
+                    whats
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| format!("write {i}"))
+                })
+            })?;
+        Ok(())
+    }
+
+    async fn next_sequence(&self) -> Result<u64, StoreError> {
+        self.add_to_counter(RAISE_COUNTER, 1).await
+    }
+
+    async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError> {
+        let mut due: Vec<DueTimer> = Vec::new();
+        if limit == 0 {
+            return Ok(due);
+        }
+        let bound = due_key_bound(until);
+        let mut start = None;
+        'pages: loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(TIMERS_INDEX)
+                .key_condition_expression("#p = :p AND #s < :bound")
+                .expression_attribute_names("#p", TIMERS_PK)
+                .expression_attribute_names("#s", TIMERS_SK)
+                .expression_attribute_values(":p", s(TIMERS_PARTITION))
+                .expression_attribute_values(":bound", s(bound.clone()))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            for item in out.items.unwrap_or_default() {
+                let timers = timers_of(&item)?;
+                // Subjects come in the order of their earliest timer: once that is after the
+                // `limit`-th timer found so far, no later subject has one before it.
+                if due.len() >= limit {
+                    due.sort_by_key(timer_order);
+                    due.truncate(limit);
+                    if let (Some(first), Some(last)) = (timers.first(), due.last()) {
+                        if timer_order(first) > timer_order(last) {
+                            break 'pages;
+                        }
+                    }
+                }
+                due.extend(timers.into_iter().filter(|t| t.at <= until));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        due.sort_by_key(timer_order);
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(TIMERS_INDEX)
+            .key_condition_expression("#p = :p")
+            .expression_attribute_names("#p", TIMERS_PK)
+            .expression_attribute_values(":p", s(TIMERS_PARTITION))
+            .limit(1)
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        match out.items.unwrap_or_default().first() {
+            None => Ok(None),
+            Some(item) => Ok(timers_of(item)?.into_iter().next()),
+        }
+    }
+
+    async fn subject(
+        &self,
+        tenant: &Tenant,
+        subject: &Subject,
+    ) -> Result<Option<SubjectState>, StoreError> {
+        self.read_subject(tenant, subject).await
+    }
+
+    async fn all_records(&self) -> Result<Vec<ExpectationRecord>, StoreError> {
+        let mut all = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("#k = :subject")
+                .projection_expression("#s")
+                .expression_attribute_names("#k", KIND)
+                .expression_attribute_names("#s", STATE)
+                .expression_attribute_values(":subject", s("subject"))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            for item in out.items.unwrap_or_default() {
+                let state: SubjectState = from_json(get_s(&item, STATE, "subject")?, "subject")?;
+                all.extend(state.records);
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        all.sort_by_key(|r| r.order);
+        Ok(all)
+    }
+
+    async fn rejections(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+    ) -> Result<Vec<Rejection>, StoreError> {
+        let what = format!("rejections of {agent} in tenant {tenant}");
+        let mut all = Vec::new();
+        for item in self.partition(rejections_pk(tenant, agent)).await? {
+            let list: Vec<StoredRejection> = from_json(get_s(&item, REJECTIONS, &what)?, &what)?;
+            all.extend(list.into_iter().map(Rejection::from));
+        }
+        Ok(all)
+    }
+
+    async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        let mut keys: Vec<(String, String)> = Vec::new();
+        let mut start = None;
+        while keys.len() < limit {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(OUTBOX_DUE_INDEX)
+                .key_condition_expression("#q = :q")
+                .filter_expression("#n <= :now")
+                .expression_attribute_names("#q", QUEUED)
+                .expression_attribute_names("#n", NEXT_ATTEMPT)
+                .expression_attribute_values(":q", s(QUEUED_PARTITION))
+                .expression_attribute_values(":now", s(instant_key(now)))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            for item in out.items.unwrap_or_default() {
+                let what = "outbox-due index entry";
+                keys.push((
+                    get_s(&item, PK, what)?.into(),
+                    get_s(&item, SK, what)?.into(),
+                ));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        keys.truncate(limit);
+        // The index is eventually consistent: re-read each entry and keep those still due, so
+        // an entry just marked sent is not handed out again.
+        let entries = each(keys, |(pk, sk)| async move {
+            match self.get(pk, &sk).await? {
+                None => Ok(None),
+                Some(item) => entry_of(&item).map(|(_, e)| Some(e)),
+            }
+        })
+        .await?;
+        Ok(entries
+            .into_iter()
+            .flatten()
+            .filter(|e| e.delivery == DeliveryState::Queued && e.next_attempt_at <= now)
+            .collect())
+    }
+
+    async fn outbox_get(
+        &self,
+        tenant: &Tenant,
+        message_id: &str,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        match self.get(outbox_pk(tenant), &outbox_sk(message_id)).await? {
+            None => Ok(None),
+            Some(item) => entry_of(&item).map(|(_, e)| Some(e)),
+        }
+    }
+
+    async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
+        let mut set = vec!["#e = :e", "#d = :d", "#n = :n"];
+        let mut remove = Vec::new();
+        let mut req = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(outbox_pk(&entry.tenant)))
+            .key(SK, s(outbox_sk(&entry.message_id)))
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#e", ENTRY)
+            .expression_attribute_names("#d", DELIVERY)
+            .expression_attribute_names("#n", NEXT_ATTEMPT)
+            .expression_attribute_names("#q", QUEUED)
+            .expression_attribute_names("#x", EXPIRES_AT)
+            .expression_attribute_values(":e", s(to_json(entry)?))
+            .expression_attribute_values(":d", s(entry.delivery.as_str()))
+            .expression_attribute_values(":n", s(instant_key(entry.next_attempt_at)));
+        if entry.delivery == DeliveryState::Queued {
+            set.push("#q = :q");
+            req = req.expression_attribute_values(":q", s(QUEUED_PARTITION));
+        } else {
+            remove.push("#q");
+        }
+        match outbox_expiry(entry, self.retention_days) {
+            Some(at) => {
+                set.push("#x = :x");
+                req = req.expression_attribute_values(":x", n(at));
+            }
+            None => remove.push("#x"),
+        }
+        let mut update = format!("SET {}", set.join(", "));
+        if !remove.is_empty() {
+            update.push_str(&format!(" REMOVE {}", remove.join(", ")));
+        }
+        // Never inserts; a sent entry is never changed back.
+        let condition = if entry.delivery == DeliveryState::Sent {
+            "attribute_exists(#pk)".to_string()
+        } else {
+            req = req.expression_attribute_values(":sent", s(DeliveryState::Sent.as_str()));
+            "attribute_exists(#pk) AND #d <> :sent".to_string()
+        };
+        match req
+            .update_expression(update)
+            .condition_expression(condition)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(StoreError::backend(e)),
+        }
+    }
+
+    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
+        let mut entries = self
+            .partition(outbox_pk(tenant))
+            .await?
+            .iter()
+            .map(entry_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        entries.sort_by_key(|(seq, _)| *seq);
+        Ok(entries.into_iter().map(|(_, e)| e).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_is_send_and_sync() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<DynamoStore>();
+    }
+}

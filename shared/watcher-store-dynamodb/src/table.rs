@@ -1,0 +1,170 @@
+//! The table: attribute names, the three global secondary indexes, TTL, and [`create_table`]
+//! (docs/dynamodb.md, "Table"; the CloudFormation table in `template.yaml` mirrors it).
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+};
+use aws_sdk_dynamodb::Client;
+use watcher_runtime::store::StoreError;
+
+/// Partition key (S) of every item.
+pub const PK: &str = "pk";
+/// Sort key (S) of every item.
+pub const SK: &str = "sk";
+/// Item type (S): `subject`, `task`, `fact`, `expectation`, `outbox`, `rejections`, `counter`.
+pub const KIND: &str = "kind";
+/// Tenant (S) of subjects, tasks, outbox entries and rejections.
+pub const TENANT: &str = "tenant";
+/// Compare-and-set version (N) of subjects and tasks.
+pub const VERSION: &str = "version";
+/// JSON (S) of a `SubjectState` or `TaskRecord`.
+pub const STATE: &str = "state";
+/// JSON (S) of what a subject contributed to the index rows (fact keys, expectations and their
+/// live-until), read before a commit to write only the rows that changed.
+pub const INDEXED: &str = "indexed";
+/// JSON (S) of a subject's pending timers; projected into the `timers` index.
+pub const TIMERS: &str = "timers";
+/// Partition key (S) of the `timers` index: `timers` while the subject has a pending timer.
+pub const TIMERS_PK: &str = "timersPk";
+/// Sort key (S) of the `timers` index: the subject's earliest timer in firing order.
+pub const TIMERS_SK: &str = "timersSk";
+/// JSON (S) of a `Subject`, on fact-key and expectation rows.
+pub const SUBJECT: &str = "subject";
+/// Partition key (S) of the `live` index: tenant and agent, while the record can still lapse.
+pub const LIVE_AGENT: &str = "liveAgent";
+/// Sort key (S) of the `live` index: until when the record can lapse (instant key, or all 9s
+/// while it waits on its anchor).
+pub const LIVE_UNTIL: &str = "liveUntil";
+/// JSON (S) of an `OutboxEntry`.
+pub const ENTRY: &str = "entry";
+/// Insertion order (N) of an outbox entry; sort key of the `outbox-due` index.
+pub const SEQ: &str = "seq";
+/// `queued`, `sent` or `failed` (S), copied from the entry for the conditional update.
+pub const DELIVERY: &str = "delivery";
+/// The entry's next attempt as an instant key (S), for the `outbox-due` filter.
+pub const NEXT_ATTEMPT: &str = "nextAttempt";
+/// Partition key (S) of the `outbox-due` index: `queued` while the entry is queued.
+pub const QUEUED: &str = "queued";
+/// JSON (S) of a list of rejections.
+pub const REJECTIONS: &str = "rejections";
+/// A counter's value (N).
+pub const VALUE: &str = "value";
+/// TTL attribute (N, epoch seconds): DynamoDB deletes the item some time after it.
+pub const EXPIRES_AT: &str = "expiresAt";
+
+/// Index of subjects by earliest pending timer (sparse: only subjects with a timer).
+pub const TIMERS_INDEX: &str = "timers";
+/// Index of queued outbox entries by insertion order (sparse: only queued entries).
+pub const OUTBOX_DUE_INDEX: &str = "outbox-due";
+/// Index of expectation rows by agent and live-until (sparse: only records that can lapse).
+pub const LIVE_INDEX: &str = "live";
+
+fn key(name: &str, key_type: KeyType) -> Result<KeySchemaElement, StoreError> {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(key_type)
+        .build()
+        .map_err(StoreError::backend)
+}
+
+fn attribute(name: &str, t: ScalarAttributeType) -> Result<AttributeDefinition, StoreError> {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(t)
+        .build()
+        .map_err(StoreError::backend)
+}
+
+fn index(
+    name: &str,
+    hash: &str,
+    range: &str,
+    projection: Projection,
+) -> Result<GlobalSecondaryIndex, StoreError> {
+    GlobalSecondaryIndex::builder()
+        .index_name(name)
+        .key_schema(key(hash, KeyType::Hash)?)
+        .key_schema(key(range, KeyType::Range)?)
+        .projection(projection)
+        .build()
+        .map_err(StoreError::backend)
+}
+
+/// Creates the watcher's table `table` (on-demand billing, three GSIs), waits until it is
+/// active (at most `wait`), and turns TTL on for [`EXPIRES_AT`]. For tests, local setups and as
+/// the reference the CloudFormation template follows (docs/dynamodb.md lists the same).
+///
+/// # Errors
+/// [`StoreError::Backend`] with the SDK error as its source when the table exists already,
+/// the caller may not create it, or it does not become active within `wait`.
+pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Result<(), StoreError> {
+    let s = ScalarAttributeType::S;
+    client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute(PK, s.clone())?)
+        .attribute_definitions(attribute(SK, s.clone())?)
+        .attribute_definitions(attribute(TIMERS_PK, s.clone())?)
+        .attribute_definitions(attribute(TIMERS_SK, s.clone())?)
+        .attribute_definitions(attribute(QUEUED, s.clone())?)
+        .attribute_definitions(attribute(SEQ, ScalarAttributeType::N)?)
+        .attribute_definitions(attribute(LIVE_AGENT, s.clone())?)
+        .attribute_definitions(attribute(LIVE_UNTIL, s)?)
+        .key_schema(key(PK, KeyType::Hash)?)
+        .key_schema(key(SK, KeyType::Range)?)
+        .global_secondary_indexes(index(
+            TIMERS_INDEX,
+            TIMERS_PK,
+            TIMERS_SK,
+            Projection::builder()
+                .projection_type(ProjectionType::Include)
+                .non_key_attributes(TENANT)
+                .non_key_attributes(TIMERS)
+                .build(),
+        )?)
+        .global_secondary_indexes(index(
+            OUTBOX_DUE_INDEX,
+            QUEUED,
+            SEQ,
+            Projection::builder()
+                .projection_type(ProjectionType::Include)
+                .non_key_attributes(NEXT_ATTEMPT)
+                .build(),
+        )?)
+        .global_secondary_indexes(index(
+            LIVE_INDEX,
+            LIVE_AGENT,
+            LIVE_UNTIL,
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )?)
+        .send()
+        .await
+        .map_err(StoreError::backend)?;
+    client
+        .wait_until_table_exists()
+        .table_name(table)
+        .wait(wait)
+        .await
+        .map_err(StoreError::backend)?;
+    client
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name(EXPIRES_AT)
+                .build()
+                .map_err(StoreError::backend)?,
+        )
+        .send()
+        .await
+        .map_err(StoreError::backend)?;
+    Ok(())
+}

@@ -1,0 +1,174 @@
+//! Shared setup of the DynamoDB store's tests: a client for the local emulator (moto) and a
+//! fresh table per test.
+//!
+//! The tests need moto: `bash infra/moto.sh` starts it on 127.0.0.1:5005, and the test script
+//! sets `AWS_ENDPOINT_URL=http://127.0.0.1:5005`. Without that variable every test fails,
+//! saying so: a suite that skips itself is a test that cannot fail.
+
+#![allow(dead_code)] // Each test binary uses its own part of this module.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use aws_config::BehaviorVersion;
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use aws_sdk_dynamodb::Client;
+use serde_json::json;
+use watcher_core::expectation::Expectation;
+use watcher_core::ids::{AgentId, ExpectationId, FactKey, Source, Subject, TaskId, Tenant};
+use watcher_core::record::{AnchorState, ExpectationRecord, RaiseOrder, RaisedBy, Status};
+use watcher_core::slice::{FactEntry, SubjectState};
+use watcher_core::time::{Instant, IsoDuration};
+use watcher_store_dynamodb::{create_table, DynamoStore};
+
+/// Retention the tests give the store.
+pub const RETENTION_DAYS: u32 = 30;
+
+/// A client for the emulator named by `AWS_ENDPOINT_URL`, with the region and credentials of
+/// the environment (dummy ones by default: moto accepts any).
+///
+/// # Panics
+/// When `AWS_ENDPOINT_URL` is not set.
+pub async fn client() -> Client {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
+        panic!(
+            "AWS_ENDPOINT_URL is not set. The DynamoDB store's tests run against a local moto \
+             server: run `bash infra/moto.sh`, then `AWS_ENDPOINT_URL=http://127.0.0.1:5005 \
+             AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+             cargo test -p watcher-store-dynamodb`"
+        )
+    });
+    let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
+    let config = aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new(var("AWS_REGION", "us-east-1")))
+        .credentials_provider(Credentials::new(
+            var("AWS_ACCESS_KEY_ID", "test"),
+            var("AWS_SECRET_ACCESS_KEY", "test"),
+            None,
+            None,
+            "watcher-store-dynamodb tests",
+        ))
+        .load()
+        .await;
+    Client::new(&config)
+}
+
+/// A table name no other test of this run uses.
+pub fn unique_table() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "watcher-test-{}-{}-{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A store over a fresh table of its own.
+pub async fn store() -> DynamoStore {
+    let client = client().await;
+    let table = unique_table();
+    create_table(&client, &table, Duration::from_secs(60))
+        .await
+        .expect("create the test table (is moto answering at AWS_ENDPOINT_URL? `bash infra/moto.sh` starts it)");
+    DynamoStore::new(client, table, RETENTION_DAYS)
+}
+
+/// A second handle onto `store`'s table, through a client of its own.
+pub async fn second_handle(store: &DynamoStore) -> DynamoStore {
+    DynamoStore::new(client().await, store.table(), RETENTION_DAYS)
+}
+
+pub fn instant(text: &str) -> Instant {
+    Instant::parse(text).expect("a valid test instant")
+}
+
+/// 2026-09-10T12:00:00Z.
+pub fn t0() -> Instant {
+    instant("2026-09-10T12:00:00Z")
+}
+
+/// `minutes` after [`t0`].
+pub fn at(minutes: u32) -> Instant {
+    t0().plus(IsoDuration::parse(&format!("PT{minutes}M")).expect("a valid duration"))
+}
+
+pub fn tenant(name: &str) -> Tenant {
+    Tenant::parse(name).expect("a valid tenant")
+}
+
+pub fn agent(name: &str) -> AgentId {
+    AgentId::parse(name).expect("a valid agent id")
+}
+
+pub fn shipment(id: &str) -> Subject {
+    Subject::parse("shipment", id).expect("a valid subject")
+}
+
+pub fn fact(key: &str, subject: &Subject, received: Instant) -> FactEntry {
+    FactEntry {
+        fact_key: FactKey::parse(key).expect("a valid fact key"),
+        source: Source::parse("carrier-feed:test").expect("a valid source"),
+        observed_at: received,
+        claimed_observed_at: received,
+        received_at: received,
+        subject: Some(subject.clone()),
+        satisfied: Vec::new(),
+    }
+}
+
+/// An open record of expectation `id` about shipment `subject_id` (deadline at 60, horizon at
+/// 180), raised at [`t0`] by agent `booking`.
+pub fn record(t: &Tenant, id: &str, subject_id: &str, input: u64) -> ExpectationRecord {
+    let e = Expectation::from_json(&json!({
+        "expectationId": id,
+        "kind": "shipment.manifest",
+        "subject": { "type": "shipment", "id": subject_id },
+        "expects": format!("the manifest for {subject_id}"),
+        "satisfiedBy": { "factKey": format!("manifest:{subject_id}") },
+        "dueAt": at(60).to_string(),
+        "horizon": at(180).to_string(),
+        "basis": "observed",
+    }))
+    .expect("a valid test expectation");
+    ExpectationRecord {
+        due_at: e.due_at,
+        expectation: e,
+        agent: agent("booking"),
+        tenant: t.clone(),
+        status: Status::Open,
+        lineage: 0,
+        raised_at: t0(),
+        raised_by: RaisedBy {
+            task_id: TaskId::parse("task-1").expect("a valid task id"),
+            context_id: None,
+        },
+        satisfaction: None,
+        lapses: Vec::new(),
+        withdrawal: None,
+        superseded_by: None,
+        order: RaiseOrder { input, index: 0 },
+        anchor_state: AnchorState::Unanchored,
+        horizon_checked: false,
+        question_at: None,
+    }
+}
+
+/// A never-stored subject holding one open record and one fact.
+pub fn subject_with_record(t: &Tenant, subject_id: &str, input: u64) -> SubjectState {
+    let s = shipment(subject_id);
+    let mut state = SubjectState::new(s.clone());
+    state
+        .records
+        .push(record(t, &format!("exp-{subject_id}"), subject_id, input));
+    state.facts.push(fact("seen", &s, t0()));
+    state
+}
+
+pub fn expectation_id(id: &str) -> ExpectationId {
+    ExpectationId::parse(id).expect("a valid expectation id")
+}

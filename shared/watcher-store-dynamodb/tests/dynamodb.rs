@@ -1,0 +1,604 @@
+//! What the conformance suite does not check, on a local moto server (see `tests/common`):
+//! conflicts between separate clients, commits of many subjects against the 100-write
+//! transaction limit, the TTL attribute, the item size limit, and identifiers too long for a key.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
+use common::*;
+use serde_json::json;
+use watcher_core::engine::Rejection;
+use watcher_core::ids::{FactKey, Source, Subject, TaskId, TaskRef, Tenant};
+use watcher_core::record::{LapseEntry, LapseKind, Satisfaction, Status, Withdrawal};
+use watcher_core::slice::{Scope, StatusSeen, SubjectState, TaskRecord};
+use watcher_core::time::Instant;
+use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store, StoreError};
+use watcher_store_dynamodb::{
+    DynamoStore, DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_ITEMS,
+};
+
+type Item = HashMap<String, AttributeValue>;
+
+/// Every item of the store's table whose `kind` is `kind` (a scan: the tables here are small).
+async fn raw_items(store: &DynamoStore, kind: &str) -> Vec<Item> {
+    let out = store
+        .client()
+        .scan()
+        .table_name(store.table())
+        .filter_expression("#k = :k")
+        .expression_attribute_names("#k", "kind")
+        .expression_attribute_values(":k", AttributeValue::S(kind.into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("scan the test table");
+    assert!(out.last_evaluated_key.is_none(), "test tables fit one page");
+    out.items.unwrap_or_default()
+}
+
+/// The stored item of `subject`, found by its `state`.
+async fn raw_subject(store: &DynamoStore, subject: &Subject) -> Item {
+    raw_items(store, "subject")
+        .await
+        .into_iter()
+        .find(|item| match item.get("state") {
+            Some(AttributeValue::S(state)) => {
+                serde_json::from_str::<SubjectState>(state)
+                    .expect("state JSON")
+                    .subject
+                    == *subject
+            }
+            _ => false,
+        })
+        .unwrap_or_else(|| panic!("no stored item for {subject}"))
+}
+
+fn expires_at(item: &Item) -> Option<i64> {
+    match item.get("expiresAt") {
+        Some(AttributeValue::N(v)) => Some(v.parse().expect("expiresAt is an integer")),
+        None => None,
+        other => panic!("expiresAt is not a number: {other:?}"),
+    }
+}
+
+/// Epoch seconds of `t` plus the tests' retention.
+fn retained_until(t: Instant) -> i64 {
+    t.timestamp().as_second() + i64::from(RETENTION_DAYS) * 86_400
+}
+
+fn subjects_only(states: Vec<SubjectState>) -> Commit {
+    Commit {
+        subjects: states,
+        ..Commit::default()
+    }
+}
+
+async fn load_one(store: &DynamoStore, t: &Tenant, s: &Subject) -> SubjectState {
+    store
+        .subject(t, s)
+        .await
+        .expect("read the subject")
+        .unwrap_or_else(|| SubjectState::new(s.clone()))
+}
+
+/// The store's own error behind a [`StoreError::Backend`].
+fn dynamo_error(e: &StoreError) -> &DynamoStoreError {
+    match e {
+        StoreError::Backend(source) => source
+            .downcast_ref::<DynamoStoreError>()
+            .unwrap_or_else(|| panic!("expected a DynamoStoreError source, got {source:?}")),
+        other => panic!("expected StoreError::Backend, got {other:?}"),
+    }
+}
+
+fn outbox_entry(t: &Tenant, message_id: &str, delivery: DeliveryState) -> OutboxEntry {
+    OutboxEntry {
+        tenant: t.clone(),
+        agent: agent("booking"),
+        message_id: message_id.into(),
+        expectation_id: expectation_id("exp-1"),
+        lapse: LapseKind::Overdue,
+        lapsed_at: at(60),
+        request: json!({ "message": { "messageId": message_id } }),
+        delivery,
+        attempts: 0,
+        next_attempt_at: at(61),
+        task_id: None,
+        task_state: None,
+        answered_with_message: false,
+        last_error: None,
+    }
+}
+
+#[tokio::test]
+async fn a_concurrent_writer_makes_the_commit_conflict_and_the_retry_loses_nothing() {
+    let first = common::store().await;
+    let second = second_handle(&first).await;
+    let t = tenant("tenant-a");
+    let s = shipment("PA-1");
+    first
+        .commit(&t, subjects_only(vec![subject_with_record(&t, "PA-1", 1)]))
+        .await
+        .expect("create the subject");
+
+    // Both writers load version 1; the first commits; the second's commit conflicts.
+    let mut a = load_one(&first, &t, &s).await;
+    let mut b = load_one(&second, &t, &s).await;
+    assert_eq!((a.version, b.version), (1, 1));
+    a.facts.push(fact("from-a", &s, at(1)));
+    b.facts.push(fact("from-b", &s, at(2)));
+    first
+        .commit(&t, subjects_only(vec![a]))
+        .await
+        .expect("the first writer commits");
+    match second.commit(&t, subjects_only(vec![b])).await {
+        Err(StoreError::Conflict(what)) => assert!(what.contains("PA-1"), "{what}"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+
+    // The retry reloads, sees the first writer's fact, and keeps both.
+    let mut b = load_one(&second, &t, &s).await;
+    assert_eq!(b.version, 2);
+    b.facts.push(fact("from-b", &s, at(2)));
+    second
+        .commit(&t, subjects_only(vec![b]))
+        .await
+        .expect("the retry commits");
+    let keys: Vec<String> = load_one(&first, &t, &s)
+        .await
+        .facts
+        .iter()
+        .map(|f| f.fact_key.to_string())
+        .collect();
+    assert_eq!(keys, ["seen", "from-a", "from-b"], "no update is lost");
+
+    // A task is checked by the transaction's own condition (no read before it): the stale
+    // writer's whole transaction is cancelled, its subject change included.
+    let task = TaskRef {
+        agent: agent("booking"),
+        task_id: TaskId::parse("task-1").expect("a valid task id"),
+    };
+    first
+        .commit(
+            &t,
+            Commit {
+                tasks: vec![TaskRecord::new(task.clone())],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("create the task");
+    let mut scope = Scope::default();
+    scope.tasks.insert(task.clone());
+    scope.subjects.insert(s.clone());
+    let slice_a = first.load(&t, &scope, t0()).await.expect("load");
+    let slice_b = second.load(&t, &scope, t0()).await.expect("load");
+    let task_a = slice_a.tasks[&task].clone().expect("stored task");
+    let mut task_b = slice_b.tasks[&task].clone().expect("stored task");
+    first
+        .commit(
+            &t,
+            Commit {
+                tasks: vec![task_a],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("the first writer commits the task");
+    let mut subject_b = slice_b.subjects[&s].clone();
+    subject_b.facts.push(fact("with-stale-task", &s, at(3)));
+    task_b.statuses.push(StatusSeen {
+        state: "TASK_STATE_WORKING".into(),
+        at: at(3),
+        received_at: at(3),
+    });
+    match second
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![subject_b],
+                tasks: vec![task_b],
+                ..Commit::default()
+            },
+        )
+        .await
+    {
+        Err(StoreError::Conflict(what)) => assert!(what.contains("task-1"), "{what}"),
+        other => panic!("expected a conflict on the task, got {other:?}"),
+    }
+    assert_eq!(
+        load_one(&first, &t, &s).await.version,
+        3,
+        "the cancelled transaction wrote nothing of the subject"
+    );
+}
+
+#[tokio::test]
+async fn writers_on_two_clients_lose_nothing() {
+    let first = common::store().await;
+    let second = second_handle(&first).await;
+    watcher_runtime::conformance::concurrent_writers_across(vec![
+        Arc::new(first),
+        Arc::new(second),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn commits_of_many_subjects_fit_one_transaction() {
+    let store = common::store().await;
+    let t = tenant("tenant-a");
+    let per_new_subject = 3; // the subject, its fact-key row and its expectation row
+
+    // 33 new subjects: 99 writes.
+    let batch = MAX_TRANSACTION_ITEMS / per_new_subject;
+    let ids: Vec<String> = (0..100).map(|i| format!("PA-{i:03}")).collect();
+    let states = |range: std::ops::Range<usize>| -> Vec<SubjectState> {
+        range
+            .map(|i| subject_with_record(&t, &ids[i], i as u64 + 1))
+            .collect()
+    };
+    store
+        .commit(&t, subjects_only(states(0..batch)))
+        .await
+        .expect("a commit of 33 new subjects (99 writes)");
+    let timers = store.due_timers(at(1000), 1000).await.expect("due timers");
+    assert_eq!(timers.len(), batch * 2, "a deadline and a horizon each");
+
+    // One more new subject would need 102 writes: refused, nothing written.
+    let err = store
+        .commit(&t, subjects_only(states(batch..2 * batch + 1)))
+        .await
+        .expect_err("102 writes do not fit one transaction");
+    match dynamo_error(&err) {
+        DynamoStoreError::TransactionTooLarge { items, .. } => assert_eq!(*items, 102),
+        other => panic!("expected TransactionTooLarge, got {other:?}"),
+    }
+    assert!(
+        store
+            .subject(&t, &shipment(&ids[batch]))
+            .await
+            .expect("subject")
+            .is_none(),
+        "a refused commit writes nothing"
+    );
+
+    // The rest in smaller commits; then one commit changes all 100: each subject is one write,
+    // since its index rows are written only when they change.
+    for chunk in (batch..100).collect::<Vec<_>>().chunks(batch) {
+        store
+            .commit(
+                &t,
+                subjects_only(states(chunk[0]..chunk[chunk.len() - 1] + 1)),
+            )
+            .await
+            .expect("a commit of new subjects");
+    }
+    let mut all = Vec::new();
+    for id in &ids {
+        let s = shipment(id);
+        let mut state = load_one(&store, &t, &s).await;
+        assert_eq!(state.version, 1, "{id} stored");
+        state.facts.push(fact("flight-departed", &s, at(5)));
+        all.push(state);
+    }
+    store
+        .commit(&t, subjects_only(all))
+        .await
+        .expect("one commit of 100 changed subjects (100 writes)");
+
+    // Everything is there, with its indexes.
+    let mut scope = Scope::default();
+    for id in &ids {
+        scope.subjects.insert(shipment(id));
+        scope
+            .fact_keys
+            .insert(FactKey::parse(format!("manifest:{id}")).expect("a valid fact key"));
+        scope
+            .expectations
+            .insert(watcher_core::ids::ExpectationRef {
+                agent: agent("booking"),
+                id: expectation_id(&format!("exp-{id}")),
+            });
+    }
+    scope.agents.insert(agent("booking"));
+    let slice = store.load(&t, &scope, t0()).await.expect("load all");
+    for id in &ids {
+        let s = shipment(id);
+        assert_eq!(slice.subjects[&s].version, 2, "{id} changed once more");
+        assert_eq!(slice.subjects[&s].facts.len(), 2);
+        let key = FactKey::parse(format!("manifest:{id}")).expect("a valid fact key");
+        assert_eq!(slice.fact_index[&key].len(), 1, "fact-key row of {id}");
+    }
+    assert!(slice.id_index.values().all(Option::is_some));
+    assert_eq!(slice.agent_live[&agent("booking")], 100);
+    assert_eq!(
+        store
+            .due_timers(at(1000), 1000)
+            .await
+            .expect("due timers")
+            .len(),
+        200
+    );
+    assert_eq!(
+        store
+            .due_timers(at(1000), 7)
+            .await
+            .expect("due timers")
+            .len(),
+        7,
+        "at most `limit`"
+    );
+}
+
+#[tokio::test]
+async fn closed_subjects_finished_tasks_sent_lapses_and_rejections_expire() {
+    let store = common::store().await;
+    let ttl = store
+        .client()
+        .describe_time_to_live()
+        .table_name(store.table())
+        .send()
+        .await
+        .expect("describe TTL");
+    let ttl = ttl.time_to_live_description.expect("a TTL description");
+    assert_eq!(ttl.time_to_live_status, Some(TimeToLiveStatus::Enabled));
+    assert_eq!(ttl.attribute_name.as_deref(), Some("expiresAt"));
+
+    let t = tenant("tenant-a");
+    let satisfied = shipment("PA-SAT");
+    let withdrawn = shipment("PA-WD");
+    let lapsed = shipment("PA-LAPSED");
+    let open = shipment("PA-OPEN");
+    store
+        .commit(
+            &t,
+            subjects_only(vec![
+                subject_with_record(&t, "PA-SAT", 1),
+                subject_with_record(&t, "PA-WD", 2),
+                subject_with_record(&t, "PA-LAPSED", 3),
+                subject_with_record(&t, "PA-OPEN", 4),
+            ]),
+        )
+        .await
+        .expect("create the subjects");
+    for s in [&satisfied, &withdrawn, &lapsed, &open] {
+        assert_eq!(
+            expires_at(&raw_subject(&store, s).await),
+            None,
+            "{s}: a record that can lapse keeps its subject"
+        );
+    }
+
+    // Satisfied at 30 (the fact received then), withdrawn at 40, lapsed overdue at 61 and
+    // stalled at 181 (open, no timer left).
+    let mut sat = load_one(&store, &t, &satisfied).await;
+    sat.facts.push(fact("manifest:PA-SAT", &satisfied, at(30)));
+    sat.records[0].status = Status::Satisfied;
+    sat.records[0].satisfaction = Some(Satisfaction {
+        fact_key: FactKey::parse("manifest:PA-SAT").expect("a valid fact key"),
+        source: Source::parse("carrier-feed:test").expect("a valid source"),
+        satisfied_at: at(30),
+        observed_at: at(30),
+        claimed_observed_at: None,
+        late: false,
+    });
+    sat.last_satisfying_receipt = Some(at(30));
+    let mut wd = load_one(&store, &t, &withdrawn).await;
+    wd.records[0].status = Status::Withdrawn;
+    wd.records[0].withdrawal = Some(Withdrawal {
+        withdrawn_at: at(40),
+        reason: "task task-1 was canceled".into(),
+    });
+    let mut lp = load_one(&store, &t, &lapsed).await;
+    for (kind, when) in [(LapseKind::Overdue, at(61)), (LapseKind::Stalled, at(181))] {
+        lp.records[0].lapses.push(LapseEntry {
+            lapse: kind,
+            lapsed_at: when,
+            message_id: format!("lapse:exp-PA-LAPSED:{}:{}", kind.as_str(), at(60)),
+            due_at: at(60),
+        });
+    }
+    lp.records[0].horizon_checked = true;
+    store
+        .commit(&t, subjects_only(vec![sat, wd, lp]))
+        .await
+        .expect("close three subjects");
+    assert_eq!(
+        expires_at(&raw_subject(&store, &satisfied).await),
+        Some(retained_until(at(30)))
+    );
+    assert_eq!(
+        expires_at(&raw_subject(&store, &withdrawn).await),
+        Some(retained_until(at(40)))
+    );
+    assert_eq!(
+        expires_at(&raw_subject(&store, &lapsed).await),
+        Some(retained_until(at(181)))
+    );
+    assert_eq!(expires_at(&raw_subject(&store, &open).await), None);
+
+    // A new open record on a closed subject keeps it again.
+    let mut again = load_one(&store, &t, &satisfied).await;
+    again.records.push(record(&t, "exp-again", "PA-SAT", 9));
+    store
+        .commit(&t, subjects_only(vec![again]))
+        .await
+        .expect("reopen the subject");
+    assert_eq!(expires_at(&raw_subject(&store, &satisfied).await), None);
+
+    // Tasks: kept while running, expire after a terminal status.
+    let task = TaskRef {
+        agent: agent("booking"),
+        task_id: TaskId::parse("task-1").expect("a valid task id"),
+    };
+    let mut rec = TaskRecord::new(task.clone());
+    rec.statuses.push(StatusSeen {
+        state: "TASK_STATE_WORKING".into(),
+        at: at(1),
+        received_at: at(1),
+    });
+    store
+        .commit(
+            &t,
+            Commit {
+                tasks: vec![rec.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("a running task");
+    assert_eq!(expires_at(&raw_items(&store, "task").await[0]), None);
+    rec.version = 1;
+    rec.statuses.push(StatusSeen {
+        state: "TASK_STATE_COMPLETED".into(),
+        at: at(50),
+        received_at: at(51),
+    });
+    store
+        .commit(
+            &t,
+            Commit {
+                tasks: vec![rec],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("a completed task");
+    assert_eq!(
+        expires_at(&raw_items(&store, "task").await[0]),
+        Some(retained_until(at(51)))
+    );
+
+    // Lapse tasks: kept while queued, expire once sent; rejections expire.
+    let queued = outbox_entry(&t, "lapse:exp-1:overdue:x", DeliveryState::Queued);
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![queued.clone()],
+                rejections: vec![Rejection {
+                    agent: agent("booking"),
+                    expectation_id: Some("exp-bad".into()),
+                    reason: "field `dueAt`: missing".into(),
+                    task_id: None,
+                    at: at(7),
+                }],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("a lapse task and a rejection");
+    assert_eq!(expires_at(&raw_items(&store, "outbox").await[0]), None);
+    assert_eq!(
+        expires_at(&raw_items(&store, "rejections").await[0]),
+        Some(retained_until(at(7)))
+    );
+    let mut sent = queued.clone();
+    sent.delivery = DeliveryState::Sent;
+    sent.attempts = 1;
+    sent.next_attempt_at = at(62);
+    store.outbox_update(&sent).await.expect("mark sent");
+    assert_eq!(
+        expires_at(&raw_items(&store, "outbox").await[0]),
+        Some(retained_until(at(62)))
+    );
+    assert!(
+        store
+            .outbox_due(at(1000), 10)
+            .await
+            .expect("due")
+            .is_empty(),
+        "a sent entry leaves the outbox-due index"
+    );
+}
+
+#[tokio::test]
+async fn a_subject_past_the_item_limit_is_refused_and_left_as_stored() {
+    let store = common::store().await;
+    let t = tenant("tenant-a");
+    let s = shipment("PA-BIG");
+    store
+        .commit(
+            &t,
+            subjects_only(vec![subject_with_record(&t, "PA-BIG", 1)]),
+        )
+        .await
+        .expect("create the subject");
+    let mut big = load_one(&store, &t, &s).await;
+    let long_key = "k".repeat(400);
+    for i in 0..800 {
+        big.facts.push(fact(&format!("{long_key}-{i}"), &s, at(1)));
+    }
+    let err = store
+        .commit(&t, subjects_only(vec![big]))
+        .await
+        .expect_err("a state over 400 KB");
+    match dynamo_error(&err) {
+        DynamoStoreError::ItemTooLarge { what, bytes } => {
+            assert!(what.contains("PA-BIG"), "{what}");
+            assert!(*bytes > MAX_ITEM_BYTES);
+        }
+        other => panic!("expected ItemTooLarge, got {other:?}"),
+    }
+    assert!(
+        err.to_string().contains("store backend failed"),
+        "a backend error: {err}"
+    );
+    let stored = load_one(&store, &t, &s).await;
+    assert_eq!(stored.version, 1, "left as stored");
+    assert_eq!(stored.facts.len(), 1);
+}
+
+#[tokio::test]
+async fn identifiers_too_long_for_a_key_round_trip() {
+    let store = common::store().await;
+    // 512-byte identifiers full of `#` and `%`: the natural keys pass DynamoDB's limits, so
+    // they are hashed.
+    let long = |c: &str| c.repeat(512);
+    let t = Tenant::parse(long("#")).expect("a valid tenant");
+    let id = long("%");
+    let s = Subject::parse(&long("t"), &id).expect("a valid subject");
+    let mut state = SubjectState::new(s.clone());
+    state.facts.push(fact(&long("f"), &s, t0()));
+    store
+        .commit(&t, subjects_only(vec![state.clone()]))
+        .await
+        .expect("commit under long identifiers");
+    let mut scope = Scope::default();
+    scope.subjects.insert(s.clone());
+    let slice = store.load(&t, &scope, t0()).await.expect("load");
+    assert_eq!(
+        slice.subjects[&s],
+        SubjectState {
+            version: 1,
+            ..state
+        }
+    );
+    let other = Tenant::parse(long("%")).expect("a valid tenant");
+    assert!(
+        store.subject(&other, &s).await.expect("subject").is_none(),
+        "another tenant's hashed key differs"
+    );
+    let entry = outbox_entry(&t, &format!("lapse:{}", long("m")), DeliveryState::Queued);
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![entry.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("an outbox entry with a long messageId");
+    assert_eq!(
+        store
+            .outbox_get(&t, &entry.message_id)
+            .await
+            .expect("outbox_get"),
+        Some(entry)
+    );
+}
