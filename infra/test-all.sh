@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, and every test of every crate.
-# Installs and starts what the tests need itself; binds only to 127.0.0.1.
+# Installs and starts what the tests need itself (a Python venv with the moto AWS emulator) and
+# binds only to 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+
+echo "== AWS emulator (moto) on 127.0.0.1"
+bash infra/moto.sh
+trap 'bash infra/moto.sh stop >/dev/null 2>&1 || true' EXIT
+export AWS_ENDPOINT_URL="http://127.0.0.1:${MOTO_PORT:-5005}"
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
 echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 echo "== cargo test"
 cargo test --workspace --all-features
+
+echo "== all checks passed in $((SECONDS - started)) s"

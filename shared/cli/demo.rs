@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use watcher_core::time::Instant;
 
-use crate::config::{AgentConfig, Config, PartyConfig, SourceConfig};
+use watcher_config::config::{AgentConfig, Config, PartyConfig, SourceConfig};
 
 const PUSH_TOKEN: &str = "demo-push-token";
 const SOURCE_TOKEN: &str = "demo-source-token";

@@ -5,8 +5,6 @@
 //! * `a2a-watcher demo` — the worked example live against the example agent.
 //! * `a2a-watcher example-agent` — a small agent that prints the lapse tasks it receives.
 
-mod agents;
-mod config;
 mod delivery;
 mod demo;
 mod example_agent;
@@ -109,8 +107,8 @@ fn main() -> ExitCode {
             init_logging(cli.log_format, "info,tower_http=warn");
             let result = (|| {
                 let (cfg, defaults) = match &config {
-                    Some(p) => (config::Config::load(p)?, false),
-                    None => (config::Config::defaults(), true),
+                    Some(p) => (watcher_config::Config::load(p)?, false),
+                    None => (watcher_config::Config::defaults(), true),
                 };
                 runtime()?.block_on(serve::run(cfg, defaults))
             })();

@@ -4,68 +4,22 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context};
+use anyhow::Context;
+use learnables_store::SqliteDefinitionStore;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
-use watcher_core::ids::Tenant;
-use watcher_core::settings::Settings;
-use learnables_store::SqliteDefinitionStore;
-use watcher_http::{learnables_router, watcher_router, AppState, Credentials, LearnablesState, Principal, Role};
+use watcher_config::{load_deployment, Config};
+use watcher_http::{learnables_router, watcher_router, AppState, LearnablesState};
 use watcher_runtime::clock::{Clock, SystemClock};
-use watcher_runtime::directory::Directory;
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
 use watcher_store_sqlite::SqliteStore;
 
-use crate::agents::load_agent;
-use crate::config::Config;
-use crate::delivery::{delivery_loop, Delivery};
+use crate::delivery::delivery_loop;
 
 /// Longest the timer and delivery loops sleep before looking again: a safety net under the
 /// wake-ups (the record, not the in-memory wait, is what decides).
 const MAX_IDLE: Duration = Duration::from_secs(1);
-
-fn tenant(t: &str, what: &str) -> anyhow::Result<Tenant> {
-    Tenant::parse(t.to_string()).map_err(|r| anyhow!("{what}: tenant: {r}"))
-}
-
-/// Builds the credentials of every party in the configuration.
-fn credentials(config: &Config) -> anyhow::Result<Credentials> {
-    let mut c = Credentials::new();
-    let mut add = |token: &str,
-                   role: Role,
-                   id: &str,
-                   t: &str,
-                   on_behalf_of: Vec<String>|
-     -> anyhow::Result<()> {
-        let principal = Principal {
-            role,
-            id: id.to_string(),
-            tenant: tenant(t, id)?,
-            on_behalf_of,
-        };
-        c.insert(token, principal).map_err(|e| anyhow!(e))
-    };
-    for s in &config.sources {
-        add(&s.token, Role::Source, &s.id, &s.tenant, Vec::new())?;
-    }
-    for a in &config.agents {
-        add(&a.push_token, Role::Agent, &a.id, &a.tenant, Vec::new())?;
-    }
-    for o in &config.operators {
-        add(&o.token, Role::Operator, &o.id, &o.tenant, Vec::new())?;
-    }
-    for t in &config.teachers {
-        add(
-            &t.token,
-            Role::Teacher,
-            &t.id,
-            &t.tenant,
-            t.on_behalf_of.clone(),
-        )?;
-    }
-    Ok(c)
-}
 
 /// A watcher started by [`start`].
 pub struct Running {
@@ -112,31 +66,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         Arc::new(SqliteStore::open(&config.database).with_context(|| {
             format!("Failed to open the database {}", config.database.display())
         })?);
-    let mut directory = Directory::new();
-    let mut delivery = Delivery::new(&config.delivery)?;
-    for a in &config.agents {
-        let loaded = load_agent(a, &config).await?;
-        if let Some(url) = &loaded.endpoint {
-            delivery.add_endpoint(
-                &loaded.entry.tenant,
-                &loaded.entry.profile.id,
-                url,
-                loaded.bearer.clone(),
-                loaded.public_only,
-            );
-        }
-        tracing::info!(agent = %a.id, endpoint = ?loaded.endpoint, keeps_time = loaded.entry.profile.declaration.keeps_time, "agent registered");
-        directory.insert(loaded.entry);
-    }
-    let settings = Settings {
-        lineage_bound: config.limits.lineage_bound,
-        max_open_per_subject: config.limits.max_open_per_subject,
-        max_open_per_agent: config.limits.max_open_per_agent,
-    };
-    let watcher = Arc::new(Watcher::new(store.clone(), directory, settings));
+    let deployment = load_deployment(&config).await?;
+    let submitter = watcher_config::submitter(&config.delivery)?;
+    let endpoints = deployment.endpoints;
+    let watcher = Arc::new(Watcher::new(
+        store.clone(),
+        deployment.directory,
+        deployment.settings,
+    ));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let wake = Arc::new(Notify::new());
-    let credentials = Arc::new(credentials(&config)?);
+    let credentials = Arc::new(deployment.credentials);
     let state = AppState {
         watcher: watcher.clone(),
         credentials: credentials.clone(),
@@ -144,10 +84,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         wake: wake.clone(),
     };
     // The Learnables authority shares the database file (its own table) and the credentials.
-    let definitions = Arc::new(
-        SqliteDefinitionStore::open(&config.database)
-            .with_context(|| format!("Failed to open the definitions table in {}", config.database.display()))?,
-    );
+    let definitions = Arc::new(SqliteDefinitionStore::open(&config.database).with_context(
+        || {
+            format!(
+                "Failed to open the definitions table in {}",
+                config.database.display()
+            )
+        },
+    )?);
     let app = watcher_router(state).merge(learnables_router(LearnablesState {
         store: definitions,
         credentials,
@@ -182,7 +126,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     ));
     let deliveries = tokio::spawn(delivery_loop(
         store.clone(),
-        delivery,
+        submitter,
+        endpoints,
         clock.clone(),
         wake.clone(),
         stop_rx,

@@ -25,10 +25,15 @@ pub struct LoadedAgent {
     pub public_only: bool,
 }
 
-/// Reads the card at `location`: a file path, or an http(s) URL (a base URL gets
-/// `/.well-known/agent-card.json`). Redirects are not followed.
+/// Reads the card at `location`: the card's JSON itself (text starting with `{`, for deployments
+/// without files, such as Lambda), a file path, or an http(s) URL (a base URL gets
+/// `/.well-known/agent-card.json`). Redirects are not followed. The flag says whether the card
+/// was fetched over the network (its endpoint must then be public, serve.md "Outbound").
 pub async fn fetch_card(location: &str) -> anyhow::Result<(Value, bool)> {
-    if location.starts_with("http://") || location.starts_with("https://") {
+    if location.trim_start().starts_with('{') {
+        let card = serde_json::from_str(location).context("the inline agent card is not JSON")?;
+        Ok((card, false))
+    } else if location.starts_with("http://") || location.starts_with("https://") {
         let url = if location.ends_with(".json") {
             location.to_string()
         } else {

@@ -183,11 +183,23 @@ impl Config {
         for a in &mut config.agents {
             if !a.card.starts_with("http://")
                 && !a.card.starts_with("https://")
+                && !a.card.trim_start().starts_with('{')
                 && Path::new(&a.card).is_relative()
             {
                 a.card = base.join(&a.card).to_string_lossy().into_owned();
             }
         }
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Parses a configuration held in memory (e.g. the Lambda functions' `WATCHER_CONFIG`);
+    /// relative paths stay relative to the working directory.
+    ///
+    /// # Errors
+    /// TOML errors (with line and column), or duplicate ids.
+    pub fn from_toml(text: &str) -> anyhow::Result<Config> {
+        let config: Config = toml::from_str(text).context("the configuration is not valid")?;
         config.check()?;
         Ok(config)
     }
@@ -217,5 +229,85 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let c = Config::from_toml("").unwrap();
+        assert_eq!(c.listen, "127.0.0.1:8080");
+        assert_eq!(c.database, PathBuf::from("watcher.db"));
+        assert_eq!(c.retention_days, 30);
+        assert_eq!(c.limits.lineage_bound, 3);
+        assert_eq!(c.limits.max_open_per_subject, 100);
+        assert_eq!(c.limits.max_open_per_agent, 100_000);
+        assert_eq!(c.delivery.max_attempts, 8);
+    }
+
+    #[test]
+    fn the_contract_example_parses_with_tenants_defaulted() {
+        let c = Config::from_toml(
+            r#"
+listen = "127.0.0.1:8080"
+database = "watcher.db"
+public_url = "https://watcher.example"
+allow_private_endpoints = false
+retention_days = 30
+[[sources]]
+id = "carrier-feed:emirates"
+token = "src-token-1"
+tenant = "default"
+[[agents]]
+id = "booking"
+card = "agents/booking-card.json"
+endpoint = "http://127.0.0.1:9999/"
+push_token = "push-token-1"
+bearer = "watcher-token"
+[[operators]]
+id = "ops-desk"
+token = "ops-token-1"
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.sources[0].tenant, "default");
+        assert_eq!(c.agents[0].tenant, "default");
+        assert_eq!(c.agents[0].bearer.as_deref(), Some("watcher-token"));
+        assert_eq!(c.public_url.as_deref(), Some("https://watcher.example"));
+    }
+
+    #[test]
+    fn relative_paths_follow_the_file_and_inline_cards_stay() {
+        let dir = std::env::temp_dir().join(format!("watcher-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("w.toml");
+        std::fs::write(
+            &path,
+            "[[agents]]\nid = \"a\"\ncard = \"cards/a.json\"\npush_token = \"p\"\n[[agents]]\nid = \"b\"\ncard = '{\"name\": \"b\"}'\npush_token = \"q\"\n",
+        )
+        .unwrap();
+        let c = Config::load(&path).unwrap();
+        assert_eq!(c.database, dir.join("watcher.db"));
+        assert_eq!(PathBuf::from(&c.agents[0].card), dir.join("cards/a.json"));
+        assert!(c.agents[1].card.starts_with('{'));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn duplicate_agent_ids_are_refused() {
+        let err = Config::from_toml(
+            "[[agents]]\nid = \"a\"\ncard = \"x\"\npush_token = \"p\"\n[[agents]]\nid = \"a\"\ncard = \"y\"\npush_token = \"q\"\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("used twice"), "{err}");
+    }
+
+    #[test]
+    fn toml_errors_name_the_place() {
+        let err = Config::from_toml("listen = ").unwrap_err();
+        assert!(format!("{err:#}").contains("line 1"), "{err:#}");
     }
 }

@@ -1,0 +1,10 @@
+//! The deployment's configuration, shared by `a2a-watcher serve` and the Lambda functions:
+//! the TOML file of contracts/serve.md, agent cards (file, URL or inline JSON), credentials,
+//! endpoints and bounds.
+
+pub mod agents;
+pub mod config;
+pub mod deployment;
+
+pub use config::Config;
+pub use deployment::{credentials, load_deployment, settings, submitter, Deployment};
