@@ -1,0 +1,539 @@
+//! The lesson-write function as Lambda runs it: real `lambda_http::Request`s deserialized from
+//! API Gateway HTTP API (payload 2.0) event JSON, the router as a tower `Service` (`oneshot`),
+//! answers converted back the way `lambda_http::run` converts them, and definitions on DynamoDB
+//! (a local moto server).
+//!
+//! The tests need moto: `bash infra/moto.sh` starts it on 127.0.0.1:5005; then run them with
+//! `AWS_ENDPOINT_URL=http://127.0.0.1:5005 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+//! AWS_REGION=us-east-1`. Without `AWS_ENDPOINT_URL` every test that needs it fails, saying so.
+
+use std::ffi::OsString;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::http::{header, StatusCode};
+use axum::Router;
+use lambda_http::request::RequestContext;
+use lambda_http::RequestExt;
+use learnables_store_dynamodb::{create_table, DynamoDefinitionStore};
+use lesson_write::{
+    app, app_with_clock, dynamodb_client, ConfigError, FunctionConfig, DEFINITIONS_TABLE_NAME,
+    WATCHER_CONFIG,
+};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+use watcher_core::time::Instant;
+use watcher_runtime::clock::FakeClock;
+
+const DANA: &str = "dana@warehouse.example";
+const REASON: &str = "Northgate's billing desk sends the pre-alerts";
+const TEACHER: &str = "teacher-token";
+const OPERATOR: &str = "operator-token";
+const SOURCE: &str = "source-token";
+const DEF: &str = "/v1/definitions/prealert-triage";
+
+/// The deployment configuration the function gets in `WATCHER_CONFIG`.
+const CONFIG: &str = r#"
+[[teachers]]
+id = "teacher-console"
+token = "teacher-token"
+tenant = "acme-logistics"
+on_behalf_of = ["dana@warehouse.example"]
+
+[[operators]]
+id = "ops-dashboard"
+token = "operator-token"
+tenant = "acme-logistics"
+
+[[sources]]
+id = "edi-feed"
+token = "source-token"
+tenant = "acme-logistics"
+"#;
+
+// ---------------------------------------------------------------------------------------------
+// Harness.
+
+/// A table name no other test of this run uses.
+fn unique_table() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "lesson-write-test-{}-{}-{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The function's configuration over a fresh definitions table on the emulator, and a store on
+/// it through the client `main` builds ([`dynamodb_client`], which reads `AWS_ENDPOINT_URL`).
+///
+/// # Panics
+/// When `AWS_ENDPOINT_URL` is not set, or the emulator does not answer.
+async fn deployment() -> (FunctionConfig, Arc<DynamoDefinitionStore>) {
+    if std::env::var_os("AWS_ENDPOINT_URL").is_none() {
+        panic!(
+            "AWS_ENDPOINT_URL is not set. The lesson-write function's tests run against a local \
+             moto server: run `bash infra/moto.sh`, then `AWS_ENDPOINT_URL=http://127.0.0.1:5005 \
+             AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+             cargo test -p watcher-fn-lesson-write`"
+        );
+    }
+    let table = unique_table();
+    let config = FunctionConfig::from_lookup(|name| match name {
+        DEFINITIONS_TABLE_NAME => Some(OsString::from(&table)),
+        WATCHER_CONFIG => Some(OsString::from(CONFIG)),
+        _ => None,
+    })
+    .expect("a valid configuration");
+    let client = dynamodb_client().await;
+    create_table(&client, config.table()).await.expect(
+        "create the definitions table (is moto answering at AWS_ENDPOINT_URL? `bash infra/moto.sh` starts it)",
+    );
+    let store = Arc::new(DynamoDefinitionStore::new(client, config.table()));
+    (config, store)
+}
+
+/// The API Gateway HTTP API (payload format 2.0) event of a request to the `$default` stage,
+/// as API Gateway sends it to the function through template.yaml's routes
+/// (`GET /v1/learnables` and `ANY /v1/definitions/{proxy+}`).
+fn event(method: &str, path: &str, token: Option<&str>, body: Option<&Value>) -> String {
+    let body = body.map(Value::to_string);
+    let (route_key, path_parameters) = match path.strip_prefix("/v1/definitions/") {
+        Some(proxy) => (
+            "ANY /v1/definitions/{proxy+}".to_owned(),
+            json!({ "proxy": proxy }),
+        ),
+        None => (format!("{method} {path}"), json!({})),
+    };
+    let mut headers = json!({
+        "accept": "application/json",
+        "content-length": body.as_deref().map_or(0, str::len).to_string(),
+        "host": "a1b2c3d4e5.execute-api.us-east-1.amazonaws.com",
+        "user-agent": "teacher-console/1.0",
+        "x-amzn-trace-id": "Root=1-66c06f10-0123456789abcdef01234567",
+        "x-forwarded-for": "203.0.113.7",
+        "x-forwarded-port": "443",
+        "x-forwarded-proto": "https"
+    });
+    if let Some(token) = token {
+        headers["authorization"] = json!(format!("Bearer {token}"));
+    }
+    if body.is_some() {
+        headers["content-type"] = json!("application/json");
+    }
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": headers,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "a1b2c3d4e5",
+            "domainName": "a1b2c3d4e5.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "a1b2c3d4e5",
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "203.0.113.7",
+                "userAgent": "teacher-console/1.0"
+            },
+            "requestId": "dGVzdC1yZXF1ZXN0LWlk",
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": "17/Aug/2026:09:00:00 +0000",
+            "timeEpoch": 1_786_957_200_000_u64
+        },
+        "pathParameters": path_parameters,
+        "isBase64Encoded": false
+    });
+    if let Some(body) = body {
+        event["body"] = json!(body);
+    }
+    event.to_string()
+}
+
+/// An answer as API Gateway gets it back: status, `Content-Type`, and the text body as JSON
+/// (`null` when empty).
+struct Answer {
+    status: StatusCode,
+    content_type: String,
+    body: Value,
+}
+
+impl Answer {
+    /// Asserts a problem+json answer with `status`, and gives its `detail`.
+    fn problem(&self, status: StatusCode) -> String {
+        assert_eq!(self.status, status, "{}", self.body);
+        assert_eq!(self.content_type, "application/problem+json");
+        assert_eq!(self.body["status"], json!(status.as_u16()));
+        self.body["detail"].as_str().expect("a detail").to_owned()
+    }
+
+    fn ok(&self) -> &Value {
+        assert_eq!(self.status, StatusCode::OK, "{}", self.body);
+        &self.body
+    }
+}
+
+/// Sends one request through the router as the Lambda runtime does: the event JSON is
+/// deserialized into a `lambda_http::Request`, the router answers it as a tower `Service`, and
+/// the answer goes through `lambda_http::IntoResponse`, which decides whether API Gateway gets
+/// the body as text or base64.
+async fn call(app: &Router, method: &str, path: &str, token: &str, body: Option<Value>) -> Answer {
+    let json = event(method, path, Some(token), body.as_ref());
+    let request = lambda_http::request::from_str(&json).expect("an API Gateway HTTP API event");
+    assert!(
+        matches!(
+            request.request_context_ref(),
+            Some(RequestContext::ApiGatewayV2(_))
+        ),
+        "read as an HTTP API (payload 2.0) event"
+    );
+    assert_eq!(request.uri().path(), path);
+    let response = app
+        .clone()
+        .oneshot(request)
+        .await
+        .expect("the router never fails");
+    let response = lambda_http::IntoResponse::into_response(response).await;
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let body = match response.body() {
+        lambda_http::Body::Empty => Value::Null,
+        lambda_http::Body::Text(text) if text.is_empty() => Value::Null,
+        lambda_http::Body::Text(text) => {
+            serde_json::from_str(text).unwrap_or_else(|e| panic!("a JSON body ({e}): {text}"))
+        }
+        other => panic!("JSON answers go back to API Gateway as text, not {other:?}"),
+    };
+    Answer {
+        status,
+        content_type,
+        body,
+    }
+}
+
+async fn get(app: &Router, path: &str, token: &str) -> Answer {
+    call(app, "GET", path, token, None).await
+}
+
+async fn post(app: &Router, path: &str, token: &str, body: Value) -> Answer {
+    call(app, "POST", path, token, Some(body)).await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures: learnables-v1 Appendix B.
+
+fn customers() -> Value {
+    json!({
+        "customers": {
+            "learnable": "marks",
+            "entry": "customer",
+            "teaches": "which customer a message belongs to",
+            "entries": {
+                "northgate": { "label": "Northgate Motors Ltd", "value": { "marks": [
+                    { "pattern": "@northgate-motors\\.example", "where": "from" },
+                    { "pattern": "NGM-\\d{6}", "where": "subject" }
+                ] } },
+                "alhamra": { "label": "Al Hamra Trading", "value": { "marks": [
+                    { "pattern": "alhamra\\.example" }
+                ] } }
+            }
+        }
+    })
+}
+
+fn billing_message() -> Value {
+    json!({
+        "from": "billing@origin.example",
+        "subject": "Pre-alert PA-2026-0901",
+        "body": "Please find the pre-alert attached.",
+        "attachments": ["PA-2026-0901.pdf"]
+    })
+}
+
+fn lesson(pattern: &str) -> Value {
+    json!({
+        "collection": "customers",
+        "entry": "northgate",
+        "value": { "pattern": pattern, "where": "from" },
+        "taughtBy": DANA,
+        "reason": REASON
+    })
+}
+
+/// `PUT`s the Appendix B definition; gives the 201 answer's body.
+async fn create_definition(app: &Router) -> Value {
+    let created = call(
+        app,
+        "PUT",
+        DEF,
+        TEACHER,
+        Some(json!({ "collections": customers(), "taughtBy": DANA, "reason": "first cut" })),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    assert_eq!(created.content_type, "application/json");
+    created.body
+}
+
+async fn show_back(app: &Router, token: &str) -> Value {
+    post(
+        app,
+        &format!("{DEF}/show-back"),
+        token,
+        json!({ "input": billing_message() }),
+    )
+    .await
+    .ok()
+    .clone()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests.
+
+/// learnables-v1 Appendix B through API Gateway events onto DynamoDB: create the definition,
+/// show-back cannot tell, Dana teaches `billing@origin\.example` on `from` for `northgate`, a new
+/// version answers with its predecessor, show-back reads Northgate, the same lesson again learns
+/// nothing, and activating version 1 undoes it.
+#[tokio::test]
+async fn appendix_b_through_api_gateway_events_on_dynamodb() {
+    let (config, store) = deployment().await;
+    let at = "2026-08-17T09:00:00Z";
+    let clock = Arc::new(FakeClock::new(Instant::parse(at).expect("an instant")));
+    let app = app_with_clock(store.clone(), &config, clock);
+
+    // 1. The definition exists at version 1.
+    let v1 = create_definition(&app).await;
+    assert_eq!(v1["definitionVersion"], json!(1));
+    let v1_id = v1["versionId"].as_str().expect("a versionId").to_owned();
+    assert!(v1_id.starts_with("sha256:"), "{v1_id}");
+    let learnables = get(&app, "/v1/learnables", OPERATOR).await;
+    let names: Vec<&str> = learnables.ok()["learnables"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|l| l["name"].as_str())
+        .collect();
+    assert_eq!(names, ["marks", "column-mapping"]);
+
+    // 2. A message from billing@origin.example: no mark matches.
+    let before = show_back(&app, TEACHER).await;
+    assert_eq!(before["customer"]["settled"], json!(false));
+    assert_eq!(
+        before["customer"]["reads"],
+        json!("Still cannot tell whose this is.")
+    );
+
+    // 4-5. Dana teaches through the teacher console; version 2 is published on top of 1.
+    let taught = post(
+        &app,
+        &format!("{DEF}/lessons"),
+        TEACHER,
+        lesson("billing@origin\\.example"),
+    )
+    .await;
+    let result = taught.ok();
+    assert_eq!(result["learned"], json!(true));
+    assert_eq!(
+        result["describes"],
+        json!("matches 'billing@origin\\.example' in the from")
+    );
+    assert_eq!(result["definitionVersion"], json!(2));
+    assert_eq!(result["previousVersionId"], json!(v1_id));
+    let v2_id = result["versionId"]
+        .as_str()
+        .expect("a versionId")
+        .to_owned();
+    assert_ne!(v2_id, v1_id);
+
+    // 6. Show-back displays the effect, for the teacher and for an operator.
+    for token in [TEACHER, OPERATOR] {
+        let after = show_back(&app, token).await;
+        assert_eq!(after["customer"]["settled"], json!(true));
+        assert_eq!(after["customer"]["winner"], json!("northgate"));
+        assert_eq!(
+            after["customer"]["reads"],
+            json!("Reads as Northgate Motors Ltd, on billing@origin.example")
+        );
+    }
+
+    // §10.2: the same lesson again learns nothing and makes no version.
+    let same = post(
+        &app,
+        &format!("{DEF}/lessons"),
+        TEACHER,
+        lesson("billing@origin\\.example"),
+    )
+    .await;
+    let same = same.ok();
+    assert_eq!(same["learned"], json!(false));
+    assert_eq!(same["definitionVersion"], json!(2));
+    assert_eq!(same["versionId"], json!(v2_id));
+    assert!(same.get("previousVersionId").is_none(), "{same}");
+
+    // Undo (§10.3): activating version 1 makes the message unsettled again.
+    let undo = post(
+        &app,
+        &format!("{DEF}/activate"),
+        TEACHER,
+        json!({ "definitionVersion": 1, "taughtBy": DANA, "reason": "wrong customer" }),
+    )
+    .await;
+    assert_eq!(
+        undo.ok(),
+        &json!({
+            "activated": true,
+            "definitionVersion": 1,
+            "versionId": v1_id,
+            "previousVersionId": v2_id
+        })
+    );
+    let undone = show_back(&app, OPERATOR).await;
+    assert_eq!(undone, before, "reads exactly as before the lesson");
+    assert_eq!(get(&app, DEF, TEACHER).await.ok(), &v1);
+
+    // The history, newest first, as stored in DynamoDB.
+    let history = get(&app, &format!("{DEF}/history"), OPERATOR).await;
+    let h = history.ok()["history"].as_array().expect("a list").clone();
+    let kinds: Vec<&str> = h.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert_eq!(kinds, ["activation", "lesson", "created"]);
+    assert_eq!(h[1]["taughtBy"], json!(DANA));
+    assert_eq!(h[1]["via"], json!("teacher-console"));
+    assert_eq!(h[1]["reason"], json!(REASON));
+    assert_eq!(h[1]["at"], json!(at));
+
+    // A fresh router (a new Lambda execution environment) over the same table sees it all.
+    let cold = lesson_write::app(store, &config);
+    assert_eq!(get(&cold, DEF, OPERATOR).await.ok(), &v1);
+    let stored = get(&cold, &format!("{DEF}/versions/2"), OPERATOR).await;
+    assert_eq!(stored.ok()["versionId"], json!(v2_id));
+}
+
+/// A lesson the learnable refuses is a 422 whose detail is the regex compiler's reason, and the
+/// stored definition stays at version 1.
+#[tokio::test]
+async fn an_unusable_pattern_is_refused_with_422() {
+    let (config, store) = deployment().await;
+    let app = app(store, &config);
+    let v1 = create_definition(&app).await;
+    let refused = post(
+        &app,
+        &format!("{DEF}/lessons"),
+        TEACHER,
+        lesson("billing@origin\\.example("),
+    )
+    .await;
+    assert_eq!(
+        refused.problem(StatusCode::UNPROCESSABLE_ENTITY),
+        "\"billing@origin\\\\.example(\" is not a usable pattern: unclosed group at position 24"
+    );
+    assert_eq!(get(&app, DEF, TEACHER).await.ok(), &v1, "nothing written");
+    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
+    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
+}
+
+/// A source's token can never write or read definitions: 403 on the lesson, the `PUT` and
+/// show-back, and nothing changes.
+#[tokio::test]
+async fn a_sources_token_gets_403() {
+    let (config, store) = deployment().await;
+    let app = app(store, &config);
+    let v1 = create_definition(&app).await;
+
+    let lesson = post(
+        &app,
+        &format!("{DEF}/lessons"),
+        SOURCE,
+        lesson("billing@origin\\.example"),
+    )
+    .await;
+    lesson.problem(StatusCode::FORBIDDEN);
+    let put = call(
+        &app,
+        "PUT",
+        "/v1/definitions/another",
+        SOURCE,
+        Some(json!({ "collections": customers(), "taughtBy": DANA })),
+    )
+    .await;
+    put.problem(StatusCode::FORBIDDEN);
+    let read = post(
+        &app,
+        &format!("{DEF}/show-back"),
+        SOURCE,
+        json!({ "input": billing_message() }),
+    )
+    .await;
+    read.problem(StatusCode::FORBIDDEN);
+
+    assert_eq!(get(&app, DEF, TEACHER).await.ok(), &v1, "nothing written");
+    get(&app, "/v1/definitions/another", TEACHER)
+        .await
+        .problem(StatusCode::NOT_FOUND);
+}
+
+/// The function refuses to start, naming what to fix, without the table name, without or with
+/// a broken `WATCHER_CONFIG`, and with a token used twice.
+#[test]
+fn a_broken_environment_is_refused_at_start() {
+    let lookup = |table: Option<&str>, config: Option<&str>| {
+        let (table, config) = (table.map(OsString::from), config.map(OsString::from));
+        move |name: &str| match name {
+            DEFINITIONS_TABLE_NAME => table.clone(),
+            WATCHER_CONFIG => config.clone(),
+            _ => None,
+        }
+    };
+    let message = |e: ConfigError| {
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        text
+    };
+
+    let no_table = FunctionConfig::from_lookup(lookup(None, Some(CONFIG))).expect_err("no table");
+    assert_eq!(
+        message(no_table),
+        "the environment variable DEFINITIONS_TABLE_NAME is not set"
+    );
+    let no_config =
+        FunctionConfig::from_lookup(lookup(Some("definitions"), None)).expect_err("no config");
+    assert_eq!(
+        message(no_config),
+        "the environment variable WATCHER_CONFIG is not set"
+    );
+    let bad_toml = FunctionConfig::from_lookup(lookup(Some("definitions"), Some("[[teachers]")))
+        .expect_err("not TOML");
+    assert!(matches!(bad_toml, ConfigError::Config(_)), "{bad_toml:?}");
+    assert!(message(bad_toml).starts_with("WATCHER_CONFIG is not a valid watcher configuration: "),);
+    let twice = format!(
+        "{CONFIG}\n[[operators]]\nid = \"another\"\ntoken = \"teacher-token\"\ntenant = \"acme-logistics\"\n"
+    );
+    let reused = FunctionConfig::from_lookup(lookup(Some("definitions"), Some(&twice)))
+        .expect_err("a token used twice");
+    assert!(matches!(reused, ConfigError::Credentials(_)), "{reused:?}");
+
+    let fine = FunctionConfig::from_lookup(lookup(Some("definitions"), Some(CONFIG)))
+        .expect("a valid environment");
+    assert_eq!(fine.table(), "definitions");
+    assert!(
+        !format!("{fine:?}").contains(TEACHER),
+        "tokens are never printed"
+    );
+}

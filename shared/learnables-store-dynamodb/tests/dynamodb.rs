@@ -1,0 +1,515 @@
+//! What the conformance suite does not check, on a local moto server (see `tests/common`): two
+//! writers on separate clients racing on one version, the item layout, the 400 KB item limit,
+//! corrupt items, and SDK errors kept as sources.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::create_table::CreateTableError;
+use aws_sdk_dynamodb::operation::get_item::GetItemError;
+use aws_sdk_dynamodb::types::AttributeValue;
+use common::*;
+use learnables::{
+    create, history, teach, Collections, DefinitionId, DefinitionState, HistoryKind, Lesson,
+    LessonDto, Registry, TaughtBy, TenantId, Via,
+};
+use learnables_store::{absorb_with_retry, DefinitionStore, DefinitionStoreError};
+use learnables_store_dynamodb::{
+    create_table, DynamoDefinitionError, DynamoDefinitionStore, MAX_ITEM_BYTES,
+};
+use serde_json::{json, Value};
+use tokio::sync::Barrier;
+
+const DANA: &str = "dana@warehouse.example";
+
+fn now(minute: i64) -> jiff::Timestamp {
+    jiff::Timestamp::from_second(1_786_957_200 + minute * 60).expect("a fixed instant")
+}
+
+fn via() -> Via {
+    Via::parse("teacher-console").expect("a credential id")
+}
+
+fn acme() -> TenantId {
+    TenantId::parse("acme").expect("a tenant")
+}
+
+fn triage() -> DefinitionId {
+    DefinitionId::parse("prealert-triage").expect("an id")
+}
+
+/// Definition `prealert-triage` of `acme` at version 1 with the given collections.
+fn definition(collections: Value, registry: &Registry) -> DefinitionState {
+    create(
+        acme(),
+        triage(),
+        Collections::parse(&collections, registry).expect("valid collections"),
+        TaughtBy::parse(DANA).expect("a person"),
+        via(),
+        None,
+        now(0),
+        registry,
+    )
+    .expect("created")
+}
+
+/// One `marks` collection, `customers`, holding `northgate` with one mark.
+fn customers(registry: &Registry) -> DefinitionState {
+    definition(
+        json!({ "customers": {
+            "learnable": "marks", "entry": "customer",
+            "teaches": "which customer a message belongs to",
+            "entries": { "northgate": { "label": "Northgate Motors Ltd", "value": { "marks": [
+                { "pattern": "@northgate-motors\\.example", "where": "from" }
+            ] } } }
+        } }),
+        registry,
+    )
+}
+
+/// A lesson adding the mark `pattern` (on `from`) to `northgate`.
+fn mark_lesson(pattern: &str) -> Lesson {
+    Lesson::try_from(LessonDto {
+        collection: "customers".into(),
+        entry: "northgate".into(),
+        value: json!({ "pattern": pattern, "where": "from" }),
+        taught_by: DANA.into(),
+        reason: None,
+    })
+    .expect("a lesson")
+}
+
+/// The patterns of `northgate` in the active version.
+fn active_patterns(state: &DefinitionState) -> Vec<String> {
+    let served = learnables::active(state).expect("an active version");
+    let value = serde_json::to_value(&served).expect("serializable");
+    value["collections"]["customers"]["entries"]["northgate"]["value"]["marks"]
+        .as_array()
+        .expect("marks")
+        .iter()
+        .filter_map(|m| m["pattern"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The raw item of `prealert-triage` of `acme`.
+async fn raw_item(store: &DynamoDefinitionStore) -> Option<HashMap<String, AttributeValue>> {
+    store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .key("pk", AttributeValue::S("DEF#acme#prealert-triage".into()))
+        .key("sk", AttributeValue::S("STATE".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("read the raw item")
+        .item
+}
+
+/// Overwrites attributes of the raw item of `prealert-triage` of `acme`.
+async fn tamper(store: &DynamoDefinitionStore, changes: &[(&str, AttributeValue)]) {
+    let mut item = raw_item(store).await.expect("an item to tamper with");
+    for (name, value) in changes {
+        item.insert((*name).to_owned(), value.clone());
+    }
+    store
+        .client()
+        .put_item()
+        .table_name(store.table())
+        .set_item(Some(item))
+        .send()
+        .await
+        .expect("tamper with the item");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two writers racing on one version.
+
+/// A store handle whose first `get` waits until the other writer's first `get` has answered
+/// too, so both writers load the same revision before either writes.
+struct MeetAfterFirstLoad {
+    inner: DynamoDefinitionStore,
+    barrier: Arc<Barrier>,
+    met: AtomicBool,
+}
+
+#[async_trait]
+impl DefinitionStore for MeetAfterFirstLoad {
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+    ) -> Result<Option<DefinitionState>, DefinitionStoreError> {
+        let loaded = self.inner.get(tenant, id).await;
+        if !self.met.swap(true, Ordering::SeqCst) {
+            self.barrier.wait().await;
+        }
+        loaded
+    }
+
+    async fn create(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+        state: &DefinitionState,
+    ) -> Result<(), DefinitionStoreError> {
+        self.inner.create(tenant, id, state).await
+    }
+
+    async fn replace(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+        state: &DefinitionState,
+        expected_revision: u64,
+    ) -> Result<(), DefinitionStoreError> {
+        self.inner
+            .replace(tenant, id, state, expected_revision)
+            .await
+    }
+}
+
+/// Two lesson writers, each with its own client (two Lambda instances), load version 1 at the
+/// same moment and write through `absorb_with_retry`: one wins at once, the other's conditional
+/// put fails, it reloads, re-applies its lesson on the winner's version, and both lessons land
+/// as versions 2 and 3 (contract "Rules": never a lost update).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writers_racing_on_one_version_both_land() {
+    let registry = Arc::new(Registry::builtin());
+    let store = store().await;
+    let v1 = customers(&registry);
+    store.create(&acme(), &triage(), &v1).await.expect("create");
+
+    let barrier = Arc::new(Barrier::new(2));
+    let mut writers = Vec::new();
+    for (pattern, minute) in [("writer-a\\.example", 1), ("writer-b\\.example", 2)] {
+        let handle = MeetAfterFirstLoad {
+            inner: second_handle(&store).await,
+            barrier: barrier.clone(),
+            met: AtomicBool::new(false),
+        };
+        let registry = registry.clone();
+        writers.push(tokio::spawn(async move {
+            let lesson = mark_lesson(pattern);
+            absorb_with_retry(&handle, &acme(), &triage(), |s| {
+                teach(s, &lesson, via(), now(minute), &registry)
+            })
+            .await
+            .expect("absorbed")
+        }));
+    }
+    let mut attempts = Vec::new();
+    for writer in writers {
+        let done = writer.await.expect("a writer");
+        assert!(
+            done.written && done.output.learned,
+            "each lesson is learned"
+        );
+        attempts.push(done.attempts);
+    }
+    attempts.sort_unstable();
+    assert_eq!(
+        attempts,
+        [1, 2],
+        "one writer wins at once; the other loses once and retries on the winner's version"
+    );
+
+    let last = store
+        .get(&acme(), &triage())
+        .await
+        .expect("get")
+        .expect("stored");
+    assert_eq!(last.latest_version(), 3, "two lessons, two new versions");
+    assert_eq!(last.active_version(), 3);
+    let patterns = active_patterns(&last);
+    for p in ["writer-a\\.example", "writer-b\\.example"] {
+        assert!(
+            patterns.iter().any(|q| q == p),
+            "{p} is in the active version: {patterns:?}"
+        );
+    }
+    let lessons: Vec<_> = history(&last)
+        .into_iter()
+        .filter(|h| h.kind() == HistoryKind::Lesson)
+        .collect();
+    assert_eq!(lessons.len(), 2, "history has both lessons");
+    assert_eq!(
+        lessons
+            .iter()
+            .map(|h| h.definition_version())
+            .collect::<Vec<_>>(),
+        [3, 2],
+        "newest first"
+    );
+    assert_eq!(
+        lessons[0].previous_version_id(),
+        Some(lessons[1].version_id()),
+        "the retried lesson builds on the winner's version"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout, conflicts, limits, corruption, errors.
+
+#[tokio::test]
+async fn a_definition_is_one_item_keyed_by_tenant_and_id() {
+    let registry = Registry::builtin();
+    let store = store().await;
+    let v1 = customers(&registry);
+    store.create(&acme(), &triage(), &v1).await.expect("create");
+
+    let item = raw_item(&store).await.expect("the item");
+    let mut names: Vec<&str> = item.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["pk", "revision", "sk", "state"]);
+    assert_eq!(item["revision"], AttributeValue::N("1".into()));
+    let AttributeValue::S(json) = &item["state"] else {
+        panic!("state is a string: {:?}", item["state"]);
+    };
+    let stored: DefinitionState = serde_json::from_str(json).expect("the state's JSON");
+    assert_eq!(stored, v1);
+
+    let (v2, _) = teach(&v1, &mark_lesson("a\\.example"), via(), now(1), &registry).expect("a");
+    let v2 = v2.expect("a change");
+    store
+        .replace(&acme(), &triage(), &v2, 1)
+        .await
+        .expect("replace");
+    let item = raw_item(&store).await.expect("the item");
+    assert_eq!(
+        item["revision"],
+        AttributeValue::N(v2.revision().to_string())
+    );
+}
+
+#[tokio::test]
+async fn conflicts_say_what_was_found() {
+    let registry = Registry::builtin();
+    let store = store().await;
+    let v1 = customers(&registry);
+    let missing = store.replace(&acme(), &triage(), &v1, 0).await;
+    match missing {
+        Err(DefinitionStoreError::Conflict(m)) => {
+            assert_eq!(m, "definition prealert-triage does not exist")
+        }
+        other => panic!("expected a conflict: {other:?}"),
+    }
+
+    store.create(&acme(), &triage(), &v1).await.expect("create");
+    match store.create(&acme(), &triage(), &v1).await {
+        Err(DefinitionStoreError::Conflict(m)) => {
+            assert_eq!(m, "definition prealert-triage already exists")
+        }
+        other => panic!("expected a conflict: {other:?}"),
+    }
+    let (a, _) = teach(&v1, &mark_lesson("a\\.example"), via(), now(1), &registry).expect("a");
+    let a = a.expect("a change");
+    store.replace(&acme(), &triage(), &a, 1).await.expect("a");
+    let (b, _) = teach(&v1, &mark_lesson("b\\.example"), via(), now(2), &registry).expect("b");
+    let b = b.expect("a change");
+    match store.replace(&acme(), &triage(), &b, 1).await {
+        Err(DefinitionStoreError::Conflict(m)) => assert_eq!(
+            m,
+            format!(
+                "definition prealert-triage is at revision {}, not 1",
+                a.revision()
+            )
+        ),
+        other => panic!("expected a conflict: {other:?}"),
+    }
+}
+
+/// A column-mapping definition whose one entry holds `headers` headers of 500 characters.
+fn column_mapping(headers: usize, registry: &Registry) -> DefinitionState {
+    let headers: Vec<String> = (0..headers)
+        .map(|i| format!("{i:05}{}", "h".repeat(495)))
+        .collect();
+    definition(
+        json!({ "fields": {
+            "learnable": "column-mapping", "entry": "field",
+            "teaches": "which field a spreadsheet column holds",
+            "entries": { "amount": { "label": "Amount", "value": { "headers": headers } } }
+        } }),
+        registry,
+    )
+}
+
+fn too_large(e: &DefinitionStoreError) -> usize {
+    let DefinitionStoreError::Backend(source) = e else {
+        panic!("expected DefinitionStoreError::Backend, got {e:?}");
+    };
+    match source.downcast_ref::<DynamoDefinitionError>() {
+        Some(DynamoDefinitionError::ItemTooLarge { tenant, id, bytes }) => {
+            assert_eq!((tenant, id), (&acme(), &triage()));
+            *bytes
+        }
+        other => panic!("expected ItemTooLarge as the source, got {other:?} ({source:?})"),
+    }
+}
+
+#[tokio::test]
+async fn a_state_over_400_kb_is_refused_and_nothing_is_written() {
+    let registry = Registry::builtin();
+    let store = store().await;
+
+    let big = column_mapping(900, &registry);
+    let Err(err) = store.create(&acme(), &triage(), &big).await else {
+        panic!("a state over 400 KB is refused");
+    };
+    let bytes = too_large(&err);
+    assert!(bytes > MAX_ITEM_BYTES, "{bytes}");
+    let message = std::error::Error::source(&err)
+        .expect("a source")
+        .to_string();
+    assert_eq!(
+        message,
+        format!(
+            "definition acme/prealert-triage would be {bytes} bytes stored, over DynamoDB's item \
+             limit of 409600 bytes; it was refused and nothing was written"
+        )
+    );
+    assert!(raw_item(&store).await.is_none(), "nothing written");
+
+    // Just under the limit is stored; the lesson that takes it over is refused, and the stored
+    // definition stays as it was.
+    let fits = column_mapping(420, &registry);
+    store
+        .create(&acme(), &triage(), &fits)
+        .await
+        .expect("a state under 400 KB");
+    let lesson = Lesson::try_from(LessonDto {
+        collection: "fields".into(),
+        entry: "amount".into(),
+        value: json!({ "header": "Total" }),
+        taught_by: DANA.into(),
+        reason: None,
+    })
+    .expect("a lesson");
+    let taught = absorb_with_retry(&store, &acme(), &triage(), |s| {
+        teach(s, &lesson, via(), now(1), &registry)
+    })
+    .await;
+    // Matched rather than `expect_err`, whose panic would print 400 KB of state.
+    match taught {
+        Err(learnables_store::AbsorbError::Store(e)) => assert!(too_large(&e) > MAX_ITEM_BYTES),
+        Err(other) => panic!("expected a store error: {other}"),
+        Ok(_) => panic!("two versions of 210 KB each do not fit one item"),
+    }
+    let stored = store.get(&acme(), &triage()).await.expect("get");
+    assert!(stored == Some(fits), "the stored definition is unchanged");
+}
+
+#[tokio::test]
+async fn a_corrupt_item_is_reported_corrupt() {
+    let registry = Registry::builtin();
+    let store = store().await;
+    let v1 = customers(&registry);
+    store.create(&acme(), &triage(), &v1).await.expect("create");
+    let corrupt = |r: Result<Option<DefinitionState>, DefinitionStoreError>| match r {
+        Err(DefinitionStoreError::Corrupt(m)) => m,
+        other => panic!("expected Corrupt, got {other:?}"),
+    };
+
+    tamper(&store, &[("revision", AttributeValue::N("7".into()))]).await;
+    assert_eq!(
+        corrupt(store.get(&acme(), &triage()).await),
+        "definition acme/prealert-triage: the item says revision 7, its state 1"
+    );
+
+    tamper(
+        &store,
+        &[
+            ("revision", AttributeValue::N("1".into())),
+            ("state", AttributeValue::S("{\"versions\": []}".into())),
+        ],
+    )
+    .await;
+    corrupt(store.get(&acme(), &triage()).await);
+
+    let other_tenant = definition_of("globex", &registry);
+    tamper(
+        &store,
+        &[(
+            "state",
+            AttributeValue::S(serde_json::to_string(&other_tenant).expect("json")),
+        )],
+    )
+    .await;
+    assert_eq!(
+        corrupt(store.get(&acme(), &triage()).await),
+        "definition acme/prealert-triage: the item holds definition globex/prealert-triage"
+    );
+
+    tamper(&store, &[("revision", AttributeValue::S("1".into()))]).await;
+    corrupt(store.get(&acme(), &triage()).await);
+}
+
+fn definition_of(tenant: &str, registry: &Registry) -> DefinitionState {
+    let v1 = customers(registry);
+    create(
+        TenantId::parse(tenant).expect("a tenant"),
+        triage(),
+        learnables::active(&v1)
+            .map(|s| {
+                Collections::parse(
+                    &serde_json::to_value(&s).expect("json")["collections"],
+                    registry,
+                )
+                .expect("collections")
+            })
+            .expect("active"),
+        TaughtBy::parse(DANA).expect("a person"),
+        via(),
+        None,
+        now(0),
+        registry,
+    )
+    .expect("created")
+}
+
+#[tokio::test]
+async fn sdk_errors_are_kept_as_sources() {
+    let client = client().await;
+    let nowhere = DynamoDefinitionStore::new(client.clone(), unique_table());
+    let err = nowhere
+        .get(&acme(), &triage())
+        .await
+        .expect_err("no such table");
+    let DefinitionStoreError::Backend(source) = &err else {
+        panic!("expected Backend, got {err:?}");
+    };
+    let sdk = source
+        .downcast_ref::<SdkError<GetItemError>>()
+        .unwrap_or_else(|| panic!("the SDK error itself is the source: {source:?}"));
+    assert!(
+        matches!(
+            sdk.as_service_error(),
+            Some(GetItemError::ResourceNotFoundException(_))
+        ),
+        "{sdk:?}"
+    );
+
+    let table = unique_table();
+    create_table(&client, &table).await.expect("create");
+    let again = create_table(&client, &table)
+        .await
+        .expect_err("the table exists");
+    let DefinitionStoreError::Backend(source) = &again else {
+        panic!("expected Backend, got {again:?}");
+    };
+    let sdk = source
+        .downcast_ref::<SdkError<CreateTableError>>()
+        .unwrap_or_else(|| panic!("the SDK error itself is the source: {source:?}"));
+    assert!(
+        matches!(
+            sdk.as_service_error(),
+            Some(CreateTableError::ResourceInUseException(_))
+        ),
+        "{sdk:?}"
+    );
+}
