@@ -687,8 +687,6 @@ async fn lapse_tasks_go_to_the_raising_agent_and_its_status_pushes_update_only_i
 /// expectationIds are scoped to the raising agent (semantics.md "Identity and tenancy"): two
 /// agents of one tenant raising the same id with the same dueAt each get their lapse task.
 #[tokio::test]
-#[ignore = "known bug: the outbox is keyed by (tenant, messageId), not (tenant, agent, messageId), \
-            so the second agent's lapse task is dropped (Store::outbox_get, sqlite UNIQUE)"]
 async fn two_agents_may_use_the_same_expectation_id() {
     let agent = spawn_capture_agent(Behaviour::accept()).await;
     let w = spawn_watcher(&agent, &other_agent(&agent)).await;

@@ -4,12 +4,13 @@
 //!   EventBridge Scheduler schedules, one per deadline and per horizon, named by the pure
 //!   [`schedule_name`] and fired at the pure [`at_expression`];
 //! * [`SqsLapseQueue`] implements [`LapseQueue`](watcher_runtime::ports::LapseQueue) over an SQS
-//!   FIFO queue, one message group per agent and a deduplication id from the `messageId`.
+//!   FIFO queue, one message group per agent and a deduplication id from the (tenant, agent,
+//!   `messageId`).
 //!
 //! Both are hints over the durable record (style: "timers are hints, the record is the truth"):
 //! the timer function re-reads the record and lapses only when the deadline has passed on its own
-//! clock, and the record's outbox, not the queue, guarantees one lapse task per `messageId` (FIFO
-//! deduplication lasts five minutes only).
+//! clock, and the record's outbox, not the queue, guarantees one lapse task per (tenant, agent,
+//! `messageId`) (FIFO deduplication lasts five minutes only).
 //!
 //! Names and expressions are validated here before any call (moto, the emulator the tests run
 //! against, checks neither). SDK errors become [`PortError`](watcher_runtime::ports::PortError)s

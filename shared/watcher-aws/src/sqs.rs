@@ -1,11 +1,14 @@
 //! [`LapseQueue`] over an SQS FIFO queue: one message per lapse task, one message group per
-//! agent (ordered per agent, agents in parallel), deduplicated by the task's `messageId`.
+//! agent (ordered per agent, agents in parallel), deduplicated by the task's (tenant, agent,
+//! `messageId`).
 //!
 //! The queue carries a reference, not the task: the submitter re-reads the outbox entry. FIFO
 //! deduplication lasts five minutes only; the durable outbox, whose entries are keyed by
-//! `messageId` and never sent again once `sent`, is what guarantees one lapse task per
-//! `messageId`. The queue's dead-letter queue (a redrive policy on the queue) catches messages
-//! the submitter keeps failing on.
+//! (tenant, agent, `messageId`) and never sent again once `sent`, is what guarantees one lapse
+//! task per agent and `messageId`. (The agent is part of the key because expectation ids, and so
+//! `messageId`s, are scoped to the raising agent: two agents of one tenant can have lapse tasks
+//! with the same `messageId`.) The queue's dead-letter queue (a redrive policy on the queue)
+//! catches messages the submitter keeps failing on.
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
@@ -35,16 +38,17 @@ const GROUP_TAG: &str = "a2a-watcher/message-group/v1";
 const DEDUP_TAG: &str = "a2a-watcher/deduplication/v1";
 
 /// The lapse queue's message body, for the submitter:
-/// `{"tenant": "...", "agent": "...", "messageId": "lapse:..."}`. The submitter reads the outbox
-/// entry `(tenant, messageId)` and sends it to `agent` unless it was sent already.
+/// `{"tenant": "...", "agent": "...", "messageId": "lapse:..."}`: the three make the outbox
+/// entry's identity. The submitter reads the entry `(tenant, agent, messageId)` and sends it to
+/// `agent` unless it was sent already.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueMessage {
     /// The tenant of the outbox entry.
     pub tenant: Tenant,
-    /// The agent the lapse task goes to.
+    /// The agent the lapse task goes to (part of the entry's identity).
     pub agent: AgentId,
-    /// The outbox entry's `messageId`.
+    /// The outbox entry's `messageId` (unique per tenant and agent, not per tenant).
     pub message_id: String,
 }
 
@@ -240,6 +244,11 @@ mod tests {
         assert_ne!(
             d,
             deduplication_id(&tenant("other"), &agent("planner"), "lapse:e:overdue:t")
+        );
+        assert_ne!(
+            d,
+            deduplication_id(&tenant("default"), &agent("booking"), "lapse:e:overdue:t"),
+            "another agent's lapse task with the same messageId is not dropped as a duplicate"
         );
     }
 

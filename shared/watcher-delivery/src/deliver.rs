@@ -8,7 +8,7 @@
 
 use futures_util::stream::{self, StreamExt};
 use tracing::Instrument;
-use watcher_core::ids::Tenant;
+use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_runtime::store::{DeliveryState, OutboxEntry, Store, StoreError};
 
@@ -252,10 +252,10 @@ impl Submitter {
         .await
     }
 
-    /// Delivers one named entry if it is queued and due at `now` (the SQS-fed submitter: one
-    /// message per lapse task). Returns what happened; [`EntryOutcome::Retried`],
-    /// [`EntryOutcome::Deferred`] and [`EntryOutcome::NotDue`] mean "try again at the instant
-    /// given".
+    /// Delivers the entry (tenant, agent, messageId) if it is queued and due at `now` (the
+    /// SQS-fed submitter: one message per lapse task, naming all three). Returns what happened;
+    /// [`EntryOutcome::Retried`], [`EntryOutcome::Deferred`] and [`EntryOutcome::NotDue`] mean
+    /// "try again at the instant given".
     ///
     /// # Errors
     /// A [`StoreError`] reading or updating the entry.
@@ -264,6 +264,7 @@ impl Submitter {
         store: &S,
         endpoints: &E,
         tenant: &Tenant,
+        agent: &AgentId,
         message_id: &str,
         now: Instant,
     ) -> Result<EntryOutcome, StoreError>
@@ -271,7 +272,17 @@ impl Submitter {
         S: Store + ?Sized,
         E: Endpoints + ?Sized,
     {
-        match prepare(store, endpoints, &self.limiter, tenant, message_id, now).await? {
+        match prepare(
+            store,
+            endpoints,
+            &self.limiter,
+            tenant,
+            agent,
+            message_id,
+            now,
+        )
+        .await?
+        {
             Prepared::Done(outcome) => Ok(outcome),
             Prepared::Post(post_it) => {
                 let (entry, endpoint) = *post_it;
@@ -347,6 +358,7 @@ where
             endpoints,
             limiter,
             &entry.tenant,
+            &entry.agent,
             &entry.message_id,
             now,
         )
@@ -384,13 +396,14 @@ enum Prepared {
     Post(Box<(OutboxEntry, AgentEndpoint)>),
 }
 
-/// Re-reads the entry, checks it is queued and due, finds its endpoint and takes a rate-limit
-/// token; records the no-endpoint failure and the deferral.
+/// Re-reads the entry (tenant, agent, messageId), checks it is queued and due, finds its endpoint
+/// and takes a rate-limit token; records the no-endpoint failure and the deferral.
 async fn prepare<S, E>(
     store: &S,
     endpoints: &E,
     limiter: &RateLimiter,
     tenant: &Tenant,
+    agent: &AgentId,
     message_id: &str,
     now: Instant,
 ) -> Result<Prepared, StoreError>
@@ -398,8 +411,8 @@ where
     S: Store + ?Sized,
     E: Endpoints + ?Sized,
 {
-    let Some(mut entry) = store.outbox_get(tenant, message_id).await? else {
-        tracing::debug!(message_id, %tenant, "lapse task gone; skipped");
+    let Some(mut entry) = store.outbox_get(tenant, agent, message_id).await? else {
+        tracing::debug!(message_id, %tenant, %agent, "lapse task gone; skipped");
         return Ok(Prepared::Done(EntryOutcome::Skipped { delivery: None }));
     };
     if entry.delivery != DeliveryState::Queued {

@@ -241,7 +241,14 @@ async fn a_sent_entry_is_never_sent_again_even_after_a_restart() {
     assert_eq!(r, DeliveryReport::default());
     assert_eq!(
         restarted
-            .deliver_one(&store, &endpoints, &entry.tenant, &entry.message_id, later)
+            .deliver_one(
+                &store,
+                &endpoints,
+                &entry.tenant,
+                &entry.agent,
+                &entry.message_id,
+                later,
+            )
             .await
             .unwrap(),
         EntryOutcome::Skipped {
@@ -484,7 +491,14 @@ async fn deliver_one_posts_a_named_entry_when_due() {
     let sub = submitter(RetryPolicy::default(), None);
 
     let early = sub
-        .deliver_one(&store, &endpoints, &entry.tenant, &entry.message_id, t0())
+        .deliver_one(
+            &store,
+            &endpoints,
+            &entry.tenant,
+            &entry.agent,
+            &entry.message_id,
+            t0(),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -494,7 +508,14 @@ async fn deliver_one_posts_a_named_entry_when_due() {
         }
     );
     let missing = sub
-        .deliver_one(&store, &endpoints, &entry.tenant, "lapse:nope", t0())
+        .deliver_one(
+            &store,
+            &endpoints,
+            &entry.tenant,
+            &entry.agent,
+            "lapse:nope",
+            t0(),
+        )
         .await
         .unwrap();
     assert_eq!(missing, EntryOutcome::Skipped { delivery: None });
@@ -505,6 +526,7 @@ async fn deliver_one_posts_a_named_entry_when_due() {
             &store,
             &endpoints,
             &entry.tenant,
+            &entry.agent,
             &entry.message_id,
             plus_secs(t0(), 60),
         )
@@ -549,6 +571,62 @@ async fn tenants_reach_their_own_endpoints() {
     assert_eq!((agent_a.request_count(), agent_b.request_count()), (1, 1));
 }
 
+/// Expectation ids are scoped to the raising agent: two agents of one tenant may have lapse tasks
+/// with the same `messageId`. Each goes to its own agent, and each is recorded on its own entry.
+#[tokio::test]
+async fn two_agents_with_the_same_message_id_each_get_their_lapse_task() {
+    let agent_a = spawn_capture_agent(Behaviour::always(Reply::task(
+        "task-booking",
+        TaskState::Submitted,
+    )))
+    .await;
+    let agent_b = spawn_capture_agent(Behaviour::always(Reply::task(
+        "task-other",
+        TaskState::Working,
+    )))
+    .await;
+    let other_agent = watcher_core::ids::AgentId::parse("other").unwrap();
+    let mine = lapse_entry("exp-shared");
+    let mut theirs = lapse_entry("exp-shared");
+    theirs.agent = other_agent.clone();
+    assert_eq!(mine.message_id, theirs.message_id);
+    let store = store_with(vec![mine.clone(), theirs.clone()]).await;
+    let mut endpoints = endpoints(agent_a.endpoint(None));
+    endpoints.insert((tenant(), other_agent), agent_b.endpoint(None));
+    let sub = submitter(RetryPolicy::default(), None);
+
+    let r = sub
+        .deliver_due(&store, &endpoints, t0(), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r.sent, 2, "{r:?}");
+    assert_eq!((agent_a.request_count(), agent_b.request_count()), (1, 1));
+    assert_eq!(agent_a.requests()[0].message_id().unwrap(), mine.message_id);
+    assert_eq!(agent_b.requests()[0].message_id().unwrap(), mine.message_id);
+    let (a, b) = (get(&store, &mine).await, get(&store, &theirs).await);
+    assert_eq!(a.task_id.as_deref(), Some("task-booking"));
+    assert_eq!(b.task_id.as_deref(), Some("task-other"));
+    assert_eq!(b.task_state.as_deref(), Some("TASK_STATE_WORKING"));
+
+    // Neither is sent again, by a pass or by name.
+    let r = sub
+        .deliver_due(&store, &endpoints, plus_secs(t0(), 600), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r, DeliveryReport::default());
+    for e in [&mine, &theirs] {
+        assert_eq!(
+            sub.deliver_one(&store, &endpoints, &e.tenant, &e.agent, &e.message_id, t0())
+                .await
+                .unwrap(),
+            EntryOutcome::Skipped {
+                delivery: Some(DeliveryState::Sent)
+            }
+        );
+    }
+    assert_eq!((agent_a.request_count(), agent_b.request_count()), (1, 1));
+}
+
 /// serve spawns the submitter loop on tokio, and the Lambda holds `&dyn Store`: the passes'
 /// futures must be `Send` with trait objects too.
 #[test]
@@ -563,7 +641,8 @@ fn passes_are_send_over_trait_objects() {
     let pass = sub.deliver_due(store, &*endpoints, t0(), LIMIT);
     assert_send(&pass);
     let tenant = tenant();
-    let one = sub.deliver_one(store, &endpoints, &tenant, "m", t0());
+    let agent = booking();
+    let one = sub.deliver_one(store, &endpoints, &tenant, &agent, "m", t0());
     assert_send(&one);
     let client = client();
     let limiter = RateLimiter::default();

@@ -89,6 +89,7 @@ macro_rules! store_conformance {
             concurrent_writers_lose_nothing,
             indexes_follow_commits,
             outbox_rules,
+            outbox_identity_includes_agent,
             tenants_are_isolated,
             rejections_per_tenant_and_agent,
             sequence_strictly_increases,
@@ -558,7 +559,11 @@ pub async fn stale_commit_changes_nothing<S: Store + 'static>(store: Arc<S>) {
     );
     for m in ["lapse:stale-1", "lapse:stale-2"] {
         assert!(
-            store.outbox_get(&t, m).await.expect("outbox_get").is_none(),
+            store
+                .outbox_get(&t, &agent("booking"), m)
+                .await
+                .expect("outbox_get")
+                .is_none(),
             "a failed commit must not write its outbox entry {m}"
         );
     }
@@ -978,9 +983,9 @@ pub async fn indexes_follow_commits<S: Store + 'static>(store: Arc<S>) {
     );
 }
 
-/// The outbox: an entry whose `messageId` exists is left as first written; `outbox_due` gives
-/// queued entries due at `now`, oldest first, at most `limit`; `sent` is final; `lapses` lists a
-/// tenant's entries only, in order of lapse.
+/// The outbox: an entry whose (tenant, agent, messageId) exists is left as first written;
+/// `outbox_due` gives queued entries due at `now`, oldest first, at most `limit`; `sent` is final;
+/// `lapses` lists a tenant's entries only, in order of lapse.
 pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
     let a = tenant("tenant-a");
     let b = tenant("tenant-b");
@@ -1008,7 +1013,7 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
         .await
         .expect("the same messageId in another tenant is another entry");
 
-    // A second insert with the same messageId leaves the first.
+    // A second insert with the same messageId for the same agent leaves the first.
     let mut again = first.clone();
     again.request = json!({ "different": true });
     again.next_attempt_at = at(500);
@@ -1024,22 +1029,27 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
         .expect("a repeated messageId is not an error");
     assert_eq!(
         store
-            .outbox_get(&a, &first.message_id)
+            .outbox_get(&a, &first.agent, &first.message_id)
             .await
             .expect("outbox_get"),
         Some(first.clone()),
-        "an existing messageId keeps its first entry"
+        "an existing messageId of the same agent keeps its first entry"
+    );
+    assert_eq!(
+        store.lapses(&a).await.expect("lapses").len(),
+        2,
+        "a repeated messageId of the same agent adds no entry"
     );
     assert_eq!(
         store
-            .outbox_get(&b, &first.message_id)
+            .outbox_get(&b, &first.agent, &first.message_id)
             .await
             .expect("outbox_get"),
         Some(other_tenant.clone())
     );
     assert_eq!(
         store
-            .outbox_get(&a, "lapse:none")
+            .outbox_get(&a, &first.agent, "lapse:none")
             .await
             .expect("outbox_get"),
         None
@@ -1075,7 +1085,7 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
     store.outbox_update(&sent).await.expect("outbox_update");
     assert_eq!(
         store
-            .outbox_get(&a, &first.message_id)
+            .outbox_get(&a, &first.agent, &first.message_id)
             .await
             .expect("outbox_get"),
         Some(sent.clone()),
@@ -1083,7 +1093,7 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
     );
     assert_eq!(
         store
-            .outbox_get(&b, &first.message_id)
+            .outbox_get(&b, &first.agent, &first.message_id)
             .await
             .expect("outbox_get"),
         Some(other_tenant.clone()),
@@ -1096,7 +1106,7 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
         store.outbox_update(&undo).await.expect("outbox_update");
         assert_eq!(
             store
-                .outbox_get(&a, &first.message_id)
+                .outbox_get(&a, &first.agent, &first.message_id)
                 .await
                 .expect("outbox_get"),
             Some(sent.clone()),
@@ -1139,7 +1149,7 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
     store.outbox_update(&ghost).await.expect("outbox_update");
     assert_eq!(
         store
-            .outbox_get(&a, "lapse:ghost")
+            .outbox_get(&a, &ghost.agent, "lapse:ghost")
             .await
             .expect("outbox_get"),
         None,
@@ -1158,6 +1168,173 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
         .await
         .expect("lapses")
         .is_empty());
+}
+
+/// An outbox entry's identity is (tenant, agent, messageId): expectation ids are scoped to the
+/// raising agent, so two agents of one tenant may lapse with the same `messageId`. Both entries
+/// are kept, in the same commit or in two; each is read and updated on its own; a repeat for
+/// one agent still leaves that agent's first entry.
+pub async fn outbox_identity_includes_agent<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("tenant-a");
+    let message_id = "lapse:exp-shared:overdue:2026-09-10T12:00:00Z";
+    let booking = outbox_entry(&t, message_id, t0());
+    let mut other = outbox_entry(&t, message_id, t0());
+    other.agent = agent("other");
+    other.request = json!({ "message": { "messageId": message_id }, "to": "other" });
+    let mut third = outbox_entry(&t, message_id, at(1));
+    third.agent = agent("third");
+
+    // Two agents in one commit, a third in a later one.
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![booking.clone(), other.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("the same messageId for two agents in one commit");
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![third.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("the same messageId for a third agent in a later commit");
+    for e in [&booking, &other, &third] {
+        assert_eq!(
+            store
+                .outbox_get(&t, &e.agent, message_id)
+                .await
+                .expect("outbox_get"),
+            Some(e.clone()),
+            "agent {}'s entry is kept and found under its own agent",
+            e.agent
+        );
+    }
+    assert_eq!(
+        store
+            .outbox_get(&t, &agent("nobody"), message_id)
+            .await
+            .expect("outbox_get"),
+        None,
+        "an agent with no entry finds none, even when another agent has that messageId"
+    );
+    assert_eq!(
+        store.lapses(&t).await.expect("lapses"),
+        vec![booking.clone(), other.clone(), third.clone()],
+        "all three entries are listed, in order of lapse"
+    );
+    let due = store.outbox_due(at(1), 10).await.expect("outbox_due");
+    assert_eq!(
+        due,
+        vec![booking.clone(), other.clone(), third.clone()],
+        "each agent's entry is due on its own"
+    );
+
+    // A repeat for one agent leaves that agent's first entry and adds nothing.
+    let mut again = other.clone();
+    again.request = json!({ "different": true });
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![again],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("a repeated (agent, messageId) is not an error");
+    assert_eq!(
+        store
+            .outbox_get(&t, &other.agent, message_id)
+            .await
+            .expect("outbox_get"),
+        Some(other.clone()),
+        "a repeated (tenant, agent, messageId) keeps its first entry"
+    );
+    assert_eq!(store.lapses(&t).await.expect("lapses").len(), 3);
+
+    // Updates touch only their own agent's entry.
+    let mut sent = booking.clone();
+    sent.delivery = DeliveryState::Sent;
+    sent.attempts = 1;
+    sent.task_id = Some("task-booking".into());
+    store.outbox_update(&sent).await.expect("outbox_update");
+    let mut retry = other.clone();
+    retry.attempts = 1;
+    retry.next_attempt_at = at(30);
+    retry.last_error = Some("HTTP 503".into());
+    store.outbox_update(&retry).await.expect("outbox_update");
+    assert_eq!(
+        store
+            .outbox_get(&t, &booking.agent, message_id)
+            .await
+            .expect("outbox_get"),
+        Some(sent.clone()),
+        "the update of booking's entry is recorded"
+    );
+    assert_eq!(
+        store
+            .outbox_get(&t, &other.agent, message_id)
+            .await
+            .expect("outbox_get"),
+        Some(retry.clone()),
+        "the update of other's entry is recorded on other's entry only"
+    );
+    assert_eq!(
+        store
+            .outbox_get(&t, &third.agent, message_id)
+            .await
+            .expect("outbox_get"),
+        Some(third.clone()),
+        "an update of another agent's entry with the same messageId leaves this one"
+    );
+    // Booking's entry is sent: an update of other's entry to queued does not reopen it.
+    let mut queued_again = retry.clone();
+    queued_again.attempts = 2;
+    store
+        .outbox_update(&queued_again)
+        .await
+        .expect("outbox_update");
+    assert_eq!(
+        store
+            .outbox_get(&t, &booking.agent, message_id)
+            .await
+            .expect("outbox_get"),
+        Some(sent.clone()),
+        "booking's sent entry is final whatever happens to other's"
+    );
+    assert_eq!(
+        store.outbox_due(at(1), 10).await.expect("outbox_due"),
+        vec![third.clone()],
+        "sent is no longer due, the retry waits, the third is due"
+    );
+    assert_eq!(
+        store.outbox_due(at(30), 10).await.expect("outbox_due"),
+        vec![queued_again.clone(), third.clone()]
+    );
+
+    // Updating an agent with no entry does not create one.
+    let mut ghost = booking.clone();
+    ghost.agent = agent("nobody");
+    store.outbox_update(&ghost).await.expect("outbox_update");
+    assert_eq!(
+        store
+            .outbox_get(&t, &ghost.agent, message_id)
+            .await
+            .expect("outbox_get"),
+        None,
+        "outbox_update does not insert an entry for another agent"
+    );
+    assert_eq!(
+        store.lapses(&t).await.expect("lapses"),
+        vec![sent, queued_again, third]
+    );
 }
 
 /// What tenant A stores is invisible to tenant B through `load` (subjects, indexes, tasks, live
@@ -1213,7 +1390,7 @@ pub async fn tenants_are_isolated<S: Store + 'static>(store: Arc<S>) {
         .is_empty());
     assert!(store.lapses(&b).await.expect("lapses").is_empty());
     assert!(store
-        .outbox_get(&b, "lapse:exp-1:overdue:1")
+        .outbox_get(&b, &agent("booking"), "lapse:exp-1:overdue:1")
         .await
         .expect("outbox_get")
         .is_none());

@@ -135,10 +135,9 @@ impl Store for MemoryStore {
             inner.tasks.insert((tenant.clone(), t.task.clone()), t);
         }
         for o in commit.outbox {
-            let exists = inner
-                .outbox
-                .iter()
-                .any(|x| x.tenant == o.tenant && x.message_id == o.message_id);
+            let exists = inner.outbox.iter().any(|x| {
+                x.tenant == o.tenant && x.agent == o.agent && x.message_id == o.message_id
+            });
             if !exists {
                 inner.outbox.push(o);
             }
@@ -248,23 +247,22 @@ impl Store for MemoryStore {
     async fn outbox_get(
         &self,
         tenant: &Tenant,
+        agent: &AgentId,
         message_id: &str,
     ) -> Result<Option<OutboxEntry>, StoreError> {
         Ok(self
             .lock()?
             .outbox
             .iter()
-            .find(|o| &o.tenant == tenant && o.message_id == message_id)
+            .find(|o| &o.tenant == tenant && &o.agent == agent && o.message_id == message_id)
             .cloned())
     }
 
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
         let mut inner = self.lock()?;
-        if let Some(o) = inner
-            .outbox
-            .iter_mut()
-            .find(|o| o.tenant == entry.tenant && o.message_id == entry.message_id)
-        {
+        if let Some(o) = inner.outbox.iter_mut().find(|o| {
+            o.tenant == entry.tenant && o.agent == entry.agent && o.message_id == entry.message_id
+        }) {
             if o.delivery != DeliveryState::Sent || entry.delivery == DeliveryState::Sent {
                 *o = entry.clone();
             }

@@ -304,7 +304,11 @@ fn report<S: Store + ?Sized>(
 ) {
     for e in &applied.effects {
         match e {
-            Effect::Lapsed(l) => match applied.outbox.iter().find(|o| o.message_id == l.message_id) {
+            Effect::Lapsed(l) => match applied
+                .outbox
+                .iter()
+                .find(|o| o.agent == l.agent && o.message_id == l.message_id)
+            {
                 Some(o) => lines.push(json!({
                     "type": "lapseTask",
                     "at": l.block.lapsed_at,

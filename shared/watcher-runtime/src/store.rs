@@ -63,7 +63,9 @@ pub struct OutboxEntry {
     pub tenant: Tenant,
     /// The agent the task goes to.
     pub agent: AgentId,
-    /// `lapse:{expectationId}:{lapse}:{dueAt}`; unique per tenant.
+    /// `lapse:{expectationId}:{lapse}:{dueAt}`. Unique per (tenant, agent), not per tenant:
+    /// expectation ids are scoped to the raising agent, so two agents of one tenant can lapse
+    /// with the same `messageId`. An entry's identity is (tenant, agent, messageId).
     pub message_id: String,
     /// The lapsed expectation.
     pub expectation_id: ExpectationId,
@@ -113,7 +115,9 @@ pub struct Commit {
     pub subjects: Vec<SubjectState>,
     /// Changed tasks; each `version` is the one loaded (0: must not exist yet).
     pub tasks: Vec<TaskRecord>,
-    /// New lapse tasks; an entry whose `messageId` exists already is left as it is.
+    /// New lapse tasks. An entry's identity is (tenant, agent, messageId): an entry whose
+    /// (tenant, agent, messageId) exists already is left as it is; the same `messageId` for
+    /// another agent of the tenant is another entry.
     pub outbox: Vec<OutboxEntry>,
     /// Refusals to keep for `GET /v1/agents/{agentId}/rejections`.
     pub rejections: Vec<Rejection>,
@@ -168,14 +172,17 @@ pub trait Store: Send + Sync {
     /// Queued outbox entries whose next attempt is due at `now`, oldest first.
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError>;
 
-    /// One outbox entry.
+    /// The outbox entry (tenant, agent, messageId), if stored.
     async fn outbox_get(
         &self,
         tenant: &Tenant,
+        agent: &AgentId,
         message_id: &str,
     ) -> Result<Option<OutboxEntry>, StoreError>;
 
-    /// Replaces an outbox entry's delivery fields. An entry already `sent` is never changed back.
+    /// Replaces the delivery fields of the stored entry with `entry`'s identity
+    /// (tenant, agent, messageId); never inserts, and never touches another agent's entry with
+    /// the same `messageId`. An entry already `sent` is never changed back.
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError>;
 
     /// All outbox entries of a tenant, in order of lapse.

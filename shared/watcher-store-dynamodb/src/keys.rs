@@ -119,14 +119,17 @@ pub(crate) fn live_agent(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
-/// `OUTBOX#{tenant}`: a tenant's lapse tasks, one row per `messageId`.
+/// `OUTBOX#{tenant}`: a tenant's lapse tasks, one row per (agent, `messageId`).
 pub(crate) fn outbox_pk(tenant: &Tenant) -> String {
     join("OUTBOX", &[tenant.as_str()], MAX_PARTITION_KEY)
 }
 
-/// The `messageId`, escaped (hashed past 1024 bytes).
-pub(crate) fn outbox_sk(message_id: &str) -> String {
-    let key = join("", &[message_id], MAX_SORT_KEY);
+/// `{agent}#{messageId}`, escaped (hashed past 1024 bytes). The agent is part of the key: an
+/// outbox entry's identity is (tenant, agent, messageId), since expectation ids (and so
+/// `messageId`s) are scoped to the raising agent.
+pub(crate) fn outbox_sk(agent: &AgentId, message_id: &str) -> String {
+    // The prefix is empty: the sort key is only ever compared within its partition.
+    let key = join("", &[agent.as_str(), message_id], MAX_SORT_KEY);
     key.trim_start_matches('#').to_string()
 }
 
@@ -189,7 +192,16 @@ mod tests {
         let s2 = Subject::parse("b#ship%ment", "PA#1").unwrap();
         assert_ne!(subject_pk(&t, &s), subject_pk(&t2, &s2));
         assert_eq!(fact_sk(&s), "ship%25ment#PA%231");
-        assert_eq!(outbox_sk("lapse:e#1"), "lapse:e%231");
+        let booking = AgentId::parse("booking").unwrap();
+        assert_eq!(outbox_sk(&booking, "lapse:e#1"), "booking#lapse:e%231");
+        let other = AgentId::parse("other").unwrap();
+        assert_ne!(
+            outbox_sk(&booking, "lapse:e#1"),
+            outbox_sk(&other, "lapse:e#1"),
+            "two agents' lapse tasks with one messageId are two items"
+        );
+        let (a, b) = (AgentId::parse("a#b").unwrap(), AgentId::parse("a").unwrap());
+        assert_ne!(outbox_sk(&a, "m"), outbox_sk(&b, "b#m"));
     }
 
     #[test]

@@ -410,7 +410,7 @@ impl DynamoStore {
     fn outbox_write(&self, entry: &OutboxEntry, seq: u64) -> Result<Write, StoreError> {
         let mut item: Item = HashMap::new();
         item.insert(PK.into(), s(outbox_pk(&entry.tenant)));
-        item.insert(SK.into(), s(outbox_sk(&entry.message_id)));
+        item.insert(SK.into(), s(outbox_sk(&entry.agent, &entry.message_id)));
         item.insert(KIND.into(), s("outbox"));
         item.insert(TENANT.into(), s(entry.tenant.as_str()));
         item.insert(ENTRY.into(), s(to_json(entry)?));
@@ -425,11 +425,11 @@ impl DynamoStore {
         }
         let bytes = item_size(&item);
         let what = format!(
-            "outbox entry {} of tenant {}",
-            entry.message_id, entry.tenant
+            "outbox entry {} of agent {} of tenant {}",
+            entry.message_id, entry.agent, entry.tenant
         );
-        // A messageId written meanwhile by another commit fails this condition: a conflict,
-        // and the retry leaves that first entry as it is.
+        // An (agent, messageId) written meanwhile by another commit fails this condition: a
+        // conflict, and the retry leaves that first entry as it is.
         let put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
@@ -611,16 +611,16 @@ impl Store for DynamoStore {
         })
         .await?;
 
-        // 2. New outbox entries: the first of each (tenant, messageId) not stored yet.
+        // 2. New outbox entries: the first of each (tenant, agent, messageId) not stored yet.
         let mut seen = BTreeSet::new();
         let candidates: Vec<&OutboxEntry> = commit
             .outbox
             .iter()
-            .filter(|o| seen.insert((o.tenant.clone(), o.message_id.clone())))
+            .filter(|o| seen.insert((o.tenant.clone(), o.agent.clone(), o.message_id.clone())))
             .collect();
         let keys: Vec<(String, String)> = candidates
             .iter()
-            .map(|o| (outbox_pk(&o.tenant), outbox_sk(&o.message_id)))
+            .map(|o| (outbox_pk(&o.tenant), outbox_sk(&o.agent, &o.message_id)))
             .collect();
         let exists = each(keys, |(pk, sk)| async move {
             Ok(self.get_projected(pk, &sk, &[PK]).await?.is_some())
@@ -876,9 +876,13 @@ impl Store for DynamoStore {
     async fn outbox_get(
         &self,
         tenant: &Tenant,
+        agent: &AgentId,
         message_id: &str,
     ) -> Result<Option<OutboxEntry>, StoreError> {
-        match self.get(outbox_pk(tenant), &outbox_sk(message_id)).await? {
+        match self
+            .get(outbox_pk(tenant), &outbox_sk(agent, message_id))
+            .await?
+        {
             None => Ok(None),
             Some(item) => entry_of(&item).map(|(_, e)| Some(e)),
         }
@@ -892,7 +896,7 @@ impl Store for DynamoStore {
             .update_item()
             .table_name(&self.table)
             .key(PK, s(outbox_pk(&entry.tenant)))
-            .key(SK, s(outbox_sk(&entry.message_id)))
+            .key(SK, s(outbox_sk(&entry.agent, &entry.message_id)))
             .expression_attribute_names("#pk", PK)
             .expression_attribute_names("#e", ENTRY)
             .expression_attribute_names("#d", DELIVERY)

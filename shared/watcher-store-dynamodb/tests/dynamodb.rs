@@ -584,21 +584,31 @@ async fn identifiers_too_long_for_a_key_round_trip() {
         "another tenant's hashed key differs"
     );
     let entry = outbox_entry(&t, &format!("lapse:{}", long("m")), DeliveryState::Queued);
+    // The same messageId for an agent with a long id: the sort key (agent, messageId) is hashed
+    // too, and stays apart from the first agent's.
+    let mut long_agent = entry.clone();
+    long_agent.agent = agent(&long("#"));
     store
         .commit(
             &t,
             Commit {
-                outbox: vec![entry.clone()],
+                outbox: vec![entry.clone(), long_agent.clone()],
                 ..Commit::default()
             },
         )
         .await
-        .expect("an outbox entry with a long messageId");
+        .expect("outbox entries with a long messageId");
+    for e in [&entry, &long_agent] {
+        assert_eq!(
+            store
+                .outbox_get(&t, &e.agent, &e.message_id)
+                .await
+                .expect("outbox_get"),
+            Some(e.clone())
+        );
+    }
     assert_eq!(
-        store
-            .outbox_get(&t, &entry.message_id)
-            .await
-            .expect("outbox_get"),
-        Some(entry)
+        store.lapses(&t).await.expect("lapses"),
+        vec![entry, long_agent]
     );
 }

@@ -473,7 +473,7 @@ fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(
         tx.prepare_cached(
             "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (tenant, message_id) DO NOTHING",
+             ON CONFLICT (tenant, agent, message_id) DO NOTHING",
         )
         .map_err(db)?
         .execute(params![
@@ -685,14 +685,15 @@ impl Store for SqliteStore {
     async fn outbox_get(
         &self,
         tenant: &Tenant,
+        agent: &AgentId,
         message_id: &str,
     ) -> Result<Option<OutboxEntry>, StoreError> {
-        let (tenant, message_id) = (tenant.clone(), message_id.to_string());
+        let (tenant, agent, message_id) = (tenant.clone(), agent.clone(), message_id.to_string());
         self.run(move |conn| {
             let rows: Vec<OutboxEntry> = json_rows(
                 conn,
-                "SELECT entry FROM outbox WHERE tenant = ?1 AND message_id = ?2",
-                params![tenant.as_str(), message_id],
+                "SELECT entry FROM outbox WHERE tenant = ?1 AND agent = ?2 AND message_id = ?3",
+                params![tenant.as_str(), agent.as_str(), message_id],
                 "outbox entry",
             )?;
             Ok(rows.into_iter().next())
@@ -703,10 +704,12 @@ impl Store for SqliteStore {
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
         let entry = entry.clone();
         self.run(move |conn| {
-            // `sent` is final: a sent row only takes another `sent` update.
+            // The row (tenant, agent, message_id); `sent` is final: a sent row only takes
+            // another `sent` update.
             conn.prepare_cached(
-                "UPDATE outbox SET agent = ?3, delivery = ?4, next_attempt = ?5, entry = ?6
-                 WHERE tenant = ?1 AND message_id = ?2 AND (delivery <> 'sent' OR ?4 = 'sent')",
+                "UPDATE outbox SET delivery = ?4, next_attempt = ?5, entry = ?6
+                 WHERE tenant = ?1 AND message_id = ?2 AND agent = ?3
+                   AND (delivery <> 'sent' OR ?4 = 'sent')",
             )
             .map_err(db)?
             .execute(params![

@@ -8,8 +8,14 @@ use watcher_runtime::store::StoreError;
 use crate::codec::db;
 
 /// The schema this build writes, kept in `PRAGMA user_version`. A file with a larger number was
-/// written by a newer build and is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+/// written by a newer build and is refused; a file with a smaller one is migrated when the store
+/// opens it, in the transaction that records the new version.
+///
+/// * 1: the first schema.
+/// * 2: the outbox's identity is (tenant, agent, message_id), not (tenant, message_id):
+///   expectation ids are scoped to the raising agent, so two agents of one tenant can have lapse
+///   tasks with the same `messageId`.
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long a statement waits for another connection's write lock before failing with
 /// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
@@ -98,8 +104,9 @@ CREATE TABLE IF NOT EXISTS live (
 CREATE INDEX IF NOT EXISTS live_agent ON live (tenant, agent, live_until);
 CREATE INDEX IF NOT EXISTS live_subject ON live (tenant, subject_type, subject_id);
 
--- Lapse tasks. (tenant, message_id) is the identity; seq is insertion order. delivery and
--- next_attempt copy the entry's fields for the due query; the entry JSON is the truth.
+-- Lapse tasks. (tenant, agent, message_id) is the identity (expectation ids, and so message
+-- ids, are scoped to the raising agent); seq is insertion order. delivery and next_attempt copy
+-- the entry's fields for the due query; the entry JSON is the truth.
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     tenant TEXT NOT NULL,
@@ -108,7 +115,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     delivery TEXT NOT NULL CHECK (delivery IN ('queued', 'sent', 'failed')),
     next_attempt TEXT NOT NULL,
     entry TEXT NOT NULL,
-    UNIQUE (tenant, message_id)
+    UNIQUE (tenant, agent, message_id)
 ) STRICT;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivery, next_attempt, seq);
 CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
@@ -130,9 +137,35 @@ CREATE TABLE IF NOT EXISTS sequence (
 INSERT INTO sequence (id, value) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
 "#;
 
+/// Version 1 → 2, before [`SCHEMA`]: the v1 outbox (UNIQUE (tenant, message_id)) is set aside
+/// with its indexes dropped, so that [`SCHEMA`] creates the v2 outbox and its indexes.
+const V1_TO_V2_BEFORE: &str = r#"
+ALTER TABLE outbox RENAME TO outbox_v1;
+DROP INDEX IF EXISTS outbox_due;
+DROP INDEX IF EXISTS outbox_tenant;
+"#;
+
+/// Version 1 → 2, after [`SCHEMA`]: every v1 row is copied with its `seq` (so the order of lapse
+/// is kept), the AUTOINCREMENT high-water mark is carried over (so no `seq` is handed out twice),
+/// and the v1 table is dropped. v1's uniqueness is stricter than v2's, so every row fits.
+const V1_TO_V2_AFTER: &str = r#"
+INSERT INTO outbox (seq, tenant, message_id, agent, delivery, next_attempt, entry)
+    SELECT seq, tenant, message_id, agent, delivery, next_attempt, entry
+    FROM outbox_v1 ORDER BY seq;
+INSERT INTO sqlite_sequence (name, seq)
+    SELECT 'outbox', seq FROM sqlite_sequence WHERE name = 'outbox_v1'
+    AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'outbox');
+UPDATE sqlite_sequence
+    SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'outbox_v1'), 0))
+    WHERE name = 'outbox';
+DROP TABLE outbox_v1;
+"#;
+
 /// Sets the connection up: a busy timeout, WAL (a no-op for `:memory:`), full `synchronous`
 /// (a commit is on disk when it returns: a queued lapse task survives a crash), foreign keys;
-/// then creates or checks the schema in one transaction.
+/// then, in one transaction, migrates a file written at an older schema version, creates what
+/// is missing and records [`SCHEMA_VERSION`]. A failed migration writes nothing: the file stays
+/// at its version.
 ///
 /// # Errors
 /// [`StoreError::Backend`] when a pragma or the schema cannot be written;
@@ -158,7 +191,15 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
             "the database has schema version {found}, newer than this build's {SCHEMA_VERSION}; run a newer watcher"
         )));
     }
+    // 0 is a new, empty file: SCHEMA creates everything.
+    let from_v1 = found == 1;
+    if from_v1 {
+        tx.execute_batch(V1_TO_V2_BEFORE).map_err(db)?;
+    }
     tx.execute_batch(SCHEMA).map_err(db)?;
+    if from_v1 {
+        tx.execute_batch(V1_TO_V2_AFTER).map_err(db)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(db)?;
     tx.commit().map_err(db)

@@ -1,6 +1,7 @@
 //! What only a file-backed SQLite store has to show: the record survives a reopen, the file is
-//! in WAL mode at the current schema version, several connections to one file never lose an
-//! update, and bad stored data or a newer schema is reported, not panicked on.
+//! in WAL mode at the current schema version, a file of an older version is migrated with
+//! nothing lost, several connections to one file never lose an update, and bad stored data or a
+//! newer schema is reported, not panicked on.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -187,7 +188,10 @@ async fn the_record_survives_a_reopen() {
         "timers survive"
     );
     assert_eq!(
-        store.outbox_get(&t, "lapse:exp-1:overdue:x").await.unwrap(),
+        store
+            .outbox_get(&t, &agent(), "lapse:exp-1:overdue:x")
+            .await
+            .unwrap(),
         Some(entry("lapse:exp-1:overdue:x")),
         "a queued lapse task survives"
     );
@@ -216,6 +220,235 @@ async fn the_file_is_wal_at_the_current_schema_version() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
+}
+
+/// The version 1 schema, exactly as the first build wrote it.
+const SCHEMA_V1: &str = include_str!("fixtures/schema_v1.sql");
+
+/// An instant as v1 stored it: `as_nanos() + 10^21`, 22 digits.
+fn v1_instant_key(t: Instant) -> String {
+    format!("{:022}", t.as_nanos() + 1_000_000_000_000_000_000_000)
+}
+
+/// Writes a version 1 file at `path` as the first build left it: the v1 tables, a subject, and
+/// outbox rows with `seq` 1 and 2 (a third row, seq 3, was deleted: the AUTOINCREMENT
+/// high-water mark is 3, above the largest `seq` stored).
+fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry]) {
+    let conn = raw(path);
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.execute_batch(SCHEMA_V1).unwrap();
+    conn.pragma_update(None, "user_version", 1).unwrap();
+    conn.execute(
+        "INSERT INTO subjects (tenant, subject_type, subject_id, version, state)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        rusqlite::params![
+            tenant().as_str(),
+            subject_state.subject.subject_type,
+            subject_state.subject.id,
+            subject_state.version as i64,
+            serde_json::to_string(subject_state).unwrap()
+        ],
+    )
+    .unwrap();
+    let mut gone = entry("lapse:gone");
+    gone.agent = AgentId::parse("someone").unwrap();
+    for o in rows.iter().copied().chain([&gone]) {
+        conn.execute(
+            "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            rusqlite::params![
+                o.tenant.as_str(),
+                o.message_id,
+                o.agent.as_str(),
+                o.delivery.as_str(),
+                v1_instant_key(o.next_attempt_at),
+                serde_json::to_string(o).unwrap()
+            ],
+        )
+        .unwrap();
+    }
+    conn.execute("DELETE FROM outbox WHERE message_id = 'lapse:gone'", [])
+        .unwrap();
+    // The v1 uniqueness: one row per (tenant, messageId), whatever the agent.
+    let mut other = entry("lapse:exp-1:overdue:x");
+    other.agent = AgentId::parse("other").unwrap();
+    assert!(
+        conn.execute(
+            "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
+             VALUES (?1, ?2, ?3, 'queued', 'x', '{}')",
+            rusqlite::params![
+                other.tenant.as_str(),
+                other.message_id,
+                other.agent.as_str()
+            ],
+        )
+        .is_err(),
+        "the fixture is the v1 schema: UNIQUE (tenant, message_id)"
+    );
+}
+
+/// A version 1 file (outbox UNIQUE (tenant, message_id)) is migrated on opening: the outbox is
+/// rebuilt UNIQUE (tenant, agent, message_id) with every row, its `seq` order and its
+/// AUTOINCREMENT high-water mark kept; the other tables are untouched; the version becomes
+/// [`SCHEMA_VERSION`]; opening again changes nothing.
+#[tokio::test]
+async fn a_version_1_file_is_migrated() {
+    assert_eq!(
+        SCHEMA_VERSION, 2,
+        "this test migrates from the version before"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    let mut state = state_with(
+        vec![record("exp-1", "PA-1", "2026-09-10T13:00:00Z", None, 1)],
+        "PA-1",
+    );
+    state.version = 1;
+    let queued = entry("lapse:exp-1:overdue:x");
+    let mut sent = entry("lapse:exp-2:overdue:x");
+    sent.delivery = DeliveryState::Sent;
+    sent.attempts = 1;
+    sent.task_id = Some("task-7".into());
+    write_v1_file(&path, &state, &[&queued, &sent]);
+
+    let store = SqliteStore::open(&path).unwrap();
+    let conn = raw(&path);
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE name LIKE 'outbox%' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        tables,
+        ["outbox", "outbox_due", "outbox_tenant"],
+        "the v1 table is gone; the new one has both indexes"
+    );
+    let ddl: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'outbox'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(ddl.contains("UNIQUE (tenant, agent, message_id)"), "{ddl}");
+
+    // Everything is still there, found under its agent.
+    assert_eq!(
+        store.subject(&t, &subject("PA-1")).await.unwrap(),
+        Some(state)
+    );
+    assert_eq!(
+        store
+            .outbox_get(&t, &agent(), &queued.message_id)
+            .await
+            .unwrap(),
+        Some(queued.clone())
+    );
+    assert_eq!(
+        store
+            .outbox_get(&t, &agent(), &sent.message_id)
+            .await
+            .unwrap(),
+        Some(sent.clone())
+    );
+    assert_eq!(
+        store.lapses(&t).await.unwrap(),
+        vec![queued.clone(), sent.clone()]
+    );
+    assert_eq!(
+        store.outbox_due(queued.next_attempt_at, 10).await.unwrap(),
+        vec![queued.clone()],
+        "the due index works on the migrated rows"
+    );
+
+    // The same messageId for another agent is now another entry, after the old ones.
+    let mut other = queued.clone();
+    other.agent = AgentId::parse("other").unwrap();
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![other.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .outbox_get(&t, &other.agent, &other.message_id)
+            .await
+            .unwrap(),
+        Some(other.clone())
+    );
+    assert_eq!(
+        store
+            .outbox_get(&t, &agent(), &queued.message_id)
+            .await
+            .unwrap(),
+        Some(queued.clone()),
+        "booking's entry is left as it was"
+    );
+    assert_eq!(
+        store.lapses(&t).await.unwrap(),
+        vec![queued.clone(), sent.clone(), other.clone()]
+    );
+    let seqs: Vec<i64> = conn
+        .prepare("SELECT seq FROM outbox ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        seqs,
+        [1, 2, 4],
+        "rows keep their seq; a new one comes after v1's high-water mark (3)"
+    );
+    drop(store);
+
+    // Opening again migrates nothing and loses nothing.
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.lapses(&t).await.unwrap(), vec![queued, sent, other]);
+}
+
+/// A failed migration leaves the file at version 1 with its data: it runs in the transaction
+/// that records the new version.
+#[tokio::test]
+async fn a_failed_migration_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let state = state_with(
+        vec![record("exp-1", "PA-1", "2026-09-10T13:00:00Z", None, 1)],
+        "PA-1",
+    );
+    let queued = entry("lapse:exp-1:overdue:x");
+    write_v1_file(&path, &state, &[&queued]);
+    // Something in the way of the migration: a table with the name it sets the v1 outbox aside as.
+    raw(&path)
+        .execute_batch("CREATE TABLE outbox_v1 (x INTEGER)")
+        .unwrap();
+    assert!(SqliteStore::open(&path).is_err(), "the migration fails");
+    let conn = raw(&path);
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 1, "the file stays at version 1");
+    let rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM outbox WHERE message_id = ?1",
+            [&queued.message_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 1, "the v1 outbox keeps its row");
 }
 
 #[tokio::test]
@@ -288,7 +521,7 @@ async fn corrupt_rows_are_reported_not_panicked_on() {
     corrupt(store.all_records().await.map(drop), "all_records");
     corrupt(store.lapses(&t).await.map(drop), "lapses");
     corrupt(
-        store.outbox_get(&t, "lapse:1").await.map(drop),
+        store.outbox_get(&t, &agent(), "lapse:1").await.map(drop),
         "outbox_get",
     );
     corrupt(store.next_timer().await.map(drop), "next_timer");

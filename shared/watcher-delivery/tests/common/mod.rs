@@ -107,7 +107,7 @@ pub async fn store_with(entries: Vec<OutboxEntry>) -> MemoryStore {
 /// Reads an entry back.
 pub async fn get(store: &MemoryStore, entry: &OutboxEntry) -> OutboxEntry {
     store
-        .outbox_get(&entry.tenant, &entry.message_id)
+        .outbox_get(&entry.tenant, &entry.agent, &entry.message_id)
         .await
         .unwrap()
         .expect("entry is stored")
