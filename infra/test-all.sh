@@ -9,6 +9,9 @@ started=$SECONDS
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
+echo "== cfn-lint template.yaml"
+bash infra/lint-template.sh
+
 echo "== AWS emulator (moto) on 127.0.0.1"
 bash infra/moto.sh
 trap 'bash infra/moto.sh stop >/dev/null 2>&1 || true' EXIT

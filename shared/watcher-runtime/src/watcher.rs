@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use watcher_core::engine::{initial_scope, step, Effect, Input, StepContext};
+use watcher_core::engine::{initial_scope, step, Effect, Input, StepContext, TimerKey};
 use watcher_core::ids::Tenant;
 use watcher_core::settings::Settings;
 use watcher_core::slice::Slice;
@@ -43,6 +43,38 @@ pub struct Watcher<S: Store + ?Sized> {
     pub directory: Directory,
     /// Deployment bounds.
     pub settings: Settings,
+    /// Carries out timer and queue effects after each commit (the serverless deployment).
+    sink: Option<Arc<dyn EffectSink>>,
+    /// Evaluate at once a timer the step left due at `now`, instead of waiting for it to fire.
+    evaluate_due_at_once: bool,
+}
+
+/// Carries out, after a commit, what the record alone does not: arming and disarming external
+/// timers, and enqueueing lapse tasks for the submitter. Failures are the sink's to log; the
+/// sweep repairs what a lost effect leaves behind (a lapse is delayed, never lost).
+#[async_trait::async_trait]
+pub trait EffectSink: Send + Sync {
+    /// Called once per committed input, with everything it did (including timers it evaluated
+    /// at once).
+    async fn carry_out(&self, tenant: &Tenant, applied: &Applied, now: Instant);
+}
+
+/// The last timer effect of each key in `effects`: `Some(at)` when it ends armed, `None` when it
+/// ends disarmed.
+pub fn net_timers(effects: &[Effect]) -> std::collections::BTreeMap<TimerKey, Option<Instant>> {
+    let mut net = std::collections::BTreeMap::new();
+    for e in effects {
+        match e {
+            Effect::ArmTimer { key, at } => {
+                net.insert(key.clone(), Some(*at));
+            }
+            Effect::DisarmTimer { key } => {
+                net.insert(key.clone(), None);
+            }
+            _ => {}
+        }
+    }
+    net
 }
 
 impl<S: Store + ?Sized> Watcher<S> {
@@ -52,7 +84,24 @@ impl<S: Store + ?Sized> Watcher<S> {
             store,
             directory,
             settings,
+            sink: None,
+            evaluate_due_at_once: false,
         }
+    }
+
+    /// After each commit, hands the effects to `sink` (timers, queue).
+    pub fn with_sink(mut self, sink: Arc<dyn EffectSink>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// Evaluates at once, within the same call, a deadline or horizon an input leaves due at
+    /// its own instant — for deployments whose timers cannot fire that soon (EventBridge
+    /// Scheduler). `serve` and replay leave it off: their timer loop fires such timers after
+    /// every input at that instant (semantics.md, "Order at one instant").
+    pub fn evaluating_due_at_once(mut self) -> Self {
+        self.evaluate_due_at_once = true;
+        self
     }
 
     /// Applies `input` for `tenant` at `now` (the watcher's clock), committing all its writes
@@ -62,6 +111,38 @@ impl<S: Store + ?Sized> Watcher<S> {
     /// # Errors
     /// Store failures, or [`ApplyError::Exhausted`] under sustained contention.
     pub async fn apply(
+        &self,
+        tenant: &Tenant,
+        input: &Input,
+        now: Instant,
+    ) -> Result<Applied, ApplyError> {
+        let mut applied = self.apply_once(tenant, input, now).await?;
+        if self.evaluate_due_at_once {
+            // Each round lapses or re-evaluates what the previous one left due; a timer that
+            // stays due cannot loop, since evaluating it at `now` always consumes it.
+            for _ in 0..8 {
+                let due: Vec<TimerKey> = net_timers(&applied.effects)
+                    .into_iter()
+                    .filter_map(|(key, at)| at.filter(|at| *at <= now).map(|_| key))
+                    .collect();
+                if due.is_empty() {
+                    break;
+                }
+                for key in due {
+                    let more = self.apply_once(tenant, &Input::Timer(key), now).await?;
+                    applied.effects.extend(more.effects);
+                    applied.outbox.extend(more.outbox);
+                }
+            }
+        }
+        if let Some(sink) = &self.sink {
+            sink.carry_out(tenant, &applied, now).await;
+        }
+        Ok(applied)
+    }
+
+    /// One input, one commit (retrying on conflict).
+    async fn apply_once(
         &self,
         tenant: &Tenant,
         input: &Input,

@@ -1,0 +1,31 @@
+//! The submitter function: fed by the FIFO lapse queue, posts each lapse task once, and reports
+//! partial batch failures (`ReportBatchItemFailures`) for the ones to retry.
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use lambda_runtime::{service_fn, LambdaEvent};
+use watcher_runtime::clock::{Clock, SystemClock};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .without_time()
+        .init();
+    let parts = watcher_lambda::env::from_env()
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    let parts = &parts;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
+        let response: SqsBatchResponse = watcher_lambda::submitter::handle(
+            &*parts.watcher.store,
+            &parts.submitter,
+            &parts.endpoints,
+            event.payload,
+            SystemClock.now(),
+        )
+        .await;
+        Ok::<_, lambda_runtime::Error>(response)
+    }))
+    .await
+}

@@ -1,0 +1,40 @@
+//! The timer function: target of the per-expectation EventBridge schedules and of the
+//! `rate(5 minutes)` sweep. Evaluates on its own clock; an early wake re-arms, never lapses.
+
+use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
+use serde_json::Value;
+use watcher_lambda::timer::{handle, TimerReport};
+use watcher_runtime::clock::{Clock, SystemClock};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .without_time()
+        .init();
+    let parts = watcher_lambda::env::from_env()
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    let parts = &parts;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        let report: Result<TimerReport, Diagnostic> = handle(
+            &*parts.watcher,
+            &*parts.queue,
+            &event.payload,
+            SystemClock.now(),
+        )
+        .await
+        .map_err(Diagnostic::from);
+        if let Ok(r) = &report {
+            tracing::info!(
+                evaluated = r.evaluated,
+                lapses = r.lapses,
+                requeued = r.requeued,
+                "timer invocation"
+            );
+        }
+        report
+    }))
+    .await
+}

@@ -1,0 +1,112 @@
+//! Building a function's parts once per cold start from its environment (style: build SDK
+//! clients once in `main` and pass references into the handler).
+//!
+//! Variables: `TABLE_NAME`, `QUEUE_URL`, `SCHEDULE_GROUP`, `TIMER_FUNCTION_ARN`,
+//! `SCHEDULER_ROLE_ARN`, `SCHEDULER_DLQ_ARN` (optional), `WATCHER_CONFIG` (the TOML of
+//! contracts/serve.md: agents, sources, operators, teachers), `RETENTION_DAYS` (default 30).
+//! `AWS_ENDPOINT_URL` points every client at an emulator.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context};
+use watcher_config::{load_deployment, Config};
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_delivery::deliver::Submitter;
+use watcher_delivery::endpoint::AgentEndpoint;
+use watcher_http::Credentials;
+use watcher_runtime::ports::LapseQueue;
+use watcher_runtime::store::Store;
+use watcher_runtime::watcher::Watcher;
+use watcher_store_dynamodb::DynamoStore;
+
+use crate::sink::AwsSink;
+
+/// Everything a function needs, built once.
+pub struct Parts {
+    /// The watcher over DynamoDB, carrying out timer and queue effects after each commit.
+    pub watcher: Arc<Watcher<dyn Store>>,
+    /// The lapse queue.
+    pub queue: Arc<dyn LapseQueue>,
+    /// Who may call what (the API function).
+    pub credentials: Arc<Credentials>,
+    /// Where lapse tasks go (the submitter).
+    pub endpoints: HashMap<(Tenant, AgentId), AgentEndpoint>,
+    /// The lapse-task submitter.
+    pub submitter: Submitter,
+}
+
+fn var(name: &str) -> anyhow::Result<String> {
+    std::env::var(name).map_err(|_| anyhow!("environment variable {name} is not set"))
+}
+
+/// Reads the environment and builds the parts: AWS clients, the deployment (cards fetched),
+/// the DynamoDB store, Scheduler timers, the SQS queue.
+///
+/// # Errors
+/// A missing variable, an unusable configuration or card, each named.
+pub async fn from_env() -> anyhow::Result<Parts> {
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await;
+    let config = Config::from_toml(&var("WATCHER_CONFIG")?).context("WATCHER_CONFIG")?;
+    let retention: u32 = match std::env::var("RETENTION_DAYS") {
+        Ok(v) => v
+            .parse()
+            .context("RETENTION_DAYS must be a whole number of days")?,
+        Err(_) => config.retention_days,
+    };
+    let store: Arc<dyn Store> = Arc::new(DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&aws),
+        var("TABLE_NAME")?,
+        retention,
+    ));
+    let mut scheduler = watcher_aws::SchedulerConfig::new(
+        var("SCHEDULE_GROUP")?,
+        var("TIMER_FUNCTION_ARN")?,
+        var("SCHEDULER_ROLE_ARN")?,
+    );
+    if let Ok(dlq) = std::env::var("SCHEDULER_DLQ_ARN") {
+        if !dlq.is_empty() {
+            scheduler = scheduler.with_dead_letter_queue(dlq);
+        }
+    }
+    let timers = Arc::new(
+        watcher_aws::SchedulerTimers::new(aws_sdk_scheduler::Client::new(&aws), scheduler)
+            .map_err(|e| anyhow!("scheduler configuration: {e}"))?,
+    );
+    let queue: Arc<dyn LapseQueue> = Arc::new(watcher_aws::SqsLapseQueue::new(
+        aws_sdk_sqs::Client::new(&aws),
+        var("QUEUE_URL")?,
+    ));
+    assemble(store, timers, queue, &config).await
+}
+
+/// Builds the parts from ready adapters (tests pass emulator-backed ones).
+///
+/// # Errors
+/// An unusable configuration or card.
+pub async fn assemble(
+    store: Arc<dyn Store>,
+    timers: Arc<dyn watcher_runtime::ports::Timers>,
+    queue: Arc<dyn LapseQueue>,
+    config: &Config,
+) -> anyhow::Result<Parts> {
+    let deployment = load_deployment(config).await?;
+    let sink = Arc::new(AwsSink {
+        timers,
+        queue: queue.clone(),
+    });
+    let watcher = Arc::new(
+        Watcher::new(store, deployment.directory, deployment.settings)
+            .with_sink(sink)
+            .evaluating_due_at_once(),
+    );
+    Ok(Parts {
+        watcher,
+        queue,
+        credentials: Arc::new(deployment.credentials),
+        endpoints: deployment.endpoints,
+        submitter: watcher_config::submitter(&config.delivery)?,
+    })
+}

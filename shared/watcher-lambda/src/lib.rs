@@ -1,0 +1,13 @@
+//! The watcher's AWS Lambda functions as plain handlers over narrow parts, so that each binary
+//! under `functions/` is a few lines of `main` and every handler can be driven in tests with its
+//! real event type:
+//!
+//! * [`sink`]: after each commit, arm/disarm EventBridge schedules and enqueue lapse tasks;
+//! * [`timer`]: the per-expectation schedules' target and the `rate(5 minutes)` sweep;
+//! * [`submitter`]: the SQS-fed lapse-task submitter with partial batch failures;
+//! * [`env`]: building everything once per cold start from the environment.
+
+pub mod env;
+pub mod sink;
+pub mod submitter;
+pub mod timer;

@@ -1,0 +1,46 @@
+//! Carries out, after each commit, the effects the record alone does not: EventBridge schedules
+//! for deadlines and horizons, and SQS messages for new lapse tasks.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use watcher_core::ids::Tenant;
+use watcher_core::time::Instant;
+use watcher_runtime::ports::{LapseQueue, Timers};
+use watcher_runtime::watcher::{net_timers, Applied, EffectSink};
+
+/// The serverless deployment's [`EffectSink`].
+///
+/// Timers: the last effect per timer wins; a timer left armed at or before `now` was already
+/// evaluated by the watcher (`evaluating_due_at_once`), so only future instants are scheduled.
+/// A schedule within Scheduler's minute is created all the same: it fires at, or within the
+/// minute after, its instant, and the timer function re-arms any early wake. Failures are
+/// logged: the sweep finds every due-but-unlapsed expectation and every queued lapse task, so a
+/// lost effect delays a lapse, never loses it.
+pub struct AwsSink {
+    /// EventBridge Scheduler (or any [`Timers`]).
+    pub timers: Arc<dyn Timers>,
+    /// The lapse queue (or any [`LapseQueue`]).
+    pub queue: Arc<dyn LapseQueue>,
+}
+
+#[async_trait]
+impl EffectSink for AwsSink {
+    async fn carry_out(&self, tenant: &Tenant, applied: &Applied, now: Instant) {
+        for (key, at) in net_timers(&applied.effects) {
+            let result = match at {
+                Some(at) if at > now => self.timers.arm(tenant, &key, at).await,
+                Some(_) => Ok(()),
+                None => self.timers.disarm(tenant, &key).await,
+            };
+            if let Err(e) = result {
+                tracing::warn!(error = %e, timer = ?key, "timer effect failed; the sweep will catch up");
+            }
+        }
+        for entry in &applied.outbox {
+            if let Err(e) = self.queue.enqueue(entry).await {
+                tracing::warn!(error = %e, message_id = %entry.message_id, "enqueueing a lapse task failed; the sweep will re-queue it");
+            }
+        }
+    }
+}

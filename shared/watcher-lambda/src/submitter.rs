@@ -1,0 +1,91 @@
+//! The submitter function: SQS messages `{"tenant","agent","messageId"}` → the outbox entry →
+//! `SendMessage` to the agent. Reports partial batch failures, so one agent's retry does not
+//! redeliver the others (`ReportBatchItemFailures` must be on the event source mapping).
+//!
+//! The durable outbox, not the queue, guarantees one lapse task per (agent, `messageId`): an entry already
+//! sent is skipped however often its message is delivered.
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use watcher_core::time::Instant;
+use watcher_delivery::deliver::{EntryOutcome, Submitter};
+use watcher_delivery::endpoint::Endpoints;
+use watcher_runtime::store::Store;
+
+/// Handles one batch at `now`. A message that cannot be parsed is dropped with an error log (it
+/// can never succeed; the outbox still holds the entry for the sweep). A lapse task that must be
+/// retried later, or a store failure, is reported as a batch item failure so SQS redelivers it
+/// after the visibility timeout — and, the queue being FIFO, so is every message after it in the
+/// batch, unprocessed, so that no agent's lapse tasks overtake one another (AWS's guidance for
+/// partial batch responses on FIFO queues).
+pub async fn handle<S, E>(
+    store: &S,
+    submitter: &Submitter,
+    endpoints: &E,
+    event: SqsEvent,
+    now: Instant,
+) -> SqsBatchResponse
+where
+    S: Store + ?Sized,
+    E: Endpoints + ?Sized,
+{
+    let mut response = SqsBatchResponse::default();
+    let mut stopped = false;
+    for record in event.records {
+        let id = record.message_id.clone().unwrap_or_default();
+        if stopped {
+            if !id.is_empty() {
+                let mut failure = BatchItemFailure::default();
+                failure.item_identifier = id;
+                response.batch_item_failures.push(failure);
+            }
+            continue;
+        }
+        let span = tracing::info_span!("lapse_message", sqs_message_id = %id);
+        let _guard = span.enter();
+        let Some(body) = record.body.as_deref() else {
+            tracing::error!("SQS message without a body; dropped");
+            continue;
+        };
+        let message = match watcher_aws::parse_queue_message(body) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::error!(error = %e, "not a lapse queue message; dropped");
+                continue;
+            }
+        };
+        let retry = match submitter
+            .deliver_one(
+                store,
+                endpoints,
+                &message.tenant,
+                &message.agent,
+                &message.message_id,
+                now,
+            )
+            .await
+        {
+            Ok(
+                EntryOutcome::Retried { .. }
+                | EntryOutcome::Deferred { .. }
+                | EntryOutcome::NotDue { .. },
+            ) => true,
+            Ok(outcome) => {
+                tracing::info!(?outcome, message_id = %message.message_id, "lapse message handled");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "store failure; the message will be redelivered");
+                true
+            }
+        };
+        if retry {
+            stopped = true;
+            if !id.is_empty() {
+                let mut failure = BatchItemFailure::default();
+                failure.item_identifier = id;
+                response.batch_item_failures.push(failure);
+            }
+        }
+    }
+    response
+}

@@ -1,0 +1,125 @@
+//! The timer function: target of every per-expectation schedule (`{"tenant", "timer"}`) and of
+//! the `rate(5 minutes)` sweep (`{"sweep": true}`).
+//!
+//! Timers are hints: the record decides. A wake before the deadline on this function's own
+//! clock lapses nothing and re-arms the schedule; a wake after it lapses late, once.
+
+use serde_json::Value;
+use watcher_core::engine::Input;
+use watcher_core::time::Instant;
+use watcher_runtime::ports::LapseQueue;
+use watcher_runtime::store::Store;
+use watcher_runtime::watcher::{ApplyError, Watcher};
+
+/// How long a queued lapse task may wait past its next attempt before the sweep re-queues it
+/// (the submitter normally picks it up within seconds).
+pub const REQUEUE_AFTER_SECS: i64 = 120;
+
+/// What one invocation did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimerReport {
+    /// Timers evaluated.
+    pub evaluated: usize,
+    /// Lapses determined.
+    pub lapses: usize,
+    /// Lapse tasks re-queued by the sweep.
+    pub requeued: usize,
+}
+
+/// A failure, typed for Lambda's retry (style: `Diagnostic` with a retryability `error_type`).
+#[derive(Debug, thiserror::Error)]
+pub enum TimerError {
+    /// The event is not a timer input or a sweep: retrying cannot help.
+    #[error("not a timer event: {0}")]
+    Malformed(String),
+    /// The store failed: a retry may succeed.
+    #[error(transparent)]
+    Store(#[from] ApplyError),
+}
+
+impl From<TimerError> for lambda_runtime::Diagnostic {
+    fn from(e: TimerError) -> Self {
+        let error_type = match &e {
+            TimerError::Malformed(_) => "NotRetryable.MalformedEvent",
+            TimerError::Store(_) => "Retryable.Store",
+        };
+        lambda_runtime::Diagnostic {
+            error_type: error_type.into(),
+            error_message: e.to_string(),
+        }
+    }
+}
+
+fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
+    applied
+        .effects
+        .iter()
+        .filter(|e| matches!(e, watcher_core::engine::Effect::Lapsed(_)))
+        .count()
+}
+
+/// Handles one event at `now` on this function's clock.
+///
+/// # Errors
+/// [`TimerError::Malformed`] for an event that is neither shape; [`TimerError::Store`] when the
+/// record could not be read or written.
+pub async fn handle<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
+    event: &Value,
+    now: Instant,
+) -> Result<TimerReport, TimerError> {
+    if event.get("sweep").and_then(Value::as_bool) == Some(true) {
+        return sweep(watcher, queue, now).await;
+    }
+    let input = watcher_aws::parse_timer_input(&event.to_string())
+        .map_err(|e| TimerError::Malformed(e.to_string()))?;
+    let applied = watcher
+        .apply(&input.tenant, &Input::Timer(input.timer), now)
+        .await?;
+    Ok(TimerReport {
+        evaluated: 1,
+        lapses: lapses_in(&applied),
+        requeued: 0,
+    })
+}
+
+/// The sweep: evaluates every deadline and horizon due by `now` whatever happened to its
+/// schedule, and re-queues lapse tasks still queued well past their next attempt (a crash
+/// between commit and enqueue, or a lost message). Re-queueing is safe: the submitter re-reads
+/// the entry and never sends a delivered `messageId` again.
+///
+/// # Errors
+/// [`TimerError::Store`].
+pub async fn sweep<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
+    now: Instant,
+) -> Result<TimerReport, TimerError> {
+    let fired = watcher.fire_due(now).await?;
+    let mut report = TimerReport {
+        evaluated: fired.len(),
+        lapses: fired.iter().map(|(_, a)| lapses_in(a)).sum(),
+        requeued: 0,
+    };
+    let stale_before = Instant::from_timestamp(
+        now.timestamp()
+            .checked_sub(jiff::SignedDuration::from_secs(REQUEUE_AFTER_SECS))
+            .unwrap_or(now.timestamp()),
+    );
+    let stuck = watcher
+        .store
+        .outbox_due(stale_before, 1000)
+        .await
+        .map_err(ApplyError::from)?;
+    for entry in &stuck {
+        match queue.enqueue(entry).await {
+            Ok(()) => report.requeued += 1,
+            Err(e) => {
+                tracing::warn!(error = %e, message_id = %entry.message_id, "re-queueing failed; next sweep")
+            }
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,420 @@
+//! The serverless deployment end to end on the AWS emulator (moto): the API function's routes
+//! driven with real API Gateway HTTP API events, records in DynamoDB, schedules in EventBridge
+//! Scheduler, the timer function invoked with a schedule's stored input, lapse tasks through
+//! SQS FIFO, the submitter with a real `SqsEvent`, and a capture agent at the end.
+//!
+//! Needs moto: `bash infra/moto.sh` and `AWS_ENDPOINT_URL` (infra/test-all.sh does both).
+
+use std::sync::Arc;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+use tower::ServiceExt;
+use watcher_config::Config;
+use watcher_core::ids::Tenant;
+use watcher_core::time::Instant;
+use watcher_delivery::testing::{Behaviour, CaptureAgent};
+use watcher_http::{watcher_router, AppState};
+use watcher_lambda::env::{assemble, Parts};
+use watcher_runtime::clock::FakeClock;
+use watcher_runtime::store::Store;
+
+const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
+const TIMER_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:watcher-timer";
+const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/watcher-scheduler";
+const CARD: &str = include_str!("../../../examples/booking-card.json");
+
+fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
+        panic!("AWS_ENDPOINT_URL is not set: start the emulator with `bash infra/moto.sh` and export AWS_ENDPOINT_URL=http://127.0.0.1:5005 (infra/test-all.sh does both)")
+    })
+}
+
+fn t(s: &str) -> Instant {
+    Instant::parse(s).expect("instant")
+}
+
+/// One isolated deployment: its own table, schedule group and queues.
+struct Deployment {
+    parts: Parts,
+    clock: Arc<FakeClock>,
+    router: axum::Router,
+    scheduler: aws_sdk_scheduler::Client,
+    sqs: aws_sdk_sqs::Client,
+    group: String,
+    queue_url: String,
+    agent: CaptureAgent,
+}
+
+async fn deploy(name: &str) -> Deployment {
+    let _ = endpoint();
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .load()
+        .await;
+    let unique = format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        jiff::Timestamp::now().as_millisecond()
+    );
+    let ddb = aws_sdk_dynamodb::Client::new(&aws);
+    watcher_store_dynamodb::create_table(&ddb, &unique, std::time::Duration::from_secs(30))
+        .await
+        .expect("table");
+    let scheduler = aws_sdk_scheduler::Client::new(&aws);
+    watcher_aws::provision::ensure_schedule_group(&scheduler, &unique)
+        .await
+        .expect("schedule group");
+    let sqs = aws_sdk_sqs::Client::new(&aws);
+    let queues = watcher_aws::provision::create_lapse_queues(&sqs, &unique, 10)
+        .await
+        .expect("queues");
+    let agent = CaptureAgent::spawn(Behaviour::accept())
+        .await
+        .expect("capture agent");
+    let mut card: Value = serde_json::from_str(CARD).expect("card");
+    card["supportedInterfaces"][0]["url"] = json!(agent.url());
+    let config = Config::from_toml(&format!(
+        r#"
+[[agents]]
+id = "booking"
+card = '''{card}'''
+endpoint = "{url}"
+push_token = "push-1"
+[[sources]]
+id = "carrier-feed:emirates"
+token = "src-1"
+[[operators]]
+id = "ops"
+token = "ops-1"
+"#,
+        card = card,
+        url = agent.url()
+    ))
+    .expect("config");
+    let store: Arc<dyn Store> =
+        Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &unique, 30));
+    let timers = Arc::new(
+        watcher_aws::SchedulerTimers::new(
+            scheduler.clone(),
+            watcher_aws::SchedulerConfig::new(&unique, TIMER_ARN, ROLE_ARN),
+        )
+        .expect("timers"),
+    );
+    let queue = Arc::new(watcher_aws::SqsLapseQueue::new(
+        sqs.clone(),
+        &queues.queue_url,
+    ));
+    let parts = assemble(store, timers, queue, &config)
+        .await
+        .expect("parts");
+    let clock = Arc::new(FakeClock::new(t("2026-09-10T01:00:00Z")));
+    let router = watcher_router(AppState {
+        watcher: parts.watcher.clone(),
+        credentials: parts.credentials.clone(),
+        clock: clock.clone(),
+        wake: Arc::new(Notify::new()),
+    });
+    Deployment {
+        parts,
+        clock,
+        router,
+        scheduler,
+        sqs,
+        group: unique,
+        queue_url: queues.queue_url,
+        agent,
+    }
+}
+
+/// An API Gateway HTTP API (payload 2.0) event, as the API function receives it.
+fn api_event(method: &str, path: &str, headers: Value, body: &Value) -> lambda_http::Request {
+    let event = json!({
+        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
+        "headers": headers,
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "api", "domainName": "api.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "api", "requestId": "req", "routeKey": "$default", "stage": "$default",
+            "time": "10/Sep/2026:01:00:00 +0000", "timeEpoch": 1789000000000u64,
+            "http": { "method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "test" }
+        },
+        "body": body.to_string(), "isBase64Encoded": false
+    });
+    lambda_http::request::from_str(&event.to_string()).expect("API Gateway event")
+}
+
+impl Deployment {
+    async fn call(&self, req: lambda_http::Request) -> (u16, Value) {
+        let resp = self.router.clone().oneshot(req).await.expect("router");
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    async fn push_booking(&self, deadline_offset: &str) -> Value {
+        let _ = deadline_offset;
+        let artifact = json!({ "artifactUpdate": { "taskId": "task-booking-7f3a", "contextId": "ctx-northgate-sep",
+            "artifact": { "artifactId": "booking-7f3a", "parts": [{ "text": "Booked" }],
+                "metadata": { URI: { "expectations": [{
+                    "expectationId": "exp-01J8Q0MANIFEST", "kind": "shipment.manifest",
+                    "subject": { "type": "shipment", "id": "PA-2026-0901" },
+                    "expects": "the airline manifest for PA-2026-0901",
+                    "satisfiedBy": { "factKey": "shipment.manifest.received:PA-2026-0901" },
+                    "dueAt": "2026-09-10T20:15:00Z", "grace": "PT2H", "basis": "observed" }] } } } } });
+        let (status, body) = self
+            .call(api_event(
+                "POST",
+                "/v1/agents/booking/push",
+                json!({ "content-type": "application/json", "x-a2a-notification-token": "push-1" }),
+                &artifact,
+            ))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    async fn schedules(&self) -> Vec<String> {
+        let out = self
+            .scheduler
+            .list_schedules()
+            .group_name(&self.group)
+            .send()
+            .await
+            .expect("list schedules");
+        out.schedules()
+            .iter()
+            .filter_map(|s| s.name().map(str::to_string))
+            .collect()
+    }
+
+    /// The stored target input of schedule `name`, as the timer function would receive it.
+    async fn schedule_input(&self, name: &str) -> (Value, String) {
+        let s = self
+            .scheduler
+            .get_schedule()
+            .group_name(&self.group)
+            .name(name)
+            .send()
+            .await
+            .expect("get schedule");
+        let input = s
+            .target()
+            .and_then(|t| t.input())
+            .expect("input")
+            .to_string();
+        (
+            serde_json::from_str(&input).expect("json input"),
+            s.schedule_expression().unwrap_or_default().to_string(),
+        )
+    }
+
+    async fn fire(&self, input: &Value, now: Instant) -> watcher_lambda::timer::TimerReport {
+        watcher_lambda::timer::handle(&*self.parts.watcher, &*self.parts.queue, input, now)
+            .await
+            .expect("timer")
+    }
+
+    /// Receives what is on the lapse queue as a Lambda `SqsEvent`.
+    async fn receive(&self) -> SqsEvent {
+        let out = self
+            .sqs
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(10)
+            .visibility_timeout(0)
+            .send()
+            .await
+            .expect("receive");
+        let records: Vec<Value> = out
+            .messages()
+            .iter()
+            .map(|m| json!({ "messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(),
+                             "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs",
+                             "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lapses.fifo", "awsRegion": "us-east-1" }))
+            .collect();
+        serde_json::from_value(json!({ "Records": records })).expect("SqsEvent")
+    }
+
+    async fn submit(&self, event: SqsEvent, now: Instant) -> usize {
+        let resp = watcher_lambda::submitter::handle(
+            &*self.parts.watcher.store,
+            &self.parts.submitter,
+            &self.parts.endpoints,
+            event,
+            now,
+        )
+        .await;
+        resp.batch_item_failures.len()
+    }
+
+    fn delivered(&self) -> Vec<String> {
+        self.agent
+            .requests()
+            .iter()
+            .filter_map(|r| {
+                r.json().unwrap_or_default()["params"]["message"]["messageId"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .collect()
+    }
+}
+
+const OVERDUE: &str = "lapse:exp-01J8Q0MANIFEST:overdue:2026-09-10T20:15:00Z";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn push_schedule_fire_queue_submit_delivers_exactly_one_lapse_task() {
+    let d = deploy("e2e").await;
+    let pushed = d.push_booking("").await;
+    assert_eq!(pushed["raised"], json!(["exp-01J8Q0MANIFEST"]));
+
+    // Recorded in DynamoDB.
+    let subject = watcher_core::ids::Subject::parse("shipment", "PA-2026-0901").unwrap();
+    let state = d
+        .parts
+        .watcher
+        .store
+        .subject(&Tenant::default_tenant(), &subject)
+        .await
+        .unwrap()
+        .expect("subject");
+    assert_eq!(state.records.len(), 1);
+
+    // One schedule, for the deadline 20:15 + 2h, in UTC.
+    let names = d.schedules().await;
+    assert_eq!(names.len(), 1, "{names:?}");
+    let (input, expression) = d.schedule_input(&names[0]).await;
+    assert_eq!(expression, "at(2026-09-10T22:15:00)");
+    assert_eq!(input["timer"]["kind"], "deadline");
+
+    // The schedule fires: the timer function lapses it and queues the task.
+    let report = d.fire(&input, t("2026-09-10T22:15:20Z")).await;
+    assert_eq!(report.lapses, 1);
+    let event = d.receive().await;
+    assert_eq!(event.records.len(), 1);
+    assert_eq!(d.submit(event.clone(), t("2026-09-10T22:15:21Z")).await, 0);
+    assert_eq!(d.delivered(), [OVERDUE]);
+
+    // The timer fired twice: nothing more lapses, nothing more is sent.
+    assert_eq!(d.fire(&input, t("2026-09-10T22:15:40Z")).await.lapses, 0);
+    // The SQS message delivered twice: the outbox says sent; the agent sees one task.
+    assert_eq!(d.submit(event, t("2026-09-10T22:16:00Z")).await, 0);
+    let again = d.receive().await;
+    d.submit(again, t("2026-09-10T22:16:01Z")).await;
+    assert_eq!(d.delivered(), [OVERDUE]);
+
+    // The lapse is visible to an operator, delivered.
+    let (status, lapses) = d
+        .call(api_event(
+            "GET",
+            "/v1/lapses",
+            json!({ "authorization": "Bearer ops-1" }),
+            &json!(null),
+        ))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(lapses["lapses"][0]["delivery"], "sent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_schedule_deleted_behind_the_watchers_back_still_lapses_by_the_sweep() {
+    let d = deploy("e2e-sweep").await;
+    d.push_booking("").await;
+    for name in d.schedules().await {
+        d.scheduler
+            .delete_schedule()
+            .group_name(&d.group)
+            .name(name)
+            .send()
+            .await
+            .expect("delete");
+    }
+    assert!(d.schedules().await.is_empty());
+    let report = watcher_lambda::timer::handle(
+        &*d.parts.watcher,
+        &*d.parts.queue,
+        &json!({ "sweep": true }),
+        t("2026-09-10T22:20:00Z"),
+    )
+    .await
+    .expect("sweep");
+    assert_eq!(report.lapses, 1);
+    let event = d.receive().await;
+    d.submit(event, t("2026-09-10T22:20:01Z")).await;
+    assert_eq!(d.delivered(), [OVERDUE]);
+    // Late, never skipped: lapsedAt is the sweep's clock.
+    let task = d.agent.requests()[0].json().expect("JSON-RPC body");
+    assert_eq!(
+        task["params"]["message"]["metadata"][URI]["lapse"]["lapsedAt"],
+        "2026-09-10T22:20:00Z"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timer_woken_forty_seconds_early_lapses_nothing_and_re_arms() {
+    let d = deploy("e2e-early").await;
+    d.push_booking("").await;
+    let names = d.schedules().await;
+    let (input, _) = d.schedule_input(&names[0]).await;
+    // Scheduler deletes a schedule once it fires; an early wake must put it back.
+    d.scheduler
+        .delete_schedule()
+        .group_name(&d.group)
+        .name(&names[0])
+        .send()
+        .await
+        .expect("delete");
+    let report = d.fire(&input, t("2026-09-10T22:14:20Z")).await;
+    assert_eq!(report.lapses, 0);
+    assert_eq!(d.receive().await.records.len(), 0);
+    let (again, expression) = d.schedule_input(&names[0]).await;
+    assert_eq!(again, input);
+    assert_eq!(expression, "at(2026-09-10T22:15:00)");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fact_and_a_timer_racing_on_one_expectation_give_one_lapse_at_most() {
+    let d = deploy("e2e-race").await;
+    d.push_booking("").await;
+    let names = d.schedules().await;
+    let (input, _) = d.schedule_input(&names[0]).await;
+    d.clock.set(t("2026-09-10T22:15:30Z"));
+    let fact = json!({ "factKey": "shipment.manifest.received:PA-2026-0901", "observedAt": "2026-09-10T22:10:00Z",
+                       "subject": { "type": "shipment", "id": "PA-2026-0901" } });
+    let fact_call = d.call(api_event(
+        "POST",
+        "/v1/facts",
+        json!({ "authorization": "Bearer src-1", "content-type": "application/json" }),
+        &fact,
+    ));
+    let timer_call = d.fire(&input, t("2026-09-10T22:15:30Z"));
+    let ((status, _), _) = tokio::join!(fact_call, timer_call);
+    assert_eq!(status, 200);
+    // Whichever won, the deadline had passed on the watcher's clock before the fact arrived:
+    // exactly one overdue lapse, and the expectation is satisfied (late).
+    let records = d
+        .parts
+        .watcher
+        .store
+        .subject(
+            &Tenant::default_tenant(),
+            &watcher_core::ids::Subject::parse("shipment", "PA-2026-0901").unwrap(),
+        )
+        .await
+        .unwrap()
+        .expect("subject")
+        .records;
+    assert_eq!(records[0].lapses.len(), 1);
+    assert_eq!(records[0].status, watcher_core::record::Status::Satisfied);
+    let event = d.receive().await;
+    assert_eq!(event.records.len(), 1);
+    d.submit(event, t("2026-09-10T22:15:31Z")).await;
+    assert_eq!(d.delivered(), [OVERDUE]);
+    // The satisfied expectation's schedule is gone.
+    assert!(d.schedules().await.is_empty());
+}
