@@ -10,11 +10,7 @@ use watcher_runtime::clock::SystemClock;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .without_time()
-        .init();
+    watcher_lambda::init_tracing();
     let parts = watcher_lambda::env::from_env()
         .await
         .map_err(|e| format!("{e:#}"))?;

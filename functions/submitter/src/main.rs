@@ -7,11 +7,7 @@ use watcher_runtime::clock::{Clock, SystemClock};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .without_time()
-        .init();
+    watcher_lambda::init_tracing();
     let parts = watcher_lambda::env::from_env()
         .await
         .map_err(|e| format!("{e:#}"))?;

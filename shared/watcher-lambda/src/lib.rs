@@ -11,3 +11,13 @@ pub mod env;
 pub mod sink;
 pub mod submitter;
 pub mod timer;
+
+/// JSON logs on stdout (CloudWatch adds the time), filtered by `RUST_LOG`; called first in every
+/// function's `main`.
+pub fn init_tracing() {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .without_time()
+        .init();
+}
