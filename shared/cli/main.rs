@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::replay::{self, ReplayError};
+use watcher_store_sqlite::SqliteStore;
 
 /// Watcher for the A2A Expectations extension.
 #[derive(Parser)]
@@ -145,7 +145,17 @@ fn run_replay(path: &PathBuf, format: Format) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("Failed to start the runtime")?;
-    let store = Arc::new(MemoryStore::new());
+    // The embedded store in a temporary location (contracts/replay.md), removed afterwards.
+    let dir = std::env::temp_dir().join(format!(
+        "a2a-watcher-replay-{}-{}",
+        std::process::id(),
+        jiff::Timestamp::now().as_nanosecond()
+    ));
+    std::fs::create_dir_all(&dir).context("Failed to create a temporary folder for the store")?;
+    let _cleanup = RemoveOnDrop(dir.clone());
+    let store = Arc::new(
+        SqliteStore::open(dir.join("replay.db")).context("Failed to open the embedded store")?,
+    );
     match runtime.block_on(replay::run(&doc, store)) {
         Ok(lines) => {
             for line in lines {
@@ -166,5 +176,14 @@ fn run_replay(path: &PathBuf, format: Format) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(2))
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Removes a temporary folder when dropped, whatever way the command ends.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -8,6 +8,10 @@ use crate::expectation::{json_type, parse_subject};
 use crate::ids::{FactKey, Source};
 use crate::time::Instant;
 
+/// A Fact (expectations-v1 §9.2) as the engine takes it: `factKey`, `observedAt`, optional
+/// `subject`, and `source` set to the authenticated reporter.
+pub type Fact = ReportedFact;
+
 /// Why a fact could not be read: the field and the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("field `{field}`: {reason} (expectations-v1 §9.2)")]
