@@ -444,6 +444,92 @@ async fn an_unusable_pattern_is_refused_with_422() {
     assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
 }
 
+/// A column-mapping collection whose one entry holds `headers` headers of 500 characters: 420
+/// of them make a definition of about 210 KB, which fits one DynamoDB item once but not twice.
+fn wide_fields(headers: usize) -> Value {
+    let headers: Vec<String> = (0..headers)
+        .map(|i| format!("{i:05}{}", "h".repeat(495)))
+        .collect();
+    json!({ "fields": {
+        "learnable": "column-mapping", "entry": "field",
+        "teaches": "which field a spreadsheet column holds",
+        "entries": { "amount": { "label": "Amount", "value": { "headers": headers } } }
+    } })
+}
+
+/// Asserts a 413 problem for `which`, over DynamoDB's item limit, saying nothing was written;
+/// gives the size it reports.
+fn too_large(answer: &Answer, which: &str) -> usize {
+    let detail = answer.problem(StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(answer.body["title"], json!("Payload Too Large"));
+    let prefix = format!("definition acme-logistics/{which} would be ");
+    let bytes: usize = detail
+        .strip_prefix(&prefix)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the detail names the definition and its size: {detail}"));
+    assert!(bytes > 400 * 1024, "{bytes}");
+    assert_eq!(
+        detail,
+        format!(
+            "{prefix}{bytes} bytes stored, over the definition store's limit of 409600 bytes; it \
+             was refused and nothing was written. Every version keeps its whole content, so \
+             retrying cannot help: tombstone versions no longer needed, or split the definition \
+             into smaller ones."
+        )
+    );
+    bytes
+}
+
+/// A definition that would outgrow DynamoDB's 400 KB item is a 413, not a 503 to retry: the
+/// lesson that would add a second 210 KB version leaves the active version and the history as
+/// they were (and is refused the same way again), and a `PUT` of a 450 KB definition creates
+/// nothing.
+#[tokio::test]
+async fn a_definition_over_dynamodbs_item_limit_is_413_and_nothing_changes() {
+    let (config, store) = deployment().await;
+    let app = app(store, &config);
+    let path = "/v1/definitions/column-map";
+
+    let created = call(
+        &app,
+        "PUT",
+        path,
+        TEACHER,
+        Some(json!({ "collections": wide_fields(420), "taughtBy": DANA })),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let v1 = created.body;
+    let header = json!({
+        "collection": "fields", "entry": "amount", "value": { "header": "Total" }, "taughtBy": DANA
+    });
+    for _ in 0..2 {
+        let refused = post(&app, &format!("{path}/lessons"), TEACHER, header.clone()).await;
+        too_large(&refused, "column-map");
+    }
+    assert_eq!(
+        get(&app, path, OPERATOR).await.ok(),
+        &v1,
+        "the active version is unchanged"
+    );
+    let history = get(&app, &format!("{path}/history"), OPERATOR).await;
+    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
+
+    let put = call(
+        &app,
+        "PUT",
+        "/v1/definitions/wider",
+        TEACHER,
+        Some(json!({ "collections": wide_fields(900), "taughtBy": DANA })),
+    )
+    .await;
+    too_large(&put, "wider");
+    get(&app, "/v1/definitions/wider", TEACHER)
+        .await
+        .problem(StatusCode::NOT_FOUND);
+}
+
 /// A source's token can never write or read definitions: 403 on the lesson, the `PUT` and
 /// show-back, and nothing changes.
 #[tokio::test]

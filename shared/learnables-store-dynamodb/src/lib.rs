@@ -21,7 +21,8 @@
 //! A failed condition is a `Conflict`; every other SDK error is a
 //! [`DefinitionStoreError::Backend`] whose source is the SDK error itself (never a string), so
 //! callers can still see what failed and whether a retry may help. A state too large for one
-//! DynamoDB item is refused before anything is sent ([`DynamoDefinitionError::ItemTooLarge`]).
+//! DynamoDB item ([`MAX_ITEM_BYTES`]) is refused before anything is sent, as
+//! [`DefinitionStoreError::TooLarge`] (not retryable; the HTTP layer answers 413).
 //!
 //! The table's layout is [`create_table`]'s: `pk`/`sk` string keys, on-demand billing, no
 //! indexes, no TTL (definitions never expire; tombstoning is inside the state, learnables-v1
@@ -56,38 +57,13 @@ use learnables_store::{DefinitionStore, DefinitionStoreError};
 pub use crate::keys::definition_pk;
 pub use crate::table::{create_table, CREATE_TABLE_WAIT, PK, REVISION, SK, STATE, STATE_SK};
 
-/// Largest item DynamoDB stores, in bytes (attribute names and values together).
+/// Largest item DynamoDB stores, in bytes (attribute names and values together): the `limit` of
+/// the [`DefinitionStoreError::TooLarge`] this store returns. Every version keeps its whole
+/// content (learnables-v1 §10.3), so a definition grows with each lesson towards it.
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 
 /// One DynamoDB item: attribute name to value.
 type Item = HashMap<String, AttributeValue>;
-
-/// What this store refuses on its own, carried as the source of a
-/// [`DefinitionStoreError::Backend`]. Not retryable: the same write fails the same way.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DynamoDefinitionError {
-    /// The definition's state would exceed DynamoDB's item limit ([`MAX_ITEM_BYTES`]). Every
-    /// version keeps its whole content (learnables-v1 §10.3), so a definition grows with each
-    /// lesson.
-    ///
-    /// What to do: nothing was written and the stored definition is unchanged. Tombstoning old
-    /// versions does not shrink the state enough in general; start a new definition, or move
-    /// definitions to a store without a per-item limit.
-    #[error(
-        "definition {tenant}/{id} would be {bytes} bytes stored, over DynamoDB's item limit of \
-         {max} bytes; it was refused and nothing was written",
-        max = MAX_ITEM_BYTES
-    )]
-    ItemTooLarge {
-        /// The definition's tenant.
-        tenant: TenantId,
-        /// The definition's id.
-        id: DefinitionId,
-        /// The item's size as DynamoDB counts it (attribute names and values, in bytes).
-        bytes: usize,
-    },
-}
 
 /// A [`DefinitionStore`] over the DynamoDB table `table` (layout: [`create_table`]).
 ///
@@ -128,13 +104,11 @@ impl DynamoDefinitionStore {
         item.insert(STATE.into(), s(json));
         let bytes = item_size(&item);
         if bytes > MAX_ITEM_BYTES {
-            return Err(DefinitionStoreError::backend(
-                DynamoDefinitionError::ItemTooLarge {
-                    tenant: state.tenant().clone(),
-                    id: state.id().clone(),
-                    bytes,
-                },
-            ));
+            return Err(DefinitionStoreError::TooLarge {
+                what: format!("definition {}/{}", state.tenant(), state.id()),
+                bytes,
+                limit: MAX_ITEM_BYTES,
+            });
         }
         Ok(item)
     }

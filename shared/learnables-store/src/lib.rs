@@ -81,6 +81,27 @@ pub enum DefinitionStoreError {
     /// What to do: not retryable; the stored definition needs attention. Answer 500.
     #[error("a stored definition is corrupt: {0}")]
     Corrupt(String),
+    /// The state to write is larger than the backend can store (DynamoDB: one item of at most
+    /// 400 KB; the memory and SQLite stores set no limit). Refused before anything is sent:
+    /// nothing was written and the stored definition is unchanged. Every version keeps its
+    /// whole content (learnables-v1 §10.3), so a definition grows with each lesson until it
+    /// reaches the limit.
+    ///
+    /// What to do: not retryable — the same write fails the same way. Tombstone versions no
+    /// longer needed (a tombstone erases a version's content, §14) or split the definition
+    /// into smaller ones, then teach again. Answer 413.
+    #[error(
+        "{what} would be {bytes} bytes stored, over the definition store's limit of {limit} \
+         bytes; it was refused and nothing was written"
+    )]
+    TooLarge {
+        /// Which definition, e.g. `definition acme/prealert-triage`.
+        what: String,
+        /// Its size as the backend counts it, in bytes.
+        bytes: usize,
+        /// The most the backend stores, in bytes.
+        limit: usize,
+    },
 }
 
 impl DefinitionStoreError {
@@ -118,7 +139,8 @@ pub trait DefinitionStore: Send + Sync {
     /// # Errors
     /// [`DefinitionStoreError::Conflict`] when the definition already exists (nothing changes);
     /// [`DefinitionStoreError::Corrupt`] when `state.tenant()`/`state.id()` are not
-    /// `tenant`/`id`; [`DefinitionStoreError::Backend`] when the backend fails.
+    /// `tenant`/`id`; [`DefinitionStoreError::TooLarge`] when `state` is over the backend's
+    /// size limit (nothing changes); [`DefinitionStoreError::Backend`] when the backend fails.
     async fn create(
         &self,
         tenant: &TenantId,
@@ -133,7 +155,9 @@ pub trait DefinitionStore: Send + Sync {
     /// [`DefinitionStoreError::Conflict`] when the stored revision differs, there is no such
     /// definition, or `state.revision()` is not above `expected_revision` (a write that would let
     /// a stale writer in); nothing changes. [`DefinitionStoreError::Corrupt`] for a state whose
-    /// tenant or id is not the key; [`DefinitionStoreError::Backend`] when the backend fails.
+    /// tenant or id is not the key; [`DefinitionStoreError::TooLarge`] when `state` is over the
+    /// backend's size limit (nothing changes); [`DefinitionStoreError::Backend`] when the
+    /// backend fails.
     async fn replace(
         &self,
         tenant: &TenantId,

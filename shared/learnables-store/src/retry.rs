@@ -61,10 +61,13 @@ pub enum AbsorbError {
     /// What to do: answer [`AuthorityError::http_status`]; nothing was written.
     #[error(transparent)]
     Authority(#[from] AuthorityError),
-    /// The store failed ([`DefinitionStoreError::Backend`] or
-    /// [`DefinitionStoreError::Corrupt`]; a `Conflict` is never passed through, it is retried).
+    /// The store failed or refused ([`DefinitionStoreError::Backend`],
+    /// [`DefinitionStoreError::Corrupt`] or [`DefinitionStoreError::TooLarge`]; a `Conflict` is
+    /// never passed through, it is retried). Returned after the attempt that met it: none of
+    /// these is retried here.
     ///
-    /// What to do: as the store error says (503 for a backend failure, 500 for corrupt data).
+    /// What to do: as the store error says (503 for a backend failure, 500 for corrupt data,
+    /// 413 for a definition too large to store — nothing was written).
     #[error(transparent)]
     Store(DefinitionStoreError),
     /// Every one of [`MAX_ATTEMPTS`] attempts lost the race to another writer.
@@ -92,7 +95,9 @@ pub enum AbsorbError {
 /// # Errors
 /// - [`AbsorbError::Authority`] with [`AuthorityError::NotFound`] when there is no such
 ///   definition in `tenant`, or whatever `op` refused with;
-/// - [`AbsorbError::Store`] when the store fails;
+/// - [`AbsorbError::Store`] when the store fails, or refuses the new state as too large
+///   ([`DefinitionStoreError::TooLarge`]: returned at once, not retried, since the same state
+///   would be refused again);
 /// - [`AbsorbError::Contended`] when every attempt lost the race.
 pub async fn absorb_with_retry<S, O>(
     store: &S,
@@ -131,6 +136,9 @@ where
                 })
             }
             Err(DefinitionStoreError::Conflict(_)) => tokio::task::yield_now().await,
+            // Not retried: re-running `op` on the same stored state computes the same state,
+            // which is refused the same way.
+            Err(e @ DefinitionStoreError::TooLarge { .. }) => return Err(AbsorbError::Store(e)),
             Err(other) => return Err(AbsorbError::Store(other)),
         }
     }

@@ -74,8 +74,9 @@ pub struct LearnablesState {
 ///
 /// Every error is `application/problem+json` ([`ApiError`]): 400 malformed, 401 no credential,
 /// 403 wrong kind of credential or `taughtBy`, 404 no such definition or version in this tenant,
-/// 409 conflict, 410 tombstoned, 415 not JSON, 422 refused by the learnable, 500 corrupt stored
-/// data, 503 store unavailable or contended (retry).
+/// 409 conflict, 410 tombstoned, 413 the definition would be too large for the store (nothing
+/// written; tombstone versions or split the definition), 415 not JSON, 422 refused by the
+/// learnable, 500 corrupt stored data, 503 store unavailable or contended (retry).
 ///
 /// # Example
 /// ```ignore
@@ -123,10 +124,22 @@ fn authority(e: AuthorityError) -> ApiError {
     }
 }
 
-/// A store failure: a conflict is 409; a backend failure 503 (retry); corrupt data 500. Causes
-/// are logged, never shown.
+/// A store failure: a conflict is 409; a backend failure 503 (retry); corrupt data 500; a
+/// definition too large to store 413 (no retry can help). Causes are logged, never shown.
 fn store_error(e: DefinitionStoreError) -> ApiError {
     match e {
+        DefinitionStoreError::TooLarge { .. } => {
+            tracing::warn!(error = %e, "definition too large to store");
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Payload Too Large",
+                format!(
+                    "{e}. Every version keeps its whole content, so retrying cannot help: \
+                     tombstone versions no longer needed, or split the definition into smaller \
+                     ones."
+                ),
+            )
+        }
         DefinitionStoreError::Conflict(reason) => {
             ApiError::new(StatusCode::CONFLICT, "Conflict", reason)
         }

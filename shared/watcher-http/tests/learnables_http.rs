@@ -1,16 +1,20 @@
 //! The Learnables authority over HTTP (contracts/learnables.md), driven with `oneshot`:
 //! learnables-v1 Appendix B end to end (in memory and on SQLite), refusals (§10.1, §13.3), undo
 //! (§10.3), tombstones (§14), a column-mapping learnable through the same routes (§9),
-//! authorization and tenancy (§13.2), and `lessons:check` (§13.1).
+//! authorization and tenancy (§13.2), `lessons:check` (§13.1), and a definition too large for
+//! its store (413).
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
-use learnables::Registry;
-use learnables_store::{DefinitionStore, MemoryDefinitionStore, SqliteDefinitionStore};
+use learnables::{DefinitionId, DefinitionState, Registry, TenantId};
+use learnables_store::{
+    DefinitionStore, DefinitionStoreError, MemoryDefinitionStore, SqliteDefinitionStore,
+};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 use watcher_core::ids::Tenant;
@@ -948,4 +952,128 @@ async fn two_lessons_posted_at_once_both_land() {
         .await;
         assert_eq!(read.ok()["customer"]["winner"], json!(winner));
     }
+}
+
+/// A memory store with a size limit: it refuses, as DynamoDB's store does past 400 KB, any state
+/// whose JSON is longer than `limit` bytes.
+struct Limited {
+    inner: MemoryDefinitionStore,
+    limit: usize,
+}
+
+impl Limited {
+    fn check(&self, state: &DefinitionState) -> Result<(), DefinitionStoreError> {
+        let bytes = serde_json::to_string(state)
+            .expect("a state serializes")
+            .len();
+        if bytes > self.limit {
+            return Err(DefinitionStoreError::TooLarge {
+                what: format!("definition {}/{}", state.tenant(), state.id()),
+                bytes,
+                limit: self.limit,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl DefinitionStore for Limited {
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+    ) -> Result<Option<DefinitionState>, DefinitionStoreError> {
+        self.inner.get(tenant, id).await
+    }
+
+    async fn create(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+        state: &DefinitionState,
+    ) -> Result<(), DefinitionStoreError> {
+        self.check(state)?;
+        self.inner.create(tenant, id, state).await
+    }
+
+    async fn replace(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+        state: &DefinitionState,
+        expected_revision: u64,
+    ) -> Result<(), DefinitionStoreError> {
+        self.check(state)?;
+        self.inner
+            .replace(tenant, id, state, expected_revision)
+            .await
+    }
+}
+
+/// A write that would take a definition over its store's limit is a 413 problem naming the
+/// definition, its size and the limit, and saying nothing was written: a lesson leaves the
+/// active version and the history as they were (and is refused the same way again), and a `PUT`
+/// creates nothing.
+#[tokio::test]
+async fn a_definition_too_large_for_its_store_is_413_and_nothing_changes() {
+    // Version 1 is stored; a second version (a lesson keeps every version whole) will not fit.
+    let inner = MemoryDefinitionStore::new();
+    let v1 = create_definition(&app(Arc::new(inner.clone()))).await;
+    let tenant = TenantId::parse("acme-logistics").expect("a tenant");
+    let id = DefinitionId::parse("prealert-triage").expect("an id");
+    let stored = inner.get(&tenant, &id).await.expect("get").expect("stored");
+    let limit = serde_json::to_string(&stored).expect("serializes").len() + 100;
+    let app = app(Arc::new(Limited { inner, limit }));
+
+    let too_large = |answer: &Answer, which: &str| {
+        let detail = answer.problem(StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(answer.body["title"], json!("Payload Too Large"));
+        let prefix = format!("definition acme-logistics/{which} would be ");
+        let bytes: usize = detail
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("the detail names the definition and its size: {detail}"));
+        assert!(bytes > limit, "{bytes} > {limit}");
+        assert_eq!(
+            detail,
+            format!(
+                "{prefix}{bytes} bytes stored, over the definition store's limit of {limit} \
+                 bytes; it was refused and nothing was written. Every version keeps its whole \
+                 content, so retrying cannot help: tombstone versions no longer needed, or split \
+                 the definition into smaller ones."
+            )
+        );
+    };
+
+    for _ in 0..2 {
+        let refused = post(&app, &format!("{DEF}/lessons"), TEACHER, billing_lesson()).await;
+        too_large(&refused, "prealert-triage");
+    }
+    assert_eq!(
+        get(&app, DEF, TEACHER).await.ok(),
+        &v1,
+        "the active version is unchanged"
+    );
+    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
+    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
+    get(&app, &format!("{DEF}/versions/2"), TEACHER)
+        .await
+        .problem(StatusCode::NOT_FOUND);
+
+    let mut bigger = customers();
+    bigger["customers"]["entries"]["northgate"]["label"] = json!("N".repeat(200));
+    let put = call(
+        &app,
+        "PUT",
+        "/v1/definitions/another",
+        TEACHER,
+        Some(json!({ "collections": bigger, "taughtBy": DANA })),
+    )
+    .await;
+    too_large(&put, "another");
+    get(&app, "/v1/definitions/another", TEACHER)
+        .await
+        .problem(StatusCode::NOT_FOUND);
 }
