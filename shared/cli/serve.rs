@@ -1,5 +1,5 @@
 //! `a2a-watcher serve`: the whole watcher as one process (contracts/serve.md): the HTTP API, the
-//! SQLite store, timers that survive restarts, and the lapse-task submitter.
+//! SQLite store, timers that survive restarts, the lapse-task submitter, and retention.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +20,9 @@ use crate::delivery::delivery_loop;
 /// Longest the timer and delivery loops sleep before looking again: a safety net under the
 /// wake-ups (the record, not the in-memory wait, is what decides).
 const MAX_IDLE: Duration = Duration::from_secs(1);
+
+/// How often the retention loop purges (expectations-v1 §14); it also purges once at start.
+const PURGE_EVERY: Duration = Duration::from_secs(3600);
 
 /// A watcher started by [`start`].
 pub struct Running {
@@ -56,8 +59,8 @@ pub async fn run(config: Config, used_defaults: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Opens the store, loads the agents, binds, and starts the HTTP server, the timer loop and the
-/// delivery loop.
+/// Opens the store, loads the agents, binds, and starts the HTTP server, the timer loop, the
+/// delivery loop and (unless `retention_days` is 0) the retention loop.
 ///
 /// # Errors
 /// Configuration, card, database or bind failures, each naming what failed.
@@ -124,18 +127,29 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         wake.clone(),
         stop_rx.clone(),
     ));
-    let deliveries = tokio::spawn(delivery_loop(
+    let mut tasks = vec![server, timers];
+    if config.retention_days > 0 {
+        tasks.push(tokio::spawn(retention_loop(
+            store.clone(),
+            clock.clone(),
+            config.retention_days,
+            stop_rx.clone(),
+        )));
+    } else {
+        tracing::info!("retention_days = 0: keeping every record forever");
+    }
+    tasks.push(tokio::spawn(delivery_loop(
         store.clone(),
         submitter,
         endpoints,
         clock.clone(),
         wake.clone(),
         stop_rx,
-    ));
+    )));
     Ok(Running {
         addr,
         stop: stop_tx,
-        tasks: vec![server, timers, deliveries],
+        tasks,
     })
 }
 
@@ -189,6 +203,40 @@ async fn timer_loop(
         tokio::select! {
             () = tokio::time::sleep(wait) => {},
             () = wake.notified() => {},
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Forgets what the retention period allows (expectations-v1 §14, serve.md `retention_days`):
+/// once at start, then every [`PURGE_EVERY`]. A failed purge deleted nothing; it is logged and
+/// tried again at the next round.
+async fn retention_loop(
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    retention_days: u32,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        if let Some(before) = watcher_runtime::retention::purge_before(clock.now(), retention_days)
+        {
+            match store.purge(before).await {
+                Ok(report) => tracing::info!(
+                    %before,
+                    retention_days,
+                    subjects = report.subjects,
+                    outbox = report.outbox,
+                    rejections = report.rejections,
+                    tasks = report.tasks,
+                    "retention purge"
+                ),
+                Err(e) => {
+                    tracing::error!(error = %e, %before, "retention purge failed; will retry")
+                }
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(PURGE_EVERY) => {},
             _ = stop.changed() => return,
         }
     }

@@ -34,9 +34,9 @@ pub struct Config {
     /// Allow endpoints from fetched cards to resolve to loopback/private addresses.
     #[serde(default)]
     pub allow_private_endpoints: bool,
-    /// Days to keep satisfied, lapsed and withdrawn records (§14). Read and validated; the
-    /// local purge is not enforced yet (the AWS deployment uses the table's TTL).
-    #[allow(dead_code)]
+    /// Days to keep satisfied, lapsed and withdrawn records, delivered lapse tasks, finished
+    /// tasks and rejections after their last activity (§14; `watcher_runtime::retention`).
+    /// `serve` purges hourly; the AWS deployment writes the table's TTL. 0 keeps everything.
     #[serde(default = "default_retention")]
     pub retention_days: u32,
     /// Fact sources.

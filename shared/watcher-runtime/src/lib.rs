@@ -7,6 +7,7 @@ pub mod index;
 pub mod memory;
 pub mod ports;
 pub mod replay;
+pub mod retention;
 pub mod store;
 pub mod watcher;
 

@@ -12,7 +12,8 @@ use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 
 use crate::index::subject_index;
-use crate::store::{Commit, DeliveryState, DueTimer, OutboxEntry, Store, StoreError};
+use crate::retention::{outbox_retention, rejection_retention, subject_retention, task_retention};
+use crate::store::{Commit, DeliveryState, DueTimer, OutboxEntry, PurgeReport, Store, StoreError};
 
 #[derive(Default)]
 struct Inner {
@@ -278,5 +279,54 @@ impl Store for MemoryStore {
             .filter(|o| &o.tenant == tenant)
             .cloned()
             .collect())
+    }
+
+    async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError> {
+        let mut inner = self.lock()?;
+        let inner = &mut *inner;
+        let mut report = PurgeReport::default();
+
+        let gone: Vec<(Tenant, Subject)> = inner
+            .subjects
+            .iter()
+            .filter(|(_, state)| subject_retention(state).purgeable(before))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &gone {
+            inner.subjects.remove(key);
+            report.subjects += 1;
+        }
+        let gone: BTreeSet<(Tenant, Subject)> = gone.into_iter().collect();
+        inner
+            .id_index
+            .retain(|(t, _), s| !gone.contains(&(t.clone(), s.clone())));
+        inner.fact_index.retain(|(t, _), subjects| {
+            subjects.retain(|s| !gone.contains(&(t.clone(), s.clone())));
+            !subjects.is_empty()
+        });
+
+        let subjects = &inner.subjects;
+        let before_tasks = inner.tasks.len();
+        inner.tasks.retain(|(t, _), task| {
+            let stored = task
+                .subjects
+                .iter()
+                .any(|s| subjects.contains_key(&(t.clone(), s.clone())));
+            !task_retention(task, stored).purgeable(before)
+        });
+        report.tasks = (before_tasks - inner.tasks.len()) as u64;
+
+        let before_outbox = inner.outbox.len();
+        inner
+            .outbox
+            .retain(|o| !outbox_retention(o).purgeable(before));
+        report.outbox = (before_outbox - inner.outbox.len()) as u64;
+
+        let before_rejections = inner.rejections.len();
+        inner
+            .rejections
+            .retain(|(_, r)| !rejection_retention(r).purgeable(before));
+        report.rejections = (before_rejections - inner.rejections.len()) as u64;
+        Ok(report)
     }
 }

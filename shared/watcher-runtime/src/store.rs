@@ -123,6 +123,26 @@ pub struct Commit {
     pub rejections: Vec<Rejection>,
 }
 
+/// What one [`Store::purge`] deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgeReport {
+    /// Subjects deleted, with their index rows.
+    pub subjects: u64,
+    /// Lapse tasks (`sent` or `failed`) deleted.
+    pub outbox: u64,
+    /// Rejections deleted.
+    pub rejections: u64,
+    /// Task records deleted.
+    pub tasks: u64,
+}
+
+impl PurgeReport {
+    /// Whether nothing was deleted.
+    pub fn is_empty(&self) -> bool {
+        *self == PurgeReport::default()
+    }
+}
+
 /// Compare-and-set storage for the watcher's record.
 #[async_trait]
 pub trait Store: Send + Sync {
@@ -187,4 +207,21 @@ pub trait Store: Send + Sync {
 
     /// All outbox entries of a tenant, in order of lapse.
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// Forgets, in every tenant, what [`crate::retention`] allows for `before` (the clock minus
+    /// the retention period, expectations-v1 §14), all or nothing:
+    ///
+    /// * subjects none of whose records can still lapse and whose last activity is before
+    ///   `before`, with their index rows (fact keys, expectation ids, timers, live counts);
+    /// * `sent` and `failed` lapse tasks last active before `before` (never `queued` ones);
+    /// * rejections made before `before`;
+    /// * task records last active before `before` that are finished, or whose subjects are all
+    ///   gone once the subjects above are deleted.
+    ///
+    /// A store whose backend expires items by itself (DynamoDB's TTL, computed with the same
+    /// rule) deletes nothing here and answers an empty report.
+    ///
+    /// # Errors
+    /// Backend or corrupt data; then nothing is deleted.
+    async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError>;
 }

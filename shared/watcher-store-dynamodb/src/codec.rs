@@ -9,10 +9,13 @@ use serde::{Deserialize, Serialize};
 use watcher_core::engine::{LiveUntil, Rejection, TimerKey};
 use watcher_core::ids::{AgentId, ExpectationId, FactKey, TaskId};
 use watcher_core::record::RaiseOrder;
-use watcher_core::slice::{Lifecycle, SubjectState, TaskRecord};
+use watcher_core::slice::{SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 use watcher_runtime::index::SubjectIndex;
-use watcher_runtime::store::{DeliveryState, OutboxEntry, StoreError};
+use watcher_runtime::retention::{
+    outbox_retention, rejection_retention, subject_retention, task_retention, Retention,
+};
+use watcher_runtime::store::{OutboxEntry, StoreError};
 
 use crate::keys::{instant_key, AFTER_EVERY_INSTANT};
 
@@ -216,57 +219,47 @@ pub(crate) fn expires_at(at: Instant, days: u32) -> i64 {
         .saturating_add(i64::from(days).saturating_mul(86_400))
 }
 
-/// The latest instant recorded on a subject: raising, satisfaction, lapse, withdrawal, and
-/// receipt of its facts. `None` for a subject with nothing recorded.
-pub(crate) fn last_activity(state: &SubjectState) -> Option<Instant> {
-    let records = state.records.iter().flat_map(|r| {
-        std::iter::once(r.raised_at)
-            .chain(r.satisfaction.as_ref().map(|s| s.satisfied_at))
-            .chain(r.lapses.iter().map(|l| l.lapsed_at))
-            .chain(r.withdrawal.as_ref().map(|w| w.withdrawn_at))
-    });
-    let facts = state.facts.iter().map(|f| f.received_at);
-    records
-        .chain(facts)
-        .chain(state.last_satisfying_receipt)
-        .max()
-}
-
-/// When a subject may be forgotten: once none of its records can lapse any more (satisfied,
-/// withdrawn, or open with no deadline or horizon left, and not waiting on an anchor), its last
-/// activity plus the retention. `None` while a record can still lapse.
-pub(crate) fn subject_expiry(state: &SubjectState, ix: &SubjectIndex, days: u32) -> Option<i64> {
-    let closed = ix
-        .live
-        .iter()
-        .all(|(_, _, until)| *until == LiveUntil::Closed);
-    if !closed {
+/// A TTL from a [`Retention`]: its last activity plus `days`. `None` (no TTL) for an item that
+/// must be kept, for [`Retention::Unreferenced`] (which this store never asks for: it cannot
+/// tell whether a task's subjects are stored), and for every item when `days` is 0 (keep
+/// forever, as `serve` does).
+pub(crate) fn ttl(retention: Retention, days: u32) -> Option<i64> {
+    if days == 0 {
         return None;
     }
-    last_activity(state).map(|t| expires_at(t, days))
+    retention.since().map(|t| expires_at(t, days))
 }
 
-/// When a task record may be forgotten: once its last status is terminal (completed, or a
-/// withdrawing state), that status's receipt plus the retention.
+/// When a subject may be forgotten ([`subject_retention`]): once none of its records can lapse
+/// any more, its last activity plus the retention.
+pub(crate) fn subject_expiry(state: &SubjectState, days: u32) -> Option<i64> {
+    ttl(subject_retention(state), days)
+}
+
+/// When a task record may be forgotten ([`task_retention`]): once its last status is terminal,
+/// that status's receipt plus the retention. The table cannot tell at write time whether the
+/// task's subjects are still stored, so they are taken to be.
 pub(crate) fn task_expiry(task: &TaskRecord, days: u32) -> Option<i64> {
-    let last = task.statuses.last()?;
-    let terminal = matches!(
-        Lifecycle::of(&last.state),
-        Lifecycle::Completed | Lifecycle::Withdrawing
-    ) || task.withdrawn_by.is_some();
-    let latest = task.statuses.iter().map(|s| s.received_at).max()?;
-    terminal.then(|| expires_at(latest, days))
+    ttl(task_retention(task, true), days)
 }
 
-/// When a lapse task may be forgotten: once it is `sent` or `failed`, its latest instant plus
-/// the retention. A queued entry is kept: it has still to be delivered.
+/// When a lapse task may be forgotten ([`outbox_retention`]): once it is `sent` or `failed`,
+/// its latest instant plus the retention. A queued entry is kept: it has still to be delivered.
 pub(crate) fn outbox_expiry(entry: &OutboxEntry, days: u32) -> Option<i64> {
-    match entry.delivery {
-        DeliveryState::Queued => None,
-        DeliveryState::Sent | DeliveryState::Failed => {
-            Some(expires_at(entry.lapsed_at.max(entry.next_attempt_at), days))
-        }
-    }
+    ttl(outbox_retention(entry), days)
+}
+
+/// When an item of rejections may be forgotten ([`rejection_retention`]): the latest of them
+/// plus the retention.
+pub(crate) fn rejections_expiry<'a>(
+    rejections: impl IntoIterator<Item = &'a Rejection>,
+    days: u32,
+) -> Option<i64> {
+    let latest = rejections
+        .into_iter()
+        .filter_map(|r| rejection_retention(r).since())
+        .max()?;
+    ttl(Retention::Since(latest), days)
 }
 
 /// An upper estimate of an item's stored size: attribute names plus values (numbers counted as
@@ -294,6 +287,13 @@ mod tests {
         let t = Instant::parse("2026-09-10T12:00:00Z").unwrap();
         assert_eq!(expires_at(t, 0), 1_789_041_600);
         assert_eq!(expires_at(t, 30), 1_789_041_600 + 30 * 86_400);
+        assert_eq!(
+            ttl(Retention::Since(t), 30),
+            Some(1_789_041_600 + 30 * 86_400)
+        );
+        assert_eq!(ttl(Retention::Since(t), 0), None, "0 days keeps forever");
+        assert_eq!(ttl(Retention::Keep, 30), None);
+        assert_eq!(ttl(Retention::Unreferenced, 30), None);
     }
 
     #[test]

@@ -40,11 +40,13 @@ use watcher_core::record::{ExpectationRecord, RaiseOrder};
 use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 use watcher_runtime::index::subject_index;
-use watcher_runtime::store::{Commit, DeliveryState, DueTimer, OutboxEntry, Store, StoreError};
+use watcher_runtime::store::{
+    Commit, DeliveryState, DueTimer, OutboxEntry, PurgeReport, Store, StoreError,
+};
 
 use crate::codec::{
-    from_json, get_s, get_u64, item_size, n, outbox_expiry, s, subject_expiry, task_expiry,
-    to_json, Indexed, Item, StoredRejection, StoredTimer,
+    from_json, get_s, get_u64, item_size, n, outbox_expiry, rejections_expiry, s, subject_expiry,
+    task_expiry, to_json, Indexed, Item, StoredRejection, StoredTimer,
 };
 pub use crate::error::{
     DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS,
@@ -339,7 +341,7 @@ impl DynamoStore {
             );
             item.insert(TIMERS.into(), s(to_json(&timers)?));
         }
-        if let Some(at) = subject_expiry(&next, &ix, self.retention_days) {
+        if let Some(at) = subject_expiry(&next, self.retention_days) {
             item.insert(EXPIRES_AT.into(), n(at));
         }
         let bytes = item_size(&item);
@@ -455,11 +457,8 @@ impl DynamoStore {
         item.insert(KIND.into(), s("rejections"));
         item.insert(TENANT.into(), s(tenant.as_str()));
         item.insert(REJECTIONS.into(), s(to_json(&stored)?));
-        if let Some(latest) = chunk.iter().map(|r| r.at).max() {
-            item.insert(
-                EXPIRES_AT.into(),
-                n(codec::expires_at(latest, self.retention_days)),
-            );
+        if let Some(at) = rejections_expiry(chunk.iter().copied(), self.retention_days) {
+            item.insert(EXPIRES_AT.into(), n(at));
         }
         self.plain_put(item, format!("rejections of {agent} in tenant {tenant}"))
     }
@@ -956,6 +955,13 @@ impl Store for DynamoStore {
             .collect::<Result<Vec<_>, _>>()?;
         entries.sort_by_key(|(seq, _)| *seq);
         Ok(entries.into_iter().map(|(_, e)| e).collect())
+    }
+
+    /// Deletes nothing and answers an empty report: DynamoDB deletes expired items itself,
+    /// through the `expiresAt` TTL written with every item by the same rule
+    /// ([`watcher_runtime::retention`]; docs/dynamodb.md, "Retention").
+    async fn purge(&self, _before: Instant) -> Result<PurgeReport, StoreError> {
+        Ok(PurgeReport::default())
     }
 }
 

@@ -1,6 +1,7 @@
 //! The DynamoDB store against the store conformance suite, on a local moto server (see
-//! `tests/common`): each check gets a fresh table.
+//! `tests/common`): each check gets a fresh table. DynamoDB expires items through the TTL
+//! attribute (`retention = ttl`: `purge` deletes nothing); tests/dynamodb.rs checks the TTLs.
 
 mod common;
 
-watcher_runtime::store_conformance!(common::store().await);
+watcher_runtime::store_conformance!(common::store().await, retention = ttl);

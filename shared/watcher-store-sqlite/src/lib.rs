@@ -27,7 +27,10 @@ use watcher_core::record::{ExpectationRecord, RaiseOrder};
 use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 use watcher_runtime::index::subject_index;
-use watcher_runtime::store::{Commit, DueTimer, OutboxEntry, Store, StoreError};
+use watcher_runtime::retention::{
+    outbox_retention, rejection_retention, subject_retention, task_retention,
+};
+use watcher_runtime::store::{Commit, DueTimer, OutboxEntry, PurgeReport, Store, StoreError};
 
 use codec::{
     db, from_json, instant_from_key, instant_key, int_of, to_json, u64_of, StoredRejection,
@@ -573,6 +576,130 @@ fn load_in(
     Ok(slice)
 }
 
+/// Rows of `sql` as (key, JSON text) pairs, the key being the first column.
+fn keyed_json_rows<K: rusqlite::types::FromSql>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<(K, String)>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql).map_err(db)?;
+    let rows = stmt
+        .query_map(params, |r| Ok((r.get::<_, K>(0)?, r.get::<_, String>(1)?)))
+        .map_err(db)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(db)?;
+    Ok(rows)
+}
+
+/// The whole of [`Store::purge`], in one `BEGIN IMMEDIATE` transaction. Which items go is
+/// decided by [`watcher_runtime::retention`]; the SQL only narrows the rows it is asked about.
+fn purge_in(conn: &mut Connection, before: Instant) -> Result<PurgeReport, StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let mut report = PurgeReport::default();
+
+    // Subjects. A subject with a `live` row has a record that can still lapse, so only the
+    // others are read. Deleting a subject deletes its index rows (fact key, expectation id,
+    // timers, live) through their foreign keys (ON DELETE CASCADE).
+    let candidates: Vec<(String, String)> = keyed_json_rows(
+        &tx,
+        "SELECT tenant, state FROM subjects AS s WHERE NOT EXISTS (
+             SELECT 1 FROM live AS l WHERE l.tenant = s.tenant
+                 AND l.subject_type = s.subject_type AND l.subject_id = s.subject_id)",
+        [],
+    )?;
+    for (tenant, json) in candidates {
+        let state: SubjectState = from_json(&json, "subject")?;
+        if !subject_retention(&state).purgeable(before) {
+            continue;
+        }
+        report.subjects += tx
+            .prepare_cached(
+                "DELETE FROM subjects
+                 WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+            )
+            .map_err(db)?
+            .execute(params![
+                tenant,
+                state.subject.subject_type,
+                state.subject.id
+            ])
+            .map_err(db)? as u64;
+    }
+
+    // Tasks, once the subjects above are gone.
+    let tasks: Vec<(String, String)> = keyed_json_rows(&tx, "SELECT tenant, state FROM tasks", [])?;
+    for (tenant, json) in tasks {
+        let task: TaskRecord = from_json(&json, "task")?;
+        let mut stored = false;
+        for s in &task.subjects {
+            let found: Option<i64> = tx
+                .prepare_cached(
+                    "SELECT 1 FROM subjects
+                     WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+                )
+                .map_err(db)?
+                .query_row(params![tenant, s.subject_type, s.id], |r| r.get(0))
+                .optional()
+                .map_err(db)?;
+            if found.is_some() {
+                stored = true;
+                break;
+            }
+        }
+        if !task_retention(&task, stored).purgeable(before) {
+            continue;
+        }
+        report.tasks += tx
+            .prepare_cached("DELETE FROM tasks WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3")
+            .map_err(db)?
+            .execute(params![
+                tenant,
+                task.task.agent.as_str(),
+                task.task.task_id.as_str()
+            ])
+            .map_err(db)? as u64;
+    }
+
+    // Lapse tasks: queued ones are always kept.
+    let entries: Vec<(i64, String)> = keyed_json_rows(
+        &tx,
+        "SELECT seq, entry FROM outbox WHERE delivery <> 'queued'",
+        [],
+    )?;
+    for (seq, json) in entries {
+        let entry: OutboxEntry = from_json(&json, "outbox entry")?;
+        if outbox_retention(&entry).purgeable(before) {
+            report.outbox += tx
+                .prepare_cached("DELETE FROM outbox WHERE seq = ?1")
+                .map_err(db)?
+                .execute(params![seq])
+                .map_err(db)? as u64;
+        }
+    }
+
+    // Rejections: `at_key` is the rejection's `at`.
+    let rejections: Vec<(i64, String)> = keyed_json_rows(
+        &tx,
+        "SELECT id, rejection FROM rejections WHERE at_key < ?1",
+        params![instant_key(before)],
+    )?;
+    for (id, json) in rejections {
+        let stored: StoredRejection = from_json(&json, "rejection")?;
+        if rejection_retention(&Rejection::from(stored)).purgeable(before) {
+            report.rejections += tx
+                .prepare_cached("DELETE FROM rejections WHERE id = ?1")
+                .map_err(db)?
+                .execute(params![id])
+                .map_err(db)? as u64;
+        }
+    }
+
+    tx.commit().map_err(db)?;
+    Ok(report)
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn load(
@@ -737,5 +864,9 @@ impl Store for SqliteStore {
             )
         })
         .await
+    }
+
+    async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError> {
+        self.run(move |conn| purge_in(conn, before)).await
     }
 }
