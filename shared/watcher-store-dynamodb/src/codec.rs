@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use watcher_core::engine::{LiveUntil, Rejection, TimerKey};
-use watcher_core::ids::{AgentId, ExpectationId, FactKey, TaskId};
+use watcher_core::ids::{AgentId, ExpectationId, FactKey};
 use watcher_core::record::RaiseOrder;
 use watcher_core::slice::{SubjectState, TaskRecord};
 use watcher_core::time::Instant;
@@ -174,42 +174,6 @@ pub(crate) struct StoredTimer {
     pub order: RaiseOrder,
     /// Which timer.
     pub key: TimerKey,
-}
-
-/// The storage form of a [`Rejection`] (which serialises in its wire form and has no
-/// `Deserialize`).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct StoredRejection {
-    agent: AgentId,
-    expectation_id: Option<String>,
-    reason: String,
-    task_id: Option<TaskId>,
-    at: Instant,
-}
-
-impl From<&Rejection> for StoredRejection {
-    fn from(r: &Rejection) -> Self {
-        StoredRejection {
-            agent: r.agent.clone(),
-            expectation_id: r.expectation_id.clone(),
-            reason: r.reason.clone(),
-            task_id: r.task_id.clone(),
-            at: r.at,
-        }
-    }
-}
-
-impl From<StoredRejection> for Rejection {
-    fn from(r: StoredRejection) -> Self {
-        Rejection {
-            agent: r.agent,
-            expectation_id: r.expectation_id,
-            reason: r.reason,
-            task_id: r.task_id,
-            at: r.at,
-        }
-    }
 }
 
 /// `at` plus `days` as epoch seconds, the TTL attribute's unit.

@@ -46,7 +46,7 @@ use watcher_runtime::store::{
 
 use crate::codec::{
     from_json, get_s, get_u64, item_size, n, outbox_expiry, rejections_expiry, s, subject_expiry,
-    task_expiry, to_json, Indexed, Item, StoredRejection, StoredTimer,
+    task_expiry, to_json, Indexed, Item, StoredTimer,
 };
 pub use crate::error::{
     DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS,
@@ -449,8 +449,7 @@ impl DynamoStore {
         chunk: &[&Rejection],
         seq: u64,
     ) -> Result<Write, StoreError> {
-        let stored: Vec<StoredRejection> =
-            chunk.iter().map(|r| StoredRejection::from(*r)).collect();
+        let stored: Vec<&Rejection> = chunk.to_vec();
         let mut item: Item = HashMap::new();
         item.insert(PK.into(), s(rejections_pk(tenant, agent)));
         item.insert(SK.into(), s(row_sk(seq)));
@@ -818,8 +817,8 @@ impl Store for DynamoStore {
         let what = format!("rejections of {agent} in tenant {tenant}");
         let mut all = Vec::new();
         for item in self.partition(rejections_pk(tenant, agent)).await? {
-            let list: Vec<StoredRejection> = from_json(get_s(&item, REJECTIONS, &what)?, &what)?;
-            all.extend(list.into_iter().map(Rejection::from));
+            let list: Vec<Rejection> = from_json(get_s(&item, REJECTIONS, &what)?, &what)?;
+            all.extend(list);
         }
         Ok(all)
     }

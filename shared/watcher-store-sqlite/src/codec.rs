@@ -2,9 +2,7 @@
 //! counters as `INTEGER`, records as JSON, and rusqlite errors as [`StoreError`]s.
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-use watcher_core::engine::Rejection;
-use watcher_core::ids::{AgentId, TaskId};
+use serde::Serialize;
 use watcher_core::time::Instant;
 use watcher_runtime::store::StoreError;
 
@@ -89,42 +87,6 @@ pub(crate) fn db(e: rusqlite::Error) -> StoreError {
         | rusqlite::Error::FromSqlConversionFailure(..)
         | rusqlite::Error::IntegralValueOutOfRange(..) => StoreError::Corrupt(e.to_string()),
         other => StoreError::backend(other),
-    }
-}
-
-/// The storage form of a [`Rejection`] (which serialises but has no `Deserialize`: its serde
-/// form is the wire form of `GET /v1/agents/{agentId}/rejections`).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct StoredRejection {
-    agent: AgentId,
-    expectation_id: Option<String>,
-    reason: String,
-    task_id: Option<TaskId>,
-    at: Instant,
-}
-
-impl From<&Rejection> for StoredRejection {
-    fn from(r: &Rejection) -> Self {
-        StoredRejection {
-            agent: r.agent.clone(),
-            expectation_id: r.expectation_id.clone(),
-            reason: r.reason.clone(),
-            task_id: r.task_id.clone(),
-            at: r.at,
-        }
-    }
-}
-
-impl From<StoredRejection> for Rejection {
-    fn from(r: StoredRejection) -> Self {
-        Rejection {
-            agent: r.agent,
-            expectation_id: r.expectation_id,
-            reason: r.reason,
-            task_id: r.task_id,
-            at: r.at,
-        }
     }
 }
 

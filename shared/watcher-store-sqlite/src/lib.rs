@@ -33,8 +33,7 @@ use watcher_runtime::retention::{
 use watcher_runtime::store::{Commit, DueTimer, OutboxEntry, PurgeReport, Store, StoreError};
 
 use codec::{
-    db, from_json, instant_from_key, instant_key, int_of, to_json, u64_of, StoredRejection,
-    AFTER_EVERY_INSTANT,
+    db, from_json, instant_from_key, instant_key, int_of, to_json, u64_of, AFTER_EVERY_INSTANT,
 };
 
 /// A [`Store`] over one SQLite database: a file ([`SqliteStore::open`]) or a private in-memory
@@ -498,7 +497,7 @@ fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(
             tenant.as_str(),
             r.agent.as_str(),
             instant_key(r.at),
-            to_json(&StoredRejection::from(r))?
+            to_json(r)?
         ])
         .map_err(db)?;
     }
@@ -686,8 +685,8 @@ fn purge_in(conn: &mut Connection, before: Instant) -> Result<PurgeReport, Store
         params![instant_key(before)],
     )?;
     for (id, json) in rejections {
-        let stored: StoredRejection = from_json(&json, "rejection")?;
-        if rejection_retention(&Rejection::from(stored)).purgeable(before) {
+        let stored: Rejection = from_json(&json, "rejection")?;
+        if rejection_retention(&stored).purgeable(before) {
             report.rejections += tx
                 .prepare_cached("DELETE FROM rejections WHERE id = ?1")
                 .map_err(db)?
@@ -784,13 +783,13 @@ impl Store for SqliteStore {
     ) -> Result<Vec<Rejection>, StoreError> {
         let (tenant, agent) = (tenant.clone(), agent.clone());
         self.run(move |conn| {
-            let rows: Vec<StoredRejection> = json_rows(
+            let rows: Vec<Rejection> = json_rows(
                 conn,
                 "SELECT rejection FROM rejections WHERE tenant = ?1 AND agent = ?2 ORDER BY id",
                 params![tenant.as_str(), agent.as_str()],
                 "rejection",
             )?;
-            Ok(rows.into_iter().map(Rejection::from).collect())
+            Ok(rows)
         })
         .await
     }

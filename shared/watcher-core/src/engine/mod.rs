@@ -123,8 +123,9 @@ pub enum Input {
     Timer(TimerKey),
 }
 
-/// A refused expectation (or unreadable metadata), reported to the agent (§10.3).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A refused expectation (or unreadable metadata), reported to the agent (§10.3). Its serde form
+/// is the wire form of `GET /v1/agents/{agentId}/rejections`, and also how stores keep it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Rejection {
     /// The agent whose expectation was refused.
