@@ -76,6 +76,7 @@ fn init_logging(format: LogFormat, default_filter: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -158,13 +159,22 @@ fn run_replay(path: &PathBuf, format: Format) -> anyhow::Result<ExitCode> {
     );
     match runtime.block_on(replay::run(&doc, store)) {
         Ok(lines) => {
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
             for line in lines {
                 let out = match format {
                     Format::Jsonl => serde_json::to_string(&line),
                     Format::Pretty => serde_json::to_string_pretty(&line),
                 }
                 .context("Failed to print a line")?;
-                println!("{out}");
+                match writeln!(stdout, "{out}") {
+                    Ok(()) => {}
+                    // The reader stopped reading (`| head`): not an error of the scenario.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                        return Ok(ExitCode::SUCCESS)
+                    }
+                    Err(e) => return Err(e).context("Failed to write to stdout"),
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -95,12 +95,15 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             )
         },
     )?);
-    let app = watcher_router(state).merge(learnables_router(LearnablesState {
-        store: definitions,
-        credentials,
-        clock: clock.clone(),
-        registry: Arc::new(learnables::Registry::builtin()),
-    }));
+    let app = watcher_router(state)
+        .merge(learnables_router(LearnablesState {
+            store: definitions,
+            credentials,
+            clock: clock.clone(),
+            registry: Arc::new(learnables::Registry::builtin()),
+        }))
+        .fallback(watcher_http::not_found)
+        .method_not_allowed_fallback(watcher_http::method_not_allowed);
     let listener = TcpListener::bind(&config.listen)
         .await
         .with_context(|| format!("Failed to listen on {}", config.listen))?;

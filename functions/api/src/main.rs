@@ -20,6 +20,8 @@ async fn main() -> Result<(), lambda_http::Error> {
         clock: Arc::new(SystemClock),
         // No in-process loops to wake: schedules and the queue carry the work.
         wake: Arc::new(Notify::new()),
-    });
+    })
+    .fallback(watcher_http::not_found)
+    .method_not_allowed_fallback(watcher_http::method_not_allowed);
     lambda_http::run(app).await
 }

@@ -174,7 +174,7 @@ impl Config {
     pub fn load(path: &Path) -> anyhow::Result<Config> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("Failed to read {}", path.display()))?;
-        let mut config: Config = toml::from_str(&text)
+        let mut config = parse_warning_unknown(&text, &path.display().to_string())
             .with_context(|| format!("{} is not a valid configuration", path.display()))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         if config.database.is_relative() {
@@ -199,7 +199,8 @@ impl Config {
     /// # Errors
     /// TOML errors (with line and column), or duplicate ids.
     pub fn from_toml(text: &str) -> anyhow::Result<Config> {
-        let config: Config = toml::from_str(text).context("the configuration is not valid")?;
+        let config = parse_warning_unknown(text, "the configuration")
+            .context("the configuration is not valid")?;
         config.check()?;
         Ok(config)
     }
@@ -230,6 +231,30 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// Parses the TOML, warning (on stderr and in the log) about every key this version does not
+/// know — a typo such as `lisen` or `[[agent]]` would otherwise be silently ignored. Unknown keys
+/// are not refused: contracts/serve.md says more keys may be added.
+fn parse_warning_unknown(text: &str, origin: &str) -> anyhow::Result<Config> {
+    let unknown = unknown_keys(text)?;
+    for key in &unknown {
+        tracing::warn!(key = %key, origin, "unknown configuration key ignored");
+        eprintln!("a2a-watcher: warning: unknown key `{key}` in {origin} is ignored (a typo?)");
+    }
+    Ok(toml::from_str(text)?)
+}
+
+/// The keys of `text` that [`Config`] does not read, as dotted paths (`agents.0.tokn`).
+///
+/// # Errors
+/// TOML syntax or type errors.
+pub fn unknown_keys(text: &str) -> anyhow::Result<Vec<String>> {
+    let mut unknown = Vec::new();
+    let _: Config = serde_ignored::deserialize(toml::Deserializer::new(text), |path| {
+        unknown.push(path.to_string())
+    })?;
+    Ok(unknown)
 }
 
 #[cfg(test)]
@@ -303,6 +328,16 @@ token = "ops-token-1"
         )
         .unwrap_err();
         assert!(err.to_string().contains("used twice"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let keys = unknown_keys(
+            "lisen = \"x\"\n[[agent]]\nid = \"a\"\n[[sources]]\nid = \"s\"\ntoken = \"t\"\ntokn = \"u\"\n",
+        )
+        .unwrap();
+        assert_eq!(keys, ["lisen", "agent", "sources.0.tokn"]);
+        assert!(unknown_keys("listen = \"127.0.0.1:1\"").unwrap().is_empty());
     }
 
     #[test]

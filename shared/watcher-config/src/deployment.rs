@@ -51,7 +51,7 @@ pub async fn load_deployment(config: &Config) -> anyhow::Result<Deployment> {
                 endpoint,
             );
         }
-        tracing::info!(agent = %a.id, endpoint = ?loaded.endpoint, keeps_time = loaded.entry.profile.declaration.keeps_time, "agent registered");
+        tracing::info!(agent = %a.id, endpoint = loaded.endpoint.as_deref().unwrap_or("none (keepsTime)"), keeps_time = loaded.entry.profile.declaration.keeps_time, "agent registered");
         directory.insert(loaded.entry);
     }
     Ok(Deployment {

@@ -143,9 +143,12 @@ pub(crate) fn phrase(p: &Phrase<'_>) -> String {
             )
         }
         LapseKind::Stalled => {
-            let horizon = p.horizon.map(|h| format!(" past {h}")).unwrap_or_default();
+            let horizon = p
+                .horizon
+                .map(|h| format!(" The horizon, {h}, has passed."))
+                .unwrap_or_default();
             format!(
-                "Stalled: nothing has been heard about {subject} since {}{horizon}, and {} is still outstanding.",
+                "Stalled: nothing has been heard about {subject} since {}, and {} is still outstanding.{horizon}",
                 p.silent_since, b.expects
             )
         }

@@ -113,9 +113,12 @@ impl IsoDuration {
     /// fixed length).
     pub fn parse(text: &str) -> Result<Self, String> {
         let trimmed = text.trim();
-        let span: Span = trimmed
-            .parse()
-            .map_err(|e| format!("{trimmed:?} is not an ISO 8601 duration ({e})"))?;
+        // ISO 8601 only: `str::parse` would also take jiff's "friendly" form ("2 hours").
+        let span: Span = jiff::fmt::temporal::SpanParser::new()
+            .parse_span(trimmed)
+            .map_err(|e| {
+                format!("{trimmed:?} is not an ISO 8601 duration such as PT2H or P1D ({e})")
+            })?;
         if span.signum() < 0 {
             return Err(format!(
                 "{trimmed:?} is negative; durations must not be negative"
@@ -243,6 +246,11 @@ mod tests {
             .unwrap_err()
             .contains("negative"));
         assert!(IsoDuration::parse("two hours").is_err());
+        assert!(
+            IsoDuration::parse("2 hours").is_err(),
+            "jiff's friendly form is not ISO 8601"
+        );
+        assert!(IsoDuration::parse("2h").is_err());
     }
 
     #[test]

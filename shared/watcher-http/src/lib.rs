@@ -38,6 +38,24 @@ pub struct AppState {
     pub wake: Arc<Notify>,
 }
 
+/// Answers a route that does not exist with problem+json 404 (axum's default is an empty body).
+/// Install with `.fallback(not_found)` on the final, merged router.
+pub async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!(
+        "no route {}; see the README for the routes",
+        uri.path()
+    ))
+}
+
+/// Answers a known path with the wrong method with problem+json 405.
+pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "Method not allowed",
+        format!("{method} is not allowed on {}", uri.path()),
+    )
+}
+
 /// The watcher's routes with the body limit and request tracing.
 pub fn watcher_router(state: AppState) -> Router {
     Router::new()
