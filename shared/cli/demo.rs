@@ -116,9 +116,10 @@ pub async fn run() -> anyhow::Result<()> {
     println!("           manifest due +2s (grace 2s), departure due +8s, arrival +2s after departure (grace 3s), horizon +14s\n");
 
     tokio::time::sleep(Duration::from_secs(5)).await;
-    // The departure, observed at +5 s: the arrival re-anchors to +7 s (+3 s grace), and the
+    // The departure, observed at +4 s (reported a moment later; an observation may not postdate
+    // its receipt): the arrival re-anchors to +6 s (+3 s grace), and the
     // manifest, named in the departure's `after` and still open, lapses `skipped` at once.
-    let fact = json!({ "factKey": "shipment.departed:PA-2026-0901", "observedAt": at(t0, 5),
+    let fact = json!({ "factKey": "shipment.departed:PA-2026-0901", "observedAt": at(t0, 4),
                        "source": "carrier-feed:emirates", "subject": { "type": "shipment", "id": "PA-2026-0901" } });
     let reported: Value = http
         .post(format!("{base_url}/v1/facts"))
