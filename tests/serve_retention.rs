@@ -30,6 +30,7 @@ fn subject_with_a_fact(id: &str, days_ago: i64) -> SubjectState {
         source: Source::parse(SOURCE_ID).expect("a valid source"),
         observed_at: received,
         claimed_observed_at: received,
+        observed_at_given: None,
         received_at: received,
         subject: Some(subject),
         satisfied: Vec::new(),

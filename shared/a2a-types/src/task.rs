@@ -8,12 +8,13 @@ use crate::serde_util::empty_string_as_none;
 
 /// Lifecycle state of a task (a2a-v1.md §3).
 ///
-/// Wire form: the full proto name, e.g. `"TASK_STATE_WORKING"`. Unknown strings
-/// (including 0.3 lowercase states such as `"completed"`) decode as
-/// [`TaskState::Unspecified`], as ProtoJSON maps unknown enum strings to 0 (§0).
-/// (`Unspecified` is declared last only because serde requires the catch-all
-/// variant to be last; see [`ALL_STATES`] for proto order.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+/// Wire form written: the full proto name, e.g. `"TASK_STATE_WORKING"`. Read: the 1.0 proto
+/// name, its ProtoJSON enum number (`5` for canceled: ProtoJSON readers accept both), or the A2A
+/// 0.3 lowercase name (`"canceled"`, `"input-required"`) — all mean the same state (serve.md
+/// "Routes"). Anything else decodes as [`TaskState::Unspecified`], as ProtoJSON maps unknown enum
+/// values to 0 (§0); a consumer that acts on states refuses `Unspecified` (the push route answers
+/// 400 naming `status.state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 pub enum TaskState {
     /// `TASK_STATE_SUBMITTED` (1): active.
     #[serde(rename = "TASK_STATE_SUBMITTED")]
@@ -41,7 +42,7 @@ pub enum TaskState {
     AuthRequired,
     /// `TASK_STATE_UNSPECIFIED` (0): invalid / unknown.
     #[default]
-    #[serde(rename = "TASK_STATE_UNSPECIFIED", other)]
+    #[serde(rename = "TASK_STATE_UNSPECIFIED")]
     Unspecified,
 }
 
@@ -106,6 +107,50 @@ impl TaskState {
             .into_iter()
             .find(|state| state.as_str() == s)
             .unwrap_or(TaskState::Unspecified)
+    }
+
+    /// The state a ProtoJSON enum number names (`0`..=`8`, a2a-v1.md §3); `None` otherwise.
+    pub fn from_number(n: i64) -> Option<TaskState> {
+        usize::try_from(n)
+            .ok()
+            .and_then(|i| ALL_STATES.get(i).copied())
+    }
+
+    /// The state an A2A 0.3 lowercase name (`"input-required"`) names; `None` otherwise. 0.3's
+    /// `"unknown"` is [`TaskState::Unspecified`].
+    pub fn from_v03_name(s: &str) -> Option<TaskState> {
+        Some(match s {
+            "submitted" => TaskState::Submitted,
+            "working" => TaskState::Working,
+            "completed" => TaskState::Completed,
+            "failed" => TaskState::Failed,
+            "canceled" => TaskState::Canceled,
+            "input-required" => TaskState::InputRequired,
+            "rejected" => TaskState::Rejected,
+            "auth-required" => TaskState::AuthRequired,
+            "unknown" => TaskState::Unspecified,
+            _ => return None,
+        })
+    }
+
+    /// Reads any wire form of a state: 1.0 name, enum number, or 0.3 name. `None` for a value
+    /// that names no state (which is not the same as a value naming `TASK_STATE_UNSPECIFIED`).
+    pub fn from_wire_value(v: &serde_json::Value) -> Option<TaskState> {
+        match v {
+            serde_json::Value::String(s) => ALL_STATES
+                .into_iter()
+                .find(|state| state.as_str() == s)
+                .or_else(|| TaskState::from_v03_name(s)),
+            serde_json::Value::Number(n) => n.as_i64().and_then(TaskState::from_number),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        Ok(TaskState::from_wire_value(&v).unwrap_or(TaskState::Unspecified))
     }
 }
 

@@ -763,15 +763,15 @@ fn from_push_body_errors_name_the_problem() {
         }
     ));
 
-    let mut wrong_type = update;
-    wrong_type["status"]["state"] = json!(3);
-    let text = StreamResponse::from_push_body(json!({ "statusUpdate": wrong_type }))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        text.starts_with("StreamResponse.statusUpdate: invalid type: integer `3`"),
-        "{text}"
-    );
+    // A ProtoJSON enum number is a state (serve.md "Routes"): 3 is TASK_STATE_COMPLETED.
+    let mut numbered = update;
+    numbered["status"]["state"] = json!(3);
+    let StreamResponse::StatusUpdate(u) =
+        StreamResponse::from_push_body(json!({ "statusUpdate": numbered })).unwrap()
+    else {
+        panic!("a status update")
+    };
+    assert_eq!(u.status.state, TaskState::Completed);
 
     let bad_bare = StreamResponse::from_push_body(json!({"id": "t", "status": {}})).unwrap_err();
     assert!(
@@ -960,6 +960,42 @@ fn invalid_params_21_request_is_rejected_with_field_name() {
 
 // ---------------------------------------------------------------- 0.3 compat
 
+/// serve.md "Routes": the 1.0 names, the ProtoJSON enum numbers and the 0.3 names all mean the
+/// same state.
+#[test]
+fn every_wire_form_of_a_state_means_the_same_state() {
+    let forms = [
+        ("TASK_STATE_SUBMITTED", 1, "submitted", TaskState::Submitted),
+        ("TASK_STATE_WORKING", 2, "working", TaskState::Working),
+        ("TASK_STATE_COMPLETED", 3, "completed", TaskState::Completed),
+        ("TASK_STATE_FAILED", 4, "failed", TaskState::Failed),
+        ("TASK_STATE_CANCELED", 5, "canceled", TaskState::Canceled),
+        (
+            "TASK_STATE_INPUT_REQUIRED",
+            6,
+            "input-required",
+            TaskState::InputRequired,
+        ),
+        ("TASK_STATE_REJECTED", 7, "rejected", TaskState::Rejected),
+        (
+            "TASK_STATE_AUTH_REQUIRED",
+            8,
+            "auth-required",
+            TaskState::AuthRequired,
+        ),
+    ];
+    for (name, number, v03, want) in forms {
+        assert_eq!(typed::<TaskState>(name, json!(name)), want);
+        assert_eq!(typed::<TaskState>(name, json!(number)), want, "{number}");
+        assert_eq!(typed::<TaskState>(name, json!(v03)), want, "{v03}");
+        assert_eq!(
+            serde_json::to_value(want).unwrap(),
+            json!(name),
+            "written as the 1.0 name"
+        );
+    }
+}
+
 #[test]
 fn v03_payloads_decode_leniently() {
     let (method, params): (String, SendMessageRequest) =
@@ -979,8 +1015,8 @@ fn v03_payloads_decode_leniently() {
     assert_eq!(task.id, "ef1d5fe9-4d54-4e18-b989-448686eb81b4");
     assert_eq!(
         task.state(),
-        TaskState::Unspecified,
-        "\"completed\" is not a 1.0 state"
+        TaskState::Completed,
+        "\"completed\" is the 0.3 name of TASK_STATE_COMPLETED"
     );
     assert_eq!(
         task.status.timestamp.as_deref(),
@@ -1069,12 +1105,28 @@ fn unknown_fields_are_ignored() {
 #[test]
 fn unknown_enum_strings_become_unspecified() {
     for (raw, want) in [
-        ("completed", TaskState::Unspecified),
         ("TASK_STATE_PAUSED", TaskState::Unspecified),
+        ("paused", TaskState::Unspecified),
+        ("Canceled", TaskState::Unspecified),
+        ("task_state_canceled", TaskState::Unspecified),
         ("TASK_STATE_UNSPECIFIED", TaskState::Unspecified),
         ("TASK_STATE_AUTH_REQUIRED", TaskState::AuthRequired),
     ] {
         assert_eq!(typed::<TaskState>(raw, json!(raw)), want, "{raw}");
+    }
+    for bad in [
+        json!(0),
+        json!(9),
+        json!(-1),
+        json!(2.5),
+        json!(true),
+        json!(null),
+    ] {
+        assert_eq!(
+            typed::<TaskState>("state", bad.clone()),
+            TaskState::Unspecified,
+            "{bad}"
+        );
     }
     assert_eq!(typed::<Role>("role", json!("user")), Role::Unspecified);
     assert_eq!(
@@ -1082,7 +1134,7 @@ fn unknown_enum_strings_become_unspecified() {
         Role::Unspecified
     );
     assert_eq!(typed::<Role>("role", json!("ROLE_AGENT")), Role::Agent);
-    let list: ListTasksRequest = typed("list", json!({"status": "completed"}));
+    let list: ListTasksRequest = typed("list", json!({"status": "paused"}));
     assert_eq!(list.status, Some(TaskState::Unspecified));
 }
 

@@ -53,7 +53,8 @@ pub fn parse_fact(value: &Value, reporter: &Source) -> Result<ReportedFact, Fact
         }
     };
     let fact_key = FactKey::parse(text("factKey")?).map_err(|r| fail("factKey", r))?;
-    let observed_at = Instant::parse(&text("observedAt")?).map_err(|r| fail("observedAt", r))?;
+    let given = text("observedAt")?;
+    let observed_at = Instant::parse(&given).map_err(|r| fail("observedAt", r))?;
     let subject = match obj.get("subject") {
         None | Some(Value::Null) => None,
         Some(v) => Some(parse_subject(Some(v)).map_err(|(f, r)| fail(&f, r))?),
@@ -61,6 +62,7 @@ pub fn parse_fact(value: &Value, reporter: &Source) -> Result<ReportedFact, Fact
     Ok(ReportedFact {
         fact_key,
         observed_at,
+        observed_at_given: Some(given),
         subject,
         source: reporter.clone(),
     })

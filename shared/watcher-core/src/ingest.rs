@@ -3,7 +3,7 @@
 //! first, then withdrawals, then facts; within each of those, a Task's artifacts in array order,
 //! then its status message; the status itself last.
 
-use a2a_types::{Artifact, Message, StreamResponse, TaskStatus};
+use a2a_types::{Artifact, Message, StreamResponse, TaskState, TaskStatus};
 use serde_json::{Map, Value};
 
 use crate::engine::{Origin, PushItem};
@@ -107,7 +107,7 @@ fn extension_block<'a>(
 fn expectations(
     block: &Map<String, Value>,
     o: &Origin,
-    question_at: Option<Instant>,
+    question: Option<(Instant, Option<Instant>)>,
     items: &mut Vec<PushItem>,
 ) {
     match block.get("expectations") {
@@ -115,7 +115,8 @@ fn expectations(
         Some(Value::Array(list)) => items.push(PushItem::Raise {
             origin: o.clone(),
             expectations: list.iter().map(Expectation::from_json).collect(),
-            question_at,
+            question_at: question.map(|(at, _)| at),
+            question_timestamp: question.and_then(|(_, stamp)| stamp),
         }),
         Some(other) => items.push(PushItem::Malformed {
             task_id: Some(o.task_id.clone()),
@@ -202,6 +203,58 @@ fn artifact_items(a: &Artifact, o: &Origin, source: &Source, items: &mut Vec<Pus
     }
 }
 
+/// `status.timestamp` read per semantics.md "Time": `Ok(Some(t))` for a valid instant,
+/// `Ok(None)` when missing or a zero value (`0001-01-01T00:00:00Z`, `1970-01-01T00:00:00Z`: an
+/// unset time), `Err(reason)` when it is not an instant (then also treated as absent, and
+/// reported as a warning by [`push_warnings`]).
+pub fn status_timestamp(status: &TaskStatus) -> Result<Option<Instant>, String> {
+    match status.timestamp.as_deref() {
+        None => Ok(None),
+        Some(text) => match Instant::parse(text) {
+            Ok(t) if t.is_zero_value() => Ok(None),
+            Ok(t) => Ok(Some(t)),
+            Err(reason) => Err(reason),
+        },
+    }
+}
+
+/// The status a pushed event carries, if any.
+fn event_status(event: &StreamResponse) -> Option<&TaskStatus> {
+    match event {
+        StreamResponse::StatusUpdate(u) => Some(&u.status),
+        StreamResponse::Task(t) => Some(&t.status),
+        _ => None,
+    }
+}
+
+/// Warnings for the push answer: a `status.timestamp` that is not an RFC 3339 instant is treated
+/// as absent, and said so (semantics.md "Time").
+pub fn push_warnings(event: &StreamResponse) -> Vec<String> {
+    event_status(event)
+        .and_then(|s| status_timestamp(s).err())
+        .map(|reason| {
+            format!("field `status.timestamp`: {reason}; treated as absent (receipt order is used)")
+        })
+        .into_iter()
+        .collect()
+}
+
+/// Refuses a pushed status whose state names no task state (serve.md "Routes": a state is never
+/// silently ignored, because an ignored cancel sends a lapse task for withdrawn work).
+///
+/// # Errors
+/// A reason naming `status.state` when it is `TASK_STATE_UNSPECIFIED`, `0`, or not a 1.0 name,
+/// enum number or 0.3 name.
+pub fn check_state(event: &StreamResponse) -> Result<(), String> {
+    match event_status(event) {
+        Some(s) if s.state == TaskState::Unspecified => Err(
+            "field `status.state`: not a task state; expected an A2A 1.0 TaskState name (TASK_STATE_WORKING), its enum number (2), or an A2A 0.3 name (working); TASK_STATE_UNSPECIFIED is not a state (a2a-v1 §3)"
+                .to_string(),
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn status_items(
     status: &TaskStatus,
     o: &Origin,
@@ -209,18 +262,19 @@ fn status_items(
     now: Instant,
     items: &mut Vec<PushItem>,
 ) {
-    // semantics.md: status updates are ordered by status.timestamp, receipt time where missing.
-    let timestamp = status
-        .timestamp
-        .as_deref()
-        .and_then(|t| Instant::parse(t).ok());
+    // semantics.md "Time": a missing, zero-value or invalid timestamp is absent; the value as
+    // given is kept beside the status.
+    let timestamp = status_timestamp(status).ok().flatten();
+    let given_timestamp = status.timestamp.clone().filter(|_| timestamp.is_none());
     if let Some(m) = &status.message {
         if let Some(block) = extension_block(m.metadata.as_ref(), Some(&o.task_id), items) {
-            let question_at = status
+            // Only an interrupted status asks a question; expectations in any other status
+            // message are ordinary (semantics.md "Questions that expire").
+            let question = status
                 .state
                 .is_interrupted()
-                .then(|| timestamp.unwrap_or(now));
-            expectations(block, o, question_at, items);
+                .then(|| (timestamp.unwrap_or(now), timestamp));
+            expectations(block, o, question, items);
             withdrawals(block, o, items);
             facts(block, Some(&o.task_id), source, items);
         }
@@ -229,6 +283,7 @@ fn status_items(
         origin: o.clone(),
         state: status.state.as_str().to_string(),
         timestamp,
+        given_timestamp,
     });
 }
 

@@ -68,9 +68,11 @@ pub struct Satisfaction {
     pub satisfied_at: Instant,
     /// The effective `observedAt`: the claimed one, or the receipt time if it claimed later.
     pub observed_at: Instant,
-    /// What the fact claimed, when it claimed a time after its receipt.
+    /// `observedAt` exactly as the fact gave it, whenever that differs from the effective one:
+    /// a claim later than receipt, a zero-value timestamp read as absent, a leap second
+    /// (semantics.md "Time"; replay.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claimed_observed_at: Option<Instant>,
+    pub claimed_observed_at: Option<String>,
     /// `observedAt` after the current `dueAt`.
     pub late: bool,
 }
@@ -157,8 +159,17 @@ pub struct ExpectationRecord {
     pub anchor_state: AnchorState,
     /// The horizon was evaluated once (internal; §9.1 stalled).
     pub horizon_checked: bool,
-    /// For a question (§11): the timestamp of the status that asked it.
+    /// For a question (§11): the timestamp of the status that asked it (receipt time when it
+    /// had none).
     pub question_at: Option<Instant>,
+    /// For a question: the asking status's own `status.timestamp`, `None` when it carried none.
+    /// With `order.input` (receipt order) it decides which later statuses answer the question
+    /// (semantics.md "Questions that expire").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question_timestamp: Option<Instant>,
+    /// For a question: the task's lifecycle already reported its answer fact (once per question).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub question_answered: bool,
 }
 
 impl ExpectationRecord {
@@ -188,6 +199,11 @@ impl ExpectationRecord {
     /// The projected due time (`dueAt` as raised; never changes).
     pub fn projected_due_at(&self) -> Instant {
         self.expectation.due_at
+    }
+
+    /// Whether a status of the origin task comes after the status that asked this question.
+    pub fn asked_before(&self, status: &crate::slice::StatusSeen) -> bool {
+        self.question_at.is_some() && status.is_after(self.question_timestamp, self.order.input)
     }
 
     /// The overdue deadline on the current due time: `dueAt + grace`.

@@ -25,6 +25,10 @@ pub struct FactEntry {
     pub observed_at: Instant,
     /// The claimed `observedAt` as reported (normalised to UTC); identity of the fact.
     pub claimed_observed_at: Instant,
+    /// `observedAt` exactly as given, when it differs from the effective one (a claim later than
+    /// receipt, a zero value, a leap second; semantics.md "Time").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_at_given: Option<String>,
     /// Receipt on the watcher's clock.
     pub received_at: Instant,
     /// The subject the fact named, if any.
@@ -145,15 +149,41 @@ impl Lifecycle {
 }
 
 /// One status of a task as seen in a push.
+///
+/// Two statuses of one task are ordered by their own `timestamp`s when both carry one (equal
+/// timestamps: the later receipt), else by receipt (`seq`); the watcher's clock is never compared
+/// with the agent's (semantics.md "Questions that expire").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusSeen {
     /// The `TaskState` string.
     pub state: String,
-    /// `status.timestamp`, or the receipt time when it was missing.
+    /// `status.timestamp`, or the receipt time when it was missing (the `observedAt` of a
+    /// question's answer).
     pub at: Instant,
     /// Receipt on the watcher's clock.
     pub received_at: Instant,
+    /// The agent's own `status.timestamp` (UTC), when it carried a valid, non-zero one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<Instant>,
+    /// The watcher's input sequence number of the push that carried it: receipt order.
+    #[serde(default)]
+    pub seq: u64,
+    /// `status.timestamp` exactly as given, kept when it was read as absent (a zero value such as
+    /// `0001-01-01T00:00:00Z`, or not an instant; semantics.md "Time").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_timestamp: Option<String>,
+}
+
+impl StatusSeen {
+    /// Whether this status comes after an event of the same task stamped `timestamp` (the agent's
+    /// own, if any) and received as input `seq` (semantics.md "Questions that expire").
+    pub fn is_after(&self, timestamp: Option<Instant>, seq: u64) -> bool {
+        match (self.timestamp, timestamp) {
+            (Some(mine), Some(theirs)) => mine > theirs || (mine == theirs && self.seq > seq),
+            _ => self.seq > seq,
+        }
+    }
 }
 
 /// A task the watcher has seen: its statuses and where its expectations are.

@@ -43,6 +43,13 @@ impl Instant {
             .map_err(|e| format!("{trimmed:?} is not an RFC 3339 instant with an offset ({e})"))
     }
 
+    /// `true` for the zero values agents send for an unset time: `0001-01-01T00:00:00Z` and
+    /// `1970-01-01T00:00:00Z` (semantics.md "Time": read as absent).
+    pub fn is_zero_value(self) -> bool {
+        let text = self.to_string();
+        text == "0001-01-01T00:00:00Z" || text == "1970-01-01T00:00:00Z"
+    }
+
     /// Wraps a jiff timestamp.
     pub fn from_timestamp(t: Timestamp) -> Self {
         Instant(t)
@@ -91,6 +98,12 @@ impl<'de> Deserialize<'de> for Instant {
         let text = String::deserialize(d)?;
         Instant::parse(&text).map_err(serde::de::Error::custom)
     }
+}
+
+/// `true` when `text`, an instant that parsed, is a leap second (`:60` in the seconds field), which
+/// is read as the last nanosecond of its minute and kept as given beside it (semantics.md "Time").
+pub fn is_leap_second_text(text: &str) -> bool {
+    text.get(17..19) == Some("60")
 }
 
 /// A non-negative ISO 8601 duration of fixed length, keeping the text it was written as.

@@ -65,6 +65,8 @@ pub async fn push(
             "{e} (an A2A 1.0 StreamResponse or a bare Task is expected)"
         ))
     })?;
+    watcher_core::ingest::check_state(&event).map_err(ApiError::bad_request)?;
+    let warnings = watcher_core::ingest::push_warnings(&event);
     let now = state.clock.now();
     let items = push_items(&event, &id, now);
     let applied = state
@@ -92,9 +94,12 @@ pub async fn push(
             _ => {}
         }
     }
-    Ok(Json(
-        json!({ "raised": raised, "rejected": rejected, "withdrawn": withdrawn, "facts": facts }),
-    ))
+    let mut answer =
+        json!({ "raised": raised, "rejected": rejected, "withdrawn": withdrawn, "facts": facts });
+    if !warnings.is_empty() {
+        answer["warnings"] = json!(warnings);
+    }
+    Ok(Json(answer))
 }
 
 /// Pushes about a lapse task the watcher created update that task's state in `/v1/lapses`.
@@ -260,7 +265,10 @@ pub async fn subject(
                 "receivedAt": f.received_at,
                 "satisfied": f.satisfied.iter().map(|s| s.id.to_string()).collect::<Vec<_>>(),
             });
-            if f.claimed_observed_at != f.observed_at {
+            // semantics.md "Time": the value as given, beside the effective one.
+            if let Some(given) = &f.observed_at_given {
+                v["claimedObservedAt"] = json!(given);
+            } else if f.claimed_observed_at != f.observed_at {
                 v["claimedObservedAt"] = json!(f.claimed_observed_at);
             }
             v

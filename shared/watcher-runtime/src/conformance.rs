@@ -185,6 +185,7 @@ fn fact(key: &str, subject: &Subject, received: Instant) -> FactEntry {
         source: source(),
         observed_at: received,
         claimed_observed_at: received,
+        observed_at_given: None,
         received_at: received,
         subject: Some(subject.clone()),
         satisfied: Vec::new(),
@@ -237,6 +238,8 @@ fn record(t: &Tenant, agent_name: &str, e: Expectation, order: RaiseOrder) -> Ex
         anchor_state: AnchorState::Unanchored,
         horizon_checked: false,
         question_at: None,
+        question_timestamp: None,
+        question_answered: false,
     }
 }
 
@@ -348,6 +351,7 @@ fn raise(task: &str, expectations: Vec<Expectation>) -> Input {
             },
             expectations: expectations.into_iter().map(Ok).collect(),
             question_at: None,
+            question_timestamp: None,
         }],
     }
 }
@@ -934,9 +938,10 @@ pub async fn indexes_follow_commits<S: Store + 'static>(store: Arc<S>) {
     assert_eq!(live_at(at(150)).await, 2, "e1 (horizon 180) and e5");
     assert_eq!(
         live_at(at(180)).await,
-        1,
-        "live means strictly before; e5 waits on its anchor"
+        2,
+        "a horizon at exactly now has not passed (semantics.md \"States\"): e1 and e5"
     );
+    assert_eq!(live_at(at(181)).await, 1, "e5 waits on its anchor");
 
     // Every record, in raising order.
     let ids: Vec<String> = store
@@ -960,6 +965,7 @@ pub async fn indexes_follow_commits<S: Store + 'static>(store: Arc<S>) {
             &Input::Facts(vec![ReportedFact {
                 fact_key: fact_key("k-manifest"),
                 observed_at: at(10),
+                observed_at_given: None,
                 subject: None,
                 source: source(),
             }]),
@@ -1641,6 +1647,7 @@ async fn store_retention_fixture<S: Store + 'static>(store: &Arc<S>) {
                 &Input::Facts(vec![ReportedFact {
                     fact_key: fact_key(key),
                     observed_at: when,
+                    observed_at_given: None,
                     subject: Some(shipment(subject)),
                     source: source(),
                 }]),
@@ -1665,6 +1672,7 @@ async fn store_retention_fixture<S: Store + 'static>(store: &Arc<S>) {
                         },
                         state: state.into(),
                         timestamp: Some(at(5)),
+                        given_timestamp: None,
                     }],
                 },
                 at(5),

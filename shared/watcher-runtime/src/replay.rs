@@ -180,8 +180,11 @@ fn parse_scenario(doc: &Value) -> Result<Scenario, ScenarioError> {
                 .get("event")
                 .cloned()
                 .ok_or_else(|| bad(format!("{loc}.push.event"), "is required"))?;
-            a2a_types::StreamResponse::from_push_body(event.clone())
+            let parsed = a2a_types::StreamResponse::from_push_body(event.clone())
                 .map_err(|e| bad(format!("{loc}.push.event"), e.to_string()))?;
+            // serve answers such a push 400; a scenario holding one is malformed.
+            watcher_core::ingest::check_state(&parsed)
+                .map_err(|r| bad(format!("{loc}.push.event"), r))?;
             StepKind::Push {
                 tenant: entry.tenant.clone(),
                 agent,

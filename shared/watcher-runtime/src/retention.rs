@@ -166,6 +166,9 @@ mod tests {
                 state: (*state).into(),
                 at: at(when),
                 received_at: at(when),
+                timestamp: None,
+                seq: 0,
+                given_timestamp: None,
             });
         }
         t.subjects = subjects

@@ -284,7 +284,7 @@ impl DynamoStore {
                 .query()
                 .table_name(&self.table)
                 .index_name(LIVE_INDEX)
-                .key_condition_expression("#a = :a AND #u > :now")
+                .key_condition_expression("#a = :a AND #u >= :now")
                 .expression_attribute_names("#a", LIVE_AGENT)
                 .expression_attribute_names("#u", LIVE_UNTIL)
                 .expression_attribute_values(":a", s(live_agent(tenant, agent)))

@@ -194,6 +194,9 @@ async fn a_concurrent_writer_makes_the_commit_conflict_and_the_retry_loses_nothi
         state: "TASK_STATE_WORKING".into(),
         at: at(3),
         received_at: at(3),
+        timestamp: None,
+        seq: 0,
+        given_timestamp: None,
     });
     match second
         .commit(
@@ -440,6 +443,9 @@ async fn closed_subjects_finished_tasks_sent_lapses_and_rejections_expire() {
         state: "TASK_STATE_WORKING".into(),
         at: at(1),
         received_at: at(1),
+        timestamp: None,
+        seq: 0,
+        given_timestamp: None,
     });
     store
         .commit(
@@ -457,6 +463,9 @@ async fn closed_subjects_finished_tasks_sent_lapses_and_rejections_expire() {
         state: "TASK_STATE_COMPLETED".into(),
         at: at(50),
         received_at: at(51),
+        timestamp: None,
+        seq: 0,
+        given_timestamp: None,
     });
     store
         .commit(

@@ -68,6 +68,7 @@ async fn run(name: &str, store: Arc<dyn Store>, n: usize) {
             },
             expectations: expectations(i).iter().map(Expectation::from_json).collect(),
             question_at: None,
+            question_timestamp: None,
         }];
         watcher
             .apply(
@@ -89,6 +90,7 @@ async fn run(name: &str, store: Arc<dyn Store>, n: usize) {
         let fact = ReportedFact {
             fact_key: watcher_core::ids::FactKey::parse(format!("departed:PA-{i}")).expect("key"),
             observed_at: Instant::parse("2026-09-11T02:41:00Z").expect("instant"),
+            observed_at_given: None,
             subject: Some(Subject::parse("shipment", &format!("PA-{i}")).expect("subject")),
             source: Source::parse("carrier").expect("source"),
         };

@@ -562,7 +562,7 @@ fn load_in(
         let count: i64 = tx
             .prepare_cached(
                 "SELECT COUNT(*) FROM live WHERE tenant = ?1 AND agent = ?2
-                 AND (live_until IS NULL OR live_until > ?3)",
+                 AND (live_until IS NULL OR live_until >= ?3)",
             )
             .map_err(db)?
             .query_row(params![t, a.as_str(), now_key], |r| r.get(0))

@@ -75,6 +75,8 @@ fn record(
         anchor_state: AnchorState::Unanchored,
         horizon_checked: false,
         question_at: None,
+        question_timestamp: None,
+        question_answered: false,
     }
 }
 

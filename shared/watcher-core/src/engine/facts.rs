@@ -54,9 +54,7 @@ pub(crate) fn report(
         });
         return Ok(());
     }
-    // semantics.md "Time": a fact cannot be observed after it was received.
-    let observed_at = fact.observed_at.min(now);
-    let claimed = (fact.observed_at > now).then_some(fact.observed_at);
+    let (observed_at, claimed) = effective_observed_at(fact, now);
 
     // Satisfy, in raising order across subjects.
     let mut matches: Vec<(RaiseOrder, Subject, usize)> = Vec::new();
@@ -79,7 +77,7 @@ pub(crate) fn report(
             source: fact.source.clone(),
             satisfied_at: now,
             observed_at,
-            claimed_observed_at: claimed,
+            claimed_observed_at: claimed.clone(),
             late,
         });
         state.last_satisfying_receipt = Some(now);
@@ -107,6 +105,7 @@ pub(crate) fn report(
             source: fact.source.clone(),
             observed_at,
             claimed_observed_at: fact.observed_at,
+            observed_at_given: claimed.clone(),
             received_at: now,
             subject: fact.subject.clone(),
             satisfied: here,
@@ -125,6 +124,29 @@ pub(crate) fn report(
         duplicate: false,
     });
     Ok(())
+}
+
+/// The effective `observedAt` of a fact received at `now`, and the value as given when it differs
+/// (semantics.md "Time"): a zero value (`0001-01-01T00:00:00Z`, `1970-01-01T00:00:00Z`) is a
+/// missing timestamp and a claim later than receipt cannot be, so both take the receipt time; a
+/// leap second is read as the last nanosecond of its minute and keeps its `:60` text.
+pub fn effective_observed_at(fact: &ReportedFact, now: Instant) -> (Instant, Option<String>) {
+    let claimed = fact.observed_at;
+    let effective = if claimed.is_zero_value() {
+        now
+    } else {
+        claimed.min(now)
+    };
+    let given = || {
+        fact.observed_at_given
+            .clone()
+            .unwrap_or_else(|| claimed.to_string())
+    };
+    let leap = fact
+        .observed_at_given
+        .as_deref()
+        .is_some_and(crate::time::is_leap_second_text);
+    (effective, (effective != claimed || leap).then(given))
 }
 
 /// Subject type under which facts that concern no subject are kept (reserved).

@@ -1,7 +1,12 @@
 //! Task statuses: withdrawal on a withdrawing terminal state, and questions that expire
 //! (expectations-v1 §8.1, §11; semantics.md "Questions that expire").
+//!
+//! "After" between two statuses of one task compares the agent's own timestamps when both carry
+//! one (equal timestamps: the later receipt), else receipt order ([`StatusSeen::is_after`]). The
+//! watcher's clock is never compared with the agent's: a timestamp-less `Task` snapshot received
+//! before a stamped input-required status never answers it.
 
-use super::{facts, Origin, Out, ReportedFact};
+use super::{facts, Origin, Out, ReportedFact, StepContext};
 use crate::ids::{AgentId, Source, Subject, TaskRef};
 use crate::slice::{Lifecycle, Need, Slice, StatusSeen};
 use crate::time::Instant;
@@ -10,76 +15,92 @@ use crate::time::Instant;
 /// state (semantics.md, "Questions that expire").
 pub const LIFECYCLE_SOURCE: &str = "watcher:task-lifecycle";
 
-/// A status of the origin task seen at `now`.
+/// A status as pushed, before it is recorded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Seen<'a> {
+    /// The 1.0 `TaskState` name.
+    pub state: &'a str,
+    /// The agent's valid, non-zero `status.timestamp`.
+    pub timestamp: Option<Instant>,
+    /// `status.timestamp` as given when it was read as absent.
+    pub given_timestamp: Option<&'a str>,
+}
+
+/// A status of the origin task, received as input `ctx.seq` at `ctx.now`.
 ///
-/// Canceled, failed and rejected withdraw what the task raised. Submitted, working and completed
-/// answer every open question the task asked at or before the status's timestamp (missing
-/// timestamp: receipt time): the watcher reports each question's `satisfiedBy.factKey` itself.
+/// A withdrawing state (canceled, failed, rejected) withdraws what the task raised and is final:
+/// statuses received after it change nothing. Submitted, working and completed answer every
+/// question of the task asked before them: the watcher reports each question's
+/// `satisfiedBy.factKey` itself, observed at the status's timestamp (receipt time when missing),
+/// whatever became of the question meanwhile, so that a successor with the same key is satisfied
+/// too. Moving between input-required and auth-required answers nothing.
 pub(crate) fn status(
     slice: &mut Slice,
     agent: &AgentId,
     origin: &Origin,
-    state: &str,
-    timestamp: Option<Instant>,
-    now: Instant,
+    seen: Seen<'_>,
+    ctx: &StepContext<'_>,
     out: &mut Out,
 ) -> Result<(), Need> {
     let task = TaskRef {
         agent: agent.clone(),
         task_id: origin.task_id.clone(),
     };
-    slice.task(&task)?;
-    let at = timestamp.unwrap_or(now);
-    let seen = StatusSeen {
-        state: state.to_string(),
-        at,
-        received_at: now,
+    if slice.task(&task)?.is_some_and(|t| t.withdrawn_by.is_some()) {
+        return Ok(());
+    }
+    let status = StatusSeen {
+        state: seen.state.to_string(),
+        at: seen.timestamp.unwrap_or(ctx.now),
+        received_at: ctx.now,
+        timestamp: seen.timestamp,
+        seq: ctx.seq,
+        given_timestamp: seen.given_timestamp.map(str::to_string),
     };
-    let lifecycle = Lifecycle::of(state);
+    let lifecycle = Lifecycle::of(seen.state);
     {
         let record = slice.task_mut(&task)?;
-        record.statuses.push(seen.clone());
-        if lifecycle == Lifecycle::Withdrawing && record.withdrawn_by.is_none() {
-            record.withdrawn_by = Some(seen);
+        record.statuses.push(status.clone());
+        if lifecycle == Lifecycle::Withdrawing {
+            record.withdrawn_by = Some(status.clone());
         }
     }
     match lifecycle {
-        Lifecycle::Withdrawing => super::withdraw::task_terminal(slice, &task, state, now, out),
-        l if l.answers_question() => answer_questions(slice, &task, at, now, out, |q| q <= at),
+        Lifecycle::Withdrawing => {
+            super::withdraw::task_terminal(slice, &task, seen.state, ctx.now, out)
+        }
+        l if l.answers_question() => answer_questions(slice, &task, &status, ctx.now, out),
         _ => Ok(()),
     }
 }
 
-/// Reports the lifecycle fact for every open question of `task` whose asking time passes
-/// `asked_before`, observed at `answered_at`.
-pub(crate) fn answer_questions(
+/// Reports the lifecycle fact of every question of `task` asked before `status` and not yet
+/// answered, observed at the status's `at`, and marks each answered.
+fn answer_questions(
     slice: &mut Slice,
     task: &TaskRef,
-    answered_at: Instant,
+    status: &StatusSeen,
     now: Instant,
     out: &mut Out,
-    asked_before: impl Fn(Instant) -> bool,
 ) -> Result<(), Need> {
     let subjects: Vec<Subject> = match slice.task(task)? {
         Some(t) => t.subjects.iter().cloned().collect(),
         None => return Ok(()),
     };
+    for s in &subjects {
+        slice.subject(s)?;
+    }
     let mut to_report = Vec::new();
     for s in &subjects {
-        let state = slice.subject(s)?;
-        for rec in &state.records {
-            let Some(q) = rec.question_at else { continue };
-            if rec.is_open()
-                && rec.agent == task.agent
+        let state = slice.subject_mut(s)?;
+        for rec in state.records.iter_mut() {
+            if rec.agent == task.agent
                 && rec.raised_by.task_id == task.task_id
-                && asked_before(q)
+                && !rec.question_answered
+                && rec.asked_before(status)
             {
-                let fact = ReportedFact {
-                    fact_key: rec.expectation.satisfied_by.fact_key.clone(),
-                    observed_at: answered_at,
-                    subject: Some(rec.expectation.subject.clone()),
-                    source: lifecycle_source(),
-                };
+                rec.question_answered = true;
+                let fact = answer_fact(rec, status.at);
                 if !to_report.contains(&fact) {
                     to_report.push(fact);
                 }
@@ -92,22 +113,32 @@ pub(crate) fn answer_questions(
     Ok(())
 }
 
-fn lifecycle_source() -> Source {
-    Source::lifecycle()
+/// The fact that answers question `rec`, observed at `at`, from `watcher:task-lifecycle`.
+pub(crate) fn answer_fact(rec: &crate::record::ExpectationRecord, at: Instant) -> ReportedFact {
+    ReportedFact {
+        fact_key: rec.expectation.satisfied_by.fact_key.clone(),
+        observed_at: at,
+        observed_at_given: None,
+        subject: Some(rec.expectation.subject.clone()),
+        source: Source::lifecycle(),
+    }
 }
 
-/// The earliest status of the task that answers a question asked at `asked_at`: a later
-/// (strictly) submitted, working or completed status (semantics.md: a question arriving after
-/// its task was already seen in a later non-interrupted state is satisfied at once).
+/// The earliest status already seen of the task that comes after a question asked now (input
+/// `seq`, the asking status stamped `timestamp`) and answers it: only a status the agent stamped
+/// later than the question's own stamp can (semantics.md: "A question arriving after its task was
+/// already seen, after the question, in a non-interrupted state is raised and satisfied at once,
+/// with that later status's timestamp").
 pub(crate) fn earliest_answer(
     slice: &Slice,
     task: &TaskRef,
-    asked_at: Instant,
+    timestamp: Option<Instant>,
+    seq: u64,
 ) -> Result<Option<Instant>, Need> {
     Ok(slice.task(task)?.and_then(|t| {
         t.statuses
             .iter()
-            .filter(|s| Lifecycle::of(&s.state).answers_question() && s.at > asked_at)
+            .filter(|s| Lifecycle::of(&s.state).answers_question() && s.is_after(timestamp, seq))
             .map(|s| s.at)
             .min()
     }))

@@ -57,8 +57,12 @@ pub struct Origin {
 pub struct ReportedFact {
     /// Matched exactly against `satisfiedBy.factKey`.
     pub fact_key: FactKey,
-    /// When it was observed, as claimed (UTC).
+    /// When it was observed, as claimed (UTC). A zero value (`0001-01-01T00:00:00Z`,
+    /// `1970-01-01T00:00:00Z`) means "absent": receipt time is used (semantics.md "Time").
     pub observed_at: Instant,
+    /// `observedAt` exactly as the reporter wrote it, when it came as text; kept on the record
+    /// whenever it differs from the effective one (replay.md `claimedObservedAt`).
+    pub observed_at_given: Option<String>,
     /// The subject it concerns, if the reporter said.
     pub subject: Option<Subject>,
     /// The authenticated reporter.
@@ -77,6 +81,10 @@ pub enum PushItem {
         expectations: Vec<Result<Expectation, ParseError>>,
         /// For a question (§11): the asking status's timestamp (receipt time when missing).
         question_at: Option<Instant>,
+        /// For a question: the asking status's own valid `status.timestamp`, `None` when it had
+        /// none (orders the question against the task's other statuses, semantics.md
+        /// "Questions that expire").
+        question_timestamp: Option<Instant>,
     },
     /// `{ "withdraw": [...], "reason": "..." }` (§8.1).
     Withdraw {
@@ -95,8 +103,10 @@ pub enum PushItem {
         origin: Origin,
         /// The `TaskState` string.
         state: String,
-        /// `status.timestamp`, if present.
+        /// `status.timestamp`, if present, valid and not a zero value (semantics.md "Time").
         timestamp: Option<Instant>,
+        /// `status.timestamp` as given when it was read as absent (zero value or invalid).
+        given_timestamp: Option<String>,
     },
     /// Something in the extension's metadata that could not be read: reported as a refusal.
     Malformed {
@@ -260,6 +270,7 @@ pub fn step(
     ctx: &StepContext<'_>,
 ) -> Result<(Slice, Vec<Effect>), Need> {
     let before = timers::snapshot(&slice);
+    let baseline = raise::LiveBaseline::of(&slice, ctx.now);
     let mut out = Out::new();
     timers::catch_up(&mut slice, ctx.now, &mut out);
     match input {
@@ -271,13 +282,18 @@ pub fn step(
                         origin,
                         expectations,
                         question_at,
+                        question_timestamp,
                     } => raise::raise(
                         &mut slice,
                         agent,
                         origin,
                         expectations,
-                        *question_at,
+                        question_at.map(|at| raise::Asked {
+                            at,
+                            timestamp: *question_timestamp,
+                        }),
                         ctx,
+                        &baseline,
                         &mut index,
                         &mut out,
                     )?,
@@ -303,8 +319,18 @@ pub fn step(
                         origin,
                         state,
                         timestamp,
+                        given_timestamp,
                     } => lifecycle::status(
-                        &mut slice, &agent.id, origin, state, *timestamp, ctx.now, &mut out,
+                        &mut slice,
+                        &agent.id,
+                        origin,
+                        lifecycle::Seen {
+                            state,
+                            timestamp: *timestamp,
+                            given_timestamp: given_timestamp.as_deref(),
+                        },
+                        ctx,
+                        &mut out,
                     )?,
                     PushItem::Malformed { task_id, reason } => {
                         out.push(Effect::Rejected(Rejection {
@@ -332,11 +358,13 @@ pub fn step(
 }
 
 /// `live count` helper for stores and bounds: whether the record can still lapse at `now`
-/// (semantics.md, "States": open, with a deadline not yet passed or a horizon not yet reached).
+/// (semantics.md, "States": open, with a deadline not yet passed or a horizon not yet reached, or
+/// waiting on an anchor). A deadline at exactly `now` has not passed: its timer fires after every
+/// input at that instant, so stores count `live_until >= now`.
 pub fn is_live(rec: &crate::record::ExpectationRecord, now: Instant) -> bool {
     match live_until(rec) {
         LiveUntil::Closed => false,
         LiveUntil::Indefinite => true,
-        LiveUntil::Until(t) => t > now,
+        LiveUntil::Until(t) => t >= now,
     }
 }

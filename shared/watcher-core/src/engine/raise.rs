@@ -15,6 +15,54 @@ use crate::record::{AnchorState, ExpectationRecord, RaiseOrder, RaisedBy, Status
 use crate::slice::{Need, Slice, SubjectState};
 use crate::time::Instant;
 
+/// When and how a question was asked (§11): the asking status's timestamp (receipt time when it
+/// had none) and its own `status.timestamp`, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Asked {
+    /// `status.timestamp`, or the receipt time when missing.
+    pub at: Instant,
+    /// The agent's own valid `status.timestamp`.
+    pub timestamp: Option<Instant>,
+}
+
+/// Live expectations per agent among the records a step loaded, counted before the step changed
+/// anything. The per-agent bound is the store's count at load, less this, plus the same count
+/// over the slice as it stands: so both bounds count the same set, after the earlier items of the
+/// same event (semantics.md "States").
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LiveBaseline(BTreeMap<crate::ids::AgentId, u64>);
+
+impl LiveBaseline {
+    /// Counts the loaded records that are live at `now`.
+    pub(crate) fn of(slice: &Slice, now: Instant) -> Self {
+        let mut counts = BTreeMap::new();
+        for rec in slice.subjects.values().flat_map(|s| &s.records) {
+            if is_live(rec, now) {
+                *counts.entry(rec.agent.clone()).or_insert(0) += 1;
+            }
+        }
+        LiveBaseline(counts)
+    }
+
+    /// The agent's live count now: the store's count at load, adjusted by what the step changed.
+    fn live_now(
+        &self,
+        slice: &Slice,
+        agent: &crate::ids::AgentId,
+        now: Instant,
+    ) -> Result<u64, Need> {
+        let at_load = slice.agent_live(agent)?;
+        let loaded_now = slice
+            .subjects
+            .values()
+            .flat_map(|s| &s.records)
+            .filter(|r| &r.agent == agent && is_live(r, now))
+            .count() as u64;
+        let loaded_before = self.0.get(agent).copied().unwrap_or(0);
+        Ok((at_load + loaded_now).saturating_sub(loaded_before))
+    }
+}
+
 /// Raises the expectations of one artifact or question, in array order.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn raise(
@@ -22,8 +70,9 @@ pub(crate) fn raise(
     agent: &AgentProfile,
     origin: &Origin,
     expectations: &[Result<Expectation, ParseError>],
-    question_at: Option<Instant>,
+    question: Option<Asked>,
     ctx: &StepContext<'_>,
+    baseline: &LiveBaseline,
     index: &mut u32,
     out: &mut Out,
 ) -> Result<(), Need> {
@@ -54,20 +103,12 @@ pub(crate) fn raise(
                 continue;
             }
         };
-        match check(slice, agent, origin, e, ctx)? {
+        match check(slice, agent, origin, e, ctx, baseline)? {
             Verdict::Refuse(reason) => reject(out, Some(e.expectation_id.to_string()), reason),
             Verdict::Duplicate(key) => out.push(Effect::Duplicate { expectation: key }),
             Verdict::Record { lineage } => {
                 record(
-                    slice,
-                    agent,
-                    origin,
-                    e,
-                    lineage,
-                    order,
-                    question_at,
-                    ctx.now,
-                    out,
+                    slice, agent, origin, e, lineage, order, question, ctx.now, out,
                 )?;
             }
         }
@@ -88,6 +129,7 @@ fn check(
     origin: &Origin,
     e: &Expectation,
     ctx: &StepContext<'_>,
+    baseline: &LiveBaseline,
 ) -> Result<Verdict, Need> {
     if agent.declaration.kind(&e.kind).is_none() {
         return Ok(Verdict::Refuse(format!(
@@ -203,7 +245,9 @@ fn check(
             e.subject, ctx.settings.max_open_per_subject
         )));
     }
-    let live_agent = slice.agent_live(&agent.id)?.saturating_sub(replaces as u64);
+    let live_agent = baseline
+        .live_now(slice, &agent.id, ctx.now)?
+        .saturating_sub(replaces as u64);
     if live_agent >= ctx.settings.max_open_per_agent {
         return Ok(Verdict::Refuse(format!(
             "open expectations of agent {} would exceed the bound {} per agent (expectations-v1 §13.2)",
@@ -322,7 +366,7 @@ fn record(
     e: &Expectation,
     lineage: u32,
     order: RaiseOrder,
-    question_at: Option<Instant>,
+    question: Option<Asked>,
     now: Instant,
     out: &mut Out,
 ) -> Result<(), Need> {
@@ -334,8 +378,8 @@ fn record(
         .task(&task)?
         .and_then(|t| t.withdrawn_by.as_ref())
         .map(|s| s.state.clone());
-    let answered_at = match question_at {
-        Some(q) => super::lifecycle::earliest_answer(slice, &task, q)?,
+    let answered_at = match question {
+        Some(q) => super::lifecycle::earliest_answer(slice, &task, q.timestamp, order.input)?,
         None => None,
     };
     let tenant = slice.tenant.clone();
@@ -359,7 +403,9 @@ fn record(
         order,
         anchor_state: AnchorState::Unanchored,
         horizon_checked: false,
-        question_at,
+        question_at: question.map(|q| q.at),
+        question_timestamp: question.and_then(|q| q.timestamp),
+        question_answered: answered_at.is_some(),
     };
     if let Some(anchor) = &e.anchor {
         let akey = ExpectationRef {
@@ -415,12 +461,10 @@ fn record(
     }
     let rec = state.records[new_idx].clone();
     slice.index_raised(&rec);
-    if let Some(live) = slice.agent_live.get_mut(&agent.id) {
-        *live += 1;
-    }
     slice.task_mut(&task)?.subjects.insert(e.subject.clone());
-    if let (Some(q), Some(at)) = (question_at, answered_at) {
-        super::lifecycle::answer_questions(slice, &task, at, now, out, |asked| asked == q)?;
+    if let Some(at) = answered_at {
+        let fact = super::lifecycle::answer_fact(&rec, at);
+        super::facts::report(slice, &fact, now, out)?;
     }
     Ok(())
 }

@@ -273,6 +273,17 @@ pub fn run_doc(doc: &Value) -> Vec<Value> {
         .expect("the scenario runs")
 }
 
+/// Runs a scenario document, answering the scenario error (location and reason) as text.
+#[allow(dead_code)]
+pub fn try_run_doc(doc: &Value) -> Result<Vec<Value>, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(replay::run(doc, Arc::new(MemoryStore::new())))
+        .map_err(|e| e.to_string())
+}
+
 /// The output lines of a run.
 #[derive(Debug, Clone)]
 pub struct Outcome {

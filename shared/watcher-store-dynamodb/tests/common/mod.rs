@@ -115,6 +115,7 @@ pub fn fact(key: &str, subject: &Subject, received: Instant) -> FactEntry {
         source: Source::parse("carrier-feed:test").expect("a valid source"),
         observed_at: received,
         claimed_observed_at: received,
+        observed_at_given: None,
         received_at: received,
         subject: Some(subject.clone()),
         satisfied: Vec::new(),
@@ -155,6 +156,8 @@ pub fn record(t: &Tenant, id: &str, subject_id: &str, input: u64) -> Expectation
         anchor_state: AnchorState::Unanchored,
         horizon_checked: false,
         question_at: None,
+        question_timestamp: None,
+        question_answered: false,
     }
 }
 

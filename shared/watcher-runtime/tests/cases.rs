@@ -1,0 +1,123 @@
+//! The failing inputs found by trying the product (`tests/cases/semantics/`, copied from the team's
+//! `cases/semantics/`), each run through `replay::run` and checked against the value its README
+//! states.
+
+mod common;
+
+use serde_json::Value;
+
+fn run_case(name: &str) -> Vec<Value> {
+    let path = format!(
+        "{}/tests/cases/semantics/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let doc: Value = serde_json::from_str(&text).expect("a scenario");
+    common::run_doc(&doc)
+}
+
+fn of_type<'a>(lines: &'a [Value], ty: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["type"] == ty).collect()
+}
+
+fn message_ids(lines: &[Value]) -> Vec<(String, String)> {
+    of_type(lines, "lapseTask")
+        .iter()
+        .map(|l| {
+            (
+                l["at"].as_str().unwrap_or_default().to_string(),
+                l["request"]["message"]["messageId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+fn record<'a>(lines: &'a [Value], id: &str) -> &'a Value {
+    lines
+        .last()
+        .and_then(|l| l["expectations"].as_array())
+        .and_then(|list| list.iter().find(|r| r["expectationId"] == id))
+        .unwrap_or_else(|| panic!("{id} is recorded"))
+}
+
+fn pair(at: &str, id: &str) -> (String, String) {
+    (at.to_string(), id.to_string())
+}
+
+#[test]
+fn sdk_snapshot_question() {
+    let out = run_case("sdk-snapshot-question.json");
+    assert_eq!(record(&out, "q-sdk")["status"], "open");
+    assert_eq!(
+        message_ids(&out),
+        [pair(
+            "2026-09-10T02:00:00Z",
+            "lapse:q-sdk:overdue:2026-09-10T02:00:00Z"
+        )]
+    );
+}
+
+#[test]
+fn question_successor_answered() {
+    let out = run_case("question-successor-answered.json");
+    let q2 = record(&out, "q2");
+    assert_eq!(q2["status"], "satisfied");
+    assert_eq!(q2["satisfaction"]["factKey"], "answered:t1");
+    assert_eq!(q2["satisfaction"]["source"], "watcher:task-lifecycle");
+    assert_eq!(q2["satisfaction"]["observedAt"], "2026-09-10T03:00:00Z");
+    assert_eq!(q2["satisfaction"]["late"], false);
+    assert_eq!(message_ids(&out), []);
+}
+
+#[test]
+fn agent_bound_same_event() {
+    let out = run_case("agent-bound-same-event.json");
+    assert!(of_type(&out, "rejected").is_empty(), "{out:?}");
+    assert_eq!(
+        message_ids(&out),
+        [
+            pair(
+                "2026-09-10T01:00:00Z",
+                "lapse:e1:overdue:2026-09-10T00:30:00Z"
+            ),
+            pair(
+                "2026-09-10T05:00:00Z",
+                "lapse:e2:overdue:2026-09-10T05:00:00Z"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn zero_observed_at() {
+    let out = run_case("zero-observed-at.json");
+    let za = record(&out, "exp-za");
+    assert_eq!(za["dueAt"], "2026-09-10T09:00:05Z");
+    let zd = record(&out, "exp-zd");
+    assert_eq!(zd["satisfaction"]["observedAt"], "2026-09-10T03:00:05Z");
+    assert_eq!(
+        zd["satisfaction"]["claimedObservedAt"], "0001-01-01T00:00:00Z",
+        "the value as given is kept on the record"
+    );
+    assert_eq!(
+        message_ids(&out),
+        [pair(
+            "2026-09-10T11:00:05Z",
+            "lapse:exp-za:overdue:2026-09-10T09:00:05Z"
+        )]
+    );
+}
+
+#[test]
+fn lowercase_canceled() {
+    let out = run_case("lowercase-canceled.json");
+    let c = record(&out, "exp-c");
+    assert_eq!(c["status"], "withdrawn");
+    assert_eq!(c["withdrawal"]["withdrawnAt"], "2026-09-10T02:00:00Z");
+    let reason = c["withdrawal"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("CANCELED"), "{reason}");
+    assert_eq!(message_ids(&out), []);
+}

@@ -1,0 +1,174 @@
+//! Semantics revision 3 through `serve` over real HTTP: task states in every wire form on the push
+//! route (serve.md "Routes"), an invalid `status.timestamp` as a warning, zero-value timestamps,
+//! and the official SDKs' push order for questions (semantics.md "Time", "Questions that
+//! expire"). The same kinds are pinned on a simulated clock in
+//! `shared/watcher-runtime/tests/rules_revision3.rs` and `cases.rs`.
+
+mod common;
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::{json, Value};
+use watcher_delivery::testing::{spawn_capture_agent, Behaviour};
+
+use common::*;
+
+const MANIFEST: &str = "exp-manifest-1";
+
+fn status_update(task: &str, status: Value) -> Value {
+    json!({ "statusUpdate": { "taskId": task, "contextId": format!("ctx-{task}"), "status": status } })
+}
+
+/// The 0.3 name and the ProtoJSON number of CANCELED withdraw what the task raised; a state that
+/// names none is 400 problem+json naming `status.state`, and changes nothing.
+#[tokio::test]
+async fn every_wire_form_of_canceled_withdraws_and_a_non_state_is_refused() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let w = spawn_watcher(&agent, "").await;
+    let due = plus(Timestamp::now(), 3600);
+
+    for (i, state) in [json!("canceled"), json!(5)].into_iter().enumerate() {
+        let task = format!("task-c{i}");
+        let id = format!("{MANIFEST}-{i}");
+        let shipment = format!("PA-C{i}");
+        let raised = w
+            .push(&one_expectation(&task, &id, &shipment, due, "PT1H"))
+            .await;
+        assert_eq!(raised.body["raised"], json!([id]), "{raised:?}");
+        let canceled = w
+            .push(&status_update(&task, json!({ "state": state })))
+            .await;
+        assert_eq!(canceled.status, 200, "{state}: {canceled:?}");
+        assert_eq!(canceled.body["withdrawn"], json!([id]), "{state}");
+        let record = w.shipment(&shipment).await.expect("recorded");
+        assert_eq!(expectation(&record, &id)["status"], "withdrawn", "{state}");
+    }
+
+    let raised = w
+        .push(&one_expectation("task-u", MANIFEST, "PA-U", due, "PT1H"))
+        .await;
+    assert_eq!(raised.status, 200, "{raised:?}");
+    for state in [
+        json!("TASK_STATE_UNSPECIFIED"),
+        json!(0),
+        json!("cancelled"),
+        json!("TASK_STATE_PAUSED"),
+        json!(12),
+    ] {
+        let answer = w
+            .push(&status_update("task-u", json!({ "state": state })))
+            .await;
+        let detail = answer.assert_problem(400);
+        assert!(detail.contains("status.state"), "{state}: {detail}");
+    }
+    let record = w.shipment("PA-U").await.expect("recorded");
+    assert_eq!(expectation(&record, MANIFEST)["status"], "open");
+}
+
+/// An invalid `status.timestamp` is treated as absent and reported as a warning.
+#[tokio::test]
+async fn an_invalid_status_timestamp_is_a_warning() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let w = spawn_watcher(&agent, "").await;
+    let answer = w
+        .push(&status_update(
+            "task-w",
+            json!({ "state": "TASK_STATE_WORKING", "timestamp": "yesterday" }),
+        ))
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let warnings = answer.body["warnings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(warnings.len(), 1, "{answer:?}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .is_some_and(|w| w.contains("status.timestamp")),
+        "{answer:?}"
+    );
+    let clean = w
+        .push(&status_update(
+            "task-w",
+            json!({ "state": "TASK_STATE_WORKING" }),
+        ))
+        .await;
+    assert!(clean.body.get("warnings").is_none(), "{clean:?}");
+}
+
+/// A fact stamped with an unset time takes its receipt time; the value as given is kept.
+#[tokio::test]
+async fn a_zero_value_observed_at_takes_the_receipt_time() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let w = spawn_watcher(&agent, "").await;
+    let before = Timestamp::now();
+    let mut fact = departure_fact("PA-Z", before);
+    fact["observedAt"] = json!("0001-01-01T00:00:00Z");
+    let answer = w.report(&fact).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let record = w.shipment("PA-Z").await.expect("recorded");
+    let f = &record["facts"][0];
+    assert_eq!(f["claimedObservedAt"], "0001-01-01T00:00:00Z", "{record:#}");
+    let observed = parse(&f["observedAt"]);
+    assert!(observed >= plus(before, -1), "{record:#}");
+    assert_eq!(f["observedAt"], f["receivedAt"], "{record:#}");
+}
+
+/// The official SDKs' order: a timestamp-less `Task` snapshot (received first, after the
+/// agent's stamps by the watcher's clock), WORKING and then INPUT_REQUIRED stamped by the agent.
+/// The question stays open.
+#[tokio::test]
+async fn an_sdk_agents_question_stays_open() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let w = spawn_watcher(&agent, "").await;
+    let now = Timestamp::now();
+    let task = "task-sdk";
+    let ctx = "ctx-task-sdk";
+    let snapshot = json!({ "task": { "id": task, "contextId": ctx,
+                                     "status": { "state": "TASK_STATE_SUBMITTED" } } });
+    assert_eq!(w.push(&snapshot).await.status, 200);
+    let working = status_update(
+        task,
+        json!({ "state": "TASK_STATE_WORKING", "timestamp": fmt(plus(now, -2)) }),
+    );
+    assert_eq!(w.push(&working).await.status, 200);
+    let question = json!({
+        "state": "TASK_STATE_INPUT_REQUIRED",
+        "timestamp": fmt(plus(now, -1)),
+        "message": {
+            "messageId": "m-q", "role": "ROLE_AGENT", "parts": [ { "text": "Which warehouse?" } ],
+            "metadata": { URI: { "expectations": [ {
+                "expectationId": "q-sdk", "kind": "shipment.manifest",
+                "subject": { "type": "shipment", "id": "PA-Q" },
+                "expects": "an answer", "satisfiedBy": { "factKey": "answered:task-sdk" },
+                "dueAt": fmt(plus(now, 3600)), "basis": "declared",
+            } ] } },
+        },
+    });
+    let asked = w.push(&status_update(task, question)).await;
+    assert_eq!(asked.body["raised"], json!(["q-sdk"]), "{asked:?}");
+    assert!(
+        holds_for(
+            || async {
+                let r = w.shipment("PA-Q").await.expect("recorded");
+                expectation(&r, "q-sdk")["status"] == "open"
+            },
+            Duration::from_millis(300)
+        )
+        .await,
+        "the question stays open"
+    );
+    // A WORKING status the agent stamps after its question answers it.
+    let answered = status_update(
+        task,
+        json!({ "state": "TASK_STATE_WORKING", "timestamp": fmt(now) }),
+    );
+    assert_eq!(w.push(&answered).await.status, 200);
+    let r = w.shipment("PA-Q").await.expect("recorded");
+    let q = expectation(&r, "q-sdk");
+    assert_eq!(q["status"], "satisfied", "{q:#}");
+    assert_eq!(q["satisfaction"]["source"], "watcher:task-lifecycle");
+    assert_eq!(q["satisfaction"]["observedAt"], json!(fmt(now)));
+}
