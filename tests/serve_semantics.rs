@@ -172,3 +172,20 @@ async fn an_sdk_agents_question_stays_open() {
     assert_eq!(q["satisfaction"]["source"], "watcher:task-lifecycle");
     assert_eq!(q["satisfaction"]["observedAt"], json!(fmt(now)));
 }
+
+/// An A2A 0.3 peer's push (`kind` discriminator, lowercase state) goes through the 0.3 adapter.
+#[tokio::test]
+async fn a_0_3_push_withdraws_like_a_1_0_push() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let w = spawn_watcher(&agent, "").await;
+    let due = plus(Timestamp::now(), 3600);
+    let raised = w
+        .push(&one_expectation("task-03", MANIFEST, "PA-03", due, "PT1H"))
+        .await;
+    assert_eq!(raised.body["raised"], json!([MANIFEST]), "{raised:?}");
+    let push = json!({ "kind": "status-update", "taskId": "task-03", "contextId": "ctx-task-03",
+                       "final": true, "status": { "state": "canceled" } });
+    let answer = w.push(&push).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.body["withdrawn"], json!([MANIFEST]));
+}

@@ -10,7 +10,8 @@
 //! Modules: [`message`] (Role, Part, Message), [`task`] (TaskState, Task…),
 //! [`stream`] (events, StreamResponse, push bodies), [`send`] (SendMessage),
 //! [`push`] (push configs), [`rpc`] (method names, other params/results),
-//! [`jsonrpc`] (envelope, errors), [`card`] (AgentCard).
+//! [`jsonrpc`] (envelope, errors), [`card`] (AgentCard); [`v03`] translates A2A 0.3 peers'
+//! payloads, cards and calls to and from these types.
 
 #![warn(missing_docs)]
 
@@ -23,6 +24,7 @@ pub mod send;
 pub mod serde_util;
 pub mod stream;
 pub mod task;
+pub mod v03;
 
 pub use card::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill,

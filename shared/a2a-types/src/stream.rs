@@ -166,7 +166,11 @@ impl StreamResponse {
     /// lenient senders, a bare `Task` object (no member key, but `id` and
     /// `status` at the top level). Errors name the problem: the oneof violation,
     /// or the member plus serde's message for the bad field.
+    ///
+    /// An A2A 0.3 event (`kind` = `task`, `status-update`, `artifact-update`, `message`) is first
+    /// translated by the 0.3 adapter ([`crate::v03::event_to_v1`]).
     pub fn from_push_body(value: Value) -> Result<StreamResponse, PushBodyError> {
+        let value = crate::v03::event_to_v1(&value).unwrap_or(value);
         let Value::Object(map) = value else {
             return Err(PushBodyError::NotAnObject {
                 found: json_type_name(&value),

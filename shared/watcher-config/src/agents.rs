@@ -25,45 +25,48 @@ pub struct LoadedAgent {
     pub public_only: bool,
 }
 
+/// The legacy card path of A2A 0.3 and earlier, tried after [`a2a_types::AGENT_CARD_PATH`].
+pub const LEGACY_AGENT_CARD_PATH: &str = "/.well-known/agent.json";
+
 /// Reads the card at `location`: the card's JSON itself (text starting with `{`, for deployments
-/// without files, such as Lambda), a file path, or an http(s) URL (a base URL gets
-/// `/.well-known/agent-card.json`). Redirects are not followed. The flag says whether the card
-/// was fetched over the network (its endpoint must then be public, serve.md "Outbound").
+/// without files, such as Lambda), a file path, or an http(s) URL. A base URL is looked up at
+/// `/.well-known/agent-card.json`, then at the legacy `/.well-known/agent.json` (serve.md "Agents
+/// are independent"). Redirects are not followed. A 0.3 card (top-level `url`,
+/// `preferredTransport`, `protocolVersion`) is given the `supportedInterfaces` it implies
+/// ([`a2a_types::v03::card_to_v1`]). The flag says whether the card was fetched over the network
+/// (its endpoint must then be public, serve.md "Outbound").
 pub async fn fetch_card(location: &str) -> anyhow::Result<(Value, bool)> {
+    let (card, fetched) = read_card(location).await?;
+    Ok((a2a_types::v03::card_to_v1(card), fetched))
+}
+
+async fn read_card(location: &str) -> anyhow::Result<(Value, bool)> {
     if location.trim_start().starts_with('{') {
         let card = serde_json::from_str(location).context("the inline agent card is not JSON")?;
         Ok((card, false))
     } else if location.starts_with("http://") || location.starts_with("https://") {
-        let url = if location.ends_with(".json") {
-            location.to_string()
-        } else {
-            format!(
-                "{}/{}",
-                location.trim_end_matches('/'),
-                a2a_types::AGENT_CARD_PATH.trim_start_matches('/')
-            )
-        };
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(std::time::Duration::from_secs(10))
             .build()
             .context("Failed to build the HTTP client")?;
-        let resp = client
-            .get(&url)
-            .send()
-            .await
-            .with_context(|| format!("Failed to fetch the agent card at {url}"))?;
-        if !resp.status().is_success() {
-            bail!(
-                "fetching the agent card at {url} answered {}",
-                resp.status()
-            );
+        if location.ends_with(".json") {
+            return Ok((get_card(&client, location).await?, true));
         }
-        let card = resp
-            .json::<Value>()
-            .await
-            .with_context(|| format!("the agent card at {url} is not JSON"))?;
-        Ok((card, true))
+        let base = location.trim_end_matches('/');
+        let current = format!("{base}{}", a2a_types::AGENT_CARD_PATH);
+        match get_card(&client, &current).await {
+            Ok(card) => Ok((card, true)),
+            Err(first) => {
+                let legacy = format!("{base}{LEGACY_AGENT_CARD_PATH}");
+                match get_card(&client, &legacy).await {
+                    Ok(card) => Ok((card, true)),
+                    Err(second) => {
+                        Err(first.context(format!("and at the legacy path: {second:#}")))
+                    }
+                }
+            }
+        }
     } else {
         let text = std::fs::read_to_string(location)
             .with_context(|| format!("Failed to read the agent card {location}"))?;
@@ -71,6 +74,23 @@ pub async fn fetch_card(location: &str) -> anyhow::Result<(Value, bool)> {
             .with_context(|| format!("the agent card {location} is not JSON"))?;
         Ok((card, false))
     }
+}
+
+async fn get_card(client: &reqwest::Client, url: &str) -> anyhow::Result<Value> {
+    let resp = client
+        .get(url)
+        .send()
+        .await
+        .with_context(|| format!("Failed to fetch the agent card at {url}"))?;
+    if !resp.status().is_success() {
+        bail!(
+            "fetching the agent card at {url} answered {}",
+            resp.status()
+        );
+    }
+    resp.json::<Value>()
+        .await
+        .with_context(|| format!("the agent card at {url} is not JSON"))
 }
 
 /// `true` for loopback, private, link-local and other non-public addresses.
