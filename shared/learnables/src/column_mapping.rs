@@ -8,7 +8,8 @@
 //! - lesson value: `{ "header": text }`; adds one heading
 //! - input: `{ "header": text }`
 //!
-//! Headings compare with surrounding whitespace trimmed and without regard to case.
+//! Headings compare with surrounding whitespace, a byte-order mark and zero-width characters
+//! ignored ([`crate::text`]), and without regard to case.
 
 use serde_json::{json, Value};
 
@@ -37,13 +38,14 @@ impl ColumnMapping {
 
 /// The form headings are compared in.
 fn key(header: &str) -> String {
-    header.trim().to_lowercase()
+    crate::text::visible_trimmed(header).to_lowercase()
 }
 
 fn parse_header(raw: Option<&Value>, what: &str) -> Result<String, Refusal> {
     match raw {
         Some(Value::String(h)) => {
-            let h = h.trim();
+            let h = crate::text::visible_trimmed(h);
+            let h = h.as_str();
             if h.is_empty() {
                 Err(Refusal::new(format!(
                     "{what} is empty: give the column's heading"

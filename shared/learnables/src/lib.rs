@@ -56,6 +56,7 @@ mod marks;
 mod names;
 mod registry;
 mod teach_block;
+pub mod text;
 
 pub use collections::{version_id, Collection, Collections, Entry};
 pub use column_mapping::{ColumnMapping, HEADER_MAX_CHARS};

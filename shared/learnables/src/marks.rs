@@ -130,7 +130,8 @@ impl Message {
         let text = |key: &str| -> Result<String, Refusal> {
             match obj.get(key) {
                 None | Some(Value::Null) => Ok(String::new()),
-                Some(Value::String(s)) => Ok(s.clone()),
+                // A byte-order mark or zero-width character must not hide a mark.
+                Some(Value::String(s)) => Ok(crate::text::visible(s).into_owned()),
                 Some(_) => Err(Refusal::new(format!("the message's {key:?} must be text"))),
             }
         };
@@ -139,9 +140,11 @@ impl Message {
             Some(Value::Array(items)) => items
                 .iter()
                 .map(|item| {
-                    item.as_str().map(str::to_owned).ok_or_else(|| {
-                        Refusal::new("the message's \"attachments\" must be a list of texts")
-                    })
+                    item.as_str()
+                        .map(|s| crate::text::visible(s).into_owned())
+                        .ok_or_else(|| {
+                            Refusal::new("the message's \"attachments\" must be a list of texts")
+                        })
                 })
                 .collect::<Result<_, _>>()?,
             Some(_) => {
@@ -244,7 +247,9 @@ impl Marks {
             )));
         }
         let pattern = match obj.get("pattern") {
-            Some(Value::String(p)) => p.clone(),
+            // Matched text is read without invisible characters, so a pattern is too: a mark
+            // that differs from a known one only by a byte-order mark is the same mark.
+            Some(Value::String(p)) => crate::text::visible(p).into_owned(),
             Some(_) => return Err(Refusal::new(format!("{what}'s \"pattern\" must be text"))),
             None => {
                 return Err(Refusal::new(format!(

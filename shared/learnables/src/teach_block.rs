@@ -264,7 +264,8 @@ impl TeachBlockBuilder {
 /// # Errors
 /// [`TeachBlockError::EmptyEvidence`] when `text` is blank.
 pub fn suggest_pattern_for_literal(text: &str) -> Result<String, TeachBlockError> {
-    let text = text.trim();
+    let text = crate::text::visible_trimmed(text);
+    let text = text.as_str();
     if text.is_empty() {
         return Err(TeachBlockError::EmptyEvidence);
     }
@@ -294,7 +295,8 @@ pub fn suggest_pattern_for_literal(text: &str) -> Result<String, TeachBlockError
 /// assert!(!re.is_match("Pre-alert PA-2026"));
 /// ```
 pub fn suggest_pattern_for_reference(reference: &str) -> Result<String, TeachBlockError> {
-    let reference = reference.trim();
+    let reference = crate::text::visible_trimmed(reference);
+    let reference = reference.as_str();
     if reference.is_empty() {
         return Err(TeachBlockError::EmptyEvidence);
     }

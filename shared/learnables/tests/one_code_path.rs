@@ -225,3 +225,54 @@ fn check_and_descriptors_work_for_every_learnable() {
     assert_eq!(names("fields"), ["header"]);
     assert_eq!(names("carriers"), ["kg"]);
 }
+
+/// Input hygiene: a heading or a message that differs only by a byte-order mark or a zero-width
+/// character is the same heading, the same text: the lesson is `learned: false`, and show-back
+/// still finds the field and the customer.
+#[test]
+fn invisible_characters_change_nothing() {
+    let registry = registry();
+    let v1 = new_definition(everything(), &registry);
+    let taught = lesson(
+        "fields",
+        "invoice_number",
+        json!({ "header": "Inv. Ref" }),
+        Some("supplier sheet"),
+    );
+    let (state, first) = teach(&v1, &taught, via(), at(1), &registry).expect("taught");
+    assert!(first.learned);
+    let state = state.expect("new version");
+    for invisible in [
+        "\u{FEFF}Inv. Ref",
+        "Inv.\u{200B} Ref",
+        "Inv. Ref\u{200D}",
+        "\u{2060}Inv. Ref ",
+    ] {
+        let again = lesson(
+            "fields",
+            "invoice_number",
+            json!({ "header": invisible }),
+            Some("supplier sheet"),
+        );
+        let (none, result) = teach(&state, &again, via(), at(2), &registry).expect("not an error");
+        assert!(none.is_none(), "{invisible:?}");
+        assert!(!result.learned, "{invisible:?}");
+        let report =
+            show_back(&state, &json!({ "header": invisible }), None, &registry).expect("show-back");
+        assert_eq!(
+            report["field"]["winner"],
+            json!("invoice_number"),
+            "{invisible:?}"
+        );
+    }
+    let (state, _) = teach(&state, &billing_lesson(), via(), at(3), &registry).expect("taught");
+    let state = state.expect("new version");
+    let report = show_back(
+        &state,
+        &json!({ "from": "\u{FEFF}billing@origin\u{200B}.example" }),
+        None,
+        &registry,
+    )
+    .expect("show-back");
+    assert_eq!(report["customer"]["winner"], json!("northgate"));
+}
