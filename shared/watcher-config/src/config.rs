@@ -69,6 +69,24 @@ pub struct SourceConfig {
     /// Tenant.
     #[serde(default = "default_tenant")]
     pub tenant: String,
+    /// `[sources.signature]`: when set, webhook requests must carry a valid signature
+    /// (contracts/serve.md "Carrier webhooks").
+    #[serde(default)]
+    pub signature: Option<watcher_webhooks::SignatureConfig>,
+    /// `[[sources.mappings]]`: how the source's own JSON on its webhook becomes facts.
+    #[serde(default)]
+    pub mappings: Vec<watcher_webhooks::MappingConfig>,
+}
+
+impl SourceConfig {
+    /// The source's checked webhook settings (mappings and signature).
+    ///
+    /// # Errors
+    /// A message naming the source, the mapping (or `signature`) and the field.
+    pub fn hook(&self) -> anyhow::Result<watcher_webhooks::SourceHook> {
+        watcher_webhooks::SourceHook::compile(self.signature.as_ref(), &self.mappings)
+            .map_err(|e| anyhow::anyhow!("sources: source {:?}: {e}", self.id))
+    }
 }
 
 /// `[[operators]]`.
@@ -227,6 +245,18 @@ impl Config {
         for a in &self.agents {
             if !ids.insert(a.id.as_str()) {
                 bail!("agents: the id {:?} is used twice", a.id);
+            }
+        }
+        // Webhook mappings and signatures are checked now, so a bad pointer or template stops
+        // the start (contracts/serve.md "Carrier webhooks").
+        for s in &self.sources {
+            s.hook()?;
+            // A signed request names its source only by the path: the id must be unambiguous.
+            if s.signature.is_some() && self.sources.iter().filter(|o| o.id == s.id).count() > 1 {
+                bail!(
+                    "sources: source {:?} has a signature, so its id must not be used by another source",
+                    s.id
+                );
             }
         }
         Ok(())
