@@ -78,9 +78,11 @@ impl Template {
                         chars.next();
                     }
                 }
-                '}' => return Err(format!(
+                '}' => {
+                    return Err(format!(
                     "{text:?}: `}}` at byte {i} closes no slot (write `}}}}` for a literal brace)"
-                )),
+                ))
+                }
                 c => literal.push(c),
             }
         }
