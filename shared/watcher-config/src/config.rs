@@ -371,6 +371,58 @@ token = "ops-token-1"
     }
 
     #[test]
+    fn the_contract_webhook_source_parses_and_is_checked() {
+        let c = Config::from_toml(
+            r#"
+[[sources]]
+id = "carrier-feed:tracker"
+token = "src-token-2"
+[sources.signature]
+header = "X-Hmac-Signature"
+algorithm = "hmac-sha256"
+encoding = "hex"
+secret = "shared-secret"
+timestamp_header = "X-Timestamp"
+tolerance = "PT5M"
+
+[[sources.mappings]]
+name = "tracker.updated"
+when = { pointer = "/description", equals = "tracker.updated" }
+each = "/result/tracking_details"
+fact_key = "shipment.{/status}:{^/result/tracking_code}"
+observed_at = "/datetime"
+subject = { type = "shipment", id = "{^/result/tracking_code}" }
+"#,
+        )
+        .unwrap();
+        let hook = c.sources[0].hook().unwrap();
+        assert!(hook.signature.is_some());
+        assert_eq!(hook.mappings.iter().count(), 1);
+        assert!(unknown_keys("[[sources]]\nid = \"s\"\ntoken = \"t\"\n[[sources.mappings]]\nname = \"m\"\nfact_key = \"k\"\nobserved_at = \"/a\"\n")
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn a_bad_mapping_stops_the_load_naming_source_mapping_and_field() {
+        let err = Config::from_toml(
+            "[[sources]]\nid = \"carrier-x\"\ntoken = \"t\"\n[[sources.mappings]]\nname = \"m1\"\nfact_key = \"k:{/a}\"\nobserved_at = \"at\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("\"carrier-x\"") && err.contains("\"m1\"") && err.contains("observed_at"),
+            "{err}"
+        );
+        let err = Config::from_toml(
+            "[[sources]]\nid = \"s\"\ntoken = \"t\"\n[sources.signature]\nheader = \"X\"\nalgorithm = \"hmac-sha256\"\nencoding = \"hex\"\nsecret = \"k\"\n[[sources]]\nid = \"s\"\ntoken = \"u\"\ntenant = \"other\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("signature") && err.contains("\"s\""), "{err}");
+    }
+
+    #[test]
     fn toml_errors_name_the_place() {
         let err = Config::from_toml("listen = ").unwrap_err();
         assert!(format!("{err:#}").contains("line 1"), "{err:#}");
