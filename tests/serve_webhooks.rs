@@ -365,6 +365,14 @@ async fn a_bad_element_records_nothing_and_an_untracked_event_is_unmatched() {
     assert_eq!(a.status, 200, "{a:?}");
     assert_eq!(a.body, json!({ "results": [], "unmatched": true }));
 
+    // Selected, but its `each` array is empty: matched, nothing to record.
+    let mut empty: Value = serde_json::from_str(EASYPOST_EVENT).unwrap();
+    empty["result"]["tracking_details"] = json!([]);
+    let body = empty.to_string();
+    let sig = easypost_signature(&body, EASYPOST_SECRET);
+    let a = post(&w, "easypost:tracker", &body, &[sig]).await;
+    assert_eq!((a.status, a.body), (200, json!({ "results": [] })));
+
     // Not JSON at all (but signed): 400.
     let sig = easypost_signature("not json", EASYPOST_SECRET);
     post(&w, "easypost:tracker", "not json", &[sig])

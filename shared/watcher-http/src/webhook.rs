@@ -61,11 +61,16 @@ pub async fn webhook(
     }
     let facts: Vec<Fact> = mapped
         .into_iter()
-        .map(|m| Fact {
-            fact_key: m.fact_key,
-            observed_at: m.observed_at,
-            subject: m.subject,
-            source: source.clone(),
+        .map(|m| {
+            // The stored fact carries the source; the mapping that read it is logged.
+            tracing::info!(source = %hook.id, mapping = %m.mapping, fact_key = %m.fact_key,
+                observed_at = %m.observed_at, "carrier webhook fact mapped");
+            Fact {
+                fact_key: m.fact_key,
+                observed_at: m.observed_at,
+                subject: m.subject,
+                source: source.clone(),
+            }
         })
         .collect();
     record_facts(&state, &hook.tenant, facts).await
