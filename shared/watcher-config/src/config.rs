@@ -398,6 +398,10 @@ subject = { type = "shipment", id = "{^/result/tracking_code}" }
         let hook = c.sources[0].hook().unwrap();
         assert!(hook.signature.is_some());
         assert_eq!(hook.mappings.iter().count(), 1);
+        assert_eq!(
+            unknown_keys("[[sources]]\nid = \"s\"\ntoken = \"t\"\n[[sources.mappings]]\nname = \"m\"\nwhen = [{ pointer = \"/a\", equals = 1, equal = 2 }]\nfact_key = \"k\"\nobserved_at = \"/a\"\nobservedAt = \"/b\"\n").unwrap(),
+            ["sources.0.mappings.0.when.?.0.equal", "sources.0.mappings.0.observedAt"]
+        );
         assert!(unknown_keys("[[sources]]\nid = \"s\"\ntoken = \"t\"\n[[sources.mappings]]\nname = \"m\"\nfact_key = \"k\"\nobserved_at = \"/a\"\n")
             .unwrap()
             .is_empty());

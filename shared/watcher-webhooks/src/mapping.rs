@@ -30,13 +30,35 @@ pub struct MappingConfig {
 }
 
 /// `when`: one condition, or (an extension, docs/interpretation.md) a list that must all hold.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum WhenConfig {
     /// `when = { pointer = "/description", equals = "tracker.updated" }`.
     One(Condition),
     /// `when = [{ pointer = …, equals = … }, …]`: every one must hold.
     All(Vec<Condition>),
+}
+
+// By hand rather than `#[serde(untagged)]`, so a missing or mistyped `pointer`/`equals` is named
+// (untagged says only "did not match any variant").
+impl<'de> Deserialize<'de> for WhenConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = WhenConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("{ pointer, equals } or a list of them")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, a: A) -> Result<WhenConfig, A::Error> {
+                Condition::deserialize(serde::de::value::MapAccessDeserializer::new(a))
+                    .map(WhenConfig::One)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<WhenConfig, A::Error> {
+                Vec::<Condition>::deserialize(serde::de::value::SeqAccessDeserializer::new(a))
+                    .map(WhenConfig::All)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// One selector condition: the value at `pointer` (read from the payload) equals `equals`.
@@ -542,6 +564,20 @@ observed_at = "/at"
         };
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].mapping, "any");
+    }
+
+    #[test]
+    fn a_when_without_equals_is_named() {
+        #[derive(Deserialize, Debug)]
+        struct File {
+            #[allow(dead_code)]
+            mappings: Vec<MappingConfig>,
+        }
+        let e = toml::from_str::<File>(
+            "[[mappings]]\nname = \"m\"\nwhen = { pointer = \"/a\" }\nfact_key = \"k\"\nobserved_at = \"/t\"\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("equals"), "{e}");
     }
 
     #[test]
