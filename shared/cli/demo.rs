@@ -84,6 +84,8 @@ pub async fn run() -> anyhow::Result<()> {
         id: "carrier-feed:emirates".into(),
         token: SOURCE_TOKEN.into(),
         tenant: "default".into(),
+        signature: None,
+        mappings: Vec::new(),
     });
     config.operators.push(PartyConfig {
         id: "ops-desk".into(),

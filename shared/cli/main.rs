@@ -4,11 +4,14 @@
 //! * `a2a-watcher serve [--config watcher.toml]` — the watcher as one process (contracts/serve.md).
 //! * `a2a-watcher demo` — the worked example live against the example agent.
 //! * `a2a-watcher example-agent` — a small agent that prints the lapse tasks it receives.
+//! * `a2a-watcher webhook test --config F --source ID PAYLOAD.json` — the facts a carrier's
+//!   payload would yield through the source's mappings, recording nothing.
 
 mod delivery;
 mod demo;
 mod example_agent;
 mod serve;
+mod webhook;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,6 +65,27 @@ enum Command {
         /// `jsonl` (default): one JSON object a line; `pretty`: indented, for people.
         #[arg(long, value_enum, default_value_t = Format::Jsonl)]
         format: Format,
+    },
+    /// Carrier webhooks (`POST /v1/sources/{sourceId}/webhook`).
+    Webhook {
+        #[command(subcommand)]
+        command: WebhookCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum WebhookCommand {
+    /// Print the facts PAYLOAD would yield through the source's mappings, or the error;
+    /// records nothing and checks no signature.
+    Test {
+        /// The configuration file with the source's `[[sources.mappings]]`.
+        #[arg(long)]
+        config: PathBuf,
+        /// The source id (`[[sources]] id`).
+        #[arg(long)]
+        source: String,
+        /// A payload as the carrier posts it (JSON).
+        payload: PathBuf,
     },
 }
 
@@ -126,6 +150,29 @@ fn main() -> ExitCode {
                 runtime().and_then(|rt| rt.block_on(example_agent::run(&listen, card.as_deref()))),
                 "example-agent",
             )
+        }
+        Command::Webhook {
+            command:
+                WebhookCommand::Test {
+                    config,
+                    source,
+                    payload,
+                },
+        } => {
+            init_logging(cli.log_format, "warn");
+            match webhook::dry_run(&config, &source, &payload) {
+                Ok(out) => {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&out).unwrap_or_else(|_| out.to_string())
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("a2a-watcher webhook test: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Replay { scenario, format } => match run_replay(&scenario, format) {
             Ok(code) => code,

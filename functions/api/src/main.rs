@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use tokio::sync::Notify;
-use watcher_http::{watcher_router, AppState};
 use watcher_runtime::clock::SystemClock;
 
 #[tokio::main]
@@ -14,14 +12,6 @@ async fn main() -> Result<(), lambda_http::Error> {
     let parts = watcher_lambda::env::from_env()
         .await
         .map_err(|e| format!("{e:#}"))?;
-    let app = watcher_router(AppState {
-        watcher: parts.watcher,
-        credentials: parts.credentials,
-        clock: Arc::new(SystemClock),
-        // No in-process loops to wake: schedules and the queue carry the work.
-        wake: Arc::new(Notify::new()),
-    })
-    .fallback(watcher_http::not_found)
-    .method_not_allowed_fallback(watcher_http::method_not_allowed);
+    let app = watcher_lambda::api::router(&parts, Arc::new(SystemClock));
     lambda_http::run(app).await
 }

@@ -69,6 +69,24 @@ pub struct SourceConfig {
     /// Tenant.
     #[serde(default = "default_tenant")]
     pub tenant: String,
+    /// `[sources.signature]`: when set, webhook requests must carry a valid signature
+    /// (contracts/serve.md "Carrier webhooks").
+    #[serde(default)]
+    pub signature: Option<watcher_webhooks::SignatureConfig>,
+    /// `[[sources.mappings]]`: how the source's own JSON on its webhook becomes facts.
+    #[serde(default)]
+    pub mappings: Vec<watcher_webhooks::MappingConfig>,
+}
+
+impl SourceConfig {
+    /// The source's checked webhook settings (mappings and signature).
+    ///
+    /// # Errors
+    /// A message naming the source, the mapping (or `signature`) and the field.
+    pub fn hook(&self) -> anyhow::Result<watcher_webhooks::SourceHook> {
+        watcher_webhooks::SourceHook::compile(self.signature.as_ref(), &self.mappings)
+            .map_err(|e| anyhow::anyhow!("sources: source {:?}: {e}", self.id))
+    }
 }
 
 /// `[[operators]]`.
@@ -229,6 +247,18 @@ impl Config {
                 bail!("agents: the id {:?} is used twice", a.id);
             }
         }
+        // Webhook mappings and signatures are checked now, so a bad pointer or template stops
+        // the start (contracts/serve.md "Carrier webhooks").
+        for s in &self.sources {
+            s.hook()?;
+            // A signed request names its source only by the path: the id must be unambiguous.
+            if s.signature.is_some() && self.sources.iter().filter(|o| o.id == s.id).count() > 1 {
+                bail!(
+                    "sources: source {:?} has a signature, so its id must not be used by another source",
+                    s.id
+                );
+            }
+        }
         Ok(())
     }
 }
@@ -338,6 +368,62 @@ token = "ops-token-1"
         .unwrap();
         assert_eq!(keys, ["lisen", "agent", "sources.0.tokn"]);
         assert!(unknown_keys("listen = \"127.0.0.1:1\"").unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_contract_webhook_source_parses_and_is_checked() {
+        let c = Config::from_toml(
+            r#"
+[[sources]]
+id = "carrier-feed:tracker"
+token = "src-token-2"
+[sources.signature]
+header = "X-Hmac-Signature"
+algorithm = "hmac-sha256"
+encoding = "hex"
+secret = "shared-secret"
+timestamp_header = "X-Timestamp"
+tolerance = "PT5M"
+
+[[sources.mappings]]
+name = "tracker.updated"
+when = { pointer = "/description", equals = "tracker.updated" }
+each = "/result/tracking_details"
+fact_key = "shipment.{/status}:{^/result/tracking_code}"
+observed_at = "/datetime"
+subject = { type = "shipment", id = "{^/result/tracking_code}" }
+"#,
+        )
+        .unwrap();
+        let hook = c.sources[0].hook().unwrap();
+        assert!(hook.signature.is_some());
+        assert_eq!(hook.mappings.iter().count(), 1);
+        assert_eq!(
+            unknown_keys("[[sources]]\nid = \"s\"\ntoken = \"t\"\n[[sources.mappings]]\nname = \"m\"\nwhen = [{ pointer = \"/a\", equals = 1, equal = 2 }]\nfact_key = \"k\"\nobserved_at = \"/a\"\nobservedAt = \"/b\"\n").unwrap(),
+            ["sources.0.mappings.0.when.?.0.equal", "sources.0.mappings.0.observedAt"]
+        );
+        assert!(unknown_keys("[[sources]]\nid = \"s\"\ntoken = \"t\"\n[[sources.mappings]]\nname = \"m\"\nfact_key = \"k\"\nobserved_at = \"/a\"\n")
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn a_bad_mapping_stops_the_load_naming_source_mapping_and_field() {
+        let err = Config::from_toml(
+            "[[sources]]\nid = \"carrier-x\"\ntoken = \"t\"\n[[sources.mappings]]\nname = \"m1\"\nfact_key = \"k:{/a}\"\nobserved_at = \"at\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("\"carrier-x\"") && err.contains("\"m1\"") && err.contains("observed_at"),
+            "{err}"
+        );
+        let err = Config::from_toml(
+            "[[sources]]\nid = \"s\"\ntoken = \"t\"\n[sources.signature]\nheader = \"X\"\nalgorithm = \"hmac-sha256\"\nencoding = \"hex\"\nsecret = \"k\"\n[[sources]]\nid = \"s\"\ntoken = \"u\"\ntenant = \"other\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("signature") && err.contains("\"s\""), "{err}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use anyhow::{anyhow, Context};
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::settings::Settings;
 use watcher_delivery::endpoint::AgentEndpoint;
-use watcher_http::{Credentials, Principal, Role};
+use watcher_http::{Credentials, Principal, Role, SourceWebhook};
 use watcher_runtime::directory::Directory;
 
 use crate::agents::load_agent;
@@ -136,6 +136,15 @@ pub fn credentials(config: &Config) -> anyhow::Result<Credentials> {
             &t.tenant,
             t.on_behalf_of.clone(),
         )?;
+    }
+    // Each source's webhook: its mappings and signature (contracts/serve.md "Carrier webhooks").
+    for s in &config.sources {
+        c.insert_webhook(SourceWebhook {
+            tenant: tenant(&s.tenant, &s.id)?,
+            id: s.id.clone(),
+            hook: s.hook()?,
+        })
+        .map_err(|e| anyhow!("sources: {e}"))?;
     }
     Ok(c)
 }

@@ -2,6 +2,7 @@
 //! read, teachers write lessons. Every credential belongs to one tenant.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use watcher_core::ids::Tenant;
@@ -45,10 +46,26 @@ pub struct Principal {
     pub on_behalf_of: Vec<String>,
 }
 
-/// Token → principal.
+/// Token → principal; and each source's webhook settings (contracts/serve.md "Carrier
+/// webhooks"): its signature is a credential too, and its mappings say what its calls mean.
 #[derive(Debug, Clone, Default)]
 pub struct Credentials {
     tokens: HashMap<String, Principal>,
+    /// (tenant, source id) → the source's webhook.
+    hooks: HashMap<(Tenant, String), Arc<SourceWebhook>>,
+    /// Source id → its webhook, for sources with a signature (the path alone names them).
+    signed: HashMap<String, Arc<SourceWebhook>>,
+}
+
+/// A source's webhook: who it is and its checked mappings and signature.
+#[derive(Debug)]
+pub struct SourceWebhook {
+    /// The source's tenant.
+    pub tenant: Tenant,
+    /// The source's id, recorded as the facts' `source`.
+    pub id: String,
+    /// Mappings and signature.
+    pub hook: watcher_webhooks::SourceHook,
 }
 
 impl Credentials {
@@ -78,6 +95,39 @@ impl Credentials {
         }
         self.tokens.insert(token.to_string(), principal);
         Ok(())
+    }
+
+    /// Registers a source's webhook settings.
+    ///
+    /// # Errors
+    /// When a source with a signature shares its id with another source (a signed request is
+    /// named by its path only).
+    pub fn insert_webhook(&mut self, hook: SourceWebhook) -> Result<(), String> {
+        let hook = Arc::new(hook);
+        let key = (hook.tenant.clone(), hook.id.clone());
+        let clash = self.signed.contains_key(&hook.id)
+            || (hook.hook.signature.is_some() && self.hooks.keys().any(|(_, id)| *id == hook.id));
+        if clash || self.hooks.contains_key(&key) {
+            return Err(format!(
+                "the source id {:?} is used twice; a source with a signature needs an id of its own",
+                hook.id
+            ));
+        }
+        if hook.hook.signature.is_some() {
+            self.signed.insert(hook.id.clone(), hook.clone());
+        }
+        self.hooks.insert(key, hook);
+        Ok(())
+    }
+
+    /// The webhook of the source `id` when it has a signature.
+    pub fn signed_webhook(&self, id: &str) -> Option<&Arc<SourceWebhook>> {
+        self.signed.get(id)
+    }
+
+    /// The webhook of source `id` in `tenant`.
+    pub fn webhook(&self, tenant: &Tenant, id: &str) -> Option<&Arc<SourceWebhook>> {
+        self.hooks.get(&(tenant.clone(), id.to_string()))
     }
 
     /// The caller, from `Authorization: Bearer …` or, where `notification_token` allows it,

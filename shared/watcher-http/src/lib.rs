@@ -7,6 +7,7 @@ pub mod body;
 pub mod learnables;
 pub mod problem;
 pub mod routes;
+pub mod webhook;
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
 
 pub use crate::learnables::{learnables_router, LearnablesState};
-pub use auth::{Credentials, Principal, Role};
+pub use auth::{Credentials, Principal, Role, SourceWebhook};
 pub use problem::ApiError;
 
 /// Largest request body accepted, in bytes (1 MiB).
@@ -63,6 +64,7 @@ pub fn watcher_router(state: AppState) -> Router {
         .route("/v1/agents/{agent_id}/push", post(routes::push))
         .route("/v1/agents/{agent_id}/rejections", get(routes::rejections))
         .route("/v1/facts", post(routes::facts))
+        .route("/v1/sources/{source_id}/webhook", post(webhook::webhook))
         .route(
             "/v1/subjects/{subject_type}/{subject_id}",
             get(routes::subject),

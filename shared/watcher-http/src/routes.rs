@@ -210,10 +210,23 @@ pub async fn facts(
         })?;
         parsed.push(f);
     }
+    record_facts(&state, &tenant, parsed).await
+}
+
+/// Records `facts` for `tenant` in one input (all or nothing) and answers as `POST /v1/facts`
+/// does: `{ "results": [{ "factKey", "satisfied": [ids] }] }`. Shared with the carrier webhook.
+///
+/// # Errors
+/// 503 when the store fails.
+pub async fn record_facts(
+    state: &AppState,
+    tenant: &watcher_core::ids::Tenant,
+    facts: Vec<watcher_core::fact::Fact>,
+) -> Result<Json<Value>, ApiError> {
     let now = state.clock.now();
     let applied = state
         .watcher
-        .apply(&tenant, &Input::Facts(parsed), now)
+        .apply(tenant, &Input::Facts(facts), now)
         .await
         .map_err(unavailable)?;
     // New deadlines or queued lapse tasks: wake the timer and delivery loops.

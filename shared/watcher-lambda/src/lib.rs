@@ -5,8 +5,10 @@
 //! * [`sink`]: after each commit, arm/disarm EventBridge schedules and enqueue lapse tasks;
 //! * [`timer`]: the per-expectation schedules' target and the `rate(5 minutes)` sweep;
 //! * [`submitter`]: the SQS-fed lapse-task submitter with partial batch failures;
-//! * [`env`]: building everything once per cold start from the environment.
+//! * [`env`]: building everything once per cold start from the environment;
+//! * [`api`]: the API function's router.
 
+pub mod api;
 pub mod env;
 pub mod sink;
 pub mod submitter;

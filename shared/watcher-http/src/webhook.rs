@@ -1,0 +1,124 @@
+//! `POST /v1/sources/{sourceId}/webhook` (contracts/serve.md "Carrier webhooks"): a carrier posts
+//! its own JSON; the source's mappings (watcher-webhooks) turn it into facts, recorded exactly as
+//! `POST /v1/facts` records them.
+//!
+//! Credentials (docs/interpretation.md "Carrier webhooks: bearer token or signature"): a source
+//! with `[sources.signature]` must sign every request, and the signature replaces its bearer
+//! token; a source without one presents its bearer token, as on `/v1/facts`.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use serde_json::{json, Value};
+use watcher_core::fact::Fact;
+use watcher_core::ids::Source;
+use watcher_webhooks::Outcome;
+
+use crate::auth::{Role, SourceWebhook};
+use crate::body::json_body;
+use crate::problem::ApiError;
+use crate::routes::{record_facts, MAX_FACTS_PER_REQUEST};
+use crate::AppState;
+
+/// The webhook route. Answers the `/v1/facts` answer, or `{ "results": [], "unmatched": true }`
+/// when no mapping's selector holds.
+///
+/// # Errors
+/// 401 for a missing or unknown bearer token, or a missing, bad or stale signature; 403 for
+/// another party's credential; 400/415 for a body that is not JSON; 422 naming the mapping and
+/// the pointer when a matched mapping cannot be read (nothing is recorded); 503 when the store
+/// fails.
+pub async fn webhook(
+    State(state): State<AppState>,
+    Path(source_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let hook = authenticate(&state, &source_id, &headers, &body)?;
+    let source = Source::parse(hook.id.clone()).map_err(ApiError::bad_request)?;
+    let payload = json_body(&headers, &body)?;
+    let outcome = hook
+        .hook
+        .mappings
+        .apply(&payload)
+        .map_err(|e| unprocessable(format!("{e}; nothing in this request was recorded")))?;
+    let mapped = match outcome {
+        Outcome::Unmatched => return Ok(Json(json!({ "results": [], "unmatched": true }))),
+        Outcome::Facts(f) => f,
+    };
+    if mapped.len() > MAX_FACTS_PER_REQUEST {
+        return Err(unprocessable(format!(
+            "the payload yields {} facts, more than the limit of {MAX_FACTS_PER_REQUEST} per request; nothing was recorded",
+            mapped.len()
+        )));
+    }
+    if mapped.is_empty() {
+        // A matched mapping whose `each` array is empty: nothing to record.
+        return Ok(Json(json!({ "results": [] })));
+    }
+    let facts: Vec<Fact> = mapped
+        .into_iter()
+        .map(|m| {
+            // The stored fact carries the source; the mapping that read it is logged.
+            tracing::info!(source = %hook.id, mapping = %m.mapping, fact_key = %m.fact_key,
+                observed_at = %m.observed_at, "carrier webhook fact mapped");
+            Fact {
+                fact_key: m.fact_key,
+                observed_at: m.observed_at,
+                subject: m.subject,
+                source: source.clone(),
+            }
+        })
+        .collect();
+    record_facts(&state, &hook.tenant, facts).await
+}
+
+fn unprocessable(detail: String) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "Payload cannot be mapped",
+        detail,
+    )
+}
+
+/// The source the request speaks for: by its signature when it has one, else by its bearer token.
+fn authenticate(
+    state: &AppState,
+    source_id: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Arc<SourceWebhook>, ApiError> {
+    let signed = state
+        .credentials
+        .signed_webhook(source_id)
+        .and_then(|h| h.hook.signature.as_ref().map(|s| (h, s)));
+    if let Some((hook, signature)) = signed {
+        signature
+            .verify(
+                |name| headers.get(name).and_then(|v| v.to_str().ok()),
+                body,
+                state.clock.now(),
+            )
+            .map_err(|e| ApiError::unauthorized(e.to_string()))?;
+        return Ok(hook.clone());
+    }
+    let principal = state.credentials.require(headers, &[Role::Source], false)?;
+    if principal.id != source_id {
+        return Err(ApiError::forbidden(format!(
+            "this credential belongs to source {:?}, not {source_id:?}",
+            principal.id
+        )));
+    }
+    state
+        .credentials
+        .webhook(&principal.tenant, source_id)
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "source {source_id:?} has no webhook settings in this watcher"
+            ))
+        })
+}
