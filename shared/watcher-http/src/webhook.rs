@@ -68,6 +68,7 @@ pub async fn webhook(
             Fact {
                 fact_key: m.fact_key,
                 observed_at: m.observed_at,
+                observed_at_given: None,
                 subject: m.subject,
                 source: source.clone(),
             }
