@@ -212,9 +212,11 @@ impl Fields {
         };
         match b.get(10) {
             Some(b'T' | b't') => {}
-            Some(b' ') => return Err(format!(
+            Some(b' ') => {
+                return Err(format!(
                 "{text:?} has a space between the date and the time; RFC 3339 needs T ({EXAMPLE})"
-            )),
+            ))
+            }
             None => return Err(format!("{text:?} has a date but no time; {}", shape())),
             Some(_) => {
                 return Err(format!(
