@@ -32,8 +32,15 @@ const EXAMPLE: &str = "2026-09-10T20:15:00Z";
 /// serialises as the contract's output form: UTC with `Z`, whole seconds when the fraction is
 /// zero (`2026-09-10T20:15:00Z`), otherwise the fraction with trailing zeros trimmed
 /// (`2026-09-10T20:15:00.5Z`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Instant(i128);
+
+impl fmt::Debug for Instant {
+    /// `Instant(2026-09-10T20:15:00Z)`: the instant readable in test failures.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Instant({self})")
+    }
+}
 
 /// What [`Instant::parse_reading`] read: the instant, and whether the text was a leap second.
 ///
