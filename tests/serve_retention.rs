@@ -23,7 +23,8 @@ const PATIENCE: Duration = Duration::from_secs(20);
 fn subject_with_a_fact(id: &str, days_ago: i64) -> SubjectState {
     let subject = Subject::parse("shipment", id).expect("a valid subject");
     let received =
-        Instant::from_timestamp(Timestamp::now() - SignedDuration::from_hours(24 * days_ago));
+        Instant::from_timestamp(Timestamp::now() - SignedDuration::from_hours(24 * days_ago))
+            .expect("a clock in years 1 to 9999");
     let mut state = SubjectState::new(subject.clone());
     state.facts.push(FactEntry {
         fact_key: FactKey::parse(format!("shipment.departed:{id}")).expect("a valid fact key"),

@@ -74,7 +74,7 @@ async fn an_invalid_status_timestamp_is_a_warning() {
     let answer = w
         .push(&status_update(
             "task-w",
-            json!({ "state": "TASK_STATE_WORKING", "timestamp": "yesterday" }),
+            json!({ "state": "TASK_STATE_WORKING", "timestamp": "2026-09-10T05:00Z" }),
         ))
         .await;
     assert_eq!(answer.status, 200, "{answer:?}");

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
-use watcher_core::time::Instant;
 
 use watcher_config::config::{AgentConfig, Config, PartyConfig, SourceConfig};
 
@@ -15,8 +14,10 @@ const PUSH_TOKEN: &str = "demo-push-token";
 const SOURCE_TOKEN: &str = "demo-source-token";
 const OPERATOR_TOKEN: &str = "demo-operator-token";
 
+/// `base + secs` in the contract's output form (jiff prints a whole-second UTC timestamp the same
+/// way: `2026-09-10T20:15:00Z`).
 fn at(base: jiff::Timestamp, secs: i64) -> String {
-    Instant::from_timestamp(base + jiff::SignedDuration::from_secs(secs)).to_string()
+    (base + jiff::SignedDuration::from_secs(secs)).to_string()
 }
 
 /// The booking artifact of expectations-v1 §8 with due times `secs` seconds from `base`:

@@ -24,8 +24,15 @@ pub const METHOD_SEND_MESSAGE: &str = "message/send";
 pub const METHOD_GET_TASK: &str = "tasks/get";
 
 /// The 0.3 `kind` of a push body, when the value is one: `"task"`, `"status-update"`,
-/// `"artifact-update"` or `"message"`.
+/// `"artifact-update"` or `"message"`. A body holding a 1.0 `StreamResponse` member key
+/// (`task`, `message`, `statusUpdate`, `artifactUpdate`) is 1.0, whatever else it carries.
 pub fn event_kind(body: &Value) -> Option<&str> {
+    let is_v1 = ["task", "message", "statusUpdate", "artifactUpdate"]
+        .iter()
+        .any(|k| body.get(k).is_some());
+    if is_v1 {
+        return None;
+    }
     match body.get("kind").and_then(Value::as_str) {
         Some(k @ ("task" | "status-update" | "artifact-update" | "message")) => Some(k),
         _ => None,
@@ -266,6 +273,10 @@ mod tests {
     fn a_1_0_body_is_not_a_0_3_event() {
         assert!(event_to_v1(&json!({ "statusUpdate": {} })).is_none());
         assert!(event_to_v1(&json!({ "kind": "other" })).is_none());
+        assert!(
+            event_to_v1(&json!({ "kind": "artifact-update", "artifactUpdate": {} })).is_none(),
+            "a 1.0 member key decides"
+        );
     }
 
     #[test]

@@ -3,8 +3,7 @@
 //! Scheduler would do (moto, the emulator the tests run against, does none of it).
 
 use jiff::civil::DateTime;
-use jiff::tz::TimeZone;
-use jiff::{SignedDuration, Timestamp};
+use jiff::SignedDuration;
 use watcher_core::engine::{TimerKey, TimerKind};
 use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
@@ -48,7 +47,7 @@ pub enum ScheduleInputError {
     },
     /// An instant whose whole second, rounded up, has no four-digit-year `at()` form (before
     /// year 1000, or in the last nanoseconds of the range of [`Instant`], after
-    /// 9999-12-30T22:00:00Z).
+    /// 9999-12-31T23:59:59Z).
     #[error("{at} cannot be written as an at() expression (years 1000 to 9999 only)")]
     OutOfRange {
         /// The instant.
@@ -172,9 +171,11 @@ pub fn at_expression(at: Instant) -> Result<String, ScheduleInputError> {
     let out_of_range = || ScheduleInputError::OutOfRange { at };
     let nanos = at.as_nanos();
     let second = nanos.div_euclid(1_000_000_000) + i128::from(nanos.rem_euclid(1_000_000_000) > 0);
-    let second = i64::try_from(second).map_err(|_| out_of_range())?;
-    let rounded = Timestamp::from_second(second).map_err(|_| out_of_range())?;
-    let civil = TimeZone::UTC.to_datetime(rounded);
+    let rounded = second
+        .checked_mul(1_000_000_000)
+        .and_then(|n| Instant::from_nanos(n).ok())
+        .ok_or_else(out_of_range)?;
+    let civil = rounded.to_civil_utc();
     if !(1000..=9999).contains(&civil.year()) {
         return Err(out_of_range());
     }
@@ -356,8 +357,8 @@ mod tests {
 
     #[test]
     fn instants_without_a_four_digit_year_form_are_refused() {
-        // jiff's last instant, 9999-12-30T22:00:00.999999999Z, has no whole second after it.
-        let last = Instant::from_timestamp(Timestamp::MAX);
+        // The last instant, 9999-12-31T23:59:59.999999999Z, has no whole second after it.
+        let last = Instant::MAX;
         for at in [instant("0999-12-31T23:59:59Z"), last] {
             assert_eq!(
                 at_expression(at),
@@ -365,8 +366,8 @@ mod tests {
             );
         }
         assert_eq!(
-            at_expression(instant("9999-12-30T22:00:00Z")).unwrap(),
-            "at(9999-12-30T22:00:00)"
+            at_expression(instant("9999-12-31T23:59:59Z")).unwrap(),
+            "at(9999-12-31T23:59:59)"
         );
     }
 
@@ -479,16 +480,13 @@ mod tests {
 
         #[test]
         fn at_expressions_are_never_early_and_at_most_a_second_late(
-            nanos in -30_610_224_000_000_000_000i128..=i128::from(Timestamp::MAX.as_second()) * 1_000_000_000
+            nanos in -30_610_224_000_000_000_000i128..=253_402_300_799_000_000_000i128
         ) {
             let at = Instant::from_nanos(nanos).unwrap();
             let expression = at_expression(at).unwrap();
             prop_assert!(validate_at_expression(&expression).is_ok());
             let inner = &expression[3..expression.len() - 1];
-            let fired = TimeZone::UTC
-                .to_timestamp(DateTime::strptime(AT_FORMAT, inner).unwrap())
-                .unwrap();
-            let fired = Instant::from_timestamp(fired);
+            let fired = Instant::parse(&format!("{inner}Z")).unwrap();
             prop_assert!(fired >= at, "{} fires before {}", expression, at);
             prop_assert!(fired.as_nanos() - at.as_nanos() < 1_000_000_000);
         }

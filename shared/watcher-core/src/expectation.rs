@@ -132,6 +132,17 @@ impl Expectation {
             .map(|t| IsoDuration::parse(&t))
             .transpose()
             .map_err(|r| fail("grace", r))?;
+        if let Some(g) = &grace {
+            if due_at.checked_plus(g).is_none() {
+                return Err(fail(
+                    "grace",
+                    format!(
+                        "dueAt {due_at} plus grace {g} is a deadline after 9999-12-31T23:59:59.999999999Z; deadlines must lie in the instant range {}",
+                        crate::time::RANGE_TEXT
+                    ),
+                ));
+            }
+        }
         let anchor = match present(obj.get("anchor")) {
             None => None,
             Some(Value::Object(m)) => {
@@ -306,6 +317,29 @@ mod tests {
             assert_eq!(err.field, field);
             assert_eq!(err.reason, "is required");
         }
+    }
+
+    #[test]
+    fn a_deadline_beyond_the_instant_range_is_refused_naming_grace_and_the_range() {
+        let mut v = manifest();
+        v["dueAt"] = json!("9999-12-31T23:00:00Z");
+        v["grace"] = json!("PT2H");
+        let err = Expectation::from_json(&v).unwrap_err();
+        assert_eq!(err.field, "grace");
+        assert!(
+            err.reason.contains("9999-12-31T23:59:59.999999999Z"),
+            "{}",
+            err.reason
+        );
+        assert!(!err.reason.contains("RFC 3339"), "{}", err.reason);
+        // The common "never" with no grace, or a grace that still fits, is kept.
+        v["dueAt"] = json!("9999-12-31T23:59:59Z");
+        v["grace"] = Value::Null;
+        v["horizon"] = Value::Null;
+        assert!(Expectation::from_json(&v).is_ok());
+        v["dueAt"] = json!("9999-12-31T22:00:00Z");
+        v["grace"] = json!("PT1H59M59.999999999S");
+        assert!(Expectation::from_json(&v).is_ok());
     }
 
     #[test]

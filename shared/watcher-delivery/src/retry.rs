@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::SignedDuration;
 use watcher_core::time::Instant;
 
 /// How often and how patiently a lapse task is retried.
@@ -90,7 +90,7 @@ pub fn next_attempt_at(
 /// `now + d`, saturating at the end of the representable range.
 pub(crate) fn add(now: Instant, d: Duration) -> Instant {
     let d = SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
-    Instant::from_timestamp(now.timestamp().checked_add(d).unwrap_or(Timestamp::MAX))
+    now.checked_add(d).unwrap_or(Instant::MAX)
 }
 
 /// A jitter fraction in `[0, 1)` derived from a lapse task's `messageId` and attempt number
@@ -158,7 +158,7 @@ mod tests {
 
     #[test]
     fn saturates_at_the_end_of_time() {
-        let end = Instant::from_timestamp(Timestamp::MAX);
+        let end = Instant::MAX;
         assert_eq!(next_attempt_at(end, 5, &RetryPolicy::default(), 1.0), end);
     }
 
@@ -193,7 +193,7 @@ mod tests {
             j in 0.0f64..=1.0,
             secs in 0i64..4_000_000_000,
         ) {
-            let now = Instant::from_timestamp(Timestamp::from_second(secs).unwrap());
+            let now = Instant::from_nanos(i128::from(secs) * 1_000_000_000).unwrap();
             let at = next_attempt_at(now, attempts, &p, j);
             prop_assert!(at >= now);
             prop_assert!(after(now, at) <= p.max_backoff);

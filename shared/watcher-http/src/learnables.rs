@@ -111,6 +111,17 @@ pub fn learnables_router(state: LearnablesState) -> Router {
 
 /// An [`AuthorityError`] as problem+json with its own status. A refusal's `detail` is the
 /// learnable's reason, unchanged (§10.1).
+/// The authority's clock as the timestamp learnables record. jiff's `Timestamp` ends at
+/// 9999-12-30T22:00:00.999999999Z, a day before the instant range does; a clock set later (only
+/// a test clock can be) reads as that last timestamp.
+fn now_at(state: &LearnablesState) -> jiff::Timestamp {
+    state
+        .clock
+        .now()
+        .timestamp()
+        .unwrap_or(jiff::Timestamp::MAX)
+}
+
 fn authority(e: AuthorityError) -> ApiError {
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     match e {
@@ -360,7 +371,7 @@ async fn put_definition(
         author.taught_by,
         via_of(principal)?,
         author.reason,
-        state.clock.now().timestamp(),
+        now_at(&state),
         &state.registry,
     )
     .map_err(authority)?;
@@ -416,7 +427,7 @@ async fn post_lesson(
     let id = definition_id(&id)?;
     let lesson = lesson_for(principal, body_as(&headers, &body)?)?;
     let via = via_of(principal)?;
-    let at = state.clock.now().timestamp();
+    let at = now_at(&state);
     let registry = state.registry.as_ref();
     let done = absorb_with_retry(state.store.as_ref(), &tenant, &id, |d| {
         learnables::teach(d, &lesson, via.clone(), at, registry)
@@ -490,7 +501,7 @@ async fn post_activate(
     let body: ActivateBody = body_as(&headers, &body)?;
     let author = Author::parse(principal, body.taught_by, body.reason)?;
     let via = via_of(principal)?;
-    let at = state.clock.now().timestamp();
+    let at = now_at(&state);
     let n = body.definition_version;
     let done = absorb_with_retry(state.store.as_ref(), &tenant, &id, |d| {
         let replaced = learnables::active(d)?.version_id;
@@ -532,7 +543,7 @@ async fn post_tombstone(
     let body: TombstoneBody = body_as(&headers, &body)?;
     let author = Author::parse(principal, body.taught_by, body.reason)?;
     let via = via_of(principal)?;
-    let at = state.clock.now().timestamp();
+    let at = now_at(&state);
     let done = absorb_with_retry(state.store.as_ref(), &tenant, &id, |d| {
         learnables::tombstone(
             d,

@@ -103,11 +103,9 @@ pub async fn sweep<S: Store + ?Sized>(
         lapses: fired.iter().map(|(_, a)| lapses_in(a)).sum(),
         requeued: 0,
     };
-    let stale_before = Instant::from_timestamp(
-        now.timestamp()
-            .checked_sub(jiff::SignedDuration::from_secs(REQUEUE_AFTER_SECS))
-            .unwrap_or(now.timestamp()),
-    );
+    let stale_before = now
+        .checked_sub(jiff::SignedDuration::from_secs(REQUEUE_AFTER_SECS))
+        .unwrap_or(now);
     let stuck = watcher
         .store
         .outbox_due(stale_before, 1000)

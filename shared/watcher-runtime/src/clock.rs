@@ -17,7 +17,13 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Instant {
-        Instant::from_timestamp(jiff::Timestamp::now())
+        // A system clock reads a year between 1 and 9999; saturate rather than panic if not.
+        let now = jiff::Timestamp::now();
+        Instant::from_timestamp(now).unwrap_or(if now.as_second() < 0 {
+            Instant::MIN
+        } else {
+            Instant::MAX
+        })
     }
 }
 

@@ -66,10 +66,7 @@ pub fn purge_before(now: Instant, days: u32) -> Option<Instant> {
         return None;
     }
     let period = jiff::SignedDuration::from_hours(i64::from(days) * 24);
-    now.timestamp()
-        .checked_sub(period)
-        .ok()
-        .map(Instant::from_timestamp)
+    now.checked_sub(period)
 }
 
 /// The latest instant recorded on a subject: each record's raising, satisfaction, lapses and

@@ -121,3 +121,77 @@ fn lowercase_canceled() {
     assert!(reason.contains("CANCELED"), "{reason}");
     assert_eq!(message_ids(&out), []);
 }
+
+fn rejections(lines: &[Value]) -> Vec<(String, String)> {
+    of_type(lines, "rejected")
+        .iter()
+        .map(|l| {
+            (
+                l["expectationId"].as_str().unwrap_or_default().to_string(),
+                l["reason"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn duration_fraction_on_days() {
+    let out = run_case("duration-fraction-on-days.json");
+    assert_eq!(rejections(&out), []);
+    assert_eq!(record(&out, "e1")["grace"], "P0.5D");
+    // 12 h and 3.5 days of grace after a 02:00 due time.
+    assert_eq!(
+        message_ids(&out),
+        [
+            pair(
+                "2026-09-10T14:00:00Z",
+                "lapse:e1:overdue:2026-09-10T02:00:00Z"
+            ),
+            pair(
+                "2026-09-13T14:00:00Z",
+                "lapse:e2:overdue:2026-09-10T02:00:00Z"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn duration_invalid() {
+    let out = run_case("duration-invalid.json");
+    let refused = rejections(&out);
+    assert_eq!(
+        refused
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>(),
+        ["e1", "e2", "e3"]
+    );
+    for (id, reason) in &refused {
+        assert!(reason.starts_with("field `grace`"), "{id}: {reason}");
+    }
+    assert!(refused[0].1.contains("years"), "{}", refused[0].1);
+    assert!(refused[1].1.contains("months"), "{}", refused[1].1);
+    assert!(refused[2].1.contains("upper case"), "{}", refused[2].1);
+    assert_eq!(message_ids(&out), []);
+}
+
+#[test]
+fn instant_not_rfc3339() {
+    let out = run_case("instant-not-rfc3339.json");
+    let refused = rejections(&out);
+    assert_eq!(
+        refused
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>(),
+        ["e1", "e2", "e3", "e4", "e5"]
+    );
+    for (id, reason) in &refused {
+        assert!(reason.starts_with("field `dueAt`"), "{id}: {reason}");
+        assert!(
+            !reason.contains("not an RFC 3339 instant"),
+            "{id} says what is wrong: {reason}"
+        );
+    }
+    assert_eq!(message_ids(&out), []);
+}

@@ -7,7 +7,7 @@
 //! Semantics revision 3 adds edges to the mix: statuses of the origin tasks in every wire form
 //! (1.0 names, ProtoJSON numbers, 0.3 names), with an agent timestamp, none, a zero value or an
 //! invalid one; timestamp-less `Task` snapshots; questions asked in input-required statuses; and
-//! facts stamped with a zero value.
+//! facts stamped at grammar edges: zero values, leap seconds, offsets, lower case, nanoseconds.
 //!
 //! Facts here always name a subject; see `rules.rs`
 //! `a_subjectless_fact_redelivered_after_a_matching_raise_is_a_no_op` for the one case where a
@@ -144,10 +144,11 @@ enum Event {
         stamped: bool,
         due: u16,
     },
-    /// A fact for pool member `of` stamped with a zero value.
-    ZeroFact {
+    /// A fact for pool member `of` stamped at a grammar edge (see [`edge_instant`]).
+    EdgeFact {
         of: usize,
         subject: usize,
+        form: u8,
     },
 }
 
@@ -166,13 +167,35 @@ impl Event {
         match self {
             Event::Raise(i) => *i,
             Event::Withdraw(_) => 10,
-            Event::Fact { .. } | Event::ZeroFact { .. } => 11,
+            Event::Fact { .. } | Event::EdgeFact { .. } => 11,
             Event::Noise { .. } => 12,
             Event::Cancel(_) => 13,
             Event::Snapshot { .. } => 14,
             Event::Ask { .. } => 15,
             Event::Status { .. } => 16,
         }
+    }
+}
+
+/// `observedAt` at a grammar edge for a fact received `m` minutes after the start: 0 and 1 the
+/// zero values, 2 a leap second (the last second of the previous day), 3 the receipt minute with
+/// an offset, 4 lower-case `t` and `z` with a nanosecond fraction.
+fn edge_instant(form: u8, m: i64) -> String {
+    let receipt = at(m);
+    match form {
+        0 => "0001-01-01T00:00:00Z".to_string(),
+        1 => "1970-01-01T00:00:00Z".to_string(),
+        2 => format!("{}T23:59:60Z", &at(m - 1440)[..10]),
+        3 => {
+            let t = Instant::parse(&receipt).expect("an instant");
+            let shifted = Instant::from_nanos(
+                t.as_nanos() + 5 * 3_600 * 1_000_000_000 + 30 * 60 * 1_000_000_000,
+            )
+            .expect("in range")
+            .to_string();
+            format!("{}+05:30", shifted.trim_end_matches('Z'))
+        }
+        _ => receipt.replace('T', "t").replace('Z', ".000000001z"),
     }
 }
 
@@ -306,10 +329,10 @@ impl Case {
                     stamped.then_some(now.as_str()),
                     Some(common::question_metadata(&[question(task, q, due)])),
                 ),
-                Event::ZeroFact { of, subject } => sc.fact(
+                Event::EdgeFact { of, subject, form } => sc.fact(
                     &now,
                     &self.pool.key(of),
-                    "0001-01-01T00:00:00Z",
+                    &edge_instant(form, m),
                     Some(("shipment", SUBJECTS[subject])),
                     FEED,
                 ),
@@ -529,7 +552,7 @@ fn event() -> impl Strategy<Value = (u8, Event)> {
         3 => (0u8..2, 0usize..STATES.len(), 0u8..3, 0u8..4, -30i16..30).prop_map(|(task, state, form, stamp, skew)| Event::Status { task, state, form, stamp, skew }),
         1 => (0u8..2, 0usize..STATES.len()).prop_map(|(task, state)| Event::Snapshot { task, state }),
         2 => (0u8..2, 0u8..2, any::<bool>(), 60u16..1800).prop_map(|(task, q, stamped, due)| Event::Ask { task, q, stamped, due }),
-        1 => (0usize..POOL, 0usize..2).prop_map(|(of, subject)| Event::ZeroFact { of, subject }),
+        2 => (0usize..POOL, 0usize..2, 0u8..5).prop_map(|(of, subject, form)| Event::EdgeFact { of, subject, form }),
     ];
     (0u8..144, e)
 }

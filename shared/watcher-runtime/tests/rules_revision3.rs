@@ -571,3 +571,62 @@ fn raised_past_its_deadline_and_satisfied_in_the_same_event_is_late() {
     assert_eq!(out.lapses(), []);
     let _ = URI;
 }
+
+// ------------------------------------------------------------ leap seconds ("Time")
+
+/// A leap second is read as the last nanosecond of its minute and kept as given.
+#[test]
+fn a_leap_second_is_the_last_nanosecond_of_its_minute() {
+    let out = scenario()
+        .push_artifact(
+            &t("10T01:00"),
+            TASK,
+            CTX,
+            &[exp("A", "2026-09-10T23:59:59.999999999Z").grace("PT1H")],
+        )
+        .fact(
+            &t("11T01:00"),
+            &key_of("A"),
+            "2026-09-10T23:59:60Z",
+            SHIP,
+            FEED,
+        )
+        .run();
+    let sat = &out.record("A")["satisfaction"];
+    assert_eq!(sat["observedAt"], "2026-09-10T23:59:59.999999999Z");
+    assert_eq!(sat["claimedObservedAt"], "2026-09-10T23:59:60Z");
+    assert_eq!(sat["late"], false, "at, not after, the due time");
+}
+
+/// An invalid `observedAt` on a fact an agent carries refuses that fact alone.
+#[test]
+fn an_invalid_carried_observed_at_refuses_that_fact_alone() {
+    let out = scenario()
+        .push_artifact(
+            &t("10T01:00"),
+            TASK,
+            CTX,
+            &[exp("A", &t("10T05:00")), exp("B", &t("10T05:00"))],
+        )
+        .push_block(
+            &t("10T02:00"),
+            TASK,
+            CTX,
+            json!({ "facts": [
+                { "factKey": key_of("A"), "observedAt": "2026-09-10T01:30Z",
+                  "subject": { "type": "shipment", "id": "PA-1" } },
+                { "factKey": key_of("B"), "observedAt": t("10T01:30"),
+                  "subject": { "type": "shipment", "id": "PA-1" } },
+            ] }),
+        )
+        .run();
+    assert_eq!(out.record("A")["status"], "open");
+    assert_eq!(out.record("B")["status"], "satisfied");
+    let reasons: Vec<String> = out
+        .of_type("rejected")
+        .iter()
+        .map(|r| common::s(&r["reason"]))
+        .collect();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].contains("observedAt"), "{reasons:?}");
+}

@@ -178,8 +178,7 @@ pub(crate) struct StoredTimer {
 
 /// `at` plus `days` as epoch seconds, the TTL attribute's unit.
 pub(crate) fn expires_at(at: Instant, days: u32) -> i64 {
-    at.timestamp()
-        .as_second()
+    at.as_second()
         .saturating_add(i64::from(days).saturating_mul(86_400))
 }
 

@@ -66,7 +66,7 @@ fn expires_at(item: &Item) -> Option<i64> {
 
 /// Epoch seconds of `t` plus the tests' retention.
 fn retained_until(t: Instant) -> i64 {
-    t.timestamp().as_second() + i64::from(RETENTION_DAYS) * 86_400
+    t.as_second() + i64::from(RETENTION_DAYS) * 86_400
 }
 
 fn subjects_only(states: Vec<SubjectState>) -> Commit {
