@@ -10,7 +10,9 @@
 //!   ([`SendOutcome`], [`DeliveryError`]: retryable or permanent).
 //! * [`retry`]: [`RetryPolicy`] and the pure backoff [`next_attempt_at`].
 //! * [`rate`]: per-agent rate limiting ([`RateLimit`], [`RateLimiter`]), expectations-v1 §13.2.
-//! * [`deliver`]: [`Submitter`], [`deliver_due`] and the pure bookkeeping [`record_attempt`].
+//! * [`deliver`]: [`Submitter`], [`deliver_due`] and the pure bookkeeping [`record_attempt`],
+//!   [`record_found`], [`requeue`].
+//! * [`lanes`]: serve's per-agent delivery lanes ([`spawn_lanes`]).
 //! * `testing` (feature `test-utils`): a recording A2A agent for tests.
 //!
 //! Time is an argument everywhere: nothing here reads a clock, so tests drive retries by passing
@@ -22,6 +24,7 @@ pub mod client;
 pub mod deliver;
 pub mod endpoint;
 mod guard;
+pub mod lanes;
 pub mod rate;
 pub mod retry;
 
@@ -30,8 +33,10 @@ pub mod testing;
 
 pub use client::{A2aClient, ClientBuildError, ClientConfig, DeliveryError, SendOutcome};
 pub use deliver::{
-    deliver_due, record_attempt, DeliveryReport, EntryOutcome, Submitter, SubmitterConfig,
+    deliver_due, record_attempt, record_found, requeue, DeliveryReport, EntryOutcome, Submitter,
+    SubmitterConfig,
 };
 pub use endpoint::{AgentEndpoint, Endpoints};
+pub use lanes::{spawn_lanes, LaneContext, LaneSettings};
 pub use rate::{RateLimit, RateLimiter};
 pub use retry::{jitter_fraction, next_attempt_at, RetryPolicy};

@@ -30,7 +30,9 @@ use watcher_runtime::index::subject_index;
 use watcher_runtime::retention::{
     outbox_retention, rejection_retention, subject_retention, task_retention,
 };
-use watcher_runtime::store::{Commit, DueTimer, OutboxEntry, PurgeReport, Store, StoreError};
+use watcher_runtime::store::{
+    Commit, DeliveryState, DueTimer, OutboxEntry, PurgeReport, Store, StoreError,
+};
 
 use codec::{
     db, from_json, instant_from_key, instant_key, int_of, to_json, u64_of, AFTER_EVERY_INSTANT,
@@ -846,6 +848,51 @@ impl Store for SqliteStore {
                 instant_key(entry.next_attempt_at),
                 to_json(&entry)?
             ])
+            .map_err(db)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn outbox_of_agent(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        delivery: DeliveryState,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        // Without a bound, the largest key: every next attempt is at or before it.
+        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
+        self.run(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox INDEXED BY outbox_agent
+                 WHERE tenant = ?1 AND agent = ?2 AND delivery = ?3 AND next_attempt <= ?4
+                 ORDER BY next_attempt, seq LIMIT ?5",
+                params![
+                    tenant.as_str(),
+                    agent.as_str(),
+                    delivery.as_str(),
+                    until,
+                    limit_of(limit)
+                ],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+
+    async fn probe_write(&self, now: Instant) -> Result<(), StoreError> {
+        let at = instant_key(now);
+        self.run(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO health (id, probed_at) VALUES (1, ?1)
+                 ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
+            )
+            .map_err(db)?
+            .execute(params![at])
             .map_err(db)?;
             Ok(())
         })

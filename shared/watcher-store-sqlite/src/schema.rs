@@ -119,6 +119,15 @@ CREATE TABLE IF NOT EXISTS outbox (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivery, next_attempt, seq);
 CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
+-- Each agent's delivery lane, its failed lapse tasks, its delivery state (Store::outbox_of_agent).
+-- Added within version 2: IF NOT EXISTS creates it in older version-2 files when they open.
+CREATE INDEX IF NOT EXISTS outbox_agent ON outbox (tenant, agent, delivery, next_attempt, seq);
+
+-- One row rewritten by Store::probe_write, so /healthz sees whether the file takes writes.
+CREATE TABLE IF NOT EXISTS health (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    probed_at TEXT NOT NULL
+) STRICT;
 
 CREATE TABLE IF NOT EXISTS rejections (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

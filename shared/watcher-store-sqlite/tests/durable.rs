@@ -100,6 +100,8 @@ fn entry(message_id: &str) -> OutboxEntry {
         task_state: None,
         answered_with_message: false,
         last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
     }
 }
 
@@ -327,8 +329,8 @@ async fn a_version_1_file_is_migrated() {
         .unwrap();
     assert_eq!(
         tables,
-        ["outbox", "outbox_due", "outbox_tenant"],
-        "the v1 table is gone; the new one has both indexes"
+        ["outbox", "outbox_agent", "outbox_due", "outbox_tenant"],
+        "the v1 table is gone; the new one has its indexes"
     );
     let ddl: String = conn
         .query_row(

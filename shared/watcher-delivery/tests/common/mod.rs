@@ -82,6 +82,8 @@ pub fn lapse_entry(expectation: &str) -> OutboxEntry {
         task_state: None,
         answered_with_message: false,
         last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
     }
 }
 
