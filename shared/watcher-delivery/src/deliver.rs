@@ -235,25 +235,6 @@ pub fn record_found(entry: &OutboxEntry, task_id: &str, state: TaskState) -> Out
     e
 }
 
-/// Puts a `failed` entry back in the queue at `now` (an operator's re-queue): `queued`, due at
-/// `now`, its retry age restarted; attempts so far are kept. Any other entry comes back
-/// unchanged, as `None`.
-pub fn requeue(entry: &OutboxEntry, now: Instant) -> Option<OutboxEntry> {
-    if entry.delivery != DeliveryState::Failed {
-        return None;
-    }
-    let mut e = entry.clone();
-    e.delivery = DeliveryState::Queued;
-    e.next_attempt_at = now;
-    e.retrying_since = None;
-    e.attempt_started_at = None;
-    e.last_error = e
-        .last_error
-        .take()
-        .map(|last| format!("re-queued by an operator at {now}; before: {last}"));
-    Some(e)
-}
-
 /// Whether `task_id` is one of the request's `message.referenceTaskIds`.
 fn references(request: &serde_json::Value, task_id: &str) -> bool {
     request
@@ -922,22 +903,6 @@ mod tests {
         assert_eq!(found.task_id.as_deref(), Some("task-9"));
         assert_eq!(found.attempt_started_at, None);
         assert_eq!(found.attempts, 0, "nothing was posted");
-    }
-
-    #[test]
-    fn only_failed_entries_are_requeued() {
-        let mut failed = entry();
-        failed.delivery = DeliveryState::Failed;
-        failed.attempts = 40;
-        failed.retrying_since = Some(t0());
-        failed.last_error = Some("gave up".into());
-        let later = add(t0(), Duration::from_secs(86_400));
-        let q = requeue(&failed, later).unwrap();
-        assert_eq!(q.delivery, DeliveryState::Queued);
-        assert_eq!(q.next_attempt_at, later);
-        assert_eq!(q.retrying_since, None);
-        assert_eq!(q.attempts, 40);
-        assert!(requeue(&entry(), later).is_none());
     }
 
     #[test]

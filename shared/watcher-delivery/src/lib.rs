@@ -11,7 +11,7 @@
 //! * [`retry`]: [`RetryPolicy`] and the pure backoff [`next_attempt_at`].
 //! * [`rate`]: per-agent rate limiting ([`RateLimit`], [`RateLimiter`]), expectations-v1 §13.2.
 //! * [`deliver`]: [`Submitter`], [`deliver_due`] and the pure bookkeeping [`record_attempt`],
-//!   [`record_found`], [`requeue`].
+//!   [`record_found`].
 //! * [`lanes`]: serve's per-agent delivery lanes ([`spawn_lanes`]).
 //! * `testing` (feature `test-utils`): a recording A2A agent for tests.
 //!
@@ -33,7 +33,7 @@ pub mod testing;
 
 pub use client::{A2aClient, ClientBuildError, ClientConfig, DeliveryError, SendOutcome};
 pub use deliver::{
-    deliver_due, record_attempt, record_found, requeue, DeliveryReport, EntryOutcome, Submitter,
+    deliver_due, record_attempt, record_found, DeliveryReport, EntryOutcome, Submitter,
     SubmitterConfig,
 };
 pub use endpoint::{AgentEndpoint, Endpoints};
