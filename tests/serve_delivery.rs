@@ -348,3 +348,71 @@ async fn a_reply_naming_the_origin_task_is_not_delivered() {
     );
     assert!(lapses[0].get("taskId").is_none());
 }
+
+/// Without push notifications the watcher follows a lapse task with `GetTask`: the task's state
+/// shows in `GET /v1/lapses`; once the agent's task needs a person (`INPUT_REQUIRED`) it is
+/// marked so and no longer polled.
+#[tokio::test]
+async fn a_lapse_task_without_push_is_followed_until_it_needs_a_person() {
+    let agent = CaptureAgent::spawn_keeping_tasks(Behaviour::accept())
+        .await
+        .unwrap();
+    let w = spawn_watcher(
+        &agent,
+        r#"[delivery]
+poll_first = "PT0.1S"
+backoff_max = "PT0.2S"
+"#,
+    )
+    .await;
+    let due = origin(Duration::from_millis(500));
+    raise(&w, "booking", PUSH_TOKEN, 1, due).await;
+    let sent = wait_until(
+        || async {
+            w.lapses()
+                .await
+                .first()
+                .is_some_and(|l| l["delivery"] == "sent")
+        },
+        PATIENCE,
+    )
+    .await;
+    assert!(sent, "{:#?}", w.lapses().await);
+    let gets = || {
+        agent
+            .requests()
+            .iter()
+            .filter(|r| r.rpc_method().as_deref() == Some("GetTask"))
+            .count()
+    };
+    wait_until(|| async { gets() >= 2 }, PATIENCE).await;
+    assert!(gets() >= 2, "polled with GetTask");
+    agent.set_task_state("task-1", TaskState::Working);
+    let working = wait_until(
+        || async { w.lapses().await[0]["taskState"] == "TASK_STATE_WORKING" },
+        PATIENCE,
+    )
+    .await;
+    assert!(working, "{:#?}", w.lapses().await);
+
+    agent.set_task_state("task-1", TaskState::InputRequired);
+    let needs_person = wait_until(
+        || async { w.lapses().await[0]["needsPerson"] == true },
+        PATIENCE,
+    )
+    .await;
+    let lapses = w.lapses().await;
+    assert!(needs_person, "{lapses:#?}");
+    assert_eq!(lapses[0]["taskState"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(lapses[0]["delivery"], "sent");
+    let polls = gets();
+    assert!(
+        holds_for(|| async { gets() == polls }, Duration::from_secs(1)).await,
+        "no GetTask after the task needs a person"
+    );
+    assert_eq!(
+        agent.sent_message_ids().len(),
+        1,
+        "the watcher never answers it"
+    );
+}

@@ -305,6 +305,8 @@ fn entry(tenant: &str, agent: &str, message_id: &str) -> OutboxEntry {
         last_error: None,
         retrying_since: None,
         attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
     }
 }
 

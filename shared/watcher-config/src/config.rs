@@ -161,6 +161,11 @@ pub struct DeliveryConfig {
     /// Longest backoff between two attempts (an agent's `Retry-After` may ask for longer).
     /// Default `PT5M`.
     pub backoff_max: IsoDuration,
+    /// The first `GetTask` poll of a lapse task the watcher follows (it asked for no push
+    /// notifications) comes this long after delivery; later ones thin out up to `backoff_max`,
+    /// until the task is terminal, needs a person, or has been followed for `give_up_after`.
+    /// Default `PT10S`.
+    pub poll_first: IsoDuration,
     /// Lapse tasks per agent per minute, sustained (§13.2). Default 600. 0 turns the limit off.
     pub per_minute: u32,
     /// Lapse tasks an agent may be sent at once after a quiet spell (the token bucket's size).
@@ -180,6 +185,7 @@ impl Default for DeliveryConfig {
             give_up_after: iso("PT24H"),
             backoff_base: iso("PT1S"),
             backoff_max: iso("PT5M"),
+            poll_first: iso("PT10S"),
             per_minute: 600,
             burst: 100,
             in_flight_per_agent: 4,
@@ -295,6 +301,7 @@ mod tests {
         assert_eq!(c.delivery.give_up_after.as_str(), "PT24H");
         assert_eq!(c.delivery.backoff_base.as_str(), "PT1S");
         assert_eq!(c.delivery.backoff_max.as_str(), "PT5M");
+        assert_eq!(c.delivery.poll_first.as_str(), "PT10S");
         assert_eq!((c.delivery.per_minute, c.delivery.burst), (600, 100));
         assert_eq!(
             (c.delivery.in_flight_per_agent, c.delivery.in_flight),

@@ -97,6 +97,7 @@ pub fn retry_policy(cfg: &DeliveryConfig) -> RetryPolicy {
         give_up_after: std(&cfg.give_up_after),
         base: std(&cfg.backoff_base),
         max_backoff: std(&cfg.backoff_max),
+        poll_first: std(&cfg.poll_first),
     }
 }
 

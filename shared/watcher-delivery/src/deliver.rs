@@ -162,6 +162,7 @@ pub fn record_attempt(
                 SendOutcome::Task { id, state } => {
                     e.task_id = Some(id.clone());
                     e.task_state = Some(state.as_str().to_owned());
+                    start_following(&mut e, *state, now, policy);
                 }
                 SendOutcome::Message { .. } => e.answered_with_message = true,
                 SendOutcome::Unrecognised { detail } => {
@@ -224,7 +225,13 @@ pub fn record_attempt(
 /// Records that an ambiguous entry (an attempt with no recorded outcome) was found at the agent
 /// by `ListTasks`: `sent`, with the task's id and state, the attempt cleared. No attempt is
 /// counted: nothing was posted.
-pub fn record_found(entry: &OutboxEntry, task_id: &str, state: TaskState) -> OutboxEntry {
+pub fn record_found(
+    entry: &OutboxEntry,
+    task_id: &str,
+    state: TaskState,
+    now: Instant,
+    policy: &RetryPolicy,
+) -> OutboxEntry {
     let mut e = entry.clone();
     e.delivery = DeliveryState::Sent;
     e.attempt_started_at = None;
@@ -232,6 +239,102 @@ pub fn record_found(entry: &OutboxEntry, task_id: &str, state: TaskState) -> Out
     e.task_id = Some(task_id.to_owned());
     e.task_state = Some(state.as_str().to_owned());
     e.last_error = None;
+    start_following(&mut e, state, now, policy);
+    e
+}
+
+/// Whether the watcher follows a lapse task with `GetTask` (semantics.md "The lapse task"): it
+/// asked for no push notifications (`configuration.taskPushNotificationConfig` absent) and the
+/// task is neither terminal nor interrupted (input or auth required: a person's turn, §13.1).
+fn follows(request: &serde_json::Value, state: TaskState) -> bool {
+    request
+        .pointer("/configuration/taskPushNotificationConfig")
+        .is_none()
+        && !state.is_terminal()
+        && !state.is_interrupted()
+}
+
+/// Starts following a delivered lapse task when [`follows`] says so: first poll `poll_first`
+/// later.
+fn start_following(e: &mut OutboxEntry, state: TaskState, now: Instant, policy: &RetryPolicy) {
+    if follows(&e.request, state) {
+        e.follow_since = Some(now);
+        e.follow_at = Some(add(now, policy.poll_first));
+    } else {
+        e.follow_at = None;
+    }
+}
+
+/// The wait before the next `GetTask` poll: half the time followed so far, between
+/// `policy.poll_first` and `policy.max_backoff` (so polls thin out geometrically, with no
+/// counter).
+pub fn poll_delay(since: Instant, now: Instant, policy: &RetryPolicy) -> std::time::Duration {
+    (elapsed(since, now) / 2).clamp(policy.poll_first, policy.max_backoff.max(policy.poll_first))
+}
+
+/// Records one `GetTask` poll of a followed lapse task at `now`:
+///
+/// * a state: kept as `task_state`; following stops when it is terminal or interrupted (input
+///   or auth required, shown to operators as needing a person), or once the task has been
+///   followed for `policy.give_up_after` (noted in `last_error`); else the next poll is
+///   [`poll_delay`] later;
+/// * a retryable error: the next poll is [`poll_delay`] later (up to the same age);
+/// * a permanent error (e.g. `-32001` task not found, or no `GetTask`): following stops, noted
+///   in `last_error`.
+///
+/// The delivery (`sent`) is never changed.
+pub fn record_poll(
+    entry: &OutboxEntry,
+    result: &Result<TaskState, DeliveryError>,
+    now: Instant,
+    policy: &RetryPolicy,
+) -> OutboxEntry {
+    let mut e = entry.clone();
+    let since = e.follow_since.unwrap_or(now);
+    let too_old = elapsed(since, now) >= policy.give_up_after;
+    let next = Some(add(now, poll_delay(since, now, policy)));
+    match result {
+        Ok(TaskState::Unspecified) => {
+            e.follow_at = None;
+            e.last_error = Some(
+                "stopped following the lapse task's task: GetTask answered no known task state"
+                    .into(),
+            );
+        }
+        Ok(state) => {
+            e.task_state = Some(state.as_str().to_owned());
+            if state.is_terminal() || state.is_interrupted() {
+                e.follow_at = None;
+            } else if too_old {
+                e.follow_at = None;
+                e.last_error = Some(format!(
+                    "stopped following the lapse task's task: still {} after {}",
+                    state.as_str(),
+                    human(elapsed(since, now))
+                ));
+            } else {
+                e.follow_at = next;
+            }
+        }
+        Err(err @ DeliveryError::Retryable { .. }) => {
+            if too_old {
+                e.follow_at = None;
+                e.last_error = Some(format!(
+                    "stopped following the lapse task's task: {}",
+                    err.describe()
+                ));
+            } else {
+                e.follow_at = next;
+            }
+        }
+        Err(err @ DeliveryError::Permanent { .. }) => {
+            e.follow_at = None;
+            e.last_error = Some(format!(
+                "stopped following the lapse task's task: {}",
+                err.describe()
+            ));
+        }
+    }
     e
 }
 
@@ -352,6 +455,54 @@ impl Submitter {
                 post(store, &self.client, &self.policy, entry, endpoint, now).await
             }
         }
+    }
+}
+
+impl Submitter {
+    /// Polls the followed lapse task `entry` with `GetTask` at `now` and records what it says
+    /// ([`record_poll`]); answers the entry as written.
+    ///
+    /// # Errors
+    /// A [`StoreError`] recording the poll.
+    pub async fn poll_one<S, E>(
+        &self,
+        store: &S,
+        endpoints: &E,
+        entry: &OutboxEntry,
+        now: Instant,
+    ) -> Result<OutboxEntry, StoreError>
+    where
+        S: Store + ?Sized,
+        E: Endpoints + ?Sized,
+    {
+        let result = match (
+            endpoints.endpoint(&entry.tenant, &entry.agent),
+            entry.task_id.as_deref(),
+        ) {
+            (Some(endpoint), Some(task_id)) => {
+                let tenant = entry
+                    .request
+                    .get("tenant")
+                    .and_then(serde_json::Value::as_str);
+                self.client.get_task_state(&endpoint, task_id, tenant).await
+            }
+            _ => Err(DeliveryError::Permanent {
+                reason: "no endpoint or task id to poll".into(),
+                source: None,
+            }),
+        };
+        let updated = record_poll(entry, &result, now, &self.policy);
+        store.outbox_update(&updated).await?;
+        if updated.task_state != entry.task_state {
+            tracing::info!(
+                message_id = %entry.message_id,
+                agent = %entry.agent,
+                task_state = updated.task_state.as_deref(),
+                following = updated.follow_at.is_some(),
+                "lapse task's task changed state"
+            );
+        }
+        Ok(updated)
     }
 }
 
@@ -555,7 +706,7 @@ where
         if entry.attempt_started_at.is_some() {
             if let Some(found) = look_for(client, &endpoint, &entry).await {
                 let (task_id, state) = found;
-                let updated = record_found(&entry, &task_id, state);
+                let updated = record_found(&entry, &task_id, state, now, policy);
                 store.outbox_update(&updated).await?;
                 let outcome = EntryOutcome::Sent(SendOutcome::Task { id: task_id, state });
                 tracing::info!(
@@ -741,6 +892,8 @@ mod tests {
             last_error: None,
             retrying_since: None,
             attempt_started_at: None,
+            follow_at: None,
+            follow_since: None,
         }
     }
 
@@ -775,6 +928,7 @@ mod tests {
             give_up_after: Duration::from_secs(60),
             base: Duration::from_secs(10),
             max_backoff: Duration::from_secs(40),
+            ..RetryPolicy::default()
         };
         let (e1, o1) = record_attempt(&entry(), &retryable(), t0(), &policy);
         assert_eq!(e1.delivery, DeliveryState::Queued);
@@ -898,11 +1052,95 @@ mod tests {
         e.attempt_started_at = Some(t0());
         let (r, _) = record_attempt(&e, &retryable(), t0(), &RetryPolicy::default());
         assert_eq!(r.attempt_started_at, None);
-        let found = record_found(&e, "task-9", TaskState::Submitted);
+        let found = record_found(
+            &e,
+            "task-9",
+            TaskState::Submitted,
+            t0(),
+            &RetryPolicy::default(),
+        );
         assert_eq!(found.delivery, DeliveryState::Sent);
         assert_eq!(found.task_id.as_deref(), Some("task-9"));
         assert_eq!(found.attempt_started_at, None);
         assert_eq!(found.attempts, 0, "nothing was posted");
+    }
+
+    #[test]
+    fn a_task_without_push_is_followed_until_terminal_or_a_persons_turn() {
+        let policy = RetryPolicy::default();
+        let ok = |state| {
+            Ok(SendOutcome::Task {
+                id: "t-1".into(),
+                state,
+            })
+        };
+        let (e, _) = record_attempt(&entry(), &ok(TaskState::Submitted), t0(), &policy);
+        assert_eq!(e.follow_since, Some(t0()));
+        assert_eq!(e.follow_at, Some(add(t0(), policy.poll_first)));
+        // Polls thin out: half the time followed so far, never below poll_first.
+        let at1 = e.follow_at.unwrap();
+        let e1 = record_poll(&e, &Ok(TaskState::Working), at1, &policy);
+        assert_eq!(e1.task_state.as_deref(), Some("TASK_STATE_WORKING"));
+        assert_eq!(e1.follow_at, Some(add(at1, policy.poll_first)));
+        let later = add(t0(), Duration::from_secs(120));
+        let e2 = record_poll(&e1, &Ok(TaskState::Working), later, &policy);
+        assert_eq!(e2.follow_at, Some(add(later, Duration::from_secs(60))));
+        // A person's turn: no more polls, shown as such by its state.
+        let e3 = record_poll(&e2, &Ok(TaskState::InputRequired), later, &policy);
+        assert_eq!(e3.follow_at, None);
+        assert_eq!(e3.task_state.as_deref(), Some("TASK_STATE_INPUT_REQUIRED"));
+        assert_eq!(e3.delivery, DeliveryState::Sent);
+        let done = record_poll(&e2, &Ok(TaskState::Completed), later, &policy);
+        assert_eq!(done.follow_at, None);
+        // A transient error polls again; a permanent one stops, saying why.
+        let transient = Err(DeliveryError::Retryable {
+            reason: "HTTP 503".into(),
+            retry_after: None,
+            source: None,
+        });
+        let again = record_poll(&e2, &transient, later, &policy);
+        assert!(again.follow_at.is_some());
+        let gone = Err(DeliveryError::Permanent {
+            reason: "agent answered JSON-RPC error -32001: Task not found".into(),
+            source: None,
+        });
+        let stopped = record_poll(&e2, &gone, later, &policy);
+        assert_eq!(stopped.follow_at, None);
+        assert!(stopped.last_error.unwrap().contains("-32001"));
+        // Followed for give_up_after: stop.
+        let day = add(t0(), policy.give_up_after);
+        let old = record_poll(&e2, &Ok(TaskState::Working), day, &policy);
+        assert_eq!(old.follow_at, None);
+        assert!(old.last_error.unwrap().starts_with("stopped following"));
+    }
+
+    #[test]
+    fn pushed_terminal_or_interrupted_tasks_are_not_followed() {
+        let policy = RetryPolicy::default();
+        let ok = |state| {
+            Ok(SendOutcome::Task {
+                id: "t-1".into(),
+                state,
+            })
+        };
+        let mut pushed = entry();
+        pushed.request =
+            json!({ "configuration": { "taskPushNotificationConfig": { "url": "https://w/" } } });
+        let (e, _) = record_attempt(&pushed, &ok(TaskState::Submitted), t0(), &policy);
+        assert_eq!(e.follow_at, None);
+        for state in [TaskState::Completed, TaskState::AuthRequired] {
+            let (e, _) = record_attempt(&entry(), &ok(state), t0(), &policy);
+            assert_eq!(e.follow_at, None, "{state:?}");
+        }
+        let (e, _) = record_attempt(
+            &entry(),
+            &Ok(SendOutcome::Message {
+                message_id: "m".into(),
+            }),
+            t0(),
+            &policy,
+        );
+        assert_eq!(e.follow_at, None);
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! (`Notified::enable`), so a lapse task queued while a pass runs is never missed; the
 //! [`LaneSettings::idle`] bound is only a safety net under the wake-ups.
 //!
+//! A lane also follows its agent's delivered lapse tasks that asked for no push notifications,
+//! polling `GetTask` when each is due (`Store::outbox_following`).
+//!
 //! The agent's rate limit (§13.2) is waited for inside the lane, in memory: excess lapse tasks
 //! wait, are never dropped, and cost no write.
 
@@ -150,12 +153,29 @@ async fn one_pass(
             return Pass::StoreFailed;
         }
     };
-    let full = due.len() == batch;
-    let recorded: Vec<bool> = stream::iter(due)
+    let follows = match ctx
+        .store
+        .outbox_following(tenant, agent, Some(now), batch)
+        .await
+    {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::error!(error = %e, %tenant, %agent, "reading the agent's followed lapse tasks failed; will retry");
+            return Pass::StoreFailed;
+        }
+    };
+    let full = due.len() == batch || follows.len() == batch;
+    let mut recorded: Vec<bool> = stream::iter(due)
         .map(|entry| send_one(ctx, total, entry))
         .buffer_unordered(ctx.settings.per_agent.max(1))
         .collect()
         .await;
+    let polled: Vec<bool> = stream::iter(follows)
+        .map(|entry| poll_one(ctx, total, entry))
+        .buffer_unordered(ctx.settings.per_agent.max(1))
+        .collect()
+        .await;
+    recorded.extend(polled);
     if recorded.iter().any(|ok| !ok) {
         Pass::StoreFailed
     } else if full {
@@ -205,19 +225,41 @@ async fn send_one(ctx: &LaneContext, total: &Semaphore, entry: OutboxEntry) -> b
     }
 }
 
-/// How long the lane may wait: until its agent's earliest next attempt, at most `idle`.
+/// Polls one followed lapse task with `GetTask` (in a free slot) and records what it says;
+/// answers whether the store took the write.
+async fn poll_one(ctx: &LaneContext, total: &Semaphore, entry: OutboxEntry) -> bool {
+    let _permit = total.acquire().await.ok();
+    match ctx
+        .submitter
+        .poll_one(&*ctx.store, &*ctx.endpoints, &entry, ctx.clock.now())
+        .await
+    {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::error!(error = %e, message_id = %entry.message_id, "recording a GetTask poll failed");
+            false
+        }
+    }
+}
+
+/// How long the lane may wait: until its agent's earliest next attempt or poll, at most `idle`.
 async fn next_wait(ctx: &LaneContext, tenant: &Tenant, agent: &AgentId) -> Duration {
     let idle = ctx.settings.idle;
-    match ctx
+    let attempt = ctx
         .store
         .outbox_of_agent(tenant, agent, DeliveryState::Queued, None, 1)
         .await
-    {
-        Ok(next) => match next.first() {
-            Some(e) => wait_until(ctx.clock.now(), e.next_attempt_at).min(idle),
-            None => idle,
-        },
-        Err(_) => idle,
+        .ok()
+        .and_then(|v| v.first().map(|e| e.next_attempt_at));
+    let poll = ctx
+        .store
+        .outbox_following(tenant, agent, None, 1)
+        .await
+        .ok()
+        .and_then(|v| v.first().and_then(|e| e.follow_at));
+    match attempt.into_iter().chain(poll).min() {
+        Some(at) => wait_until(ctx.clock.now(), at).min(idle),
+        None => idle,
     }
 }
 

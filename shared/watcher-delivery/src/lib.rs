@@ -33,8 +33,8 @@ pub mod testing;
 
 pub use client::{A2aClient, ClientBuildError, ClientConfig, DeliveryError, SendOutcome};
 pub use deliver::{
-    deliver_due, record_attempt, record_found, DeliveryReport, EntryOutcome, Submitter,
-    SubmitterConfig,
+    deliver_due, poll_delay, record_attempt, record_found, record_poll, DeliveryReport,
+    EntryOutcome, Submitter, SubmitterConfig,
 };
 pub use endpoint::{AgentEndpoint, Endpoints};
 pub use lanes::{spawn_lanes, LaneContext, LaneSettings};

@@ -24,6 +24,9 @@ pub struct RetryPolicy {
     /// Longest backoff. Default 5 min: an agent that recovers gets its lapse tasks at most about
     /// 5 minutes later (less the jitter).
     pub max_backoff: Duration,
+    /// The first `GetTask` poll of a followed lapse task comes this long after its delivery;
+    /// later ones thin out (half the time followed so far, at most `max_backoff`). Default 10 s.
+    pub poll_first: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -32,6 +35,7 @@ impl Default for RetryPolicy {
             give_up_after: Duration::from_secs(24 * 3600),
             base: Duration::from_secs(1),
             max_backoff: Duration::from_secs(5 * 60),
+            poll_first: Duration::from_secs(10),
         }
     }
 }
@@ -191,6 +195,7 @@ mod tests {
                 give_up_after: Duration::from_secs(age_s),
                 base: Duration::from_millis(base_ms),
                 max_backoff: Duration::from_millis(cap_ms),
+                poll_first: Duration::from_secs(10),
             }
         })
     }

@@ -435,6 +435,18 @@ impl CaptureAgent {
             .collect()
     }
 
+    /// Sets the state of every kept task with id `task_id` (a task-keeping agent's task moving on,
+    /// as `GetTask` and `ListTasks` then show it).
+    pub fn set_task_state(&self, task_id: &str, state: TaskState) {
+        if let Some(tasks) = &self.controls.tasks {
+            for t in tasks.lock().unwrap_or_else(|p| p.into_inner()).iter_mut() {
+                if t["id"].as_str() == Some(task_id) {
+                    t["status"]["state"] = json!(state.as_str());
+                }
+            }
+        }
+    }
+
     /// The tasks kept by a task-keeping agent (empty otherwise).
     pub fn tasks(&self) -> Vec<Value> {
         self.controls

@@ -51,6 +51,8 @@ fn entry(agent: &str, id: &str, delivery: DeliveryState) -> OutboxEntry {
         last_error: Some("HTTP 503".into()),
         retrying_since: None,
         attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
     }
 }
 

@@ -38,6 +38,8 @@ fn entry(agent: &str, id: &str) -> OutboxEntry {
         last_error: None,
         retrying_since: None,
         attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
     }
 }
 

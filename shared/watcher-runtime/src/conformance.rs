@@ -112,6 +112,7 @@ macro_rules! store_conformance {
             outbox_rules,
             outbox_identity_includes_agent,
             outbox_by_agent_and_state,
+            outbox_following_by_next_poll,
             probe_write_writes,
             tenants_are_isolated,
             rejections_per_tenant_and_agent,
@@ -279,6 +280,8 @@ fn outbox_entry(t: &Tenant, message_id: &str, next_attempt: Instant) -> OutboxEn
         last_error: None,
         retrying_since: None,
         attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
     }
 }
 
@@ -1488,6 +1491,63 @@ pub async fn outbox_by_agent_and_state<S: Store + 'static>(store: Arc<S>) {
         ["lapse:early"],
         "sent entries are found by state too"
     );
+}
+
+/// `outbox_following`: only entries of (tenant, agent) with `follow_at` set, due by `due_by`
+/// when given, earliest first; clearing `follow_at` removes an entry from the answer.
+pub async fn outbox_following_by_next_poll<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("tenant-a");
+    let booking = agent("booking");
+    let mut late = outbox_entry(&t, "lapse:late", t0());
+    late.delivery = DeliveryState::Sent;
+    late.follow_at = Some(at(30));
+    late.follow_since = Some(t0());
+    let mut early = outbox_entry(&t, "lapse:early", t0());
+    early.delivery = DeliveryState::Sent;
+    early.follow_at = Some(at(10));
+    let not_followed = outbox_entry(&t, "lapse:plain", t0());
+    let mut elsewhere = early.clone();
+    elsewhere.agent = agent("other");
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![late.clone(), early.clone(), not_followed, elsewhere],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit lapse tasks");
+    let ids = |v: Vec<OutboxEntry>| v.into_iter().map(|e| e.message_id).collect::<Vec<_>>();
+    let following = |due_by| {
+        let store = store.clone();
+        let t = t.clone();
+        let booking = booking.clone();
+        async move {
+            store
+                .outbox_following(&t, &booking, due_by, 10)
+                .await
+                .expect("outbox_following")
+        }
+    };
+    assert_eq!(
+        ids(following(None).await),
+        ["lapse:early", "lapse:late"],
+        "followed entries of the agent, earliest poll first"
+    );
+    assert_eq!(ids(following(Some(at(10))).await), ["lapse:early"]);
+    let mut done = early.clone();
+    done.follow_at = None;
+    done.task_state = Some("TASK_STATE_COMPLETED".into());
+    store.outbox_update(&done).await.expect("stop following");
+    assert_eq!(ids(following(None).await), ["lapse:late"]);
+    let mut later = late.clone();
+    later.follow_at = Some(at(5));
+    store
+        .outbox_update(&later)
+        .await
+        .expect("poll again sooner");
+    assert_eq!(following(Some(at(5))).await, vec![later]);
 }
 
 /// `probe_write` succeeds on a healthy store, again and again, and changes nothing of the record.

@@ -324,6 +324,30 @@ impl Store for MemoryStore {
             .collect())
     }
 
+    async fn outbox_following(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let inner = self.lock()?;
+        let mut found: Vec<(Instant, usize, &OutboxEntry)> = inner
+            .outbox
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| &o.tenant == tenant && &o.agent == agent)
+            .filter_map(|(i, o)| o.follow_at.map(|at| (at, i, o)))
+            .filter(|(at, _, _)| due_by.is_none_or(|d| *at <= d))
+            .collect();
+        found.sort_by_key(|(at, i, _)| (*at, *i));
+        Ok(found
+            .into_iter()
+            .take(limit)
+            .map(|(_, _, o)| o.clone())
+            .collect())
+    }
+
     async fn probe_write(&self, now: Instant) -> Result<(), StoreError> {
         self.check_write()?;
         self.lock()?.probed_at = Some(now);

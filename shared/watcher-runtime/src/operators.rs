@@ -205,6 +205,8 @@ mod tests {
             last_error: Some("HTTP 503".into()),
             retrying_since: None,
             attempt_started_at: None,
+            follow_at: None,
+            follow_since: None,
         }
     }
 

@@ -103,6 +103,14 @@ pub struct OutboxEntry {
     /// process is ambiguous: the agent may have accepted it (a2a-delegation-in-depth, "Recovery").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt_started_at: Option<Instant>,
+    /// When to ask the agent next for the lapse task's state with `GetTask` (semantics.md "The
+    /// lapse task": the watcher polls when it asked for no push notifications); `None` when the
+    /// task is not followed (answered with a Message, pushed, terminal, interrupted, or given up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_at: Option<Instant>,
+    /// When following began (the delivery), for the polls' backoff and their give-up age.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_since: Option<Instant>,
 }
 
 /// A timer that is due, with what orders it (semantics.md, "Order at one instant").
@@ -230,6 +238,20 @@ pub trait Store: Send + Sync {
         tenant: &Tenant,
         agent: &AgentId,
         delivery: DeliveryState,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// Outbox entries of `agent` of `tenant` whose `follow_at` is set and, when `due_by` is given,
+    /// at or before it; earliest `follow_at` first; at most `limit`. Read from an index holding
+    /// only followed entries.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn outbox_following(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
         due_by: Option<Instant>,
         limit: usize,
     ) -> Result<Vec<OutboxEntry>, StoreError>;

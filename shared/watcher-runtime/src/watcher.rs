@@ -235,6 +235,8 @@ impl<S: Store + ?Sized> Watcher<S> {
                     last_error: None,
                     retrying_since: None,
                     attempt_started_at: None,
+                    follow_at: None,
+                    follow_since: None,
                 })
             })
             .collect()

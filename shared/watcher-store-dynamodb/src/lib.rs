@@ -52,15 +52,16 @@ pub use crate::error::{
     DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS,
 };
 use crate::keys::{
-    agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, instant_key,
-    live_agent, outbox_pk, outbox_sk, rejections_pk, row_sk, subject_pk, task_pk, COUNTER_PK, ITEM,
-    QUEUED_PARTITION, RAISE_COUNTER, ROW_COUNTER, TIMERS_PARTITION,
+    agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, follow_agent,
+    instant_key, live_agent, outbox_pk, outbox_sk, rejections_pk, row_sk, subject_pk, task_pk,
+    COUNTER_PK, ITEM, QUEUED_PARTITION, RAISE_COUNTER, ROW_COUNTER, TIMERS_PARTITION,
 };
 pub use crate::table::create_table;
 use crate::table::{
-    AGENT_DELIVERY, DELIVERY, ENTRY, EXPIRES_AT, INDEXED, KIND, LIVE_AGENT, LIVE_INDEX, LIVE_UNTIL,
-    NEXT_ATTEMPT, OUTBOX_AGENT_INDEX, OUTBOX_DUE_INDEX, PK, QUEUED, REJECTIONS, SEQ, SK, STATE,
-    SUBJECT, TENANT, TIMERS, TIMERS_INDEX, TIMERS_PK, TIMERS_SK, VALUE, VERSION,
+    AGENT_DELIVERY, DELIVERY, ENTRY, EXPIRES_AT, FOLLOW_AGENT, FOLLOW_AT, INDEXED, KIND,
+    LIVE_AGENT, LIVE_INDEX, LIVE_UNTIL, NEXT_ATTEMPT, OUTBOX_AGENT_INDEX, OUTBOX_DUE_INDEX,
+    OUTBOX_FOLLOW_INDEX, PK, QUEUED, REJECTIONS, SEQ, SK, STATE, SUBJECT, TENANT, TIMERS,
+    TIMERS_INDEX, TIMERS_PK, TIMERS_SK, VALUE, VERSION,
 };
 
 /// Rejections kept in one item (one item per commit and agent; more make several items).
@@ -429,6 +430,13 @@ impl DynamoStore {
         );
         if entry.delivery == DeliveryState::Queued {
             item.insert(QUEUED.into(), s(QUEUED_PARTITION));
+        }
+        if let Some(at) = entry.follow_at {
+            item.insert(
+                FOLLOW_AGENT.into(),
+                s(follow_agent(&entry.tenant, &entry.agent)),
+            );
+            item.insert(FOLLOW_AT.into(), s(instant_key(at)));
         }
         if let Some(at) = outbox_expiry(entry, self.retention_days) {
             item.insert(EXPIRES_AT.into(), n(at));
@@ -927,6 +935,25 @@ impl Store for DynamoStore {
         } else {
             remove.push("#q");
         }
+        req = req
+            .expression_attribute_names("#fa", FOLLOW_AGENT)
+            .expression_attribute_names("#ft", FOLLOW_AT);
+        match entry.follow_at {
+            Some(at) => {
+                set.push("#fa = :fa");
+                set.push("#ft = :ft");
+                req = req
+                    .expression_attribute_values(
+                        ":fa",
+                        s(follow_agent(&entry.tenant, &entry.agent)),
+                    )
+                    .expression_attribute_values(":ft", s(instant_key(at)));
+            }
+            None => {
+                remove.push("#fa");
+                remove.push("#ft");
+            }
+        }
         match outbox_expiry(entry, self.retention_days) {
             Some(at) => {
                 set.push("#x = :x");
@@ -1024,6 +1051,61 @@ impl Store for DynamoStore {
             .collect();
         entries.sort_by_key(|(seq, e)| (e.next_attempt_at, *seq));
         Ok(entries.into_iter().map(|(_, e)| e).collect())
+    }
+
+    async fn outbox_following(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let mut keys: Vec<(String, String)> = Vec::new();
+        let mut start = None;
+        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
+        while keys.len() < limit {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(OUTBOX_FOLLOW_INDEX)
+                .key_condition_expression("#fa = :fa AND #ft <= :until")
+                .expression_attribute_names("#fa", FOLLOW_AGENT)
+                .expression_attribute_names("#ft", FOLLOW_AT)
+                .expression_attribute_values(":fa", s(follow_agent(tenant, agent)))
+                .expression_attribute_values(":until", s(until.clone()))
+                .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            for item in out.items.unwrap_or_default() {
+                let what = "outbox-follow index entry";
+                keys.push((
+                    get_s(&item, PK, what)?.into(),
+                    get_s(&item, SK, what)?.into(),
+                ));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        keys.truncate(limit);
+        let entries = each(keys, |(pk, sk)| async move {
+            match self.get(pk, &sk).await? {
+                None => Ok(None),
+                Some(item) => entry_of(&item).map(|(_, e)| Some(e)),
+            }
+        })
+        .await?;
+        let mut entries: Vec<OutboxEntry> = entries
+            .into_iter()
+            .flatten()
+            .filter(|e| e.follow_at.is_some_and(|at| due_by.is_none_or(|d| at <= d)))
+            .collect();
+        entries.sort_by_key(|e| e.follow_at);
+        Ok(entries)
     }
 
     async fn probe_write(&self, now: Instant) -> Result<(), StoreError> {

@@ -112,6 +112,8 @@ fn outbox_entry(t: &Tenant, message_id: &str, delivery: DeliveryState) -> Outbox
         last_error: None,
         retrying_since: None,
         attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
     }
 }
 

@@ -84,6 +84,8 @@ pub fn lapse_entry(expectation: &str) -> OutboxEntry {
         last_error: None,
         retrying_since: None,
         attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
     }
 }
 
