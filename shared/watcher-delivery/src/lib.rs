@@ -2,8 +2,9 @@
 //! and posts each as an A2A 1.0 JSON-RPC `SendMessage` to the agent that raised the expectation
 //! (contracts/serve.md, semantics.md "The lapse task").
 //!
-//! Shared by the local `serve` process (which calls [`Submitter::deliver_due`] from its loop) and
-//! the SQS-fed Lambda (which calls [`Submitter::deliver_one`] per message).
+//! Shared by the local `serve` process (one [`lanes`] task per agent, each calling
+//! [`Submitter::deliver_one`] and [`Submitter::poll_one`]) and the SQS-fed Lambda (which calls
+//! [`Submitter::deliver_one`] per message).
 //!
 //! * [`endpoint`]: where each agent is ([`AgentEndpoint`], [`Endpoints`]).
 //! * [`client`]: the HTTP client ([`A2aClient`]) and the typed outcome of one post
