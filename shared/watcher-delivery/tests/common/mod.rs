@@ -16,6 +16,7 @@ use watcher_delivery::{
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
 
+#[allow(unused_imports)] // not every test binary replies by hand
 pub use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
 
 /// The bearer the watcher presents to agents in these tests.
