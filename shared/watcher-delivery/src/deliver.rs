@@ -25,8 +25,9 @@ pub struct SubmitterConfig {
     pub retry: RetryPolicy,
     /// Per-agent rate limit.
     pub rate_limit: RateLimit,
-    /// Posts in flight at once within one [`Submitter::deliver_due`] call (at least 1). Default 8,
-    /// so one slow agent does not hold up the others.
+    /// Posts in flight at once within one [`Submitter::deliver_due`] call (at least 1). Default
+    /// 8. `serve` does not use `deliver_due`: its per-agent lanes ([`crate::lanes`]) bound what is
+    /// in flight per agent and overall.
     pub concurrency: usize,
 }
 
