@@ -1,42 +1,50 @@
-//! `serve`'s lapse-task delivery loop over the shared submitter (`watcher-delivery`).
+//! `serve`'s lapse-task delivery: one lane per agent over the shared submitter
+//! (`watcher_delivery::lanes`), so a slow or dead agent never delays another.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
+use tokio::task::JoinHandle;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_delivery::deliver::Submitter;
 use watcher_delivery::endpoint::AgentEndpoint;
+use watcher_delivery::lanes::{spawn_lanes, LaneContext, LaneSettings};
 use watcher_runtime::clock::Clock;
+use watcher_runtime::directory::Directory;
 use watcher_runtime::store::Store;
 
-/// Longest the loop sleeps before looking at the outbox again (backoffs end on their own clock).
-const POLL: Duration = Duration::from_millis(500);
-
-/// Posts queued lapse tasks until stopped: woken when new ones are queued, and at least every
-/// half second for retries whose backoff has ended. One pass at a time, so a messageId is
-/// never in flight twice.
-pub async fn delivery_loop(
+/// Starts a delivery lane for every agent of the configuration whose lapse tasks the watcher
+/// submits, and for every agent with an endpoint; they run until `stop` flips. An agent without
+/// an endpoint gets a lane too: its lapse tasks are marked `failed` with the reason.
+#[allow(clippy::too_many_arguments)] // one call site; each argument is a distinct dependency
+pub fn start_lanes(
     store: Arc<dyn Store>,
     submitter: Submitter,
     endpoints: HashMap<(Tenant, AgentId), AgentEndpoint>,
+    directory: &Directory,
     clock: Arc<dyn Clock>,
     wake: Arc<Notify>,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        match submitter
-            .deliver_due(&*store, &endpoints, clock.now(), 64)
-            .await
-        {
-            Ok(report) => tracing::debug!(?report, "delivery pass"),
-            Err(e) => tracing::error!(error = %e, "delivery pass failed; will retry"),
-        }
-        tokio::select! {
-            () = tokio::time::sleep(POLL) => {},
-            () = wake.notified() => {},
-            _ = stop.changed() => return,
-        }
-    }
+    stop: watch::Receiver<bool>,
+    settings: LaneSettings,
+) -> Vec<JoinHandle<()>> {
+    let agents: BTreeSet<(Tenant, AgentId)> = directory
+        .iter()
+        .filter(|a| a.submits_lapses)
+        .map(|a| (a.tenant.clone(), a.profile.id.clone()))
+        .chain(endpoints.keys().cloned())
+        .collect();
+    tracing::info!(lanes = agents.len(), ?settings, "lapse-task delivery lanes");
+    spawn_lanes(
+        LaneContext {
+            store,
+            submitter: Arc::new(submitter),
+            endpoints: Arc::new(endpoints),
+            clock,
+            wake,
+            stop,
+            settings,
+        },
+        agents.into_iter().collect(),
+    )
 }

@@ -6,10 +6,12 @@
 //! * `a2a-watcher example-agent` — a small agent that prints the lapse tasks it receives.
 //! * `a2a-watcher webhook test --config F --source ID PAYLOAD.json` — the facts a carrier's
 //!   payload would yield through the source's mappings, recording nothing.
+//! * `a2a-watcher retry --agent ID` — re-queue an agent's failed lapse tasks on a running watcher.
 
 mod delivery;
 mod demo;
 mod example_agent;
+mod retry;
 mod serve;
 mod webhook;
 
@@ -57,6 +59,21 @@ enum Command {
         /// The card to serve (defaults to examples/booking-card.json, built in).
         #[arg(long)]
         card: Option<PathBuf>,
+    },
+    /// Re-queue failed lapse tasks of one agent on a running watcher (POST /v1/lapses/retry).
+    Retry {
+        /// The watcher's base URL.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// An operator's bearer token (else the environment's `A2A_WATCHER_TOKEN`).
+        #[arg(long)]
+        token: Option<String>,
+        /// The agent whose failed lapse tasks to re-queue.
+        #[arg(long)]
+        agent: String,
+        /// Only these lapse tasks (repeatable); all failed ones of the agent without it.
+        #[arg(long = "message-id")]
+        message_ids: Vec<String>,
     },
     /// Run a scenario on a simulated clock and print what happened as JSON Lines.
     Replay {
@@ -173,6 +190,21 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+        Command::Retry {
+            url,
+            token,
+            agent,
+            message_ids,
+        } => {
+            init_logging(cli.log_format, "warn");
+            let result = token
+                .or_else(|| std::env::var("A2A_WATCHER_TOKEN").ok())
+                .context("an operator's token is needed: --token or A2A_WATCHER_TOKEN")
+                .and_then(|token| {
+                    runtime()?.block_on(retry::run(&url, &token, &agent, &message_ids))
+                });
+            exit_on(result, "retry")
         }
         Command::Replay { scenario, format } => match run_replay(&scenario, format) {
             Ok(code) => code,

@@ -15,7 +15,7 @@ use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
 use watcher_store_sqlite::SqliteStore;
 
-use crate::delivery::delivery_loop;
+use crate::delivery::start_lanes;
 
 /// Longest the timer and delivery loops sleep before looking again: a safety net under the
 /// wake-ups (the record, not the in-memory wait, is what decides).
@@ -71,7 +71,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         })?);
     let deployment = load_deployment(&config).await?;
     let submitter = watcher_config::submitter(&config.delivery)?;
+    let lanes = watcher_config::lane_settings(&config.delivery);
     let endpoints = deployment.endpoints;
+    let lane_directory = deployment.directory.clone();
     let watcher = Arc::new(Watcher::new(
         store.clone(),
         deployment.directory,
@@ -141,14 +143,16 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     } else {
         tracing::info!("retention_days = 0: keeping every record forever");
     }
-    tasks.push(tokio::spawn(delivery_loop(
+    tasks.extend(start_lanes(
         store.clone(),
         submitter,
         endpoints,
+        &lane_directory,
         clock.clone(),
         wake.clone(),
         stop_rx,
-    )));
+        lanes,
+    ));
     Ok(Running {
         addr,
         stop: stop_tx,

@@ -303,6 +303,10 @@ fn entry(tenant: &str, agent: &str, message_id: &str) -> OutboxEntry {
         task_state: None,
         answered_with_message: false,
         last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
     }
 }
 

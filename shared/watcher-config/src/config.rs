@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
+use watcher_core::time::IsoDuration;
 
 fn default_listen() -> String {
     "127.0.0.1:8080".into()
@@ -162,24 +163,51 @@ impl Default for LimitsConfig {
     }
 }
 
-/// `[delivery]`.
+/// `[delivery]`: how lapse tasks reach agents (README, "Operating"). Every key is optional.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
 pub struct DeliveryConfig {
-    /// Attempts before a lapse task is marked failed. Default 8.
-    pub max_attempts: u32,
-    /// Per-request timeout in seconds. Default 10.
+    /// Per-request timeout in seconds (connection and whole exchange). Default 10.
     pub timeout_secs: u64,
-    /// Lapse tasks per agent per minute. Default 60.
+    /// How long after its first retryable failure (transport error, 5xx, 408, 429, a transient
+    /// JSON-RPC error) a lapse task is still retried; then it is marked `failed`. ISO 8601.
+    /// Default `PT24H`.
+    pub give_up_after: IsoDuration,
+    /// Backoff after the first failure, doubling with each further one (with jitter). Default
+    /// `PT1S`.
+    pub backoff_base: IsoDuration,
+    /// Longest backoff between two attempts (an agent's `Retry-After` may ask for longer).
+    /// Default `PT5M`.
+    pub backoff_max: IsoDuration,
+    /// The first `GetTask` poll of a lapse task the watcher follows (it asked for no push
+    /// notifications) comes this long after delivery; later ones thin out up to `backoff_max`,
+    /// until the task is terminal, needs a person, or has been followed for `give_up_after`.
+    /// Default `PT10S`.
+    pub poll_first: IsoDuration,
+    /// Lapse tasks per agent per minute, sustained (§13.2). Default 600. 0 turns the limit off.
     pub per_minute: u32,
+    /// Lapse tasks an agent may be sent at once after a quiet spell (the token bucket's size).
+    /// Default 100. Excess waits; nothing is dropped.
+    pub burst: u32,
+    /// Lapse tasks in flight at once to one agent. Default 4.
+    pub in_flight_per_agent: usize,
+    /// Lapse tasks in flight at once over all agents. Default 64.
+    pub in_flight: usize,
 }
 
 impl Default for DeliveryConfig {
     fn default() -> Self {
+        let iso = |t: &str| IsoDuration::parse(t).expect("a valid built-in duration");
         DeliveryConfig {
-            max_attempts: 8,
             timeout_secs: 10,
-            per_minute: 60,
+            give_up_after: iso("PT24H"),
+            backoff_base: iso("PT1S"),
+            backoff_max: iso("PT5M"),
+            poll_first: iso("PT10S"),
+            per_minute: 600,
+            burst: 100,
+            in_flight_per_agent: 4,
+            in_flight: 64,
         }
     }
 }
@@ -300,7 +328,16 @@ mod tests {
         assert_eq!(c.limits.lineage_bound, 3);
         assert_eq!(c.limits.max_open_per_subject, 100);
         assert_eq!(c.limits.max_open_per_agent, 100_000);
-        assert_eq!(c.delivery.max_attempts, 8);
+        assert_eq!(c.delivery.give_up_after.as_str(), "PT24H");
+        assert_eq!(c.delivery.backoff_base.as_str(), "PT1S");
+        assert_eq!(c.delivery.backoff_max.as_str(), "PT5M");
+        assert_eq!(c.delivery.poll_first.as_str(), "PT10S");
+        assert_eq!((c.delivery.per_minute, c.delivery.burst), (600, 100));
+        assert_eq!(
+            (c.delivery.in_flight_per_agent, c.delivery.in_flight),
+            (4, 64)
+        );
+        assert_eq!(c.delivery.timeout_secs, 10);
     }
 
     #[test]

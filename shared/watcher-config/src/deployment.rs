@@ -14,6 +14,7 @@ use watcher_runtime::directory::Directory;
 use crate::agents::load_agent;
 use watcher_delivery::client::{A2aClient, ClientConfig};
 use watcher_delivery::deliver::{Submitter, SubmitterConfig};
+use watcher_delivery::lanes::LaneSettings;
 use watcher_delivery::rate::RateLimit;
 use watcher_delivery::retry::RetryPolicy;
 
@@ -62,7 +63,8 @@ pub async fn load_deployment(config: &Config) -> anyhow::Result<Deployment> {
     })
 }
 
-/// The lapse-task submitter configured from `[delivery]`: timeouts, attempts, rate per agent.
+/// The lapse-task submitter configured from `[delivery]`: timeouts, retry by age, backoff,
+/// rate per agent.
 ///
 /// # Errors
 /// When the HTTP client cannot be built.
@@ -76,17 +78,36 @@ pub fn submitter(cfg: &DeliveryConfig) -> anyhow::Result<Submitter> {
     Ok(Submitter::new(
         client,
         SubmitterConfig {
-            retry: RetryPolicy {
-                max_attempts: cfg.max_attempts,
-                ..RetryPolicy::default()
-            },
+            retry: retry_policy(cfg),
             rate_limit: RateLimit {
                 per_minute: cfg.per_minute,
-                ..RateLimit::default()
+                burst: cfg.burst,
             },
-            ..SubmitterConfig::default()
+            concurrency: cfg.in_flight_per_agent.max(1),
         },
     ))
+}
+
+/// The retry policy of `[delivery]`.
+pub fn retry_policy(cfg: &DeliveryConfig) -> RetryPolicy {
+    let std = |d: &watcher_core::time::IsoDuration| {
+        std::time::Duration::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    };
+    RetryPolicy {
+        give_up_after: std(&cfg.give_up_after),
+        base: std(&cfg.backoff_base),
+        max_backoff: std(&cfg.backoff_max),
+        poll_first: std(&cfg.poll_first),
+    }
+}
+
+/// The delivery lanes' settings of `[delivery]`.
+pub fn lane_settings(cfg: &DeliveryConfig) -> LaneSettings {
+    LaneSettings {
+        per_agent: cfg.in_flight_per_agent.max(1),
+        total: cfg.in_flight.max(1),
+        ..LaneSettings::default()
+    }
 }
 
 /// The bounds of `[limits]`.

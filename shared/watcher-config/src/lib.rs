@@ -7,4 +7,6 @@ pub mod config;
 pub mod deployment;
 
 pub use config::Config;
-pub use deployment::{credentials, load_deployment, settings, submitter, Deployment};
+pub use deployment::{
+    credentials, lane_settings, load_deployment, retry_policy, settings, submitter, Deployment,
+};

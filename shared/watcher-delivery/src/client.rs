@@ -225,6 +225,114 @@ impl A2aClient {
         params: &Value,
         message_id: &str,
     ) -> Result<SendOutcome, DeliveryError> {
+        let result = self
+            .call(endpoint, methods::SEND_MESSAGE, params, message_id)
+            .await?;
+        Ok(outcome_of(result))
+    }
+
+    /// Asks the agent for its tasks in `context_id` (A2A 1.0 `ListTasks`, a2a-v1.md §1) with
+    /// their history, newest first, at most `page_size` (1..=100), and answers the `id` of the
+    /// first task whose history holds a message with `message_id` (the lapse task's own), or
+    /// `None` when no listed task does.
+    ///
+    /// Used before sending an entry again whose earlier attempt has no recorded outcome
+    /// (a2a-delegation-in-depth, "Recovery"): found, the entry is delivered already.
+    ///
+    /// # Errors
+    /// As [`A2aClient::send_message`]; an agent without `ListTasks` answers `-32601`
+    /// (permanent). The JSON-RPC id is `list:{message_id}`.
+    pub async fn find_in_context(
+        &self,
+        endpoint: &AgentEndpoint,
+        context_id: &str,
+        tenant: Option<&str>,
+        message_id: &str,
+        page_size: u32,
+    ) -> Result<Option<(String, TaskState)>, DeliveryError> {
+        let mut params = serde_json::json!({
+            "contextId": context_id,
+            "pageSize": page_size.clamp(1, 100),
+        });
+        if let Some(t) = tenant {
+            params["tenant"] = Value::String(t.to_owned());
+        }
+        let result = self
+            .call(
+                endpoint,
+                methods::LIST_TASKS,
+                &params,
+                &format!("list:{message_id}"),
+            )
+            .await?;
+        let Some(tasks) = result.get("tasks").and_then(Value::as_array) else {
+            return Err(DeliveryError::Permanent {
+                reason: "the ListTasks result has no `tasks` array".into(),
+                source: None,
+            });
+        };
+        for task in tasks {
+            let holds = task
+                .get("history")
+                .and_then(Value::as_array)
+                .is_some_and(|h| {
+                    h.iter()
+                        .any(|m| m.get("messageId").and_then(Value::as_str) == Some(message_id))
+                });
+            if holds {
+                if let Some(id) = task.get("id").and_then(Value::as_str) {
+                    let state = task
+                        .pointer("/status/state")
+                        .cloned()
+                        .and_then(|s| serde_json::from_value::<TaskState>(s).ok())
+                        .unwrap_or(TaskState::Unspecified);
+                    return Ok(Some((id.to_owned(), state)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Asks the agent for the task `task_id` (A2A 1.0 `GetTask`, no history) and answers its
+    /// state (`TASK_STATE_UNSPECIFIED` when the answer has none the watcher knows).
+    ///
+    /// # Errors
+    /// As [`A2aClient::send_message`]; an unknown task is `-32001` (permanent). The JSON-RPC id
+    /// is `get:{task_id}`.
+    pub async fn get_task_state(
+        &self,
+        endpoint: &AgentEndpoint,
+        task_id: &str,
+        tenant: Option<&str>,
+    ) -> Result<TaskState, DeliveryError> {
+        let mut params = serde_json::json!({ "id": task_id, "historyLength": 0 });
+        if let Some(t) = tenant {
+            params["tenant"] = Value::String(t.to_owned());
+        }
+        let result = self
+            .call(
+                endpoint,
+                methods::GET_TASK,
+                &params,
+                &format!("get:{task_id}"),
+            )
+            .await?;
+        Ok(result
+            .pointer("/status/state")
+            .cloned()
+            .and_then(|s| serde_json::from_value::<TaskState>(s).ok())
+            .unwrap_or(TaskState::Unspecified))
+    }
+
+    /// Posts one JSON-RPC request and answers its `result`.
+    async fn call(
+        &self,
+        endpoint: &AgentEndpoint,
+        method: &str,
+        params: &Value,
+        id: &str,
+    ) -> Result<Value, DeliveryError> {
+        let message_id = id;
         let url = reqwest::Url::parse(&endpoint.url).map_err(|e| {
             DeliveryError::permanent(format!("endpoint {:?} is not a URL", endpoint.url), e)
         })?;
@@ -239,7 +347,7 @@ impl A2aClient {
                 DeliveryError::permanent("endpoint refused by the outbound address policy", e)
             })?;
         }
-        let request = JsonRpcRequest::new(message_id, methods::SEND_MESSAGE, params);
+        let request = JsonRpcRequest::new(message_id, method, params);
         let body = serde_json::to_vec(&request)
             .map_err(|e| DeliveryError::permanent("could not encode the request", e))?;
 
@@ -286,7 +394,7 @@ impl A2aClient {
                 source: None,
             });
         }
-        interpret_response(status, &headers, &body, message_id)
+        rpc_result(status, &headers, &body, message_id)
     }
 }
 
@@ -313,13 +421,40 @@ fn transport_error(e: reqwest::Error) -> DeliveryError {
     DeliveryError::retryable(reason, e)
 }
 
-/// Classifies an answer received in full (a2a-v1.md §1, §4).
+/// Classifies an answer to `SendMessage` received in full (a2a-v1.md §1, §4).
+#[cfg(test)]
 fn interpret_response(
     status: StatusCode,
     headers: &HeaderMap,
     body: &[u8],
     message_id: &str,
 ) -> Result<SendOutcome, DeliveryError> {
+    rpc_result(status, headers, body, message_id).map(outcome_of)
+}
+
+/// What a `SendMessage` `result` says.
+fn outcome_of(result: Value) -> SendOutcome {
+    match serde_json::from_value::<SendMessageResponse>(result) {
+        Ok(SendMessageResponse::Task(task)) => SendOutcome::Task {
+            state: task.state(),
+            id: task.id,
+        },
+        Ok(SendMessageResponse::Message(message)) => SendOutcome::Message {
+            message_id: message.message_id,
+        },
+        Err(e) => SendOutcome::Unrecognised {
+            detail: e.to_string(),
+        },
+    }
+}
+
+/// Classifies an answer received in full (a2a-v1.md §1, §4) and answers its JSON-RPC `result`.
+fn rpc_result(
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &[u8],
+    message_id: &str,
+) -> Result<Value, DeliveryError> {
     if !status.is_success() {
         let detail = match serde_json::from_slice::<JsonRpcResponse>(body) {
             Ok(JsonRpcResponse {
@@ -379,31 +514,17 @@ fn interpret_response(
             "agent answered with a different JSON-RPC id; taking the answer as this request's"
         );
     }
-    let result = match response.into_result() {
-        Ok(result) => result,
+    match response.into_result() {
+        Ok(result) => Ok(result),
         Err(err) => {
             let reason = format!("agent answered {err}");
-            return Err(if err.is_permanent() {
+            Err(if err.is_permanent() {
                 DeliveryError::permanent(reason, err)
             } else {
                 DeliveryError::retryable(reason, err)
-            });
+            })
         }
-    };
-    Ok(
-        match serde_json::from_value::<SendMessageResponse>(result) {
-            Ok(SendMessageResponse::Task(task)) => SendOutcome::Task {
-                state: task.state(),
-                id: task.id,
-            },
-            Ok(SendMessageResponse::Message(message)) => SendOutcome::Message {
-                message_id: message.message_id,
-            },
-            Err(e) => SendOutcome::Unrecognised {
-                detail: e.to_string(),
-            },
-        },
-    )
+    }
 }
 
 /// `Retry-After` in seconds (the HTTP-date form is ignored).

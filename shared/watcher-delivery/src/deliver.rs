@@ -6,6 +6,7 @@
 //! Bookkeeping is pure ([`record_attempt`]); the functions here only carry it out against the
 //! [`Store`] and the network.
 
+use a2a_types::TaskState;
 use futures_util::stream::{self, StreamExt};
 use tracing::Instrument;
 use watcher_core::ids::{AgentId, Tenant};
@@ -15,7 +16,7 @@ use watcher_runtime::store::{DeliveryState, OutboxEntry, Store, StoreError};
 use crate::client::{A2aClient, DeliveryError, SendOutcome};
 use crate::endpoint::{AgentEndpoint, Endpoints};
 use crate::rate::{RateLimit, RateLimiter};
-use crate::retry::{add, jitter_fraction, next_attempt_at, RetryPolicy};
+use crate::retry::{add, elapsed, jitter_fraction, next_attempt_at, RetryPolicy};
 
 /// Settings of a [`Submitter`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,8 +25,9 @@ pub struct SubmitterConfig {
     pub retry: RetryPolicy,
     /// Per-agent rate limit.
     pub rate_limit: RateLimit,
-    /// Posts in flight at once within one [`Submitter::deliver_due`] call (at least 1). Default 8,
-    /// so one slow agent does not hold up the others.
+    /// Posts in flight at once within one [`Submitter::deliver_due`] call (at least 1). Default
+    /// 8. `serve` does not use `deliver_due`: its per-agent lanes ([`crate::lanes`]) bound what is
+    /// in flight per agent and overall.
     pub concurrency: usize,
 }
 
@@ -115,15 +117,21 @@ impl DeliveryReport {
 
 /// Records one attempt's result on an entry: the pure part of delivery.
 ///
-/// * `Ok(Task)`: `sent`, `task_id`, `task_state` (ProtoJSON name, e.g. `TASK_STATE_SUBMITTED`).
+/// * `Ok(Task)`: `sent`, `task_id`, `task_state` (ProtoJSON name, e.g. `TASK_STATE_SUBMITTED`) —
+///   unless the task's id is one of the request's `referenceTaskIds`: the agent resumed the
+///   origin task instead of creating one, a protocol error recorded as `failed` with the reason,
+///   not counted as delivered (docs/interpretation.md).
 /// * `Ok(Message)`: `sent`, `answered_with_message = true`.
 /// * `Ok(Unrecognised)`: `sent`, with the oddity in `last_error`.
 /// * `Err(Permanent)`: `failed`, `last_error` = the error with its causes.
-/// * `Err(Retryable)`: `failed` once `attempts` reaches `policy.max_attempts`; otherwise still
-///   `queued` with `next_attempt_at` from [`next_attempt_at`] (jitter from [`jitter_fraction`]),
-///   or the agent's `Retry-After` if later (capped at `max_backoff`).
+/// * `Err(Retryable)`: retried by age: `retrying_since` is set at the first retryable failure;
+///   once `now` is `policy.give_up_after` past it the entry is `failed`; otherwise it stays
+///   `queued` with `next_attempt_at` from [`next_attempt_at`] (jitter from
+///   [`jitter_fraction`]) or the agent's `Retry-After` if later, but never later than the
+///   give-up instant (so the last attempt is made at that age).
 ///
-/// `attempts` is incremented in every case. `now` is the instant of the attempt.
+/// `attempts` is incremented and `attempt_started_at` cleared in every case; a success or a
+/// permanent failure clears `retrying_since`. `now` is the instant of the attempt.
 pub fn record_attempt(
     entry: &OutboxEntry,
     result: &Result<SendOutcome, DeliveryError>,
@@ -132,14 +140,30 @@ pub fn record_attempt(
 ) -> (OutboxEntry, EntryOutcome) {
     let mut e = entry.clone();
     e.attempts = e.attempts.saturating_add(1);
+    e.attempt_started_at = None;
     let outcome = match result {
+        Ok(SendOutcome::Task { id, .. }) if references(&e.request, id) => {
+            let error = format!(
+                "protocol error: the agent answered with task {id:?}, the origin task named in \
+                 referenceTaskIds, instead of a new task for the lapse; not counted as delivered"
+            );
+            e.delivery = DeliveryState::Failed;
+            e.retrying_since = None;
+            e.last_error = Some(error.clone());
+            EntryOutcome::Failed {
+                attempts: e.attempts,
+                error,
+            }
+        }
         Ok(sent) => {
             e.delivery = DeliveryState::Sent;
             e.last_error = None;
+            e.retrying_since = None;
             match sent {
                 SendOutcome::Task { id, state } => {
                     e.task_id = Some(id.clone());
                     e.task_state = Some(state.as_str().to_owned());
+                    start_following(&mut e, *state, now, policy);
                 }
                 SendOutcome::Message { .. } => e.answered_with_message = true,
                 SendOutcome::Unrecognised { detail } => {
@@ -153,6 +177,7 @@ pub fn record_attempt(
         Err(err @ DeliveryError::Permanent { .. }) => {
             let error = err.describe();
             e.delivery = DeliveryState::Failed;
+            e.retrying_since = None;
             e.last_error = Some(error.clone());
             EntryOutcome::Failed {
                 attempts: e.attempts,
@@ -160,8 +185,15 @@ pub fn record_attempt(
             }
         }
         Err(err @ DeliveryError::Retryable { .. }) => {
-            if e.attempts >= policy.max_attempts.max(1) {
-                let error = format!("gave up after {} attempts: {}", e.attempts, err.describe());
+            let since = *e.retrying_since.get_or_insert(now);
+            let give_up_at = add(since, policy.give_up_after);
+            if now >= give_up_at {
+                let error = format!(
+                    "gave up after retrying for {} ({} attempts): {}",
+                    human(elapsed(since, now)),
+                    e.attempts,
+                    err.describe()
+                );
                 e.delivery = DeliveryState::Failed;
                 e.last_error = Some(error.clone());
                 EntryOutcome::Failed {
@@ -176,10 +208,9 @@ pub fn record_attempt(
                     policy,
                     jitter_fraction(&e.message_id, e.attempts),
                 );
-                let asked = err
-                    .retry_after()
-                    .map(|d| add(now, d.min(policy.max_backoff)));
-                e.next_attempt_at = asked.map_or(backoff, |asked| asked.max(backoff));
+                let asked = err.retry_after().map(|d| add(now, d));
+                let next = asked.map_or(backoff, |asked| asked.max(backoff));
+                e.next_attempt_at = next.min(give_up_at);
                 e.last_error = Some(error.clone());
                 EntryOutcome::Retried {
                     attempts: e.attempts,
@@ -190,6 +221,142 @@ pub fn record_attempt(
         }
     };
     (e, outcome)
+}
+
+/// Records that an ambiguous entry (an attempt with no recorded outcome) was found at the agent
+/// by `ListTasks`: `sent`, with the task's id and state, the attempt cleared. No attempt is
+/// counted: nothing was posted.
+pub fn record_found(
+    entry: &OutboxEntry,
+    task_id: &str,
+    state: TaskState,
+    now: Instant,
+    policy: &RetryPolicy,
+) -> OutboxEntry {
+    let mut e = entry.clone();
+    e.delivery = DeliveryState::Sent;
+    e.attempt_started_at = None;
+    e.retrying_since = None;
+    e.task_id = Some(task_id.to_owned());
+    e.task_state = Some(state.as_str().to_owned());
+    e.last_error = None;
+    start_following(&mut e, state, now, policy);
+    e
+}
+
+/// Whether the watcher follows a lapse task with `GetTask` (semantics.md "The lapse task"): it
+/// asked for no push notifications (`configuration.taskPushNotificationConfig` absent) and the
+/// task is neither terminal nor interrupted (input or auth required: a person's turn, §13.1).
+fn follows(request: &serde_json::Value, state: TaskState) -> bool {
+    request
+        .pointer("/configuration/taskPushNotificationConfig")
+        .is_none()
+        && !state.is_terminal()
+        && !state.is_interrupted()
+}
+
+/// Starts following a delivered lapse task when [`follows`] says so: first poll `poll_first`
+/// later.
+fn start_following(e: &mut OutboxEntry, state: TaskState, now: Instant, policy: &RetryPolicy) {
+    if follows(&e.request, state) {
+        e.follow_since = Some(now);
+        e.follow_at = Some(add(now, policy.poll_first));
+    } else {
+        e.follow_at = None;
+    }
+}
+
+/// The wait before the next `GetTask` poll: half the time followed so far, between
+/// `policy.poll_first` and `policy.max_backoff` (so polls thin out geometrically, with no
+/// counter).
+pub fn poll_delay(since: Instant, now: Instant, policy: &RetryPolicy) -> std::time::Duration {
+    (elapsed(since, now) / 2).clamp(policy.poll_first, policy.max_backoff.max(policy.poll_first))
+}
+
+/// Records one `GetTask` poll of a followed lapse task at `now`:
+///
+/// * a state: kept as `task_state`; following stops when it is terminal or interrupted (input
+///   or auth required, shown to operators as needing a person), or once the task has been
+///   followed for `policy.give_up_after` (noted in `last_error`); else the next poll is
+///   [`poll_delay`] later;
+/// * a retryable error: the next poll is [`poll_delay`] later (up to the same age);
+/// * a permanent error (e.g. `-32001` task not found, or no `GetTask`): following stops, noted
+///   in `last_error`.
+///
+/// The delivery (`sent`) is never changed.
+pub fn record_poll(
+    entry: &OutboxEntry,
+    result: &Result<TaskState, DeliveryError>,
+    now: Instant,
+    policy: &RetryPolicy,
+) -> OutboxEntry {
+    let mut e = entry.clone();
+    let since = e.follow_since.unwrap_or(now);
+    let too_old = elapsed(since, now) >= policy.give_up_after;
+    let next = Some(add(now, poll_delay(since, now, policy)));
+    match result {
+        Ok(TaskState::Unspecified) => {
+            e.follow_at = None;
+            e.last_error = Some(
+                "stopped following the lapse task's task: GetTask answered no known task state"
+                    .into(),
+            );
+        }
+        Ok(state) => {
+            e.task_state = Some(state.as_str().to_owned());
+            if state.is_terminal() || state.is_interrupted() {
+                e.follow_at = None;
+            } else if too_old {
+                e.follow_at = None;
+                e.last_error = Some(format!(
+                    "stopped following the lapse task's task: still {} after {}",
+                    state.as_str(),
+                    human(elapsed(since, now))
+                ));
+            } else {
+                e.follow_at = next;
+            }
+        }
+        Err(err @ DeliveryError::Retryable { .. }) => {
+            if too_old {
+                e.follow_at = None;
+                e.last_error = Some(format!(
+                    "stopped following the lapse task's task: {}",
+                    err.describe()
+                ));
+            } else {
+                e.follow_at = next;
+            }
+        }
+        Err(err @ DeliveryError::Permanent { .. }) => {
+            e.follow_at = None;
+            e.last_error = Some(format!(
+                "stopped following the lapse task's task: {}",
+                err.describe()
+            ));
+        }
+    }
+    e
+}
+
+/// Whether `task_id` is one of the request's `message.referenceTaskIds`.
+fn references(request: &serde_json::Value, task_id: &str) -> bool {
+    request
+        .pointer("/message/referenceTaskIds")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|ids| ids.iter().any(|id| id.as_str() == Some(task_id)))
+}
+
+/// A duration for people, e.g. `24h 0m 3s`.
+fn human(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h {}m {}s", s / 3600, (s % 3600) / 60, s % 60)
+    } else if s >= 60 {
+        format!("{}m {}s", s / 60, s % 60)
+    } else {
+        format!("{}.{:03}s", s, d.subsec_millis())
+    }
 }
 
 /// Posts lapse tasks: an [`A2aClient`], a [`RetryPolicy`] and a [`RateLimiter`] kept across
@@ -289,6 +456,54 @@ impl Submitter {
                 post(store, &self.client, &self.policy, entry, endpoint, now).await
             }
         }
+    }
+}
+
+impl Submitter {
+    /// Polls the followed lapse task `entry` with `GetTask` at `now` and records what it says
+    /// ([`record_poll`]); answers the entry as written.
+    ///
+    /// # Errors
+    /// A [`StoreError`] recording the poll.
+    pub async fn poll_one<S, E>(
+        &self,
+        store: &S,
+        endpoints: &E,
+        entry: &OutboxEntry,
+        now: Instant,
+    ) -> Result<OutboxEntry, StoreError>
+    where
+        S: Store + ?Sized,
+        E: Endpoints + ?Sized,
+    {
+        let result = match (
+            endpoints.endpoint(&entry.tenant, &entry.agent),
+            entry.task_id.as_deref(),
+        ) {
+            (Some(endpoint), Some(task_id)) => {
+                let tenant = entry
+                    .request
+                    .get("tenant")
+                    .and_then(serde_json::Value::as_str);
+                self.client.get_task_state(&endpoint, task_id, tenant).await
+            }
+            _ => Err(DeliveryError::Permanent {
+                reason: "no endpoint or task id to poll".into(),
+                source: None,
+            }),
+        };
+        let updated = record_poll(entry, &result, now, &self.policy);
+        store.outbox_update(&updated).await?;
+        if updated.task_state != entry.task_state {
+            tracing::info!(
+                message_id = %entry.message_id,
+                agent = %entry.agent,
+                task_state = updated.task_state.as_deref(),
+                following = updated.follow_at.is_some(),
+                "lapse task's task changed state"
+            );
+        }
+        Ok(updated)
     }
 }
 
@@ -459,7 +674,17 @@ where
     Ok(Prepared::Post(Box::new((entry, endpoint))))
 }
 
-/// Posts one entry and records the result.
+/// Posts one entry and records the result (a2a-delegation-in-depth, "Recovery"):
+///
+/// 1. An entry whose earlier attempt has no recorded outcome (`attempt_started_at` set) is
+///    ambiguous: the agent may have accepted it. It is looked for first with `ListTasks` in the
+///    request's `contextId`; a task whose history holds its `messageId` is the one, and the entry
+///    is recorded `sent` with that task's id, without posting. Only when the agent does not offer
+///    `ListTasks`, answers an error, or lists no such task is it posted again, with the same
+///    `messageId`.
+/// 2. The attempt is recorded (`attempt_started_at` = `now`) before the request is sent, so a
+///    crash between the agent's answer and the record leaves the entry ambiguous, not forgotten.
+/// 3. The answer is recorded with [`record_attempt`].
 async fn post<S>(
     store: &S,
     client: &A2aClient,
@@ -479,15 +704,32 @@ where
         attempt = entry.attempts.saturating_add(1),
     );
     async move {
+        if entry.attempt_started_at.is_some() {
+            if let Some(found) = look_for(client, &endpoint, &entry).await {
+                let (task_id, state) = found;
+                let updated = record_found(&entry, &task_id, state, now, policy);
+                store.outbox_update(&updated).await?;
+                let outcome = EntryOutcome::Sent(SendOutcome::Task { id: task_id, state });
+                tracing::info!(
+                    message_id = %entry.message_id,
+                    "an attempt without a recorded outcome had reached the agent (found by ListTasks); recorded as sent, not posted again"
+                );
+                log_outcome(&updated, &outcome);
+                return Ok(outcome);
+            }
+        }
+        let mut marked = entry;
+        marked.attempt_started_at = Some(now);
+        store.outbox_update(&marked).await?;
         let result = client
-            .send_message(&endpoint, &entry.request, &entry.message_id)
+            .send_message(&endpoint, &marked.request, &marked.message_id)
             .await;
-        let (updated, outcome) = record_attempt(&entry, &result, now, policy);
+        let (updated, outcome) = record_attempt(&marked, &result, now, policy);
         if let Err(e) = store.outbox_update(&updated).await {
             tracing::error!(
                 error = %e,
                 outcome = outcome_name(&outcome),
-                "could not record the lapse task's delivery; it will be posted again"
+                "could not record the lapse task's delivery; it is looked for with ListTasks before it is posted again"
             );
             return Err(e);
         }
@@ -496,6 +738,47 @@ where
     }
     .instrument(span)
     .await
+}
+
+/// Looks for an ambiguous entry's task at the agent: `Some((task id, state))` when a task in the
+/// request's `contextId` holds its `messageId`; `None` when none does, the request has no
+/// `contextId`, or the agent does not answer `ListTasks` (logged).
+async fn look_for(
+    client: &A2aClient,
+    endpoint: &AgentEndpoint,
+    entry: &OutboxEntry,
+) -> Option<(String, TaskState)> {
+    let context_id = entry
+        .request
+        .pointer("/message/contextId")
+        .and_then(serde_json::Value::as_str)?;
+    let tenant = entry
+        .request
+        .get("tenant")
+        .and_then(serde_json::Value::as_str);
+    match client
+        .find_in_context(endpoint, context_id, tenant, &entry.message_id, 100)
+        .await
+    {
+        Ok(found) => {
+            if found.is_none() {
+                tracing::info!(
+                    message_id = %entry.message_id,
+                    context_id,
+                    "an attempt without a recorded outcome is not among the agent's tasks; posting it again"
+                );
+            }
+            found
+        }
+        Err(e) => {
+            tracing::info!(
+                message_id = %entry.message_id,
+                error = %e.describe(),
+                "the agent does not answer ListTasks; posting again with the same messageId"
+            );
+            None
+        }
+    }
 }
 
 fn outcome_name(outcome: &EntryOutcome) -> &'static str {
@@ -608,6 +891,10 @@ mod tests {
             task_state: None,
             answered_with_message: false,
             last_error: None,
+            retrying_since: None,
+            attempt_started_at: None,
+            follow_at: None,
+            follow_since: None,
         }
     }
 
@@ -637,31 +924,94 @@ mod tests {
     }
 
     #[test]
-    fn retryable_failures_back_off_then_give_up() {
+    fn retryable_failures_back_off_by_age_then_give_up() {
         let policy = RetryPolicy {
-            max_attempts: 3,
+            give_up_after: Duration::from_secs(60),
             base: Duration::from_secs(10),
-            max_backoff: Duration::from_secs(60),
+            max_backoff: Duration::from_secs(40),
+            ..RetryPolicy::default()
         };
         let (e1, o1) = record_attempt(&entry(), &retryable(), t0(), &policy);
         assert_eq!(e1.delivery, DeliveryState::Queued);
+        assert_eq!(e1.retrying_since, Some(t0()));
         assert!(e1.next_attempt_at >= add(t0(), Duration::from_secs(5)));
         assert!(e1.next_attempt_at <= add(t0(), Duration::from_secs(10)));
         assert!(matches!(o1, EntryOutcome::Retried { attempts: 1, .. }));
-        let (e2, _) = record_attempt(&e1, &retryable(), t0(), &policy);
-        assert_eq!(e2.delivery, DeliveryState::Queued);
-        let (e3, o3) = record_attempt(&e2, &retryable(), t0(), &policy);
-        assert_eq!(e3.delivery, DeliveryState::Failed);
-        assert_eq!(e3.attempts, 3);
-        assert!(e3
-            .last_error
-            .unwrap()
-            .starts_with("gave up after 3 attempts"));
-        assert!(matches!(o3, EntryOutcome::Failed { attempts: 3, .. }));
+        // However many attempts, still queued while younger than give_up_after …
+        let mut e = e1;
+        for _ in 0..20 {
+            let at = e.next_attempt_at;
+            if at >= add(t0(), Duration::from_secs(60)) {
+                break;
+            }
+            let (next, _) = record_attempt(&e, &retryable(), at, &policy);
+            assert_eq!(next.delivery, DeliveryState::Queued, "{next:?}");
+            assert_eq!(
+                next.retrying_since,
+                Some(t0()),
+                "the age runs from the first failure"
+            );
+            assert!(next.next_attempt_at <= add(t0(), Duration::from_secs(60)));
+            e = next;
+        }
+        // … and the last attempt is made exactly at that age, then it fails.
+        assert_eq!(e.next_attempt_at, add(t0(), Duration::from_secs(60)));
+        let (last, o) = record_attempt(&e, &retryable(), e.next_attempt_at, &policy);
+        assert_eq!(last.delivery, DeliveryState::Failed);
+        assert!(
+            last.last_error
+                .as_deref()
+                .unwrap()
+                .starts_with("gave up after retrying for 1m 0s"),
+            "{:?}",
+            last.last_error
+        );
+        assert!(matches!(o, EntryOutcome::Failed { .. }));
+    }
+
+    /// The default policy (give_up_after 24 h, backoff 1 s doubling to 5 min) keeps a lapse task
+    /// queued through an agent outage of 150 s, and the first attempt after the agent is back
+    /// comes at most `max_backoff` after it: every lapse task reaches an agent that recovers.
+    #[test]
+    fn defaults_recover_from_a_150_second_outage() {
+        let policy = RetryPolicy::default();
+        assert_eq!(policy.give_up_after, Duration::from_secs(24 * 3600));
+        let back = add(t0(), Duration::from_secs(150));
+        let mut e = entry();
+        let mut now = t0();
+        let mut attempts = 0;
+        while now < back {
+            let (next, outcome) = record_attempt(&e, &retryable(), now, &policy);
+            assert_eq!(next.delivery, DeliveryState::Queued, "{outcome:?}");
+            assert!(next.next_attempt_at > now);
+            e = next;
+            now = e.next_attempt_at;
+            attempts += 1;
+        }
+        assert!(attempts > 5, "{attempts}");
+        assert!(
+            now <= add(back, policy.max_backoff),
+            "the first attempt after recovery, {now}, is within max_backoff of {back}"
+        );
+        let ok = Ok(SendOutcome::Task {
+            id: "t-1".into(),
+            state: TaskState::Submitted,
+        });
+        let (sent, _) = record_attempt(&e, &ok, now, &policy);
+        assert_eq!(sent.delivery, DeliveryState::Sent);
+        assert_eq!(sent.retrying_since, None);
+        // Even a day-long outage is retried to its end.
+        let (late, _) = record_attempt(
+            &e,
+            &retryable(),
+            add(t0(), Duration::from_secs(23 * 3600)),
+            &policy,
+        );
+        assert_eq!(late.delivery, DeliveryState::Queued);
     }
 
     #[test]
-    fn retry_after_is_honoured_up_to_the_cap() {
+    fn retry_after_is_honoured_up_to_the_give_up_age() {
         let policy = RetryPolicy::default();
         let asked = |secs| {
             Err(DeliveryError::Retryable {
@@ -672,8 +1022,126 @@ mod tests {
         };
         let (e, _) = record_attempt(&entry(), &asked(120), t0(), &policy);
         assert_eq!(e.next_attempt_at, add(t0(), Duration::from_secs(120)));
-        let (e, _) = record_attempt(&entry(), &asked(86_400), t0(), &policy);
-        assert_eq!(e.next_attempt_at, add(t0(), policy.max_backoff));
+        let (e, _) = record_attempt(&entry(), &asked(3600), t0(), &policy);
+        assert_eq!(
+            e.next_attempt_at,
+            add(t0(), Duration::from_secs(3600)),
+            "longer than max_backoff, as the agent asks"
+        );
+        let (e, _) = record_attempt(&entry(), &asked(3 * 86_400), t0(), &policy);
+        assert_eq!(e.next_attempt_at, add(t0(), policy.give_up_after));
+    }
+
+    #[test]
+    fn a_reply_naming_the_origin_task_is_a_protocol_error() {
+        let mut e = entry();
+        e.request = json!({ "message": { "messageId": "m", "referenceTaskIds": ["task-origin"] } });
+        let ok = Ok(SendOutcome::Task {
+            id: "task-origin".into(),
+            state: TaskState::Working,
+        });
+        let (e, outcome) = record_attempt(&e, &ok, t0(), &RetryPolicy::default());
+        assert_eq!(e.delivery, DeliveryState::Failed);
+        assert_eq!(e.task_id, None);
+        assert!(e.last_error.unwrap().starts_with("protocol error"));
+        assert!(matches!(outcome, EntryOutcome::Failed { .. }));
+    }
+
+    #[test]
+    fn the_attempt_mark_is_cleared_with_the_outcome() {
+        let mut e = entry();
+        e.attempt_started_at = Some(t0());
+        let (r, _) = record_attempt(&e, &retryable(), t0(), &RetryPolicy::default());
+        assert_eq!(r.attempt_started_at, None);
+        let found = record_found(
+            &e,
+            "task-9",
+            TaskState::Submitted,
+            t0(),
+            &RetryPolicy::default(),
+        );
+        assert_eq!(found.delivery, DeliveryState::Sent);
+        assert_eq!(found.task_id.as_deref(), Some("task-9"));
+        assert_eq!(found.attempt_started_at, None);
+        assert_eq!(found.attempts, 0, "nothing was posted");
+    }
+
+    #[test]
+    fn a_task_without_push_is_followed_until_terminal_or_a_persons_turn() {
+        let policy = RetryPolicy::default();
+        let ok = |state| {
+            Ok(SendOutcome::Task {
+                id: "t-1".into(),
+                state,
+            })
+        };
+        let (e, _) = record_attempt(&entry(), &ok(TaskState::Submitted), t0(), &policy);
+        assert_eq!(e.follow_since, Some(t0()));
+        assert_eq!(e.follow_at, Some(add(t0(), policy.poll_first)));
+        // Polls thin out: half the time followed so far, never below poll_first.
+        let at1 = e.follow_at.unwrap();
+        let e1 = record_poll(&e, &Ok(TaskState::Working), at1, &policy);
+        assert_eq!(e1.task_state.as_deref(), Some("TASK_STATE_WORKING"));
+        assert_eq!(e1.follow_at, Some(add(at1, policy.poll_first)));
+        let later = add(t0(), Duration::from_secs(120));
+        let e2 = record_poll(&e1, &Ok(TaskState::Working), later, &policy);
+        assert_eq!(e2.follow_at, Some(add(later, Duration::from_secs(60))));
+        // A person's turn: no more polls, shown as such by its state.
+        let e3 = record_poll(&e2, &Ok(TaskState::InputRequired), later, &policy);
+        assert_eq!(e3.follow_at, None);
+        assert_eq!(e3.task_state.as_deref(), Some("TASK_STATE_INPUT_REQUIRED"));
+        assert_eq!(e3.delivery, DeliveryState::Sent);
+        let done = record_poll(&e2, &Ok(TaskState::Completed), later, &policy);
+        assert_eq!(done.follow_at, None);
+        // A transient error polls again; a permanent one stops, saying why.
+        let transient = Err(DeliveryError::Retryable {
+            reason: "HTTP 503".into(),
+            retry_after: None,
+            source: None,
+        });
+        let again = record_poll(&e2, &transient, later, &policy);
+        assert!(again.follow_at.is_some());
+        let gone = Err(DeliveryError::Permanent {
+            reason: "agent answered JSON-RPC error -32001: Task not found".into(),
+            source: None,
+        });
+        let stopped = record_poll(&e2, &gone, later, &policy);
+        assert_eq!(stopped.follow_at, None);
+        assert!(stopped.last_error.unwrap().contains("-32001"));
+        // Followed for give_up_after: stop.
+        let day = add(t0(), policy.give_up_after);
+        let old = record_poll(&e2, &Ok(TaskState::Working), day, &policy);
+        assert_eq!(old.follow_at, None);
+        assert!(old.last_error.unwrap().starts_with("stopped following"));
+    }
+
+    #[test]
+    fn pushed_terminal_or_interrupted_tasks_are_not_followed() {
+        let policy = RetryPolicy::default();
+        let ok = |state| {
+            Ok(SendOutcome::Task {
+                id: "t-1".into(),
+                state,
+            })
+        };
+        let mut pushed = entry();
+        pushed.request =
+            json!({ "configuration": { "taskPushNotificationConfig": { "url": "https://w/" } } });
+        let (e, _) = record_attempt(&pushed, &ok(TaskState::Submitted), t0(), &policy);
+        assert_eq!(e.follow_at, None);
+        for state in [TaskState::Completed, TaskState::AuthRequired] {
+            let (e, _) = record_attempt(&entry(), &ok(state), t0(), &policy);
+            assert_eq!(e.follow_at, None, "{state:?}");
+        }
+        let (e, _) = record_attempt(
+            &entry(),
+            &Ok(SendOutcome::Message {
+                message_id: "m".into(),
+            }),
+            t0(),
+            &policy,
+        );
+        assert_eq!(e.follow_at, None);
     }
 
     #[test]

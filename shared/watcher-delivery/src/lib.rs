@@ -2,15 +2,18 @@
 //! and posts each as an A2A 1.0 JSON-RPC `SendMessage` to the agent that raised the expectation
 //! (contracts/serve.md, semantics.md "The lapse task").
 //!
-//! Shared by the local `serve` process (which calls [`Submitter::deliver_due`] from its loop) and
-//! the SQS-fed Lambda (which calls [`Submitter::deliver_one`] per message).
+//! Shared by the local `serve` process (one [`lanes`] task per agent, each calling
+//! [`Submitter::deliver_one`] and [`Submitter::poll_one`]) and the SQS-fed Lambda (which calls
+//! [`Submitter::deliver_one`] per message).
 //!
 //! * [`endpoint`]: where each agent is ([`AgentEndpoint`], [`Endpoints`]).
 //! * [`client`]: the HTTP client ([`A2aClient`]) and the typed outcome of one post
 //!   ([`SendOutcome`], [`DeliveryError`]: retryable or permanent).
 //! * [`retry`]: [`RetryPolicy`] and the pure backoff [`next_attempt_at`].
 //! * [`rate`]: per-agent rate limiting ([`RateLimit`], [`RateLimiter`]), expectations-v1 §13.2.
-//! * [`deliver`]: [`Submitter`], [`deliver_due`] and the pure bookkeeping [`record_attempt`].
+//! * [`deliver`]: [`Submitter`], [`deliver_due`] and the pure bookkeeping [`record_attempt`],
+//!   [`record_found`].
+//! * [`lanes`]: serve's per-agent delivery lanes ([`spawn_lanes`]).
 //! * `testing` (feature `test-utils`): a recording A2A agent for tests.
 //!
 //! Time is an argument everywhere: nothing here reads a clock, so tests drive retries by passing
@@ -22,6 +25,7 @@ pub mod client;
 pub mod deliver;
 pub mod endpoint;
 mod guard;
+pub mod lanes;
 pub mod rate;
 pub mod retry;
 
@@ -30,8 +34,10 @@ pub mod testing;
 
 pub use client::{A2aClient, ClientBuildError, ClientConfig, DeliveryError, SendOutcome};
 pub use deliver::{
-    deliver_due, record_attempt, DeliveryReport, EntryOutcome, Submitter, SubmitterConfig,
+    deliver_due, poll_delay, record_attempt, record_found, record_poll, DeliveryReport,
+    EntryOutcome, Submitter, SubmitterConfig,
 };
 pub use endpoint::{AgentEndpoint, Endpoints};
+pub use lanes::{spawn_lanes, LaneContext, LaneSettings};
 pub use rate::{RateLimit, RateLimiter};
 pub use retry::{jitter_fraction, next_attempt_at, RetryPolicy};

@@ -14,17 +14,20 @@ use watcher_core::time::Instant;
 /// How many lapse tasks one agent may be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateLimit {
-    /// Sustained rate, in lapse tasks per minute. Default 60. `0` turns limiting off.
+    /// Sustained rate, in lapse tasks per minute (`[delivery] per_minute`). Default 600 (10 a
+    /// second). `0` turns limiting off.
     pub per_minute: u32,
-    /// How many may go at once after a quiet spell (the bucket's size). Default 10; `0` counts as 1.
+    /// How many may go at once after a quiet spell, the bucket's size (`[delivery] burst`).
+    /// Default 100; `0` counts as 1. With the defaults 100 lapses due together go at once and
+    /// the next 500 within the minute; excess waits (deferred), never dropped.
     pub burst: u32,
 }
 
 impl Default for RateLimit {
     fn default() -> Self {
         RateLimit {
-            per_minute: 60,
-            burst: 10,
+            per_minute: 600,
+            burst: 100,
         }
     }
 }

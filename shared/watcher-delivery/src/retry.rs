@@ -10,24 +10,32 @@ use std::time::Duration;
 use jiff::SignedDuration;
 use watcher_core::time::Instant;
 
-/// How often and how patiently a lapse task is retried.
+/// How patiently a lapse task is retried: by age, not by count (`[delivery]` in serve's
+/// configuration). A retryable failure is retried, with capped exponential backoff and jitter,
+/// until the first failure of the run is `give_up_after` old; the last attempt is made at that
+/// age, so an agent that comes back before it gets the lapse task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Attempts before a retryable failure becomes `failed`. Default 8. `0` and `1` both mean a
-    /// single attempt.
-    pub max_attempts: u32,
+    /// How long after its first retryable failure a lapse task is still retried. Default 24 h
+    /// (`give_up_after = "PT24H"`). Zero gives up at the first retryable failure.
+    pub give_up_after: Duration,
     /// Backoff after the first failed attempt (before jitter). Default 1 s.
     pub base: Duration,
-    /// Longest backoff. Default 5 min.
+    /// Longest backoff. Default 5 min: an agent that recovers gets its lapse tasks at most about
+    /// 5 minutes later (less the jitter).
     pub max_backoff: Duration,
+    /// The first `GetTask` poll of a followed lapse task comes this long after its delivery;
+    /// later ones thin out (half the time followed so far, at most `max_backoff`). Default 10 s.
+    pub poll_first: Duration,
 }
 
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
-            max_attempts: 8,
+            give_up_after: Duration::from_secs(24 * 3600),
             base: Duration::from_secs(1),
             max_backoff: Duration::from_secs(5 * 60),
+            poll_first: Duration::from_secs(10),
         }
     }
 }
@@ -85,6 +93,12 @@ pub fn next_attempt_at(
     let half = d / 2;
     let delay = (half + half.mul_f64(j)).min(policy.max_backoff);
     add(now, delay)
+}
+
+/// The time from `from` to `to`, zero when `to` is not later.
+pub(crate) fn elapsed(from: Instant, to: Instant) -> Duration {
+    let ns = to.as_nanos() - from.as_nanos();
+    Duration::from_nanos(u64::try_from(ns.max(0)).unwrap_or(u64::MAX))
 }
 
 /// `now + d`, saturating at the end of the representable range.
@@ -176,11 +190,12 @@ mod tests {
     }
 
     fn policies() -> impl Strategy<Value = RetryPolicy> {
-        (0u64..10_000, 0u64..1_000_000, 0u32..20).prop_map(|(base_ms, cap_ms, max_attempts)| {
+        (0u64..10_000, 0u64..1_000_000, 0u64..100_000).prop_map(|(base_ms, cap_ms, age_s)| {
             RetryPolicy {
-                max_attempts,
+                give_up_after: Duration::from_secs(age_s),
                 base: Duration::from_millis(base_ms),
                 max_backoff: Duration::from_millis(cap_ms),
+                poll_first: Duration::from_secs(10),
             }
         })
     }

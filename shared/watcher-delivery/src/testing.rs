@@ -19,7 +19,7 @@
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use a2a_types::{TaskState, AGENT_CARD_PATH};
@@ -262,20 +262,42 @@ impl Default for Behaviour {
     }
 }
 
+/// The switches and the task list shared by a [`CaptureAgent`] and its handlers.
+#[derive(Debug, Default)]
+struct Controls {
+    /// While set, every JSON-RPC request is refused with 503 and only counted.
+    down: AtomicBool,
+    /// Requests refused while down.
+    refused: AtomicUsize,
+    /// While `true`, answers wait (requests are recorded, and tasks kept, at once).
+    held: Option<tokio::sync::watch::Sender<bool>>,
+    /// Tasks created by `SendMessage` answers, when the agent keeps tasks.
+    tasks: Option<Mutex<Vec<Value>>>,
+}
+
 #[derive(Clone)]
 struct AgentState {
     behaviour: Behaviour,
     requests: Arc<Mutex<Vec<CapturedRequest>>>,
     card: Option<Arc<Value>>,
     card_fetches: Arc<AtomicUsize>,
+    controls: Arc<Controls>,
 }
 
 /// A running capture agent. Stops when dropped.
+///
+/// Besides answering as its [`Behaviour`] says, it can be made *down* ([`CaptureAgent::set_down`]:
+/// every request refused with 503, counted but not recorded), *slow* ([`CaptureAgent::hold`]:
+/// answers wait until released), and *task-keeping* ([`CaptureAgent::spawn_keeping_tasks`]:
+/// each `Task` answer to `SendMessage` is kept with the request's message as its history, and
+/// `ListTasks` (by `contextId`) and `GetTask` are answered from those tasks, as an A2A 1.0 agent
+/// offering `ListTasks` does).
 #[derive(Debug)]
 pub struct CaptureAgent {
     addr: SocketAddr,
     requests: Arc<Mutex<Vec<CapturedRequest>>>,
     card_fetches: Arc<AtomicUsize>,
+    controls: Arc<Controls>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -285,7 +307,16 @@ impl CaptureAgent {
     /// # Errors
     /// When the listener cannot be bound.
     pub async fn spawn(behaviour: Behaviour) -> std::io::Result<Self> {
-        Self::start(behaviour, None::<fn(&str) -> Value>).await
+        Self::start(behaviour, None::<fn(&str) -> Value>, false).await
+    }
+
+    /// Starts an agent that keeps the tasks its `SendMessage` answers create and answers
+    /// `ListTasks` and `GetTask` from them (see [`CaptureAgent`]).
+    ///
+    /// # Errors
+    /// When the listener cannot be bound.
+    pub async fn spawn_keeping_tasks(behaviour: Behaviour) -> std::io::Result<Self> {
+        Self::start(behaviour, None::<fn(&str) -> Value>, true).await
     }
 
     /// Starts an agent that also serves an agent card at `/.well-known/agent-card.json`, built by
@@ -298,12 +329,13 @@ impl CaptureAgent {
         behaviour: Behaviour,
         card: impl FnOnce(&str) -> Value,
     ) -> std::io::Result<Self> {
-        Self::start(behaviour, Some(card)).await
+        Self::start(behaviour, Some(card), false).await
     }
 
     async fn start(
         behaviour: Behaviour,
         card: Option<impl FnOnce(&str) -> Value>,
+        keep_tasks: bool,
     ) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -313,9 +345,15 @@ impl CaptureAgent {
             requests: Arc::default(),
             card: card.map(|c| Arc::new(c(&url))),
             card_fetches: Arc::default(),
+            controls: Arc::new(Controls {
+                held: Some(tokio::sync::watch::channel(false).0),
+                tasks: keep_tasks.then(|| Mutex::new(Vec::new())),
+                ..Controls::default()
+            }),
         };
         let requests = state.requests.clone();
         let card_fetches = state.card_fetches.clone();
+        let controls = state.controls.clone();
         let app = Router::new()
             .route(AGENT_CARD_PATH, get(serve_card))
             .fallback(capture)
@@ -328,6 +366,7 @@ impl CaptureAgent {
             addr,
             requests,
             card_fetches,
+            controls,
             server,
         })
     }
@@ -366,6 +405,55 @@ impl CaptureAgent {
     /// How many times the agent card was fetched.
     pub fn card_fetches(&self) -> usize {
         self.card_fetches.load(Ordering::SeqCst)
+    }
+
+    /// Takes the agent down (`true`: every request answered 503, counted by
+    /// [`CaptureAgent::refused_count`], not recorded) or brings it back up.
+    pub fn set_down(&self, down: bool) {
+        self.controls.down.store(down, Ordering::SeqCst);
+    }
+
+    /// Requests refused while down.
+    pub fn refused_count(&self) -> usize {
+        self.controls.refused.load(Ordering::SeqCst)
+    }
+
+    /// Holds every answer (`true`) until released (`false`): a slow agent. Requests are recorded,
+    /// and tasks kept, when they arrive; only the answers wait.
+    pub fn hold(&self, on: bool) {
+        if let Some(held) = &self.controls.held {
+            held.send_replace(on);
+        }
+    }
+
+    /// The `messageId` of every `SendMessage` recorded, in arrival order (duplicates kept).
+    pub fn sent_message_ids(&self) -> Vec<String> {
+        self.requests()
+            .iter()
+            .filter(|r| r.rpc_method().as_deref() == Some("SendMessage"))
+            .filter_map(CapturedRequest::message_id)
+            .collect()
+    }
+
+    /// Sets the state of every kept task with id `task_id` (a task-keeping agent's task moving on,
+    /// as `GetTask` and `ListTasks` then show it).
+    pub fn set_task_state(&self, task_id: &str, state: TaskState) {
+        if let Some(tasks) = &self.controls.tasks {
+            for t in tasks.lock().unwrap_or_else(|p| p.into_inner()).iter_mut() {
+                if t["id"].as_str() == Some(task_id) {
+                    t["status"]["state"] = json!(state.as_str());
+                }
+            }
+        }
+    }
+
+    /// The tasks kept by a task-keeping agent (empty otherwise).
+    pub fn tasks(&self) -> Vec<Value> {
+        self.controls
+            .tasks
+            .as_ref()
+            .map(|t| t.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            .unwrap_or_default()
     }
 }
 
@@ -428,14 +516,92 @@ async fn capture(
             .collect(),
         body: body.to_vec(),
     };
+    if state.controls.down.load(Ordering::SeqCst) {
+        state.controls.refused.fetch_add(1, Ordering::SeqCst);
+        return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
+    }
     let n = {
         let mut requests = state.requests.lock().unwrap_or_else(|p| p.into_inner());
         requests.push(request.clone());
         requests.len() - 1
     };
-    let reply = (state.behaviour.0)(n, &request);
-    match reply.into_response(&request) {
+    let answer = match (&state.controls.tasks, request.rpc_method().as_deref()) {
+        (Some(tasks), Some("ListTasks" | "GetTask")) => Some(from_tasks(tasks, &request)),
+        _ => None,
+    };
+    let answer = match answer {
+        Some(a) => Some(a),
+        None => {
+            let reply = (state.behaviour.0)(n, &request);
+            if let (
+                Some(tasks),
+                Reply::Task {
+                    id,
+                    state: task_state,
+                },
+            ) = (&state.controls.tasks, &reply)
+            {
+                keep_task(tasks, &request, id, *task_state);
+            }
+            reply.into_response(&request)
+        }
+    };
+    if let Some(held) = &state.controls.held {
+        let mut rx = held.subscribe();
+        // Released, or the agent is gone (the sender dropped): answer either way.
+        let _ = rx.wait_for(|on| !*on).await;
+    }
+    match answer {
         Some(response) => response,
         None => std::future::pending().await,
     }
+}
+
+/// Keeps the task a `SendMessage` answer creates, with the request's message as its history.
+fn keep_task(tasks: &Mutex<Vec<Value>>, request: &CapturedRequest, id: &str, state: TaskState) {
+    let message = request
+        .json()
+        .and_then(|v| v.pointer("/params/message").cloned())
+        .unwrap_or(Value::Null);
+    let context = message
+        .get("contextId")
+        .and_then(Value::as_str)
+        .unwrap_or("ctx-capture")
+        .to_owned();
+    tasks.lock().unwrap_or_else(|p| p.into_inner()).push(json!({
+        "id": id, "contextId": context, "status": { "state": state.as_str() },
+        "history": [message],
+    }));
+}
+
+/// Answers `ListTasks` (filtered by `contextId`, newest first) or `GetTask` from the kept tasks.
+fn from_tasks(tasks: &Mutex<Vec<Value>>, request: &CapturedRequest) -> Response {
+    let body = request.json().unwrap_or(Value::Null);
+    let id = body.get("id").cloned().unwrap_or(Value::Null);
+    let params = body.get("params").cloned().unwrap_or(Value::Null);
+    let tasks = tasks.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let result = if request.rpc_method().as_deref() == Some("GetTask") {
+        let want = params.get("id").and_then(Value::as_str);
+        match tasks.iter().rev().find(|t| t["id"].as_str() == want) {
+            Some(t) => json!({ "jsonrpc": "2.0", "id": id, "result": t }),
+            None => json!({ "jsonrpc": "2.0", "id": id,
+                            "error": { "code": -32001, "message": "Task not found" } }),
+        }
+    } else {
+        let context = params.get("contextId").and_then(Value::as_str);
+        let found: Vec<&Value> = tasks
+            .iter()
+            .rev()
+            .filter(|t| context.is_none() || t["contextId"].as_str() == context)
+            .collect();
+        json!({ "jsonrpc": "2.0", "id": id, "result": {
+            "tasks": found, "nextPageToken": "", "pageSize": found.len(), "totalSize": found.len()
+        } })
+    };
+    (
+        StatusCode::OK,
+        [("content-type", "application/json")],
+        result.to_string(),
+    )
+        .into_response()
 }

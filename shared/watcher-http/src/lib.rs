@@ -70,6 +70,8 @@ pub fn watcher_router(state: AppState) -> Router {
             get(routes::subject),
         )
         .route("/v1/lapses", get(routes::lapses))
+        .route("/v1/lapses/retry", post(routes::retry_lapses))
+        .route("/v1/agents", get(routes::agents))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)

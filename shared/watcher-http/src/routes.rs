@@ -24,9 +24,19 @@ fn unavailable(e: impl std::fmt::Display) -> ApiError {
     ApiError::unavailable("the watcher's store is unavailable; retry later")
 }
 
-/// `GET /healthz`.
-pub async fn healthz() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+/// `GET /healthz`: 200 `{"status":"ok"}` while the store takes a write (a one-row probe,
+/// `Store::probe_write`); 503 problem+json whose `detail` names the store's error otherwise (a
+/// full disk, a read-only file), and 200 again once it recovers.
+pub async fn healthz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    match state.watcher.store.probe_write(state.clock.now()).await {
+        Ok(()) => Ok(Json(json!({ "status": "ok" }))),
+        Err(e) => {
+            tracing::error!(error = %e, "health probe: the store cannot write");
+            Err(ApiError::unavailable(format!(
+                "the store cannot write: {e}"
+            )))
+        }
+    }
 }
 
 /// `POST /v1/agents/{agentId}/push`: an A2A 1.0 `StreamResponse` (or a bare `Task`) from the
@@ -329,6 +339,16 @@ pub async fn lapses(
             if o.answered_with_message {
                 v["answeredWithMessage"] = json!(true);
             }
+            // §13.1: the lapse task waits on a person at the agent; the watcher never answers.
+            if matches!(
+                o.task_state.as_deref(),
+                Some("TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED")
+            ) {
+                v["needsPerson"] = json!(true);
+            }
+            if let Some(since) = &o.retrying_since {
+                v["retryingSince"] = json!(since);
+            }
             if let Some(e) = &o.last_error {
                 v["lastError"] = json!(e);
             }
@@ -336,4 +356,141 @@ pub async fn lapses(
         })
         .collect();
     Ok(Json(json!({ "lapses": lapses })))
+}
+
+/// `GET /v1/agents`: every agent of the caller's tenant with its lapse-task delivery state
+/// (`ok`, `retrying` since `retryingSince`, `failing`; `watcher_runtime::operators`). For
+/// operators.
+pub async fn agents(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Operator], false)?;
+    let mut agents = Vec::new();
+    for entry in state
+        .watcher
+        .directory
+        .iter()
+        .filter(|a| a.tenant == principal.tenant)
+    {
+        let id = &entry.profile.id;
+        let delivery = watcher_runtime::operators::agent_delivery(
+            &*state.watcher.store,
+            &principal.tenant,
+            id,
+        )
+        .await
+        .map_err(unavailable)?;
+        let mut v = json!({
+            "agentId": id,
+            "submitsLapses": entry.submits_lapses,
+            "delivery": delivery.delivery,
+        });
+        if let Some(since) = delivery.retrying_since {
+            v["retryingSince"] = json!(since);
+        }
+        if let Some(e) = delivery.last_error {
+            v["lastError"] = json!(e);
+        }
+        agents.push(v);
+    }
+    Ok(Json(json!({ "agents": agents })))
+}
+
+/// Most messageIds one `POST /v1/lapses/retry` may name.
+pub const MAX_RETRY_IDS: usize = 1000;
+
+/// `POST /v1/lapses/retry` `{"agent": "…", "messageIds": ["…"]}`: puts failed lapse tasks of the
+/// agent back in the queue, the ones named or, without `messageIds`, all of them. Answers
+/// `{"requeued": n, "messageIds": [...], "skipped": [{"messageId","reason"}], "more": bool}`.
+/// For operators.
+pub async fn retry_lapses(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Operator], false)?;
+    let value = json_body(&headers, &body)?;
+    let Some(obj) = value.as_object() else {
+        return Err(ApiError::bad_request(
+            "the body must be an object {\"agent\": \"…\", \"messageIds\": [\"…\"]}",
+        ));
+    };
+    let agent_name = match obj.get("agent") {
+        Some(Value::String(a)) if !a.is_empty() => a.clone(),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "field `agent`: must be a non-empty string",
+            ))
+        }
+        None => return Err(ApiError::bad_request("field `agent`: is required")),
+    };
+    let agent = AgentId::parse(agent_name.clone())
+        .map_err(|r| ApiError::bad_request(format!("field `agent`: {r}")))?;
+    if state
+        .watcher
+        .directory
+        .get(&principal.tenant, &agent)
+        .is_none()
+    {
+        return Err(ApiError::not_found(format!(
+            "agent {agent_name:?} is not registered in this tenant"
+        )));
+    }
+    let ids: Option<Vec<String>> = match obj.get("messageIds") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => {
+            if items.is_empty() {
+                return Err(ApiError::bad_request(
+                    "field `messageIds`: must not be empty; leave it out to re-queue every failed lapse task of the agent",
+                ));
+            }
+            if items.len() > MAX_RETRY_IDS {
+                return Err(ApiError::bad_request(format!(
+                    "field `messageIds`: {} ids exceed the limit of {MAX_RETRY_IDS}",
+                    items.len()
+                )));
+            }
+            let mut ids = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match item.as_str() {
+                    Some(id) if !id.is_empty() => ids.push(id.to_string()),
+                    _ => {
+                        return Err(ApiError::bad_request(format!(
+                            "field `messageIds[{i}]`: must be a non-empty string"
+                        )))
+                    }
+                }
+            }
+            Some(ids)
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "field `messageIds`: must be an array of messageIds",
+            ))
+        }
+    };
+    let done = watcher_runtime::operators::requeue_failed(
+        &*state.watcher.store,
+        &principal.tenant,
+        &agent,
+        ids.as_deref(),
+        state.clock.now(),
+    )
+    .await
+    .map_err(unavailable)?;
+    if !done.requeued.is_empty() {
+        // The agent's delivery lane looks at once.
+        state.wake.notify_waiters();
+    }
+    Ok(Json(json!({
+        "requeued": done.requeued.len(),
+        "messageIds": done.requeued,
+        "skipped": done.skipped,
+        "more": done.more,
+    })))
 }

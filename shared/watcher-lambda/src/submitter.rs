@@ -5,7 +5,10 @@
 //! The durable outbox, not the queue, guarantees one lapse task per (agent, `messageId`): an entry already
 //! sent is skipped however often its message is delivered.
 
+use std::collections::HashSet;
+
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_delivery::deliver::{EntryOutcome, Submitter};
 use watcher_delivery::endpoint::Endpoints;
@@ -14,9 +17,12 @@ use watcher_runtime::store::Store;
 /// Handles one batch at `now`. A message that cannot be parsed is dropped with an error log (it
 /// can never succeed; the outbox still holds the entry for the sweep). A lapse task that must be
 /// retried later, or a store failure, is reported as a batch item failure so SQS redelivers it
-/// after the visibility timeout — and, the queue being FIFO, so is every message after it in the
-/// batch, unprocessed, so that no agent's lapse tasks overtake one another (AWS's guidance for
-/// partial batch responses on FIFO queues).
+/// after the visibility timeout — and so is every later message of the *same agent* (its FIFO
+/// message group) in the batch, unprocessed, so that no agent's lapse tasks overtake one another
+/// (AWS's guidance for partial batch responses on FIFO queues). Other agents' messages in the
+/// batch are delivered: one agent's trouble never holds up another (the per-agent lanes of
+/// `serve`). A message received again after a send whose outcome was not recorded is looked for
+/// with `ListTasks` before it is sent again (`Submitter::deliver_one`).
 pub async fn handle<S, E>(
     store: &S,
     submitter: &Submitter,
@@ -29,17 +35,16 @@ where
     E: Endpoints + ?Sized,
 {
     let mut response = SqsBatchResponse::default();
-    let mut stopped = false;
+    let mut stopped: HashSet<(Tenant, AgentId)> = HashSet::new();
+    let fail = |response: &mut SqsBatchResponse, id: String| {
+        if !id.is_empty() {
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = id;
+            response.batch_item_failures.push(failure);
+        }
+    };
     for record in event.records {
         let id = record.message_id.clone().unwrap_or_default();
-        if stopped {
-            if !id.is_empty() {
-                let mut failure = BatchItemFailure::default();
-                failure.item_identifier = id;
-                response.batch_item_failures.push(failure);
-            }
-            continue;
-        }
         let span = tracing::info_span!("lapse_message", sqs_message_id = %id);
         let _guard = span.enter();
         let Some(body) = record.body.as_deref() else {
@@ -53,6 +58,11 @@ where
                 continue;
             }
         };
+        let lane = (message.tenant.clone(), message.agent.clone());
+        if stopped.contains(&lane) {
+            fail(&mut response, id);
+            continue;
+        }
         let retry = match submitter
             .deliver_one(
                 store,
@@ -79,12 +89,8 @@ where
             }
         };
         if retry {
-            stopped = true;
-            if !id.is_empty() {
-                let mut failure = BatchItemFailure::default();
-                failure.item_identifier = id;
-                response.batch_item_failures.push(failure);
-            }
+            stopped.insert(lane);
+            fail(&mut response, id);
         }
     }
     response

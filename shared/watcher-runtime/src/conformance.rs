@@ -111,6 +111,9 @@ macro_rules! store_conformance {
             indexes_follow_commits,
             outbox_rules,
             outbox_identity_includes_agent,
+            outbox_by_agent_and_state,
+            outbox_following_by_next_poll,
+            probe_write_writes,
             tenants_are_isolated,
             rejections_per_tenant_and_agent,
             sequence_strictly_increases,
@@ -278,6 +281,10 @@ fn outbox_entry(t: &Tenant, message_id: &str, next_attempt: Instant) -> OutboxEn
         task_state: None,
         answered_with_message: false,
         last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
     }
 }
 
@@ -1362,6 +1369,216 @@ pub async fn outbox_identity_includes_agent<S: Store + 'static>(store: Arc<S>) {
     assert_eq!(
         store.lapses(&t).await.expect("lapses"),
         vec![sent, queued_again, third]
+    );
+}
+
+/// `outbox_of_agent`: only the (tenant, agent) asked for, only the delivery state asked for,
+/// only entries due by `due_by` when it is given, earliest next attempt first, at most `limit`;
+/// an `outbox_update` moves an entry from one state's answer to another's.
+pub async fn outbox_by_agent_and_state<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("tenant-a");
+    let other_tenant = tenant("tenant-b");
+    let late = outbox_entry(&t, "lapse:late", at(30));
+    let early = outbox_entry(&t, "lapse:early", at(10));
+    let middle = outbox_entry(&t, "lapse:middle", at(20));
+    let mut elsewhere = outbox_entry(&t, "lapse:elsewhere", at(1));
+    elsewhere.agent = agent("other");
+    let foreign = outbox_entry(&other_tenant, "lapse:foreign", at(1));
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![
+                    late.clone(),
+                    early.clone(),
+                    middle.clone(),
+                    elsewhere.clone(),
+                ],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit lapse tasks");
+    store
+        .commit(
+            &other_tenant,
+            Commit {
+                outbox: vec![foreign],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit another tenant's lapse task");
+    let ids = |v: Vec<OutboxEntry>| v.into_iter().map(|e| e.message_id).collect::<Vec<_>>();
+    let booking = agent("booking");
+    let queued = |due_by, limit| {
+        let store = store.clone();
+        let t = t.clone();
+        let booking = booking.clone();
+        async move {
+            store
+                .outbox_of_agent(&t, &booking, DeliveryState::Queued, due_by, limit)
+                .await
+                .expect("outbox_of_agent")
+        }
+    };
+    assert_eq!(
+        ids(queued(None, 10).await),
+        ["lapse:early", "lapse:middle", "lapse:late"],
+        "every queued entry of the agent, earliest next attempt first"
+    );
+    assert_eq!(
+        ids(queued(Some(at(20)), 10).await),
+        ["lapse:early", "lapse:middle"],
+        "due_by bounds the next attempt, inclusive"
+    );
+    assert_eq!(
+        ids(queued(None, 1).await),
+        ["lapse:early"],
+        "limit caps the answer"
+    );
+    assert_eq!(
+        ids(queued(Some(at(5)), 10).await),
+        Vec::<String>::new(),
+        "nothing due by then"
+    );
+    assert_eq!(
+        ids(store
+            .outbox_of_agent(&t, &agent("other"), DeliveryState::Queued, None, 10)
+            .await
+            .expect("outbox_of_agent")),
+        ["lapse:elsewhere"],
+        "another agent's entries are its own"
+    );
+
+    let mut failed = middle.clone();
+    failed.delivery = DeliveryState::Failed;
+    failed.last_error = Some("gave up".into());
+    store.outbox_update(&failed).await.expect("mark failed");
+    assert_eq!(
+        ids(queued(None, 10).await),
+        ["lapse:early", "lapse:late"],
+        "a failed entry leaves the queued answer"
+    );
+    assert_eq!(
+        store
+            .outbox_of_agent(&t, &booking, DeliveryState::Failed, None, 10)
+            .await
+            .expect("outbox_of_agent"),
+        vec![failed.clone()],
+        "and is found among the failed ones, as written"
+    );
+    let mut requeued = failed.clone();
+    requeued.delivery = DeliveryState::Queued;
+    requeued.next_attempt_at = at(40);
+    requeued.last_error = None;
+    store.outbox_update(&requeued).await.expect("re-queue");
+    assert_eq!(
+        ids(queued(None, 10).await),
+        ["lapse:early", "lapse:late", "lapse:middle"],
+        "a re-queued entry comes back at its new next attempt"
+    );
+    assert!(
+        store
+            .outbox_of_agent(&t, &booking, DeliveryState::Failed, None, 10)
+            .await
+            .expect("outbox_of_agent")
+            .is_empty(),
+        "and is no longer failed"
+    );
+    let mut sent = early.clone();
+    sent.delivery = DeliveryState::Sent;
+    store.outbox_update(&sent).await.expect("mark sent");
+    assert_eq!(
+        ids(store
+            .outbox_of_agent(&t, &booking, DeliveryState::Sent, None, 10)
+            .await
+            .expect("outbox_of_agent")),
+        ["lapse:early"],
+        "sent entries are found by state too"
+    );
+}
+
+/// `outbox_following`: only entries of (tenant, agent) with `follow_at` set, due by `due_by`
+/// when given, earliest first; clearing `follow_at` removes an entry from the answer.
+pub async fn outbox_following_by_next_poll<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("tenant-a");
+    let booking = agent("booking");
+    let mut late = outbox_entry(&t, "lapse:late", t0());
+    late.delivery = DeliveryState::Sent;
+    late.follow_at = Some(at(30));
+    late.follow_since = Some(t0());
+    let mut early = outbox_entry(&t, "lapse:early", t0());
+    early.delivery = DeliveryState::Sent;
+    early.follow_at = Some(at(10));
+    let not_followed = outbox_entry(&t, "lapse:plain", t0());
+    let mut elsewhere = early.clone();
+    elsewhere.agent = agent("other");
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![late.clone(), early.clone(), not_followed, elsewhere],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit lapse tasks");
+    let ids = |v: Vec<OutboxEntry>| v.into_iter().map(|e| e.message_id).collect::<Vec<_>>();
+    let following = |due_by| {
+        let store = store.clone();
+        let t = t.clone();
+        let booking = booking.clone();
+        async move {
+            store
+                .outbox_following(&t, &booking, due_by, 10)
+                .await
+                .expect("outbox_following")
+        }
+    };
+    assert_eq!(
+        ids(following(None).await),
+        ["lapse:early", "lapse:late"],
+        "followed entries of the agent, earliest poll first"
+    );
+    assert_eq!(ids(following(Some(at(10))).await), ["lapse:early"]);
+    let mut done = early.clone();
+    done.follow_at = None;
+    done.task_state = Some("TASK_STATE_COMPLETED".into());
+    store.outbox_update(&done).await.expect("stop following");
+    assert_eq!(ids(following(None).await), ["lapse:late"]);
+    let mut later = late.clone();
+    later.follow_at = Some(at(5));
+    store
+        .outbox_update(&later)
+        .await
+        .expect("poll again sooner");
+    assert_eq!(following(Some(at(5))).await, vec![later]);
+}
+
+/// `probe_write` succeeds on a healthy store, again and again, and changes nothing of the record.
+pub async fn probe_write_writes<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("tenant-a");
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![outbox_entry(&t, "lapse:kept", t0())],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit a lapse task");
+    store.probe_write(at(1)).await.expect("a first probe");
+    store.probe_write(at(2)).await.expect("a second probe");
+    assert_eq!(
+        store.lapses(&t).await.expect("lapses").len(),
+        1,
+        "the probe touches nothing of the record"
+    );
+    assert!(
+        store.next_timer().await.expect("next_timer").is_none(),
+        "the probe is not a timer"
     );
 }
 

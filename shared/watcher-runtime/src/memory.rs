@@ -2,6 +2,7 @@
 //! against. One mutex; every commit is atomic.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -24,18 +25,38 @@ struct Inner {
     outbox: Vec<OutboxEntry>,
     rejections: Vec<(Tenant, Rejection)>,
     sequence: u64,
+    probed_at: Option<Instant>,
 }
 
 /// The in-memory store.
 #[derive(Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    /// While set, every write fails ([`MemoryStore::fail_writes`]).
+    write_fault: AtomicBool,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Makes every write (`commit`, `outbox_update`, `probe_write`, `purge`) fail with a
+    /// [`StoreError::Backend`] while `on` — a full disk, for tests of what callers do then.
+    /// Reads keep working.
+    pub fn fail_writes(&self, on: bool) {
+        self.write_fault.store(on, Ordering::SeqCst);
+    }
+
+    fn check_write(&self) -> Result<(), StoreError> {
+        if self.write_fault.load(Ordering::SeqCst) {
+            return Err(StoreError::backend(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "no space left on device (injected)",
+            )));
+        }
+        Ok(())
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, StoreError> {
@@ -93,6 +114,7 @@ impl Store for MemoryStore {
     }
 
     async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
+        self.check_write()?;
         let mut inner = self.lock()?;
         for s in &commit.subjects {
             let current = inner
@@ -260,6 +282,7 @@ impl Store for MemoryStore {
     }
 
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
+        self.check_write()?;
         let mut inner = self.lock()?;
         if let Some(o) = inner.outbox.iter_mut().find(|o| {
             o.tenant == entry.tenant && o.agent == entry.agent && o.message_id == entry.message_id
@@ -268,6 +291,66 @@ impl Store for MemoryStore {
                 *o = entry.clone();
             }
         }
+        Ok(())
+    }
+
+    /// A filter over the whole outbox: this store is for tests and small embeddings, where a
+    /// separate index would only duplicate the vector.
+    async fn outbox_of_agent(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        delivery: DeliveryState,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let inner = self.lock()?;
+        let mut found: Vec<(usize, &OutboxEntry)> = inner
+            .outbox
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| {
+                &o.tenant == tenant
+                    && &o.agent == agent
+                    && o.delivery == delivery
+                    && due_by.is_none_or(|d| o.next_attempt_at <= d)
+            })
+            .collect();
+        found.sort_by_key(|(i, o)| (o.next_attempt_at, *i));
+        Ok(found
+            .into_iter()
+            .take(limit)
+            .map(|(_, o)| o.clone())
+            .collect())
+    }
+
+    async fn outbox_following(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let inner = self.lock()?;
+        let mut found: Vec<(Instant, usize, &OutboxEntry)> = inner
+            .outbox
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| &o.tenant == tenant && &o.agent == agent)
+            .filter_map(|(i, o)| o.follow_at.map(|at| (at, i, o)))
+            .filter(|(at, _, _)| due_by.is_none_or(|d| *at <= d))
+            .collect();
+        found.sort_by_key(|(at, i, _)| (*at, *i));
+        Ok(found
+            .into_iter()
+            .take(limit)
+            .map(|(_, _, o)| o.clone())
+            .collect())
+    }
+
+    async fn probe_write(&self, now: Instant) -> Result<(), StoreError> {
+        self.check_write()?;
+        self.lock()?.probed_at = Some(now);
         Ok(())
     }
 
@@ -282,6 +365,7 @@ impl Store for MemoryStore {
     }
 
     async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError> {
+        self.check_write()?;
         let mut inner = self.lock()?;
         let inner = &mut *inner;
         let mut report = PurgeReport::default();

@@ -93,6 +93,24 @@ pub struct OutboxEntry {
     /// The last failure, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// When the current run of failed attempts began: the instant of the first retryable failure
+    /// since the entry was queued (or re-queued by an operator); `None` while nothing failed.
+    /// A lapse task is given up (`failed`) once this is `[delivery] give_up_after` old.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrying_since: Option<Instant>,
+    /// When the attempt now under way was recorded, written *before* the request is sent and
+    /// cleared with its outcome. An entry read with this set and no attempt in flight in this
+    /// process is ambiguous: the agent may have accepted it (a2a-delegation-in-depth, "Recovery").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_started_at: Option<Instant>,
+    /// When to ask the agent next for the lapse task's state with `GetTask` (semantics.md "The
+    /// lapse task": the watcher polls when it asked for no push notifications); `None` when the
+    /// task is not followed (answered with a Message, pushed, terminal, interrupted, or given up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_at: Option<Instant>,
+    /// When following began (the delivery), for the polls' backoff and their give-up age.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_since: Option<Instant>,
 }
 
 /// A timer that is due, with what orders it (semantics.md, "Order at one instant").
@@ -204,6 +222,47 @@ pub trait Store: Send + Sync {
     /// (tenant, agent, messageId); never inserts, and never touches another agent's entry with
     /// the same `messageId`. An entry already `sent` is never changed back.
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError>;
+
+    /// Outbox entries of `agent` of `tenant` whose delivery state is `delivery` and, when `due_by`
+    /// is given, whose next attempt is at or before it; earliest next attempt first (then order
+    /// of lapse); at most `limit`. Read from an index by (tenant, agent, delivery state,
+    /// next attempt): the cost follows the entries answered, not the outbox.
+    ///
+    /// Serves each agent's delivery lane (queued and due), an operator's re-queue of an agent's
+    /// failed lapse tasks, and `GET /v1/agents`.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn outbox_of_agent(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        delivery: DeliveryState,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// Outbox entries of `agent` of `tenant` whose `follow_at` is set and, when `due_by` is given,
+    /// at or before it; earliest `follow_at` first; at most `limit`. Read from an index holding
+    /// only followed entries.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn outbox_following(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// A small write that changes nothing of the record (a health row holding `now`), so that
+    /// `GET /healthz` tells whether the store accepts writes right now (a full disk, a read-only
+    /// file, a throttled table).
+    ///
+    /// # Errors
+    /// The backend's error when it cannot write.
+    async fn probe_write(&self, now: Instant) -> Result<(), StoreError>;
 
     /// All outbox entries of a tenant, in order of lapse.
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError>;

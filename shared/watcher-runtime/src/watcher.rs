@@ -233,6 +233,10 @@ impl<S: Store + ?Sized> Watcher<S> {
                     task_state: None,
                     answered_with_message: false,
                     last_error: None,
+                    retrying_since: None,
+                    attempt_started_at: None,
+                    follow_at: None,
+                    follow_since: None,
                 })
             })
             .collect()

@@ -119,6 +119,26 @@ pub(crate) fn live_agent(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
+/// `AGENT#{tenant}#{agent}#{delivery}`: partition of the `outbox-agent` index (one agent's lapse
+/// tasks in one delivery state).
+pub(crate) fn agent_delivery(tenant: &Tenant, agent: &AgentId, delivery: &str) -> String {
+    join(
+        "AGENT",
+        &[tenant.as_str(), agent.as_str(), delivery],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// `FOLLOW#{tenant}#{agent}`: partition of the `outbox-follow` index (one agent's followed
+/// lapse tasks).
+pub(crate) fn follow_agent(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "FOLLOW",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
 /// `OUTBOX#{tenant}`: a tenant's lapse tasks, one row per (agent, `messageId`).
 pub(crate) fn outbox_pk(tenant: &Tenant) -> String {
     join("OUTBOX", &[tenant.as_str()], MAX_PARTITION_KEY)

@@ -52,14 +52,15 @@ pub use crate::error::{
     DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS,
 };
 use crate::keys::{
-    due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, instant_key, live_agent, outbox_pk,
-    outbox_sk, rejections_pk, row_sk, subject_pk, task_pk, COUNTER_PK, ITEM, QUEUED_PARTITION,
-    RAISE_COUNTER, ROW_COUNTER, TIMERS_PARTITION,
+    agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, follow_agent,
+    instant_key, live_agent, outbox_pk, outbox_sk, rejections_pk, row_sk, subject_pk, task_pk,
+    COUNTER_PK, ITEM, QUEUED_PARTITION, RAISE_COUNTER, ROW_COUNTER, TIMERS_PARTITION,
 };
 pub use crate::table::create_table;
 use crate::table::{
-    DELIVERY, ENTRY, EXPIRES_AT, INDEXED, KIND, LIVE_AGENT, LIVE_INDEX, LIVE_UNTIL, NEXT_ATTEMPT,
-    OUTBOX_DUE_INDEX, PK, QUEUED, REJECTIONS, SEQ, SK, STATE, SUBJECT, TENANT, TIMERS,
+    AGENT_DELIVERY, DELIVERY, ENTRY, EXPIRES_AT, FOLLOW_AGENT, FOLLOW_AT, INDEXED, KIND,
+    LIVE_AGENT, LIVE_INDEX, LIVE_UNTIL, NEXT_ATTEMPT, OUTBOX_AGENT_INDEX, OUTBOX_DUE_INDEX,
+    OUTBOX_FOLLOW_INDEX, PK, QUEUED, REJECTIONS, SEQ, SK, STATE, SUBJECT, TENANT, TIMERS,
     TIMERS_INDEX, TIMERS_PK, TIMERS_SK, VALUE, VERSION,
 };
 
@@ -419,8 +420,23 @@ impl DynamoStore {
         item.insert(SEQ.into(), n(seq));
         item.insert(DELIVERY.into(), s(entry.delivery.as_str()));
         item.insert(NEXT_ATTEMPT.into(), s(instant_key(entry.next_attempt_at)));
+        item.insert(
+            AGENT_DELIVERY.into(),
+            s(agent_delivery(
+                &entry.tenant,
+                &entry.agent,
+                entry.delivery.as_str(),
+            )),
+        );
         if entry.delivery == DeliveryState::Queued {
             item.insert(QUEUED.into(), s(QUEUED_PARTITION));
+        }
+        if let Some(at) = entry.follow_at {
+            item.insert(
+                FOLLOW_AGENT.into(),
+                s(follow_agent(&entry.tenant, &entry.agent)),
+            );
+            item.insert(FOLLOW_AT.into(), s(instant_key(at)));
         }
         if let Some(at) = outbox_expiry(entry, self.retention_days) {
             item.insert(EXPIRES_AT.into(), n(at));
@@ -887,7 +903,7 @@ impl Store for DynamoStore {
     }
 
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
-        let mut set = vec!["#e = :e", "#d = :d", "#n = :n"];
+        let mut set = vec!["#e = :e", "#d = :d", "#n = :n", "#ad = :ad"];
         let mut remove = Vec::new();
         let mut req = self
             .client
@@ -899,6 +915,15 @@ impl Store for DynamoStore {
             .expression_attribute_names("#e", ENTRY)
             .expression_attribute_names("#d", DELIVERY)
             .expression_attribute_names("#n", NEXT_ATTEMPT)
+            .expression_attribute_names("#ad", AGENT_DELIVERY)
+            .expression_attribute_values(
+                ":ad",
+                s(agent_delivery(
+                    &entry.tenant,
+                    &entry.agent,
+                    entry.delivery.as_str(),
+                )),
+            )
             .expression_attribute_names("#q", QUEUED)
             .expression_attribute_names("#x", EXPIRES_AT)
             .expression_attribute_values(":e", s(to_json(entry)?))
@@ -909,6 +934,25 @@ impl Store for DynamoStore {
             req = req.expression_attribute_values(":q", s(QUEUED_PARTITION));
         } else {
             remove.push("#q");
+        }
+        req = req
+            .expression_attribute_names("#fa", FOLLOW_AGENT)
+            .expression_attribute_names("#ft", FOLLOW_AT);
+        match entry.follow_at {
+            Some(at) => {
+                set.push("#fa = :fa");
+                set.push("#ft = :ft");
+                req = req
+                    .expression_attribute_values(
+                        ":fa",
+                        s(follow_agent(&entry.tenant, &entry.agent)),
+                    )
+                    .expression_attribute_values(":ft", s(instant_key(at)));
+            }
+            None => {
+                remove.push("#fa");
+                remove.push("#ft");
+            }
         }
         match outbox_expiry(entry, self.retention_days) {
             Some(at) => {
@@ -943,6 +987,139 @@ impl Store for DynamoStore {
             }
             Err(e) => Err(StoreError::backend(e)),
         }
+    }
+
+    async fn outbox_of_agent(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        delivery: DeliveryState,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let mut keys: Vec<(String, String)> = Vec::new();
+        let mut start = None;
+        // Without a bound, a key above every instant key (they are digits).
+        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
+        while keys.len() < limit {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(OUTBOX_AGENT_INDEX)
+                .key_condition_expression("#ad = :ad AND #n <= :until")
+                .expression_attribute_names("#ad", AGENT_DELIVERY)
+                .expression_attribute_names("#n", NEXT_ATTEMPT)
+                .expression_attribute_values(
+                    ":ad",
+                    s(agent_delivery(tenant, agent, delivery.as_str())),
+                )
+                .expression_attribute_values(":until", s(until.clone()))
+                .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            for item in out.items.unwrap_or_default() {
+                let what = "outbox-agent index entry";
+                keys.push((
+                    get_s(&item, PK, what)?.into(),
+                    get_s(&item, SK, what)?.into(),
+                ));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        keys.truncate(limit);
+        // The index is eventually consistent: re-read each entry and keep those still in the
+        // state asked for.
+        let entries = each(keys, |(pk, sk)| async move {
+            match self.get(pk, &sk).await? {
+                None => Ok(None),
+                Some(item) => entry_of(&item).map(|(seq, e)| Some((seq, e))),
+            }
+        })
+        .await?;
+        let mut entries: Vec<(u64, OutboxEntry)> = entries
+            .into_iter()
+            .flatten()
+            .filter(|(_, e)| {
+                e.delivery == delivery && due_by.is_none_or(|d| e.next_attempt_at <= d)
+            })
+            .collect();
+        entries.sort_by_key(|(seq, e)| (e.next_attempt_at, *seq));
+        Ok(entries.into_iter().map(|(_, e)| e).collect())
+    }
+
+    async fn outbox_following(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let mut keys: Vec<(String, String)> = Vec::new();
+        let mut start = None;
+        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
+        while keys.len() < limit {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(OUTBOX_FOLLOW_INDEX)
+                .key_condition_expression("#fa = :fa AND #ft <= :until")
+                .expression_attribute_names("#fa", FOLLOW_AGENT)
+                .expression_attribute_names("#ft", FOLLOW_AT)
+                .expression_attribute_values(":fa", s(follow_agent(tenant, agent)))
+                .expression_attribute_values(":until", s(until.clone()))
+                .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            for item in out.items.unwrap_or_default() {
+                let what = "outbox-follow index entry";
+                keys.push((
+                    get_s(&item, PK, what)?.into(),
+                    get_s(&item, SK, what)?.into(),
+                ));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        keys.truncate(limit);
+        let entries = each(keys, |(pk, sk)| async move {
+            match self.get(pk, &sk).await? {
+                None => Ok(None),
+                Some(item) => entry_of(&item).map(|(_, e)| Some(e)),
+            }
+        })
+        .await?;
+        let mut entries: Vec<OutboxEntry> = entries
+            .into_iter()
+            .flatten()
+            .filter(|e| e.follow_at.is_some_and(|at| due_by.is_none_or(|d| at <= d)))
+            .collect();
+        entries.sort_by_key(|e| e.follow_at);
+        Ok(entries)
+    }
+
+    async fn probe_write(&self, now: Instant) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item(PK, s(COUNTER_PK))
+            .item(SK, s("health"))
+            .item(KIND, s("health"))
+            .item("probedAt", s(instant_key(now)))
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        Ok(())
     }
 
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {

@@ -1,4 +1,4 @@
-//! The table: attribute names, the three global secondary indexes, TTL, and [`create_table`]
+//! The table: attribute names, the five global secondary indexes, TTL, and [`create_table`]
 //! (docs/dynamodb.md, "Table"; the CloudFormation table in `template.yaml` mirrors it).
 
 use std::time::Duration;
@@ -49,6 +49,13 @@ pub const DELIVERY: &str = "delivery";
 pub const NEXT_ATTEMPT: &str = "nextAttempt";
 /// Partition key (S) of the `outbox-due` index: `queued` while the entry is queued.
 pub const QUEUED: &str = "queued";
+/// Partition key (S) of the `outbox-agent` index: tenant, agent and delivery state.
+pub const AGENT_DELIVERY: &str = "agentDelivery";
+/// Partition key (S) of the `outbox-follow` index: tenant and agent, while the lapse task is
+/// followed with `GetTask`.
+pub const FOLLOW_AGENT: &str = "followAgent";
+/// Sort key (S) of the `outbox-follow` index: the next poll (instant key).
+pub const FOLLOW_AT: &str = "followAt";
 /// JSON (S) of a list of rejections.
 pub const REJECTIONS: &str = "rejections";
 /// A counter's value (N).
@@ -60,6 +67,10 @@ pub const EXPIRES_AT: &str = "expiresAt";
 pub const TIMERS_INDEX: &str = "timers";
 /// Index of queued outbox entries by insertion order (sparse: only queued entries).
 pub const OUTBOX_DUE_INDEX: &str = "outbox-due";
+/// Index of outbox entries by (tenant, agent, delivery state), ordered by next attempt.
+pub const OUTBOX_AGENT_INDEX: &str = "outbox-agent";
+/// Index of followed outbox entries by (tenant, agent), ordered by next poll (sparse).
+pub const OUTBOX_FOLLOW_INDEX: &str = "outbox-follow";
 /// Index of expectation rows by agent and live-until (sparse: only records that can lapse).
 pub const LIVE_INDEX: &str = "live";
 
@@ -94,7 +105,7 @@ fn index(
         .map_err(StoreError::backend)
 }
 
-/// Creates the watcher's table `table` (on-demand billing, three GSIs), waits until it is
+/// Creates the watcher's table `table` (on-demand billing, five GSIs), waits until it is
 /// active (at most `wait`), and turns TTL on for [`EXPIRES_AT`]. For tests, local setups and as
 /// the reference the CloudFormation template follows (docs/dynamodb.md lists the same).
 ///
@@ -114,6 +125,10 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
         .attribute_definitions(attribute(QUEUED, s.clone())?)
         .attribute_definitions(attribute(SEQ, ScalarAttributeType::N)?)
         .attribute_definitions(attribute(LIVE_AGENT, s.clone())?)
+        .attribute_definitions(attribute(AGENT_DELIVERY, s.clone())?)
+        .attribute_definitions(attribute(NEXT_ATTEMPT, s.clone())?)
+        .attribute_definitions(attribute(FOLLOW_AGENT, s.clone())?)
+        .attribute_definitions(attribute(FOLLOW_AT, s.clone())?)
         .attribute_definitions(attribute(LIVE_UNTIL, s)?)
         .key_schema(key(PK, KeyType::Hash)?)
         .key_schema(key(SK, KeyType::Range)?)
@@ -140,6 +155,22 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
             LIVE_INDEX,
             LIVE_AGENT,
             LIVE_UNTIL,
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )?)
+        .global_secondary_indexes(index(
+            OUTBOX_AGENT_INDEX,
+            AGENT_DELIVERY,
+            NEXT_ATTEMPT,
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )?)
+        .global_secondary_indexes(index(
+            OUTBOX_FOLLOW_INDEX,
+            FOLLOW_AGENT,
+            FOLLOW_AT,
             Projection::builder()
                 .projection_type(ProjectionType::KeysOnly)
                 .build(),

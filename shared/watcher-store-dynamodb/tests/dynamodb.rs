@@ -110,6 +110,10 @@ fn outbox_entry(t: &Tenant, message_id: &str, delivery: DeliveryState) -> Outbox
         task_state: None,
         answered_with_message: false,
         last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
     }
 }
 

@@ -30,7 +30,9 @@ use watcher_runtime::index::subject_index;
 use watcher_runtime::retention::{
     outbox_retention, rejection_retention, subject_retention, task_retention,
 };
-use watcher_runtime::store::{Commit, DueTimer, OutboxEntry, PurgeReport, Store, StoreError};
+use watcher_runtime::store::{
+    Commit, DeliveryState, DueTimer, OutboxEntry, PurgeReport, Store, StoreError,
+};
 
 use codec::{
     db, from_json, instant_from_key, instant_key, int_of, to_json, u64_of, AFTER_EVERY_INSTANT,
@@ -473,8 +475,8 @@ fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(
     }
     for o in &commit.outbox {
         tx.prepare_cached(
-            "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry, follow_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT (tenant, agent, message_id) DO NOTHING",
         )
         .map_err(db)?
@@ -484,7 +486,8 @@ fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(
             o.agent.as_str(),
             o.delivery.as_str(),
             instant_key(o.next_attempt_at),
-            to_json(o)?
+            to_json(o)?,
+            o.follow_at.map(instant_key)
         ])
         .map_err(db)?;
     }
@@ -833,7 +836,7 @@ impl Store for SqliteStore {
             // The row (tenant, agent, message_id); `sent` is final: a sent row only takes
             // another `sent` update.
             conn.prepare_cached(
-                "UPDATE outbox SET delivery = ?4, next_attempt = ?5, entry = ?6
+                "UPDATE outbox SET delivery = ?4, next_attempt = ?5, entry = ?6, follow_at = ?7
                  WHERE tenant = ?1 AND message_id = ?2 AND agent = ?3
                    AND (delivery <> 'sent' OR ?4 = 'sent')",
             )
@@ -844,8 +847,76 @@ impl Store for SqliteStore {
                 entry.agent.as_str(),
                 entry.delivery.as_str(),
                 instant_key(entry.next_attempt_at),
-                to_json(&entry)?
+                to_json(&entry)?,
+                entry.follow_at.map(instant_key)
             ])
+            .map_err(db)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn outbox_of_agent(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        delivery: DeliveryState,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        // Without a bound, the largest key: every next attempt is at or before it.
+        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
+        self.run(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox INDEXED BY outbox_agent
+                 WHERE tenant = ?1 AND agent = ?2 AND delivery = ?3 AND next_attempt <= ?4
+                 ORDER BY next_attempt, seq LIMIT ?5",
+                params![
+                    tenant.as_str(),
+                    agent.as_str(),
+                    delivery.as_str(),
+                    until,
+                    limit_of(limit)
+                ],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+
+    async fn outbox_following(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
+        self.run(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox INDEXED BY outbox_follow
+                 WHERE tenant = ?1 AND agent = ?2 AND follow_at IS NOT NULL AND follow_at <= ?3
+                 ORDER BY follow_at LIMIT ?4",
+                params![tenant.as_str(), agent.as_str(), until, limit_of(limit)],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+
+    async fn probe_write(&self, now: Instant) -> Result<(), StoreError> {
+        let at = instant_key(now);
+        self.run(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO health (id, probed_at) VALUES (1, ?1)
+                 ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
+            )
+            .map_err(db)?
+            .execute(params![at])
             .map_err(db)?;
             Ok(())
         })

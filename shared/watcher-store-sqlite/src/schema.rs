@@ -15,7 +15,8 @@ use crate::codec::db;
 /// * 2: the outbox's identity is (tenant, agent, message_id), not (tenant, message_id):
 ///   expectation ids are scoped to the raising agent, so two agents of one tenant can have lapse
 ///   tasks with the same `messageId`.
-pub const SCHEMA_VERSION: i64 = 2;
+/// * 3: the outbox's `follow_at` (the next `GetTask` poll of a followed lapse task), indexed.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long a statement waits for another connection's write lock before failing with
 /// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
@@ -115,10 +116,23 @@ CREATE TABLE IF NOT EXISTS outbox (
     delivery TEXT NOT NULL CHECK (delivery IN ('queued', 'sent', 'failed')),
     next_attempt TEXT NOT NULL,
     entry TEXT NOT NULL,
+    follow_at TEXT,
     UNIQUE (tenant, agent, message_id)
 ) STRICT;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivery, next_attempt, seq);
 CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
+-- Each agent's delivery lane, its failed lapse tasks, its delivery state (Store::outbox_of_agent).
+-- Added within version 2: IF NOT EXISTS creates it in older version-2 files when they open.
+CREATE INDEX IF NOT EXISTS outbox_agent ON outbox (tenant, agent, delivery, next_attempt, seq);
+-- Followed lapse tasks only (Store::outbox_following).
+CREATE INDEX IF NOT EXISTS outbox_follow ON outbox (tenant, agent, follow_at)
+    WHERE follow_at IS NOT NULL;
+
+-- One row rewritten by Store::probe_write, so /healthz sees whether the file takes writes.
+CREATE TABLE IF NOT EXISTS health (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    probed_at TEXT NOT NULL
+) STRICT;
 
 CREATE TABLE IF NOT EXISTS rejections (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -144,6 +158,9 @@ ALTER TABLE outbox RENAME TO outbox_v1;
 DROP INDEX IF EXISTS outbox_due;
 DROP INDEX IF EXISTS outbox_tenant;
 "#;
+
+/// Version 2 → 3, before [`SCHEMA`] (whose index on `follow_at` needs the column).
+const V2_TO_V3_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN follow_at TEXT;";
 
 /// Version 1 → 2, after [`SCHEMA`]: every v1 row is copied with its `seq` (so the order of lapse
 /// is kept), the AUTOINCREMENT high-water mark is carried over (so no `seq` is handed out twice),
@@ -195,6 +212,9 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     let from_v1 = found == 1;
     if from_v1 {
         tx.execute_batch(V1_TO_V2_BEFORE).map_err(db)?;
+    }
+    if found == 2 {
+        tx.execute_batch(V2_TO_V3_BEFORE).map_err(db)?;
     }
     tx.execute_batch(SCHEMA).map_err(db)?;
     if from_v1 {

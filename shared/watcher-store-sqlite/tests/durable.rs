@@ -102,6 +102,10 @@ fn entry(message_id: &str) -> OutboxEntry {
         task_state: None,
         answered_with_message: false,
         last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
     }
 }
 
@@ -296,8 +300,8 @@ fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 2,
-        "this test migrates from the version before"
+        SCHEMA_VERSION, 3,
+        "this test migrates from version 1 through 2 to the current one"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -329,8 +333,14 @@ async fn a_version_1_file_is_migrated() {
         .unwrap();
     assert_eq!(
         tables,
-        ["outbox", "outbox_due", "outbox_tenant"],
-        "the v1 table is gone; the new one has both indexes"
+        [
+            "outbox",
+            "outbox_agent",
+            "outbox_due",
+            "outbox_follow",
+            "outbox_tenant"
+        ],
+        "the v1 table is gone; the new one has its indexes"
     );
     let ddl: String = conn
         .query_row(
@@ -600,4 +610,58 @@ async fn two_connections_on_one_file_lose_nothing() {
     let a = Arc::new(SqliteStore::open(&path).unwrap());
     let b = Arc::new(SqliteStore::open(&path).unwrap());
     watcher_runtime::conformance::concurrent_writers_across(vec![a, b]).await;
+}
+
+/// A version 2 file (no `follow_at`) is migrated on opening: the column is added, every row
+/// kept, and followed lapse tasks are found by the new index.
+#[tokio::test]
+async fn a_version_2_file_is_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    let queued = entry("lapse:exp-1:overdue:x");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: vec![queued.clone()],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    // Make it the version 2 file an older build left.
+    let conn = raw(&path);
+    conn.execute_batch(
+        "DROP INDEX outbox_follow; ALTER TABLE outbox DROP COLUMN follow_at; PRAGMA user_version = 2;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let store = SqliteStore::open(&path).unwrap();
+    let version: i64 = raw(&path)
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(
+        store
+            .outbox_get(&t, &agent(), &queued.message_id)
+            .await
+            .unwrap(),
+        Some(queued.clone())
+    );
+    let mut followed = queued.clone();
+    followed.delivery = DeliveryState::Sent;
+    followed.follow_at = Some(queued.next_attempt_at);
+    store.outbox_update(&followed).await.unwrap();
+    assert_eq!(
+        store
+            .outbox_following(&t, &agent(), None, 10)
+            .await
+            .unwrap(),
+        vec![followed]
+    );
 }

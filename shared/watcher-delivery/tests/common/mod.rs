@@ -16,6 +16,7 @@ use watcher_delivery::{
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
 
+#[allow(unused_imports)] // not every test binary replies by hand
 pub use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
 
 /// The bearer the watcher presents to agents in these tests.
@@ -79,6 +80,10 @@ pub fn lapse_entry(expectation: &str) -> OutboxEntry {
         task_state: None,
         answered_with_message: false,
         last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
     }
 }
 

@@ -1,0 +1,337 @@
+//! Delivery as operators see it, driven with `oneshot` over an in-memory store: `/healthz` tells
+//! whether the store can write (503 problem+json while it cannot, 200 after), `GET /v1/agents`
+//! reports each agent's delivery state, `POST /v1/lapses/retry` re-queues failed lapse tasks and
+//! refuses bad input with problem+json, and `GET /v1/lapses` marks lapse tasks needing a person.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+use tower::ServiceExt;
+use watcher_core::card::declaration_from_card;
+use watcher_core::engine::AgentProfile;
+use watcher_core::ids::{AgentId, ExpectationId, Tenant};
+use watcher_core::lapse::Delivery;
+use watcher_core::record::LapseKind;
+use watcher_core::settings::Settings;
+use watcher_core::time::Instant;
+use watcher_http::{watcher_router, AppState, Credentials, Principal, Role};
+use watcher_runtime::clock::FakeClock;
+use watcher_runtime::directory::{AgentEntry, Directory};
+use watcher_runtime::memory::MemoryStore;
+use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
+use watcher_runtime::watcher::Watcher;
+
+const OPERATOR: &str = "ops-token";
+const CARD: &str = include_str!("../../../examples/booking-card.json");
+
+fn t0() -> Instant {
+    Instant::parse("2026-09-10T12:00:00Z").unwrap()
+}
+
+fn entry(agent: &str, id: &str, delivery: DeliveryState) -> OutboxEntry {
+    OutboxEntry {
+        tenant: Tenant::default_tenant(),
+        agent: AgentId::parse(agent).unwrap(),
+        message_id: id.into(),
+        expectation_id: ExpectationId::parse("exp-1").unwrap(),
+        lapse: LapseKind::Overdue,
+        lapsed_at: t0(),
+        request: json!({}),
+        delivery,
+        attempts: 2,
+        next_attempt_at: t0(),
+        task_id: None,
+        task_state: None,
+        answered_with_message: false,
+        last_error: Some("HTTP 503".into()),
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
+    }
+}
+
+struct Harness {
+    app: Router,
+    store: Arc<MemoryStore>,
+    wake: Arc<Notify>,
+}
+
+fn harness(store: Arc<MemoryStore>) -> Harness {
+    let card: Value = serde_json::from_str(CARD).unwrap();
+    let mut directory = Directory::new();
+    for id in ["booking", "ops-bot", "quiet"] {
+        directory.insert(AgentEntry {
+            tenant: Tenant::default_tenant(),
+            profile: AgentProfile {
+                id: AgentId::parse(id).unwrap(),
+                declaration: declaration_from_card(&card).unwrap(),
+            },
+            submits_lapses: true,
+            delivery: Delivery::default(),
+        });
+    }
+    let mut credentials = Credentials::new();
+    credentials
+        .insert(
+            OPERATOR,
+            Principal {
+                role: Role::Operator,
+                id: "ops-desk".into(),
+                tenant: Tenant::default_tenant(),
+                on_behalf_of: Vec::new(),
+            },
+        )
+        .unwrap();
+    let wake = Arc::new(Notify::new());
+    let dyn_store: Arc<dyn Store> = store.clone();
+    let app = watcher_router(AppState {
+        watcher: Arc::new(Watcher::new(dyn_store, directory, Settings::default())),
+        credentials: Arc::new(credentials),
+        clock: Arc::new(FakeClock::new(
+            Instant::parse("2026-09-11T12:00:00Z").unwrap(),
+        )),
+        wake: wake.clone(),
+    });
+    Harness { app, store, wake }
+}
+
+async fn call(
+    app: &Router,
+    method: &str,
+    uri: &str,
+    body: Option<Value>,
+) -> (StatusCode, String, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::AUTHORIZATION, format!("Bearer {OPERATOR}"));
+    let request = match body {
+        Some(b) => request
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(b.to_string())),
+        None => request.body(Body::empty()),
+    }
+    .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, content_type, body)
+}
+
+#[tokio::test]
+async fn healthz_is_503_while_the_store_cannot_write_and_200_after() {
+    let h = harness(Arc::new(MemoryStore::new()));
+    let (status, _, body) = call(&h.app, "GET", "/healthz", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, json!({ "status": "ok" }));
+
+    h.store.fail_writes(true);
+    let (status, content_type, body) = call(&h.app, "GET", "/healthz", None).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(content_type, "application/problem+json");
+    assert_eq!(body["status"], 503);
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.starts_with("the store cannot write"), "{detail}");
+    assert!(detail.contains("no space left on device"), "{detail}");
+
+    h.store.fail_writes(false);
+    let (status, _, _) = call(&h.app, "GET", "/healthz", None).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "healthy again once the store writes"
+    );
+}
+
+async fn with_entries(entries: Vec<OutboxEntry>) -> Harness {
+    let store = Arc::new(MemoryStore::new());
+    store
+        .commit(
+            &Tenant::default_tenant(),
+            Commit {
+                outbox: entries,
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    harness(store)
+}
+
+#[tokio::test]
+async fn agents_report_ok_retrying_or_failing() {
+    let mut retrying = entry("ops-bot", "r1", DeliveryState::Queued);
+    retrying.retrying_since = Some(t0());
+    let h = with_entries(vec![
+        entry("booking", "f1", DeliveryState::Failed),
+        retrying,
+        entry("quiet", "s1", DeliveryState::Sent),
+    ])
+    .await;
+    let (status, _, body) = call(&h.app, "GET", "/v1/agents", None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let by_id = |id: &str| {
+        body["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agentId"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(by_id("booking")["delivery"], "failing");
+    assert_eq!(by_id("booking")["lastError"], "HTTP 503");
+    assert_eq!(by_id("ops-bot")["delivery"], "retrying");
+    assert_eq!(by_id("ops-bot")["retryingSince"], "2026-09-10T12:00:00Z");
+    assert_eq!(by_id("quiet")["delivery"], "ok");
+}
+
+#[tokio::test]
+async fn retry_requeues_failed_lapse_tasks_of_one_agent() {
+    let h = with_entries(vec![
+        entry("booking", "f1", DeliveryState::Failed),
+        entry("booking", "f2", DeliveryState::Failed),
+        entry("booking", "f3", DeliveryState::Failed),
+        entry("booking", "s1", DeliveryState::Sent),
+        entry("ops-bot", "f4", DeliveryState::Failed),
+    ])
+    .await;
+    let woken = h.wake.notified();
+    tokio::pin!(woken);
+    woken.as_mut().enable();
+    let (status, _, body) = call(
+        &h.app,
+        "POST",
+        "/v1/lapses/retry",
+        Some(json!({ "agent": "booking", "messageIds": ["f1", "s1"] })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["requeued"], 1);
+    assert_eq!(body["messageIds"], json!(["f1"]));
+    assert_eq!(body["skipped"][0]["messageId"], "s1");
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_secs(5), &mut woken)
+            .await
+            .is_ok(),
+        "the delivery lanes are woken"
+    );
+    let t = Tenant::default_tenant();
+    let booking = AgentId::parse("booking").unwrap();
+    let f1 = h
+        .store
+        .outbox_get(&t, &booking, "f1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(f1.delivery, DeliveryState::Queued);
+    assert_eq!(
+        f1.next_attempt_at,
+        Instant::parse("2026-09-11T12:00:00Z").unwrap()
+    );
+
+    let (status, _, body) = call(
+        &h.app,
+        "POST",
+        "/v1/lapses/retry",
+        Some(json!({ "agent": "booking" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["requeued"], 2, "every other failed one: {body}");
+    let ops = AgentId::parse("ops-bot").unwrap();
+    assert_eq!(
+        h.store
+            .outbox_get(&t, &ops, "f4")
+            .await
+            .unwrap()
+            .unwrap()
+            .delivery,
+        DeliveryState::Failed,
+        "another agent's failed lapse tasks stay"
+    );
+}
+
+#[tokio::test]
+async fn retry_refuses_bad_input_with_problem_json() {
+    let h = with_entries(vec![entry("booking", "f1", DeliveryState::Failed)]).await;
+    for (body, status, needle) in [
+        (json!([]), StatusCode::BAD_REQUEST, "must be an object"),
+        (
+            json!({}),
+            StatusCode::BAD_REQUEST,
+            "field `agent`: is required",
+        ),
+        (
+            json!({ "agent": 7 }),
+            StatusCode::BAD_REQUEST,
+            "field `agent`",
+        ),
+        (
+            json!({ "agent": "booking", "messageIds": "f1" }),
+            StatusCode::BAD_REQUEST,
+            "field `messageIds`",
+        ),
+        (
+            json!({ "agent": "booking", "messageIds": [] }),
+            StatusCode::BAD_REQUEST,
+            "must not be empty",
+        ),
+        (
+            json!({ "agent": "booking", "messageIds": ["f1", 3] }),
+            StatusCode::BAD_REQUEST,
+            "messageIds[1]",
+        ),
+        (
+            json!({ "agent": "nobody" }),
+            StatusCode::NOT_FOUND,
+            "not registered",
+        ),
+    ] {
+        let (got, content_type, answer) =
+            call(&h.app, "POST", "/v1/lapses/retry", Some(body.clone())).await;
+        assert_eq!(got, status, "{body} → {answer}");
+        assert_eq!(content_type, "application/problem+json");
+        let detail = answer["detail"].as_str().unwrap();
+        assert!(detail.contains(needle), "{body}: {detail}");
+    }
+    let t = Tenant::default_tenant();
+    let booking = AgentId::parse("booking").unwrap();
+    assert_eq!(
+        h.store
+            .outbox_get(&t, &booking, "f1")
+            .await
+            .unwrap()
+            .unwrap()
+            .delivery,
+        DeliveryState::Failed,
+        "a refused request changes nothing"
+    );
+}
+
+#[tokio::test]
+async fn lapse_tasks_waiting_on_a_person_are_marked() {
+    let mut waiting = entry("booking", "w1", DeliveryState::Sent);
+    waiting.task_id = Some("task-1".into());
+    waiting.task_state = Some("TASK_STATE_INPUT_REQUIRED".into());
+    let mut working = entry("booking", "w2", DeliveryState::Sent);
+    working.task_state = Some("TASK_STATE_WORKING".into());
+    let h = with_entries(vec![waiting, working]).await;
+    let (status, _, body) = call(&h.app, "GET", "/v1/lapses", None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let lapses = body["lapses"].as_array().unwrap();
+    assert_eq!(lapses[0]["needsPerson"], true);
+    assert!(lapses[1].get("needsPerson").is_none());
+}
