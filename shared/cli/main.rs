@@ -8,6 +8,7 @@
 //!   payload would yield through the source's mappings, recording nothing.
 //! * `a2a-watcher retry --agent ID` — re-queue an agent's failed lapse tasks on a running watcher.
 
+mod cards;
 mod delivery;
 mod demo;
 mod example_agent;

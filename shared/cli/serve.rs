@@ -9,6 +9,8 @@ use learnables_store::SqliteDefinitionStore;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use watcher_config::{load_deployment, Config};
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_delivery::endpoint::SharedEndpoints;
 use watcher_http::{learnables_router, watcher_router, AppState, LearnablesState};
 use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::store::Store;
@@ -69,11 +71,22 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         Arc::new(SqliteStore::open(&config.database).with_context(|| {
             format!("Failed to open the database {}", config.database.display())
         })?);
-    let deployment = load_deployment(&config).await?;
+    let deployment = load_deployment(&config, &*store, SystemClock.now()).await?;
     let submitter = watcher_config::submitter(&config.delivery)?;
     let lanes = watcher_config::lane_settings(&config.delivery);
-    let endpoints = deployment.endpoints;
+    let endpoints = SharedEndpoints::new(deployment.endpoints);
     let lane_directory = deployment.directory.clone();
+    let pending = deployment.pending;
+    let configured: Vec<(Tenant, AgentId)> = config
+        .agents
+        .iter()
+        .filter_map(|a| {
+            Some((
+                Tenant::parse(a.tenant.clone()).ok()?,
+                AgentId::parse(a.id.clone()).ok()?,
+            ))
+        })
+        .collect();
     let watcher = Arc::new(Watcher::new(
         store.clone(),
         deployment.directory,
@@ -143,10 +156,23 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     } else {
         tracing::info!("retention_days = 0: keeping every record forever");
     }
+    if !pending.is_empty() {
+        tasks.push(tokio::spawn(crate::cards::refresh_loop(
+            config.clone(),
+            pending,
+            store.clone(),
+            lane_directory.clone(),
+            endpoints.clone(),
+            clock.clone(),
+            wake.clone(),
+            stop_rx.clone(),
+        )));
+    }
     tasks.extend(start_lanes(
         store.clone(),
         submitter,
         endpoints,
+        configured,
         &lane_directory,
         clock.clone(),
         wake.clone(),

@@ -82,6 +82,14 @@ impl AgentCard {
         })
     }
 
+    /// The first JSON-RPC interface speaking A2A 0.3 (`protocolVersion` starting with `"0.3"`),
+    /// for an agent that offers no 1.x interface (see [`crate::v03`]).
+    pub fn jsonrpc_v03_interface(&self) -> Option<&AgentInterface> {
+        self.supported_interfaces.iter().find(|i| {
+            i.protocol_binding == PROTOCOL_BINDING_JSONRPC && i.protocol_version.starts_with("0.3")
+        })
+    }
+
     /// The skill with this id.
     pub fn skill(&self, id: &str) -> Option<&AgentSkill> {
         self.skills.iter().find(|s| s.id == id)

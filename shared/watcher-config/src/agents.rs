@@ -23,6 +23,9 @@ pub struct LoadedAgent {
     pub bearer: Option<String>,
     /// The endpoint came from a fetched card and must stay public (serve.md "Outbound").
     pub public_only: bool,
+    /// The protocol the endpoint speaks: 1.0, or 0.3 when the card offers only a 0.3 JSON-RPC
+    /// interface.
+    pub protocol: watcher_delivery::endpoint::Protocol,
 }
 
 /// The legacy card path of A2A 0.3 and earlier, tried after [`a2a_types::AGENT_CARD_PATH`].
@@ -131,13 +134,37 @@ fn check_public(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Loads and validates one agent.
+/// Loads and validates one agent: fetches its card and reads it. Answers the card as read too,
+/// so the caller can keep it (serve.md "Agents are independent").
 ///
 /// # Errors
 /// Naming the agent and the card field at fault.
-pub async fn load_agent(cfg: &AgentConfig, config: &Config) -> anyhow::Result<LoadedAgent> {
+pub async fn load_agent(
+    cfg: &AgentConfig,
+    config: &Config,
+) -> anyhow::Result<(LoadedAgent, Value)> {
     let who = format!("agent {:?}", cfg.id);
     let (card, fetched) = fetch_card(&cfg.card).await.with_context(|| who.clone())?;
+    let loaded = agent_from_card(cfg, config, card.clone(), fetched)?;
+    Ok((loaded, card))
+}
+
+/// Whether `cfg.card` is fetched over the network (its endpoint must then be public).
+pub fn card_is_fetched(cfg: &AgentConfig) -> bool {
+    cfg.card.starts_with("http://") || cfg.card.starts_with("https://")
+}
+
+/// Reads an agent from a card already in hand (just fetched, or the last one kept).
+///
+/// # Errors
+/// Naming the agent and the card field at fault.
+pub fn agent_from_card(
+    cfg: &AgentConfig,
+    config: &Config,
+    card: Value,
+    fetched: bool,
+) -> anyhow::Result<LoadedAgent> {
+    let who = format!("agent {:?}", cfg.id);
     let declaration = declaration_from_card(&card).map_err(|errs| {
         anyhow!(
             "{who}: the card {} is not usable:\n  {}",
@@ -150,7 +177,14 @@ pub async fn load_agent(cfg: &AgentConfig, config: &Config) -> anyhow::Result<Lo
     })?;
     let parsed: a2a_types::AgentCard = serde_json::from_value(card.clone())
         .with_context(|| format!("{who}: the card is not an A2A 1.0 AgentCard"))?;
-    let interface = parsed.jsonrpc_interface();
+    let (interface, protocol) = match parsed.jsonrpc_interface() {
+        Some(i) => (Some(i), watcher_delivery::endpoint::Protocol::V1),
+        // An agent whose card offers only A2A 0.3 is spoken to through the 0.3 adapter.
+        None => match parsed.jsonrpc_v03_interface() {
+            Some(i) => (Some(i), watcher_delivery::endpoint::Protocol::V03),
+            None => (None, watcher_delivery::endpoint::Protocol::V1),
+        },
+    };
     let endpoint = match (&cfg.endpoint, interface) {
         (Some(e), _) => Some(e.clone()),
         (None, Some(i)) => {
@@ -162,7 +196,7 @@ pub async fn load_agent(cfg: &AgentConfig, config: &Config) -> anyhow::Result<Lo
         (None, None) => None,
     };
     if endpoint.is_none() && !declaration.keeps_time {
-        bail!("{who}: no JSON-RPC 1.0 interface on the card and no `endpoint` in the configuration; lapse tasks could not be delivered");
+        bail!("{who}: no JSON-RPC 1.0 or 0.3 interface on the card and no `endpoint` in the configuration; lapse tasks could not be delivered");
     }
     let push = match (&config.public_url, parsed.capabilities.push_notifications) {
         (Some(base), Some(true)) => Some((
@@ -186,5 +220,6 @@ pub async fn load_agent(cfg: &AgentConfig, config: &Config) -> anyhow::Result<Lo
         public_only: cfg.endpoint.is_none() && fetched && !config.allow_private_endpoints,
         endpoint,
         bearer: cfg.bearer.clone(),
+        protocol,
     })
 }

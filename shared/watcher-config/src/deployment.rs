@@ -11,18 +11,22 @@ use watcher_delivery::endpoint::AgentEndpoint;
 use watcher_http::{Credentials, Principal, Role, SourceWebhook};
 use watcher_runtime::directory::Directory;
 
-use crate::agents::load_agent;
+use crate::agents::{agent_from_card, card_is_fetched, load_agent, LoadedAgent};
+use crate::config::AgentConfig;
+use watcher_core::time::Instant;
 use watcher_delivery::client::{A2aClient, ClientConfig};
 use watcher_delivery::deliver::{Submitter, SubmitterConfig};
 use watcher_delivery::lanes::LaneSettings;
 use watcher_delivery::rate::RateLimit;
 use watcher_delivery::retry::RetryPolicy;
+use watcher_runtime::directory::{CardHealth, CardState};
+use watcher_runtime::store::Store;
 
 use crate::config::{Config, DeliveryConfig};
 
 /// A loaded deployment.
 pub struct Deployment {
-    /// Registered agents.
+    /// Registered agents, and the card health of every configured agent.
     pub directory: Directory,
     /// Who may call what.
     pub credentials: Credentials,
@@ -30,37 +34,155 @@ pub struct Deployment {
     pub endpoints: HashMap<(Tenant, AgentId), AgentEndpoint>,
     /// Bounds.
     pub settings: Settings,
+    /// Configured agents whose card could not be read now (served from the kept card, or not
+    /// yet served): the caller retries them ([`refresh_agent`]).
+    pub pending: Vec<AgentConfig>,
 }
 
 /// Loads every agent (fetching cards), and builds credentials, endpoints and bounds.
 ///
+/// One agent's card that cannot be fetched or is invalid never stops the deployment (serve.md
+/// "Agents are independent"): the last card kept in `store` for it is used, or, when none was
+/// ever read, the agent is left out (its pushes answer 503) and listed in
+/// [`Deployment::pending`]. Every card read is kept in `store`.
+///
 /// # Errors
-/// The first agent, card or credential that is not usable, named.
-pub async fn load_deployment(config: &Config) -> anyhow::Result<Deployment> {
-    let mut directory = Directory::new();
+/// A credential or tenant that is not usable, named. Never a card.
+pub async fn load_deployment(
+    config: &Config,
+    store: &dyn Store,
+    now: Instant,
+) -> anyhow::Result<Deployment> {
+    let directory = Directory::new();
     let mut endpoints = HashMap::new();
+    let mut pending = Vec::new();
     for a in &config.agents {
-        let loaded = load_agent(a, config).await?;
-        if let Some(url) = &loaded.endpoint {
-            let endpoint = if loaded.public_only {
-                AgentEndpoint::from_card(url.clone(), loaded.bearer.clone())
-            } else {
-                AgentEndpoint::configured(url.clone(), loaded.bearer.clone())
-            };
-            endpoints.insert(
-                (loaded.entry.tenant.clone(), loaded.entry.profile.id.clone()),
-                endpoint,
-            );
+        // A tenant or id that is not usable is a configuration error, not a card's.
+        tenant(&a.tenant, &a.id)?;
+        AgentId::parse(a.id.clone()).map_err(|r| anyhow!("agent {:?}: id: {r}", a.id))?;
+        let outcome = refresh_agent(a, config, store, &directory, now, None).await;
+        if let Some((key, endpoint)) = outcome.endpoint {
+            endpoints.insert(key, endpoint);
         }
-        tracing::info!(agent = %a.id, endpoint = loaded.endpoint.as_deref().unwrap_or("none (keepsTime)"), keeps_time = loaded.entry.profile.declaration.keeps_time, "agent registered");
-        directory.insert(loaded.entry);
+        if !outcome.current {
+            pending.push(a.clone());
+        }
     }
     Ok(Deployment {
         directory,
         credentials: credentials(config)?,
         endpoints,
         settings: settings(config),
+        pending,
     })
+}
+
+/// What [`refresh_agent`] did.
+pub struct Refreshed {
+    /// The card was read now (not the kept one, not missing).
+    pub current: bool,
+    /// The agent's endpoint, when it has one.
+    pub endpoint: Option<((Tenant, AgentId), AgentEndpoint)>,
+}
+
+/// Reads `a`'s card now and registers the agent in `directory`, keeping the card in `store`;
+/// when the card cannot be read, falls back to the card kept in `store` (state `stale`) or
+/// leaves the agent out (state `unavailable`). Records the card health either way, with
+/// `next_try_at` when given. Logs what happened; never fails.
+pub async fn refresh_agent(
+    a: &AgentConfig,
+    config: &Config,
+    store: &dyn Store,
+    directory: &Directory,
+    now: Instant,
+    next_try_at: Option<Instant>,
+) -> Refreshed {
+    let (Ok(tenant), Ok(id)) = (
+        Tenant::parse(a.tenant.clone()),
+        AgentId::parse(a.id.clone()),
+    ) else {
+        return Refreshed {
+            current: false,
+            endpoint: None,
+        };
+    };
+    let register = |loaded: LoadedAgent| {
+        let endpoint = loaded.endpoint.as_ref().map(|url| {
+            let endpoint = if loaded.public_only {
+                AgentEndpoint::from_card(url.clone(), loaded.bearer.clone())
+            } else {
+                AgentEndpoint::configured(url.clone(), loaded.bearer.clone())
+            }
+            .speaking(loaded.protocol);
+            ((tenant.clone(), id.clone()), endpoint)
+        });
+        tracing::info!(agent = %a.id, endpoint = loaded.endpoint.as_deref().unwrap_or("none (keepsTime)"), keeps_time = loaded.entry.profile.declaration.keeps_time, "agent registered");
+        directory.insert(loaded.entry);
+        endpoint
+    };
+    let error = match load_agent(a, config).await {
+        Ok((loaded, card)) => {
+            if let Err(e) = store.put_agent_card(&tenant, &id, &card, now).await {
+                tracing::warn!(agent = %a.id, error = %e, "could not keep the agent card");
+            }
+            directory.set_card_health(
+                &tenant,
+                &id,
+                CardHealth {
+                    state: CardState::Ok,
+                    read_at: Some(now),
+                    failing_since: None,
+                    error: None,
+                    next_try_at: None,
+                },
+            );
+            return Refreshed {
+                current: true,
+                endpoint: register(loaded),
+            };
+        }
+        Err(e) => format!("{e:#}"),
+    };
+    let failing_since = directory
+        .card_health(&tenant, &id)
+        .and_then(|h| h.failing_since)
+        .unwrap_or(now);
+    let kept = match store.agent_card(&tenant, &id).await {
+        Ok(kept) => kept,
+        Err(e) => {
+            tracing::warn!(agent = %a.id, error = %e, "could not read the kept agent card");
+            None
+        }
+    };
+    let from_kept = kept.and_then(|(card, read_at)| {
+        match agent_from_card(a, config, card, card_is_fetched(a)) {
+            Ok(loaded) => Some((loaded, read_at)),
+            Err(e) => {
+                tracing::warn!(agent = %a.id, error = %format!("{e:#}"), "the kept agent card is not usable");
+                None
+            }
+        }
+    });
+    let (state, read_at, endpoint) = match from_kept {
+        Some((loaded, read_at)) => (CardState::Stale, Some(read_at), register(loaded)),
+        None => (CardState::Unavailable, None, None),
+    };
+    tracing::error!(agent = %a.id, state = ?state, error = %error, "the agent card cannot be read; serving every other agent and retrying");
+    directory.set_card_health(
+        &tenant,
+        &id,
+        CardHealth {
+            state,
+            read_at,
+            failing_since: Some(failing_since),
+            error: Some(error),
+            next_try_at,
+        },
+    );
+    Refreshed {
+        current: false,
+        endpoint,
+    }
 }
 
 /// The lapse-task submitter configured from `[delivery]`: timeouts, retry by age, backoff,

@@ -14,7 +14,7 @@ use reqwest::{redirect, StatusCode};
 use serde_json::Value;
 use watcher_core::EXPECTATIONS_URI;
 
-use crate::endpoint::AgentEndpoint;
+use crate::endpoint::{AgentEndpoint, Protocol};
 use crate::guard::{check_literal_host, NonPublicAddress, PublicOnlyResolver};
 
 /// A boxed error kept as the source of a [`DeliveryError`].
@@ -225,9 +225,24 @@ impl A2aClient {
         params: &Value,
         message_id: &str,
     ) -> Result<SendOutcome, DeliveryError> {
-        let result = self
-            .call(endpoint, methods::SEND_MESSAGE, params, message_id)
-            .await?;
+        let result = match endpoint.protocol {
+            Protocol::V1 => {
+                self.call(endpoint, methods::SEND_MESSAGE, params, message_id)
+                    .await?
+            }
+            Protocol::V03 => {
+                let params = a2a_types::v03::send_params_to_v03(params);
+                let result = self
+                    .call(
+                        endpoint,
+                        a2a_types::v03::METHOD_SEND_MESSAGE,
+                        &params,
+                        message_id,
+                    )
+                    .await?;
+                a2a_types::v03::result_to_v1(&result)
+            }
+        };
         Ok(outcome_of(result))
     }
 
@@ -250,6 +265,14 @@ impl A2aClient {
         message_id: &str,
         page_size: u32,
     ) -> Result<Option<(String, TaskState)>, DeliveryError> {
+        if endpoint.protocol == Protocol::V03 {
+            // A2A 0.3 has no method to list tasks: the caller sends again with the same
+            // messageId (a2a-delegation-in-depth, "Recovery").
+            return Err(DeliveryError::Permanent {
+                reason: "an A2A 0.3 agent offers no ListTasks".into(),
+                source: None,
+            });
+        }
         let mut params = serde_json::json!({
             "contextId": context_id,
             "pageSize": page_size.clamp(1, 100),
@@ -309,13 +332,14 @@ impl A2aClient {
         if let Some(t) = tenant {
             params["tenant"] = Value::String(t.to_owned());
         }
+        let method = match endpoint.protocol {
+            Protocol::V1 => methods::GET_TASK,
+            Protocol::V03 => a2a_types::v03::METHOD_GET_TASK,
+        };
+        // A 0.3 answer is the bare Task (with `kind` and a lowercase state): `/status/state`
+        // reads the same, and the state decoder takes the 0.3 names.
         let result = self
-            .call(
-                endpoint,
-                methods::GET_TASK,
-                &params,
-                &format!("get:{task_id}"),
-            )
+            .call(endpoint, method, &params, &format!("get:{task_id}"))
             .await?;
         Ok(result
             .pointer("/status/state")
@@ -360,9 +384,14 @@ impl A2aClient {
             .post(url)
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json")
-            .header(A2A_VERSION_HEADER, A2A_VERSION)
-            .header(A2A_EXTENSIONS_HEADER, EXPECTATIONS_URI)
             .body(body);
+        req = match endpoint.protocol {
+            Protocol::V1 => req
+                .header(A2A_VERSION_HEADER, A2A_VERSION)
+                .header(A2A_EXTENSIONS_HEADER, EXPECTATIONS_URI),
+            // 0.3 names the extensions header with an `X-` and has no version header.
+            Protocol::V03 => req.header("X-A2A-Extensions", EXPECTATIONS_URI),
+        };
         if let Some(bearer) = &endpoint.bearer {
             let mut value = HeaderValue::from_str(&format!("Bearer {bearer}")).map_err(|e| {
                 DeliveryError::permanent("the configured bearer token is not a valid header", e)

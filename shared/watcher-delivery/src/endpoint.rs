@@ -20,6 +20,19 @@ pub struct AgentEndpoint {
     /// unless `allow_private_endpoints = true`). `false` for endpoints written in the
     /// configuration, which are used as written.
     pub public_only: bool,
+    /// The A2A protocol the agent speaks at `url`: 1.0, or 0.3 for an agent whose card offers
+    /// only a 0.3 interface (sent `message/send` and `tasks/get` through [`a2a_types::v03`]).
+    pub protocol: Protocol,
+}
+
+/// The A2A protocol version an endpoint speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// A2A 1.0 (`SendMessage`, `GetTask`, `ListTasks`; `A2A-Version: 1.0`).
+    #[default]
+    V1,
+    /// A2A 0.3 (`message/send`, `tasks/get`; no `ListTasks`).
+    V03,
 }
 
 impl AgentEndpoint {
@@ -29,6 +42,7 @@ impl AgentEndpoint {
             url: url.into(),
             bearer,
             public_only: false,
+            protocol: Protocol::V1,
         }
     }
 
@@ -38,7 +52,14 @@ impl AgentEndpoint {
             url: url.into(),
             bearer,
             public_only: true,
+            protocol: Protocol::V1,
         }
+    }
+
+    /// The same endpoint, speaking `protocol`.
+    pub fn speaking(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
     }
 }
 
@@ -48,6 +69,7 @@ impl fmt::Debug for AgentEndpoint {
             .field("url", &self.url)
             .field("bearer", &self.bearer.as_ref().map(|_| "<redacted>"))
             .field("public_only", &self.public_only)
+            .field("protocol", &self.protocol)
             .finish()
     }
 }
@@ -64,6 +86,38 @@ pub trait Endpoints: Send + Sync {
 impl Endpoints for HashMap<(Tenant, AgentId), AgentEndpoint> {
     fn endpoint(&self, tenant: &Tenant, agent: &AgentId) -> Option<AgentEndpoint> {
         self.get(&(tenant.clone(), agent.clone())).cloned()
+    }
+}
+
+/// Endpoints that can change while the watcher runs: an agent whose card is read only after an
+/// outage gains its endpoint then (serve.md "Agents are independent"). Clones share the map.
+#[derive(Debug, Clone, Default)]
+pub struct SharedEndpoints(
+    std::sync::Arc<std::sync::RwLock<HashMap<(Tenant, AgentId), AgentEndpoint>>>,
+);
+
+impl SharedEndpoints {
+    /// Shares `map`.
+    pub fn new(map: HashMap<(Tenant, AgentId), AgentEndpoint>) -> Self {
+        SharedEndpoints(std::sync::Arc::new(std::sync::RwLock::new(map)))
+    }
+
+    /// Sets (or replaces) the endpoint of `agent` in `tenant`.
+    pub fn insert(&self, tenant: Tenant, agent: AgentId, endpoint: AgentEndpoint) {
+        self.0
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((tenant, agent), endpoint);
+    }
+}
+
+impl Endpoints for SharedEndpoints {
+    fn endpoint(&self, tenant: &Tenant, agent: &AgentId) -> Option<AgentEndpoint> {
+        self.0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(tenant.clone(), agent.clone()))
+            .cloned()
     }
 }
 

@@ -664,3 +664,45 @@ fn passes_are_send_over_trait_objects() {
     let free = deliver_due(store, &client, &endpoints, &policy, &limiter, t0(), LIMIT);
     assert_send(&free);
 }
+
+/// An agent whose card offers only A2A 0.3 is sent `message/send` with the 0.3 message shape,
+/// and its bare-Task answer (with `kind`, a lowercase state) is a delivered task.
+#[tokio::test]
+async fn a_0_3_agent_is_sent_message_send() {
+    let answer = serde_json::json!({ "jsonrpc": "2.0", "id": "x", "result": {
+        "kind": "task", "id": "task-v03", "contextId": "ctx",
+        "status": { "state": "submitted" } } });
+    let agent = spawn_capture_agent(Behaviour::from_fn(move |_, req| {
+        let mut a = answer.clone();
+        a["id"] = req.rpc_id();
+        Reply::http(200, a.to_string())
+    }))
+    .await;
+    let entry = lapse_entry("exp-v03");
+    let store = store_with(vec![entry.clone()]).await;
+    let endpoint = agent
+        .endpoint(None)
+        .speaking(watcher_delivery::endpoint::Protocol::V03);
+    let endpoints = endpoints(endpoint);
+    let sub = submitter(RetryPolicy::default(), None);
+    let r = sub
+        .deliver_due(&store, &endpoints, t0(), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!((r.sent, r.retried, r.failed), (1, 0, 0));
+    let done = get(&store, &entry).await;
+    assert_eq!(done.delivery, DeliveryState::Sent);
+    assert_eq!(done.task_id.as_deref(), Some("task-v03"));
+
+    let req = &agent.requests()[0];
+    assert_eq!(req.rpc_method().as_deref(), Some("message/send"));
+    assert_eq!(req.header("a2a-version"), None, "0.3 has no version header");
+    assert!(req.header("x-a2a-extensions").is_some());
+    let body = req.json().expect("JSON");
+    let message = &body["params"]["message"];
+    assert_eq!(message["kind"], "message");
+    assert_eq!(message["role"], "user");
+    assert_eq!(message["messageId"], entry.message_id.as_str());
+    assert_eq!(message["parts"][0]["kind"], "text");
+    assert_eq!(body["params"]["configuration"]["blocking"], false);
+}

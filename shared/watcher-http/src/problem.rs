@@ -14,6 +14,8 @@ pub struct ApiError {
     pub title: &'static str,
     /// What is wrong, for a person: the field and the rule.
     pub detail: String,
+    /// Seconds for a `Retry-After` header, when the client should try again later.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -61,7 +63,14 @@ impl ApiError {
             status,
             title,
             detail: detail.into(),
+            retry_after: None,
         }
+    }
+
+    /// The same error, answered with `Retry-After: secs`.
+    pub fn with_retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
     }
 }
 
@@ -73,11 +82,17 @@ impl IntoResponse for ApiError {
             "status": self.status.as_u16(),
             "detail": self.detail,
         });
-        (
+        let mut response = (
             self.status,
             [(header::CONTENT_TYPE, "application/problem+json")],
             body.to_string(),
         )
-            .into_response()
+            .into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(secs));
+        }
+        response
     }
 }

@@ -29,7 +29,30 @@ fn unavailable(e: impl std::fmt::Display) -> ApiError {
 /// full disk, a read-only file), and 200 again once it recovers.
 pub async fn healthz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     match state.watcher.store.probe_write(state.clock.now()).await {
-        Ok(()) => Ok(Json(json!({ "status": "ok" }))),
+        Ok(()) => {
+            // serve.md "Agents are independent": an agent whose card cannot be read is reported
+            // here; the watcher serves every other agent meanwhile, so it stays 200.
+            let problems: Vec<Value> = state
+                .watcher
+                .directory
+                .card_problems()
+                .into_iter()
+                .map(|(tenant, agent, health)| {
+                    json!({ "tenant": tenant, "agentId": agent, "card": health })
+                })
+                .collect();
+            if problems.is_empty() {
+                Ok(Json(json!({ "status": "ok" })))
+            } else {
+                let detail = format!(
+                    "{} agent card(s) cannot be read; those agents are retried, every other agent is served",
+                    problems.len()
+                );
+                Ok(Json(
+                    json!({ "status": "ok", "detail": detail, "agents": problems }),
+                ))
+            }
+        }
         Err(e) => {
             tracing::error!(error = %e, "health probe: the store cannot write");
             Err(ApiError::unavailable(format!(
@@ -38,6 +61,9 @@ pub async fn healthz(State(state): State<AppState>) -> Result<Json<Value>, ApiEr
         }
     }
 }
+
+/// `Retry-After` (seconds) on a push from an agent whose card was never read.
+pub const CARD_RETRY_AFTER_SECS: u64 = 30;
 
 /// `POST /v1/agents/{agentId}/push`: an A2A 1.0 `StreamResponse` (or a bare `Task`) from the
 /// agent's push webhook. Answers `{ raised, rejected, withdrawn, facts }`; refusals of single
@@ -58,16 +84,22 @@ pub async fn push(
     let tenant = principal.tenant.clone();
     let id = AgentId::parse(agent_id.clone())
         .map_err(|r| ApiError::bad_request(format!("agentId: {r}")))?;
-    let agent = state
-        .watcher
-        .directory
-        .get(&tenant, &id)
-        .ok_or_else(|| {
-            ApiError::not_found(format!(
-                "agent {agent_id:?} is not registered with this watcher"
+    let agent = match state.watcher.directory.get(&tenant, &id) {
+        Some(entry) => entry,
+        // Configured, but its card was never read (serve.md "Agents are independent").
+        None if state.watcher.directory.card_health(&tenant, &id).is_some() => {
+            return Err(ApiError::unavailable(format!(
+                "agent {agent_id:?}'s card has not been read yet, so its expectations cannot be checked against it; the watcher retries reading it: push again later"
             ))
-        })?
-        .profile
+            .with_retry_after(CARD_RETRY_AFTER_SECS))
+        }
+        None => {
+            return Err(ApiError::not_found(format!(
+                "agent {agent_id:?} is not registered with this watcher"
+            )))
+        }
+    }
+    .profile
         .clone();
     let value = json_body(&headers, &body)?;
     let event = a2a_types::StreamResponse::from_push_body(value).map_err(|e| {
@@ -368,31 +400,44 @@ pub async fn agents(
     let principal = state
         .credentials
         .require(&headers, &[Role::Operator], false)?;
-    let mut agents = Vec::new();
-    for entry in state
-        .watcher
-        .directory
-        .iter()
+    let directory = &state.watcher.directory;
+    let entries: std::collections::BTreeMap<AgentId, _> = directory
+        .entries()
+        .into_iter()
         .filter(|a| a.tenant == principal.tenant)
-    {
-        let id = &entry.profile.id;
+        .map(|a| (a.profile.id.clone(), a))
+        .collect();
+    let mut cards: std::collections::BTreeMap<AgentId, _> = directory
+        .configured(&principal.tenant)
+        .into_iter()
+        .collect();
+    let ids: std::collections::BTreeSet<AgentId> =
+        entries.keys().chain(cards.keys()).cloned().collect();
+    let mut agents = Vec::new();
+    for id in ids {
         let delivery = watcher_runtime::operators::agent_delivery(
             &*state.watcher.store,
             &principal.tenant,
-            id,
+            &id,
         )
         .await
         .map_err(unavailable)?;
         let mut v = json!({
             "agentId": id,
-            "submitsLapses": entry.submits_lapses,
             "delivery": delivery.delivery,
         });
+        if let Some(entry) = entries.get(&id) {
+            v["submitsLapses"] = json!(entry.submits_lapses);
+        }
         if let Some(since) = delivery.retrying_since {
             v["retryingSince"] = json!(since);
         }
         if let Some(e) = delivery.last_error {
             v["lastError"] = json!(e);
+        }
+        // serve.md "Agents are independent": where the agent's card stands.
+        if let Some(card) = cards.remove(&id) {
+            v["card"] = json!(card);
         }
         agents.push(v);
     }

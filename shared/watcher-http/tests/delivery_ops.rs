@@ -64,7 +64,7 @@ struct Harness {
 
 fn harness(store: Arc<MemoryStore>) -> Harness {
     let card: Value = serde_json::from_str(CARD).unwrap();
-    let mut directory = Directory::new();
+    let directory = Directory::new();
     for id in ["booking", "ops-bot", "quiet"] {
         directory.insert(AgentEntry {
             tenant: Tenant::default_tenant(),

@@ -92,7 +92,10 @@ pub async fn assemble(
     queue: Arc<dyn LapseQueue>,
     config: &Config,
 ) -> anyhow::Result<Parts> {
-    let deployment = load_deployment(config).await?;
+    // A cold start never fails for one agent's card (serve.md "Agents are independent"): the
+    // card kept in the table is used, or the agent waits for the next cold start.
+    let now = watcher_runtime::clock::Clock::now(&watcher_runtime::clock::SystemClock);
+    let deployment = load_deployment(config, &*store, now).await?;
     let sink = Arc::new(AwsSink {
         timers,
         queue: queue.clone(),

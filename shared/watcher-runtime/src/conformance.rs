@@ -114,6 +114,7 @@ macro_rules! store_conformance {
             outbox_by_agent_and_state,
             outbox_following_by_next_poll,
             probe_write_writes,
+            agent_cards_are_kept,
             tenants_are_isolated,
             rejections_per_tenant_and_agent,
             sequence_strictly_increases,
@@ -1554,6 +1555,49 @@ pub async fn outbox_following_by_next_poll<S: Store + 'static>(store: Arc<S>) {
         .await
         .expect("poll again sooner");
     assert_eq!(following(Some(at(5))).await, vec![later]);
+}
+
+/// The last agent card read is kept per (tenant, agent), replaced by the next, and read back as
+/// it was (serve.md "Agents are independent").
+pub async fn agent_cards_are_kept<S: Store + 'static>(store: Arc<S>) {
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    let booking = agent("booking");
+    assert_eq!(
+        store.agent_card(&a, &booking).await.expect("agent_card"),
+        None,
+        "nothing kept before a card is read"
+    );
+    let first = serde_json::json!({ "name": "Booking agent", "version": "1.0.0", "n": 1.5 });
+    store
+        .put_agent_card(&a, &booking, &first, at(1))
+        .await
+        .expect("keep a card");
+    assert_eq!(
+        store.agent_card(&a, &booking).await.expect("agent_card"),
+        Some((first.clone(), at(1)))
+    );
+    let second = serde_json::json!({ "name": "Booking agent", "version": "1.1.0" });
+    store
+        .put_agent_card(&a, &booking, &second, at(2))
+        .await
+        .expect("replace it");
+    assert_eq!(
+        store.agent_card(&a, &booking).await.expect("agent_card"),
+        Some((second, at(2))),
+        "the last card read replaces the one before"
+    );
+    assert_eq!(
+        store.agent_card(&b, &booking).await.expect("agent_card"),
+        None,
+        "another tenant's agent of the same id has its own"
+    );
+    assert_eq!(
+        store
+            .agent_card(&a, &agent("other"))
+            .await
+            .expect("agent_card"),
+        None
+    );
 }
 
 /// `probe_write` succeeds on a healthy store, again and again, and changes nothing of the record.

@@ -26,6 +26,7 @@ struct Inner {
     rejections: Vec<(Tenant, Rejection)>,
     sequence: u64,
     probed_at: Option<Instant>,
+    agent_cards: BTreeMap<(Tenant, AgentId), (serde_json::Value, Instant)>,
 }
 
 /// The in-memory store.
@@ -352,6 +353,32 @@ impl Store for MemoryStore {
         self.check_write()?;
         self.lock()?.probed_at = Some(now);
         Ok(())
+    }
+
+    async fn put_agent_card(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        card: &serde_json::Value,
+        read_at: Instant,
+    ) -> Result<(), StoreError> {
+        self.check_write()?;
+        self.lock()?
+            .agent_cards
+            .insert((tenant.clone(), agent.clone()), (card.clone(), read_at));
+        Ok(())
+    }
+
+    async fn agent_card(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
+        Ok(self
+            .lock()?
+            .agent_cards
+            .get(&(tenant.clone(), agent.clone()))
+            .cloned())
     }
 
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {

@@ -98,7 +98,7 @@ fn parse_scenario(doc: &Value) -> Result<Scenario, ScenarioError> {
         None | Some(Value::Null) => Settings::default(),
         Some(v) => serde_json::from_value(v.clone()).map_err(|e| bad("settings", e.to_string()))?,
     };
-    let mut directory = Directory::new();
+    let directory = Directory::new();
     let agents = obj
         .get("agents")
         .and_then(Value::as_array)

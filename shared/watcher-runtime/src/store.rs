@@ -264,6 +264,30 @@ pub trait Store: Send + Sync {
     /// The backend's error when it cannot write.
     async fn probe_write(&self, now: Instant) -> Result<(), StoreError>;
 
+    /// Keeps the last agent card read for `agent` (the JSON as fetched), replacing the one
+    /// kept before (serve.md "Agents are independent": used while a fetch fails, so a restart
+    /// during a partner's outage changes nothing for it).
+    ///
+    /// # Errors
+    /// The backend's error when it cannot write.
+    async fn put_agent_card(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        card: &serde_json::Value,
+        read_at: Instant,
+    ) -> Result<(), StoreError>;
+
+    /// The last agent card kept for `agent` and when it was read, if any.
+    ///
+    /// # Errors
+    /// The backend's error, or [`StoreError::Corrupt`] when the kept card is not JSON.
+    async fn agent_card(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError>;
+
     /// All outbox entries of a tenant, in order of lapse.
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError>;
 

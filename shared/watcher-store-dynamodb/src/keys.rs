@@ -140,6 +140,15 @@ pub(crate) fn follow_agent(tenant: &Tenant, agent: &AgentId) -> String {
 }
 
 /// `OUTBOX#{tenant}`: a tenant's lapse tasks, one row per (agent, `messageId`).
+/// `CARD#{tenant}#{agent}`: the last agent card read (serve.md "Agents are independent").
+pub(crate) fn agent_card_pk(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "CARD",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
 pub(crate) fn outbox_pk(tenant: &Tenant) -> String {
     join("OUTBOX", &[tenant.as_str()], MAX_PARTITION_KEY)
 }

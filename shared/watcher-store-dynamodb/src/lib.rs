@@ -1122,6 +1122,52 @@ impl Store for DynamoStore {
         Ok(())
     }
 
+    async fn put_agent_card(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        card: &serde_json::Value,
+        read_at: Instant,
+    ) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item(PK, s(keys::agent_card_pk(tenant, agent)))
+            .item(SK, s(ITEM))
+            .item(KIND, s("agent-card"))
+            .item(TENANT, s(tenant.as_str()))
+            .item("card", s(card.to_string()))
+            .item("readAt", s(read_at.to_string()))
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        Ok(())
+    }
+
+    async fn agent_card(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
+        let Some(item) = self.get(keys::agent_card_pk(tenant, agent), ITEM).await? else {
+            return Ok(None);
+        };
+        let text = |name: &str| {
+            item.get(name)
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .ok_or_else(|| {
+                    StoreError::Corrupt(format!("the kept card of agent {agent} has no {name}"))
+                })
+        };
+        let card = serde_json::from_str(&text("card")?)
+            .map_err(|e| StoreError::Corrupt(format!("the kept card of agent {agent}: {e}")))?;
+        let at = Instant::parse(&text("readAt")?).map_err(|e| {
+            StoreError::Corrupt(format!("the kept card of agent {agent}: readAt {e}"))
+        })?;
+        Ok(Some((card, at)))
+    }
+
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
         let mut entries = self
             .partition(outbox_pk(tenant))

@@ -44,7 +44,7 @@ async fn run(name: &str, store: Arc<dyn Store>, n: usize) {
         id: AgentId::parse("booking").expect("id"),
         declaration,
     };
-    let mut directory = Directory::new();
+    let directory = Directory::new();
     directory.insert(AgentEntry {
         tenant: Tenant::default_tenant(),
         profile: agent.clone(),

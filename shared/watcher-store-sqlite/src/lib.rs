@@ -923,6 +923,61 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn put_agent_card(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        card: &serde_json::Value,
+        read_at: Instant,
+    ) -> Result<(), StoreError> {
+        let (tenant, agent, card, at) = (
+            tenant.as_str().to_string(),
+            agent.as_str().to_string(),
+            card.to_string(),
+            read_at.to_string(),
+        );
+        self.run(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO agent_cards (tenant, agent, card, read_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (tenant, agent) DO UPDATE SET card = excluded.card, read_at = excluded.read_at",
+            )
+            .map_err(db)?
+            .execute(params![tenant, agent, card, at])
+            .map_err(db)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn agent_card(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
+        let (tenant, agent) = (tenant.as_str().to_string(), agent.as_str().to_string());
+        self.run(move |conn| {
+            let row: Option<(String, String)> = conn
+                .prepare_cached(
+                    "SELECT card, read_at FROM agent_cards WHERE tenant = ?1 AND agent = ?2",
+                )
+                .map_err(db)?
+                .query_row(params![tenant, agent], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+                .map_err(db)?;
+            row.map(|(card, at)| {
+                let card = serde_json::from_str(&card).map_err(|e| {
+                    StoreError::Corrupt(format!("the kept card of agent {agent}: {e}"))
+                })?;
+                let at = Instant::parse(&at).map_err(|e| {
+                    StoreError::Corrupt(format!("the kept card of agent {agent}: read_at {e}"))
+                })?;
+                Ok((card, at))
+            })
+            .transpose()
+        })
+        .await
+    }
+
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
         let tenant = tenant.clone();
         self.run(move |conn| {

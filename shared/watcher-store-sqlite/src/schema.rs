@@ -134,6 +134,16 @@ CREATE TABLE IF NOT EXISTS health (
     probed_at TEXT NOT NULL
 ) STRICT;
 
+-- The last agent card read per agent (serve.md "Agents are independent"); created by
+-- IF NOT EXISTS in older files when they open.
+CREATE TABLE IF NOT EXISTS agent_cards (
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    card TEXT NOT NULL,
+    read_at TEXT NOT NULL,
+    PRIMARY KEY (tenant, agent)
+) STRICT;
+
 CREATE TABLE IF NOT EXISTS rejections (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     tenant TEXT NOT NULL,
