@@ -227,16 +227,53 @@ fn event_status(event: &StreamResponse) -> Option<&TaskStatus> {
     }
 }
 
-/// Warnings for the push answer: a `status.timestamp` that is not an RFC 3339 instant is treated
-/// as absent, and said so (semantics.md "Time").
+/// Warnings for the push answer, each naming the field: a `status.timestamp` that is not an RFC
+/// 3339 instant is treated as absent (semantics.md "Time"); members the extension does not
+/// define are ignored ([`crate::members`]); an artifact or message that lists the extension in
+/// `extensions` but carries no `metadata` under its URI raises nothing.
 pub fn push_warnings(event: &StreamResponse) -> Vec<String> {
-    event_status(event)
+    let mut out: Vec<String> = event_status(event)
         .and_then(|s| status_timestamp(s).err())
         .map(|reason| {
             format!("field `status.timestamp`: {reason}; treated as absent (receipt order is used)")
         })
         .into_iter()
-        .collect()
+        .collect();
+    let mut carrier = |path: &str, extensions: &[String], metadata: Option<&Map<String, Value>>| {
+        match metadata.and_then(|m| m.get(EXPECTATIONS_URI)) {
+            Some(Value::Object(block)) => out.extend(crate::members::block_warnings(
+                block,
+                &format!("{path}.metadata[\"{EXPECTATIONS_URI}\"]"),
+            )),
+            Some(_) => {} // refused as malformed with the raises
+            None if extensions.iter().any(|e| e == EXPECTATIONS_URI) => out.push(format!(
+                "field `{path}.metadata`: lists the Expectations extension in `extensions` but has no `metadata[\"{EXPECTATIONS_URI}\"]`; nothing was raised, withdrawn or reported"
+            )),
+            None => {}
+        }
+    };
+    match event {
+        StreamResponse::ArtifactUpdate(u) => carrier(
+            "artifact",
+            &u.artifact.extensions,
+            u.artifact.metadata.as_ref(),
+        ),
+        StreamResponse::Task(t) => {
+            for (i, a) in t.artifacts.iter().enumerate() {
+                carrier(
+                    &format!("artifacts[{i}]"),
+                    &a.extensions,
+                    a.metadata.as_ref(),
+                );
+            }
+        }
+        StreamResponse::Message(m) => carrier("message", &m.extensions, m.metadata.as_ref()),
+        StreamResponse::StatusUpdate(_) => {}
+    }
+    if let Some(m) = event_status(event).and_then(|s| s.message.as_ref()) {
+        carrier("status.message", &m.extensions, m.metadata.as_ref());
+    }
+    out
 }
 
 /// Refuses a pushed status whose state names no task state (serve.md "Routes": a state is never

@@ -18,6 +18,7 @@ pub mod fact;
 pub mod ids;
 pub mod ingest;
 pub mod lapse;
+pub mod members;
 pub mod record;
 pub mod settings;
 pub mod slice;

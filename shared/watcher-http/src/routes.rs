@@ -240,6 +240,24 @@ pub async fn facts(
         )));
     }
     let batch = value.get("facts").is_some();
+    // Members a fact does not define are ignored, and said so.
+    let mut warnings = Vec::new();
+    if let Some(obj) = value.as_object().filter(|_| batch) {
+        warnings.extend(watcher_core::members::unknown(
+            obj,
+            &["facts"],
+            "",
+            "a facts request",
+        ));
+    }
+    for (i, v) in list.iter().enumerate() {
+        let path = if batch {
+            format!("facts[{i}]")
+        } else {
+            String::new()
+        };
+        warnings.extend(watcher_core::members::fact_warnings(v, &path));
+    }
     let mut parsed = Vec::with_capacity(list.len());
     for (i, v) in list.iter().enumerate() {
         let f = parse_fact(v, &source).map_err(|e| {
@@ -252,7 +270,11 @@ pub async fn facts(
         })?;
         parsed.push(f);
     }
-    record_facts(&state, &tenant, parsed).await
+    let Json(mut answer) = record_facts(&state, &tenant, parsed).await?;
+    if !warnings.is_empty() {
+        answer["warnings"] = json!(warnings);
+    }
+    Ok(Json(answer))
 }
 
 /// Records `facts` for `tenant` in one input (all or nothing) and answers as `POST /v1/facts`

@@ -1,0 +1,80 @@
+//! Tell the sender what was ignored: unknown members of an expectation, of the extension's
+//! metadata object and of a fact come back as `warnings` naming the member and the nearest known
+//! one; an artifact listing the extension without its metadata is a warning too. Nothing is
+//! refused for it.
+
+mod common;
+
+use jiff::Timestamp;
+use serde_json::{json, Value};
+use watcher_delivery::testing::{spawn_capture_agent, Behaviour};
+
+use common::*;
+
+fn warnings(body: &Value) -> Vec<String> {
+    body["warnings"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .filter_map(|w| w.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn ignored_members_are_named_in_the_answer() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let w = spawn_watcher(&agent, "").await;
+    let due = plus(Timestamp::now(), 3600);
+
+    let mut push = one_expectation("task-w", "exp-w", "PA-W", due, "PT1H");
+    let block = &mut push["artifactUpdate"]["artifact"]["metadata"][URI];
+    block["expectations"][0]["horizn"] = json!(fmt(plus(due, 60)));
+    block["withdrow"] = json!([]);
+    let answer = w.push(&push).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(
+        answer.body["raised"],
+        json!(["exp-w"]),
+        "nothing is refused for it"
+    );
+    let got = warnings(&answer.body);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(
+        got.iter()
+            .any(|w| w.contains("expectations[0].horizn") && w.contains("`horizon`")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|w| w.contains("withdrow") && w.contains("`withdraw`")),
+        "{got:?}"
+    );
+
+    // Listing the extension without its metadata raises nothing, and says so.
+    let mut bare = one_expectation("task-x", "exp-x", "PA-X", due, "PT1H");
+    bare["artifactUpdate"]["artifact"]["metadata"] = json!({});
+    let answer = w.push(&bare).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let got = warnings(&answer.body);
+    assert!(
+        got.iter().any(|w| w.contains("artifact.metadata")),
+        "{got:?}"
+    );
+
+    // A fact's unknown member.
+    let mut fact = departure_fact("PA-W", Timestamp::now());
+    fact["obsevedBy"] = json!("gate 4");
+    let answer = w.report(&json!({ "facts": [fact] })).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let got = warnings(&answer.body);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].contains("facts[0].obsevedBy"), "{got:?}");
+
+    // A clean push has no `warnings`.
+    let clean = w
+        .push(&one_expectation("task-y", "exp-y", "PA-Y", due, "PT1H"))
+        .await;
+    assert!(clean.body.get("warnings").is_none(), "{clean:?}");
+}
