@@ -9,7 +9,7 @@ use learnables_store::SqliteDefinitionStore;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use watcher_config::{load_deployment, Config};
-use watcher_http::{learnables_router, watcher_router, AppState, LearnablesState};
+use watcher_http::{learnables_router_with, watcher_router_with, AppState, LearnablesState};
 use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
@@ -97,13 +97,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             )
         },
     )?);
-    let app = watcher_router(state)
-        .merge(learnables_router(LearnablesState {
-            store: definitions,
-            credentials,
-            clock: clock.clone(),
-            registry: Arc::new(learnables::Registry::builtin()),
-        }))
+    let limits = config.limits.http();
+    let app = watcher_router_with(state, limits)
+        .merge(learnables_router_with(
+            LearnablesState {
+                store: definitions,
+                credentials,
+                clock: clock.clone(),
+                registry: Arc::new(learnables::Registry::builtin()),
+            },
+            limits,
+        ))
         .fallback(watcher_http::not_found)
         .method_not_allowed_fallback(watcher_http::method_not_allowed);
     let listener = TcpListener::bind(&config.listen)

@@ -150,15 +150,52 @@ pub struct LimitsConfig {
     pub max_open_per_subject: u64,
     /// Default 100000.
     pub max_open_per_agent: u64,
+    /// Largest request body in bytes. Default 1048576 (over it: 413).
+    pub body_bytes: usize,
+    /// Seconds a request body may take to arrive. Default 30 (over it: 408).
+    pub body_read_secs: u64,
+    /// Deepest JSON nesting of a body (arrays and objects; at most 128). Default 64.
+    pub json_depth: usize,
+    /// Longest JSON string (member names too) in bytes as sent. Default 65536.
+    pub string_bytes: usize,
+    /// Most expectations in one artifact or status message. Default 100.
+    pub expectations_per_artifact: usize,
+    /// Most facts in one `POST /v1/facts` or carrier webhook payload. Default 1000.
+    pub facts_per_request: usize,
+    /// Most `corpus` entries in one `lessons:check`. Default 10000.
+    pub check_corpus_entries: usize,
 }
 
 impl Default for LimitsConfig {
     fn default() -> Self {
         let s = watcher_core::settings::Settings::default();
+        let h = watcher_http::Limits::default();
         LimitsConfig {
             lineage_bound: s.lineage_bound,
             max_open_per_subject: s.max_open_per_subject,
             max_open_per_agent: s.max_open_per_agent,
+            body_bytes: h.body_bytes,
+            body_read_secs: h.body_read_secs,
+            json_depth: h.json_depth,
+            string_bytes: h.string_bytes,
+            expectations_per_artifact: h.expectations_per_artifact,
+            facts_per_request: h.facts_per_request,
+            check_corpus_entries: h.check_corpus_entries,
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// The request bounds the HTTP routers enforce (`watcher_http::limits`).
+    pub fn http(&self) -> watcher_http::Limits {
+        watcher_http::Limits {
+            body_bytes: self.body_bytes,
+            body_read_secs: self.body_read_secs,
+            json_depth: self.json_depth,
+            string_bytes: self.string_bytes,
+            expectations_per_artifact: self.expectations_per_artifact,
+            facts_per_request: self.facts_per_request,
+            check_corpus_entries: self.check_corpus_entries,
         }
     }
 }

@@ -34,6 +34,8 @@ pub struct Parts {
     pub endpoints: HashMap<(Tenant, AgentId), AgentEndpoint>,
     /// The lapse-task submitter.
     pub submitter: Submitter,
+    /// The request bounds of the API (config `[limits]`).
+    pub limits: watcher_http::Limits,
 }
 
 fn var(name: &str) -> anyhow::Result<String> {
@@ -108,5 +110,6 @@ pub async fn assemble(
         credentials: Arc::new(deployment.credentials),
         endpoints: deployment.endpoints,
         submitter: watcher_config::submitter(&config.delivery)?,
+        limits: config.limits.http(),
     })
 }
