@@ -257,9 +257,9 @@ impl Config {
     pub fn load(path: &Path) -> anyhow::Result<Config> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("Failed to read {}", path.display()))?;
-        let mut config = parse_warning_unknown(&text, &path.display().to_string())
-            .with_context(|| format!("{} is not a valid configuration", path.display()))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut config = parse_warning_unknown(&text, &path.display().to_string(), Some(&base))
+            .with_context(|| format!("{} is not a valid configuration", path.display()))?;
         if config.database.is_relative() {
             config.database = base.join(&config.database);
         }
@@ -282,7 +282,7 @@ impl Config {
     /// # Errors
     /// TOML errors (with line and column), or duplicate ids.
     pub fn from_toml(text: &str) -> anyhow::Result<Config> {
-        let config = parse_warning_unknown(text, "the configuration")
+        let config = parse_warning_unknown(text, "the configuration", None)
             .context("the configuration is not valid")?;
         config.check()?;
         Ok(config)
@@ -331,7 +331,16 @@ impl Config {
 /// Parses the TOML, warning (on stderr and in the log) about every key this version does not
 /// know — a typo such as `lisen` or `[[agent]]` would otherwise be silently ignored. Unknown keys
 /// are not refused: contracts/serve.md says more keys may be added.
-fn parse_warning_unknown(text: &str, origin: &str) -> anyhow::Result<Config> {
+fn parse_warning_unknown(text: &str, origin: &str, base: Option<&Path>) -> anyhow::Result<Config> {
+    // Tokens from files or variables (`token_file`, `token_env`, …; crate::secrets). Only when
+    // there are some is the text re-written, so TOML errors otherwise keep their positions.
+    let mut resolved = None;
+    if let Ok(mut table) = text.parse::<toml::Table>() {
+        if crate::secrets::resolve(&mut table, base)? {
+            resolved = Some(toml::to_string(&table)?);
+        }
+    }
+    let text = resolved.as_deref().unwrap_or(text);
     let unknown = unknown_keys(text)?;
     for key in &unknown {
         tracing::warn!(key = %key, origin, "unknown configuration key ignored");
