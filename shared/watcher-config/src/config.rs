@@ -276,7 +276,7 @@ impl Config {
         Ok(config)
     }
 
-    /// Parses a configuration held in memory (e.g. the Lambda functions' `WATCHER_CONFIG`);
+    /// Parses a configuration held in memory (e.g. the Lambda functions' configuration secret);
     /// relative paths stay relative to the working directory.
     ///
     /// # Errors
