@@ -12,6 +12,9 @@ cargo fmt --all -- --check
 echo "== cfn-lint template.yaml"
 bash infra/lint-template.sh
 
+echo "== checkov template.yaml (every failing check fixed or skipped with a reason)"
+bash infra/checkov.sh
+
 echo "== AWS emulator (moto) on 127.0.0.1"
 bash infra/moto.sh
 trap 'bash infra/moto.sh stop >/dev/null 2>&1 || true' EXIT

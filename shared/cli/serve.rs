@@ -11,7 +11,7 @@ use tokio::sync::{watch, Notify};
 use watcher_config::{load_deployment, Config};
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_delivery::endpoint::SharedEndpoints;
-use watcher_http::{learnables_router, watcher_router, AppState, LearnablesState};
+use watcher_http::{learnables_router_with, watcher_router_with, AppState, LearnablesState};
 use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
@@ -110,13 +110,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             )
         },
     )?);
-    let app = watcher_router(state)
-        .merge(learnables_router(LearnablesState {
-            store: definitions,
-            credentials,
-            clock: clock.clone(),
-            registry: Arc::new(learnables::Registry::builtin()),
-        }))
+    let limits = config.limits.http();
+    let app = watcher_router_with(state, limits)
+        .merge(learnables_router_with(
+            LearnablesState {
+                store: definitions,
+                credentials,
+                clock: clock.clone(),
+                registry: Arc::new(learnables::Registry::builtin()),
+            },
+            limits,
+        ))
         .fallback(watcher_http::not_found)
         .method_not_allowed_fallback(watcher_http::method_not_allowed);
     let listener = TcpListener::bind(&config.listen)

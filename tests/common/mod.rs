@@ -114,7 +114,11 @@ impl Watcher {
             .arg("serve")
             .arg("--config")
             .arg(&self.config)
-            .env("RUST_LOG", "info,tower_http=warn")
+            // A test may ask for more (tests/serve_secrets.rs runs at trace).
+            .env(
+                "RUST_LOG",
+                std::env::var("A2A_TEST_SERVE_LOG").unwrap_or("info,tower_http=warn".into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))

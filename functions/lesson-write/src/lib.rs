@@ -6,8 +6,9 @@
 //! router factory, [`watcher_http::learnables_router`] (style: one router factory for three
 //! hosts — `lambda_http::run` here, `axum::serve` in `serve`, `oneshot` in tests).
 //!
-//! - [`FunctionConfig`] — what the function reads from its environment
-//!   ([`DEFINITIONS_TABLE_NAME`], [`WATCHER_CONFIG`]), parsed and checked at start-up;
+//! - [`FunctionConfig`] — the table from the environment ([`DEFINITIONS_TABLE_NAME`]) and the
+//!   configuration from Secrets Manager (the secret the environment names,
+//!   `WATCHER_CONFIG_SECRET_ID`; never the configuration itself), parsed and checked at start-up;
 //! - [`dynamodb_client`] — the SDK client, built once in `main`;
 //! - [`app`] / [`app_with_clock`] — the router over a [`DefinitionStore`], for `main` and for
 //!   tests.
@@ -18,7 +19,8 @@
 //! use learnables_store_dynamodb::DynamoDefinitionStore;
 //! use lesson_write::{app, dynamodb_client, FunctionConfig};
 //!
-//! let config = FunctionConfig::from_env()?;
+//! let aws = aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await;
+//! let config = FunctionConfig::from_secret(&aws).await?;
 //! let store = DynamoDefinitionStore::new(dynamodb_client().await, config.table());
 //! lambda_http::run(app(Arc::new(store), &config)).await?;
 //! # Ok(()) }
@@ -41,9 +43,11 @@ use watcher_runtime::clock::{Clock, SystemClock};
 /// [`learnables_store_dynamodb::create_table`]).
 pub const DEFINITIONS_TABLE_NAME: &str = "DEFINITIONS_TABLE_NAME";
 
-/// Environment variable: the deployment's configuration as TOML text (contracts/serve.md
-/// "Configuration"). The function uses its credentials: `[[teachers]]` write, `[[operators]]`
-/// read, and `[[sources]]` and `[[agents]]` tokens are recognised only to be refused (403).
+/// The name tests give the deployment's configuration (TOML text, contracts/serve.md
+/// "Configuration") in [`FunctionConfig::from_lookup`]; the deployed function reads it from
+/// Secrets Manager ([`FunctionConfig::from_secret`]), never from an environment variable. The
+/// function uses its credentials: `[[teachers]]` write, `[[operators]]` read, and `[[sources]]`
+/// and `[[agents]]` tokens are recognised only to be refused (403).
 pub const WATCHER_CONFIG: &str = "WATCHER_CONFIG";
 
 /// Why the function cannot start. Not retryable: the function's environment needs fixing.
@@ -79,6 +83,12 @@ pub enum ConfigError {
     /// entries of [`WATCHER_CONFIG`].
     #[error("the credentials in {WATCHER_CONFIG} are not usable")]
     Credentials(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The configuration's secret could not be read (not named, no permission, no such secret).
+    ///
+    /// What to do: set `WATCHER_CONFIG_SECRET_ID` (template.yaml does) and grant
+    /// `secretsmanager:GetSecretValue` on it.
+    #[error("the configuration could not be read from Secrets Manager")]
+    Secret(#[source] watcher_aws::config_secret::ConfigSecretError),
 }
 
 /// The function's configuration, checked: the definitions table and the credentials.
@@ -122,17 +132,27 @@ impl FunctionConfig {
         })
     }
 
-    /// Reads and checks [`DEFINITIONS_TABLE_NAME`] and [`WATCHER_CONFIG`] from the process
-    /// environment.
+    /// Reads [`DEFINITIONS_TABLE_NAME`] from the process environment and the configuration
+    /// from the Secrets Manager secret the environment names (`WATCHER_CONFIG_SECRET_ID`,
+    /// optionally `WATCHER_CONFIG_SECRET_VERSION`), once, at cold start.
     ///
     /// # Errors
-    /// As [`FunctionConfig::from_lookup`].
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| std::env::var_os(name))
+    /// [`ConfigError::Missing`], [`ConfigError::Secret`], then as [`FunctionConfig::new`].
+    pub async fn from_secret(aws: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
+        let table = std::env::var(DEFINITIONS_TABLE_NAME).unwrap_or_default();
+        if table.trim().is_empty() {
+            return Err(ConfigError::Missing {
+                name: DEFINITIONS_TABLE_NAME,
+            });
+        }
+        let toml = watcher_aws::config_secret::config_from_env(aws)
+            .await
+            .map_err(ConfigError::Secret)?;
+        Self::new(table, &toml)
     }
 
-    /// Reads and checks the configuration from `lookup`, which answers an environment variable's
-    /// value (for tests: no process-wide environment to change).
+    /// Reads and checks the configuration from `lookup`, which answers [`DEFINITIONS_TABLE_NAME`]
+    /// and [`WATCHER_CONFIG`] (for tests: no process-wide environment, no Secrets Manager).
     ///
     /// # Errors
     /// [`ConfigError::Missing`] or [`ConfigError::NotUnicode`] naming the variable; then as

@@ -1,8 +1,9 @@
 //! `lesson-write`: the Learnables authority on AWS Lambda, behind an API Gateway HTTP API
 //! (payload format 2.0).
 //!
-//! Environment: `DEFINITIONS_TABLE_NAME` (the definitions table), `WATCHER_CONFIG` (the
-//! deployment's TOML configuration, for its credentials), `RUST_LOG` (optional, default `info`),
+//! Environment: `DEFINITIONS_TABLE_NAME` (the definitions table), `WATCHER_CONFIG_SECRET_ID`
+//! (the Secrets Manager secret whose SecretString is the deployment's TOML configuration, read
+//! once at cold start for its credentials; `WATCHER_CONFIG_SECRET_VERSION` optional), `RUST_LOG` (optional, default `info`),
 //! and the standard AWS variables the Lambda runtime sets (`AWS_ENDPOINT_URL` for an emulator).
 
 use std::sync::Arc;
@@ -33,7 +34,10 @@ async fn main() -> Result<(), lambda_http::Error> {
         .with_current_span(false)
         .init();
 
-    let config = FunctionConfig::from_env().inspect_err(|e| {
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await;
+    let config = FunctionConfig::from_secret(&aws).await.inspect_err(|e| {
         tracing::error!(error.cause_chain = %cause_chain(e), "Failed to read the configuration");
     })?;
     // Built once per execution environment and shared by every invocation (style item 6).

@@ -41,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+pub mod config_secret;
 mod digest;
 mod error;
 pub mod names;

@@ -96,24 +96,10 @@ async fn get_card(client: &reqwest::Client, url: &str) -> anyhow::Result<Value> 
         .with_context(|| format!("the agent card at {url} is not JSON"))
 }
 
-/// `true` for loopback, private, link-local and other non-public addresses.
+/// `true` for loopback, private, link-local and other non-public addresses: the delivery
+/// resolver's own classification, so the check at start and the one at connection agree.
 fn is_private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.octets()[0] == 100 && (v4.octets()[1] & 0xC0) == 64
-        }
-        IpAddr::V6(v6) => {
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || (v6.segments()[0] & 0xfe00) == 0xfc00
-                || (v6.segments()[0] & 0xffc0) == 0xfe80
-        }
-    }
+    !watcher_delivery::is_public_address(ip)
 }
 
 /// Refuses an endpoint taken from a fetched card that resolves to a non-public address.
@@ -122,6 +108,8 @@ fn check_public(url: &str) -> anyhow::Result<()> {
     let host = parsed
         .host_str()
         .ok_or_else(|| anyhow!("{url:?} has no host"))?;
+    // An IPv6 literal comes back bracketed, which the resolver does not take.
+    let host = host.trim_start_matches('[').trim_end_matches(']');
     let port = parsed.port_or_known_default().unwrap_or(443);
     let addrs = (host, port)
         .to_socket_addrs()
@@ -222,4 +210,26 @@ pub fn agent_from_card(
         bearer: cfg.bearer.clone(),
         protocol,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn card_endpoints_are_checked_with_the_resolver_classification() {
+        for url in [
+            "http://127.0.0.1:8080/",
+            "http://169.254.169.254/latest",
+            "http://[::1]/",
+            // Not refused before the classifications were one: NAT64, documentation, IETF.
+            "http://[64:ff9b::a00:1]/",
+            "http://192.0.2.10/",
+            "http://192.0.0.8/",
+        ] {
+            let e = check_public(url).unwrap_err().to_string();
+            assert!(e.contains("non-public address"), "{url}: {e}");
+        }
+        assert!(check_public("http://93.184.216.34/").is_ok());
+    }
 }

@@ -150,15 +150,52 @@ pub struct LimitsConfig {
     pub max_open_per_subject: u64,
     /// Default 100000.
     pub max_open_per_agent: u64,
+    /// Largest request body in bytes. Default 1048576 (over it: 413).
+    pub body_bytes: usize,
+    /// Seconds a request body may take to arrive. Default 30 (over it: 408).
+    pub body_read_secs: u64,
+    /// Deepest JSON nesting of a body (arrays and objects; at most 128). Default 64.
+    pub json_depth: usize,
+    /// Longest JSON string (member names too) in bytes as sent. Default 65536.
+    pub string_bytes: usize,
+    /// Most expectations in one artifact or status message. Default 100.
+    pub expectations_per_artifact: usize,
+    /// Most facts in one `POST /v1/facts` or carrier webhook payload. Default 1000.
+    pub facts_per_request: usize,
+    /// Most `corpus` entries in one `lessons:check`. Default 10000.
+    pub check_corpus_entries: usize,
 }
 
 impl Default for LimitsConfig {
     fn default() -> Self {
         let s = watcher_core::settings::Settings::default();
+        let h = watcher_http::Limits::default();
         LimitsConfig {
             lineage_bound: s.lineage_bound,
             max_open_per_subject: s.max_open_per_subject,
             max_open_per_agent: s.max_open_per_agent,
+            body_bytes: h.body_bytes,
+            body_read_secs: h.body_read_secs,
+            json_depth: h.json_depth,
+            string_bytes: h.string_bytes,
+            expectations_per_artifact: h.expectations_per_artifact,
+            facts_per_request: h.facts_per_request,
+            check_corpus_entries: h.check_corpus_entries,
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// The request bounds the HTTP routers enforce (`watcher_http::limits`).
+    pub fn http(&self) -> watcher_http::Limits {
+        watcher_http::Limits {
+            body_bytes: self.body_bytes,
+            body_read_secs: self.body_read_secs,
+            json_depth: self.json_depth,
+            string_bytes: self.string_bytes,
+            expectations_per_artifact: self.expectations_per_artifact,
+            facts_per_request: self.facts_per_request,
+            check_corpus_entries: self.check_corpus_entries,
         }
     }
 }
@@ -220,9 +257,9 @@ impl Config {
     pub fn load(path: &Path) -> anyhow::Result<Config> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("Failed to read {}", path.display()))?;
-        let mut config = parse_warning_unknown(&text, &path.display().to_string())
-            .with_context(|| format!("{} is not a valid configuration", path.display()))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut config = parse_warning_unknown(&text, &path.display().to_string(), Some(&base))
+            .with_context(|| format!("{} is not a valid configuration", path.display()))?;
         if config.database.is_relative() {
             config.database = base.join(&config.database);
         }
@@ -239,13 +276,13 @@ impl Config {
         Ok(config)
     }
 
-    /// Parses a configuration held in memory (e.g. the Lambda functions' `WATCHER_CONFIG`);
+    /// Parses a configuration held in memory (e.g. the Lambda functions' configuration secret);
     /// relative paths stay relative to the working directory.
     ///
     /// # Errors
     /// TOML errors (with line and column), or duplicate ids.
     pub fn from_toml(text: &str) -> anyhow::Result<Config> {
-        let config = parse_warning_unknown(text, "the configuration")
+        let config = parse_warning_unknown(text, "the configuration", None)
             .context("the configuration is not valid")?;
         config.check()?;
         Ok(config)
@@ -294,7 +331,16 @@ impl Config {
 /// Parses the TOML, warning (on stderr and in the log) about every key this version does not
 /// know — a typo such as `lisen` or `[[agent]]` would otherwise be silently ignored. Unknown keys
 /// are not refused: contracts/serve.md says more keys may be added.
-fn parse_warning_unknown(text: &str, origin: &str) -> anyhow::Result<Config> {
+fn parse_warning_unknown(text: &str, origin: &str, base: Option<&Path>) -> anyhow::Result<Config> {
+    // Tokens from files or variables (`token_file`, `token_env`, …; crate::secrets). Only when
+    // there are some is the text re-written, so TOML errors otherwise keep their positions.
+    let mut resolved = None;
+    if let Ok(mut table) = text.parse::<toml::Table>() {
+        if crate::secrets::resolve(&mut table, base)? {
+            resolved = Some(toml::to_string(&table)?);
+        }
+    }
+    let text = resolved.as_deref().unwrap_or(text);
     let unknown = unknown_keys(text)?;
     for key in &unknown {
         tracing::warn!(key = %key, origin, "unknown configuration key ignored");

@@ -15,8 +15,10 @@ pub(crate) struct NonPublicAddress {
     pub(crate) addr: IpAddr,
 }
 
-/// Whether `ip` is a globally routable unicast address.
-pub(crate) fn is_public(ip: IpAddr) -> bool {
+/// Whether `ip` is a globally routable unicast address: the one classification of the watcher's
+/// outbound policy, used by the resolver at connection time and by the configuration's check of
+/// card endpoints at start (`watcher_config::agents`).
+pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => is_public_v6(v6),

@@ -38,6 +38,7 @@ pub use deliver::{
     EntryOutcome, Submitter, SubmitterConfig,
 };
 pub use endpoint::{AgentEndpoint, Endpoints};
+pub use guard::is_public as is_public_address;
 pub use lanes::{spawn_lanes, LaneContext, LaneSettings};
 pub use rate::{RateLimit, RateLimiter};
 pub use retry::{jitter_fraction, next_attempt_at, RetryPolicy};

@@ -50,7 +50,11 @@ pub struct Principal {
 /// webhooks"): its signature is a credential too, and its mappings say what its calls mean.
 #[derive(Debug, Clone, Default)]
 pub struct Credentials {
-    tokens: HashMap<String, Principal>,
+    /// SHA-256 of each token → its holder. Only digests are kept, so neither `Debug` nor a
+    /// memory dump shows a token; a presented token is hashed before the look-up, so the
+    /// look-up's timing depends on a digest the caller cannot steer, and the match is confirmed
+    /// with a constant-time comparison (`subtle`).
+    tokens: HashMap<[u8; 32], Principal>,
     /// (tenant, source id) → the source's webhook.
     hooks: HashMap<(Tenant, String), Arc<SourceWebhook>>,
     /// Source id → its webhook, for sources with a signature (the path alone names them).
@@ -86,14 +90,15 @@ impl Credentials {
                 principal.id
             ));
         }
-        if self.tokens.contains_key(token) {
+        let digest = token_digest(token);
+        if self.tokens.contains_key(&digest) {
             return Err(format!(
                 "the token of {} {:?} is already used by another party",
                 principal.role.noun(),
                 principal.id
             ));
         }
-        self.tokens.insert(token.to_string(), principal);
+        self.tokens.insert(digest, principal);
         Ok(())
     }
 
@@ -153,8 +158,11 @@ impl Credentials {
             .and_then(|v| v.to_str().ok())
             .map(str::trim);
         for token in [bearer, notif].into_iter().flatten() {
-            if let Some(p) = self.tokens.get(token) {
-                return Ok(p);
+            let digest = token_digest(token);
+            if let Some((stored, p)) = self.tokens.get_key_value(&digest) {
+                if bool::from(subtle::ConstantTimeEq::ct_eq(&stored[..], &digest[..])) {
+                    return Ok(p);
+                }
             }
         }
         if bearer.is_none() && notif.is_none() {
@@ -190,4 +198,10 @@ impl Credentials {
             )))
         }
     }
+}
+
+/// SHA-256 of a token: how tokens are kept and looked up.
+fn token_digest(token: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes()).into()
 }

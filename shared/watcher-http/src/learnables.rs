@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -38,8 +38,8 @@ use watcher_runtime::clock::Clock;
 
 use crate::auth::{Credentials, Principal, Role};
 use crate::body::json_body;
+use crate::limits::Limits;
 use crate::problem::ApiError;
-use crate::MAX_BODY_BYTES;
 
 /// Everything the authority's handlers need; cheap to clone.
 #[derive(Clone)]
@@ -54,8 +54,8 @@ pub struct LearnablesState {
     pub registry: Arc<Registry>,
 }
 
-/// The authority's routes (contracts/learnables.md "Routes"), with the body limit
-/// ([`MAX_BODY_BYTES`]) and request tracing; a `Router<()>` for the host to `.merge(...)` into
+/// The authority's routes (contracts/learnables.md "Routes"), with the default [`Limits`]
+/// ([`learnables_router_with`]) and request tracing; a `Router<()>` for the host to `.merge(...)` into
 /// its own.
 ///
 /// | route | who | answer |
@@ -83,7 +83,13 @@ pub struct LearnablesState {
 /// let app = watcher_router(app_state).merge(learnables_router(learnables_state));
 /// ```
 pub fn learnables_router(state: LearnablesState) -> Router {
-    Router::new()
+    learnables_router_with(state, Limits::default())
+}
+
+/// [`learnables_router`] with `limits` (body size, JSON depth and strings, `lessons:check`
+/// corpus entries; every error problem+json).
+pub fn learnables_router_with(state: LearnablesState, limits: Limits) -> Router {
+    let routes = Router::new()
         .route("/v1/learnables", get(list_learnables))
         .route(
             "/v1/definitions/{id}",
@@ -101,9 +107,8 @@ pub fn learnables_router(state: LearnablesState) -> Router {
             "/v1/definitions/{id}/versions/{n}/tombstone",
             post(post_tombstone),
         )
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
-        .with_state(state)
+        .with_state(state);
+    crate::limits::apply(routes, limits).layer(tower_http::trace::TraceLayer::new_for_http())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -441,6 +446,7 @@ async fn post_lesson(
 /// writes nothing.
 async fn post_check(
     State(state): State<LearnablesState>,
+    Extension(limits): Extension<Limits>,
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -448,6 +454,13 @@ async fn post_check(
     let (principal, tenant) = caller(&state, &headers, WRITERS)?;
     let id = definition_id(&id)?;
     let body: CheckBody = body_as(&headers, &body)?;
+    if body.corpus.len() > limits.check_corpus_entries {
+        return Err(Limits::refusal(
+            "check_corpus_entries",
+            limits.check_corpus_entries,
+            format_args!("field `corpus`: {} entries", body.corpus.len()),
+        ));
+    }
     let lesson = lesson_for(principal, body.lesson)?;
     let definition = load(&state, &tenant, &id).await?;
     let report = learnables::check(&definition, &lesson, &body.corpus, &state.registry)

@@ -5,13 +5,13 @@
 pub mod auth;
 pub mod body;
 pub mod learnables;
+pub mod limits;
 pub mod problem;
 pub mod routes;
 pub mod webhook;
 
 use std::sync::Arc;
 
-use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 use tokio::sync::Notify;
@@ -19,11 +19,12 @@ use watcher_runtime::clock::Clock;
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
 
-pub use crate::learnables::{learnables_router, LearnablesState};
+pub use crate::learnables::{learnables_router, learnables_router_with, LearnablesState};
+pub use crate::limits::Limits;
 pub use auth::{Credentials, Principal, Role, SourceWebhook};
 pub use problem::ApiError;
 
-/// Largest request body accepted, in bytes (1 MiB).
+/// Largest request body accepted by default, in bytes (1 MiB; `[limits] body_bytes`).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Everything a handler needs; cheap to clone.
@@ -57,9 +58,16 @@ pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri
     )
 }
 
-/// The watcher's routes with the body limit and request tracing.
+/// The watcher's routes with the default [`Limits`] and request tracing.
 pub fn watcher_router(state: AppState) -> Router {
-    Router::new()
+    watcher_router_with(state, Limits::default())
+}
+
+/// The watcher's routes with `limits` (body size, JSON depth and strings, facts per request,
+/// expectations per artifact; every error problem+json, [`limits::enforce`]) and request
+/// tracing.
+pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
+    let routes = Router::new()
         .route("/healthz", get(routes::healthz))
         .route("/v1/agents/{agent_id}/push", post(routes::push))
         .route("/v1/agents/{agent_id}/rejections", get(routes::rejections))
@@ -72,7 +80,6 @@ pub fn watcher_router(state: AppState) -> Router {
         .route("/v1/lapses", get(routes::lapses))
         .route("/v1/lapses/retry", post(routes::retry_lapses))
         .route("/v1/agents", get(routes::agents))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
-        .with_state(state)
+        .with_state(state);
+    limits::apply(routes, limits).layer(tower_http::trace::TraceLayer::new_for_http())
 }

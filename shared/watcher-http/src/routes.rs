@@ -2,7 +2,7 @@
 //! shape the answer; nothing here is local to one host.
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::HeaderMap;
 use axum::Json;
 use serde_json::{json, Value};
@@ -13,10 +13,11 @@ use watcher_core::ingest::push_items;
 
 use crate::auth::Role;
 use crate::body::json_body;
+use crate::limits::Limits;
 use crate::problem::ApiError;
 use crate::AppState;
 
-/// Most facts one request may carry.
+/// Most facts one request may carry by default (`[limits] facts_per_request`).
 pub const MAX_FACTS_PER_REQUEST: usize = 1000;
 
 fn unavailable(e: impl std::fmt::Display) -> ApiError {
@@ -70,6 +71,7 @@ pub const CARD_RETRY_AFTER_SECS: u64 = 30;
 /// expectations are in the body, not the status.
 pub async fn push(
     State(state): State<AppState>,
+    Extension(limits): Extension<Limits>,
     Path(agent_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -108,6 +110,7 @@ pub async fn push(
         ))
     })?;
     watcher_core::ingest::check_state(&event).map_err(ApiError::bad_request)?;
+    check_expectation_counts(&event, &limits)?;
     let warnings = watcher_core::ingest::push_warnings(&event);
     let now = state.clock.now();
     let items = push_items(&event, &id, now);
@@ -212,6 +215,7 @@ pub async fn rejections(
 /// nothing. `source` is the credential's id, whatever the body says (§13.5).
 pub async fn facts(
     State(state): State<AppState>,
+    Extension(limits): Extension<Limits>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
@@ -233,11 +237,15 @@ pub async fn facts(
     if list.is_empty() {
         return Err(ApiError::bad_request("field `facts`: must not be empty"));
     }
-    if list.len() > MAX_FACTS_PER_REQUEST {
-        return Err(ApiError::bad_request(format!(
-            "field `facts`: {} facts exceed the limit of {MAX_FACTS_PER_REQUEST} per request",
-            list.len()
-        )));
+    if list.len() > limits.facts_per_request {
+        return Err(Limits::refusal(
+            "facts_per_request",
+            limits.facts_per_request,
+            format_args!(
+                "field `facts`: {} facts; nothing in this request was recorded",
+                list.len()
+            ),
+        ));
     }
     let batch = value.get("facts").is_some();
     // Members a fact does not define are ignored, and said so.
@@ -560,4 +568,50 @@ pub async fn retry_lapses(
         "skipped": done.skipped,
         "more": done.more,
     })))
+}
+
+/// Refuses the whole push when one artifact (or status message) carries more expectations than
+/// `[limits] expectations_per_artifact` (§13.2): nothing of it is recorded.
+fn check_expectation_counts(
+    event: &a2a_types::StreamResponse,
+    limits: &Limits,
+) -> Result<(), ApiError> {
+    use a2a_types::StreamResponse as S;
+    type Meta = serde_json::Map<String, Value>;
+    let count = |meta: Option<&Meta>| -> usize {
+        meta.and_then(|m| m.get(watcher_core::EXPECTATIONS_URI))
+            .and_then(|b| b.get("expectations"))
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    };
+    let mut blocks: Vec<(String, usize)> = Vec::new();
+    let status_count =
+        |s: &a2a_types::TaskStatus| count(s.message.as_ref().and_then(|m| m.metadata.as_ref()));
+    match event {
+        S::ArtifactUpdate(u) => blocks.push((
+            format!("artifact {:?}", u.artifact.artifact_id),
+            count(u.artifact.metadata.as_ref()),
+        )),
+        S::StatusUpdate(u) => blocks.push(("the status message".into(), status_count(&u.status))),
+        S::Task(t) => {
+            for a in &t.artifacts {
+                blocks.push((
+                    format!("artifact {:?}", a.artifact_id),
+                    count(a.metadata.as_ref()),
+                ));
+            }
+            blocks.push(("the status message".into(), status_count(&t.status)));
+        }
+        S::Message(_) => {}
+    }
+    for (what, n) in blocks {
+        if n > limits.expectations_per_artifact {
+            return Err(Limits::refusal(
+                "expectations_per_artifact",
+                limits.expectations_per_artifact,
+                format_args!("{what}: {n} expectations; nothing of this push was recorded"),
+            ));
+        }
+    }
+    Ok(())
 }

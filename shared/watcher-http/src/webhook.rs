@@ -19,8 +19,9 @@ use watcher_webhooks::Outcome;
 
 use crate::auth::{Role, SourceWebhook};
 use crate::body::json_body;
+use crate::limits::Limits;
 use crate::problem::ApiError;
-use crate::routes::{record_facts, MAX_FACTS_PER_REQUEST};
+use crate::routes::record_facts;
 use crate::AppState;
 
 /// The webhook route. Answers the `/v1/facts` answer, or `{ "results": [], "unmatched": true }`
@@ -33,6 +34,7 @@ use crate::AppState;
 /// fails.
 pub async fn webhook(
     State(state): State<AppState>,
+    axum::extract::Extension(limits): axum::extract::Extension<Limits>,
     Path(source_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -49,10 +51,11 @@ pub async fn webhook(
         Outcome::Unmatched => return Ok(Json(json!({ "results": [], "unmatched": true }))),
         Outcome::Facts(f) => f,
     };
-    if mapped.len() > MAX_FACTS_PER_REQUEST {
+    if mapped.len() > limits.facts_per_request {
         return Err(unprocessable(format!(
-            "the payload yields {} facts, more than the limit of {MAX_FACTS_PER_REQUEST} per request; nothing was recorded",
-            mapped.len()
+            "the payload yields {} facts, which exceeds the limit `facts_per_request` = {} (config [limits]); nothing was recorded",
+            mapped.len(),
+            limits.facts_per_request
         )));
     }
     if mapped.is_empty() {

@@ -6,20 +6,23 @@ use std::sync::Arc;
 
 use axum::Router;
 use tokio::sync::Notify;
-use watcher_http::{watcher_router, AppState};
+use watcher_http::{watcher_router_with, AppState};
 use watcher_runtime::clock::Clock;
 
 use crate::env::Parts;
 
 /// The routes over `parts`, with problem+json answers for unknown routes and methods.
 pub fn router(parts: &Parts, clock: Arc<dyn Clock>) -> Router {
-    watcher_router(AppState {
-        watcher: parts.watcher.clone(),
-        credentials: parts.credentials.clone(),
-        clock,
-        // No in-process loops to wake: schedules and the queue carry the work.
-        wake: Arc::new(Notify::new()),
-    })
+    watcher_router_with(
+        AppState {
+            watcher: parts.watcher.clone(),
+            credentials: parts.credentials.clone(),
+            clock,
+            // No in-process loops to wake: schedules and the queue carry the work.
+            wake: Arc::new(Notify::new()),
+        },
+        parts.limits,
+    )
     .fallback(watcher_http::not_found)
     .method_not_allowed_fallback(watcher_http::method_not_allowed)
 }

@@ -2,8 +2,11 @@
 //! clients once in `main` and pass references into the handler).
 //!
 //! Variables: `TABLE_NAME`, `QUEUE_URL`, `SCHEDULE_GROUP`, `TIMER_FUNCTION_ARN`,
-//! `SCHEDULER_ROLE_ARN`, `SCHEDULER_DLQ_ARN` (optional), `WATCHER_CONFIG` (the TOML of
-//! contracts/serve.md: agents, sources, operators, teachers), `RETENTION_DAYS` (default 30).
+//! `SCHEDULER_ROLE_ARN`, `SCHEDULER_DLQ_ARN` (optional), `WATCHER_CONFIG_SECRET_ID` (the
+//! Secrets Manager secret whose SecretString is the TOML of contracts/serve.md: agents, sources,
+//! operators, teachers and their tokens; read through the SDK at cold start and kept for the
+//! instance's life, never put in the environment), `WATCHER_CONFIG_SECRET_VERSION` (optional),
+//! `RETENTION_DAYS` (default 30).
 //! `AWS_ENDPOINT_URL` points every client at an emulator.
 
 use std::collections::HashMap;
@@ -34,6 +37,8 @@ pub struct Parts {
     pub endpoints: HashMap<(Tenant, AgentId), AgentEndpoint>,
     /// The lapse-task submitter.
     pub submitter: Submitter,
+    /// The request bounds of the API (config `[limits]`).
+    pub limits: watcher_http::Limits,
 }
 
 fn var(name: &str) -> anyhow::Result<String> {
@@ -49,7 +54,8 @@ pub async fn from_env() -> anyhow::Result<Parts> {
     let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .load()
         .await;
-    let config = Config::from_toml(&var("WATCHER_CONFIG")?).context("WATCHER_CONFIG")?;
+    let toml = watcher_aws::config_secret::config_from_env(&aws).await?;
+    let config = Config::from_toml(&toml).context("the configuration secret")?;
     let retention: u32 = match std::env::var("RETENTION_DAYS") {
         Ok(v) => v
             .parse()
@@ -111,5 +117,6 @@ pub async fn assemble(
         credentials: Arc::new(deployment.credentials),
         endpoints: deployment.endpoints,
         submitter: watcher_config::submitter(&config.delivery)?,
+        limits: config.limits.http(),
     })
 }
