@@ -460,3 +460,43 @@ async fn cancel_through_the_sdk_client_withdraws() {
         "the reason names the state: {withdrawn:#}"
     );
 }
+
+#[tokio::test]
+async fn probe_prints_the_sdk_agents_lifecycle_descriptor() {
+    let Some(python) = sdk_python() else { return };
+    let agent = SdkAgent::start(&python).await;
+    let out = Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
+        .args(["probe", &agent.url])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run a2a-watcher probe");
+    assert!(
+        out.status.success(),
+        "probe failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: Value = serde_json::from_slice(&out.stdout).expect("the descriptor is JSON");
+    assert_eq!(d["protocolVersion"], json!("1.0"), "{d:#}");
+    assert_eq!(d["card"]["pushNotifications"], json!(true), "{d:#}");
+    // The SDK pushes every event of the task: submitted, working, completed.
+    assert!(d["pushesArrived"].as_u64().is_some_and(|n| n >= 2), "{d:#}");
+    assert_eq!(d["terminalEvents"], json!(1), "{d:#}");
+    assert_eq!(d["exactlyOneTerminal"], json!(true), "{d:#}");
+    assert_eq!(d["getTask"], json!(true), "{d:#}");
+    assert_eq!(d["listTasks"], json!(true), "{d:#}");
+    // The Task the SDK returns for returnImmediately (SUBMITTED) carries no status.timestamp,
+    // so the SDK agent is not lifecycle-trusted (the conformance note's first demotion rule).
+    let first = &d["statuses"][0];
+    assert_eq!(first["state"], json!("TASK_STATE_SUBMITTED"), "{d:#}");
+    assert!(first.get("timestamp").is_none(), "{d:#}");
+    assert_eq!(d["timestampsOnEveryStatus"], json!(false), "{d:#}");
+    assert_eq!(d["lifecycleTrusted"], json!(false), "{d:#}");
+    let last = d["statuses"].as_array().and_then(|l| l.last()).cloned();
+    assert!(
+        d["statuses"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|s| s["state"] == "TASK_STATE_COMPLETED")),
+        "completed seen: {last:?} {d:#}"
+    );
+}

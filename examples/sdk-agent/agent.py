@@ -14,6 +14,7 @@ command):
 * `ask due=INSTANT [grace=PT1S]`: asks a question (`TASK_STATE_INPUT_REQUIRED`) whose status
   message carries a `question.answer` expectation about the task itself (§11). Any follow-up
   message on that task answers it and completes the task.
+* `probe`: working, then completed (what `a2a-watcher probe` sends).
 * a lapse task (`metadata[URI].lapse`, sent by the watcher, §10.1) runs the `handle_lapse` skill:
   for a lapsed `shipment.manifest` it raises a successor (`supersedes`, due an hour after the
   lapse, §10.3) while lineage is below 2; for anything else it completes, stating why.
@@ -141,6 +142,10 @@ class BookingExecutor(AgentExecutor):
             await self.book(up, args, activated)
         elif command == "ask":
             await self.ask(up, args, activated)
+        elif command == "probe":
+            # `a2a-watcher probe`: the plain lifecycle, nothing raised.
+            await up.start_work()
+            await up.complete(up.new_agent_message([text_part("probe done")]))
         else:
             await up.reject(up.new_agent_message([text_part(f"unknown command {command!r}")]))
 
