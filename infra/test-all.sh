@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, and every test of every crate.
-# Installs and starts what the tests need itself (a Python venv with the moto AWS emulator) and
+# Installs and starts what the tests need itself (a Python venv with the moto AWS emulator, and
+# .venv-a2a with the pinned a2a-sdk for the interop tests) and
 # binds only to 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,9 @@ bash infra/moto.sh
 trap 'bash infra/moto.sh stop >/dev/null 2>&1 || true' EXIT
 export AWS_ENDPOINT_URL="http://127.0.0.1:${MOTO_PORT:-5005}"
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
+
+echo "== the official A2A Python SDK (tests/interop_sdk.rs) in .venv-a2a"
+bash infra/a2a-sdk.sh
 
 echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings

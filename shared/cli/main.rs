@@ -12,6 +12,7 @@ mod cards;
 mod delivery;
 mod demo;
 mod example_agent;
+mod probe;
 mod retry;
 mod serve;
 mod webhook;
@@ -60,6 +61,12 @@ enum Command {
         /// The card to serve (defaults to examples/booking-card.json, built in).
         #[arg(long)]
         card: Option<PathBuf>,
+    },
+    /// Send a probe task through an agent's lifecycle and print its lifecycle descriptor (JSON):
+    /// timestamps on every status, exactly one terminal event, pushes, GetTask and ListTasks.
+    Probe {
+        /// The agent's base URL (its card at /.well-known/agent-card.json) or its card's URL.
+        agent: String,
     },
     /// Re-queue failed lapse tasks of one agent on a running watcher (POST /v1/lapses/retry).
     Retry {
@@ -206,6 +213,23 @@ fn main() -> ExitCode {
                     runtime()?.block_on(retry::run(&url, &token, &agent, &message_ids))
                 });
             exit_on(result, "retry")
+        }
+        Command::Probe { agent } => {
+            init_logging(cli.log_format, "warn");
+            let result = runtime().and_then(|rt| rt.block_on(probe::run(&agent)));
+            match result {
+                Ok(d) => {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&d).unwrap_or_else(|_| d.to_string())
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("a2a-watcher probe: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Replay { scenario, format } => match run_replay(&scenario, format) {
             Ok(code) => code,

@@ -97,6 +97,26 @@ token = "{OPERATOR_TOKEN}"
     watcher
 }
 
+/// Starts `serve` on `config` (a whole watcher.toml, relative paths against a new temporary
+/// folder), for tests whose agents are not the capture agent (tests/interop_sdk.rs).
+pub async fn spawn_watcher_with_config(config: &str) -> Watcher {
+    let dir = tempfile::Builder::new()
+        .prefix("a2a-watcher-serve-test")
+        .tempdir()
+        .expect("create a temporary folder");
+    let config_path = dir.path().join("watcher.toml");
+    std::fs::write(&config_path, config).expect("write the configuration");
+    let mut watcher = Watcher {
+        base_url: String::new(),
+        child: None,
+        dir,
+        config: config_path,
+        http: reqwest::Client::new(),
+    };
+    watcher.start().await;
+    watcher
+}
+
 impl Watcher {
     /// Starts `serve` on this watcher's configuration (and so its database), on a new port, and
     /// waits for its `listening on` line.
