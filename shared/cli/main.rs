@@ -4,7 +4,9 @@
 //! * `a2a-watcher serve [--config watcher.toml]` — the watcher as one process (contracts/serve.md).
 //! * `a2a-watcher demo` — the worked example live against the example agent.
 //! * `a2a-watcher example-agent` — a small agent that prints the lapse tasks it receives.
+//! * `a2a-watcher bench [--quick]` — throughput, latency and cost at 10k–1M open expectations.
 
+mod bench;
 mod delivery;
 mod demo;
 mod example_agent;
@@ -54,6 +56,23 @@ enum Command {
         /// The card to serve (defaults to examples/booking-card.json, built in).
         #[arg(long)]
         card: Option<PathBuf>,
+    },
+    /// Measure throughput, due-finding cost, lapse latency, disk and memory at 10k, 100k and 1M
+    /// open expectations (docs/performance.md); prints a table, then one JSON line.
+    Bench {
+        /// 10k and 100k only, shorter phases (under a minute in a release build).
+        #[arg(long)]
+        quick: bool,
+        /// Open expectations to measure at, comma-separated (overrides the sizes of --quick).
+        #[arg(long, value_delimiter = ',')]
+        sizes: Option<Vec<u64>>,
+        /// Concurrent clients in the throughput phases.
+        #[arg(long, default_value_t = 32)]
+        clients: usize,
+        /// Folder for the temporary databases (the disk measured); the system's temporary
+        /// folder by default.
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// Run a scenario on a simulated clock and print what happened as JSON Lines.
     Replay {
@@ -125,6 +144,24 @@ fn main() -> ExitCode {
             exit_on(
                 runtime().and_then(|rt| rt.block_on(example_agent::run(&listen, card.as_deref()))),
                 "example-agent",
+            )
+        }
+        Command::Bench {
+            quick,
+            sizes,
+            clients,
+            dir,
+        } => {
+            init_logging(cli.log_format, "warn");
+            let mut opts = bench::Options::new(quick);
+            if let Some(sizes) = sizes {
+                opts.sizes = sizes;
+            }
+            opts.clients = clients.max(1);
+            opts.dir = dir;
+            exit_on(
+                runtime().and_then(|rt| rt.block_on(bench::run(opts))),
+                "bench",
             )
         }
         Command::Replay { scenario, format } => match run_replay(&scenario, format) {
