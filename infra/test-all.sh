@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, and every test of every crate.
+# The whole test suite: formatting, lints, every test of every crate, and a `bench --quick` smoke run.
 # Installs and starts what the tests need itself (a Python venv with the moto AWS emulator, and
 # .venv-a2a with the pinned a2a-sdk for the interop tests) and
 # binds only to 127.0.0.1.
@@ -30,5 +30,12 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 echo "== cargo test"
 cargo test --workspace --all-features
+
+echo "== a2a-watcher bench --quick (smoke test: it runs and prints its JSON line; no timing is asserted)"
+# The debug binary `cargo test` just built (a release build would add minutes); about 90 s.
+bench_started=$SECONDS
+bench_last=$(target/debug/a2a-watcher bench --quick | tail -n 1)
+python3 -c 'import json, sys; d = json.loads(sys.argv[1]); assert [s["openExpectations"] > 0 for s in d["sizes"]] == [True, True], d' "$bench_last"
+echo "bench --quick ran in $((SECONDS - bench_started)) s"
 
 echo "== all checks passed in $((SECONDS - started)) s"

@@ -32,6 +32,7 @@ fn subject_with_a_fact(id: &str, days_ago: i64) -> SubjectState {
         observed_at: received,
         claimed_observed_at: received,
         observed_at_given: None,
+        mapping: None,
         received_at: received,
         subject: Some(subject),
         satisfied: Vec::new(),

@@ -153,6 +153,10 @@ async fn the_shipped_formats_yield_their_facts_and_redelivery_is_a_no_op() {
     assert_eq!(facts.len(), 2, "{facts:?}");
     for f in &facts {
         assert_eq!(f["source"], "easypost:tracker");
+        assert_eq!(
+            f["mapping"], "tracker.updated",
+            "the mapping is named on the record"
+        );
     }
     assert_eq!(facts[1]["observedAt"], "2026-09-10T18:31:00Z");
     // Redelivery: the same answer shape, nothing new recorded.

@@ -7,7 +7,9 @@
 //! * `a2a-watcher webhook test --config F --source ID PAYLOAD.json` — the facts a carrier's
 //!   payload would yield through the source's mappings, recording nothing.
 //! * `a2a-watcher retry --agent ID` — re-queue an agent's failed lapse tasks on a running watcher.
+//! * `a2a-watcher bench [--quick]` — throughput, latency and cost at 10k–1M open expectations.
 
+mod bench;
 mod cards;
 mod delivery;
 mod demo;
@@ -82,6 +84,23 @@ enum Command {
         /// Only these lapse tasks (repeatable); all failed ones of the agent without it.
         #[arg(long = "message-id")]
         message_ids: Vec<String>,
+    },
+    /// Measure throughput, due-finding cost, lapse latency, disk and memory at 10k, 100k and 1M
+    /// open expectations (docs/performance.md); prints a table, then one JSON line.
+    Bench {
+        /// 10k and 100k only, shorter phases (under a minute in a release build).
+        #[arg(long)]
+        quick: bool,
+        /// Open expectations to measure at, comma-separated (overrides the sizes of --quick).
+        #[arg(long, value_delimiter = ',')]
+        sizes: Option<Vec<u64>>,
+        /// Concurrent clients in the throughput phases.
+        #[arg(long, default_value_t = 32)]
+        clients: usize,
+        /// Folder for the temporary databases (the disk measured); the system's temporary
+        /// folder by default.
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// Run a scenario on a simulated clock and print what happened as JSON Lines.
     Replay {
@@ -230,6 +249,24 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+        Command::Bench {
+            quick,
+            sizes,
+            clients,
+            dir,
+        } => {
+            init_logging(cli.log_format, "warn");
+            let mut opts = bench::Options::new(quick);
+            if let Some(sizes) = sizes {
+                opts.sizes = sizes;
+            }
+            opts.clients = clients.max(1);
+            opts.dir = dir;
+            exit_on(
+                runtime().and_then(|rt| rt.block_on(bench::run(opts))),
+                "bench",
+            )
         }
         Command::Replay { scenario, format } => match run_replay(&scenario, format) {
             Ok(code) => code,

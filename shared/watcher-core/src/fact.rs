@@ -63,6 +63,7 @@ pub fn parse_fact(value: &Value, reporter: &Source) -> Result<ReportedFact, Fact
         fact_key,
         observed_at,
         observed_at_given: Some(given),
+        mapping: None,
         subject,
         source: reporter.clone(),
     })

@@ -29,6 +29,9 @@ pub struct FactEntry {
     /// receipt, a zero value, a leap second; semantics.md "Time").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_at_given: Option<String>,
+    /// The carrier-webhook mapping that read the fact, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<String>,
     /// Receipt on the watcher's clock.
     pub received_at: Instant,
     /// The subject the fact named, if any.

@@ -350,6 +350,9 @@ pub async fn subject(
                 "receivedAt": f.received_at,
                 "satisfied": f.satisfied.iter().map(|s| s.id.to_string()).collect::<Vec<_>>(),
             });
+            if let Some(mapping) = &f.mapping {
+                v["mapping"] = json!(mapping);
+            }
             // semantics.md "Time": the value as given, beside the effective one.
             if let Some(given) = &f.observed_at_given {
                 v["claimedObservedAt"] = json!(given);

@@ -72,6 +72,7 @@ pub async fn webhook(
                 fact_key: m.fact_key,
                 observed_at: m.observed_at,
                 observed_at_given: None,
+                mapping: Some(m.mapping.clone()),
                 subject: m.subject,
                 source: source.clone(),
             }

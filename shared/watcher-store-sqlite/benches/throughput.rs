@@ -91,6 +91,7 @@ async fn run(name: &str, store: Arc<dyn Store>, n: usize) {
             fact_key: watcher_core::ids::FactKey::parse(format!("departed:PA-{i}")).expect("key"),
             observed_at: Instant::parse("2026-09-11T02:41:00Z").expect("instant"),
             observed_at_given: None,
+            mapping: None,
             subject: Some(Subject::parse("shipment", &format!("PA-{i}")).expect("subject")),
             source: Source::parse("carrier").expect("source"),
         };

@@ -117,6 +117,22 @@ impl SqliteStore {
     }
 }
 
+/// Bumps and returns the raising-order sequence in one transaction.
+fn take_sequence(conn: &mut Connection) -> Result<u64, StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let v: i64 = tx
+        .query_row(
+            "UPDATE sequence SET value = value + 1 WHERE id = 1 RETURNING value",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(db)?;
+    tx.commit().map_err(db)?;
+    u64_of(v, "sequence")
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reading rows.
 
@@ -404,31 +420,67 @@ fn write_subject(
         .map_err(db)?;
     }
 
-    conn.prepare_cached(
-        "DELETE FROM live WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-    )
-    .map_err(db)?
-    .execute(params![t, st, sid])
-    .map_err(db)?;
+    // The live rows are replaced; `agent_live_rows` follows by the difference, per agent.
+    let mut delta: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
+    {
+        let mut stmt = conn
+            .prepare_cached(
+                "DELETE FROM live WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
+                 RETURNING agent",
+            )
+            .map_err(db)?;
+        let gone = stmt
+            .query_map(params![t, st, sid], |r| r.get::<_, String>(0))
+            .map_err(db)?;
+        for agent in gone {
+            *delta.entry(agent.map_err(db)?).or_default() -= 1;
+        }
+    }
     for (key, agent, until) in &ix.live {
         let until = match until {
             LiveUntil::Closed => continue,
             LiveUntil::Indefinite => None,
             LiveUntil::Until(at) => Some(instant_key(*at)),
         };
+        // An expectation has one subject, so this finds nothing unless a row was left under
+        // another subject; then it moves, counted once.
+        let moved = conn
+            .prepare_cached(
+                "DELETE FROM live WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
+            )
+            .map_err(db)?
+            .execute(params![t, agent.as_str(), key.id.as_str()])
+            .map_err(db)?;
         conn.prepare_cached(
             "INSERT INTO live (tenant, agent, expectation_id, subject_type, subject_id, live_until)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (tenant, agent, expectation_id)
-             DO UPDATE SET subject_type = excluded.subject_type, subject_id = excluded.subject_id,
-                 live_until = excluded.live_until",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )
         .map_err(db)?
         .execute(params![t, agent.as_str(), key.id.as_str(), st, sid, until])
         .map_err(db)?;
+        *delta.entry(agent.as_str().to_owned()).or_default() += 1 - moved as i64;
+    }
+    for (agent, d) in delta.into_iter().filter(|(_, d)| *d != 0) {
+        conn.prepare_cached(
+            "INSERT INTO agent_live_rows (tenant, agent, rows) VALUES (?1, ?2, ?3)
+             ON CONFLICT (tenant, agent) DO UPDATE SET rows = rows + excluded.rows",
+        )
+        .map_err(db)?
+        .execute(params![t, agent, d])
+        .map_err(db)?;
     }
     Ok(())
 }
+
+/// How many of an agent's records count against its bound at `?3` (`is_live`: no end, or an end
+/// at or after now): its `live` rows, kept as a counter in `agent_live_rows` by every commit,
+/// less the rows whose end has passed — an index range that holds only deadlines not yet fired,
+/// so the cost does not grow with the agent's open expectations (issue 10). NULL ends (waiting
+/// on an anchor) sort before every key; `live_until > ''` starts the range after them.
+pub(crate) const LIVE_COUNT_SQL: &str =
+    "SELECT coalesce((SELECT rows FROM agent_live_rows WHERE tenant = ?1 AND agent = ?2), 0)
+          - (SELECT COUNT(*) FROM live WHERE tenant = ?1 AND agent = ?2
+                AND live_until > '' AND live_until < ?3)";
 
 fn write_task(conn: &Connection, tenant: &Tenant, rec: &TaskRecord) -> Result<(), StoreError> {
     conn.prepare_cached(
@@ -563,10 +615,7 @@ fn load_in(
     let now_key = instant_key(now);
     for a in &scope.agents {
         let count: i64 = tx
-            .prepare_cached(
-                "SELECT COUNT(*) FROM live WHERE tenant = ?1 AND agent = ?2
-                 AND (live_until IS NULL OR live_until >= ?3)",
-            )
+            .prepare_cached(LIVE_COUNT_SQL)
             .map_err(db)?
             .query_row(params![t, a.as_str(), now_key], |r| r.get(0))
             .map_err(db)?;
@@ -720,20 +769,20 @@ impl Store for SqliteStore {
         self.run(move |conn| commit_in(conn, &tenant, commit)).await
     }
 
+    /// Taken in its own transaction **without its own fsync** (`synchronous = NORMAL` for that
+    /// transaction only): the WAL is one sequential file, so the commit that uses the number
+    /// (`synchronous = FULL`) makes the sequence's frame durable with its own. A number whose
+    /// commit never reached the disk may be handed out again after a crash, harmless since
+    /// nothing durable holds it. This halves the fsyncs of a request (issue 10).
     async fn next_sequence(&self) -> Result<u64, StoreError> {
         self.run(|conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
+            conn.pragma_update(None, "synchronous", "NORMAL")
                 .map_err(db)?;
-            let v: i64 = tx
-                .query_row(
-                    "UPDATE sequence SET value = value + 1 WHERE id = 1 RETURNING value",
-                    [],
-                    |r| r.get(0),
-                )
+            let taken = take_sequence(conn);
+            // Every other write of this connection must stay FULL: restore before answering.
+            conn.pragma_update(None, "synchronous", "FULL")
                 .map_err(db)?;
-            tx.commit().map_err(db)?;
-            u64_of(v, "sequence")
+            taken
         })
         .await
     }
@@ -993,5 +1042,89 @@ impl Store for SqliteStore {
 
     async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError> {
         self.run(move |conn| purge_in(conn, before)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `next_sequence` relaxes `synchronous` for its own transaction only: every commit after it
+    /// is still FULL (2), so a 2xx still means on disk.
+    #[tokio::test]
+    async fn next_sequence_leaves_commits_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("w.db")).unwrap();
+        let level = |store: &SqliteStore| {
+            let store = store.clone();
+            async move {
+                store
+                    .run(|conn| {
+                        conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0))
+                            .map_err(db)
+                    })
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(level(&store).await, 2);
+        let a = store.next_sequence().await.unwrap();
+        let b = store.next_sequence().await.unwrap();
+        assert!(b > a);
+        assert_eq!(level(&store).await, 2);
+        drop(store);
+        // The numbers taken are on disk once the file is closed and reopened.
+        let store = SqliteStore::open(dir.path().join("w.db")).unwrap();
+        assert!(store.next_sequence().await.unwrap() > b);
+    }
+
+    /// Writes `open` live rows for agent `a` of tenant `t` (one subject each, no end) and
+    /// `expired` rows whose end is before `now_key`, straight into the tables, and counts.
+    /// Returns the count and the virtual-machine steps the count took.
+    fn count_with(open: usize, expired: usize) -> (i64, i32) {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::prepare(&mut conn).unwrap();
+        let tx = conn.transaction().unwrap();
+        for i in 0..open + expired {
+            tx.execute(
+                "INSERT INTO subjects VALUES ('t', 'shipment', ?1, 1, '{}')",
+                [i.to_string()],
+            )
+            .unwrap();
+            let until = if i < expired {
+                Some("0000000000000000000001")
+            } else if i % 2 == 0 {
+                None
+            } else {
+                Some("9000000000000000000000")
+            };
+            tx.execute(
+                "INSERT INTO live VALUES ('t', 'a', ?1, 'shipment', ?1, ?2)",
+                params![i.to_string(), until],
+            )
+            .unwrap();
+        }
+        // As the store keeps it, and rebuilds it at open.
+        tx.execute_batch(schema::REBUILD_AGENT_LIVE_ROWS).unwrap();
+        tx.commit().unwrap();
+        let mut stmt = conn.prepare(LIVE_COUNT_SQL).unwrap();
+        let count: i64 = stmt
+            .query_row(params!["t", "a", "5000000000000000000000"], |r| r.get(0))
+            .unwrap();
+        (count, stmt.get_status(rusqlite::StatementStatus::VmStep))
+    }
+
+    /// The bound's count reads the counter and the expired range only: the same work at 100
+    /// and 20,000 open rows (virtual-machine steps, not time), and the right number either way.
+    #[test]
+    fn live_count_does_not_read_every_open_row() {
+        let (small, small_steps) = count_with(100, 3);
+        let (large, large_steps) = count_with(20_000, 3);
+        assert_eq!(small, 100);
+        assert_eq!(large, 20_000);
+        assert_eq!(
+            small_steps, large_steps,
+            "counting 20,000 open rows took {large_steps} steps, 100 took {small_steps}"
+        );
     }
 }

@@ -105,6 +105,16 @@ CREATE TABLE IF NOT EXISTS live (
 CREATE INDEX IF NOT EXISTS live_agent ON live (tenant, agent, live_until);
 CREATE INDEX IF NOT EXISTS live_subject ON live (tenant, subject_type, subject_id);
 
+-- Live rows per agent (the bound's count, issue 10): kept by every commit with the live rows,
+-- and rebuilt from them whenever the store opens (`prepare`), so a file written by a build
+-- without this table is counted right.
+CREATE TABLE IF NOT EXISTS agent_live_rows (
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    rows INTEGER NOT NULL,
+    PRIMARY KEY (tenant, agent)
+) STRICT;
+
 -- Lapse tasks. (tenant, agent, message_id) is the identity (expectation ids, and so message
 -- ids, are scoped to the raising agent); seq is insertion order. delivery and next_attempt copy
 -- the entry's fields for the due query; the entry JSON is the truth.
@@ -159,6 +169,14 @@ CREATE TABLE IF NOT EXISTS sequence (
     value INTEGER NOT NULL
 ) STRICT;
 INSERT INTO sequence (id, value) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+"#;
+
+/// Recounts `agent_live_rows` from `live` (at open: one pass over the live index, not on any
+/// request path).
+pub(crate) const REBUILD_AGENT_LIVE_ROWS: &str = r#"
+DELETE FROM agent_live_rows;
+INSERT INTO agent_live_rows (tenant, agent, rows)
+    SELECT tenant, agent, COUNT(*) FROM live GROUP BY tenant, agent;
 "#;
 
 /// Version 1 → 2, before [`SCHEMA`]: the v1 outbox (UNIQUE (tenant, message_id)) is set aside
@@ -230,6 +248,7 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     if from_v1 {
         tx.execute_batch(V1_TO_V2_AFTER).map_err(db)?;
     }
+    tx.execute_batch(REBUILD_AGENT_LIVE_ROWS).map_err(db)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(db)?;
     tx.commit().map_err(db)

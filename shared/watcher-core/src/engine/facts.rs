@@ -106,6 +106,7 @@ pub(crate) fn report(
             observed_at,
             claimed_observed_at: fact.observed_at,
             observed_at_given: claimed.clone(),
+            mapping: fact.mapping.clone(),
             received_at: now,
             subject: fact.subject.clone(),
             satisfied: here,

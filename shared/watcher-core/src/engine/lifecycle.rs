@@ -119,6 +119,7 @@ pub(crate) fn answer_fact(rec: &crate::record::ExpectationRecord, at: Instant) -
         fact_key: rec.expectation.satisfied_by.fact_key.clone(),
         observed_at: at,
         observed_at_given: None,
+        mapping: None,
         subject: Some(rec.expectation.subject.clone()),
         source: Source::lifecycle(),
     }

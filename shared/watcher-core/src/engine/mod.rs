@@ -63,6 +63,9 @@ pub struct ReportedFact {
     /// `observedAt` exactly as the reporter wrote it, when it came as text; kept on the record
     /// whenever it differs from the effective one (replay.md `claimedObservedAt`).
     pub observed_at_given: Option<String>,
+    /// The carrier-webhook mapping that read it (serve.md "Carrier webhooks": `name` names the
+    /// mapping "on the record"); `None` for facts posted as facts or carried by agents.
+    pub mapping: Option<String>,
     /// The subject it concerns, if the reporter said.
     pub subject: Option<Subject>,
     /// The authenticated reporter.

@@ -116,6 +116,7 @@ pub fn fact(key: &str, subject: &Subject, received: Instant) -> FactEntry {
         observed_at: received,
         claimed_observed_at: received,
         observed_at_given: None,
+        mapping: None,
         received_at: received,
         subject: Some(subject.clone()),
         satisfied: Vec::new(),
