@@ -158,7 +158,13 @@ async fn track_lapse_task(
     let (Some(task_id), Some(status)) = (event.task_id(), event.status()) else {
         return;
     };
-    let Ok(entries) = state.watcher.store.lapses(tenant).await else {
+    // From the index by (tenant, agent, taskId): the cost does not grow with the outbox.
+    let Ok(entries) = state
+        .watcher
+        .store
+        .outbox_by_task(tenant, agent, task_id)
+        .await
+    else {
         return;
     };
     for mut entry in entries {

@@ -31,7 +31,8 @@ use watcher_runtime::retention::{
     outbox_retention, rejection_retention, subject_retention, task_retention,
 };
 use watcher_runtime::store::{
-    Commit, DeliveryState, DueTimer, OutboxEntry, PurgeReport, Store, StoreError,
+    lapse_scan_budget, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery, OutboxEntry,
+    PurgeReport, Store, StoreError,
 };
 
 use codec::{
@@ -54,6 +55,26 @@ use codec::{
 #[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    /// SQLite virtual-machine instructions run so far ([`Store::work_done`]), while counted
+    /// ([`SqliteStore::counting_work`]).
+    work: Option<Arc<std::sync::atomic::AtomicU64>>,
+}
+
+/// Counts every instruction of `conn`'s virtual machine into `work` (SQLite's progress
+/// handler, called once per instruction; never interrupts). For tests: it slows SQLite down.
+fn count_work(
+    conn: &mut Connection,
+    work: &Arc<std::sync::atomic::AtomicU64>,
+) -> Result<(), StoreError> {
+    let work = Arc::clone(work);
+    conn.progress_handler(
+        1,
+        Some(move || {
+            work.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            false
+        }),
+    )
+    .map_err(db)
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -96,7 +117,25 @@ impl SqliteStore {
         schema::prepare(&mut conn)?;
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
+            work: None,
         })
+    }
+
+    /// This store, counting the instructions SQLite runs for it from now on
+    /// ([`Store::work_done`]): for tests that check that a step's cost does not grow with the
+    /// record (the conformance suite's `steps_read_what_they_must`). Counting slows SQLite
+    /// down; `serve` never turns it on.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] if the handler cannot be installed.
+    pub fn counting_work(mut self) -> Result<Self, StoreError> {
+        let work = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        {
+            let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+            count_work(&mut conn, &work)?;
+        }
+        self.work = Some(work);
+        Ok(self)
     }
 
     /// Runs `f` on the connection on tokio's blocking pool.
@@ -527,8 +566,9 @@ fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(
     }
     for o in &commit.outbox {
         tx.prepare_cached(
-            "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry, follow_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
+                 task_id, lapsed_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (tenant, agent, message_id) DO NOTHING",
         )
         .map_err(db)?
@@ -539,7 +579,9 @@ fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(
             o.delivery.as_str(),
             instant_key(o.next_attempt_at),
             to_json(o)?,
-            o.follow_at.map(instant_key)
+            o.follow_at.map(instant_key),
+            o.task_id,
+            instant_key(o.lapsed_at)
         ])
         .map_err(db)?;
     }
@@ -885,7 +927,8 @@ impl Store for SqliteStore {
             // The row (tenant, agent, message_id); `sent` is final: a sent row only takes
             // another `sent` update.
             conn.prepare_cached(
-                "UPDATE outbox SET delivery = ?4, next_attempt = ?5, entry = ?6, follow_at = ?7
+                "UPDATE outbox SET delivery = ?4, next_attempt = ?5, entry = ?6, follow_at = ?7,
+                     task_id = ?8
                  WHERE tenant = ?1 AND message_id = ?2 AND agent = ?3
                    AND (delivery <> 'sent' OR ?4 = 'sent')",
             )
@@ -897,7 +940,8 @@ impl Store for SqliteStore {
                 entry.delivery.as_str(),
                 instant_key(entry.next_attempt_at),
                 to_json(&entry)?,
-                entry.follow_at.map(instant_key)
+                entry.follow_at.map(instant_key),
+                entry.task_id
             ])
             .map_err(db)?;
             Ok(())
@@ -1040,9 +1084,112 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn outbox_by_task(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        task_id: &str,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let (tenant, agent, task_id) = (tenant.clone(), agent.clone(), task_id.to_string());
+        self.run(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox INDEXED BY outbox_task
+                 WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3 ORDER BY seq",
+                params![tenant.as_str(), agent.as_str(), task_id],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+
+    async fn lapses_page(
+        &self,
+        tenant: &Tenant,
+        query: &LapseQuery,
+    ) -> Result<LapsePage, StoreError> {
+        let (tenant, query) = (tenant.clone(), query.clone());
+        self.run(move |conn| lapses_page_in(conn, &tenant, &query))
+            .await
+    }
+
+    fn work_done(&self) -> Option<u64> {
+        self.work
+            .as_ref()
+            .map(|w| w.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError> {
         self.run(move |conn| purge_in(conn, before)).await
     }
+}
+
+/// The positions one page may look at, in order, after `?2`, at most `?3`, through the index
+/// by (tenant, seq) or (tenant, agent, seq) (`?4`, the agent, is NULL with the first); the
+/// entry only where the filters (`?5` delivery, `?6` lapsed at or after) match.
+const LAPSE_WINDOW_TENANT: &str = "SELECT seq,
+        CASE WHEN (?5 IS NULL OR delivery = ?5) AND (?6 IS NULL OR lapsed_at >= ?6)
+            THEN entry END
+    FROM outbox INDEXED BY outbox_tenant
+    WHERE tenant = ?1 AND seq > ?2 AND ?4 IS NULL ORDER BY seq LIMIT ?3";
+const LAPSE_WINDOW_AGENT: &str = "SELECT seq,
+        CASE WHEN (?5 IS NULL OR delivery = ?5) AND (?6 IS NULL OR lapsed_at >= ?6)
+            THEN entry END
+    FROM outbox INDEXED BY outbox_agent_seq
+    WHERE tenant = ?1 AND agent = ?4 AND seq > ?2 ORDER BY seq LIMIT ?3";
+
+/// The whole of [`Store::lapses_page`] in one read transaction: steps through the window and
+/// stops as soon as the page is full, so the cost follows the positions looked at.
+fn lapses_page_in(
+    conn: &mut Connection,
+    tenant: &Tenant,
+    query: &LapseQuery,
+) -> Result<LapsePage, StoreError> {
+    let tx = conn.transaction().map_err(db)?;
+    let limit = query.limit.max(1);
+    let budget = lapse_scan_budget(limit);
+    let after = query.after.map_or(Ok(0), |a| int_of(a, "lapse cursor"))?;
+    let window = if query.agent.is_some() {
+        LAPSE_WINDOW_AGENT
+    } else {
+        LAPSE_WINDOW_TENANT
+    };
+    let agent = query.agent.as_ref().map(|a| a.as_str().to_string());
+    let mut page = LapsePage::default();
+    {
+        let mut stmt = tx.prepare_cached(window).map_err(db)?;
+        let mut rows = stmt
+            .query(params![
+                tenant.as_str(),
+                after,
+                limit_of(budget),
+                agent,
+                query.delivery.map(DeliveryState::as_str),
+                query.since.map(instant_key)
+            ])
+            .map_err(db)?;
+        let mut looked = 0usize;
+        let mut last = None;
+        while let Some(row) = rows.next().map_err(db)? {
+            let seq: i64 = row.get(0).map_err(db)?;
+            let entry: Option<String> = row.get(1).map_err(db)?;
+            if let Some(json) = entry {
+                if page.entries.len() == limit {
+                    // A match after a full page: the next page starts after the page's last.
+                    page.next = last;
+                    break;
+                }
+                page.entries.push(from_json(&json, "outbox entry")?);
+            }
+            looked += 1;
+            last = Some(u64_of(seq, "outbox seq")?);
+            if looked == budget {
+                page.next = last;
+            }
+        }
+    }
+    tx.commit().map_err(db)?;
+    Ok(page)
 }
 
 #[cfg(test)]

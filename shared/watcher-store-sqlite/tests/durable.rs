@@ -300,8 +300,8 @@ fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 3,
-        "this test migrates from version 1 through 2 to the current one"
+        SCHEMA_VERSION, 4,
+        "this test migrates from version 1 through 2 and 3 to the current one"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -336,8 +336,10 @@ async fn a_version_1_file_is_migrated() {
         [
             "outbox",
             "outbox_agent",
+            "outbox_agent_seq",
             "outbox_due",
             "outbox_follow",
+            "outbox_task",
             "outbox_tenant"
         ],
         "the v1 table is gone; the new one has its indexes"
@@ -378,6 +380,11 @@ async fn a_version_1_file_is_migrated() {
         store.outbox_due(queued.next_attempt_at, 10).await.unwrap(),
         vec![queued.clone()],
         "the due index works on the migrated rows"
+    );
+    assert_eq!(
+        store.outbox_by_task(&t, &agent(), "task-7").await.unwrap(),
+        vec![sent.clone()],
+        "the task index holds the migrated rows' task ids"
     );
 
     // The same messageId for another agent is now another entry, after the old ones.
@@ -429,6 +436,83 @@ async fn a_version_1_file_is_migrated() {
     // Opening again migrates nothing and loses nothing.
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.lapses(&t).await.unwrap(), vec![queued, sent, other]);
+}
+
+/// The version 3 schema, exactly as the build before version 4 wrote it.
+const SCHEMA_V3: &str = include_str!("fixtures/schema_v3.sql");
+
+/// A version 3 file is migrated on opening: the outbox gains `task_id` and `lapsed_at`, filled
+/// from every stored entry, and their indexes, so status updates find a lapse task by its task
+/// id and pages filter by `since` on the old rows; nothing is lost; opening again changes nothing.
+#[tokio::test]
+async fn a_version_3_file_is_migrated() {
+    assert_eq!(SCHEMA_VERSION, 4, "this test migrates from version 3 to 4");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    let mut early = entry("lapse:exp-1:overdue:x");
+    early.task_id = Some("task-1".into());
+    early.delivery = DeliveryState::Sent;
+    let mut late = entry("lapse:exp-2:overdue:x");
+    late.lapsed_at = instant("2026-09-10T15:00:00Z");
+    late.task_id = Some("task-2".into());
+    let none = entry("lapse:exp-3:overdue:x");
+    {
+        let conn = raw(&path);
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch(SCHEMA_V3).unwrap();
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        for o in [&early, &late, &none] {
+            conn.execute(
+                "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                rusqlite::params![
+                    o.tenant.as_str(),
+                    o.message_id,
+                    o.agent.as_str(),
+                    o.delivery.as_str(),
+                    v1_instant_key(o.next_attempt_at),
+                    serde_json::to_string(o).unwrap()
+                ],
+            )
+            .unwrap();
+        }
+    }
+    for _ in 0..2 {
+        let store = SqliteStore::open(&path).unwrap();
+        let version: i64 = raw(&path)
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 4);
+        assert_eq!(
+            store.outbox_by_task(&t, &agent(), "task-2").await.unwrap(),
+            vec![late.clone()]
+        );
+        assert_eq!(
+            store.outbox_by_task(&t, &agent(), "task-1").await.unwrap(),
+            vec![early.clone()]
+        );
+        let page = store
+            .lapses_page(
+                &t,
+                &watcher_runtime::store::LapseQuery {
+                    since: Some(instant("2026-09-10T14:00:00Z")),
+                    limit: 10,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            page.entries,
+            vec![late.clone()],
+            "`since` reads the filled lapsed_at"
+        );
+        assert_eq!(
+            store.lapses(&t).await.unwrap(),
+            vec![early.clone(), late.clone(), none.clone()]
+        );
+    }
 }
 
 /// A failed migration leaves the file at version 1 with its data: it runs in the transaction
@@ -636,7 +720,10 @@ async fn a_version_2_file_is_migrated() {
     // Make it the version 2 file an older build left.
     let conn = raw(&path);
     conn.execute_batch(
-        "DROP INDEX outbox_follow; ALTER TABLE outbox DROP COLUMN follow_at; PRAGMA user_version = 2;",
+        "DROP INDEX outbox_follow; ALTER TABLE outbox DROP COLUMN follow_at;
+         DROP INDEX outbox_task; DROP INDEX outbox_agent_seq;
+         ALTER TABLE outbox DROP COLUMN task_id; ALTER TABLE outbox DROP COLUMN lapsed_at;
+         PRAGMA user_version = 2;",
     )
     .unwrap();
     drop(conn);
