@@ -1786,12 +1786,28 @@ pub async fn rejections_per_tenant_and_agent<S: Store + 'static>(store: Arc<S>) 
     };
     assert_eq!(
         got(&a, "booking").await,
-        vec![r1, r3, r5],
+        vec![r1.clone(), r3.clone(), r5.clone()],
         "oldest (first kept) first, across commits"
     );
     assert_eq!(got(&a, "pricing").await, vec![r2]);
     assert_eq!(got(&b, "booking").await, vec![r4]);
     assert!(got(&b, "pricing").await.is_empty());
+
+    // In pages of 2: r1, r3, then r5 with no next page; each exactly once.
+    let (first, next) = store
+        .rejections_page(&a, &agent("booking"), None, 2)
+        .await
+        .expect("rejections_page");
+    let first: Vec<Rejection> = first.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(first, vec![r1, r3]);
+    assert!(next.is_some(), "a third rejection remains");
+    let (second, end) = store
+        .rejections_page(&a, &agent("booking"), next, 2)
+        .await
+        .expect("rejections_page");
+    let second: Vec<Rejection> = second.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(second, vec![r5]);
+    assert_eq!(end, None, "the last page has no next");
 }
 
 /// `next_sequence` answers a number greater than every one before, also under concurrency.
@@ -2294,7 +2310,7 @@ async fn all_pages<S: Store + ?Sized>(
             query.limit,
             page.entries.len()
         );
-        got.extend(page.entries);
+        got.extend(page.entries.into_iter().map(|(_, o)| o));
         match page.next {
             Some(next) => query.after = Some(next),
             None => return (got, pages),
@@ -2557,6 +2573,10 @@ async fn one_round<S: Store + 'static>(store: &Arc<S>, t: &Tenant, round: usize)
     let before = work();
     let page = store.lapses_page(t, &query).await.expect("page");
     assert_eq!(page.entries.len(), 100);
+    assert!(page
+        .entries
+        .iter()
+        .all(|(_, o)| o.agent == agent("billing")));
     costs.push(work() - before);
     costs
 }

@@ -553,7 +553,7 @@ impl Store for MemoryStore {
             looked += 1;
             last = Some(*seq);
             if let Some(o) = inner.outbox.get(seq).filter(|o| query.matches(o)) {
-                page.entries.push(o.clone());
+                page.entries.push((*seq, o.clone()));
             }
         }
         self.touched(looked as u64 + 1);

@@ -154,6 +154,18 @@ pub struct PurgeReport {
     pub tasks: u64,
 }
 
+/// `items` (at most `limit` + 1, in order) as one page: the first `limit`, and, when one more
+/// was found, the position of the page's last item as where the next page starts.
+pub fn cut_page<T>(mut items: Vec<(u64, T)>, limit: usize) -> (Vec<(u64, T)>, Option<u64>) {
+    if items.len() > limit {
+        items.truncate(limit);
+        let next = items.last().map(|(p, _)| *p);
+        (items, next)
+    } else {
+        (items, None)
+    }
+}
+
 impl LapseQuery {
     /// Whether `entry` passes the filters (`agent`, `delivery`, `since`); the position is not
     /// looked at.
@@ -199,8 +211,9 @@ pub fn lapse_scan_budget(limit: usize) -> usize {
 /// One page of [`Store::lapses_page`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LapsePage {
-    /// Matching entries in order of lapse (insertion order), at most `limit`.
-    pub entries: Vec<OutboxEntry>,
+    /// Matching entries in order of lapse (insertion order), at most `limit`, each with its
+    /// position (a page cut short after an entry goes on after that entry's position).
+    pub entries: Vec<(u64, OutboxEntry)>,
     /// Where the next page starts; `None` when nothing is left after this page.
     pub next: Option<u64>,
 }
@@ -387,11 +400,40 @@ pub trait Store: Send + Sync {
                 return Ok(page);
             }
             if query.matches(o) {
-                page.entries.push(o.clone());
+                page.entries.push((pos, o.clone()));
             }
             pos += 1;
         }
         Ok(page)
+    }
+
+    /// One page of the refusals reported to `agent`, oldest first: at most `limit` after
+    /// position `after`, each with its position, and the position the next page starts after
+    /// (`None` at the end). Keyset pagination on an index by (tenant, agent, position).
+    ///
+    /// The default pages over [`Store::rejections`] (the position is the index in that list),
+    /// whose cost grows with the agent's refusals; the SQLite store overrides it.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn rejections_page(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<(Vec<(u64, Rejection)>, Option<u64>), StoreError> {
+        let all = self.rejections(tenant, agent).await?;
+        let start = after.map_or(0, |a| a.saturating_add(1));
+        let limit = limit.max(1);
+        let page: Vec<(u64, Rejection)> = all
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| (i as u64, r))
+            .skip_while(|(i, _)| *i < start)
+            .take(limit + 1)
+            .collect();
+        Ok(cut_page(page, limit))
     }
 
     /// Work done so far, counted by the store for tests: rows or records read and written. The

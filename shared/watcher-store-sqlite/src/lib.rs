@@ -888,6 +888,32 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn rejections_page(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<(Vec<(u64, Rejection)>, Option<u64>), StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        let limit = limit.max(1);
+        self.run(move |conn| {
+            let after = after.map_or(Ok(0), |a| int_of(a, "rejections cursor"))?;
+            let rows: Vec<(i64, String)> = keyed_json_rows(
+                conn,
+                "SELECT id, rejection FROM rejections INDEXED BY rejections_agent
+                 WHERE tenant = ?1 AND agent = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
+                params![tenant.as_str(), agent.as_str(), after, limit_of(limit) + 1],
+            )?;
+            let items = rows
+                .into_iter()
+                .map(|(id, json)| Ok((u64_of(id, "rejection id")?, from_json(&json, "rejection")?)))
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            Ok(watcher_runtime::store::cut_page(items, limit))
+        })
+        .await
+    }
+
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
         let now = instant_key(now);
         self.run(move |conn| {
@@ -1179,7 +1205,10 @@ fn lapses_page_in(
                     page.next = last;
                     break;
                 }
-                page.entries.push(from_json(&json, "outbox entry")?);
+                page.entries.push((
+                    u64_of(seq, "outbox seq")?,
+                    from_json(&json, "outbox entry")?,
+                ));
             }
             looked += 1;
             last = Some(u64_of(seq, "outbox seq")?);

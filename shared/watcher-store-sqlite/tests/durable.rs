@@ -503,8 +503,9 @@ async fn a_version_3_file_is_migrated() {
             )
             .await
             .unwrap();
+        let entries: Vec<OutboxEntry> = page.entries.into_iter().map(|(_, o)| o).collect();
         assert_eq!(
-            page.entries,
+            entries,
             vec![late.clone()],
             "`since` reads the filled lapsed_at"
         );
