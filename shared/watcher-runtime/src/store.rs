@@ -444,7 +444,7 @@ pub trait Store: Send + Sync {
     }
 
     /// Forgets, in every tenant, what [`crate::retention`] allows for `before` (the clock minus
-    /// the retention period, expectations-v1 §14), all or nothing:
+    /// the retention period, expectations-v1 §14):
     ///
     /// * subjects none of whose records can still lapse and whose last activity is before
     ///   `before`, with their index rows (fact keys, expectation ids, timers, live counts);
@@ -454,9 +454,13 @@ pub trait Store: Send + Sync {
     ///   gone once the subjects above are deleted.
     ///
     /// A store whose backend expires items by itself (DynamoDB's TTL, computed with the same
-    /// rule) deletes nothing here and answers an empty report.
+    /// rule) deletes nothing here and answers an empty report. A durable store may delete in
+    /// small batches, each its own transaction, so that requests proceed during a large purge
+    /// (SQLite: `PURGE_BATCH` rows a batch); each batch deletes whole items (a subject with its
+    /// index rows), and subjects are done before tasks.
     ///
     /// # Errors
-    /// Backend or corrupt data; then nothing is deleted.
+    /// Backend or corrupt data; then nothing more is deleted (what earlier batches deleted
+    /// stays deleted, which the retention rule allowed anyway).
     async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError>;
 }

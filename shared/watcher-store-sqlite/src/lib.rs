@@ -684,113 +684,235 @@ fn keyed_json_rows<K: rusqlite::types::FromSql>(
     Ok(rows)
 }
 
-/// The whole of [`Store::purge`], in one `BEGIN IMMEDIATE` transaction. Which items go is
-/// decided by [`watcher_runtime::retention`]; the SQL only narrows the rows it is asked about.
-fn purge_in(conn: &mut Connection, before: Instant) -> Result<PurgeReport, StoreError> {
+/// Rows one batch of [`Store::purge`] looks at: each batch is its own short transaction, and
+/// the connection is free for requests between batches (issue 10: one purge of 98k rows in one
+/// transaction stalled every request for half a second).
+pub const PURGE_BATCH: usize = 500;
+
+/// Where a batched purge stands: the table being purged and the last key looked at in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PurgeCursor {
+    /// Subjects after (tenant, subject_type, subject_id).
+    Subjects(Option<(String, String, String)>),
+    /// Tasks after (tenant, agent, task_id), once every subject was looked at.
+    Tasks(Option<(String, String, String)>),
+    /// Outbox rows after `seq`.
+    Outbox(i64),
+    /// Rejections after `id`.
+    Rejections(i64),
+}
+
+type Key3 = (String, String, String);
+
+/// One batch of [`Store::purge`], in one `BEGIN IMMEDIATE` transaction: looks at up to `batch`
+/// rows of the table `at` stands in, after its key, deletes those [`watcher_runtime::retention`]
+/// allows, and answers what it deleted and where the next batch starts (`None`: done). Which
+/// items go is decided by the retention rule; the SQL only narrows the rows it is asked about.
+fn purge_batch(
+    conn: &mut Connection,
+    before: Instant,
+    at: PurgeCursor,
+    batch: usize,
+) -> Result<(PurgeReport, Option<PurgeCursor>), StoreError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db)?;
     let mut report = PurgeReport::default();
-
-    // Subjects. A subject with a `live` row has a record that can still lapse, so only the
-    // others are read. Deleting a subject deletes its index rows (fact key, expectation id,
-    // timers, live) through their foreign keys (ON DELETE CASCADE).
-    let candidates: Vec<(String, String)> = keyed_json_rows(
-        &tx,
-        "SELECT tenant, state FROM subjects AS s WHERE NOT EXISTS (
-             SELECT 1 FROM live AS l WHERE l.tenant = s.tenant
-                 AND l.subject_type = s.subject_type AND l.subject_id = s.subject_id)",
-        [],
-    )?;
-    for (tenant, json) in candidates {
-        let state: SubjectState = from_json(&json, "subject")?;
-        if !subject_retention(&state).purgeable(before) {
-            continue;
-        }
-        report.subjects += tx
-            .prepare_cached(
-                "DELETE FROM subjects
-                 WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-            )
-            .map_err(db)?
-            .execute(params![
-                tenant,
-                state.subject.subject_type,
-                state.subject.id
-            ])
-            .map_err(db)? as u64;
-    }
-
-    // Tasks, once the subjects above are gone.
-    let tasks: Vec<(String, String)> = keyed_json_rows(&tx, "SELECT tenant, state FROM tasks", [])?;
-    for (tenant, json) in tasks {
-        let task: TaskRecord = from_json(&json, "task")?;
-        let mut stored = false;
-        for s in &task.subjects {
-            let found: Option<i64> = tx
-                .prepare_cached(
-                    "SELECT 1 FROM subjects
-                     WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-                )
-                .map_err(db)?
-                .query_row(params![tenant, s.subject_type, s.id], |r| r.get(0))
-                .optional()
-                .map_err(db)?;
-            if found.is_some() {
-                stored = true;
-                break;
+    let limit = limit_of(batch.max(1));
+    let full = |n: usize| n >= batch.max(1);
+    let next = match at {
+        PurgeCursor::Subjects(after) => {
+            // A subject with a `live` row has a record that can still lapse: its state is not
+            // read. Deleting a subject deletes its index rows (fact key, expectation id,
+            // timers, live) through their foreign keys (ON DELETE CASCADE).
+            let (t, st, sid) = after.clone().unwrap_or_default();
+            type Row = (String, String, String, Option<String>);
+            let rows: Vec<Row> = {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "SELECT tenant, subject_type, subject_id,
+                            CASE WHEN EXISTS (SELECT 1 FROM live AS l WHERE l.tenant = s.tenant
+                                AND l.subject_type = s.subject_type
+                                AND l.subject_id = s.subject_id) THEN NULL ELSE state END
+                         FROM subjects AS s
+                         WHERE ?1 = 0 OR (tenant, subject_type, subject_id) > (?2, ?3, ?4)
+                         ORDER BY tenant, subject_type, subject_id LIMIT ?5",
+                    )
+                    .map_err(db)?;
+                let rows = stmt
+                    .query_map(params![after.is_some(), t, st, sid, limit], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                    })
+                    .map_err(db)?
+                    .collect::<Result<Vec<Row>, _>>()
+                    .map_err(db)?;
+                rows
+            };
+            for (tenant, st, sid, json) in &rows {
+                let Some(json) = json else { continue };
+                let state: SubjectState = from_json(json, "subject")?;
+                if !subject_retention(&state).purgeable(before) {
+                    continue;
+                }
+                report.subjects += tx
+                    .prepare_cached(
+                        "DELETE FROM subjects
+                         WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+                    )
+                    .map_err(db)?
+                    .execute(params![tenant, st, sid])
+                    .map_err(db)? as u64;
+            }
+            match rows.last() {
+                Some((t, st, sid, _)) if full(rows.len()) => {
+                    PurgeCursor::Subjects(Some((t.clone(), st.clone(), sid.clone())))
+                }
+                _ => PurgeCursor::Tasks(None),
             }
         }
-        if !task_retention(&task, stored).purgeable(before) {
-            continue;
+        PurgeCursor::Tasks(after) => {
+            let (t, ag, id) = after.clone().unwrap_or_default();
+            let rows: Vec<(Key3, String)> = {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "SELECT tenant, agent, task_id, state FROM tasks
+                         WHERE ?1 = 0 OR (tenant, agent, task_id) > (?2, ?3, ?4)
+                         ORDER BY tenant, agent, task_id LIMIT ?5",
+                    )
+                    .map_err(db)?;
+                let rows = stmt
+                    .query_map(params![after.is_some(), t, ag, id, limit], |r| {
+                        Ok(((r.get(0)?, r.get(1)?, r.get(2)?), r.get(3)?))
+                    })
+                    .map_err(db)?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(db)?;
+                rows
+            };
+            for ((tenant, agent, task_id), json) in &rows {
+                let task: TaskRecord = from_json(json, "task")?;
+                let mut stored = false;
+                for s in &task.subjects {
+                    let found: Option<i64> = tx
+                        .prepare_cached(
+                            "SELECT 1 FROM subjects
+                             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+                        )
+                        .map_err(db)?
+                        .query_row(params![tenant, s.subject_type, s.id], |r| r.get(0))
+                        .optional()
+                        .map_err(db)?;
+                    if found.is_some() {
+                        stored = true;
+                        break;
+                    }
+                }
+                if !task_retention(&task, stored).purgeable(before) {
+                    continue;
+                }
+                report.tasks += tx
+                    .prepare_cached(
+                        "DELETE FROM tasks WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3",
+                    )
+                    .map_err(db)?
+                    .execute(params![tenant, agent, task_id])
+                    .map_err(db)? as u64;
+            }
+            match rows.last() {
+                Some((key, _)) if full(rows.len()) => PurgeCursor::Tasks(Some(key.clone())),
+                _ => PurgeCursor::Outbox(0),
+            }
         }
-        report.tasks += tx
-            .prepare_cached("DELETE FROM tasks WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3")
-            .map_err(db)?
-            .execute(params![
-                tenant,
-                task.task.agent.as_str(),
-                task.task.task_id.as_str()
-            ])
-            .map_err(db)? as u64;
-    }
-
-    // Lapse tasks: queued ones are always kept.
-    let entries: Vec<(i64, String)> = keyed_json_rows(
-        &tx,
-        "SELECT seq, entry FROM outbox WHERE delivery <> 'queued'",
-        [],
-    )?;
-    for (seq, json) in entries {
-        let entry: OutboxEntry = from_json(&json, "outbox entry")?;
-        if outbox_retention(&entry).purgeable(before) {
-            report.outbox += tx
-                .prepare_cached("DELETE FROM outbox WHERE seq = ?1")
-                .map_err(db)?
-                .execute(params![seq])
-                .map_err(db)? as u64;
+        PurgeCursor::Outbox(after) => {
+            // Lapse tasks: queued ones are always kept.
+            let rows: Vec<(i64, String)> = keyed_json_rows(
+                &tx,
+                "SELECT seq, entry FROM outbox WHERE seq > ?1 AND delivery <> 'queued'
+                 ORDER BY seq LIMIT ?2",
+                params![after, limit],
+            )?;
+            for (seq, json) in &rows {
+                let entry: OutboxEntry = from_json(json, "outbox entry")?;
+                if outbox_retention(&entry).purgeable(before) {
+                    report.outbox += tx
+                        .prepare_cached("DELETE FROM outbox WHERE seq = ?1")
+                        .map_err(db)?
+                        .execute(params![seq])
+                        .map_err(db)? as u64;
+                }
+            }
+            match rows.last() {
+                Some((seq, _)) if full(rows.len()) => PurgeCursor::Outbox(*seq),
+                _ => PurgeCursor::Rejections(0),
+            }
         }
-    }
-
-    // Rejections: `at_key` is the rejection's `at`.
-    let rejections: Vec<(i64, String)> = keyed_json_rows(
-        &tx,
-        "SELECT id, rejection FROM rejections WHERE at_key < ?1",
-        params![instant_key(before)],
-    )?;
-    for (id, json) in rejections {
-        let stored: Rejection = from_json(&json, "rejection")?;
-        if rejection_retention(&stored).purgeable(before) {
-            report.rejections += tx
-                .prepare_cached("DELETE FROM rejections WHERE id = ?1")
-                .map_err(db)?
-                .execute(params![id])
-                .map_err(db)? as u64;
+        PurgeCursor::Rejections(after) => {
+            // `at_key` is the rejection's `at`.
+            let rows: Vec<(i64, String)> = keyed_json_rows(
+                &tx,
+                "SELECT id, rejection FROM rejections WHERE id > ?1 AND at_key < ?2
+                 ORDER BY id LIMIT ?3",
+                params![after, instant_key(before), limit],
+            )?;
+            for (id, json) in &rows {
+                let stored: Rejection = from_json(json, "rejection")?;
+                if rejection_retention(&stored).purgeable(before) {
+                    report.rejections += tx
+                        .prepare_cached("DELETE FROM rejections WHERE id = ?1")
+                        .map_err(db)?
+                        .execute(params![id])
+                        .map_err(db)? as u64;
+                }
+            }
+            tx.commit().map_err(db)?;
+            return Ok((
+                report,
+                match rows.last() {
+                    Some((id, _)) if full(rows.len()) => Some(PurgeCursor::Rejections(*id)),
+                    _ => None,
+                },
+            ));
         }
-    }
-
+    };
     tx.commit().map_err(db)?;
-    Ok(report)
+    Ok((report, Some(next)))
+}
+
+impl SqliteStore {
+    /// [`Store::purge`] in batches of `batch` rows, each its own transaction; `between(n)` is
+    /// awaited after the `n`-th batch (from 1), with the connection free: `serve`'s purge
+    /// yields there so requests go on during a large purge, and tests make requests there.
+    ///
+    /// # Errors
+    /// The first batch's error; what earlier batches deleted stays deleted (each batch deletes
+    /// whole items: a subject with its index rows).
+    pub async fn purge_batched<F, Fut>(
+        &self,
+        before: Instant,
+        batch: usize,
+        mut between: F,
+    ) -> Result<PurgeReport, StoreError>
+    where
+        F: FnMut(u64) -> Fut + Send,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let mut report = PurgeReport::default();
+        let mut at = Some(PurgeCursor::Subjects(None));
+        let mut batches = 0u64;
+        while let Some(cursor) = at {
+            let (done, next) = self
+                .run(move |conn| purge_batch(conn, before, cursor, batch))
+                .await?;
+            report.subjects += done.subjects;
+            report.tasks += done.tasks;
+            report.outbox += done.outbox;
+            report.rejections += done.rejections;
+            batches += 1;
+            between(batches).await;
+            at = next;
+        }
+        Ok(report)
+    }
 }
 
 #[async_trait]
@@ -1145,8 +1267,11 @@ impl Store for SqliteStore {
             .map(|w| w.load(std::sync::atomic::Ordering::Relaxed))
     }
 
+    /// In batches of [`PURGE_BATCH`] rows, each its own transaction, yielding between them
+    /// ([`SqliteStore::purge_batched`]): requests are served during a large purge.
     async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError> {
-        self.run(move |conn| purge_in(conn, before)).await
+        self.purge_batched(before, PURGE_BATCH, |_| tokio::task::yield_now())
+            .await
     }
 }
 
