@@ -14,13 +14,14 @@
 //! Passes [`watcher_runtime::conformance`] (tests/conformance.rs).
 
 mod codec;
+mod group;
 pub mod schema;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 use watcher_core::engine::{LiveUntil, Rejection, TimerKey, TimerKind};
 use watcher_core::ids::{AgentId, ExpectationId, ExpectationRef, Subject, TaskRef, Tenant};
 use watcher_core::record::{ExpectationRecord, RaiseOrder};
@@ -42,19 +43,23 @@ use codec::{
 /// A [`Store`] over one SQLite database: a file ([`SqliteStore::open`]) or a private in-memory
 /// database ([`SqliteStore::memory`]).
 ///
-/// Holds one connection behind a mutex; every operation runs on tokio's blocking pool
-/// (`spawn_blocking`), so it must be used inside a tokio runtime. Cloning shares the connection.
+/// Writes go through group commit (the `group` module, issue 10): one writer thread owns the
+/// write connection, takes every write waiting, runs each in its own savepoint inside one
+/// transaction and commits them with one sync; a write answers only once its group is on disk,
+/// and a failing write is rolled back alone. Reads of a file use their own connections (WAL:
+/// they see the last commit and never wait for the writer), on tokio's blocking pool
+/// (`spawn_blocking`, so it must be used inside a tokio runtime). An in-memory database has one
+/// connection: its reads go through the writer too. Cloning shares the writer and the readers.
 ///
 /// Why `spawn_blocking` and not `block_in_place`: rusqlite blocks (disk I/O, waiting up to the
 /// busy timeout for another writer), which must not stall an async worker; `block_in_place`
 /// panics on a current-thread runtime (the default of `#[tokio::test]`) and stalls the other
-/// tasks of its worker, whereas `spawn_blocking` works on every runtime at the cost of moving
-/// owned arguments into the closure. One connection serialises this process's operations,
-/// which is what a single-file local watcher needs; WAL still lets other processes read while
-/// it writes.
+/// tasks of its worker.
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    writer: group::Writer,
+    /// Read connections of a file database; `None` for `:memory:` (reads go to the writer).
+    readers: Option<Arc<group::Readers>>,
     /// SQLite virtual-machine instructions run so far ([`Store::work_done`]), while counted
     /// ([`SqliteStore::counting_work`]).
     work: Option<Arc<std::sync::atomic::AtomicU64>>,
@@ -99,8 +104,11 @@ impl SqliteStore {
     /// # Ok::<(), watcher_runtime::store::StoreError>(())
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let conn = Connection::open(path).map_err(db)?;
-        Self::prepared(conn)
+        let conn = Connection::open(path.as_ref()).map_err(db)?;
+        Self::prepared(
+            conn,
+            Some(Arc::new(group::Readers::new(path.as_ref().to_path_buf()))),
+        )
     }
 
     /// A fresh, empty in-memory database, for tests. It lives as long as this store (and its
@@ -110,13 +118,17 @@ impl SqliteStore {
     /// [`StoreError::Backend`] if SQLite cannot allocate the database or write the schema.
     pub fn memory() -> Result<Self, StoreError> {
         let conn = Connection::open_in_memory().map_err(db)?;
-        Self::prepared(conn)
+        Self::prepared(conn, None)
     }
 
-    fn prepared(mut conn: Connection) -> Result<Self, StoreError> {
+    fn prepared(
+        mut conn: Connection,
+        readers: Option<Arc<group::Readers>>,
+    ) -> Result<Self, StoreError> {
         schema::prepare(&mut conn)?;
         Ok(SqliteStore {
-            conn: Arc::new(Mutex::new(conn)),
+            writer: group::Writer::start(conn)?,
+            readers,
             work: None,
         })
     }
@@ -130,37 +142,59 @@ impl SqliteStore {
     /// [`StoreError::Backend`] if the handler cannot be installed.
     pub fn counting_work(mut self) -> Result<Self, StoreError> {
         let work = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        {
-            let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-            count_work(&mut conn, &work)?;
+        let counted = Arc::clone(&work);
+        self.writer
+            .write_blocking(move |conn| count_work(conn, &counted))?;
+        if let Some(readers) = &self.readers {
+            *readers
+                .work
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&work));
+            readers.clear();
         }
         self.work = Some(work);
         Ok(self)
     }
 
-    /// Runs `f` on the connection on tokio's blocking pool.
-    async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// Runs `f` in the writer's next group; answers once that group is committed.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || {
-            // A panic while the lock was held poisons it, but rusqlite rolls back a transaction
-            // dropped during unwinding, so the connection is still consistent: keep using it.
-            let mut guard = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            f(&mut guard)
-        })
-        .await
-        .map_err(StoreError::backend)?
+        self.writer.write(f).await
+    }
+
+    /// Runs `f` on a read connection (through the writer for `:memory:`).
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        match &self.readers {
+            Some(readers) => readers.read(f).await,
+            None => self.writer.write(f).await,
+        }
     }
 }
 
-/// Bumps and returns the raising-order sequence in one transaction.
-fn take_sequence(conn: &mut Connection) -> Result<u64, StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(db)?;
+/// Runs `f` in a read transaction (one snapshot), unless `conn` is already in a transaction
+/// (a read of `:memory:` inside the writer's group).
+fn read_tx<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    if !conn.is_autocommit() {
+        return f(conn);
+    }
+    let tx = conn.transaction().map_err(db)?;
+    let out = f(&tx)?;
+    tx.commit().map_err(db)?;
+    Ok(out)
+}
+
+/// Bumps and returns the raising-order sequence (inside the writer's group).
+fn take_sequence(tx: &Connection) -> Result<u64, StoreError> {
     let v: i64 = tx
         .query_row(
             "UPDATE sequence SET value = value + 1 WHERE id = 1 RETURNING value",
@@ -168,7 +202,6 @@ fn take_sequence(conn: &mut Connection) -> Result<u64, StoreError> {
             |r| r.get(0),
         )
         .map_err(db)?;
-    tx.commit().map_err(db)?;
     u64_of(v, "sequence")
 }
 
@@ -539,30 +572,28 @@ fn write_task(conn: &Connection, tenant: &Tenant, rec: &TaskRecord) -> Result<()
     Ok(())
 }
 
-/// The whole of [`Store::commit`], in one `BEGIN IMMEDIATE` transaction: the write lock is
-/// taken before the versions are read, so no other writer can move them in between.
-fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(db)?;
+/// The whole of [`Store::commit`], inside the writer's group (`BEGIN IMMEDIATE`, its own
+/// savepoint): the write lock is held before the versions are read, so no other writer can move
+/// them in between; a lost compare-and-set rolls back this commit alone.
+fn commit_in(tx: &Connection, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
     for s in &commit.subjects {
-        if subject_version(&tx, tenant, &s.subject)? != s.version {
+        if subject_version(tx, tenant, &s.subject)? != s.version {
             // Dropping `tx` rolls back: nothing of this commit is written.
             return Err(StoreError::Conflict(format!("subject {}", s.subject)));
         }
     }
     for t in &commit.tasks {
-        if task_version(&tx, tenant, &t.task)? != t.version {
+        if task_version(tx, tenant, &t.task)? != t.version {
             return Err(StoreError::Conflict(format!("task {}", t.task.task_id)));
         }
     }
     for mut s in commit.subjects {
         s.version += 1;
-        write_subject(&tx, tenant, &s)?;
+        write_subject(tx, tenant, &s)?;
     }
     for mut t in commit.tasks {
         t.version += 1;
-        write_task(&tx, tenant, &t)?;
+        write_task(tx, tenant, &t)?;
     }
     for o in &commit.outbox {
         tx.prepare_cached(
@@ -598,7 +629,7 @@ fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(
         ])
         .map_err(db)?;
     }
-    tx.commit().map_err(db)
+    Ok(())
 }
 
 fn load_in(
@@ -608,11 +639,19 @@ fn load_in(
     now: Instant,
 ) -> Result<Slice, StoreError> {
     // One read transaction: every part of the slice comes from the same snapshot.
-    let tx = conn.transaction().map_err(db)?;
+    read_tx(conn, |tx| load_body(tx, tenant, scope, now))
+}
+
+fn load_body(
+    tx: &Connection,
+    tenant: &Tenant,
+    scope: &Scope,
+    now: Instant,
+) -> Result<Slice, StoreError> {
     let t = tenant.as_str();
     let mut slice = Slice::new(tenant.clone());
     for s in &scope.subjects {
-        let state = read_subject(&tx, tenant, s)?.unwrap_or_else(|| SubjectState::new(s.clone()));
+        let state = read_subject(tx, tenant, s)?.unwrap_or_else(|| SubjectState::new(s.clone()));
         slice.subjects.insert(s.clone(), state);
     }
     for k in &scope.fact_keys {
@@ -652,7 +691,7 @@ fn load_in(
     for task in &scope.tasks {
         slice
             .tasks
-            .insert(task.clone(), read_task(&tx, tenant, task)?);
+            .insert(task.clone(), read_task(tx, tenant, task)?);
     }
     let now_key = instant_key(now);
     for a in &scope.agents {
@@ -665,7 +704,6 @@ fn load_in(
             .agent_live
             .insert(a.clone(), u64_of(count, "live count")?);
     }
-    tx.commit().map_err(db)?;
     Ok(slice)
 }
 
@@ -704,19 +742,16 @@ enum PurgeCursor {
 
 type Key3 = (String, String, String);
 
-/// One batch of [`Store::purge`], in one `BEGIN IMMEDIATE` transaction: looks at up to `batch`
+/// One batch of [`Store::purge`], one write of the writer's group: looks at up to `batch`
 /// rows of the table `at` stands in, after its key, deletes those [`watcher_runtime::retention`]
 /// allows, and answers what it deleted and where the next batch starts (`None`: done). Which
 /// items go is decided by the retention rule; the SQL only narrows the rows it is asked about.
 fn purge_batch(
-    conn: &mut Connection,
+    tx: &Connection,
     before: Instant,
     at: PurgeCursor,
     batch: usize,
 ) -> Result<(PurgeReport, Option<PurgeCursor>), StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(db)?;
     let mut report = PurgeReport::default();
     let limit = limit_of(batch.max(1));
     let full = |n: usize| n >= batch.max(1);
@@ -826,7 +861,7 @@ fn purge_batch(
         PurgeCursor::Outbox(after) => {
             // Lapse tasks: queued ones are always kept.
             let rows: Vec<(i64, String)> = keyed_json_rows(
-                &tx,
+                tx,
                 "SELECT seq, entry FROM outbox WHERE seq > ?1 AND delivery <> 'queued'
                  ORDER BY seq LIMIT ?2",
                 params![after, limit],
@@ -849,7 +884,7 @@ fn purge_batch(
         PurgeCursor::Rejections(after) => {
             // `at_key` is the rejection's `at`.
             let rows: Vec<(i64, String)> = keyed_json_rows(
-                &tx,
+                tx,
                 "SELECT id, rejection FROM rejections WHERE id > ?1 AND at_key < ?2
                  ORDER BY id LIMIT ?3",
                 params![after, instant_key(before), limit],
@@ -864,7 +899,6 @@ fn purge_batch(
                         .map_err(db)? as u64;
                 }
             }
-            tx.commit().map_err(db)?;
             return Ok((
                 report,
                 match rows.last() {
@@ -874,7 +908,6 @@ fn purge_batch(
             ));
         }
     };
-    tx.commit().map_err(db)?;
     Ok((report, Some(next)))
 }
 
@@ -901,7 +934,7 @@ impl SqliteStore {
         let mut batches = 0u64;
         while let Some(cursor) = at {
             let (done, next) = self
-                .run(move |conn| purge_batch(conn, before, cursor, batch))
+                .write(move |conn| purge_batch(conn, before, cursor, batch))
                 .await?;
             report.subjects += done.subjects;
             report.tasks += done.tasks;
@@ -924,41 +957,29 @@ impl Store for SqliteStore {
         now: Instant,
     ) -> Result<Slice, StoreError> {
         let (tenant, scope) = (tenant.clone(), scope.clone());
-        self.run(move |conn| load_in(conn, &tenant, &scope, now))
+        self.read(move |conn| load_in(conn, &tenant, &scope, now))
             .await
     }
 
     async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
         let tenant = tenant.clone();
-        self.run(move |conn| commit_in(conn, &tenant, commit)).await
+        self.write(move |conn| commit_in(conn, &tenant, commit))
+            .await
     }
 
-    /// Taken in its own transaction **without its own fsync** (`synchronous = NORMAL` for that
-    /// transaction only): the WAL is one sequential file, so the commit that uses the number
-    /// (`synchronous = FULL`) makes the sequence's frame durable with its own. A number whose
-    /// commit never reached the disk may be handed out again after a crash, harmless since
-    /// nothing durable holds it. This halves the fsyncs of a request (issue 10).
+    /// Taken in the writer's next group, durable with it: no fsync of its own (issue 10).
     async fn next_sequence(&self) -> Result<u64, StoreError> {
-        self.run(|conn| {
-            conn.pragma_update(None, "synchronous", "NORMAL")
-                .map_err(db)?;
-            let taken = take_sequence(conn);
-            // Every other write of this connection must stay FULL: restore before answering.
-            conn.pragma_update(None, "synchronous", "FULL")
-                .map_err(db)?;
-            taken
-        })
-        .await
+        self.write(|conn| take_sequence(conn)).await
     }
 
     async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError> {
         let until = instant_key(until);
-        self.run(move |conn| read_timers(conn, &until, limit_of(limit)))
+        self.read(move |conn| read_timers(conn, &until, limit_of(limit)))
             .await
     }
 
     async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError> {
-        self.run(|conn| {
+        self.read(|conn| {
             Ok(read_timers(conn, AFTER_EVERY_INSTANT, 1)?
                 .into_iter()
                 .next())
@@ -972,12 +993,12 @@ impl Store for SqliteStore {
         subject: &Subject,
     ) -> Result<Option<SubjectState>, StoreError> {
         let (tenant, subject) = (tenant.clone(), subject.clone());
-        self.run(move |conn| read_subject(conn, &tenant, &subject))
+        self.read(move |conn| read_subject(conn, &tenant, &subject))
             .await
     }
 
     async fn all_records(&self) -> Result<Vec<ExpectationRecord>, StoreError> {
-        self.run(|conn| {
+        self.read(|conn| {
             let states: Vec<SubjectState> = json_rows(
                 conn,
                 "SELECT state FROM subjects ORDER BY tenant, subject_type, subject_id",
@@ -998,7 +1019,7 @@ impl Store for SqliteStore {
         agent: &AgentId,
     ) -> Result<Vec<Rejection>, StoreError> {
         let (tenant, agent) = (tenant.clone(), agent.clone());
-        self.run(move |conn| {
+        self.read(move |conn| {
             let rows: Vec<Rejection> = json_rows(
                 conn,
                 "SELECT rejection FROM rejections WHERE tenant = ?1 AND agent = ?2 ORDER BY id",
@@ -1019,7 +1040,7 @@ impl Store for SqliteStore {
     ) -> Result<(Vec<(u64, Rejection)>, Option<u64>), StoreError> {
         let (tenant, agent) = (tenant.clone(), agent.clone());
         let limit = limit.max(1);
-        self.run(move |conn| {
+        self.read(move |conn| {
             let after = after.map_or(Ok(0), |a| int_of(a, "rejections cursor"))?;
             let rows: Vec<(i64, String)> = keyed_json_rows(
                 conn,
@@ -1038,7 +1059,7 @@ impl Store for SqliteStore {
 
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
         let now = instant_key(now);
-        self.run(move |conn| {
+        self.read(move |conn| {
             json_rows(
                 conn,
                 "SELECT entry FROM outbox WHERE delivery = 'queued' AND next_attempt <= ?1
@@ -1057,7 +1078,7 @@ impl Store for SqliteStore {
         message_id: &str,
     ) -> Result<Option<OutboxEntry>, StoreError> {
         let (tenant, agent, message_id) = (tenant.clone(), agent.clone(), message_id.to_string());
-        self.run(move |conn| {
+        self.read(move |conn| {
             let rows: Vec<OutboxEntry> = json_rows(
                 conn,
                 "SELECT entry FROM outbox WHERE tenant = ?1 AND agent = ?2 AND message_id = ?3",
@@ -1071,7 +1092,7 @@ impl Store for SqliteStore {
 
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
         let entry = entry.clone();
-        self.run(move |conn| {
+        self.write(move |conn| {
             // The row (tenant, agent, message_id); `sent` is final: a sent row only takes
             // another `sent` update.
             conn.prepare_cached(
@@ -1108,7 +1129,7 @@ impl Store for SqliteStore {
         let (tenant, agent) = (tenant.clone(), agent.clone());
         // Without a bound, the largest key: every next attempt is at or before it.
         let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        self.run(move |conn| {
+        self.read(move |conn| {
             json_rows(
                 conn,
                 "SELECT entry FROM outbox INDEXED BY outbox_agent
@@ -1136,7 +1157,7 @@ impl Store for SqliteStore {
     ) -> Result<Vec<OutboxEntry>, StoreError> {
         let (tenant, agent) = (tenant.clone(), agent.clone());
         let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        self.run(move |conn| {
+        self.read(move |conn| {
             json_rows(
                 conn,
                 "SELECT entry FROM outbox INDEXED BY outbox_follow
@@ -1151,7 +1172,7 @@ impl Store for SqliteStore {
 
     async fn probe_write(&self, now: Instant) -> Result<(), StoreError> {
         let at = instant_key(now);
-        self.run(move |conn| {
+        self.write(move |conn| {
             conn.prepare_cached(
                 "INSERT INTO health (id, probed_at) VALUES (1, ?1)
                  ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
@@ -1177,7 +1198,7 @@ impl Store for SqliteStore {
             card.to_string(),
             read_at.to_string(),
         );
-        self.run(move |conn| {
+        self.write(move |conn| {
             conn.prepare_cached(
                 "INSERT INTO agent_cards (tenant, agent, card, read_at) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (tenant, agent) DO UPDATE SET card = excluded.card, read_at = excluded.read_at",
@@ -1196,7 +1217,7 @@ impl Store for SqliteStore {
         agent: &AgentId,
     ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
         let (tenant, agent) = (tenant.as_str().to_string(), agent.as_str().to_string());
-        self.run(move |conn| {
+        self.read(move |conn| {
             let row: Option<(String, String)> = conn
                 .prepare_cached(
                     "SELECT card, read_at FROM agent_cards WHERE tenant = ?1 AND agent = ?2",
@@ -1221,7 +1242,7 @@ impl Store for SqliteStore {
 
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
         let tenant = tenant.clone();
-        self.run(move |conn| {
+        self.read(move |conn| {
             json_rows(
                 conn,
                 "SELECT entry FROM outbox WHERE tenant = ?1 ORDER BY seq",
@@ -1239,7 +1260,7 @@ impl Store for SqliteStore {
         task_id: &str,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
         let (tenant, agent, task_id) = (tenant.clone(), agent.clone(), task_id.to_string());
-        self.run(move |conn| {
+        self.read(move |conn| {
             json_rows(
                 conn,
                 "SELECT entry FROM outbox INDEXED BY outbox_task
@@ -1257,7 +1278,7 @@ impl Store for SqliteStore {
         query: &LapseQuery,
     ) -> Result<LapsePage, StoreError> {
         let (tenant, query) = (tenant.clone(), query.clone());
-        self.run(move |conn| lapses_page_in(conn, &tenant, &query))
+        self.read(move |conn| lapses_page_in(conn, &tenant, &query))
             .await
     }
 
@@ -1296,7 +1317,14 @@ fn lapses_page_in(
     tenant: &Tenant,
     query: &LapseQuery,
 ) -> Result<LapsePage, StoreError> {
-    let tx = conn.transaction().map_err(db)?;
+    read_tx(conn, |tx| lapses_page_body(tx, tenant, query))
+}
+
+fn lapses_page_body(
+    tx: &Connection,
+    tenant: &Tenant,
+    query: &LapseQuery,
+) -> Result<LapsePage, StoreError> {
     let limit = query.limit.max(1);
     let budget = lapse_scan_budget(limit);
     let after = query.after.map_or(Ok(0), |a| int_of(a, "lapse cursor"))?;
@@ -1342,7 +1370,6 @@ fn lapses_page_in(
             }
         }
     }
-    tx.commit().map_err(db)?;
     Ok(page)
 }
 
@@ -1350,8 +1377,8 @@ fn lapses_page_in(
 mod tests {
     use super::*;
 
-    /// `next_sequence` relaxes `synchronous` for its own transaction only: every commit after it
-    /// is still FULL (2), so a 2xx still means on disk.
+    /// The writer's connection stays at `synchronous = FULL` (2) across sequence numbers and
+    /// commits, so a 2xx means on disk; the numbers taken survive a reopen.
     #[tokio::test]
     async fn next_sequence_leaves_commits_full() {
         let dir = tempfile::tempdir().unwrap();
@@ -1360,7 +1387,7 @@ mod tests {
             let store = store.clone();
             async move {
                 store
-                    .run(|conn| {
+                    .write(|conn| {
                         conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0))
                             .map_err(db)
                     })
@@ -1427,5 +1454,121 @@ mod tests {
             small_steps, large_steps,
             "counting 20,000 open rows took {large_steps} steps, 100 took {small_steps}"
         );
+    }
+
+    /// Writes waiting together are committed as one group (one transaction, one sync), and a
+    /// failing write of the group — a lost compare-and-set, an error after it wrote a row — is
+    /// rolled back alone: the others are kept and answered only after the commit. Counts, not
+    /// time: the writer is held until all 22 writes are queued.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_group_keeps_its_good_writes_when_one_fails() {
+        use std::sync::atomic::Ordering;
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("w.db")).unwrap();
+        let stats = Arc::clone(&store.writer.stats);
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let hold = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .write(move |_| {
+                        held.recv().ok();
+                        Ok(())
+                    })
+                    .await
+            })
+        };
+        while stats.groups.load(Ordering::SeqCst) < 1 {
+            tokio::task::yield_now().await;
+        }
+        let t = Tenant::parse("t").unwrap();
+        let agent = AgentId::parse("booking").unwrap();
+        let mut good = Vec::new();
+        for i in 0..20 {
+            let (store, t, agent) = (store.clone(), t.clone(), agent.clone());
+            good.push(tokio::spawn(async move {
+                let r = Rejection {
+                    agent,
+                    expectation_id: Some(format!("exp-{i}")),
+                    reason: format!("reason {i}"),
+                    task_id: None,
+                    at: Instant::parse("2026-09-10T12:00:00Z").unwrap(),
+                };
+                store
+                    .commit(
+                        &t,
+                        Commit {
+                            rejections: vec![r],
+                            ..Commit::default()
+                        },
+                    )
+                    .await
+            }));
+        }
+        let failing = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .write(|conn| {
+                        conn.execute(
+                            "INSERT INTO health (id, probed_at) VALUES (1, 'written, then failed')",
+                            [],
+                        )
+                        .map_err(db)?;
+                        Err::<(), _>(StoreError::Corrupt("injected".into()))
+                    })
+                    .await
+            })
+        };
+        let stale = {
+            let (store, t) = (store.clone(), t.clone());
+            tokio::spawn(async move {
+                let mut s = SubjectState::new(Subject::parse("shipment", "PA-1").unwrap());
+                s.version = 5;
+                store
+                    .commit(
+                        &t,
+                        Commit {
+                            subjects: vec![s],
+                            ..Commit::default()
+                        },
+                    )
+                    .await
+            })
+        };
+        while stats.sent.load(Ordering::SeqCst) < 23 {
+            tokio::task::yield_now().await;
+        }
+        release.send(()).unwrap();
+        hold.await.unwrap().unwrap();
+        for h in good {
+            h.await
+                .unwrap()
+                .expect("the good writes of the group are kept");
+        }
+        assert!(matches!(
+            failing.await.unwrap(),
+            Err(StoreError::Corrupt(_))
+        ));
+        assert!(matches!(stale.await.unwrap(), Err(StoreError::Conflict(_))));
+        assert_eq!(
+            stats.largest.load(Ordering::SeqCst),
+            22,
+            "the 22 writes waiting went in one group"
+        );
+        assert_eq!(store.rejections(&t, &agent).await.unwrap().len(), 20);
+        let probed: Option<String> = store
+            .read(|conn| {
+                conn.query_row("SELECT probed_at FROM health", [], |r| r.get(0))
+                    .optional()
+                    .map_err(db)
+            })
+            .await
+            .unwrap();
+        assert_eq!(probed, None, "the failed write's row was rolled back");
+        drop(store);
+        // On disk: a fresh open finds the 20.
+        let again = SqliteStore::open(dir.path().join("w.db")).unwrap();
+        assert_eq!(again.rejections(&t, &agent).await.unwrap().len(), 20);
     }
 }
