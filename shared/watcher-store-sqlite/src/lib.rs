@@ -419,7 +419,9 @@ fn limit_of(limit: usize) -> i64 {
 // ---------------------------------------------------------------------------------------------
 // Writing rows.
 
-/// Writes a subject (already at its new version) and replaces its index rows.
+/// Writes a subject (already at its new version) and brings its index rows to what the new
+/// state derives, touching only the rows that change (issue 10, write amplification): an index
+/// row already right is neither deleted nor rewritten, so its pages stay clean.
 fn write_subject(
     conn: &Connection,
     tenant: &Tenant,
@@ -445,11 +447,13 @@ fn write_subject(
 
     let ix = subject_index(state);
     for e in &ix.expectations {
+        // Rewritten only when the expectation moved to this subject.
         conn.prepare_cached(
             "INSERT INTO id_index (tenant, agent, expectation_id, subject_type, subject_id)
              VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (tenant, agent, expectation_id)
-             DO UPDATE SET subject_type = excluded.subject_type, subject_id = excluded.subject_id",
+             DO UPDATE SET subject_type = excluded.subject_type, subject_id = excluded.subject_id
+             WHERE subject_type <> excluded.subject_type OR subject_id <> excluded.subject_id",
         )
         .map_err(db)?
         .execute(params![t, e.agent.as_str(), e.id.as_str(), st, sid])
@@ -464,73 +468,172 @@ fn write_subject(
         .execute(params![t, k.as_str(), st, sid])
         .map_err(db)?;
     }
+    write_timers(conn, t, st, sid, &ix)?;
+    write_live(conn, t, st, sid, &ix)
+}
 
-    conn.prepare_cached(
-        "DELETE FROM timers WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-    )
-    .map_err(db)?
-    .execute(params![t, st, sid])
-    .map_err(db)?;
-    for (key, at, order) in &ix.timers {
-        conn.prepare_cached(
-            "INSERT INTO timers (tenant, subject_type, subject_id, agent, expectation_id, kind,
-                 at_key, order_input, order_index)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+/// A timer row's identity (agent, expectation id, kind) and its (at, order input, order index).
+type TimerRow = ((String, String, i64), (String, i64, i64));
+
+/// Brings the subject's timer rows to `ix.timers`: deletes the ones gone, inserts the new ones,
+/// updates the ones whose instant or order changed, leaves the rest.
+fn write_timers(
+    conn: &Connection,
+    t: &str,
+    st: &str,
+    sid: &str,
+    ix: &watcher_runtime::index::SubjectIndex,
+) -> Result<(), StoreError> {
+    let stored: std::collections::BTreeMap<(String, String, i64), (String, i64, i64)> = conn
+        .prepare_cached(
+            "SELECT agent, expectation_id, kind, at_key, order_input, order_index FROM timers
+             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
         )
         .map_err(db)?
-        .execute(params![
-            t,
-            key.subject.subject_type,
-            key.subject.id,
-            key.expectation.agent.as_str(),
-            key.expectation.id.as_str(),
-            kind_code(key.kind),
-            instant_key(*at),
-            int_of(order.input, "raising order")?,
-            i64::from(order.index),
-        ])
+        .query_map(params![t, st, sid], |r| {
+            Ok((
+                (r.get(0)?, r.get(1)?, r.get(2)?),
+                (r.get(3)?, r.get(4)?, r.get(5)?),
+            ))
+        })
+        .map_err(db)?
+        .collect::<Result<_, _>>()
+        .map_err(db)?;
+    let mut wanted: std::collections::BTreeMap<(String, String, i64), (String, i64, i64)> =
+        std::collections::BTreeMap::new();
+    for (key, at, order) in &ix.timers {
+        let row: TimerRow = (
+            (
+                key.expectation.agent.as_str().to_owned(),
+                key.expectation.id.as_str().to_owned(),
+                kind_code(key.kind),
+            ),
+            (
+                instant_key(*at),
+                int_of(order.input, "raising order")?,
+                i64::from(order.index),
+            ),
+        );
+        wanted.insert(row.0, row.1);
+    }
+    for (id, _) in stored.iter().filter(|(id, _)| !wanted.contains_key(*id)) {
+        conn.prepare_cached(
+            "DELETE FROM timers WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
+                AND agent = ?4 AND expectation_id = ?5 AND kind = ?6",
+        )
+        .map_err(db)?
+        .execute(params![t, st, sid, id.0, id.1, id.2])
         .map_err(db)?;
     }
-
-    // The live rows are replaced; `agent_live_rows` follows by the difference, per agent.
-    let mut delta: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
-    {
-        let mut stmt = conn
-            .prepare_cached(
-                "DELETE FROM live WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
-                 RETURNING agent",
-            )
-            .map_err(db)?;
-        let gone = stmt
-            .query_map(params![t, st, sid], |r| r.get::<_, String>(0))
-            .map_err(db)?;
-        for agent in gone {
-            *delta.entry(agent.map_err(db)?).or_default() -= 1;
+    for (id, value) in &wanted {
+        match stored.get(id) {
+            Some(old) if old == value => {}
+            Some(_) => {
+                conn.prepare_cached(
+                    "UPDATE timers SET at_key = ?7, order_input = ?8, order_index = ?9
+                     WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
+                        AND agent = ?4 AND expectation_id = ?5 AND kind = ?6",
+                )
+                .map_err(db)?
+                .execute(params![
+                    t, st, sid, id.0, id.1, id.2, value.0, value.1, value.2
+                ])
+                .map_err(db)?;
+            }
+            None => {
+                conn.prepare_cached(
+                    "INSERT INTO timers (tenant, subject_type, subject_id, agent, expectation_id,
+                         kind, at_key, order_input, order_index)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+                )
+                .map_err(db)?
+                .execute(params![
+                    t, st, sid, id.0, id.1, id.2, value.0, value.1, value.2
+                ])
+                .map_err(db)?;
+            }
         }
     }
+    Ok(())
+}
+
+/// Brings the subject's live rows to `ix.live` (closed records have none), touching only the
+/// rows that change, and `agent_live_rows` by the difference, per agent.
+fn write_live(
+    conn: &Connection,
+    t: &str,
+    st: &str,
+    sid: &str,
+    ix: &watcher_runtime::index::SubjectIndex,
+) -> Result<(), StoreError> {
+    let stored: std::collections::BTreeMap<(String, String), Option<String>> = conn
+        .prepare_cached(
+            "SELECT agent, expectation_id, live_until FROM live INDEXED BY live_subject
+             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+        )
+        .map_err(db)?
+        .query_map(params![t, st, sid], |r| {
+            Ok(((r.get(0)?, r.get(1)?), r.get(2)?))
+        })
+        .map_err(db)?
+        .collect::<Result<_, _>>()
+        .map_err(db)?;
+    let mut wanted: std::collections::BTreeMap<(String, String), Option<String>> =
+        std::collections::BTreeMap::new();
     for (key, agent, until) in &ix.live {
         let until = match until {
             LiveUntil::Closed => continue,
             LiveUntil::Indefinite => None,
             LiveUntil::Until(at) => Some(instant_key(*at)),
         };
-        // An expectation has one subject, so this finds nothing unless a row was left under
-        // another subject; then it moves, counted once.
-        let moved = conn
-            .prepare_cached(
-                "DELETE FROM live WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
-            )
-            .map_err(db)?
-            .execute(params![t, agent.as_str(), key.id.as_str()])
-            .map_err(db)?;
+        wanted.insert(
+            (agent.as_str().to_owned(), key.id.as_str().to_owned()),
+            until,
+        );
+    }
+    let mut delta: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
+    for ((agent, id), _) in stored.iter().filter(|(k, _)| !wanted.contains_key(*k)) {
         conn.prepare_cached(
-            "INSERT INTO live (tenant, agent, expectation_id, subject_type, subject_id, live_until)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "DELETE FROM live WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
         )
         .map_err(db)?
-        .execute(params![t, agent.as_str(), key.id.as_str(), st, sid, until])
+        .execute(params![t, agent, id])
         .map_err(db)?;
-        *delta.entry(agent.as_str().to_owned()).or_default() += 1 - moved as i64;
+        *delta.entry(agent.clone()).or_default() -= 1;
+    }
+    for ((agent, id), until) in &wanted {
+        match stored.get(&(agent.clone(), id.clone())) {
+            Some(old) if old == until => {}
+            Some(_) => {
+                conn.prepare_cached(
+                    "UPDATE live SET live_until = ?4
+                     WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
+                )
+                .map_err(db)?
+                .execute(params![t, agent, id, until])
+                .map_err(db)?;
+            }
+            None => {
+                // An expectation has one subject, so this finds nothing unless a row was left
+                // under another subject; then it moves, counted once.
+                let moved = conn
+                    .prepare_cached(
+                        "DELETE FROM live WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
+                    )
+                    .map_err(db)?
+                    .execute(params![t, agent, id])
+                    .map_err(db)?;
+                conn.prepare_cached(
+                    "INSERT INTO live (tenant, agent, expectation_id, subject_type, subject_id,
+                         live_until)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(db)?
+                .execute(params![t, agent, id, st, sid, until])
+                .map_err(db)?;
+                *delta.entry(agent.clone()).or_default() += 1 - moved as i64;
+            }
+        }
     }
     for (agent, d) in delta.into_iter().filter(|(_, d)| *d != 0) {
         conn.prepare_cached(

@@ -885,3 +885,74 @@ async fn a_large_purge_goes_in_batches_and_requests_proceed_between_them() {
         );
     }
 }
+
+/// A commit rewrites only the index rows that change (issue 10, write amplification): after a
+/// second commit of a subject of two open records in which one is satisfied, the other
+/// record's timer and live rows are the very same rows (same rowid), the satisfied record's
+/// rows are gone, and the per-agent count followed.
+#[tokio::test]
+async fn a_commit_leaves_unchanged_index_rows_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let t = tenant();
+    let mut state = state_with(
+        vec![
+            record("exp-1", "PA-1", "2026-09-10T13:00:00Z", None, 1),
+            record("exp-2", "PA-1", "2026-09-10T14:00:00Z", None, 2),
+        ],
+        "PA-1",
+    );
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![state.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let rows = |sql: &str| -> Vec<(i64, String)> {
+        raw(&path)
+            .prepare(sql)
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let timers_before = rows("SELECT rowid, expectation_id FROM timers ORDER BY expectation_id");
+    let live_before = rows("SELECT rowid, expectation_id FROM live ORDER BY expectation_id");
+    assert_eq!(timers_before.len(), 2);
+    assert_eq!(live_before.len(), 2);
+
+    state.version = 1;
+    state.records[0].status = Status::Satisfied;
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![state],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let timers_after = rows("SELECT rowid, expectation_id FROM timers ORDER BY expectation_id");
+    let live_after = rows("SELECT rowid, expectation_id FROM live ORDER BY expectation_id");
+    assert_eq!(
+        timers_after,
+        vec![timers_before[1].clone()],
+        "exp-2's timer row untouched"
+    );
+    assert_eq!(
+        live_after,
+        vec![live_before[1].clone()],
+        "exp-2's live row untouched"
+    );
+    let counted: i64 = raw(&path)
+        .query_row("SELECT rows FROM agent_live_rows", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(counted, 1);
+}
