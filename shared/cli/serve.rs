@@ -246,8 +246,10 @@ async fn timer_loop(
 }
 
 /// Forgets what the retention period allows (expectations-v1 §14, serve.md `retention_days`):
-/// once at start, then every [`PURGE_EVERY`]. A failed purge deleted nothing; it is logged and
-/// tried again at the next round.
+/// once at start, then every [`PURGE_EVERY`]. The SQLite store deletes in small batches and
+/// frees the connection between them, so requests go on during a large purge. A failed purge
+/// stops at the failing batch (earlier batches' deletions stand; the rule allowed them); it is
+/// logged and tried again at the next round.
 async fn retention_loop(
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,

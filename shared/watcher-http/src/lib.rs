@@ -6,6 +6,7 @@ pub mod auth;
 pub mod body;
 pub mod learnables;
 pub mod limits;
+pub mod page;
 pub mod problem;
 pub mod routes;
 pub mod webhook;

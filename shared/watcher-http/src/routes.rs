@@ -3,17 +3,20 @@
 
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde_json::{json, Value};
 use watcher_core::engine::{Effect, Input};
 use watcher_core::fact::parse_fact;
 use watcher_core::ids::{AgentId, Source, Subject};
 use watcher_core::ingest::push_items;
+use watcher_core::time::Instant;
+use watcher_runtime::store::{DeliveryState, LapseQuery};
 
 use crate::auth::Role;
 use crate::body::json_body;
 use crate::limits::Limits;
+use crate::page;
 use crate::problem::ApiError;
 use crate::AppState;
 
@@ -158,7 +161,13 @@ async fn track_lapse_task(
     let (Some(task_id), Some(status)) = (event.task_id(), event.status()) else {
         return;
     };
-    let Ok(entries) = state.watcher.store.lapses(tenant).await else {
+    // From the index by (tenant, agent, taskId): the cost does not grow with the outbox.
+    let Ok(entries) = state
+        .watcher
+        .store
+        .outbox_by_task(tenant, agent, task_id)
+        .await
+    else {
         return;
     };
     for mut entry in entries {
@@ -171,15 +180,19 @@ async fn track_lapse_task(
     }
 }
 
-/// `GET /v1/agents/{agentId}/rejections`: for the agent itself or an operator of its tenant.
+/// `GET /v1/agents/{agentId}/rejections`: for the agent itself or an operator of its tenant;
+/// oldest first, one page at a time (`limit`, `cursor`; `crate::page`). Answers
+/// `{ "rejections": [...], "nextCursor": "…" | null }`.
 pub async fn rejections(
     State(state): State<AppState>,
     Path(agent_id): Path<String>,
     headers: HeaderMap,
+    uri: Uri,
 ) -> Result<Json<Value>, ApiError> {
     let principal = state
         .credentials
         .require(&headers, &[Role::Agent, Role::Operator], true)?;
+    let params = page::parse(&uri, 'r', &[])?;
     if principal.role == Role::Agent && principal.id != agent_id {
         return Err(ApiError::forbidden(format!(
             "this credential belongs to agent {:?}, not {agent_id:?}",
@@ -198,17 +211,27 @@ pub async fn rejections(
             "agent {agent_id:?} is not registered in this tenant"
         )));
     }
-    let list = state
+    let after = match params.after {
+        Some(page::Cursor::Position(p)) => Some(p),
+        _ => None,
+    };
+    let (list, next) = state
         .watcher
         .store
-        .rejections(&principal.tenant, &id)
+        .rejections_page(&principal.tenant, &id, after, params.limit)
         .await
         .map_err(unavailable)?;
-    let rejections: Vec<Value> = list
-        .iter()
-        .map(|r| json!({ "expectationId": r.expectation_id, "reason": r.reason, "at": r.at, "taskId": r.task_id }))
-        .collect();
-    Ok(Json(json!({ "rejections": rejections })))
+    let (rejections, last, cut) = page::fill(list.iter().map(|(pos, r)| {
+        (
+            *pos,
+            json!({ "expectationId": r.expectation_id, "reason": r.reason, "at": r.at, "taskId": r.task_id }),
+        )
+    }));
+    let next = if cut { last } else { next };
+    let next = next.map(|p| page::encode('r', &page::Cursor::Position(p)));
+    Ok(Json(
+        json!({ "rejections": rejections, "nextCursor": next }),
+    ))
 }
 
 /// `POST /v1/facts`: one Fact or `{ "facts": [...] }` from an authenticated source, all or
@@ -369,70 +392,117 @@ pub async fn subject(
     })))
 }
 
-/// `GET /v1/lapses`: every lapse task of the caller's tenant and its delivery. For operators.
+/// `GET /v1/lapses`: the lapse tasks of the caller's tenant and their delivery, in order of
+/// lapse, one page at a time (`crate::page`): `limit`, `cursor`, and the filters `agent` (an
+/// agent id), `delivery` (`queued`, `sent` or `failed`) and `since` (lapsed at or after, an
+/// RFC 3339 instant). Answers `{ "lapses": [...], "nextCursor": "…" | null }`. For operators.
 pub async fn lapses(
     State(state): State<AppState>,
     headers: HeaderMap,
+    uri: Uri,
 ) -> Result<Json<Value>, ApiError> {
     let principal = state
         .credentials
         .require(&headers, &[Role::Operator], false)?;
-    let list = state
+    let params = page::parse(&uri, 'l', &["agent", "delivery", "since"])?;
+    let mut query = LapseQuery {
+        limit: params.limit,
+        after: match params.after {
+            Some(page::Cursor::Position(p)) => Some(p),
+            _ => None,
+        },
+        ..LapseQuery::default()
+    };
+    if let Some(a) = params.filters.get("agent") {
+        query.agent = Some(
+            AgentId::parse(a.clone())
+                .map_err(|r| ApiError::bad_request(format!("query parameter `agent`: {r}")))?,
+        );
+    }
+    if let Some(d) = params.filters.get("delivery") {
+        query.delivery = Some(match d.as_str() {
+            "queued" => DeliveryState::Queued,
+            "sent" => DeliveryState::Sent,
+            "failed" => DeliveryState::Failed,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "query parameter `delivery`: {other:?} is not one of queued, sent, failed"
+                )))
+            }
+        });
+    }
+    if let Some(since) = params.filters.get("since") {
+        query.since = Some(Instant::parse(since).map_err(|e| {
+            ApiError::bad_request(format!(
+                "query parameter `since`: {e} (an RFC 3339 instant such as 2026-09-10T12:00:00Z)"
+            ))
+        })?);
+    }
+    let page = state
         .watcher
         .store
-        .lapses(&principal.tenant)
+        .lapses_page(&principal.tenant, &query)
         .await
         .map_err(unavailable)?;
-    let lapses: Vec<Value> = list
-        .iter()
-        .map(|o| {
-            let mut v = json!({
-                "messageId": o.message_id,
-                "expectationId": o.expectation_id,
-                "lapse": o.lapse,
-                "lapsedAt": o.lapsed_at,
-                "agent": o.agent,
-                "delivery": o.delivery.as_str(),
-                "attempts": o.attempts,
-            });
-            if let Some(t) = &o.task_id {
-                v["taskId"] = json!(t);
-            }
-            if let Some(s) = &o.task_state {
-                v["taskState"] = json!(s);
-            }
-            if o.answered_with_message {
-                v["answeredWithMessage"] = json!(true);
-            }
-            // §13.1: the lapse task waits on a person at the agent; the watcher never answers.
-            if matches!(
-                o.task_state.as_deref(),
-                Some("TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED")
-            ) {
-                v["needsPerson"] = json!(true);
-            }
-            if let Some(since) = &o.retrying_since {
-                v["retryingSince"] = json!(since);
-            }
-            if let Some(e) = &o.last_error {
-                v["lastError"] = json!(e);
-            }
-            v
-        })
-        .collect();
-    Ok(Json(json!({ "lapses": lapses })))
+    let (lapses, last, cut) = page::fill(page.entries.iter().map(|(pos, o)| (*pos, lapse_json(o))));
+    let next = if cut { last } else { page.next };
+    let next = next.map(|p| page::encode('l', &page::Cursor::Position(p)));
+    Ok(Json(json!({ "lapses": lapses, "nextCursor": next })))
 }
 
-/// `GET /v1/agents`: every agent of the caller's tenant with its lapse-task delivery state
-/// (`ok`, `retrying` since `retryingSince`, `failing`; `watcher_runtime::operators`). For
-/// operators.
+/// One lapse task as `GET /v1/lapses` shows it.
+fn lapse_json(o: &watcher_runtime::store::OutboxEntry) -> Value {
+    let mut v = json!({
+        "messageId": o.message_id,
+        "expectationId": o.expectation_id,
+        "lapse": o.lapse,
+        "lapsedAt": o.lapsed_at,
+        "agent": o.agent,
+        "delivery": o.delivery.as_str(),
+        "attempts": o.attempts,
+    });
+    if let Some(t) = &o.task_id {
+        v["taskId"] = json!(t);
+    }
+    if let Some(s) = &o.task_state {
+        v["taskState"] = json!(s);
+    }
+    if o.answered_with_message {
+        v["answeredWithMessage"] = json!(true);
+    }
+    // §13.1: the lapse task waits on a person at the agent; the watcher never answers.
+    if matches!(
+        o.task_state.as_deref(),
+        Some("TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED")
+    ) {
+        v["needsPerson"] = json!(true);
+    }
+    if let Some(since) = &o.retrying_since {
+        v["retryingSince"] = json!(since);
+    }
+    if let Some(e) = &o.last_error {
+        v["lastError"] = json!(e);
+    }
+    v
+}
+
+/// `GET /v1/agents`: the agents of the caller's tenant with their lapse-task delivery state
+/// (`ok`, `retrying` since `retryingSince`, `failing`; `watcher_runtime::operators`), by agent
+/// id, one page at a time (`limit`, `cursor`; `crate::page`). Answers
+/// `{ "agents": [...], "nextCursor": "…" | null }`. For operators.
 pub async fn agents(
     State(state): State<AppState>,
     headers: HeaderMap,
+    uri: Uri,
 ) -> Result<Json<Value>, ApiError> {
     let principal = state
         .credentials
         .require(&headers, &[Role::Operator], false)?;
+    let params = page::parse(&uri, 'a', &[])?;
+    let after = match params.after {
+        Some(page::Cursor::Agent(a)) => Some(a),
+        _ => None,
+    };
     let directory = &state.watcher.directory;
     let entries: std::collections::BTreeMap<AgentId, _> = directory
         .entries()
@@ -446,8 +516,15 @@ pub async fn agents(
         .collect();
     let ids: std::collections::BTreeSet<AgentId> =
         entries.keys().chain(cards.keys()).cloned().collect();
+    // The directory is in memory (the configured agents); each agent shown costs two index reads.
+    let mut ids = ids
+        .into_iter()
+        .filter(|id| after.as_deref().is_none_or(|a| id.as_str() > a))
+        .peekable();
     let mut agents = Vec::new();
-    for id in ids {
+    let mut bytes = 0usize;
+    let mut next = None;
+    while let Some(id) = ids.next() {
         let delivery = watcher_runtime::operators::agent_delivery(
             &*state.watcher.store,
             &principal.tenant,
@@ -472,9 +549,19 @@ pub async fn agents(
         if let Some(card) = cards.remove(&id) {
             v["card"] = json!(card);
         }
+        bytes += v.to_string().len() + 1;
         agents.push(v);
+        if ids.peek().is_some()
+            && (agents.len() >= params.limit || bytes > page::MAX_PAGE_BYTES / 2)
+        {
+            next = Some(page::encode(
+                'a',
+                &page::Cursor::Agent(id.as_str().to_string()),
+            ));
+            break;
+        }
     }
-    Ok(Json(json!({ "agents": agents })))
+    Ok(Json(json!({ "agents": agents, "nextCursor": next })))
 }
 
 /// Most messageIds one `POST /v1/lapses/retry` may name.

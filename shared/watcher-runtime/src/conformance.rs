@@ -35,7 +35,9 @@ use watcher_core::slice::{FactEntry, Scope, SubjectState, TaskRecord};
 use watcher_core::time::{Instant, IsoDuration};
 
 use crate::directory::Directory;
-use crate::store::{Commit, DeliveryState, OutboxEntry, PurgeReport, Store, StoreError};
+use crate::store::{
+    Commit, DeliveryState, LapsePage, LapseQuery, OutboxEntry, PurgeReport, Store, StoreError,
+};
 use crate::watcher::Watcher;
 
 /// What a check gets from the expression given to [`store_conformance!`](crate::store_conformance): the store under test
@@ -118,6 +120,9 @@ macro_rules! store_conformance {
             tenants_are_isolated,
             rejections_per_tenant_and_agent,
             sequence_strictly_increases,
+            outbox_by_task_id,
+            lapses_are_paged,
+            steps_read_what_they_must,
             $retention,
         );
     };
@@ -1781,12 +1786,28 @@ pub async fn rejections_per_tenant_and_agent<S: Store + 'static>(store: Arc<S>) 
     };
     assert_eq!(
         got(&a, "booking").await,
-        vec![r1, r3, r5],
+        vec![r1.clone(), r3.clone(), r5.clone()],
         "oldest (first kept) first, across commits"
     );
     assert_eq!(got(&a, "pricing").await, vec![r2]);
     assert_eq!(got(&b, "booking").await, vec![r4]);
     assert!(got(&b, "pricing").await.is_empty());
+
+    // In pages of 2: r1, r3, then r5 with no next page; each exactly once.
+    let (first, next) = store
+        .rejections_page(&a, &agent("booking"), None, 2)
+        .await
+        .expect("rejections_page");
+    let first: Vec<Rejection> = first.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(first, vec![r1, r3]);
+    assert!(next.is_some(), "a third rejection remains");
+    let (second, end) = store
+        .rejections_page(&a, &agent("booking"), next, 2)
+        .await
+        .expect("rejections_page");
+    let second: Vec<Rejection> = second.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(second, vec![r5]);
+    assert_eq!(end, None, "the last page has no next");
 }
 
 /// `next_sequence` answers a number greater than every one before, also under concurrency.
@@ -2233,4 +2254,360 @@ pub async fn purge_leaves_retention_to_ttl<S: Store + 'static>(store: Arc<S>) {
     let report = store.purge(at(100_000)).await.expect("purge");
     assert!(report.is_empty(), "{report:?}");
     assert_eq!(observe(&store).await, kept, "nothing was deleted");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flat cost and pages (issue 10).
+
+/// `n` lapse tasks of tenant `t`, alternating between agents `booking` and `billing`, each with
+/// its own lapse task id `task-{i}`, lapsed one second apart from [`t0`]; the entry `i` is
+/// `lapse:{prefix}{i}`.
+fn numbered_entries(t: &Tenant, prefix: &str, from: usize, n: usize) -> Vec<OutboxEntry> {
+    (from..from + n)
+        .map(|i| {
+            let when = t0().plus(IsoDuration::parse(&format!("PT{i}S")).expect("a duration"));
+            let mut o = outbox_entry(t, &format!("lapse:{prefix}{i}"), when);
+            if i % 2 == 1 {
+                o.agent = agent("billing");
+            }
+            o.task_id = Some(format!("task-{prefix}{i}"));
+            o
+        })
+        .collect()
+}
+
+/// Commits `entries` in commits of at most 1,000.
+async fn commit_outbox<S: Store + ?Sized>(store: &S, t: &Tenant, entries: Vec<OutboxEntry>) {
+    for chunk in entries.chunks(1000) {
+        store
+            .commit(
+                t,
+                Commit {
+                    outbox: chunk.to_vec(),
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("commit lapse tasks");
+    }
+}
+
+/// Every page of `query` from the start, following `next`; panics after `max_pages`.
+async fn all_pages<S: Store + ?Sized>(
+    store: &S,
+    t: &Tenant,
+    mut query: LapseQuery,
+    max_pages: usize,
+) -> (Vec<OutboxEntry>, usize) {
+    let mut got = Vec::new();
+    let mut pages = 0;
+    loop {
+        let page = store.lapses_page(t, &query).await.expect("lapses_page");
+        pages += 1;
+        assert!(
+            page.entries.len() <= query.limit,
+            "a page holds at most `limit` ({}) entries, got {}",
+            query.limit,
+            page.entries.len()
+        );
+        got.extend(page.entries.into_iter().map(|(_, o)| o));
+        match page.next {
+            Some(next) => query.after = Some(next),
+            None => return (got, pages),
+        }
+        assert!(
+            pages < max_pages,
+            "more than {max_pages} pages: `next` never ends"
+        );
+    }
+}
+
+fn ids(entries: &[OutboxEntry]) -> Vec<String> {
+    entries.iter().map(|o| o.message_id.clone()).collect()
+}
+
+/// `outbox_by_task` finds a lapse task by (tenant, agent, taskId) — set when it was queued or
+/// later by `outbox_update` — and never another agent's or tenant's entry with the same task id.
+pub async fn outbox_by_task_id<S: Store + 'static>(store: Arc<S>) {
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    let mut queued = outbox_entry(&a, "lapse:1", t0());
+    queued.task_id = Some("task-x".into());
+    let mut billing = outbox_entry(&a, "lapse:2", t0());
+    billing.agent = agent("billing");
+    billing.task_id = Some("task-x".into());
+    let mut other_tenant = outbox_entry(&b, "lapse:1", t0());
+    other_tenant.task_id = Some("task-x".into());
+    let later = outbox_entry(&a, "lapse:3", t0());
+    store
+        .commit(
+            &a,
+            Commit {
+                outbox: vec![queued.clone(), billing.clone(), later.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit");
+    store
+        .commit(
+            &b,
+            Commit {
+                outbox: vec![other_tenant],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit");
+    let found = |t: Tenant, who: &'static str, task: &'static str| {
+        let store = Arc::clone(&store);
+        async move {
+            ids(&store
+                .outbox_by_task(&t, &agent(who), task)
+                .await
+                .expect("outbox_by_task"))
+        }
+    };
+    assert_eq!(found(a.clone(), "booking", "task-x").await, ["lapse:1"]);
+    assert_eq!(found(a.clone(), "billing", "task-x").await, ["lapse:2"]);
+    assert_eq!(found(b.clone(), "booking", "task-x").await, ["lapse:1"]);
+    assert!(found(a.clone(), "booking", "task-y").await.is_empty());
+
+    // The agent answers lapse:3 with a Task: its id is found from then on; lapse:1 moves to
+    // another task id and is no longer found under the old one.
+    let mut answered = later.clone();
+    answered.task_id = Some("task-y".into());
+    answered.delivery = DeliveryState::Sent;
+    store.outbox_update(&answered).await.expect("update");
+    let mut moved = queued.clone();
+    moved.task_id = Some("task-z".into());
+    store.outbox_update(&moved).await.expect("update");
+    assert_eq!(found(a.clone(), "booking", "task-y").await, ["lapse:3"]);
+    assert_eq!(found(a.clone(), "booking", "task-z").await, ["lapse:1"]);
+    assert!(
+        found(a.clone(), "booking", "task-x").await.is_empty(),
+        "an entry whose task id changed is not found under the old one"
+    );
+    let got = store
+        .outbox_by_task(&a, &agent("booking"), "task-y")
+        .await
+        .expect("outbox_by_task");
+    assert_eq!(got, vec![answered], "the entry comes back whole");
+}
+
+/// `lapses_page` pages through 2,500 lapse tasks: each exactly once, in order of lapse, at most
+/// `limit` per page, ending with no `next`; with the `agent`, `delivery` and `since` filters
+/// every page holds only matching entries and together exactly the matching ones; other
+/// tenants' entries never appear.
+pub async fn lapses_are_paged<S: Store + 'static>(store: Arc<S>) {
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    let entries = numbered_entries(&a, "", 0, 2500);
+    commit_outbox(&*store, &a, entries.clone()).await;
+    commit_outbox(&*store, &b, numbered_entries(&b, "b", 0, 30)).await;
+    // Every 7th entry was delivered.
+    let mut expected = entries.clone();
+    for o in expected.iter_mut().step_by(7) {
+        o.delivery = DeliveryState::Sent;
+        store.outbox_update(o).await.expect("update");
+    }
+
+    let query = |limit: usize| LapseQuery {
+        limit,
+        ..LapseQuery::default()
+    };
+    let (got, pages) = all_pages(&*store, &a, query(100), 100).await;
+    assert_eq!(
+        ids(&got),
+        ids(&expected),
+        "each lapse task exactly once, in order"
+    );
+    assert_eq!(got, expected, "entries come back whole");
+    assert!(
+        (25..=26).contains(&pages),
+        "2,500 at 100 a page: {pages} pages"
+    );
+
+    let (got, _) = all_pages(&*store, &a, query(1000), 10).await;
+    assert_eq!(ids(&got), ids(&expected));
+    let (got, pages) = all_pages(&*store, &a, query(3000), 10).await;
+    assert_eq!(ids(&got), ids(&expected));
+    assert_eq!(pages, 1, "everything fits one page of 3,000");
+
+    let filtered = |q: &LapseQuery| -> Vec<String> {
+        ids(&expected
+            .iter()
+            .filter(|o| q.matches(o))
+            .cloned()
+            .collect::<Vec<_>>())
+    };
+    let mut by_agent = query(100);
+    by_agent.agent = Some(agent("billing"));
+    let (got, _) = all_pages(&*store, &a, by_agent.clone(), 100).await;
+    assert_eq!(ids(&got), filtered(&by_agent));
+    assert_eq!(got.len(), 1250);
+
+    let mut sent = query(50);
+    sent.delivery = Some(DeliveryState::Sent);
+    let (got, _) = all_pages(&*store, &a, sent.clone(), 100).await;
+    assert_eq!(ids(&got), filtered(&sent));
+    assert_eq!(got.len(), 358);
+
+    let mut since = query(100);
+    since.since = Some(t0().plus(IsoDuration::parse("PT2000S").expect("a duration")));
+    since.agent = Some(agent("booking"));
+    since.delivery = Some(DeliveryState::Queued);
+    let (got, _) = all_pages(&*store, &a, since.clone(), 100).await;
+    assert_eq!(ids(&got), filtered(&since));
+    assert!(!got.is_empty());
+
+    let (got, _) = all_pages(&*store, &b, query(7), 10).await;
+    assert_eq!(got.len(), 30, "tenant-b sees its 30 lapse tasks only");
+    let none = store
+        .lapses_page(&tenant("tenant-c"), &query(10))
+        .await
+        .expect("lapses_page");
+    assert_eq!(
+        none,
+        LapsePage::default(),
+        "an empty tenant: no entries, no next"
+    );
+}
+
+/// Grows tenant `t`'s record to `to` open expectations of agent `booking` (one subject each,
+/// from `from`) and as many lapse tasks, in commits of 1,000.
+async fn grow<S: Store + ?Sized>(store: &S, t: &Tenant, from: usize, to: usize) {
+    let mut i = from;
+    while i < to {
+        let end = (i + 1000).min(to);
+        let subjects = (i..end)
+            .map(|k| subject_with_record(t, &format!("FILL-{k}"), &format!("fill-{k}"), k as u64))
+            .collect();
+        store
+            .commit(
+                t,
+                Commit {
+                    subjects,
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("commit filler subjects");
+        commit_outbox(store, t, numbered_entries(t, "fill-", i, end - i)).await;
+        i = end;
+    }
+}
+
+/// The work (`Store::work_done`) of one round of request steps at the current size: a push
+/// raising one expectation on a new subject (live count, load, commit), a fact satisfying it,
+/// a status-update lookup by task id, and the first and a middle page of `GET /v1/lapses`.
+async fn one_round<S: Store + 'static>(store: &Arc<S>, t: &Tenant, round: usize) -> Vec<u64> {
+    let watcher = Watcher::new(Arc::clone(store), Directory::new(), Settings::default());
+    let work = || store.work_done().expect("counted");
+    let subject = format!("NEW-{round}");
+    let key = format!("manifest:new-{round}");
+    let mut costs = Vec::new();
+
+    let before = work();
+    let applied = watcher
+        .apply(
+            t,
+            &raise(
+                &format!("task-new-{round}"),
+                vec![expectation(
+                    &format!("new-{round}"),
+                    "shipment.manifest",
+                    &subject,
+                    &key,
+                    at(60),
+                    Some(at(180)),
+                )],
+            ),
+            t0(),
+        )
+        .await
+        .expect("raise");
+    assert!(
+        applied
+            .effects
+            .iter()
+            .any(|e| matches!(e, watcher_core::engine::Effect::Raised { .. })),
+        "the push raises its expectation: {:?}",
+        applied.effects
+    );
+    costs.push(work() - before);
+
+    let before = work();
+    watcher
+        .apply(
+            t,
+            &Input::Facts(vec![ReportedFact {
+                fact_key: fact_key(&key),
+                observed_at: at(5),
+                observed_at_given: None,
+                mapping: None,
+                subject: Some(shipment(&subject)),
+                source: source(),
+            }]),
+            at(5),
+        )
+        .await
+        .expect("fact");
+    costs.push(work() - before);
+
+    let before = work();
+    let found = store
+        .outbox_by_task(t, &agent("booking"), "task-fill-500")
+        .await
+        .expect("outbox_by_task");
+    assert_eq!(ids(&found), ["lapse:fill-500"]);
+    costs.push(work() - before);
+
+    let mut query = LapseQuery {
+        limit: 100,
+        ..LapseQuery::default()
+    };
+    let before = work();
+    let page = store.lapses_page(t, &query).await.expect("page");
+    costs.push(work() - before);
+    query.after = page.next;
+    query.agent = Some(agent("billing"));
+    let before = work();
+    let page = store.lapses_page(t, &query).await.expect("page");
+    assert_eq!(page.entries.len(), 100);
+    assert!(page
+        .entries
+        .iter()
+        .all(|(_, o)| o.agent == agent("billing")));
+    costs.push(work() - before);
+    costs
+}
+
+/// No step reads more than it must (issue 10): the work a store counts (`Store::work_done`:
+/// records, index entries or SQLite instructions) for a push raising one expectation, a fact, a
+/// status-update lookup by task id and a page of lapse tasks is about the same at 1,000 and at
+/// 10,000 open expectations and lapse tasks of the same agent (at most twice, plus a little; a
+/// read of every open expectation or lapse task would cost ten times as much). Not timing.
+/// A store that does not count its work (`work_done` is `None`) is not checked here.
+pub async fn steps_read_what_they_must<S: Store + 'static>(store: Arc<S>) {
+    if store.work_done().is_none() {
+        eprintln!("steps_read_what_they_must: this store does not count its work; not checked");
+        return;
+    }
+    let t = tenant("tenant-a");
+    grow(&*store, &t, 0, 1_000).await;
+    let small = one_round(&store, &t, 0).await;
+    grow(&*store, &t, 1_000, 10_000).await;
+    let large = one_round(&store, &t, 1).await;
+    let names = [
+        "push",
+        "fact",
+        "status update",
+        "first page",
+        "agent's page",
+    ];
+    for ((name, s), l) in names.iter().zip(&small).zip(&large) {
+        assert!(
+            *l <= 2 * s + 20,
+            "{name}: work {l} at 10,000 open vs {s} at 1,000: it reads what grows with the record"
+        );
+    }
 }

@@ -154,11 +154,68 @@ pub struct PurgeReport {
     pub tasks: u64,
 }
 
+/// `items` (at most `limit` + 1, in order) as one page: the first `limit`, and, when one more
+/// was found, the position of the page's last item as where the next page starts.
+pub fn cut_page<T>(mut items: Vec<(u64, T)>, limit: usize) -> (Vec<(u64, T)>, Option<u64>) {
+    if items.len() > limit {
+        items.truncate(limit);
+        let next = items.last().map(|(p, _)| *p);
+        (items, next)
+    } else {
+        (items, None)
+    }
+}
+
+impl LapseQuery {
+    /// Whether `entry` passes the filters (`agent`, `delivery`, `since`); the position is not
+    /// looked at.
+    pub fn matches(&self, entry: &OutboxEntry) -> bool {
+        self.agent.as_ref().is_none_or(|a| &entry.agent == a)
+            && self.delivery.is_none_or(|d| entry.delivery == d)
+            && self.since.is_none_or(|s| entry.lapsed_at >= s)
+    }
+}
+
 impl PurgeReport {
     /// Whether nothing was deleted.
     pub fn is_empty(&self) -> bool {
         *self == PurgeReport::default()
     }
+}
+
+/// One page of lapse tasks asked of [`Store::lapses_page`] (`GET /v1/lapses`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LapseQuery {
+    /// Only this agent's lapse tasks.
+    pub agent: Option<AgentId>,
+    /// Only lapse tasks in this delivery state.
+    pub delivery: Option<DeliveryState>,
+    /// Only lapse tasks lapsed at or after this instant.
+    pub since: Option<Instant>,
+    /// Start after this position (the `next` of the previous page); `None`: from the first.
+    pub after: Option<u64>,
+    /// Most entries answered (at least 1).
+    pub limit: usize,
+}
+
+/// How many outbox positions one [`Store::lapses_page`] may look at per entry asked for: a
+/// filter that matches few entries (`delivery`, `since`) gives a short page (maybe empty) with
+/// a `next` position, never a read of the whole outbox.
+pub const LAPSE_SCAN_FACTOR: usize = 10;
+
+/// The positions one page may look at: [`LAPSE_SCAN_FACTOR`] × `limit`, at least 1,000.
+pub fn lapse_scan_budget(limit: usize) -> usize {
+    limit.saturating_mul(LAPSE_SCAN_FACTOR).max(1000)
+}
+
+/// One page of [`Store::lapses_page`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LapsePage {
+    /// Matching entries in order of lapse (insertion order), at most `limit`, each with its
+    /// position (a page cut short after an entry goes on after that entry's position).
+    pub entries: Vec<(u64, OutboxEntry)>,
+    /// Where the next page starts; `None` when nothing is left after this page.
+    pub next: Option<u64>,
 }
 
 /// Compare-and-set storage for the watcher's record.
@@ -291,8 +348,103 @@ pub trait Store: Send + Sync {
     /// All outbox entries of a tenant, in order of lapse.
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError>;
 
+    /// The outbox entries of `agent` of `tenant` whose lapse task (the Task the agent created
+    /// when it accepted the lapse task) is `task_id`, in order of lapse. Read from an index by
+    /// (tenant, agent, taskId): the cost follows the entries answered, not the outbox (issue 10;
+    /// a status-update push about a lapse task updates its state in `GET /v1/lapses`).
+    ///
+    /// The default filters [`Store::lapses`], whose cost grows with the tenant's outbox: for a
+    /// store without that index yet; the memory and SQLite stores override it.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn outbox_by_task(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        task_id: &str,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        Ok(self
+            .lapses(tenant)
+            .await?
+            .into_iter()
+            .filter(|o| &o.agent == agent && o.task_id.as_deref() == Some(task_id))
+            .collect())
+    }
+
+    /// One page of the tenant's lapse tasks matching `query`, in order of lapse (keyset
+    /// pagination: positions are the outbox's insertion order, never an offset). Looks at most
+    /// [`lapse_scan_budget`] positions after `query.after` (through an index by tenant, or by
+    /// (tenant, agent) when `query.agent` is given), so a page costs the same however large the
+    /// outbox is; `next` is set whenever positions remain after the ones looked at.
+    ///
+    /// The default pages over [`Store::lapses`] (the position is the index in that list), whose
+    /// cost grows with the tenant's outbox: for a store without the index yet; the memory and
+    /// SQLite stores override it.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn lapses_page(
+        &self,
+        tenant: &Tenant,
+        query: &LapseQuery,
+    ) -> Result<LapsePage, StoreError> {
+        let all = self.lapses(tenant).await?;
+        let start = query.after.map_or(0, |a| a.saturating_add(1));
+        let mut page = LapsePage::default();
+        let budget = lapse_scan_budget(query.limit) as u64;
+        let mut pos = start;
+        while let Some(o) = usize::try_from(pos).ok().and_then(|i| all.get(i)) {
+            if page.entries.len() >= query.limit.max(1) || pos - start >= budget {
+                page.next = Some(pos - 1);
+                return Ok(page);
+            }
+            if query.matches(o) {
+                page.entries.push((pos, o.clone()));
+            }
+            pos += 1;
+        }
+        Ok(page)
+    }
+
+    /// One page of the refusals reported to `agent`, oldest first: at most `limit` after
+    /// position `after`, each with its position, and the position the next page starts after
+    /// (`None` at the end). Keyset pagination on an index by (tenant, agent, position).
+    ///
+    /// The default pages over [`Store::rejections`] (the position is the index in that list),
+    /// whose cost grows with the agent's refusals; the SQLite store overrides it.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn rejections_page(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<(Vec<(u64, Rejection)>, Option<u64>), StoreError> {
+        let all = self.rejections(tenant, agent).await?;
+        let start = after.map_or(0, |a| a.saturating_add(1));
+        let limit = limit.max(1);
+        let page: Vec<(u64, Rejection)> = all
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| (i as u64, r))
+            .skip_while(|(i, _)| *i < start)
+            .take(limit + 1)
+            .collect();
+        Ok(cut_page(page, limit))
+    }
+
+    /// Work done so far, counted by the store for tests: rows or records read and written. The
+    /// conformance suite ([`crate::conformance::steps_read_what_they_must`]) checks that one
+    /// step costs the same at 1,000 and at 10,000 open expectations. `None`: not counted.
+    fn work_done(&self) -> Option<u64> {
+        None
+    }
+
     /// Forgets, in every tenant, what [`crate::retention`] allows for `before` (the clock minus
-    /// the retention period, expectations-v1 §14), all or nothing:
+    /// the retention period, expectations-v1 §14):
     ///
     /// * subjects none of whose records can still lapse and whose last activity is before
     ///   `before`, with their index rows (fact keys, expectation ids, timers, live counts);
@@ -302,9 +454,13 @@ pub trait Store: Send + Sync {
     ///   gone once the subjects above are deleted.
     ///
     /// A store whose backend expires items by itself (DynamoDB's TTL, computed with the same
-    /// rule) deletes nothing here and answers an empty report.
+    /// rule) deletes nothing here and answers an empty report. A durable store may delete in
+    /// small batches, each its own transaction, so that requests proceed during a large purge
+    /// (SQLite: `PURGE_BATCH` rows a batch); each batch deletes whole items (a subject with its
+    /// index rows), and subjects are done before tasks.
     ///
     /// # Errors
-    /// Backend or corrupt data; then nothing is deleted.
+    /// Backend or corrupt data; then nothing more is deleted (what earlier batches deleted
+    /// stays deleted, which the retention rule allowed anyway).
     async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError>;
 }

@@ -14,13 +14,14 @@
 //! Passes [`watcher_runtime::conformance`] (tests/conformance.rs).
 
 mod codec;
+mod group;
 pub mod schema;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 use watcher_core::engine::{LiveUntil, Rejection, TimerKey, TimerKind};
 use watcher_core::ids::{AgentId, ExpectationId, ExpectationRef, Subject, TaskRef, Tenant};
 use watcher_core::record::{ExpectationRecord, RaiseOrder};
@@ -31,7 +32,8 @@ use watcher_runtime::retention::{
     outbox_retention, rejection_retention, subject_retention, task_retention,
 };
 use watcher_runtime::store::{
-    Commit, DeliveryState, DueTimer, OutboxEntry, PurgeReport, Store, StoreError,
+    lapse_scan_budget, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery, OutboxEntry,
+    PurgeReport, Store, StoreError,
 };
 
 use codec::{
@@ -41,19 +43,43 @@ use codec::{
 /// A [`Store`] over one SQLite database: a file ([`SqliteStore::open`]) or a private in-memory
 /// database ([`SqliteStore::memory`]).
 ///
-/// Holds one connection behind a mutex; every operation runs on tokio's blocking pool
-/// (`spawn_blocking`), so it must be used inside a tokio runtime. Cloning shares the connection.
+/// Writes go through group commit (the `group` module, issue 10): one writer thread owns the
+/// write connection, takes every write waiting, runs each in its own savepoint inside one
+/// transaction and commits them with one sync; a write answers only once its group is on disk,
+/// and a failing write is rolled back alone. Reads of a file use their own connections (WAL:
+/// they see the last commit and never wait for the writer), on tokio's blocking pool
+/// (`spawn_blocking`, so it must be used inside a tokio runtime). An in-memory database has one
+/// connection: its reads go through the writer too. Cloning shares the writer and the readers.
 ///
 /// Why `spawn_blocking` and not `block_in_place`: rusqlite blocks (disk I/O, waiting up to the
 /// busy timeout for another writer), which must not stall an async worker; `block_in_place`
 /// panics on a current-thread runtime (the default of `#[tokio::test]`) and stalls the other
-/// tasks of its worker, whereas `spawn_blocking` works on every runtime at the cost of moving
-/// owned arguments into the closure. One connection serialises this process's operations,
-/// which is what a single-file local watcher needs; WAL still lets other processes read while
-/// it writes.
+/// tasks of its worker.
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    writer: group::Writer,
+    /// Read connections of a file database; `None` for `:memory:` (reads go to the writer).
+    readers: Option<Arc<group::Readers>>,
+    /// SQLite virtual-machine instructions run so far ([`Store::work_done`]), while counted
+    /// ([`SqliteStore::counting_work`]).
+    work: Option<Arc<std::sync::atomic::AtomicU64>>,
+}
+
+/// Counts every instruction of `conn`'s virtual machine into `work` (SQLite's progress
+/// handler, called once per instruction; never interrupts). For tests: it slows SQLite down.
+fn count_work(
+    conn: &mut Connection,
+    work: &Arc<std::sync::atomic::AtomicU64>,
+) -> Result<(), StoreError> {
+    let work = Arc::clone(work);
+    conn.progress_handler(
+        1,
+        Some(move || {
+            work.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            false
+        }),
+    )
+    .map_err(db)
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -78,8 +104,11 @@ impl SqliteStore {
     /// # Ok::<(), watcher_runtime::store::StoreError>(())
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let conn = Connection::open(path).map_err(db)?;
-        Self::prepared(conn)
+        let conn = Connection::open(path.as_ref()).map_err(db)?;
+        Self::prepared(
+            conn,
+            Some(Arc::new(group::Readers::new(path.as_ref().to_path_buf()))),
+        )
     }
 
     /// A fresh, empty in-memory database, for tests. It lives as long as this store (and its
@@ -89,39 +118,83 @@ impl SqliteStore {
     /// [`StoreError::Backend`] if SQLite cannot allocate the database or write the schema.
     pub fn memory() -> Result<Self, StoreError> {
         let conn = Connection::open_in_memory().map_err(db)?;
-        Self::prepared(conn)
+        Self::prepared(conn, None)
     }
 
-    fn prepared(mut conn: Connection) -> Result<Self, StoreError> {
+    fn prepared(
+        mut conn: Connection,
+        readers: Option<Arc<group::Readers>>,
+    ) -> Result<Self, StoreError> {
         schema::prepare(&mut conn)?;
         Ok(SqliteStore {
-            conn: Arc::new(Mutex::new(conn)),
+            writer: group::Writer::start(conn)?,
+            readers,
+            work: None,
         })
     }
 
-    /// Runs `f` on the connection on tokio's blocking pool.
-    async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// This store, counting the instructions SQLite runs for it from now on
+    /// ([`Store::work_done`]): for tests that check that a step's cost does not grow with the
+    /// record (the conformance suite's `steps_read_what_they_must`). Counting slows SQLite
+    /// down; `serve` never turns it on.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] if the handler cannot be installed.
+    pub fn counting_work(mut self) -> Result<Self, StoreError> {
+        let work = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = Arc::clone(&work);
+        self.writer
+            .write_blocking(move |conn| count_work(conn, &counted))?;
+        if let Some(readers) = &self.readers {
+            *readers
+                .work
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&work));
+            readers.clear();
+        }
+        self.work = Some(work);
+        Ok(self)
+    }
+
+    /// Runs `f` in the writer's next group; answers once that group is committed.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || {
-            // A panic while the lock was held poisons it, but rusqlite rolls back a transaction
-            // dropped during unwinding, so the connection is still consistent: keep using it.
-            let mut guard = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            f(&mut guard)
-        })
-        .await
-        .map_err(StoreError::backend)?
+        self.writer.write(f).await
+    }
+
+    /// Runs `f` on a read connection (through the writer for `:memory:`).
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        match &self.readers {
+            Some(readers) => readers.read(f).await,
+            None => self.writer.write(f).await,
+        }
     }
 }
 
-/// Bumps and returns the raising-order sequence in one transaction.
-fn take_sequence(conn: &mut Connection) -> Result<u64, StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(db)?;
+/// Runs `f` in a read transaction (one snapshot), unless `conn` is already in a transaction
+/// (a read of `:memory:` inside the writer's group).
+fn read_tx<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    if !conn.is_autocommit() {
+        return f(conn);
+    }
+    let tx = conn.transaction().map_err(db)?;
+    let out = f(&tx)?;
+    tx.commit().map_err(db)?;
+    Ok(out)
+}
+
+/// Bumps and returns the raising-order sequence (inside the writer's group).
+fn take_sequence(tx: &Connection) -> Result<u64, StoreError> {
     let v: i64 = tx
         .query_row(
             "UPDATE sequence SET value = value + 1 WHERE id = 1 RETURNING value",
@@ -129,7 +202,6 @@ fn take_sequence(conn: &mut Connection) -> Result<u64, StoreError> {
             |r| r.get(0),
         )
         .map_err(db)?;
-    tx.commit().map_err(db)?;
     u64_of(v, "sequence")
 }
 
@@ -347,7 +419,9 @@ fn limit_of(limit: usize) -> i64 {
 // ---------------------------------------------------------------------------------------------
 // Writing rows.
 
-/// Writes a subject (already at its new version) and replaces its index rows.
+/// Writes a subject (already at its new version) and brings its index rows to what the new
+/// state derives, touching only the rows that change (issue 10, write amplification): an index
+/// row already right is neither deleted nor rewritten, so its pages stay clean.
 fn write_subject(
     conn: &Connection,
     tenant: &Tenant,
@@ -373,11 +447,13 @@ fn write_subject(
 
     let ix = subject_index(state);
     for e in &ix.expectations {
+        // Rewritten only when the expectation moved to this subject.
         conn.prepare_cached(
             "INSERT INTO id_index (tenant, agent, expectation_id, subject_type, subject_id)
              VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (tenant, agent, expectation_id)
-             DO UPDATE SET subject_type = excluded.subject_type, subject_id = excluded.subject_id",
+             DO UPDATE SET subject_type = excluded.subject_type, subject_id = excluded.subject_id
+             WHERE subject_type <> excluded.subject_type OR subject_id <> excluded.subject_id",
         )
         .map_err(db)?
         .execute(params![t, e.agent.as_str(), e.id.as_str(), st, sid])
@@ -392,73 +468,172 @@ fn write_subject(
         .execute(params![t, k.as_str(), st, sid])
         .map_err(db)?;
     }
+    write_timers(conn, t, st, sid, &ix)?;
+    write_live(conn, t, st, sid, &ix)
+}
 
-    conn.prepare_cached(
-        "DELETE FROM timers WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-    )
-    .map_err(db)?
-    .execute(params![t, st, sid])
-    .map_err(db)?;
-    for (key, at, order) in &ix.timers {
-        conn.prepare_cached(
-            "INSERT INTO timers (tenant, subject_type, subject_id, agent, expectation_id, kind,
-                 at_key, order_input, order_index)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+/// A timer row's identity (agent, expectation id, kind) and its (at, order input, order index).
+type TimerRow = ((String, String, i64), (String, i64, i64));
+
+/// Brings the subject's timer rows to `ix.timers`: deletes the ones gone, inserts the new ones,
+/// updates the ones whose instant or order changed, leaves the rest.
+fn write_timers(
+    conn: &Connection,
+    t: &str,
+    st: &str,
+    sid: &str,
+    ix: &watcher_runtime::index::SubjectIndex,
+) -> Result<(), StoreError> {
+    let stored: std::collections::BTreeMap<(String, String, i64), (String, i64, i64)> = conn
+        .prepare_cached(
+            "SELECT agent, expectation_id, kind, at_key, order_input, order_index FROM timers
+             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
         )
         .map_err(db)?
-        .execute(params![
-            t,
-            key.subject.subject_type,
-            key.subject.id,
-            key.expectation.agent.as_str(),
-            key.expectation.id.as_str(),
-            kind_code(key.kind),
-            instant_key(*at),
-            int_of(order.input, "raising order")?,
-            i64::from(order.index),
-        ])
+        .query_map(params![t, st, sid], |r| {
+            Ok((
+                (r.get(0)?, r.get(1)?, r.get(2)?),
+                (r.get(3)?, r.get(4)?, r.get(5)?),
+            ))
+        })
+        .map_err(db)?
+        .collect::<Result<_, _>>()
+        .map_err(db)?;
+    let mut wanted: std::collections::BTreeMap<(String, String, i64), (String, i64, i64)> =
+        std::collections::BTreeMap::new();
+    for (key, at, order) in &ix.timers {
+        let row: TimerRow = (
+            (
+                key.expectation.agent.as_str().to_owned(),
+                key.expectation.id.as_str().to_owned(),
+                kind_code(key.kind),
+            ),
+            (
+                instant_key(*at),
+                int_of(order.input, "raising order")?,
+                i64::from(order.index),
+            ),
+        );
+        wanted.insert(row.0, row.1);
+    }
+    for (id, _) in stored.iter().filter(|(id, _)| !wanted.contains_key(*id)) {
+        conn.prepare_cached(
+            "DELETE FROM timers WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
+                AND agent = ?4 AND expectation_id = ?5 AND kind = ?6",
+        )
+        .map_err(db)?
+        .execute(params![t, st, sid, id.0, id.1, id.2])
         .map_err(db)?;
     }
-
-    // The live rows are replaced; `agent_live_rows` follows by the difference, per agent.
-    let mut delta: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
-    {
-        let mut stmt = conn
-            .prepare_cached(
-                "DELETE FROM live WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
-                 RETURNING agent",
-            )
-            .map_err(db)?;
-        let gone = stmt
-            .query_map(params![t, st, sid], |r| r.get::<_, String>(0))
-            .map_err(db)?;
-        for agent in gone {
-            *delta.entry(agent.map_err(db)?).or_default() -= 1;
+    for (id, value) in &wanted {
+        match stored.get(id) {
+            Some(old) if old == value => {}
+            Some(_) => {
+                conn.prepare_cached(
+                    "UPDATE timers SET at_key = ?7, order_input = ?8, order_index = ?9
+                     WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
+                        AND agent = ?4 AND expectation_id = ?5 AND kind = ?6",
+                )
+                .map_err(db)?
+                .execute(params![
+                    t, st, sid, id.0, id.1, id.2, value.0, value.1, value.2
+                ])
+                .map_err(db)?;
+            }
+            None => {
+                conn.prepare_cached(
+                    "INSERT INTO timers (tenant, subject_type, subject_id, agent, expectation_id,
+                         kind, at_key, order_input, order_index)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING",
+                )
+                .map_err(db)?
+                .execute(params![
+                    t, st, sid, id.0, id.1, id.2, value.0, value.1, value.2
+                ])
+                .map_err(db)?;
+            }
         }
     }
+    Ok(())
+}
+
+/// Brings the subject's live rows to `ix.live` (closed records have none), touching only the
+/// rows that change, and `agent_live_rows` by the difference, per agent.
+fn write_live(
+    conn: &Connection,
+    t: &str,
+    st: &str,
+    sid: &str,
+    ix: &watcher_runtime::index::SubjectIndex,
+) -> Result<(), StoreError> {
+    let stored: std::collections::BTreeMap<(String, String), Option<String>> = conn
+        .prepare_cached(
+            "SELECT agent, expectation_id, live_until FROM live INDEXED BY live_subject
+             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+        )
+        .map_err(db)?
+        .query_map(params![t, st, sid], |r| {
+            Ok(((r.get(0)?, r.get(1)?), r.get(2)?))
+        })
+        .map_err(db)?
+        .collect::<Result<_, _>>()
+        .map_err(db)?;
+    let mut wanted: std::collections::BTreeMap<(String, String), Option<String>> =
+        std::collections::BTreeMap::new();
     for (key, agent, until) in &ix.live {
         let until = match until {
             LiveUntil::Closed => continue,
             LiveUntil::Indefinite => None,
             LiveUntil::Until(at) => Some(instant_key(*at)),
         };
-        // An expectation has one subject, so this finds nothing unless a row was left under
-        // another subject; then it moves, counted once.
-        let moved = conn
-            .prepare_cached(
-                "DELETE FROM live WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
-            )
-            .map_err(db)?
-            .execute(params![t, agent.as_str(), key.id.as_str()])
-            .map_err(db)?;
+        wanted.insert(
+            (agent.as_str().to_owned(), key.id.as_str().to_owned()),
+            until,
+        );
+    }
+    let mut delta: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
+    for ((agent, id), _) in stored.iter().filter(|(k, _)| !wanted.contains_key(*k)) {
         conn.prepare_cached(
-            "INSERT INTO live (tenant, agent, expectation_id, subject_type, subject_id, live_until)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "DELETE FROM live WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
         )
         .map_err(db)?
-        .execute(params![t, agent.as_str(), key.id.as_str(), st, sid, until])
+        .execute(params![t, agent, id])
         .map_err(db)?;
-        *delta.entry(agent.as_str().to_owned()).or_default() += 1 - moved as i64;
+        *delta.entry(agent.clone()).or_default() -= 1;
+    }
+    for ((agent, id), until) in &wanted {
+        match stored.get(&(agent.clone(), id.clone())) {
+            Some(old) if old == until => {}
+            Some(_) => {
+                conn.prepare_cached(
+                    "UPDATE live SET live_until = ?4
+                     WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
+                )
+                .map_err(db)?
+                .execute(params![t, agent, id, until])
+                .map_err(db)?;
+            }
+            None => {
+                // An expectation has one subject, so this finds nothing unless a row was left
+                // under another subject; then it moves, counted once.
+                let moved = conn
+                    .prepare_cached(
+                        "DELETE FROM live WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
+                    )
+                    .map_err(db)?
+                    .execute(params![t, agent, id])
+                    .map_err(db)?;
+                conn.prepare_cached(
+                    "INSERT INTO live (tenant, agent, expectation_id, subject_type, subject_id,
+                         live_until)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(db)?
+                .execute(params![t, agent, id, st, sid, until])
+                .map_err(db)?;
+                *delta.entry(agent.clone()).or_default() += 1 - moved as i64;
+            }
+        }
     }
     for (agent, d) in delta.into_iter().filter(|(_, d)| *d != 0) {
         conn.prepare_cached(
@@ -500,35 +675,34 @@ fn write_task(conn: &Connection, tenant: &Tenant, rec: &TaskRecord) -> Result<()
     Ok(())
 }
 
-/// The whole of [`Store::commit`], in one `BEGIN IMMEDIATE` transaction: the write lock is
-/// taken before the versions are read, so no other writer can move them in between.
-fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(db)?;
+/// The whole of [`Store::commit`], inside the writer's group (`BEGIN IMMEDIATE`, its own
+/// savepoint): the write lock is held before the versions are read, so no other writer can move
+/// them in between; a lost compare-and-set rolls back this commit alone.
+fn commit_in(tx: &Connection, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
     for s in &commit.subjects {
-        if subject_version(&tx, tenant, &s.subject)? != s.version {
+        if subject_version(tx, tenant, &s.subject)? != s.version {
             // Dropping `tx` rolls back: nothing of this commit is written.
             return Err(StoreError::Conflict(format!("subject {}", s.subject)));
         }
     }
     for t in &commit.tasks {
-        if task_version(&tx, tenant, &t.task)? != t.version {
+        if task_version(tx, tenant, &t.task)? != t.version {
             return Err(StoreError::Conflict(format!("task {}", t.task.task_id)));
         }
     }
     for mut s in commit.subjects {
         s.version += 1;
-        write_subject(&tx, tenant, &s)?;
+        write_subject(tx, tenant, &s)?;
     }
     for mut t in commit.tasks {
         t.version += 1;
-        write_task(&tx, tenant, &t)?;
+        write_task(tx, tenant, &t)?;
     }
     for o in &commit.outbox {
         tx.prepare_cached(
-            "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry, follow_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
+                 task_id, lapsed_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (tenant, agent, message_id) DO NOTHING",
         )
         .map_err(db)?
@@ -539,7 +713,9 @@ fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(
             o.delivery.as_str(),
             instant_key(o.next_attempt_at),
             to_json(o)?,
-            o.follow_at.map(instant_key)
+            o.follow_at.map(instant_key),
+            o.task_id,
+            instant_key(o.lapsed_at)
         ])
         .map_err(db)?;
     }
@@ -556,7 +732,7 @@ fn commit_in(conn: &mut Connection, tenant: &Tenant, commit: Commit) -> Result<(
         ])
         .map_err(db)?;
     }
-    tx.commit().map_err(db)
+    Ok(())
 }
 
 fn load_in(
@@ -566,11 +742,19 @@ fn load_in(
     now: Instant,
 ) -> Result<Slice, StoreError> {
     // One read transaction: every part of the slice comes from the same snapshot.
-    let tx = conn.transaction().map_err(db)?;
+    read_tx(conn, |tx| load_body(tx, tenant, scope, now))
+}
+
+fn load_body(
+    tx: &Connection,
+    tenant: &Tenant,
+    scope: &Scope,
+    now: Instant,
+) -> Result<Slice, StoreError> {
     let t = tenant.as_str();
     let mut slice = Slice::new(tenant.clone());
     for s in &scope.subjects {
-        let state = read_subject(&tx, tenant, s)?.unwrap_or_else(|| SubjectState::new(s.clone()));
+        let state = read_subject(tx, tenant, s)?.unwrap_or_else(|| SubjectState::new(s.clone()));
         slice.subjects.insert(s.clone(), state);
     }
     for k in &scope.fact_keys {
@@ -610,7 +794,7 @@ fn load_in(
     for task in &scope.tasks {
         slice
             .tasks
-            .insert(task.clone(), read_task(&tx, tenant, task)?);
+            .insert(task.clone(), read_task(tx, tenant, task)?);
     }
     let now_key = instant_key(now);
     for a in &scope.agents {
@@ -623,7 +807,6 @@ fn load_in(
             .agent_live
             .insert(a.clone(), u64_of(count, "live count")?);
     }
-    tx.commit().map_err(db)?;
     Ok(slice)
 }
 
@@ -642,113 +825,230 @@ fn keyed_json_rows<K: rusqlite::types::FromSql>(
     Ok(rows)
 }
 
-/// The whole of [`Store::purge`], in one `BEGIN IMMEDIATE` transaction. Which items go is
-/// decided by [`watcher_runtime::retention`]; the SQL only narrows the rows it is asked about.
-fn purge_in(conn: &mut Connection, before: Instant) -> Result<PurgeReport, StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(db)?;
+/// Rows one batch of [`Store::purge`] looks at: each batch is its own short transaction, and
+/// the connection is free for requests between batches (issue 10: one purge of 98k rows in one
+/// transaction stalled every request for half a second).
+pub const PURGE_BATCH: usize = 500;
+
+/// Where a batched purge stands: the table being purged and the last key looked at in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PurgeCursor {
+    /// Subjects after (tenant, subject_type, subject_id).
+    Subjects(Option<(String, String, String)>),
+    /// Tasks after (tenant, agent, task_id), once every subject was looked at.
+    Tasks(Option<(String, String, String)>),
+    /// Outbox rows after `seq`.
+    Outbox(i64),
+    /// Rejections after `id`.
+    Rejections(i64),
+}
+
+type Key3 = (String, String, String);
+
+/// One batch of [`Store::purge`], one write of the writer's group: looks at up to `batch`
+/// rows of the table `at` stands in, after its key, deletes those [`watcher_runtime::retention`]
+/// allows, and answers what it deleted and where the next batch starts (`None`: done). Which
+/// items go is decided by the retention rule; the SQL only narrows the rows it is asked about.
+fn purge_batch(
+    tx: &Connection,
+    before: Instant,
+    at: PurgeCursor,
+    batch: usize,
+) -> Result<(PurgeReport, Option<PurgeCursor>), StoreError> {
     let mut report = PurgeReport::default();
-
-    // Subjects. A subject with a `live` row has a record that can still lapse, so only the
-    // others are read. Deleting a subject deletes its index rows (fact key, expectation id,
-    // timers, live) through their foreign keys (ON DELETE CASCADE).
-    let candidates: Vec<(String, String)> = keyed_json_rows(
-        &tx,
-        "SELECT tenant, state FROM subjects AS s WHERE NOT EXISTS (
-             SELECT 1 FROM live AS l WHERE l.tenant = s.tenant
-                 AND l.subject_type = s.subject_type AND l.subject_id = s.subject_id)",
-        [],
-    )?;
-    for (tenant, json) in candidates {
-        let state: SubjectState = from_json(&json, "subject")?;
-        if !subject_retention(&state).purgeable(before) {
-            continue;
-        }
-        report.subjects += tx
-            .prepare_cached(
-                "DELETE FROM subjects
-                 WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-            )
-            .map_err(db)?
-            .execute(params![
-                tenant,
-                state.subject.subject_type,
-                state.subject.id
-            ])
-            .map_err(db)? as u64;
-    }
-
-    // Tasks, once the subjects above are gone.
-    let tasks: Vec<(String, String)> = keyed_json_rows(&tx, "SELECT tenant, state FROM tasks", [])?;
-    for (tenant, json) in tasks {
-        let task: TaskRecord = from_json(&json, "task")?;
-        let mut stored = false;
-        for s in &task.subjects {
-            let found: Option<i64> = tx
-                .prepare_cached(
-                    "SELECT 1 FROM subjects
-                     WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-                )
-                .map_err(db)?
-                .query_row(params![tenant, s.subject_type, s.id], |r| r.get(0))
-                .optional()
-                .map_err(db)?;
-            if found.is_some() {
-                stored = true;
-                break;
+    let limit = limit_of(batch.max(1));
+    let full = |n: usize| n >= batch.max(1);
+    let next = match at {
+        PurgeCursor::Subjects(after) => {
+            // A subject with a `live` row has a record that can still lapse: its state is not
+            // read. Deleting a subject deletes its index rows (fact key, expectation id,
+            // timers, live) through their foreign keys (ON DELETE CASCADE).
+            let (t, st, sid) = after.clone().unwrap_or_default();
+            type Row = (String, String, String, Option<String>);
+            let rows: Vec<Row> = {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "SELECT tenant, subject_type, subject_id,
+                            CASE WHEN EXISTS (SELECT 1 FROM live AS l WHERE l.tenant = s.tenant
+                                AND l.subject_type = s.subject_type
+                                AND l.subject_id = s.subject_id) THEN NULL ELSE state END
+                         FROM subjects AS s
+                         WHERE ?1 = 0 OR (tenant, subject_type, subject_id) > (?2, ?3, ?4)
+                         ORDER BY tenant, subject_type, subject_id LIMIT ?5",
+                    )
+                    .map_err(db)?;
+                let rows = stmt
+                    .query_map(params![after.is_some(), t, st, sid, limit], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                    })
+                    .map_err(db)?
+                    .collect::<Result<Vec<Row>, _>>()
+                    .map_err(db)?;
+                rows
+            };
+            for (tenant, st, sid, json) in &rows {
+                let Some(json) = json else { continue };
+                let state: SubjectState = from_json(json, "subject")?;
+                if !subject_retention(&state).purgeable(before) {
+                    continue;
+                }
+                report.subjects += tx
+                    .prepare_cached(
+                        "DELETE FROM subjects
+                         WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+                    )
+                    .map_err(db)?
+                    .execute(params![tenant, st, sid])
+                    .map_err(db)? as u64;
+            }
+            match rows.last() {
+                Some((t, st, sid, _)) if full(rows.len()) => {
+                    PurgeCursor::Subjects(Some((t.clone(), st.clone(), sid.clone())))
+                }
+                _ => PurgeCursor::Tasks(None),
             }
         }
-        if !task_retention(&task, stored).purgeable(before) {
-            continue;
+        PurgeCursor::Tasks(after) => {
+            let (t, ag, id) = after.clone().unwrap_or_default();
+            let rows: Vec<(Key3, String)> = {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "SELECT tenant, agent, task_id, state FROM tasks
+                         WHERE ?1 = 0 OR (tenant, agent, task_id) > (?2, ?3, ?4)
+                         ORDER BY tenant, agent, task_id LIMIT ?5",
+                    )
+                    .map_err(db)?;
+                let rows = stmt
+                    .query_map(params![after.is_some(), t, ag, id, limit], |r| {
+                        Ok(((r.get(0)?, r.get(1)?, r.get(2)?), r.get(3)?))
+                    })
+                    .map_err(db)?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(db)?;
+                rows
+            };
+            for ((tenant, agent, task_id), json) in &rows {
+                let task: TaskRecord = from_json(json, "task")?;
+                let mut stored = false;
+                for s in &task.subjects {
+                    let found: Option<i64> = tx
+                        .prepare_cached(
+                            "SELECT 1 FROM subjects
+                             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+                        )
+                        .map_err(db)?
+                        .query_row(params![tenant, s.subject_type, s.id], |r| r.get(0))
+                        .optional()
+                        .map_err(db)?;
+                    if found.is_some() {
+                        stored = true;
+                        break;
+                    }
+                }
+                if !task_retention(&task, stored).purgeable(before) {
+                    continue;
+                }
+                report.tasks += tx
+                    .prepare_cached(
+                        "DELETE FROM tasks WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3",
+                    )
+                    .map_err(db)?
+                    .execute(params![tenant, agent, task_id])
+                    .map_err(db)? as u64;
+            }
+            match rows.last() {
+                Some((key, _)) if full(rows.len()) => PurgeCursor::Tasks(Some(key.clone())),
+                _ => PurgeCursor::Outbox(0),
+            }
         }
-        report.tasks += tx
-            .prepare_cached("DELETE FROM tasks WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3")
-            .map_err(db)?
-            .execute(params![
-                tenant,
-                task.task.agent.as_str(),
-                task.task.task_id.as_str()
-            ])
-            .map_err(db)? as u64;
-    }
-
-    // Lapse tasks: queued ones are always kept.
-    let entries: Vec<(i64, String)> = keyed_json_rows(
-        &tx,
-        "SELECT seq, entry FROM outbox WHERE delivery <> 'queued'",
-        [],
-    )?;
-    for (seq, json) in entries {
-        let entry: OutboxEntry = from_json(&json, "outbox entry")?;
-        if outbox_retention(&entry).purgeable(before) {
-            report.outbox += tx
-                .prepare_cached("DELETE FROM outbox WHERE seq = ?1")
-                .map_err(db)?
-                .execute(params![seq])
-                .map_err(db)? as u64;
+        PurgeCursor::Outbox(after) => {
+            // Lapse tasks: queued ones are always kept.
+            let rows: Vec<(i64, String)> = keyed_json_rows(
+                tx,
+                "SELECT seq, entry FROM outbox WHERE seq > ?1 AND delivery <> 'queued'
+                 ORDER BY seq LIMIT ?2",
+                params![after, limit],
+            )?;
+            for (seq, json) in &rows {
+                let entry: OutboxEntry = from_json(json, "outbox entry")?;
+                if outbox_retention(&entry).purgeable(before) {
+                    report.outbox += tx
+                        .prepare_cached("DELETE FROM outbox WHERE seq = ?1")
+                        .map_err(db)?
+                        .execute(params![seq])
+                        .map_err(db)? as u64;
+                }
+            }
+            match rows.last() {
+                Some((seq, _)) if full(rows.len()) => PurgeCursor::Outbox(*seq),
+                _ => PurgeCursor::Rejections(0),
+            }
         }
-    }
-
-    // Rejections: `at_key` is the rejection's `at`.
-    let rejections: Vec<(i64, String)> = keyed_json_rows(
-        &tx,
-        "SELECT id, rejection FROM rejections WHERE at_key < ?1",
-        params![instant_key(before)],
-    )?;
-    for (id, json) in rejections {
-        let stored: Rejection = from_json(&json, "rejection")?;
-        if rejection_retention(&stored).purgeable(before) {
-            report.rejections += tx
-                .prepare_cached("DELETE FROM rejections WHERE id = ?1")
-                .map_err(db)?
-                .execute(params![id])
-                .map_err(db)? as u64;
+        PurgeCursor::Rejections(after) => {
+            // `at_key` is the rejection's `at`.
+            let rows: Vec<(i64, String)> = keyed_json_rows(
+                tx,
+                "SELECT id, rejection FROM rejections WHERE id > ?1 AND at_key < ?2
+                 ORDER BY id LIMIT ?3",
+                params![after, instant_key(before), limit],
+            )?;
+            for (id, json) in &rows {
+                let stored: Rejection = from_json(json, "rejection")?;
+                if rejection_retention(&stored).purgeable(before) {
+                    report.rejections += tx
+                        .prepare_cached("DELETE FROM rejections WHERE id = ?1")
+                        .map_err(db)?
+                        .execute(params![id])
+                        .map_err(db)? as u64;
+                }
+            }
+            return Ok((
+                report,
+                match rows.last() {
+                    Some((id, _)) if full(rows.len()) => Some(PurgeCursor::Rejections(*id)),
+                    _ => None,
+                },
+            ));
         }
-    }
+    };
+    Ok((report, Some(next)))
+}
 
-    tx.commit().map_err(db)?;
-    Ok(report)
+impl SqliteStore {
+    /// [`Store::purge`] in batches of `batch` rows, each its own transaction; `between(n)` is
+    /// awaited after the `n`-th batch (from 1), with the connection free: `serve`'s purge
+    /// yields there so requests go on during a large purge, and tests make requests there.
+    ///
+    /// # Errors
+    /// The first batch's error; what earlier batches deleted stays deleted (each batch deletes
+    /// whole items: a subject with its index rows).
+    pub async fn purge_batched<F, Fut>(
+        &self,
+        before: Instant,
+        batch: usize,
+        mut between: F,
+    ) -> Result<PurgeReport, StoreError>
+    where
+        F: FnMut(u64) -> Fut + Send,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let mut report = PurgeReport::default();
+        let mut at = Some(PurgeCursor::Subjects(None));
+        let mut batches = 0u64;
+        while let Some(cursor) = at {
+            let (done, next) = self
+                .write(move |conn| purge_batch(conn, before, cursor, batch))
+                .await?;
+            report.subjects += done.subjects;
+            report.tasks += done.tasks;
+            report.outbox += done.outbox;
+            report.rejections += done.rejections;
+            batches += 1;
+            between(batches).await;
+            at = next;
+        }
+        Ok(report)
+    }
 }
 
 #[async_trait]
@@ -760,41 +1060,29 @@ impl Store for SqliteStore {
         now: Instant,
     ) -> Result<Slice, StoreError> {
         let (tenant, scope) = (tenant.clone(), scope.clone());
-        self.run(move |conn| load_in(conn, &tenant, &scope, now))
+        self.read(move |conn| load_in(conn, &tenant, &scope, now))
             .await
     }
 
     async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
         let tenant = tenant.clone();
-        self.run(move |conn| commit_in(conn, &tenant, commit)).await
+        self.write(move |conn| commit_in(conn, &tenant, commit))
+            .await
     }
 
-    /// Taken in its own transaction **without its own fsync** (`synchronous = NORMAL` for that
-    /// transaction only): the WAL is one sequential file, so the commit that uses the number
-    /// (`synchronous = FULL`) makes the sequence's frame durable with its own. A number whose
-    /// commit never reached the disk may be handed out again after a crash, harmless since
-    /// nothing durable holds it. This halves the fsyncs of a request (issue 10).
+    /// Taken in the writer's next group, durable with it: no fsync of its own (issue 10).
     async fn next_sequence(&self) -> Result<u64, StoreError> {
-        self.run(|conn| {
-            conn.pragma_update(None, "synchronous", "NORMAL")
-                .map_err(db)?;
-            let taken = take_sequence(conn);
-            // Every other write of this connection must stay FULL: restore before answering.
-            conn.pragma_update(None, "synchronous", "FULL")
-                .map_err(db)?;
-            taken
-        })
-        .await
+        self.write(|conn| take_sequence(conn)).await
     }
 
     async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError> {
         let until = instant_key(until);
-        self.run(move |conn| read_timers(conn, &until, limit_of(limit)))
+        self.read(move |conn| read_timers(conn, &until, limit_of(limit)))
             .await
     }
 
     async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError> {
-        self.run(|conn| {
+        self.read(|conn| {
             Ok(read_timers(conn, AFTER_EVERY_INSTANT, 1)?
                 .into_iter()
                 .next())
@@ -808,12 +1096,12 @@ impl Store for SqliteStore {
         subject: &Subject,
     ) -> Result<Option<SubjectState>, StoreError> {
         let (tenant, subject) = (tenant.clone(), subject.clone());
-        self.run(move |conn| read_subject(conn, &tenant, &subject))
+        self.read(move |conn| read_subject(conn, &tenant, &subject))
             .await
     }
 
     async fn all_records(&self) -> Result<Vec<ExpectationRecord>, StoreError> {
-        self.run(|conn| {
+        self.read(|conn| {
             let states: Vec<SubjectState> = json_rows(
                 conn,
                 "SELECT state FROM subjects ORDER BY tenant, subject_type, subject_id",
@@ -834,7 +1122,7 @@ impl Store for SqliteStore {
         agent: &AgentId,
     ) -> Result<Vec<Rejection>, StoreError> {
         let (tenant, agent) = (tenant.clone(), agent.clone());
-        self.run(move |conn| {
+        self.read(move |conn| {
             let rows: Vec<Rejection> = json_rows(
                 conn,
                 "SELECT rejection FROM rejections WHERE tenant = ?1 AND agent = ?2 ORDER BY id",
@@ -846,9 +1134,35 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn rejections_page(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<(Vec<(u64, Rejection)>, Option<u64>), StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        let limit = limit.max(1);
+        self.read(move |conn| {
+            let after = after.map_or(Ok(0), |a| int_of(a, "rejections cursor"))?;
+            let rows: Vec<(i64, String)> = keyed_json_rows(
+                conn,
+                "SELECT id, rejection FROM rejections INDEXED BY rejections_agent
+                 WHERE tenant = ?1 AND agent = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
+                params![tenant.as_str(), agent.as_str(), after, limit_of(limit) + 1],
+            )?;
+            let items = rows
+                .into_iter()
+                .map(|(id, json)| Ok((u64_of(id, "rejection id")?, from_json(&json, "rejection")?)))
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            Ok(watcher_runtime::store::cut_page(items, limit))
+        })
+        .await
+    }
+
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
         let now = instant_key(now);
-        self.run(move |conn| {
+        self.read(move |conn| {
             json_rows(
                 conn,
                 "SELECT entry FROM outbox WHERE delivery = 'queued' AND next_attempt <= ?1
@@ -867,7 +1181,7 @@ impl Store for SqliteStore {
         message_id: &str,
     ) -> Result<Option<OutboxEntry>, StoreError> {
         let (tenant, agent, message_id) = (tenant.clone(), agent.clone(), message_id.to_string());
-        self.run(move |conn| {
+        self.read(move |conn| {
             let rows: Vec<OutboxEntry> = json_rows(
                 conn,
                 "SELECT entry FROM outbox WHERE tenant = ?1 AND agent = ?2 AND message_id = ?3",
@@ -881,11 +1195,12 @@ impl Store for SqliteStore {
 
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
         let entry = entry.clone();
-        self.run(move |conn| {
+        self.write(move |conn| {
             // The row (tenant, agent, message_id); `sent` is final: a sent row only takes
             // another `sent` update.
             conn.prepare_cached(
-                "UPDATE outbox SET delivery = ?4, next_attempt = ?5, entry = ?6, follow_at = ?7
+                "UPDATE outbox SET delivery = ?4, next_attempt = ?5, entry = ?6, follow_at = ?7,
+                     task_id = ?8
                  WHERE tenant = ?1 AND message_id = ?2 AND agent = ?3
                    AND (delivery <> 'sent' OR ?4 = 'sent')",
             )
@@ -897,7 +1212,8 @@ impl Store for SqliteStore {
                 entry.delivery.as_str(),
                 instant_key(entry.next_attempt_at),
                 to_json(&entry)?,
-                entry.follow_at.map(instant_key)
+                entry.follow_at.map(instant_key),
+                entry.task_id
             ])
             .map_err(db)?;
             Ok(())
@@ -916,7 +1232,7 @@ impl Store for SqliteStore {
         let (tenant, agent) = (tenant.clone(), agent.clone());
         // Without a bound, the largest key: every next attempt is at or before it.
         let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        self.run(move |conn| {
+        self.read(move |conn| {
             json_rows(
                 conn,
                 "SELECT entry FROM outbox INDEXED BY outbox_agent
@@ -944,7 +1260,7 @@ impl Store for SqliteStore {
     ) -> Result<Vec<OutboxEntry>, StoreError> {
         let (tenant, agent) = (tenant.clone(), agent.clone());
         let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        self.run(move |conn| {
+        self.read(move |conn| {
             json_rows(
                 conn,
                 "SELECT entry FROM outbox INDEXED BY outbox_follow
@@ -959,7 +1275,7 @@ impl Store for SqliteStore {
 
     async fn probe_write(&self, now: Instant) -> Result<(), StoreError> {
         let at = instant_key(now);
-        self.run(move |conn| {
+        self.write(move |conn| {
             conn.prepare_cached(
                 "INSERT INTO health (id, probed_at) VALUES (1, ?1)
                  ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
@@ -985,7 +1301,7 @@ impl Store for SqliteStore {
             card.to_string(),
             read_at.to_string(),
         );
-        self.run(move |conn| {
+        self.write(move |conn| {
             conn.prepare_cached(
                 "INSERT INTO agent_cards (tenant, agent, card, read_at) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (tenant, agent) DO UPDATE SET card = excluded.card, read_at = excluded.read_at",
@@ -1004,7 +1320,7 @@ impl Store for SqliteStore {
         agent: &AgentId,
     ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
         let (tenant, agent) = (tenant.as_str().to_string(), agent.as_str().to_string());
-        self.run(move |conn| {
+        self.read(move |conn| {
             let row: Option<(String, String)> = conn
                 .prepare_cached(
                     "SELECT card, read_at FROM agent_cards WHERE tenant = ?1 AND agent = ?2",
@@ -1029,7 +1345,7 @@ impl Store for SqliteStore {
 
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
         let tenant = tenant.clone();
-        self.run(move |conn| {
+        self.read(move |conn| {
             json_rows(
                 conn,
                 "SELECT entry FROM outbox WHERE tenant = ?1 ORDER BY seq",
@@ -1040,17 +1356,132 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError> {
-        self.run(move |conn| purge_in(conn, before)).await
+    async fn outbox_by_task(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        task_id: &str,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let (tenant, agent, task_id) = (tenant.clone(), agent.clone(), task_id.to_string());
+        self.read(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox INDEXED BY outbox_task
+                 WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3 ORDER BY seq",
+                params![tenant.as_str(), agent.as_str(), task_id],
+                "outbox entry",
+            )
+        })
+        .await
     }
+
+    async fn lapses_page(
+        &self,
+        tenant: &Tenant,
+        query: &LapseQuery,
+    ) -> Result<LapsePage, StoreError> {
+        let (tenant, query) = (tenant.clone(), query.clone());
+        self.read(move |conn| lapses_page_in(conn, &tenant, &query))
+            .await
+    }
+
+    fn work_done(&self) -> Option<u64> {
+        self.work
+            .as_ref()
+            .map(|w| w.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// In batches of [`PURGE_BATCH`] rows, each its own transaction, yielding between them
+    /// ([`SqliteStore::purge_batched`]): requests are served during a large purge.
+    async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError> {
+        self.purge_batched(before, PURGE_BATCH, |_| tokio::task::yield_now())
+            .await
+    }
+}
+
+/// The positions one page may look at, in order, after `?2`, at most `?3`, through the index
+/// by (tenant, seq) or (tenant, agent, seq) (`?4`, the agent, is NULL with the first); the
+/// entry only where the filters (`?5` delivery, `?6` lapsed at or after) match.
+const LAPSE_WINDOW_TENANT: &str = "SELECT seq,
+        CASE WHEN (?5 IS NULL OR delivery = ?5) AND (?6 IS NULL OR lapsed_at >= ?6)
+            THEN entry END
+    FROM outbox INDEXED BY outbox_tenant
+    WHERE tenant = ?1 AND seq > ?2 AND ?4 IS NULL ORDER BY seq LIMIT ?3";
+const LAPSE_WINDOW_AGENT: &str = "SELECT seq,
+        CASE WHEN (?5 IS NULL OR delivery = ?5) AND (?6 IS NULL OR lapsed_at >= ?6)
+            THEN entry END
+    FROM outbox INDEXED BY outbox_agent_seq
+    WHERE tenant = ?1 AND agent = ?4 AND seq > ?2 ORDER BY seq LIMIT ?3";
+
+/// The whole of [`Store::lapses_page`] in one read transaction: steps through the window and
+/// stops as soon as the page is full, so the cost follows the positions looked at.
+fn lapses_page_in(
+    conn: &mut Connection,
+    tenant: &Tenant,
+    query: &LapseQuery,
+) -> Result<LapsePage, StoreError> {
+    read_tx(conn, |tx| lapses_page_body(tx, tenant, query))
+}
+
+fn lapses_page_body(
+    tx: &Connection,
+    tenant: &Tenant,
+    query: &LapseQuery,
+) -> Result<LapsePage, StoreError> {
+    let limit = query.limit.max(1);
+    let budget = lapse_scan_budget(limit);
+    let after = query.after.map_or(Ok(0), |a| int_of(a, "lapse cursor"))?;
+    let window = if query.agent.is_some() {
+        LAPSE_WINDOW_AGENT
+    } else {
+        LAPSE_WINDOW_TENANT
+    };
+    let agent = query.agent.as_ref().map(|a| a.as_str().to_string());
+    let mut page = LapsePage::default();
+    {
+        let mut stmt = tx.prepare_cached(window).map_err(db)?;
+        let mut rows = stmt
+            .query(params![
+                tenant.as_str(),
+                after,
+                limit_of(budget),
+                agent,
+                query.delivery.map(DeliveryState::as_str),
+                query.since.map(instant_key)
+            ])
+            .map_err(db)?;
+        let mut looked = 0usize;
+        let mut last = None;
+        while let Some(row) = rows.next().map_err(db)? {
+            let seq: i64 = row.get(0).map_err(db)?;
+            let entry: Option<String> = row.get(1).map_err(db)?;
+            if let Some(json) = entry {
+                if page.entries.len() == limit {
+                    // A match after a full page: the next page starts after the page's last.
+                    page.next = last;
+                    break;
+                }
+                page.entries.push((
+                    u64_of(seq, "outbox seq")?,
+                    from_json(&json, "outbox entry")?,
+                ));
+            }
+            looked += 1;
+            last = Some(u64_of(seq, "outbox seq")?);
+            if looked == budget {
+                page.next = last;
+            }
+        }
+    }
+    Ok(page)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// `next_sequence` relaxes `synchronous` for its own transaction only: every commit after it
-    /// is still FULL (2), so a 2xx still means on disk.
+    /// The writer's connection stays at `synchronous = FULL` (2) across sequence numbers and
+    /// commits, so a 2xx means on disk; the numbers taken survive a reopen.
     #[tokio::test]
     async fn next_sequence_leaves_commits_full() {
         let dir = tempfile::tempdir().unwrap();
@@ -1059,7 +1490,7 @@ mod tests {
             let store = store.clone();
             async move {
                 store
-                    .run(|conn| {
+                    .write(|conn| {
                         conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0))
                             .map_err(db)
                     })
@@ -1126,5 +1557,121 @@ mod tests {
             small_steps, large_steps,
             "counting 20,000 open rows took {large_steps} steps, 100 took {small_steps}"
         );
+    }
+
+    /// Writes waiting together are committed as one group (one transaction, one sync), and a
+    /// failing write of the group — a lost compare-and-set, an error after it wrote a row — is
+    /// rolled back alone: the others are kept and answered only after the commit. Counts, not
+    /// time: the writer is held until all 22 writes are queued.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_group_keeps_its_good_writes_when_one_fails() {
+        use std::sync::atomic::Ordering;
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("w.db")).unwrap();
+        let stats = Arc::clone(&store.writer.stats);
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let hold = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .write(move |_| {
+                        held.recv().ok();
+                        Ok(())
+                    })
+                    .await
+            })
+        };
+        while stats.groups.load(Ordering::SeqCst) < 1 {
+            tokio::task::yield_now().await;
+        }
+        let t = Tenant::parse("t").unwrap();
+        let agent = AgentId::parse("booking").unwrap();
+        let mut good = Vec::new();
+        for i in 0..20 {
+            let (store, t, agent) = (store.clone(), t.clone(), agent.clone());
+            good.push(tokio::spawn(async move {
+                let r = Rejection {
+                    agent,
+                    expectation_id: Some(format!("exp-{i}")),
+                    reason: format!("reason {i}"),
+                    task_id: None,
+                    at: Instant::parse("2026-09-10T12:00:00Z").unwrap(),
+                };
+                store
+                    .commit(
+                        &t,
+                        Commit {
+                            rejections: vec![r],
+                            ..Commit::default()
+                        },
+                    )
+                    .await
+            }));
+        }
+        let failing = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .write(|conn| {
+                        conn.execute(
+                            "INSERT INTO health (id, probed_at) VALUES (1, 'written, then failed')",
+                            [],
+                        )
+                        .map_err(db)?;
+                        Err::<(), _>(StoreError::Corrupt("injected".into()))
+                    })
+                    .await
+            })
+        };
+        let stale = {
+            let (store, t) = (store.clone(), t.clone());
+            tokio::spawn(async move {
+                let mut s = SubjectState::new(Subject::parse("shipment", "PA-1").unwrap());
+                s.version = 5;
+                store
+                    .commit(
+                        &t,
+                        Commit {
+                            subjects: vec![s],
+                            ..Commit::default()
+                        },
+                    )
+                    .await
+            })
+        };
+        while stats.sent.load(Ordering::SeqCst) < 23 {
+            tokio::task::yield_now().await;
+        }
+        release.send(()).unwrap();
+        hold.await.unwrap().unwrap();
+        for h in good {
+            h.await
+                .unwrap()
+                .expect("the good writes of the group are kept");
+        }
+        assert!(matches!(
+            failing.await.unwrap(),
+            Err(StoreError::Corrupt(_))
+        ));
+        assert!(matches!(stale.await.unwrap(), Err(StoreError::Conflict(_))));
+        assert_eq!(
+            stats.largest.load(Ordering::SeqCst),
+            22,
+            "the 22 writes waiting went in one group"
+        );
+        assert_eq!(store.rejections(&t, &agent).await.unwrap().len(), 20);
+        let probed: Option<String> = store
+            .read(|conn| {
+                conn.query_row("SELECT probed_at FROM health", [], |r| r.get(0))
+                    .optional()
+                    .map_err(db)
+            })
+            .await
+            .unwrap();
+        assert_eq!(probed, None, "the failed write's row was rolled back");
+        drop(store);
+        // On disk: a fresh open finds the 20.
+        let again = SqliteStore::open(dir.path().join("w.db")).unwrap();
+        assert_eq!(again.rejections(&t, &agent).await.unwrap().len(), 20);
     }
 }

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior};
-use watcher_runtime::store::StoreError;
+use watcher_runtime::store::{OutboxEntry, StoreError};
 
-use crate::codec::db;
+use crate::codec::{db, from_json, instant_key};
 
 /// The schema this build writes, kept in `PRAGMA user_version`. A file with a larger number was
 /// written by a newer build and is refused; a file with a smaller one is migrated when the store
@@ -16,7 +16,10 @@ use crate::codec::db;
 ///   expectation ids are scoped to the raising agent, so two agents of one tenant can have lapse
 ///   tasks with the same `messageId`.
 /// * 3: the outbox's `follow_at` (the next `GetTask` poll of a followed lapse task), indexed.
-pub const SCHEMA_VERSION: i64 = 3;
+/// * 4: the outbox's `task_id` (the lapse task the agent created) and `lapsed_at`, copied from
+///   the entry, with indexes by (tenant, agent, task_id) (status-update pushes) and by
+///   (tenant, agent, seq) (`GET /v1/lapses?agent=`), issue 10.
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// How long a statement waits for another connection's write lock before failing with
 /// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
@@ -127,6 +130,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     next_attempt TEXT NOT NULL,
     entry TEXT NOT NULL,
     follow_at TEXT,
+    task_id TEXT,
+    lapsed_at TEXT,
     UNIQUE (tenant, agent, message_id)
 ) STRICT;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivery, next_attempt, seq);
@@ -137,6 +142,12 @@ CREATE INDEX IF NOT EXISTS outbox_agent ON outbox (tenant, agent, delivery, next
 -- Followed lapse tasks only (Store::outbox_following).
 CREATE INDEX IF NOT EXISTS outbox_follow ON outbox (tenant, agent, follow_at)
     WHERE follow_at IS NOT NULL;
+
+-- A lapse task by the Task the agent created (Store::outbox_by_task).
+CREATE INDEX IF NOT EXISTS outbox_task ON outbox (tenant, agent, task_id)
+    WHERE task_id IS NOT NULL;
+-- One agent's lapse tasks in order of lapse (Store::lapses_page with an agent).
+CREATE INDEX IF NOT EXISTS outbox_agent_seq ON outbox (tenant, agent, seq);
 
 -- One row rewritten by Store::probe_write, so /healthz sees whether the file takes writes.
 CREATE TABLE IF NOT EXISTS health (
@@ -190,6 +201,10 @@ DROP INDEX IF EXISTS outbox_tenant;
 /// Version 2 → 3, before [`SCHEMA`] (whose index on `follow_at` needs the column).
 const V2_TO_V3_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN follow_at TEXT;";
 
+/// Version 3 → 4, before [`SCHEMA`] (whose indexes need the columns).
+const V3_TO_V4_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN task_id TEXT;
+    ALTER TABLE outbox ADD COLUMN lapsed_at TEXT;";
+
 /// Version 1 → 2, after [`SCHEMA`]: every v1 row is copied with its `seq` (so the order of lapse
 /// is kept), the AUTOINCREMENT high-water mark is carried over (so no `seq` is handed out twice),
 /// and the v1 table is dropped. v1's uniqueness is stricter than v2's, so every row fits.
@@ -205,6 +220,34 @@ UPDATE sqlite_sequence
     WHERE name = 'outbox';
 DROP TABLE outbox_v1;
 "#;
+
+/// Version 3 → 4, after [`SCHEMA`]: copies each entry's `taskId` and `lapsedAt` into the new
+/// columns (one pass over the outbox, at open only).
+fn fill_v4_columns(tx: &Connection) -> Result<(), StoreError> {
+    let rows: Vec<(i64, String)> = {
+        let mut stmt = tx.prepare("SELECT seq, entry FROM outbox").map_err(db)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db)?;
+        rows
+    };
+    let mut update = tx
+        .prepare("UPDATE outbox SET task_id = ?2, lapsed_at = ?3 WHERE seq = ?1")
+        .map_err(db)?;
+    for (seq, json) in rows {
+        let entry: OutboxEntry = from_json(&json, "outbox entry")?;
+        update
+            .execute(rusqlite::params![
+                seq,
+                entry.task_id,
+                instant_key(entry.lapsed_at)
+            ])
+            .map_err(db)?;
+    }
+    Ok(())
+}
 
 /// Sets the connection up: a busy timeout, WAL (a no-op for `:memory:`), full `synchronous`
 /// (a commit is on disk when it returns: a queued lapse task survives a crash), foreign keys;
@@ -244,9 +287,15 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     if found == 2 {
         tx.execute_batch(V2_TO_V3_BEFORE).map_err(db)?;
     }
+    if found == 2 || found == 3 {
+        tx.execute_batch(V3_TO_V4_BEFORE).map_err(db)?;
+    }
     tx.execute_batch(SCHEMA).map_err(db)?;
     if from_v1 {
         tx.execute_batch(V1_TO_V2_AFTER).map_err(db)?;
+    }
+    if (1..4).contains(&found) {
+        fill_v4_columns(&tx)?;
     }
     tx.execute_batch(REBUILD_AGENT_LIVE_ROWS).map_err(db)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)

@@ -300,8 +300,8 @@ fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 3,
-        "this test migrates from version 1 through 2 to the current one"
+        SCHEMA_VERSION, 4,
+        "this test migrates from version 1 through 2 and 3 to the current one"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -336,8 +336,10 @@ async fn a_version_1_file_is_migrated() {
         [
             "outbox",
             "outbox_agent",
+            "outbox_agent_seq",
             "outbox_due",
             "outbox_follow",
+            "outbox_task",
             "outbox_tenant"
         ],
         "the v1 table is gone; the new one has its indexes"
@@ -378,6 +380,11 @@ async fn a_version_1_file_is_migrated() {
         store.outbox_due(queued.next_attempt_at, 10).await.unwrap(),
         vec![queued.clone()],
         "the due index works on the migrated rows"
+    );
+    assert_eq!(
+        store.outbox_by_task(&t, &agent(), "task-7").await.unwrap(),
+        vec![sent.clone()],
+        "the task index holds the migrated rows' task ids"
     );
 
     // The same messageId for another agent is now another entry, after the old ones.
@@ -429,6 +436,84 @@ async fn a_version_1_file_is_migrated() {
     // Opening again migrates nothing and loses nothing.
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.lapses(&t).await.unwrap(), vec![queued, sent, other]);
+}
+
+/// The version 3 schema, exactly as the build before version 4 wrote it.
+const SCHEMA_V3: &str = include_str!("fixtures/schema_v3.sql");
+
+/// A version 3 file is migrated on opening: the outbox gains `task_id` and `lapsed_at`, filled
+/// from every stored entry, and their indexes, so status updates find a lapse task by its task
+/// id and pages filter by `since` on the old rows; nothing is lost; opening again changes nothing.
+#[tokio::test]
+async fn a_version_3_file_is_migrated() {
+    assert_eq!(SCHEMA_VERSION, 4, "this test migrates from version 3 to 4");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    let mut early = entry("lapse:exp-1:overdue:x");
+    early.task_id = Some("task-1".into());
+    early.delivery = DeliveryState::Sent;
+    let mut late = entry("lapse:exp-2:overdue:x");
+    late.lapsed_at = instant("2026-09-10T15:00:00Z");
+    late.task_id = Some("task-2".into());
+    let none = entry("lapse:exp-3:overdue:x");
+    {
+        let conn = raw(&path);
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch(SCHEMA_V3).unwrap();
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        for o in [&early, &late, &none] {
+            conn.execute(
+                "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                rusqlite::params![
+                    o.tenant.as_str(),
+                    o.message_id,
+                    o.agent.as_str(),
+                    o.delivery.as_str(),
+                    v1_instant_key(o.next_attempt_at),
+                    serde_json::to_string(o).unwrap()
+                ],
+            )
+            .unwrap();
+        }
+    }
+    for _ in 0..2 {
+        let store = SqliteStore::open(&path).unwrap();
+        let version: i64 = raw(&path)
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 4);
+        assert_eq!(
+            store.outbox_by_task(&t, &agent(), "task-2").await.unwrap(),
+            vec![late.clone()]
+        );
+        assert_eq!(
+            store.outbox_by_task(&t, &agent(), "task-1").await.unwrap(),
+            vec![early.clone()]
+        );
+        let page = store
+            .lapses_page(
+                &t,
+                &watcher_runtime::store::LapseQuery {
+                    since: Some(instant("2026-09-10T14:00:00Z")),
+                    limit: 10,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let entries: Vec<OutboxEntry> = page.entries.into_iter().map(|(_, o)| o).collect();
+        assert_eq!(
+            entries,
+            vec![late.clone()],
+            "`since` reads the filled lapsed_at"
+        );
+        assert_eq!(
+            store.lapses(&t).await.unwrap(),
+            vec![early.clone(), late.clone(), none.clone()]
+        );
+    }
 }
 
 /// A failed migration leaves the file at version 1 with its data: it runs in the transaction
@@ -636,7 +721,10 @@ async fn a_version_2_file_is_migrated() {
     // Make it the version 2 file an older build left.
     let conn = raw(&path);
     conn.execute_batch(
-        "DROP INDEX outbox_follow; ALTER TABLE outbox DROP COLUMN follow_at; PRAGMA user_version = 2;",
+        "DROP INDEX outbox_follow; ALTER TABLE outbox DROP COLUMN follow_at;
+         DROP INDEX outbox_task; DROP INDEX outbox_agent_seq;
+         ALTER TABLE outbox DROP COLUMN task_id; ALTER TABLE outbox DROP COLUMN lapsed_at;
+         PRAGMA user_version = 2;",
     )
     .unwrap();
     drop(conn);
@@ -664,4 +752,207 @@ async fn a_version_2_file_is_migrated() {
             .unwrap(),
         vec![followed]
     );
+}
+
+/// The purge deletes in batches, each its own transaction, and the connection is free between
+/// them: 1,300 purgeable subjects and 1,300 sent lapse tasks at batches of 500 take 3 + 3 batches
+/// (plus the tasks' and rejections' tables), and at every boundary a request (a commit and a
+/// read) goes through and sees a state in between — some deleted, some not yet (counts of
+/// batches and rows, never time).
+#[tokio::test]
+async fn a_large_purge_goes_in_batches_and_requests_proceed_between_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path().join("w.db")).unwrap());
+    let t = tenant();
+    // Closed (withdrawn) records last active long before the purge's `before`.
+    let old = instant("2026-09-10T12:00:00Z");
+    let mut subjects = Vec::new();
+    for i in 0..1300 {
+        let mut rec = record(
+            &format!("exp-{i}"),
+            &format!("S-{i}"),
+            "2026-01-01T01:00:00Z",
+            None,
+            i + 1,
+        );
+        rec.status = Status::Withdrawn;
+        rec.withdrawal = Some(watcher_core::record::Withdrawal {
+            withdrawn_at: instant("2026-09-10T12:00:00Z"),
+            reason: "the task was canceled".into(),
+        });
+        subjects.push(state_with(vec![rec], &format!("S-{i}")));
+    }
+    for chunk in subjects.chunks(500) {
+        store
+            .commit(
+                &t,
+                Commit {
+                    subjects: chunk.to_vec(),
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let outbox: Vec<OutboxEntry> = (0..1300)
+        .map(|i| {
+            let mut o = entry(&format!("lapse:{i}"));
+            o.delivery = DeliveryState::Sent;
+            o.lapsed_at = old;
+            o.next_attempt_at = old;
+            o
+        })
+        .collect();
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox,
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let report = store
+        .purge_batched(instant("2027-01-01T00:00:00Z"), 500, |n| {
+            let store = Arc::clone(&store);
+            let t = t.clone();
+            let seen = Arc::clone(&seen);
+            async move {
+                // A request between batches: a commit and reads, on the same store.
+                let live = state_with(
+                    vec![record(
+                        &format!("new-{n}"),
+                        &format!("NEW-{n}"),
+                        "2027-06-01T00:00:00Z",
+                        None,
+                        10_000 + n,
+                    )],
+                    &format!("NEW-{n}"),
+                );
+                store
+                    .commit(
+                        &t,
+                        Commit {
+                            subjects: vec![live],
+                            ..Commit::default()
+                        },
+                    )
+                    .await
+                    .expect("a commit between two batches of the purge");
+                let first = store.subject(&t, &subject("S-0")).await.unwrap().is_some();
+                let last = store
+                    .subject(&t, &subject("S-999"))
+                    .await
+                    .unwrap()
+                    .is_some();
+                let lapses = store.lapses(&t).await.unwrap().len();
+                seen.lock().unwrap().push((n, first, last, lapses));
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.subjects, 1300);
+    assert_eq!(report.outbox, 1300);
+    let seen = seen.lock().unwrap().clone();
+    // Subjects: 500, 500, 300 rows looked at (the new subjects sort after the S- ones); tasks,
+    // outbox 500, 500, 300, rejections: 3 + 1 + 3 + 1 batches.
+    assert_eq!(seen.len(), 8, "{seen:?}");
+    assert!(
+        !seen[0].1,
+        "after the first batch S-0 is gone: the batch was committed on its own"
+    );
+    assert!(
+        seen[0].2,
+        "after the first batch S-999 is still there: {seen:?}"
+    );
+    assert_eq!(
+        seen[0].3, 1300,
+        "the lapse tasks wait for their own batches"
+    );
+    assert_eq!(seen[4].3, 800, "one batch of lapse tasks done: {seen:?}");
+    for n in 1..=8u64 {
+        assert!(
+            store
+                .subject(&t, &subject(&format!("NEW-{n}")))
+                .await
+                .unwrap()
+                .is_some(),
+            "the commit made between batches {n} and {} is kept",
+            n + 1
+        );
+    }
+}
+
+/// A commit rewrites only the index rows that change (issue 10, write amplification): after a
+/// second commit of a subject of two open records in which one is satisfied, the other
+/// record's timer and live rows are the very same rows (same rowid), the satisfied record's
+/// rows are gone, and the per-agent count followed.
+#[tokio::test]
+async fn a_commit_leaves_unchanged_index_rows_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let t = tenant();
+    let mut state = state_with(
+        vec![
+            record("exp-1", "PA-1", "2026-09-10T13:00:00Z", None, 1),
+            record("exp-2", "PA-1", "2026-09-10T14:00:00Z", None, 2),
+        ],
+        "PA-1",
+    );
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![state.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let rows = |sql: &str| -> Vec<(i64, String)> {
+        raw(&path)
+            .prepare(sql)
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let timers_before = rows("SELECT rowid, expectation_id FROM timers ORDER BY expectation_id");
+    let live_before = rows("SELECT rowid, expectation_id FROM live ORDER BY expectation_id");
+    assert_eq!(timers_before.len(), 2);
+    assert_eq!(live_before.len(), 2);
+
+    state.version = 1;
+    state.records[0].status = Status::Satisfied;
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![state],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let timers_after = rows("SELECT rowid, expectation_id FROM timers ORDER BY expectation_id");
+    let live_after = rows("SELECT rowid, expectation_id FROM live ORDER BY expectation_id");
+    assert_eq!(
+        timers_after,
+        vec![timers_before[1].clone()],
+        "exp-2's timer row untouched"
+    );
+    assert_eq!(
+        live_after,
+        vec![live_before[1].clone()],
+        "exp-2's live row untouched"
+    );
+    let counted: i64 = raw(&path)
+        .query_row("SELECT rows FROM agent_live_rows", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(counted, 1);
 }

@@ -1,0 +1,341 @@
+//! Pages of the list routes (issue 10; docs/interpretation.md "Pages of the list routes"),
+//! driven with `oneshot` over the memory and the SQLite store: 2,500 lapse tasks paged through
+//! `GET /v1/lapses` come back each exactly once, every page under 1 MB; `limit` and `cursor`
+//! are checked (400 problem+json naming the parameter); the filters `agent`, `delivery` and
+//! `since` hold; rejections and agents are paged too.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+use tower::ServiceExt;
+use watcher_core::card::declaration_from_card;
+use watcher_core::engine::{AgentProfile, Rejection};
+use watcher_core::ids::{AgentId, ExpectationId, Tenant};
+use watcher_core::lapse::Delivery;
+use watcher_core::record::LapseKind;
+use watcher_core::settings::Settings;
+use watcher_core::time::{Instant, IsoDuration};
+use watcher_http::{watcher_router, AppState, Credentials, Principal, Role};
+use watcher_runtime::clock::FakeClock;
+use watcher_runtime::directory::{AgentEntry, Directory};
+use watcher_runtime::memory::MemoryStore;
+use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
+use watcher_runtime::watcher::Watcher;
+use watcher_store_sqlite::SqliteStore;
+
+const OPERATOR: &str = "ops-token";
+const CARD: &str = include_str!("../../../examples/booking-card.json");
+
+struct Harness {
+    app: Router,
+    store: Arc<dyn Store>,
+}
+
+fn harness(store: Arc<dyn Store>) -> Harness {
+    let card: Value = serde_json::from_str(CARD).unwrap();
+    let directory = Directory::new();
+    for id in ["booking", "ops-bot", "quiet"] {
+        directory.insert(AgentEntry {
+            tenant: Tenant::default_tenant(),
+            profile: AgentProfile {
+                id: AgentId::parse(id).unwrap(),
+                declaration: declaration_from_card(&card).unwrap(),
+            },
+            submits_lapses: true,
+            delivery: Delivery::default(),
+        });
+    }
+    let mut credentials = Credentials::new();
+    credentials
+        .insert(
+            OPERATOR,
+            Principal {
+                role: Role::Operator,
+                id: "ops-desk".into(),
+                tenant: Tenant::default_tenant(),
+                on_behalf_of: Vec::new(),
+            },
+        )
+        .unwrap();
+    let wake = Arc::new(Notify::new());
+    let dyn_store: Arc<dyn Store> = Arc::clone(&store);
+    let app = watcher_router(AppState {
+        watcher: Arc::new(Watcher::new(dyn_store, directory, Settings::default())),
+        credentials: Arc::new(credentials),
+        clock: Arc::new(FakeClock::new(
+            Instant::parse("2026-09-11T12:00:00Z").unwrap(),
+        )),
+        wake,
+    });
+    Harness { app, store }
+}
+
+async fn get(app: &Router, uri: &str) -> (StatusCode, String, Value, usize) {
+    let request = Request::builder()
+        .method("GET")
+        .uri(uri)
+        .header(header::AUTHORIZATION, format!("Bearer {OPERATOR}"))
+        .body(Body::empty())
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, content_type, body, bytes.len())
+}
+
+fn t0() -> Instant {
+    Instant::parse("2026-09-10T12:00:00Z").unwrap()
+}
+
+/// Lapse task `i`: agent `booking` for even `i`, `ops-bot` for odd; lapsed `i` seconds after
+/// t0; every 5th sent.
+fn entry(i: usize) -> OutboxEntry {
+    let at = t0().plus(IsoDuration::parse(&format!("PT{i}S")).unwrap());
+    OutboxEntry {
+        tenant: Tenant::default_tenant(),
+        agent: AgentId::parse(if i.is_multiple_of(2) {
+            "booking"
+        } else {
+            "ops-bot"
+        })
+        .unwrap(),
+        message_id: format!("lapse:exp-{i}:overdue:x"),
+        expectation_id: ExpectationId::parse(format!("exp-{i}")).unwrap(),
+        lapse: LapseKind::Overdue,
+        lapsed_at: at,
+        request: json!({}),
+        delivery: if i.is_multiple_of(5) {
+            DeliveryState::Sent
+        } else {
+            DeliveryState::Queued
+        },
+        attempts: 0,
+        next_attempt_at: at,
+        task_id: None,
+        task_state: None,
+        answered_with_message: false,
+        last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
+    }
+}
+
+async fn fill(store: &Arc<dyn Store>, entries: Vec<OutboxEntry>) {
+    for chunk in entries.chunks(500) {
+        store
+            .commit(
+                &Tenant::default_tenant(),
+                Commit {
+                    outbox: chunk.to_vec(),
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// Follows `nextCursor` from `first` until it is null; answers the messageIds in order and the
+/// number of pages. Every page is 200, at most `limit` entries, under 1 MB.
+async fn walk(app: &Router, first: &str, limit: usize) -> (Vec<String>, usize) {
+    let mut ids = Vec::new();
+    let mut uri = first.to_string();
+    let mut pages = 0;
+    loop {
+        let (status, _, body, bytes) = get(app, &uri).await;
+        assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+        assert!(bytes <= 1_000_000, "{uri}: a page of {bytes} bytes");
+        let lapses = body["lapses"].as_array().unwrap();
+        assert!(lapses.len() <= limit, "{uri}: {} entries", lapses.len());
+        ids.extend(
+            lapses
+                .iter()
+                .map(|l| l["messageId"].as_str().unwrap().to_string()),
+        );
+        pages += 1;
+        assert!(pages < 1000, "nextCursor never ends");
+        match &body["nextCursor"] {
+            Value::Null => return (ids, pages),
+            Value::String(c) => {
+                let sep = if first.contains('?') { '&' } else { '?' };
+                uri = format!("{first}{sep}cursor={c}");
+            }
+            other => panic!("nextCursor: {other}"),
+        }
+    }
+}
+
+async fn lapse_pages(store: Arc<dyn Store>) {
+    let h = harness(store);
+    let all: Vec<OutboxEntry> = (0..2500).map(entry).collect();
+    fill(&h.store, all.clone()).await;
+    let names = |pick: &dyn Fn(&OutboxEntry) -> bool| -> Vec<String> {
+        all.iter()
+            .filter(|o| pick(o))
+            .map(|o| o.message_id.clone())
+            .collect()
+    };
+
+    // Default limit: 100 a page, 25 pages, each lapse task exactly once, in order of lapse.
+    let (ids, pages) = walk(&h.app, "/v1/lapses", 100).await;
+    assert_eq!(ids, names(&|_| true));
+    assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), 2500);
+    assert_eq!(pages, 25);
+    let (ids, pages) = walk(&h.app, "/v1/lapses?limit=1000", 1000).await;
+    assert_eq!(ids, names(&|_| true));
+    assert_eq!(pages, 3);
+
+    // Filters.
+    let (ids, _) = walk(&h.app, "/v1/lapses?agent=ops-bot&limit=300", 300).await;
+    assert_eq!(ids, names(&|o| o.agent.as_str() == "ops-bot"));
+    let (ids, _) = walk(&h.app, "/v1/lapses?delivery=sent&limit=50", 50).await;
+    assert_eq!(ids, names(&|o| o.delivery == DeliveryState::Sent));
+    assert_eq!(ids.len(), 500);
+    let since = t0().plus(IsoDuration::parse("PT2400S").unwrap());
+    let (ids, _) = walk(
+        &h.app,
+        &format!("/v1/lapses?since={since}&delivery=queued&agent=booking"),
+        100,
+    )
+    .await;
+    assert_eq!(
+        ids,
+        names(&|o| o.lapsed_at >= since
+            && o.delivery == DeliveryState::Queued
+            && o.agent.as_str() == "booking")
+    );
+    assert_eq!(ids.len(), 40);
+
+    // Bad parameters: 400 problem+json naming the parameter; nothing else changes.
+    for (uri, name) in [
+        ("/v1/lapses?limit=0", "`limit`"),
+        ("/v1/lapses?limit=1001", "`limit`"),
+        ("/v1/lapses?limit=ten", "`limit`"),
+        ("/v1/lapses?cursor=nonsense", "`cursor`"),
+        ("/v1/lapses?cursor=l1.zz", "`cursor`"),
+        ("/v1/lapses?delivery=lost", "`delivery`"),
+        ("/v1/lapses?since=yesterday", "`since`"),
+        ("/v1/lapses?agent=", "`agent`"),
+        ("/v1/lapses?page=2", "`page`"),
+    ] {
+        let (status, content_type, body, _) = get(&h.app, uri).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}: {body}");
+        assert_eq!(content_type, "application/problem+json", "{uri}");
+        let detail = body["detail"].as_str().unwrap();
+        assert!(detail.contains(name), "{uri}: {detail}");
+    }
+}
+
+#[tokio::test]
+async fn lapse_pages_over_the_memory_store() {
+    lapse_pages(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn lapse_pages_over_sqlite() {
+    lapse_pages(Arc::new(SqliteStore::memory().unwrap())).await;
+}
+
+/// Large lapse tasks (a 4 KB lastError each): a page of 1,000 would be about 4.5 MB, so pages
+/// end before 1 MB with a nextCursor, and still give each lapse task exactly once.
+#[tokio::test]
+async fn a_page_stays_under_a_megabyte() {
+    let h = harness(Arc::new(SqliteStore::memory().unwrap()));
+    let all: Vec<OutboxEntry> = (0..1000)
+        .map(|i| {
+            let mut o = entry(i);
+            o.last_error = Some("e".repeat(4096));
+            o
+        })
+        .collect();
+    fill(&h.store, all.clone()).await;
+    let (ids, pages) = walk(&h.app, "/v1/lapses?limit=1000", 1000).await;
+    assert_eq!(
+        ids,
+        all.iter().map(|o| o.message_id.clone()).collect::<Vec<_>>()
+    );
+    assert!(pages >= 5, "{pages} pages");
+}
+
+/// Rejections and agents are paged with `limit` and `cursor` too.
+#[tokio::test]
+async fn rejections_and_agents_are_paged() {
+    let h = harness(Arc::new(SqliteStore::memory().unwrap()));
+    let rejections: Vec<Rejection> = (0..250)
+        .map(|i| Rejection {
+            agent: AgentId::parse("booking").unwrap(),
+            expectation_id: Some(format!("exp-{i}")),
+            reason: format!("reason {i}"),
+            task_id: None,
+            at: t0(),
+        })
+        .collect();
+    h.store
+        .commit(
+            &Tenant::default_tenant(),
+            Commit {
+                rejections,
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut uri = "/v1/agents/booking/rejections".to_string();
+    loop {
+        let (status, _, body, _) = get(&h.app, &uri).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let page = body["rejections"].as_array().unwrap();
+        assert!(page.len() <= 100);
+        seen.extend(
+            page.iter()
+                .map(|r| r["expectationId"].as_str().unwrap().to_string()),
+        );
+        match body["nextCursor"].as_str() {
+            Some(c) => uri = format!("/v1/agents/booking/rejections?cursor={c}"),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..250).map(|i| format!("exp-{i}")).collect();
+    assert_eq!(seen, expected, "each rejection once, oldest first");
+    let (status, _, body, _) = get(&h.app, "/v1/agents/booking/rejections?limit=5000").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body["detail"].as_str().unwrap().contains("`limit`"));
+
+    // Three agents, one a page.
+    let mut agents = Vec::new();
+    let mut uri = "/v1/agents?limit=1".to_string();
+    loop {
+        let (status, _, body, _) = get(&h.app, &uri).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let page = body["agents"].as_array().unwrap();
+        assert_eq!(page.len(), 1, "{body}");
+        agents.push(page[0]["agentId"].as_str().unwrap().to_string());
+        match body["nextCursor"].as_str() {
+            Some(c) => uri = format!("/v1/agents?limit=1&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!(agents, ["booking", "ops-bot", "quiet"]);
+    let (status, _, body, _) = get(&h.app, "/v1/agents?cursor=l1.10").await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "a lapse cursor is not an agents cursor"
+    );
+    assert!(body["detail"].as_str().unwrap().contains("`cursor`"));
+}
