@@ -390,6 +390,11 @@ impl Submitter {
         &self.limiter
     }
 
+    /// The HTTP client.
+    pub fn client(&self) -> &A2aClient {
+        &self.client
+    }
+
     /// Delivers up to `limit` outbox entries due at `now` (see [`deliver_due`]).
     ///
     /// # Errors
@@ -492,6 +497,25 @@ impl Submitter {
                 source: None,
             }),
         };
+        self.record_poll_result(store, entry, result, now).await
+    }
+
+    /// Records `result`, a `GetTask` poll of the followed lapse task `entry` made elsewhere (the
+    /// reconciler, which also feeds the task's artifacts through the push ingest path), as
+    /// [`Submitter::poll_one`] does.
+    ///
+    /// # Errors
+    /// A [`StoreError`] recording the poll.
+    pub async fn record_poll_result<S>(
+        &self,
+        store: &S,
+        entry: &OutboxEntry,
+        result: Result<TaskState, DeliveryError>,
+        now: Instant,
+    ) -> Result<OutboxEntry, StoreError>
+    where
+        S: Store + ?Sized,
+    {
         let updated = record_poll(entry, &result, now, &self.policy);
         store.outbox_update(&updated).await?;
         if updated.task_state != entry.task_state {

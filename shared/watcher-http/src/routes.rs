@@ -121,6 +121,21 @@ pub async fn push(
         .map_err(unavailable)?;
     // New deadlines or queued lapse tasks: wake the timer and delivery loops.
     state.wake.notify_waiters();
+    // Origin-task reconciliation (issue 11 item 5): a task of an agent that is not
+    // lifecycle-trusted that raised expectations is followed with GetTask, in case its cancel is
+    // never pushed.
+    if let Some(task_id) = event.task_id() {
+        if applied
+            .effects
+            .iter()
+            .any(|e| matches!(e, Effect::Raised { .. }))
+        {
+            state
+                .watcher
+                .directory
+                .follow_origin(&tenant, &id, task_id, now);
+        }
+    }
     track_lapse_task(&state, &tenant, &id, &event).await;
     let mut raised = Vec::new();
     let mut rejected = Vec::new();
@@ -424,8 +439,10 @@ pub async fn lapses(
 }
 
 /// `GET /v1/agents`: every agent of the caller's tenant with its lapse-task delivery state
-/// (`ok`, `retrying` since `retryingSince`, `failing`; `watcher_runtime::operators`). For
-/// operators.
+/// (`ok`, `retrying` since `retryingSince`, `failing`; `watcher_runtime::operators`),
+/// `lifecycleTrusted` and `lifecycle` (`protocolVersion`, `probedAt`, `demotions`, the probe's
+/// `descriptor`; or only `demotions` when never probed), and `reconciled` (origin tasks followed
+/// with `GetTask`). For operators.
 pub async fn agents(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -467,6 +484,26 @@ pub async fn agents(
         }
         if let Some(e) = delivery.last_error {
             v["lastError"] = json!(e);
+        }
+        // docs/specs/agent-card-vs-lifecycle-conformance.md: only a probe promotes; the card
+        // alone never does. Untrusted agents' origin tasks are reconciled with GetTask.
+        let lifecycle = directory.lifecycle(&principal.tenant, &id);
+        v["lifecycleTrusted"] = json!(lifecycle.as_ref().is_some_and(|l| l.lifecycle_trusted));
+        v["reconciled"] = json!(directory.reconciles(&principal.tenant, &id));
+        match lifecycle {
+            Some(l) => {
+                v["lifecycle"] = json!({
+                    "protocolVersion": l.protocol_version,
+                    "probedAt": l.probed_at,
+                    "demotions": l.demotions,
+                    "descriptor": l.descriptor,
+                })
+            }
+            None => {
+                v["lifecycle"] = json!({
+                    "demotions": ["never probed: the card alone never promotes an agent to lifecycle-trusted"]
+                })
+            }
         }
         // serve.md "Agents are independent": where the agent's card stands.
         if let Some(card) = cards.remove(&id) {

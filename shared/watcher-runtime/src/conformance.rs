@@ -115,6 +115,8 @@ macro_rules! store_conformance {
             outbox_following_by_next_poll,
             probe_write_writes,
             agent_cards_are_kept,
+            lifecycle_descriptors_are_kept,
+            withdrawn_lapse_tasks_are_kept,
             tenants_are_isolated,
             rejections_per_tenant_and_agent,
             sequence_strictly_increases,
@@ -1600,6 +1602,102 @@ pub async fn agent_cards_are_kept<S: Store + 'static>(store: Arc<S>) {
             .expect("agent_card"),
         None
     );
+}
+
+/// The lifecycle probe's descriptor is kept per (tenant, agent, protocol version), replaced by
+/// the next probe of the same version, and read back as it was
+/// (docs/specs/agent-card-vs-lifecycle-conformance.md: one descriptor per (callee,
+/// protocolVersion)).
+pub async fn lifecycle_descriptors_are_kept<S: Store + 'static>(store: Arc<S>) {
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    let booking = agent("booking");
+    let get = |t: Tenant, ag: AgentId, v: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .lifecycle_descriptor(&t, &ag, v)
+                .await
+                .expect("lifecycle_descriptor")
+        }
+    };
+    assert_eq!(get(a.clone(), booking.clone(), "1.0").await, None);
+    let first = serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": false,
+                                    "demotions": ["a status without timestamp"] });
+    store
+        .put_lifecycle_descriptor(&a, &booking, "1.0", &first, at(1))
+        .await
+        .expect("keep a descriptor");
+    let old = serde_json::json!({ "protocolVersion": "0.3", "lifecycleTrusted": true });
+    store
+        .put_lifecycle_descriptor(&a, &booking, "0.3", &old, at(2))
+        .await
+        .expect("keep another version's descriptor");
+    assert_eq!(
+        get(a.clone(), booking.clone(), "1.0").await,
+        Some((first, at(1))),
+        "each protocol version has its own"
+    );
+    let second = serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": true });
+    store
+        .put_lifecycle_descriptor(&a, &booking, "1.0", &second, at(3))
+        .await
+        .expect("replace it");
+    assert_eq!(
+        get(a.clone(), booking.clone(), "1.0").await,
+        Some((second, at(3))),
+        "a fresh probe replaces the one before"
+    );
+    assert_eq!(
+        get(a.clone(), booking.clone(), "0.3").await,
+        Some((old, at(2)))
+    );
+    assert_eq!(get(b, booking, "1.0").await, None, "tenants are apart");
+    assert_eq!(get(a, agent("other"), "1.0").await, None);
+}
+
+/// A lapse task marked `withdrawn` (never sent: its origin task was found ended before sending)
+/// is stored as such, found by its agent and state, and left out of the queue.
+pub async fn withdrawn_lapse_tasks_are_kept<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("tenant-a");
+    let entry = outbox_entry(&t, "lapse:withdrawn", at(1));
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![entry.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit a lapse task");
+    let mut withdrawn = entry.clone();
+    withdrawn.delivery = DeliveryState::Withdrawn;
+    withdrawn.last_error = Some("not sent: the origin task is TASK_STATE_CANCELED".into());
+    store
+        .outbox_update(&withdrawn)
+        .await
+        .expect("mark withdrawn");
+    let got = store
+        .outbox_get(&t, &entry.agent, &entry.message_id)
+        .await
+        .expect("outbox_get")
+        .expect("kept");
+    assert_eq!(got.delivery, DeliveryState::Withdrawn);
+    let listed = store
+        .outbox_of_agent(&t, &entry.agent, DeliveryState::Withdrawn, None, 10)
+        .await
+        .expect("outbox_of_agent");
+    assert_eq!(listed.len(), 1);
+    let queued = store
+        .outbox_of_agent(&t, &entry.agent, DeliveryState::Queued, None, 10)
+        .await
+        .expect("outbox_of_agent");
+    assert!(queued.is_empty(), "{queued:?}");
+    assert!(store
+        .outbox_due(at(100), 10)
+        .await
+        .expect("outbox_due")
+        .is_empty());
 }
 
 /// `probe_write` succeeds on a healthy store, again and again, and changes nothing of the record.

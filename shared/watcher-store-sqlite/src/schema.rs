@@ -16,7 +16,11 @@ use crate::codec::db;
 ///   expectation ids are scoped to the raising agent, so two agents of one tenant can have lapse
 ///   tasks with the same `messageId`.
 /// * 3: the outbox's `follow_at` (the next `GetTask` poll of a followed lapse task), indexed.
-pub const SCHEMA_VERSION: i64 = 3;
+/// * 4: the outbox's `delivery` may be `withdrawn` (never sent: the origin task was found ended
+///   before sending, origin-task reconciliation); the table is rebuilt for its CHECK. Also the
+///   `lifecycle` table (the probe's descriptor per agent and protocol version), created by IF
+///   NOT EXISTS.
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// How long a statement waits for another connection's write lock before failing with
 /// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
@@ -123,7 +127,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     tenant TEXT NOT NULL,
     message_id TEXT NOT NULL,
     agent TEXT NOT NULL,
-    delivery TEXT NOT NULL CHECK (delivery IN ('queued', 'sent', 'failed')),
+    delivery TEXT NOT NULL CHECK (delivery IN ('queued', 'sent', 'failed', 'withdrawn')),
     next_attempt TEXT NOT NULL,
     entry TEXT NOT NULL,
     follow_at TEXT,
@@ -152,6 +156,17 @@ CREATE TABLE IF NOT EXISTS agent_cards (
     card TEXT NOT NULL,
     read_at TEXT NOT NULL,
     PRIMARY KEY (tenant, agent)
+) STRICT;
+
+-- The lifecycle probe's descriptor per (agent, protocol version)
+-- (Store::put_lifecycle_descriptor); created by IF NOT EXISTS in older files when they open.
+CREATE TABLE IF NOT EXISTS lifecycle (
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    protocol_version TEXT NOT NULL,
+    descriptor TEXT NOT NULL,
+    probed_at TEXT NOT NULL,
+    PRIMARY KEY (tenant, agent, protocol_version)
 ) STRICT;
 
 CREATE TABLE IF NOT EXISTS rejections (
@@ -189,6 +204,32 @@ DROP INDEX IF EXISTS outbox_tenant;
 
 /// Version 2 → 3, before [`SCHEMA`] (whose index on `follow_at` needs the column).
 const V2_TO_V3_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN follow_at TEXT;";
+
+/// Version 3 → 4, before [`SCHEMA`]: the v3 outbox (its CHECK without `withdrawn`) is set aside
+/// with its indexes dropped, so that [`SCHEMA`] creates the v4 outbox and its indexes.
+const V3_TO_V4_BEFORE: &str = r#"
+ALTER TABLE outbox RENAME TO outbox_v3;
+DROP INDEX IF EXISTS outbox_due;
+DROP INDEX IF EXISTS outbox_tenant;
+DROP INDEX IF EXISTS outbox_agent;
+DROP INDEX IF EXISTS outbox_follow;
+"#;
+
+/// Version 3 → 4, after [`SCHEMA`]: every row copied with its `seq`, the AUTOINCREMENT
+/// high-water mark carried over, the v3 table dropped.
+const V3_TO_V4_AFTER: &str = r#"
+INSERT INTO outbox (seq, tenant, message_id, agent, delivery, next_attempt, entry, follow_at)
+    SELECT seq, tenant, message_id, agent, delivery, next_attempt, entry, follow_at
+    FROM outbox_v3 ORDER BY seq;
+INSERT INTO sqlite_sequence (name, seq)
+    SELECT 'outbox', seq FROM sqlite_sequence WHERE name = 'outbox_v3'
+    AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'outbox');
+UPDATE sqlite_sequence
+    SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'outbox_v3'), 0))
+    WHERE name = 'outbox';
+DELETE FROM sqlite_sequence WHERE name = 'outbox_v3';
+DROP TABLE outbox_v3;
+"#;
 
 /// Version 1 → 2, after [`SCHEMA`]: every v1 row is copied with its `seq` (so the order of lapse
 /// is kept), the AUTOINCREMENT high-water mark is carried over (so no `seq` is handed out twice),
@@ -244,9 +285,17 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     if found == 2 {
         tx.execute_batch(V2_TO_V3_BEFORE).map_err(db)?;
     }
+    // v1 files are rebuilt by the v1 → v2 steps straight into the current outbox.
+    let rebuild_v3 = found == 2 || found == 3;
+    if rebuild_v3 {
+        tx.execute_batch(V3_TO_V4_BEFORE).map_err(db)?;
+    }
     tx.execute_batch(SCHEMA).map_err(db)?;
     if from_v1 {
         tx.execute_batch(V1_TO_V2_AFTER).map_err(db)?;
+    }
+    if rebuild_v3 {
+        tx.execute_batch(V3_TO_V4_AFTER).map_err(db)?;
     }
     tx.execute_batch(REBUILD_AGENT_LIVE_ROWS).map_err(db)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)

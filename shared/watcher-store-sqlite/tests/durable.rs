@@ -300,8 +300,8 @@ fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 3,
-        "this test migrates from version 1 through 2 to the current one"
+        SCHEMA_VERSION, 4,
+        "this test migrates from version 1 through 2 and 3 to the current one"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
