@@ -665,3 +665,81 @@ async fn a_version_2_file_is_migrated() {
         vec![followed]
     );
 }
+
+/// A version 3 file (the outbox's CHECK without `withdrawn`) is migrated on opening: the outbox is
+/// rebuilt with every row, `seq` and `follow_at` kept, its indexes recreated, and a lapse task
+/// can then be marked `withdrawn`.
+#[tokio::test]
+async fn a_version_3_file_is_migrated_to_take_withdrawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    let mut followed = entry("lapse:followed");
+    followed.delivery = DeliveryState::Sent;
+    followed.task_id = Some("task-1".into());
+    followed.follow_at = Some(instant("2026-09-10T13:05:00Z"));
+    let queued = entry("lapse:queued");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: vec![followed.clone(), queued.clone()],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+        store.outbox_update(&followed).await.unwrap();
+    }
+    // Back to the version 3 outbox, as a version 3 build left it.
+    let conn = raw(&path);
+    conn.execute_batch(
+        "ALTER TABLE outbox RENAME TO outbox_v4;
+         CREATE TABLE outbox (
+             seq INTEGER PRIMARY KEY AUTOINCREMENT,
+             tenant TEXT NOT NULL, message_id TEXT NOT NULL, agent TEXT NOT NULL,
+             delivery TEXT NOT NULL CHECK (delivery IN ('queued', 'sent', 'failed')),
+             next_attempt TEXT NOT NULL, entry TEXT NOT NULL, follow_at TEXT,
+             UNIQUE (tenant, agent, message_id)) STRICT;
+         INSERT INTO outbox SELECT * FROM outbox_v4;
+         DROP TABLE outbox_v4;
+         PRAGMA user_version = 3;",
+    )
+    .unwrap();
+    assert!(conn
+        .execute("UPDATE outbox SET delivery = 'withdrawn'", [])
+        .is_err());
+    drop(conn);
+
+    let store = SqliteStore::open(&path).unwrap();
+    let version: i64 = raw(&path)
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let lapses = store.lapses(&t).await.unwrap();
+    let ids: Vec<&str> = lapses.iter().map(|e| e.message_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["lapse:followed", "lapse:queued"],
+        "rows and order kept"
+    );
+    let following = store
+        .outbox_following(&t, &agent(), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(following.len(), 1, "follow_at kept and indexed");
+    let mut withdrawn = queued.clone();
+    withdrawn.delivery = DeliveryState::Withdrawn;
+    store.outbox_update(&withdrawn).await.unwrap();
+    assert_eq!(
+        store
+            .outbox_get(&t, &agent(), "lapse:queued")
+            .await
+            .unwrap()
+            .unwrap()
+            .delivery,
+        DeliveryState::Withdrawn
+    );
+}
