@@ -239,3 +239,142 @@ async fn a_successor_in_a_followed_lapse_task_is_recorded() {
     assert_eq!(expectation(&subject, "exp-3b")["lineage"], 1, "{subject:#}");
     assert_eq!(agent.sent_message_ids().len(), 1);
 }
+
+/// An agent that passes the lifecycle probe: every status timestamped, the terminal status
+/// pushed once to the probe's webhook, `GetTask` and `ListTasks` served. Every other task it is
+/// asked about is working.
+fn conforming() -> Behaviour {
+    const TS: &str = "2026-11-30T00:00:00Z";
+    Behaviour::from_fn(|_, req| match req.rpc_method().as_deref() {
+        Some("SendMessage") => {
+            let body = req.json().unwrap_or_default();
+            if let Some(url) = body
+                .pointer("/params/configuration/taskPushNotificationConfig/url")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            {
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let _ = reqwest::Client::new()
+                        .post(url)
+                        .json(&json!({ "statusUpdate": { "taskId": "probe-task",
+                            "contextId": "ctx-probe",
+                            "status": { "state": "TASK_STATE_COMPLETED", "timestamp": TS } } }))
+                        .send()
+                        .await;
+                });
+            }
+            rpc_result(
+                req,
+                json!({ "task": { "id": "probe-task", "contextId": "ctx-probe",
+                    "status": { "state": "TASK_STATE_SUBMITTED", "timestamp": TS } } }),
+            )
+        }
+        Some("GetTask") => {
+            let id = asked_for(req).unwrap_or_default();
+            let state = if id == "probe-task" {
+                "TASK_STATE_COMPLETED"
+            } else {
+                "TASK_STATE_WORKING"
+            };
+            rpc_result(
+                req,
+                json!({ "id": id, "contextId": "ctx-probe",
+                        "status": { "state": state, "timestamp": TS } }),
+            )
+        }
+        Some("ListTasks") => rpc_result(req, json!({ "tasks": [], "nextPageToken": "" })),
+        _ => Reply::rpc_error(-32601, "Method not found"),
+    })
+}
+
+/// `probe = true`: the agent is probed when it registers; the descriptor is kept in the store
+/// and shown at `GET /v1/agents`; a trusted agent's origin tasks are not followed; after a
+/// restart without `probe`, the kept descriptor still decides.
+#[tokio::test]
+async fn a_probe_on_registration_promotes_and_is_kept() {
+    let agent = spawn_capture_agent(conforming()).await;
+    let mut w = spawn_watcher_with(
+        &agent,
+        "[delivery]\npoll_first = \"PT0.2S\"\n",
+        "probe = true",
+    )
+    .await;
+    let trusted = wait_until(
+        || async { w.get("/v1/agents").await.body["agents"][0]["lifecycleTrusted"] == true },
+        PATIENCE,
+    )
+    .await;
+    let agents = w.get("/v1/agents").await.body;
+    assert!(trusted, "{agents:#}\n{}", w.log());
+    let booking = &agents["agents"][0];
+    assert_eq!(booking["reconciled"], false);
+    assert_eq!(booking["lifecycle"]["protocolVersion"], "1.0");
+    assert_eq!(booking["lifecycle"]["demotions"], json!([]));
+    assert_eq!(
+        booking["lifecycle"]["descriptor"]["exactlyOneTerminal"],
+        true
+    );
+    assert!(booking["lifecycle"]["probedAt"].is_string());
+
+    let before = get_tasks(&agent).len();
+    let raised = w
+        .push(&one_expectation(
+            "task-origin-4",
+            "exp-4",
+            "PA-4",
+            origin(Duration::from_secs(3600)),
+            "PT0S",
+        ))
+        .await;
+    assert_eq!(raised.status, 200);
+    assert!(
+        holds_for(
+            || async { get_tasks(&agent).len() == before },
+            Duration::from_millis(1200)
+        )
+        .await,
+        "a trusted agent's origin task is not polled: {:?}",
+        get_tasks(&agent)
+    );
+
+    w.kill().await;
+    let config = w.dir.path().join("watcher.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("probe = true", "probe = false")).unwrap();
+    let sends = agent.sent_message_ids().len();
+    w.start().await;
+    let agents = w.get("/v1/agents").await.body;
+    assert_eq!(agents["agents"][0]["lifecycleTrusted"], true, "{agents:#}");
+    assert_eq!(agent.sent_message_ids().len(), sends, "not probed again");
+}
+
+/// An agent whose card says `pushNotifications: true` but whose probe task's statuses are never
+/// pushed is not trusted; the demotion says why, and its origin tasks are reconciled.
+#[tokio::test]
+async fn a_probe_without_pushes_demotes() {
+    let agent = spawn_capture_agent(cancels_silently()).await;
+    let w = spawn_watcher_with(&agent, "", "probe = true").await;
+    let probed = wait_until(
+        || async {
+            w.get("/v1/agents").await.body["agents"][0]["lifecycle"]["probedAt"].is_string()
+        },
+        PATIENCE,
+    )
+    .await;
+    let agents = w.get("/v1/agents").await.body;
+    assert!(probed, "{agents:#}\n{}", w.log());
+    let booking = &agents["agents"][0];
+    assert_eq!(booking["lifecycleTrusted"], false);
+    assert_eq!(booking["reconciled"], true);
+    let demotions: Vec<&str> = booking["lifecycle"]["demotions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        demotions.contains(&"the card says pushNotifications: true, but no push arrived"),
+        "{demotions:?}"
+    );
+}
