@@ -67,9 +67,12 @@ pub struct OriginQueue {
 /// The first poll comes this long after following begins, by default (`[delivery] poll_first`).
 pub const DEFAULT_FIRST_POLL: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Off (capacity 0): a deployment that polls the queue turns it on ([`OriginQueue::set_capacity`];
+/// `serve` does, from `[delivery] reconcile_origins`). So a deployment without a poller (the
+/// Lambda functions) never fills it.
 impl Default for OriginQueue {
     fn default() -> Self {
-        OriginQueue::new(DEFAULT_CAPACITY)
+        OriginQueue::new(0)
     }
 }
 
