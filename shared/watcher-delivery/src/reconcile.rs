@@ -298,7 +298,15 @@ impl Reconciler {
             origins.stop(&key);
             return;
         }
-        let result = self.get_task(&f.tenant, &f.agent, &f.task_id, None).await;
+        // The card interface's `tenant`, as the agent's lapse tasks carry it.
+        let interface_tenant = self
+            .watcher
+            .directory
+            .get(&f.tenant, &f.agent)
+            .and_then(|a| a.delivery.tenant);
+        let result = self
+            .get_task(&f.tenant, &f.agent, &f.task_id, interface_tenant.as_deref())
+            .await;
         let now = self.clock.now();
         let next = add(now, poll_delay(f.since, now, &self.policy));
         let too_old = elapsed(f.since, now) >= self.policy.give_up_after;
