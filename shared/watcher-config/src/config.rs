@@ -405,6 +405,25 @@ mod tests {
             (4, 64)
         );
         assert_eq!(c.delivery.timeout_secs, 10);
+        assert_eq!(c.delivery.reconcile_origins, 10_000);
+    }
+
+    #[test]
+    fn reconciliation_and_probe_settings() {
+        let agent = "[[agents]]\nid = \"a\"\ncard = \"x\"\npush_token = \"p\"\n";
+        let c = Config::from_toml(agent).unwrap();
+        assert!(c.agents[0].reconcile, "reconciled unless turned off");
+        assert!(
+            !c.agents[0].probe,
+            "a probe sends a real task: only when asked"
+        );
+        let c = Config::from_toml(&format!(
+            "[delivery]\nreconcile_origins = 0\n{agent}reconcile = false\nprobe = true\n"
+        ))
+        .unwrap();
+        assert_eq!(c.delivery.reconcile_origins, 0);
+        assert!(!c.agents[0].reconcile);
+        assert!(c.agents[0].probe);
     }
 
     #[test]
