@@ -70,6 +70,9 @@ pub struct Options {
     /// Where the temporary folders go (the disk measured); the system's temporary folder if
     /// absent.
     pub dir: Option<PathBuf>,
+    /// How long the slow agent of the slow-agent phase takes to answer (20 s; 3 s with
+    /// `--quick`).
+    pub slow_answer: Duration,
 }
 
 impl Options {
@@ -87,6 +90,7 @@ impl Options {
             latency_wait: Duration::from_secs(if quick { 20 } else { 120 }),
             latency_at_largest_only: quick,
             dir: None,
+            slow_answer: Duration::from_secs(if quick { 3 } else { 20 }),
         }
     }
 }
@@ -108,7 +112,23 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             .with_context(|| format!("the run at {n} open expectations failed"))?;
         results.push(r);
     }
-    print_table(&results);
+    eprintln!("bench: a fast agent beside a slow one ...");
+    let slow = slow_agent(&opts, true)
+        .await
+        .context("the slow-agent phase failed")?;
+    let baseline = slow_agent(&opts, false)
+        .await
+        .context("the slow-agent baseline failed")?;
+    if !results.is_empty() {
+        print_table(&results);
+    }
+    println!(
+        "{:<24} {:>14}   (target <= 250; the other agent answers after {} s; {} when it answers at once)",
+        "beside a slow agent p99 ms",
+        slow["fastP99Ms"],
+        opts.slow_answer.as_secs(),
+        baseline["fastP99Ms"],
+    );
     let doc = json!({
         "bench": "a2a-watcher",
         "version": env!("CARGO_PKG_VERSION"),
@@ -117,6 +137,8 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         "secondsPerPhase": opts.limit.as_secs_f64(),
         "totalSeconds": round(started.elapsed().as_secs_f64(), 1),
         "sizes": results,
+        "slowAgent": slow,
+        "slowAgentBaseline": baseline,
     });
     println!("{doc}");
     Ok(())
@@ -733,6 +755,158 @@ async fn lapse_latency(
         "p50Ms": pct(0.50),
         "p99Ms": pct(0.99),
         "maxMs": pct(1.0),
+    }))
+}
+
+/// Lapse tasks per agent in the slow-agent phase.
+const SLOW_PHASE_LAPSES: usize = 20;
+
+/// Issue 9's slow-agent figure: two agents on one `serve` with the default delivery settings,
+/// `slow` answering every request only `opts.slow_answer` after its deadline and `fast` at
+/// once. [`SLOW_PHASE_LAPSES`] expectations of the slow agent fall due first (so its lane is
+/// full of requests it does not answer), as many of the fast agent's two seconds later, all in
+/// the same second. Answers the latency from the fast agent's deadline to the arrival of each of
+/// its lapse tasks (p50, p99, max), and how many of the slow agent's arrived. Target: fast p99
+/// ≤ 250 ms. Few deadlines, so that the figure is the lanes' and not the rate at which the timer
+/// loop fires deadlines (the lapse-latency phase measures that).
+///
+/// With `held` false the second agent answers at once: the same run without a slow agent, the
+/// baseline the figure is compared with.
+async fn slow_agent(opts: &Options, held: bool) -> anyhow::Result<Value> {
+    let base = opts.dir.clone().unwrap_or_else(std::env::temp_dir);
+    let dir = TempDir(base.join(format!(
+        "a2a-watcher-bench-slow-{}-{}",
+        std::process::id(),
+        jiff::Timestamp::now().as_millisecond()
+    )));
+    std::fs::create_dir_all(&dir.0)?;
+    let arrivals: Arc<Mutex<Vec<SystemTime>>> = Arc::default();
+    let seen = arrivals.clone();
+    let fast = CaptureAgent::spawn(Behaviour::from_fn(move |i, req| {
+        if req.rpc_method().as_deref() == Some("SendMessage") {
+            seen.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(SystemTime::now());
+        }
+        Reply::task(format!("task-{}", i + 1), a2a_types::TaskState::Submitted)
+    }))
+    .await?;
+    let slow = CaptureAgent::spawn(Behaviour::accept()).await?;
+    slow.hold(held);
+    let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))?;
+    for (name, agent) in [("fast", &fast), ("slow", &slow)] {
+        card["supportedInterfaces"][0]["url"] = json!(agent.url());
+        std::fs::write(dir.0.join(format!("{name}.json")), card.to_string())?;
+    }
+    let toml = format!(
+        r#"listen = "127.0.0.1:0"
+database = "bench.db"
+allow_private_endpoints = true
+retention_days = 0
+
+[[agents]]
+id = "fast"
+card = "fast.json"
+endpoint = "{fast}"
+push_token = "push-fast"
+
+[[agents]]
+id = "slow"
+card = "slow.json"
+endpoint = "{slow}"
+push_token = "push-slow"
+"#,
+        fast = fast.url(),
+        slow = slow.url(),
+    );
+    let path = dir.0.join("watcher.toml");
+    std::fs::write(&path, toml)?;
+    let config = watcher_config::Config::load(&path)?;
+    let running = crate::serve::start(config).await?;
+    let base_url = format!("http://{}", running.addr);
+    let http = reqwest::Client::new();
+    let slow_second = jiff::Timestamp::now().as_second() + 3;
+    let due_second = slow_second + 2;
+    // The slow agent's fall due first, so its lane is busy when the fast agent's do.
+    for (agent, second) in [("slow", slow_second), ("fast", due_second)] {
+        let due = jiff::Timestamp::from_second(second)?;
+        for p in 0..SLOW_PHASE_LAPSES / LAPSES_PER_PUSH {
+            let exps: Vec<Value> = (0..LAPSES_PER_PUSH)
+                .map(|j| {
+                    let s = format!("S-{agent}-{p}-{j}");
+                    json!({
+                        "expectationId": format!("exp-{s}"), "kind": "shipment.manifest",
+                        "subject": { "type": "shipment", "id": s },
+                        "expects": "the airline manifest",
+                        "satisfiedBy": { "factKey": format!("shipment.manifest.received:{s}") },
+                        "dueAt": due.to_string(), "basis": "observed"
+                    })
+                })
+                .collect();
+            let body = json!({ "artifactUpdate": {
+                "taskId": format!("task-{agent}-{p}"), "contextId": format!("ctx-{agent}-{p}"),
+                "artifact": { "artifactId": format!("a-{agent}-{p}"), "parts": [{ "text": "booked" }],
+                    "extensions": [URI], "metadata": { URI: { "expectations": exps } } }
+            } });
+            ok(http
+                .post(format!("{base_url}/v1/agents/{agent}/push"))
+                .header("X-A2A-Notification-Token", format!("push-{agent}"))
+                .json(&body)
+                .send()
+                .await?)
+            .await?;
+        }
+    }
+    let pushed_before_due = jiff::Timestamp::now().as_second() < slow_second;
+    let due_at = SystemTime::UNIX_EPOCH + Duration::from_secs(due_second as u64);
+    // The slow agent answers `slow_answer` after its deadline; the fast one is measured meanwhile.
+    let release =
+        SystemTime::UNIX_EPOCH + Duration::from_secs(slow_second as u64) + opts.slow_answer;
+    let give_up = release + Duration::from_secs(30);
+    let mut released = false;
+    loop {
+        let now = SystemTime::now();
+        if !released && (now >= release || !held) {
+            slow.hold(false);
+            released = true;
+        }
+        let got = arrivals.lock().map(|a| a.len()).unwrap_or(0);
+        if (released && got >= SLOW_PHASE_LAPSES) || now > give_up {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Held requests are recorded when they arrive: what the slow agent was asked meanwhile
+    // (the origin check's GetTask, then SendMessage), none of it answered before `release`.
+    let slow_requests = slow.request_count();
+    running.shutdown().await;
+    let mut ms: Vec<f64> = arrivals
+        .lock()
+        .map(|a| {
+            a.iter()
+                .map(|t| match t.duration_since(due_at) {
+                    Ok(d) => d.as_secs_f64() * 1e3,
+                    Err(e) => -e.duration().as_secs_f64() * 1e3,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ms.sort_by(f64::total_cmp);
+    let pct = |p: f64| -> Value {
+        let i = ((p * SLOW_PHASE_LAPSES as f64).ceil() as usize).clamp(1, SLOW_PHASE_LAPSES) - 1;
+        ms.get(i).map_or(Value::Null, |v| json!(round(*v, 1)))
+    };
+    Ok(json!({
+        "lapsesPerAgent": SLOW_PHASE_LAPSES,
+        "slowAnswerSeconds": opts.slow_answer.as_secs(),
+        "pushedBeforeDeadline": pushed_before_due,
+        "fastReceived": ms.len(),
+        "fastP50Ms": pct(0.50),
+        "fastP99Ms": pct(0.99),
+        "fastMaxMs": pct(1.0),
+        "slowAgentHeld": held,
+        "slowRequests": slow_requests,
+        "targetP99Ms": 250,
     }))
 }
 

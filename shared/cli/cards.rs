@@ -69,6 +69,9 @@ pub async fn refresh_loop(
             if refreshed.current {
                 tracing::info!(agent = %a.id, "the agent card was read; the agent is served");
                 wake.notify_waiters();
+                if a.probe {
+                    crate::probe::on_registration(&a, &*store, &directory, &*clock).await;
+                }
             } else {
                 still.push((a, failed + 1, tokio::time::Instant::now() + wait));
             }

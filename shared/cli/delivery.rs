@@ -10,6 +10,7 @@ use watcher_core::ids::{AgentId, Tenant};
 use watcher_delivery::deliver::Submitter;
 use watcher_delivery::endpoint::SharedEndpoints;
 use watcher_delivery::lanes::{spawn_lanes, LaneContext, LaneSettings};
+use watcher_delivery::reconcile::Reconciler;
 use watcher_runtime::clock::Clock;
 use watcher_runtime::directory::Directory;
 use watcher_runtime::store::Store;
@@ -30,6 +31,7 @@ pub fn start_lanes(
     wake: Arc<Notify>,
     stop: watch::Receiver<bool>,
     settings: LaneSettings,
+    reconciler: Option<Arc<Reconciler>>,
 ) -> Vec<JoinHandle<()>> {
     let agents: BTreeSet<(Tenant, AgentId)> = directory
         .entries()
@@ -48,6 +50,7 @@ pub fn start_lanes(
             wake,
             stop,
             settings,
+            reconciler,
         },
         agents.into_iter().collect(),
     )

@@ -80,6 +80,9 @@ pub async fn run() -> anyhow::Result<()> {
         bearer: None,
         tenant: "default".into(),
         submit_lapses: false,
+        // The example agent answers SendMessage only: no GetTask to reconcile with.
+        reconcile: false,
+        probe: false,
     });
     config.sources.push(SourceConfig {
         id: "carrier-feed:emirates".into(),

@@ -101,6 +101,10 @@ enum Command {
         /// folder by default.
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Only the slow-agent figure: a fast agent's lapse-task p99 while another agent
+        /// answers after 20 s (3 s with --quick).
+        #[arg(long)]
+        slow_agent_only: bool,
     },
     /// Run a scenario on a simulated clock and print what happened as JSON Lines.
     Replay {
@@ -255,11 +259,15 @@ fn main() -> ExitCode {
             sizes,
             clients,
             dir,
+            slow_agent_only,
         } => {
             init_logging(cli.log_format, "warn");
             let mut opts = bench::Options::new(quick);
             if let Some(sizes) = sizes {
                 opts.sizes = sizes;
+            }
+            if slow_agent_only {
+                opts.sizes.clear();
             }
             opts.clients = clients.max(1);
             opts.dir = dir;

@@ -33,11 +33,33 @@ type Pushes = Arc<Mutex<Vec<Value>>>;
 /// # Errors
 /// The card cannot be read or names no JSONRPC interface, or `SendMessage` fails.
 pub async fn run(agent_url: &str) -> anyhow::Result<Value> {
-    let http = reqwest::Client::builder()
+    let http = client()?;
+    let card = fetch_card(&http, agent_url).await?;
+    run_with_card(agent_url, &card, None).await
+}
+
+fn client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .redirect(reqwest::redirect::Policy::none())
-        .build()?;
-    let card = fetch_card(&http, agent_url).await?;
+        .build()?)
+}
+
+/// Probes the agent whose card (1.0 or 0.3 shape) is `card`, named `agent` in the descriptor,
+/// presenting `bearer` when given (serve's probe on registration: the card kept in the store,
+/// the agent's configured bearer). Answers the descriptor of [`run`], with `demotions`: why the
+/// agent is not lifecycle-trusted, in words (empty when it is).
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_with_card(
+    agent: &str,
+    card: &Value,
+    bearer: Option<&str>,
+) -> anyhow::Result<Value> {
+    let http = client()?;
+    let agent_url = agent;
+    let card = a2a_types::v03::card_to_v1(card.clone());
     let iface = card["supportedInterfaces"]
         .as_array()
         .and_then(|l| l.iter().find(|i| i["protocolBinding"] == "JSONRPC"))
@@ -74,7 +96,7 @@ pub async fn run(agent_url: &str) -> anyhow::Result<Value> {
         },
         "configuration": configuration,
     });
-    let sent = rpc(&http, &endpoint, "SendMessage", params).await?;
+    let sent = rpc(&http, &endpoint, bearer, "SendMessage", params).await?;
     let sent = sent.map_err(|e| anyhow::anyhow!("SendMessage answered an error: {e}"))?;
     let task = a2a_types::v03::result_to_v1(&sent);
     let task = task.get("task").cloned().unwrap_or(task);
@@ -93,7 +115,15 @@ pub async fn run(agent_url: &str) -> anyhow::Result<Value> {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-        match rpc(&http, &endpoint, "GetTask", json!({ "id": task_id })).await? {
+        match rpc(
+            &http,
+            &endpoint,
+            bearer,
+            "GetTask",
+            json!({ "id": task_id }),
+        )
+        .await?
+        {
             Ok(t) => {
                 let t = a2a_types::v03::result_to_v1(&t);
                 let t = t.get("task").cloned().unwrap_or(t);
@@ -110,9 +140,15 @@ pub async fn run(agent_url: &str) -> anyhow::Result<Value> {
             }
         }
     }
-    let list_tasks = rpc(&http, &endpoint, "ListTasks", json!({ "pageSize": 1 }))
-        .await?
-        .is_ok();
+    let list_tasks = rpc(
+        &http,
+        &endpoint,
+        bearer,
+        "ListTasks",
+        json!({ "pageSize": 1 }),
+    )
+    .await?
+    .is_ok();
     tokio::time::sleep(PUSH_GRACE).await;
     server.abort();
 
@@ -136,7 +172,31 @@ pub async fn run(agent_url: &str) -> anyhow::Result<Value> {
             .count()
     });
     let exactly_one = terminal_events == Some(1);
+    // The conformance note's demotion rules, each in words; trusted only when none applies.
+    let mut demotions = Vec::new();
+    if !timestamps {
+        demotions.push(
+            "a status without `timestamp`: duplicate terminal events cannot be told apart"
+                .to_owned(),
+        );
+    }
+    match terminal_events {
+        None if push_capable => {
+            demotions.push("the card says pushNotifications: true, but no push arrived".to_owned())
+        }
+        None => demotions.push(
+            "no push arrived (the card offers none): terminal events cannot be counted".to_owned(),
+        ),
+        Some(1) => {}
+        Some(n) => demotions.push(format!(
+            "{n} terminal events pushed for one task, not exactly one"
+        )),
+    }
+    if !get_task {
+        demotions.push("GetTask is not served".to_owned());
+    }
     let trusted = timestamps && exactly_one && get_task && (!push_capable || !pushed.is_empty());
+    debug_assert_eq!(trusted, demotions.is_empty());
     Ok(json!({
         "agent": agent_url,
         "protocolVersion": version,
@@ -152,6 +212,7 @@ pub async fn run(agent_url: &str) -> anyhow::Result<Value> {
         "getTask": get_task,
         "listTasks": list_tasks,
         "lifecycleTrusted": trusted,
+        "demotions": demotions,
     }))
 }
 
@@ -218,13 +279,16 @@ async fn fetch_card(http: &reqwest::Client, url: &str) -> anyhow::Result<Value> 
 async fn rpc(
     http: &reqwest::Client,
     endpoint: &str,
+    bearer: Option<&str>,
     method: &str,
     params: Value,
 ) -> anyhow::Result<Result<Value, Value>> {
     let body = json!({ "jsonrpc": "2.0", "id": method, "method": method, "params": params });
-    let answer: Value = http
-        .post(endpoint)
-        .header("A2A-Version", "1.0")
+    let mut request = http.post(endpoint).header("A2A-Version", "1.0");
+    if let Some(b) = bearer {
+        request = request.bearer_auth(b);
+    }
+    let answer: Value = request
         .json(&body)
         .send()
         .await
@@ -236,4 +300,53 @@ async fn rpc(
         Some(r) => Ok(r.clone()),
         None => Err(answer.get("error").cloned().unwrap_or(answer)),
     })
+}
+
+/// serve's probe on registration (`probe = true` on an `[[agents]]` entry): probes the agent
+/// whose card was just read (the card kept in the store), keeps the descriptor in the store per
+/// (agent, protocol version) and puts it in `directory`, where it decides whether the agent is
+/// lifecycle-trusted and is shown at `GET /v1/agents`. Failures are logged; the agent stays
+/// untrusted.
+pub async fn on_registration(
+    agent: &watcher_config::config::AgentConfig,
+    store: &dyn watcher_runtime::store::Store,
+    directory: &watcher_runtime::directory::Directory,
+    clock: &dyn watcher_runtime::clock::Clock,
+) {
+    let (Ok(tenant), Ok(id)) = (
+        watcher_core::ids::Tenant::parse(agent.tenant.clone()),
+        watcher_core::ids::AgentId::parse(agent.id.clone()),
+    ) else {
+        return;
+    };
+    let card = match store.agent_card(&tenant, &id).await {
+        Ok(Some((card, _))) => card,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(agent = %id, error = %e, "lifecycle probe: could not read the kept card");
+            return;
+        }
+    };
+    let descriptor = match run_with_card(id.as_str(), &card, agent.bearer.as_deref()).await {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(agent = %id, error = %format!("{e:#}"), "lifecycle probe failed; the agent stays untrusted");
+            return;
+        }
+    };
+    let now = clock.now();
+    let version = descriptor["protocolVersion"]
+        .as_str()
+        .unwrap_or("1.0")
+        .to_owned();
+    if let Err(e) = store
+        .put_lifecycle_descriptor(&tenant, &id, &version, &descriptor, now)
+        .await
+    {
+        tracing::warn!(agent = %id, error = %e, "could not keep the lifecycle descriptor");
+    }
+    let lifecycle = watcher_runtime::directory::Lifecycle::from_descriptor(descriptor, now);
+    tracing::info!(agent = %id, protocol_version = %version, trusted = lifecycle.lifecycle_trusted,
+        demotions = ?lifecycle.demotions, "lifecycle probe");
+    directory.set_lifecycle(&tenant, &id, lifecycle);
 }

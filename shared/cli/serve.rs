@@ -72,6 +72,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             format!("Failed to open the database {}", config.database.display())
         })?);
     let deployment = load_deployment(&config, &*store, SystemClock.now()).await?;
+    // Origin-task reconciliation (issue 11 item 5): its bound and first poll.
+    let origins = deployment.directory.origins();
+    origins.set_capacity(config.delivery.reconcile_origins);
+    origins.set_first_poll(watcher_config::deployment::retry_policy(&config.delivery).poll_first);
     let submitter = watcher_config::submitter(&config.delivery)?;
     let lanes = watcher_config::lane_settings(&config.delivery);
     let endpoints = SharedEndpoints::new(deployment.endpoints);
@@ -132,6 +136,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     tracing::info!(%addr, "a2a-watcher serving");
 
     let (stop_tx, stop_rx) = watch::channel(false);
+    let reconciler = Arc::new(watcher_delivery::reconcile::Reconciler::new(
+        watcher.clone(),
+        submitter.client().clone(),
+        Arc::new(endpoints.clone()),
+        *submitter.policy(),
+        clock.clone(),
+        wake.clone(),
+    ));
     let mut server_stop = stop_rx.clone();
     let server = tokio::spawn(async move {
         let result = axum::serve(listener, app)
@@ -150,6 +162,26 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         stop_rx.clone(),
     ));
     let mut tasks = vec![server, timers];
+    tasks.push(tokio::spawn(reconciler.clone().run(stop_rx.clone())));
+    // The lifecycle probe on registration (`probe = true`), for agents whose card was read now;
+    // the others are probed when the card refresh reads their card.
+    for a in config.agents.iter().filter(|a| a.probe) {
+        let registered = Tenant::parse(a.tenant.clone())
+            .ok()
+            .zip(AgentId::parse(a.id.clone()).ok())
+            .is_some_and(|(t, id)| lane_directory.get(&t, &id).is_some());
+        if registered {
+            let (a, store, directory, clock) = (
+                a.clone(),
+                store.clone(),
+                lane_directory.clone(),
+                clock.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                crate::probe::on_registration(&a, &*store, &directory, &*clock).await;
+            }));
+        }
+    }
     if config.retention_days > 0 {
         tasks.push(tokio::spawn(retention_loop(
             store.clone(),
@@ -182,6 +214,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         wake.clone(),
         stop_rx,
         lanes,
+        Some(reconciler),
     ));
     Ok(Running {
         addr,

@@ -53,7 +53,21 @@ pub struct Watcher {
 /// booking agent (the card `booking-card.json` written into the folder with its JSONRPC
 /// interface at `agent`, `endpoint` = `agent`'s URL, push token [`PUSH_TOKEN`]) and the operator
 /// [`OPERATOR_TOKEN`].
+///
+/// The booking agent has `reconcile = false`: the capture agent answers `GetTask` as its
+/// behaviour says, so origin-task reconciliation would add requests these tests do not expect.
+/// [`spawn_watcher_with`] gives the booking entry other settings (tests/serve_reconcile.rs).
 pub async fn spawn_watcher(agent: &CaptureAgent, config_toml_extra: &str) -> Watcher {
+    spawn_watcher_with(agent, config_toml_extra, "reconcile = false").await
+}
+
+/// [`spawn_watcher`] with `booking_extra` (keys) in the booking agent's `[[agents]]` entry
+/// instead of `reconcile = false`.
+pub async fn spawn_watcher_with(
+    agent: &CaptureAgent,
+    config_toml_extra: &str,
+    booking_extra: &str,
+) -> Watcher {
     let dir = tempfile::Builder::new()
         .prefix("a2a-watcher-serve-test")
         .tempdir()
@@ -77,6 +91,7 @@ id = "booking"
 card = "booking-card.json"
 endpoint = "{endpoint}"
 push_token = "{PUSH_TOKEN}"
+{booking_extra}
 
 [[operators]]
 id = "ops-desk"

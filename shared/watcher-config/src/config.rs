@@ -138,6 +138,21 @@ pub struct AgentConfig {
     /// Submit lapse tasks even though the card says `keepsTime: true`.
     #[serde(default)]
     pub submit_lapses: bool,
+    /// Follow this agent's origin tasks with `GetTask` and check a lapse task's origin before
+    /// sending it, while no probe promoted the agent to lifecycle-trusted (origin-task
+    /// reconciliation). Default `true`; `false` for an agent that offers no `GetTask`.
+    #[serde(default = "default_true")]
+    pub reconcile: bool,
+    /// Run the lifecycle probe (`a2a-watcher probe`) against the agent when it registers (its
+    /// card read), and keep the descriptor per (agent, protocol version) in the store. Default
+    /// `false`: a probe sends the agent a real task. Without a probe the agent is not
+    /// lifecycle-trusted.
+    #[serde(default)]
+    pub probe: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// `[limits]`.
@@ -230,6 +245,11 @@ pub struct DeliveryConfig {
     pub in_flight_per_agent: usize,
     /// Lapse tasks in flight at once over all agents. Default 64.
     pub in_flight: usize,
+    /// Origin tasks followed with `GetTask` at once for agents that are not lifecycle-trusted
+    /// (origin-task reconciliation; in memory). Default 10000; 0 turns reconciliation off (no
+    /// polls, and no origin check before sending). Polls back off from `poll_first` to
+    /// `backoff_max` and stop at a terminal state or after `give_up_after`.
+    pub reconcile_origins: usize,
 }
 
 impl Default for DeliveryConfig {
@@ -245,6 +265,7 @@ impl Default for DeliveryConfig {
             burst: 100,
             in_flight_per_agent: 4,
             in_flight: 64,
+            reconcile_origins: watcher_runtime::origins::DEFAULT_CAPACITY,
         }
     }
 }
@@ -384,6 +405,25 @@ mod tests {
             (4, 64)
         );
         assert_eq!(c.delivery.timeout_secs, 10);
+        assert_eq!(c.delivery.reconcile_origins, 10_000);
+    }
+
+    #[test]
+    fn reconciliation_and_probe_settings() {
+        let agent = "[[agents]]\nid = \"a\"\ncard = \"x\"\npush_token = \"p\"\n";
+        let c = Config::from_toml(agent).unwrap();
+        assert!(c.agents[0].reconcile, "reconciled unless turned off");
+        assert!(
+            !c.agents[0].probe,
+            "a probe sends a real task: only when asked"
+        );
+        let c = Config::from_toml(&format!(
+            "[delivery]\nreconcile_origins = 0\n{agent}reconcile = false\nprobe = true\n"
+        ))
+        .unwrap();
+        assert_eq!(c.delivery.reconcile_origins, 0);
+        assert!(!c.agents[0].reconcile);
+        assert!(c.agents[0].probe);
     }
 
     #[test]

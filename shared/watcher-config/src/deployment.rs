@@ -19,7 +19,7 @@ use watcher_delivery::deliver::{Submitter, SubmitterConfig};
 use watcher_delivery::lanes::LaneSettings;
 use watcher_delivery::rate::RateLimit;
 use watcher_delivery::retry::RetryPolicy;
-use watcher_runtime::directory::{CardHealth, CardState};
+use watcher_runtime::directory::{CardHealth, CardState, Lifecycle};
 use watcher_runtime::store::Store;
 
 use crate::config::{Config, DeliveryConfig};
@@ -118,10 +118,12 @@ pub async fn refresh_agent(
         });
         tracing::info!(agent = %a.id, endpoint = loaded.endpoint.as_deref().unwrap_or("none (keepsTime)"), keeps_time = loaded.entry.profile.declaration.keeps_time, "agent registered");
         directory.insert(loaded.entry);
+        directory.set_reconciled(&tenant, &id, a.reconcile);
         endpoint
     };
     let error = match load_agent(a, config).await {
         Ok((loaded, card)) => {
+            load_lifecycle(store, directory, &tenant, &id, &card).await;
             if let Err(e) = store.put_agent_card(&tenant, &id, &card, now).await {
                 tracing::warn!(agent = %a.id, error = %e, "could not keep the agent card");
             }
@@ -164,7 +166,12 @@ pub async fn refresh_agent(
         }
     });
     let (state, read_at, endpoint) = match from_kept {
-        Some((loaded, read_at)) => (CardState::Stale, Some(read_at), register(loaded)),
+        Some((loaded, read_at)) => {
+            if let Ok(Some((card, _))) = store.agent_card(&tenant, &id).await {
+                load_lifecycle(store, directory, &tenant, &id, &card).await;
+            }
+            (CardState::Stale, Some(read_at), register(loaded))
+        }
         None => (CardState::Unavailable, None, None),
     };
     tracing::error!(agent = %a.id, state = ?state, error = %error, "the agent card cannot be read; serving every other agent and retrying");
@@ -182,6 +189,41 @@ pub async fn refresh_agent(
     Refreshed {
         current: false,
         endpoint,
+    }
+}
+
+/// The protocol version a lifecycle descriptor of this card is kept under: the
+/// `protocolVersion` of its first JSONRPC interface (a 0.3 card read through the adapter), else
+/// `1.0`.
+pub fn card_protocol_version(card: &serde_json::Value) -> String {
+    let card = a2a_types::v03::card_to_v1(card.clone());
+    card["supportedInterfaces"]
+        .as_array()
+        .and_then(|l| l.iter().find(|i| i["protocolBinding"] == "JSONRPC"))
+        .and_then(|i| i["protocolVersion"].as_str())
+        .unwrap_or("1.0")
+        .to_owned()
+}
+
+/// Puts the lifecycle descriptor kept for the agent at its card's protocol version (a probe's)
+/// in `directory`, or clears it when none is kept (a new version: not trusted until probed,
+/// docs/specs/agent-card-vs-lifecycle-conformance.md). Store errors are logged.
+async fn load_lifecycle(
+    store: &dyn Store,
+    directory: &Directory,
+    tenant: &Tenant,
+    id: &AgentId,
+    card: &serde_json::Value,
+) {
+    let version = card_protocol_version(card);
+    match store.lifecycle_descriptor(tenant, id, &version).await {
+        Ok(Some((descriptor, at))) => {
+            directory.set_lifecycle(tenant, id, Lifecycle::from_descriptor(descriptor, at))
+        }
+        Ok(None) => directory.clear_lifecycle(tenant, id),
+        Err(e) => {
+            tracing::warn!(agent = %id, error = %e, "could not read the kept lifecycle descriptor")
+        }
     }
 }
 

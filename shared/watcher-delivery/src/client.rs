@@ -348,6 +348,41 @@ impl A2aClient {
             .unwrap_or(TaskState::Unspecified))
     }
 
+    /// Asks the agent for the task `task_id` (A2A 1.0 `GetTask`, no history; `tasks/get` to a
+    /// 0.3 agent) and answers the whole Task in 1.0 shape (a 0.3 task converted by the adapter),
+    /// so its status and artifacts can go through the push ingest path.
+    ///
+    /// # Errors
+    /// As [`A2aClient::get_task_state`]; a result that is not a Task object is permanent. The
+    /// JSON-RPC id is `get:{task_id}`.
+    pub async fn get_task(
+        &self,
+        endpoint: &AgentEndpoint,
+        task_id: &str,
+        tenant: Option<&str>,
+    ) -> Result<Value, DeliveryError> {
+        let mut params = serde_json::json!({ "id": task_id, "historyLength": 0 });
+        if let Some(t) = tenant {
+            params["tenant"] = Value::String(t.to_owned());
+        }
+        let method = match endpoint.protocol {
+            Protocol::V1 => methods::GET_TASK,
+            Protocol::V03 => a2a_types::v03::METHOD_GET_TASK,
+        };
+        let result = self
+            .call(endpoint, method, &params, &format!("get:{task_id}"))
+            .await?;
+        let v1 = a2a_types::v03::result_to_v1(&result);
+        let task = v1.get("task").cloned().unwrap_or(v1);
+        if task.get("id").and_then(Value::as_str).is_none() || task.get("status").is_none() {
+            return Err(DeliveryError::Permanent {
+                reason: "the GetTask result is not a Task (no `id` or `status`)".into(),
+                source: None,
+            });
+        }
+        Ok(task)
+    }
+
     /// Posts one JSON-RPC request and answers its `result`.
     async fn call(
         &self,

@@ -28,6 +28,7 @@ use watcher_runtime::store::{DeliveryState, OutboxEntry, Store};
 
 use crate::deliver::Submitter;
 use crate::endpoint::Endpoints;
+use crate::reconcile::Reconciler;
 use crate::retry::elapsed;
 
 /// How many lapse tasks are in flight, and how lanes wait.
@@ -75,6 +76,9 @@ pub struct LaneContext {
     pub stop: watch::Receiver<bool>,
     /// In flight and waiting.
     pub settings: LaneSettings,
+    /// Origin-task reconciliation (`None`: off): checks a lapse task's origin before it is first
+    /// sent, and feeds followed lapse tasks' `GetTask` answers through the push ingest path.
+    pub reconciler: Option<Arc<Reconciler>>,
 }
 
 /// Starts one lane per (tenant, agent) in `agents` and answers their handles; they run until
@@ -202,6 +206,16 @@ async fn send_one(ctx: &LaneContext, total: &Semaphore, entry: OutboxEntry) -> b
     }
     // The semaphore is never closed; a closed one would only mean "go ahead".
     let _permit = total.acquire().await.ok();
+    if let Some(reconciler) = &ctx.reconciler {
+        match reconciler.check_before_send(&entry).await {
+            Ok(true) => {}
+            Ok(false) => return true,
+            Err(e) => {
+                tracing::error!(error = %e, message_id = %entry.message_id, "recording a withdrawn lapse task failed");
+                return false;
+            }
+        }
+    }
     let outcome = ctx
         .submitter
         .deliver_one(
@@ -231,11 +245,20 @@ async fn send_one(ctx: &LaneContext, total: &Semaphore, entry: OutboxEntry) -> b
 /// answers whether the store took the write.
 async fn poll_one(ctx: &LaneContext, total: &Semaphore, entry: OutboxEntry) -> bool {
     let _permit = total.acquire().await.ok();
-    match ctx
-        .submitter
-        .poll_one(&*ctx.store, &*ctx.endpoints, &entry, ctx.clock.now())
-        .await
-    {
+    let recorded = match &ctx.reconciler {
+        Some(reconciler) => {
+            let result = reconciler.poll_lapse_task(&entry).await;
+            ctx.submitter
+                .record_poll_result(&*ctx.store, &entry, result, ctx.clock.now())
+                .await
+        }
+        None => {
+            ctx.submitter
+                .poll_one(&*ctx.store, &*ctx.endpoints, &entry, ctx.clock.now())
+                .await
+        }
+    };
+    match recorded {
         Ok(_) => true,
         Err(e) => {
             tracing::error!(error = %e, message_id = %entry.message_id, "recording a GetTask poll failed");

@@ -14,6 +14,8 @@
 //! * [`deliver`]: [`Submitter`], [`deliver_due`] and the pure bookkeeping [`record_attempt`],
 //!   [`record_found`].
 //! * [`lanes`]: serve's per-agent delivery lanes ([`spawn_lanes`]).
+//! * [`reconcile`]: origin-task reconciliation for agents that are not lifecycle-trusted
+//!   ([`reconcile::Reconciler`]).
 //! * `testing` (feature `test-utils`): a recording A2A agent for tests.
 //!
 //! Time is an argument everywhere: nothing here reads a clock, so tests drive retries by passing
@@ -27,6 +29,7 @@ pub mod endpoint;
 mod guard;
 pub mod lanes;
 pub mod rate;
+pub mod reconcile;
 pub mod retry;
 
 #[cfg(feature = "test-utils")]

@@ -57,6 +57,7 @@ fn start(
             wake: wake.clone(),
             stop,
             settings,
+            reconciler: None,
         },
         agents
             .iter()

@@ -124,6 +124,21 @@ pub async fn push(
         .map_err(unavailable)?;
     // New deadlines or queued lapse tasks: wake the timer and delivery loops.
     state.wake.notify_waiters();
+    // Origin-task reconciliation (issue 11 item 5): a task of an agent that is not
+    // lifecycle-trusted that raised expectations is followed with GetTask, in case its cancel is
+    // never pushed.
+    if let Some(task_id) = event.task_id() {
+        if applied
+            .effects
+            .iter()
+            .any(|e| matches!(e, Effect::Raised { .. }))
+        {
+            state
+                .watcher
+                .directory
+                .follow_origin(&tenant, &id, task_id, now);
+        }
+    }
     track_lapse_task(&state, &tenant, &id, &event).await;
     let mut raised = Vec::new();
     let mut rejected = Vec::new();
@@ -152,6 +167,13 @@ pub async fn push(
 
 /// Pushes about a lapse task the watcher created update that task's state in `/v1/lapses`.
 /// Task ids are the agent's own, so only the pushing agent's lapse tasks are looked at.
+///
+/// A push may beat the agent's answer to SendMessage (the official SDKs push the new Task, with
+/// the request in its `history`, while the answer is on its way), so the lapse task is not yet
+/// known by its task id: a pushed Task is then matched by the deterministic `messageId` of a
+/// user message in its history (`lapse:…`, one keyed read), and its task id recorded with its
+/// state; the delivery keeps that state when the answer arrives
+/// (`watcher_delivery::deliver::keep_pushed_state`).
 async fn track_lapse_task(
     state: &AppState,
     tenant: &watcher_core::ids::Tenant,
@@ -162,7 +184,7 @@ async fn track_lapse_task(
         return;
     };
     // From the index by (tenant, agent, taskId): the cost does not grow with the outbox.
-    let Ok(entries) = state
+    let Ok(mut entries) = state
         .watcher
         .store
         .outbox_by_task(tenant, agent, task_id)
@@ -170,6 +192,27 @@ async fn track_lapse_task(
     else {
         return;
     };
+    if entries.is_empty() {
+        if let a2a_types::StreamResponse::Task(task) = event {
+            for m in task
+                .history
+                .iter()
+                .filter(|m| m.role == a2a_types::Role::User && m.message_id.starts_with("lapse:"))
+            {
+                if let Ok(Some(mut entry)) = state
+                    .watcher
+                    .store
+                    .outbox_get(tenant, agent, &m.message_id)
+                    .await
+                {
+                    if entry.task_id.is_none() {
+                        entry.task_id = Some(task_id.to_owned());
+                        entries.push(entry);
+                    }
+                }
+            }
+        }
+    }
     for mut entry in entries {
         if entry.agent == *agent && entry.task_id.as_deref() == Some(task_id) {
             entry.task_state = Some(status.state.as_str().to_string());
@@ -488,8 +531,10 @@ fn lapse_json(o: &watcher_runtime::store::OutboxEntry) -> Value {
 
 /// `GET /v1/agents`: the agents of the caller's tenant with their lapse-task delivery state
 /// (`ok`, `retrying` since `retryingSince`, `failing`; `watcher_runtime::operators`), by agent
-/// id, one page at a time (`limit`, `cursor`; `crate::page`). Answers
-/// `{ "agents": [...], "nextCursor": "…" | null }`. For operators.
+/// id, one page at a time (`limit`, `cursor`; `crate::page`), each with `lifecycleTrusted` and
+/// `lifecycle` (`protocolVersion`, `probedAt`, `demotions`, the probe's `descriptor`; or only
+/// `demotions` when never probed), and `reconciled` (origin tasks followed with `GetTask`).
+/// Answers `{ "agents": [...], "nextCursor": "…" | null }`. For operators.
 pub async fn agents(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -544,6 +589,26 @@ pub async fn agents(
         }
         if let Some(e) = delivery.last_error {
             v["lastError"] = json!(e);
+        }
+        // docs/specs/agent-card-vs-lifecycle-conformance.md: only a probe promotes; the card
+        // alone never does. Untrusted agents' origin tasks are reconciled with GetTask.
+        let lifecycle = directory.lifecycle(&principal.tenant, &id);
+        v["lifecycleTrusted"] = json!(lifecycle.as_ref().is_some_and(|l| l.lifecycle_trusted));
+        v["reconciled"] = json!(directory.reconciles(&principal.tenant, &id));
+        match lifecycle {
+            Some(l) => {
+                v["lifecycle"] = json!({
+                    "protocolVersion": l.protocol_version,
+                    "probedAt": l.probed_at,
+                    "demotions": l.demotions,
+                    "descriptor": l.descriptor,
+                })
+            }
+            None => {
+                v["lifecycle"] = json!({
+                    "demotions": ["never probed: the card alone never promotes an agent to lifecycle-trusted"]
+                })
+            }
         }
         // serve.md "Agents are independent": where the agent's card stands.
         if let Some(card) = cards.remove(&id) {

@@ -117,6 +117,8 @@ macro_rules! store_conformance {
             outbox_following_by_next_poll,
             probe_write_writes,
             agent_cards_are_kept,
+            lifecycle_descriptors_are_kept,
+            withdrawn_lapse_tasks_are_kept,
             tenants_are_isolated,
             rejections_per_tenant_and_agent,
             sequence_strictly_increases,
@@ -1607,6 +1609,102 @@ pub async fn agent_cards_are_kept<S: Store + 'static>(store: Arc<S>) {
     );
 }
 
+/// The lifecycle probe's descriptor is kept per (tenant, agent, protocol version), replaced by
+/// the next probe of the same version, and read back as it was
+/// (docs/specs/agent-card-vs-lifecycle-conformance.md: one descriptor per (callee,
+/// protocolVersion)).
+pub async fn lifecycle_descriptors_are_kept<S: Store + 'static>(store: Arc<S>) {
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    let booking = agent("booking");
+    let get = |t: Tenant, ag: AgentId, v: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .lifecycle_descriptor(&t, &ag, v)
+                .await
+                .expect("lifecycle_descriptor")
+        }
+    };
+    assert_eq!(get(a.clone(), booking.clone(), "1.0").await, None);
+    let first = serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": false,
+                                    "demotions": ["a status without timestamp"] });
+    store
+        .put_lifecycle_descriptor(&a, &booking, "1.0", &first, at(1))
+        .await
+        .expect("keep a descriptor");
+    let old = serde_json::json!({ "protocolVersion": "0.3", "lifecycleTrusted": true });
+    store
+        .put_lifecycle_descriptor(&a, &booking, "0.3", &old, at(2))
+        .await
+        .expect("keep another version's descriptor");
+    assert_eq!(
+        get(a.clone(), booking.clone(), "1.0").await,
+        Some((first, at(1))),
+        "each protocol version has its own"
+    );
+    let second = serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": true });
+    store
+        .put_lifecycle_descriptor(&a, &booking, "1.0", &second, at(3))
+        .await
+        .expect("replace it");
+    assert_eq!(
+        get(a.clone(), booking.clone(), "1.0").await,
+        Some((second, at(3))),
+        "a fresh probe replaces the one before"
+    );
+    assert_eq!(
+        get(a.clone(), booking.clone(), "0.3").await,
+        Some((old, at(2)))
+    );
+    assert_eq!(get(b, booking, "1.0").await, None, "tenants are apart");
+    assert_eq!(get(a, agent("other"), "1.0").await, None);
+}
+
+/// A lapse task marked `withdrawn` (never sent: its origin task was found ended before sending)
+/// is stored as such, found by its agent and state, and left out of the queue.
+pub async fn withdrawn_lapse_tasks_are_kept<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("tenant-a");
+    let entry = outbox_entry(&t, "lapse:withdrawn", at(1));
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![entry.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit a lapse task");
+    let mut withdrawn = entry.clone();
+    withdrawn.delivery = DeliveryState::Withdrawn;
+    withdrawn.last_error = Some("not sent: the origin task is TASK_STATE_CANCELED".into());
+    store
+        .outbox_update(&withdrawn)
+        .await
+        .expect("mark withdrawn");
+    let got = store
+        .outbox_get(&t, &entry.agent, &entry.message_id)
+        .await
+        .expect("outbox_get")
+        .expect("kept");
+    assert_eq!(got.delivery, DeliveryState::Withdrawn);
+    let listed = store
+        .outbox_of_agent(&t, &entry.agent, DeliveryState::Withdrawn, None, 10)
+        .await
+        .expect("outbox_of_agent");
+    assert_eq!(listed.len(), 1);
+    let queued = store
+        .outbox_of_agent(&t, &entry.agent, DeliveryState::Queued, None, 10)
+        .await
+        .expect("outbox_of_agent");
+    assert!(queued.is_empty(), "{queued:?}");
+    assert!(store
+        .outbox_due(at(100), 10)
+        .await
+        .expect("outbox_due")
+        .is_empty());
+}
+
 /// `probe_write` succeeds on a healthy store, again and again, and changes nothing of the record.
 pub async fn probe_write_writes<S: Store + 'static>(store: Arc<S>) {
     let t = tenant("tenant-a");
@@ -2276,9 +2374,10 @@ fn numbered_entries(t: &Tenant, prefix: &str, from: usize, n: usize) -> Vec<Outb
         .collect()
 }
 
-/// Commits `entries` in commits of at most 1,000.
+/// Commits `entries` in commits of at most 40: a DynamoDB transaction takes at most 100 items,
+/// and a lapse task may write more than one (its item and its agent's counter).
 async fn commit_outbox<S: Store + ?Sized>(store: &S, t: &Tenant, entries: Vec<OutboxEntry>) {
-    for chunk in entries.chunks(1000) {
+    for chunk in entries.chunks(40) {
         store
             .commit(
                 t,
@@ -2394,13 +2493,14 @@ pub async fn outbox_by_task_id<S: Store + 'static>(store: Arc<S>) {
     assert_eq!(got, vec![answered], "the entry comes back whole");
 }
 
-/// `lapses_page` pages through 2,500 lapse tasks: each exactly once, in order of lapse, at most
+/// `lapses_page` pages through 500 lapse tasks (a size the DynamoDB emulator pages through in seconds;
+/// `shared/watcher-http/tests/pagination.rs` pages 2,500): each exactly once, in order of lapse, at most
 /// `limit` per page, ending with no `next`; with the `agent`, `delivery` and `since` filters
 /// every page holds only matching entries and together exactly the matching ones; other
 /// tenants' entries never appear.
 pub async fn lapses_are_paged<S: Store + 'static>(store: Arc<S>) {
     let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
-    let entries = numbered_entries(&a, "", 0, 2500);
+    let entries = numbered_entries(&a, "", 0, 500);
     commit_outbox(&*store, &a, entries.clone()).await;
     commit_outbox(&*store, &b, numbered_entries(&b, "b", 0, 30)).await;
     // Every 7th entry was delivered.
@@ -2414,7 +2514,7 @@ pub async fn lapses_are_paged<S: Store + 'static>(store: Arc<S>) {
         limit,
         ..LapseQuery::default()
     };
-    let (got, pages) = all_pages(&*store, &a, query(100), 100).await;
+    let (got, pages) = all_pages(&*store, &a, query(20), 100).await;
     assert_eq!(
         ids(&got),
         ids(&expected),
@@ -2423,14 +2523,14 @@ pub async fn lapses_are_paged<S: Store + 'static>(store: Arc<S>) {
     assert_eq!(got, expected, "entries come back whole");
     assert!(
         (25..=26).contains(&pages),
-        "2,500 at 100 a page: {pages} pages"
+        "500 at 20 a page: {pages} pages"
     );
 
-    let (got, _) = all_pages(&*store, &a, query(1000), 10).await;
+    let (got, _) = all_pages(&*store, &a, query(200), 10).await;
     assert_eq!(ids(&got), ids(&expected));
-    let (got, pages) = all_pages(&*store, &a, query(3000), 10).await;
+    let (got, pages) = all_pages(&*store, &a, query(600), 10).await;
     assert_eq!(ids(&got), ids(&expected));
-    assert_eq!(pages, 1, "everything fits one page of 3,000");
+    assert_eq!(pages, 1, "everything fits one page of 600");
 
     let filtered = |q: &LapseQuery| -> Vec<String> {
         ids(&expected
@@ -2439,20 +2539,20 @@ pub async fn lapses_are_paged<S: Store + 'static>(store: Arc<S>) {
             .cloned()
             .collect::<Vec<_>>())
     };
-    let mut by_agent = query(100);
+    let mut by_agent = query(20);
     by_agent.agent = Some(agent("billing"));
     let (got, _) = all_pages(&*store, &a, by_agent.clone(), 100).await;
     assert_eq!(ids(&got), filtered(&by_agent));
-    assert_eq!(got.len(), 1250);
+    assert_eq!(got.len(), 250);
 
-    let mut sent = query(50);
+    let mut sent = query(10);
     sent.delivery = Some(DeliveryState::Sent);
     let (got, _) = all_pages(&*store, &a, sent.clone(), 100).await;
     assert_eq!(ids(&got), filtered(&sent));
-    assert_eq!(got.len(), 358);
+    assert_eq!(got.len(), 72);
 
-    let mut since = query(100);
-    since.since = Some(t0().plus(IsoDuration::parse("PT2000S").expect("a duration")));
+    let mut since = query(20);
+    since.since = Some(t0().plus(IsoDuration::parse("PT400S").expect("a duration")));
     since.agent = Some(agent("booking"));
     since.delivery = Some(DeliveryState::Queued);
     let (got, _) = all_pages(&*store, &a, since.clone(), 100).await;

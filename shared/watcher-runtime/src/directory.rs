@@ -15,6 +15,8 @@ use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::lapse::Delivery;
 use watcher_core::time::Instant;
 
+use crate::origins::OriginQueue;
+
 /// One registered agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentEntry {
@@ -65,12 +67,65 @@ pub enum CardState {
 
 type Key = (Tenant, AgentId);
 
+/// What the lifecycle probe found for an agent at one protocol version
+/// (docs/specs/agent-card-vs-lifecycle-conformance.md; `a2a-watcher probe`, and `probe = true`
+/// on an `[[agents]]` entry). Only a probe promotes an agent to lifecycle-trusted; the card
+/// alone never does.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lifecycle {
+    /// The protocol version probed (the card interface's `protocolVersion`, e.g. `1.0`).
+    pub protocol_version: String,
+    /// Whether the probe promoted the agent: every status timestamped, exactly one terminal
+    /// event, `GetTask` served, and pushes arrived when the card offers them.
+    pub lifecycle_trusted: bool,
+    /// Why it was not promoted (the conformance note's demotion rules), in words; empty when
+    /// trusted.
+    pub demotions: Vec<String>,
+    /// When the probe ran (UTC).
+    pub probed_at: Instant,
+    /// The probe's whole descriptor, as `a2a-watcher probe` prints it.
+    pub descriptor: serde_json::Value,
+}
+
+impl Lifecycle {
+    /// Reads a descriptor as `a2a-watcher probe` prints it (`protocolVersion`,
+    /// `lifecycleTrusted`, `demotions`), probed at `probed_at`. A descriptor without
+    /// `lifecycleTrusted: true` does not promote.
+    pub fn from_descriptor(descriptor: serde_json::Value, probed_at: Instant) -> Lifecycle {
+        Lifecycle {
+            protocol_version: descriptor["protocolVersion"]
+                .as_str()
+                .unwrap_or("1.0")
+                .to_owned(),
+            lifecycle_trusted: descriptor["lifecycleTrusted"] == serde_json::Value::Bool(true),
+            demotions: descriptor["demotions"]
+                .as_array()
+                .map(|d| {
+                    d.iter()
+                        .filter_map(|r| r.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            probed_at,
+            descriptor,
+        }
+    }
+}
+
 /// Registered agents by (tenant, id), and the card health of every configured agent. Cheap to
 /// clone; clones share their contents.
 #[derive(Debug, Clone, Default)]
 pub struct Directory {
     agents: Arc<RwLock<BTreeMap<Key, AgentEntry>>>,
     cards: Arc<RwLock<BTreeMap<Key, CardHealth>>>,
+    lifecycle: Arc<RwLock<BTreeMap<Key, Lifecycle>>>,
+    /// The origin tasks followed with `GetTask` for agents that are not lifecycle-trusted: kept
+    /// here because every holder of the directory (the push route, the delivery lanes) adds to
+    /// or reads it.
+    origins: Arc<OriginQueue>,
+    /// Agents whose configuration says `reconcile = false`.
+    unreconciled: Arc<RwLock<std::collections::BTreeSet<Key>>>,
 }
 
 impl Directory {
@@ -154,5 +209,92 @@ impl Directory {
             .filter(|((t, _), _)| t == tenant)
             .map(|((_, a), h)| (a.clone(), h.clone()))
             .collect()
+    }
+
+    /// Records what the lifecycle probe found for `agent` (its latest probe).
+    pub fn set_lifecycle(&self, tenant: &Tenant, agent: &AgentId, lifecycle: Lifecycle) {
+        self.lifecycle
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((tenant.clone(), agent.clone()), lifecycle);
+    }
+
+    /// Forgets what a probe found for `agent` (its card now names a protocol version never
+    /// probed).
+    pub fn clear_lifecycle(&self, tenant: &Tenant, agent: &AgentId) {
+        self.lifecycle
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(tenant.clone(), agent.clone()));
+    }
+
+    /// What the last lifecycle probe of `agent` found, if it was probed.
+    pub fn lifecycle(&self, tenant: &Tenant, agent: &AgentId) -> Option<Lifecycle> {
+        self.lifecycle
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(tenant.clone(), agent.clone()))
+            .cloned()
+    }
+
+    /// Whether a probe promoted `agent` to lifecycle-trusted. `false` for an agent never
+    /// probed: the card alone never promotes.
+    pub fn lifecycle_trusted(&self, tenant: &Tenant, agent: &AgentId) -> bool {
+        self.lifecycle(tenant, agent)
+            .is_some_and(|l| l.lifecycle_trusted)
+    }
+
+    /// Records whether `agent`'s origin tasks may be reconciled (`[[agents]] reconcile`, default
+    /// `true`; `false` is an operator's choice, e.g. for an agent without `GetTask`).
+    pub fn set_reconciled(&self, tenant: &Tenant, agent: &AgentId, on: bool) {
+        let mut off = self.unreconciled.write().unwrap_or_else(|p| p.into_inner());
+        let key = (tenant.clone(), agent.clone());
+        if on {
+            off.remove(&key);
+        } else {
+            off.insert(key);
+        }
+    }
+
+    /// Whether `agent`'s origin tasks are reconciled with `GetTask`: reconciliation is on
+    /// (`[delivery] reconcile_origins` above 0), the agent's configuration does not turn it off,
+    /// and no probe promoted it to lifecycle-trusted.
+    pub fn reconciles(&self, tenant: &Tenant, agent: &AgentId) -> bool {
+        self.origins.enabled()
+            && !self.lifecycle_trusted(tenant, agent)
+            && !self
+                .unreconciled
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&(tenant.clone(), agent.clone()))
+    }
+
+    /// The origin tasks followed for agents that are not lifecycle-trusted.
+    pub fn origins(&self) -> &OriginQueue {
+        &self.origins
+    }
+
+    /// Follows the origin task `task_id` of `agent` with `GetTask` from `now` when the agent is
+    /// not lifecycle-trusted and reconciliation is on (issue 11 item 5): called when the task
+    /// raised expectations. Answers whether it is followed now; a full queue is logged.
+    pub fn follow_origin(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        task_id: &str,
+        now: Instant,
+    ) -> bool {
+        if !self.reconciles(tenant, agent) {
+            return false;
+        }
+        match self.origins.follow_from(tenant, agent, task_id, now) {
+            crate::origins::Followed::Added | crate::origins::Followed::Already => true,
+            crate::origins::Followed::Full => {
+                tracing::warn!(%tenant, %agent, task_id, capacity = self.origins.capacity(),
+                    "origin-task reconciliation: the queue is full; this task is not followed \
+                     (its origin is still checked once before any lapse task is sent)");
+                false
+            }
+        }
     }
 }

@@ -6,6 +6,7 @@ pub mod directory;
 pub mod index;
 pub mod memory;
 pub mod operators;
+pub mod origins;
 pub mod ports;
 pub mod replay;
 pub mod retention;

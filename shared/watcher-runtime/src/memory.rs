@@ -61,6 +61,7 @@ struct Inner {
     sequence: u64,
     probed_at: Option<Instant>,
     agent_cards: BTreeMap<(Tenant, AgentId), (serde_json::Value, Instant)>,
+    lifecycle: BTreeMap<(Tenant, AgentId, String), (serde_json::Value, Instant)>,
 }
 
 impl Inner {
@@ -593,6 +594,35 @@ impl Store for MemoryStore {
             .lock()?
             .agent_cards
             .get(&(tenant.clone(), agent.clone()))
+            .cloned())
+    }
+
+    async fn put_lifecycle_descriptor(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        protocol_version: &str,
+        descriptor: &serde_json::Value,
+        probed_at: Instant,
+    ) -> Result<(), StoreError> {
+        self.check_write()?;
+        self.lock()?.lifecycle.insert(
+            (tenant.clone(), agent.clone(), protocol_version.to_owned()),
+            (descriptor.clone(), probed_at),
+        );
+        Ok(())
+    }
+
+    async fn lifecycle_descriptor(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        protocol_version: &str,
+    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
+        Ok(self
+            .lock()?
+            .lifecycle
+            .get(&(tenant.clone(), agent.clone(), protocol_version.to_owned()))
             .cloned())
     }
 

@@ -104,7 +104,7 @@ pub fn subject_retention(state: &SubjectState) -> Retention {
 pub fn outbox_retention(entry: &OutboxEntry) -> Retention {
     match entry.delivery {
         DeliveryState::Queued => Retention::Keep,
-        DeliveryState::Sent | DeliveryState::Failed => {
+        DeliveryState::Sent | DeliveryState::Failed | DeliveryState::Withdrawn => {
             Retention::Since(entry.lapsed_at.max(entry.next_attempt_at))
         }
     }

@@ -42,6 +42,10 @@ pub enum DeliveryState {
     Sent,
     /// A permanent error or the attempts ran out.
     Failed,
+    /// Never sent, and never will be: before it was sent, the origin task was found ended
+    /// (canceled, failed or rejected) by `GetTask`, and its expectations were withdrawn
+    /// (origin-task reconciliation, docs/agents.md). Not re-queued by operators.
+    Withdrawn,
 }
 
 impl DeliveryState {
@@ -51,6 +55,7 @@ impl DeliveryState {
             DeliveryState::Queued => "queued",
             DeliveryState::Sent => "sent",
             DeliveryState::Failed => "failed",
+            DeliveryState::Withdrawn => "withdrawn",
         }
     }
 }
@@ -75,7 +80,7 @@ pub struct OutboxEntry {
     pub lapsed_at: Instant,
     /// The `SendMessage` params to post.
     pub request: Value,
-    /// queued / sent / failed.
+    /// queued / sent / failed / withdrawn.
     pub delivery: DeliveryState,
     /// Attempts made so far.
     pub attempts: u32,
@@ -343,6 +348,33 @@ pub trait Store: Send + Sync {
         &self,
         tenant: &Tenant,
         agent: &AgentId,
+    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError>;
+
+    /// Keeps the lifecycle probe's descriptor for `agent` at `protocol_version` (the JSON
+    /// `a2a-watcher probe` prints), replacing the one kept before for that pair
+    /// (docs/specs/agent-card-vs-lifecycle-conformance.md: the probe outcome is the
+    /// authoritative lifecycle descriptor, one per (callee, protocolVersion)).
+    ///
+    /// # Errors
+    /// The backend's error when it cannot write.
+    async fn put_lifecycle_descriptor(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        protocol_version: &str,
+        descriptor: &serde_json::Value,
+        probed_at: Instant,
+    ) -> Result<(), StoreError>;
+
+    /// The descriptor kept for `agent` at `protocol_version` and when the probe ran, if any.
+    ///
+    /// # Errors
+    /// The backend's error, or [`StoreError::Corrupt`] when the kept descriptor is not JSON.
+    async fn lifecycle_descriptor(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        protocol_version: &str,
     ) -> Result<Option<(serde_json::Value, Instant)>, StoreError>;
 
     /// All outbox entries of a tenant, in order of lapse.

@@ -149,6 +149,16 @@ pub(crate) fn agent_card_pk(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
+/// `LIFECYCLE#{tenant}#{agent}`: the lifecycle probe's descriptors of an agent, one item per
+/// protocol version (sort key `V#{protocolVersion}`).
+pub(crate) fn lifecycle_pk(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "LIFECYCLE",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
 pub(crate) fn outbox_pk(tenant: &Tenant) -> String {
     join("OUTBOX", &[tenant.as_str()], MAX_PARTITION_KEY)
 }

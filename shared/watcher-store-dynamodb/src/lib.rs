@@ -1168,6 +1168,60 @@ impl Store for DynamoStore {
         Ok(Some((card, at)))
     }
 
+    async fn put_lifecycle_descriptor(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        protocol_version: &str,
+        descriptor: &serde_json::Value,
+        probed_at: Instant,
+    ) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item(PK, s(keys::lifecycle_pk(tenant, agent)))
+            .item(SK, s(format!("V#{protocol_version}")))
+            .item(KIND, s("lifecycle"))
+            .item(TENANT, s(tenant.as_str()))
+            .item("descriptor", s(descriptor.to_string()))
+            .item("probedAt", s(probed_at.to_string()))
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        Ok(())
+    }
+
+    async fn lifecycle_descriptor(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        protocol_version: &str,
+    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
+        let sk = format!("V#{protocol_version}");
+        let Some(item) = self.get(keys::lifecycle_pk(tenant, agent), &sk).await? else {
+            return Ok(None);
+        };
+        let text = |name: &str| {
+            item.get(name)
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .ok_or_else(|| {
+                    StoreError::Corrupt(format!(
+                        "the lifecycle descriptor of agent {agent} has no {name}"
+                    ))
+                })
+        };
+        let d = serde_json::from_str(&text("descriptor")?).map_err(|e| {
+            StoreError::Corrupt(format!("the lifecycle descriptor of agent {agent}: {e}"))
+        })?;
+        let at = Instant::parse(&text("probedAt")?).map_err(|e| {
+            StoreError::Corrupt(format!(
+                "the lifecycle descriptor of agent {agent}: probedAt {e}"
+            ))
+        })?;
+        Ok(Some((d, at)))
+    }
+
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
         let mut entries = self
             .partition(outbox_pk(tenant))

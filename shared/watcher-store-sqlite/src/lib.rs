@@ -1314,6 +1314,75 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn put_lifecycle_descriptor(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        protocol_version: &str,
+        descriptor: &serde_json::Value,
+        probed_at: Instant,
+    ) -> Result<(), StoreError> {
+        let (tenant, agent, version, descriptor, at) = (
+            tenant.as_str().to_string(),
+            agent.as_str().to_string(),
+            protocol_version.to_string(),
+            descriptor.to_string(),
+            probed_at.to_string(),
+        );
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO lifecycle (tenant, agent, protocol_version, descriptor, probed_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (tenant, agent, protocol_version) DO UPDATE
+                 SET descriptor = excluded.descriptor, probed_at = excluded.probed_at",
+            )
+            .map_err(db)?
+            .execute(params![tenant, agent, version, descriptor, at])
+            .map_err(db)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn lifecycle_descriptor(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        protocol_version: &str,
+    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
+        let (tenant, agent, version) = (
+            tenant.as_str().to_string(),
+            agent.as_str().to_string(),
+            protocol_version.to_string(),
+        );
+        self.read(move |conn| {
+            let row: Option<(String, String)> = conn
+                .prepare_cached(
+                    "SELECT descriptor, probed_at FROM lifecycle
+                     WHERE tenant = ?1 AND agent = ?2 AND protocol_version = ?3",
+                )
+                .map_err(db)?
+                .query_row(params![tenant, agent, version], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+                .map_err(db)?;
+            row.map(|(d, at)| {
+                let d = serde_json::from_str(&d).map_err(|e| {
+                    StoreError::Corrupt(format!("the lifecycle descriptor of agent {agent}: {e}"))
+                })?;
+                let at = Instant::parse(&at).map_err(|e| {
+                    StoreError::Corrupt(format!(
+                        "the lifecycle descriptor of agent {agent}: probed_at: {e}"
+                    ))
+                })?;
+                Ok((d, at))
+            })
+            .transpose()
+        })
+        .await
+    }
+
     async fn agent_card(
         &self,
         tenant: &Tenant,

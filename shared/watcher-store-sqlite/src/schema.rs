@@ -19,7 +19,11 @@ use crate::codec::{db, from_json, instant_key};
 /// * 4: the outbox's `task_id` (the lapse task the agent created) and `lapsed_at`, copied from
 ///   the entry, with indexes by (tenant, agent, task_id) (status-update pushes) and by
 ///   (tenant, agent, seq) (`GET /v1/lapses?agent=`), issue 10.
-pub const SCHEMA_VERSION: i64 = 4;
+/// * 5: the outbox's `delivery` may be `withdrawn` (never sent: the origin task was found ended
+///   before sending, origin-task reconciliation); the table is rebuilt for its CHECK. Also the
+///   `lifecycle` table (the probe's descriptor per agent and protocol version), created by IF
+///   NOT EXISTS.
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// How long a statement waits for another connection's write lock before failing with
 /// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
@@ -126,7 +130,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     tenant TEXT NOT NULL,
     message_id TEXT NOT NULL,
     agent TEXT NOT NULL,
-    delivery TEXT NOT NULL CHECK (delivery IN ('queued', 'sent', 'failed')),
+    delivery TEXT NOT NULL CHECK (delivery IN ('queued', 'sent', 'failed', 'withdrawn')),
     next_attempt TEXT NOT NULL,
     entry TEXT NOT NULL,
     follow_at TEXT,
@@ -163,6 +167,17 @@ CREATE TABLE IF NOT EXISTS agent_cards (
     card TEXT NOT NULL,
     read_at TEXT NOT NULL,
     PRIMARY KEY (tenant, agent)
+) STRICT;
+
+-- The lifecycle probe's descriptor per (agent, protocol version)
+-- (Store::put_lifecycle_descriptor); created by IF NOT EXISTS in older files when they open.
+CREATE TABLE IF NOT EXISTS lifecycle (
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    protocol_version TEXT NOT NULL,
+    descriptor TEXT NOT NULL,
+    probed_at TEXT NOT NULL,
+    PRIMARY KEY (tenant, agent, protocol_version)
 ) STRICT;
 
 CREATE TABLE IF NOT EXISTS rejections (
@@ -204,6 +219,36 @@ const V2_TO_V3_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN follow_at TEXT;";
 /// Version 3 → 4, before [`SCHEMA`] (whose indexes need the columns).
 const V3_TO_V4_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN task_id TEXT;
     ALTER TABLE outbox ADD COLUMN lapsed_at TEXT;";
+
+/// Version 4 → 5, before [`SCHEMA`]: the v4 outbox (its CHECK without `withdrawn`) is set aside
+/// with its indexes dropped, so that [`SCHEMA`] creates the v5 outbox and its indexes.
+const V4_TO_V5_BEFORE: &str = r#"
+ALTER TABLE outbox RENAME TO outbox_v4;
+DROP INDEX IF EXISTS outbox_due;
+DROP INDEX IF EXISTS outbox_tenant;
+DROP INDEX IF EXISTS outbox_agent;
+DROP INDEX IF EXISTS outbox_follow;
+DROP INDEX IF EXISTS outbox_task;
+DROP INDEX IF EXISTS outbox_agent_seq;
+"#;
+
+/// Version 4 → 5, after [`SCHEMA`]: every row copied with its `seq`, the AUTOINCREMENT
+/// high-water mark carried over, the v4 table dropped.
+const V4_TO_V5_AFTER: &str = r#"
+INSERT INTO outbox (seq, tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
+        task_id, lapsed_at)
+    SELECT seq, tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
+        task_id, lapsed_at
+    FROM outbox_v4 ORDER BY seq;
+INSERT INTO sqlite_sequence (name, seq)
+    SELECT 'outbox', seq FROM sqlite_sequence WHERE name = 'outbox_v4'
+    AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'outbox');
+UPDATE sqlite_sequence
+    SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'outbox_v4'), 0))
+    WHERE name = 'outbox';
+DELETE FROM sqlite_sequence WHERE name = 'outbox_v4';
+DROP TABLE outbox_v4;
+"#;
 
 /// Version 1 → 2, after [`SCHEMA`]: every v1 row is copied with its `seq` (so the order of lapse
 /// is kept), the AUTOINCREMENT high-water mark is carried over (so no `seq` is handed out twice),
@@ -290,9 +335,17 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     if found == 2 || found == 3 {
         tx.execute_batch(V3_TO_V4_BEFORE).map_err(db)?;
     }
+    // v1 files are rebuilt by the v1 → v2 steps straight into the current outbox.
+    let rebuild_v4 = (2..=4).contains(&found);
+    if rebuild_v4 {
+        tx.execute_batch(V4_TO_V5_BEFORE).map_err(db)?;
+    }
     tx.execute_batch(SCHEMA).map_err(db)?;
     if from_v1 {
         tx.execute_batch(V1_TO_V2_AFTER).map_err(db)?;
+    }
+    if rebuild_v4 {
+        tx.execute_batch(V4_TO_V5_AFTER).map_err(db)?;
     }
     if (1..4).contains(&found) {
         fill_v4_columns(&tx)?;

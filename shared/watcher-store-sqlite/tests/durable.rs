@@ -300,8 +300,8 @@ fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 4,
-        "this test migrates from version 1 through 2 and 3 to the current one"
+        SCHEMA_VERSION, 5,
+        "this test migrates from version 1 through 2, 3 and 4 to the current one"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -446,7 +446,10 @@ const SCHEMA_V3: &str = include_str!("fixtures/schema_v3.sql");
 /// id and pages filter by `since` on the old rows; nothing is lost; opening again changes nothing.
 #[tokio::test]
 async fn a_version_3_file_is_migrated() {
-    assert_eq!(SCHEMA_VERSION, 4, "this test migrates from version 3 to 4");
+    assert_eq!(
+        SCHEMA_VERSION, 5,
+        "this test migrates from version 3 through 4 to 5"
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
     let t = tenant();
@@ -483,7 +486,7 @@ async fn a_version_3_file_is_migrated() {
         let version: i64 = raw(&path)
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 4);
+        assert_eq!(version, SCHEMA_VERSION);
         assert_eq!(
             store.outbox_by_task(&t, &agent(), "task-2").await.unwrap(),
             vec![late.clone()]
@@ -955,4 +958,94 @@ async fn a_commit_leaves_unchanged_index_rows_alone() {
         .query_row("SELECT rows FROM agent_live_rows", [], |r| r.get(0))
         .unwrap();
     assert_eq!(counted, 1);
+}
+
+/// A version 4 file (the outbox's CHECK without `withdrawn`) is migrated on opening: the outbox is
+/// rebuilt with every row, `seq`, `follow_at` and `task_id` kept, its indexes recreated, and a
+/// lapse task can then be marked `withdrawn`.
+#[tokio::test]
+async fn a_version_4_file_is_migrated_to_take_withdrawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    let mut followed = entry("lapse:followed");
+    followed.delivery = DeliveryState::Sent;
+    followed.task_id = Some("task-1".into());
+    followed.follow_at = Some(instant("2026-09-10T13:05:00Z"));
+    let queued = entry("lapse:queued");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: vec![followed.clone(), queued.clone()],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+        store.outbox_update(&followed).await.unwrap();
+    }
+    // Back to the version 4 outbox, as a version 4 build left it.
+    let conn = raw(&path);
+    conn.execute_batch(
+        "ALTER TABLE outbox RENAME TO outbox_v5;
+         CREATE TABLE outbox (
+             seq INTEGER PRIMARY KEY AUTOINCREMENT,
+             tenant TEXT NOT NULL, message_id TEXT NOT NULL, agent TEXT NOT NULL,
+             delivery TEXT NOT NULL CHECK (delivery IN ('queued', 'sent', 'failed')),
+             next_attempt TEXT NOT NULL, entry TEXT NOT NULL, follow_at TEXT,
+             task_id TEXT, lapsed_at TEXT,
+             UNIQUE (tenant, agent, message_id)) STRICT;
+         INSERT INTO outbox SELECT * FROM outbox_v5;
+         DROP TABLE outbox_v5;
+         PRAGMA user_version = 4;",
+    )
+    .unwrap();
+    assert!(conn
+        .execute("UPDATE outbox SET delivery = 'withdrawn'", [])
+        .is_err());
+    drop(conn);
+
+    let store = SqliteStore::open(&path).unwrap();
+    let version: i64 = raw(&path)
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let lapses = store.lapses(&t).await.unwrap();
+    let ids: Vec<&str> = lapses.iter().map(|e| e.message_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["lapse:followed", "lapse:queued"],
+        "rows and order kept"
+    );
+    let following = store
+        .outbox_following(&t, &agent(), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(following.len(), 1, "follow_at kept and indexed");
+    assert_eq!(
+        store
+            .outbox_by_task(&t, &agent(), "task-1")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.message_id)
+            .collect::<Vec<_>>(),
+        ["lapse:followed"],
+        "task_id kept and indexed"
+    );
+    let mut withdrawn = queued.clone();
+    withdrawn.delivery = DeliveryState::Withdrawn;
+    store.outbox_update(&withdrawn).await.unwrap();
+    assert_eq!(
+        store
+            .outbox_get(&t, &agent(), "lapse:queued")
+            .await
+            .unwrap()
+            .unwrap()
+            .delivery,
+        DeliveryState::Withdrawn
+    );
 }

@@ -1,0 +1,379 @@
+//! Origin-task reconciliation (issue 11 item 5; docs/agents.md "Agents the watcher does not
+//! trust"): for an agent that is not lifecycle-trusted (no probe promoted it; the card alone
+//! never does, docs/specs/agent-card-vs-lifecycle-conformance.md), the watcher does not rely on
+//! pushes alone to learn that an origin task ended.
+//!
+//! * Each origin task that raised expectations is followed with `GetTask`
+//!   ([`watcher_runtime::origins::OriginQueue`], bounded, in memory), first `poll_first` after it
+//!   raised them, then half the time followed so far, at most `backoff_max` apart, until the task
+//!   is terminal, `GetTask` fails for good, or it has been followed for `give_up_after`. Every
+//!   snapshot goes through the same ingest path as a pushed `Task` ([`ingest_task`]), so a
+//!   cancel whose push never came withdraws.
+//! * Before a lapse task of such an agent is first sent, its origin (`referenceTaskIds[0]`) is
+//!   asked for once ([`Reconciler::check_before_send`]); canceled, failed or rejected: the
+//!   snapshot is ingested (withdrawing) and the lapse task is marked `withdrawn`, never sent.
+//! * A followed lapse task's `GetTask` answer is ingested the same way
+//!   ([`Reconciler::poll_lapse_task`]), so a successor it raised without pushing is recorded.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_types::{StreamResponse, TaskState};
+use futures_util::stream::{self, StreamExt};
+use serde_json::{json, Value};
+use tokio::sync::{watch, Notify};
+use watcher_core::engine::{Effect, Input};
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::time::Instant;
+use watcher_runtime::clock::Clock;
+use watcher_runtime::origins::FollowedOrigin;
+use watcher_runtime::store::{DeliveryState, OutboxEntry, Store, StoreError};
+use watcher_runtime::watcher::Watcher;
+
+use crate::client::{A2aClient, DeliveryError};
+use crate::deliver::poll_delay;
+use crate::endpoint::Endpoints;
+use crate::retry::{add, elapsed, RetryPolicy};
+
+/// Origin tasks polled at once by one pass.
+const BATCH: usize = 32;
+/// `GetTask` calls in flight at once over all followed origin tasks.
+const IN_FLIGHT: usize = 4;
+/// Longest the loop sleeps before looking at the queue again (an in-memory read).
+const MAX_IDLE: Duration = Duration::from_secs(1);
+
+/// What one ingested snapshot did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ingested {
+    /// Expectations raised (new).
+    pub raised: usize,
+    /// Expectations withdrawn.
+    pub withdrawn: usize,
+}
+
+/// Feeds a Task snapshot (1.0 shape, as `GetTask` answers it) through the push ingest path, as if
+/// `agent` had pushed `{"task": …}`: its artifacts' expectations and withdrawals, its facts, and
+/// its status (canceled, failed, rejected withdraw). When it raised expectations, the task is
+/// followed like any origin task.
+///
+/// # Errors
+/// The agent is not registered, the snapshot is not a Task, or the store failed; in words.
+pub async fn ingest_task(
+    watcher: &Watcher<dyn Store>,
+    tenant: &Tenant,
+    agent: &AgentId,
+    task: &Value,
+    now: Instant,
+) -> Result<Ingested, String> {
+    let profile = watcher
+        .directory
+        .get(tenant, agent)
+        .ok_or_else(|| format!("agent {agent} is not registered"))?
+        .profile;
+    let event = StreamResponse::from_push_body(json!({ "task": task }))
+        .map_err(|e| format!("the GetTask answer is not a Task: {e}"))?;
+    watcher_core::ingest::check_state(&event)?;
+    let items = watcher_core::ingest::push_items(&event, agent, now);
+    let applied = watcher
+        .apply(
+            tenant,
+            &Input::Push {
+                agent: profile,
+                items,
+            },
+            now,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut out = Ingested::default();
+    for e in &applied.effects {
+        match e {
+            Effect::Raised { .. } => out.raised += 1,
+            Effect::Withdrawn { .. } => out.withdrawn += 1,
+            _ => {}
+        }
+    }
+    if out.raised > 0 {
+        if let Some(task_id) = event.task_id() {
+            watcher.directory.follow_origin(tenant, agent, task_id, now);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `state` withdraws what its task raised (semantics.md: canceled, failed, rejected).
+pub fn withdraws(state: TaskState) -> bool {
+    matches!(
+        state,
+        TaskState::Canceled | TaskState::Failed | TaskState::Rejected
+    )
+}
+
+/// The state of a 1.0 Task object (`TASK_STATE_UNSPECIFIED` when it has none the watcher knows).
+fn state_of(task: &Value) -> TaskState {
+    task.pointer("/status/state")
+        .and_then(TaskState::from_wire_value)
+        .unwrap_or(TaskState::Unspecified)
+}
+
+/// Follows origin tasks and checks origins before sending, for agents that are not
+/// lifecycle-trusted. Build one per process; share it behind an `Arc`.
+pub struct Reconciler {
+    watcher: Arc<Watcher<dyn Store>>,
+    client: A2aClient,
+    endpoints: Arc<dyn Endpoints>,
+    policy: RetryPolicy,
+    clock: Arc<dyn Clock>,
+    wake: Arc<Notify>,
+}
+
+impl Reconciler {
+    /// A reconciler asking with `client`, backing off as `policy` says (`poll_first`,
+    /// `max_backoff`, `give_up_after`), waking `wake` when a snapshot changed the record.
+    pub fn new(
+        watcher: Arc<Watcher<dyn Store>>,
+        client: A2aClient,
+        endpoints: Arc<dyn Endpoints>,
+        policy: RetryPolicy,
+        clock: Arc<dyn Clock>,
+        wake: Arc<Notify>,
+    ) -> Self {
+        Reconciler {
+            watcher,
+            client,
+            endpoints,
+            policy,
+            clock,
+            wake,
+        }
+    }
+
+    /// Whether `agent`'s origin tasks are reconciled
+    /// ([`watcher_runtime::directory::Directory::reconciles`]).
+    pub fn reconciles(&self, tenant: &Tenant, agent: &AgentId) -> bool {
+        self.watcher.directory.reconciles(tenant, agent)
+    }
+
+    /// `GetTask` for `task_id` of `agent`, in the 1.0 shape.
+    async fn get_task(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        task_id: &str,
+        interface_tenant: Option<&str>,
+    ) -> Result<Value, DeliveryError> {
+        let Some(endpoint) = self.endpoints.endpoint(tenant, agent) else {
+            return Err(DeliveryError::Permanent {
+                reason: format!("no endpoint for agent {agent}"),
+                source: None,
+            });
+        };
+        self.client
+            .get_task(&endpoint, task_id, interface_tenant)
+            .await
+    }
+
+    /// Before the first attempt of `entry` (a queued lapse task) for an agent it reconciles: asks
+    /// for the origin task once. Canceled, failed or rejected: the snapshot is ingested (its
+    /// expectations are withdrawn), the entry is marked `withdrawn` with the reason, and the
+    /// answer is `false` (do not send). Anything else, a later attempt, or a check that cannot
+    /// be made (logged): `true`.
+    ///
+    /// # Errors
+    /// A [`StoreError`] marking the entry.
+    pub async fn check_before_send(&self, entry: &OutboxEntry) -> Result<bool, StoreError> {
+        if !self.reconciles(&entry.tenant, &entry.agent)
+            || entry.attempts > 0
+            || entry.attempt_started_at.is_some()
+        {
+            return Ok(true);
+        }
+        let Some(origin) = entry
+            .request
+            .pointer("/message/referenceTaskIds/0")
+            .and_then(Value::as_str)
+        else {
+            return Ok(true);
+        };
+        let interface_tenant = entry.request.get("tenant").and_then(Value::as_str);
+        let task = match self
+            .get_task(&entry.tenant, &entry.agent, origin, interface_tenant)
+            .await
+        {
+            Ok(task) => task,
+            Err(e) => {
+                tracing::info!(message_id = %entry.message_id, agent = %entry.agent, origin,
+                    error = %e.describe(), "origin check before sending: GetTask failed; sending the lapse task");
+                return Ok(true);
+            }
+        };
+        let state = state_of(&task);
+        if !withdraws(state) {
+            return Ok(true);
+        }
+        let now = self.clock.now();
+        match ingest_task(&self.watcher, &entry.tenant, &entry.agent, &task, now).await {
+            Ok(ingested) => {
+                tracing::info!(message_id = %entry.message_id, agent = %entry.agent, origin,
+                state = state.as_str(), withdrawn = ingested.withdrawn,
+                "origin check before sending: the origin task ended without a push; withdrawn, the lapse task is not sent")
+            }
+            Err(e) => {
+                tracing::warn!(message_id = %entry.message_id, origin, error = %e,
+                    "origin check before sending: the origin's snapshot could not be recorded; the lapse task is not sent");
+            }
+        }
+        self.watcher.directory.origins().stop(&(
+            entry.tenant.clone(),
+            entry.agent.clone(),
+            origin.to_owned(),
+        ));
+        let Some(mut current) = self
+            .watcher
+            .store
+            .outbox_get(&entry.tenant, &entry.agent, &entry.message_id)
+            .await?
+        else {
+            return Ok(false);
+        };
+        if current.delivery != DeliveryState::Queued {
+            return Ok(false);
+        }
+        current.delivery = DeliveryState::Withdrawn;
+        current.follow_at = None;
+        current.last_error = Some(format!(
+            "not sent: GetTask before sending found the origin task {origin:?} {}; its \
+             expectations were withdrawn (origin-task reconciliation)",
+            state.as_str()
+        ));
+        self.watcher.store.outbox_update(&current).await?;
+        Ok(false)
+    }
+
+    /// Polls the followed lapse task `entry` with `GetTask`, feeds the answer through the push
+    /// ingest path (a successor raised in its artifacts without a push is recorded), and answers
+    /// its state for [`crate::deliver::Submitter::record_poll_result`].
+    pub async fn poll_lapse_task(&self, entry: &OutboxEntry) -> Result<TaskState, DeliveryError> {
+        let Some(task_id) = entry.task_id.as_deref() else {
+            return Err(DeliveryError::Permanent {
+                reason: "no task id to poll".into(),
+                source: None,
+            });
+        };
+        let interface_tenant = entry.request.get("tenant").and_then(Value::as_str);
+        let task = self
+            .get_task(&entry.tenant, &entry.agent, task_id, interface_tenant)
+            .await?;
+        let now = self.clock.now();
+        match ingest_task(&self.watcher, &entry.tenant, &entry.agent, &task, now).await {
+            Ok(ingested) if ingested.raised + ingested.withdrawn > 0 => {
+                tracing::info!(message_id = %entry.message_id, task_id, raised = ingested.raised,
+                    withdrawn = ingested.withdrawn, "the followed lapse task's artifacts were recorded");
+                self.wake.notify_waiters();
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(message_id = %entry.message_id, task_id, error = %e,
+                    "the followed lapse task's snapshot could not be recorded")
+            }
+        }
+        Ok(state_of(&task))
+    }
+
+    /// Polls the origin tasks due at `now` (at most one batch); answers how many were polled.
+    pub async fn poll_due(&self, now: Instant) -> usize {
+        let due = self.watcher.directory.origins().due(now, BATCH);
+        let n = due.len();
+        stream::iter(due)
+            .for_each_concurrent(IN_FLIGHT, |f| self.poll_origin(f))
+            .await;
+        n
+    }
+
+    /// One poll of one followed origin task.
+    async fn poll_origin(&self, f: FollowedOrigin) {
+        let origins = self.watcher.directory.origins();
+        let key = f.key();
+        if !self.reconciles(&f.tenant, &f.agent) {
+            origins.stop(&key);
+            return;
+        }
+        // The card interface's `tenant`, as the agent's lapse tasks carry it.
+        let interface_tenant = self
+            .watcher
+            .directory
+            .get(&f.tenant, &f.agent)
+            .and_then(|a| a.delivery.tenant);
+        let result = self
+            .get_task(&f.tenant, &f.agent, &f.task_id, interface_tenant.as_deref())
+            .await;
+        let now = self.clock.now();
+        let next = add(now, poll_delay(f.since, now, &self.policy));
+        let too_old = elapsed(f.since, now) >= self.policy.give_up_after;
+        match result {
+            Ok(task) => {
+                let state = state_of(&task);
+                match ingest_task(&self.watcher, &f.tenant, &f.agent, &task, now).await {
+                    Ok(ingested) => {
+                        if ingested.raised + ingested.withdrawn > 0 {
+                            self.wake.notify_waiters();
+                        }
+                        if ingested.withdrawn > 0 {
+                            tracing::info!(agent = %f.agent, task_id = %f.task_id, state = state.as_str(),
+                                withdrawn = ingested.withdrawn,
+                                "origin-task reconciliation: GetTask found the task ended without a push; withdrawn");
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(agent = %f.agent, task_id = %f.task_id, error = %e,
+                            "origin-task reconciliation: the snapshot could not be recorded; asking again later");
+                        origins.reschedule(&key, next);
+                        return;
+                    }
+                }
+                if state.is_terminal() || too_old {
+                    origins.stop(&key);
+                } else {
+                    origins.reschedule(&key, next);
+                }
+            }
+            Err(e @ DeliveryError::Retryable { .. }) if !too_old => {
+                tracing::debug!(agent = %f.agent, task_id = %f.task_id, error = %e.describe(),
+                    "origin-task reconciliation: GetTask failed; asking again later");
+                origins.reschedule(&key, next);
+            }
+            Err(e) => {
+                tracing::info!(agent = %f.agent, task_id = %f.task_id, error = %e.describe(),
+                    "origin-task reconciliation: stopped following the origin task");
+                origins.stop(&key);
+            }
+        }
+    }
+
+    /// Polls due origin tasks until `stop` flips: at once when a batch was full, else when the
+    /// earliest next poll comes (at most [`MAX_IDLE`] later: the queue is in memory, so looking
+    /// costs nothing).
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            let polled = self.poll_due(self.clock.now()).await;
+            if polled == BATCH {
+                continue;
+            }
+            let now = self.clock.now();
+            let wait = self
+                .watcher
+                .directory
+                .origins()
+                .next_at()
+                .map_or(MAX_IDLE, |at| elapsed(now, at).min(MAX_IDLE))
+                .max(Duration::from_millis(10));
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {},
+                _ = stop.changed() => return,
+            }
+        }
+    }
+}

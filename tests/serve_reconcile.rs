@@ -1,0 +1,380 @@
+//! Origin-task reconciliation (issue 11 item 5) on `a2a-watcher serve` over real HTTP: the
+//! booking agent is not lifecycle-trusted (never probed), so the watcher asks for its origin
+//! tasks with `GetTask` and does not wait for a cancel to be pushed. The capture agent never
+//! pushes: it only answers `GetTask` (the origin task canceled) and `SendMessage`.
+//! Also: a lapse task followed with `GetTask` (no push) has its successor recorded from the
+//! task's artifacts (issue 9 leftover (c)).
+
+mod common;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use watcher_delivery::testing::{spawn_capture_agent, Behaviour, CapturedRequest, Reply};
+
+use common::*;
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A JSON-RPC answer with `result`.
+fn rpc_result(req: &CapturedRequest, result: Value) -> Reply {
+    Reply::Http {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: json!({ "jsonrpc": "2.0", "id": req.rpc_id(), "result": result }).to_string(),
+    }
+}
+
+/// `GetTask`'s `params.id`.
+fn asked_for(req: &CapturedRequest) -> Option<String> {
+    req.json()?
+        .pointer("/params/id")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn get_tasks(agent: &watcher_delivery::testing::CaptureAgent) -> Vec<String> {
+    agent
+        .requests()
+        .iter()
+        .filter(|r| r.rpc_method().as_deref() == Some("GetTask"))
+        .filter_map(asked_for)
+        .collect()
+}
+
+/// An agent whose every task is canceled as `GetTask` sees it (the cancel was never pushed),
+/// and which accepts lapse tasks.
+fn cancels_silently() -> Behaviour {
+    Behaviour::from_fn(|_, req| match req.rpc_method().as_deref() {
+        Some("GetTask") => {
+            let id = asked_for(req).unwrap_or_default();
+            rpc_result(
+                req,
+                json!({ "id": id, "contextId": format!("ctx-{id}"),
+                        "status": { "state": "TASK_STATE_CANCELED",
+                                    "timestamp": "2026-11-30T00:00:00Z" } }),
+            )
+        }
+        _ => Reply::task("lapse-task-1", a2a_types::TaskState::Submitted),
+    })
+}
+
+/// The expectation lapses before the first poll (`poll_first` a minute): the origin is checked
+/// once before the lapse task is sent, found canceled, the expectation is withdrawn through the
+/// push ingest path and the lapse task is marked `withdrawn`: nothing is sent.
+#[tokio::test]
+async fn a_cancel_never_pushed_withdraws_instead_of_a_lapse_task() {
+    let agent = spawn_capture_agent(cancels_silently()).await;
+    let w = spawn_watcher_with(
+        &agent,
+        "[delivery]\npoll_first = \"PT60S\"\n",
+        "# reconcile defaults to true",
+    )
+    .await;
+    let due = origin(Duration::from_millis(800));
+    let raised = w
+        .push(&one_expectation(
+            "task-origin-1",
+            "exp-1",
+            "PA-1",
+            due,
+            "PT0S",
+        ))
+        .await;
+    assert_eq!(raised.status, 200, "{:#}", raised.body);
+    let withdrawn = wait_until(
+        || async {
+            w.lapses()
+                .await
+                .first()
+                .is_some_and(|l| l["delivery"] == "withdrawn")
+        },
+        PATIENCE,
+    )
+    .await;
+    let lapses = w.lapses().await;
+    assert!(withdrawn, "{lapses:#?}\n{}", w.log());
+    assert!(
+        lapses[0]["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("TASK_STATE_CANCELED"),
+        "{lapses:#?}"
+    );
+    let subject = w.shipment("PA-1").await.expect("the subject");
+    assert_eq!(expectation(&subject, "exp-1")["status"], "withdrawn");
+    assert_eq!(get_tasks(&agent), ["task-origin-1"], "checked once");
+    assert!(
+        holds_for(
+            || async { agent.sent_message_ids().is_empty() },
+            Duration::from_secs(1)
+        )
+        .await,
+        "no lapse task is sent for canceled work: {:?}",
+        agent.sent_message_ids()
+    );
+}
+
+/// Followed with `GetTask` from `poll_first` on, the origin task is found canceled long before
+/// its expectation is due: withdrawn, no lapse ever, and no more polls once it is terminal.
+/// `GET /v1/agents` shows the agent untrusted (never probed) and reconciled.
+#[tokio::test]
+async fn a_followed_origin_task_found_canceled_withdraws() {
+    let agent = spawn_capture_agent(cancels_silently()).await;
+    let w = spawn_watcher_with(
+        &agent,
+        "[delivery]\npoll_first = \"PT0.2S\"\nbackoff_max = \"PT0.5S\"\n",
+        "",
+    )
+    .await;
+    let due = origin(Duration::from_secs(3600));
+    let raised = w
+        .push(&one_expectation(
+            "task-origin-2",
+            "exp-2",
+            "PA-2",
+            due,
+            "PT0S",
+        ))
+        .await;
+    assert_eq!(raised.status, 200, "{:#}", raised.body);
+    let withdrawn = wait_until(
+        || async {
+            w.shipment("PA-2")
+                .await
+                .is_some_and(|s| expectation(&s, "exp-2")["status"] == "withdrawn")
+        },
+        PATIENCE,
+    )
+    .await;
+    assert!(withdrawn, "{}", w.log());
+    assert!(w.lapses().await.is_empty(), "{:#?}", w.lapses().await);
+    let polls = get_tasks(&agent).len();
+    assert!(polls >= 1);
+    assert!(
+        holds_for(
+            || async { get_tasks(&agent).len() == polls },
+            Duration::from_millis(1500)
+        )
+        .await,
+        "no poll after the task is terminal"
+    );
+    assert!(agent.sent_message_ids().is_empty());
+
+    let agents = w.get("/v1/agents").await;
+    let booking = &agents.body["agents"][0];
+    assert_eq!(booking["agentId"], "booking", "{:#}", agents.body);
+    assert_eq!(booking["lifecycleTrusted"], false);
+    assert_eq!(booking["reconciled"], true);
+    assert!(booking["lifecycle"]["demotions"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("never probed"));
+}
+
+/// A lapse task sent without a push config is followed with `GetTask`; the agent never pushes,
+/// and raises a successor (`supersedes`) in the lapse task's artifact: the watcher records it
+/// from the `GetTask` answer.
+#[tokio::test]
+async fn a_successor_in_a_followed_lapse_task_is_recorded() {
+    let successor_due = fmt(origin(Duration::from_secs(7200)));
+    let agent = spawn_capture_agent(Behaviour::from_fn(move |_, req| {
+        match req.rpc_method().as_deref() {
+            Some("GetTask") if asked_for(req).as_deref() == Some("lapse-task-1") => rpc_result(
+                req,
+                json!({ "id": "lapse-task-1", "contextId": "ctx-task-origin-3",
+                    "status": { "state": "TASK_STATE_COMPLETED", "timestamp": "2026-11-30T00:00:00Z" },
+                    "artifacts": [{
+                        "artifactId": "extended", "parts": [{ "text": "extended" }],
+                        "extensions": [URI],
+                        "metadata": { URI: { "expectations": [{
+                            "expectationId": "exp-3b", "kind": "shipment.manifest",
+                            "subject": { "type": "shipment", "id": "PA-3" },
+                            "expects": "the airline manifest for PA-3, later",
+                            "satisfiedBy": { "factKey": "shipment.manifest.received:PA-3" },
+                            "dueAt": successor_due, "grace": "PT0S", "basis": "observed",
+                            "supersedes": "exp-3"
+                        }] } }
+                    }] }),
+            ),
+            Some("GetTask") => {
+                let id = asked_for(req).unwrap_or_default();
+                rpc_result(
+                    req,
+                    json!({ "id": id, "contextId": format!("ctx-{id}"),
+                            "status": { "state": "TASK_STATE_WORKING" } }),
+                )
+            }
+            _ => Reply::task("lapse-task-1", a2a_types::TaskState::Submitted),
+        }
+    }))
+    .await;
+    let w = spawn_watcher(&agent, "[delivery]\npoll_first = \"PT0.2S\"\n").await;
+    let due = origin(Duration::from_millis(500));
+    let raised = w
+        .push(&one_expectation(
+            "task-origin-3",
+            "exp-3",
+            "PA-3",
+            due,
+            "PT0S",
+        ))
+        .await;
+    assert_eq!(raised.status, 200, "{:#}", raised.body);
+    let recorded = wait_until(
+        || async {
+            w.shipment("PA-3").await.is_some_and(|s| {
+                s["expectations"]
+                    .as_array()
+                    .is_some_and(|l| l.iter().any(|e| e["expectationId"] == "exp-3b"))
+            })
+        },
+        PATIENCE,
+    )
+    .await;
+    let subject = w.shipment("PA-3").await;
+    assert!(recorded, "{subject:#?}\n{}", w.log());
+    let subject = subject.unwrap();
+    assert_eq!(expectation(&subject, "exp-3b")["status"], "open");
+    assert_eq!(expectation(&subject, "exp-3b")["lineage"], 1, "{subject:#}");
+    assert_eq!(agent.sent_message_ids().len(), 1);
+}
+
+/// An agent that passes the lifecycle probe: every status timestamped, the terminal status
+/// pushed once to the probe's webhook, `GetTask` and `ListTasks` served. Every other task it is
+/// asked about is working.
+fn conforming() -> Behaviour {
+    const TS: &str = "2026-11-30T00:00:00Z";
+    Behaviour::from_fn(|_, req| match req.rpc_method().as_deref() {
+        Some("SendMessage") => {
+            let body = req.json().unwrap_or_default();
+            if let Some(url) = body
+                .pointer("/params/configuration/taskPushNotificationConfig/url")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            {
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let _ = reqwest::Client::new()
+                        .post(url)
+                        .json(&json!({ "statusUpdate": { "taskId": "probe-task",
+                            "contextId": "ctx-probe",
+                            "status": { "state": "TASK_STATE_COMPLETED", "timestamp": TS } } }))
+                        .send()
+                        .await;
+                });
+            }
+            rpc_result(
+                req,
+                json!({ "task": { "id": "probe-task", "contextId": "ctx-probe",
+                    "status": { "state": "TASK_STATE_SUBMITTED", "timestamp": TS } } }),
+            )
+        }
+        Some("GetTask") => {
+            let id = asked_for(req).unwrap_or_default();
+            let state = if id == "probe-task" {
+                "TASK_STATE_COMPLETED"
+            } else {
+                "TASK_STATE_WORKING"
+            };
+            rpc_result(
+                req,
+                json!({ "id": id, "contextId": "ctx-probe",
+                        "status": { "state": state, "timestamp": TS } }),
+            )
+        }
+        Some("ListTasks") => rpc_result(req, json!({ "tasks": [], "nextPageToken": "" })),
+        _ => Reply::rpc_error(-32601, "Method not found"),
+    })
+}
+
+/// `probe = true`: the agent is probed when it registers; the descriptor is kept in the store
+/// and shown at `GET /v1/agents`; a trusted agent's origin tasks are not followed; after a
+/// restart without `probe`, the kept descriptor still decides.
+#[tokio::test]
+async fn a_probe_on_registration_promotes_and_is_kept() {
+    let agent = spawn_capture_agent(conforming()).await;
+    let mut w = spawn_watcher_with(
+        &agent,
+        "[delivery]\npoll_first = \"PT0.2S\"\n",
+        "probe = true",
+    )
+    .await;
+    let trusted = wait_until(
+        || async { w.get("/v1/agents").await.body["agents"][0]["lifecycleTrusted"] == true },
+        PATIENCE,
+    )
+    .await;
+    let agents = w.get("/v1/agents").await.body;
+    assert!(trusted, "{agents:#}\n{}", w.log());
+    let booking = &agents["agents"][0];
+    assert_eq!(booking["reconciled"], false);
+    assert_eq!(booking["lifecycle"]["protocolVersion"], "1.0");
+    assert_eq!(booking["lifecycle"]["demotions"], json!([]));
+    assert_eq!(
+        booking["lifecycle"]["descriptor"]["exactlyOneTerminal"],
+        true
+    );
+    assert!(booking["lifecycle"]["probedAt"].is_string());
+
+    let before = get_tasks(&agent).len();
+    let raised = w
+        .push(&one_expectation(
+            "task-origin-4",
+            "exp-4",
+            "PA-4",
+            origin(Duration::from_secs(3600)),
+            "PT0S",
+        ))
+        .await;
+    assert_eq!(raised.status, 200);
+    assert!(
+        holds_for(
+            || async { get_tasks(&agent).len() == before },
+            Duration::from_millis(1200)
+        )
+        .await,
+        "a trusted agent's origin task is not polled: {:?}",
+        get_tasks(&agent)
+    );
+
+    w.kill().await;
+    let config = w.dir.path().join("watcher.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("probe = true", "probe = false")).unwrap();
+    let sends = agent.sent_message_ids().len();
+    w.start().await;
+    let agents = w.get("/v1/agents").await.body;
+    assert_eq!(agents["agents"][0]["lifecycleTrusted"], true, "{agents:#}");
+    assert_eq!(agent.sent_message_ids().len(), sends, "not probed again");
+}
+
+/// An agent whose card says `pushNotifications: true` but whose probe task's statuses are never
+/// pushed is not trusted; the demotion says why, and its origin tasks are reconciled.
+#[tokio::test]
+async fn a_probe_without_pushes_demotes() {
+    let agent = spawn_capture_agent(cancels_silently()).await;
+    let w = spawn_watcher_with(&agent, "", "probe = true").await;
+    let probed = wait_until(
+        || async {
+            w.get("/v1/agents").await.body["agents"][0]["lifecycle"]["probedAt"].is_string()
+        },
+        PATIENCE,
+    )
+    .await;
+    let agents = w.get("/v1/agents").await.body;
+    assert!(probed, "{agents:#}\n{}", w.log());
+    let booking = &agents["agents"][0];
+    assert_eq!(booking["lifecycleTrusted"], false);
+    assert_eq!(booking["reconciled"], true);
+    let demotions: Vec<&str> = booking["lifecycle"]["demotions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        demotions.contains(&"the card says pushNotifications: true, but no push arrived"),
+        "{demotions:?}"
+    );
+}
