@@ -1,5 +1,6 @@
-//! The timer function: target of the per-expectation EventBridge schedules and of the
-//! `rate(5 minutes)` sweep. Evaluates on its own clock; an early wake re-arms, never lapses.
+//! The timer function: target of the per-expectation EventBridge schedules, of the
+//! `rate(5 minutes)` sweep and of the timer queue's delayed messages (docs/aws-latency.md).
+//! Evaluates on its own clock; an early wake re-arms, never lapses.
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;

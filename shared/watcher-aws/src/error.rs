@@ -32,6 +32,13 @@ pub enum ConfigError {
         /// Maximum event age asked for, in seconds.
         max_age_secs: i32,
     },
+    /// A schedule lead below zero or above SQS's 900 s delay. What to do: use
+    /// [`SCHEDULE_LEAD`](crate::SCHEDULE_LEAD) (60 s).
+    #[error("schedule lead {lead:?} is outside 0 to 900 s")]
+    Lead {
+        /// The lead asked for.
+        lead: jiff::SignedDuration,
+    },
 }
 
 /// A message this crate's functions cannot read: the schedule's target input or the lapse

@@ -5,7 +5,9 @@
 //!   [`schedule_name`] and fired at the pure [`at_expression`];
 //! * [`SqsLapseQueue`] implements [`LapseQueue`](watcher_runtime::ports::LapseQueue) over an SQS
 //!   FIFO queue, one message group per agent and a deduplication id from the (tenant, agent,
-//!   `messageId`).
+//!   `messageId`);
+//! * [`SqsTimerQueue`] finishes each timer's wait on a standard SQS queue with `DelaySeconds` up
+//!   to the exact instant, after a schedule armed [`SCHEDULE_LEAD`] early (docs/aws-latency.md).
 //!
 //! Both are hints over the durable record (style: "timers are hints, the record is the truth"):
 //! the timer function re-reads the record and lapses only when the deadline has passed on its own
@@ -49,6 +51,7 @@ pub mod names;
 pub mod provision;
 pub mod scheduler;
 pub mod sqs;
+pub mod timer_queue;
 
 pub use crate::error::{ConfigError, MessageError};
 pub use crate::names::{
@@ -62,4 +65,7 @@ pub use crate::scheduler::{
 pub use crate::sqs::{
     deduplication_id, message_group_id, parse_queue_message, QueueMessage, SqsLapseQueue,
     MAX_DEDUPLICATION_ID_LEN, MAX_MESSAGE_GROUP_ID_LEN,
+};
+pub use crate::timer_queue::{
+    delay_seconds, SqsTimerQueue, TimerQueue, MAX_DELAY_SECS, SCHEDULE_LEAD,
 };

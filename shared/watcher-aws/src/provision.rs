@@ -101,17 +101,48 @@ async fn create_fifo(
         .await
         .map_err(|e| port_error(format!("create queue {name}"), e))?;
     let url = created.queue_url().unwrap_or_default().to_string();
+    let arn = queue_arn(client, &url, name).await?;
+    Ok((url, arn))
+}
+
+/// Creates the standard queue `name` that feeds the timer function delayed timer messages
+/// ([`SqsTimerQueue`](crate::SqsTimerQueue); FIFO queues take no per-message delay) and returns
+/// its URL and ARN. Idempotent for the same attributes.
+///
+/// # Errors
+/// Permanent for an invalid name and the service's refusals; retryable for throttling, 5xx and
+/// timeouts.
+pub async fn create_timer_queue(
+    client: &aws_sdk_sqs::Client,
+    name: &str,
+) -> Result<(String, String), PortError> {
+    let created = client
+        .create_queue()
+        .queue_name(name)
+        .send()
+        .await
+        .map_err(|e| port_error(format!("create queue {name}"), e))?;
+    let url = created.queue_url().unwrap_or_default().to_string();
+    let arn = queue_arn(client, &url, name).await?;
+    Ok((url, arn))
+}
+
+/// The ARN of the queue at `url` (named `name`, for errors).
+async fn queue_arn(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    name: &str,
+) -> Result<String, PortError> {
     let attributes = client
         .get_queue_attributes()
-        .queue_url(&url)
+        .queue_url(url)
         .attribute_names(QueueAttributeName::QueueArn)
         .send()
         .await
         .map_err(|e| port_error(format!("get the ARN of queue {name}"), e))?;
-    let arn = attributes
+    Ok(attributes
         .attributes()
         .and_then(|a| a.get(&QueueAttributeName::QueueArn))
         .cloned()
-        .unwrap_or_default();
-    Ok((url, arn))
+        .unwrap_or_default())
 }

@@ -15,6 +15,7 @@ use aws_sdk_scheduler::types::{
     RetryPolicy, ScheduleState, Target,
 };
 use aws_sdk_scheduler::Client;
+use jiff::SignedDuration;
 use serde::{Deserialize, Serialize};
 use watcher_core::engine::TimerKey;
 use watcher_core::ids::Tenant;
@@ -23,6 +24,7 @@ use watcher_runtime::ports::{PortError, Timers};
 
 use crate::error::{permanent, port_error, ConfigError, MessageError};
 use crate::names::{at_expression, schedule_name, validate_group_name, validate_schedule_name};
+use crate::timer_queue::MAX_DELAY_SECS;
 
 /// Scheduler's largest retry count for a target invocation, used by default.
 pub const DEFAULT_MAX_RETRY_ATTEMPTS: i32 = 185;
@@ -53,6 +55,10 @@ pub struct SchedulerConfig {
     pub max_retry_attempts: i32,
     /// How long a failed invocation is retried, in seconds, 60 to 86 400.
     pub max_event_age_secs: i32,
+    /// How long before its instant each schedule fires, 0 to 900 s: zero by default;
+    /// [`SCHEDULE_LEAD`](crate::SCHEDULE_LEAD) (60 s) when a [`TimerQueue`](crate::TimerQueue) finishes the wait
+    /// (docs/aws-latency.md).
+    pub lead: SignedDuration,
 }
 
 impl SchedulerConfig {
@@ -71,7 +77,17 @@ impl SchedulerConfig {
             dlq_arn: None,
             max_retry_attempts: DEFAULT_MAX_RETRY_ATTEMPTS,
             max_event_age_secs: DEFAULT_MAX_EVENT_AGE_SECS,
+            lead: SignedDuration::ZERO,
         }
+    }
+
+    /// The same, each schedule firing `lead` before its instant (the timer function then
+    /// re-arms the timer for the exact instant through a [`TimerQueue`](crate::TimerQueue)).
+    /// Use [`SCHEDULE_LEAD`](crate::SCHEDULE_LEAD): Scheduler fires within the minute after `at()`, so a one-minute
+    /// lead fires before the deadline, never after it.
+    pub fn with_lead(mut self, lead: SignedDuration) -> Self {
+        self.lead = lead;
+        self
     }
 
     /// The same, sending invocations that exhaust their retries to the SQS queue `dlq_arn`.
@@ -109,6 +125,9 @@ impl SchedulerConfig {
                 max_age_secs: self.max_event_age_secs,
             });
         }
+        if self.lead.is_negative() || self.lead.as_secs() > MAX_DELAY_SECS {
+            return Err(ConfigError::Lead { lead: self.lead });
+        }
         Ok(())
     }
 }
@@ -140,7 +159,8 @@ pub fn parse_timer_input(input: &str) -> Result<TimerInput, MessageError> {
 /// [`Timers`] over EventBridge Scheduler.
 ///
 /// Each timer is a one-time schedule named [`schedule_name`] in the configured group, firing at
-/// [`at_expression`] in `UTC` with the flexible time window off, deleted by Scheduler after it
+/// [`at_expression`] of its instant less the configured [`lead`](SchedulerConfig::lead) in `UTC`
+/// with the flexible time window off, deleted by Scheduler after it
 /// fires (`ActionAfterCompletion: DELETE`), retried per the configured policy and dead-lettered
 /// when configured.
 ///
@@ -234,8 +254,14 @@ impl Timers for SchedulerTimers {
         let name = schedule_name(tenant, key);
         validate_schedule_name(&name)
             .map_err(|e| permanent(format!("schedule name for {key:?}"), e))?;
-        let expression =
-            at_expression(at).map_err(|e| permanent(format!("schedule {name} at {at}"), e))?;
+        let fire_at = at
+            .checked_sub(self.config.lead)
+            .ok_or_else(|| PortError::Permanent {
+                reason: format!("schedule {name} at {at} less its lead is out of range"),
+                source: None,
+            })?;
+        let expression = at_expression(fire_at)
+            .map_err(|e| permanent(format!("schedule {name} at {fire_at}"), e))?;
         let input = serde_json::to_string(&TimerInput {
             tenant: tenant.clone(),
             timer: key.clone(),

@@ -478,3 +478,133 @@ async fn enqueueing_to_a_missing_queue_fails_permanently() {
         .unwrap_err();
     assert!(matches!(e, PortError::Permanent { .. }), "{e}");
 }
+
+/// `ApproximateNumberOfMessages` and `ApproximateNumberOfMessagesDelayed` of the queue at `url`.
+async fn visible_and_delayed(client: &aws_sdk_sqs::Client, url: &str) -> (u32, u32) {
+    let out = client
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+        .send()
+        .await
+        .unwrap();
+    let get = |name: QueueAttributeName| -> u32 {
+        out.attributes()
+            .and_then(|a| a.get(&name))
+            .map(|v| v.parse().unwrap())
+            .unwrap_or_default()
+    };
+    (
+        get(QueueAttributeName::ApproximateNumberOfMessages),
+        get(QueueAttributeName::ApproximateNumberOfMessagesDelayed),
+    )
+}
+
+#[tokio::test]
+async fn a_schedule_with_a_lead_fires_a_minute_before_its_instant() {
+    let client = aws_sdk_scheduler::Client::new(&moto_config().await);
+    let group = unique("g-lead");
+    ensure_schedule_group(&client, &group).await.unwrap();
+    let timers = SchedulerTimers::new(
+        client.clone(),
+        SchedulerConfig::new(&group, TARGET_ARN, ROLE_ARN).with_lead(watcher_aws::SCHEDULE_LEAD),
+    )
+    .unwrap();
+    let tenant = Tenant::default_tenant();
+    let k = key("planner", "exp-lead", TimerKind::Deadline);
+    timers
+        .arm(&tenant, &k, instant("2026-09-10T22:15:00.250Z"))
+        .await
+        .unwrap();
+    let s = get_schedule(&client, &group, &schedule_name(&tenant, &k))
+        .await
+        .expect("schedule");
+    // 22:15:00.250 less 60 s, rounded up to the second.
+    assert_eq!(s.schedule_expression(), Some("at(2026-09-10T22:14:01)"));
+    assert_eq!(
+        s.flexible_time_window().map(|w| w.mode()),
+        Some(&FlexibleTimeWindowMode::Off)
+    );
+    // The input names the timer, not the early instant: the record holds the deadline.
+    let input = parse_timer_input(s.target().unwrap().input().unwrap()).unwrap();
+    assert_eq!(input.timer, k);
+    // A lead SQS could not finish is refused.
+    let too_long = SchedulerConfig::new(&group, TARGET_ARN, ROLE_ARN)
+        .with_lead(jiff::SignedDuration::from_secs(901));
+    assert!(matches!(
+        too_long.validate(),
+        Err(watcher_aws::ConfigError::Lead { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_timer_message_is_delayed_to_its_instant() {
+    let client = aws_sdk_sqs::Client::new(&moto_config().await);
+    let (url, arn) = watcher_aws::provision::create_timer_queue(&client, &unique("timers"))
+        .await
+        .unwrap();
+    assert!(arn.starts_with("arn:"), "{arn}");
+    let queue = watcher_aws::SqsTimerQueue::new(client.clone(), &url);
+    let tenant = Tenant::default_tenant();
+    let k = key("planner", "exp-delay", TimerKind::Deadline);
+    // Seen from 22:14:58.5, 22:15:00 is 1.5 s away: delayed 2 s (rounded up, never early).
+    let sent = std::time::Instant::now();
+    watcher_aws::TimerQueue::send_at(
+        &queue,
+        &tenant,
+        &k,
+        instant("2026-09-10T22:15:00Z"),
+        instant("2026-09-10T22:14:58.5Z"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(visible_and_delayed(&client, &url).await, (0, 1));
+    let none = client
+        .receive_message()
+        .queue_url(&url)
+        .send()
+        .await
+        .unwrap();
+    assert!(none.messages().is_empty(), "delivered before its delay");
+    // Visible once the two seconds are up (moto counts them on its own clock).
+    let body = loop {
+        let out = client
+            .receive_message()
+            .queue_url(&url)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        if let Some(m) = out.messages().first() {
+            break m.body().unwrap().to_string();
+        }
+        assert!(
+            sent.elapsed().as_secs() < 10,
+            "the delayed message never came"
+        );
+    };
+    assert!(
+        sent.elapsed() >= std::time::Duration::from_millis(1900),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(
+        parse_timer_input(&body).unwrap(),
+        TimerInput {
+            tenant: tenant.clone(),
+            timer: k.clone()
+        }
+    );
+    // Beyond SQS's 900 s: refused before any call.
+    let far = watcher_aws::TimerQueue::send_at(
+        &queue,
+        &tenant,
+        &k,
+        instant("2026-09-10T22:30:01Z"),
+        instant("2026-09-10T22:15:00Z"),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(far, PortError::Permanent { .. }), "{far}");
+}

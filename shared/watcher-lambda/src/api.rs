@@ -1,19 +1,40 @@
 //! The API function's router: the watcher's routes (contracts/serve.md), the same axum router
 //! `a2a-watcher serve` runs, over the function's parts. `functions/api` hosts it with
 //! `lambda_http`; tests drive it with API Gateway HTTP API (payload 2.0) events.
+//!
+//! Ids through API Gateway (issue 12, item 3): an HTTP API decodes the request path before the
+//! function sees it, in `rawPath` as in `pathParameters`, so a subject id `PA-2026-0901/leg-2`
+//! sent as `PA-2026-0901%2Fleg-2` reaches the function as two segments, an id holding `?` or `#`
+//! as a query or fragment, and one holding `%41` as `A` once axum decodes it again. The router
+//! therefore rebuilds the path from the matched route (`routeKey`, e.g.
+//! `GET /v1/subjects/{type}/{id+}`) and the decoded `pathParameters`, percent-encoding each
+//! parameter whole (every byte but ASCII letters, digits, `-`, `_` and `~`), so that axum's
+//! extractors decode it exactly once and the id reaches the handlers as the client gave it.
+//! `{proxy+}` alone keeps its `/` as separators (a catch-all over several routes). A request
+//! without a parameterised route key (`$default`, a test's event, `serve`) is left as it is.
 
 use std::sync::Arc;
 
+use axum::http;
 use axum::Router;
+use lambda_http::request::RequestContext;
+use lambda_http::RequestExt;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use tokio::sync::Notify;
+use tower::ServiceExt;
 use watcher_http::{watcher_router_with, AppState};
 use watcher_runtime::clock::Clock;
 
 use crate::env::Parts;
 
-/// The routes over `parts`, with problem+json answers for unknown routes and methods.
+/// What stays unencoded in a rebuilt path segment: RFC 3986's unreserved characters less `.`
+/// (so that an id `.` or `..` is never read as a dot segment).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'~');
+
+/// The routes over `parts`, with problem+json answers for unknown routes and methods, behind
+/// [`from_api_gateway`] (ids read from `pathParameters`, decoded once).
 pub fn router(parts: &Parts, clock: Arc<dyn Clock>) -> Router {
-    watcher_router_with(
+    let routes = watcher_router_with(
         AppState {
             watcher: parts.watcher.clone(),
             credentials: parts.credentials.clone(),
@@ -24,5 +45,72 @@ pub fn router(parts: &Parts, clock: Arc<dyn Clock>) -> Router {
         parts.limits,
     )
     .fallback(watcher_http::not_found)
-    .method_not_allowed_fallback(watcher_http::method_not_allowed)
+    .method_not_allowed_fallback(watcher_http::method_not_allowed);
+    // Before routing: the rewritten path is what the routes match.
+    Router::new()
+        .fallback_service(routes.map_request(from_api_gateway::<axum::body::Body> as fn(_) -> _))
+}
+
+/// The request with its path rebuilt from API Gateway's route key and decoded path parameters
+/// (see the module docs), its query re-encoded from `rawQueryString`'s parameters. Unchanged when
+/// the route key is `$default` or missing, names no parameter, or names one the event lacks.
+pub fn from_api_gateway<B>(mut req: http::Request<B>) -> http::Request<B> {
+    let Some(path) = rebuilt_path(&req) else {
+        return req;
+    };
+    let query = req
+        .query_string_parameters_ref()
+        .map(|q| q.to_query_string())
+        .filter(|q| !q.is_empty());
+    let path_and_query = match query {
+        Some(q) => format!("{path}?{q}"),
+        None => path,
+    };
+    match http::uri::PathAndQuery::try_from(path_and_query.as_str()) {
+        Ok(pq) => {
+            let mut parts = req.uri().clone().into_parts();
+            parts.path_and_query = Some(pq);
+            if let Ok(uri) = http::Uri::from_parts(parts) {
+                *req.uri_mut() = uri;
+            }
+        }
+        // Unreachable with every byte encoded; the request then goes on as it came.
+        Err(e) => tracing::warn!(error = %e, "could not rebuild the request path"),
+    }
+    req
+}
+
+/// The path of the route key's template with each `{name}` or `{name+}` replaced by the encoded
+/// parameter, or `None` when the request carries no parameterised route key.
+fn rebuilt_path<B>(req: &http::Request<B>) -> Option<String> {
+    let Some(RequestContext::ApiGatewayV2(ctx)) = req.request_context_ref() else {
+        return None;
+    };
+    let route_key = ctx.route_key.as_deref()?;
+    // "GET /v1/subjects/{type}/{id+}"; "$default" has no space.
+    let (_, template) = route_key.split_once(' ')?;
+    if !template.contains('{') {
+        return None;
+    }
+    let params = req.path_parameters_ref()?;
+    let mut path = String::with_capacity(template.len() + 32);
+    for segment in template.split('/').skip(1) {
+        path.push('/');
+        match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some("proxy+") => {
+                let value = params.first("proxy")?;
+                let pieces: Vec<String> = value
+                    .split('/')
+                    .map(|p| utf8_percent_encode(p, SEGMENT).to_string())
+                    .collect();
+                path.push_str(&pieces.join("/"));
+            }
+            Some(name) => {
+                let value = params.first(name.trim_end_matches('+'))?;
+                path.extend(utf8_percent_encode(value, SEGMENT));
+            }
+            None => path.push_str(segment),
+        }
+    }
+    Some(path)
 }

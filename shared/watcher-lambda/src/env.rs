@@ -2,7 +2,9 @@
 //! clients once in `main` and pass references into the handler).
 //!
 //! Variables: `TABLE_NAME`, `QUEUE_URL`, `SCHEDULE_GROUP`, `TIMER_FUNCTION_ARN`,
-//! `SCHEDULER_ROLE_ARN`, `SCHEDULER_DLQ_ARN` (optional), `WATCHER_CONFIG_SECRET_ID` (the
+//! `SCHEDULER_ROLE_ARN`, `SCHEDULER_DLQ_ARN` (optional), `TIMER_QUEUE_URL` (optional: the
+//! standard queue feeding the timer function; when set, schedules fire a minute early and the
+//! last stretch to each deadline is a delayed message there, docs/aws-latency.md), `WATCHER_CONFIG_SECRET_ID` (the
 //! Secrets Manager secret whose SecretString is the TOML of contracts/serve.md: agents, sources,
 //! operators, teachers and their tokens; read through the SDK at cold start and kept for the
 //! instance's life, never put in the environment), `WATCHER_CONFIG_SECRET_VERSION` (optional),
@@ -13,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
+use watcher_aws::TimerQueue;
 use watcher_config::{load_deployment, Config};
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_delivery::deliver::Submitter;
@@ -77,6 +80,16 @@ pub async fn from_env() -> anyhow::Result<Parts> {
             scheduler = scheduler.with_dead_letter_queue(dlq);
         }
     }
+    let timer_queue: Option<Arc<dyn TimerQueue>> = match std::env::var("TIMER_QUEUE_URL") {
+        Ok(url) if !url.is_empty() => {
+            scheduler = scheduler.with_lead(watcher_aws::SCHEDULE_LEAD);
+            Some(Arc::new(watcher_aws::SqsTimerQueue::new(
+                aws_sdk_sqs::Client::new(&aws),
+                url,
+            )))
+        }
+        _ => None,
+    };
     let timers = Arc::new(
         watcher_aws::SchedulerTimers::new(aws_sdk_scheduler::Client::new(&aws), scheduler)
             .map_err(|e| anyhow!("scheduler configuration: {e}"))?,
@@ -85,10 +98,11 @@ pub async fn from_env() -> anyhow::Result<Parts> {
         aws_sdk_sqs::Client::new(&aws),
         var("QUEUE_URL")?,
     ));
-    assemble(store, timers, queue, &config).await
+    assemble_with_timer_queue(store, timers, queue, timer_queue, &config).await
 }
 
-/// Builds the parts from ready adapters (tests pass emulator-backed ones).
+/// Builds the parts from ready adapters (tests pass emulator-backed ones), every timer on
+/// `timers`.
 ///
 /// # Errors
 /// An unusable configuration or card.
@@ -98,6 +112,21 @@ pub async fn assemble(
     queue: Arc<dyn LapseQueue>,
     config: &Config,
 ) -> anyhow::Result<Parts> {
+    assemble_with_timer_queue(store, timers, queue, None, config).await
+}
+
+/// [`assemble`], with timers due within SQS's 900 s finished on `timer_queue` (give `timers` a
+/// schedule lead then: docs/aws-latency.md).
+///
+/// # Errors
+/// An unusable configuration or card.
+pub async fn assemble_with_timer_queue(
+    store: Arc<dyn Store>,
+    timers: Arc<dyn watcher_runtime::ports::Timers>,
+    queue: Arc<dyn LapseQueue>,
+    timer_queue: Option<Arc<dyn TimerQueue>>,
+    config: &Config,
+) -> anyhow::Result<Parts> {
     // A cold start never fails for one agent's card (serve.md "Agents are independent"): the
     // card kept in the table is used, or the agent waits for the next cold start.
     let now = watcher_runtime::clock::Clock::now(&watcher_runtime::clock::SystemClock);
@@ -105,6 +134,7 @@ pub async fn assemble(
     let sink = Arc::new(AwsSink {
         timers,
         queue: queue.clone(),
+        timer_queue,
     });
     let watcher = Arc::new(
         Watcher::new(store, deployment.directory, deployment.settings)

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use watcher_aws::{delay_seconds, TimerQueue};
 use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
 use watcher_runtime::ports::{LapseQueue, Timers};
@@ -12,9 +13,14 @@ use watcher_runtime::watcher::{net_timers, Applied, EffectSink};
 /// The serverless deployment's [`EffectSink`].
 ///
 /// Timers: the last effect per timer wins; a timer left armed at or before `now` was already
-/// evaluated by the watcher (`evaluating_due_at_once`), so only future instants are scheduled.
-/// A schedule within Scheduler's minute is created all the same: it fires at, or within the
-/// minute after, its instant, and the timer function re-arms any early wake. Failures are
+/// evaluated by the watcher (`evaluating_due_at_once`), so only future instants are armed. With a
+/// [`timer_queue`](AwsSink::timer_queue), a timer due within SQS's 900 s is sent there as a
+/// message delayed to its instant, and a later one is scheduled (a minute early, per the
+/// scheduler's lead; its early fire re-arms the timer, which then goes to the queue:
+/// docs/aws-latency.md). Without one, every future timer is scheduled: it fires at, or within the
+/// minute after, its instant, and the timer function re-arms any early wake. A delayed message
+/// cannot be withdrawn: a disarmed or moved timer's message lapses nothing when it arrives (the
+/// record decides). Failures are
 /// logged: the sweep finds every due-but-unlapsed expectation and every queued lapse task, so a
 /// lost effect delays a lapse, never loses it.
 pub struct AwsSink {
@@ -22,6 +28,9 @@ pub struct AwsSink {
     pub timers: Arc<dyn Timers>,
     /// The lapse queue (or any [`LapseQueue`]).
     pub queue: Arc<dyn LapseQueue>,
+    /// Where timers due within [`MAX_DELAY_SECS`](watcher_aws::MAX_DELAY_SECS) finish their
+    /// wait, if anywhere.
+    pub timer_queue: Option<Arc<dyn TimerQueue>>,
 }
 
 #[async_trait]
@@ -29,7 +38,12 @@ impl EffectSink for AwsSink {
     async fn carry_out(&self, tenant: &Tenant, applied: &Applied, now: Instant) {
         for (key, at) in net_timers(&applied.effects) {
             let result = match at {
-                Some(at) if at > now => self.timers.arm(tenant, &key, at).await,
+                Some(at) if at > now => match &self.timer_queue {
+                    Some(q) if delay_seconds(now, at).is_some() => {
+                        q.send_at(tenant, &key, at, now).await
+                    }
+                    _ => self.timers.arm(tenant, &key, at).await,
+                },
                 Some(_) => Ok(()),
                 None => self.timers.disarm(tenant, &key).await,
             };

@@ -1,8 +1,11 @@
-//! The timer function: target of every per-expectation schedule (`{"tenant", "timer"}`) and of
-//! the `rate(5 minutes)` sweep (`{"sweep": true}`).
+//! The timer function: target of every per-expectation schedule (`{"tenant", "timer"}`), of the
+//! `rate(5 minutes)` sweep (`{"sweep": true}`) and of the timer queue's event source mapping (an
+//! SQS event whose bodies are the same `{"tenant", "timer"}`, delayed to the exact deadline:
+//! docs/aws-latency.md).
 //!
 //! Timers are hints: the record decides. A wake before the deadline on this function's own
-//! clock lapses nothing and re-arms the schedule; a wake after it lapses late, once.
+//! clock lapses nothing and re-arms the timer (a delayed message when a timer queue is
+//! configured); a wake after it lapses late, once.
 
 use serde_json::Value;
 use watcher_core::engine::Input;
@@ -25,6 +28,18 @@ pub struct TimerReport {
     pub lapses: usize,
     /// Lapse tasks re-queued by the sweep.
     pub requeued: usize,
+    /// The timer queue's messages to redeliver (SQS partial batch response,
+    /// `ReportBatchItemFailures`): those whose record could not be read or written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub batch_item_failures: Vec<ItemFailure>,
+}
+
+/// One SQS message to redeliver: `{"itemIdentifier": "<SQS messageId>"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemFailure {
+    /// The SQS `messageId` of the record.
+    pub item_identifier: String,
 }
 
 /// A failure, typed for Lambda's retry (style: `Diagnostic` with a retryability `error_type`).
@@ -73,6 +88,9 @@ pub async fn handle<S: Store + ?Sized>(
     if event.get("sweep").and_then(Value::as_bool) == Some(true) {
         return sweep(watcher, queue, now).await;
     }
+    if let Some(records) = event.get("Records").and_then(Value::as_array) {
+        return from_queue(watcher, records, now).await;
+    }
     let input = watcher_aws::parse_timer_input(&event.to_string())
         .map_err(|e| TimerError::Malformed(e.to_string()))?;
     let applied = watcher
@@ -81,8 +99,52 @@ pub async fn handle<S: Store + ?Sized>(
     Ok(TimerReport {
         evaluated: 1,
         lapses: lapses_in(&applied),
-        requeued: 0,
+        ..TimerReport::default()
     })
+}
+
+/// The timer queue's batch: each record's `body` is a timer input, evaluated at `now` like a
+/// schedule's (an early one lapses nothing and re-arms). A body that is not a timer input is
+/// dropped with an error log (it can never succeed, and the sweep covers every deadline); a store
+/// failure reports the record for redelivery.
+async fn from_queue<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    records: &[Value],
+    now: Instant,
+) -> Result<TimerReport, TimerError> {
+    let mut report = TimerReport::default();
+    for record in records {
+        let id = record
+            .get("messageId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let body = record.get("body").and_then(Value::as_str).unwrap_or("");
+        let input = match watcher_aws::parse_timer_input(body) {
+            Ok(input) => input,
+            Err(e) => {
+                tracing::error!(error = %e, sqs_message_id = %id, "not a timer message; dropped");
+                continue;
+            }
+        };
+        match watcher
+            .apply(&input.tenant, &Input::Timer(input.timer), now)
+            .await
+        {
+            Ok(applied) => {
+                report.evaluated += 1;
+                report.lapses += lapses_in(&applied);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, sqs_message_id = %id, "timer message failed; redelivered");
+                if !id.is_empty() {
+                    report.batch_item_failures.push(ItemFailure {
+                        item_identifier: id.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(report)
 }
 
 /// The sweep: evaluates every deadline and horizon due by `now` whatever happened to its
@@ -101,7 +163,7 @@ pub async fn sweep<S: Store + ?Sized>(
     let mut report = TimerReport {
         evaluated: fired.len(),
         lapses: fired.iter().map(|(_, a)| lapses_in(a)).sum(),
-        requeued: 0,
+        ..TimerReport::default()
     };
     let stale_before = now
         .checked_sub(jiff::SignedDuration::from_secs(REQUEUE_AFTER_SECS))

@@ -17,7 +17,7 @@ use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
 use watcher_delivery::testing::{Behaviour, CaptureAgent};
 use watcher_http::{watcher_router, AppState};
-use watcher_lambda::env::{assemble, Parts};
+use watcher_lambda::env::{assemble_with_timer_queue, Parts};
 use watcher_runtime::clock::FakeClock;
 use watcher_runtime::store::Store;
 
@@ -45,10 +45,18 @@ struct Deployment {
     sqs: aws_sdk_sqs::Client,
     group: String,
     queue_url: String,
+    /// The timer queue, when the deployment finishes timers on SQS (docs/aws-latency.md).
+    timer_queue_url: Option<String>,
     agent: CaptureAgent,
 }
 
 async fn deploy(name: &str) -> Deployment {
+    deploy_with(name, false).await
+}
+
+/// A deployment whose schedules fire a minute early and whose timers due within 900 s go to a
+/// delayed-message timer queue, as `template.yaml` deploys it.
+async fn deploy_with(name: &str, timer_queue: bool) -> Deployment {
     let _ = endpoint();
     let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
@@ -96,18 +104,26 @@ token = "ops-1"
     .expect("config");
     let store: Arc<dyn Store> =
         Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &unique, 30));
+    let mut scheduler_config = watcher_aws::SchedulerConfig::new(&unique, TIMER_ARN, ROLE_ARN);
+    let mut timer_queue_url = None;
+    let mut timer_queue_port: Option<Arc<dyn watcher_aws::TimerQueue>> = None;
+    if timer_queue {
+        scheduler_config = scheduler_config.with_lead(watcher_aws::SCHEDULE_LEAD);
+        let (url, _) =
+            watcher_aws::provision::create_timer_queue(&sqs, &format!("{unique}-timers"))
+                .await
+                .expect("timer queue");
+        timer_queue_port = Some(Arc::new(watcher_aws::SqsTimerQueue::new(sqs.clone(), &url)));
+        timer_queue_url = Some(url);
+    }
     let timers = Arc::new(
-        watcher_aws::SchedulerTimers::new(
-            scheduler.clone(),
-            watcher_aws::SchedulerConfig::new(&unique, TIMER_ARN, ROLE_ARN),
-        )
-        .expect("timers"),
+        watcher_aws::SchedulerTimers::new(scheduler.clone(), scheduler_config).expect("timers"),
     );
     let queue = Arc::new(watcher_aws::SqsLapseQueue::new(
         sqs.clone(),
         &queues.queue_url,
     ));
-    let parts = assemble(store, timers, queue, &config)
+    let parts = assemble_with_timer_queue(store, timers, queue, timer_queue_port, &config)
         .await
         .expect("parts");
     let clock = Arc::new(FakeClock::new(t("2026-09-10T01:00:00Z")));
@@ -125,6 +141,7 @@ token = "ops-1"
         sqs,
         group: unique,
         queue_url: queues.queue_url,
+        timer_queue_url,
         agent,
     }
 }
@@ -417,4 +434,108 @@ async fn a_fact_and_a_timer_racing_on_one_expectation_give_one_lapse_at_most() {
     assert_eq!(d.delivered(), [OVERDUE]);
     // The satisfied expectation's schedule is gone.
     assert!(d.schedules().await.is_empty());
+}
+
+/// `ApproximateNumberOfMessages` and `ApproximateNumberOfMessagesDelayed` of the queue at `url`.
+async fn visible_and_delayed(sqs: &aws_sdk_sqs::Client, url: &str) -> (u32, u32) {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let out = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(A::ApproximateNumberOfMessages)
+        .attribute_names(A::ApproximateNumberOfMessagesDelayed)
+        .send()
+        .await
+        .expect("queue attributes");
+    let get = |name: A| -> u32 {
+        out.attributes()
+            .and_then(|a| a.get(&name))
+            .map(|v| v.parse().expect("count"))
+            .unwrap_or_default()
+    };
+    (
+        get(A::ApproximateNumberOfMessages),
+        get(A::ApproximateNumberOfMessagesDelayed),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_schedule_a_minute_early_then_a_delayed_message_lapses_at_the_deadline_never_before() {
+    let d = deploy_with("e2e-lead", true).await;
+    let timer_queue = d.timer_queue_url.clone().expect("timer queue");
+    d.push_booking("").await;
+
+    // The deadline 22:15:00 is far off: one schedule, armed a minute early, flexible window off.
+    let names = d.schedules().await;
+    assert_eq!(names.len(), 1, "{names:?}");
+    let (input, expression) = d.schedule_input(&names[0]).await;
+    assert_eq!(expression, "at(2026-09-10T22:14:00)");
+    assert_eq!(visible_and_delayed(&d.sqs, &timer_queue).await, (0, 0));
+
+    // Scheduler fires within its minute, here at 22:14:58.3: early, so nothing lapses and nothing
+    // is queued for the submitter; the rest of the wait is one message delayed 2 s (1.7 s
+    // rounded up), to the timer queue.
+    let report = d.fire(&input, t("2026-09-10T22:14:58.3Z")).await;
+    assert_eq!((report.evaluated, report.lapses), (1, 0));
+    assert!(d.receive().await.records.is_empty());
+    assert_eq!(visible_and_delayed(&d.sqs, &timer_queue).await, (0, 1));
+    let sent = std::time::Instant::now();
+    let message = loop {
+        let out = d
+            .sqs
+            .receive_message()
+            .queue_url(&timer_queue)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .expect("receive");
+        if let Some(m) = out.messages().first() {
+            break m.clone();
+        }
+        assert!(sent.elapsed().as_secs() < 10, "no delayed timer message");
+    };
+    // moto counts the delay in whole seconds from the send: at least about 2 s after it.
+    assert!(
+        sent.elapsed() >= std::time::Duration::from_millis(1500),
+        "{:?}",
+        sent.elapsed()
+    );
+    let body: Value = serde_json::from_str(message.body().expect("body")).expect("json");
+    assert_eq!(body, input, "the message carries the schedule's own input");
+
+    // The timer function receives it through its event source mapping, as an SQS event.
+    let event = json!({ "Records": [{ "messageId": message.message_id(), "body": message.body(),
+        "eventSource": "aws:sqs", "receiptHandle": message.receipt_handle() }] });
+    // Delivered a little early on the function's clock (clock skew): still nothing lapses; the
+    // remaining 0.4 s becomes another message, delayed 1 s.
+    let early = d.fire(&event, t("2026-09-10T22:14:59.6Z")).await;
+    assert_eq!((early.evaluated, early.lapses), (1, 0));
+    assert!(early.batch_item_failures.is_empty());
+    assert!(d.receive().await.records.is_empty());
+    assert_eq!(visible_and_delayed(&d.sqs, &timer_queue).await.1, 1);
+    // At the deadline: the lapse, once, within a second of it.
+    let due = d.fire(&event, t("2026-09-10T22:15:00.4Z")).await;
+    assert_eq!((due.evaluated, due.lapses), (1, 1));
+    let lapse = d.receive().await;
+    assert_eq!(lapse.records.len(), 1);
+    assert_eq!(d.submit(lapse, t("2026-09-10T22:15:00.6Z")).await, 0);
+    assert_eq!(d.delivered(), [OVERDUE]);
+    // The second delayed message arrives late: lapses nothing more.
+    assert_eq!(d.fire(&event, t("2026-09-10T22:15:01Z")).await.lapses, 0);
+    let task = d.agent.requests()[0].json().expect("JSON-RPC body");
+    assert_eq!(
+        task["params"]["message"]["metadata"][URI]["lapse"]["lapsedAt"],
+        "2026-09-10T22:15:00.4Z"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deadline_within_fifteen_minutes_goes_straight_to_a_delayed_message() {
+    let d = deploy_with("e2e-short", true).await;
+    let timer_queue = d.timer_queue_url.clone().expect("timer queue");
+    // Pushed ten minutes before the deadline (22:15): no schedule, one delayed message.
+    d.clock.set(t("2026-09-10T22:05:00Z"));
+    d.push_booking("").await;
+    assert!(d.schedules().await.is_empty());
+    assert_eq!(visible_and_delayed(&d.sqs, &timer_queue).await, (0, 1));
 }

@@ -45,6 +45,23 @@ pub(crate) fn get_s<'a>(item: &'a Item, name: &str, what: &str) -> Result<&'a st
     }
 }
 
+/// A signed number attribute of `item` (a counter that an `ADD` may have taken below zero).
+///
+/// # Errors
+/// [`StoreError::Corrupt`] naming `what` when it is missing or not an i64.
+pub(crate) fn get_i64(item: &Item, name: &str, what: &str) -> Result<i64, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse().map_err(|e| {
+            StoreError::Corrupt(format!(
+                "{what}: attribute `{name}` = {v:?} is not an i64 ({e})"
+            ))
+        }),
+        _ => Err(StoreError::Corrupt(format!(
+            "{what}: attribute `{name}` is missing or not a number"
+        ))),
+    }
+}
+
 /// A non-negative integer attribute of `item`.
 ///
 /// # Errors

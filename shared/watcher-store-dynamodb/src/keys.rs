@@ -119,6 +119,26 @@ pub(crate) fn live_agent(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
+/// `LIVECOUNT#{tenant}#{agent}`: the partition of an agent's live-row counter (how many of its
+/// expectation rows carry a `liveUntil`, kept in the commit that changes them).
+pub(crate) fn live_count_pk(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "LIVECOUNT",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// `OUTTASK#{tenant}#{agent}#{taskId}`: partition of the `outbox-task` index (the lapse task an
+/// agent answered with the A2A Task `taskId`).
+pub(crate) fn outbox_task(tenant: &Tenant, agent: &AgentId, task_id: &str) -> String {
+    join(
+        "OUTTASK",
+        &[tenant.as_str(), agent.as_str(), task_id],
+        MAX_PARTITION_KEY,
+    )
+}
+
 /// `AGENT#{tenant}#{agent}#{delivery}`: partition of the `outbox-agent` index (one agent's lapse
 /// tasks in one delivery state).
 pub(crate) fn agent_delivery(tenant: &Tenant, agent: &AgentId, delivery: &str) -> String {

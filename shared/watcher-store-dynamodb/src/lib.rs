@@ -31,7 +31,7 @@ use std::future::Future;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
-use aws_sdk_dynamodb::types::{Put, ReturnValue, Select, TransactWriteItem};
+use aws_sdk_dynamodb::types::{Put, ReturnValue, Select, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use watcher_core::engine::{Rejection, TimerKind};
@@ -45,23 +45,24 @@ use watcher_runtime::store::{
 };
 
 use crate::codec::{
-    from_json, get_s, get_u64, item_size, n, outbox_expiry, rejections_expiry, s, subject_expiry,
-    task_expiry, to_json, Indexed, Item, StoredTimer,
+    from_json, get_i64, get_s, get_u64, item_size, n, outbox_expiry, rejections_expiry, s,
+    subject_expiry, task_expiry, to_json, Indexed, Item, StoredTimer,
 };
 pub use crate::error::{
     DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS,
 };
 use crate::keys::{
     agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, follow_agent,
-    instant_key, live_agent, outbox_pk, outbox_sk, rejections_pk, row_sk, subject_pk, task_pk,
-    COUNTER_PK, ITEM, QUEUED_PARTITION, RAISE_COUNTER, ROW_COUNTER, TIMERS_PARTITION,
+    instant_key, live_agent, live_count_pk, outbox_pk, outbox_sk, outbox_task, rejections_pk,
+    row_sk, subject_pk, task_pk, COUNTER_PK, ITEM, QUEUED_PARTITION, RAISE_COUNTER, ROW_COUNTER,
+    TIMERS_PARTITION,
 };
 pub use crate::table::create_table;
 use crate::table::{
     AGENT_DELIVERY, DELIVERY, ENTRY, EXPIRES_AT, FOLLOW_AGENT, FOLLOW_AT, INDEXED, KIND,
     LIVE_AGENT, LIVE_INDEX, LIVE_UNTIL, NEXT_ATTEMPT, OUTBOX_AGENT_INDEX, OUTBOX_DUE_INDEX,
-    OUTBOX_FOLLOW_INDEX, PK, QUEUED, REJECTIONS, SEQ, SK, STATE, SUBJECT, TENANT, TIMERS,
-    TIMERS_INDEX, TIMERS_PK, TIMERS_SK, VALUE, VERSION,
+    OUTBOX_FOLLOW_INDEX, OUTBOX_TASK_INDEX, PK, QUEUED, REJECTIONS, SEQ, SK, STATE, SUBJECT,
+    TASK_KEY, TENANT, TIMERS, TIMERS_INDEX, TIMERS_PK, TIMERS_SK, VALUE, VERSION,
 };
 
 /// Rejections kept in one item (one item per commit and agent; more make several items).
@@ -269,15 +270,26 @@ impl DynamoStore {
         }
     }
 
-    /// Records of `agent` that can still lapse at `now`: entries of the `live` index after
-    /// `now` (eventually consistent, as every GSI read).
+    /// Records of `agent` that can still lapse at `now`: the agent's live-row counter (rows
+    /// with a `liveUntil`, kept in the commit that writes them) less the rows of the `live`
+    /// index whose `liveUntil` is before `now` (records whose last chance to lapse passed and
+    /// that no commit has closed yet: deadlines not yet fired). The cost follows that small
+    /// range, not the agent's open expectations (issue 10, item 1).
     async fn count_live(
         &self,
         tenant: &Tenant,
         agent: &AgentId,
         now: Instant,
     ) -> Result<u64, StoreError> {
-        let mut count = 0u64;
+        let what = format!("live-row counter of agent {agent} of tenant {tenant}");
+        let rows = match self
+            .get_projected(live_count_pk(tenant, agent), ITEM, &[VALUE])
+            .await?
+        {
+            None => 0,
+            Some(item) => get_i64(&item, VALUE, &what)?,
+        };
+        let mut expired = 0i64;
         let mut start = None;
         loop {
             let out = self
@@ -285,7 +297,7 @@ impl DynamoStore {
                 .query()
                 .table_name(&self.table)
                 .index_name(LIVE_INDEX)
-                .key_condition_expression("#a = :a AND #u >= :now")
+                .key_condition_expression("#a = :a AND #u < :now")
                 .expression_attribute_names("#a", LIVE_AGENT)
                 .expression_attribute_names("#u", LIVE_UNTIL)
                 .expression_attribute_values(":a", s(live_agent(tenant, agent)))
@@ -295,26 +307,149 @@ impl DynamoStore {
                 .send()
                 .await
                 .map_err(StoreError::backend)?;
-            count += u64::try_from(out.count).unwrap_or(0);
+            expired += i64::from(out.count);
             start = out.last_evaluated_key;
             if start.is_none() {
-                return Ok(count);
+                // The index lags the table (eventually consistent): never below zero.
+                return Ok(u64::try_from(rows - expired).unwrap_or(0));
             }
         }
     }
 
+    /// The update adding `delta` to the live-row counter of `agent` of `tenant`, for the commit
+    /// that changes as many of its rows.
+    fn live_count_update(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        delta: i64,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .key(PK, s(live_count_pk(tenant, agent)))
+            .key(SK, s(ITEM))
+            .update_expression("SET #k = :kind, #t = :t ADD #v :d")
+            .expression_attribute_names("#k", KIND)
+            .expression_attribute_names("#t", TENANT)
+            .expression_attribute_names("#v", VALUE)
+            .expression_attribute_values(":kind", s("live-count"))
+            .expression_attribute_values(":t", s(tenant.as_str()))
+            .expression_attribute_values(":d", n(delta))
+            .build()
+            .map_err(StoreError::backend)?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    /// Up to `limit` outbox entries found through `index` where `partition` (attribute, value)
+    /// and `sort` (attribute) is at or before `until` (an instant key, or `~` for no bound), in
+    /// index order, each re-read from the table (the index is eventually consistent; the caller
+    /// filters what no longer matches). Entries gone meanwhile are left out. Reads one index page
+    /// per 1,000 keys and one item per entry: the cost follows `limit`, not the outbox.
+    async fn outbox_through_index(
+        &self,
+        index: &str,
+        partition: (&str, String),
+        sort: &str,
+        until: String,
+        limit: usize,
+    ) -> Result<Vec<(u64, OutboxEntry)>, StoreError> {
+        let what = format!("{index} index entry");
+        let mut keys: Vec<(String, String)> = Vec::new();
+        let mut start = None;
+        while keys.len() < limit {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(index)
+                .key_condition_expression("#p = :p AND #s <= :until")
+                .expression_attribute_names("#p", partition.0)
+                .expression_attribute_names("#s", sort)
+                .expression_attribute_values(":p", s(partition.1.clone()))
+                .expression_attribute_values(":until", s(until.clone()))
+                .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            for item in out.items.unwrap_or_default() {
+                keys.push((
+                    get_s(&item, PK, &what)?.into(),
+                    get_s(&item, SK, &what)?.into(),
+                ));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        keys.truncate(limit);
+        let entries = each(keys, |(pk, sk)| async move {
+            match self.get(pk, &sk).await? {
+                None => Ok(None),
+                Some(item) => entry_of(&item).map(Some),
+            }
+        })
+        .await?;
+        Ok(entries.into_iter().flatten().collect())
+    }
+
+    /// The lapse task `agent` of `tenant` answered with the A2A Task `task_id` (recorded by the
+    /// submitter in [`Store::outbox_update`]), for a status update pushed on that task. One
+    /// query of the sparse `outbox-task` index and one strongly consistent read of the entry:
+    /// the cost does not grow with the outbox (issue 10, item 1). `None` when no lapse task was
+    /// answered with that task (or the index has not caught up with a task recorded
+    /// milliseconds ago).
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    pub async fn outbox_by_task_id(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        task_id: &str,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        let found = self
+            .outbox_through_index(
+                OUTBOX_TASK_INDEX,
+                (TASK_KEY, outbox_task(tenant, agent, task_id)),
+                SK,
+                // Above every outbox sort key.
+                "~".to_string(),
+                1,
+            )
+            .await?;
+        Ok(found.into_iter().map(|(_, e)| e).find(|e| {
+            e.tenant == *tenant && e.agent == *agent && e.task_id.as_deref() == Some(task_id)
+        }))
+    }
+
     /// The subject put of a commit and the index rows it changes.
+    ///
+    /// Adds to `live_deltas` how many live rows (rows with a `liveUntil`) each agent gains or
+    /// loses, for the counters written in the same transaction.
     fn subject_writes(
         &self,
         tenant: &Tenant,
         state: &SubjectState,
         stored: &Indexed,
+        live_deltas: &mut BTreeMap<AgentId, i64>,
     ) -> Result<Vec<Write>, StoreError> {
         let what = format!("subject {} of tenant {tenant}", state.subject);
         let mut next = state.clone();
         next.version = state.version + 1;
         let ix = subject_index(&next);
         let indexed = Indexed::of(&ix);
+        for e in &stored.expectations {
+            if e.live_until.is_some() {
+                *live_deltas.entry(e.agent.clone()).or_default() -= 1;
+            }
+        }
+        for e in &indexed.expectations {
+            if e.live_until.is_some() {
+                *live_deltas.entry(e.agent.clone()).or_default() += 1;
+            }
+        }
 
         let mut item: Item = HashMap::new();
         item.insert(PK.into(), s(subject_pk(tenant, &state.subject)));
@@ -430,6 +565,12 @@ impl DynamoStore {
         );
         if entry.delivery == DeliveryState::Queued {
             item.insert(QUEUED.into(), s(QUEUED_PARTITION));
+        }
+        if let Some(task_id) = &entry.task_id {
+            item.insert(
+                TASK_KEY.into(),
+                s(outbox_task(&entry.tenant, &entry.agent, task_id)),
+            );
         }
         if let Some(at) = entry.follow_at {
             item.insert(
@@ -550,6 +691,21 @@ fn entry_of(item: &Item) -> Result<(u64, OutboxEntry), StoreError> {
 
 #[async_trait]
 impl Store for DynamoStore {
+    /// Through the sparse `outbox-task` index ([`DynamoStore::outbox_by_task_id`]): one query and
+    /// one read, whatever the outbox's size.
+    async fn outbox_by_task(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        task_id: &str,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        Ok(self
+            .outbox_by_task_id(tenant, agent, task_id)
+            .await?
+            .into_iter()
+            .collect())
+    }
+
     async fn load(
         &self,
         tenant: &Tenant,
@@ -658,14 +814,16 @@ impl Store for DynamoStore {
 
         // 4. The writes; refused before anything is sent when they cannot be one transaction.
         let mut writes: Vec<Write> = Vec::new();
+        let mut live_deltas: BTreeMap<AgentId, i64> = BTreeMap::new();
         for (state, stored) in commit.subjects.iter().zip(&stored) {
-            writes.extend(self.subject_writes(tenant, state, stored)?);
+            writes.extend(self.subject_writes(tenant, state, stored, &mut live_deltas)?);
         }
+        live_deltas.retain(|_, d| *d != 0);
         for task in &commit.tasks {
             writes.push(self.task_write(tenant, task)?);
         }
         let rows = new_outbox.len() + chunks.len();
-        let items = writes.len() + rows;
+        let items = writes.len() + rows + live_deltas.len();
         if items == 0 {
             return Ok(());
         }
@@ -696,10 +854,14 @@ impl Store for DynamoStore {
         }
 
         // 5. One transaction: every condition holds and everything is written, or nothing is.
-        let (puts, whats): (Vec<TransactWriteItem>, Vec<String>) = writes
+        let (mut puts, mut whats): (Vec<TransactWriteItem>, Vec<String>) = writes
             .into_iter()
             .map(|w| (TransactWriteItem::builder().put(w.put).build(), w.what))
             .unzip();
+        for (agent, delta) in &live_deltas {
+            puts.push(self.live_count_update(tenant, agent, *delta)?);
+            whats.push(format!("live-row counter of agent {agent}"));
+        }
         self.client
             .transact_write_items()
             .set_transact_items(Some(puts))
@@ -935,6 +1097,17 @@ impl Store for DynamoStore {
         } else {
             remove.push("#q");
         }
+        req = req.expression_attribute_names("#tk", TASK_KEY);
+        match &entry.task_id {
+            Some(task_id) => {
+                set.push("#tk = :tk");
+                req = req.expression_attribute_values(
+                    ":tk",
+                    s(outbox_task(&entry.tenant, &entry.agent, task_id)),
+                );
+            }
+            None => remove.push("#tk"),
+        }
         req = req
             .expression_attribute_names("#fa", FOLLOW_AGENT)
             .expression_attribute_names("#ft", FOLLOW_AT);
@@ -997,54 +1170,23 @@ impl Store for DynamoStore {
         due_by: Option<Instant>,
         limit: usize,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let mut keys: Vec<(String, String)> = Vec::new();
-        let mut start = None;
         // Without a bound, a key above every instant key (they are digits).
         let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        while keys.len() < limit {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(OUTBOX_AGENT_INDEX)
-                .key_condition_expression("#ad = :ad AND #n <= :until")
-                .expression_attribute_names("#ad", AGENT_DELIVERY)
-                .expression_attribute_names("#n", NEXT_ATTEMPT)
-                .expression_attribute_values(
-                    ":ad",
-                    s(agent_delivery(tenant, agent, delivery.as_str())),
-                )
-                .expression_attribute_values(":until", s(until.clone()))
-                .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            for item in out.items.unwrap_or_default() {
-                let what = "outbox-agent index entry";
-                keys.push((
-                    get_s(&item, PK, what)?.into(),
-                    get_s(&item, SK, what)?.into(),
-                ));
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
-        keys.truncate(limit);
-        // The index is eventually consistent: re-read each entry and keep those still in the
-        // state asked for.
-        let entries = each(keys, |(pk, sk)| async move {
-            match self.get(pk, &sk).await? {
-                None => Ok(None),
-                Some(item) => entry_of(&item).map(|(seq, e)| Some((seq, e))),
-            }
-        })
-        .await?;
+        let entries = self
+            .outbox_through_index(
+                OUTBOX_AGENT_INDEX,
+                (
+                    AGENT_DELIVERY,
+                    agent_delivery(tenant, agent, delivery.as_str()),
+                ),
+                NEXT_ATTEMPT,
+                until,
+                limit,
+            )
+            .await?;
+        // Keep those still in the state asked for.
         let mut entries: Vec<(u64, OutboxEntry)> = entries
             .into_iter()
-            .flatten()
             .filter(|(_, e)| {
                 e.delivery == delivery && due_by.is_none_or(|d| e.next_attempt_at <= d)
             })
@@ -1060,48 +1202,19 @@ impl Store for DynamoStore {
         due_by: Option<Instant>,
         limit: usize,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let mut keys: Vec<(String, String)> = Vec::new();
-        let mut start = None;
         let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        while keys.len() < limit {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(OUTBOX_FOLLOW_INDEX)
-                .key_condition_expression("#fa = :fa AND #ft <= :until")
-                .expression_attribute_names("#fa", FOLLOW_AGENT)
-                .expression_attribute_names("#ft", FOLLOW_AT)
-                .expression_attribute_values(":fa", s(follow_agent(tenant, agent)))
-                .expression_attribute_values(":until", s(until.clone()))
-                .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            for item in out.items.unwrap_or_default() {
-                let what = "outbox-follow index entry";
-                keys.push((
-                    get_s(&item, PK, what)?.into(),
-                    get_s(&item, SK, what)?.into(),
-                ));
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
-        keys.truncate(limit);
-        let entries = each(keys, |(pk, sk)| async move {
-            match self.get(pk, &sk).await? {
-                None => Ok(None),
-                Some(item) => entry_of(&item).map(|(_, e)| Some(e)),
-            }
-        })
-        .await?;
+        let entries = self
+            .outbox_through_index(
+                OUTBOX_FOLLOW_INDEX,
+                (FOLLOW_AGENT, follow_agent(tenant, agent)),
+                FOLLOW_AT,
+                until,
+                limit,
+            )
+            .await?;
         let mut entries: Vec<OutboxEntry> = entries
             .into_iter()
-            .flatten()
+            .map(|(_, e)| e)
             .filter(|e| e.follow_at.is_some_and(|at| due_by.is_none_or(|d| at <= d)))
             .collect();
         entries.sort_by_key(|e| e.follow_at);

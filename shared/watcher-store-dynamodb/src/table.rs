@@ -1,4 +1,4 @@
-//! The table: attribute names, the five global secondary indexes, TTL, and [`create_table`]
+//! The table: attribute names, the six global secondary indexes, TTL, and [`create_table`]
 //! (docs/dynamodb.md, "Table"; the CloudFormation table in `template.yaml` mirrors it).
 
 use std::time::Duration;
@@ -73,6 +73,12 @@ pub const OUTBOX_AGENT_INDEX: &str = "outbox-agent";
 pub const OUTBOX_FOLLOW_INDEX: &str = "outbox-follow";
 /// Index of expectation rows by agent and live-until (sparse: only records that can lapse).
 pub const LIVE_INDEX: &str = "live";
+/// Partition key (S) of the `outbox-task` index: tenant, agent and the A2A `taskId` the agent
+/// answered a lapse task with (present once the submitter recorded it).
+pub const TASK_KEY: &str = "taskKey";
+/// Index of outbox entries by (tenant, agent, taskId) (sparse: only entries answered with a
+/// Task), for status updates pushed on that task.
+pub const OUTBOX_TASK_INDEX: &str = "outbox-task";
 
 fn key(name: &str, key_type: KeyType) -> Result<KeySchemaElement, StoreError> {
     KeySchemaElement::builder()
@@ -105,7 +111,7 @@ fn index(
         .map_err(StoreError::backend)
 }
 
-/// Creates the watcher's table `table` (on-demand billing, five GSIs), waits until it is
+/// Creates the watcher's table `table` (on-demand billing, six GSIs), waits until it is
 /// active (at most `wait`), and turns TTL on for [`EXPIRES_AT`]. For tests, local setups and as
 /// the reference the CloudFormation template follows (docs/dynamodb.md lists the same).
 ///
@@ -129,6 +135,7 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
         .attribute_definitions(attribute(NEXT_ATTEMPT, s.clone())?)
         .attribute_definitions(attribute(FOLLOW_AGENT, s.clone())?)
         .attribute_definitions(attribute(FOLLOW_AT, s.clone())?)
+        .attribute_definitions(attribute(TASK_KEY, s.clone())?)
         .attribute_definitions(attribute(LIVE_UNTIL, s)?)
         .key_schema(key(PK, KeyType::Hash)?)
         .key_schema(key(SK, KeyType::Range)?)
@@ -171,6 +178,14 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
             OUTBOX_FOLLOW_INDEX,
             FOLLOW_AGENT,
             FOLLOW_AT,
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )?)
+        .global_secondary_indexes(index(
+            OUTBOX_TASK_INDEX,
+            TASK_KEY,
+            SK,
             Projection::builder()
                 .projection_type(ProjectionType::KeysOnly)
                 .build(),

@@ -240,7 +240,7 @@ async fn commits_of_many_subjects_fit_one_transaction() {
     let t = tenant("tenant-a");
     let per_new_subject = 3; // the subject, its fact-key row and its expectation row
 
-    // 33 new subjects: 99 writes.
+    // 33 new subjects: 99 writes, and the agent's live-row counter: 100.
     let batch = MAX_TRANSACTION_ITEMS / per_new_subject;
     let ids: Vec<String> = (0..100).map(|i| format!("PA-{i:03}")).collect();
     let states = |range: std::ops::Range<usize>| -> Vec<SubjectState> {
@@ -251,17 +251,17 @@ async fn commits_of_many_subjects_fit_one_transaction() {
     store
         .commit(&t, subjects_only(states(0..batch)))
         .await
-        .expect("a commit of 33 new subjects (99 writes)");
+        .expect("a commit of 33 new subjects (99 writes and the counter)");
     let timers = store.due_timers(at(1000), 1000).await.expect("due timers");
     assert_eq!(timers.len(), batch * 2, "a deadline and a horizon each");
 
-    // One more new subject would need 102 writes: refused, nothing written.
+    // One more new subject would need 102 writes and the counter: refused, nothing written.
     let err = store
         .commit(&t, subjects_only(states(batch..2 * batch + 1)))
         .await
-        .expect_err("102 writes do not fit one transaction");
+        .expect_err("103 writes do not fit one transaction");
     match dynamo_error(&err) {
-        DynamoStoreError::TransactionTooLarge { items, .. } => assert_eq!(*items, 102),
+        DynamoStoreError::TransactionTooLarge { items, .. } => assert_eq!(*items, 103),
         other => panic!("expected TransactionTooLarge, got {other:?}"),
     }
     assert!(
@@ -624,4 +624,136 @@ async fn identifiers_too_long_for_a_key_round_trip() {
         store.lapses(&t).await.expect("lapses"),
         vec![entry, long_agent]
     );
+}
+
+/// The counter item of the live rows of `booking` of `t`, if any.
+async fn live_counter(store: &DynamoStore, t: &Tenant) -> Option<i64> {
+    raw_items(store, "live-count")
+        .await
+        .into_iter()
+        .find(|item| matches!(item.get("tenant"), Some(AttributeValue::S(v)) if v == t.as_str()))
+        .map(|item| match item.get("value") {
+            Some(AttributeValue::N(v)) => v.parse().expect("counter value"),
+            other => panic!("counter value is not a number: {other:?}"),
+        })
+}
+
+async fn live_of_booking(store: &DynamoStore, t: &Tenant, now: Instant) -> u64 {
+    let mut scope = Scope::default();
+    scope.agents.insert(agent("booking"));
+    let slice = store.load(t, &scope, now).await.expect("load");
+    slice.agent_live[&agent("booking")]
+}
+
+#[tokio::test]
+async fn the_live_count_is_a_counter_kept_in_the_commit_less_the_expired_range() {
+    // Issue 10, item 1: the per-agent live count comes from a counter item written in the same
+    // transaction as the rows, not from counting the agent's rows.
+    let store = common::store().await;
+    let t = tenant("tenant-live");
+    store
+        .commit(
+            &t,
+            subjects_only(vec![
+                subject_with_record(&t, "L-1", 1),
+                subject_with_record(&t, "L-2", 2),
+                subject_with_record(&t, "L-3", 3),
+            ]),
+        )
+        .await
+        .expect("three open records");
+    assert_eq!(live_counter(&store, &t).await, Some(3));
+    assert_eq!(live_of_booking(&store, &t, t0()).await, 3);
+    // Re-writing a subject without changing its live rows leaves the counter as it is.
+    let mut s1 = load_one(&store, &t, &shipment("L-1")).await;
+    s1.facts.push(fact("again", &shipment("L-1"), at(1)));
+    store
+        .commit(&t, subjects_only(vec![s1]))
+        .await
+        .expect("a fact");
+    assert_eq!(live_counter(&store, &t).await, Some(3));
+    // Closing one takes its row out of the counter in the same commit.
+    let mut s2 = load_one(&store, &t, &shipment("L-2")).await;
+    s2.records[0].status = Status::Withdrawn;
+    s2.records[0].withdrawal = Some(Withdrawal {
+        withdrawn_at: at(2),
+        reason: "test".into(),
+    });
+    store
+        .commit(&t, subjects_only(vec![s2]))
+        .await
+        .expect("withdraw");
+    assert_eq!(live_counter(&store, &t).await, Some(2));
+    assert_eq!(live_of_booking(&store, &t, at(2)).await, 2);
+    // Past every record's horizon (180) and nothing closed them: the expired range of the index
+    // is taken off the counter.
+    assert_eq!(live_of_booking(&store, &t, at(500)).await, 0);
+    // Another tenant's agent of the same name counts nothing of these.
+    assert_eq!(
+        live_of_booking(&store, &tenant("tenant-other"), t0()).await,
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_lapse_task_is_found_by_the_task_its_agent_answered_with() {
+    let store = common::store().await;
+    let t = tenant("tenant-task");
+    let first = outbox_entry(&t, "lapse:exp-1:overdue:a", DeliveryState::Queued);
+    let second = outbox_entry(&t, "lapse:exp-2:overdue:b", DeliveryState::Queued);
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![first.clone(), second.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("two lapse tasks");
+    assert_eq!(
+        store
+            .outbox_by_task_id(&t, &agent("booking"), "task-9")
+            .await
+            .expect("by task"),
+        None
+    );
+    let mut answered = first.clone();
+    answered.delivery = DeliveryState::Sent;
+    answered.task_id = Some("task-9".into());
+    answered.task_state = Some("TASK_STATE_WORKING".into());
+    store.outbox_update(&answered).await.expect("sent");
+    assert_eq!(
+        store
+            .outbox_by_task_id(&t, &agent("booking"), "task-9")
+            .await
+            .expect("by task"),
+        Some(answered.clone())
+    );
+    // Ids compared as given: another task, another agent, another tenant find nothing.
+    for (tn, ag, task) in [
+        ("tenant-task", "booking", "TASK-9"),
+        ("tenant-task", "booking", "task-8"),
+        ("tenant-task", "carrier", "task-9"),
+        ("tenant-other", "booking", "task-9"),
+    ] {
+        assert_eq!(
+            store
+                .outbox_by_task_id(&tenant(tn), &agent(ag), task)
+                .await
+                .expect("by task"),
+            None,
+            "{tn} {ag} {task}"
+        );
+    }
+    // The index holds only answered entries: one row here, not the outbox.
+    let indexed = store
+        .client()
+        .scan()
+        .table_name(store.table())
+        .index_name("outbox-task")
+        .send()
+        .await
+        .expect("scan the index");
+    assert_eq!(indexed.count, 1);
 }
