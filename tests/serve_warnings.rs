@@ -72,6 +72,69 @@ async fn ignored_members_are_named_in_the_answer() {
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(got[0].contains("facts[0].obsevedBy"), "{got:?}");
 
+    // Kept with the rejections on the record, marked `warning`, not counted as refusals.
+    let kept = w.get("/v1/agents/booking/rejections").await;
+    assert_eq!(kept.status, 200, "{kept:?}");
+    let list = kept.body["rejections"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let horizn: Vec<&Value> = list
+        .iter()
+        .filter(|r| {
+            r["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("expectations[0].horizn"))
+        })
+        .collect();
+    assert_eq!(horizn.len(), 1, "{list:?}");
+    assert_eq!(horizn[0]["warning"], json!(true), "{list:?}");
+    assert_eq!(horizn[0]["taskId"], json!("task-w"), "{list:?}");
+    assert!(horizn[0]["at"].is_string(), "{list:?}");
+    assert!(
+        list.iter().any(|r| r["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("withdrow") && r.contains("`withdraw`"))),
+        "{list:?}"
+    );
+    assert!(
+        list.iter()
+            .any(|r| r["warning"] == json!(true) && r["taskId"] == json!("task-x")),
+        "the extension listed without metadata is kept too: {list:?}"
+    );
+    assert!(
+        list.iter().all(|r| r["warning"] == json!(true)),
+        "nothing was refused: {list:?}"
+    );
+    // The source's ignored members, kept under the source.
+    let kept = w.get(&format!("/v1/sources/{SOURCE_ID}/rejections")).await;
+    assert_eq!(kept.status, 200, "{kept:?}");
+    let list = kept.body["rejections"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert!(list[0]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("facts[0].obsevedBy"));
+    assert_eq!(list[0]["warning"], json!(true));
+    // The source itself may read them; another party may not.
+    let own = Answer::of(
+        w.http()
+            .get(w.url(&format!("/v1/sources/{SOURCE_ID}/rejections")))
+            .bearer_auth(SOURCE_TOKEN),
+    )
+    .await;
+    assert_eq!(own.status, 200, "{own:?}");
+    let agent = Answer::of(
+        w.http()
+            .get(w.url(&format!("/v1/sources/{SOURCE_ID}/rejections")))
+            .bearer_auth(PUSH_TOKEN),
+    )
+    .await;
+    agent.assert_problem(403);
+
     // A clean push has no `warnings`.
     let clean = w
         .push(&one_expectation("task-y", "exp-y", "PA-Y", due, "PT1H"))

@@ -93,11 +93,15 @@ pub enum PushBodyError {
     InvalidMember {
         /// The member key, e.g. `"statusUpdate"`.
         member: &'static str,
+        /// Where inside the member, e.g. `artifact.parts` (empty at the member itself).
+        path: String,
         /// The serde error (its message names the offending field).
         source: serde_json::Error,
     },
     /// The body looked like a bare Task but does not decode as one.
     InvalidBareTask {
+        /// Where inside the Task, e.g. `status.state` (empty at the Task itself).
+        path: String,
         /// The serde error.
         source: serde_json::Error,
     },
@@ -119,10 +123,20 @@ impl std::fmt::Display for PushBodyError {
                 }
                 Ok(())
             }
-            PushBodyError::InvalidMember { member, source } => {
+            PushBodyError::InvalidMember {
+                member,
+                path,
+                source,
+            } if !path.is_empty() => {
+                write!(f, "StreamResponse.{member}: field `{path}`: {source}")
+            }
+            PushBodyError::InvalidMember { member, source, .. } => {
                 write!(f, "StreamResponse.{member}: {source}")
             }
-            PushBodyError::InvalidBareTask { source } => {
+            PushBodyError::InvalidBareTask { path, source } if !path.is_empty() => {
+                write!(f, "bare Task push body: field `{path}`: {source}")
+            }
+            PushBodyError::InvalidBareTask { source, .. } => {
                 write!(f, "bare Task push body: {source}")
             }
         }
@@ -135,7 +149,7 @@ impl std::error::Error for PushBodyError {
             PushBodyError::NotAnObject { .. } => None,
             PushBodyError::Oneof { error, .. } => Some(error),
             PushBodyError::InvalidMember { source, .. }
-            | PushBodyError::InvalidBareTask { source } => Some(source),
+            | PushBodyError::InvalidBareTask { source, .. } => Some(source),
         }
     }
 }
@@ -144,7 +158,21 @@ fn decode_member<T: DeserializeOwned>(
     member: &'static str,
     value: Value,
 ) -> Result<T, PushBodyError> {
-    serde_json::from_value(value).map_err(|source| PushBodyError::InvalidMember { member, source })
+    decode_at(value).map_err(|(path, source)| PushBodyError::InvalidMember {
+        member,
+        path,
+        source,
+    })
+}
+
+/// Decodes `value`, naming where a failure is (`artifact.parts[0]`; empty at the root) with
+/// `serde_path_to_error` (issue 12: every refusal names the field).
+fn decode_at<T: DeserializeOwned>(value: Value) -> Result<T, (String, serde_json::Error)> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        (path, e.into_inner())
+    })
 }
 
 impl StreamResponse {
@@ -190,9 +218,9 @@ impl StreamResponse {
             Err(OneofError::Missing { .. })
                 if allow_bare_task && map.contains_key("id") && map.contains_key("status") =>
             {
-                serde_json::from_value(Value::Object(map))
+                decode_at(Value::Object(map))
                     .map(StreamResponse::Task)
-                    .map_err(|source| PushBodyError::InvalidBareTask { source })
+                    .map_err(|(path, source)| PushBodyError::InvalidBareTask { path, source })
             }
             Err(error) => Err(PushBodyError::Oneof {
                 error,

@@ -130,7 +130,7 @@ impl Learnable for ColumnMapping {
     /// `already ` when nothing changed.
     fn absorb(&self, current: Option<&Value>, lesson_value: &Value) -> Result<Absorbed, Refusal> {
         let obj = lesson_value.as_object().ok_or_else(|| {
-            Refusal::new("a column-mapping lesson is an object: { \"header\": text }")
+            Refusal::new("a column-mapping lesson's `value` is an object: { \"header\": text }")
         })?;
         if let Some(k) = obj.keys().find(|k| k.as_str() != "header") {
             return Err(Refusal::new(format!(

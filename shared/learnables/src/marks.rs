@@ -421,7 +421,7 @@ impl Learnable for Marks {
     /// `where`. `describes`: `matches '<pattern>' in the <where>` (or `anywhere in the message`
     /// for `any`), prefixed `already ` when nothing changed.
     fn absorb(&self, current: Option<&Value>, lesson_value: &Value) -> Result<Absorbed, Refusal> {
-        let mark = self.parse_mark(lesson_value, "a marks lesson")?;
+        let mark = self.parse_mark(lesson_value, "a marks lesson's `value`")?;
         let mut marks = match current {
             Some(value) => self.parse_entry(value)?,
             None => Vec::new(),

@@ -61,7 +61,7 @@ pub fn push_items(event: &StreamResponse, agent: &AgentId, now: Instant) -> Vec<
 /// Raise 0, withdraw 1, facts 2, status 3; unreadable metadata is reported with the raises.
 fn item_phase(item: &PushItem) -> u8 {
     match item {
-        PushItem::Raise { .. } | PushItem::Malformed { .. } => 0,
+        PushItem::Raise { .. } | PushItem::Malformed { .. } | PushItem::Ignored { .. } => 0,
         PushItem::Withdraw { .. } => 1,
         PushItem::Facts(_) => 2,
         PushItem::Status { .. } => 3,

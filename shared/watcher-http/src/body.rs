@@ -34,6 +34,13 @@ pub fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
             "the body is empty; a JSON document is required",
         ));
     }
+    // JSON is UTF-8 (RFC 8259 §8.1): say so by name rather than as a bad code point.
+    if let Err(e) = std::str::from_utf8(body) {
+        return Err(ApiError::bad_request(format!(
+            "the body is not valid UTF-8 (byte {}); JSON must be UTF-8 (RFC 8259 §8.1)",
+            e.valid_up_to()
+        )));
+    }
     serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))
 }

@@ -243,7 +243,14 @@ fn version_number(raw: &str) -> Result<u64, ApiError> {
 /// The JSON body as `T`, naming the fault in a 400.
 fn body_as<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes) -> Result<T, ApiError> {
     let value = json_body(headers, body)?;
-    serde_json::from_value(value).map_err(|e| ApiError::bad_request(format!("the body: {e}")))
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            ApiError::bad_request(format!("the body: {}", e.into_inner()))
+        } else {
+            ApiError::bad_request(format!("the body: field `{path}`: {}", e.into_inner()))
+        }
+    })
 }
 
 /// Who and why, as every write but a lesson carries them.

@@ -75,6 +75,10 @@ pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
         .route("/v1/facts", post(routes::facts))
         .route("/v1/sources/{source_id}/webhook", post(webhook::webhook))
         .route(
+            "/v1/sources/{source_id}/rejections",
+            get(routes::source_rejections),
+        )
+        .route(
             "/v1/subjects/{subject_type}/{subject_id}",
             get(routes::subject),
         )

@@ -6,7 +6,7 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde_json::{json, Value};
-use watcher_core::engine::{Effect, Input};
+use watcher_core::engine::{Effect, Input, PushItem, Rejection};
 use watcher_core::fact::parse_fact;
 use watcher_core::ids::{AgentId, Source, Subject};
 use watcher_core::ingest::push_items;
@@ -116,7 +116,15 @@ pub async fn push(
     check_expectation_counts(&event, &limits)?;
     let warnings = watcher_core::ingest::push_warnings(&event);
     let now = state.clock.now();
-    let items = push_items(&event, &id, now);
+    let mut items = push_items(&event, &id, now);
+    // Kept with the rejections (marked `warning`), so nothing ignored is silently dropped.
+    let warned_task = event
+        .task_id()
+        .and_then(|t| watcher_core::ids::TaskId::parse(t).ok());
+    items.extend(warnings.iter().map(|w| PushItem::Ignored {
+        task_id: warned_task.clone(),
+        reason: w.clone(),
+    }));
     let applied = state
         .watcher
         .apply(&tenant, &Input::Push { agent, items }, now)
@@ -147,7 +155,7 @@ pub async fn push(
     for e in &applied.effects {
         match e {
             Effect::Raised { expectation, .. } => raised.push(json!(expectation.id)),
-            Effect::Rejected(r) => {
+            Effect::Rejected(r) if !r.warning => {
                 rejected.push(json!({ "expectationId": r.expectation_id, "reason": r.reason }))
             }
             Effect::Withdrawn { expectation, .. } => withdrawn.push(json!(expectation.id)),
@@ -264,17 +272,70 @@ pub async fn rejections(
         .rejections_page(&principal.tenant, &id, after, params.limit)
         .await
         .map_err(unavailable)?;
-    let (rejections, last, cut) = page::fill(list.iter().map(|(pos, r)| {
-        (
-            *pos,
-            json!({ "expectationId": r.expectation_id, "reason": r.reason, "at": r.at, "taskId": r.task_id }),
-        )
-    }));
+    Ok(Json(rejections_page_json(list, next)))
+}
+
+/// One page of kept rejections as the rejections routes answer it:
+/// `{ "rejections": [...], "nextCursor": "…" | null }`, the page cut before 1 MB (`crate::page`).
+fn rejections_page_json(list: Vec<(u64, Rejection)>, next: Option<u64>) -> Value {
+    let (rejections, last, cut) = page::fill(list.iter().map(|(pos, r)| (*pos, rejection_json(r))));
     let next = if cut { last } else { next };
     let next = next.map(|p| page::encode('r', &page::Cursor::Position(p)));
-    Ok(Json(
-        json!({ "rejections": rejections, "nextCursor": next }),
-    ))
+    json!({ "rejections": rejections, "nextCursor": next })
+}
+
+/// The wire form of a kept rejection (serve.md): `{ expectationId, reason, at, taskId }`, plus
+/// `"warning": true` on what was ignored rather than refused (issue 12 item 4).
+fn rejection_json(r: &Rejection) -> Value {
+    let mut v = json!({ "expectationId": r.expectation_id, "reason": r.reason, "at": r.at, "taskId": r.task_id });
+    if r.warning {
+        v["warning"] = json!(true);
+    }
+    v
+}
+
+/// The key under which a source's warnings are kept with the rejections: `source:{sourceId}`
+/// (sources and agents share the rejections store; the prefix keeps them apart).
+fn source_key(source: &str) -> Option<AgentId> {
+    AgentId::parse(format!("source:{source}")).ok()
+}
+
+/// `GET /v1/sources/{sourceId}/rejections`: what the facts route ignored for this source (its
+/// `warnings`, kept on the record), for the source itself or an operator of its tenant; oldest
+/// first, one page at a time (`limit`, `cursor`), as `GET /v1/agents/{agentId}/rejections`.
+pub async fn source_rejections(
+    State(state): State<AppState>,
+    Path(source_id): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Source, Role::Operator], false)?;
+    let params = page::parse(&uri, 'r', &[])?;
+    if principal.role == Role::Source && principal.id != source_id {
+        return Err(ApiError::forbidden(format!(
+            "this credential belongs to source {:?}, not {source_id:?}",
+            principal.id
+        )));
+    }
+    let Some(key) = source_key(&source_id) else {
+        return Err(ApiError::bad_request(format!(
+            "sourceId: not a source id (at most {} bytes, no control characters)",
+            watcher_core::ids::MAX_ID_LEN - "source:".len()
+        )));
+    };
+    let after = match params.after {
+        Some(page::Cursor::Position(p)) => Some(p),
+        _ => None,
+    };
+    let (list, next) = state
+        .watcher
+        .store
+        .rejections_page(&principal.tenant, &key, after, params.limit)
+        .await
+        .map_err(unavailable)?;
+    Ok(Json(rejections_page_json(list, next)))
 }
 
 /// `POST /v1/facts`: one Fact or `{ "facts": [...] }` from an authenticated source, all or
@@ -346,6 +407,31 @@ pub async fn facts(
     }
     let Json(mut answer) = record_facts(&state, &tenant, parsed).await?;
     if !warnings.is_empty() {
+        // Kept with the rejections under the source (`GET /v1/sources/{sourceId}/rejections`).
+        if let Some(key) = source_key(source.as_str()) {
+            let now = state.clock.now();
+            let kept = warnings
+                .iter()
+                .map(|w| Rejection {
+                    agent: key.clone(),
+                    expectation_id: None,
+                    reason: w.clone(),
+                    task_id: None,
+                    at: now,
+                    warning: true,
+                })
+                .collect();
+            let commit = watcher_runtime::store::Commit {
+                rejections: kept,
+                ..Default::default()
+            };
+            state
+                .watcher
+                .store
+                .commit(&tenant, commit)
+                .await
+                .map_err(unavailable)?;
+        }
         answer["warnings"] = json!(warnings);
     }
     Ok(Json(answer))

@@ -281,6 +281,7 @@ async fn rejections_and_agents_are_paged() {
             expectation_id: Some(format!("exp-{i}")),
             reason: format!("reason {i}"),
             task_id: None,
+            warning: false,
             at: t0(),
         })
         .collect();

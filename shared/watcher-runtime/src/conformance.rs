@@ -304,6 +304,7 @@ fn rejection(agent_name: &str, reason: &str, when: Instant) -> Rejection {
         reason: reason.to_string(),
         task_id: Some(TaskId::parse("task-1").expect("a valid task id")),
         at: when,
+        warning: false,
     }
 }
 

@@ -15,3 +15,6 @@ pub mod watcher;
 
 #[cfg(feature = "test-utils")]
 pub mod conformance;
+/// Fuzz targets for `fuzz/` (cargo fuzz) and their proptest stand-in (issue 12 item 9).
+#[cfg(feature = "test-utils")]
+pub mod fuzzing;

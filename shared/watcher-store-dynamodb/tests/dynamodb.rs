@@ -499,6 +499,7 @@ async fn closed_subjects_finished_tasks_sent_lapses_and_rejections_expire() {
                     reason: "field `dueAt`: missing".into(),
                     task_id: None,
                     at: at(7),
+                    warning: false,
                 }],
                 ..Commit::default()
             },

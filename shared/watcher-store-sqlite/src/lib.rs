@@ -1664,6 +1664,7 @@ mod tests {
                     expectation_id: Some(format!("exp-{i}")),
                     reason: format!("reason {i}"),
                     task_id: None,
+                    warning: false,
                     at: Instant::parse("2026-09-10T12:00:00Z").unwrap(),
                 };
                 store

@@ -138,6 +138,7 @@ async fn the_record_survives_a_reopen() {
         reason: "field `kind`: not declared".into(),
         task_id: Some(TaskId::parse("task-1").unwrap()),
         at: instant("2026-09-10T12:00:00Z"),
+        warning: false,
     };
     let (timers, seq) = {
         let store = SqliteStore::open(&path).unwrap();

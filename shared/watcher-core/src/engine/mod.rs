@@ -118,6 +118,15 @@ pub enum PushItem {
         /// What was wrong, naming the field.
         reason: String,
     },
+    /// Something the watcher ignored (an unknown member, an invalid `status.timestamp`, the
+    /// extension listed without its metadata): kept with the rejections as a [`Rejection`] with
+    /// `warning: true` (security issue 12 item 4), never refusing anything.
+    Ignored {
+        /// The task it came from, if known.
+        task_id: Option<TaskId>,
+        /// What was ignored, naming the field and the nearest known member.
+        reason: String,
+    },
 }
 
 /// An input to the engine.
@@ -151,6 +160,11 @@ pub struct Rejection {
     pub task_id: Option<TaskId>,
     /// When the watcher refused it.
     pub at: Instant,
+    /// `true` for something ignored rather than refused (an unknown member, an invalid
+    /// `status.timestamp`): kept with the rejections so it is never silently dropped, and
+    /// answered under `warnings` rather than `rejected`. Absent from the stored form when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warning: bool,
 }
 
 /// What a step decided; the shell carries these out after committing.
@@ -342,6 +356,17 @@ pub fn step(
                             reason: reason.clone(),
                             task_id: task_id.clone(),
                             at: ctx.now,
+                            warning: false,
+                        }))
+                    }
+                    PushItem::Ignored { task_id, reason } => {
+                        out.push(Effect::Rejected(Rejection {
+                            agent: agent.id.clone(),
+                            expectation_id: None,
+                            reason: reason.clone(),
+                            task_id: task_id.clone(),
+                            at: ctx.now,
+                            warning: true,
                         }))
                     }
                 }

@@ -94,6 +94,7 @@ pub(crate) fn raise(
                 reason,
                 task_id: Some(origin.task_id.clone()),
                 at: ctx.now,
+                warning: false,
             }))
         };
         let e = match parsed {

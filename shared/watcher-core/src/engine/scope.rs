@@ -59,7 +59,7 @@ pub fn initial_scope(input: &Input) -> Scope {
                             task_id: origin.task_id.clone(),
                         }));
                     }
-                    PushItem::Malformed { .. } => {}
+                    PushItem::Malformed { .. } | PushItem::Ignored { .. } => {}
                 }
             }
         }
