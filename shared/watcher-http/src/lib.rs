@@ -77,6 +77,10 @@ pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
             "/v1/subjects/{subject_type}/{subject_id}",
             get(routes::subject),
         )
+        .route(
+            "/v1/subjects/{subject_type}/{subject_id}/timeline.svg",
+            get(routes::timeline),
+        )
         .route("/v1/lapses", get(routes::lapses))
         .route("/v1/lapses/retry", post(routes::retry_lapses))
         .route("/v1/agents", get(routes::agents))
