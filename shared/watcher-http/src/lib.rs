@@ -8,6 +8,7 @@ pub mod learnables;
 pub mod limits;
 pub mod problem;
 pub mod routes;
+pub mod web;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -67,6 +68,9 @@ pub fn watcher_router(state: AppState) -> Router {
 /// expectations per artifact; every error problem+json, [`limits::enforce`]) and request
 /// tracing.
 pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
+    // The web page answers HTML (its own errors and login form), so it sits outside the
+    // problem+json layer, with a small body limit of its own (`web::MAX_LOGIN_BYTES`).
+    let web = web::web_router(state.clone());
     let routes = Router::new()
         .route("/healthz", get(routes::healthz))
         .route("/v1/agents/{agent_id}/push", post(routes::push))
@@ -85,5 +89,7 @@ pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
         .route("/v1/lapses/retry", post(routes::retry_lapses))
         .route("/v1/agents", get(routes::agents))
         .with_state(state);
-    limits::apply(routes, limits).layer(tower_http::trace::TraceLayer::new_for_http())
+    limits::apply(routes, limits)
+        .merge(web)
+        .layer(tower_http::trace::TraceLayer::new_for_http())
 }

@@ -20,7 +20,7 @@ use crate::AppState;
 /// Most facts one request may carry by default (`[limits] facts_per_request`).
 pub const MAX_FACTS_PER_REQUEST: usize = 1000;
 
-fn unavailable(e: impl std::fmt::Display) -> ApiError {
+pub(crate) fn unavailable(e: impl std::fmt::Display) -> ApiError {
     tracing::error!(error = %e, "store failure");
     ApiError::unavailable("the watcher's store is unavailable; retry later")
 }
@@ -472,28 +472,35 @@ pub async fn agents(
     let principal = state
         .credentials
         .require(&headers, &[Role::Operator], false)?;
+    Ok(Json(agents_view(&state, &principal.tenant).await?))
+}
+
+/// The `GET /v1/agents` body for `tenant`: `{ "agents": [{ "agentId", "delivery",
+/// "submitsLapses"?, "retryingSince"?, "lastError"?, "card"? }] }`, shared with the web page.
+///
+/// # Errors
+/// 503 when the store fails.
+pub async fn agents_view(
+    state: &AppState,
+    tenant: &watcher_core::ids::Tenant,
+) -> Result<Value, ApiError> {
     let directory = &state.watcher.directory;
     let entries: std::collections::BTreeMap<AgentId, _> = directory
         .entries()
         .into_iter()
-        .filter(|a| a.tenant == principal.tenant)
+        .filter(|a| a.tenant == *tenant)
         .map(|a| (a.profile.id.clone(), a))
         .collect();
-    let mut cards: std::collections::BTreeMap<AgentId, _> = directory
-        .configured(&principal.tenant)
-        .into_iter()
-        .collect();
+    let mut cards: std::collections::BTreeMap<AgentId, _> =
+        directory.configured(tenant).into_iter().collect();
     let ids: std::collections::BTreeSet<AgentId> =
         entries.keys().chain(cards.keys()).cloned().collect();
     let mut agents = Vec::new();
     for id in ids {
-        let delivery = watcher_runtime::operators::agent_delivery(
-            &*state.watcher.store,
-            &principal.tenant,
-            &id,
-        )
-        .await
-        .map_err(unavailable)?;
+        let delivery =
+            watcher_runtime::operators::agent_delivery(&*state.watcher.store, tenant, &id)
+                .await
+                .map_err(unavailable)?;
         let mut v = json!({
             "agentId": id,
             "delivery": delivery.delivery,
@@ -513,7 +520,7 @@ pub async fn agents(
         }
         agents.push(v);
     }
-    Ok(Json(json!({ "agents": agents })))
+    Ok(json!({ "agents": agents }))
 }
 
 /// Most messageIds one `POST /v1/lapses/retry` may name.

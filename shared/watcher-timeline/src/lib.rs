@@ -218,9 +218,17 @@ impl Axis {
     }
 }
 
-/// A tick step (seconds) giving about eight ticks over `span` seconds.
+/// A tick step (seconds) giving at most about ten ticks over `span` seconds.
 fn tick_step(span: i64) -> i64 {
-    const STEPS: [i64; 9] = [
+    const STEPS: [i64; 18] = [
+        1,
+        5,
+        10,
+        30,
+        60,
+        5 * 60,
+        10 * 60,
+        30 * 60,
         3600,
         3 * 3600,
         6 * 3600,
@@ -230,11 +238,12 @@ fn tick_step(span: i64) -> i64 {
         7 * 86_400,
         14 * 86_400,
         28 * 86_400,
+        91 * 86_400,
     ];
     STEPS
         .into_iter()
         .find(|s| span / s <= 10)
-        .unwrap_or(28 * 86_400)
+        .unwrap_or(91 * 86_400)
 }
 
 fn text(x: f64, y: f64, class: &str, content: impl Into<String>) -> TextEl {
@@ -250,8 +259,19 @@ fn attr(value: &str) -> String {
     value.replace('%', "%25").replace('"', "%22")
 }
 
+thread_local! {
+    /// Whether the picture being drawn spans less than an hour: its labels then show seconds.
+    static FINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// An instant as a label: `MM-DD HH:MM`, or `HH:MM:SS` on a picture spanning less than an hour.
 fn short(t: Timestamp) -> String {
-    t.strftime("%m-%d %H:%M").to_string()
+    let fmt = if FINE.with(|f| f.get()) {
+        "%H:%M:%S"
+    } else {
+        "%m-%d %H:%M"
+    };
+    t.strftime(fmt).to_string()
 }
 
 const CSS: &str = "
@@ -309,7 +329,8 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
     all.extend(facts.iter().map(|f| f.1));
     let first = all.iter().min().copied().unwrap_or(now);
     let last = all.iter().max().copied().unwrap_or(now);
-    let span = (last.as_second() - first.as_second()).max(3600);
+    let span = (last.as_second() - first.as_second()).max(60);
+    FINE.with(|f| f.set(span < 3600));
     let pad = span / 20;
     let start = first.as_second() - pad;
     let mut end = last.as_second() + pad;
@@ -349,7 +370,8 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
             40.0,
             "small",
             format!(
-                "as of {now} (UTC); faint = projected due time, blue = current due time (dashed: anchor not yet satisfied), solid = what happened"
+                "as of {} (UTC); faint = projected due time, blue = current due time (dashed: anchor not yet satisfied), solid = what happened",
+                now.strftime("%Y-%m-%dT%H:%M:%SZ")
             ),
         ));
 
