@@ -88,6 +88,7 @@ async fn operator_commands_read_the_worked_example_remotely_and_locally() {
     )));
     assert_eq!(subject, served.body);
     let table = ok(&run(with(&["subject", "shipment", SHIPMENT], &remote)));
+    eprintln!("$ a2a-watcher subject shipment {SHIPMENT}\n{table}");
     for needle in [
         "shipment PA-2026-0901",
         "exp-01J8Q0MANIFEST",
@@ -141,6 +142,7 @@ async fn operator_commands_read_the_worked_example_remotely_and_locally() {
         ],
     );
     let lapses_table = ok(&from_env);
+    eprintln!("$ a2a-watcher lapses\n{lapses_table}");
     assert!(lapses_table.contains("4 lapse task(s)"), "{lapses_table}");
     assert!(lapses_table.contains("stalled") && lapses_table.contains("sent"));
     let bad = run(with(&["lapses", "--delivery", "lost"], &remote));

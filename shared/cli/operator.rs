@@ -479,6 +479,14 @@ fn s(v: &Value) -> String {
     }
 }
 
+/// An instant to the second (`2026-09-11T02:41:07Z`) for a table; `--json` keeps every digit.
+fn at(v: &Value) -> String {
+    v.as_str()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|| s(v))
+}
+
 /// The subject view as two tables: expectations, then facts.
 pub fn subject_tables(view: &Value) -> String {
     let mut t = table(&[
@@ -496,7 +504,7 @@ pub fn subject_tables(view: &Value) -> String {
             Value::Null => "-".to_string(),
             sat => format!(
                 "{}{}",
-                s(&sat["observedAt"]),
+                at(&sat["observedAt"]),
                 if sat["late"] == json!(true) {
                     " late"
                 } else {
@@ -508,17 +516,19 @@ pub fn subject_tables(view: &Value) -> String {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|l| format!("{} {}", s(&l["lapse"]), s(&l["lapsedAt"])))
+            .map(|l| format!("{} {}", s(&l["lapse"]), at(&l["lapsedAt"])))
             .collect();
-        let mut due = s(&e["dueAt"]);
+        let mut due = at(&e["dueAt"]);
         if !e["anchor"].is_null() && e["dueAt"] == e["projectedDueAt"] && e["status"] == "open" {
             let anchor_id = &e["anchor"]["expectationId"];
-            let anchor_satisfied = view["expectations"]
+            // As the timeline draws it (docs/interpretation.md): the anchor still open.
+            let anchor_open = view["expectations"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .any(|a| a["expectationId"] == *anchor_id && !a["satisfaction"].is_null());
-            if !anchor_satisfied {
+                .find(|a| a["expectationId"] == *anchor_id)
+                .is_none_or(|a| a["status"] == "open");
+            if anchor_open {
                 due.push_str(" (anchor open)");
             }
         }
@@ -526,14 +536,14 @@ pub fn subject_tables(view: &Value) -> String {
             s(&e["expectationId"]),
             s(&e["kind"]),
             s(&e["status"]),
-            s(&e["projectedDueAt"]),
+            at(&e["projectedDueAt"]),
             due,
             s(&e["basis"]),
             satisfied,
             if lapses.is_empty() {
                 "-".into()
             } else {
-                lapses.join(", ")
+                lapses.join("\n")
             },
         ]);
     }
@@ -546,7 +556,7 @@ pub fn subject_tables(view: &Value) -> String {
             .map(s)
             .collect();
         f.add_row(vec![
-            s(&fact["observedAt"]),
+            at(&fact["observedAt"]),
             s(&fact["factKey"]),
             s(&fact["source"]),
             if satisfied.is_empty() {
@@ -581,7 +591,7 @@ pub fn lapses_table(lapses: &[Value]) -> String {
             err = err.chars().take(57).collect::<String>() + "...";
         }
         t.add_row(vec![
-            s(&l["lapsedAt"]),
+            at(&l["lapsedAt"]),
             s(&l["lapse"]),
             s(&l["agent"]),
             s(&l["expectationId"]),
@@ -610,7 +620,7 @@ pub fn agents_table(body: &Value) -> String {
         t.add_row(vec![
             s(&a["agentId"]),
             s(&a["delivery"]),
-            s(&a["retryingSince"]),
+            at(&a["retryingSince"]),
             card,
             s(&a["lastError"]),
         ]);

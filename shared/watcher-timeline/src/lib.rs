@@ -181,12 +181,15 @@ fn steps(view: &View) -> Result<Vec<Step<'_>>, TimelineError> {
             Some(w) => Some(instant(at("withdrawal.withdrawnAt"), &w.withdrawn_at)?),
             None => None,
         };
-        let anchor_satisfied = rec.anchor.as_ref().map(|a| {
+        let anchor = rec.anchor.as_ref().map(|a| {
             view.expectations
                 .iter()
                 .find(|r| r.expectation_id == a.expectation_id)
-                .is_some_and(|r| r.satisfaction.is_some())
         });
+        let anchor_satisfied = anchor.map(|a| a.is_some_and(|r| r.satisfaction.is_some()));
+        // Open (or not on the subject): the due time may still move. A withdrawn anchor leaves
+        // the projected time in force (§9.3), which is fixed.
+        let anchor_open = anchor.is_some_and(|a| a.is_none_or(|r| r.status == "open"));
         let open = rec.status == "open";
         out.push(Step {
             rec,
@@ -197,7 +200,7 @@ fn steps(view: &View) -> Result<Vec<Step<'_>>, TimelineError> {
             observed,
             lapses,
             withdrawn,
-            uncertain: open && anchor_satisfied == Some(false),
+            uncertain: open && anchor_open,
             reanchored: anchor_satisfied == Some(true) && due != projected,
         });
     }
