@@ -277,30 +277,32 @@ fn short(t: Timestamp) -> String {
     t.strftime(fmt).to_string()
 }
 
+/// The picture's style, every rule under `.timeline` (the root element), so that the picture
+/// can be inlined in an HTML page without styling the page.
 const CSS: &str = "
-text { font-family: sans-serif; font-size: 12px; fill: #222; }
-.title { font-size: 16px; font-weight: bold; }
-.small, .basis { font-size: 11px; fill: #555; }
-.track-label { font-size: 10px; fill: #888; }
-.grid { stroke: #e6e6e6; }
-.projected { fill: #9aa5b1; opacity: 0.45; }
-.projected-line { stroke: #9aa5b1; opacity: 0.45; stroke-width: 2; }
-.current { fill: #1f5fbf; }
-.grace { fill: #1f5fbf; opacity: 0.18; }
-.uncertain { fill: #ffffff; stroke: #1f5fbf; stroke-dasharray: 3 2; opacity: 0.55; }
-.reanchored { stroke: #1f5fbf; stroke-dasharray: 2 2; }
-.horizon { stroke: #7a4e00; stroke-width: 2; }
-.happened { fill: #1b7f3b; }
-.late { fill: #b35c00; }
-.hole { fill: none; stroke: #8e44ad; stroke-width: 2; stroke-dasharray: 4 3; }
-.lapse-overdue { fill: #d9822b; }
-.lapse-skipped { fill: #8e44ad; }
-.lapse-stalled { fill: #c0392b; }
-.withdrawn { stroke: #555; stroke-width: 2; }
-.fact { fill: #1b1b1b; }
-.fact-line { stroke: #1b1b1b; stroke-width: 2; }
-.silence { stroke: #1b1b1b; stroke-width: 2; stroke-dasharray: 1 0; opacity: 0.35; }
-.now { stroke: #c0392b; stroke-dasharray: 5 4; }
+.timeline text { font-family: sans-serif; font-size: 12px; fill: #222; }
+.timeline .title { font-size: 16px; font-weight: bold; }
+.timeline .small, .timeline .basis { font-size: 11px; fill: #555; }
+.timeline .track-label { font-size: 10px; fill: #888; }
+.timeline .grid { stroke: #e6e6e6; }
+.timeline .projected { fill: #9aa5b1; opacity: 0.45; }
+.timeline .projected-line { stroke: #9aa5b1; opacity: 0.45; stroke-width: 2; }
+.timeline .current { fill: #1f5fbf; }
+.timeline .grace { fill: #1f5fbf; opacity: 0.18; }
+.timeline .uncertain { fill: #ffffff; stroke: #1f5fbf; stroke-dasharray: 3 2; opacity: 0.55; }
+.timeline .reanchored { stroke: #1f5fbf; stroke-dasharray: 2 2; }
+.timeline .horizon { stroke: #7a4e00; stroke-width: 2; }
+.timeline .happened { fill: #1b7f3b; }
+.timeline .late { fill: #b35c00; }
+.timeline .hole { fill: none; stroke: #8e44ad; stroke-width: 2; stroke-dasharray: 4 3; }
+.timeline .lapse-overdue { fill: #d9822b; }
+.timeline .lapse-skipped { fill: #8e44ad; }
+.timeline .lapse-stalled { fill: #c0392b; }
+.timeline .withdrawn { stroke: #555; stroke-width: 2; }
+.timeline .fact { fill: #1b1b1b; }
+.timeline .fact-line { stroke: #1b1b1b; stroke-width: 2; }
+.timeline .silence { stroke: #1b1b1b; stroke-width: 2; stroke-dasharray: 1 0; opacity: 0.35; }
+.timeline .now { stroke: #c0392b; stroke-dasharray: 5 4; }
 ";
 
 /// Draws the subject view `view` (the `GET /v1/subjects/{type}/{id}` body) as the watcher's
