@@ -211,9 +211,18 @@ fn steps(view: &View) -> Result<Vec<Step<'_>>, TimelineError> {
 struct Axis {
     start: i64,
     end: i64,
+    /// The picture spans less than an hour: labels show seconds.
+    fine: bool,
 }
 
 impl Axis {
+    /// An instant as a label: `MM-DD HH:MM`, or `HH:MM:SS` on a picture spanning less than an
+    /// hour.
+    fn short(&self, t: Timestamp) -> String {
+        let fmt = if self.fine { "%H:%M:%S" } else { "%m-%d %H:%M" };
+        t.strftime(fmt).to_string()
+    }
+
     fn x(&self, t: Timestamp) -> f64 {
         let span = (self.end - self.start).max(1) as f64;
         let s = t.as_second().clamp(self.start, self.end);
@@ -260,21 +269,6 @@ fn text(x: f64, y: f64, class: &str, content: impl Into<String>) -> TextEl {
 /// escapes `&`, `<` and `>` in attribute values but not quotes.
 fn attr(value: &str) -> String {
     value.replace('%', "%25").replace('"', "%22")
-}
-
-thread_local! {
-    /// Whether the picture being drawn spans less than an hour: its labels then show seconds.
-    static FINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// An instant as a label: `MM-DD HH:MM`, or `HH:MM:SS` on a picture spanning less than an hour.
-fn short(t: Timestamp) -> String {
-    let fmt = if FINE.with(|f| f.get()) {
-        "%H:%M:%S"
-    } else {
-        "%m-%d %H:%M"
-    };
-    t.strftime(fmt).to_string()
 }
 
 /// The picture's style, every rule under `.timeline` (the root element), so that the picture
@@ -335,7 +329,6 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
     let first = all.iter().min().copied().unwrap_or(now);
     let last = all.iter().max().copied().unwrap_or(now);
     let span = (last.as_second() - first.as_second()).max(60);
-    FINE.with(|f| f.set(span < 3600));
     let pad = span / 20;
     let start = first.as_second() - pad;
     let mut end = last.as_second() + pad;
@@ -344,7 +337,11 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
     if now_shown {
         end = end.max(now_s + pad / 2);
     }
-    let axis = Axis { start, end };
+    let axis = Axis {
+        start,
+        end,
+        fine: span < 3600,
+    };
 
     let height = TOP + ROW * steps.len() as f64 + FACT_ROW + BOTTOM;
     let subject = format!("{} {}", view.subject.subject_type, view.subject.id);
@@ -396,7 +393,7 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
                         .set("y2", plot_bottom)
                         .set("class", "grid"),
                 )
-                .add(text(x, TOP - 22.0, "small", short(t)).set("text-anchor", "middle"));
+                .add(text(x, TOP - 22.0, "small", axis.short(t)).set("text-anchor", "middle"));
         }
         tick += step;
     }
@@ -455,7 +452,7 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
                     axis.x(*last_fact) + 6.0,
                     y - 8.0,
                     "small",
-                    format!("no fact since {}", short(*last_fact)),
+                    format!("no fact since {}", axis.short(*last_fact)),
                 ));
         }
     }
@@ -482,7 +479,7 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
                 WIDTH - RIGHT,
                 plot_bottom + 16.0,
                 "small",
-                format!("now ({}) is later →", short(now)),
+                format!("now ({}) is later →", axis.short(now)),
             )
             .set("text-anchor", "end"),
         );
@@ -593,7 +590,7 @@ fn step_group(i: usize, s: &Step<'_>, axis: &Axis) -> Group {
         let list: Vec<String> = s
             .lapses
             .iter()
-            .map(|(kind, at)| format!("{kind} {}", short(*at)))
+            .map(|(kind, at)| format!("{kind} {}", axis.short(*at)))
             .collect();
         g = g.add(text(
             12.0,
@@ -659,7 +656,7 @@ fn step_group(i: usize, s: &Step<'_>, axis: &Axis) -> Group {
             xc + 9.0,
             y_cur + 4.0,
             "small",
-            format!("due {}", short(s.due)),
+            format!("due {}", axis.short(s.due)),
         ));
     if let Some(h) = s.horizon {
         let xh = axis.x(h);

@@ -218,3 +218,23 @@ fn a_malformed_view_names_the_field() {
         render_string(&json!({ "expectations": [] }), at("2026-01-01T00:00:00Z")).unwrap_err();
     assert!(err.to_string().contains("subject"), "{err}");
 }
+
+#[test]
+fn a_picture_spanning_seconds_labels_seconds() {
+    let view = json!({
+        "subject": { "type": "ticket", "id": "T-2" },
+        "expectations": [{
+            "expectationId": "e1", "kind": "ticket.reply", "status": "open",
+            "projectedDueAt": "2026-01-01T00:00:10Z", "dueAt": "2026-01-01T00:00:10Z",
+            "grace": "PT5S", "basis": "observed",
+            "lapses": [{ "lapse": "overdue", "lapsedAt": "2026-01-01T00:00:15Z" }],
+        }],
+        "facts": [],
+    });
+    let svg = render_string(&view, at("2026-01-01T00:00:20Z")).unwrap();
+    assert!(svg.contains("due 00:00:10"), "{svg}");
+    assert!(svg.contains("lapsed: overdue 00:00:15"), "{svg}");
+    let steps = classes_by_step(&svg);
+    assert_eq!(count(&steps["step-0"], "grace"), 1, "dueAt + PT5S drawn");
+    assert_eq!(count(&steps["step-0"], "lapse-overdue"), 1);
+}
