@@ -25,6 +25,9 @@ export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AW
 echo "== the official A2A Python SDK (tests/interop_sdk.rs) in .venv-a2a"
 bash infra/a2a-sdk.sh
 
+echo "== headless Chromium for the web page's browser test (tests/web_chromium.rs)"
+bash infra/chromium.sh
+
 echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 

@@ -8,12 +8,14 @@
 //!   payload would yield through the source's mappings, recording nothing.
 //! * `a2a-watcher retry --agent ID` — re-queue an agent's failed lapse tasks on a running watcher.
 //! * `a2a-watcher bench [--quick]` — throughput, latency and cost at 10k–1M open expectations.
+//! * `a2a-watcher subject|lapses|timeline|agents` — the operator's reads (`operator.rs`).
 
 mod bench;
 mod cards;
 mod delivery;
 mod demo;
 mod example_agent;
+mod operator;
 mod probe;
 mod retry;
 mod serve;
@@ -114,6 +116,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Jsonl)]
         format: Format,
     },
+    #[command(flatten)]
+    Operator(operator::OperatorCommand),
     /// Carrier webhooks (`POST /v1/sources/{sourceId}/webhook`).
     Webhook {
         #[command(subcommand)]
@@ -274,6 +278,19 @@ fn main() -> ExitCode {
             exit_on(
                 runtime().and_then(|rt| rt.block_on(bench::run(opts))),
                 "bench",
+            )
+        }
+        Command::Operator(command) => {
+            init_logging(cli.log_format, "warn");
+            let what = match &command {
+                operator::OperatorCommand::Subject { .. } => "subject",
+                operator::OperatorCommand::Lapses { .. } => "lapses",
+                operator::OperatorCommand::Timeline { .. } => "timeline",
+                operator::OperatorCommand::Agents { .. } => "agents",
+            };
+            exit_on(
+                runtime().and_then(|rt| rt.block_on(operator::run(command))),
+                what,
             )
         }
         Command::Replay { scenario, format } => match run_replay(&scenario, format) {

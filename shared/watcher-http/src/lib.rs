@@ -9,6 +9,7 @@ pub mod limits;
 pub mod page;
 pub mod problem;
 pub mod routes;
+pub mod web;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -68,6 +69,9 @@ pub fn watcher_router(state: AppState) -> Router {
 /// expectations per artifact; every error problem+json, [`limits::enforce`]) and request
 /// tracing.
 pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
+    // The web page answers HTML (its own errors and login form), so it sits outside the
+    // problem+json layer, with a small body limit of its own (`web::MAX_LOGIN_BYTES`).
+    let web = web::web_router(state.clone());
     let routes = Router::new()
         .route("/healthz", get(routes::healthz))
         .route("/v1/agents/{agent_id}/push", post(routes::push))
@@ -82,9 +86,15 @@ pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
             "/v1/subjects/{subject_type}/{subject_id}",
             get(routes::subject),
         )
+        .route(
+            "/v1/subjects/{subject_type}/{subject_id}/timeline.svg",
+            get(routes::timeline),
+        )
         .route("/v1/lapses", get(routes::lapses))
         .route("/v1/lapses/retry", post(routes::retry_lapses))
         .route("/v1/agents", get(routes::agents))
         .with_state(state);
-    limits::apply(routes, limits).layer(tower_http::trace::TraceLayer::new_for_http())
+    limits::apply(routes, limits)
+        .merge(web)
+        .layer(tower_http::trace::TraceLayer::new_for_http())
 }

@@ -23,7 +23,7 @@ use crate::AppState;
 /// Most facts one request may carry by default (`[limits] facts_per_request`).
 pub const MAX_FACTS_PER_REQUEST: usize = 1000;
 
-fn unavailable(e: impl std::fmt::Display) -> ApiError {
+pub(crate) fn unavailable(e: impl std::fmt::Display) -> ApiError {
     tracing::error!(error = %e, "store failure");
     ApiError::unavailable("the watcher's store is unavailable; retry later")
 }
@@ -491,34 +491,73 @@ pub async fn subject(
         .await
         .map_err(unavailable)?
         .ok_or_else(|| ApiError::not_found(format!("nothing is recorded about {subject}")))?;
-    let facts: Vec<Value> = found
-        .facts
-        .iter()
-        .map(|f| {
-            let mut v = json!({
-                "factKey": f.fact_key,
-                "source": f.source,
-                "observedAt": f.observed_at,
-                "receivedAt": f.received_at,
-                "satisfied": f.satisfied.iter().map(|s| s.id.to_string()).collect::<Vec<_>>(),
-            });
-            if let Some(mapping) = &f.mapping {
-                v["mapping"] = json!(mapping);
-            }
-            // semantics.md "Time": the value as given, beside the effective one.
-            if let Some(given) = &f.observed_at_given {
-                v["claimedObservedAt"] = json!(given);
-            } else if f.claimed_observed_at != f.observed_at {
-                v["claimedObservedAt"] = json!(f.claimed_observed_at);
-            }
-            v
-        })
-        .collect();
-    Ok(Json(json!({
-        "subject": subject,
-        "expectations": found.records.iter().map(|r| r.to_contract_json()).collect::<Vec<_>>(),
-        "facts": facts,
-    })))
+    Ok(Json(watcher_runtime::view::subject_view(&found)))
+}
+
+/// `GET /v1/subjects/{type}/{id}/timeline.svg`: the subject's timeline picture
+/// (`image/svg+xml`; expectations-v1 Appendix B step 6, §13.3; `watcher_timeline`): projected
+/// and current due times and what happened, per expectation, as of the watcher's clock. For
+/// operators; 404 problem+json when nothing is recorded about the subject.
+pub async fn timeline(
+    State(state): State<AppState>,
+    Path((subject_type, subject_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<axum::response::Response, ApiError> {
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Operator], false)?;
+    let view = subject_view_of(&state, &principal.tenant, &subject_type, &subject_id).await?;
+    let svg = watcher_timeline::render_string(&view, now_timestamp(&state))
+        .map_err(|e| ApiError::unavailable(format!("the record cannot be drawn: {e}")))?;
+    Ok(svg_response(svg))
+}
+
+/// The watcher's clock as a `jiff::Timestamp` (the latest one for an instant past jiff's range).
+pub fn now_timestamp(state: &AppState) -> jiff::Timestamp {
+    state
+        .clock
+        .now()
+        .timestamp()
+        .unwrap_or(jiff::Timestamp::MAX)
+}
+
+/// An SVG answer that runs nothing and is not cached (it holds the record).
+pub fn svg_response(svg: String) -> axum::response::Response {
+    use axum::http::header;
+    use axum::response::IntoResponse;
+    (
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, "no-store"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; style-src 'unsafe-inline'",
+            ),
+        ],
+        svg,
+    )
+        .into_response()
+}
+
+/// The subject view (`watcher_runtime::view`) of `{type}/{id}` in `tenant`.
+///
+/// # Errors
+/// 400 for an invalid subject, 404 when nothing is recorded about it, 503 when the store fails.
+pub async fn subject_view_of(
+    state: &AppState,
+    tenant: &watcher_core::ids::Tenant,
+    subject_type: &str,
+    subject_id: &str,
+) -> Result<Value, ApiError> {
+    let subject = Subject::parse(subject_type, subject_id).map_err(ApiError::bad_request)?;
+    let found = state
+        .watcher
+        .store
+        .subject(tenant, &subject)
+        .await
+        .map_err(unavailable)?
+        .ok_or_else(|| ApiError::not_found(format!("nothing is recorded about {subject}")))?;
+    Ok(watcher_runtime::view::subject_view(&found))
 }
 
 /// `GET /v1/lapses`: the lapse tasks of the caller's tenant and their delivery, in order of
@@ -634,35 +673,48 @@ pub async fn agents(
         Some(page::Cursor::Agent(a)) => Some(a),
         _ => None,
     };
+    Ok(Json(
+        agents_view(&state, &principal.tenant, after.as_deref(), params.limit).await?,
+    ))
+}
+
+/// The `GET /v1/agents` body for `tenant`: agents by id after `after`, at most `limit`, as
+/// `{ "agents": [{ "agentId", "delivery", "submitsLapses"?, "retryingSince"?, "lastError"?,
+/// "lifecycleTrusted", "reconciled", "lifecycle", "card"? }], "nextCursor": "…" | null }`, the
+/// page cut before half of `page::MAX_PAGE_BYTES`; shared with the web page.
+///
+/// # Errors
+/// 503 when the store fails.
+pub async fn agents_view(
+    state: &AppState,
+    tenant: &watcher_core::ids::Tenant,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Value, ApiError> {
     let directory = &state.watcher.directory;
     let entries: std::collections::BTreeMap<AgentId, _> = directory
         .entries()
         .into_iter()
-        .filter(|a| a.tenant == principal.tenant)
+        .filter(|a| a.tenant == *tenant)
         .map(|a| (a.profile.id.clone(), a))
         .collect();
-    let mut cards: std::collections::BTreeMap<AgentId, _> = directory
-        .configured(&principal.tenant)
-        .into_iter()
-        .collect();
+    let mut cards: std::collections::BTreeMap<AgentId, _> =
+        directory.configured(tenant).into_iter().collect();
     let ids: std::collections::BTreeSet<AgentId> =
         entries.keys().chain(cards.keys()).cloned().collect();
     // The directory is in memory (the configured agents); each agent shown costs two index reads.
     let mut ids = ids
         .into_iter()
-        .filter(|id| after.as_deref().is_none_or(|a| id.as_str() > a))
+        .filter(|id| after.is_none_or(|a| id.as_str() > a))
         .peekable();
     let mut agents = Vec::new();
     let mut bytes = 0usize;
     let mut next = None;
     while let Some(id) = ids.next() {
-        let delivery = watcher_runtime::operators::agent_delivery(
-            &*state.watcher.store,
-            &principal.tenant,
-            &id,
-        )
-        .await
-        .map_err(unavailable)?;
+        let delivery =
+            watcher_runtime::operators::agent_delivery(&*state.watcher.store, tenant, &id)
+                .await
+                .map_err(unavailable)?;
         let mut v = json!({
             "agentId": id,
             "delivery": delivery.delivery,
@@ -678,9 +730,9 @@ pub async fn agents(
         }
         // docs/specs/agent-card-vs-lifecycle-conformance.md: only a probe promotes; the card
         // alone never does. Untrusted agents' origin tasks are reconciled with GetTask.
-        let lifecycle = directory.lifecycle(&principal.tenant, &id);
+        let lifecycle = directory.lifecycle(tenant, &id);
         v["lifecycleTrusted"] = json!(lifecycle.as_ref().is_some_and(|l| l.lifecycle_trusted));
-        v["reconciled"] = json!(directory.reconciles(&principal.tenant, &id));
+        v["reconciled"] = json!(directory.reconciles(tenant, &id));
         match lifecycle {
             Some(l) => {
                 v["lifecycle"] = json!({
@@ -702,9 +754,7 @@ pub async fn agents(
         }
         bytes += v.to_string().len() + 1;
         agents.push(v);
-        if ids.peek().is_some()
-            && (agents.len() >= params.limit || bytes > page::MAX_PAGE_BYTES / 2)
-        {
+        if ids.peek().is_some() && (agents.len() >= limit || bytes > page::MAX_PAGE_BYTES / 2) {
             next = Some(page::encode(
                 'a',
                 &page::Cursor::Agent(id.as_str().to_string()),
@@ -712,7 +762,7 @@ pub async fn agents(
             break;
         }
     }
-    Ok(Json(json!({ "agents": agents, "nextCursor": next })))
+    Ok(json!({ "agents": agents, "nextCursor": next }))
 }
 
 /// Most messageIds one `POST /v1/lapses/retry` may name.

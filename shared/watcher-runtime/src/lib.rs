@@ -11,6 +11,7 @@ pub mod ports;
 pub mod replay;
 pub mod retention;
 pub mod store;
+pub mod view;
 pub mod watcher;
 
 #[cfg(feature = "test-utils")]

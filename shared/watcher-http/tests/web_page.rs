@@ -1,0 +1,246 @@
+//! The operator's web page (`/ui`, web.rs) driven with `oneshot`: the login form and its cookie,
+//! the `Authorization` header as the alternative, HTML (not problem+json) answers for a browser,
+//! and a record whose agent-written strings try to inject markup.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+use tower::ServiceExt;
+use watcher_core::card::declaration_from_card;
+use watcher_core::engine::AgentProfile;
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::lapse::Delivery;
+use watcher_core::settings::Settings;
+use watcher_core::time::Instant;
+use watcher_http::{watcher_router, AppState, Credentials, Principal, Role};
+use watcher_runtime::clock::FakeClock;
+use watcher_runtime::directory::{AgentEntry, Directory};
+use watcher_runtime::memory::MemoryStore;
+use watcher_runtime::store::Store;
+use watcher_runtime::watcher::Watcher;
+
+const OPERATOR: &str = "ops-token";
+const AGENT: &str = "push-token";
+const SOURCE: &str = "src-token";
+const CARD: &str = include_str!("../../../examples/booking-card.json");
+const ARTIFACT: &str = include_str!("../../../examples/booking-artifact.json");
+const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
+const HOSTILE_ID: &str = "PA-1\"><img src=x onerror=alert(1)>/leg 2";
+
+fn app() -> Router {
+    let card: Value = serde_json::from_str(CARD).unwrap();
+    let directory = Directory::new();
+    directory.insert(AgentEntry {
+        tenant: Tenant::default_tenant(),
+        profile: AgentProfile {
+            id: AgentId::parse("booking").unwrap(),
+            declaration: declaration_from_card(&card).unwrap(),
+        },
+        submits_lapses: true,
+        delivery: Delivery::default(),
+    });
+    let mut credentials = Credentials::new();
+    for (token, role, id) in [
+        (OPERATOR, Role::Operator, "ops-desk"),
+        (AGENT, Role::Agent, "booking"),
+        (SOURCE, Role::Source, "carrier"),
+    ] {
+        credentials
+            .insert(
+                token,
+                Principal {
+                    role,
+                    id: id.into(),
+                    tenant: Tenant::default_tenant(),
+                    on_behalf_of: Vec::new(),
+                },
+            )
+            .unwrap();
+    }
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    watcher_router(AppState {
+        watcher: Arc::new(Watcher::new(store, directory, Settings::default())),
+        credentials: Arc::new(credentials),
+        clock: Arc::new(FakeClock::new(
+            Instant::parse("2026-09-10T02:00:00Z").unwrap(),
+        )),
+        wake: Arc::new(Notify::new()),
+    })
+}
+
+async fn send(app: &Router, request: Request<Body>) -> (StatusCode, HeaderMap, String) {
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+fn get(uri: &str, auth: Option<(&str, String)>) -> Request<Body> {
+    let mut r = Request::get(uri);
+    if let Some((name, value)) = auth {
+        r = r.header(name, value);
+    }
+    r.body(Body::empty()).unwrap()
+}
+
+fn login(token: &str, https: bool) -> Request<Body> {
+    let mut r = Request::post("/ui/login")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    if https {
+        r = r.header("x-forwarded-proto", "https");
+    }
+    let body = format!(
+        "token={}",
+        percent_encoding::utf8_percent_encode(token, percent_encoding::NON_ALPHANUMERIC)
+    );
+    r.body(Body::from(body)).unwrap()
+}
+
+/// The booking artifact with every subject id, and one `expects`, holding markup.
+async fn push_hostile(app: &Router) {
+    let mut a: Value = serde_json::from_str(ARTIFACT).unwrap();
+    let exps = a["artifactUpdate"]["artifact"]["metadata"][URI]["expectations"]
+        .as_array_mut()
+        .unwrap();
+    for e in exps.iter_mut() {
+        e["subject"]["id"] = json!(HOSTILE_ID);
+    }
+    exps[0]["expects"] = json!("<script>alert('expects')</script>");
+    let request = Request::post("/v1/agents/booking/push")
+        .header(header::AUTHORIZATION, format!("Bearer {AGENT}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(a.to_string()))
+        .unwrap();
+    let (status, _, body) = send(app, request).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("exp-01J8Q0ARRIVE"), "{body}");
+}
+
+#[tokio::test]
+async fn login_sets_an_http_only_strict_cookie_and_pages_answer_html() {
+    let app = app();
+    // Not logged in: the form at /ui, and a 401 form (HTML, not problem+json) elsewhere.
+    let (status, headers, body) = send(&app, get("/ui", None)).await;
+    assert_eq!(status, 200);
+    assert!(headers[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(headers[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap()
+        .starts_with("default-src 'none'"));
+    assert!(body.contains(r#"name="token""#) && body.contains(r#"method="post""#));
+    let (status, headers, body) = send(&app, get("/ui/lapses", None)).await;
+    assert_eq!(status, 401);
+    assert!(headers[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(body.contains(r#"name="token""#));
+
+    // Wrong tokens: refused, no cookie.
+    let (status, headers, body) = send(&app, login("nope", false)).await;
+    assert_eq!(status, 401);
+    assert!(headers.get(header::SET_COOKIE).is_none());
+    assert!(body.contains("not known to this watcher"));
+    let (status, headers, _) = send(&app, login(SOURCE, false)).await;
+    assert_eq!(status, 403, "a source's token is not an operator's");
+    assert!(headers.get(header::SET_COOKIE).is_none());
+
+    // The operator's token: 303 to /ui with the cookie; Secure behind HTTPS.
+    let (status, headers, _) = send(&app, login(OPERATOR, false)).await;
+    assert_eq!(status, 303);
+    assert_eq!(headers[header::LOCATION], "/ui");
+    let cookie = headers[header::SET_COOKIE].to_str().unwrap().to_string();
+    for part in ["HttpOnly", "SameSite=Strict", "Path=/ui"] {
+        assert!(cookie.contains(part), "{cookie}");
+    }
+    assert!(!cookie.contains("Secure"));
+    assert!(
+        !cookie.contains(OPERATOR),
+        "the token is not kept as written"
+    );
+    let (_, headers, _) = send(&app, login(OPERATOR, true)).await;
+    assert!(headers[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .contains("; Secure"));
+
+    // The cookie logs in; so does the Authorization header.
+    let session = cookie.split(';').next().unwrap().to_string();
+    let (status, _, body) = send(&app, get("/ui/agents", Some(("cookie", session.clone())))).await;
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("booking") && body.contains("Log out"),
+        "{body}"
+    );
+    let (status, _, body) = send(
+        &app,
+        get(
+            "/ui/agents",
+            Some(("authorization", format!("Bearer {OPERATOR}"))),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(body.contains("booking"));
+
+    // Log out clears the cookie.
+    let (status, headers, _) = send(
+        &app,
+        Request::post("/ui/logout").body(Body::empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert!(headers[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .contains("Max-Age=0"));
+}
+
+#[tokio::test]
+async fn agent_written_strings_are_escaped_on_every_page() {
+    let app = app();
+    push_hostile(&app).await;
+    let auth = || Some(("authorization", format!("Bearer {OPERATOR}")));
+
+    // Open subjects: the hostile subject, its link percent-encoded, its id escaped.
+    let (status, _, body) = send(&app, get("/ui/subjects", auth())).await;
+    assert_eq!(status, 200);
+    assert!(!body.contains("<img src=x"), "{body}");
+    assert!(body.contains("&lt;img src=x"), "{body}");
+    let href = format!(
+        "/ui/subjects/shipment/{}",
+        percent_encoding::utf8_percent_encode(HOSTILE_ID, percent_encoding::NON_ALPHANUMERIC)
+    );
+    assert!(body.contains(&href), "{body}");
+
+    // The subject's page: record and timeline, nothing injected.
+    let (status, _, body) = send(&app, get(&href, auth())).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!body.contains("<script>alert"), "{body}");
+    assert!(!body.contains("<img src=x"), "{body}");
+    assert!(body.contains("&lt;script&gt;alert('expects')&lt;/script&gt;"));
+    assert!(body.contains("<svg") && body.contains(r#"class="step""#));
+    // The arrival waits on its anchor: drawn as less certain.
+    assert!(body.contains("current uncertain"));
+
+    // A subject nothing is recorded about: an HTML 404.
+    let (status, headers, _) = send(&app, get("/ui/subjects/shipment/none", auth())).await;
+    assert_eq!(status, 404);
+    assert!(headers[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+}
