@@ -8,6 +8,7 @@
 //!   payload would yield through the source's mappings, recording nothing.
 //! * `a2a-watcher retry --agent ID` — re-queue an agent's failed lapse tasks on a running watcher.
 //! * `a2a-watcher bench [--quick]` — throughput, latency and cost at 10k–1M open expectations.
+//! * `a2a-watcher validate card|artifact FILE` — check a card or an artifact offline.
 
 mod bench;
 mod cards;
@@ -17,6 +18,7 @@ mod example_agent;
 mod probe;
 mod retry;
 mod serve;
+mod validate;
 mod webhook;
 
 use std::path::PathBuf;
@@ -114,6 +116,30 @@ enum Command {
     Webhook {
         #[command(subcommand)]
         command: WebhookCommand,
+    },
+    /// Check a file offline against the Expectations extension's rules, naming each field at
+    /// fault (schemas: docs/schemas/). Exit 0 when valid, 1 when not.
+    Validate {
+        #[command(subcommand)]
+        command: ValidateCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ValidateCommand {
+    /// An A2A Agent Card: the extension's declaration (expectations-v1 §6).
+    Card {
+        /// The card (JSON).
+        file: PathBuf,
+    },
+    /// An Artifact, an `artifactUpdate` push or a `task`: the expectations, withdrawals and
+    /// facts in `metadata["https://rsaxb.com/a2a/expectations/v1"]` (expectations-v1 §8, §9.2).
+    Artifact {
+        /// The artifact (JSON).
+        file: PathBuf,
+        /// The agent's card: each `kind` must be declared on it.
+        #[arg(long)]
+        card: Option<PathBuf>,
     },
 }
 
@@ -267,6 +293,26 @@ fn main() -> ExitCode {
                 runtime().and_then(|rt| rt.block_on(bench::run(opts))),
                 "bench",
             )
+        }
+        Command::Validate { command } => {
+            let (file, what, findings) = match command {
+                ValidateCommand::Card { file } => {
+                    let f = validate::card(&file);
+                    (file, "card", f)
+                }
+                ValidateCommand::Artifact { file, card } => {
+                    let f = validate::artifact(&file, card.as_deref());
+                    (file, "artifact", f)
+                }
+            };
+            match findings {
+                Ok(f) if validate::report(&file, what, &f) => ExitCode::SUCCESS,
+                Ok(_) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("a2a-watcher validate: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Replay { scenario, format } => match run_replay(&scenario, format) {
             Ok(code) => code,

@@ -8,6 +8,7 @@ pub mod learnables;
 pub mod limits;
 pub mod problem;
 pub mod routes;
+pub mod schemas;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -80,6 +81,7 @@ pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
         .route("/v1/lapses", get(routes::lapses))
         .route("/v1/lapses/retry", post(routes::retry_lapses))
         .route("/v1/agents", get(routes::agents))
+        .route("/v1/schemas/{file}", get(schemas::get_schema))
         .with_state(state);
     limits::apply(routes, limits).layer(tower_http::trace::TraceLayer::new_for_http())
 }
