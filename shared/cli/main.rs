@@ -15,6 +15,7 @@ mod cards;
 mod delivery;
 mod demo;
 mod example_agent;
+mod metrics;
 mod probe;
 mod retry;
 mod serve;

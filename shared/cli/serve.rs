@@ -72,7 +72,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             format!("Failed to open the database {}", config.database.display())
         })?);
     let deployment = load_deployment(&config, &*store, SystemClock.now()).await?;
-    let submitter = watcher_config::submitter(&config.delivery)?;
+    let prometheus = Arc::new(crate::metrics::Prometheus::new());
+    let submitter = watcher_config::submitter(&config.delivery)?.with_recorder(prometheus.clone());
     let lanes = watcher_config::lane_settings(&config.delivery);
     let endpoints = SharedEndpoints::new(deployment.endpoints);
     let lane_directory = deployment.directory.clone();
@@ -87,11 +88,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             ))
         })
         .collect();
-    let watcher = Arc::new(Watcher::new(
-        store.clone(),
-        deployment.directory,
-        deployment.settings,
-    ));
+    let watcher = Arc::new(
+        Watcher::new(store.clone(), deployment.directory, deployment.settings)
+            .with_recorder(prometheus.clone()),
+    );
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let wake = Arc::new(Notify::new());
     let credentials = Arc::new(deployment.credentials);
@@ -121,6 +121,15 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             },
             limits,
         ))
+        .merge(
+            axum::Router::new()
+                .route("/metrics", axum::routing::get(crate::metrics::metrics))
+                .with_state(crate::metrics::MetricsState {
+                    prometheus,
+                    watcher: watcher.clone(),
+                    clock: clock.clone(),
+                }),
+        )
         .fallback(watcher_http::not_found)
         .method_not_allowed_fallback(watcher_http::method_not_allowed);
     let listener = TcpListener::bind(&config.listen)

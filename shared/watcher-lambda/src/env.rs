@@ -106,9 +106,11 @@ pub async fn assemble(
         timers,
         queue: queue.clone(),
     });
+    let recorder = Arc::new(crate::emf::EmfRecorder::from_env());
     let watcher = Arc::new(
         Watcher::new(store, deployment.directory, deployment.settings)
             .with_sink(sink)
+            .with_recorder(recorder.clone())
             .evaluating_due_at_once(),
     );
     Ok(Parts {
@@ -116,7 +118,7 @@ pub async fn assemble(
         queue,
         credentials: Arc::new(deployment.credentials),
         endpoints: deployment.endpoints,
-        submitter: watcher_config::submitter(&config.delivery)?,
+        submitter: watcher_config::submitter(&config.delivery)?.with_recorder(recorder),
         limits: config.limits.http(),
     })
 }
