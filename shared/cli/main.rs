@@ -1,7 +1,7 @@
 //! `a2a-watcher`: the operator's entry point.
 //!
-//! * `a2a-watcher replay SCENARIO.json` — run a scenario on a simulated clock (contracts/replay.md).
-//! * `a2a-watcher serve [--config watcher.toml]` — the watcher as one process (contracts/serve.md).
+//! * `a2a-watcher replay SCENARIO.json` — run a scenario on a simulated clock (docs/contracts/replay.md).
+//! * `a2a-watcher serve [--config watcher.toml]` — the watcher as one process (docs/contracts/serve.md).
 //! * `a2a-watcher demo` — the worked example live against the example agent.
 //! * `a2a-watcher example-agent` — a small agent that prints the lapse tasks it receives.
 //! * `a2a-watcher webhook test --config F --source ID PAYLOAD.json` — the facts a carrier's
@@ -52,7 +52,7 @@ enum LogFormat {
 enum Command {
     /// Run the watcher: HTTP API, SQLite store, timers and lapse-task delivery.
     Serve {
-        /// The configuration file (contracts/serve.md); built-in defaults without it.
+        /// The configuration file (docs/contracts/serve.md); built-in defaults without it.
         #[arg(long)]
         config: Option<PathBuf>,
     },
@@ -107,7 +107,7 @@ enum Command {
     },
     /// Run a scenario on a simulated clock and print what happened as JSON Lines.
     Replay {
-        /// The scenario file (contracts/replay.md).
+        /// The scenario file (docs/contracts/replay.md).
         scenario: PathBuf,
         /// `jsonl` (default): one JSON object a line; `pretty`: indented, for people.
         #[arg(long, value_enum, default_value_t = Format::Jsonl)]
@@ -334,7 +334,7 @@ fn run_replay(path: &PathBuf, format: Format) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("Failed to start the runtime")?;
-    // The embedded store in a temporary location (contracts/replay.md), removed afterwards.
+    // The embedded store in a temporary location (docs/contracts/replay.md), removed afterwards.
     let dir = std::env::temp_dir().join(format!(
         "a2a-watcher-replay-{}-{}",
         std::process::id(),

@@ -50,8 +50,8 @@ impl Running {
 /// Configuration, card, database or bind failures, each naming what failed.
 pub async fn run(config: Config, used_defaults: bool) -> anyhow::Result<()> {
     if used_defaults {
+        // Once: serve's log is on stderr, so a second eprintln would print it twice.
         tracing::warn!("no --config given: using built-in defaults (127.0.0.1:8080, ./watcher.db, no agents, sources or operators)");
-        eprintln!("a2a-watcher serve: no --config given; using built-in defaults (127.0.0.1:8080, ./watcher.db, nobody registered)");
     }
     let running = start(config).await?;
     println!("listening on http://{}", running.addr);

@@ -343,8 +343,13 @@ fn parse_warning_unknown(text: &str, origin: &str, base: Option<&Path>) -> anyho
     let text = resolved.as_deref().unwrap_or(text);
     let unknown = unknown_keys(text)?;
     for key in &unknown {
-        tracing::warn!(key = %key, origin, "unknown configuration key ignored");
-        eprintln!("a2a-watcher: warning: unknown key `{key}` in {origin} is ignored (a typo?)");
+        // Once: through the log when one is set up (serve's log is on stderr too, so both would
+        // print it twice), else on stderr.
+        if tracing::dispatcher::has_been_set() {
+            tracing::warn!(key = %key, origin, "unknown configuration key `{key}` ignored (a typo?)");
+        } else {
+            eprintln!("a2a-watcher: warning: unknown key `{key}` in {origin} is ignored (a typo?)");
+        }
     }
     Ok(toml::from_str(text)?)
 }
