@@ -17,6 +17,7 @@ mod demo;
 mod example_agent;
 mod metrics;
 mod probe;
+mod report;
 mod retry;
 mod serve;
 mod validate;
@@ -118,11 +119,33 @@ enum Command {
         #[command(subcommand)]
         command: WebhookCommand,
     },
+    /// Offline reports over the record.
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
     /// Check a file offline against the Expectations extension's rules, naming each field at
     /// fault (schemas: docs/schemas/). Exit 0 when valid, 1 when not.
     Validate {
         #[command(subcommand)]
         command: ValidateCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ReportCommand {
+    /// Per kind and basis: how many, on time, late (p50, p90), lapse rate by kind, and the due
+    /// offset the history supports against the one promised (expectations-v1 §13.3).
+    Basis {
+        /// The configuration file whose `database` to read (docs/contracts/serve.md).
+        #[arg(long, conflicts_with = "db")]
+        config: Option<PathBuf>,
+        /// The SQLite database to read (default ./watcher.db).
+        #[arg(long)]
+        db: Option<PathBuf>,
+        /// One JSON array instead of the table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -294,6 +317,33 @@ fn main() -> ExitCode {
                 runtime().and_then(|rt| rt.block_on(bench::run(opts))),
                 "bench",
             )
+        }
+        Command::Report {
+            command: ReportCommand::Basis { config, db, json },
+        } => {
+            init_logging(cli.log_format, "warn");
+            let result = (|| -> anyhow::Result<()> {
+                let path = match (config, db) {
+                    (Some(c), _) => watcher_config::Config::load(&c)?.database,
+                    (None, Some(d)) => d,
+                    (None, None) => PathBuf::from("watcher.db"),
+                };
+                anyhow::ensure!(path.exists(), "no database at {}", path.display());
+                let store = SqliteStore::open(&path)
+                    .with_context(|| format!("Failed to open {}", path.display()))?;
+                let records = runtime()?.block_on(async {
+                    use watcher_runtime::store::Store;
+                    store.all_records().await
+                })?;
+                let rows = report::basis(&records);
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&rows)?);
+                } else {
+                    print!("{}", report::table(&rows));
+                }
+                Ok(())
+            })();
+            exit_on(result, "report basis")
         }
         Command::Validate { command } => {
             let (file, what, findings) = match command {
