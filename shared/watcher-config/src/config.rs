@@ -141,7 +141,7 @@ pub struct AgentConfig {
 }
 
 /// `[limits]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(default)]
 pub struct LimitsConfig {
     /// Default 3.
@@ -201,7 +201,7 @@ impl LimitsConfig {
 }
 
 /// `[delivery]`: how lapse tasks reach agents (README, "Operating"). Every key is optional.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(default)]
 pub struct DeliveryConfig {
     /// Per-request timeout in seconds (connection and whole exchange). Default 10.
