@@ -1,7 +1,7 @@
 //! `a2a-watcher`: the operator's entry point.
 //!
-//! * `a2a-watcher replay SCENARIO.json` — run a scenario on a simulated clock (contracts/replay.md).
-//! * `a2a-watcher serve [--config watcher.toml]` — the watcher as one process (contracts/serve.md).
+//! * `a2a-watcher replay SCENARIO.json` — run a scenario on a simulated clock (docs/contracts/replay.md).
+//! * `a2a-watcher serve [--config watcher.toml]` — the watcher as one process (docs/contracts/serve.md).
 //! * `a2a-watcher demo` — the worked example live against the example agent.
 //! * `a2a-watcher example-agent` — a small agent that prints the lapse tasks it receives.
 //! * `a2a-watcher webhook test --config F --source ID PAYLOAD.json` — the facts a carrier's
@@ -9,16 +9,20 @@
 //! * `a2a-watcher retry --agent ID` — re-queue an agent's failed lapse tasks on a running watcher.
 //! * `a2a-watcher bench [--quick]` — throughput, latency and cost at 10k–1M open expectations.
 //! * `a2a-watcher subject|lapses|timeline|agents` — the operator's reads (`operator.rs`).
+//! * `a2a-watcher validate card|artifact FILE` — check a card or an artifact offline.
 
 mod bench;
 mod cards;
 mod delivery;
 mod demo;
 mod example_agent;
+mod metrics;
 mod operator;
 mod probe;
+mod report;
 mod retry;
 mod serve;
+mod validate;
 mod webhook;
 
 use std::path::PathBuf;
@@ -51,7 +55,7 @@ enum LogFormat {
 enum Command {
     /// Run the watcher: HTTP API, SQLite store, timers and lapse-task delivery.
     Serve {
-        /// The configuration file (contracts/serve.md); built-in defaults without it.
+        /// The configuration file (docs/contracts/serve.md); built-in defaults without it.
         #[arg(long)]
         config: Option<PathBuf>,
     },
@@ -110,7 +114,7 @@ enum Command {
     },
     /// Run a scenario on a simulated clock and print what happened as JSON Lines.
     Replay {
-        /// The scenario file (contracts/replay.md).
+        /// The scenario file (docs/contracts/replay.md).
         scenario: PathBuf,
         /// `jsonl` (default): one JSON object a line; `pretty`: indented, for people.
         #[arg(long, value_enum, default_value_t = Format::Jsonl)]
@@ -122,6 +126,52 @@ enum Command {
     Webhook {
         #[command(subcommand)]
         command: WebhookCommand,
+    },
+    /// Offline reports over the record.
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
+    /// Check a file offline against the Expectations extension's rules, naming each field at
+    /// fault (schemas: docs/schemas/). Exit 0 when valid, 1 when not.
+    Validate {
+        #[command(subcommand)]
+        command: ValidateCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ReportCommand {
+    /// Per kind and basis: how many, on time, late (p50, p90), lapse rate by kind, and the due
+    /// offset the history supports against the one promised (expectations-v1 §13.3).
+    Basis {
+        /// The configuration file whose `database` to read (docs/contracts/serve.md).
+        #[arg(long, conflicts_with = "db")]
+        config: Option<PathBuf>,
+        /// The SQLite database to read (default ./watcher.db).
+        #[arg(long)]
+        db: Option<PathBuf>,
+        /// One JSON array instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ValidateCommand {
+    /// An A2A Agent Card: the extension's declaration (expectations-v1 §6).
+    Card {
+        /// The card (JSON).
+        file: PathBuf,
+    },
+    /// An Artifact, an `artifactUpdate` push or a `task`: the expectations, withdrawals and
+    /// facts in `metadata["https://rsaxb.com/a2a/expectations/v1"]` (expectations-v1 §8, §9.2).
+    Artifact {
+        /// The artifact (JSON).
+        file: PathBuf,
+        /// The agent's card: each `kind` must be declared on it.
+        #[arg(long)]
+        card: Option<PathBuf>,
     },
 }
 
@@ -293,6 +343,53 @@ fn main() -> ExitCode {
                 what,
             )
         }
+        Command::Report {
+            command: ReportCommand::Basis { config, db, json },
+        } => {
+            init_logging(cli.log_format, "warn");
+            let result = (|| -> anyhow::Result<()> {
+                let path = match (config, db) {
+                    (Some(c), _) => watcher_config::Config::load(&c)?.database,
+                    (None, Some(d)) => d,
+                    (None, None) => PathBuf::from("watcher.db"),
+                };
+                anyhow::ensure!(path.exists(), "no database at {}", path.display());
+                let store = SqliteStore::open(&path)
+                    .with_context(|| format!("Failed to open {}", path.display()))?;
+                let records = runtime()?.block_on(async {
+                    use watcher_runtime::store::Store;
+                    store.all_records().await
+                })?;
+                let rows = report::basis(&records);
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&rows)?);
+                } else {
+                    print!("{}", report::table(&rows));
+                }
+                Ok(())
+            })();
+            exit_on(result, "report basis")
+        }
+        Command::Validate { command } => {
+            let (file, what, findings) = match command {
+                ValidateCommand::Card { file } => {
+                    let f = validate::card(&file);
+                    (file, "card", f)
+                }
+                ValidateCommand::Artifact { file, card } => {
+                    let f = validate::artifact(&file, card.as_deref());
+                    (file, "artifact", f)
+                }
+            };
+            match findings {
+                Ok(f) if validate::report(&file, what, &f) => ExitCode::SUCCESS,
+                Ok(_) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("a2a-watcher validate: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Replay { scenario, format } => match run_replay(&scenario, format) {
             Ok(code) => code,
             Err(e) => {
@@ -312,7 +409,7 @@ fn run_replay(path: &PathBuf, format: Format) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("Failed to start the runtime")?;
-    // The embedded store in a temporary location (contracts/replay.md), removed afterwards.
+    // The embedded store in a temporary location (docs/contracts/replay.md), removed afterwards.
     let dir = std::env::temp_dir().join(format!(
         "a2a-watcher-replay-{}-{}",
         std::process::id(),

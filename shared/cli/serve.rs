@@ -50,8 +50,8 @@ impl Running {
 /// Configuration, card, database or bind failures, each naming what failed.
 pub async fn run(config: Config, used_defaults: bool) -> anyhow::Result<()> {
     if used_defaults {
+        // Once: serve's log is on stderr, so a second eprintln would print it twice.
         tracing::warn!("no --config given: using built-in defaults (127.0.0.1:8080, ./watcher.db, no agents, sources or operators)");
-        eprintln!("a2a-watcher serve: no --config given; using built-in defaults (127.0.0.1:8080, ./watcher.db, nobody registered)");
     }
     let running = start(config).await?;
     println!("listening on http://{}", running.addr);
@@ -76,7 +76,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let origins = deployment.directory.origins();
     origins.set_capacity(config.delivery.reconcile_origins);
     origins.set_first_poll(watcher_config::deployment::retry_policy(&config.delivery).poll_first);
-    let submitter = watcher_config::submitter(&config.delivery)?;
+    let prometheus = Arc::new(crate::metrics::Prometheus::new());
+    let submitter = watcher_config::submitter(&config.delivery)?.with_recorder(prometheus.clone());
     let lanes = watcher_config::lane_settings(&config.delivery);
     let endpoints = SharedEndpoints::new(deployment.endpoints);
     let lane_directory = deployment.directory.clone();
@@ -91,11 +92,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             ))
         })
         .collect();
-    let watcher = Arc::new(Watcher::new(
-        store.clone(),
-        deployment.directory,
-        deployment.settings,
-    ));
+    let watcher = Arc::new(
+        Watcher::new(store.clone(), deployment.directory, deployment.settings)
+            .with_recorder(prometheus.clone()),
+    );
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let wake = Arc::new(Notify::new());
     let credentials = Arc::new(deployment.credentials);
@@ -125,6 +125,15 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             },
             limits,
         ))
+        .merge(
+            axum::Router::new()
+                .route("/metrics", axum::routing::get(crate::metrics::metrics))
+                .with_state(crate::metrics::MetricsState {
+                    prometheus,
+                    watcher: watcher.clone(),
+                    clock: clock.clone(),
+                }),
+        )
         .fallback(watcher_http::not_found)
         .method_not_allowed_fallback(watcher_http::method_not_allowed);
     let listener = TcpListener::bind(&config.listen)

@@ -364,6 +364,7 @@ pub struct ServedVersion {
 /// Wire shape: `{ "collection", "entry", "skills"?, "teaches", "how", "decidedBy", "lessonFields" }`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LearnableDescriptor {
     /// The collection's name.
     pub collection: String,

@@ -184,6 +184,7 @@ impl Absorbed {
 /// How a learnable decides (§6.2 `decidedBy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum DecidedBy {
     /// Deterministic rules: a taught value takes effect exactly.
     Rules,
@@ -210,6 +211,7 @@ pub struct LessonField {
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct LessonFieldWire {
     name: String,
     label: String,
@@ -517,6 +519,17 @@ impl Reading {
 fn best_first(mut candidates: Vec<Candidate>) -> Vec<Candidate> {
     candidates.sort_by(|a, b| b.score.total_cmp(&a.score));
     candidates
+}
+
+/// The schema of the wire shape this type is read from.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for LessonField {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "LessonField".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        LessonFieldWire::json_schema(generator)
+    }
 }
 
 #[cfg(test)]

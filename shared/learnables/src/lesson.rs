@@ -12,6 +12,7 @@ use crate::AuthorityError;
 /// `Lesson::try_from(dto)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LessonDto {
     /// The collection to write into, e.g. `customers`.
     pub collection: String,
@@ -113,6 +114,7 @@ impl TryFrom<LessonDto> for Lesson {
 /// `previousVersionId` is absent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LessonResult {
     /// Whether anything changed.
     pub learned: bool,

@@ -55,6 +55,8 @@ mod lesson;
 mod marks;
 mod names;
 mod registry;
+#[cfg(feature = "schema")]
+pub mod schema;
 mod teach_block;
 pub mod text;
 

@@ -62,6 +62,19 @@ macro_rules! string_newtype {
             }
         }
 
+        #[cfg(feature = "schema")]
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({ "type": "string", "minLength": 1 })
+            }
+        }
+
         impl TryFrom<String> for $name {
             type Error = AuthorityError;
             fn try_from(raw: String) -> Result<Self, Self::Error> {

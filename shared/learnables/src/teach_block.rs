@@ -77,6 +77,7 @@ pub struct TeachBlock {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct TeachBlockWire {
     collection: String,
     entries: Vec<String>,
@@ -312,6 +313,17 @@ pub fn suggest_pattern_for_reference(reference: &str) -> Result<String, TeachBlo
         "(?:^|[^{class}])({})(?:$|[^{class}])",
         regex::escape(reference)
     ))
+}
+
+/// The schema of the wire shape this type is read from.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for TeachBlock {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TeachBlock".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        TeachBlockWire::json_schema(generator)
+    }
 }
 
 #[cfg(test)]

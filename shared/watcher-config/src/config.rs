@@ -156,7 +156,7 @@ fn default_true() -> bool {
 }
 
 /// `[limits]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(default)]
 pub struct LimitsConfig {
     /// Default 3.
@@ -216,7 +216,7 @@ impl LimitsConfig {
 }
 
 /// `[delivery]`: how lapse tasks reach agents (README, "Operating"). Every key is optional.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(default)]
 pub struct DeliveryConfig {
     /// Per-request timeout in seconds (connection and whole exchange). Default 10.
@@ -364,8 +364,13 @@ fn parse_warning_unknown(text: &str, origin: &str, base: Option<&Path>) -> anyho
     let text = resolved.as_deref().unwrap_or(text);
     let unknown = unknown_keys(text)?;
     for key in &unknown {
-        tracing::warn!(key = %key, origin, "unknown configuration key ignored");
-        eprintln!("a2a-watcher: warning: unknown key `{key}` in {origin} is ignored (a typo?)");
+        // Once: through the log when one is set up (serve's log is on stderr too, so both would
+        // print it twice), else on stderr.
+        if tracing::dispatcher::has_been_set() {
+            tracing::warn!(key = %key, origin, "unknown configuration key `{key}` ignored (a typo?)");
+        } else {
+            eprintln!("a2a-watcher: warning: unknown key `{key}` in {origin} is ignored (a typo?)");
+        }
     }
     Ok(toml::from_str(text)?)
 }

@@ -8,6 +8,7 @@ use crate::EXPECTATIONS_URI;
 /// One `ExpectationKind` (expectations-v1 §6.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ExpectationKind {
     /// Identifier of the class of expectation, unique within the declaration.
     pub kind: String,
@@ -25,6 +26,7 @@ pub struct ExpectationKind {
 /// The extension's `params` (expectations-v1 §6.1), validated against the card.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ExpectationsDeclaration {
     /// Whether the agent runs its own clock (§12.2).
     pub keeps_time: bool,

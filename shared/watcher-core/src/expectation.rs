@@ -11,6 +11,7 @@ use crate::time::{Instant, IsoDuration};
 /// `observedAt` plus `offset` (expectations-v1 §9.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Anchor {
     /// The expectation whose satisfaction fixes this one's due time.
     pub expectation_id: ExpectationId,
@@ -21,6 +22,7 @@ pub struct Anchor {
 /// `satisfiedBy`: `{ "factKey": string }`, matched exactly (expectations-v1 §8, §9.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Matcher {
     /// The key a fact must carry to satisfy the expectation.
     pub fact_key: FactKey,
@@ -32,6 +34,7 @@ pub struct Matcher {
 /// record shows as `projectedDueAt`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Expectation {
     /// Agent-generated, unique among everything the agent ever raised.
     pub expectation_id: ExpectationId,

@@ -1,16 +1,37 @@
 //! The Fact object as reported (expectations-v1 §9.2), parsed at the edge. Its `source` is
 //! never taken from the body: the watcher records the authenticated reporter (§13.5).
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::engine::ReportedFact;
 use crate::expectation::{json_type, parse_subject};
-use crate::ids::{FactKey, Source};
+use crate::ids::{FactKey, Source, Subject};
 use crate::time::Instant;
 
 /// A Fact (expectations-v1 §9.2) as the engine takes it: `factKey`, `observedAt`, optional
 /// `subject`, and `source` set to the authenticated reporter.
 pub type Fact = ReportedFact;
+
+/// A Fact as a reporter writes it (expectations-v1 §9.2, Appendix A `Fact`):
+/// `{ "factKey", "observedAt", "source"?, "subject"? }`. The watcher ignores `source` and records
+/// the authenticated reporter instead (§13.5); [`parse_fact`] reads this shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct FactBody {
+    /// Matched exactly against an expectation's `satisfiedBy.factKey`.
+    pub fact_key: FactKey,
+    /// When the event happened (RFC 3339 with an offset); a time later than receipt is read as
+    /// the receipt time.
+    pub observed_at: Instant,
+    /// Who reports it; informative only, the watcher records the authenticated reporter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The subject it concerns, when the reporter says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
+}
 
 /// Why a fact could not be read: the field and the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

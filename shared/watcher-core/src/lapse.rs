@@ -12,6 +12,7 @@ use crate::EXPECTATIONS_URI;
 /// The lapse block carried in `message.metadata[URI].lapse` (expectations-v1 §10.1 table).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LapseBlock {
     /// Copied from the expectation.
     pub expectation_id: ExpectationId,

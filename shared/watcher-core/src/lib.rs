@@ -9,7 +9,9 @@
 //! * [`slice`]: the part of the record one step reads and writes;
 //! * [`engine`]: `(slice, input, now) → (slice', effects)`;
 //! * [`lapse`]: the lapse block, text, `messageId` and `SendMessage` request (§10.1);
-//! * [`settings`]: deployment bounds.
+//! * [`settings`]: deployment bounds;
+//! * [`validate`]: offline checks of a card and an artifact, naming each field at fault;
+//! * `schema` (feature `schema`): JSON Schema of the published objects.
 
 pub mod card;
 pub mod engine;
@@ -20,9 +22,12 @@ pub mod ingest;
 pub mod lapse;
 pub mod members;
 pub mod record;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod settings;
 pub mod slice;
 pub mod time;
+pub mod validate;
 
 /// The Expectations extension URI (expectations-v1, header).
 pub const EXPECTATIONS_URI: &str = "https://rsaxb.com/a2a/expectations/v1";

@@ -2,7 +2,7 @@
 //! replay.md "record"): the expectation as raised plus what the watcher has determined.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::expectation::Expectation;
 use crate::ids::{
@@ -14,6 +14,7 @@ use crate::time::Instant;
 /// expectation; satisfaction and withdrawal are final.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Status {
     /// Neither satisfied nor withdrawn (it may have lapsed).
     Open,
@@ -26,6 +27,7 @@ pub enum Status {
 /// The three ways an expectation lapses (expectations-v1 §9.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum LapseKind {
     /// `dueAt + grace` passed with no matching fact.
     Overdue,
@@ -59,6 +61,7 @@ pub struct RaisedBy {
 /// How the expectation was satisfied (expectations-v1 §9.2; replay.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Satisfaction {
     /// The fact's key.
     pub fact_key: FactKey,
@@ -80,6 +83,7 @@ pub struct Satisfaction {
 /// `{ "withdrawnAt", "reason" }` (expectations-v1 §8.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Withdrawal {
     /// When the watcher withdrew it.
     pub withdrawn_at: Instant,
@@ -90,6 +94,7 @@ pub struct Withdrawal {
 /// One lapse of an expectation: at most one per kind (semantics.md, "States").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LapseEntry {
     /// Which lapse.
     pub lapse: LapseKind,
@@ -215,47 +220,107 @@ impl ExpectationRecord {
     /// watcher adds (`agent`, `tenant`, `status`, `projectedDueAt`, current `dueAt`, `lineage`,
     /// `raisedAt`, `raisedBy`, `satisfaction`, `lapses`, `withdrawal`, `supersededBy`).
     pub fn to_contract_json(&self) -> Value {
-        let e = &self.expectation;
-        let lapses: Vec<Value> = self
-            .lapses
-            .iter()
-            .map(|l| {
-                json!({
-                    "lapse": l.lapse,
-                    "lapsedAt": l.lapsed_at,
-                    "messageId": l.message_id,
-                    "dueAt": l.due_at,
-                })
-            })
-            .collect();
-        let mut raised_by = json!({ "taskId": self.raised_by.task_id });
-        if let Some(c) = &self.raised_by.context_id {
-            raised_by["contextId"] = json!(c);
-        }
-        json!({
-            "expectationId": e.expectation_id,
-            "agent": self.agent,
-            "tenant": self.tenant,
-            "kind": e.kind,
-            "subject": e.subject,
-            "expects": e.expects,
-            "satisfiedBy": e.satisfied_by,
-            "status": self.status,
-            "projectedDueAt": e.due_at,
-            "dueAt": self.due_at,
-            "grace": e.grace,
-            "anchor": e.anchor,
-            "after": if e.after.is_empty() { Value::Null } else { json!(e.after) },
-            "horizon": e.horizon,
-            "basis": e.basis,
-            "supersedes": e.supersedes,
-            "lineage": self.lineage,
-            "raisedAt": self.raised_at,
-            "raisedBy": raised_by,
-            "satisfaction": self.satisfaction,
-            "lapses": lapses,
-            "withdrawal": self.withdrawal,
-            "supersededBy": self.superseded_by,
-        })
+        serde_json::to_value(self.to_contract()).unwrap_or(Value::Null)
     }
+
+    /// The contract form as a typed value ([`ContractRecord`], published as
+    /// `docs/schemas/ExpectationRecord.json`).
+    pub fn to_contract(&self) -> ContractRecord {
+        let e = &self.expectation;
+        ContractRecord {
+            expectation_id: e.expectation_id.clone(),
+            agent: self.agent.clone(),
+            tenant: self.tenant.clone(),
+            kind: e.kind.clone(),
+            subject: e.subject.clone(),
+            expects: e.expects.clone(),
+            satisfied_by: e.satisfied_by.clone(),
+            status: self.status,
+            projected_due_at: e.due_at,
+            due_at: self.due_at,
+            grace: e.grace.clone(),
+            anchor: e.anchor.clone(),
+            after: (!e.after.is_empty()).then(|| e.after.clone()),
+            horizon: e.horizon,
+            basis: e.basis.clone(),
+            supersedes: e.supersedes.clone(),
+            lineage: self.lineage,
+            raised_at: self.raised_at,
+            raised_by: ContractRaisedBy {
+                task_id: self.raised_by.task_id.clone(),
+                context_id: self.raised_by.context_id.clone(),
+            },
+            satisfaction: self.satisfaction.clone(),
+            lapses: self.lapses.clone(),
+            withdrawal: self.withdrawal.clone(),
+            superseded_by: self.superseded_by.clone(),
+        }
+    }
+}
+
+/// `raisedBy` in the contract form: `{ "taskId", "contextId"? }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ContractRaisedBy {
+    /// The task that raised the expectation.
+    pub task_id: TaskId,
+    /// That task's contextId; absent when the agent gave none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<ContextId>,
+}
+
+/// The ExpectationRecord as the watcher shows it (expectations-v1 Appendix A; replay.md
+/// "record"; serve.md `GET /v1/subjects/...`): the expectation's fields as raised, then what the
+/// watcher determined. Optional fields are present as `null` when unset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ContractRecord {
+    /// Agent-generated id, unique among everything the agent raised.
+    pub expectation_id: ExpectationId,
+    /// The raising agent (its id in the watcher's configuration).
+    pub agent: AgentId,
+    /// The agent's tenant.
+    pub tenant: Tenant,
+    /// A kind declared on the agent's card (§6.2).
+    pub kind: String,
+    /// What the expectation is about.
+    pub subject: crate::ids::Subject,
+    /// What is expected, in a person's words.
+    pub expects: String,
+    /// The fact key that satisfies it.
+    pub satisfied_by: crate::expectation::Matcher,
+    /// `open`, `satisfied` or `withdrawn`; a lapse does not close an expectation.
+    pub status: Status,
+    /// `dueAt` as raised (UTC).
+    pub projected_due_at: Instant,
+    /// The current due time (UTC); differs from `projectedDueAt` once re-anchored (§9.3).
+    pub due_at: Instant,
+    /// Wait after `dueAt` before an overdue lapse.
+    pub grace: Option<crate::time::IsoDuration>,
+    /// Re-anchoring (§9.3).
+    pub anchor: Option<crate::expectation::Anchor>,
+    /// Expectations on the subject expected to be satisfied before this one (§9.1).
+    pub after: Option<Vec<ExpectationId>>,
+    /// After this instant, silence on the subject is a `stalled` lapse.
+    pub horizon: Option<Instant>,
+    /// `observed`, `contract`, `declared`, or another value kept as given (§13.3, §15).
+    pub basis: String,
+    /// The expectation this one replaced (§10.3).
+    pub supersedes: Option<ExpectationId>,
+    /// How many superseded ancestors it has (§10.3).
+    pub lineage: u32,
+    /// When the watcher recorded it (UTC).
+    pub raised_at: Instant,
+    /// The origin task.
+    pub raised_by: ContractRaisedBy,
+    /// How it was satisfied; `null` until then.
+    pub satisfaction: Option<Satisfaction>,
+    /// Its lapses in the order they happened, at most one per kind.
+    pub lapses: Vec<LapseEntry>,
+    /// `{ withdrawnAt, reason }` once withdrawn (§8.1).
+    pub withdrawal: Option<Withdrawal>,
+    /// The expectation that superseded this one.
+    pub superseded_by: Option<ExpectationId>,
 }

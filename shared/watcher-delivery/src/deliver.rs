@@ -11,6 +11,7 @@ use futures_util::stream::{self, StreamExt};
 use tracing::Instrument;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
+use watcher_runtime::metrics::{seconds_between, AttemptOutcome, NoRecorder, Recorder};
 use watcher_runtime::store::{DeliveryState, OutboxEntry, Store, StoreError};
 
 use crate::client::{A2aClient, DeliveryError, SendOutcome};
@@ -392,12 +393,24 @@ fn human(d: std::time::Duration) -> String {
 
 /// Posts lapse tasks: an [`A2aClient`], a [`RetryPolicy`] and a [`RateLimiter`] kept across
 /// passes. Build one per process and share it.
-#[derive(Debug)]
 pub struct Submitter {
     client: A2aClient,
     policy: RetryPolicy,
     limiter: RateLimiter,
     concurrency: usize,
+    /// Counts each posting (watcher_runtime::metrics).
+    recorder: std::sync::Arc<dyn Recorder>,
+}
+
+impl std::fmt::Debug for Submitter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Submitter")
+            .field("client", &self.client)
+            .field("policy", &self.policy)
+            .field("limiter", &self.limiter)
+            .field("concurrency", &self.concurrency)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Submitter {
@@ -408,7 +421,14 @@ impl Submitter {
             policy: config.retry,
             limiter: RateLimiter::new(config.rate_limit),
             concurrency: config.concurrency.max(1),
+            recorder: watcher_runtime::metrics::none(),
         }
+    }
+
+    /// Counts each posting and its outcome with `recorder` (watcher_runtime::metrics).
+    pub fn with_recorder(mut self, recorder: std::sync::Arc<dyn Recorder>) -> Self {
+        self.recorder = recorder;
+        self
     }
 
     /// The retry policy.
@@ -448,6 +468,7 @@ impl Submitter {
             endpoints,
             &self.policy,
             &self.limiter,
+            self.recorder.as_ref(),
             self.concurrency,
             now,
             limit,
@@ -486,10 +507,22 @@ impl Submitter {
         )
         .await?
         {
-            Prepared::Done(outcome) => Ok(outcome),
+            Prepared::Done(outcome) => {
+                count_unposted(self.recorder.as_ref(), &outcome);
+                Ok(outcome)
+            }
             Prepared::Post(post_it) => {
                 let (entry, endpoint) = *post_it;
-                post(store, &self.client, &self.policy, entry, endpoint, now).await
+                post(
+                    store,
+                    &self.client,
+                    &self.policy,
+                    self.recorder.as_ref(),
+                    entry,
+                    endpoint,
+                    now,
+                )
+                .await
             }
         }
     }
@@ -594,11 +627,19 @@ where
         endpoints,
         policy,
         limiter,
+        &NoRecorder,
         concurrency,
         now,
         limit,
     )
     .await
+}
+
+/// A lapse task failed without being posted (no endpoint for its agent) is a delivery failure.
+fn count_unposted(recorder: &dyn Recorder, outcome: &EntryOutcome) {
+    if matches!(outcome, EntryOutcome::Failed { .. }) {
+        recorder.attempt(AttemptOutcome::Failed, None);
+    }
 }
 
 /// The pass behind both `deliver_due`s.
@@ -609,6 +650,7 @@ async fn run_due<S, E>(
     endpoints: &E,
     policy: &RetryPolicy,
     limiter: &RateLimiter,
+    recorder: &dyn Recorder,
     concurrency: usize,
     now: Instant,
     limit: usize,
@@ -634,12 +676,15 @@ where
         )
         .await?
         {
-            Prepared::Done(outcome) => report.count(&outcome),
+            Prepared::Done(outcome) => {
+                count_unposted(recorder, &outcome);
+                report.count(&outcome);
+            }
             Prepared::Post(post_it) => posts.push(*post_it),
         }
     }
     let results: Vec<Result<EntryOutcome, StoreError>> = stream::iter(posts)
-        .map(|(entry, endpoint)| post(store, client, policy, entry, endpoint, now))
+        .map(|(entry, endpoint)| post(store, client, policy, recorder, entry, endpoint, now))
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
@@ -744,6 +789,7 @@ async fn post<S>(
     store: &S,
     client: &A2aClient,
     policy: &RetryPolicy,
+    recorder: &dyn Recorder,
     entry: OutboxEntry,
     endpoint: AgentEndpoint,
     now: Instant,
@@ -753,7 +799,8 @@ where
 {
     let span = tracing::info_span!(
         "lapse_task",
-        message_id = %entry.message_id,
+        messageId = %entry.message_id,
+        expectationId = %entry.expectation_id,
         tenant = %entry.tenant,
         agent = %entry.agent,
         attempt = entry.attempts.saturating_add(1),
@@ -787,6 +834,15 @@ where
             .await
         {
             keep_pushed_state(&mut updated, &current);
+        }
+                match &outcome {
+            EntryOutcome::Sent(_) => recorder.attempt(
+                AttemptOutcome::Delivered,
+                Some(seconds_between(updated.lapsed_at, now)),
+            ),
+            EntryOutcome::Retried { .. } => recorder.attempt(AttemptOutcome::Retried, None),
+            EntryOutcome::Failed { .. } => recorder.attempt(AttemptOutcome::Failed, None),
+            _ => {}
         }
         if let Err(e) = store.outbox_update(&updated).await {
             tracing::error!(

@@ -9,6 +9,7 @@ pub mod limits;
 pub mod page;
 pub mod problem;
 pub mod routes;
+pub mod schemas;
 pub mod web;
 pub mod webhook;
 
@@ -93,6 +94,7 @@ pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
         .route("/v1/lapses", get(routes::lapses))
         .route("/v1/lapses/retry", post(routes::retry_lapses))
         .route("/v1/agents", get(routes::agents))
+        .route("/v1/schemas/{file}", get(schemas::get_schema))
         .with_state(state);
     limits::apply(routes, limits)
         .merge(web)

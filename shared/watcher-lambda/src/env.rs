@@ -136,9 +136,11 @@ pub async fn assemble_with_timer_queue(
         queue: queue.clone(),
         timer_queue,
     });
+    let recorder = Arc::new(crate::emf::EmfRecorder::from_env());
     let watcher = Arc::new(
         Watcher::new(store, deployment.directory, deployment.settings)
             .with_sink(sink)
+            .with_recorder(recorder.clone())
             .evaluating_due_at_once(),
     );
     Ok(Parts {
@@ -146,7 +148,7 @@ pub async fn assemble_with_timer_queue(
         queue,
         credentials: Arc::new(deployment.credentials),
         endpoints: deployment.endpoints,
-        submitter: watcher_config::submitter(&config.delivery)?,
+        submitter: watcher_config::submitter(&config.delivery)?.with_recorder(recorder),
         limits: config.limits.http(),
     })
 }

@@ -6,9 +6,11 @@
 //! * [`timer`]: the per-expectation schedules' target and the `rate(5 minutes)` sweep;
 //! * [`submitter`]: the SQS-fed lapse-task submitter with partial batch failures;
 //! * [`env`]: building everything once per cold start from the environment;
-//! * [`api`]: the API function's router.
+//! * [`api`]: the API function's router;
+//! * [`emf`]: CloudWatch Embedded Metric Format lines on stdout.
 
 pub mod api;
+pub mod emf;
 pub mod env;
 pub mod sink;
 pub mod submitter;

@@ -181,5 +181,23 @@ pub async fn sweep<S: Store + ?Sized>(
             }
         }
     }
+    // The open-expectations gauge: one counter read per configured agent, never a listing.
+    let mut open = 0u64;
+    for agent in watcher.directory.entries() {
+        match watcher_runtime::metrics::open_expectations(
+            &*watcher.store,
+            &agent.tenant,
+            &agent.profile.id,
+            now,
+        )
+        .await
+        {
+            Ok(n) => open += n,
+            Err(e) => {
+                tracing::warn!(error = %e, agent = %agent.profile.id, "cannot read the agent's live count")
+            }
+        }
+    }
+    watcher.recorder().open_expectations(open);
     Ok(report)
 }

@@ -5,6 +5,7 @@ pub mod clock;
 pub mod directory;
 pub mod index;
 pub mod memory;
+pub mod metrics;
 pub mod operators;
 pub mod origins;
 pub mod ports;

@@ -10,6 +10,7 @@ use watcher_core::slice::Slice;
 use watcher_core::time::Instant;
 
 use crate::directory::Directory;
+use crate::metrics::Recorder;
 use crate::store::{Commit, DeliveryState, DueTimer, OutboxEntry, Store, StoreError};
 
 /// How often one input is retried after losing a compare-and-set, or after growing its scope.
@@ -47,6 +48,8 @@ pub struct Watcher<S: Store + ?Sized> {
     sink: Option<Arc<dyn EffectSink>>,
     /// Evaluate at once a timer the step left due at `now`, instead of waiting for it to fire.
     evaluate_due_at_once: bool,
+    /// Counts what each committed input did (crate::metrics).
+    recorder: Arc<dyn Recorder>,
 }
 
 /// Carries out, after a commit, what the record alone does not: arming and disarming external
@@ -86,7 +89,19 @@ impl<S: Store + ?Sized> Watcher<S> {
             settings,
             sink: None,
             evaluate_due_at_once: false,
+            recorder: crate::metrics::none(),
         }
+    }
+
+    /// Counts what each committed input does with `recorder` ([`crate::metrics`]).
+    pub fn with_recorder(mut self, recorder: Arc<dyn Recorder>) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
+    /// The recorder this watcher counts with.
+    pub fn recorder(&self) -> &Arc<dyn Recorder> {
+        &self.recorder
     }
 
     /// After each commit, hands the effects to `sink` (timers, queue).
@@ -137,6 +152,23 @@ impl<S: Store + ?Sized> Watcher<S> {
         }
         if let Some(sink) = &self.sink {
             sink.carry_out(tenant, &applied, now).await;
+        }
+        let tally = crate::metrics::tally(&applied.effects);
+        if !tally.is_empty() {
+            self.recorder.applied(&tally);
+        }
+        for e in &applied.effects {
+            if let Effect::Lapsed(l) = e {
+                let span = tracing::info_span!(
+                    "lapse",
+                    expectationId = %l.block.expectation_id,
+                    messageId = %l.message_id,
+                    agent = %l.agent,
+                );
+                span.in_scope(|| {
+                    tracing::info!(lapse = l.block.lapse.as_str(), dueAt = %l.block.due_at, "lapsed");
+                });
+            }
         }
         Ok(applied)
     }

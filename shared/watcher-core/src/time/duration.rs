@@ -315,6 +315,24 @@ impl fmt::Display for IsoDuration {
     }
 }
 
+/// The ISO 8601 duration subset (semantics.md "Time").
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for IsoDuration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "IsoDuration".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^P(?:[0-9]+(?:[.,][0-9]{1,9})?W|(?=[0-9]|T[0-9])(?:[0-9]+(?:[.,][0-9]{1,9})?D)?(?:T(?=[0-9])(?:[0-9]+(?:[.,][0-9]{1,9})?H)?(?:[0-9]+(?:[.,][0-9]{1,9})?M)?(?:[0-9]+(?:[.,][0-9]{1,9})?S)?)?)$",
+            "description": "A non-negative ISO 8601 duration of fixed length: PnW, or PnD, PTnH, PTnM, PTnS and their combinations in that order; a day is 24 hours, a week 7 days; a fraction only on the smallest unit given"
+        })
+    }
+}
+
 impl Serialize for IsoDuration {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.text)

@@ -444,6 +444,25 @@ impl fmt::Display for Instant {
     }
 }
 
+/// An RFC 3339 `date-time` with an offset (semantics.md "Time").
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Instant {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Instant".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "format": "date-time",
+            "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$",
+            "description": "An RFC 3339 date-time with an offset (Z or ±HH:MM), 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z; the watcher writes UTC with Z"
+        })
+    }
+}
+
 impl Serialize for Instant {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)

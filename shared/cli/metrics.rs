@@ -1,0 +1,239 @@
+//! `GET /metrics` of `serve`: Prometheus / OpenMetrics text (issue 14, "Metrics and traces"),
+//! with `prometheus-client`. The counters are fed by the watcher and the submitter through
+//! [`Recorder`]; the open-expectations gauge is read at scrape time from the store's per-agent
+//! live counters (one counter read per configured agent, never a listing of records).
+//!
+//! Metrics (every counter ends in `_total` on the wire):
+//!
+//! | name | labels | what |
+//! |---|---|---|
+//! | `a2a_watcher_expectations_raised_total` | | expectations recorded |
+//! | `a2a_watcher_expectations_refused_total` | | expectations (or metadata) refused |
+//! | `a2a_watcher_facts_total` | `result` = `matched` / `unmatched` | new facts, by whether they satisfied anything |
+//! | `a2a_watcher_lapses_total` | `kind` = `overdue` / `skipped` / `stalled` | lapses determined |
+//! | `a2a_watcher_delivery_attempts_total` | `outcome` = `delivered` / `retried` / `failed` | postings of lapse tasks |
+//! | `a2a_watcher_delivery_failures_total` | | lapse tasks given up (`failed`) |
+//! | `a2a_watcher_lapse_delivery_lateness_seconds` | | histogram: delivery instant − `lapsedAt` |
+//! | `a2a_watcher_open_expectations` | | gauge: live expectations over all agents |
+//!
+//! Unauthenticated like `/healthz`, and therefore without tenant or agent labels: totals only
+//! (docs/interpretation.md).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use watcher_runtime::clock::Clock;
+use watcher_runtime::metrics::{open_expectations, AttemptOutcome, Recorder, Tally};
+use watcher_runtime::store::Store;
+use watcher_runtime::watcher::Watcher;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
+}
+
+/// Lateness buckets in seconds: 1 s to a day.
+const LATENESS_BUCKETS: [f64; 10] = [
+    1.0,
+    5.0,
+    15.0,
+    60.0,
+    300.0,
+    900.0,
+    3600.0,
+    6.0 * 3600.0,
+    86400.0,
+    7.0 * 86400.0,
+];
+
+/// The Prometheus registry and the metrics in it.
+pub struct Prometheus {
+    registry: Registry,
+    raised: Counter,
+    refused: Counter,
+    facts: Family<ResultLabel, Counter>,
+    lapses: Family<KindLabel, Counter>,
+    attempts: Family<OutcomeLabel, Counter>,
+    failures: Counter,
+    lateness: Histogram,
+    open: Gauge,
+}
+
+impl Prometheus {
+    /// A registry with every metric registered at zero.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let raised = Counter::default();
+        let refused = Counter::default();
+        let facts = Family::<ResultLabel, Counter>::default();
+        let lapses = Family::<KindLabel, Counter>::default();
+        let attempts = Family::<OutcomeLabel, Counter>::default();
+        let failures = Counter::default();
+        let lateness = Histogram::new(LATENESS_BUCKETS);
+        let open = Gauge::default();
+        registry.register(
+            "a2a_watcher_expectations_raised",
+            "Expectations recorded",
+            raised.clone(),
+        );
+        registry.register(
+            "a2a_watcher_expectations_refused",
+            "Expectations or extension metadata refused",
+            refused.clone(),
+        );
+        registry.register(
+            "a2a_watcher_facts",
+            "New facts, by whether they satisfied an expectation",
+            facts.clone(),
+        );
+        registry.register(
+            "a2a_watcher_lapses",
+            "Lapses determined, by kind",
+            lapses.clone(),
+        );
+        registry.register(
+            "a2a_watcher_delivery_attempts",
+            "Postings of lapse tasks, by outcome",
+            attempts.clone(),
+        );
+        registry.register(
+            "a2a_watcher_delivery_failures",
+            "Lapse tasks given up (failed)",
+            failures.clone(),
+        );
+        registry.register(
+            "a2a_watcher_lapse_delivery_lateness_seconds",
+            "Seconds from a lapse's determination (lapsedAt) to its task's delivery",
+            lateness.clone(),
+        );
+        registry.register(
+            "a2a_watcher_open_expectations",
+            "Live expectations over all agents, from the per-agent counters",
+            open.clone(),
+        );
+        // Every label value present from the start, so a scrape shows zeros rather than nothing.
+        for result in ["matched", "unmatched"] {
+            let _ = facts.get_or_create(&ResultLabel { result });
+        }
+        for kind in ["overdue", "skipped", "stalled"] {
+            let _ = lapses.get_or_create(&KindLabel { kind });
+        }
+        for outcome in ["delivered", "retried", "failed"] {
+            let _ = attempts.get_or_create(&OutcomeLabel { outcome });
+        }
+        Prometheus {
+            registry,
+            raised,
+            refused,
+            facts,
+            lapses,
+            attempts,
+            failures,
+            lateness,
+            open,
+        }
+    }
+
+    /// The text exposition, after setting the open-expectations gauge to `open`.
+    pub fn encode(&self, open: u64) -> String {
+        self.open.set(i64::try_from(open).unwrap_or(i64::MAX));
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+impl Default for Prometheus {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recorder for Prometheus {
+    fn applied(&self, t: &Tally) {
+        self.raised.inc_by(t.raised);
+        self.refused.inc_by(t.refused);
+        self.facts
+            .get_or_create(&ResultLabel { result: "matched" })
+            .inc_by(t.facts_matched);
+        self.facts
+            .get_or_create(&ResultLabel {
+                result: "unmatched",
+            })
+            .inc_by(t.facts_unmatched);
+        for (kind, n) in &t.lapses {
+            self.lapses
+                .get_or_create(&KindLabel {
+                    kind: kind.as_str(),
+                })
+                .inc_by(*n);
+        }
+    }
+
+    fn attempt(&self, outcome: AttemptOutcome, lateness: Option<f64>) {
+        self.attempts
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.as_str(),
+            })
+            .inc();
+        if outcome == AttemptOutcome::Failed {
+            self.failures.inc();
+        }
+        if let Some(s) = lateness {
+            self.lateness.observe(s.max(0.0));
+        }
+    }
+}
+
+/// What the `/metrics` handler reads.
+#[derive(Clone)]
+pub struct MetricsState {
+    /// The metrics.
+    pub prometheus: Arc<Prometheus>,
+    /// For the agents and their live counters.
+    pub watcher: Arc<Watcher<dyn Store>>,
+    /// The watcher's clock.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// `GET /metrics`: the exposition, `text/plain; version=0.0.4`.
+pub async fn metrics(State(state): State<MetricsState>) -> Response {
+    let now = state.clock.now();
+    let mut open = 0u64;
+    for entry in state.watcher.directory.entries() {
+        match open_expectations(&*state.watcher.store, &entry.tenant, &entry.profile.id, now).await
+        {
+            Ok(n) => open += n,
+            Err(e) => {
+                tracing::warn!(error = %e, agent = %entry.profile.id, "metrics: cannot read the agent's live count")
+            }
+        }
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.prometheus.encode(open),
+    )
+        .into_response()
+}

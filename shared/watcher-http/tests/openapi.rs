@@ -1,0 +1,154 @@
+//! docs/openapi.json lists exactly the routes the routers mount (every `.route(...)` in
+//! watcher-http and in `serve`), with the same methods; and `GET /v1/schemas/{name}.json` serves
+//! each published schema.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tokio::sync::Notify;
+use tower::ServiceExt;
+use watcher_core::settings::Settings;
+use watcher_core::time::Instant;
+use watcher_http::{watcher_router, AppState, Credentials};
+use watcher_runtime::clock::FakeClock;
+use watcher_runtime::directory::Directory;
+use watcher_runtime::memory::MemoryStore;
+use watcher_runtime::store::Store;
+use watcher_runtime::watcher::Watcher;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `(METHOD, path)` of every `.route("path", get(..).post(..))` in the router sources.
+fn mounted() -> BTreeSet<(String, String)> {
+    let files = [
+        "shared/watcher-http/src/lib.rs",
+        "shared/watcher-http/src/learnables.rs",
+        "shared/cli/serve.rs",
+    ];
+    let route = regex::Regex::new(r#"\.route\(\s*"([^"]+)",\s*((?:[a-z_:]+\([^()]*\)\.?)+)"#)
+        .expect("regex");
+    let method = regex::Regex::new(r"(?:^|\.|::)(get|post|put|delete|patch)\(").expect("regex");
+    let mut out = BTreeSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(root().join(f)).expect("router source");
+        // Only the code, not the tests or doc comments below it.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for c in route.captures_iter(code) {
+            for m in method.captures_iter(&c[2]) {
+                out.insert((m[1].to_uppercase(), c[1].to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn documented() -> BTreeSet<(String, String)> {
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("docs/openapi.json")).expect("docs/openapi.json"),
+    )
+    .expect("docs/openapi.json is JSON");
+    assert_eq!(doc["openapi"], "3.1.0");
+    let mut out = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in item.as_object().expect("path item").keys() {
+            out.insert((method.to_uppercase(), path.clone()));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_mounted_route_is_documented_and_every_documented_route_is_mounted() {
+    let mounted = mounted();
+    // The parser itself must find the routes it is meant to check.
+    for known in [
+        ("POST", "/v1/agents/{agent_id}/push"),
+        ("PUT", "/v1/definitions/{id}"),
+        ("GET", "/v1/definitions/{id}"),
+        ("POST", "/v1/definitions/{id}/lessons:check"),
+        ("POST", "/v1/sources/{source_id}/webhook"),
+    ] {
+        assert!(
+            mounted.contains(&(known.0.to_string(), known.1.to_string())),
+            "{known:?} not found in {mounted:?}"
+        );
+    }
+    let documented = documented();
+    let undocumented: Vec<_> = mounted.difference(&documented).collect();
+    let unmounted: Vec<_> = documented.difference(&mounted).collect();
+    assert!(
+        undocumented.is_empty() && unmounted.is_empty(),
+        "docs/openapi.json is out of date: not documented {undocumented:?}; documented but not mounted {unmounted:?}"
+    );
+}
+
+#[test]
+fn every_schema_reference_in_the_document_exists() {
+    let text = std::fs::read_to_string(root().join("docs/openapi.json")).unwrap();
+    let re = regex::Regex::new(r#""\$ref": "schemas/([A-Za-z]+)\.json""#).unwrap();
+    let mut seen = 0;
+    for c in re.captures_iter(&text) {
+        assert!(
+            watcher_http::schemas::schema(&c[1]).is_some(),
+            "{} is not published",
+            &c[1]
+        );
+        seen += 1;
+    }
+    assert!(seen >= 5);
+}
+
+#[tokio::test]
+async fn the_schema_route_serves_each_schema_and_names_them_on_404() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let app = watcher_router(AppState {
+        watcher: Arc::new(Watcher::new(store, Directory::new(), Settings::default())),
+        credentials: Arc::new(Credentials::new()),
+        clock: Arc::new(FakeClock::new(
+            Instant::parse("2026-09-11T12:00:00Z").unwrap(),
+        )),
+        wake: Arc::new(Notify::new()),
+    });
+    for (name, text) in watcher_http::schemas::SCHEMAS {
+        let res = app
+            .clone()
+            .oneshot(
+                Request::get(format!("/v1/schemas/{name}.json"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{name}");
+        assert_eq!(
+            res.headers()[header::CONTENT_TYPE],
+            "application/schema+json"
+        );
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(std::str::from_utf8(&body).unwrap(), *text);
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["title"], *name);
+    }
+    let res = app
+        .oneshot(
+            Request::get("/v1/schemas/Nope.json")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        v["detail"].as_str().unwrap().contains("Expectation.json"),
+        "{v}"
+    );
+}

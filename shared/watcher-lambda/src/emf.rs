@@ -1,0 +1,159 @@
+//! CloudWatch Embedded Metric Format from the functions (issue 14, "Metrics and traces"): each
+//! committed input, each lapse-task posting and each sweep prints one JSON line on stdout that
+//! CloudWatch Logs turns into metrics in the namespace [`NAMESPACE`], dimension `Function`. The
+//! same counts as `serve`'s `GET /metrics` (watcher_runtime::metrics), under these names:
+//!
+//! | metric | unit | what |
+//! |---|---|---|
+//! | `ExpectationsRaised`, `ExpectationsRefused` | Count | per input |
+//! | `FactsMatched`, `FactsUnmatched` | Count | per input |
+//! | `LapsesOverdue`, `LapsesSkipped`, `LapsesStalled` | Count | per input |
+//! | `DeliveryAttempts`, `DeliveryFailures` | Count | per posting |
+//! | `LapseDeliveryLateness` | Seconds | delivery instant − `lapsedAt`, per delivered task |
+//! | `OpenExpectations` | Count | after each sweep, from the per-agent live counters |
+
+use std::io::Write;
+
+use serde_json::{json, Map, Value};
+use watcher_core::record::LapseKind;
+use watcher_runtime::metrics::{AttemptOutcome, Recorder, Tally};
+
+/// The CloudWatch namespace of every metric.
+pub const NAMESPACE: &str = "a2a-watcher";
+
+/// One EMF document: `metrics` as `(name, unit, value)`, under dimension `Function` =
+/// `function`, at `timestamp_ms` (Unix milliseconds).
+pub fn emf_line(function: &str, timestamp_ms: i64, metrics: &[(&str, &str, f64)]) -> Value {
+    let definitions: Vec<Value> = metrics
+        .iter()
+        .map(|(name, unit, _)| json!({ "Name": name, "Unit": unit }))
+        .collect();
+    let mut doc = Map::new();
+    doc.insert(
+        "_aws".into(),
+        json!({
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [["Function"]],
+                "Metrics": definitions,
+            }]
+        }),
+    );
+    doc.insert("Function".into(), json!(function));
+    for (name, _, value) in metrics {
+        doc.insert((*name).into(), json!(value));
+    }
+    Value::Object(doc)
+}
+
+/// The metrics of one input's [`Tally`], zero counts left out.
+pub fn tally_metrics(t: &Tally) -> Vec<(&'static str, &'static str, f64)> {
+    let lapses = |k| t.lapses.get(&k).copied().unwrap_or(0);
+    [
+        ("ExpectationsRaised", t.raised),
+        ("ExpectationsRefused", t.refused),
+        ("FactsMatched", t.facts_matched),
+        ("FactsUnmatched", t.facts_unmatched),
+        ("LapsesOverdue", lapses(LapseKind::Overdue)),
+        ("LapsesSkipped", lapses(LapseKind::Skipped)),
+        ("LapsesStalled", lapses(LapseKind::Stalled)),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(name, n)| (name, "Count", n as f64))
+    .collect()
+}
+
+/// A [`Recorder`] printing EMF lines on stdout.
+#[derive(Debug, Clone)]
+pub struct EmfRecorder {
+    function: String,
+}
+
+impl EmfRecorder {
+    /// For the function named `function` (the `Function` dimension).
+    pub fn new(function: impl Into<String>) -> Self {
+        EmfRecorder {
+            function: function.into(),
+        }
+    }
+
+    /// For this Lambda function: `AWS_LAMBDA_FUNCTION_NAME`, `local` outside Lambda.
+    pub fn from_env() -> Self {
+        Self::new(std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".into()))
+    }
+
+    fn print(&self, metrics: &[(&str, &str, f64)]) {
+        if metrics.is_empty() {
+            return;
+        }
+        let now_ms = jiff::Timestamp::now().as_millisecond();
+        let line = emf_line(&self.function, now_ms, metrics);
+        // One write per line so concurrent lines do not interleave; a closed stdout is ignored.
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
+    }
+}
+
+impl Recorder for EmfRecorder {
+    fn applied(&self, tally: &Tally) {
+        self.print(&tally_metrics(tally));
+    }
+
+    fn attempt(&self, outcome: AttemptOutcome, lateness: Option<f64>) {
+        let mut m = vec![("DeliveryAttempts", "Count", 1.0)];
+        if outcome == AttemptOutcome::Failed {
+            m.push(("DeliveryFailures", "Count", 1.0));
+        }
+        if let Some(s) = lateness {
+            m.push(("LapseDeliveryLateness", "Seconds", s.max(0.0)));
+        }
+        self.print(&m);
+    }
+
+    fn open_expectations(&self, open: u64) {
+        self.print(&[("OpenExpectations", "Count", open as f64)]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_is_an_emf_document() {
+        let mut t = Tally {
+            raised: 3,
+            facts_unmatched: 1,
+            ..Tally::default()
+        };
+        t.lapses.insert(LapseKind::Skipped, 1);
+        let line = emf_line("a2a-watcher-api", 1_786_957_200_000, &tally_metrics(&t));
+        assert_eq!(
+            line,
+            json!({
+                "_aws": {
+                    "Timestamp": 1_786_957_200_000i64,
+                    "CloudWatchMetrics": [{
+                        "Namespace": "a2a-watcher",
+                        "Dimensions": [["Function"]],
+                        "Metrics": [
+                            { "Name": "ExpectationsRaised", "Unit": "Count" },
+                            { "Name": "FactsUnmatched", "Unit": "Count" },
+                            { "Name": "LapsesSkipped", "Unit": "Count" }
+                        ]
+                    }]
+                },
+                "Function": "a2a-watcher-api",
+                "ExpectationsRaised": 3.0,
+                "FactsUnmatched": 1.0,
+                "LapsesSkipped": 1.0
+            })
+        );
+    }
+
+    #[test]
+    fn nothing_counted_prints_no_metric() {
+        assert!(tally_metrics(&Tally::default()).is_empty());
+    }
+}
