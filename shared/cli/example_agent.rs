@@ -1,5 +1,10 @@
 //! `a2a-watcher example-agent`: a small A2A 1.0 agent that serves its card and accepts lapse
 //! tasks over JSON-RPC, printing each one. For trying the watcher out; not a real agent.
+//!
+//! It answers `SendMessage` with a new Task in `TASK_STATE_SUBMITTED` and `GetTask` with that
+//! task (or any other it is asked about, such as the origin tasks the worked example pushes)
+//! `TASK_STATE_COMPLETED`: it handles every task at once, so the watcher's origin check before
+//! sending and its following of the lapse task end cleanly. Other methods: -32601.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -71,6 +76,24 @@ async fn card_route(State(s): State<AgentState>) -> Json<Value> {
 
 async fn jsonrpc(State(s): State<AgentState>, Json(req): Json<Value>) -> Json<Value> {
     let id = req.get("id").cloned().unwrap_or(Value::Null);
+    if req.get("method").and_then(Value::as_str) == Some("GetTask") {
+        let Some(task_id) = req.pointer("/params/id").and_then(Value::as_str) else {
+            return Json(
+                json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": "Invalid params: `id` is required" } }),
+            );
+        };
+        return Json(json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "result": {
+                "id": task_id,
+                "status": {
+                    "state": "TASK_STATE_COMPLETED",
+                    "timestamp": watcher_runtime::clock::Clock::now(&watcher_runtime::clock::SystemClock).to_string()
+                }
+            }
+        }));
+    }
     if req.get("method").and_then(Value::as_str) != Some("SendMessage") {
         return Json(
             json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "Method not found" } }),

@@ -14,7 +14,7 @@
 //! | `a2a_watcher_delivery_attempts_total` | `outcome` = `delivered` / `retried` / `failed` | postings of lapse tasks |
 //! | `a2a_watcher_delivery_failures_total` | | lapse tasks given up (`failed`) |
 //! | `a2a_watcher_lapse_delivery_lateness_seconds` | | histogram: delivery instant − `lapsedAt` |
-//! | `a2a_watcher_open_expectations` | | gauge: live expectations over all agents |
+//! | `a2a_watcher_open_expectations` | | gauge: live expectations (that can still lapse) over all agents |
 //!
 //! Unauthenticated like `/healthz`, and therefore without tenant or agent labels: totals only
 //! (docs/interpretation.md).
@@ -126,7 +126,7 @@ impl Prometheus {
         );
         registry.register(
             "a2a_watcher_open_expectations",
-            "Live expectations over all agents, from the per-agent counters",
+            "Expectations that can still lapse (live: open, a due time not yet passed or waiting on an anchor), over all agents",
             open.clone(),
         );
         // Every label value present from the start, so a scrape shows zeros rather than nothing.

@@ -600,11 +600,10 @@ pub async fn lapses(
         });
     }
     if let Some(since) = params.filters.get("since") {
-        query.since = Some(Instant::parse(since).map_err(|e| {
-            ApiError::bad_request(format!(
-                "query parameter `since`: {e} (an RFC 3339 instant such as 2026-09-10T12:00:00Z)"
-            ))
-        })?);
+        query.since = Some(
+            Instant::parse(since)
+                .map_err(|e| ApiError::bad_request(format!("query parameter `since`: {e}")))?,
+        );
     }
     let page = state
         .watcher
