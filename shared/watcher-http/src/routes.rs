@@ -262,6 +262,23 @@ pub async fn rejections(
             "agent {agent_id:?} is not registered in this tenant"
         )));
     }
+    Ok(Json(
+        rejections_page(&state, &principal.tenant, &id, &params).await?,
+    ))
+}
+
+/// One page of the rejections kept under `key` (an agent, or `source:{sourceId}`) as the
+/// rejections routes answer it: `{ "rejections": [...], "nextCursor": "…" | null }`, from the
+/// store's page after `params`' cursor, cut before 1 MB (`crate::page`).
+///
+/// # Errors
+/// 503 when the store fails.
+async fn rejections_page(
+    state: &AppState,
+    tenant: &watcher_core::ids::Tenant,
+    key: &AgentId,
+    params: &page::PageParams,
+) -> Result<Value, ApiError> {
     let after = match params.after {
         Some(page::Cursor::Position(p)) => Some(p),
         _ => None,
@@ -269,19 +286,13 @@ pub async fn rejections(
     let (list, next) = state
         .watcher
         .store
-        .rejections_page(&principal.tenant, &id, after, params.limit)
+        .rejections_page(tenant, key, after, params.limit)
         .await
         .map_err(unavailable)?;
-    Ok(Json(rejections_page_json(list, next)))
-}
-
-/// One page of kept rejections as the rejections routes answer it:
-/// `{ "rejections": [...], "nextCursor": "…" | null }`, the page cut before 1 MB (`crate::page`).
-fn rejections_page_json(list: Vec<(u64, Rejection)>, next: Option<u64>) -> Value {
     let (rejections, last, cut) = page::fill(list.iter().map(|(pos, r)| (*pos, rejection_json(r))));
     let next = if cut { last } else { next };
     let next = next.map(|p| page::encode('r', &page::Cursor::Position(p)));
-    json!({ "rejections": rejections, "nextCursor": next })
+    Ok(json!({ "rejections": rejections, "nextCursor": next }))
 }
 
 /// The wire form of a kept rejection (serve.md): `{ expectationId, reason, at, taskId }`, plus
@@ -325,17 +336,9 @@ pub async fn source_rejections(
             watcher_core::ids::MAX_ID_LEN - "source:".len()
         )));
     };
-    let after = match params.after {
-        Some(page::Cursor::Position(p)) => Some(p),
-        _ => None,
-    };
-    let (list, next) = state
-        .watcher
-        .store
-        .rejections_page(&principal.tenant, &key, after, params.limit)
-        .await
-        .map_err(unavailable)?;
-    Ok(Json(rejections_page_json(list, next)))
+    Ok(Json(
+        rejections_page(&state, &principal.tenant, &key, &params).await?,
+    ))
 }
 
 /// `POST /v1/facts`: one Fact or `{ "facts": [...] }` from an authenticated source, all or
