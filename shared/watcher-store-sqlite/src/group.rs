@@ -112,6 +112,34 @@ impl Writer {
             .map_err(|_| backend("the SQLite writer dropped this write (it panicked)"))?
     }
 
+    /// Runs `f` in the next group and answers as soon as `f` has run, before the group commits:
+    /// for a value the caller may use at once although the write is not yet durable (the
+    /// raising-order number: the commit that uses it makes it durable). If the group is then
+    /// rolled back, what `f` wrote is lost; `f` must tolerate that.
+    pub(crate) async fn write_answered_early<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let result = match conn {
+                Ok(c) => f(c),
+                Err(e) => Err(backend(e)),
+            };
+            let ok = result.is_ok();
+            let _ = tx.send(result);
+            let reply: Reply = Box::new(|_| {});
+            (ok, reply)
+        });
+        self.stats.sent.fetch_add(1, Ordering::Relaxed);
+        self.jobs
+            .send(job)
+            .map_err(|_| backend("the SQLite writer has stopped"))?;
+        rx.await
+            .map_err(|_| backend("the SQLite writer dropped this write (it panicked)"))?
+    }
+
     /// As [`Writer::write`], blocking the calling thread (outside the async paths: setup).
     pub(crate) fn write_blocking<T, F>(&self, f: F) -> Result<T, StoreError>
     where

@@ -18,6 +18,7 @@ mod group;
 pub mod schema;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -58,6 +59,8 @@ use codec::{
 #[derive(Clone)]
 pub struct SqliteStore {
     writer: group::Writer,
+    /// The largest raising-order number this store handed out ([`take_sequence`]).
+    sequence_high: Arc<AtomicU64>,
     /// Read connections of a file database; `None` for `:memory:` (reads go to the writer).
     readers: Option<Arc<group::Readers>>,
     /// SQLite virtual-machine instructions run so far ([`Store::work_done`]), while counted
@@ -128,6 +131,7 @@ impl SqliteStore {
         schema::prepare(&mut conn)?;
         Ok(SqliteStore {
             writer: group::Writer::start(conn)?,
+            sequence_high: Arc::new(AtomicU64::new(0)),
             readers,
             work: None,
         })
@@ -193,16 +197,39 @@ fn read_tx<T>(
     Ok(out)
 }
 
-/// Bumps and returns the raising-order sequence (inside the writer's group).
-fn take_sequence(tx: &Connection) -> Result<u64, StoreError> {
-    let v: i64 = tx
-        .query_row(
-            "UPDATE sequence SET value = value + 1 WHERE id = 1 RETURNING value",
-            [],
-            |r| r.get(0),
-        )
+/// Takes the next raising-order number (inside the writer's group, whose write lock makes the
+/// stored value current even with other connections on the file): one more than both the
+/// stored value and `high`, the largest this store handed out. The number is answered before
+/// its group commits ([`group::Writer::write_answered_early`]); if that group is rolled back,
+/// `high` still keeps this process from handing it out again, and a commit that uses it raises
+/// the stored value to it ([`keep_sequence_ahead`]), so no number is used twice.
+fn take_sequence(tx: &Connection, high: &AtomicU64) -> Result<u64, StoreError> {
+    let stored: i64 = tx
+        .prepare_cached("SELECT value FROM sequence WHERE id = 1")
+        .map_err(db)?
+        .query_row([], |r| r.get(0))
         .map_err(db)?;
-    u64_of(v, "sequence")
+    let v = u64_of(stored, "sequence")?.max(high.load(Ordering::Relaxed)) + 1;
+    tx.prepare_cached("UPDATE sequence SET value = ?1 WHERE id = 1")
+        .map_err(db)?
+        .execute(params![int_of(v, "sequence")?])
+        .map_err(db)?;
+    high.store(v, Ordering::Relaxed);
+    Ok(v)
+}
+
+/// Raises the stored sequence to the largest raising order a commit's records carry, in the
+/// commit: a number answered early whose own group was rolled back is then on disk with the
+/// first record that uses it. Writes nothing (dirties no page) when the stored value is ahead,
+/// which is every time unless a group failed.
+fn keep_sequence_ahead(tx: &Connection, used: Option<u64>) -> Result<(), StoreError> {
+    if let Some(used) = used {
+        tx.prepare_cached("UPDATE sequence SET value = ?1 WHERE id = 1 AND value < ?1")
+            .map_err(db)?
+            .execute(params![int_of(used, "raising order")?])
+            .map_err(db)?;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -446,18 +473,42 @@ fn write_subject(
     .map_err(db)?;
 
     let ix = subject_index(state);
+    // Expectations whose id was indexed under another subject (the engine never moves one;
+    // kept right if a record ever does): their live row there is dropped, counted once.
+    let mut moved: Vec<(String, String, String, String)> = Vec::new();
     for e in &ix.expectations {
-        // Rewritten only when the expectation moved to this subject.
-        conn.prepare_cached(
-            "INSERT INTO id_index (tenant, agent, expectation_id, subject_type, subject_id)
-             VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (tenant, agent, expectation_id)
-             DO UPDATE SET subject_type = excluded.subject_type, subject_id = excluded.subject_id
-             WHERE subject_type <> excluded.subject_type OR subject_id <> excluded.subject_id",
-        )
-        .map_err(db)?
-        .execute(params![t, e.agent.as_str(), e.id.as_str(), st, sid])
-        .map_err(db)?;
+        let (agent, id) = (e.agent.as_str(), e.id.as_str());
+        let stored: Option<(String, String)> = conn
+            .prepare_cached(
+                "SELECT subject_type, subject_id FROM id_index
+                 WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
+            )
+            .map_err(db)?
+            .query_row(params![t, agent, id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .map_err(db)?;
+        match stored {
+            Some((ost, osid)) if ost == *st && osid == *sid => {}
+            Some((ost, osid)) => {
+                conn.prepare_cached(
+                    "UPDATE id_index SET subject_type = ?4, subject_id = ?5
+                     WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
+                )
+                .map_err(db)?
+                .execute(params![t, agent, id, st, sid])
+                .map_err(db)?;
+                moved.push((ost, osid, agent.to_owned(), id.to_owned()));
+            }
+            None => {
+                conn.prepare_cached(
+                    "INSERT INTO id_index (tenant, agent, expectation_id, subject_type, subject_id)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(db)?
+                .execute(params![t, agent, id, st, sid])
+                .map_err(db)?;
+            }
+        }
     }
     for k in &ix.fact_keys {
         conn.prepare_cached(
@@ -467,6 +518,26 @@ fn write_subject(
         .map_err(db)?
         .execute(params![t, k.as_str(), st, sid])
         .map_err(db)?;
+    }
+    for (ost, osid, agent, id) in &moved {
+        let gone = conn
+            .prepare_cached(
+                "DELETE FROM live WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
+                    AND agent = ?4 AND expectation_id = ?5",
+            )
+            .map_err(db)?
+            .execute(params![t, ost, osid, agent, id])
+            .map_err(db)?;
+        conn.prepare_cached(
+            "DELETE FROM timers WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
+                AND agent = ?4 AND expectation_id = ?5",
+        )
+        .map_err(db)?
+        .execute(params![t, ost, osid, agent, id])
+        .map_err(db)?;
+        if gone > 0 {
+            add_live_rows(conn, t, agent, -(gone as i64))?;
+        }
     }
     write_timers(conn, t, st, sid, &ix)?;
     write_live(conn, t, st, sid, &ix)
@@ -568,7 +639,7 @@ fn write_live(
 ) -> Result<(), StoreError> {
     let stored: std::collections::BTreeMap<(String, String), Option<String>> = conn
         .prepare_cached(
-            "SELECT agent, expectation_id, live_until FROM live INDEXED BY live_subject
+            "SELECT agent, expectation_id, live_until FROM live
              WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
         )
         .map_err(db)?
@@ -594,10 +665,11 @@ fn write_live(
     let mut delta: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
     for ((agent, id), _) in stored.iter().filter(|(k, _)| !wanted.contains_key(*k)) {
         conn.prepare_cached(
-            "DELETE FROM live WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
+            "DELETE FROM live WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
+                AND agent = ?4 AND expectation_id = ?5",
         )
         .map_err(db)?
-        .execute(params![t, agent, id])
+        .execute(params![t, st, sid, agent, id])
         .map_err(db)?;
         *delta.entry(agent.clone()).or_default() -= 1;
     }
@@ -606,44 +678,42 @@ fn write_live(
             Some(old) if old == until => {}
             Some(_) => {
                 conn.prepare_cached(
-                    "UPDATE live SET live_until = ?4
-                     WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
+                    "UPDATE live SET live_until = ?6
+                     WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
+                        AND agent = ?4 AND expectation_id = ?5",
                 )
                 .map_err(db)?
-                .execute(params![t, agent, id, until])
+                .execute(params![t, st, sid, agent, id, until])
                 .map_err(db)?;
             }
             None => {
-                // An expectation has one subject, so this finds nothing unless a row was left
-                // under another subject; then it moves, counted once.
-                let moved = conn
-                    .prepare_cached(
-                        "DELETE FROM live WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3",
-                    )
-                    .map_err(db)?
-                    .execute(params![t, agent, id])
-                    .map_err(db)?;
                 conn.prepare_cached(
-                    "INSERT INTO live (tenant, agent, expectation_id, subject_type, subject_id,
+                    "INSERT INTO live (tenant, subject_type, subject_id, agent, expectation_id,
                          live_until)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )
                 .map_err(db)?
-                .execute(params![t, agent, id, st, sid, until])
+                .execute(params![t, st, sid, agent, id, until])
                 .map_err(db)?;
-                *delta.entry(agent.clone()).or_default() += 1 - moved as i64;
+                *delta.entry(agent.clone()).or_default() += 1;
             }
         }
     }
     for (agent, d) in delta.into_iter().filter(|(_, d)| *d != 0) {
-        conn.prepare_cached(
-            "INSERT INTO agent_live_rows (tenant, agent, rows) VALUES (?1, ?2, ?3)
-             ON CONFLICT (tenant, agent) DO UPDATE SET rows = rows + excluded.rows",
-        )
-        .map_err(db)?
-        .execute(params![t, agent, d])
-        .map_err(db)?;
+        add_live_rows(conn, t, &agent, d)?;
     }
+    Ok(())
+}
+
+/// Adds `d` (may be negative) to the agent's count of live rows.
+fn add_live_rows(conn: &Connection, t: &str, agent: &str, d: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO agent_live_rows (tenant, agent, rows) VALUES (?1, ?2, ?3)
+         ON CONFLICT (tenant, agent) DO UPDATE SET rows = rows + excluded.rows",
+    )
+    .map_err(db)?
+    .execute(params![t, agent, d])
+    .map_err(db)?;
     Ok(())
 }
 
@@ -690,6 +760,12 @@ fn commit_in(tx: &Connection, tenant: &Tenant, commit: Commit) -> Result<(), Sto
             return Err(StoreError::Conflict(format!("task {}", t.task.task_id)));
         }
     }
+    let used = commit
+        .subjects
+        .iter()
+        .flat_map(|s| s.records.iter().map(|r| r.order.input))
+        .max();
+    keep_sequence_ahead(tx, used)?;
     for mut s in commit.subjects {
         s.version += 1;
         write_subject(tx, tenant, &s)?;
@@ -861,8 +937,8 @@ fn purge_batch(
     let next = match at {
         PurgeCursor::Subjects(after) => {
             // A subject with a `live` row has a record that can still lapse: its state is not
-            // read. Deleting a subject deletes its index rows (fact key, expectation id,
-            // timers, live) through their foreign keys (ON DELETE CASCADE).
+            // read. A subject is deleted with its index rows (fact keys, expectation ids,
+            // timers), found from its state (`delete_subject_index`).
             let (t, st, sid) = after.clone().unwrap_or_default();
             type Row = (String, String, String, Option<String>);
             let rows: Vec<Row> = {
@@ -900,6 +976,7 @@ fn purge_batch(
                     .map_err(db)?
                     .execute(params![tenant, st, sid])
                     .map_err(db)? as u64;
+                delete_subject_index(tx, tenant, st, sid, &subject_index(&state))?;
             }
             match rows.last() {
                 Some((t, st, sid, _)) if full(rows.len()) => {
@@ -1014,6 +1091,44 @@ fn purge_batch(
     Ok((report, Some(next)))
 }
 
+/// Deletes the index rows of a purged subject: its timer rows (by the subject, their key's
+/// prefix), the expectation ids still pointing at it and its fact keys' rows for it. Every
+/// record a subject ever held stays in its state, so its index derives every row it was given.
+fn delete_subject_index(
+    tx: &Connection,
+    t: &str,
+    st: &str,
+    sid: &str,
+    ix: &watcher_runtime::index::SubjectIndex,
+) -> Result<(), StoreError> {
+    // A subject with a live row is never purged, so it has no live rows to delete.
+    tx.prepare_cached(
+        "DELETE FROM timers WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+    )
+    .map_err(db)?
+    .execute(params![t, st, sid])
+    .map_err(db)?;
+    for e in &ix.expectations {
+        tx.prepare_cached(
+            "DELETE FROM id_index WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3
+                AND subject_type = ?4 AND subject_id = ?5",
+        )
+        .map_err(db)?
+        .execute(params![t, e.agent.as_str(), e.id.as_str(), st, sid])
+        .map_err(db)?;
+    }
+    for k in &ix.fact_keys {
+        tx.prepare_cached(
+            "DELETE FROM fact_index WHERE tenant = ?1 AND fact_key = ?2
+                AND subject_type = ?3 AND subject_id = ?4",
+        )
+        .map_err(db)?
+        .execute(params![t, k.as_str(), st, sid])
+        .map_err(db)?;
+    }
+    Ok(())
+}
+
 impl SqliteStore {
     /// [`Store::purge`] in batches of `batch` rows, each its own transaction; `between(n)` is
     /// awaited after the `n`-th batch (from 1), with the connection free: `serve`'s purge
@@ -1070,9 +1185,14 @@ impl Store for SqliteStore {
             .await
     }
 
-    /// Taken in the writer's next group, durable with it: no fsync of its own (issue 10).
+    /// Taken in the writer's next group and answered as soon as it is taken, before that group
+    /// commits: an input waits for one commit (its own), not two (issue 10). Never handed out
+    /// twice: see [`take_sequence`].
     async fn next_sequence(&self) -> Result<u64, StoreError> {
-        self.write(|conn| take_sequence(conn)).await
+        let high = Arc::clone(&self.sequence_high);
+        self.writer
+            .write_answered_early(move |conn| take_sequence(conn, &high))
+            .await
     }
 
     async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError> {
@@ -1578,6 +1698,39 @@ mod tests {
         assert!(store.next_sequence().await.unwrap() > b);
     }
 
+    /// A raising-order number is answered before its group commits; if that group is rolled
+    /// back the number is still never handed out again by this store, and the first commit
+    /// whose records use it puts it on disk; a commit whose records are behind the stored
+    /// value leaves the value alone.
+    #[test]
+    fn a_number_answered_early_is_never_handed_out_twice() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::prepare(&mut conn).unwrap();
+        let high = AtomicU64::new(0);
+        let stored = |c: &Connection| -> i64 {
+            c.query_row("SELECT value FROM sequence", [], |r| r.get(0))
+                .unwrap()
+        };
+        {
+            let tx = conn.transaction().unwrap();
+            assert_eq!(take_sequence(&tx, &high).unwrap(), 1);
+            // Dropped: the group is rolled back.
+        }
+        assert_eq!(stored(&conn), 0);
+        let tx = conn.transaction().unwrap();
+        assert_eq!(take_sequence(&tx, &high).unwrap(), 2, "1 is not handed out again");
+        tx.rollback().unwrap();
+
+        let tx = conn.transaction().unwrap();
+        keep_sequence_ahead(&tx, Some(2)).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(stored(&conn), 2, "the number used is on disk with its commit");
+        let tx = conn.transaction().unwrap();
+        assert_eq!(take_sequence(&tx, &AtomicU64::new(0)).unwrap(), 3, "a new store goes on after it");
+        keep_sequence_ahead(&tx, Some(2)).unwrap();
+        assert_eq!(stored(&tx), 3, "a commit behind the stored value leaves it");
+    }
+
     /// Writes `open` live rows for agent `a` of tenant `t` (one subject each, no end) and
     /// `expired` rows whose end is before `now_key`, straight into the tables, and counts.
     /// Returns the count and the virtual-machine steps the count took.
@@ -1599,7 +1752,8 @@ mod tests {
                 Some("9000000000000000000000")
             };
             tx.execute(
-                "INSERT INTO live VALUES ('t', 'a', ?1, 'shipment', ?1, ?2)",
+                "INSERT INTO live (tenant, agent, expectation_id, subject_type, subject_id,
+                     live_until) VALUES ('t', 'a', ?1, 'shipment', ?1, ?2)",
                 params![i.to_string(), until],
             )
             .unwrap();

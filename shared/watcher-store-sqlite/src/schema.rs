@@ -23,7 +23,11 @@ use crate::codec::{db, from_json, instant_key};
 ///   before sending, origin-task reconciliation); the table is rebuilt for its CHECK. Also the
 ///   `lifecycle` table (the probe's descriptor per agent and protocol version), created by IF
 ///   NOT EXISTS.
-pub const SCHEMA_VERSION: i64 = 5;
+/// * 6: the index tables (`fact_index`, `id_index`, `timers`, `live`, `agent_live_rows`) are
+///   WITHOUT ROWID, without foreign keys and without their indexes by subject; `live` is keyed
+///   by subject first. A push writes about half the pages it did (issue 10, write
+///   amplification); the purge deletes a subject's index rows itself. The tables are rebuilt.
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// How long a statement waits for another connection's write lock before failing with
 /// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
@@ -53,17 +57,19 @@ CREATE TABLE IF NOT EXISTS tasks (
     PRIMARY KEY (tenant, agent, task_id)
 ) STRICT;
 
+-- The index tables below are WITHOUT ROWID (version 6, issue 10 write amplification): each is
+-- one B-tree ordered by its primary key, not a rowid table plus a second tree for the key, so a
+-- row written dirties one page where it dirtied two. None of them has a foreign key or an index
+-- by subject: the purge deletes a subject's index rows itself, from the subject's own state.
+
 -- fact key -> subjects with an expectation satisfied by it; rows are only ever added.
 CREATE TABLE IF NOT EXISTS fact_index (
     tenant TEXT NOT NULL,
     fact_key TEXT NOT NULL,
     subject_type TEXT NOT NULL,
     subject_id TEXT NOT NULL,
-    PRIMARY KEY (tenant, fact_key, subject_type, subject_id),
-    FOREIGN KEY (tenant, subject_type, subject_id)
-        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
-) STRICT;
-CREATE INDEX IF NOT EXISTS fact_index_subject ON fact_index (tenant, subject_type, subject_id);
+    PRIMARY KEY (tenant, fact_key, subject_type, subject_id)
+) STRICT, WITHOUT ROWID;
 
 -- (agent, expectationId) -> its subject; rows are only ever added.
 CREATE TABLE IF NOT EXISTS id_index (
@@ -72,14 +78,12 @@ CREATE TABLE IF NOT EXISTS id_index (
     expectation_id TEXT NOT NULL,
     subject_type TEXT NOT NULL,
     subject_id TEXT NOT NULL,
-    PRIMARY KEY (tenant, agent, expectation_id),
-    FOREIGN KEY (tenant, subject_type, subject_id)
-        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
-) STRICT;
-CREATE INDEX IF NOT EXISTS id_index_subject ON id_index (tenant, subject_type, subject_id);
+    PRIMARY KEY (tenant, agent, expectation_id)
+) STRICT, WITHOUT ROWID;
 
--- Pending deadlines and horizons; replaced with the subject on every commit.
--- kind: 0 = deadline, 1 = horizon (a deadline fires before a horizon at the same instant).
+-- Pending deadlines and horizons, kept with the subject on every commit (only the rows that
+-- change are written). kind: 0 = deadline, 1 = horizon (a deadline fires before a horizon at
+-- the same instant).
 CREATE TABLE IF NOT EXISTS timers (
     tenant TEXT NOT NULL,
     subject_type TEXT NOT NULL,
@@ -90,27 +94,22 @@ CREATE TABLE IF NOT EXISTS timers (
     at_key TEXT NOT NULL,
     order_input INTEGER NOT NULL,
     order_index INTEGER NOT NULL,
-    PRIMARY KEY (tenant, subject_type, subject_id, agent, expectation_id, kind),
-    FOREIGN KEY (tenant, subject_type, subject_id)
-        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
-) STRICT;
+    PRIMARY KEY (tenant, subject_type, subject_id, agent, expectation_id, kind)
+) STRICT, WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS timers_due ON timers (at_key, order_input, order_index, kind);
 
--- Records that can still lapse; live_until NULL = indefinitely (waiting on an anchor).
--- Closed records have no row. Replaced with the subject on every commit.
+-- Records that can still lapse, by subject; live_until NULL = indefinitely (waiting on an
+-- anchor). Closed records have no row. Kept with the subject on every commit.
 CREATE TABLE IF NOT EXISTS live (
     tenant TEXT NOT NULL,
-    agent TEXT NOT NULL,
-    expectation_id TEXT NOT NULL,
     subject_type TEXT NOT NULL,
     subject_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    expectation_id TEXT NOT NULL,
     live_until TEXT,
-    PRIMARY KEY (tenant, agent, expectation_id),
-    FOREIGN KEY (tenant, subject_type, subject_id)
-        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
-) STRICT;
+    PRIMARY KEY (tenant, subject_type, subject_id, agent, expectation_id)
+) STRICT, WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS live_agent ON live (tenant, agent, live_until);
-CREATE INDEX IF NOT EXISTS live_subject ON live (tenant, subject_type, subject_id);
 
 -- Live rows per agent (the bound's count, issue 10): kept by every commit with the live rows,
 -- and rebuilt from them whenever the store opens (`prepare`), so a file written by a build
@@ -120,7 +119,7 @@ CREATE TABLE IF NOT EXISTS agent_live_rows (
     agent TEXT NOT NULL,
     rows INTEGER NOT NULL,
     PRIMARY KEY (tenant, agent)
-) STRICT;
+) STRICT, WITHOUT ROWID;
 
 -- Lapse tasks. (tenant, agent, message_id) is the identity (expectation ids, and so message
 -- ids, are scoped to the raising agent); seq is insertion order. delivery and next_attempt copy
@@ -250,6 +249,41 @@ DELETE FROM sqlite_sequence WHERE name = 'outbox_v4';
 DROP TABLE outbox_v4;
 "#;
 
+/// Version 5 → 6, before [`SCHEMA`]: the index tables are set aside with their indexes
+/// dropped, so that [`SCHEMA`] creates them WITHOUT ROWID; `agent_live_rows` (absent from
+/// files older than it) is recounted at open anyway.
+const V5_TO_V6_BEFORE: &str = r#"
+ALTER TABLE fact_index RENAME TO fact_index_v5;
+ALTER TABLE id_index RENAME TO id_index_v5;
+ALTER TABLE timers RENAME TO timers_v5;
+ALTER TABLE live RENAME TO live_v5;
+DROP TABLE IF EXISTS agent_live_rows;
+DROP INDEX IF EXISTS fact_index_subject;
+DROP INDEX IF EXISTS id_index_subject;
+DROP INDEX IF EXISTS timers_due;
+DROP INDEX IF EXISTS live_agent;
+DROP INDEX IF EXISTS live_subject;
+"#;
+
+/// Version 5 → 6, after [`SCHEMA`]: every row copied into the new tables, the old ones
+/// dropped.
+const V5_TO_V6_AFTER: &str = r#"
+INSERT INTO fact_index (tenant, fact_key, subject_type, subject_id)
+    SELECT tenant, fact_key, subject_type, subject_id FROM fact_index_v5;
+INSERT INTO id_index (tenant, agent, expectation_id, subject_type, subject_id)
+    SELECT tenant, agent, expectation_id, subject_type, subject_id FROM id_index_v5;
+INSERT INTO timers (tenant, subject_type, subject_id, agent, expectation_id, kind, at_key,
+        order_input, order_index)
+    SELECT tenant, subject_type, subject_id, agent, expectation_id, kind, at_key, order_input,
+        order_index FROM timers_v5;
+INSERT INTO live (tenant, subject_type, subject_id, agent, expectation_id, live_until)
+    SELECT tenant, subject_type, subject_id, agent, expectation_id, live_until FROM live_v5;
+DROP TABLE fact_index_v5;
+DROP TABLE id_index_v5;
+DROP TABLE timers_v5;
+DROP TABLE live_v5;
+"#;
+
 /// Version 1 → 2, after [`SCHEMA`]: every v1 row is copied with its `seq` (so the order of lapse
 /// is kept), the AUTOINCREMENT high-water mark is carried over (so no `seq` is handed out twice),
 /// and the v1 table is dropped. v1's uniqueness is stricter than v2's, so every row fits.
@@ -340,7 +374,14 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     if rebuild_v4 {
         tx.execute_batch(V4_TO_V5_BEFORE).map_err(db)?;
     }
+    let rebuild_v5 = (1..=5).contains(&found);
+    if rebuild_v5 {
+        tx.execute_batch(V5_TO_V6_BEFORE).map_err(db)?;
+    }
     tx.execute_batch(SCHEMA).map_err(db)?;
+    if rebuild_v5 {
+        tx.execute_batch(V5_TO_V6_AFTER).map_err(db)?;
+    }
     if from_v1 {
         tx.execute_batch(V1_TO_V2_AFTER).map_err(db)?;
     }

@@ -301,8 +301,8 @@ fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 5,
-        "this test migrates from version 1 through 2, 3 and 4 to the current one"
+        SCHEMA_VERSION, 6,
+        "this test migrates from version 1 through 2, 3, 4 and 5 to the current one"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -448,8 +448,8 @@ const SCHEMA_V3: &str = include_str!("fixtures/schema_v3.sql");
 #[tokio::test]
 async fn a_version_3_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 5,
-        "this test migrates from version 3 through 4 to 5"
+        SCHEMA_VERSION, 6,
+        "this test migrates from version 3 through 4 and 5 to 6"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -892,8 +892,8 @@ async fn a_large_purge_goes_in_batches_and_requests_proceed_between_them() {
 
 /// A commit rewrites only the index rows that change (issue 10, write amplification): after a
 /// second commit of a subject of two open records in which one is satisfied, the other
-/// record's timer and live rows are the very same rows (same rowid), the satisfied record's
-/// rows are gone, and the per-agent count followed.
+/// record's timer and live rows were neither written nor deleted (triggers log every change to
+/// those tables), the satisfied record's rows are gone, and the per-agent count followed.
 #[tokio::test]
 async fn a_commit_leaves_unchanged_index_rows_alone() {
     let dir = tempfile::tempdir().unwrap();
@@ -917,19 +917,21 @@ async fn a_commit_leaves_unchanged_index_rows_alone() {
         )
         .await
         .unwrap();
-    let rows = |sql: &str| -> Vec<(i64, String)> {
-        raw(&path)
-            .prepare(sql)
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
-    };
-    let timers_before = rows("SELECT rowid, expectation_id FROM timers ORDER BY expectation_id");
-    let live_before = rows("SELECT rowid, expectation_id FROM live ORDER BY expectation_id");
-    assert_eq!(timers_before.len(), 2);
-    assert_eq!(live_before.len(), 2);
+    let mut logging = String::from("CREATE TABLE touched (tbl TEXT, op TEXT, id TEXT);");
+    for table in ["timers", "live", "id_index", "fact_index"] {
+        for (op, row) in [("INSERT", "new"), ("UPDATE", "new"), ("DELETE", "old")] {
+            let id = if table == "fact_index" {
+                format!("{row}.fact_key")
+            } else {
+                format!("{row}.expectation_id")
+            };
+            logging.push_str(&format!(
+                "CREATE TRIGGER log_{table}_{op} AFTER {op} ON {table} BEGIN
+                     INSERT INTO touched VALUES ('{table}', '{op}', {id}); END;"
+            ));
+        }
+    }
+    raw(&path).execute_batch(&logging).unwrap();
 
     state.version = 1;
     state.records[0].status = Status::Satisfied;
@@ -943,22 +945,326 @@ async fn a_commit_leaves_unchanged_index_rows_alone() {
         )
         .await
         .unwrap();
-    let timers_after = rows("SELECT rowid, expectation_id FROM timers ORDER BY expectation_id");
-    let live_after = rows("SELECT rowid, expectation_id FROM live ORDER BY expectation_id");
+    let touched: Vec<(String, String, String)> = raw(&path)
+        .prepare("SELECT tbl, op, id FROM touched ORDER BY tbl, op, id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let own = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
     assert_eq!(
-        timers_after,
-        vec![timers_before[1].clone()],
-        "exp-2's timer row untouched"
+        touched,
+        vec![
+            own("live", "DELETE", "exp-1"),
+            own("timers", "DELETE", "exp-1"),
+        ],
+        "only the satisfied record's rows changed; exp-2's, the ids and the fact keys untouched"
     );
-    assert_eq!(
-        live_after,
-        vec![live_before[1].clone()],
-        "exp-2's live row untouched"
-    );
+    let left: Vec<String> = raw(&path)
+        .prepare("SELECT expectation_id FROM live UNION ALL SELECT expectation_id FROM timers")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(left, ["exp-2", "exp-2"]);
     let counted: i64 = raw(&path)
         .query_row("SELECT rows FROM agent_live_rows", [], |r| r.get(0))
         .unwrap();
     assert_eq!(counted, 1);
+}
+
+/// Pages a commit appends to the write-ahead log, from the WAL file's size (32-byte header,
+/// then frames of a 24-byte header and one page each).
+fn wal_frames(path: &Path) -> u64 {
+    let page: u64 = raw(path)
+        .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+        .unwrap() as u64;
+    let wal = std::fs::metadata(path.with_extension("db-wal"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    wal.saturating_sub(32) / (page + 24)
+}
+
+/// Issue 10, write amplification, counted in pages: a commit writes one page per B-tree whose
+/// rows change, and the index tables are one B-tree each (WITHOUT ROWID), so raising one
+/// record on a new subject writes the subject's two (row, key), the id, the fact key, the
+/// timer and its due index, the live row and its agent index, and the agent's count: 9 pages,
+/// where version 5's rowid tables and indexes by subject wrote 17. Satisfying one record of
+/// two then writes the subject's row (its key is unchanged), the timer and its due index, the
+/// live row and its agent index, and the count: 6 (version 5: 9), whatever the other record
+/// holds.
+/// In a file this small every B-tree is one page, so these are exact counts.
+#[tokio::test]
+async fn a_commit_writes_one_page_per_tree_it_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let t = tenant();
+    // The raising-order number the record carries is taken first, as the watcher does; then
+    // everything is on disk (the probe's commit follows the number's group) and the log is
+    // empty.
+    assert_eq!(store.next_sequence().await.unwrap(), 1);
+    store.probe_write(instant("2026-09-10T12:00:00Z")).await.unwrap();
+    raw(&path)
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    assert_eq!(wal_frames(&path), 0);
+
+    let mut state = state_with(
+        vec![record("exp-1", "PA-1", "2026-09-10T13:00:00Z", None, 1)],
+        "PA-1",
+    );
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![state.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(wal_frames(&path), 9, "pages written raising one record");
+
+    state.version = 1;
+    state
+        .records
+        .push(record("exp-2", "PA-1", "2026-09-10T14:00:00Z", None, 2));
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![state.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    raw(&path)
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+
+    state.version = 2;
+    state.records[0].status = Status::Satisfied;
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![state],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(wal_frames(&path), 6, "pages written satisfying one record of two");
+}
+
+/// The version 5 index tables (rowid tables with foreign keys and indexes by subject), as a
+/// version 5 build created them.
+const INDEX_TABLES_V5: &str = r#"
+CREATE TABLE fact_index (
+    tenant TEXT NOT NULL, fact_key TEXT NOT NULL, subject_type TEXT NOT NULL,
+    subject_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, fact_key, subject_type, subject_id),
+    FOREIGN KEY (tenant, subject_type, subject_id)
+        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX fact_index_subject ON fact_index (tenant, subject_type, subject_id);
+CREATE TABLE id_index (
+    tenant TEXT NOT NULL, agent TEXT NOT NULL, expectation_id TEXT NOT NULL,
+    subject_type TEXT NOT NULL, subject_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, agent, expectation_id),
+    FOREIGN KEY (tenant, subject_type, subject_id)
+        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX id_index_subject ON id_index (tenant, subject_type, subject_id);
+CREATE TABLE timers (
+    tenant TEXT NOT NULL, subject_type TEXT NOT NULL, subject_id TEXT NOT NULL,
+    agent TEXT NOT NULL, expectation_id TEXT NOT NULL,
+    kind INTEGER NOT NULL CHECK (kind IN (0, 1)), at_key TEXT NOT NULL,
+    order_input INTEGER NOT NULL, order_index INTEGER NOT NULL,
+    PRIMARY KEY (tenant, subject_type, subject_id, agent, expectation_id, kind),
+    FOREIGN KEY (tenant, subject_type, subject_id)
+        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX timers_due ON timers (at_key, order_input, order_index, kind);
+CREATE TABLE live (
+    tenant TEXT NOT NULL, agent TEXT NOT NULL, expectation_id TEXT NOT NULL,
+    subject_type TEXT NOT NULL, subject_id TEXT NOT NULL, live_until TEXT,
+    PRIMARY KEY (tenant, agent, expectation_id),
+    FOREIGN KEY (tenant, subject_type, subject_id)
+        REFERENCES subjects (tenant, subject_type, subject_id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX live_agent ON live (tenant, agent, live_until);
+CREATE INDEX live_subject ON live (tenant, subject_type, subject_id);
+CREATE TABLE agent_live_rows (
+    tenant TEXT NOT NULL, agent TEXT NOT NULL, rows INTEGER NOT NULL,
+    PRIMARY KEY (tenant, agent)
+) STRICT;
+"#;
+
+/// Every row of the index tables, as text, in key order.
+fn index_rows(path: &Path) -> Vec<String> {
+    let conn = raw(path);
+    let mut out = Vec::new();
+    for sql in [
+        "SELECT 'fact', tenant || '|' || fact_key || '|' || subject_type || '|' || subject_id
+         FROM fact_index ORDER BY 2",
+        "SELECT 'id', tenant || '|' || agent || '|' || expectation_id || '|' || subject_type
+            || '|' || subject_id FROM id_index ORDER BY 2",
+        "SELECT 'timer', tenant || '|' || subject_type || '|' || subject_id || '|' || agent
+            || '|' || expectation_id || '|' || kind || '|' || at_key || '|' || order_input
+            || '|' || order_index FROM timers ORDER BY 2",
+        "SELECT 'live', tenant || '|' || subject_type || '|' || subject_id || '|' || agent
+            || '|' || expectation_id || '|' || coalesce(live_until, '-') FROM live ORDER BY 2",
+        "SELECT 'count', tenant || '|' || agent || '|' || rows FROM agent_live_rows ORDER BY 2",
+    ] {
+        let rows: Vec<(String, String)> = conn
+            .prepare(sql)
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        out.extend(rows.into_iter().map(|(k, v)| format!("{k} {v}")));
+    }
+    out
+}
+
+/// A version 5 file is migrated on opening: the index tables are rebuilt WITHOUT ROWID with
+/// every row (the per-agent count recounted), their indexes by subject are gone, and the store
+/// reads and writes them as before: a fact key and an expectation id find their subject, the
+/// timer is due, the count is right, and a purge deletes the subject's index rows.
+#[tokio::test]
+async fn a_version_5_file_gets_its_index_tables_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    let mut closed = record("exp-2", "PA-2", "2026-09-10T14:00:00Z", None, 2);
+    closed.status = Status::Satisfied;
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store
+            .commit(
+                &t,
+                Commit {
+                    subjects: vec![
+                        state_with(
+                            vec![record(
+                                "exp-1",
+                                "PA-1",
+                                "2026-09-10T13:00:00Z",
+                                Some("2026-09-10T15:00:00Z"),
+                                1,
+                            )],
+                            "PA-1",
+                        ),
+                        state_with(vec![closed], "PA-2"),
+                    ],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let expected = index_rows(&path);
+    assert_eq!(expected.len(), 8, "{expected:#?}");
+    // Back to the version 5 index tables, with the same rows.
+    {
+        let conn = raw(&path);
+        conn.execute_batch(
+            "ALTER TABLE fact_index RENAME TO f6; ALTER TABLE id_index RENAME TO i6;
+             ALTER TABLE timers RENAME TO t6; ALTER TABLE live RENAME TO l6;
+             ALTER TABLE agent_live_rows RENAME TO a6;
+             DROP INDEX timers_due; DROP INDEX live_agent;",
+        )
+        .unwrap();
+        conn.execute_batch(INDEX_TABLES_V5).unwrap();
+        conn.execute_batch(
+            "INSERT INTO fact_index SELECT * FROM f6;
+             INSERT INTO id_index SELECT * FROM i6;
+             INSERT INTO timers SELECT * FROM t6;
+             INSERT INTO live (tenant, agent, expectation_id, subject_type, subject_id,
+                 live_until)
+                 SELECT tenant, agent, expectation_id, subject_type, subject_id, live_until
+                 FROM l6;
+             INSERT INTO agent_live_rows SELECT * FROM a6;
+             DROP TABLE f6; DROP TABLE i6; DROP TABLE t6; DROP TABLE l6; DROP TABLE a6;
+             PRAGMA user_version = 5;",
+        )
+        .unwrap();
+    }
+    assert_eq!(index_rows(&path), expected, "the version 5 file holds the same rows");
+
+    for _ in 0..2 {
+        let store = SqliteStore::open(&path).unwrap();
+        let conn = raw(&path);
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        assert_eq!(index_rows(&path), expected, "every index row kept");
+        let rowid_tables: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table'
+                 AND name IN ('fact_index', 'id_index', 'timers', 'live', 'agent_live_rows')
+                 AND sql NOT LIKE '%WITHOUT ROWID%'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(rowid_tables, 0);
+        let by_subject: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_schema WHERE name IN
+                 ('fact_index_subject', 'id_index_subject', 'live_subject')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(by_subject, 0);
+
+        let mut scope = Scope::default();
+        scope
+            .fact_keys
+            .insert(watcher_core::ids::FactKey::parse("manifest:PA-1").unwrap());
+        scope.expectations.insert(watcher_core::ids::ExpectationRef {
+            agent: agent(),
+            id: ExpectationId::parse("exp-2").unwrap(),
+        });
+        scope.agents.insert(agent());
+        let slice = store
+            .load(&t, &scope, instant("2026-09-10T12:00:00Z"))
+            .await
+            .unwrap();
+        assert_eq!(
+            slice.fact_index.values().next().unwrap().iter().collect::<Vec<_>>(),
+            [&subject("PA-1")]
+        );
+        assert_eq!(
+            slice.id_index.values().next().unwrap().as_ref(),
+            Some(&subject("PA-2"))
+        );
+        assert_eq!(slice.agent_live[&agent()], 1);
+        let due = store
+            .due_timers(instant("2026-09-10T13:00:00Z"), 10)
+            .await
+            .unwrap();
+        assert_eq!(due.len(), 1);
+    }
+
+    // The closed subject is purged with its index rows; the open one keeps every row.
+    let store = SqliteStore::open(&path).unwrap();
+    let report = store.purge(instant("2030-01-01T00:00:00Z")).await.unwrap();
+    assert_eq!(report.subjects, 1);
+    let left = index_rows(&path);
+    assert!(
+        left.iter().all(|row| !row.contains("PA-2")),
+        "the purged subject's index rows are gone: {left:#?}"
+    );
+    assert_eq!(left.len(), 6, "{left:#?}");
 }
 
 /// A version 4 file (the outbox's CHECK without `withdrawn`) is migrated on opening: the outbox is
