@@ -446,16 +446,72 @@ fn limit_of(limit: usize) -> i64 {
 // ---------------------------------------------------------------------------------------------
 // Writing rows.
 
-/// Writes a subject (already at its new version) and brings its index rows to what the new
-/// state derives, touching only the rows that change (issue 10, write amplification): an index
+/// A subject ready for the writer: everything costly (its JSON, its index rows, their keys) is
+/// done by the caller before the write reaches the writer's group (issue 10: JSON work outside
+/// the write lock), so the writer runs SQL only.
+struct SubjectWrite {
+    subject: Subject,
+    /// The version it was loaded at (the compare-and-set).
+    loaded: u64,
+    /// Its state's JSON at `loaded + 1`.
+    json: String,
+    ix: watcher_runtime::index::SubjectIndex,
+    /// Its timer rows: (agent, expectation id, kind) → (at, order input, order index).
+    timers: std::collections::BTreeMap<(String, String, i64), (String, i64, i64)>,
+    /// Its live rows: (agent, expectation id) → until (`None`: indefinitely).
+    live: std::collections::BTreeMap<(String, String), Option<String>>,
+}
+
+impl SubjectWrite {
+    /// Bumps `state` to its next version and derives what the writer writes.
+    fn of(mut state: SubjectState) -> Result<Self, StoreError> {
+        let loaded = state.version;
+        state.version += 1;
+        let ix = subject_index(&state);
+        let mut timers = std::collections::BTreeMap::new();
+        for (key, at, order) in &ix.timers {
+            timers.insert(
+                (
+                    key.expectation.agent.as_str().to_owned(),
+                    key.expectation.id.as_str().to_owned(),
+                    kind_code(key.kind),
+                ),
+                (
+                    instant_key(*at),
+                    int_of(order.input, "raising order")?,
+                    i64::from(order.index),
+                ),
+            );
+        }
+        let mut live = std::collections::BTreeMap::new();
+        for (key, agent, until) in &ix.live {
+            let until = match until {
+                LiveUntil::Closed => continue,
+                LiveUntil::Indefinite => None,
+                LiveUntil::Until(at) => Some(instant_key(*at)),
+            };
+            live.insert(
+                (agent.as_str().to_owned(), key.id.as_str().to_owned()),
+                until,
+            );
+        }
+        Ok(SubjectWrite {
+            json: to_json(&state)?,
+            subject: state.subject,
+            loaded,
+            ix,
+            timers,
+            live,
+        })
+    }
+}
+
+/// Writes a subject at its new version and brings its index rows to what the new state
+/// derives, touching only the rows that change (issue 10, write amplification): an index
 /// row already right is neither deleted nor rewritten, so its pages stay clean.
-fn write_subject(
-    conn: &Connection,
-    tenant: &Tenant,
-    state: &SubjectState,
-) -> Result<(), StoreError> {
+fn write_subject(conn: &Connection, tenant: &Tenant, w: &SubjectWrite) -> Result<(), StoreError> {
     let t = tenant.as_str();
-    let (st, sid) = (&state.subject.subject_type, &state.subject.id);
+    let (st, sid) = (&w.subject.subject_type, &w.subject.id);
     conn.prepare_cached(
         "INSERT INTO subjects (tenant, subject_type, subject_id, version, state)
          VALUES (?1, ?2, ?3, ?4, ?5)
@@ -467,12 +523,12 @@ fn write_subject(
         t,
         st,
         sid,
-        int_of(state.version, "subject version")?,
-        to_json(state)?
+        int_of(w.loaded + 1, "subject version")?,
+        w.json
     ])
     .map_err(db)?;
 
-    let ix = subject_index(state);
+    let ix = &w.ix;
     // Expectations whose id was indexed under another subject (the engine never moves one;
     // kept right if a record ever does): their live row there is dropped, counted once.
     let mut moved: Vec<(String, String, String, String)> = Vec::new();
@@ -539,21 +595,18 @@ fn write_subject(
             add_live_rows(conn, t, agent, -(gone as i64))?;
         }
     }
-    write_timers(conn, t, st, sid, &ix)?;
-    write_live(conn, t, st, sid, &ix)
+    write_timers(conn, t, st, sid, &w.timers)?;
+    write_live(conn, t, st, sid, &w.live)
 }
 
-/// A timer row's identity (agent, expectation id, kind) and its (at, order input, order index).
-type TimerRow = ((String, String, i64), (String, i64, i64));
-
-/// Brings the subject's timer rows to `ix.timers`: deletes the ones gone, inserts the new ones,
-/// updates the ones whose instant or order changed, leaves the rest.
+/// Brings the subject's timer rows to `wanted` ([`SubjectWrite::timers`]): deletes the ones
+/// gone, inserts the new ones, updates the ones whose instant or order changed, leaves the rest.
 fn write_timers(
     conn: &Connection,
     t: &str,
     st: &str,
     sid: &str,
-    ix: &watcher_runtime::index::SubjectIndex,
+    wanted: &std::collections::BTreeMap<(String, String, i64), (String, i64, i64)>,
 ) -> Result<(), StoreError> {
     let stored: std::collections::BTreeMap<(String, String, i64), (String, i64, i64)> = conn
         .prepare_cached(
@@ -570,23 +623,6 @@ fn write_timers(
         .map_err(db)?
         .collect::<Result<_, _>>()
         .map_err(db)?;
-    let mut wanted: std::collections::BTreeMap<(String, String, i64), (String, i64, i64)> =
-        std::collections::BTreeMap::new();
-    for (key, at, order) in &ix.timers {
-        let row: TimerRow = (
-            (
-                key.expectation.agent.as_str().to_owned(),
-                key.expectation.id.as_str().to_owned(),
-                kind_code(key.kind),
-            ),
-            (
-                instant_key(*at),
-                int_of(order.input, "raising order")?,
-                i64::from(order.index),
-            ),
-        );
-        wanted.insert(row.0, row.1);
-    }
     for (id, _) in stored.iter().filter(|(id, _)| !wanted.contains_key(*id)) {
         conn.prepare_cached(
             "DELETE FROM timers WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3
@@ -596,7 +632,7 @@ fn write_timers(
         .execute(params![t, st, sid, id.0, id.1, id.2])
         .map_err(db)?;
     }
-    for (id, value) in &wanted {
+    for (id, value) in wanted {
         match stored.get(id) {
             Some(old) if old == value => {}
             Some(_) => {
@@ -628,14 +664,15 @@ fn write_timers(
     Ok(())
 }
 
-/// Brings the subject's live rows to `ix.live` (closed records have none), touching only the
-/// rows that change, and `agent_live_rows` by the difference, per agent.
+/// Brings the subject's live rows to `wanted` ([`SubjectWrite::live`]; closed records have
+/// none), touching only the rows that change, and `agent_live_rows` by the difference, per
+/// agent.
 fn write_live(
     conn: &Connection,
     t: &str,
     st: &str,
     sid: &str,
-    ix: &watcher_runtime::index::SubjectIndex,
+    wanted: &std::collections::BTreeMap<(String, String), Option<String>>,
 ) -> Result<(), StoreError> {
     let stored: std::collections::BTreeMap<(String, String), Option<String>> = conn
         .prepare_cached(
@@ -649,19 +686,6 @@ fn write_live(
         .map_err(db)?
         .collect::<Result<_, _>>()
         .map_err(db)?;
-    let mut wanted: std::collections::BTreeMap<(String, String), Option<String>> =
-        std::collections::BTreeMap::new();
-    for (key, agent, until) in &ix.live {
-        let until = match until {
-            LiveUntil::Closed => continue,
-            LiveUntil::Indefinite => None,
-            LiveUntil::Until(at) => Some(instant_key(*at)),
-        };
-        wanted.insert(
-            (agent.as_str().to_owned(), key.id.as_str().to_owned()),
-            until,
-        );
-    }
     let mut delta: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
     for ((agent, id), _) in stored.iter().filter(|(k, _)| !wanted.contains_key(*k)) {
         conn.prepare_cached(
@@ -673,7 +697,7 @@ fn write_live(
         .map_err(db)?;
         *delta.entry(agent.clone()).or_default() -= 1;
     }
-    for ((agent, id), until) in &wanted {
+    for ((agent, id), until) in wanted {
         match stored.get(&(agent.clone(), id.clone())) {
             Some(old) if old == until => {}
             Some(_) => {
@@ -727,7 +751,89 @@ pub(crate) const LIVE_COUNT_SQL: &str =
           - (SELECT COUNT(*) FROM live WHERE tenant = ?1 AND agent = ?2
                 AND live_until > '' AND live_until < ?3)";
 
-fn write_task(conn: &Connection, tenant: &Tenant, rec: &TaskRecord) -> Result<(), StoreError> {
+/// A task record ready for the writer (see [`SubjectWrite`]).
+struct TaskWrite {
+    task: TaskRef,
+    loaded: u64,
+    /// Its JSON at `loaded + 1`.
+    json: String,
+}
+
+/// An outbox row ready for the writer: the entry, its JSON and its keys.
+struct OutboxWrite {
+    entry: OutboxEntry,
+    json: String,
+    next_attempt: String,
+    follow_at: Option<String>,
+    lapsed_at: String,
+}
+
+/// A [`Commit`] ready for the writer: serialised and keyed by [`PreparedCommit::of`] on the
+/// caller's thread, so that the writer's group (the one thread every commit waits for) runs
+/// SQL only.
+struct PreparedCommit {
+    subjects: Vec<SubjectWrite>,
+    tasks: Vec<TaskWrite>,
+    outbox: Vec<OutboxWrite>,
+    /// (agent, at, JSON) per rejection.
+    rejections: Vec<(String, String, String)>,
+    /// The largest raising order the commit's records carry ([`keep_sequence_ahead`]).
+    used_sequence: Option<u64>,
+}
+
+impl PreparedCommit {
+    fn of(commit: Commit) -> Result<Self, StoreError> {
+        let used_sequence = commit
+            .subjects
+            .iter()
+            .flat_map(|s| s.records.iter().map(|r| r.order.input))
+            .max();
+        let tasks = commit
+            .tasks
+            .into_iter()
+            .map(|mut t| {
+                let loaded = t.version;
+                t.version += 1;
+                Ok(TaskWrite {
+                    json: to_json(&t)?,
+                    task: t.task,
+                    loaded,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        let outbox = commit
+            .outbox
+            .into_iter()
+            .map(|o| {
+                Ok(OutboxWrite {
+                    json: to_json(&o)?,
+                    next_attempt: instant_key(o.next_attempt_at),
+                    follow_at: o.follow_at.map(instant_key),
+                    lapsed_at: instant_key(o.lapsed_at),
+                    entry: o,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        let rejections = commit
+            .rejections
+            .iter()
+            .map(|r| Ok((r.agent.as_str().to_owned(), instant_key(r.at), to_json(r)?)))
+            .collect::<Result<_, StoreError>>()?;
+        Ok(PreparedCommit {
+            subjects: commit
+                .subjects
+                .into_iter()
+                .map(SubjectWrite::of)
+                .collect::<Result<_, _>>()?,
+            tasks,
+            outbox,
+            rejections,
+            used_sequence,
+        })
+    }
+}
+
+fn write_task(conn: &Connection, tenant: &Tenant, w: &TaskWrite) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT INTO tasks (tenant, agent, task_id, version, state) VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (tenant, agent, task_id)
@@ -736,10 +842,10 @@ fn write_task(conn: &Connection, tenant: &Tenant, rec: &TaskRecord) -> Result<()
     .map_err(db)?
     .execute(params![
         tenant.as_str(),
-        rec.task.agent.as_str(),
-        rec.task.task_id.as_str(),
-        int_of(rec.version, "task version")?,
-        to_json(rec)?
+        w.task.agent.as_str(),
+        w.task.task_id.as_str(),
+        int_of(w.loaded + 1, "task version")?,
+        w.json
     ])
     .map_err(db)?;
     Ok(())
@@ -748,33 +854,27 @@ fn write_task(conn: &Connection, tenant: &Tenant, rec: &TaskRecord) -> Result<()
 /// The whole of [`Store::commit`], inside the writer's group (`BEGIN IMMEDIATE`, its own
 /// savepoint): the write lock is held before the versions are read, so no other writer can move
 /// them in between; a lost compare-and-set rolls back this commit alone.
-fn commit_in(tx: &Connection, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
+fn commit_in(tx: &Connection, tenant: &Tenant, commit: &PreparedCommit) -> Result<(), StoreError> {
     for s in &commit.subjects {
-        if subject_version(tx, tenant, &s.subject)? != s.version {
+        if subject_version(tx, tenant, &s.subject)? != s.loaded {
             // Dropping `tx` rolls back: nothing of this commit is written.
             return Err(StoreError::Conflict(format!("subject {}", s.subject)));
         }
     }
     for t in &commit.tasks {
-        if task_version(tx, tenant, &t.task)? != t.version {
+        if task_version(tx, tenant, &t.task)? != t.loaded {
             return Err(StoreError::Conflict(format!("task {}", t.task.task_id)));
         }
     }
-    let used = commit
-        .subjects
-        .iter()
-        .flat_map(|s| s.records.iter().map(|r| r.order.input))
-        .max();
-    keep_sequence_ahead(tx, used)?;
-    for mut s in commit.subjects {
-        s.version += 1;
-        write_subject(tx, tenant, &s)?;
+    keep_sequence_ahead(tx, commit.used_sequence)?;
+    for s in &commit.subjects {
+        write_subject(tx, tenant, s)?;
     }
-    for mut t in commit.tasks {
-        t.version += 1;
-        write_task(tx, tenant, &t)?;
+    for t in &commit.tasks {
+        write_task(tx, tenant, t)?;
     }
     for o in &commit.outbox {
+        let e = &o.entry;
         tx.prepare_cached(
             "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
                  task_id, lapsed_at)
@@ -783,29 +883,24 @@ fn commit_in(tx: &Connection, tenant: &Tenant, commit: Commit) -> Result<(), Sto
         )
         .map_err(db)?
         .execute(params![
-            o.tenant.as_str(),
-            o.message_id,
-            o.agent.as_str(),
-            o.delivery.as_str(),
-            instant_key(o.next_attempt_at),
-            to_json(o)?,
-            o.follow_at.map(instant_key),
-            o.task_id,
-            instant_key(o.lapsed_at)
+            e.tenant.as_str(),
+            e.message_id,
+            e.agent.as_str(),
+            e.delivery.as_str(),
+            o.next_attempt,
+            o.json,
+            o.follow_at,
+            e.task_id,
+            o.lapsed_at
         ])
         .map_err(db)?;
     }
-    for r in &commit.rejections {
+    for (agent, at, json) in &commit.rejections {
         tx.prepare_cached(
             "INSERT INTO rejections (tenant, agent, at_key, rejection) VALUES (?1, ?2, ?3, ?4)",
         )
         .map_err(db)?
-        .execute(params![
-            tenant.as_str(),
-            r.agent.as_str(),
-            instant_key(r.at),
-            to_json(r)?
-        ])
+        .execute(params![tenant.as_str(), agent, at, json])
         .map_err(db)?;
     }
     Ok(())
@@ -1181,7 +1276,9 @@ impl Store for SqliteStore {
 
     async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
         let tenant = tenant.clone();
-        self.write(move |conn| commit_in(conn, &tenant, commit))
+        // Serialised here, on the caller's thread, not in the writer's group.
+        let commit = PreparedCommit::of(commit)?;
+        self.write(move |conn| commit_in(conn, &tenant, &commit))
             .await
     }
 
