@@ -1815,15 +1815,27 @@ mod tests {
         }
         assert_eq!(stored(&conn), 0);
         let tx = conn.transaction().unwrap();
-        assert_eq!(take_sequence(&tx, &high).unwrap(), 2, "1 is not handed out again");
+        assert_eq!(
+            take_sequence(&tx, &high).unwrap(),
+            2,
+            "1 is not handed out again"
+        );
         tx.rollback().unwrap();
 
         let tx = conn.transaction().unwrap();
         keep_sequence_ahead(&tx, Some(2)).unwrap();
         tx.commit().unwrap();
-        assert_eq!(stored(&conn), 2, "the number used is on disk with its commit");
+        assert_eq!(
+            stored(&conn),
+            2,
+            "the number used is on disk with its commit"
+        );
         let tx = conn.transaction().unwrap();
-        assert_eq!(take_sequence(&tx, &AtomicU64::new(0)).unwrap(), 3, "a new store goes on after it");
+        assert_eq!(
+            take_sequence(&tx, &AtomicU64::new(0)).unwrap(),
+            3,
+            "a new store goes on after it"
+        );
         keep_sequence_ahead(&tx, Some(2)).unwrap();
         assert_eq!(stored(&tx), 3, "a commit behind the stored value leaves it");
     }

@@ -1006,7 +1006,10 @@ async fn a_commit_writes_one_page_per_tree_it_changes() {
     // everything is on disk (the probe's commit follows the number's group) and the log is
     // empty.
     assert_eq!(store.next_sequence().await.unwrap(), 1);
-    store.probe_write(instant("2026-09-10T12:00:00Z")).await.unwrap();
+    store
+        .probe_write(instant("2026-09-10T12:00:00Z"))
+        .await
+        .unwrap();
     raw(&path)
         .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .unwrap();
@@ -1058,7 +1061,11 @@ async fn a_commit_writes_one_page_per_tree_it_changes() {
         )
         .await
         .unwrap();
-    assert_eq!(wal_frames(&path), 6, "pages written satisfying one record of two");
+    assert_eq!(
+        wal_frames(&path),
+        6,
+        "pages written satisfying one record of two"
+    );
 }
 
 /// The version 5 index tables (rowid tables with foreign keys and indexes by subject), as a
@@ -1196,7 +1203,11 @@ async fn a_version_5_file_gets_its_index_tables_rebuilt() {
         )
         .unwrap();
     }
-    assert_eq!(index_rows(&path), expected, "the version 5 file holds the same rows");
+    assert_eq!(
+        index_rows(&path),
+        expected,
+        "the version 5 file holds the same rows"
+    );
 
     for _ in 0..2 {
         let store = SqliteStore::open(&path).unwrap();
@@ -1230,17 +1241,25 @@ async fn a_version_5_file_gets_its_index_tables_rebuilt() {
         scope
             .fact_keys
             .insert(watcher_core::ids::FactKey::parse("manifest:PA-1").unwrap());
-        scope.expectations.insert(watcher_core::ids::ExpectationRef {
-            agent: agent(),
-            id: ExpectationId::parse("exp-2").unwrap(),
-        });
+        scope
+            .expectations
+            .insert(watcher_core::ids::ExpectationRef {
+                agent: agent(),
+                id: ExpectationId::parse("exp-2").unwrap(),
+            });
         scope.agents.insert(agent());
         let slice = store
             .load(&t, &scope, instant("2026-09-10T12:00:00Z"))
             .await
             .unwrap();
         assert_eq!(
-            slice.fact_index.values().next().unwrap().iter().collect::<Vec<_>>(),
+            slice
+                .fact_index
+                .values()
+                .next()
+                .unwrap()
+                .iter()
+                .collect::<Vec<_>>(),
             [&subject("PA-1")]
         );
         assert_eq!(
