@@ -267,19 +267,19 @@ fn read_subject(
     tenant: &Tenant,
     subject: &Subject,
 ) -> Result<Option<SubjectState>, StoreError> {
-    let row: Option<(i64, String)> = conn
+    let row: Option<(i64, String, i64)> = conn
         .prepare_cached(
-            "SELECT version, state FROM subjects
+            "SELECT version, state, facts FROM subjects
              WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
         )
         .map_err(db)?
         .query_row(
             params![tenant.as_str(), subject.subject_type, subject.id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()
         .map_err(db)?;
-    let Some((version, json)) = row else {
+    let Some((version, json, facts)) = row else {
         return Ok(None);
     };
     let mut state: SubjectState = from_json(&json, &format!("subject {subject}"))?;
@@ -290,7 +290,49 @@ fn read_subject(
         )));
     }
     state.version = u64_of(version, "subject version")?;
+    with_fact_rows(conn, tenant.as_str(), &mut state, facts)?;
     Ok(Some(state))
+}
+
+/// Appends to `state.facts` (empty, or a version 5 row's inline facts) the subject's `count`
+/// fact rows, in receipt order.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] when a row does not parse or the rows are not `count`.
+fn with_fact_rows(
+    conn: &Connection,
+    t: &str,
+    state: &mut SubjectState,
+    count: i64,
+) -> Result<(), StoreError> {
+    if count == 0 {
+        return Ok(());
+    }
+    let what = format!("fact of subject {}", state.subject);
+    let rows: Vec<String> = conn
+        .prepare_cached(
+            "SELECT fact FROM subject_facts
+             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3 ORDER BY position",
+        )
+        .map_err(db)?
+        .query_map(
+            params![t, state.subject.subject_type, state.subject.id],
+            |r| r.get(0),
+        )
+        .map_err(db)?
+        .collect::<Result<_, _>>()
+        .map_err(db)?;
+    if rows.len() as i64 != count {
+        return Err(StoreError::Corrupt(format!(
+            "subject {} counts {count} facts but has {} fact rows",
+            state.subject,
+            rows.len()
+        )));
+    }
+    for json in &rows {
+        state.facts.push(from_json(json, &what)?);
+    }
+    Ok(())
 }
 
 fn subject_version(
@@ -453,8 +495,12 @@ struct SubjectWrite {
     subject: Subject,
     /// The version it was loaded at (the compare-and-set).
     loaded: u64,
-    /// Its state's JSON at `loaded + 1`.
+    /// Its state's JSON at `loaded + 1`, without its facts.
     json: String,
+    /// Each fact's JSON, in receipt order.
+    facts: Vec<String>,
+    /// [`facts_digests`] of `facts`: the digest of each prefix, from the empty one.
+    digests: Vec<[u8; 32]>,
     ix: watcher_runtime::index::SubjectIndex,
     /// Its timer rows: (agent, expectation id, kind) → (at, order input, order index).
     timers: std::collections::BTreeMap<(String, String, i64), (String, i64, i64)>,
@@ -495,8 +541,16 @@ impl SubjectWrite {
                 until,
             );
         }
+        let facts = state
+            .facts
+            .iter()
+            .map(to_json)
+            .collect::<Result<Vec<_>, _>>()?;
+        state.facts = Vec::new();
         Ok(SubjectWrite {
             json: to_json(&state)?,
+            digests: facts_digests(&facts),
+            facts,
             subject: state.subject,
             loaded,
             ix,
@@ -512,11 +566,15 @@ impl SubjectWrite {
 fn write_subject(conn: &Connection, tenant: &Tenant, w: &SubjectWrite) -> Result<(), StoreError> {
     let t = tenant.as_str();
     let (st, sid) = (&w.subject.subject_type, &w.subject.id);
+    write_facts(conn, t, st, sid, w)?;
+    let all = w.facts.len();
     conn.prepare_cached(
-        "INSERT INTO subjects (tenant, subject_type, subject_id, version, state)
-         VALUES (?1, ?2, ?3, ?4, ?5)
+        "INSERT INTO subjects (tenant, subject_type, subject_id, version, state, facts,
+             facts_digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
          ON CONFLICT (tenant, subject_type, subject_id)
-         DO UPDATE SET version = excluded.version, state = excluded.state",
+         DO UPDATE SET version = excluded.version, state = excluded.state,
+             facts = excluded.facts, facts_digest = excluded.facts_digest",
     )
     .map_err(db)?
     .execute(params![
@@ -524,7 +582,9 @@ fn write_subject(conn: &Connection, tenant: &Tenant, w: &SubjectWrite) -> Result
         st,
         sid,
         int_of(w.loaded + 1, "subject version")?,
-        w.json
+        w.json,
+        all as i64,
+        w.digests[all].as_slice()
     ])
     .map_err(db)?;
 
@@ -597,6 +657,75 @@ fn write_subject(conn: &Connection, tenant: &Tenant, w: &SubjectWrite) -> Result
     }
     write_timers(conn, t, st, sid, &w.timers)?;
     write_live(conn, t, st, sid, &w.live)
+}
+
+/// The SHA-256 digest of every prefix of `facts` (each fact's JSON, length-prefixed), from the
+/// empty prefix to the whole: `facts.len() + 1` digests. Written with the subject
+/// (`facts_digest`), it tells the next commit whether its facts extend the stored ones.
+fn facts_digests(facts: &[String]) -> Vec<[u8; 32]> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    let mut out = Vec::with_capacity(facts.len() + 1);
+    out.push(hasher.clone().finalize().into());
+    for f in facts {
+        hasher.update((f.len() as u64).to_le_bytes());
+        hasher.update(f.as_bytes());
+        out.push(hasher.clone().finalize().into());
+    }
+    out
+}
+
+/// Writes the subject's fact rows (issue 10, write amplification): when the stored facts are
+/// a prefix of the new ones (same count and digest, what every step of the engine does: facts
+/// are only appended), only the new facts are inserted; otherwise every fact row is rewritten.
+/// A version 5 row (facts inline in `state`, none counted) has the empty prefix: all its facts
+/// become rows.
+fn write_facts(
+    conn: &Connection,
+    t: &str,
+    st: &str,
+    sid: &str,
+    w: &SubjectWrite,
+) -> Result<(), StoreError> {
+    let stored: Option<(i64, Option<Vec<u8>>)> = conn
+        .prepare_cached(
+            "SELECT facts, facts_digest FROM subjects
+             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+        )
+        .map_err(db)?
+        .query_row(params![t, st, sid], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .map_err(db)?;
+    let (count, digest) = stored.unwrap_or((0, None));
+    let kept = usize::try_from(count).ok().filter(|&c| {
+        w.digests.get(c).is_some_and(|d| match &digest {
+            Some(stored) => stored.as_slice() == d.as_slice(),
+            None => c == 0,
+        })
+    });
+    let from = match kept {
+        Some(c) => c,
+        None => {
+            conn.prepare_cached(
+                "DELETE FROM subject_facts
+                 WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+            )
+            .map_err(db)?
+            .execute(params![t, st, sid])
+            .map_err(db)?;
+            0
+        }
+    };
+    for (position, json) in w.facts.iter().enumerate().skip(from) {
+        conn.prepare_cached(
+            "INSERT INTO subject_facts (tenant, subject_type, subject_id, position, fact)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .map_err(db)?
+        .execute(params![t, st, sid, position as i64, json])
+        .map_err(db)?;
+    }
+    Ok(())
 }
 
 /// Brings the subject's timer rows to `wanted` ([`SubjectWrite::timers`]): deletes the ones
@@ -1035,14 +1164,15 @@ fn purge_batch(
             // read. A subject is deleted with its index rows (fact keys, expectation ids,
             // timers), found from its state (`delete_subject_index`).
             let (t, st, sid) = after.clone().unwrap_or_default();
-            type Row = (String, String, String, Option<String>);
+            type Row = (String, String, String, Option<String>, i64);
             let rows: Vec<Row> = {
                 let mut stmt = tx
                     .prepare_cached(
                         "SELECT tenant, subject_type, subject_id,
                             CASE WHEN EXISTS (SELECT 1 FROM live AS l WHERE l.tenant = s.tenant
                                 AND l.subject_type = s.subject_type
-                                AND l.subject_id = s.subject_id) THEN NULL ELSE state END
+                                AND l.subject_id = s.subject_id) THEN NULL ELSE state END,
+                            facts
                          FROM subjects AS s
                          WHERE ?1 = 0 OR (tenant, subject_type, subject_id) > (?2, ?3, ?4)
                          ORDER BY tenant, subject_type, subject_id LIMIT ?5",
@@ -1050,16 +1180,17 @@ fn purge_batch(
                     .map_err(db)?;
                 let rows = stmt
                     .query_map(params![after.is_some(), t, st, sid, limit], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                     })
                     .map_err(db)?
                     .collect::<Result<Vec<Row>, _>>()
                     .map_err(db)?;
                 rows
             };
-            for (tenant, st, sid, json) in &rows {
+            for (tenant, st, sid, json, facts) in &rows {
                 let Some(json) = json else { continue };
-                let state: SubjectState = from_json(json, "subject")?;
+                let mut state: SubjectState = from_json(json, "subject")?;
+                with_fact_rows(tx, tenant, &mut state, *facts)?;
                 if !subject_retention(&state).purgeable(before) {
                     continue;
                 }
@@ -1074,7 +1205,7 @@ fn purge_batch(
                 delete_subject_index(tx, tenant, st, sid, &subject_index(&state))?;
             }
             match rows.last() {
-                Some((t, st, sid, _)) if full(rows.len()) => {
+                Some((t, st, sid, _, _)) if full(rows.len()) => {
                     PurgeCursor::Subjects(Some((t.clone(), st.clone(), sid.clone())))
                 }
                 _ => PurgeCursor::Tasks(None),
@@ -1186,8 +1317,8 @@ fn purge_batch(
     Ok((report, Some(next)))
 }
 
-/// Deletes the index rows of a purged subject: its timer rows (by the subject, their key's
-/// prefix), the expectation ids still pointing at it and its fact keys' rows for it. Every
+/// Deletes the rows of a purged subject besides its own: its timer and fact rows (by the
+/// subject, their key's prefix), the expectation ids still pointing at it and its fact keys' rows for it. Every
 /// record a subject ever held stays in its state, so its index derives every row it was given.
 fn delete_subject_index(
     tx: &Connection,
@@ -1197,12 +1328,15 @@ fn delete_subject_index(
     ix: &watcher_runtime::index::SubjectIndex,
 ) -> Result<(), StoreError> {
     // A subject with a live row is never purged, so it has no live rows to delete.
-    tx.prepare_cached(
+    for sql in [
         "DELETE FROM timers WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-    )
-    .map_err(db)?
-    .execute(params![t, st, sid])
-    .map_err(db)?;
+        "DELETE FROM subject_facts WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+    ] {
+        tx.prepare_cached(sql)
+            .map_err(db)?
+            .execute(params![t, st, sid])
+            .map_err(db)?;
+    }
     for e in &ix.expectations {
         tx.prepare_cached(
             "DELETE FROM id_index WHERE tenant = ?1 AND agent = ?2 AND expectation_id = ?3
@@ -1849,7 +1983,8 @@ mod tests {
         let tx = conn.transaction().unwrap();
         for i in 0..open + expired {
             tx.execute(
-                "INSERT INTO subjects VALUES ('t', 'shipment', ?1, 1, '{}')",
+                "INSERT INTO subjects (tenant, subject_type, subject_id, version, state)
+                     VALUES ('t', 'shipment', ?1, 1, '{}')",
                 [i.to_string()],
             )
             .unwrap();

@@ -27,6 +27,10 @@ use crate::codec::{db, from_json, instant_key};
 ///   WITHOUT ROWID, without foreign keys and without their indexes by subject; `live` is keyed
 ///   by subject first. A push writes about half the pages it did (issue 10, write
 ///   amplification); the purge deletes a subject's index rows itself. The tables are rebuilt.
+///   A subject's facts are rows of `subject_facts` (a fact appends one row instead of
+///   rewriting every fact of its subject), counted and digested in the subject's row (`facts`,
+///   `facts_digest`); a version 5 subject keeps its facts inline until its next commit moves
+///   them.
 pub const SCHEMA_VERSION: i64 = 6;
 
 /// How long a statement waits for another connection's write lock before failing with
@@ -39,14 +43,31 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// records are JSON (the serde form of the watcher-core types). The index tables are derived
 /// from `subjects` on every commit (`watcher_runtime::index::subject_index`).
 const SCHEMA: &str = r#"
+-- state: the subject's JSON without its facts (version 6; older rows may still hold them inline
+-- until their next commit). facts: how many of its facts are rows of subject_facts;
+-- facts_digest: SHA-256 over those facts' JSON (`FactsDigest`), so that a commit whose facts
+-- extend them appends the new ones only.
 CREATE TABLE IF NOT EXISTS subjects (
     tenant TEXT NOT NULL,
     subject_type TEXT NOT NULL,
     subject_id TEXT NOT NULL,
     version INTEGER NOT NULL,
     state TEXT NOT NULL,
+    facts INTEGER NOT NULL DEFAULT 0,
+    facts_digest BLOB,
     PRIMARY KEY (tenant, subject_type, subject_id)
 ) STRICT;
+
+-- A subject's facts, one row each, in receipt order (position from 0); only ever appended
+-- unless a commit rewrites a subject's facts (issue 10, write amplification).
+CREATE TABLE IF NOT EXISTS subject_facts (
+    tenant TEXT NOT NULL,
+    subject_type TEXT NOT NULL,
+    subject_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    fact TEXT NOT NULL,
+    PRIMARY KEY (tenant, subject_type, subject_id, position)
+) STRICT, WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS tasks (
     tenant TEXT NOT NULL,
@@ -265,6 +286,38 @@ DROP INDEX IF EXISTS live_agent;
 DROP INDEX IF EXISTS live_subject;
 "#;
 
+/// Version 5 → 6, before [`SCHEMA`]: the subject's `facts` and `facts_digest` columns, added
+/// where missing (their defaults say "no fact rows": a version 5 row keeps its facts inline
+/// until its next commit).
+fn add_subject_fact_columns(tx: &Connection) -> Result<(), StoreError> {
+    let columns: Vec<String> = {
+        let mut stmt = tx
+            .prepare("SELECT name FROM pragma_table_info('subjects')")
+            .map_err(db)?;
+        let names = stmt
+            .query_map([], |r| r.get(0))
+            .map_err(db)?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(db)?;
+        names
+    };
+    for (name, ddl) in [
+        (
+            "facts",
+            "ALTER TABLE subjects ADD COLUMN facts INTEGER NOT NULL DEFAULT 0",
+        ),
+        (
+            "facts_digest",
+            "ALTER TABLE subjects ADD COLUMN facts_digest BLOB",
+        ),
+    ] {
+        if !columns.iter().any(|c| c == name) {
+            tx.execute_batch(ddl).map_err(db)?;
+        }
+    }
+    Ok(())
+}
+
 /// Version 5 → 6, after [`SCHEMA`]: every row copied into the new tables, the old ones
 /// dropped.
 const V5_TO_V6_AFTER: &str = r#"
@@ -376,6 +429,7 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     }
     let rebuild_v5 = (1..=5).contains(&found);
     if rebuild_v5 {
+        add_subject_fact_columns(&tx)?;
         tx.execute_batch(V5_TO_V6_BEFORE).map_err(db)?;
     }
     tx.execute_batch(SCHEMA).map_err(db)?;

@@ -109,6 +109,21 @@ fn entry(message_id: &str) -> OutboxEntry {
     }
 }
 
+fn fact(key: &str, subject_id: &str, received: &str) -> watcher_core::slice::FactEntry {
+    let at = instant(received);
+    watcher_core::slice::FactEntry {
+        fact_key: watcher_core::ids::FactKey::parse(key).unwrap(),
+        source: watcher_core::ids::Source::parse("carrier-feed:test").unwrap(),
+        observed_at: at,
+        claimed_observed_at: at,
+        observed_at_given: None,
+        mapping: None,
+        received_at: at,
+        subject: Some(subject(subject_id)),
+        satisfied: Vec::new(),
+    }
+}
+
 fn raw(path: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open(path).unwrap()
 }
@@ -1068,6 +1083,99 @@ async fn a_commit_writes_one_page_per_tree_it_changes() {
     );
 }
 
+/// Issue 10, write amplification, for facts: a subject's facts are rows, so a fact on a subject
+/// that already holds 300 facts (about 60 KB of JSON, which version 5 rewrote whole, some 16
+/// pages, on every step) writes the subject's row and the one new fact row: the same 2 pages
+/// as on a subject with 1 fact. The subject then loads with all 301 facts in order; a commit
+/// whose facts do not extend the stored ones (here: one changed) rewrites them, and loads back
+/// as committed.
+#[tokio::test]
+async fn a_fact_writes_one_row_whatever_its_subject_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let t = tenant();
+    let mut pages = Vec::new();
+    for held in [1usize, 300] {
+        let id = format!("PA-{held}");
+        let mut state = state_with(vec![], &id);
+        for i in 0..held {
+            state
+                .facts
+                .push(fact(&format!("scan:{i}"), &id, "2026-09-10T12:00:00Z"));
+        }
+        store
+            .commit(
+                &t,
+                Commit {
+                    subjects: vec![state.clone()],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+        raw(&path)
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        let mut next = store.subject(&t, &subject(&id)).await.unwrap().unwrap();
+        assert_eq!(next.facts, state.facts, "the facts load back in order");
+        next.facts
+            .push(fact("scan:new", &id, "2026-09-10T12:05:00Z"));
+        store
+            .commit(
+                &t,
+                Commit {
+                    subjects: vec![next.clone()],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+        pages.push(wal_frames(&path));
+        let loaded = store.subject(&t, &subject(&id)).await.unwrap().unwrap();
+        assert_eq!(loaded.facts.len(), held + 1);
+        assert_eq!(loaded.facts, next.facts);
+    }
+    assert_eq!(
+        pages,
+        [2, 2],
+        "pages written by one more fact, at 1 and 300 facts held"
+    );
+
+    // Facts that do not extend the stored ones are rewritten, not appended.
+    let mut changed = store
+        .subject(&t, &subject("PA-300"))
+        .await
+        .unwrap()
+        .unwrap();
+    changed.facts[7] = fact("scan:changed", "PA-300", "2026-09-10T12:07:00Z");
+    changed.facts.truncate(100);
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![changed.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let loaded = store
+        .subject(&t, &subject("PA-300"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(loaded.facts, changed.facts);
+    let rows: i64 = raw(&path)
+        .query_row(
+            "SELECT COUNT(*) FROM subject_facts WHERE subject_id = 'PA-300'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 100);
+}
+
 /// The version 5 index tables (rowid tables with foreign keys and indexes by subject), as a
 /// version 5 build created them.
 const INDEX_TABLES_V5: &str = r#"
@@ -1151,31 +1259,33 @@ async fn a_version_5_file_gets_its_index_tables_rebuilt() {
     let t = tenant();
     let mut closed = record("exp-2", "PA-2", "2026-09-10T14:00:00Z", None, 2);
     closed.status = Status::Satisfied;
-    {
+    let mut open = state_with(
+        vec![record(
+            "exp-1",
+            "PA-1",
+            "2026-09-10T13:00:00Z",
+            Some("2026-09-10T15:00:00Z"),
+            1,
+        )],
+        "PA-1",
+    );
+    open.facts
+        .push(fact("scan:1", "PA-1", "2026-09-10T12:00:00Z"));
+    let full = {
         let store = SqliteStore::open(&path).unwrap();
         store
             .commit(
                 &t,
                 Commit {
-                    subjects: vec![
-                        state_with(
-                            vec![record(
-                                "exp-1",
-                                "PA-1",
-                                "2026-09-10T13:00:00Z",
-                                Some("2026-09-10T15:00:00Z"),
-                                1,
-                            )],
-                            "PA-1",
-                        ),
-                        state_with(vec![closed], "PA-2"),
-                    ],
+                    subjects: vec![open, state_with(vec![closed], "PA-2")],
                     ..Commit::default()
                 },
             )
             .await
             .unwrap();
-    }
+        store.subject(&t, &subject("PA-1")).await.unwrap().unwrap()
+    };
+    assert_eq!(full.facts.len(), 1);
     let expected = index_rows(&path);
     assert_eq!(expected.len(), 8, "{expected:#?}");
     // Back to the version 5 index tables, with the same rows.
@@ -1199,7 +1309,16 @@ async fn a_version_5_file_gets_its_index_tables_rebuilt() {
                  FROM l6;
              INSERT INTO agent_live_rows SELECT * FROM a6;
              DROP TABLE f6; DROP TABLE i6; DROP TABLE t6; DROP TABLE l6; DROP TABLE a6;
+             DROP TABLE subject_facts;
+             ALTER TABLE subjects DROP COLUMN facts;
+             ALTER TABLE subjects DROP COLUMN facts_digest;
              PRAGMA user_version = 5;",
+        )
+        .unwrap();
+        // Version 5 kept a subject's facts inline, in its state.
+        conn.execute(
+            "UPDATE subjects SET state = ?1 WHERE subject_id = 'PA-1'",
+            [serde_json::to_string(&full).unwrap()],
         )
         .unwrap();
     }
@@ -1274,8 +1393,37 @@ async fn a_version_5_file_gets_its_index_tables_rebuilt() {
         assert_eq!(due.len(), 1);
     }
 
-    // The closed subject is purged with its index rows; the open one keeps every row.
+    // The inline facts load as they were; the next commit makes them rows.
     let store = SqliteStore::open(&path).unwrap();
+    let mut loaded = store.subject(&t, &subject("PA-1")).await.unwrap().unwrap();
+    assert_eq!(loaded.facts, full.facts, "inline facts of a version 5 row");
+    loaded
+        .facts
+        .push(fact("scan:2", "PA-1", "2026-09-10T12:30:00Z"));
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![loaded.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let again = store.subject(&t, &subject("PA-1")).await.unwrap().unwrap();
+    assert_eq!(again.facts, loaded.facts);
+    let (rows, inline): (i64, String) = raw(&path)
+        .query_row(
+            "SELECT (SELECT COUNT(*) FROM subject_facts), state FROM subjects
+             WHERE subject_id = 'PA-1'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(rows, 2, "both facts are rows now");
+    assert!(inline.contains("\"facts\":[]"), "none inline: {inline}");
+
+    // The closed subject is purged with its index rows; the open one keeps every row.
     let report = store.purge(instant("2030-01-01T00:00:00Z")).await.unwrap();
     assert_eq!(report.subjects, 1);
     let left = index_rows(&path);
