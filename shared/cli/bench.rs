@@ -119,6 +119,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let baseline = slow_agent(&opts, false)
         .await
         .context("the slow-agent baseline failed")?;
+    eprintln!("bench: status updates at 0 and 20k other lapse tasks ...");
+    let status = status_updates(&opts)
+        .await
+        .context("the status-update phase failed")?;
     if !results.is_empty() {
         print_table(&results);
     }
@@ -128,6 +132,15 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         slow["fastP99Ms"],
         opts.slow_answer.as_secs(),
         baseline["fastP99Ms"],
+    );
+    println!(
+        "{:<24} {:>14}   (p50 {} ms at {} lapse tasks, {} ms at {}; target ratio <= 2)",
+        "status update p50 ratio",
+        status["p50Ratio"],
+        status["sizes"][0]["p50Ms"],
+        status["sizes"][0]["lapseTasks"],
+        status["sizes"][1]["p50Ms"],
+        status["sizes"][1]["lapseTasks"],
     );
     let doc = json!({
         "bench": "a2a-watcher",
@@ -139,6 +152,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         "sizes": results,
         "slowAgent": slow,
         "slowAgentBaseline": baseline,
+        "statusUpdates": status,
     });
     println!("{doc}");
     Ok(())
@@ -908,6 +922,138 @@ push_token = "push-slow"
         "slowRequests": slow_requests,
         "targetP99Ms": 250,
     }))
+}
+
+/// Lapse tasks besides the measured ones in the status-update phase: issue 10's target is an
+/// update at 20k lapse tasks within 2 × one at 0.
+const STATUS_BACKGROUND: [usize; 2] = [0, 20_000];
+/// Status updates timed at each size (each to its own lapse task, one at a time).
+const STATUS_UPDATES: usize = 200;
+
+/// Status-update latency (issue 10): a fresh `serve` whose outbox holds `STATUS_UPDATES`
+/// lapse tasks the agent created plus 0 or 20,000 others (written into the store before it
+/// starts), then one agent's `statusUpdate` push per measured lapse task, one at a time, timed
+/// from request to answer. An update finds its lapse task by the task id (`track_lapse_task`);
+/// the figure shows whether that grows with the outbox.
+async fn status_updates(opts: &Options) -> anyhow::Result<Value> {
+    let mut sizes = Vec::new();
+    for background in STATUS_BACKGROUND {
+        let base = opts.dir.clone().unwrap_or_else(std::env::temp_dir);
+        let dir = TempDir(base.join(format!(
+            "a2a-watcher-bench-status-{}-{background}-{}",
+            std::process::id(),
+            jiff::Timestamp::now().as_millisecond()
+        )));
+        std::fs::create_dir_all(&dir.0)?;
+        let agent = CaptureAgent::spawn(Behaviour::accept()).await?;
+        let config = write_config(&dir.0, &agent.url(), 0)?;
+        {
+            let store = SqliteStore::open(&config.database)?;
+            let tenant = Tenant::parse("default").map_err(anyhow::Error::msg)?;
+            let agent_id = AgentId::parse("booking").map_err(anyhow::Error::msg)?;
+            let now = SystemClock.now();
+            let ids: Vec<String> = (0..STATUS_UPDATES)
+                .map(|i| format!("measured-{i}"))
+                .chain((0..background).map(|i| format!("other-{i}")))
+                .collect();
+            for chunk in ids.chunks(PRELOAD_BATCH) {
+                let outbox = chunk
+                    .iter()
+                    .map(|id| sent_lapse_task(&tenant, &agent_id, id, now))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                store
+                    .commit(
+                        &tenant,
+                        Commit {
+                            outbox,
+                            ..Commit::default()
+                        },
+                    )
+                    .await?;
+            }
+        }
+        let config_db = config.database.clone();
+        let running = crate::serve::start(config).await?;
+        let base_url = format!("http://{}", running.addr);
+        let http = reqwest::Client::new();
+        let mut ms = Vec::with_capacity(STATUS_UPDATES);
+        for i in 0..STATUS_UPDATES {
+            let body = json!({ "statusUpdate": {
+                "taskId": format!("task-measured-{i}"), "contextId": "ctx-lapses",
+                "status": { "state": "TASK_STATE_WORKING",
+                    "timestamp": jiff::Timestamp::now().to_string() }
+            } });
+            let t = Clock::now();
+            post_push(&http, &base_url, &body).await?;
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        running.shutdown().await;
+        drop(agent);
+        // Every update reached its lapse task.
+        let store = SqliteStore::open(&config_db)?;
+        let tenant = Tenant::parse("default").map_err(anyhow::Error::msg)?;
+        let agent_id = AgentId::parse("booking").map_err(anyhow::Error::msg)?;
+        let mut working = 0;
+        for i in 0..STATUS_UPDATES {
+            let found = store
+                .outbox_by_task(&tenant, &agent_id, &format!("task-measured-{i}"))
+                .await?;
+            working += found
+                .iter()
+                .filter(|e| e.task_state.as_deref() == Some("TASK_STATE_WORKING"))
+                .count();
+        }
+        drop(store);
+        ms.sort_by(f64::total_cmp);
+        let pct = |p: f64| {
+            let i = ((p * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1;
+            round(ms[i], 2)
+        };
+        sizes.push(json!({
+            "lapseTasks": STATUS_UPDATES + background,
+            "updates": STATUS_UPDATES,
+            "updatedSeen": working,
+            "p50Ms": pct(0.5),
+            "p99Ms": pct(0.99),
+            "maxMs": pct(1.0),
+        }));
+    }
+    let ratio = match (sizes.first(), sizes.last()) {
+        (Some(a), Some(b)) => {
+            round(b["p50Ms"].as_f64().unwrap_or(0.0) / a["p50Ms"].as_f64().unwrap_or(1.0), 2)
+        }
+        _ => 0.0,
+    };
+    Ok(json!({ "sizes": sizes, "p50Ratio": ratio, "targetRatio": 2 }))
+}
+
+/// A lapse task already sent to `agent`, which created task `task-{id}` for it.
+fn sent_lapse_task(
+    tenant: &Tenant,
+    agent: &AgentId,
+    id: &str,
+    now: Instant,
+) -> anyhow::Result<watcher_runtime::store::OutboxEntry> {
+    Ok(watcher_runtime::store::OutboxEntry {
+        tenant: tenant.clone(),
+        agent: agent.clone(),
+        message_id: format!("lapse:{id}:overdue:bench"),
+        expectation_id: watcher_core::ids::ExpectationId::parse(id).map_err(anyhow::Error::msg)?,
+        lapse: watcher_core::record::LapseKind::Overdue,
+        lapsed_at: now,
+        request: json!({ "message": { "messageId": format!("lapse:{id}:overdue:bench") } }),
+        delivery: watcher_runtime::store::DeliveryState::Sent,
+        attempts: 1,
+        next_attempt_at: now,
+        task_id: Some(format!("task-{id}")),
+        task_state: Some("TASK_STATE_SUBMITTED".into()),
+        answered_with_message: false,
+        last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
+    })
 }
 
 /// `write_bytes` of /proc/self/io: bytes this process caused to be sent to storage (0 where
