@@ -411,8 +411,8 @@ pub trait Store: Send + Sync {
     /// outbox is; `next` is set whenever positions remain after the ones looked at.
     ///
     /// The default pages over [`Store::lapses`] (the position is the index in that list), whose
-    /// cost grows with the tenant's outbox: for a store without the index yet; the memory and
-    /// SQLite stores override it.
+    /// cost grows with the tenant's outbox: for a store without the index yet; the memory,
+    /// SQLite and DynamoDB stores override it.
     ///
     /// # Errors
     /// Backend or corrupt data.
@@ -444,7 +444,7 @@ pub trait Store: Send + Sync {
     /// (`None` at the end). Keyset pagination on an index by (tenant, agent, position).
     ///
     /// The default pages over [`Store::rejections`] (the position is the index in that list),
-    /// whose cost grows with the agent's refusals; the SQLite store overrides it.
+    /// whose cost grows with the agent's refusals; the SQLite and DynamoDB stores override it.
     ///
     /// # Errors
     /// Backend or corrupt data.

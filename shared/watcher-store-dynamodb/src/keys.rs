@@ -5,7 +5,8 @@
 //! different tuples never give the same key. A key longer than DynamoDB allows (2048 bytes for
 //! a partition key, 1024 for a sort key; identifiers may be 512 bytes each) is replaced by
 //! `{prefix}#%sha256:{hex}` of the full key: `%s` never occurs in an escaped component, so a
-//! hashed key never equals a natural one. Nothing reads a key back: every item also carries its
+//! hashed key never equals a natural one. Nothing reads a key back but a rejections item's
+//! [`row_sk`] (a plain number, never hashed: [`row_of`]); every other item carries its
 //! identifiers as attributes.
 
 use sha2::{Digest, Sha256};
@@ -159,7 +160,23 @@ pub(crate) fn follow_agent(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
-/// `OUTBOX#{tenant}`: a tenant's lapse tasks, one row per (agent, `messageId`).
+/// `LAPSES#{tenant}`: partition of the `lapses-tenant` index (a tenant's lapse tasks in order
+/// of lapse, `GET /v1/lapses`).
+pub(crate) fn lapses_tenant(tenant: &Tenant) -> String {
+    join("LAPSES", &[tenant.as_str()], MAX_PARTITION_KEY)
+}
+
+/// `LAPSES#{tenant}#{agent}`: partition of the `lapses-agent` index (one agent's lapse tasks
+/// in order of lapse, `GET /v1/lapses?agent=`). Two components, so it never equals a
+/// [`lapses_tenant`] value (they live in different indexes anyway).
+pub(crate) fn lapses_agent(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "LAPSES",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
 /// `CARD#{tenant}#{agent}`: the last agent card read (serve.md "Agents are independent").
 pub(crate) fn agent_card_pk(tenant: &Tenant, agent: &AgentId) -> String {
     join(
@@ -179,6 +196,7 @@ pub(crate) fn lifecycle_pk(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
+/// `OUTBOX#{tenant}`: a tenant's lapse tasks, one row per (agent, `messageId`).
 pub(crate) fn outbox_pk(tenant: &Tenant) -> String {
     join("OUTBOX", &[tenant.as_str()], MAX_PARTITION_KEY)
 }
@@ -204,6 +222,40 @@ pub(crate) fn rejections_pk(tenant: &Tenant, agent: &AgentId) -> String {
 /// A row number as a sort key: 20 digits, so that string order is number order.
 pub(crate) fn row_sk(seq: u64) -> String {
     format!("{seq:020}")
+}
+
+/// The row number of a rejections item, read back from its [`row_sk`].
+///
+/// # Errors
+/// The sort key when it is not 20 digits (not written by [`row_sk`]).
+pub(crate) fn row_of(sk: &str) -> Result<u64, String> {
+    if sk.len() == 20 && sk.bytes().all(|b| b.is_ascii_digit()) {
+        sk.parse().map_err(|_| sk.to_string())
+    } else {
+        Err(sk.to_string())
+    }
+}
+
+/// Positions of rejections one item apart (`rejections_page`): a rejection's position is
+/// `row × REJECTION_STRIDE + index`, `row` the row number of its item ([`row_sk`]) and `index`
+/// its place in the item's list (below `REJECTIONS_PER_ITEM`, at most this). Positions so
+/// ordered are ordered as (item, place in the item) is, which is the order rejections were
+/// kept in; a position decodes back into both with [`rejection_row`]. A `u64` holds rows up to
+/// 1.8 × 10^16, far beyond what the row counter reaches.
+pub(crate) const REJECTION_STRIDE: u64 = 1000;
+
+/// The position of the `index`-th rejection of the rejections item numbered `row`; `None` when
+/// `row` is too large to number its rejections.
+pub(crate) fn rejection_position(row: u64, index: usize) -> Option<u64> {
+    let index = u64::try_from(index)
+        .ok()
+        .filter(|i| *i < REJECTION_STRIDE)?;
+    row.checked_mul(REJECTION_STRIDE)?.checked_add(index)
+}
+
+/// The item row number and place in the item of a [`rejection_position`].
+pub(crate) fn rejection_row(position: u64) -> (u64, u64) {
+    (position / REJECTION_STRIDE, position % REJECTION_STRIDE)
 }
 
 /// An instant as a string key: `as_nanos() + 10^21`, zero-padded to 22 digits, so that string
@@ -277,6 +329,23 @@ mod tests {
             sk.starts_with("%sha256:") && sk.len() <= MAX_SORT_KEY,
             "{sk}"
         );
+    }
+
+    #[test]
+    fn rejection_positions_keep_the_order_of_items_and_places() {
+        let list = [(1, 0), (1, 1), (1, 99), (2, 0), (10, 5), (11, 0)];
+        let positions: Vec<u64> = list
+            .iter()
+            .map(|(row, i)| rejection_position(*row, *i).unwrap())
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+        for ((row, i), p) in list.iter().zip(&positions) {
+            assert_eq!(rejection_row(*p), (*row, *i as u64));
+        }
+        assert_eq!(rejection_position(1, 1000), None, "a place past the stride");
+        assert_eq!(rejection_position(u64::MAX / 10, 0), None, "a row past u64");
+        assert_eq!(row_of(&row_sk(42)), Ok(42));
+        assert!(row_of("00042").is_err() && row_of("0000000000000000004x").is_err());
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub mod table;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
@@ -41,7 +43,8 @@ use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 use watcher_runtime::index::subject_index;
 use watcher_runtime::store::{
-    Commit, DeliveryState, DueTimer, OutboxEntry, PurgeReport, Store, StoreError,
+    cut_page, lapse_scan_budget, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery,
+    OutboxEntry, PurgeReport, Store, StoreError,
 };
 
 use crate::codec::{
@@ -53,20 +56,25 @@ pub use crate::error::{
 };
 use crate::keys::{
     agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, follow_agent,
-    instant_key, live_agent, live_count_pk, outbox_pk, outbox_sk, outbox_task, rejections_pk,
-    row_sk, subject_pk, task_pk, COUNTER_PK, ITEM, QUEUED_PARTITION, RAISE_COUNTER, ROW_COUNTER,
+    instant_key, lapses_agent, lapses_tenant, live_agent, live_count_pk, outbox_pk, outbox_sk,
+    outbox_task, rejection_position, rejection_row, rejections_pk, row_of, row_sk, subject_pk,
+    task_pk, COUNTER_PK, ITEM, QUEUED_PARTITION, RAISE_COUNTER, REJECTION_STRIDE, ROW_COUNTER,
     TIMERS_PARTITION,
 };
 pub use crate::table::create_table;
 use crate::table::{
     AGENT_DELIVERY, DELIVERY, ENTRY, EXPIRES_AT, FOLLOW_AGENT, FOLLOW_AT, INDEXED, KIND,
-    LIVE_AGENT, LIVE_INDEX, LIVE_UNTIL, NEXT_ATTEMPT, OUTBOX_AGENT_INDEX, OUTBOX_DUE_INDEX,
-    OUTBOX_FOLLOW_INDEX, OUTBOX_TASK_INDEX, PK, QUEUED, REJECTIONS, SEQ, SK, STATE, SUBJECT,
-    TASK_KEY, TENANT, TIMERS, TIMERS_INDEX, TIMERS_PK, TIMERS_SK, VALUE, VERSION,
+    LAPSES_AGENT, LAPSES_AGENT_INDEX, LAPSES_TENANT, LAPSES_TENANT_INDEX, LIVE_AGENT, LIVE_INDEX,
+    LIVE_UNTIL, NEXT_ATTEMPT, OUTBOX_AGENT_INDEX, OUTBOX_DUE_INDEX, OUTBOX_FOLLOW_INDEX,
+    OUTBOX_TASK_INDEX, PK, QUEUED, REJECTIONS, SEQ, SK, STATE, SUBJECT, TASK_KEY, TENANT, TIMERS,
+    TIMERS_INDEX, TIMERS_PK, TIMERS_SK, VALUE, VERSION,
 };
 
 /// Rejections kept in one item (one item per commit and agent; more make several items).
 const REJECTIONS_PER_ITEM: usize = 100;
+
+// Every place in an item has its own rejection position (keys::rejection_position).
+const _: () = assert!(REJECTIONS_PER_ITEM as u64 <= REJECTION_STRIDE);
 
 /// Reads in flight at once for one call (a load's subjects, a commit's pre-read).
 const READ_CONCURRENCY: usize = 16;
@@ -80,6 +88,9 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     retention_days: u32,
+    /// Items read and written so far ([`Store::work_done`]), while counted
+    /// ([`DynamoStore::counting_work`]).
+    work: Option<Arc<AtomicU64>>,
 }
 
 /// One write of a transaction, with what it is in words for a conflict message.
@@ -98,6 +109,24 @@ impl DynamoStore {
             client,
             table: table.into(),
             retention_days,
+            work: None,
+        }
+    }
+
+    /// This store (and its clones made from now on), counting the items it reads and writes
+    /// ([`Store::work_done`]): each `GetItem`, each item a `Query` or `Scan` looked at (its
+    /// `ScannedCount`, filtered out or not), each item of a `TransactWriteItems` and each
+    /// `PutItem` and `UpdateItem`. For tests that check that a call's cost does not grow with
+    /// the table; the deployed functions never turn it on.
+    pub fn counting_work(mut self) -> Self {
+        self.work = Some(Arc::new(AtomicU64::new(0)));
+        self
+    }
+
+    /// Adds `items` to the work counted, when counting.
+    fn count(&self, items: impl TryInto<u64>) {
+        if let Some(work) = &self.work {
+            work.fetch_add(items.try_into().unwrap_or(0), Ordering::Relaxed);
         }
     }
 
@@ -123,6 +152,7 @@ impl DynamoStore {
             .send()
             .await
             .map_err(StoreError::backend)?;
+        self.count(1u64);
         Ok(out.item)
     }
 
@@ -151,6 +181,7 @@ impl DynamoStore {
             .send()
             .await
             .map_err(StoreError::backend)?;
+        self.count(1u64);
         Ok(out.item)
     }
 
@@ -167,6 +198,7 @@ impl DynamoStore {
                 .send()
                 .await
                 .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
             items.extend(out.items.unwrap_or_default());
             start = out.last_evaluated_key;
             if start.is_none() {
@@ -206,6 +238,7 @@ impl DynamoStore {
             .send()
             .await
             .map_err(StoreError::backend)?;
+        self.count(1u64);
         let attrs = out.attributes.unwrap_or_default();
         get_u64(&attrs, VALUE, &format!("counter {counter}"))
     }
@@ -307,6 +340,7 @@ impl DynamoStore {
                 .send()
                 .await
                 .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
             expired += i64::from(out.count);
             start = out.last_evaluated_key;
             if start.is_none() {
@@ -372,6 +406,7 @@ impl DynamoStore {
                 .send()
                 .await
                 .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
             for item in out.items.unwrap_or_default() {
                 keys.push((
                     get_s(&item, PK, &what)?.into(),
@@ -422,6 +457,73 @@ impl DynamoStore {
         Ok(found.into_iter().map(|(_, e)| e).find(|e| {
             e.tenant == *tenant && e.agent == *agent && e.task_id.as_deref() == Some(task_id)
         }))
+    }
+
+    /// Writes the `lapses-tenant` and `lapses-agent` keys (`lapsesTenant`, `lapsesAgent`) on
+    /// every lapse task that lacks them (written before those indexes existed), so that
+    /// `GET /v1/lapses` pages find them; answers how many it updated. A one-off after the
+    /// upgrade (docs/dynamodb.md, "Upgrading"), never on a request path: it scans the whole
+    /// table. Safe to run again and while the watcher runs (the attributes never change, and
+    /// an entry deleted meanwhile is not written back).
+    ///
+    /// # Errors
+    /// Backend errors (what was updated before stays updated), or corrupt data.
+    pub async fn backfill_lapse_indexes(&self) -> Result<u64, StoreError> {
+        let mut updated = 0;
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("#k = :outbox AND attribute_not_exists(#lt)")
+                .projection_expression("#pk, #sk, #e, #seq")
+                .expression_attribute_names("#k", KIND)
+                .expression_attribute_names("#lt", LAPSES_TENANT)
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_names("#e", ENTRY)
+                .expression_attribute_names("#seq", SEQ)
+                .expression_attribute_values(":outbox", s("outbox"))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            for item in out.items.unwrap_or_default() {
+                let (_, entry) = entry_of(&item)?;
+                let what = "outbox entry";
+                let update = self
+                    .client
+                    .update_item()
+                    .table_name(&self.table)
+                    .key(PK, s(get_s(&item, PK, what)?))
+                    .key(SK, s(get_s(&item, SK, what)?))
+                    .update_expression("SET #lt = :lt, #la = :la")
+                    .condition_expression("attribute_exists(#pk)")
+                    .expression_attribute_names("#pk", PK)
+                    .expression_attribute_names("#lt", LAPSES_TENANT)
+                    .expression_attribute_names("#la", LAPSES_AGENT)
+                    .expression_attribute_values(":lt", s(lapses_tenant(&entry.tenant)))
+                    .expression_attribute_values(
+                        ":la",
+                        s(lapses_agent(&entry.tenant, &entry.agent)),
+                    );
+                self.count(1u64);
+                match update.send().await {
+                    Ok(_) => updated += 1,
+                    // Deleted meanwhile (expired): nothing to index.
+                    Err(e)
+                        if e.as_service_error()
+                            .is_some_and(|se| se.is_conditional_check_failed_exception()) => {}
+                    Err(e) => return Err(StoreError::backend(e)),
+                }
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(updated);
+            }
+        }
     }
 
     /// The subject put of a commit and the index rows it changes.
@@ -553,6 +655,12 @@ impl DynamoStore {
         item.insert(TENANT.into(), s(entry.tenant.as_str()));
         item.insert(ENTRY.into(), s(to_json(entry)?));
         item.insert(SEQ.into(), n(seq));
+        // The keys of the `lapses-tenant` and `lapses-agent` indexes (sorted by `seq`).
+        item.insert(LAPSES_TENANT.into(), s(lapses_tenant(&entry.tenant)));
+        item.insert(
+            LAPSES_AGENT.into(),
+            s(lapses_agent(&entry.tenant, &entry.agent)),
+        );
         item.insert(DELIVERY.into(), s(entry.delivery.as_str()));
         item.insert(NEXT_ATTEMPT.into(), s(instant_key(entry.next_attempt_at)));
         item.insert(
@@ -862,6 +970,7 @@ impl Store for DynamoStore {
             puts.push(self.live_count_update(tenant, agent, *delta)?);
             whats.push(format!("live-row counter of agent {agent}"));
         }
+        self.count(puts.len());
         self.client
             .transact_write_items()
             .set_transact_items(Some(puts))
@@ -904,6 +1013,7 @@ impl Store for DynamoStore {
                 .send()
                 .await
                 .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
             for item in out.items.unwrap_or_default() {
                 let timers = timers_of(&item)?;
                 // Subjects come in the order of their earliest timer: once that is after the
@@ -942,6 +1052,7 @@ impl Store for DynamoStore {
             .send()
             .await
             .map_err(StoreError::backend)?;
+        self.count(out.scanned_count);
         match out.items.unwrap_or_default().first() {
             None => Ok(None),
             Some(item) => Ok(timers_of(item)?.into_iter().next()),
@@ -974,6 +1085,7 @@ impl Store for DynamoStore {
                 .send()
                 .await
                 .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
             for item in out.items.unwrap_or_default() {
                 let state: SubjectState = from_json(get_s(&item, STATE, "subject")?, "subject")?;
                 all.extend(state.records);
@@ -1020,6 +1132,7 @@ impl Store for DynamoStore {
                 .send()
                 .await
                 .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
             for item in out.items.unwrap_or_default() {
                 let what = "outbox-due index entry";
                 keys.push((
@@ -1065,7 +1178,16 @@ impl Store for DynamoStore {
     }
 
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
-        let mut set = vec!["#e = :e", "#d = :d", "#n = :n", "#ad = :ad"];
+        // `lapsesTenant` and `lapsesAgent` never change, and are set again here so that an
+        // entry written before the `lapses-*` indexes existed enters them at its next update.
+        let mut set = vec![
+            "#e = :e",
+            "#d = :d",
+            "#n = :n",
+            "#ad = :ad",
+            "#lt = :lt",
+            "#la = :la",
+        ];
         let mut remove = Vec::new();
         let mut req = self
             .client
@@ -1078,6 +1200,10 @@ impl Store for DynamoStore {
             .expression_attribute_names("#d", DELIVERY)
             .expression_attribute_names("#n", NEXT_ATTEMPT)
             .expression_attribute_names("#ad", AGENT_DELIVERY)
+            .expression_attribute_names("#lt", LAPSES_TENANT)
+            .expression_attribute_names("#la", LAPSES_AGENT)
+            .expression_attribute_values(":lt", s(lapses_tenant(&entry.tenant)))
+            .expression_attribute_values(":la", s(lapses_agent(&entry.tenant, &entry.agent)))
             .expression_attribute_values(
                 ":ad",
                 s(agent_delivery(
@@ -1145,6 +1271,7 @@ impl Store for DynamoStore {
             req = req.expression_attribute_values(":sent", s(DeliveryState::Sent.as_str()));
             "attribute_exists(#pk) AND #d <> :sent".to_string()
         };
+        self.count(1u64);
         match req
             .update_expression(update)
             .condition_expression(condition)
@@ -1222,6 +1349,7 @@ impl Store for DynamoStore {
     }
 
     async fn probe_write(&self, now: Instant) -> Result<(), StoreError> {
+        self.count(1u64);
         self.client
             .put_item()
             .table_name(&self.table)
@@ -1242,6 +1370,7 @@ impl Store for DynamoStore {
         card: &serde_json::Value,
         read_at: Instant,
     ) -> Result<(), StoreError> {
+        self.count(1u64);
         self.client
             .put_item()
             .table_name(&self.table)
@@ -1289,6 +1418,7 @@ impl Store for DynamoStore {
         descriptor: &serde_json::Value,
         probed_at: Instant,
     ) -> Result<(), StoreError> {
+        self.count(1u64);
         self.client
             .put_item()
             .table_name(&self.table)
@@ -1344,6 +1474,157 @@ impl Store for DynamoStore {
             .collect::<Result<Vec<_>, _>>()?;
         entries.sort_by_key(|(seq, _)| *seq);
         Ok(entries.into_iter().map(|(_, e)| e).collect())
+    }
+
+    /// Keyset pages over the sparse `lapses-tenant` index (partition `LAPSES#{tenant}`), or
+    /// `lapses-agent` (`LAPSES#{tenant}#{agent}`) when `query.agent` is given, both sorted by
+    /// the entry's `seq` (its insertion order, the position answered) with every attribute
+    /// projected: `Query` with `seq > after`, stopping once the page is full and one more match
+    /// is seen, or [`lapse_scan_budget`] positions were looked at. `delivery` and `since` are
+    /// filtered here, so every position looked at counts towards the budget as in the SQLite
+    /// store. The first request's `Limit` is `limit` + 1 (all a page without those filters
+    /// needs), each further one twice the one before, never past the budget left: a page reads
+    /// at most the budget of items (`limit` + 1 when nothing is filtered out), whatever the
+    /// outbox's size.
+    ///
+    /// The index is eventually consistent: a lapse task written or updated milliseconds ago
+    /// may be missing or show its previous state (docs/dynamodb.md, "Consistency").
+    async fn lapses_page(
+        &self,
+        tenant: &Tenant,
+        query: &LapseQuery,
+    ) -> Result<LapsePage, StoreError> {
+        let limit = query.limit.max(1);
+        let budget = lapse_scan_budget(limit);
+        let (index, partition) = match &query.agent {
+            Some(agent) => (
+                LAPSES_AGENT_INDEX,
+                (LAPSES_AGENT, lapses_agent(tenant, agent)),
+            ),
+            None => (LAPSES_TENANT_INDEX, (LAPSES_TENANT, lapses_tenant(tenant))),
+        };
+        let mut page = LapsePage::default();
+        let mut looked = 0usize;
+        let mut last = None;
+        let mut start = None;
+        let mut items_per_request = limit.saturating_add(1);
+        'requests: loop {
+            let items = items_per_request.min(budget - looked);
+            let items = i32::try_from(items).unwrap_or(i32::MAX);
+            let mut req = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(index)
+                .expression_attribute_names("#p", partition.0)
+                .expression_attribute_values(":p", s(partition.1.clone()))
+                .limit(items)
+                .set_exclusive_start_key(start);
+            req = match query.after {
+                Some(after) => req
+                    .key_condition_expression("#p = :p AND #s > :after")
+                    .expression_attribute_names("#s", SEQ)
+                    .expression_attribute_values(":after", n(after)),
+                None => req.key_condition_expression("#p = :p"),
+            };
+            let out = req.send().await.map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            for item in out.items.unwrap_or_default() {
+                let (seq, entry) = entry_of(&item)?;
+                if entry.tenant == *tenant && query.matches(&entry) {
+                    if page.entries.len() == limit {
+                        // A match after a full page: the next page starts after the page's last
+                        // position looked at.
+                        page.next = last;
+                        break 'requests;
+                    }
+                    page.entries.push((seq, entry));
+                }
+                looked += 1;
+                last = Some(seq);
+                if looked == budget {
+                    page.next = last;
+                    break 'requests;
+                }
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+            items_per_request = items_per_request.saturating_mul(2);
+        }
+        Ok(page)
+    }
+
+    /// A keyset page of the `REJECT#{tenant}#{agent}` partition, strongly consistent: one
+    /// `Query` with `sk >= row_sk(row of after)` and a small `Limit` (2 items, then twice as
+    /// many per further request), stopping once `limit` + 1 rejections are found. Positions are
+    /// `row × 1,000 + place in the item` (`keys::rejection_position`), so a page may start in
+    /// the middle of an item. Reads at most `limit` + 2 items, and usually one or two.
+    async fn rejections_page(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<(Vec<(u64, Rejection)>, Option<u64>), StoreError> {
+        let what = format!("rejections of {agent} in tenant {tenant}");
+        let limit = limit.max(1);
+        let pk = rejections_pk(tenant, agent);
+        let mut found: Vec<(u64, Rejection)> = Vec::new();
+        let mut items_per_request = 2usize;
+        let mut start = None;
+        loop {
+            // Every item holds at least one rejection; the first (the item of `after`) may hold
+            // none after it.
+            let wanted = limit + 1 - found.len();
+            let first = usize::from(start.is_none());
+            let items = items_per_request.min(wanted + first);
+            let mut req = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_values(":pk", s(pk.clone()))
+                .consistent_read(true)
+                .limit(i32::try_from(items).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start);
+            req = match after {
+                Some(after) => req
+                    .key_condition_expression("#pk = :pk AND #sk >= :from")
+                    .expression_attribute_names("#sk", SK)
+                    .expression_attribute_values(":from", s(row_sk(rejection_row(after).0))),
+                None => req.key_condition_expression("#pk = :pk"),
+            };
+            let out = req.send().await.map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            for item in out.items.unwrap_or_default() {
+                let row = row_of(get_s(&item, SK, &what)?)
+                    .map_err(|sk| StoreError::Corrupt(format!("{what}: sort key {sk}")))?;
+                let list: Vec<Rejection> = from_json(get_s(&item, REJECTIONS, &what)?, &what)?;
+                for (i, r) in list.into_iter().enumerate() {
+                    let position = rejection_position(row, i).ok_or_else(|| {
+                        StoreError::Corrupt(format!("{what}: row {row} place {i} has no position"))
+                    })?;
+                    if after.is_some_and(|a| position <= a) {
+                        continue;
+                    }
+                    found.push((position, r));
+                    if found.len() > limit {
+                        return Ok(cut_page(found, limit));
+                    }
+                }
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(cut_page(found, limit));
+            }
+            items_per_request = items_per_request.saturating_mul(2);
+        }
+    }
+
+    fn work_done(&self) -> Option<u64> {
+        self.work.as_ref().map(|w| w.load(Ordering::Relaxed))
     }
 
     /// Deletes nothing and answers an empty report: DynamoDB deletes expired items itself,

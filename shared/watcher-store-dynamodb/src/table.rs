@@ -1,4 +1,4 @@
-//! The table: attribute names, the six global secondary indexes, TTL, and [`create_table`]
+//! The table: attribute names, the eight global secondary indexes, TTL, and [`create_table`]
 //! (docs/dynamodb.md, "Table"; the CloudFormation table in `template.yaml` mirrors it).
 
 use std::time::Duration;
@@ -80,6 +80,18 @@ pub const TASK_KEY: &str = "taskKey";
 /// Task), for status updates pushed on that task.
 pub const OUTBOX_TASK_INDEX: &str = "outbox-task";
 
+/// Partition key (S) of the `lapses-tenant` index: `LAPSES#{tenant}`, on every lapse task
+/// written or updated since the index exists.
+pub const LAPSES_TENANT: &str = "lapsesTenant";
+/// Partition key (S) of the `lapses-agent` index: `LAPSES#{tenant}#{agent}`, on the same items.
+pub const LAPSES_AGENT: &str = "lapsesAgent";
+/// Index of a tenant's lapse tasks in order of lapse ([`SEQ`]), every attribute projected:
+/// one `Query` answers a page of `GET /v1/lapses` (sparse: only outbox items).
+pub const LAPSES_TENANT_INDEX: &str = "lapses-tenant";
+/// Index of one agent's lapse tasks in order of lapse ([`SEQ`]), every attribute projected:
+/// a page of `GET /v1/lapses?agent=` (sparse: only outbox items).
+pub const LAPSES_AGENT_INDEX: &str = "lapses-agent";
+
 fn key(name: &str, key_type: KeyType) -> Result<KeySchemaElement, StoreError> {
     KeySchemaElement::builder()
         .attribute_name(name)
@@ -111,7 +123,7 @@ fn index(
         .map_err(StoreError::backend)
 }
 
-/// Creates the watcher's table `table` (on-demand billing, six GSIs), waits until it is
+/// Creates the watcher's table `table` (on-demand billing, eight GSIs), waits until it is
 /// active (at most `wait`), and turns TTL on for [`EXPIRES_AT`]. For tests, local setups and as
 /// the reference the CloudFormation template follows (docs/dynamodb.md lists the same).
 ///
@@ -136,6 +148,8 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
         .attribute_definitions(attribute(FOLLOW_AGENT, s.clone())?)
         .attribute_definitions(attribute(FOLLOW_AT, s.clone())?)
         .attribute_definitions(attribute(TASK_KEY, s.clone())?)
+        .attribute_definitions(attribute(LAPSES_TENANT, s.clone())?)
+        .attribute_definitions(attribute(LAPSES_AGENT, s.clone())?)
         .attribute_definitions(attribute(LIVE_UNTIL, s)?)
         .key_schema(key(PK, KeyType::Hash)?)
         .key_schema(key(SK, KeyType::Range)?)
@@ -188,6 +202,22 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
             SK,
             Projection::builder()
                 .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )?)
+        .global_secondary_indexes(index(
+            LAPSES_TENANT_INDEX,
+            LAPSES_TENANT,
+            SEQ,
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )?)
+        .global_secondary_indexes(index(
+            LAPSES_AGENT_INDEX,
+            LAPSES_AGENT,
+            SEQ,
+            Projection::builder()
+                .projection_type(ProjectionType::All)
                 .build(),
         )?)
         .send()

@@ -1,0 +1,392 @@
+//! Keyset pages of `GET /v1/lapses` and of an agent's rejections on a local moto server (see
+//! `tests/common`): what a page reads does not grow with the outbox or the rejections kept
+//! (issue 10), pages cross rejections items, and lapse tasks written before the `lapses-*`
+//! indexes enter them at their next update (docs/dynamodb.md, "Upgrading").
+
+mod common;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use common::*;
+use serde_json::json;
+use watcher_core::engine::Rejection;
+use watcher_core::ids::{AgentId, TaskId, Tenant};
+use watcher_core::record::LapseKind;
+use watcher_core::time::{Instant, IsoDuration};
+use watcher_runtime::store::{
+    lapse_scan_budget, Commit, DeliveryState, LapseQuery, OutboxEntry, Store,
+};
+use watcher_store_dynamodb::DynamoStore;
+
+/// Lapse task `i` of tenant `t`: agent `booking` for even `i`, `billing` for odd; lapsed `i`
+/// seconds after [`t0`]; every 7th one delivered (`sent`).
+fn entry(t: &Tenant, i: usize) -> OutboxEntry {
+    let when = t0().plus(IsoDuration::parse(&format!("PT{i}S")).expect("a duration"));
+    let message_id = format!("lapse:exp-{i}:overdue:{when}");
+    OutboxEntry {
+        tenant: t.clone(),
+        agent: agent(if i.is_multiple_of(2) {
+            "booking"
+        } else {
+            "billing"
+        }),
+        message_id: message_id.clone(),
+        expectation_id: expectation_id(&format!("exp-{i}")),
+        lapse: LapseKind::Overdue,
+        lapsed_at: when,
+        request: json!({ "message": { "messageId": message_id } }),
+        delivery: if i.is_multiple_of(7) {
+            DeliveryState::Sent
+        } else {
+            DeliveryState::Queued
+        },
+        attempts: 0,
+        next_attempt_at: when,
+        task_id: None,
+        task_state: None,
+        answered_with_message: false,
+        last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
+    }
+}
+
+/// Stores lapse tasks `from..to` of `t` (40 a commit: a transaction holds at most 100 items).
+async fn grow_outbox(store: &DynamoStore, t: &Tenant, from: usize, to: usize) {
+    let entries: Vec<OutboxEntry> = (from..to).map(|i| entry(t, i)).collect();
+    for chunk in entries.chunks(40) {
+        store
+            .commit(
+                t,
+                Commit {
+                    outbox: chunk.to_vec(),
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("commit lapse tasks");
+    }
+}
+
+fn rejection(who: &AgentId, i: usize, when: Instant) -> Rejection {
+    Rejection {
+        agent: who.clone(),
+        expectation_id: Some(format!("exp-{i}")),
+        reason: format!("reason {i}"),
+        task_id: Some(TaskId::parse("task-1").expect("a task id")),
+        at: when,
+        warning: false,
+    }
+}
+
+/// Keeps rejections `from..to` for `who` of `t`, `per_commit` a commit (100 an item).
+async fn grow_rejections(
+    store: &DynamoStore,
+    t: &Tenant,
+    who: &AgentId,
+    from: usize,
+    to: usize,
+    per_commit: usize,
+) -> Vec<Rejection> {
+    let all: Vec<Rejection> = (from..to).map(|i| rejection(who, i, at(1))).collect();
+    for chunk in all.chunks(per_commit) {
+        store
+            .commit(
+                t,
+                Commit {
+                    rejections: chunk.to_vec(),
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("commit rejections");
+    }
+    all
+}
+
+/// Items read by `f` (the store counts its work).
+async fn items_read<T>(store: &DynamoStore, f: impl std::future::Future<Output = T>) -> (u64, T) {
+    let before = store.work_done().expect("counted");
+    let out = f.await;
+    (store.work_done().expect("counted") - before, out)
+}
+
+/// The items each page reads at the outbox's current size: the first page, a page from the
+/// middle, an agent's page from the middle, a page of a delivery state no lapse task is in
+/// (every position looked at is filtered out), and a page of rejections from the middle.
+/// Also checks what each page holds.
+async fn page_costs(store: &DynamoStore, t: &Tenant, middle: u64, reject_middle: u64) -> Vec<u64> {
+    let booking = agent("booking");
+    let query = |after: Option<u64>| LapseQuery {
+        after,
+        limit: 20,
+        ..LapseQuery::default()
+    };
+    let mut costs = Vec::new();
+
+    let (cost, page) = items_read(store, store.lapses_page(t, &query(None))).await;
+    let page = page.expect("first page");
+    assert_eq!(page.entries.len(), 20);
+    assert_eq!(page.entries[0].1, entry(t, 0));
+    assert_eq!(page.next, Some(page.entries[19].0));
+    costs.push(cost);
+
+    let (cost, page) = items_read(store, store.lapses_page(t, &query(Some(middle)))).await;
+    let page = page.expect("middle page");
+    assert_eq!(page.entries.len(), 20);
+    assert!(page.entries.iter().all(|(p, _)| *p > middle));
+    costs.push(cost);
+
+    let mut by_agent = query(Some(middle));
+    by_agent.agent = Some(booking.clone());
+    let (cost, page) = items_read(store, store.lapses_page(t, &by_agent)).await;
+    let page = page.expect("agent's page");
+    assert_eq!(page.entries.len(), 20);
+    assert!(page.entries.iter().all(|(_, o)| o.agent == booking));
+    costs.push(cost);
+
+    let mut failed = query(None);
+    failed.delivery = Some(DeliveryState::Failed);
+    let (cost, page) = items_read(store, store.lapses_page(t, &failed)).await;
+    let page = page.expect("failed page");
+    assert!(page.entries.is_empty(), "no lapse task failed");
+    costs.push(cost);
+
+    let (cost, page) = items_read(
+        store,
+        store.rejections_page(t, &booking, Some(reject_middle), 20),
+    )
+    .await;
+    let (rejections, next) = page.expect("rejections page");
+    assert_eq!(rejections.len(), 20);
+    assert!(next.is_some());
+    costs.push(cost);
+    costs
+}
+
+/// A page reads what it answers (plus one item), never the outbox: the same number of items at
+/// 300 and at 1,500 lapse tasks and rejections; a page whose filter matches nothing reads at
+/// most the scan budget (1,000 positions), and goes on from there with `next`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_reads_a_bounded_number_of_items() {
+    let store = common::store().await.counting_work();
+    let t = tenant("tenant-paged");
+    let booking = agent("booking");
+    grow_outbox(&store, &t, 0, 300).await;
+    grow_rejections(&store, &t, &booking, 0, 300, 100).await;
+    // A position in the middle of each: the 100th lapse task's and the 150th rejection's.
+    let all = store
+        .lapses_page(
+            &t,
+            &LapseQuery {
+                limit: 300,
+                ..LapseQuery::default()
+            },
+        )
+        .await
+        .expect("all lapse tasks");
+    assert_eq!(all.entries.len(), 300);
+    assert_eq!(all.next, None);
+    let middle = all.entries[99].0;
+    let (rejections, _) = store
+        .rejections_page(&t, &booking, None, 150)
+        .await
+        .expect("rejections");
+    let reject_middle = rejections[149].0;
+
+    let small = page_costs(&store, &t, middle, reject_middle).await;
+    grow_outbox(&store, &t, 300, 1_500).await;
+    grow_rejections(&store, &t, &booking, 300, 1_500, 100).await;
+    let large = page_costs(&store, &t, middle, reject_middle).await;
+    eprintln!("items read per page at 300: {small:?}; at 1,500: {large:?}");
+
+    let names = ["first page", "middle page", "agent's page"];
+    for ((name, s), l) in names.iter().zip(&small).zip(&large) {
+        assert_eq!(s, l, "{name}: the same items read at 300 and 1,500");
+        assert_eq!(
+            *l, 21,
+            "{name}: 20 answered and the one that tells a next page exists"
+        );
+    }
+    assert_eq!(small[3], 300, "a filter matching nothing looks at all 300");
+    assert_eq!(
+        large[3],
+        lapse_scan_budget(20) as u64,
+        "at 1,500 it looks at the budget only"
+    );
+    assert_eq!(small[4], large[4], "rejections page: the same items read");
+    assert!(
+        large[4] <= 2,
+        "a page of 20 rejections reads one or two items"
+    );
+
+    // The filter matching nothing goes on after the positions looked at, and ends.
+    let mut failed = LapseQuery {
+        limit: 20,
+        delivery: Some(DeliveryState::Failed),
+        ..LapseQuery::default()
+    };
+    let thousand = store
+        .lapses_page(
+            &t,
+            &LapseQuery {
+                limit: 1_000,
+                ..LapseQuery::default()
+            },
+        )
+        .await
+        .expect("the first 1,000");
+    let first = store.lapses_page(&t, &failed).await.expect("first");
+    assert_eq!(
+        first.next,
+        Some(thousand.entries[999].0),
+        "the next page starts after the 1,000th position"
+    );
+    failed.after = first.next;
+    let rest = store.lapses_page(&t, &failed).await.expect("rest");
+    assert!(rest.entries.is_empty());
+    assert_eq!(rest.next, None, "500 positions left, within the budget");
+}
+
+/// Rejections kept in items of 100 (several per commit) and of a few: pages of any size
+/// answer each once, oldest first, starting in the middle of an item where the last ended.
+#[tokio::test]
+async fn rejection_pages_cross_items() {
+    let store = common::store().await;
+    let t = tenant("tenant-rejections");
+    let (booking, billing) = (agent("booking"), agent("billing"));
+    let mut kept = Vec::new();
+    // 250 in one commit (items of 100, 100, 50), then 3, then 1, then 120 (100 and 20).
+    for (from, to, per_commit) in [(0, 250, 250), (250, 253, 3), (253, 254, 1), (254, 374, 120)] {
+        kept.extend(grow_rejections(&store, &t, &booking, from, to, per_commit).await);
+    }
+    grow_rejections(&store, &t, &billing, 0, 5, 5).await;
+    assert_eq!(
+        store.rejections(&t, &booking).await.expect("all"),
+        kept,
+        "kept oldest first"
+    );
+    for limit in [1, 7, 100, 374, 500] {
+        let mut got = Vec::new();
+        let mut positions = Vec::new();
+        let mut after = None;
+        let mut pages = 0;
+        loop {
+            let (page, next) = store
+                .rejections_page(&t, &booking, after, limit)
+                .await
+                .expect("page");
+            pages += 1;
+            assert!(page.len() <= limit);
+            positions.extend(page.iter().map(|(p, _)| *p));
+            got.extend(page.into_iter().map(|(_, r)| r));
+            match next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+            assert!(pages <= 400, "next never ends");
+        }
+        assert_eq!(got, kept, "pages of {limit}: each rejection once, in order");
+        assert!(
+            positions.windows(2).all(|w| w[0] < w[1]),
+            "positions ascend"
+        );
+        assert_eq!(pages, kept.len().div_ceil(limit).max(1), "pages of {limit}");
+    }
+    let (other, next) = store
+        .rejections_page(&t, &billing, None, 10)
+        .await
+        .expect("billing");
+    assert_eq!(other.len(), 5);
+    assert_eq!(next, None);
+    let (none, next) = store
+        .rejections_page(&tenant("tenant-none"), &booking, None, 10)
+        .await
+        .expect("none");
+    assert!(none.is_empty() && next.is_none());
+}
+
+/// Lapse tasks written before the `lapses-*` indexes (no `lapsesTenant`, `lapsesAgent`) are
+/// not in the pages; the next update of one writes them, and it is back at its place (its
+/// `seq`); `backfill_lapse_indexes` writes them on the others, once.
+#[tokio::test]
+async fn lapse_tasks_written_before_the_indexes_enter_them_when_updated_or_backfilled() {
+    let store = common::store().await;
+    let t = tenant("tenant-old");
+    grow_outbox(&store, &t, 0, 5).await;
+    let old = entry(&t, 2);
+    for i in [2, 3] {
+        let o = entry(&t, i);
+        store
+            .client()
+            .update_item()
+            .table_name(store.table())
+            .key("pk", AttributeValue::S("OUTBOX#tenant-old".into()))
+            .key(
+                "sk",
+                AttributeValue::S(format!("{}#{}", o.agent, o.message_id)),
+            )
+            .update_expression("REMOVE lapsesTenant, lapsesAgent")
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await
+            .expect("make it an entry of before the indexes");
+    }
+    let ids = |q: LapseQuery| {
+        let store = store.clone();
+        let t = t.clone();
+        async move {
+            let page = store.lapses_page(&t, &q).await.expect("page");
+            page.entries
+                .into_iter()
+                .map(|(_, o)| o.message_id)
+                .collect::<Vec<_>>()
+        }
+    };
+    let all = LapseQuery {
+        limit: 10,
+        ..LapseQuery::default()
+    };
+    let booking_only = LapseQuery {
+        agent: Some(agent("booking")),
+        ..all.clone()
+    };
+    let expected = |skip: &[usize], step: usize| -> Vec<String> {
+        (0..5)
+            .step_by(step)
+            .filter(|i| !skip.contains(i))
+            .map(|i| entry(&t, i).message_id)
+            .collect()
+    };
+    assert_eq!(ids(all.clone()).await, expected(&[2, 3], 1));
+    assert_eq!(ids(booking_only.clone()).await, expected(&[2], 2));
+    assert_eq!(
+        store.lapses(&t).await.expect("lapses").len(),
+        5,
+        "still in the table"
+    );
+
+    let mut sent = old.clone();
+    sent.delivery = DeliveryState::Sent;
+    sent.attempts = 1;
+    store.outbox_update(&sent).await.expect("update");
+    assert_eq!(
+        ids(all.clone()).await,
+        expected(&[3], 1),
+        "back at its place"
+    );
+    assert_eq!(ids(booking_only).await, expected(&[], 2));
+
+    assert_eq!(store.backfill_lapse_indexes().await.expect("backfill"), 1);
+    assert_eq!(
+        ids(all).await,
+        expected(&[], 1),
+        "every lapse task, in order"
+    );
+    assert_eq!(
+        store.backfill_lapse_indexes().await.expect("again"),
+        0,
+        "nothing left to backfill"
+    );
+}
