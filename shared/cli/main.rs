@@ -34,11 +34,6 @@ use clap::{Parser, Subcommand, ValueEnum};
 use watcher_runtime::replay::{self, ReplayError};
 use watcher_store_sqlite::SqliteStore;
 
-/// mimalloc rather than the system allocator: under 32 concurrent clients glibc's malloc and
-/// free took about a sixth of `serve`'s CPU (perf, issue 10; docs/performance.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Watcher for the A2A Expectations extension.
 #[derive(Parser)]
 #[command(name = "a2a-watcher", version, about)]
