@@ -1019,9 +1019,10 @@ async fn status_updates(opts: &Options) -> anyhow::Result<Value> {
         }));
     }
     let ratio = match (sizes.first(), sizes.last()) {
-        (Some(a), Some(b)) => {
-            round(b["p50Ms"].as_f64().unwrap_or(0.0) / a["p50Ms"].as_f64().unwrap_or(1.0), 2)
-        }
+        (Some(a), Some(b)) => round(
+            b["p50Ms"].as_f64().unwrap_or(0.0) / a["p50Ms"].as_f64().unwrap_or(1.0),
+            2,
+        ),
         _ => 0.0,
     };
     Ok(json!({ "sizes": sizes, "p50Ratio": ratio, "targetRatio": 2 }))

@@ -19,9 +19,9 @@
 //! use learnables_store_dynamodb::DynamoDefinitionStore;
 //! use lesson_write::{app, dynamodb_client, FunctionConfig};
 //!
-//! let aws = aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await;
+//! let aws = watcher_aws::sdk_env::sdk_config_from_env()?;
 //! let config = FunctionConfig::from_secret(&aws).await?;
-//! let store = DynamoDefinitionStore::new(dynamodb_client().await, config.table());
+//! let store = DynamoDefinitionStore::new(dynamodb_client(&aws), config.table());
 //! lambda_http::run(app(Arc::new(store), &config)).await?;
 //! # Ok(()) }
 //! ```
@@ -31,7 +31,6 @@
 use std::ffi::OsString;
 use std::sync::Arc;
 
-use aws_config::BehaviorVersion;
 use axum::Router;
 use learnables::Registry;
 use learnables_store::DefinitionStore;
@@ -138,7 +137,7 @@ impl FunctionConfig {
     ///
     /// # Errors
     /// [`ConfigError::Missing`], [`ConfigError::Secret`], then as [`FunctionConfig::new`].
-    pub async fn from_secret(aws: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
+    pub async fn from_secret(aws: &aws_types::SdkConfig) -> Result<Self, ConfigError> {
         let table = std::env::var(DEFINITIONS_TABLE_NAME).unwrap_or_default();
         if table.trim().is_empty() {
             return Err(ConfigError::Missing {
@@ -184,13 +183,19 @@ impl FunctionConfig {
     }
 }
 
-/// The DynamoDB client of the function, from the standard AWS configuration chain
-/// (`aws_config::defaults(BehaviorVersion::latest())`): the Lambda role's credentials and
-/// region, and `AWS_ENDPOINT_URL` (or `AWS_ENDPOINT_URL_DYNAMODB`) when set, as for a local
-/// emulator. Call it once, in `main`, and share the client.
-pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
-    let config = aws_config::defaults(BehaviorVersion::latest()).load().await;
-    aws_sdk_dynamodb::Client::new(&config)
+/// The DynamoDB client of the function, from its SDK configuration
+/// ([`watcher_aws::sdk_env::sdk_config_from_env`]: the Lambda role's credentials and region,
+/// `AWS_ENDPOINT_URL` when set), or `AWS_ENDPOINT_URL_DYNAMODB` when that is set, as for a
+/// local emulator. Call it once, in `main`, and share the client.
+pub fn dynamodb_client(aws: &aws_types::SdkConfig) -> aws_sdk_dynamodb::Client {
+    let mut config = aws_sdk_dynamodb::config::Builder::from(aws);
+    if let Some(url) = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+        .ok()
+        .filter(|u| !u.is_empty())
+    {
+        config = config.endpoint_url(url);
+    }
+    aws_sdk_dynamodb::Client::from_conf(config.build())
 }
 
 /// The authority's router over `store`, with the credentials of `config`, the system clock and

@@ -34,14 +34,12 @@ async fn main() -> Result<(), lambda_http::Error> {
         .with_current_span(false)
         .init();
 
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .load()
-        .await;
+    let aws = watcher_aws::sdk_env::sdk_config_from_env()?;
     let config = FunctionConfig::from_secret(&aws).await.inspect_err(|e| {
         tracing::error!(error.cause_chain = %cause_chain(e), "Failed to read the configuration");
     })?;
     // Built once per execution environment and shared by every invocation (style item 6).
-    let store = DynamoDefinitionStore::new(dynamodb_client().await, config.table());
+    let store = DynamoDefinitionStore::new(dynamodb_client(&aws), config.table());
     tracing::info!(table = config.table(), "lesson-write ready");
     lambda_http::run(app(Arc::new(store), &config)).await
 }

@@ -89,7 +89,9 @@ async fn deployment() -> (FunctionConfig, Arc<DynamoDefinitionStore>) {
         _ => None,
     })
     .expect("a valid configuration");
-    let client = dynamodb_client().await;
+    let client = dynamodb_client(
+        &watcher_aws::sdk_env::sdk_config_from_env().expect("AWS_REGION and credentials set"),
+    );
     create_table(&client, config.table()).await.expect(
         "create the definitions table (is moto answering at AWS_ENDPOINT_URL? `bash infra/moto.sh` starts it)",
     );

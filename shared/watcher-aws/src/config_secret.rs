@@ -63,7 +63,7 @@ pub async fn fetch_config(
 ///
 /// # Errors
 /// [`ConfigSecretError::NotNamed`], then as [`fetch_config`].
-pub async fn config_from_env(aws: &aws_config::SdkConfig) -> Result<String, ConfigSecretError> {
+pub async fn config_from_env(aws: &aws_types::SdkConfig) -> Result<String, ConfigSecretError> {
     let id = std::env::var(CONFIG_SECRET_ID_VAR)
         .ok()
         .filter(|v| !v.trim().is_empty())

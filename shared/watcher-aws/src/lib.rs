@@ -50,6 +50,7 @@ pub mod names;
 #[cfg(feature = "test-utils")]
 pub mod provision;
 pub mod scheduler;
+pub mod sdk_env;
 pub mod sqs;
 pub mod timer_queue;
 

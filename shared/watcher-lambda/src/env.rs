@@ -54,9 +54,7 @@ fn var(name: &str) -> anyhow::Result<String> {
 /// # Errors
 /// A missing variable, an unusable configuration or card, each named.
 pub async fn from_env() -> anyhow::Result<Parts> {
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .load()
-        .await;
+    let aws = watcher_aws::sdk_env::sdk_config_from_env()?;
     let toml = watcher_aws::config_secret::config_from_env(&aws).await?;
     let config = Config::from_toml(&toml).context("the configuration secret")?;
     let retention: u32 = match std::env::var("RETENTION_DAYS") {

@@ -1,0 +1,138 @@
+//! The AWS SDK configuration of a Lambda function, read from the environment Lambda gives it.
+//!
+//! Why not `aws_config::defaults(...).load()`: its default chain (shared profile files, SSO,
+//! IMDS, ECS, STS web identity and assume-role) is for machines a function never runs on, and it
+//! links the whole STS client and aws-config into every function binary; without them the `api`
+//! function fits issue 10's 15 MB. Lambda puts the execution role's credentials and the region
+//! in the environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
+//! `AWS_REGION`), valid for the execution environment's life, which is what is read here. The
+//! HTTP client, sleep and time source are the SDK clients' own defaults (the `rustls` and
+//! `rt-tokio` features); retries and timeouts are set as aws-config sets them.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::BehaviorVersion;
+use aws_types::region::Region;
+use aws_types::sdk_config::{RetryConfig, SharedCredentialsProvider, TimeoutConfig};
+use aws_types::SdkConfig;
+
+/// A variable the SDK configuration needs is missing or empty.
+#[derive(Debug, thiserror::Error)]
+#[error("environment variable {0} is not set (Lambda sets it for every function)")]
+pub struct MissingVariable(pub &'static str);
+
+/// `name`'s value, if set and not empty.
+fn read(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
+    env(name).filter(|v| !v.is_empty())
+}
+
+/// The SDK configuration from `env` (a variable's value by name; [`sdk_config_from_env`] reads
+/// the process environment):
+///
+/// * region: `AWS_REGION`, else `AWS_DEFAULT_REGION` (required);
+/// * credentials: `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (required), with
+///   `AWS_SESSION_TOKEN` when set;
+/// * endpoint: `AWS_ENDPOINT_URL` when set (a local emulator such as moto);
+/// * standard retries (3 attempts) and a 3.1 s connect timeout, as aws-config's defaults.
+///
+/// # Errors
+/// [`MissingVariable`] naming the first required variable that is missing.
+pub fn sdk_config_with(env: &dyn Fn(&str) -> Option<String>) -> Result<SdkConfig, MissingVariable> {
+    let region = read(env, "AWS_REGION")
+        .or_else(|| read(env, "AWS_DEFAULT_REGION"))
+        .ok_or(MissingVariable("AWS_REGION"))?;
+    let key = read(env, "AWS_ACCESS_KEY_ID").ok_or(MissingVariable("AWS_ACCESS_KEY_ID"))?;
+    let secret =
+        read(env, "AWS_SECRET_ACCESS_KEY").ok_or(MissingVariable("AWS_SECRET_ACCESS_KEY"))?;
+    let credentials = aws_credential_types::Credentials::new(
+        key,
+        secret,
+        read(env, "AWS_SESSION_TOKEN"),
+        None,
+        "Environment",
+    );
+    let mut builder = SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(region))
+        .credentials_provider(SharedCredentialsProvider::new(credentials))
+        .retry_config(RetryConfig::standard())
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_millis(3100))
+                .build(),
+        );
+    if let Some(url) = read(env, "AWS_ENDPOINT_URL") {
+        builder = builder.endpoint_url(url);
+    }
+    Ok(builder.build())
+}
+
+/// [`sdk_config_with`] over the process environment: what each function's `main` calls once.
+///
+/// # Errors
+/// As [`sdk_config_with`].
+pub fn sdk_config_from_env() -> Result<SdkConfig, MissingVariable> {
+    sdk_config_with(&|name| std::env::var(name).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_credential_types::provider::ProvideCredentials;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name: &str| map.get(name).cloned()
+    }
+
+    #[tokio::test]
+    async fn lambdas_environment_gives_region_credentials_and_endpoint() {
+        let env = env_of(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_DEFAULT_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "secret"),
+            ("AWS_SESSION_TOKEN", "token"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:5000"),
+        ]);
+        let config = sdk_config_with(&env).unwrap();
+        assert_eq!(config.region().map(|r| r.as_ref()), Some("eu-west-1"));
+        assert_eq!(config.endpoint_url(), Some("http://127.0.0.1:5000"));
+        let creds = config
+            .credentials_provider()
+            .unwrap()
+            .provide_credentials()
+            .await
+            .unwrap();
+        assert_eq!(creds.access_key_id(), "AKIDEXAMPLE");
+        assert_eq!(creds.secret_access_key(), "secret");
+        assert_eq!(creds.session_token(), Some("token"));
+        assert_eq!(config.retry_config().map(|r| r.max_attempts()), Some(3));
+    }
+
+    #[test]
+    fn the_default_region_and_no_token_or_endpoint_are_fine() {
+        let env = env_of(&[
+            ("AWS_DEFAULT_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "a"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+            ("AWS_ENDPOINT_URL", ""),
+        ]);
+        let config = sdk_config_with(&env).unwrap();
+        assert_eq!(config.region().map(|r| r.as_ref()), Some("us-east-1"));
+        assert_eq!(config.endpoint_url(), None);
+    }
+
+    #[test]
+    fn a_missing_variable_is_named() {
+        let err = sdk_config_with(&env_of(&[("AWS_REGION", "us-east-1")])).unwrap_err();
+        assert_eq!(err.0, "AWS_ACCESS_KEY_ID");
+        let err = sdk_config_with(&env_of(&[])).unwrap_err();
+        assert_eq!(err.0, "AWS_REGION");
+        assert!(err.to_string().contains("AWS_REGION"));
+    }
+}
