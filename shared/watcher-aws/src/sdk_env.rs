@@ -32,7 +32,9 @@ fn read(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
 /// * region: `AWS_REGION`, else `AWS_DEFAULT_REGION` (required);
 /// * credentials: `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (required), with
 ///   `AWS_SESSION_TOKEN` when set;
-/// * endpoint: `AWS_ENDPOINT_URL` when set (a local emulator such as moto);
+/// * endpoint: `AWS_ENDPOINT_URL` when set (a local emulator such as moto), for every service;
+///   aws-config's per-service `AWS_ENDPOINT_URL_<SERVICE>` are not read (on Lambda neither is
+///   set; `lesson-write` still reads `AWS_ENDPOINT_URL_DYNAMODB`);
 /// * standard retries (3 attempts) and a 3.1 s connect timeout, as aws-config's defaults.
 ///
 /// # Errors

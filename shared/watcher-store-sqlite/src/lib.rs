@@ -202,7 +202,10 @@ fn read_tx<T>(
 /// stored value and `high`, the largest this store handed out. The number is answered before
 /// its group commits ([`group::Writer::write_answered_early`]); if that group is rolled back,
 /// `high` still keeps this process from handing it out again, and a commit that uses it raises
-/// the stored value to it ([`keep_sequence_ahead`]), so no number is used twice.
+/// the stored value to it ([`keep_sequence_ahead`]), so no number is used twice. Known limit:
+/// a second process writing the same file could take that number between the failed group and
+/// the commit that uses it (only after a commit failed: an I/O error or a full disk); `serve`
+/// is one process per file.
 fn take_sequence(tx: &Connection, high: &AtomicU64) -> Result<u64, StoreError> {
     let stored: i64 = tx
         .prepare_cached("SELECT value FROM sequence WHERE id = 1")
@@ -218,10 +221,11 @@ fn take_sequence(tx: &Connection, high: &AtomicU64) -> Result<u64, StoreError> {
     Ok(v)
 }
 
-/// Raises the stored sequence to the largest raising order a commit's records carry, in the
-/// commit: a number answered early whose own group was rolled back is then on disk with the
-/// first record that uses it. Writes nothing (dirties no page) when the stored value is ahead,
-/// which is every time unless a group failed.
+/// Raises the stored sequence to the largest number a commit stores (its records' raising
+/// orders, its task statuses' input numbers; [`PreparedCommit::used_sequence`]), in the commit:
+/// a number answered early whose own group was rolled back is then on disk with the first
+/// commit that uses it. Writes nothing (dirties no page) when the stored value is ahead, which
+/// is every time unless a group failed.
 fn keep_sequence_ahead(tx: &Connection, used: Option<u64>) -> Result<(), StoreError> {
     if let Some(used) = used {
         tx.prepare_cached("UPDATE sequence SET value = ?1 WHERE id = 1 AND value < ?1")
@@ -906,16 +910,24 @@ struct PreparedCommit {
     outbox: Vec<OutboxWrite>,
     /// (agent, at, JSON) per rejection.
     rejections: Vec<(String, String, String)>,
-    /// The largest raising order the commit's records carry ([`keep_sequence_ahead`]).
+    /// The largest input number the commit stores: its records' raising orders and its task
+    /// statuses' `seq` ([`keep_sequence_ahead`]).
     used_sequence: Option<u64>,
 }
 
 impl PreparedCommit {
     fn of(commit: Commit) -> Result<Self, StoreError> {
+        // Every number the commit stores: raising orders and the inputs of task statuses.
         let used_sequence = commit
             .subjects
             .iter()
             .flat_map(|s| s.records.iter().map(|r| r.order.input))
+            .chain(commit.tasks.iter().flat_map(|t| {
+                t.statuses
+                    .iter()
+                    .chain(t.withdrawn_by.iter())
+                    .map(|seen| seen.seq)
+            }))
             .max();
         let tasks = commit
             .tasks
@@ -1447,7 +1459,8 @@ impl Store for SqliteStore {
         subject: &Subject,
     ) -> Result<Option<SubjectState>, StoreError> {
         let (tenant, subject) = (tenant.clone(), subject.clone());
-        self.read(move |conn| read_subject(conn, &tenant, &subject))
+        // One snapshot: the subject's row and its fact rows are two statements.
+        self.read(move |conn| read_tx(conn, |tx| read_subject(tx, &tenant, &subject)))
             .await
     }
 
@@ -1972,6 +1985,33 @@ mod tests {
         );
         keep_sequence_ahead(&tx, Some(2)).unwrap();
         assert_eq!(stored(&tx), 3, "a commit behind the stored value leaves it");
+    }
+
+    /// The number a commit stores is the largest of its records' raising orders and its task
+    /// statuses' input numbers: a status-only push stores its number too.
+    #[test]
+    fn a_commits_used_number_counts_task_statuses() {
+        let task = TaskRef {
+            agent: AgentId::parse("a").unwrap(),
+            task_id: watcher_core::ids::TaskId::parse("t-1").unwrap(),
+        };
+        let mut rec = TaskRecord::new(task);
+        let seen: watcher_core::slice::StatusSeen = serde_json::from_value(serde_json::json!({
+            "state": "TASK_STATE_WORKING",
+            "at": "2026-09-10T12:00:00Z",
+            "receivedAt": "2026-09-10T12:00:00Z",
+            "seq": 7
+        }))
+        .unwrap();
+        rec.statuses.push(seen);
+        let prepared = PreparedCommit::of(Commit {
+            tasks: vec![rec],
+            ..Commit::default()
+        })
+        .unwrap();
+        assert_eq!(prepared.used_sequence, Some(7));
+        let none = PreparedCommit::of(Commit::default()).unwrap();
+        assert_eq!(none.used_sequence, None);
     }
 
     /// Writes `open` live rows for agent `a` of tenant `t` (one subject each, no end) and

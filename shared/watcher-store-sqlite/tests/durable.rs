@@ -1176,6 +1176,69 @@ async fn a_fact_writes_one_row_whatever_its_subject_holds() {
     assert_eq!(rows, 100);
 }
 
+/// A subject read while facts are appended to it is always one committed state: its row and its
+/// fact rows come from one snapshot, so a reader never sees a count that its rows contradict
+/// (reported as corrupt) nor a mix of two versions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_subject_read_during_appends_is_one_committed_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.db");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let t = tenant();
+    let s = subject("PA-R");
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![state_with(vec![], "PA-R")],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let writer = {
+        let (store, t, s) = (store.clone(), t.clone(), s.clone());
+        tokio::spawn(async move {
+            for i in 0..200 {
+                let mut next = store.subject(&t, &s).await.unwrap().unwrap();
+                next.facts
+                    .push(fact(&format!("scan:{i}"), "PA-R", "2026-09-10T12:00:00Z"));
+                store
+                    .commit(
+                        &t,
+                        Commit {
+                            subjects: vec![next],
+                            ..Commit::default()
+                        },
+                    )
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let (store, t, s) = (store.clone(), t.clone(), s.clone());
+            tokio::spawn(async move {
+                let mut reads = 0;
+                loop {
+                    let state = store.subject(&t, &s).await.unwrap().unwrap();
+                    // Version v holds v - 1 facts (version 1: none).
+                    assert_eq!(state.facts.len() as u64, state.version - 1, "one snapshot");
+                    reads += 1;
+                    if state.facts.len() == 200 {
+                        return reads;
+                    }
+                }
+            })
+        })
+        .collect();
+    writer.await.unwrap();
+    for r in readers {
+        assert!(r.await.unwrap() > 0);
+    }
+}
+
 /// The version 5 index tables (rowid tables with foreign keys and indexes by subject), as a
 /// version 5 build created them.
 const INDEX_TABLES_V5: &str = r#"
