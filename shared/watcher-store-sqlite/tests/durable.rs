@@ -124,6 +124,20 @@ fn fact(key: &str, subject_id: &str, received: &str) -> watcher_core::slice::Fac
     }
 }
 
+/// Commits `subjects` (each at the version it was loaded at) for tenant `t`, nothing else.
+async fn commit_subjects(store: &SqliteStore, t: &Tenant, subjects: Vec<SubjectState>) {
+    store
+        .commit(
+            t,
+            Commit {
+                subjects,
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+}
+
 fn raw(path: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open(path).unwrap()
 }
@@ -661,16 +675,7 @@ async fn instants_beyond_2262_are_kept_and_ordered() {
         ],
         "PA-1",
     );
-    store
-        .commit(
-            &t,
-            Commit {
-                subjects: vec![state.clone()],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    commit_subjects(&store, &t, vec![state.clone()]).await;
     let due = store
         .due_timers(instant("9999-12-30T00:00:00Z"), 10)
         .await
@@ -802,16 +807,7 @@ async fn a_large_purge_goes_in_batches_and_requests_proceed_between_them() {
         subjects.push(state_with(vec![rec], &format!("S-{i}")));
     }
     for chunk in subjects.chunks(500) {
-        store
-            .commit(
-                &t,
-                Commit {
-                    subjects: chunk.to_vec(),
-                    ..Commit::default()
-                },
-            )
-            .await
-            .unwrap();
+        commit_subjects(&store, &t, chunk.to_vec()).await;
     }
     let outbox: Vec<OutboxEntry> = (0..1300)
         .map(|i| {
@@ -922,16 +918,7 @@ async fn a_commit_leaves_unchanged_index_rows_alone() {
         ],
         "PA-1",
     );
-    store
-        .commit(
-            &t,
-            Commit {
-                subjects: vec![state.clone()],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    commit_subjects(&store, &t, vec![state.clone()]).await;
     let mut logging = String::from("CREATE TABLE touched (tbl TEXT, op TEXT, id TEXT);");
     for table in ["timers", "live", "id_index", "fact_index"] {
         for (op, row) in [("INSERT", "new"), ("UPDATE", "new"), ("DELETE", "old")] {
@@ -950,16 +937,7 @@ async fn a_commit_leaves_unchanged_index_rows_alone() {
 
     state.version = 1;
     state.records[0].status = Status::Satisfied;
-    store
-        .commit(
-            &t,
-            Commit {
-                subjects: vec![state],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    commit_subjects(&store, &t, vec![state]).await;
     let touched: Vec<(String, String, String)> = raw(&path)
         .prepare("SELECT tbl, op, id FROM touched ORDER BY tbl, op, id")
         .unwrap()
@@ -1034,48 +1012,21 @@ async fn a_commit_writes_one_page_per_tree_it_changes() {
         vec![record("exp-1", "PA-1", "2026-09-10T13:00:00Z", None, 1)],
         "PA-1",
     );
-    store
-        .commit(
-            &t,
-            Commit {
-                subjects: vec![state.clone()],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    commit_subjects(&store, &t, vec![state.clone()]).await;
     assert_eq!(wal_frames(&path), 9, "pages written raising one record");
 
     state.version = 1;
     state
         .records
         .push(record("exp-2", "PA-1", "2026-09-10T14:00:00Z", None, 2));
-    store
-        .commit(
-            &t,
-            Commit {
-                subjects: vec![state.clone()],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    commit_subjects(&store, &t, vec![state.clone()]).await;
     raw(&path)
         .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .unwrap();
 
     state.version = 2;
     state.records[0].status = Status::Satisfied;
-    store
-        .commit(
-            &t,
-            Commit {
-                subjects: vec![state],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    commit_subjects(&store, &t, vec![state]).await;
     assert_eq!(
         wal_frames(&path),
         6,
@@ -1104,16 +1055,7 @@ async fn a_fact_writes_one_row_whatever_its_subject_holds() {
                 .facts
                 .push(fact(&format!("scan:{i}"), &id, "2026-09-10T12:00:00Z"));
         }
-        store
-            .commit(
-                &t,
-                Commit {
-                    subjects: vec![state.clone()],
-                    ..Commit::default()
-                },
-            )
-            .await
-            .unwrap();
+        commit_subjects(&store, &t, vec![state.clone()]).await;
         raw(&path)
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
             .unwrap();
@@ -1121,16 +1063,7 @@ async fn a_fact_writes_one_row_whatever_its_subject_holds() {
         assert_eq!(next.facts, state.facts, "the facts load back in order");
         next.facts
             .push(fact("scan:new", &id, "2026-09-10T12:05:00Z"));
-        store
-            .commit(
-                &t,
-                Commit {
-                    subjects: vec![next.clone()],
-                    ..Commit::default()
-                },
-            )
-            .await
-            .unwrap();
+        commit_subjects(&store, &t, vec![next.clone()]).await;
         pages.push(wal_frames(&path));
         let loaded = store.subject(&t, &subject(&id)).await.unwrap().unwrap();
         assert_eq!(loaded.facts.len(), held + 1);
@@ -1150,16 +1083,7 @@ async fn a_fact_writes_one_row_whatever_its_subject_holds() {
         .unwrap();
     changed.facts[7] = fact("scan:changed", "PA-300", "2026-09-10T12:07:00Z");
     changed.facts.truncate(100);
-    store
-        .commit(
-            &t,
-            Commit {
-                subjects: vec![changed.clone()],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    commit_subjects(&store, &t, vec![changed.clone()]).await;
     let loaded = store
         .subject(&t, &subject("PA-300"))
         .await
@@ -1186,16 +1110,7 @@ async fn a_subject_read_during_appends_is_one_committed_state() {
     let store = Arc::new(SqliteStore::open(&path).unwrap());
     let t = tenant();
     let s = subject("PA-R");
-    store
-        .commit(
-            &t,
-            Commit {
-                subjects: vec![state_with(vec![], "PA-R")],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    commit_subjects(&store, &t, vec![state_with(vec![], "PA-R")]).await;
     let writer = {
         let (store, t, s) = (store.clone(), t.clone(), s.clone());
         tokio::spawn(async move {
@@ -1203,16 +1118,7 @@ async fn a_subject_read_during_appends_is_one_committed_state() {
                 let mut next = store.subject(&t, &s).await.unwrap().unwrap();
                 next.facts
                     .push(fact(&format!("scan:{i}"), "PA-R", "2026-09-10T12:00:00Z"));
-                store
-                    .commit(
-                        &t,
-                        Commit {
-                            subjects: vec![next],
-                            ..Commit::default()
-                        },
-                    )
-                    .await
-                    .unwrap();
+                commit_subjects(&store, &t, vec![next]).await;
             }
         })
     };
@@ -1336,16 +1242,7 @@ async fn a_version_5_file_gets_its_index_tables_rebuilt() {
         .push(fact("scan:1", "PA-1", "2026-09-10T12:00:00Z"));
     let full = {
         let store = SqliteStore::open(&path).unwrap();
-        store
-            .commit(
-                &t,
-                Commit {
-                    subjects: vec![open, state_with(vec![closed], "PA-2")],
-                    ..Commit::default()
-                },
-            )
-            .await
-            .unwrap();
+        commit_subjects(&store, &t, vec![open, state_with(vec![closed], "PA-2")]).await;
         store.subject(&t, &subject("PA-1")).await.unwrap().unwrap()
     };
     assert_eq!(full.facts.len(), 1);
@@ -1463,16 +1360,7 @@ async fn a_version_5_file_gets_its_index_tables_rebuilt() {
     loaded
         .facts
         .push(fact("scan:2", "PA-1", "2026-09-10T12:30:00Z"));
-    store
-        .commit(
-            &t,
-            Commit {
-                subjects: vec![loaded.clone()],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    commit_subjects(&store, &t, vec![loaded.clone()]).await;
     let again = store.subject(&t, &subject("PA-1")).await.unwrap().unwrap();
     assert_eq!(again.facts, loaded.facts);
     let (rows, inline): (i64, String) = raw(&path)
