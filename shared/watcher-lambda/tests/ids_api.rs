@@ -7,19 +7,15 @@
 //!
 //! Needs moto: `bash infra/moto.sh` and `AWS_ENDPOINT_URL` (infra/test-all.sh does both).
 
-use std::sync::Arc;
-
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
-use watcher_config::Config;
-use watcher_core::time::Instant;
-use watcher_runtime::clock::FakeClock;
-use watcher_runtime::store::Store;
+
+mod common;
+
+use common::api_router;
 
 const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
-const TIMER_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:watcher-timer";
-const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/watcher-scheduler";
 const CARD: &str = include_str!("../../../examples/booking-card.json");
 
 /// Ids a client may send: separators of URLs, percent signs (one that looks like an escape
@@ -52,33 +48,12 @@ fn hostile_ids() -> Vec<String> {
     ids
 }
 
+/// The API function's router with the booking agent, one source and one operator.
 async fn api(name: &str) -> axum::Router {
-    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
-        panic!("AWS_ENDPOINT_URL is not set: start the emulator with `bash infra/moto.sh` and export AWS_ENDPOINT_URL (infra/test-all.sh does both)")
-    });
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
-    let unique = format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
-    );
-    let ddb = aws_sdk_dynamodb::Client::new(&aws);
-    watcher_store_dynamodb::create_table(&ddb, &unique, std::time::Duration::from_secs(30))
-        .await
-        .expect("table");
-    let scheduler = aws_sdk_scheduler::Client::new(&aws);
-    watcher_aws::provision::ensure_schedule_group(&scheduler, &unique)
-        .await
-        .expect("schedule group");
-    let sqs = aws_sdk_sqs::Client::new(&aws);
-    let queues = watcher_aws::provision::create_lapse_queues(&sqs, &unique, 10)
-        .await
-        .expect("queues");
-    let config = Config::from_toml(&format!(
-        r#"
+    api_router(
+        name,
+        &format!(
+            r#"
 [[agents]]
 id = "booking"
 card = '''{CARD}'''
@@ -90,25 +65,10 @@ token = "src-1"
 id = "ops"
 token = "ops-1"
 "#
-    ))
-    .expect("config");
-    let store: Arc<dyn Store> =
-        Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &unique, 30));
-    let timers = Arc::new(
-        watcher_aws::SchedulerTimers::new(
-            scheduler,
-            watcher_aws::SchedulerConfig::new(&unique, TIMER_ARN, ROLE_ARN),
-        )
-        .expect("timers"),
-    );
-    let queue = Arc::new(watcher_aws::SqsLapseQueue::new(sqs, &queues.queue_url));
-    let parts = watcher_lambda::env::assemble(store, timers, queue, &config)
-        .await
-        .expect("parts");
-    let clock = Arc::new(FakeClock::new(
-        Instant::parse("2026-09-10T01:00:00Z").expect("instant"),
-    ));
-    watcher_lambda::api::router(&parts, clock)
+        ),
+        "2026-09-10T01:00:00Z",
+    )
+    .await
 }
 
 /// The event API Gateway sends for a request matched by `route` (as in template.yaml, e.g.

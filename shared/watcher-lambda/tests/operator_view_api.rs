@@ -5,93 +5,22 @@
 //!
 //! Needs moto: `bash infra/moto.sh` and `AWS_ENDPOINT_URL` (infra/test-all.sh does both).
 
-use std::sync::Arc;
-
-use base64::Engine as _;
 use http_body_util::BodyExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use tower::ServiceExt;
-use watcher_config::Config;
-use watcher_core::time::Instant;
-use watcher_runtime::clock::FakeClock;
-use watcher_runtime::store::Store;
 
-const TIMER_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:watcher-timer";
-const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/watcher-scheduler";
+mod common;
 
-/// The API function's router over a fresh table, schedule group and queue on the emulator.
+use common::{api_event, api_router};
+
+/// The API function's router with one operator (`ops-1`).
 async fn api(name: &str) -> axum::Router {
-    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
-        panic!("AWS_ENDPOINT_URL is not set: start the emulator with `bash infra/moto.sh` and export AWS_ENDPOINT_URL (infra/test-all.sh does both)")
-    });
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
-    let unique = format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
-    );
-    let ddb = aws_sdk_dynamodb::Client::new(&aws);
-    watcher_store_dynamodb::create_table(&ddb, &unique, std::time::Duration::from_secs(30))
-        .await
-        .expect("table");
-    let scheduler = aws_sdk_scheduler::Client::new(&aws);
-    watcher_aws::provision::ensure_schedule_group(&scheduler, &unique)
-        .await
-        .expect("schedule group");
-    let sqs = aws_sdk_sqs::Client::new(&aws);
-    let queues = watcher_aws::provision::create_lapse_queues(&sqs, &unique, 10)
-        .await
-        .expect("queues");
-    let config =
-        Config::from_toml("[[operators]]\nid = \"ops\"\ntoken = \"ops-1\"\n").expect("config");
-    let store: Arc<dyn Store> =
-        Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &unique, 30));
-    let timers = Arc::new(
-        watcher_aws::SchedulerTimers::new(
-            scheduler,
-            watcher_aws::SchedulerConfig::new(&unique, TIMER_ARN, ROLE_ARN),
-        )
-        .expect("timers"),
-    );
-    let queue = Arc::new(watcher_aws::SqsLapseQueue::new(sqs, &queues.queue_url));
-    let parts = watcher_lambda::env::assemble(store, timers, queue, &config)
-        .await
-        .expect("parts");
-    let clock = Arc::new(FakeClock::new(
-        Instant::parse("2026-09-11T09:00:00Z").expect("instant"),
-    ));
-    watcher_lambda::api::router(&parts, clock)
-}
-
-/// An API Gateway HTTP API (payload 2.0) event; `base64` sends the body base64-encoded, as API
-/// Gateway does for bodies it does not take for text.
-fn api_event(
-    method: &str,
-    path: &str,
-    headers: Value,
-    body: &str,
-    base64: bool,
-) -> lambda_http::Request {
-    let body = if base64 {
-        base64::engine::general_purpose::STANDARD.encode(body)
-    } else {
-        body.to_owned()
-    };
-    let event = json!({
-        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
-        "headers": headers,
-        "requestContext": {
-            "accountId": "123456789012", "apiId": "api", "domainName": "api.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "api", "requestId": "req", "routeKey": "$default", "stage": "$default",
-            "time": "11/Sep/2026:09:00:00 +0000", "timeEpoch": 1789117200000u64,
-            "http": { "method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "carrier" }
-        },
-        "body": body, "isBase64Encoded": base64
-    });
-    lambda_http::request::from_str(&event.to_string()).expect("API Gateway event")
+    api_router(
+        name,
+        "[[operators]]\nid = \"ops\"\ntoken = \"ops-1\"\n",
+        "2026-09-11T09:00:00Z",
+    )
+    .await
 }
 
 async fn call(
