@@ -617,6 +617,32 @@ async fn ok(resp: reqwest::Response) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A push of `LAPSES_PER_PUSH` manifest expectations due at `due`, each on its own subject
+/// `shipment/{key}-{j}`, raised by task `task-{key}` (the lapse-latency and slow-agent phases).
+fn manifests_push(key: &str, due: jiff::Timestamp) -> Value {
+    let exps: Vec<Value> = (0..LAPSES_PER_PUSH)
+        .map(|j| {
+            let s = format!("{key}-{j}");
+            json!({
+                "expectationId": format!("exp-{s}"), "kind": "shipment.manifest",
+                "subject": { "type": "shipment", "id": s },
+                "expects": "the airline manifest",
+                "satisfiedBy": { "factKey": format!("shipment.manifest.received:{s}") },
+                "dueAt": due.to_string(), "basis": "observed"
+            })
+        })
+        .collect();
+    json!({ "artifactUpdate": {
+        "taskId": format!("task-{key}"), "contextId": format!("ctx-{key}"),
+        "artifact": {
+            "artifactId": format!("booking-{key}"),
+            "parts": [{ "text": "booked" }],
+            "extensions": [URI],
+            "metadata": { URI: { "expectations": exps } }
+        }
+    } })
+}
+
 async fn post_push(http: &reqwest::Client, base: &str, body: &Value) -> anyhow::Result<()> {
     ok(http
         .post(format!("{base}/v1/agents/booking/push"))
@@ -703,27 +729,7 @@ async fn lapse_latency(
         let (http, base) = (http.clone(), base.to_string());
         handles.push(tokio::spawn(async move {
             for p in (c..pushes).step_by(clients) {
-                let exps: Vec<Value> = (0..LAPSES_PER_PUSH)
-                    .map(|j| {
-                        let s = format!("L{tag}-{p}-{j}");
-                        json!({
-                            "expectationId": format!("exp-{s}"), "kind": "shipment.manifest",
-                            "subject": { "type": "shipment", "id": s },
-                            "expects": "the airline manifest",
-                            "satisfiedBy": { "factKey": format!("shipment.manifest.received:{s}") },
-                            "dueAt": due.to_string(), "basis": "observed"
-                        })
-                    })
-                    .collect();
-                let body = json!({ "artifactUpdate": {
-                    "taskId": format!("task-L{tag}-{p}"), "contextId": format!("ctx-L{tag}-{p}"),
-                    "artifact": {
-                        "artifactId": format!("booking-L{tag}-{p}"),
-                        "parts": [{ "text": "booked" }],
-                        "extensions": [URI],
-                        "metadata": { URI: { "expectations": exps } }
-                    }
-                } });
+                let body = manifests_push(&format!("L{tag}-{p}"), due);
                 post_push(&http, &base, &body).await?;
             }
             Ok::<(), anyhow::Error>(())
@@ -845,23 +851,7 @@ push_token = "push-slow"
     for (agent, second) in [("slow", slow_second), ("fast", due_second)] {
         let due = jiff::Timestamp::from_second(second)?;
         for p in 0..SLOW_PHASE_LAPSES / LAPSES_PER_PUSH {
-            let exps: Vec<Value> = (0..LAPSES_PER_PUSH)
-                .map(|j| {
-                    let s = format!("S-{agent}-{p}-{j}");
-                    json!({
-                        "expectationId": format!("exp-{s}"), "kind": "shipment.manifest",
-                        "subject": { "type": "shipment", "id": s },
-                        "expects": "the airline manifest",
-                        "satisfiedBy": { "factKey": format!("shipment.manifest.received:{s}") },
-                        "dueAt": due.to_string(), "basis": "observed"
-                    })
-                })
-                .collect();
-            let body = json!({ "artifactUpdate": {
-                "taskId": format!("task-{agent}-{p}"), "contextId": format!("ctx-{agent}-{p}"),
-                "artifact": { "artifactId": format!("a-{agent}-{p}"), "parts": [{ "text": "booked" }],
-                    "extensions": [URI], "metadata": { URI: { "expectations": exps } } }
-            } });
+            let body = manifests_push(&format!("S-{agent}-{p}"), due);
             ok(http
                 .post(format!("{base_url}/v1/agents/{agent}/push"))
                 .header("X-A2A-Notification-Token", format!("push-{agent}"))
