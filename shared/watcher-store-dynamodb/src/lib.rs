@@ -790,6 +790,29 @@ fn timers_of(item: &Item) -> Result<Vec<DueTimer>, StoreError> {
     Ok(timers)
 }
 
+/// A JSON document kept as text in `doc` with the instant in `at` (an agent card, a lifecycle
+/// descriptor), read back.
+///
+/// # Errors
+/// [`StoreError::Corrupt`] naming `what` when either attribute is missing or does not parse.
+fn kept_document(
+    item: &Item,
+    doc: &str,
+    at: &str,
+    what: &str,
+) -> Result<(serde_json::Value, Instant), StoreError> {
+    let text = |name: &str| {
+        item.get(name)
+            .and_then(|v| v.as_s().ok())
+            .ok_or_else(|| StoreError::Corrupt(format!("{what} has no {name}")))
+    };
+    let value = serde_json::from_str(text(doc)?)
+        .map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))?;
+    let instant =
+        Instant::parse(text(at)?).map_err(|e| StoreError::Corrupt(format!("{what}: {at} {e}")))?;
+    Ok((value, instant))
+}
+
 fn entry_of(item: &Item) -> Result<(u64, OutboxEntry), StoreError> {
     let what = "outbox entry";
     let entry: OutboxEntry = from_json(get_s(item, ENTRY, what)?, what)?;
@@ -1391,23 +1414,17 @@ impl Store for DynamoStore {
         tenant: &Tenant,
         agent: &AgentId,
     ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
-        let Some(item) = self.get(keys::agent_card_pk(tenant, agent), ITEM).await? else {
-            return Ok(None);
-        };
-        let text = |name: &str| {
-            item.get(name)
-                .and_then(|v| v.as_s().ok())
-                .cloned()
-                .ok_or_else(|| {
-                    StoreError::Corrupt(format!("the kept card of agent {agent} has no {name}"))
-                })
-        };
-        let card = serde_json::from_str(&text("card")?)
-            .map_err(|e| StoreError::Corrupt(format!("the kept card of agent {agent}: {e}")))?;
-        let at = Instant::parse(&text("readAt")?).map_err(|e| {
-            StoreError::Corrupt(format!("the kept card of agent {agent}: readAt {e}"))
-        })?;
-        Ok(Some((card, at)))
+        self.get(keys::agent_card_pk(tenant, agent), ITEM)
+            .await?
+            .map(|item| {
+                kept_document(
+                    &item,
+                    "card",
+                    "readAt",
+                    &format!("the kept card of agent {agent}"),
+                )
+            })
+            .transpose()
     }
 
     async fn put_lifecycle_descriptor(
@@ -1441,28 +1458,17 @@ impl Store for DynamoStore {
         protocol_version: &str,
     ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
         let sk = format!("V#{protocol_version}");
-        let Some(item) = self.get(keys::lifecycle_pk(tenant, agent), &sk).await? else {
-            return Ok(None);
-        };
-        let text = |name: &str| {
-            item.get(name)
-                .and_then(|v| v.as_s().ok())
-                .cloned()
-                .ok_or_else(|| {
-                    StoreError::Corrupt(format!(
-                        "the lifecycle descriptor of agent {agent} has no {name}"
-                    ))
-                })
-        };
-        let d = serde_json::from_str(&text("descriptor")?).map_err(|e| {
-            StoreError::Corrupt(format!("the lifecycle descriptor of agent {agent}: {e}"))
-        })?;
-        let at = Instant::parse(&text("probedAt")?).map_err(|e| {
-            StoreError::Corrupt(format!(
-                "the lifecycle descriptor of agent {agent}: probedAt {e}"
-            ))
-        })?;
-        Ok(Some((d, at)))
+        self.get(keys::lifecycle_pk(tenant, agent), &sk)
+            .await?
+            .map(|item| {
+                kept_document(
+                    &item,
+                    "descriptor",
+                    "probedAt",
+                    &format!("the lifecycle descriptor of agent {agent}"),
+                )
+            })
+            .transpose()
     }
 
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
