@@ -339,24 +339,44 @@ fn with_fact_rows(
     Ok(())
 }
 
-fn subject_version(
+/// What a commit reads of a subject's stored row before writing it: its version (the
+/// compare-and-set) and its fact rows' count and digest ([`write_facts`]); a subject not stored
+/// is at version 0 with no facts.
+struct StoredSubject {
+    version: u64,
+    facts: i64,
+    facts_digest: Option<Vec<u8>>,
+}
+
+fn stored_subject(
     conn: &Connection,
     tenant: &Tenant,
     subject: &Subject,
-) -> Result<u64, StoreError> {
-    let v: Option<i64> = conn
+) -> Result<StoredSubject, StoreError> {
+    let row: Option<(i64, i64, Option<Vec<u8>>)> = conn
         .prepare_cached(
-            "SELECT version FROM subjects
+            "SELECT version, facts, facts_digest FROM subjects
              WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
         )
         .map_err(db)?
         .query_row(
             params![tenant.as_str(), subject.subject_type, subject.id],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()
         .map_err(db)?;
-    v.map_or(Ok(0), |v| u64_of(v, "subject version"))
+    match row {
+        None => Ok(StoredSubject {
+            version: 0,
+            facts: 0,
+            facts_digest: None,
+        }),
+        Some((version, facts, facts_digest)) => Ok(StoredSubject {
+            version: u64_of(version, "subject version")?,
+            facts,
+            facts_digest,
+        }),
+    }
 }
 
 fn read_task(
@@ -567,10 +587,15 @@ impl SubjectWrite {
 /// Writes a subject at its new version and brings its index rows to what the new state
 /// derives, touching only the rows that change (issue 10, write amplification): an index
 /// row already right is neither deleted nor rewritten, so its pages stay clean.
-fn write_subject(conn: &Connection, tenant: &Tenant, w: &SubjectWrite) -> Result<(), StoreError> {
+fn write_subject(
+    conn: &Connection,
+    tenant: &Tenant,
+    w: &SubjectWrite,
+    stored: &StoredSubject,
+) -> Result<(), StoreError> {
     let t = tenant.as_str();
     let (st, sid) = (&w.subject.subject_type, &w.subject.id);
-    write_facts(conn, t, st, sid, w)?;
+    write_facts(conn, t, st, sid, w, stored)?;
     let all = w.facts.len();
     conn.prepare_cached(
         "INSERT INTO subjects (tenant, subject_type, subject_id, version, state, facts,
@@ -690,22 +715,15 @@ fn write_facts(
     st: &str,
     sid: &str,
     w: &SubjectWrite,
+    stored: &StoredSubject,
 ) -> Result<(), StoreError> {
-    let stored: Option<(i64, Option<Vec<u8>>)> = conn
-        .prepare_cached(
-            "SELECT facts, facts_digest FROM subjects
-             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-        )
-        .map_err(db)?
-        .query_row(params![t, st, sid], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()
-        .map_err(db)?;
-    let (count, digest) = stored.unwrap_or((0, None));
-    let kept = usize::try_from(count).ok().filter(|&c| {
-        w.digests.get(c).is_some_and(|d| match &digest {
-            Some(stored) => stored.as_slice() == d.as_slice(),
-            None => c == 0,
-        })
+    let kept = usize::try_from(stored.facts).ok().filter(|&c| {
+        w.digests
+            .get(c)
+            .is_some_and(|d| match &stored.facts_digest {
+                Some(stored) => stored.as_slice() == d.as_slice(),
+                None => c == 0,
+            })
     });
     let from = match kept {
         Some(c) => c,
@@ -996,11 +1014,14 @@ fn write_task(conn: &Connection, tenant: &Tenant, w: &TaskWrite) -> Result<(), S
 /// savepoint): the write lock is held before the versions are read, so no other writer can move
 /// them in between; a lost compare-and-set rolls back this commit alone.
 fn commit_in(tx: &Connection, tenant: &Tenant, commit: &PreparedCommit) -> Result<(), StoreError> {
+    let mut stored = Vec::with_capacity(commit.subjects.len());
     for s in &commit.subjects {
-        if subject_version(tx, tenant, &s.subject)? != s.loaded {
+        let row = stored_subject(tx, tenant, &s.subject)?;
+        if row.version != s.loaded {
             // Dropping `tx` rolls back: nothing of this commit is written.
             return Err(StoreError::Conflict(format!("subject {}", s.subject)));
         }
+        stored.push(row);
     }
     for t in &commit.tasks {
         if task_version(tx, tenant, &t.task)? != t.loaded {
@@ -1008,8 +1029,8 @@ fn commit_in(tx: &Connection, tenant: &Tenant, commit: &PreparedCommit) -> Resul
         }
     }
     keep_sequence_ahead(tx, commit.used_sequence)?;
-    for s in &commit.subjects {
-        write_subject(tx, tenant, s)?;
+    for (s, row) in commit.subjects.iter().zip(&stored) {
+        write_subject(tx, tenant, s, row)?;
     }
     for t in &commit.tasks {
         write_task(tx, tenant, t)?;
