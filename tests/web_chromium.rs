@@ -129,7 +129,14 @@ struct Cdp {
 }
 
 impl Cdp {
+    /// Calls `method`; panics on an error answer.
     fn call(&mut self, method: &str, params: Value) -> Value {
+        let answer = self.try_call(method, params);
+        answer.unwrap_or_else(|v| panic!("{method}: {v}"))
+    }
+
+    /// Calls `method`: its result, or the whole error answer.
+    fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         self.next += 1;
         let id = self.next;
         let mut msg = json!({ "id": id, "method": method, "params": params });
@@ -144,8 +151,10 @@ impl Cdp {
             let Message::Text(t) = m else { continue };
             let v: Value = serde_json::from_str(t.as_str()).unwrap();
             if v["id"] == json!(id) {
-                assert!(v.get("error").is_none(), "{method}: {v}");
-                return v["result"].clone();
+                return match v.get("error") {
+                    None => Ok(v["result"].clone()),
+                    Some(_) => Err(v),
+                };
             }
         }
     }
@@ -159,10 +168,29 @@ impl Cdp {
         r["result"]["value"].clone()
     }
 
+    /// Whether `expression` is true in the page now. A page that navigates while it is being
+    /// evaluated (a form just submitted) answers an error that means "not yet": the next
+    /// evaluation runs in the new page. Any other error fails the test.
+    fn holds(&mut self, expression: &str) -> bool {
+        let params = json!({ "expression": expression, "returnByValue": true });
+        match self.try_call("Runtime.evaluate", params) {
+            Ok(r) => r["result"]["value"] == json!(true),
+            Err(v) => {
+                let message = v["error"]["message"].as_str().unwrap_or_default();
+                assert!(
+                    message.contains("navigated or closed")
+                        || message.contains("context was destroyed"),
+                    "Runtime.evaluate: {v}"
+                );
+                false
+            }
+        }
+    }
+
     /// Waits until `expression` is true in the page.
     fn wait_for(&mut self, expression: &str) {
         let deadline = Instant::now() + PATIENCE;
-        while self.eval(expression) != json!(true) {
+        while !self.holds(expression) {
             assert!(
                 Instant::now() < deadline,
                 "never true: {expression}\npage: {}",
