@@ -245,37 +245,6 @@ pub fn record_found(
     e
 }
 
-/// Keeps in `updated` (the entry as the SendMessage answer leaves it) the lapse task's state that
-/// a push recorded in `current` (the stored entry) while the answer was on its way, when it is
-/// about the same task and further on: a terminal state over any other, any state over
-/// `TASK_STATE_SUBMITTED`. A terminal or interrupted state also ends following with `GetTask`.
-/// The answer's state is otherwise kept (a push may carry an older state than the answer).
-pub fn keep_pushed_state(updated: &mut OutboxEntry, current: &OutboxEntry) {
-    let (Some(task), Some(pushed)) = (updated.task_id.as_deref(), current.task_state.as_deref())
-    else {
-        return;
-    };
-    if current.task_id.as_deref() != Some(task) {
-        return;
-    }
-    let parse = |s: &str| TaskState::from_wire_value(&serde_json::Value::String(s.to_owned()));
-    let Some(pushed) = parse(pushed) else {
-        return;
-    };
-    let answered = updated.task_state.as_deref().and_then(parse);
-    let further = match answered {
-        None => true,
-        Some(a) if a.is_terminal() => false,
-        Some(a) => pushed.is_terminal() || (a == TaskState::Submitted && pushed != a),
-    };
-    if further {
-        updated.task_state = Some(pushed.as_str().to_owned());
-        if pushed.is_terminal() || pushed.is_interrupted() {
-            updated.follow_at = None;
-        }
-    }
-}
-
 /// Whether the watcher follows a lapse task with `GetTask` (semantics.md "The lapse task"): it
 /// asked for no push notifications (`configuration.taskPushNotificationConfig` absent) and the
 /// task is neither terminal nor interrupted (input or auth required: a person's turn, §13.1).
@@ -826,15 +795,10 @@ where
         let result = client
             .send_message(&endpoint, &marked.request, &marked.message_id)
             .await;
-        let (mut updated, outcome) = record_attempt(&marked, &result, now, policy);
-        // A push about the new task may have beaten the answer (the official SDKs push the Task
-        // and its statuses while the answer is on its way): keep the state it recorded.
-        if let Ok(Some(current)) = store
-            .outbox_get(&marked.tenant, &marked.agent, &marked.message_id)
-            .await
-        {
-            keep_pushed_state(&mut updated, &current);
-        }
+        // A push about the new task may beat the answer (the official SDKs push the Task and
+        // its statuses while the answer is on its way): the store keeps the state it recorded
+        // (`outbox_update` merges the task fields, watcher_runtime::task_progress).
+        let (updated, outcome) = record_attempt(&marked, &result, now, policy);
                 match &outcome {
             EntryOutcome::Sent(_) => recorder.attempt(
                 AttemptOutcome::Delivered,
@@ -1282,58 +1246,5 @@ mod tests {
         r.count(&EntryOutcome::NotDue { at: t0() });
         r.count(&EntryOutcome::Skipped { delivery: None });
         assert_eq!((r.deferred, r.skipped, r.total()), (1, 2, 3));
-    }
-
-    /// A push recorded while the SendMessage answer was on its way is not overwritten by the
-    /// answer's older state; an answer already terminal, or a push about another task, is.
-    #[test]
-    fn a_state_pushed_before_the_answer_is_kept() {
-        let answered = |state: &str| {
-            let mut e = entry();
-            e.delivery = DeliveryState::Sent;
-            e.task_id = Some("task-9".into());
-            e.task_state = Some(state.into());
-            e.follow_at = Some(t0());
-            e
-        };
-        let pushed = |task: &str, state: &str| {
-            let mut e = entry();
-            e.task_id = Some(task.into());
-            e.task_state = Some(state.into());
-            e
-        };
-        let mut u = answered("TASK_STATE_SUBMITTED");
-        keep_pushed_state(&mut u, &pushed("task-9", "TASK_STATE_COMPLETED"));
-        assert_eq!(u.task_state.as_deref(), Some("TASK_STATE_COMPLETED"));
-        assert_eq!(u.follow_at, None, "a terminal task is not followed");
-
-        let mut u = answered("TASK_STATE_SUBMITTED");
-        keep_pushed_state(&mut u, &pushed("task-9", "TASK_STATE_WORKING"));
-        assert_eq!(u.task_state.as_deref(), Some("TASK_STATE_WORKING"));
-        assert_eq!(u.follow_at, Some(t0()), "a working task is still followed");
-
-        let mut u = answered("TASK_STATE_WORKING");
-        keep_pushed_state(&mut u, &pushed("task-9", "TASK_STATE_SUBMITTED"));
-        assert_eq!(
-            u.task_state.as_deref(),
-            Some("TASK_STATE_WORKING"),
-            "older push"
-        );
-
-        let mut u = answered("TASK_STATE_FAILED");
-        keep_pushed_state(&mut u, &pushed("task-9", "TASK_STATE_COMPLETED"));
-        assert_eq!(
-            u.task_state.as_deref(),
-            Some("TASK_STATE_FAILED"),
-            "answer terminal"
-        );
-
-        let mut u = answered("TASK_STATE_SUBMITTED");
-        keep_pushed_state(&mut u, &pushed("task-other", "TASK_STATE_COMPLETED"));
-        assert_eq!(
-            u.task_state.as_deref(),
-            Some("TASK_STATE_SUBMITTED"),
-            "another task"
-        );
     }
 }

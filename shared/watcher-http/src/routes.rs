@@ -179,9 +179,10 @@ pub async fn push(
 /// A push may beat the agent's answer to SendMessage (the official SDKs push the new Task, with
 /// the request in its `history`, while the answer is on its way), so the lapse task is not yet
 /// known by its task id: a pushed Task is then matched by the deterministic `messageId` of a
-/// user message in its history (`lapse:…`, one keyed read), and its task id recorded with its
-/// state; the delivery keeps that state when the answer arrives
-/// (`watcher_delivery::deliver::keep_pushed_state`).
+/// user message in its history (`lapse:…`, one keyed read). Each state is recorded with
+/// [`watcher_runtime::store::Store::outbox_task_state`], which changes only the task fields, in
+/// one atomic step with the read, so neither a concurrent delivery's answer nor a later push of
+/// an earlier state takes it back (`watcher_runtime::task_progress`).
 async fn track_lapse_task(
     state: &AppState,
     tenant: &watcher_core::ids::Tenant,
@@ -191,42 +192,30 @@ async fn track_lapse_task(
     let (Some(task_id), Some(status)) = (event.task_id(), event.status()) else {
         return;
     };
+    let store = &state.watcher.store;
     // From the index by (tenant, agent, taskId): the cost does not grow with the outbox.
-    let Ok(mut entries) = state
-        .watcher
-        .store
-        .outbox_by_task(tenant, agent, task_id)
-        .await
-    else {
+    let Ok(known) = store.outbox_by_task(tenant, agent, task_id).await else {
         return;
     };
-    if entries.is_empty() {
+    let mut message_ids: Vec<String> = known.into_iter().map(|e| e.message_id).collect();
+    if message_ids.is_empty() {
         if let a2a_types::StreamResponse::Task(task) = event {
-            for m in task
-                .history
-                .iter()
-                .filter(|m| m.role == a2a_types::Role::User && m.message_id.starts_with("lapse:"))
-            {
-                if let Ok(Some(mut entry)) = state
-                    .watcher
-                    .store
-                    .outbox_get(tenant, agent, &m.message_id)
-                    .await
-                {
-                    if entry.task_id.is_none() {
-                        entry.task_id = Some(task_id.to_owned());
-                        entries.push(entry);
-                    }
-                }
-            }
+            message_ids.extend(
+                task.history
+                    .iter()
+                    .filter(|m| {
+                        m.role == a2a_types::Role::User && m.message_id.starts_with("lapse:")
+                    })
+                    .map(|m| m.message_id.clone()),
+            );
         }
     }
-    for mut entry in entries {
-        if entry.agent == *agent && entry.task_id.as_deref() == Some(task_id) {
-            entry.task_state = Some(status.state.as_str().to_string());
-            if let Err(e) = state.watcher.store.outbox_update(&entry).await {
-                tracing::warn!(error = %e, "could not record the lapse task's state");
-            }
+    for message_id in message_ids {
+        if let Err(e) = store
+            .outbox_task_state(tenant, agent, &message_id, task_id, status.state)
+            .await
+        {
+            tracing::warn!(error = %e, message_id, "could not record the lapse task's state");
         }
     }
 }

@@ -123,6 +123,7 @@ macro_rules! store_conformance {
             rejections_per_tenant_and_agent,
             sequence_strictly_increases,
             outbox_by_task_id,
+            lapse_task_state_never_goes_back,
             lapses_are_paged,
             steps_read_what_they_must,
             $retention,
@@ -2492,6 +2493,151 @@ pub async fn outbox_by_task_id<S: Store + 'static>(store: Arc<S>) {
         .await
         .expect("outbox_by_task");
     assert_eq!(got, vec![answered], "the entry comes back whole");
+}
+
+/// The lapse task's task state kept in the outbox never goes back, whichever of its writers
+/// lands last (`crate::task_progress`): `outbox_task_state` (a push) changes only the task
+/// fields and takes a task id the entry does not have yet; `outbox_update` (the delivery's
+/// answer, written from a copy read before the push) keeps a further state pushed meanwhile; a
+/// terminal state is final; another task id is left alone. Then a race: pushes of every state
+/// and stale answers written at once end on the terminal state, with the delivery's fields.
+pub async fn lapse_task_state_never_goes_back<S: Store + 'static>(store: Arc<S>) {
+    use a2a_types::TaskState;
+    let t = tenant("tenant-a");
+    let booking = agent("booking");
+    let mut queued = outbox_entry(&t, "lapse:1", t0());
+    queued.attempt_started_at = Some(t0());
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![queued.clone(), outbox_entry(&t, "lapse:2", t0())],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit");
+    let stored = |id: &'static str| {
+        let (store, t, booking) = (Arc::clone(&store), t.clone(), booking.clone());
+        async move {
+            store
+                .outbox_get(&t, &booking, id)
+                .await
+                .expect("outbox_get")
+                .expect("stored")
+        }
+    };
+    let push = |id: &'static str, task: &'static str, state: TaskState| {
+        let (store, t, booking) = (Arc::clone(&store), t.clone(), booking.clone());
+        async move {
+            store
+                .outbox_task_state(&t, &booking, id, task, state)
+                .await
+                .expect("outbox_task_state")
+        }
+    };
+
+    // The pushed Task beats the answer: its id and state are recorded, nothing else changes.
+    let written = push("lapse:1", "task-9", TaskState::Working).await;
+    let now = stored("lapse:1").await;
+    assert_eq!(
+        written.as_ref(),
+        Some(&now),
+        "the entry as written is answered"
+    );
+    assert_eq!(
+        (now.task_id.as_deref(), now.task_state.as_deref()),
+        (Some("task-9"), Some("TASK_STATE_WORKING"))
+    );
+    assert_eq!(
+        OutboxEntry {
+            task_id: None,
+            task_state: None,
+            ..now.clone()
+        },
+        queued,
+        "a push changes only the task fields (delivery, attempts, attempt under way kept)"
+    );
+    assert_eq!(
+        ids(&store
+            .outbox_by_task(&t, &booking, "task-9")
+            .await
+            .expect("outbox_by_task")),
+        ["lapse:1"],
+        "a task id recorded by a push is found by it"
+    );
+
+    // The answer (SUBMITTED), recorded from the copy read before the push: the delivery fields
+    // are the answer's, the pushed state is kept.
+    let mut answered = queued.clone();
+    answered.delivery = DeliveryState::Sent;
+    answered.attempts = 1;
+    answered.attempt_started_at = None;
+    answered.task_id = Some("task-9".into());
+    answered.task_state = Some("TASK_STATE_SUBMITTED".into());
+    store.outbox_update(&answered).await.expect("update");
+    let now = stored("lapse:1").await;
+    assert_eq!(now.delivery, DeliveryState::Sent);
+    assert_eq!((now.attempts, now.attempt_started_at), (1, None));
+    assert_eq!(now.task_state.as_deref(), Some("TASK_STATE_WORKING"));
+
+    // The terminal push; then a late push of an earlier state, a stale answer, another task.
+    assert!(push("lapse:1", "task-9", TaskState::Completed)
+        .await
+        .is_some());
+    assert_eq!(push("lapse:1", "task-9", TaskState::Working).await, None);
+    store.outbox_update(&answered).await.expect("update");
+    assert_eq!(push("lapse:1", "task-other", TaskState::Failed).await, None);
+    let now = stored("lapse:1").await;
+    assert_eq!(now.task_id.as_deref(), Some("task-9"));
+    assert_eq!(
+        now.task_state.as_deref(),
+        Some("TASK_STATE_COMPLETED"),
+        "a terminal state is final"
+    );
+    assert_eq!(
+        push("lapse:missing", "task-9", TaskState::Working).await,
+        None,
+        "never inserts"
+    );
+
+    // The race, on lapse:2: fifteen writers at once, in no particular order (a store that
+    // retries a lost compare-and-set gives up after more tries than that: each lost try means
+    // another writer's one write landed).
+    let mut tasks = Vec::new();
+    for round in 0..3u32 {
+        for state in [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::Completed,
+            TaskState::Working,
+        ] {
+            let store = Arc::clone(&store);
+            let (t, booking) = (t.clone(), booking.clone());
+            tasks.push(tokio::spawn(async move {
+                store
+                    .outbox_task_state(&t, &booking, "lapse:2", "task-race", state)
+                    .await
+                    .map(|_| ())
+            }));
+        }
+        let mut stale = outbox_entry(&t, "lapse:2", t0());
+        stale.delivery = DeliveryState::Sent;
+        stale.attempts = round + 1;
+        stale.task_id = Some("task-race".into());
+        stale.task_state = Some("TASK_STATE_SUBMITTED".into());
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(
+            async move { store.outbox_update(&stale).await },
+        ));
+    }
+    for task in tasks {
+        task.await.expect("no panic").expect("each write succeeds");
+    }
+    let now = stored("lapse:2").await;
+    assert_eq!(now.delivery, DeliveryState::Sent);
+    assert_eq!(now.task_id.as_deref(), Some("task-race"));
+    assert_eq!(now.task_state.as_deref(), Some("TASK_STATE_COMPLETED"));
 }
 
 /// `lapses_page` pages through 500 lapse tasks (a size the DynamoDB emulator pages through in seconds;

@@ -12,6 +12,7 @@ pub mod ports;
 pub mod replay;
 pub mod retention;
 pub mod store;
+pub mod task_progress;
 pub mod view;
 pub mod watcher;
 

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use a2a_types::TaskState;
 use async_trait::async_trait;
 use watcher_core::engine::{LiveUntil, Rejection, TimerKey};
 use watcher_core::ids::{AgentId, ExpectationRef, FactKey, Subject, TaskRef, Tenant};
@@ -24,6 +25,7 @@ use crate::store::{
     lapse_scan_budget, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery, OutboxEntry,
     PurgeReport, Store, StoreError,
 };
+use crate::task_progress::{keep_task_progress, with_task_state};
 
 /// A timer in firing order: instant, raising order, deadline before horizon, then identity.
 type TimerRow = (
@@ -129,6 +131,13 @@ impl Inner {
             }
         }
         self.index_task(seq, o, add);
+    }
+
+    /// Replaces the entry at `seq` (now `old`) with `entry`, moving its task-id index row.
+    fn replace_outbox(&mut self, seq: u64, old: &OutboxEntry, entry: OutboxEntry) {
+        self.index_task(seq, old, false);
+        self.index_task(seq, &entry, true);
+        self.outbox.insert(seq, entry);
     }
 
     fn index_task(&mut self, seq: u64, o: &OutboxEntry, add: bool) {
@@ -448,11 +457,36 @@ impl Store for MemoryStore {
             return Ok(());
         };
         if old.delivery != DeliveryState::Sent || entry.delivery == DeliveryState::Sent {
-            inner.index_task(seq, &old, false);
-            inner.index_task(seq, entry, true);
-            inner.outbox.insert(seq, entry.clone());
+            let mut entry = entry.clone();
+            keep_task_progress(&mut entry, &old);
+            inner.replace_outbox(seq, &old, entry);
         }
         Ok(())
+    }
+
+    async fn outbox_task_state(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        task_id: &str,
+        state: TaskState,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        self.check_write()?;
+        let mut inner = self.lock()?;
+        self.touched(1);
+        let id = (tenant.clone(), agent.clone(), message_id.to_string());
+        let Some(seq) = inner.outbox_ids.get(&id).copied() else {
+            return Ok(None);
+        };
+        let Some(old) = inner.outbox.get(&seq).cloned() else {
+            return Ok(None);
+        };
+        let Some(updated) = with_task_state(&old, task_id, state) else {
+            return Ok(None);
+        };
+        inner.replace_outbox(seq, &old, updated.clone());
+        Ok(Some(updated))
     }
 
     /// A filter over the agent's entries (index by (tenant, agent)).

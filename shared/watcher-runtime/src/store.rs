@@ -2,6 +2,7 @@
 //! (fact key → subjects, expectation → subject, next deadlines) kept by the store from what it
 //! commits. Every implementation passes [`crate::conformance`].
 
+use a2a_types::TaskState;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -282,8 +283,33 @@ pub trait Store: Send + Sync {
 
     /// Replaces the delivery fields of the stored entry with `entry`'s identity
     /// (tenant, agent, messageId); never inserts, and never touches another agent's entry with
-    /// the same `messageId`. An entry already `sent` is never changed back.
+    /// the same `messageId`. An entry already `sent` is never changed back. The lapse task's
+    /// task fields are merged with the stored ones by
+    /// [`crate::task_progress::keep_task_progress`] in the same atomic step (a push recorded
+    /// while the writer was busy is kept: a terminal state is final, `TASK_STATE_SUBMITTED`
+    /// never replaces a later state).
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError>;
+
+    /// Records that the lapse task (tenant, agent, messageId) is the agent's Task `task_id`, now
+    /// in `state` (a push about that task): the stored entry becomes
+    /// [`crate::task_progress::with_task_state`] of itself, read and written in one atomic step,
+    /// so a push never overwrites the delivery fields a concurrent delivery writes and a state
+    /// never goes back. Never inserts. Answers the entry as written, or `None` when it is not
+    /// stored, names another task, or nothing changed.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn outbox_task_state(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        task_id: &str,
+        state: TaskState,
+    ) -> Result<Option<OutboxEntry>, StoreError>;
 
     /// Outbox entries of `agent` of `tenant` whose delivery state is `delivery` and, when `due_by`
     /// is given, whose next attempt is at or before it; earliest next attempt first (then order

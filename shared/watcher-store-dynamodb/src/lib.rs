@@ -31,6 +31,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use a2a_types::TaskState;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{Put, ReturnValue, Select, TransactWriteItem, Update};
@@ -46,6 +47,7 @@ use watcher_runtime::store::{
     cut_page, lapse_scan_budget, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery,
     OutboxEntry, PurgeReport, Store, StoreError,
 };
+use watcher_runtime::task_progress::{keep_task_progress, with_task_state};
 
 use crate::codec::{
     from_json, get_i64, get_s, get_u64, item_size, n, outbox_expiry, rejections_expiry, s,
@@ -78,6 +80,12 @@ const _: () = assert!(REJECTIONS_PER_ITEM as u64 <= REJECTION_STRIDE);
 
 /// Reads in flight at once for one call (a load's subjects, a commit's pre-read).
 const READ_CONCURRENCY: usize = 16;
+
+/// Most reads of one outbox item's read-modify-write ([`DynamoStore::update_outbox`]) before it
+/// gives up with a conflict. A try is lost only when another writer's write landed, and each
+/// writer's write lands once, so with fewer concurrent writers than this none gives up; the
+/// writers of one lapse task are its submitter and its agent's pushes (sent one at a time).
+const OUTBOX_CAS_TRIES: usize = 16;
 
 /// The watcher's store over the DynamoDB table `table`.
 ///
@@ -154,6 +162,163 @@ impl DynamoStore {
             .map_err(StoreError::backend)?;
         self.count(1u64);
         Ok(out.item)
+    }
+
+    /// Read-modify-write of one outbox item: `change` maps the stored entry to the one to write
+    /// (`None`: nothing to write), written only if the item is still as read, else read again
+    /// (at most [`OUTBOX_CAS_TRIES`] times). Answers the entry written.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when every try lost to another writer; backend or corrupt data.
+    async fn update_outbox(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        change: impl Fn(&OutboxEntry) -> Option<OutboxEntry>,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        for _ in 0..OUTBOX_CAS_TRIES {
+            let Some(item) = self
+                .get(outbox_pk(tenant), &outbox_sk(agent, message_id))
+                .await?
+            else {
+                return Ok(None);
+            };
+            let (_, stored) = entry_of(&item)?;
+            let Some(updated) = change(&stored) else {
+                return Ok(None);
+            };
+            if self
+                .replace_outbox(&updated, get_s(&item, ENTRY, "outbox entry")?)
+                .await?
+            {
+                return Ok(Some(updated));
+            }
+        }
+        Err(StoreError::Conflict(format!(
+            "outbox entry {message_id:?} of agent {:?} (changed {OUTBOX_CAS_TRIES} times while being written)",
+            agent.as_str()
+        )))
+    }
+
+    /// Writes `entry` over the stored outbox item with its identity if that item's entry is
+    /// still `expected` (its JSON as read): `Ok(false)` when it changed meanwhile or is gone.
+    /// Sets the attributes the outbox indexes read; a sent entry is never changed back.
+    async fn replace_outbox(
+        &self,
+        entry: &OutboxEntry,
+        expected: &str,
+    ) -> Result<bool, StoreError> {
+        // `lapsesTenant` and `lapsesAgent` never change, and are set again here so that an
+        // entry written before the `lapses-*` indexes existed enters them at its next update.
+        let mut set = vec![
+            "#e = :e",
+            "#d = :d",
+            "#n = :n",
+            "#ad = :ad",
+            "#lt = :lt",
+            "#la = :la",
+        ];
+        let mut remove = Vec::new();
+        let mut req = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(outbox_pk(&entry.tenant)))
+            .key(SK, s(outbox_sk(&entry.agent, &entry.message_id)))
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#e", ENTRY)
+            .expression_attribute_names("#d", DELIVERY)
+            .expression_attribute_names("#n", NEXT_ATTEMPT)
+            .expression_attribute_names("#ad", AGENT_DELIVERY)
+            .expression_attribute_names("#lt", LAPSES_TENANT)
+            .expression_attribute_names("#la", LAPSES_AGENT)
+            .expression_attribute_values(":lt", s(lapses_tenant(&entry.tenant)))
+            .expression_attribute_values(":la", s(lapses_agent(&entry.tenant, &entry.agent)))
+            .expression_attribute_values(
+                ":ad",
+                s(agent_delivery(
+                    &entry.tenant,
+                    &entry.agent,
+                    entry.delivery.as_str(),
+                )),
+            )
+            .expression_attribute_names("#q", QUEUED)
+            .expression_attribute_names("#x", EXPIRES_AT)
+            .expression_attribute_values(":e", s(to_json(entry)?))
+            .expression_attribute_values(":d", s(entry.delivery.as_str()))
+            .expression_attribute_values(":n", s(instant_key(entry.next_attempt_at)));
+        if entry.delivery == DeliveryState::Queued {
+            set.push("#q = :q");
+            req = req.expression_attribute_values(":q", s(QUEUED_PARTITION));
+        } else {
+            remove.push("#q");
+        }
+        req = req.expression_attribute_names("#tk", TASK_KEY);
+        match &entry.task_id {
+            Some(task_id) => {
+                set.push("#tk = :tk");
+                req = req.expression_attribute_values(
+                    ":tk",
+                    s(outbox_task(&entry.tenant, &entry.agent, task_id)),
+                );
+            }
+            None => remove.push("#tk"),
+        }
+        req = req
+            .expression_attribute_names("#fa", FOLLOW_AGENT)
+            .expression_attribute_names("#ft", FOLLOW_AT);
+        match entry.follow_at {
+            Some(at) => {
+                set.push("#fa = :fa");
+                set.push("#ft = :ft");
+                req = req
+                    .expression_attribute_values(
+                        ":fa",
+                        s(follow_agent(&entry.tenant, &entry.agent)),
+                    )
+                    .expression_attribute_values(":ft", s(instant_key(at)));
+            }
+            None => {
+                remove.push("#fa");
+                remove.push("#ft");
+            }
+        }
+        match outbox_expiry(entry, self.retention_days) {
+            Some(at) => {
+                set.push("#x = :x");
+                req = req.expression_attribute_values(":x", n(at));
+            }
+            None => remove.push("#x"),
+        }
+        let mut update = format!("SET {}", set.join(", "));
+        if !remove.is_empty() {
+            update.push_str(&format!(" REMOVE {}", remove.join(", ")));
+        }
+        // Never inserts; a sent entry is never changed back; compare-and-set on the entry read.
+        req = req.expression_attribute_values(":old", s(expected));
+        let condition = if entry.delivery == DeliveryState::Sent {
+            "attribute_exists(#pk) AND #e = :old".to_string()
+        } else {
+            req = req.expression_attribute_values(":sent", s(DeliveryState::Sent.as_str()));
+            "attribute_exists(#pk) AND #e = :old AND #d <> :sent".to_string()
+        };
+        self.count(1u64);
+        match req
+            .update_expression(update)
+            .condition_expression(condition)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(StoreError::backend(e)),
+        }
     }
 
     /// A strongly consistent read of some attributes of one item.
@@ -1200,116 +1365,35 @@ impl Store for DynamoStore {
         }
     }
 
+    /// A consistent read of the stored entry, then [`DynamoStore::replace_outbox`] conditional
+    /// on it being unchanged, retried while another writer (a push, the submitter) wins: the
+    /// lapse task's task fields are merged with the stored ones (`keep_task_progress`) against
+    /// the entry actually replaced.
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
-        // `lapsesTenant` and `lapsesAgent` never change, and are set again here so that an
-        // entry written before the `lapses-*` indexes existed enters them at its next update.
-        let mut set = vec![
-            "#e = :e",
-            "#d = :d",
-            "#n = :n",
-            "#ad = :ad",
-            "#lt = :lt",
-            "#la = :la",
-        ];
-        let mut remove = Vec::new();
-        let mut req = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(PK, s(outbox_pk(&entry.tenant)))
-            .key(SK, s(outbox_sk(&entry.agent, &entry.message_id)))
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#e", ENTRY)
-            .expression_attribute_names("#d", DELIVERY)
-            .expression_attribute_names("#n", NEXT_ATTEMPT)
-            .expression_attribute_names("#ad", AGENT_DELIVERY)
-            .expression_attribute_names("#lt", LAPSES_TENANT)
-            .expression_attribute_names("#la", LAPSES_AGENT)
-            .expression_attribute_values(":lt", s(lapses_tenant(&entry.tenant)))
-            .expression_attribute_values(":la", s(lapses_agent(&entry.tenant, &entry.agent)))
-            .expression_attribute_values(
-                ":ad",
-                s(agent_delivery(
-                    &entry.tenant,
-                    &entry.agent,
-                    entry.delivery.as_str(),
-                )),
-            )
-            .expression_attribute_names("#q", QUEUED)
-            .expression_attribute_names("#x", EXPIRES_AT)
-            .expression_attribute_values(":e", s(to_json(entry)?))
-            .expression_attribute_values(":d", s(entry.delivery.as_str()))
-            .expression_attribute_values(":n", s(instant_key(entry.next_attempt_at)));
-        if entry.delivery == DeliveryState::Queued {
-            set.push("#q = :q");
-            req = req.expression_attribute_values(":q", s(QUEUED_PARTITION));
-        } else {
-            remove.push("#q");
-        }
-        req = req.expression_attribute_names("#tk", TASK_KEY);
-        match &entry.task_id {
-            Some(task_id) => {
-                set.push("#tk = :tk");
-                req = req.expression_attribute_values(
-                    ":tk",
-                    s(outbox_task(&entry.tenant, &entry.agent, task_id)),
-                );
+        self.update_outbox(&entry.tenant, &entry.agent, &entry.message_id, |stored| {
+            if stored.delivery == DeliveryState::Sent && entry.delivery != DeliveryState::Sent {
+                return None;
             }
-            None => remove.push("#tk"),
-        }
-        req = req
-            .expression_attribute_names("#fa", FOLLOW_AGENT)
-            .expression_attribute_names("#ft", FOLLOW_AT);
-        match entry.follow_at {
-            Some(at) => {
-                set.push("#fa = :fa");
-                set.push("#ft = :ft");
-                req = req
-                    .expression_attribute_values(
-                        ":fa",
-                        s(follow_agent(&entry.tenant, &entry.agent)),
-                    )
-                    .expression_attribute_values(":ft", s(instant_key(at)));
-            }
-            None => {
-                remove.push("#fa");
-                remove.push("#ft");
-            }
-        }
-        match outbox_expiry(entry, self.retention_days) {
-            Some(at) => {
-                set.push("#x = :x");
-                req = req.expression_attribute_values(":x", n(at));
-            }
-            None => remove.push("#x"),
-        }
-        let mut update = format!("SET {}", set.join(", "));
-        if !remove.is_empty() {
-            update.push_str(&format!(" REMOVE {}", remove.join(", ")));
-        }
-        // Never inserts; a sent entry is never changed back.
-        let condition = if entry.delivery == DeliveryState::Sent {
-            "attribute_exists(#pk)".to_string()
-        } else {
-            req = req.expression_attribute_values(":sent", s(DeliveryState::Sent.as_str()));
-            "attribute_exists(#pk) AND #d <> :sent".to_string()
-        };
-        self.count(1u64);
-        match req
-            .update_expression(update)
-            .condition_expression(condition)
-            .send()
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(StoreError::backend(e)),
-        }
+            let mut updated = entry.clone();
+            keep_task_progress(&mut updated, stored);
+            Some(updated)
+        })
+        .await
+        .map(|_| ())
+    }
+
+    async fn outbox_task_state(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        task_id: &str,
+        state: TaskState,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        self.update_outbox(tenant, agent, message_id, |stored| {
+            with_task_state(stored, task_id, state)
+        })
+        .await
     }
 
     async fn outbox_of_agent(

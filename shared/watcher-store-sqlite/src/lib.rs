@@ -21,6 +21,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use a2a_types::TaskState;
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
 use watcher_core::engine::{LiveUntil, Rejection, TimerKey, TimerKind};
@@ -36,6 +37,7 @@ use watcher_runtime::store::{
     lapse_scan_budget, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery, OutboxEntry,
     PurgeReport, Store, StoreError,
 };
+use watcher_runtime::task_progress::{keep_task_progress, with_task_state};
 
 use codec::{
     db, from_json, instant_from_key, instant_key, int_of, to_json, u64_of, AFTER_EVERY_INSTANT,
@@ -438,6 +440,46 @@ fn json_rows<T: serde::de::DeserializeOwned>(
         .collect::<Result<Vec<String>, _>>()
         .map_err(db)?;
     texts.iter().map(|t| from_json(t, what)).collect()
+}
+
+/// The outbox entry (tenant, agent, messageId), if stored.
+fn outbox_row(
+    conn: &Connection,
+    tenant: &Tenant,
+    agent: &AgentId,
+    message_id: &str,
+) -> Result<Option<OutboxEntry>, StoreError> {
+    let rows: Vec<OutboxEntry> = json_rows(
+        conn,
+        "SELECT entry FROM outbox WHERE tenant = ?1 AND agent = ?2 AND message_id = ?3",
+        params![tenant.as_str(), agent.as_str(), message_id],
+        "outbox entry",
+    )?;
+    Ok(rows.into_iter().next())
+}
+
+/// Writes `entry` over the stored row with its identity (tenant, agent, messageId), with the
+/// columns its indexes read; `sent` is final: a sent row only takes another `sent` update.
+fn write_outbox_row(conn: &Connection, entry: &OutboxEntry) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "UPDATE outbox SET delivery = ?4, next_attempt = ?5, entry = ?6, follow_at = ?7,
+             task_id = ?8
+         WHERE tenant = ?1 AND message_id = ?2 AND agent = ?3
+           AND (delivery <> 'sent' OR ?4 = 'sent')",
+    )
+    .map_err(db)?
+    .execute(params![
+        entry.tenant.as_str(),
+        entry.message_id,
+        entry.agent.as_str(),
+        entry.delivery.as_str(),
+        instant_key(entry.next_attempt_at),
+        to_json(entry)?,
+        entry.follow_at.map(instant_key),
+        entry.task_id
+    ])
+    .map_err(db)?;
+    Ok(())
 }
 
 /// Timers in firing order: instant, raising order, deadline before horizon (then identity, so
@@ -1566,42 +1608,43 @@ impl Store for SqliteStore {
         message_id: &str,
     ) -> Result<Option<OutboxEntry>, StoreError> {
         let (tenant, agent, message_id) = (tenant.clone(), agent.clone(), message_id.to_string());
-        self.read(move |conn| {
-            let rows: Vec<OutboxEntry> = json_rows(
-                conn,
-                "SELECT entry FROM outbox WHERE tenant = ?1 AND agent = ?2 AND message_id = ?3",
-                params![tenant.as_str(), agent.as_str(), message_id],
-                "outbox entry",
-            )?;
-            Ok(rows.into_iter().next())
+        self.read(move |conn| outbox_row(conn, &tenant, &agent, &message_id))
+            .await
+    }
+
+    async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
+        let mut entry = entry.clone();
+        self.write(move |conn| {
+            // Read and written in one step of the writer, so a push recorded meanwhile
+            // (`outbox_task_state`) is merged, never overwritten.
+            let Some(stored) = outbox_row(conn, &entry.tenant, &entry.agent, &entry.message_id)?
+            else {
+                return Ok(());
+            };
+            keep_task_progress(&mut entry, &stored);
+            write_outbox_row(conn, &entry)
         })
         .await
     }
 
-    async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
-        let entry = entry.clone();
+    async fn outbox_task_state(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        task_id: &str,
+        state: TaskState,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        let (message_id, task_id) = (message_id.to_owned(), task_id.to_owned());
         self.write(move |conn| {
-            // The row (tenant, agent, message_id); `sent` is final: a sent row only takes
-            // another `sent` update.
-            conn.prepare_cached(
-                "UPDATE outbox SET delivery = ?4, next_attempt = ?5, entry = ?6, follow_at = ?7,
-                     task_id = ?8
-                 WHERE tenant = ?1 AND message_id = ?2 AND agent = ?3
-                   AND (delivery <> 'sent' OR ?4 = 'sent')",
-            )
-            .map_err(db)?
-            .execute(params![
-                entry.tenant.as_str(),
-                entry.message_id,
-                entry.agent.as_str(),
-                entry.delivery.as_str(),
-                instant_key(entry.next_attempt_at),
-                to_json(&entry)?,
-                entry.follow_at.map(instant_key),
-                entry.task_id
-            ])
-            .map_err(db)?;
-            Ok(())
+            let Some(updated) = outbox_row(conn, &tenant, &agent, &message_id)?
+                .and_then(|stored| with_task_state(&stored, &task_id, state))
+            else {
+                return Ok(None);
+            };
+            write_outbox_row(conn, &updated)?;
+            Ok(Some(updated))
         })
         .await
     }
