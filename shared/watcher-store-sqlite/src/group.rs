@@ -196,7 +196,7 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>) {
             replies.push(reply);
             continue;
         }
-        if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+        if let Err(e) = run_cached(conn, "SAVEPOINT job") {
             let msg = e.to_string();
             let (_, reply) = job(Err(&msg));
             replies.push(reply);
@@ -206,11 +206,11 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>) {
         let outcome = catch_unwind(AssertUnwindSafe(|| job(Ok(&mut *conn))));
         let ok = matches!(outcome, Ok((true, _)));
         let end = if ok {
-            "RELEASE job"
+            run_cached(conn, "RELEASE job")
         } else {
-            "ROLLBACK TO job; RELEASE job"
+            run_cached(conn, "ROLLBACK TO job").and_then(|()| run_cached(conn, "RELEASE job"))
         };
-        if let Err(e) = conn.execute_batch(end) {
+        if let Err(e) = end {
             broken = Some(e.to_string());
         }
         // A job that panicked has no reply: its caller learns it from the dropped channel.
@@ -236,10 +236,16 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>) {
     }
 }
 
+/// Runs one statement without parameters from the connection's statement cache (the savepoint
+/// statements run twice per write: `execute_batch` would parse them each time).
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
 /// Read connections to a database file, opened on demand and kept for reuse.
 pub(crate) struct Readers {
     path: PathBuf,
-    idle: Mutex<Vec<Connection>>,
+    pub(crate) idle: Mutex<Vec<Connection>>,
     /// Counting handler for new connections ([`crate::SqliteStore::counting_work`]).
     pub(crate) work: Mutex<Option<Arc<AtomicU64>>>,
 }
@@ -270,6 +276,7 @@ impl Readers {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
         // Reads only: a bug that writes through a reader fails instead of bypassing the group.
         conn.pragma_update(None, "query_only", true).map_err(db)?;
+        crate::schema::tune(&conn)?;
         let work = self
             .work
             .lock()

@@ -2134,6 +2134,116 @@ mod tests {
     /// failing write of the group — a lost compare-and-set, an error after it wrote a row — is
     /// rolled back alone: the others are kept and answered only after the commit. Counts, not
     /// time: the writer is held until all 22 writes are queued.
+    /// How many times the statements `conn` holds were planned again since they were prepared
+    /// (`SQLITE_STMTSTATUS_REPREPARE`, summed over every statement of the connection).
+    fn replanned(conn: &Connection) -> i64 {
+        use rusqlite::ffi;
+        let mut total = 0;
+        // SAFETY: `conn.handle()` is a live connection for the whole loop; `sqlite3_next_stmt`
+        // walks the statements that connection owns (its statement cache), none of which is
+        // finalized meanwhile (this thread holds the connection), and `sqlite3_stmt_status`
+        // only reads a counter of a live statement.
+        unsafe {
+            let db = conn.handle();
+            let mut stmt = ffi::sqlite3_next_stmt(db, std::ptr::null_mut());
+            while !stmt.is_null() {
+                total += i64::from(ffi::sqlite3_stmt_status(
+                    stmt,
+                    ffi::SQLITE_STMTSTATUS_REPREPARE,
+                    0,
+                ));
+                stmt = ffi::sqlite3_next_stmt(db, stmt);
+            }
+        }
+        total
+    }
+
+    /// Every statement is planned once, whatever values it is run with (`schema::tune`): the
+    /// bundled SQLite otherwise planned a statement with `LIMIT ?` or `ORDER BY` again on every
+    /// call, which a profile of `bench` found taking a fifth of the readers' time. The calls
+    /// below run the reads and writes of a push, a fact, the timer loop and the delivery lanes
+    /// several times with other values each time.
+    #[tokio::test]
+    async fn statements_are_planned_once_whatever_their_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("w.db")).unwrap();
+        let t = Tenant::default_tenant();
+        let at = |s: &str| Instant::parse(s).unwrap();
+        for i in 0..6u32 {
+            let subject = Subject::parse("shipment", &format!("PA-{i}")).unwrap();
+            let mut state = SubjectState::new(subject.clone());
+            state.facts.push(watcher_core::slice::FactEntry {
+                fact_key: watcher_core::ids::FactKey::parse(format!("k:{i}")).unwrap(),
+                source: watcher_core::ids::Source::parse("carrier-feed:test").unwrap(),
+                observed_at: at("2026-09-10T12:00:00Z"),
+                claimed_observed_at: at("2026-09-10T12:00:00Z"),
+                observed_at_given: None,
+                mapping: None,
+                received_at: at("2026-09-10T12:00:00Z"),
+                subject: Some(subject.clone()),
+                satisfied: Vec::new(),
+            });
+            store
+                .commit(
+                    &t,
+                    Commit {
+                        subjects: vec![state],
+                        ..Commit::default()
+                    },
+                )
+                .await
+                .unwrap();
+            let mut scope = Scope::default();
+            scope.subjects.insert(subject.clone());
+            let loaded = store
+                .load(&t, &scope, at("2026-09-10T12:00:00Z"))
+                .await
+                .unwrap();
+            assert_eq!(loaded.subjects[&subject].facts.len(), 1);
+            let agent = AgentId::parse(format!("agent-{i}")).unwrap();
+            let limit = 10 + i as usize;
+            store.due_timers(Instant::MAX, limit).await.unwrap();
+            store
+                .outbox_of_agent(
+                    &t,
+                    &agent,
+                    DeliveryState::Queued,
+                    Some(at("2026-09-10T12:00:00Z")),
+                    limit,
+                )
+                .await
+                .unwrap();
+            store
+                .outbox_following(&t, &agent, None, limit)
+                .await
+                .unwrap();
+            store
+                .outbox_by_task(&t, &agent, &format!("task-{i}"))
+                .await
+                .unwrap();
+            store
+                .outbox_due(at("2026-09-10T12:00:00Z"), limit)
+                .await
+                .unwrap();
+        }
+        let writer = store.write(|conn| Ok(replanned(conn))).await.unwrap();
+        let readers: i64 = store
+            .readers
+            .as_ref()
+            .expect("a file store has read connections")
+            .idle
+            .lock()
+            .unwrap()
+            .iter()
+            .map(replanned)
+            .sum();
+        assert_eq!(
+            (writer, readers),
+            (0, 0),
+            "statements planned again (writer, readers)"
+        );
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn a_group_keeps_its_good_writes_when_one_fails() {
         use std::sync::atomic::Ordering;
