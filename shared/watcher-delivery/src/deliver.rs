@@ -799,7 +799,7 @@ where
         // its statuses while the answer is on its way): the store keeps the state it recorded
         // (`outbox_update` merges the task fields, watcher_runtime::task_progress).
         let (updated, outcome) = record_attempt(&marked, &result, now, policy);
-                match &outcome {
+        match &outcome {
             EntryOutcome::Sent(_) => recorder.attempt(
                 AttemptOutcome::Delivered,
                 Some(seconds_between(updated.lapsed_at, now)),
