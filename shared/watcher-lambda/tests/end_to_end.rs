@@ -21,16 +21,11 @@ use watcher_lambda::env::{assemble_with_timer_queue, Parts};
 use watcher_runtime::clock::FakeClock;
 use watcher_runtime::store::Store;
 
-const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
-const TIMER_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:watcher-timer";
-const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/watcher-scheduler";
-const CARD: &str = include_str!("../../../examples/booking-card.json");
+mod common;
+use common::{ROLE_ARN, TIMER_ARN};
 
-fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
-        panic!("AWS_ENDPOINT_URL is not set: start the emulator with `bash infra/moto.sh` and export AWS_ENDPOINT_URL=http://127.0.0.1:5005 (infra/test-all.sh does both)")
-    })
-}
+const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
+const CARD: &str = include_str!("../../../examples/booking-card.json");
 
 fn t(s: &str) -> Instant {
     Instant::parse(s).expect("instant")
@@ -57,28 +52,13 @@ async fn deploy(name: &str) -> Deployment {
 /// A deployment whose schedules fire a minute early and whose timers due within 900 s go to a
 /// delayed-message timer queue, as `template.yaml` deploys it.
 async fn deploy_with(name: &str, timer_queue: bool) -> Deployment {
-    let _ = endpoint();
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
-    let unique = format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
-    );
-    let ddb = aws_sdk_dynamodb::Client::new(&aws);
-    watcher_store_dynamodb::create_table(&ddb, &unique, std::time::Duration::from_secs(30))
-        .await
-        .expect("table");
-    let scheduler = aws_sdk_scheduler::Client::new(&aws);
-    watcher_aws::provision::ensure_schedule_group(&scheduler, &unique)
-        .await
-        .expect("schedule group");
-    let sqs = aws_sdk_sqs::Client::new(&aws);
-    let queues = watcher_aws::provision::create_lapse_queues(&sqs, &unique, 10)
-        .await
-        .expect("queues");
+    let common::Emulator {
+        name: unique,
+        ddb,
+        scheduler,
+        sqs,
+        queues,
+    } = common::emulator(name).await;
     let agent = CaptureAgent::spawn(Behaviour::accept())
         .await
         .expect("capture agent");

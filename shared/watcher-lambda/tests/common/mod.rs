@@ -15,9 +15,19 @@ use watcher_runtime::store::Store;
 pub const TIMER_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:watcher-timer";
 pub const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/watcher-scheduler";
 
-/// The API function's router for the configuration `toml`, over a table, schedule group and
-/// lapse queues named after `name` (made unique) on the emulator, its clock stopped at `now`.
-pub async fn api_router(name: &str, toml: &str, now: &str) -> axum::Router {
+/// A fresh table, schedule group and lapse queues on the emulator, named after `name` (made
+/// unique), with the clients that reach them.
+pub struct Emulator {
+    /// The unique name of the table, the schedule group and the queues.
+    pub name: String,
+    pub ddb: aws_sdk_dynamodb::Client,
+    pub scheduler: aws_sdk_scheduler::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub queues: watcher_aws::provision::LapseQueues,
+}
+
+/// Creates an [`Emulator`] set-up; panics naming what to start when `AWS_ENDPOINT_URL` is unset.
+pub async fn emulator(name: &str) -> Emulator {
     std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
         panic!("AWS_ENDPOINT_URL is not set: start the emulator with `bash infra/moto.sh` and export AWS_ENDPOINT_URL (infra/test-all.sh does both)")
     });
@@ -25,23 +35,42 @@ pub async fn api_router(name: &str, toml: &str, now: &str) -> axum::Router {
         .region(aws_config::Region::new("us-east-1"))
         .load()
         .await;
-    let unique = format!(
+    let name = format!(
         "{name}-{}-{}",
         std::process::id(),
         jiff::Timestamp::now().as_millisecond()
     );
     let ddb = aws_sdk_dynamodb::Client::new(&aws);
-    watcher_store_dynamodb::create_table(&ddb, &unique, std::time::Duration::from_secs(30))
+    watcher_store_dynamodb::create_table(&ddb, &name, std::time::Duration::from_secs(30))
         .await
         .expect("table");
     let scheduler = aws_sdk_scheduler::Client::new(&aws);
-    watcher_aws::provision::ensure_schedule_group(&scheduler, &unique)
+    watcher_aws::provision::ensure_schedule_group(&scheduler, &name)
         .await
         .expect("schedule group");
     let sqs = aws_sdk_sqs::Client::new(&aws);
-    let queues = watcher_aws::provision::create_lapse_queues(&sqs, &unique, 10)
+    let queues = watcher_aws::provision::create_lapse_queues(&sqs, &name, 10)
         .await
         .expect("queues");
+    Emulator {
+        name,
+        ddb,
+        scheduler,
+        sqs,
+        queues,
+    }
+}
+
+/// The API function's router for the configuration `toml`, over a table, schedule group and
+/// lapse queues named after `name` (made unique) on the emulator, its clock stopped at `now`.
+pub async fn api_router(name: &str, toml: &str, now: &str) -> axum::Router {
+    let Emulator {
+        name: unique,
+        ddb,
+        scheduler,
+        sqs,
+        queues,
+    } = emulator(name).await;
     let config = Config::from_toml(toml).expect("config");
     let store: Arc<dyn Store> =
         Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &unique, 30));
