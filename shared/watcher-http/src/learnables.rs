@@ -24,7 +24,6 @@ use axum::body::Bytes;
 use axum::extract::{Extension, Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::{Json, Router};
 use learnables::{
     AuthorityError, Collections, DefinitionId, DefinitionState, Lesson, LessonDto, Reason,
@@ -40,6 +39,7 @@ use crate::auth::{Credentials, Principal, Role};
 use crate::body::json_body;
 use crate::limits::Limits;
 use crate::problem::ApiError;
+use crate::route_table::{route, Route};
 
 /// Everything the authority's handlers need; cheap to clone.
 #[derive(Clone)]
@@ -86,28 +86,39 @@ pub fn learnables_router(state: LearnablesState) -> Router {
     learnables_router_with(state, Limits::default())
 }
 
+/// The authority's routes (contracts/learnables.md): one table builds [`learnables_router_with`]
+/// and lists them for [`learnables_routes`].
+fn learnables_table() -> Vec<Route<LearnablesState>> {
+    use crate::route_table::Method::{Get, Post, Put};
+    vec![
+        route(Get, "/v1/learnables", list_learnables),
+        route(Get, "/v1/definitions/{id}", get_definition),
+        route(Put, "/v1/definitions/{id}", put_definition),
+        route(Get, "/v1/definitions/{id}/descriptors", get_descriptors),
+        route(Get, "/v1/definitions/{id}/versions/{n}", get_version),
+        route(Post, "/v1/definitions/{id}/lessons", post_lesson),
+        // axum 0.8 captures with `{…}`; a `:` inside a literal segment is plain text.
+        route(Post, "/v1/definitions/{id}/lessons:check", post_check),
+        route(Post, "/v1/definitions/{id}/show-back", post_show_back),
+        route(Get, "/v1/definitions/{id}/history", get_history),
+        route(Post, "/v1/definitions/{id}/activate", post_activate),
+        route(
+            Post,
+            "/v1/definitions/{id}/versions/{n}/tombstone",
+            post_tombstone,
+        ),
+    ]
+}
+
+/// `(method, path)` of every route [`learnables_router_with`] answers (axum's path patterns).
+pub fn learnables_routes() -> Vec<(crate::route_table::Method, &'static str)> {
+    crate::route_table::list(&learnables_table())
+}
+
 /// [`learnables_router`] with `limits` (body size, JSON depth and strings, `lessons:check`
 /// corpus entries; every error problem+json).
 pub fn learnables_router_with(state: LearnablesState, limits: Limits) -> Router {
-    let routes = Router::new()
-        .route("/v1/learnables", get(list_learnables))
-        .route(
-            "/v1/definitions/{id}",
-            get(get_definition).put(put_definition),
-        )
-        .route("/v1/definitions/{id}/descriptors", get(get_descriptors))
-        .route("/v1/definitions/{id}/versions/{n}", get(get_version))
-        .route("/v1/definitions/{id}/lessons", post(post_lesson))
-        // axum 0.8 captures with `{…}`; a `:` inside a literal segment is plain text.
-        .route("/v1/definitions/{id}/lessons:check", post(post_check))
-        .route("/v1/definitions/{id}/show-back", post(post_show_back))
-        .route("/v1/definitions/{id}/history", get(get_history))
-        .route("/v1/definitions/{id}/activate", post(post_activate))
-        .route(
-            "/v1/definitions/{id}/versions/{n}/tombstone",
-            post(post_tombstone),
-        )
-        .with_state(state);
+    let routes = crate::route_table::build(learnables_table()).with_state(state);
     crate::limits::apply(routes, limits).layer(tower_http::trace::TraceLayer::new_for_http())
 }
 

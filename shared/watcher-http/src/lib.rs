@@ -8,6 +8,7 @@ pub mod learnables;
 pub mod limits;
 pub mod page;
 pub mod problem;
+pub mod route_table;
 pub mod routes;
 pub mod schemas;
 pub mod web;
@@ -15,7 +16,6 @@ pub mod webhook;
 
 use std::sync::Arc;
 
-use axum::routing::{get, post};
 use axum::Router;
 use tokio::sync::Notify;
 use watcher_runtime::clock::Clock;
@@ -26,6 +26,7 @@ pub use crate::learnables::{learnables_router, learnables_router_with, Learnable
 pub use crate::limits::Limits;
 pub use auth::{Credentials, Principal, Role, SourceWebhook};
 pub use problem::ApiError;
+use route_table::{route, Route};
 
 /// Largest request body accepted by default, in bytes (1 MiB; `[limits] body_bytes`).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -61,6 +62,45 @@ pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri
     )
 }
 
+/// The watcher's API routes (contracts/serve.md "Routes"), without the web page's: one table
+/// builds [`watcher_router_with`] and lists them for [`api_routes`].
+fn api_table() -> Vec<Route<AppState>> {
+    use route_table::Method::{Get, Post};
+    vec![
+        route(Get, "/healthz", routes::healthz),
+        route(Post, "/v1/agents/{agent_id}/push", routes::push),
+        route(Get, "/v1/agents/{agent_id}/rejections", routes::rejections),
+        route(Post, "/v1/facts", routes::facts),
+        route(Post, "/v1/sources/{source_id}/webhook", webhook::webhook),
+        route(
+            Get,
+            "/v1/sources/{source_id}/rejections",
+            routes::source_rejections,
+        ),
+        route(
+            Get,
+            "/v1/subjects/{subject_type}/{subject_id}",
+            routes::subject,
+        ),
+        route(
+            Get,
+            "/v1/subjects/{subject_type}/{subject_id}/timeline.svg",
+            routes::timeline,
+        ),
+        route(Get, "/v1/lapses", routes::lapses),
+        route(Post, "/v1/lapses/retry", routes::retry_lapses),
+        route(Get, "/v1/agents", routes::agents),
+        route(Get, "/v1/schemas/{file}", schemas::get_schema),
+    ]
+}
+
+/// `(method, path)` of every API route [`watcher_router_with`] answers (axum's path patterns:
+/// `{name}` is one segment); the web page's are [`web::web_routes`]. Deployments that declare
+/// their routes (`template.yaml`) and `docs/openapi.json` are checked against this list.
+pub fn api_routes() -> Vec<(route_table::Method, &'static str)> {
+    route_table::list(&api_table())
+}
+
 /// The watcher's routes with the default [`Limits`] and request tracing.
 pub fn watcher_router(state: AppState) -> Router {
     watcher_router_with(state, Limits::default())
@@ -73,29 +113,7 @@ pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
     // The web page answers HTML (its own errors and login form), so it sits outside the
     // problem+json layer, with a small body limit of its own (`web::MAX_LOGIN_BYTES`).
     let web = web::web_router(state.clone());
-    let routes = Router::new()
-        .route("/healthz", get(routes::healthz))
-        .route("/v1/agents/{agent_id}/push", post(routes::push))
-        .route("/v1/agents/{agent_id}/rejections", get(routes::rejections))
-        .route("/v1/facts", post(routes::facts))
-        .route("/v1/sources/{source_id}/webhook", post(webhook::webhook))
-        .route(
-            "/v1/sources/{source_id}/rejections",
-            get(routes::source_rejections),
-        )
-        .route(
-            "/v1/subjects/{subject_type}/{subject_id}",
-            get(routes::subject),
-        )
-        .route(
-            "/v1/subjects/{subject_type}/{subject_id}/timeline.svg",
-            get(routes::timeline),
-        )
-        .route("/v1/lapses", get(routes::lapses))
-        .route("/v1/lapses/retry", post(routes::retry_lapses))
-        .route("/v1/agents", get(routes::agents))
-        .route("/v1/schemas/{file}", get(schemas::get_schema))
-        .with_state(state);
+    let routes = route_table::build(api_table()).with_state(state);
     limits::apply(routes, limits)
         .merge(web)
         .layer(tower_http::trace::TraceLayer::new_for_http())

@@ -15,7 +15,6 @@
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
 use axum::{Form, Router};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
@@ -47,17 +46,30 @@ pub const LAPSES_PER_STATE: usize = 25;
 
 /// The page's routes, to merge into the watcher's router.
 pub fn web_router(state: AppState) -> Router {
-    Router::new()
-        .route("/ui", get(home))
-        .route("/ui/login", post(login))
-        .route("/ui/logout", post(logout))
-        .route("/ui/subjects", get(subjects))
-        .route("/ui/find", get(find))
-        .route("/ui/subjects/{subject_type}/{subject_id}", get(subject))
-        .route("/ui/lapses", get(lapses))
-        .route("/ui/agents", get(agents))
+    crate::route_table::build(web_table())
         .layer(axum::extract::DefaultBodyLimit::max(MAX_LOGIN_BYTES))
         .with_state(state)
+}
+
+/// The page's routes: one table builds [`web_router`] and lists them for [`web_routes`].
+fn web_table() -> Vec<crate::route_table::Route<AppState>> {
+    use crate::route_table::route;
+    use crate::route_table::Method::{Get, Post};
+    vec![
+        route(Get, "/ui", home),
+        route(Post, "/ui/login", login),
+        route(Post, "/ui/logout", logout),
+        route(Get, "/ui/subjects", subjects),
+        route(Get, "/ui/find", find),
+        route(Get, "/ui/subjects/{subject_type}/{subject_id}", subject),
+        route(Get, "/ui/lapses", lapses),
+        route(Get, "/ui/agents", agents),
+    ]
+}
+
+/// `(method, path)` of every route of [`web_router`] (axum's path patterns).
+pub fn web_routes() -> Vec<(crate::route_table::Method, &'static str)> {
+    crate::route_table::list(&web_table())
 }
 
 const CSS: &str = "

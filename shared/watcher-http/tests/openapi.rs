@@ -1,5 +1,5 @@
-//! docs/openapi.json lists exactly the routes the routers mount (every `.route(...)` in
-//! watcher-http and in `serve`), with the same methods; and `GET /v1/schemas/{name}.json` serves
+//! docs/openapi.json lists exactly the routes the routers mount (watcher-http's route tables and
+//! every `.route(...)` in `serve`), with the same methods; and `GET /v1/schemas/{name}.json` serves
 //! each published schema.
 
 use std::collections::BTreeSet;
@@ -25,25 +25,23 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `(METHOD, path)` of every `.route("path", get(..).post(..))` in the router sources.
+/// `(METHOD, path)` of every route the routers mount: watcher-http's from the routers' own
+/// tables, `serve`'s own (`/metrics`) from each `.route("path", get(..).post(..))` in its source.
 fn mounted() -> BTreeSet<(String, String)> {
-    let files = [
-        "shared/watcher-http/src/lib.rs",
-        "shared/watcher-http/src/learnables.rs",
-        "shared/cli/serve.rs",
-    ];
+    let mut out: BTreeSet<(String, String)> = watcher_http::api_routes()
+        .into_iter()
+        .chain(watcher_http::learnables::learnables_routes())
+        .map(|(m, p)| (m.as_str().to_string(), p.to_string()))
+        .collect();
     let route = regex::Regex::new(r#"\.route\(\s*"([^"]+)",\s*((?:[a-z_:]+\([^()]*\)\.?)+)"#)
         .expect("regex");
     let method = regex::Regex::new(r"(?:^|\.|::)(get|post|put|delete|patch)\(").expect("regex");
-    let mut out = BTreeSet::new();
-    for f in files {
-        let text = std::fs::read_to_string(root().join(f)).expect("router source");
-        // Only the code, not the tests or doc comments below it.
-        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
-        for c in route.captures_iter(code) {
-            for m in method.captures_iter(&c[2]) {
-                out.insert((m[1].to_uppercase(), c[1].to_string()));
-            }
+    let text = std::fs::read_to_string(root().join("shared/cli/serve.rs")).expect("router source");
+    // Only the code, not the tests or doc comments below it.
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    for c in route.captures_iter(code) {
+        for m in method.captures_iter(&c[2]) {
+            out.insert((m[1].to_uppercase(), c[1].to_string()));
         }
     }
     out
@@ -74,6 +72,7 @@ fn every_mounted_route_is_documented_and_every_documented_route_is_mounted() {
         ("GET", "/v1/definitions/{id}"),
         ("POST", "/v1/definitions/{id}/lessons:check"),
         ("POST", "/v1/sources/{source_id}/webhook"),
+        ("GET", "/metrics"),
     ] {
         assert!(
             mounted.contains(&(known.0.to_string(), known.1.to_string())),
