@@ -831,15 +831,11 @@ pub async fn retry_lapses(
             ))
         }
     };
-    let done = watcher_runtime::operators::requeue_failed(
-        &*state.watcher.store,
-        &principal.tenant,
-        &agent,
-        ids.as_deref(),
-        state.clock.now(),
-    )
-    .await
-    .map_err(unavailable)?;
+    let done = state
+        .watcher
+        .requeue_failed(&principal.tenant, &agent, ids.as_deref(), state.clock.now())
+        .await
+        .map_err(unavailable)?;
     if !done.requeued.is_empty() {
         // The agent's delivery lane looks at once.
         state.wake.notify_waiters();

@@ -24,7 +24,7 @@ use watcher_runtime::clock::FakeClock;
 use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
-use watcher_runtime::watcher::Watcher;
+use watcher_runtime::watcher::{Applied, EffectSink, Watcher};
 
 const OPERATOR: &str = "ops-token";
 const CARD: &str = include_str!("../../../examples/booking-card.json");
@@ -63,6 +63,11 @@ struct Harness {
 }
 
 fn harness(store: Arc<MemoryStore>) -> Harness {
+    harness_with_sink(store, None)
+}
+
+/// [`harness`] whose watcher hands effects to `sink`, as the serverless deployment's does.
+fn harness_with_sink(store: Arc<MemoryStore>, sink: Option<Arc<dyn EffectSink>>) -> Harness {
     let card: Value = serde_json::from_str(CARD).unwrap();
     let directory = Directory::new();
     for id in ["booking", "ops-bot", "quiet"] {
@@ -90,8 +95,12 @@ fn harness(store: Arc<MemoryStore>) -> Harness {
         .unwrap();
     let wake = Arc::new(Notify::new());
     let dyn_store: Arc<dyn Store> = store.clone();
+    let mut watcher = Watcher::new(dyn_store, directory, Settings::default());
+    if let Some(sink) = sink {
+        watcher = watcher.with_sink(sink);
+    }
     let app = watcher_router(AppState {
-        watcher: Arc::new(Watcher::new(dyn_store, directory, Settings::default())),
+        watcher: Arc::new(watcher),
         credentials: Arc::new(credentials),
         clock: Arc::new(FakeClock::new(
             Instant::parse("2026-09-11T12:00:00Z").unwrap(),
@@ -156,6 +165,10 @@ async fn healthz_is_503_while_the_store_cannot_write_and_200_after() {
 }
 
 async fn with_entries(entries: Vec<OutboxEntry>) -> Harness {
+    harness(stored(entries).await)
+}
+
+async fn stored(entries: Vec<OutboxEntry>) -> Arc<MemoryStore> {
     let store = Arc::new(MemoryStore::new());
     store
         .commit(
@@ -167,7 +180,51 @@ async fn with_entries(entries: Vec<OutboxEntry>) -> Harness {
         )
         .await
         .unwrap();
-    harness(store)
+    store
+}
+
+/// The messageIds of the lapse tasks a deployment's sink was handed, in order.
+#[derive(Default)]
+struct Handed(std::sync::Mutex<Vec<String>>);
+
+#[async_trait::async_trait]
+impl EffectSink for Handed {
+    async fn carry_out(&self, _: &Tenant, applied: &Applied, _: Instant) {
+        let mut handed = self.0.lock().unwrap();
+        handed.extend(applied.outbox.iter().map(|e| e.message_id.clone()));
+    }
+}
+
+#[tokio::test]
+async fn retry_hands_requeued_lapse_tasks_to_the_deployments_queue_at_once() {
+    // On AWS the sink is the lapse queue: a re-queued entry is enqueued by the retry itself,
+    // not left for the sweep.
+    let store = stored(vec![
+        entry("booking", "f1", DeliveryState::Failed),
+        entry("booking", "f2", DeliveryState::Failed),
+        entry("booking", "s1", DeliveryState::Sent),
+    ])
+    .await;
+    let handed = Arc::new(Handed::default());
+    let h = harness_with_sink(store, Some(handed.clone()));
+    let (status, _, body) = call(
+        &h.app,
+        "POST",
+        "/v1/lapses/retry",
+        Some(json!({ "agent": "booking", "messageIds": ["f2", "s1"] })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(*handed.0.lock().unwrap(), ["f2"]);
+    let (status, _, body) = call(
+        &h.app,
+        "POST",
+        "/v1/lapses/retry",
+        Some(json!({ "agent": "booking" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(*handed.0.lock().unwrap(), ["f2", "f1"]);
 }
 
 #[tokio::test]

@@ -36,11 +36,15 @@ pub fn requeue_entry(entry: &OutboxEntry, now: Instant) -> Option<OutboxEntry> {
 }
 
 /// What [`requeue_failed`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Requeued {
     /// The messageIds put back in the queue.
     pub requeued: Vec<String>,
+    /// The re-queued entries as written, in the order of `requeued` (for the deployment's hand
+    /// over to delivery; not part of the answer).
+    #[serde(skip)]
+    pub entries: Vec<OutboxEntry>,
     /// messageIds asked for that were not re-queued, with why (not found, not failed).
     pub skipped: Vec<SkippedId>,
     /// More failed lapse tasks remain than [`MAX_REQUEUE`]; call again.
@@ -81,7 +85,8 @@ pub async fn requeue_failed<S: Store + ?Sized>(
                     Some(entry) => match requeue_entry(&entry, now) {
                         Some(q) => {
                             store.outbox_update(&q).await?;
-                            out.requeued.push(q.message_id);
+                            out.requeued.push(q.message_id.clone());
+                            out.entries.push(q);
                         }
                         None => out.skipped.push(SkippedId {
                             message_id: id.clone(),
@@ -106,7 +111,8 @@ pub async fn requeue_failed<S: Store + ?Sized>(
                 }
                 if let Some(q) = requeue_entry(entry, now) {
                     store.outbox_update(&q).await?;
-                    out.requeued.push(q.message_id);
+                    out.requeued.push(q.message_id.clone());
+                    out.entries.push(q);
                 }
             }
         },

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use watcher_core::engine::{initial_scope, step, Effect, Input, StepContext, TimerKey};
-use watcher_core::ids::Tenant;
+use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::settings::Settings;
 use watcher_core::slice::Slice;
 use watcher_core::time::Instant;
@@ -102,6 +102,33 @@ impl<S: Store + ?Sized> Watcher<S> {
     /// The recorder this watcher counts with.
     pub fn recorder(&self) -> &Arc<dyn Recorder> {
         &self.recorder
+    }
+
+    /// Re-queues failed lapse tasks of `agent` ([`crate::operators::requeue_failed`]: the ones
+    /// named by `message_ids`, or every failed one) and hands them to delivery at once: on a
+    /// deployment with a sink, the sink enqueues them as it does new lapse tasks (the lapse
+    /// queue on AWS); `serve`'s caller wakes its lanes. `POST /v1/lapses/retry`.
+    ///
+    /// # Errors
+    /// The first store error; entries re-queued before it stay re-queued (and the sweep hands
+    /// them over).
+    pub async fn requeue_failed(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_ids: Option<&[String]>,
+        now: Instant,
+    ) -> Result<crate::operators::Requeued, StoreError> {
+        let done =
+            crate::operators::requeue_failed(&*self.store, tenant, agent, message_ids, now).await?;
+        if let (Some(sink), false) = (&self.sink, done.entries.is_empty()) {
+            let applied = Applied {
+                effects: Vec::new(),
+                outbox: done.entries.clone(),
+            };
+            sink.carry_out(tenant, &applied, now).await;
+        }
+        Ok(done)
     }
 
     /// After each commit, hands the effects to `sink` (timers, queue).
