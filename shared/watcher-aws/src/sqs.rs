@@ -137,7 +137,36 @@ impl SqsLapseQueue {
     pub fn queue_url(&self) -> &str {
         &self.queue_url
     }
+
+    /// Makes the received message `receipt_handle` visible again `seconds` from now
+    /// (`ChangeMessageVisibility`; SQS takes 0 to 43,200 s, and this clamps to that range).
+    ///
+    /// # Errors
+    /// Permanent: an expired or unknown receipt handle, permissions. Retryable: throttling, 5xx.
+    pub async fn redeliver_after(
+        &self,
+        receipt_handle: &str,
+        seconds: u32,
+    ) -> Result<(), PortError> {
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.queue_url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(seconds.min(MAX_VISIBILITY_SECS) as i32)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                port_error(
+                    format!("change the visibility of a message on {}", self.queue_url),
+                    e,
+                )
+            })
+    }
 }
+
+/// The longest visibility timeout SQS accepts, in seconds (12 hours).
+pub const MAX_VISIBILITY_SECS: u32 = 43_200;
 
 #[async_trait]
 impl LapseQueue for SqsLapseQueue {

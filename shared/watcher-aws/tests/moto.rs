@@ -388,6 +388,48 @@ async fn the_same_task_enqueued_twice_is_one_message() {
 }
 
 #[tokio::test]
+async fn a_handed_back_message_returns_when_its_visibility_is_changed() {
+    let (queue, client, url) = spawn_queue().await;
+    queue
+        .enqueue(&entry(
+            "acme",
+            "planner",
+            "lapse:exp-v:overdue:2030-01-01T00:00:00Z",
+        ))
+        .await
+        .unwrap();
+    let receive = || async {
+        client
+            .receive_message()
+            .queue_url(&url)
+            .visibility_timeout(300)
+            .send()
+            .await
+            .unwrap()
+            .messages()
+            .to_vec()
+    };
+    let first = receive().await;
+    assert_eq!(first.len(), 1);
+    assert!(receive().await.is_empty(), "invisible for its 300 s");
+    // Due again now: visible at once, not after the 300 s.
+    queue
+        .redeliver_after(first[0].receipt_handle().unwrap(), 0)
+        .await
+        .unwrap();
+    let again = receive().await;
+    assert_eq!(again.len(), 1, "back before its visibility timeout");
+    assert_eq!(again[0].body(), first[0].body());
+    assert!(
+        queue
+            .redeliver_after("not-a-receipt-handle", 5)
+            .await
+            .is_err(),
+        "an unknown receipt handle is refused"
+    );
+}
+
+#[tokio::test]
 async fn each_agent_has_its_own_group_in_order() {
     let (queue, client, url) = spawn_queue().await;
     let sent = [

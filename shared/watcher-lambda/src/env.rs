@@ -27,6 +27,7 @@ use watcher_runtime::watcher::Watcher;
 use watcher_store_dynamodb::DynamoStore;
 
 use crate::sink::AwsSink;
+use crate::submitter::{QueueTimeout, Redelivery};
 
 /// Everything a function needs, built once.
 pub struct Parts {
@@ -42,6 +43,9 @@ pub struct Parts {
     pub submitter: Submitter,
     /// The request bounds of the API (config `[limits]`).
     pub limits: watcher_http::Limits,
+    /// When a lapse message the submitter hands back is received again (the lapse queue's
+    /// `ChangeMessageVisibility`; [`QueueTimeout`] from [`assemble`]).
+    pub redelivery: Arc<dyn Redelivery>,
 }
 
 fn var(name: &str) -> anyhow::Result<String> {
@@ -92,11 +96,14 @@ pub async fn from_env() -> anyhow::Result<Parts> {
         watcher_aws::SchedulerTimers::new(aws_sdk_scheduler::Client::new(&aws), scheduler)
             .map_err(|e| anyhow!("scheduler configuration: {e}"))?,
     );
-    let queue: Arc<dyn LapseQueue> = Arc::new(watcher_aws::SqsLapseQueue::new(
+    let sqs = Arc::new(watcher_aws::SqsLapseQueue::new(
         aws_sdk_sqs::Client::new(&aws),
         var("QUEUE_URL")?,
     ));
-    assemble_with_timer_queue(store, timers, queue, timer_queue, &config).await
+    let queue: Arc<dyn LapseQueue> = sqs.clone();
+    let mut parts = assemble_with_timer_queue(store, timers, queue, timer_queue, &config).await?;
+    parts.redelivery = sqs;
+    Ok(parts)
 }
 
 /// Builds the parts from ready adapters (tests pass emulator-backed ones), every timer on
@@ -148,5 +155,6 @@ pub async fn assemble_with_timer_queue(
         endpoints: deployment.endpoints,
         submitter: watcher_config::submitter(&config.delivery)?.with_recorder(recorder),
         limits: config.limits.http(),
+        redelivery: Arc::new(QueueTimeout),
     })
 }

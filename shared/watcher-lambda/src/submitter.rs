@@ -5,28 +5,66 @@
 //! The durable outbox, not the queue, guarantees one lapse task per (agent, `messageId`): an entry already
 //! sent is skipped however often its message is delivered.
 
-use std::collections::HashSet;
-
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use async_trait::async_trait;
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_delivery::deliver::{EntryOutcome, Submitter};
 use watcher_delivery::endpoint::Endpoints;
+use watcher_runtime::ports::PortError;
 use watcher_runtime::store::Store;
 
-/// Handles one batch at `now`. A message that cannot be parsed is dropped with an error log (it
-/// can never succeed; the outbox still holds the entry for the sweep). A lapse task that must be
-/// retried later, or a store failure, is reported as a batch item failure so SQS redelivers it
-/// after the visibility timeout — and so is every later message of the *same agent* (its FIFO
-/// message group) in the batch, unprocessed, so that no agent's lapse tasks overtake one another
-/// (AWS's guidance for partial batch responses on FIFO queues). Other agents' messages in the
-/// batch are delivered: one agent's trouble never holds up another (the per-agent lanes of
-/// `serve`). A message received again after a send whose outcome was not recorded is looked for
-/// with `ListTasks` before it is sent again (`Submitter::deliver_one`).
+/// What one batch came to: the answer for SQS, and when each handed-back message should be
+/// received again.
+#[derive(Debug, Default)]
+pub struct BatchOutcome {
+    /// The partial batch response: the messages handed back.
+    pub response: SqsBatchResponse,
+    /// `(receiptHandle, seconds)` for each handed-back message whose lapse task has a known next
+    /// attempt (a retry's backoff, a rate-limit deferral, a not-yet-due entry), in batch order:
+    /// the message should become visible again then, not after the queue's whole visibility
+    /// timeout. A message handed back for a store failure is not listed (the queue's timeout
+    /// applies).
+    pub redeliver_after: Vec<(String, u32)>,
+}
+
+/// Sets when a handed-back message is received again (SQS `ChangeMessageVisibility` on the
+/// lapse queue).
+#[async_trait]
+pub trait Redelivery: Send + Sync {
+    /// Makes the message `receipt_handle` visible again `seconds` from now.
+    ///
+    /// # Errors
+    /// The queue's refusal; the message then comes back after the queue's visibility timeout.
+    async fn redeliver_after(&self, receipt_handle: &str, seconds: u32) -> Result<(), PortError>;
+}
+
+#[async_trait]
+impl Redelivery for watcher_aws::SqsLapseQueue {
+    async fn redeliver_after(&self, receipt_handle: &str, seconds: u32) -> Result<(), PortError> {
+        watcher_aws::SqsLapseQueue::redeliver_after(self, receipt_handle, seconds).await
+    }
+}
+
+/// [`Redelivery`] that leaves every message to the queue's visibility timeout (for tests and
+/// emulators that hand batches to the handler directly).
+pub struct QueueTimeout;
+
+#[async_trait]
+impl Redelivery for QueueTimeout {
+    async fn redeliver_after(&self, _: &str, _: u32) -> Result<(), PortError> {
+        Ok(())
+    }
+}
+
+/// [`handle_batch`], then each handed-back message made visible again at its lapse task's next
+/// attempt through `redelivery`; returns the partial batch response. A failed visibility change
+/// is logged: the message then comes back after the queue's visibility timeout.
 pub async fn handle<S, E>(
     store: &S,
     submitter: &Submitter,
     endpoints: &E,
+    redelivery: &dyn Redelivery,
     event: SqsEvent,
     now: Instant,
 ) -> SqsBatchResponse
@@ -34,64 +72,179 @@ where
     S: Store + ?Sized,
     E: Endpoints + ?Sized,
 {
-    let mut response = SqsBatchResponse::default();
-    let mut stopped: HashSet<(Tenant, AgentId)> = HashSet::new();
-    let fail = |response: &mut SqsBatchResponse, id: String| {
-        if !id.is_empty() {
-            let mut failure = BatchItemFailure::default();
-            failure.item_identifier = id;
-            response.batch_item_failures.push(failure);
+    let outcome = handle_batch(store, submitter, endpoints, event, now).await;
+    for (receipt, seconds) in &outcome.redeliver_after {
+        if let Err(e) = redelivery.redeliver_after(receipt, *seconds).await {
+            tracing::warn!(error = %e, seconds, "could not set when a handed-back lapse message returns; the queue's visibility timeout applies");
         }
-    };
-    for record in event.records {
+    }
+    outcome.response
+}
+
+/// Handles one batch at `now`. A message that cannot be parsed is dropped with an error log (it
+/// can never succeed; the outbox still holds the entry for the sweep).
+///
+/// The batch's agents (their FIFO message groups) are delivered concurrently, each agent's
+/// messages one after another in batch order, so a slow agent never holds up another's lapse
+/// task. A lapse task that must be retried later, or a store failure, is reported as a batch
+/// item failure, and so is every later message of the *same agent* in the batch, unprocessed, so
+/// that no agent's lapse tasks overtake one another (AWS's guidance for partial batch responses
+/// on FIFO queues); each comes back at the lapse task's next attempt
+/// ([`BatchOutcome::redeliver_after`]). A message received again after a send whose outcome was
+/// not recorded is looked for with `ListTasks` before it is sent again
+/// (`Submitter::deliver_one`).
+pub async fn handle_batch<S, E>(
+    store: &S,
+    submitter: &Submitter,
+    endpoints: &E,
+    event: SqsEvent,
+    now: Instant,
+) -> BatchOutcome
+where
+    S: Store + ?Sized,
+    E: Endpoints + ?Sized,
+{
+    // Lanes in the order their agents first appear; each keeps its messages' batch order.
+    let mut lanes: Vec<(Lane, Vec<LaneItem>)> = Vec::new();
+    for (position, record) in event.records.into_iter().enumerate() {
         let id = record.message_id.clone().unwrap_or_default();
-        let span = tracing::info_span!("lapse_message", sqs_message_id = %id);
-        let _guard = span.enter();
         let Some(body) = record.body.as_deref() else {
-            tracing::error!("SQS message without a body; dropped");
+            tracing::error!(sqs_message_id = %id, "SQS message without a body; dropped");
             continue;
         };
         let message = match watcher_aws::parse_queue_message(body) {
             Ok(m) => m,
             Err(e) => {
-                tracing::error!(error = %e, "not a lapse queue message; dropped");
+                tracing::error!(sqs_message_id = %id, error = %e, "not a lapse queue message; dropped");
                 continue;
             }
         };
-        let lane = (message.tenant.clone(), message.agent.clone());
-        if stopped.contains(&lane) {
-            fail(&mut response, id);
+        let lane = (message.tenant, message.agent);
+        let item = LaneItem {
+            position,
+            record,
+            message_id: message.message_id,
+        };
+        match lanes.iter_mut().find(|(l, _)| *l == lane) {
+            Some((_, items)) => items.push(item),
+            None => lanes.push((lane, vec![item])),
+        }
+    }
+    let results = futures_util::future::join_all(
+        lanes
+            .into_iter()
+            .map(|(lane, items)| deliver_lane(store, submitter, endpoints, lane, items, now)),
+    )
+    .await;
+    // Handed-back messages in batch order, whatever order the lanes finished in.
+    let mut handed_back: Vec<HandedBack> = results.into_iter().flatten().collect();
+    handed_back.sort_by_key(|h| h.position);
+    let mut outcome = BatchOutcome::default();
+    for HandedBack {
+        sqs_message_id: id,
+        redeliver,
+        ..
+    } in handed_back
+    {
+        if !id.is_empty() {
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = id;
+            outcome.response.batch_item_failures.push(failure);
+        }
+        outcome.redeliver_after.extend(redeliver);
+    }
+    outcome
+}
+
+/// One agent of a batch: its tenant and id (its FIFO message group).
+type Lane = (Tenant, AgentId);
+
+/// One lapse message of a lane.
+struct LaneItem {
+    /// Its place in the batch.
+    position: usize,
+    /// The SQS record.
+    record: SqsMessage,
+    /// The lapse task's messageId.
+    message_id: String,
+}
+
+/// A message handed back to the queue.
+struct HandedBack {
+    /// Its place in the batch.
+    position: usize,
+    /// The SQS messageId (the batch item failure's identifier).
+    sqs_message_id: String,
+    /// `(receiptHandle, seconds)` when its lapse task's next attempt is known.
+    redeliver: Option<(String, u32)>,
+}
+
+/// One agent's messages, in order; returns the handed-back ones.
+async fn deliver_lane<S, E>(
+    store: &S,
+    submitter: &Submitter,
+    endpoints: &E,
+    (tenant, agent): Lane,
+    items: Vec<LaneItem>,
+    now: Instant,
+) -> Vec<HandedBack>
+where
+    S: Store + ?Sized,
+    E: Endpoints + ?Sized,
+{
+    let mut handed_back = Vec::new();
+    // Once a message is handed back, the lane stops: later ones come back with it, at its time.
+    let mut stopped: Option<Option<u32>> = None;
+    for LaneItem {
+        position,
+        record,
+        message_id,
+    } in items
+    {
+        let id = record.message_id.clone().unwrap_or_default();
+        let receipt = record.receipt_handle.clone();
+        let back = |seconds: Option<u32>| HandedBack {
+            position,
+            sqs_message_id: id.clone(),
+            redeliver: seconds.and_then(|s| receipt.clone().map(|r| (r, s))),
+        };
+        if let Some(seconds) = stopped {
+            handed_back.push(back(seconds));
             continue;
         }
-        let retry = match submitter
-            .deliver_one(
-                store,
-                endpoints,
-                &message.tenant,
-                &message.agent,
-                &message.message_id,
-                now,
-            )
+        let span = tracing::info_span!("lapse_message", sqs_message_id = %id);
+        let _guard = span.enter();
+        let next = match submitter
+            .deliver_one(store, endpoints, &tenant, &agent, &message_id, now)
             .await
         {
-            Ok(
-                EntryOutcome::Retried { .. }
-                | EntryOutcome::Deferred { .. }
-                | EntryOutcome::NotDue { .. },
-            ) => true,
+            Ok(EntryOutcome::Retried {
+                next_attempt_at: at,
+                ..
+            })
+            | Ok(EntryOutcome::Deferred { until: at })
+            | Ok(EntryOutcome::NotDue { at }) => Some(Some(seconds_until(now, at))),
             Ok(outcome) => {
-                tracing::info!(?outcome, message_id = %message.message_id, "lapse message handled");
-                false
+                tracing::info!(?outcome, message_id = %message_id, "lapse message handled");
+                None
             }
             Err(e) => {
                 tracing::warn!(error = %e, "store failure; the message will be redelivered");
-                true
+                Some(None)
             }
         };
-        if retry {
-            stopped.insert(lane);
-            fail(&mut response, id);
+        if let Some(seconds) = next {
+            stopped = Some(seconds);
+            handed_back.push(back(seconds));
         }
     }
-    response
+    handed_back
+}
+
+/// Whole seconds from `now` until `at`, rounded up, at least 1 (a message made visible at once
+/// would be received again before anything changed) and at most SQS's 12 hours.
+pub fn seconds_until(now: Instant, at: Instant) -> u32 {
+    let nanos = at.as_nanos().saturating_sub(now.as_nanos());
+    let secs = (nanos + 999_999_999).div_euclid(1_000_000_000);
+    secs.clamp(1, i128::from(watcher_aws::MAX_VISIBILITY_SECS)) as u32
 }

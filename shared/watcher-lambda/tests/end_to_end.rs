@@ -242,6 +242,7 @@ impl Deployment {
             &*self.parts.watcher.store,
             &self.parts.submitter,
             &self.parts.endpoints,
+            &*self.parts.redelivery,
             event,
             now,
         )

@@ -1,5 +1,7 @@
 //! The SQS submitter keeps agents independent: a lapse task that must wait holds back only the
-//! later messages of its own agent (its FIFO message group) in a batch, never another agent's.
+//! later messages of its own agent (its FIFO message group) in a batch, never another agent's; a
+//! slow agent never delays another agent's lapse task in the same batch; a handed-back message
+//! returns at its lapse task's next attempt, not after the queue's visibility timeout.
 
 use std::collections::HashMap;
 
@@ -47,7 +49,7 @@ fn event(messages: &[(&str, &str)]) -> SqsEvent {
     let records: Vec<Value> = messages
         .iter()
         .map(|(agent, id)| {
-            json!({ "messageId": format!("sqs-{id}"), "receiptHandle": "r",
+            json!({ "messageId": format!("sqs-{id}"), "receiptHandle": format!("r-{id}"),
                     "body": json!({ "tenant": "default", "agent": agent, "messageId": id }).to_string(),
                     "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs",
                     "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lapses.fifo", "awsRegion": "us-east-1" })
@@ -94,7 +96,7 @@ async fn one_agents_retry_holds_back_only_its_own_later_messages() {
             concurrency: 4,
         },
     );
-    let response = watcher_lambda::submitter::handle(
+    let outcome = watcher_lambda::submitter::handle_batch(
         &store,
         &submitter,
         &endpoints,
@@ -102,7 +104,13 @@ async fn one_agents_retry_holds_back_only_its_own_later_messages() {
         t0(),
     )
     .await;
-    let failed: Vec<&str> = response
+    // The first retry waits the backoff's first step (1 s); d2, held back behind d1, with it.
+    assert_eq!(
+        outcome.redeliver_after,
+        [("r-d1".to_string(), 1), ("r-d2".to_string(), 1)]
+    );
+    let failed: Vec<&str> = outcome
+        .response
         .batch_item_failures
         .iter()
         .map(|f| f.item_identifier.as_str())
@@ -127,4 +135,101 @@ async fn one_agents_retry_holds_back_only_its_own_later_messages() {
             DeliveryState::Sent
         );
     }
+}
+
+fn submitter() -> Submitter {
+    Submitter::new(
+        A2aClient::with_defaults().unwrap(),
+        SubmitterConfig {
+            retry: RetryPolicy::default(),
+            rate_limit: RateLimit::unlimited(),
+            concurrency: 4,
+        },
+    )
+}
+
+async fn stored(entries: Vec<OutboxEntry>) -> MemoryStore {
+    let store = MemoryStore::new();
+    store
+        .commit(
+            &Tenant::default_tenant(),
+            Commit {
+                outbox: entries,
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    store
+}
+
+#[tokio::test]
+async fn a_slow_agent_never_delays_another_agents_lapse_task_in_the_batch() {
+    let slow =
+        spawn_capture_agent(Behaviour::always(Reply::task("t-s", TaskState::Submitted))).await;
+    let fast =
+        spawn_capture_agent(Behaviour::always(Reply::task("t-f", TaskState::Submitted))).await;
+    // The slow agent answers nothing until released.
+    slow.hold(true);
+    let store = stored(vec![
+        entry("slow", "s1"),
+        entry("fast", "f1"),
+        entry("fast", "f2"),
+    ])
+    .await;
+    let mut endpoints = HashMap::new();
+    for (id, agent) in [("slow", &slow), ("fast", &fast)] {
+        endpoints.insert(
+            (Tenant::default_tenant(), AgentId::parse(id).unwrap()),
+            AgentEndpoint::configured(agent.url(), None),
+        );
+    }
+    let submitter = submitter();
+    let batch = watcher_lambda::submitter::handle_batch(
+        &store,
+        &submitter,
+        &endpoints,
+        event(&[("slow", "s1"), ("fast", "f1"), ("fast", "f2")]),
+        t0(),
+    );
+    let watch = async {
+        // Both of the fast agent's lapse tasks arrive, in order, while the slow agent still holds
+        // its answer; handled one after another they would wait behind it for ever.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        while fast.request_count() < 2 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the fast agent's lapse tasks waited behind the slow agent"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(fast.sent_message_ids(), ["f1", "f2"]);
+        assert_eq!(slow.request_count(), 1, "the slow agent has its request");
+        slow.hold(false);
+    };
+    let (outcome, ()) = tokio::join!(batch, watch);
+    assert!(outcome.response.batch_item_failures.is_empty());
+    let t = Tenant::default_tenant();
+    for (agent, id) in [("slow", "s1"), ("fast", "f1"), ("fast", "f2")] {
+        let entry = store
+            .outbox_get(&t, &AgentId::parse(agent).unwrap(), id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(entry.delivery, DeliveryState::Sent, "{id}");
+    }
+}
+
+#[test]
+fn a_message_returns_at_its_next_attempt_rounded_up_within_sqs_bounds() {
+    use watcher_lambda::submitter::seconds_until;
+    let at = |s: &str| Instant::parse(s).unwrap();
+    assert_eq!(seconds_until(t0(), at("2026-09-10T12:00:01Z")), 1);
+    assert_eq!(seconds_until(t0(), at("2026-09-10T12:00:01.2Z")), 2);
+    assert_eq!(seconds_until(t0(), at("2026-09-10T12:05:00Z")), 300);
+    // Due already, or now: a second, never at once.
+    assert_eq!(seconds_until(t0(), at("2026-09-10T11:00:00Z")), 1);
+    assert_eq!(seconds_until(t0(), t0()), 1);
+    // SQS takes at most 12 hours.
+    assert_eq!(seconds_until(t0(), at("2026-09-12T12:00:00Z")), 43_200);
 }
