@@ -7,6 +7,8 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -240,51 +242,132 @@ async fn a_successor_in_a_followed_lapse_task_is_recorded() {
     assert_eq!(agent.sent_message_ids().len(), 1);
 }
 
-/// An agent that passes the lifecycle probe: every status timestamped, the terminal status
-/// pushed once to the probe's webhook, `GetTask` and `ListTasks` served. Every other task it is
-/// asked about is working.
-fn conforming() -> Behaviour {
-    const TS: &str = "2026-11-30T00:00:00Z";
-    Behaviour::from_fn(|_, req| match req.rpc_method().as_deref() {
-        Some("SendMessage") => {
-            let body = req.json().unwrap_or_default();
-            if let Some(url) = body
-                .pointer("/params/configuration/taskPushNotificationConfig/url")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-            {
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    let _ = reqwest::Client::new()
-                        .post(url)
-                        .json(&json!({ "statusUpdate": { "taskId": "probe-task",
-                            "contextId": "ctx-probe",
-                            "status": { "state": "TASK_STATE_COMPLETED", "timestamp": TS } } }))
-                        .send()
-                        .await;
-                });
+/// How a stub agent goes through the probe's two tasks.
+#[derive(Debug, Clone, Copy)]
+struct Lifecycle {
+    /// Speaks A2A 0.3 only (`message/send`, `tasks/get`, `tasks/cancel`, lowercase states,
+    /// `kind`-tagged pushes); every 1.0 method is `-32601`.
+    v03: bool,
+    /// How many times the canceled status of the probe's canceled task is pushed.
+    cancel_pushes: usize,
+    /// The state `GetTask` answers for any other task (an origin task).
+    others: &'static str,
+}
+
+/// Every status the stubs send carries this timestamp.
+const TS: &str = "2026-11-30T00:00:00Z";
+
+/// A 1.0 state name (`TASK_STATE_INPUT_REQUIRED`) in the stub's protocol (`input-required`).
+fn state_name(v03: bool, state: &str) -> String {
+    if v03 {
+        state
+            .trim_start_matches("TASK_STATE_")
+            .to_lowercase()
+            .replace('_', "-")
+    } else {
+        state.to_owned()
+    }
+}
+
+/// A Task as the stub answers it (a 0.3 task is bare, with `kind`).
+fn stub_task(v03: bool, id: &str, state: &str) -> Value {
+    let mut task = json!({ "id": id, "contextId": "ctx-probe",
+        "status": { "state": state_name(v03, state), "timestamp": TS } });
+    if v03 {
+        task["kind"] = json!("task");
+    }
+    task
+}
+
+/// A terminal status pushed for `id` (a 0.3 `status-update` event, or a 1.0 `statusUpdate`).
+fn stub_push(v03: bool, id: &str, state: &str) -> Value {
+    let status = json!({ "state": state_name(v03, state), "timestamp": TS });
+    if v03 {
+        json!({ "kind": "status-update", "taskId": id, "contextId": "ctx-probe",
+                "status": status, "final": true })
+    } else {
+        json!({ "statusUpdate": { "taskId": id, "contextId": "ctx-probe", "status": status } })
+    }
+}
+
+/// Posts `body` to `url` `times` times, a little later (after the answer is on its way).
+fn push_later(url: Option<String>, body: Value, times: usize) {
+    if let Some(url) = url {
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            for _ in 0..times {
+                let _ = reqwest::Client::new().post(&url).json(&body).send().await;
             }
-            rpc_result(
-                req,
-                json!({ "task": { "id": "probe-task", "contextId": "ctx-probe",
-                    "status": { "state": "TASK_STATE_SUBMITTED", "timestamp": TS } } }),
-            )
-        }
-        Some("GetTask") => {
-            let id = asked_for(req).unwrap_or_default();
-            let state = if id == "probe-task" {
-                "TASK_STATE_COMPLETED"
+        });
+    }
+}
+
+/// An agent for the lifecycle probe: every status timestamped; the probe's first task completes
+/// and its completion is pushed once; its second (`probe:cancel…`) stays working until
+/// `CancelTask`, and its canceled status is pushed `l.cancel_pushes` times; `GetTask` and (1.0)
+/// `ListTasks` are served; any other task is `l.others` as `GetTask` sees it, never pushed; a
+/// lapse task is accepted.
+fn lifecycle_agent(l: Lifecycle) -> Behaviour {
+    let cancel_url: Arc<Mutex<Option<String>>> = Arc::default();
+    let canceled = Arc::new(AtomicBool::new(false));
+    let (send, get, cancel) = if l.v03 {
+        ("message/send", "tasks/get", "tasks/cancel")
+    } else {
+        ("SendMessage", "GetTask", "CancelTask")
+    };
+    Behaviour::from_fn(move |_, req| {
+        let method = req.rpc_method().unwrap_or_default();
+        let body = req.json().unwrap_or_default();
+        if method == send {
+            let push_url = body
+                .pointer(if l.v03 {
+                    "/params/configuration/pushNotificationConfig/url"
+                } else {
+                    "/params/configuration/taskPushNotificationConfig/url"
+                })
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let message_id = req.message_id().unwrap_or_default();
+            let (id, state) = if message_id.starts_with("probe:cancel") {
+                *cancel_url.lock().unwrap() = push_url;
+                ("probe-cancel", "TASK_STATE_WORKING")
             } else {
-                "TASK_STATE_WORKING"
+                let done = stub_push(l.v03, "probe-task", "TASK_STATE_COMPLETED");
+                push_later(push_url, done, 1);
+                ("probe-task", "TASK_STATE_SUBMITTED")
             };
-            rpc_result(
-                req,
-                json!({ "id": id, "contextId": "ctx-probe",
-                        "status": { "state": state, "timestamp": TS } }),
-            )
+            let task = stub_task(l.v03, id, state);
+            rpc_result(req, if l.v03 { task } else { json!({ "task": task }) })
+        } else if method == get {
+            let id = asked_for(req).unwrap_or_default();
+            let state = match id.as_str() {
+                "probe-task" => "TASK_STATE_COMPLETED",
+                "probe-cancel" if canceled.load(Ordering::SeqCst) => "TASK_STATE_CANCELED",
+                "probe-cancel" => "TASK_STATE_WORKING",
+                _ => l.others,
+            };
+            rpc_result(req, stub_task(l.v03, &id, state))
+        } else if method == cancel {
+            let id = asked_for(req).unwrap_or_default();
+            canceled.store(true, Ordering::SeqCst);
+            let url = cancel_url.lock().unwrap().clone();
+            let pushed = stub_push(l.v03, &id, "TASK_STATE_CANCELED");
+            push_later(url, pushed, l.cancel_pushes);
+            rpc_result(req, stub_task(l.v03, &id, "TASK_STATE_CANCELED"))
+        } else if method == "ListTasks" && !l.v03 {
+            rpc_result(req, json!({ "tasks": [], "nextPageToken": "" }))
+        } else {
+            Reply::rpc_error(-32601, "Method not found")
         }
-        Some("ListTasks") => rpc_result(req, json!({ "tasks": [], "nextPageToken": "" })),
-        _ => Reply::rpc_error(-32601, "Method not found"),
+    })
+}
+
+/// An agent that passes the lifecycle probe; every other task it is asked about is working.
+fn conforming() -> Behaviour {
+    lifecycle_agent(Lifecycle {
+        v03: false,
+        cancel_pushes: 1,
+        others: "TASK_STATE_WORKING",
     })
 }
 
@@ -376,5 +459,77 @@ async fn a_probe_without_pushes_demotes() {
     assert!(
         demotions.contains(&"the card says pushNotifications: true, but no push arrived"),
         "{demotions:?}"
+    );
+}
+
+/// A lifecycle-trusted agent (its probe passed: its probe task's cancel was pushed) that pushes
+/// nothing when an origin task is canceled (as an SDK may for a task canceled after its executor
+/// returned; `GetTask` alone shows it canceled): the origin is still asked for before the lapse
+/// task is sent, found canceled, and no lapse task is sent.
+#[tokio::test]
+async fn a_trusted_agents_cancel_never_pushed_gets_no_lapse_task() {
+    let agent = spawn_capture_agent(lifecycle_agent(Lifecycle {
+        v03: false,
+        cancel_pushes: 1,
+        others: "TASK_STATE_CANCELED",
+    }))
+    .await;
+    let w = spawn_watcher_with(
+        &agent,
+        "[delivery]\npoll_first = \"PT60S\"\n",
+        "probe = true",
+    )
+    .await;
+    let trusted = wait_until(
+        || async { w.get("/v1/agents").await.body["agents"][0]["lifecycleTrusted"] == true },
+        PATIENCE,
+    )
+    .await;
+    assert!(trusted, "{:#}\n{}", w.get("/v1/agents").await.body, w.log());
+    let before = get_tasks(&agent).len();
+    let raised = w
+        .push(&one_expectation(
+            "task-origin-6",
+            "exp-6",
+            "PA-6",
+            origin(Duration::from_millis(800)),
+            "PT0S",
+        ))
+        .await;
+    assert_eq!(raised.status, 200, "{:#}", raised.body);
+    let withdrawn = wait_until(
+        || async {
+            w.lapses()
+                .await
+                .first()
+                .is_some_and(|l| l["delivery"] == "withdrawn")
+        },
+        PATIENCE,
+    )
+    .await;
+    let lapses = w.lapses().await;
+    assert!(withdrawn, "{lapses:#?}\n{}", w.log());
+    let subject = w.shipment("PA-6").await.expect("the subject");
+    assert_eq!(expectation(&subject, "exp-6")["status"], "withdrawn");
+    assert_eq!(
+        get_tasks(&agent)[before..],
+        ["task-origin-6"],
+        "asked once, before sending; never followed"
+    );
+    let lapse_tasks = || {
+        agent
+            .sent_message_ids()
+            .into_iter()
+            .filter(|m| m.starts_with("lapse:"))
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        holds_for(
+            || async { lapse_tasks().is_empty() },
+            Duration::from_secs(1)
+        )
+        .await,
+        "no lapse task is sent for canceled work: {:?}",
+        lapse_tasks()
     );
 }

@@ -269,6 +269,26 @@ impl Directory {
                 .contains(&(tenant.clone(), agent.clone()))
     }
 
+    /// Whether a lapse task of `agent` has its origin task asked for with `GetTask` before it is
+    /// first sent: reconciliation is on (`[delivery] reconcile_origins` above 0), the agent's
+    /// configuration does not turn it off, and no probe found `GetTask` unserved — whether or
+    /// not a probe promoted the agent to lifecycle-trusted. A probe sees how its own tasks'
+    /// cancels are pushed, not every cancel (an SDK may push nothing for a task canceled after
+    /// its executor returned), and one `GetTask` per lapse task is cheap against a lapse task
+    /// for canceled work.
+    pub fn checks_origin_before_send(&self, tenant: &Tenant, agent: &AgentId) -> bool {
+        let key = (tenant.clone(), agent.clone());
+        self.origins.enabled()
+            && !self
+                .unreconciled
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&key)
+            && !self
+                .lifecycle(tenant, agent)
+                .is_some_and(|l| l.descriptor["getTask"] == serde_json::Value::Bool(false))
+    }
+
     /// The origin tasks followed for agents that are not lifecycle-trusted.
     pub fn origins(&self) -> &OriginQueue {
         &self.origins
@@ -296,5 +316,60 @@ impl Directory {
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probed(descriptor: serde_json::Value) -> Lifecycle {
+        Lifecycle::from_descriptor(descriptor, Instant::parse("2026-12-01T00:00:00Z").unwrap())
+    }
+
+    /// The origin check before sending holds for a lifecycle-trusted agent too; only turning
+    /// reconciliation off, or a probe that found no `GetTask`, skips it.
+    #[test]
+    fn origins_are_checked_before_sending_whether_trusted_or_not() {
+        let d = Directory::new();
+        let t = Tenant::default_tenant();
+        let a = AgentId::parse("booking").unwrap();
+        assert!(!d.checks_origin_before_send(&t, &a), "off until enabled");
+        d.origins().set_capacity(10);
+        assert!(d.checks_origin_before_send(&t, &a), "never probed");
+        d.set_lifecycle(
+            &t,
+            &a,
+            probed(
+                serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": true,
+                                       "getTask": true, "demotions": [],
+                                       "cancel": { "canceled": true, "pushed": "once" } }),
+            ),
+        );
+        assert!(d.lifecycle_trusted(&t, &a));
+        assert!(
+            !d.reconciles(&t, &a),
+            "a trusted agent's origins are not followed"
+        );
+        assert!(
+            d.checks_origin_before_send(&t, &a),
+            "but are checked before sending"
+        );
+        d.set_lifecycle(
+            &t,
+            &a,
+            probed(
+                serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": false,
+                                       "getTask": false, "demotions": ["GetTask is not served"],
+                                       "cancel": { "canceled": false, "pushed": null } }),
+            ),
+        );
+        assert!(!d.checks_origin_before_send(&t, &a), "no GetTask to ask");
+        d.clear_lifecycle(&t, &a);
+        d.set_reconciled(&t, &a, false);
+        assert!(
+            !d.checks_origin_before_send(&t, &a),
+            "turned off for the agent"
+        );
     }
 }
