@@ -533,3 +533,139 @@ async fn a_trusted_agents_cancel_never_pushed_gets_no_lapse_task() {
         lapse_tasks()
     );
 }
+
+/// Runs `a2a-watcher probe` against `agent` (its card served at the well-known path) and
+/// answers the descriptor it prints.
+async fn probe_cli(agent: &watcher_delivery::testing::CaptureAgent) -> Value {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
+        .args(["probe", &agent.url()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("run a2a-watcher probe");
+    assert!(
+        out.status.success(),
+        "probe failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the descriptor is JSON")
+}
+
+/// A 1.0 card offering pushes, its JSONRPC interface at `url`.
+fn card_v1(url: &str) -> Value {
+    json!({ "name": "stub", "description": "a stub agent", "version": "1",
+            "supportedInterfaces": [{ "url": url, "protocolBinding": "JSONRPC",
+                                      "protocolVersion": "1.0" }],
+            "capabilities": { "pushNotifications": true }, "skills": [] })
+}
+
+/// The probe's cancel leg: a second task canceled with `CancelTask`; its canceled status pushed
+/// once keeps the agent trusted, twice or never demotes, and the descriptor says which.
+#[tokio::test]
+async fn the_probes_cancel_leg_is_recorded_once_twice_or_never() {
+    for (pushes, word, trusted) in [(1, "once", true), (2, "twice", false), (0, "never", false)] {
+        let agent = watcher_delivery::testing::CaptureAgent::spawn_with_card(
+            lifecycle_agent(Lifecycle {
+                v03: false,
+                cancel_pushes: pushes,
+                others: "TASK_STATE_WORKING",
+            }),
+            card_v1,
+        )
+        .await
+        .expect("start the stub agent");
+        let d = probe_cli(&agent).await;
+        assert_eq!(d["protocolSpoken"], "1.0", "{d:#}");
+        assert_eq!(d["exactlyOneTerminal"], true, "{d:#}");
+        assert_eq!(d["cancel"]["taskId"], "probe-cancel", "{d:#}");
+        assert_eq!(d["cancel"]["canceled"], true, "{d:#}");
+        assert_eq!(d["cancel"]["terminalEvents"], pushes, "{d:#}");
+        assert_eq!(d["cancel"]["pushed"], word, "{d:#}");
+        assert_eq!(d["lifecycleTrusted"], trusted, "{d:#}");
+        let demotions = d["demotions"].as_array().unwrap();
+        match word {
+            "once" => assert!(demotions.is_empty(), "{d:#}"),
+            "twice" => assert_eq!(
+                demotions[..],
+                [json!(
+                    "2 terminal events pushed for the probe's canceled task, not exactly one"
+                )],
+                "{d:#}"
+            ),
+            _ => assert!(
+                demotions.len() == 1
+                    && demotions[0]
+                        .as_str()
+                        .unwrap()
+                        .contains("cancel pushed never"),
+                "{d:#}"
+            ),
+        }
+        let cancels = agent
+            .requests()
+            .iter()
+            .filter(|r| r.rpc_method().as_deref() == Some("CancelTask"))
+            .filter_map(asked_for)
+            .collect::<Vec<_>>();
+        assert_eq!(cancels, ["probe-cancel"], "{d:#}");
+    }
+}
+
+/// `a2a-watcher probe` against an agent whose card offers only A2A 0.3 speaks 0.3 to it
+/// (`message/send`, `tasks/get`, `tasks/cancel`, no `A2A-Version`), as lapse-task delivery
+/// does, and prints its descriptor saying so.
+#[tokio::test]
+async fn probe_speaks_0_3_to_a_0_3_only_agent() {
+    let agent = watcher_delivery::testing::CaptureAgent::spawn_with_card(
+        lifecycle_agent(Lifecycle {
+            v03: true,
+            cancel_pushes: 1,
+            others: "TASK_STATE_WORKING",
+        }),
+        |url| {
+            json!({ "name": "legacy", "description": "a 0.3 agent", "version": "1",
+                    "url": url, "preferredTransport": "JSONRPC", "protocolVersion": "0.3.0",
+                    "capabilities": { "pushNotifications": true }, "skills": [],
+                    "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"] })
+        },
+    )
+    .await
+    .expect("start the stub agent");
+    let d = probe_cli(&agent).await;
+    assert_eq!(d["protocolVersion"], "0.3.0", "{d:#}");
+    assert_eq!(d["protocolSpoken"], "0.3", "{d:#}");
+    assert_eq!(d["taskId"], "probe-task", "{d:#}");
+    let states: Vec<&str> = d["statuses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["state"].as_str())
+        .collect();
+    assert_eq!(states.first(), Some(&"TASK_STATE_SUBMITTED"), "{d:#}");
+    assert!(states.contains(&"TASK_STATE_COMPLETED"), "{d:#}");
+    assert_eq!(d["terminalEvents"], 1, "{d:#}");
+    assert_eq!(d["getTask"], true, "{d:#}");
+    assert_eq!(d["listTasks"], false, "0.3 has no ListTasks: {d:#}");
+    assert_eq!(d["cancel"]["pushed"], "once", "{d:#}");
+    assert_eq!(d["lifecycleTrusted"], true, "{d:#}");
+    let methods: Vec<String> = agent
+        .requests()
+        .iter()
+        .filter_map(|r| r.rpc_method())
+        .collect();
+    assert_eq!(
+        methods
+            .iter()
+            .map(String::as_str)
+            .collect::<std::collections::BTreeSet<_>>(),
+        ["message/send", "tasks/cancel", "tasks/get"].into(),
+        "{methods:?}"
+    );
+    assert!(
+        agent
+            .requests()
+            .iter()
+            .all(|r| r.header("A2A-Version").is_none()),
+        "no 1.0 version header to a 0.3 agent"
+    );
+}

@@ -90,27 +90,39 @@ pub struct Lifecycle {
 
 impl Lifecycle {
     /// Reads a descriptor as `a2a-watcher probe` prints it (`protocolVersion`,
-    /// `lifecycleTrusted`, `demotions`), probed at `probed_at`. A descriptor without
-    /// `lifecycleTrusted: true` does not promote.
+    /// `lifecycleTrusted`, `demotions`, `cancel`), probed at `probed_at`. A descriptor without
+    /// `lifecycleTrusted: true` does not promote. Nor does one kept before the probe exercised a
+    /// cancel (no `cancel` member): it is read as it was, with the demotion
+    /// [`Lifecycle::NO_CANCEL_LEG`] added, until a fresh probe replaces it.
     pub fn from_descriptor(descriptor: serde_json::Value, probed_at: Instant) -> Lifecycle {
+        let mut demotions: Vec<String> = descriptor["demotions"]
+            .as_array()
+            .map(|d| {
+                d.iter()
+                    .filter_map(|r| r.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cancel_leg = descriptor.get("cancel").is_some_and(|c| c.is_object());
+        if !cancel_leg {
+            demotions.push(Self::NO_CANCEL_LEG.to_owned());
+        }
         Lifecycle {
             protocol_version: descriptor["protocolVersion"]
                 .as_str()
                 .unwrap_or("1.0")
                 .to_owned(),
-            lifecycle_trusted: descriptor["lifecycleTrusted"] == serde_json::Value::Bool(true),
-            demotions: descriptor["demotions"]
-                .as_array()
-                .map(|d| {
-                    d.iter()
-                        .filter_map(|r| r.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            lifecycle_trusted: cancel_leg
+                && descriptor["lifecycleTrusted"] == serde_json::Value::Bool(true),
+            demotions,
             probed_at,
             descriptor,
         }
     }
+
+    /// The demotion of a descriptor kept before the probe exercised a cancel.
+    pub const NO_CANCEL_LEG: &'static str =
+        "probed before the probe exercised a cancel: how cancels are pushed is unknown; probe again";
 }
 
 /// Registered agents by (tenant, id), and the card health of every configured agent. Cheap to
@@ -371,5 +383,24 @@ mod tests {
             !d.checks_origin_before_send(&t, &a),
             "turned off for the agent"
         );
+    }
+
+    /// A descriptor kept before the probe had a cancel leg stays readable, and is untrusted
+    /// until probed again, saying so.
+    #[test]
+    fn a_descriptor_kept_before_the_cancel_leg_is_read_untrusted() {
+        let old = serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": true,
+                                      "getTask": true, "demotions": [] });
+        let l = probed(old.clone());
+        assert_eq!(l.protocol_version, "1.0");
+        assert!(!l.lifecycle_trusted);
+        assert_eq!(l.demotions, [Lifecycle::NO_CANCEL_LEG]);
+        assert_eq!(l.descriptor, old, "shown as it was kept");
+        let new = probed(
+            serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": true,
+            "demotions": [], "cancel": { "canceled": true, "pushed": "once" } }),
+        );
+        assert!(new.lifecycle_trusted);
+        assert!(new.demotions.is_empty());
     }
 }
