@@ -77,7 +77,8 @@ pub struct Lifecycle {
     /// The protocol version probed (the card interface's `protocolVersion`, e.g. `1.0`).
     pub protocol_version: String,
     /// Whether the probe promoted the agent: every status timestamped, exactly one terminal
-    /// event, `GetTask` served, and pushes arrived when the card offers them.
+    /// event, `GetTask` served, pushes arrived when the card offers them, and the probe's
+    /// canceled task had its cancel pushed exactly once.
     pub lifecycle_trusted: bool,
     /// Why it was not promoted (the conformance note's demotion rules), in words; empty when
     /// trusted.
