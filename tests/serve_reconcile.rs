@@ -7,6 +7,8 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -240,51 +242,132 @@ async fn a_successor_in_a_followed_lapse_task_is_recorded() {
     assert_eq!(agent.sent_message_ids().len(), 1);
 }
 
-/// An agent that passes the lifecycle probe: every status timestamped, the terminal status
-/// pushed once to the probe's webhook, `GetTask` and `ListTasks` served. Every other task it is
-/// asked about is working.
-fn conforming() -> Behaviour {
-    const TS: &str = "2026-11-30T00:00:00Z";
-    Behaviour::from_fn(|_, req| match req.rpc_method().as_deref() {
-        Some("SendMessage") => {
-            let body = req.json().unwrap_or_default();
-            if let Some(url) = body
-                .pointer("/params/configuration/taskPushNotificationConfig/url")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-            {
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    let _ = reqwest::Client::new()
-                        .post(url)
-                        .json(&json!({ "statusUpdate": { "taskId": "probe-task",
-                            "contextId": "ctx-probe",
-                            "status": { "state": "TASK_STATE_COMPLETED", "timestamp": TS } } }))
-                        .send()
-                        .await;
-                });
+/// How a stub agent goes through the probe's two tasks.
+#[derive(Debug, Clone, Copy)]
+struct Lifecycle {
+    /// Speaks A2A 0.3 only (`message/send`, `tasks/get`, `tasks/cancel`, lowercase states,
+    /// `kind`-tagged pushes); every 1.0 method is `-32601`.
+    v03: bool,
+    /// How many times the canceled status of the probe's canceled task is pushed.
+    cancel_pushes: usize,
+    /// The state `GetTask` answers for any other task (an origin task).
+    others: &'static str,
+}
+
+/// Every status the stubs send carries this timestamp.
+const TS: &str = "2026-11-30T00:00:00Z";
+
+/// A 1.0 state name (`TASK_STATE_INPUT_REQUIRED`) in the stub's protocol (`input-required`).
+fn state_name(v03: bool, state: &str) -> String {
+    if v03 {
+        state
+            .trim_start_matches("TASK_STATE_")
+            .to_lowercase()
+            .replace('_', "-")
+    } else {
+        state.to_owned()
+    }
+}
+
+/// A Task as the stub answers it (a 0.3 task is bare, with `kind`).
+fn stub_task(v03: bool, id: &str, state: &str) -> Value {
+    let mut task = json!({ "id": id, "contextId": "ctx-probe",
+        "status": { "state": state_name(v03, state), "timestamp": TS } });
+    if v03 {
+        task["kind"] = json!("task");
+    }
+    task
+}
+
+/// A terminal status pushed for `id` (a 0.3 `status-update` event, or a 1.0 `statusUpdate`).
+fn stub_push(v03: bool, id: &str, state: &str) -> Value {
+    let status = json!({ "state": state_name(v03, state), "timestamp": TS });
+    if v03 {
+        json!({ "kind": "status-update", "taskId": id, "contextId": "ctx-probe",
+                "status": status, "final": true })
+    } else {
+        json!({ "statusUpdate": { "taskId": id, "contextId": "ctx-probe", "status": status } })
+    }
+}
+
+/// Posts `body` to `url` `times` times, a little later (after the answer is on its way).
+fn push_later(url: Option<String>, body: Value, times: usize) {
+    if let Some(url) = url {
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            for _ in 0..times {
+                let _ = reqwest::Client::new().post(&url).json(&body).send().await;
             }
-            rpc_result(
-                req,
-                json!({ "task": { "id": "probe-task", "contextId": "ctx-probe",
-                    "status": { "state": "TASK_STATE_SUBMITTED", "timestamp": TS } } }),
-            )
-        }
-        Some("GetTask") => {
-            let id = asked_for(req).unwrap_or_default();
-            let state = if id == "probe-task" {
-                "TASK_STATE_COMPLETED"
+        });
+    }
+}
+
+/// An agent for the lifecycle probe: every status timestamped; the probe's first task completes
+/// and its completion is pushed once; its second (`probe:cancel…`) stays working until
+/// `CancelTask`, and its canceled status is pushed `l.cancel_pushes` times; `GetTask` and (1.0)
+/// `ListTasks` are served; any other task is `l.others` as `GetTask` sees it, never pushed; a
+/// lapse task is accepted.
+fn lifecycle_agent(l: Lifecycle) -> Behaviour {
+    let cancel_url: Arc<Mutex<Option<String>>> = Arc::default();
+    let canceled = Arc::new(AtomicBool::new(false));
+    let (send, get, cancel) = if l.v03 {
+        ("message/send", "tasks/get", "tasks/cancel")
+    } else {
+        ("SendMessage", "GetTask", "CancelTask")
+    };
+    Behaviour::from_fn(move |_, req| {
+        let method = req.rpc_method().unwrap_or_default();
+        let body = req.json().unwrap_or_default();
+        if method == send {
+            let push_url = body
+                .pointer(if l.v03 {
+                    "/params/configuration/pushNotificationConfig/url"
+                } else {
+                    "/params/configuration/taskPushNotificationConfig/url"
+                })
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let message_id = req.message_id().unwrap_or_default();
+            let (id, state) = if message_id.starts_with("probe:cancel") {
+                *cancel_url.lock().unwrap() = push_url;
+                ("probe-cancel", "TASK_STATE_WORKING")
             } else {
-                "TASK_STATE_WORKING"
+                let done = stub_push(l.v03, "probe-task", "TASK_STATE_COMPLETED");
+                push_later(push_url, done, 1);
+                ("probe-task", "TASK_STATE_SUBMITTED")
             };
-            rpc_result(
-                req,
-                json!({ "id": id, "contextId": "ctx-probe",
-                        "status": { "state": state, "timestamp": TS } }),
-            )
+            let task = stub_task(l.v03, id, state);
+            rpc_result(req, if l.v03 { task } else { json!({ "task": task }) })
+        } else if method == get {
+            let id = asked_for(req).unwrap_or_default();
+            let state = match id.as_str() {
+                "probe-task" => "TASK_STATE_COMPLETED",
+                "probe-cancel" if canceled.load(Ordering::SeqCst) => "TASK_STATE_CANCELED",
+                "probe-cancel" => "TASK_STATE_WORKING",
+                _ => l.others,
+            };
+            rpc_result(req, stub_task(l.v03, &id, state))
+        } else if method == cancel {
+            let id = asked_for(req).unwrap_or_default();
+            canceled.store(true, Ordering::SeqCst);
+            let url = cancel_url.lock().unwrap().clone();
+            let pushed = stub_push(l.v03, &id, "TASK_STATE_CANCELED");
+            push_later(url, pushed, l.cancel_pushes);
+            rpc_result(req, stub_task(l.v03, &id, "TASK_STATE_CANCELED"))
+        } else if method == "ListTasks" && !l.v03 {
+            rpc_result(req, json!({ "tasks": [], "nextPageToken": "" }))
+        } else {
+            Reply::rpc_error(-32601, "Method not found")
         }
-        Some("ListTasks") => rpc_result(req, json!({ "tasks": [], "nextPageToken": "" })),
-        _ => Reply::rpc_error(-32601, "Method not found"),
+    })
+}
+
+/// An agent that passes the lifecycle probe; every other task it is asked about is working.
+fn conforming() -> Behaviour {
+    lifecycle_agent(Lifecycle {
+        v03: false,
+        cancel_pushes: 1,
+        others: "TASK_STATE_WORKING",
     })
 }
 
@@ -376,5 +459,213 @@ async fn a_probe_without_pushes_demotes() {
     assert!(
         demotions.contains(&"the card says pushNotifications: true, but no push arrived"),
         "{demotions:?}"
+    );
+}
+
+/// A lifecycle-trusted agent (its probe passed: its probe task's cancel was pushed) that pushes
+/// nothing when an origin task is canceled (as an SDK may for a task canceled after its executor
+/// returned; `GetTask` alone shows it canceled): the origin is still asked for before the lapse
+/// task is sent, found canceled, and no lapse task is sent.
+#[tokio::test]
+async fn a_trusted_agents_cancel_never_pushed_gets_no_lapse_task() {
+    let agent = spawn_capture_agent(lifecycle_agent(Lifecycle {
+        v03: false,
+        cancel_pushes: 1,
+        others: "TASK_STATE_CANCELED",
+    }))
+    .await;
+    let w = spawn_watcher_with(
+        &agent,
+        "[delivery]\npoll_first = \"PT60S\"\n",
+        "probe = true",
+    )
+    .await;
+    let trusted = wait_until(
+        || async { w.get("/v1/agents").await.body["agents"][0]["lifecycleTrusted"] == true },
+        PATIENCE,
+    )
+    .await;
+    assert!(trusted, "{:#}\n{}", w.get("/v1/agents").await.body, w.log());
+    let before = get_tasks(&agent).len();
+    let raised = w
+        .push(&one_expectation(
+            "task-origin-6",
+            "exp-6",
+            "PA-6",
+            origin(Duration::from_millis(800)),
+            "PT0S",
+        ))
+        .await;
+    assert_eq!(raised.status, 200, "{:#}", raised.body);
+    let withdrawn = wait_until(
+        || async {
+            w.lapses()
+                .await
+                .first()
+                .is_some_and(|l| l["delivery"] == "withdrawn")
+        },
+        PATIENCE,
+    )
+    .await;
+    let lapses = w.lapses().await;
+    assert!(withdrawn, "{lapses:#?}\n{}", w.log());
+    let subject = w.shipment("PA-6").await.expect("the subject");
+    assert_eq!(expectation(&subject, "exp-6")["status"], "withdrawn");
+    assert_eq!(
+        get_tasks(&agent)[before..],
+        ["task-origin-6"],
+        "asked once, before sending; never followed"
+    );
+    let lapse_tasks = || {
+        agent
+            .sent_message_ids()
+            .into_iter()
+            .filter(|m| m.starts_with("lapse:"))
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        holds_for(
+            || async { lapse_tasks().is_empty() },
+            Duration::from_secs(1)
+        )
+        .await,
+        "no lapse task is sent for canceled work: {:?}",
+        lapse_tasks()
+    );
+}
+
+/// Runs `a2a-watcher probe` against `agent` (its card served at the well-known path) and
+/// answers the descriptor it prints.
+async fn probe_cli(agent: &watcher_delivery::testing::CaptureAgent) -> Value {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
+        .args(["probe", &agent.url()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("run a2a-watcher probe");
+    assert!(
+        out.status.success(),
+        "probe failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the descriptor is JSON")
+}
+
+/// A 1.0 card offering pushes, its JSONRPC interface at `url`.
+fn card_v1(url: &str) -> Value {
+    json!({ "name": "stub", "description": "a stub agent", "version": "1",
+            "supportedInterfaces": [{ "url": url, "protocolBinding": "JSONRPC",
+                                      "protocolVersion": "1.0" }],
+            "capabilities": { "pushNotifications": true }, "skills": [] })
+}
+
+/// The probe's cancel leg: a second task canceled with `CancelTask`; its canceled status pushed
+/// once keeps the agent trusted, twice or never demotes, and the descriptor says which.
+#[tokio::test]
+async fn the_probes_cancel_leg_is_recorded_once_twice_or_never() {
+    for (pushes, word, trusted) in [(1, "once", true), (2, "twice", false), (0, "never", false)] {
+        let agent = watcher_delivery::testing::CaptureAgent::spawn_with_card(
+            lifecycle_agent(Lifecycle {
+                v03: false,
+                cancel_pushes: pushes,
+                others: "TASK_STATE_WORKING",
+            }),
+            card_v1,
+        )
+        .await
+        .expect("start the stub agent");
+        let d = probe_cli(&agent).await;
+        assert_eq!(d["protocolSpoken"], "1.0", "{d:#}");
+        assert_eq!(d["exactlyOneTerminal"], true, "{d:#}");
+        assert_eq!(d["cancel"]["taskId"], "probe-cancel", "{d:#}");
+        assert_eq!(d["cancel"]["canceled"], true, "{d:#}");
+        assert_eq!(d["cancel"]["terminalEvents"], pushes, "{d:#}");
+        assert_eq!(d["cancel"]["pushed"], word, "{d:#}");
+        assert_eq!(d["lifecycleTrusted"], trusted, "{d:#}");
+        let demotions = d["demotions"].as_array().unwrap();
+        match word {
+            "once" => assert!(demotions.is_empty(), "{d:#}"),
+            "twice" => assert_eq!(
+                demotions[..],
+                [json!(
+                    "2 terminal events pushed for the probe's canceled task, not exactly one"
+                )],
+                "{d:#}"
+            ),
+            _ => assert!(
+                demotions.len() == 1
+                    && demotions[0]
+                        .as_str()
+                        .unwrap()
+                        .contains("cancel pushed never"),
+                "{d:#}"
+            ),
+        }
+        let cancels = agent
+            .requests()
+            .iter()
+            .filter(|r| r.rpc_method().as_deref() == Some("CancelTask"))
+            .filter_map(asked_for)
+            .collect::<Vec<_>>();
+        assert_eq!(cancels, ["probe-cancel"], "{d:#}");
+    }
+}
+
+/// `a2a-watcher probe` against an agent whose card offers only A2A 0.3 speaks 0.3 to it
+/// (`message/send`, `tasks/get`, `tasks/cancel`, no `A2A-Version`), as lapse-task delivery
+/// does, and prints its descriptor saying so.
+#[tokio::test]
+async fn probe_speaks_0_3_to_a_0_3_only_agent() {
+    let agent = watcher_delivery::testing::CaptureAgent::spawn_with_card(
+        lifecycle_agent(Lifecycle {
+            v03: true,
+            cancel_pushes: 1,
+            others: "TASK_STATE_WORKING",
+        }),
+        |url| {
+            json!({ "name": "legacy", "description": "a 0.3 agent", "version": "1",
+                    "url": url, "preferredTransport": "JSONRPC", "protocolVersion": "0.3.0",
+                    "capabilities": { "pushNotifications": true }, "skills": [],
+                    "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"] })
+        },
+    )
+    .await
+    .expect("start the stub agent");
+    let d = probe_cli(&agent).await;
+    assert_eq!(d["protocolVersion"], "0.3.0", "{d:#}");
+    assert_eq!(d["protocolSpoken"], "0.3", "{d:#}");
+    assert_eq!(d["taskId"], "probe-task", "{d:#}");
+    let states: Vec<&str> = d["statuses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["state"].as_str())
+        .collect();
+    assert_eq!(states.first(), Some(&"TASK_STATE_SUBMITTED"), "{d:#}");
+    assert!(states.contains(&"TASK_STATE_COMPLETED"), "{d:#}");
+    assert_eq!(d["terminalEvents"], 1, "{d:#}");
+    assert_eq!(d["getTask"], true, "{d:#}");
+    assert_eq!(d["listTasks"], false, "0.3 has no ListTasks: {d:#}");
+    assert_eq!(d["cancel"]["pushed"], "once", "{d:#}");
+    assert_eq!(d["lifecycleTrusted"], true, "{d:#}");
+    let methods: Vec<String> = agent
+        .requests()
+        .iter()
+        .filter_map(|r| r.rpc_method())
+        .collect();
+    assert_eq!(
+        methods
+            .iter()
+            .map(String::as_str)
+            .collect::<std::collections::BTreeSet<_>>(),
+        ["message/send", "tasks/cancel", "tasks/get"].into(),
+        "{methods:?}"
+    );
+    assert!(
+        agent
+            .requests()
+            .iter()
+            .all(|r| r.header("A2A-Version").is_none()),
+        "no 1.0 version header to a 0.3 agent"
     );
 }

@@ -70,10 +70,13 @@ enum Command {
         #[arg(long)]
         card: Option<PathBuf>,
     },
-    /// Send a probe task through an agent's lifecycle and print its lifecycle descriptor (JSON):
-    /// timestamps on every status, exactly one terminal event, pushes, GetTask and ListTasks.
+    /// Send two probe tasks through an agent's lifecycle, in the protocol its card offers (1.0,
+    /// or 0.3), and print its lifecycle descriptor (JSON): timestamps on every status, exactly
+    /// one terminal event, pushes, GetTask and ListTasks, and whether a task canceled with
+    /// CancelTask had its cancel pushed once, twice or never.
     Probe {
-        /// The agent's base URL (its card at /.well-known/agent-card.json) or its card's URL.
+        /// The agent's base URL (its card at /.well-known/agent-card.json, or the legacy
+        /// /.well-known/agent.json) or its card's URL.
         agent: String,
     },
     /// Re-queue failed lapse tasks of one agent on a running watcher (POST /v1/lapses/retry).

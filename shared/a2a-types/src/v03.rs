@@ -23,6 +23,9 @@ pub const METHOD_SEND_MESSAGE: &str = "message/send";
 /// The 0.3 JSON-RPC method for reading a task.
 pub const METHOD_GET_TASK: &str = "tasks/get";
 
+/// The 0.3 JSON-RPC method for canceling a task (params `{"id"}`, answered with the Task).
+pub const METHOD_CANCEL_TASK: &str = "tasks/cancel";
+
 /// The 0.3 `kind` of a push body, when the value is one: `"task"`, `"status-update"`,
 /// `"artifact-update"` or `"message"`. A body holding a 1.0 `StreamResponse` member key
 /// (`task`, `message`, `statusUpdate`, `artifactUpdate`) is 1.0, whatever else it carries.

@@ -34,7 +34,8 @@ pub const LEGACY_AGENT_CARD_PATH: &str = "/.well-known/agent.json";
 /// Reads the card at `location`: the card's JSON itself (text starting with `{`, for deployments
 /// without files, such as Lambda), a file path, or an http(s) URL. A base URL is looked up at
 /// `/.well-known/agent-card.json`, then at the legacy `/.well-known/agent.json` (serve.md "Agents
-/// are independent"). Redirects are not followed. A 0.3 card (top-level `url`,
+/// are independent"); when both fail, the error names the current path's failure first, then the
+/// legacy one's. Redirects are not followed. A 0.3 card (top-level `url`,
 /// `preferredTransport`, `protocolVersion`) is given the `supportedInterfaces` it implies
 /// ([`a2a_types::v03::card_to_v1`]). The flag says whether the card was fetched over the network
 /// (its endpoint must then be public, serve.md "Outbound").
@@ -64,9 +65,8 @@ async fn read_card(location: &str) -> anyhow::Result<(Value, bool)> {
                 let legacy = format!("{base}{LEGACY_AGENT_CARD_PATH}");
                 match get_card(&client, &legacy).await {
                     Ok(card) => Ok((card, true)),
-                    Err(second) => {
-                        Err(first.context(format!("and at the legacy path: {second:#}")))
-                    }
+                    // The current path's error first: it is where the card should be.
+                    Err(second) => Err(anyhow!("{first:#}; and at the legacy path: {second:#}")),
                 }
             }
         }
@@ -137,6 +137,23 @@ pub async fn load_agent(
     Ok((loaded, card))
 }
 
+/// The JSON-RPC interface the watcher speaks to an agent through, and the protocol spoken there:
+/// the card's first A2A 1.x JSON-RPC interface, else its first 0.3 one (spoken to through the
+/// 0.3 adapter, [`a2a_types::v03`]). `None` when the card offers neither. Lapse-task delivery and
+/// the lifecycle probe both choose with this, so a probe speaks to the interface lapse tasks go
+/// to.
+pub fn jsonrpc_interface(
+    card: &a2a_types::AgentCard,
+) -> Option<(
+    &a2a_types::AgentInterface,
+    watcher_delivery::endpoint::Protocol,
+)> {
+    use watcher_delivery::endpoint::Protocol;
+    card.jsonrpc_interface()
+        .map(|i| (i, Protocol::V1))
+        .or_else(|| card.jsonrpc_v03_interface().map(|i| (i, Protocol::V03)))
+}
+
 /// Whether `cfg.card` is fetched over the network (its endpoint must then be public).
 pub fn card_is_fetched(cfg: &AgentConfig) -> bool {
     cfg.card.starts_with("http://") || cfg.card.starts_with("https://")
@@ -165,13 +182,9 @@ pub fn agent_from_card(
     })?;
     let parsed: a2a_types::AgentCard = serde_json::from_value(card.clone())
         .with_context(|| format!("{who}: the card is not an A2A 1.0 AgentCard"))?;
-    let (interface, protocol) = match parsed.jsonrpc_interface() {
-        Some(i) => (Some(i), watcher_delivery::endpoint::Protocol::V1),
-        // An agent whose card offers only A2A 0.3 is spoken to through the 0.3 adapter.
-        None => match parsed.jsonrpc_v03_interface() {
-            Some(i) => (Some(i), watcher_delivery::endpoint::Protocol::V03),
-            None => (None, watcher_delivery::endpoint::Protocol::V1),
-        },
+    let (interface, protocol) = match jsonrpc_interface(&parsed) {
+        Some((i, p)) => (Some(i), p),
+        None => (None, watcher_delivery::endpoint::Protocol::V1),
     };
     let endpoint = match (&cfg.endpoint, interface) {
         (Some(e), _) => Some(e.clone()),

@@ -138,13 +138,16 @@ pub struct AgentConfig {
     /// Submit lapse tasks even though the card says `keepsTime: true`.
     #[serde(default)]
     pub submit_lapses: bool,
-    /// Follow this agent's origin tasks with `GetTask` and check a lapse task's origin before
-    /// sending it, while no probe promoted the agent to lifecycle-trusted (origin-task
-    /// reconciliation). Default `true`; `false` for an agent that offers no `GetTask`.
+    /// Follow this agent's origin tasks with `GetTask` while no probe promoted the agent to
+    /// lifecycle-trusted, and check a lapse task's origin before sending it whether trusted or
+    /// not (origin-task reconciliation). Default `true`; `false` for an agent that offers no
+    /// `GetTask`.
     #[serde(default = "default_true")]
     pub reconcile: bool,
-    /// Run the lifecycle probe (`a2a-watcher probe`) against the agent when it registers (its
-    /// card read), and keep the descriptor per (agent, protocol version) in the store. Default
+    /// Run the lifecycle probe (`a2a-watcher probe`: a task followed to its end and a second
+    /// canceled with `CancelTask`, in 1.0 or 0.3 as the card offers) against the agent when it
+    /// registers (its card read), and keep the descriptor per (agent, protocol version) in the
+    /// store. Default
     /// `false`: a probe sends the agent a real task. Without a probe the agent is not
     /// lifecycle-trusted.
     #[serde(default)]

@@ -193,10 +193,17 @@ pub async fn refresh_agent(
 }
 
 /// The protocol version a lifecycle descriptor of this card is kept under: the
-/// `protocolVersion` of its first JSONRPC interface (a 0.3 card read through the adapter), else
-/// `1.0`.
+/// `protocolVersion` of the interface the watcher speaks to
+/// ([`crate::agents::jsonrpc_interface`]: the first 1.x JSONRPC interface, else the first 0.3
+/// one; a 0.3 card read through the adapter), as the probe records it; for a card that is not a
+/// 1.0 AgentCard, its first JSONRPC interface's; else `1.0`.
 pub fn card_protocol_version(card: &serde_json::Value) -> String {
     let card = a2a_types::v03::card_to_v1(card.clone());
+    if let Ok(parsed) = serde_json::from_value::<a2a_types::AgentCard>(card.clone()) {
+        if let Some((i, _)) = crate::agents::jsonrpc_interface(&parsed) {
+            return i.protocol_version.clone();
+        }
+    }
     card["supportedInterfaces"]
         .as_array()
         .and_then(|l| l.iter().find(|i| i["protocolBinding"] == "JSONRPC"))

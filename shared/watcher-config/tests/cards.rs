@@ -55,6 +55,40 @@ async fn the_current_path_is_tried_first() {
 async fn a_card_at_neither_path_names_both() {
     let base = serve_card_at("/elsewhere", json!({})).await;
     let err = format!("{:#}", fetch_card(&base).await.expect_err("not found"));
-    assert!(err.contains("agent-card.json"), "{err}");
-    assert!(err.contains("agent.json"), "{err}");
+    let current = err.find("/.well-known/agent-card.json").expect(&err);
+    let legacy = err.find("/.well-known/agent.json").expect(&err);
+    assert!(
+        current < legacy,
+        "the current path's error comes first, the legacy one's after: {err}"
+    );
+    assert!(err.contains("404"), "{err}");
+}
+
+/// The descriptor key of a card is the protocol version of the interface delivery and the probe
+/// speak to: the first 1.x JSONRPC interface even when a 0.3 one is listed before it.
+#[test]
+fn the_descriptor_key_is_the_interface_delivery_speaks_to() {
+    use watcher_config::deployment::card_protocol_version;
+    let card = |interfaces: Value| {
+        json!({ "name": "hybrid", "description": "d", "version": "1", "capabilities": {},
+                "supportedInterfaces": interfaces })
+    };
+    let hybrid = card(json!([
+        { "url": "http://127.0.0.1:9/v03", "protocolBinding": "JSONRPC", "protocolVersion": "0.3" },
+        { "url": "http://127.0.0.1:9/v1", "protocolBinding": "JSONRPC", "protocolVersion": "1.0" },
+    ]));
+    assert_eq!(card_protocol_version(&hybrid), "1.0");
+    let parsed: a2a_types::AgentCard = serde_json::from_value(hybrid).unwrap();
+    let (i, p) = watcher_config::agents::jsonrpc_interface(&parsed).unwrap();
+    assert_eq!(
+        (i.url.as_str(), p),
+        (
+            "http://127.0.0.1:9/v1",
+            watcher_delivery::endpoint::Protocol::V1
+        )
+    );
+    assert_eq!(
+        card_protocol_version(&v03_card("http://127.0.0.1:9/a2a")),
+        "0.3"
+    );
 }

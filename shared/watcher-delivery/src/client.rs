@@ -85,7 +85,8 @@ pub enum DeliveryError {
     Retryable {
         /// What went wrong, in words.
         reason: String,
-        /// The agent's `Retry-After`, when it sent one in seconds.
+        /// The wait the agent's `Retry-After` asks for, when it sent one (delta-seconds, or an
+        /// HTTP-date read against the wall clock when the answer arrived).
         retry_after: Option<Duration>,
         /// The underlying error, when there is one.
         #[source]
@@ -538,7 +539,7 @@ fn rpc_result(
             {
                 DeliveryError::Retryable {
                     reason,
-                    retry_after: retry_after(headers),
+                    retry_after: retry_after(headers, std::time::SystemTime::now()),
                     source: None,
                 }
             } else if status.is_redirection() {
@@ -591,16 +592,19 @@ fn rpc_result(
     }
 }
 
-/// `Retry-After` in seconds (the HTTP-date form is ignored).
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let secs: u64 = headers
-        .get(RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    Some(Duration::from_secs(secs))
+/// The wait an agent's `Retry-After` asks for (RFC 9110 §10.2.3), in either form:
+/// delta-seconds (`120`), or an HTTP-date (`Sun, 06 Nov 1994 08:49:37 GMT`, and the obsolete
+/// RFC 850 and asctime forms), read as the time from `now` (the wall clock when the answer
+/// arrived) to that date; a date already past asks for no wait. `None` when the header is absent
+/// or in neither form. The caller caps the wait at the lapse task's give-up age
+/// ([`crate::deliver::record_attempt`]).
+fn retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// The start of a body for an error message: at most 200 characters, control characters blanked.
@@ -719,6 +723,48 @@ mod tests {
         h.insert(RETRY_AFTER, HeaderValue::from_static("7"));
         let e = interpret_response(StatusCode::TOO_MANY_REQUESTS, &h, b"", "m").unwrap_err();
         assert_eq!(e.retry_after(), Some(Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn retry_after_http_dates_are_read_against_now() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_717); // 08:48:37
+        let at = |value: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(RETRY_AFTER, HeaderValue::from_static(value));
+            retry_after(&h, now)
+        };
+        // RFC 9110 §5.6.7's three forms of the same instant, a minute after `now`.
+        for value in [
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+        ] {
+            assert_eq!(at(value), Some(Duration::from_secs(60)), "{value}");
+        }
+        assert_eq!(
+            at("Sun, 06 Nov 1994 08:00:00 GMT"),
+            Some(Duration::ZERO),
+            "a date already past asks for no wait"
+        );
+        assert_eq!(at(" 30 "), Some(Duration::from_secs(30)));
+        assert_eq!(at("soon"), None);
+        assert_eq!(at("-5"), None);
+    }
+
+    #[test]
+    fn an_http_date_retry_after_reaches_the_error() {
+        let mut h = HeaderMap::new();
+        let in_an_hour = std::time::SystemTime::now() + Duration::from_secs(3600);
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_str(&httpdate::fmt_http_date(in_an_hour)).unwrap(),
+        );
+        let e = interpret_response(StatusCode::SERVICE_UNAVAILABLE, &h, b"", "m").unwrap_err();
+        let asked = e.retry_after().expect("the date is read");
+        assert!(
+            asked > Duration::from_secs(3590) && asked <= Duration::from_secs(3600),
+            "{asked:?}"
+        );
     }
 
     #[test]

@@ -9,9 +9,11 @@
 //!   is terminal, `GetTask` fails for good, or it has been followed for `give_up_after`. Every
 //!   snapshot goes through the same ingest path as a pushed `Task` ([`ingest_task`]), so a
 //!   cancel whose push never came withdraws.
-//! * Before a lapse task of such an agent is first sent, its origin (`referenceTaskIds[0]`) is
-//!   asked for once ([`Reconciler::check_before_send`]); canceled, failed or rejected: the
-//!   snapshot is ingested (withdrawing) and the lapse task is marked `withdrawn`, never sent.
+//! * Before a lapse task is first sent, its origin (`referenceTaskIds[0]`) is asked for once
+//!   ([`Reconciler::check_before_send`]), for every agent that answers `GetTask`, trusted or not
+//!   ([`watcher_runtime::directory::Directory::checks_origin_before_send`]); canceled, failed or
+//!   rejected: the snapshot is ingested (withdrawing) and the lapse task is marked `withdrawn`,
+//!   never sent.
 //! * A followed lapse task's `GetTask` answer is ingested the same way
 //!   ([`Reconciler::poll_lapse_task`]), so a successor it raised without pushing is recorded.
 
@@ -116,8 +118,9 @@ fn state_of(task: &Value) -> TaskState {
         .unwrap_or(TaskState::Unspecified)
 }
 
-/// Follows origin tasks and checks origins before sending, for agents that are not
-/// lifecycle-trusted. Build one per process; share it behind an `Arc`.
+/// Follows origin tasks for agents that are not lifecycle-trusted, and checks origins before
+/// sending for every agent that answers `GetTask`. Build one per process; share it behind an
+/// `Arc`.
 pub struct Reconciler {
     watcher: Arc<Watcher<dyn Store>>,
     client: A2aClient,
@@ -173,8 +176,9 @@ impl Reconciler {
             .await
     }
 
-    /// Before the first attempt of `entry` (a queued lapse task) for an agent it reconciles: asks
-    /// for the origin task once. Canceled, failed or rejected: the snapshot is ingested (its
+    /// Before the first attempt of `entry` (a queued lapse task) of an agent whose origins are
+    /// checked ([`watcher_runtime::directory::Directory::checks_origin_before_send`]: every agent
+    /// that answers `GetTask`, lifecycle-trusted or not): asks for the origin task once. Canceled, failed or rejected: the snapshot is ingested (its
     /// expectations are withdrawn), the entry is marked `withdrawn` with the reason, and the
     /// answer is `false` (do not send). Anything else, a later attempt, or a check that cannot
     /// be made (logged): `true`.
@@ -182,7 +186,10 @@ impl Reconciler {
     /// # Errors
     /// A [`StoreError`] marking the entry.
     pub async fn check_before_send(&self, entry: &OutboxEntry) -> Result<bool, StoreError> {
-        if !self.reconciles(&entry.tenant, &entry.agent)
+        if !self
+            .watcher
+            .directory
+            .checks_origin_before_send(&entry.tenant, &entry.agent)
             || entry.attempts > 0
             || entry.attempt_started_at.is_some()
         {

@@ -385,6 +385,35 @@ async fn http_4xx_is_permanent_but_429_is_retried_after_the_agent_asks() {
     );
 }
 
+/// `Retry-After` as an HTTP-date (RFC 9110 §10.2.3): the lapse task waits until that date, an
+/// hour away, not the backoff's second.
+#[tokio::test]
+async fn an_http_date_retry_after_is_waited_for() {
+    let in_an_hour = std::time::SystemTime::now() + Duration::from_secs(3600);
+    let agent = spawn_capture_agent(Behaviour::always(Reply::Http {
+        status: 503,
+        headers: vec![("retry-after".into(), httpdate::fmt_http_date(in_an_hour))],
+        body: String::new(),
+    }))
+    .await;
+    let entry = lapse_entry("exp-date");
+    let store = store_with(vec![entry.clone()]).await;
+    let sub = submitter(RetryPolicy::default(), None);
+    let r = sub
+        .deliver_due(&store, &endpoints(agent.endpoint(None)), t0(), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r.retried, 1);
+    let e = get(&store, &entry).await;
+    // The date has whole seconds and the answer took a moment: within a few seconds of an hour.
+    assert!(
+        e.next_attempt_at > plus_secs(t0(), 3590) && e.next_attempt_at <= plus_secs(t0(), 3600),
+        "{} after {}",
+        e.next_attempt_at,
+        t0()
+    );
+}
+
 #[tokio::test]
 async fn a_2xx_that_is_not_json_rpc_fails() {
     let agent = spawn_capture_agent(Behaviour::always(Reply::http(200, "<html>ok</html>"))).await;

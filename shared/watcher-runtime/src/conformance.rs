@@ -1656,8 +1656,19 @@ pub async fn lifecycle_descriptors_are_kept<S: Store + 'static>(store: Arc<S>) {
     );
     assert_eq!(
         get(a.clone(), booking.clone(), "0.3").await,
-        Some((old, at(2)))
+        Some((old.clone(), at(2)))
     );
+    // A descriptor kept before the probe exercised a cancel (no `cancel` member) is read back
+    // as kept and stays readable, untrusted until probed again.
+    let (kept, probed_at) = get(a.clone(), booking.clone(), "0.3").await.expect("kept");
+    let lifecycle = crate::directory::Lifecycle::from_descriptor(kept, probed_at);
+    assert!(!lifecycle.lifecycle_trusted);
+    assert_eq!(lifecycle.protocol_version, "0.3");
+    assert_eq!(
+        lifecycle.demotions,
+        [crate::directory::Lifecycle::NO_CANCEL_LEG]
+    );
+    assert_eq!(lifecycle.descriptor, old);
     assert_eq!(get(b, booking, "1.0").await, None, "tenants are apart");
     assert_eq!(get(a, agent("other"), "1.0").await, None);
 }

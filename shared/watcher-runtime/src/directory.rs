@@ -77,7 +77,8 @@ pub struct Lifecycle {
     /// The protocol version probed (the card interface's `protocolVersion`, e.g. `1.0`).
     pub protocol_version: String,
     /// Whether the probe promoted the agent: every status timestamped, exactly one terminal
-    /// event, `GetTask` served, and pushes arrived when the card offers them.
+    /// event, `GetTask` served, pushes arrived when the card offers them, and the probe's
+    /// canceled task had its cancel pushed exactly once.
     pub lifecycle_trusted: bool,
     /// Why it was not promoted (the conformance note's demotion rules), in words; empty when
     /// trusted.
@@ -90,27 +91,39 @@ pub struct Lifecycle {
 
 impl Lifecycle {
     /// Reads a descriptor as `a2a-watcher probe` prints it (`protocolVersion`,
-    /// `lifecycleTrusted`, `demotions`), probed at `probed_at`. A descriptor without
-    /// `lifecycleTrusted: true` does not promote.
+    /// `lifecycleTrusted`, `demotions`, `cancel`), probed at `probed_at`. A descriptor without
+    /// `lifecycleTrusted: true` does not promote. Nor does one kept before the probe exercised a
+    /// cancel (no `cancel` member): it is read as it was, with the demotion
+    /// [`Lifecycle::NO_CANCEL_LEG`] added, until a fresh probe replaces it.
     pub fn from_descriptor(descriptor: serde_json::Value, probed_at: Instant) -> Lifecycle {
+        let mut demotions: Vec<String> = descriptor["demotions"]
+            .as_array()
+            .map(|d| {
+                d.iter()
+                    .filter_map(|r| r.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cancel_leg = descriptor.get("cancel").is_some_and(|c| c.is_object());
+        if !cancel_leg {
+            demotions.push(Self::NO_CANCEL_LEG.to_owned());
+        }
         Lifecycle {
             protocol_version: descriptor["protocolVersion"]
                 .as_str()
                 .unwrap_or("1.0")
                 .to_owned(),
-            lifecycle_trusted: descriptor["lifecycleTrusted"] == serde_json::Value::Bool(true),
-            demotions: descriptor["demotions"]
-                .as_array()
-                .map(|d| {
-                    d.iter()
-                        .filter_map(|r| r.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            lifecycle_trusted: cancel_leg
+                && descriptor["lifecycleTrusted"] == serde_json::Value::Bool(true),
+            demotions,
             probed_at,
             descriptor,
         }
     }
+
+    /// The demotion of a descriptor kept before the probe exercised a cancel.
+    pub const NO_CANCEL_LEG: &'static str =
+        "probed before the probe exercised a cancel: how cancels are pushed is unknown; probe again";
 }
 
 /// Registered agents by (tenant, id), and the card health of every configured agent. Cheap to
@@ -269,6 +282,26 @@ impl Directory {
                 .contains(&(tenant.clone(), agent.clone()))
     }
 
+    /// Whether a lapse task of `agent` has its origin task asked for with `GetTask` before it is
+    /// first sent: reconciliation is on (`[delivery] reconcile_origins` above 0), the agent's
+    /// configuration does not turn it off, and no probe found `GetTask` unserved — whether or
+    /// not a probe promoted the agent to lifecycle-trusted. A probe sees how its own tasks'
+    /// cancels are pushed, not every cancel (an SDK may push nothing for a task canceled after
+    /// its executor returned), and one `GetTask` per lapse task is cheap against a lapse task
+    /// for canceled work.
+    pub fn checks_origin_before_send(&self, tenant: &Tenant, agent: &AgentId) -> bool {
+        let key = (tenant.clone(), agent.clone());
+        self.origins.enabled()
+            && !self
+                .unreconciled
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&key)
+            && !self
+                .lifecycle(tenant, agent)
+                .is_some_and(|l| l.descriptor["getTask"] == serde_json::Value::Bool(false))
+    }
+
     /// The origin tasks followed for agents that are not lifecycle-trusted.
     pub fn origins(&self) -> &OriginQueue {
         &self.origins
@@ -296,5 +329,79 @@ impl Directory {
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probed(descriptor: serde_json::Value) -> Lifecycle {
+        Lifecycle::from_descriptor(descriptor, Instant::parse("2026-12-01T00:00:00Z").unwrap())
+    }
+
+    /// The origin check before sending holds for a lifecycle-trusted agent too; only turning
+    /// reconciliation off, or a probe that found no `GetTask`, skips it.
+    #[test]
+    fn origins_are_checked_before_sending_whether_trusted_or_not() {
+        let d = Directory::new();
+        let t = Tenant::default_tenant();
+        let a = AgentId::parse("booking").unwrap();
+        assert!(!d.checks_origin_before_send(&t, &a), "off until enabled");
+        d.origins().set_capacity(10);
+        assert!(d.checks_origin_before_send(&t, &a), "never probed");
+        d.set_lifecycle(
+            &t,
+            &a,
+            probed(
+                serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": true,
+                                       "getTask": true, "demotions": [],
+                                       "cancel": { "canceled": true, "pushed": "once" } }),
+            ),
+        );
+        assert!(d.lifecycle_trusted(&t, &a));
+        assert!(
+            !d.reconciles(&t, &a),
+            "a trusted agent's origins are not followed"
+        );
+        assert!(
+            d.checks_origin_before_send(&t, &a),
+            "but are checked before sending"
+        );
+        d.set_lifecycle(
+            &t,
+            &a,
+            probed(
+                serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": false,
+                                       "getTask": false, "demotions": ["GetTask is not served"],
+                                       "cancel": { "canceled": false, "pushed": null } }),
+            ),
+        );
+        assert!(!d.checks_origin_before_send(&t, &a), "no GetTask to ask");
+        d.clear_lifecycle(&t, &a);
+        d.set_reconciled(&t, &a, false);
+        assert!(
+            !d.checks_origin_before_send(&t, &a),
+            "turned off for the agent"
+        );
+    }
+
+    /// A descriptor kept before the probe had a cancel leg stays readable, and is untrusted
+    /// until probed again, saying so.
+    #[test]
+    fn a_descriptor_kept_before_the_cancel_leg_is_read_untrusted() {
+        let old = serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": true,
+                                      "getTask": true, "demotions": [] });
+        let l = probed(old.clone());
+        assert_eq!(l.protocol_version, "1.0");
+        assert!(!l.lifecycle_trusted);
+        assert_eq!(l.demotions, [Lifecycle::NO_CANCEL_LEG]);
+        assert_eq!(l.descriptor, old, "shown as it was kept");
+        let new = probed(
+            serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": true,
+            "demotions": [], "cancel": { "canceled": true, "pushed": "once" } }),
+        );
+        assert!(new.lifecycle_trusted);
+        assert!(new.demotions.is_empty());
     }
 }
