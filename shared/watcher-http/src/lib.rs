@@ -8,8 +8,10 @@ pub mod learnables;
 pub mod limits;
 pub mod page;
 pub mod problem;
+pub mod root;
 pub mod routes;
 pub mod schemas;
+pub mod strict_json;
 pub mod web;
 pub mod webhook;
 
@@ -74,6 +76,8 @@ pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
     // problem+json layer, with a small body limit of its own (`web::MAX_LOGIN_BYTES`).
     let web = web::web_router(state.clone());
     let routes = Router::new()
+        .route("/", get(root::root))
+        .route("/openapi.json", get(root::openapi))
         .route("/healthz", get(routes::healthz))
         .route("/v1/agents/{agent_id}/push", post(routes::push))
         .route("/v1/agents/{agent_id}/rejections", get(routes::rejections))
