@@ -66,3 +66,22 @@ fn a_malformed_scenario_exits_2_naming_the_step() {
     assert!(stderr.contains("steps[1].at"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_scenario_giving_a_member_twice_exits_2_naming_it() {
+    let dir = std::env::temp_dir().join(format!("replay-cli-twice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("twice.json");
+    let text = include_str!("../examples/worked-example.json");
+    // `until` given twice: serde_json alone would keep the second and run a shorter scenario.
+    let twice = text.replacen('{', r#"{"until": "2026-09-10T01:00:00Z","#, 1);
+    std::fs::write(&path, twice).unwrap();
+    let (code, stdout, stderr) = replay(path.to_str().unwrap());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("twice.json: the member \"until\" appears twice"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -306,6 +306,50 @@ async fn facts_without_a_source_credential_are_refused_and_not_recorded() {
 
 /// Malformed bodies are 4xx problem+json naming what is wrong, and never change the record; a
 /// batch with one bad fact records none of it.
+/// `GET /` sends a browser to the operator's page (303 to `/ui`) and answers a program asking for
+/// JSON with the API's index, whose links answer.
+#[tokio::test]
+async fn the_root_sends_a_browser_to_the_page_and_indexes_the_api_for_json() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let w = spawn_watcher(&agent, "").await;
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client");
+    let page = no_redirects
+        .get(w.url("/"))
+        .header("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(page.status().as_u16(), 303);
+    assert_eq!(page.headers()["location"], "/ui");
+    let index: Value = no_redirects
+        .get(w.url("/"))
+        .header("Accept", "application/json")
+        .send()
+        .await
+        .expect("an answer")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(index["name"], "a2a-watcher");
+    assert_eq!(index["version"], env!("CARGO_PKG_VERSION"));
+    for link in [
+        &index["links"]["health"],
+        &index["links"]["openapi"],
+        &index["links"]["schemas"]["Lesson"],
+    ] {
+        let path = link.as_str().expect("a path");
+        let answer = no_redirects
+            .get(w.url(path))
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(answer.status().as_u16(), 200, "{path}");
+    }
+}
+
 #[tokio::test]
 async fn malformed_bodies_are_refused_and_change_nothing() {
     let agent = spawn_capture_agent(Behaviour::accept()).await;
@@ -329,6 +373,26 @@ async fn malformed_bodies_are_refused_and_change_nothing() {
     Answer::of(push().header(json_ct.0, json_ct.1).body("not json"))
         .await
         .assert_problem(400);
+
+    // A member given twice: refused by name, whichever value would have won.
+    let twice = format!(
+        r#"{{"factKey": "shipment.departed:{SHIPMENT}", "observedAt": "2026-09-11T02:41:00Z", "factKey": "shipment.arrived:{SHIPMENT}"}}"#
+    );
+    let detail = Answer::of(facts().header(json_ct.0, json_ct.1).body(twice))
+        .await
+        .assert_problem(400);
+    assert_eq!(detail, "the member \"factKey\" appears twice");
+    let artifact = booking_artifact(BookingTimes::far()).to_string();
+    let twice = artifact.replacen(
+        &format!(r#""expectationId":"{MANIFEST}""#),
+        &format!(r#""expectationId":"{MANIFEST}","expectationId":"exp-other""#),
+        1,
+    );
+    assert_ne!(twice, artifact);
+    let detail = Answer::of(push().header(json_ct.0, json_ct.1).body(twice))
+        .await
+        .assert_problem(400);
+    assert_eq!(detail, "the member \"expectationId\" appears twice");
 
     // A fact without observedAt.
     let a = w

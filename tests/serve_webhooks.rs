@@ -580,4 +580,19 @@ async fn the_dry_run_prints_the_facts_and_records_nothing() {
     );
     let (ok, _, err) = dry_run(config.to_str().unwrap(), "nobody", &payload).await;
     assert!(!ok && err.contains("nobody"), "{err}");
+
+    // A payload giving a member twice: refused by name, as the route refuses it.
+    let twice = dir.path().join("twice.json");
+    std::fs::write(
+        &twice,
+        EASYPOST_EVENT.replacen('{', r#"{"description": "tracker.created","#, 1),
+    )
+    .unwrap();
+    let (ok, out, err) = dry_run(config.to_str().unwrap(), "easypost:tracker", &twice).await;
+    assert!(!ok);
+    assert_eq!(out, Value::Null);
+    assert!(
+        err.contains("twice.json: the member \"description\" appears twice"),
+        "{err}"
+    );
 }

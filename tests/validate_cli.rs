@@ -119,3 +119,19 @@ fn an_unreadable_file_fails() {
         "{out}"
     );
 }
+
+#[test]
+fn a_file_giving_a_member_twice_is_refused_naming_it() {
+    let dir = std::env::temp_dir().join(format!("validate-cli-twice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let card = dir.join("card.json");
+    let text = include_str!("../examples/booking-card.json");
+    std::fs::write(&card, text.replacen('{', r#"{"name": "Other agent","#, 1)).unwrap();
+    let (code, out) = run(&["validate", "card", card.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("card.json: the member \"name\" appears twice"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -406,8 +406,7 @@ fn main() -> ExitCode {
 fn run_replay(path: &PathBuf, format: Format) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("Failed to read {}", path.display()))?;
-    let doc: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let doc = validate::parse_json_file(path, text.as_bytes())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

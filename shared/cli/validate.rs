@@ -11,7 +11,22 @@ use watcher_core::validate::{self, Findings};
 fn read_json(path: &Path) -> anyhow::Result<Value> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+    parse_json_file(path, text.as_bytes())
+}
+
+/// Parses the content of the file `path` as JSON the way the routes parse a body
+/// ([`watcher_http::strict_json`]): a member that appears twice is refused by name.
+///
+/// # Errors
+/// `{path}: the member "x" appears twice`, or `{path} is not JSON` with serde_json's message.
+pub fn parse_json_file(path: &Path, bytes: &[u8]) -> anyhow::Result<Value> {
+    use watcher_http::strict_json::{self, StrictJsonError};
+    strict_json::from_slice(bytes).map_err(|e| match e {
+        StrictJsonError::Duplicate { .. } => anyhow::anyhow!("{}: {e}", path.display()),
+        StrictJsonError::Syntax(e) => {
+            anyhow::Error::new(e).context(format!("{} is not JSON", path.display()))
+        }
+    })
 }
 
 /// The findings for a card file.

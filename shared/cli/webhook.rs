@@ -28,8 +28,7 @@ pub fn dry_run(config: &Path, source: &str, payload: &Path) -> anyhow::Result<Va
     let hook = src.hook()?;
     let text =
         std::fs::read(payload).with_context(|| format!("Failed to read {}", payload.display()))?;
-    let value: Value = serde_json::from_slice(&text)
-        .with_context(|| format!("{} is not JSON", payload.display()))?;
+    let value = crate::validate::parse_json_file(payload, &text)?;
     match hook.mappings.apply(&value) {
         Ok(Outcome::Unmatched) => Ok(json!({ "source": source, "facts": [], "unmatched": true })),
         Ok(Outcome::Facts(facts)) => Ok(json!({

@@ -102,8 +102,10 @@ async fn deployment() -> (FunctionConfig, Arc<DynamoDefinitionStore>) {
 /// The API Gateway HTTP API (payload format 2.0) event of a request to the `$default` stage,
 /// as API Gateway sends it to the function through template.yaml's routes
 /// (`GET /v1/learnables` and `ANY /v1/definitions/{proxy+}`).
-fn event(method: &str, path: &str, token: Option<&str>, body: Option<&Value>) -> String {
-    let body = body.map(Value::to_string);
+///
+/// The body is the text sent, so that it can be a JSON text no `Value` can hold (a member given
+/// twice).
+fn event_text(method: &str, path: &str, token: Option<&str>, body: Option<String>) -> String {
     let (route_key, path_parameters) = match path.strip_prefix("/v1/definitions/") {
         Some(proxy) => (
             "ANY /v1/definitions/{proxy+}".to_owned(),
@@ -188,7 +190,18 @@ impl Answer {
 /// the answer goes through `lambda_http::IntoResponse`, which decides whether API Gateway gets
 /// the body as text or base64.
 async fn call(app: &Router, method: &str, path: &str, token: &str, body: Option<Value>) -> Answer {
-    let json = event(method, path, Some(token), body.as_ref());
+    call_text(app, method, path, token, body.map(|b| b.to_string())).await
+}
+
+/// [`call`] with the body as the text sent.
+async fn call_text(
+    app: &Router,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<String>,
+) -> Answer {
+    let json = event_text(method, path, Some(token), body);
     let request = lambda_http::request::from_str(&json).expect("an API Gateway HTTP API event");
     assert!(
         matches!(
@@ -444,6 +457,31 @@ async fn an_unusable_pattern_is_refused_with_422() {
     assert_eq!(get(&app, DEF, TEACHER).await.ok(), &v1, "nothing written");
     let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
     assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
+}
+
+/// A lesson giving a member twice is refused with problem+json naming it, whichever value
+/// would have won; nothing is written.
+#[tokio::test]
+async fn a_lesson_with_a_member_twice_is_refused_by_name() {
+    let (config, store) = deployment().await;
+    let app = app(store, &config);
+    let v1 = create_definition(&app).await;
+    let text = lesson("billing@origin\\.example").to_string();
+    let twice = text.replacen('{', r#"{"entry":"alhamra","#, 1);
+    assert!(twice.contains(r#""entry":"northgate""#), "{twice}");
+    let refused = call_text(
+        &app,
+        "POST",
+        &format!("{DEF}/lessons"),
+        TEACHER,
+        Some(twice),
+    )
+    .await;
+    assert_eq!(
+        refused.problem(StatusCode::BAD_REQUEST),
+        "the member \"entry\" appears twice"
+    );
+    assert_eq!(get(&app, DEF, TEACHER).await.ok(), &v1, "nothing written");
 }
 
 /// A column-mapping collection whose one entry holds `headers` headers of 500 characters: 420

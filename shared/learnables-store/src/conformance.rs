@@ -18,8 +18,8 @@
 use std::sync::Arc;
 
 use learnables::{
-    active, create, history, teach, Collections, DefinitionId, DefinitionState, HistoryKind,
-    Lesson, LessonDto, Registry, TaughtBy, TenantId, Via,
+    active, create, history, show_back, teach, Collections, DefinitionId, DefinitionState,
+    HistoryKind, Lesson, LessonDto, Registry, TaughtBy, TenantId, Via,
 };
 use serde_json::{json, Value};
 use tokio::sync::Barrier;
@@ -79,6 +79,7 @@ macro_rules! definition_store_conformance {
             absorb_with_retry_under_contention,
             absorb_with_retry_refusals_write_nothing,
             tenants_are_separate,
+            unicode_forms_are_one_text,
         );
     };
     (@checks $make:expr; $($check:ident),+ $(,)?) => {
@@ -486,4 +487,87 @@ pub async fn tenants_are_separate<S: DefinitionStore>(store: Arc<S>) {
         matches!(cross, Err(DefinitionStoreError::Corrupt(_))),
         "a state is never written under another tenant: {cross:?}"
     );
+}
+
+/// Text in two Unicode forms is one text (learnables text is compared in NFC): a lesson naming
+/// the entry `Café` decomposed (NFD) teaches the entry created composed (NFC), a mark that differs
+/// from a stored one only in its form is already known (`learned: false`, nothing written), and
+/// an input sent decomposed matches; what the store holds reads back in NFC.
+pub async fn unicode_forms_are_one_text<S: DefinitionStore>(store: Arc<S>) {
+    const COMPOSED: &str = "Caf\u{E9} Rouge";
+    const DECOMPOSED: &str = "Cafe\u{301} Rouge";
+    let registry = Registry::builtin();
+    let (acme, id) = (tenant("acme"), definition_id());
+    let collections = Collections::parse(
+        &json!({ "customers": {
+            "learnable": "marks", "entry": "customer",
+            "teaches": "which customer a message belongs to",
+            "entries": { COMPOSED: { "label": "Café Rouge SARL", "value": { "marks": [] } } }
+        } }),
+        &registry,
+    )
+    .expect("valid collections");
+    let v1 = create(
+        acme.clone(),
+        id.clone(),
+        collections,
+        TaughtBy::parse(DANA).expect("a person"),
+        via(),
+        None,
+        now(0),
+        &registry,
+    )
+    .expect("created");
+    store.create(&acme, &id, &v1).await.expect("create");
+    let lesson = |entry: &str, pattern: &str| {
+        Lesson::try_from(LessonDto {
+            collection: "customers".into(),
+            entry: entry.into(),
+            value: json!({ "pattern": pattern, "where": "subject" }),
+            taught_by: DANA.into(),
+            reason: None,
+        })
+        .expect("a well-formed lesson")
+    };
+    let first = lesson(DECOMPOSED, "Cafe\u{301} Rouge ref");
+    let taught = absorb_with_retry(store.as_ref(), &acme, &id, |s| {
+        teach(s, &first, via(), now(1), &registry)
+    })
+    .await
+    .expect("taught");
+    assert!(taught.written, "the first mark is new");
+    let again = lesson(COMPOSED, "Caf\u{E9} Rouge ref");
+    let same = absorb_with_retry(store.as_ref(), &acme, &id, |s| {
+        teach(s, &again, via(), now(2), &registry)
+    })
+    .await
+    .expect("not an error");
+    assert!(
+        !same.written && !same.output.learned,
+        "a mark differing only in Unicode form is already known"
+    );
+    let state = stored(store.as_ref(), "acme").await;
+    assert_eq!(state, taught.state);
+    let served = active(&state).expect("an active version");
+    let entries: Vec<String> = served
+        .collections
+        .get("customers")
+        .map(|c| c.entries().map(|(n, _)| n.to_string()).collect())
+        .expect("customers");
+    assert_eq!(entries, vec![COMPOSED.to_string()], "one entry, no twin");
+    let value = served
+        .collections
+        .get("customers")
+        .and_then(|c| c.entry(COMPOSED))
+        .map(|e| e.value().clone())
+        .expect("the entry");
+    assert_eq!(value["marks"][0]["pattern"], json!("Caf\u{E9} Rouge ref"));
+    let report = show_back(
+        &state,
+        &json!({ "subject": "RE: CAFE\u{301} ROUGE REF 2026-1" }),
+        None,
+        &registry,
+    )
+    .expect("a report");
+    assert_eq!(report["customer"]["winner"], json!(COMPOSED), "{report}");
 }

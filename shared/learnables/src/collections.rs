@@ -89,7 +89,9 @@ impl Collections {
                     ),
                 ));
             }
-            out.insert(name, collection);
+            if out.insert(name, collection).is_some() {
+                return Err(same_name(&path));
+            }
         }
         Ok(Self(out))
     }
@@ -218,7 +220,12 @@ impl Collection {
             for (key, body) in as_object(raw_entries, &entries_path)? {
                 let entry_path = format!("{entries_path}.{key}");
                 let name = Name::parse(key.as_str()).map_err(|e| reason_at(&entry_path, e))?;
-                entries.insert(name, Entry::from_json(body, &entry_path)?);
+                if entries
+                    .insert(name, Entry::from_json(body, &entry_path)?)
+                    .is_some()
+                {
+                    return Err(same_name(&entry_path));
+                }
             }
         }
         Ok(Self {
@@ -270,6 +277,15 @@ impl Collection {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// Two members whose names differ only in Unicode form (NFC and NFD `Café`): one name
+/// ([`Name`] keeps NFC), so the second would silently replace the first.
+fn same_name(path: &str) -> AuthorityError {
+    AuthorityError::invalid(
+        path,
+        "names the same as another member written in another Unicode form (names are compared in NFC); give each name once",
+    )
 }
 
 impl Entry {
@@ -407,6 +423,27 @@ mod tests {
         assert_eq!(
             field_of(Collections::from_json(&json!([]))).as_deref(),
             Some("collections")
+        );
+    }
+
+    #[test]
+    fn a_name_twice_in_two_unicode_forms_is_refused() {
+        let entries = json!({ "c": { "learnable": "marks", "entry": "e", "teaches": "t",
+            "entries": {
+                "Caf\u{E9}": { "label": "one", "value": {} },
+                "Cafe\u{301}": { "label": "two", "value": {} }
+            } } });
+        assert_eq!(
+            field_of(Collections::from_json(&entries)).as_deref(),
+            Some("collections.c.entries.Cafe\u{301}")
+        );
+        let collections = json!({
+            "Caf\u{E9}": { "learnable": "marks", "entry": "a", "teaches": "t" },
+            "Cafe\u{301}": { "learnable": "marks", "entry": "b", "teaches": "t" }
+        });
+        assert_eq!(
+            field_of(Collections::from_json(&collections)).as_deref(),
+            Some("collections.Cafe\u{301}")
         );
     }
 

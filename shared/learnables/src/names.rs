@@ -40,6 +40,9 @@ fn check_identifier(field: &str, raw: &str, max: usize) -> Result<(), AuthorityE
 
 macro_rules! string_newtype {
     ($(#[$doc:meta])* $name:ident, $field:literal, $check:expr) => {
+        string_newtype!($(#[$doc])* $name, $field, $check, |raw: String| raw);
+    };
+    ($(#[$doc:meta])* $name:ident, $field:literal, $check:expr, $prepare:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(try_from = "String", into = "String")]
@@ -50,7 +53,8 @@ macro_rules! string_newtype {
             #[doc = concat!("`", $field, "`)")]
             /// when it breaks the rules on this type.
             pub fn parse(raw: impl Into<String>) -> Result<Self, AuthorityError> {
-                let raw = raw.into();
+                let prepare: fn(String) -> String = $prepare;
+                let raw = prepare(raw.into());
                 let check: fn(&str) -> Result<(), AuthorityError> = $check;
                 check(&raw)?;
                 Ok(Self(raw))
@@ -143,10 +147,15 @@ string_newtype!(
 
 string_newtype!(
     /// A collection or entry name, e.g. `customers`, `northgate` (§5). Non-empty, no surrounding
-    /// whitespace or control characters, at most 128 characters.
+    /// whitespace or control characters, at most 128 characters. Kept in NFC
+    /// ([`crate::text::nfc`]): a name sent in another Unicode form names the same entry.
     Name,
     "name",
-    |raw| check_identifier("name", raw, 128)
+    |raw| check_identifier("name", raw, 128),
+    |raw: String| match crate::text::nfc(&raw) {
+        std::borrow::Cow::Borrowed(_) => raw,
+        std::borrow::Cow::Owned(composed) => composed,
+    }
 );
 
 string_newtype!(
@@ -238,6 +247,16 @@ mod tests {
             );
         }
         assert!(Name::parse("x".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn names_are_kept_in_nfc() {
+        let composed = Name::parse("Caf\u{E9}").ok();
+        let decomposed = Name::parse("Cafe\u{301}").ok();
+        assert_eq!(decomposed.as_ref().map(Name::as_str), Some("Caf\u{E9}"));
+        assert_eq!(composed, decomposed);
+        let back: Result<Name, _> = serde_json::from_str("\"Cafe\\u0301\"");
+        assert_eq!(back.ok(), composed, "through serde too");
     }
 
     #[test]

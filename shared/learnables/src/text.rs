@@ -3,27 +3,43 @@
 //! mark and the zero-width characters are ignored the way surrounding spaces are, in headings,
 //! in matched text and in literal evidence.
 //!
-//! Written here rather than taken from a crate: the set is five code points, and Unicode
-//! normalisation (which would also fold confusables and compatibility forms) is deliberately not
-//! applied, since two headings that look alike but differ in letters are different headings.
+//! Text is also read in one Unicode form, NFC (Unicode Standard Annex #15, canonical
+//! composition): `Café` typed with a composed `é` (U+00E9) and `Cafe\u{301}` with a combining
+//! accent are the same text, canonically equivalent, and must match and compare equal
+//! (docs/interpretation.md "Learnables text is compared in NFC"). Only canonical equivalence is
+//! folded: compatibility forms (NFKC: `ﬁ` and `fi`, full-width letters) and confusables stay
+//! apart, since two headings that look alike but differ in letters are different headings.
 
 use std::borrow::Cow;
+
+use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 
 /// The invisible characters ignored: U+FEFF (byte-order mark, zero-width no-break space),
 /// U+200B (zero-width space), U+200C (zero-width non-joiner), U+200D (zero-width joiner),
 /// U+2060 (word joiner).
 pub const INVISIBLE: [char; 5] = ['\u{FEFF}', '\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}'];
 
-/// `text` without [`INVISIBLE`] characters (borrowed when it has none).
-pub fn visible(text: &str) -> Cow<'_, str> {
-    if text.contains(INVISIBLE) {
-        Cow::Owned(text.chars().filter(|c| !INVISIBLE.contains(c)).collect())
-    } else {
+/// `text` in NFC (borrowed when it already is, which a quick check over its characters tells
+/// for most text without composing anything).
+pub fn nfc(text: &str) -> Cow<'_, str> {
+    if is_nfc_quick(text.chars()) == IsNormalized::Yes {
         Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.nfc().collect())
     }
 }
 
-/// `text` without [`INVISIBLE`] characters and without surrounding whitespace.
+/// `text` in NFC ([`nfc`]) without [`INVISIBLE`] characters (borrowed when it is already so).
+pub fn visible(text: &str) -> Cow<'_, str> {
+    if text.contains(INVISIBLE) {
+        let stripped: String = text.chars().filter(|c| !INVISIBLE.contains(c)).collect();
+        Cow::Owned(nfc(&stripped).into_owned())
+    } else {
+        nfc(text)
+    }
+}
+
+/// `text` in NFC without [`INVISIBLE`] characters and without surrounding whitespace.
 pub fn visible_trimmed(text: &str) -> String {
     visible(text).trim().to_owned()
 }
@@ -48,5 +64,22 @@ mod tests {
             "Gr\u{0435}ss",
             "no confusable folding"
         );
+    }
+
+    #[test]
+    fn composed_and_decomposed_text_are_one_text() {
+        let composed = "Caf\u{E9}";
+        let decomposed = "Cafe\u{301}";
+        assert_ne!(composed, decomposed);
+        assert_eq!(visible(decomposed), composed);
+        assert_eq!(visible_trimmed(" Cafe\u{301}\u{200B} "), composed);
+        assert!(
+            matches!(visible(composed), Cow::Borrowed(_)),
+            "NFC text is not copied"
+        );
+        // Canonical composition only: no compatibility folding (NFKC would give "fi").
+        assert_eq!(visible("\u{FB01}"), "\u{FB01}");
+        // A stripped invisible character can leave two characters to compose.
+        assert_eq!(visible("e\u{200B}\u{301}"), "\u{E9}");
     }
 }

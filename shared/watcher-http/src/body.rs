@@ -1,17 +1,34 @@
 //! Reading JSON bodies with errors that name what is wrong (problem+json), accepting
-//! `application/json` and `application/a2a+json`.
+//! `application/json` and `application/a2a+json`, and refusing a member that appears twice
+//! ([`crate::strict_json`]).
 
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap};
 use serde_json::Value;
 
 use crate::problem::ApiError;
+use crate::strict_json::{self, StrictJsonError};
 
-/// Parses a JSON body. A `Content-Type` other than JSON (`*/json` or `*/*+json`) is 415.
+/// Parses a JSON body, every member of which the watcher reads. A `Content-Type` other than
+/// JSON (`*/json` or `*/*+json`) is 415.
 ///
 /// # Errors
-/// 415 for a non-JSON media type; 400 naming the line and column of a syntax error.
+/// 415 for a non-JSON media type; 400 naming the line and column of a syntax error, or naming a
+/// member that appears twice (`the member "entry" appears twice`).
 pub fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
+    json_body_with(headers, body, strict_json::read_everything)
+}
+
+/// [`json_body`], with the parts `policy` marks opaque (forwarded untouched, never read) exempt
+/// from the repeated-member check, e.g. [`strict_json::push_body`].
+///
+/// # Errors
+/// As [`json_body`].
+pub fn json_body_with(
+    headers: &HeaderMap,
+    body: &Bytes,
+    policy: strict_json::Policy,
+) -> Result<Value, ApiError> {
     if let Some(ct) = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -41,6 +58,10 @@ pub fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<Value, ApiError> {
             e.valid_up_to()
         )));
     }
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))
+    strict_json::from_slice_with(body, policy).map_err(|e| match e {
+        StrictJsonError::Duplicate { .. } => ApiError::bad_request(e.to_string()),
+        StrictJsonError::Syntax(e) => {
+            ApiError::bad_request(format!("the body is not valid JSON: {e}"))
+        }
+    })
 }

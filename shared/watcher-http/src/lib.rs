@@ -8,9 +8,11 @@ pub mod learnables;
 pub mod limits;
 pub mod page;
 pub mod problem;
+pub mod root;
 pub mod route_table;
 pub mod routes;
 pub mod schemas;
+pub mod strict_json;
 pub mod web;
 pub mod webhook;
 
@@ -67,6 +69,8 @@ pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri
 fn api_table() -> Vec<Route<AppState>> {
     use route_table::Method::{Get, Post};
     vec![
+        route(Get, "/", root::root),
+        route(Get, "/openapi.json", root::openapi),
         route(Get, "/healthz", routes::healthz),
         route(Post, "/v1/agents/{agent_id}/push", routes::push),
         route(Get, "/v1/agents/{agent_id}/rejections", routes::rejections),

@@ -14,10 +14,11 @@ use watcher_core::time::Instant;
 use watcher_runtime::store::{DeliveryState, LapseQuery};
 
 use crate::auth::Role;
-use crate::body::json_body;
+use crate::body::{json_body, json_body_with};
 use crate::limits::Limits;
 use crate::page;
 use crate::problem::ApiError;
+use crate::strict_json;
 use crate::AppState;
 
 /// Most facts one request may carry by default (`[limits] facts_per_request`).
@@ -106,7 +107,7 @@ pub async fn push(
     }
     .profile
         .clone();
-    let value = json_body(&headers, &body)?;
+    let value = json_body_with(&headers, &body, strict_json::push_body)?;
     let event = a2a_types::StreamResponse::from_push_body(value).map_err(|e| {
         ApiError::bad_request(format!(
             "{e} (an A2A 1.0 StreamResponse or a bare Task is expected)"

@@ -472,6 +472,144 @@ async fn malformed_requests_are_400_problems() {
     unknown_collection.problem(StatusCode::UNPROCESSABLE_ENTITY);
 }
 
+/// `body` sent as it is (a JSON text no `Value` can hold, such as a repeated member).
+async fn post_text(app: &Router, uri: &str, token: &str, body: &str) -> Answer {
+    let request = Request::builder()
+        .method("POST")
+        .uri(uri)
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_owned()))
+        .expect("a request");
+    let response = app.clone().oneshot(request).await.expect("an answer");
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes();
+    Answer {
+        status,
+        content_type,
+        location: None,
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    }
+}
+
+#[tokio::test]
+async fn a_duplicated_member_is_refused_by_name_and_nothing_is_taught() {
+    let app = memory_app();
+    create_definition(&app).await;
+    // serde_json alone keeps the last "entry": this lesson would teach alhamra.
+    let twice = format!(
+        r#"{{"collection": "customers", "entry": "northgate", "value": {{"pattern": "billing@origin\\.example", "where": "from"}}, "taughtBy": "{DANA}", "entry": "alhamra"}}"#
+    );
+    let answer = post_text(&app, &format!("{DEF}/lessons"), TEACHER, &twice).await;
+    assert_eq!(
+        answer.problem(StatusCode::BAD_REQUEST),
+        "the member \"entry\" appears twice"
+    );
+    // Deeper, inside the lesson's value.
+    let inner = format!(
+        r#"{{"collection": "customers", "entry": "northgate", "value": {{"pattern": "a\\.example", "where": "from", "pattern": "b\\.example"}}, "taughtBy": "{DANA}"}}"#
+    );
+    let answer = post_text(&app, &format!("{DEF}/lessons"), TEACHER, &inner).await;
+    assert_eq!(
+        answer.problem(StatusCode::BAD_REQUEST),
+        "the member \"pattern\" appears twice"
+    );
+    let show = r#"{"input": {"from": "billing@origin.example", "from": "x@alhamra.example"}}"#;
+    let answer = post_text(&app, &format!("{DEF}/show-back"), OPERATOR, show).await;
+    assert_eq!(
+        answer.problem(StatusCode::BAD_REQUEST),
+        "the member \"from\" appears twice"
+    );
+    assert_eq!(active_version(&app).await, 1, "nothing was taught");
+}
+
+#[tokio::test]
+async fn text_in_two_unicode_forms_is_one_text() {
+    const COMPOSED: &str = "Caf\u{E9} total";
+    const DECOMPOSED: &str = "Cafe\u{301} total";
+    let app = memory_app();
+    let uri = "/v1/definitions/sheet-import";
+    let fields = json!({
+        "fields": {
+            "learnable": "column-mapping",
+            "entry": "field",
+            "teaches": "which field a spreadsheet column holds",
+            "entries": {
+                "Montant_d\u{FB01}nal": { "label": "Amount", "value": { "headers": [COMPOSED] } }
+            }
+        }
+    });
+    let created = call(
+        &app,
+        "PUT",
+        uri,
+        TEACHER,
+        Some(json!({ "collections": fields, "taughtBy": DANA })),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    // A heading taught composed matches the same heading arriving decomposed.
+    let read = post(
+        &app,
+        &format!("{uri}/show-back"),
+        OPERATOR,
+        json!({ "input": { "header": DECOMPOSED } }),
+    )
+    .await;
+    assert_eq!(read.ok()["field"]["winner"], json!("Montant_d\u{FB01}nal"));
+    // Teaching the decomposed form, to the entry named decomposed, is the same lesson: no twin.
+    let again = post(
+        &app,
+        &format!("{uri}/lessons"),
+        TEACHER,
+        json!({ "collection": "fields", "entry": "Montant_d\u{FB01}nal",
+                "value": { "header": DECOMPOSED }, "taughtBy": DANA }),
+    )
+    .await;
+    assert_eq!(again.ok()["learned"], json!(false), "{}", again.body);
+    assert_eq!(again.ok()["definitionVersion"], json!(1));
+    // An entry name sent decomposed names the entry stored composed.
+    let named = post(
+        &app,
+        &format!("{uri}/lessons"),
+        TEACHER,
+        json!({ "collection": "fields", "entry": "Caf\u{E9}",
+                "value": { "header": "Prix" }, "taughtBy": DANA }),
+    )
+    .await;
+    assert_eq!(named.ok()["learned"], json!(true));
+    let same = post(
+        &app,
+        &format!("{uri}/lessons"),
+        TEACHER,
+        json!({ "collection": "fields", "entry": "Cafe\u{301}",
+                "value": { "header": "prix" }, "taughtBy": DANA }),
+    )
+    .await;
+    assert_eq!(same.ok()["learned"], json!(false), "{}", same.body);
+    let active = get(&app, uri, OPERATOR).await;
+    let entries: Vec<String> = active.ok()["collections"]["fields"]["entries"]
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        entries,
+        ["Caf\u{E9}", "Montant_d\u{FB01}nal"],
+        "one entry per name, and no compatibility folding of the ligature"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Undo and tombstones (§10.3, §14).
 

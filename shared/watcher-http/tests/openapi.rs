@@ -151,3 +151,87 @@ async fn the_schema_route_serves_each_schema_and_names_them_on_404() {
         "{v}"
     );
 }
+
+fn app() -> axum::Router {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    watcher_router(AppState {
+        watcher: Arc::new(Watcher::new(store, Directory::new(), Settings::default())),
+        credentials: Arc::new(Credentials::new()),
+        clock: Arc::new(FakeClock::new(
+            Instant::parse("2026-09-11T12:00:00Z").unwrap(),
+        )),
+        wake: Arc::new(Notify::new()),
+    })
+}
+
+/// `GET uri` with `Accept: accept` (none when empty): status, a header's value, body bytes.
+async fn get_with(
+    app: &axum::Router,
+    uri: &str,
+    accept: &str,
+) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let mut req = Request::get(uri);
+    if !accept.is_empty() {
+        req = req.header(header::ACCEPT, accept);
+    }
+    let res = app
+        .clone()
+        .oneshot(req.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let (status, headers) = (res.status(), res.headers().clone());
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, body.to_vec())
+}
+
+#[tokio::test]
+async fn the_root_sends_a_browser_to_the_page() {
+    let app = app();
+    for accept in [
+        "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+        "",
+        "*/*",
+    ] {
+        let (status, headers, _) = get_with(&app, "/", accept).await;
+        assert_eq!(status, StatusCode::SEE_OTHER, "Accept {accept:?}");
+        assert_eq!(headers[header::LOCATION], "/ui", "Accept {accept:?}");
+        assert_eq!(headers[header::VARY], "accept");
+    }
+}
+
+#[tokio::test]
+async fn the_root_answers_an_index_of_the_api_for_json_and_every_link_answers() {
+    let app = app();
+    let (status, headers, body) = get_with(&app, "/", "application/json").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+    let index: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(index["name"], "a2a-watcher");
+    assert_eq!(index["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(index["links"]["health"], "/healthz");
+    assert_eq!(index["links"]["openapi"], "/openapi.json");
+    assert_eq!(index["links"]["ui"], "/ui");
+    let schemas = index["links"]["schemas"].as_object().unwrap();
+    assert_eq!(schemas.len(), watcher_http::schemas::SCHEMAS.len());
+    assert_eq!(schemas["Expectation"], "/v1/schemas/Expectation.json");
+    for link in schemas.values() {
+        let (status, _, _) = get_with(&app, link.as_str().unwrap(), "").await;
+        assert_eq!(status, StatusCode::OK, "{link}");
+    }
+    let (status, _, _) = get_with(&app, "/healthz", "").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, headers, body) = get_with(&app, "/openapi.json", "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+    let served: Value = serde_json::from_slice(&body).unwrap();
+    let checked_in: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("docs/openapi.json")).unwrap())
+            .unwrap();
+    assert_eq!(served, checked_in);
+    // The page the root redirects to is there.
+    let (status, _, _) = get_with(&app, "/ui", "text/html").await;
+    assert!(
+        status.is_success() || status.is_redirection(),
+        "/ui answers {status}"
+    );
+}
