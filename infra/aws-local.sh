@@ -14,6 +14,10 @@
 #   --moto-port N  the emulator's port on 127.0.0.1 (default 5010); an emulator already
 #                  answering there is used and left running, one started here is stopped at the end
 #
+#   --visibility-timeout-cap SECONDS
+#                  cap every queue's visibility timeout (tests of crashes: a record a dead
+#                  instance held comes back after SECONDS, not the template's 6 or 12 minutes)
+#
 # Other options go to the program (python -m aws_local --help). Binaries are read from
 # ${CARGO_TARGET_DIR:-target}/{debug,release}. Needs python3 with venv (infra/moto.sh installs
 # moto, boto3 and PyYAML into .venv) and cargo unless --no-build. Ctrl-C or SIGTERM stops

@@ -5,7 +5,10 @@
 //! An artifact pushed through the local HTTP API raises an expectation due a few seconds ahead;
 //! the lapse task reaches the example agent (`a2a-watcher example-agent`) through the timer,
 //! the timer queue, the lapse queue and the submitter binaries, once. A submitter instance
-//! killed meanwhile is replaced and the lapse still arrives once. Stopping the stack leaves no
+//! killed while idle is replaced and the lapse still arrives once; one killed while the agent
+//! holds its answer leaves the record to come back (after `--visibility-timeout-cap`) to a new
+//! instance, which finds the agent's task with `ListTasks`: the agent gets the `messageId`
+//! once, and the lapse is recorded as sent with that task. Stopping the stack leaves no
 //! function process behind.
 //!
 //! Needs `.venv` with moto (`bash infra/moto.sh` installs it) and the function binaries in the
@@ -22,12 +25,18 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
+use watcher_delivery::testing::{Behaviour, CaptureAgent};
 
 use common::{one_expectation, origin};
 
 const FUNCTIONS: [&str; 4] = ["api", "timer", "submitter", "lesson-write"];
 const PUSH_TOKEN: &str = "push-token-aws-local";
+const HELD_TOKEN: &str = "push-token-held";
+const OPERATOR_TOKEN: &str = "ops-token-aws-local";
+/// Seconds a record held by a dead submitter instance takes to come back
+/// (`--visibility-timeout-cap`; the template's 360 s would make the test six minutes long).
+const VISIBILITY_CAP: u64 = 4;
 
 /// The workspace root.
 fn root() -> PathBuf {
@@ -212,9 +221,19 @@ fn lapses_for(agent: &Proc, id: &str) -> usize {
 }
 
 async fn push(http: &reqwest::Client, api: &str, body: &Value) -> (u16, Value) {
+    push_as(http, api, "booking", PUSH_TOKEN, body).await
+}
+
+async fn push_as(
+    http: &reqwest::Client,
+    api: &str,
+    agent: &str,
+    token: &str,
+    body: &Value,
+) -> (u16, Value) {
     let resp = http
-        .post(format!("{api}/v1/agents/booking/push"))
-        .header("X-A2A-Notification-Token", PUSH_TOKEN)
+        .post(format!("{api}/v1/agents/{agent}/push"))
+        .header("X-A2A-Notification-Token", token)
         .json(body)
         .send()
         .await
@@ -276,13 +295,41 @@ async fn lapse_tasks_travel_through_the_function_processes_once() {
         .expect("the agent's URL")
         .to_string();
 
+    // A second agent that keeps its tasks (ListTasks) and can hold its answers, for the crash
+    // in flight. Its card is a file: the function processes run on this machine.
+    let held = CaptureAgent::spawn_keeping_tasks(Behaviour::accept())
+        .await
+        .expect("capture agent");
     let dir = tempfile::tempdir().expect("a temporary folder");
+    let mut card: Value = serde_json::from_str(include_str!("../examples/booking-card.json"))
+        .expect("examples/booking-card.json is JSON");
+    card["supportedInterfaces"][0]["url"] = json!(held.url());
+    let card_path = dir.path().join("held-card.json");
+    std::fs::write(&card_path, card.to_string()).expect("write the card");
     let config = dir.path().join("watcher.toml");
     std::fs::write(
         &config,
         format!(
-            "allow_private_endpoints = true\n\n[[agents]]\nid = \"booking\"\ncard = \"{agent_url}\"\n\
-             push_token = \"{PUSH_TOKEN}\"\n\n[[operators]]\nid = \"ops\"\ntoken = \"ops-token-aws-local\"\n"
+            r#"allow_private_endpoints = true
+
+[[agents]]
+id = "booking"
+card = "{agent_url}"
+push_token = "{PUSH_TOKEN}"
+
+[[agents]]
+id = "held"
+card = "{card}"
+endpoint = "{held_url}"
+push_token = "{HELD_TOKEN}"
+reconcile = false
+
+[[operators]]
+id = "ops"
+token = "{OPERATOR_TOKEN}"
+"#,
+            card = card_path.display(),
+            held_url = held.url(),
         ),
     )
     .expect("write the configuration");
@@ -292,6 +339,7 @@ async fn lapse_tasks_travel_through_the_function_processes_once() {
     cmd.arg(root().join("infra/aws-local.sh"))
         .args(["--no-build", "--port", &api_port.to_string()])
         .args(["--moto-port", &moto_port.to_string()])
+        .args(["--visibility-timeout-cap", &VISIBILITY_CAP.to_string()])
         .arg("--config")
         .arg(&config)
         .env(
@@ -370,6 +418,82 @@ async fn lapse_tasks_travel_through_the_function_processes_once() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(lapses_for(&agent, "m-1"), 1, "{}", agent.tail());
     assert_eq!(lapses_for(&agent, "m-2"), 1, "{}", agent.tail());
+
+    // Scenario 3: the submitter instance dies while the agent holds its answer to the lapse
+    // task it accepted. The record comes back to a new instance, which finds the task with
+    // ListTasks and records it as sent: the agent gets the messageId once.
+    held.hold(true);
+    let due = origin(Duration::from_secs(2));
+    let (status, body) = push_as(
+        &http,
+        &api,
+        "held",
+        HELD_TOKEN,
+        &one_expectation("t-3", "m-3", "S-3", due, "PT1S"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let end = Instant::now() + Duration::from_secs(60);
+    while held.sent_message_ids().is_empty() {
+        assert!(
+            Instant::now() < end,
+            "no lapse task reached the held agent: {}",
+            stack.tail()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let victim = *instance_pids(&stack, "submitter")
+        .last()
+        .expect("a submitter");
+    let _ = Command::new("kill")
+        .args(["-KILL", &victim.to_string()])
+        .status();
+    let before = instance_pids(&stack, "submitter").len();
+    stack.wait_for("a new submitter instance", Duration::from_secs(30), |_| {
+        instance_pids(&stack, "submitter").len() > before
+    });
+    held.hold(false);
+    let end = Instant::now() + Duration::from_secs(60);
+    let lapse = loop {
+        let lapses: Value = http
+            .get(format!("{api}/v1/lapses"))
+            .bearer_auth(OPERATOR_TOKEN)
+            .send()
+            .await
+            .expect("GET /v1/lapses")
+            .json()
+            .await
+            .expect("JSON");
+        let found = lapses["lapses"]
+            .as_array()
+            .and_then(|l| l.iter().find(|x| x["expectationId"] == "m-3").cloned());
+        if let Some(l) = found.filter(|l| l["delivery"] == "sent") {
+            break l;
+        }
+        assert!(
+            Instant::now() < end,
+            "m-3 not recorded as sent: {lapses:#}\n{}",
+            stack.tail()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let sent = held.sent_message_ids();
+    assert_eq!(
+        sent,
+        vec![lapse["messageId"].as_str().unwrap().to_string()],
+        "{lapse:#}"
+    );
+    let listed = held
+        .requests()
+        .iter()
+        .filter(|r| r.rpc_method().as_deref() == Some("ListTasks"))
+        .count();
+    assert!(
+        listed >= 1,
+        "the new instance looked for the ambiguous task before sending again"
+    );
+    let task = held.tasks().into_iter().next().expect("the agent's task");
+    assert_eq!(lapse["taskId"], task["id"], "{lapse:#}");
 
     // SIGTERM stops every instance it started.
     let pids: Vec<u32> = FUNCTIONS

@@ -50,16 +50,21 @@ def parse_args(argv):
         help="a template parameter (default: its Default; WatcherConfigSecret: STACK-config)",
     )
     p.add_argument(
+        "--visibility-timeout-cap", type=int, metavar="SECONDS",
+        help="cap every queue's VisibilityTimeout (tests of crashes: a record held by a dead "
+        "instance comes back after SECONDS, not the template's minutes)",
+    )
+    p.add_argument(
         "--stop-moto-port", type=int,
         help="stop the emulator on this port (infra/moto.sh stop) when done",
     )
     return p.parse_args(argv)
 
 
-def make_resources(stack, clients, config_text):
+def make_resources(stack, clients, config_text, visibility_cap=None):
     """Every stored resource; ones an earlier run left in the same emulator are kept."""
     resources.make_tables(stack, clients["dynamodb"])
-    resources.make_queues(stack, clients["sqs"])
+    resources.make_queues(stack, clients["sqs"], visibility_cap)
     resources.make_schedules(stack, clients["scheduler"])
     resources.put_secret(clients["secretsmanager"], stack.params["WatcherConfigSecret"], config_text)
 
@@ -140,7 +145,7 @@ def run(args):
         n: session.client(n, endpoint_url=args.endpoint)
         for n in ("dynamodb", "sqs", "scheduler", "secretsmanager")
     }
-    make_resources(stack, clients, config_text)
+    make_resources(stack, clients, config_text, args.visibility_timeout_cap)
     log(f"resources of {args.template} made at {args.endpoint}")
 
     base = dict(creds)

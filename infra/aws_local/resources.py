@@ -54,8 +54,12 @@ _QUEUE_ATTRIBUTES = {
 }
 
 
-def make_queues(stack, sqs):
-    """Creates every `AWS::SQS::Queue`, dead-letter targets before the queues naming them."""
+def make_queues(stack, sqs, visibility_cap=None):
+    """Creates every `AWS::SQS::Queue`, dead-letter targets before the queues naming them.
+
+    `visibility_cap` (seconds), when given, caps every queue's VisibilityTimeout: a record a
+    function failed or died holding comes back after that long instead of the template's
+    minutes (for tests of crashes; everything else stays as the template says)."""
     pending = stack.of_type("AWS::SQS::Queue")
     while pending:
         progress = []
@@ -69,6 +73,10 @@ def make_queues(stack, sqs):
                 for k, v in props.items()
                 if k in _QUEUE_ATTRIBUTES
             }
+            if visibility_cap is not None:
+                attrs["VisibilityTimeout"] = str(
+                    min(int(attrs.get("VisibilityTimeout", 30)), visibility_cap)
+                )
             if "RedrivePolicy" in props:
                 attrs["RedrivePolicy"] = json.dumps(props["RedrivePolicy"])
             url = sqs.create_queue(QueueName=stack.physical_name(lid), Attributes=attrs)[
