@@ -254,7 +254,9 @@ fn skip(test: &str, why: Option<String>) -> bool {
 }
 
 /// The stand-ins' own unit tests (infra/aws_local/test_units.py): template loading and
-/// resolution, route matching, the 2.0 event and response, schedule expressions.
+/// resolution, route matching, the 2.0 event and response, schedule expressions, and, on
+/// moto's in-process mock, queues made as the template says, a one-time schedule fired once at
+/// its time and deleted, the sweep at its rate, and a batch keeping only its failed records.
 #[test]
 fn the_stand_ins_pass_their_unit_tests() {
     if skip("the_stand_ins_pass_their_unit_tests", missing_python()) {
@@ -263,6 +265,9 @@ fn the_stand_ins_pass_their_unit_tests() {
     let out = Command::new(root().join(".venv/bin/python"))
         .args(["-m", "unittest", "-v", "aws_local.test_units"])
         .current_dir(root().join("infra"))
+        .env_remove("AWS_ENDPOINT_URL")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
         .output()
         .expect("run python");
     assert!(

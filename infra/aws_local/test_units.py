@@ -4,11 +4,21 @@ tests/aws_local.rs: `.venv/bin/python -m unittest aws_local.test_units` from inf
 import base64
 import json
 import os
+import threading
+import time
 import unittest
 
+import boto3
+from moto import mock_aws
+
+from . import resources
 from .gateway import Route, event_for, response_of, routes_of
 from .template import Stack, load
-from .triggers import parse_expression
+from .triggers import QueueSource, Scheduler, parse_expression
+
+# moto's in-process mock, never a server an AWS_ENDPOINT_URL names.
+for _name in [n for n in os.environ if n.startswith("AWS_ENDPOINT_URL")]:
+    del os.environ[_name]
 
 TEMPLATE = os.path.join(os.path.dirname(__file__), "..", "..", "template.yaml")
 
@@ -119,6 +129,106 @@ class ScheduleTest(unittest.TestCase):
             parse_expression("cron(0 12 * * ? *)")
         with self.assertRaises(ValueError):
             parse_expression("at(2026-09-10T20:15:00)", "Europe/Paris")
+
+
+class FakeFunction:
+    """Stands for a `runtime.Function`: records each payload, answers `answer(payload)`."""
+
+    def __init__(self, answer=lambda payload: b"null"):
+        self.payloads = []
+        self.answer = answer
+        self.called = threading.Event()
+
+    def invoke(self, payload):
+        self.payloads.append(payload)
+        self.called.set()
+        return self.answer(payload)
+
+
+@mock_aws
+class TriggersTest(unittest.TestCase):
+    """The Scheduler and event-source stand-ins against moto's own API (in process)."""
+
+    def setUp(self):
+        self.stack = Stack(load(TEMPLATE), "st", "us-east-1", {"WatcherConfigSecret": "c"})
+        session = boto3.session.Session(
+            aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
+        )
+        self.sqs = session.client("sqs")
+        self.scheduler = session.client("scheduler")
+        resources.make_queues(self.stack, self.sqs)
+        resources.make_schedules(self.stack, self.scheduler)
+
+    def test_queues_are_made_as_the_template_says(self):
+        url = self.stack.queue_urls["LapseQueue"]
+        attrs = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        self.assertEqual(attrs["FifoQueue"], "true")
+        self.assertEqual(attrs["VisibilityTimeout"], "360")
+        redrive = json.loads(attrs["RedrivePolicy"])
+        self.assertEqual(redrive["maxReceiveCount"], 10)
+        self.assertEqual(redrive["deadLetterTargetArn"], self.stack.arn("LapseDeadLetterQueue"))
+
+    def test_a_one_time_schedule_fires_once_at_its_time_and_is_deleted(self):
+        timer = FakeFunction()
+        functions = {"TimerFunction": timer}
+        group = "st-timers"
+        target = {"Arn": self.stack.arn("TimerFunction"), "RoleArn": "arn:aws:iam::1:role/r",
+                  "Input": '{"tenant": "t", "timer": "d-1"}'}
+        for name, at in (("d-1", "2026-09-10T20:15:00"), ("d-2", "2026-09-10T21:15:00")):
+            self.scheduler.create_schedule(
+                Name=name, GroupName=group, ScheduleExpression=f"at({at})",
+                FlexibleTimeWindow={"Mode": "OFF"}, Target=target,
+                ActionAfterCompletion="DELETE",
+            )
+        s = Scheduler(self.stack, self.scheduler, self.sqs, functions, lambda line: None)
+        at = parse_expression("at(2026-09-10T20:15:00)")[1]
+        s.poll(at - 1)
+        self.assertFalse(timer.called.wait(0.3))
+        s.poll(at)
+        self.assertTrue(timer.called.wait(5))
+        self.assertEqual(timer.payloads, [{"tenant": "t", "timer": "d-1"}])
+        names = [x["Name"] for x in self.scheduler.list_schedules(GroupName=group)["Schedules"]]
+        self.assertEqual(sorted(names), ["d-2", "sweep"])
+        s.poll(at + 1)
+        time.sleep(0.3)
+        self.assertEqual(len(timer.payloads), 1)
+
+    def test_the_sweep_fires_at_its_rate(self):
+        timer = FakeFunction()
+        s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
+                      lambda line: None)
+        s.poll(1000.0)  # first seen: due 5 minutes on
+        s.poll(1299.0)
+        self.assertFalse(timer.called.wait(0.3))
+        s.poll(1300.0)
+        self.assertTrue(timer.called.wait(5))
+        self.assertEqual(timer.payloads, [{"sweep": True}])
+
+    def test_a_batch_keeps_only_the_failed_records(self):
+        url = self.stack.queue_urls["LapseQueue"]
+        for n in range(3):
+            self.sqs.send_message(QueueUrl=url, MessageBody=f"m{n}", MessageGroupId="g",
+                                  MessageDeduplicationId=f"m{n}")
+
+        def answer(event):
+            failed = [r["messageId"] for r in event["Records"] if r["body"] == "m1"]
+            return json.dumps({"batchItemFailures": [{"itemIdentifier": i} for i in failed]}).encode()
+
+        submitter = FakeFunction(answer)
+        mapping = self.stack.resolve(
+            self.stack.resources["SubmitterLapseQueueSource"]["Properties"]
+        )
+        source = QueueSource(self.stack, self.sqs, "SubmitterLapseQueueSource", mapping,
+                             {"SubmitterFunction": submitter}, lambda line: None)
+        self.assertEqual(source.poll_once(), 3)
+        records = submitter.payloads[0]["Records"]
+        self.assertEqual([r["body"] for r in records], ["m0", "m1", "m2"])
+        self.assertEqual(records[0]["attributes"]["MessageGroupId"], "g")
+        self.assertEqual(records[0]["eventSourceARN"], self.stack.arn("LapseQueue"))
+        attrs = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        # m1 is in flight until its visibility timeout; m0 and m2 are gone.
+        self.assertEqual(attrs["ApproximateNumberOfMessages"], "0")
+        self.assertEqual(attrs["ApproximateNumberOfMessagesNotVisible"], "1")
 
 
 if __name__ == "__main__":
