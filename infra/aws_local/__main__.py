@@ -16,6 +16,8 @@ import time
 import tomllib
 
 import boto3
+import yaml
+from botocore.exceptions import BotoCoreError, ClientError
 
 from . import resources
 from .gateway import Gateway, routes_of
@@ -109,6 +111,11 @@ def main(argv):
     args = parse_args(argv)
     try:
         run(args)
+    except (OSError, ValueError, KeyError, yaml.YAMLError, BotoCoreError, ClientError) as e:
+        # Bad input (a missing file, a template or configuration that does not read, an
+        # emulator that refuses a resource): one clear line, no traceback.
+        log(f"error: {type(e).__name__}: {e}")
+        sys.exit(1)
     finally:
         if args.stop_moto_port:
             env = dict(os.environ, MOTO_PORT=str(args.stop_moto_port))
@@ -123,12 +130,12 @@ def run(args):
     try:
         config = tomllib.loads(config_text)
     except tomllib.TOMLDecodeError as e:
-        sys.exit(f"aws-local: {args.config} is not TOML: {e}")
+        raise ValueError(f"--config {args.config} is not TOML: {e}") from e
     params = {"WatcherConfigSecret": f"{args.stack_name}-config"}
     for item in args.param:
         name, sep, value = item.partition("=")
         if not sep:
-            sys.exit(f"aws-local: --param {item}: expected NAME=VALUE")
+            raise ValueError(f"--param {item}: expected NAME=VALUE")
         params[name] = value
     stack = Stack(load(args.template), args.stack_name, args.region, params)
 
@@ -162,7 +169,7 @@ def run(args):
         meta = stack.resources[lid].get("Metadata", {})
         binary = os.path.join(args.bin_dir, meta["BuildProperties"]["Binary"])
         if not os.access(binary, os.X_OK):
-            sys.exit(f"aws-local: {binary} is not built (bash infra/aws-local.sh builds it)")
+            raise ValueError(f"{binary} is not built (bash infra/aws-local.sh builds it)")
         functions[lid] = Function(
             name=meta["BuildProperties"]["Binary"],
             binary=binary,

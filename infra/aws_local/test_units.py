@@ -2,6 +2,8 @@
 tests/aws_local.rs: `.venv/bin/python -m unittest aws_local.test_units` from infra/)."""
 
 import base64
+import contextlib
+import io
 import json
 import os
 import threading
@@ -229,6 +231,21 @@ class TriggersTest(unittest.TestCase):
         # m1 is in flight until its visibility timeout; m0 and m2 are gone.
         self.assertEqual(attrs["ApproximateNumberOfMessages"], "0")
         self.assertEqual(attrs["ApproximateNumberOfMessagesNotVisible"], "1")
+
+
+class BadInputTest(unittest.TestCase):
+    def test_bad_input_is_one_clear_line(self):
+        from . import __main__ as program
+
+        for config, reason in (("/no/such.toml", "No such file"), (TEMPLATE, "is not TOML")):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), self.assertRaises(SystemExit) as done:
+                program.main(["--bin-dir", "/x", "--endpoint", "http://127.0.0.1:1",
+                              "--config", config])
+            self.assertEqual(done.exception.code, 1)
+            self.assertIn("[aws-local] error: ", out.getvalue())
+            self.assertIn(reason, out.getvalue())
+            self.assertNotIn("Traceback", out.getvalue())
 
 
 if __name__ == "__main__":
