@@ -188,8 +188,9 @@ class Function:
         threading.Thread(target=self._pump, args=(out,), daemon=True).start()
 
     def _pump(self, out):
-        for raw in iter(out.readline, b""):
-            self.log(raw.decode(errors="replace").rstrip())
+        with out:
+            for raw in iter(out.readline, b""):
+                self.log(raw.decode(errors="replace").rstrip())
 
     def _watch(self):
         while not self.stopping.is_set():

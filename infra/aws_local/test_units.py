@@ -6,6 +6,8 @@ import contextlib
 import io
 import json
 import os
+import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -14,6 +16,7 @@ import boto3
 from moto import mock_aws
 
 from . import resources
+from .runtime import Function, InvocationError
 from .gateway import Route, event_for, response_of, routes_of
 from .template import Stack, load
 from .triggers import QueueSource, Scheduler, parse_expression
@@ -231,6 +234,79 @@ class TriggersTest(unittest.TestCase):
         # m1 is in flight until its visibility timeout; m0 and m2 are gone.
         self.assertEqual(attrs["ApproximateNumberOfMessages"], "0")
         self.assertEqual(attrs["ApproximateNumberOfMessagesNotVisible"], "1")
+
+    def test_a_schedule_whose_target_keeps_failing_goes_to_its_dead_letter_queue(self):
+        def fail(payload):
+            raise InvocationError("boom")
+
+        timer = FakeFunction(fail)
+        self.scheduler.create_schedule(
+            Name="d-9", GroupName="st-timers", ScheduleExpression="at(2026-09-10T20:15:00)",
+            FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
+            Target={"Arn": self.stack.arn("TimerFunction"), "RoleArn": "arn:aws:iam::1:role/r",
+                    "Input": '{"tenant": "t", "timer": "d-9"}',
+                    "RetryPolicy": {"MaximumRetryAttempts": 1},
+                    "DeadLetterConfig": {"Arn": self.stack.arn("SchedulerDeadLetterQueue")}},
+        )
+        s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
+                      lambda line: None)
+        s.poll(parse_expression("at(2026-09-10T20:15:00)")[1])
+        url = self.stack.queue_urls["SchedulerDeadLetterQueue"]
+        got = []
+        for _ in range(50):
+            got = self.sqs.receive_message(QueueUrl=url).get("Messages", [])
+            if got:
+                break
+            time.sleep(0.1)
+        self.assertEqual([json.loads(m["Body"]) for m in got], [{"tenant": "t", "timer": "d-9"}])
+        self.assertEqual(len(timer.payloads), 2)  # the attempt and its one retry
+
+
+# A stand-in function binary speaking the Runtime API: echoes its event, answers
+# {"fail": true} with an error, and exits on {"exit": true}.
+FAKE_FUNCTION = """#!%s
+import json, os, sys, urllib.request
+api = "http://" + os.environ["AWS_LAMBDA_RUNTIME_API"] + "/2018-06-01/runtime/invocation/"
+while True:
+    with urllib.request.urlopen(api + "next") as r:
+        rid, event = r.headers["Lambda-Runtime-Aws-Request-Id"], json.loads(r.read())
+    if event.get("exit"):
+        sys.exit(3)
+    kind = "error" if event.get("fail") else "response"
+    body = json.dumps({"errorMessage": "failed"} if event.get("fail") else event).encode()
+    urllib.request.urlopen(urllib.request.Request(api + rid + "/" + kind, data=body)).read()
+"""
+
+
+class RuntimeTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        path = os.path.join(self.dir.name, "fn")
+        with open(path, "w") as f:
+            f.write(FAKE_FUNCTION % sys.executable)
+        os.chmod(path, 0o755)
+        self.log = io.StringIO()
+        self.fn = Function("fn", path, {"PATH": os.environ.get("PATH", "")}, timeout=10,
+                           memory=128, arn="arn:aws:lambda:us-east-1:1:function:fn",
+                           log_stream=self.log)
+        self.fn.start()
+
+    def tearDown(self):
+        self.fn.stop()
+        self.dir.cleanup()
+
+    def test_responses_errors_and_a_new_instance_after_an_exit(self):
+        self.assertEqual(json.loads(self.fn.invoke({"a": 1})), {"a": 1})
+        with self.assertRaises(InvocationError) as failed:
+            self.fn.invoke({"fail": True})
+        self.assertIn("failed", str(failed.exception))
+        first = self.fn.process.pid
+        with self.assertRaises(InvocationError) as died:
+            self.fn.invoke({"exit": True})
+        self.assertIn("exited (3)", str(died.exception))
+        self.assertEqual(json.loads(self.fn.invoke({"b": 2})), {"b": 2})
+        self.assertNotEqual(self.fn.process.pid, first)
+        self.assertIn("[fn] exited (3); starting a new instance", self.log.getvalue())
 
 
 class BadInputTest(unittest.TestCase):
