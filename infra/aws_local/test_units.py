@@ -272,6 +272,8 @@ while True:
         rid, event = r.headers["Lambda-Runtime-Aws-Request-Id"], json.loads(r.read())
     if event.get("exit"):
         sys.exit(3)
+    if event.get("sleep"):
+        import time; time.sleep(event["sleep"])
     kind = "error" if event.get("fail") else "response"
     body = json.dumps({"errorMessage": "failed"} if event.get("fail") else event).encode()
     urllib.request.urlopen(urllib.request.Request(api + rid + "/" + kind, data=body)).read()
@@ -307,6 +309,30 @@ class RuntimeTest(unittest.TestCase):
         self.assertEqual(json.loads(self.fn.invoke({"b": 2})), {"b": 2})
         self.assertNotEqual(self.fn.process.pid, first)
         self.assertIn("[fn] exited (3); starting a new instance", self.log.getvalue())
+
+
+class RuntimeTimeoutTest(unittest.TestCase):
+    def test_an_invocation_past_its_timeout_fails_and_its_instance_is_replaced(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "fn")
+            with open(path, "w") as f:
+                f.write(FAKE_FUNCTION % sys.executable)
+            os.chmod(path, 0o755)
+            fn = Function("fn", path, {"PATH": os.environ.get("PATH", "")}, timeout=1,
+                          memory=128, arn="arn:aws:lambda:us-east-1:1:function:fn",
+                          log_stream=io.StringIO())
+            fn.start()
+            try:
+                first = fn.process.pid
+                started = time.time()
+                with self.assertRaises(InvocationError) as late:
+                    fn.invoke({"sleep": 30})
+                self.assertIn("timed out", str(late.exception))
+                self.assertLess(time.time() - started, 10)
+                self.assertEqual(json.loads(fn.invoke({"c": 3})), {"c": 3})
+                self.assertNotEqual(fn.process.pid, first)
+            finally:
+                fn.stop()
 
 
 class BadInputTest(unittest.TestCase):
