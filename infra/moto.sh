@@ -27,9 +27,11 @@ MOTO_VERSION="5.2.5"
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="$ROOT/.venv"
-PID_FILE="$VENV/moto.pid"
-LOG_FILE="$VENV/moto.log"
 PORT="${MOTO_PORT:-5005}"
+# One pid file and log per port: servers on two ports (the test suite's, infra/aws-local.sh's)
+# are started and stopped independently.
+PID_FILE="$VENV/moto-$PORT.pid"
+LOG_FILE="$VENV/moto-$PORT.log"
 URL="http://127.0.0.1:$PORT"
 
 # moto answers GET /moto-api/ once it serves requests.

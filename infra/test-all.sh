@@ -89,6 +89,13 @@ esac
 echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
+if $python_ok; then
+    # tests/aws_local.rs runs these binaries as processes (infra/aws-local.sh --no-build).
+    echo "== the Lambda function binaries (debug)"
+    cargo build --all-features -p watcher-fn-api -p watcher-fn-timer -p watcher-fn-submitter \
+        -p watcher-fn-lesson-write
+fi
+
 echo "== cargo test"
 cargo test --workspace --all-features "${exclude[@]}"
 

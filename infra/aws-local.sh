@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The serverless shape on this machine, as processes: the four function binaries (api, timer,
+# submitter, lesson-write), each behind a local Lambda Runtime API, over the moto emulator with
+# the resources template.yaml defines, behind a local HTTP API, Scheduler and SQS event sources.
+# README.md, "Try the AWS shape locally"; the program is infra/aws_local/.
+#
+#   bash infra/aws-local.sh [--release] [--no-build] [--config FILE] [--port N] [--moto-port N]
+#
+#   --release      build and run the release binaries (default: debug, as `cargo test` builds)
+#   --no-build     run the binaries already in the target folder
+#   --config FILE  the watcher's TOML configuration, stored as the configuration secret
+#                  (default infra/aws_local/example.toml: the example agent on 127.0.0.1:9999)
+#   --port N       the HTTP API's port on 127.0.0.1 (default 3000)
+#   --moto-port N  the emulator's port on 127.0.0.1 (default 5010); an emulator already
+#                  answering there is used and left running, one started here is stopped at the end
+#
+#   --visibility-timeout-cap SECONDS
+#                  cap every queue's visibility timeout (tests of crashes: a record a dead
+#                  instance held comes back after SECONDS, not the template's 6 or 12 minutes)
+#
+# Other options go to the program (python -m aws_local --help). Binaries are read from
+# ${CARGO_TARGET_DIR:-target}/{debug,release}. Needs python3 with venv (infra/moto.sh installs
+# moto, boto3 and PyYAML into .venv) and cargo unless --no-build. Ctrl-C or SIGTERM stops
+# everything it started.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+profile=debug
+build=true
+moto_port=5010
+pass=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --release) profile=release ;;
+        --no-build) build=false ;;
+        --moto-port)
+            moto_port="${2:?--moto-port needs a port}"
+            shift
+            ;;
+        --config)
+            # Absolute before the program runs from another folder.
+            pass+=("--config" "$(cd "$(dirname "${2:?--config needs a file}")" && pwd)/$(basename "$2")")
+            shift
+            ;;
+        *) pass+=("$1") ;;
+    esac
+    shift
+done
+
+target="${CARGO_TARGET_DIR:-target}"
+[[ "$target" = /* ]] || target="$ROOT/$target"
+bin_dir="$target/$profile"
+
+if $build; then
+    flags=()
+    [[ $profile == release ]] && flags+=(--release)
+    echo "aws-local: building the function binaries ($profile)"
+    (cd "$ROOT" && cargo build "${flags[@]}" -p watcher-fn-api -p watcher-fn-timer \
+        -p watcher-fn-submitter -p watcher-fn-lesson-write)
+fi
+
+stop_moto=()
+if ! python3 -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)" \
+    "http://127.0.0.1:$moto_port/moto-api/" >/dev/null 2>&1; then
+    MOTO_PORT="$moto_port" bash "$ROOT/infra/moto.sh"
+    stop_moto=(--stop-moto-port "$moto_port")
+fi
+
+export PYTHONPATH="$ROOT/infra${PYTHONPATH:+:$PYTHONPATH}"
+exec "$ROOT/.venv/bin/python" -u -m aws_local --bin-dir "$bin_dir" \
+    --endpoint "http://127.0.0.1:$moto_port" "${stop_moto[@]}" "${pass[@]}"

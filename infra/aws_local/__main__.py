@@ -1,0 +1,223 @@
+"""`python -m aws_local`: the local serverless stack; `bash infra/aws-local.sh` runs it.
+
+Makes the template's resources in the emulator at `--endpoint`, stores `--config` as the
+configuration secret, starts each function binary from `--bin-dir` behind its own Lambda
+Runtime API, then serves the HTTP API on 127.0.0.1:`--port`, fires schedules and polls the
+event source queues until SIGINT or SIGTERM, when it stops every process it started.
+"""
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+
+import boto3
+import yaml
+from botocore.exceptions import BotoCoreError, ClientError
+
+from . import resources
+from .gateway import Gateway, routes_of
+from .runtime import Function
+from .template import Stack, load
+from .triggers import QueueSource, Scheduler
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LOG_LOCK = threading.Lock()
+
+
+def log(line):
+    with LOG_LOCK:
+        print(f"[aws-local] {line}", flush=True)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="aws-local", description=__doc__.split("\n\n")[0])
+    p.add_argument("--template", default=os.path.join(ROOT, "template.yaml"))
+    p.add_argument(
+        "--config",
+        default=os.path.join(ROOT, "infra", "aws_local", "example.toml"),
+        help="the watcher's TOML configuration, stored as the configuration secret",
+    )
+    p.add_argument("--bin-dir", required=True, help="folder of the api, timer, ... binaries")
+    p.add_argument("--port", type=int, default=3000, help="the HTTP API's port on 127.0.0.1")
+    p.add_argument("--endpoint", required=True, help="the emulator's URL (AWS_ENDPOINT_URL)")
+    p.add_argument("--region", default="us-east-1")
+    p.add_argument("--stack-name", default="a2a-watcher-local")
+    p.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE",
+        help="a template parameter (default: its Default; WatcherConfigSecret: STACK-config)",
+    )
+    p.add_argument(
+        "--visibility-timeout-cap", type=int, metavar="SECONDS",
+        help="cap every queue's VisibilityTimeout (tests of crashes: a record held by a dead "
+        "instance comes back after SECONDS, not the template's minutes)",
+    )
+    p.add_argument(
+        "--stop-moto-port", type=int,
+        help="stop the emulator on this port (infra/moto.sh stop) when done",
+    )
+    return p.parse_args(argv)
+
+
+def make_resources(stack, clients, config_text, visibility_cap=None):
+    """Every stored resource; ones an earlier run left in the same emulator are kept."""
+    resources.make_tables(stack, clients["dynamodb"])
+    resources.make_queues(stack, clients["sqs"], visibility_cap)
+    resources.make_schedules(stack, clients["scheduler"])
+    resources.put_secret(clients["secretsmanager"], stack.params["WatcherConfigSecret"], config_text)
+
+
+def function_env(stack, lid, base):
+    """The environment `template.yaml` gives function `lid` (Globals, then its own), resolved
+    to the local resources, over `base` (endpoint, credentials, region)."""
+    env = dict(base)
+    glob = stack.template.get("Globals", {}).get("Function", {})
+    own = stack.resources[lid].get("Properties", {})
+    for source in (glob, own):
+        variables = ((source.get("Environment") or {}).get("Variables")) or {}
+        for k, v in stack.resolve(variables).items():
+            if v is not None:
+                env[k] = str(v)
+    return env
+
+
+def setting(stack, lid, key, default):
+    own = stack.resources[lid].get("Properties", {})
+    glob = stack.template.get("Globals", {}).get("Function", {})
+    return stack.resolve(own.get(key, glob.get(key, default)))
+
+
+def print_ready(url, config):
+    lines = [f"API URL: {url}"]
+    for a in config.get("agents", []):
+        lines.append(f"  agent {a['id']}: push {url}/v1/agents/{a['id']}/push  "
+                     f"X-A2A-Notification-Token: {a.get('push_token', '')}")
+    for s in config.get("sources", []):
+        lines.append(f"  source {s['id']}: Authorization: Bearer {s.get('token', '')}")
+    for o in config.get("operators", []):
+        lines.append(f"  operator {o['id']}: Authorization: Bearer {o.get('token', '')}")
+    for t in config.get("teachers", []):
+        lines.append(f"  teacher {t['id']}: Authorization: Bearer {t.get('token', '')}")
+    with LOG_LOCK:
+        print("\n".join(lines), flush=True)
+    log(f"ready at {url} (Ctrl-C stops everything)")
+
+
+def main(argv):
+    args = parse_args(argv)
+    try:
+        run(args)
+    except (OSError, ValueError, KeyError, yaml.YAMLError, BotoCoreError, ClientError) as e:
+        # Bad input (a missing file, a template or configuration that does not read, an
+        # emulator that refuses a resource): one clear line, no traceback.
+        log(f"error: {type(e).__name__}: {e}")
+        sys.exit(1)
+    finally:
+        if args.stop_moto_port:
+            env = dict(os.environ, MOTO_PORT=str(args.stop_moto_port))
+            subprocess.run(["bash", os.path.join(ROOT, "infra", "moto.sh"), "stop"], env=env,
+                           check=False)
+    log("stopped")
+
+
+def run(args):
+    with open(args.config, encoding="utf-8") as f:
+        config_text = f.read()
+    try:
+        config = tomllib.loads(config_text)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"--config {args.config} is not TOML: {e}") from e
+    params = {"WatcherConfigSecret": f"{args.stack_name}-config"}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--param {item}: expected NAME=VALUE")
+        params[name] = value
+    stack = Stack(load(args.template), args.stack_name, args.region, params)
+
+    creds = {
+        "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "test"),
+        "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "test"),
+    }
+    session = boto3.session.Session(
+        aws_access_key_id=creds["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"],
+        region_name=args.region,
+    )
+    clients = {
+        n: session.client(n, endpoint_url=args.endpoint)
+        for n in ("dynamodb", "sqs", "scheduler", "secretsmanager")
+    }
+    make_resources(stack, clients, config_text, args.visibility_timeout_cap)
+    log(f"resources of {args.template} made at {args.endpoint}")
+
+    base = dict(creds)
+    base.update({
+        "AWS_ENDPOINT_URL": args.endpoint,
+        "AWS_REGION": args.region,
+        "AWS_DEFAULT_REGION": args.region,
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    })
+    if "RUST_BACKTRACE" in os.environ:
+        base["RUST_BACKTRACE"] = os.environ["RUST_BACKTRACE"]
+    functions = {}
+    for lid, _ in stack.of_type("AWS::Serverless::Function"):
+        meta = stack.resources[lid].get("Metadata", {})
+        binary = os.path.join(args.bin_dir, meta["BuildProperties"]["Binary"])
+        if not os.access(binary, os.X_OK):
+            raise ValueError(f"{binary} is not built (bash infra/aws-local.sh builds it)")
+        functions[lid] = Function(
+            name=meta["BuildProperties"]["Binary"],
+            binary=binary,
+            env=function_env(stack, lid, base),
+            timeout=int(setting(stack, lid, "Timeout", 3)),
+            memory=int(setting(stack, lid, "MemorySize", 128)),
+            arn=stack.arn(lid),
+        )
+
+    stopping = threading.Event()
+    parts = []
+
+    def stop(*_):
+        stopping.set()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        parts.extend(functions.values())
+        for fn in functions.values():
+            fn.start()
+        gateway = Gateway(args.port, routes_of(stack), functions, log)
+        gateway.start()
+        scheduler = Scheduler(stack, clients["scheduler"], clients["sqs"], functions, log)
+        scheduler.start()
+        parts.append(scheduler)
+        for lid, props in stack.of_type("AWS::Lambda::EventSourceMapping"):
+            source = QueueSource(stack, clients["sqs"], lid, stack.resolve(props), functions, log)
+            source.start()
+            parts.append(source)
+        # Ready once every function has asked for its first invocation (its cold start done).
+        deadline = time.time() + 120
+        for fn in functions.values():
+            while not fn.ready.wait(0.2) and not stopping.is_set():
+                if time.time() > deadline:
+                    log(f"{fn.name} has not finished its cold start after 120 s; see its log")
+                    break
+        host, port = gateway.server_address
+        if not stopping.is_set():
+            print_ready(f"http://{host}:{port}", config)
+        stopping.wait()
+        log("stopping")
+        gateway.shutdown()
+        gateway.server_close()
+    finally:
+        for part in parts:
+            part.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,264 @@
+"""A local Lambda: each function is its own process (the real binary), fed through a local
+Lambda Runtime API (`/2018-06-01/runtime/invocation/next`, `/invocation/{id}/response`,
+`/invocation/{id}/error`, `/init/error`), as `lambda_runtime` speaks it over
+`AWS_LAMBDA_RUNTIME_API`.
+
+One instance per function: invocations of a function run one at a time, in arrival order. An
+instance that exits (a crash, a kill, an init error) fails the invocation it held and is started
+again, as Lambda starts a new execution environment; an invocation past the function's
+`Timeout` kills the instance. Every line the process prints is logged with its name.
+"""
+
+import json
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PREFIX = "/2018-06-01/runtime"
+
+
+class InvocationError(Exception):
+    """The function answered with an error, timed out, or its instance died."""
+
+
+class _Invocation:
+    def __init__(self, payload, timeout):
+        self.request_id = str(uuid.uuid4())
+        self.body = json.dumps(payload).encode()
+        self.timeout = timeout
+        self.deadline_ms = 0
+        self.done = threading.Event()
+        self.result = None
+        self.error = None
+
+    def finish(self, result=None, error=None):
+        if not self.done.is_set():
+            self.result, self.error = result, error
+            self.done.set()
+
+
+class _RuntimeServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, function):
+        super().__init__(("127.0.0.1", 0), _RuntimeHandler)
+        self.function = function
+
+
+class _RuntimeHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # the function's own log says enough
+        pass
+
+    def _answer(self, status, body=b"", headers=None):
+        self.send_response(status)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _read_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        fn = self.server.function
+        if self.path != PREFIX + "/invocation/next":
+            self._answer(404, b'{"errorMessage":"no such route"}')
+            return
+        fn.ready.set()  # the instance finished its cold start
+        while not fn.stopping.is_set():
+            try:
+                inv = fn.pending.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            inv.deadline_ms = int((time.time() + inv.timeout) * 1000)
+            fn.in_flight[inv.request_id] = inv
+            try:
+                self._answer(
+                    200,
+                    inv.body,
+                    {
+                        "Lambda-Runtime-Aws-Request-Id": inv.request_id,
+                        "Lambda-Runtime-Deadline-Ms": str(inv.deadline_ms),
+                        "Lambda-Runtime-Invoked-Function-Arn": fn.arn,
+                        "Lambda-Runtime-Trace-Id": "Root=1-00000000-000000000000000000000000",
+                    },
+                )
+            except OSError:
+                # The instance went away while waiting: hand the event to the next one.
+                fn.in_flight.pop(inv.request_id, None)
+                fn.pending.put(inv)
+                return
+            return
+
+    def do_POST(self):  # noqa: N802
+        fn = self.server.function
+        body = self._read_body()
+        path = self.path
+        if path == PREFIX + "/init/error":
+            fn.log(f"init error: {body.decode(errors='replace')}")
+            self._answer(202, b'{"status":"OK"}')
+            return
+        parts = path[len(PREFIX) :].strip("/").split("/")
+        if len(parts) == 3 and parts[0] == "invocation" and parts[2] in ("response", "error"):
+            inv = fn.in_flight.pop(parts[1], None)
+            if inv is None:
+                self._answer(400, b'{"errorMessage":"unknown request id"}')
+                return
+            if parts[2] == "response":
+                inv.finish(result=body)
+            else:
+                inv.finish(error=body.decode(errors="replace"))
+            self._answer(202, b'{"status":"OK"}')
+            return
+        self._answer(404, b'{"errorMessage":"no such route"}')
+
+
+class Function:
+    """One function: its Runtime API, its process, and `invoke`.
+
+    `env` is the function's whole environment (the template's variables resolved, the AWS
+    endpoint and credentials); the Lambda variables are added here.
+    """
+
+    def __init__(self, name, binary, env, timeout, memory, arn, log_stream=None):
+        self.name = name
+        self.binary = binary
+        self.timeout = timeout
+        self.arn = arn
+        self.pending = queue.Queue()
+        self.in_flight = {}
+        self.stopping = threading.Event()
+        self.ready = threading.Event()
+        self.spawning = threading.Lock()  # stop() never misses an instance being started
+        self.log_stream = log_stream or sys.stdout
+        self.process = None
+        self.server = _RuntimeServer(self)
+        host, port = self.server.server_address
+        self.env = dict(env)
+        self.env.update(
+            {
+                "AWS_LAMBDA_RUNTIME_API": f"{host}:{port}",
+                "AWS_LAMBDA_FUNCTION_NAME": arn.rsplit(":", 1)[1],
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(memory),
+                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+                "AWS_LAMBDA_FUNCTION_TIMEOUT": str(timeout),
+            }
+        )
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def log(self, line):
+        with _LOG_LOCK:
+            print(f"[{self.name}] {line}", file=self.log_stream, flush=True)
+
+    def start(self):
+        """Starts the process and the watchdog that starts it again when it exits."""
+        self._spawn()
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _spawn(self):
+        with self.spawning:
+            if self.stopping.is_set():
+                return
+            self._spawn_locked()
+
+    def _spawn_locked(self):
+        self.process = subprocess.Popen(
+            [self.binary],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            # Its own session: a Ctrl-C at the terminal reaches this program, which stops the
+            # instances itself; and the instance dies with the thread that started it.
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        self.log(f"started (pid {self.process.pid})")
+        out = self.process.stdout
+        threading.Thread(target=self._pump, args=(out,), daemon=True).start()
+
+    def _pump(self, out):
+        with out:
+            for raw in iter(out.readline, b""):
+                self.log(raw.decode(errors="replace").rstrip())
+
+    def _watch(self):
+        while not self.stopping.is_set():
+            proc = self.process
+            if proc is None:
+                return
+            code = proc.wait()
+            if self.stopping.is_set():
+                return
+            self.log(f"exited ({code}); starting a new instance")
+            for rid in list(self.in_flight):
+                inv = self.in_flight.pop(rid, None)
+                if inv:
+                    inv.finish(error=f"the instance exited ({code}) during the invocation")
+            time.sleep(0.5)
+            self._spawn()
+
+    def invoke(self, payload):
+        """Runs the function on `payload` (JSON data) and returns its answer's bytes.
+
+        Raises `InvocationError` on a function error, an exited instance, or a timeout.
+        """
+        inv = _Invocation(payload, self.timeout)
+        self.pending.put(inv)
+        # The wait for a free instance is not part of the function's timeout.
+        while not inv.done.wait(0.2):
+            if self.stopping.is_set():
+                raise InvocationError("stopping")
+            if inv.deadline_ms and time.time() * 1000 > inv.deadline_ms + 1000:
+                self.log(f"invocation {inv.request_id} timed out after {self.timeout} s")
+                inv.finish(error="timed out")
+                self.in_flight.pop(inv.request_id, None)
+                self.kill()
+        if inv.error is not None:
+            raise InvocationError(inv.error)
+        return inv.result
+
+    def kill(self):
+        """Kills the current instance (the watchdog starts another)."""
+        proc = self.process
+        if proc and proc.poll() is None:
+            proc.kill()
+
+    def stop(self):
+        """Stops the process for good, and the Runtime API."""
+        self.stopping.set()
+        with self.spawning:
+            proc = self.process
+        if proc and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+_LOG_LOCK = threading.Lock()
+
+
+def _die_with_parent():
+    """In the child before exec: SIGKILL when the parent dies (Linux PR_SET_PDEATHSIG), so a
+    killed aws-local leaves no instance behind."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except OSError:
+        pass

@@ -1,0 +1,354 @@
+"""Unit tests of the local stack's pieces against the real template.yaml (run by
+tests/aws_local.rs: `.venv/bin/python -m unittest aws_local.test_units` from infra/)."""
+
+import base64
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import boto3
+from moto import mock_aws
+
+from . import resources
+from .runtime import Function, InvocationError
+from .gateway import Route, event_for, response_of, routes_of
+from .template import Stack, load
+from .triggers import QueueSource, Scheduler, parse_expression
+
+# moto's in-process mock, never a server an AWS_ENDPOINT_URL names.
+for _name in [n for n in os.environ if n.startswith("AWS_ENDPOINT_URL")]:
+    del os.environ[_name]
+
+TEMPLATE = os.path.join(os.path.dirname(__file__), "..", "..", "template.yaml")
+
+
+def stack():
+    s = Stack(load(TEMPLATE), "st", "us-east-1", {"WatcherConfigSecret": "st-config"})
+    for lid, _ in s.of_type("AWS::SQS::Queue"):
+        s.queue_urls[lid] = f"http://q/{s.physical_name(lid)}"
+    return s
+
+
+def route_for(routes, method, path):
+    for r in routes:
+        params = r.match(method, path)
+        if params is not None:
+            return r, params
+    return None, None
+
+
+class TemplateTest(unittest.TestCase):
+    def test_short_tags_become_long_forms(self):
+        t = load(TEMPLATE)
+        mapping = t["Resources"]["SubmitterLapseQueueSource"]["Properties"]
+        self.assertEqual(mapping["EventSourceArn"], {"Fn::GetAtt": ["LapseQueue", "Arn"]})
+        self.assertEqual(mapping["FunctionName"], {"Ref": "SubmitterFunction"})
+
+    def test_globals_environment_resolves_to_local_names(self):
+        s = stack()
+        env = s.resolve(s.template["Globals"]["Function"]["Environment"]["Variables"])
+        self.assertEqual(env["TABLE_NAME"], "st-WatcherTable")
+        self.assertEqual(env["QUEUE_URL"], "http://q/st-LapseQueue.fifo")
+        self.assertEqual(env["SCHEDULE_GROUP"], "st-timers")
+        self.assertEqual(
+            env["TIMER_FUNCTION_ARN"], "arn:aws:lambda:us-east-1:123456789012:function:st-timer"
+        )
+        self.assertEqual(env["SCHEDULER_ROLE_ARN"], "arn:aws:iam::123456789012:role/st-SchedulerRole")
+        self.assertEqual(
+            env["SCHEDULER_DLQ_ARN"], "arn:aws:sqs:us-east-1:123456789012:st-SchedulerDeadLetterQueue"
+        )
+        self.assertEqual(env["WATCHER_CONFIG_SECRET_ID"], "st-config")
+        self.assertEqual(env["RETENTION_DAYS"], "30")
+        # The timer's ARN the schedules target is the one its own FunctionName gives.
+        self.assertEqual(s.arn("TimerFunction"), env["TIMER_FUNCTION_ARN"])
+
+    def test_conditions_evaluate(self):
+        s = stack()
+        self.assertFalse(s.condition("ConfigSecretIsArn"))
+        s2 = Stack(load(TEMPLATE), "st", "us-east-1",
+                   {"WatcherConfigSecret": "arn:aws:secretsmanager:us-east-1:1:secret:x"})
+        self.assertTrue(s2.condition("ConfigSecretIsArn"))
+
+    def test_a_queue_arn_waits_for_the_queue(self):
+        s = Stack(load(TEMPLATE), "st", "us-east-1", {"WatcherConfigSecret": "c"})
+        with self.assertRaises(ValueError):
+            s.resolve({"Fn::GetAtt": ["LapseDeadLetterQueue", "Arn"]})
+
+
+class GatewayTest(unittest.TestCase):
+    def setUp(self):
+        self.routes = routes_of(stack())
+
+    def test_the_most_specific_route_wins(self):
+        r, p = route_for(self.routes, "GET", "/v1/subjects/shipment/S1/timeline.svg")
+        self.assertEqual(r.key, "GET /v1/subjects/{type}/{id}/timeline.svg")
+        self.assertEqual(p, {"type": "shipment", "id": "S1"})
+        r, p = route_for(self.routes, "GET", "/v1/subjects/shipment/PA-1/leg-2")
+        self.assertEqual(r.key, "GET /v1/subjects/{type}/{id+}")
+        self.assertEqual(p, {"type": "shipment", "id": "PA-1/leg-2"})
+
+    def test_methods_and_any(self):
+        r, _ = route_for(self.routes, "POST", "/ui")
+        self.assertEqual((r.key, r.function), ("ANY /ui", "ApiFunction"))
+        r, p = route_for(self.routes, "PUT", "/v1/definitions/d1/versions/2")
+        self.assertEqual(r.function, "LessonWriteFunction")
+        self.assertEqual(p, {"proxy": "d1/versions/2"})
+        self.assertEqual(route_for(self.routes, "DELETE", "/v1/facts"), (None, None))
+
+    def test_event_carries_route_parameters_and_binary_bodies(self):
+        route = Route("POST", "/v1/agents/{agentId}/push", "ApiFunction")
+        e = event_for(route, {"agentId": "a b"}, "POST", "/v1/agents/a b/push", "x=1&x=2",
+                      {"Content-Type": "application/json", "Cookie": "a=1; b=2"},
+                      b"\xff\x00", "127.0.0.1")
+        self.assertEqual(e["routeKey"], "POST /v1/agents/{agentId}/push")
+        self.assertEqual(e["pathParameters"], {"agentId": "a b"})
+        self.assertEqual(e["queryStringParameters"], {"x": "1,2"})
+        self.assertEqual(e["cookies"], ["a=1", "b=2"])
+        self.assertTrue(e["isBase64Encoded"])
+        self.assertEqual(base64.b64decode(e["body"]), b"\xff\x00")
+        self.assertEqual(e["requestContext"]["http"]["method"], "POST")
+
+    def test_response_turns_back_into_http(self):
+        status, headers, body = response_of(json.dumps({
+            "statusCode": 201, "headers": {"content-type": "image/png"},
+            "body": base64.b64encode(b"\x89PNG").decode(), "isBase64Encoded": True,
+            "cookies": ["s=1; Path=/"],
+        }).encode())
+        self.assertEqual(status, 201)
+        self.assertEqual(body, b"\x89PNG")
+        self.assertIn(("Set-Cookie", "s=1; Path=/"), headers)
+        self.assertEqual(response_of(b'{"a": 1}')[0], 200)
+
+
+class ScheduleTest(unittest.TestCase):
+    def test_expressions(self):
+        self.assertEqual(parse_expression("at(2026-09-10T20:15:00)"), ("at", 1789071300.0))
+        self.assertEqual(parse_expression("rate(5 minutes)"), ("rate", 300))
+        with self.assertRaises(ValueError):
+            parse_expression("cron(0 12 * * ? *)")
+        with self.assertRaises(ValueError):
+            parse_expression("at(2026-09-10T20:15:00)", "Europe/Paris")
+
+
+class FakeFunction:
+    """Stands for a `runtime.Function`: records each payload, answers `answer(payload)`."""
+
+    def __init__(self, answer=lambda payload: b"null"):
+        self.payloads = []
+        self.answer = answer
+        self.called = threading.Event()
+
+    def invoke(self, payload):
+        self.payloads.append(payload)
+        self.called.set()
+        return self.answer(payload)
+
+
+@mock_aws
+class TriggersTest(unittest.TestCase):
+    """The Scheduler and event-source stand-ins against moto's own API (in process)."""
+
+    def setUp(self):
+        self.stack = Stack(load(TEMPLATE), "st", "us-east-1", {"WatcherConfigSecret": "c"})
+        session = boto3.session.Session(
+            aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
+        )
+        self.sqs = session.client("sqs")
+        self.scheduler = session.client("scheduler")
+        resources.make_queues(self.stack, self.sqs)
+        resources.make_schedules(self.stack, self.scheduler)
+
+    def test_queues_are_made_as_the_template_says(self):
+        url = self.stack.queue_urls["LapseQueue"]
+        attrs = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        self.assertEqual(attrs["FifoQueue"], "true")
+        self.assertEqual(attrs["VisibilityTimeout"], "360")
+        redrive = json.loads(attrs["RedrivePolicy"])
+        self.assertEqual(redrive["maxReceiveCount"], 10)
+        self.assertEqual(redrive["deadLetterTargetArn"], self.stack.arn("LapseDeadLetterQueue"))
+
+    def test_a_one_time_schedule_fires_once_at_its_time_and_is_deleted(self):
+        timer = FakeFunction()
+        functions = {"TimerFunction": timer}
+        group = "st-timers"
+        target = {"Arn": self.stack.arn("TimerFunction"), "RoleArn": "arn:aws:iam::1:role/r",
+                  "Input": '{"tenant": "t", "timer": "d-1"}'}
+        for name, at in (("d-1", "2026-09-10T20:15:00"), ("d-2", "2026-09-10T21:15:00")):
+            self.scheduler.create_schedule(
+                Name=name, GroupName=group, ScheduleExpression=f"at({at})",
+                FlexibleTimeWindow={"Mode": "OFF"}, Target=target,
+                ActionAfterCompletion="DELETE",
+            )
+        s = Scheduler(self.stack, self.scheduler, self.sqs, functions, lambda line: None)
+        at = parse_expression("at(2026-09-10T20:15:00)")[1]
+        s.poll(at - 1)
+        self.assertFalse(timer.called.wait(0.3))
+        s.poll(at)
+        self.assertTrue(timer.called.wait(5))
+        self.assertEqual(timer.payloads, [{"tenant": "t", "timer": "d-1"}])
+        names = [x["Name"] for x in self.scheduler.list_schedules(GroupName=group)["Schedules"]]
+        self.assertEqual(sorted(names), ["d-2", "sweep"])
+        s.poll(at + 1)
+        time.sleep(0.3)
+        self.assertEqual(len(timer.payloads), 1)
+
+    def test_the_sweep_fires_at_its_rate(self):
+        timer = FakeFunction()
+        s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
+                      lambda line: None)
+        s.poll(1000.0)  # first seen: due 5 minutes on
+        s.poll(1299.0)
+        self.assertFalse(timer.called.wait(0.3))
+        s.poll(1300.0)
+        self.assertTrue(timer.called.wait(5))
+        self.assertEqual(timer.payloads, [{"sweep": True}])
+
+    def test_a_batch_keeps_only_the_failed_records(self):
+        url = self.stack.queue_urls["LapseQueue"]
+        for n in range(3):
+            self.sqs.send_message(QueueUrl=url, MessageBody=f"m{n}", MessageGroupId="g",
+                                  MessageDeduplicationId=f"m{n}")
+
+        def answer(event):
+            failed = [r["messageId"] for r in event["Records"] if r["body"] == "m1"]
+            return json.dumps({"batchItemFailures": [{"itemIdentifier": i} for i in failed]}).encode()
+
+        submitter = FakeFunction(answer)
+        mapping = self.stack.resolve(
+            self.stack.resources["SubmitterLapseQueueSource"]["Properties"]
+        )
+        source = QueueSource(self.stack, self.sqs, "SubmitterLapseQueueSource", mapping,
+                             {"SubmitterFunction": submitter}, lambda line: None)
+        self.assertEqual(source.poll_once(), 3)
+        records = submitter.payloads[0]["Records"]
+        self.assertEqual([r["body"] for r in records], ["m0", "m1", "m2"])
+        self.assertEqual(records[0]["attributes"]["MessageGroupId"], "g")
+        self.assertEqual(records[0]["eventSourceARN"], self.stack.arn("LapseQueue"))
+        attrs = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        # m1 is in flight until its visibility timeout; m0 and m2 are gone.
+        self.assertEqual(attrs["ApproximateNumberOfMessages"], "0")
+        self.assertEqual(attrs["ApproximateNumberOfMessagesNotVisible"], "1")
+
+    def test_a_schedule_whose_target_keeps_failing_goes_to_its_dead_letter_queue(self):
+        def fail(payload):
+            raise InvocationError("boom")
+
+        timer = FakeFunction(fail)
+        self.scheduler.create_schedule(
+            Name="d-9", GroupName="st-timers", ScheduleExpression="at(2026-09-10T20:15:00)",
+            FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
+            Target={"Arn": self.stack.arn("TimerFunction"), "RoleArn": "arn:aws:iam::1:role/r",
+                    "Input": '{"tenant": "t", "timer": "d-9"}',
+                    "RetryPolicy": {"MaximumRetryAttempts": 1},
+                    "DeadLetterConfig": {"Arn": self.stack.arn("SchedulerDeadLetterQueue")}},
+        )
+        s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
+                      lambda line: None)
+        s.poll(parse_expression("at(2026-09-10T20:15:00)")[1])
+        url = self.stack.queue_urls["SchedulerDeadLetterQueue"]
+        got = []
+        for _ in range(50):
+            got = self.sqs.receive_message(QueueUrl=url).get("Messages", [])
+            if got:
+                break
+            time.sleep(0.1)
+        self.assertEqual([json.loads(m["Body"]) for m in got], [{"tenant": "t", "timer": "d-9"}])
+        self.assertEqual(len(timer.payloads), 2)  # the attempt and its one retry
+
+
+# A stand-in function binary speaking the Runtime API: echoes its event, answers
+# {"fail": true} with an error, and exits on {"exit": true}.
+FAKE_FUNCTION = """#!%s
+import json, os, sys, urllib.request
+api = "http://" + os.environ["AWS_LAMBDA_RUNTIME_API"] + "/2018-06-01/runtime/invocation/"
+while True:
+    with urllib.request.urlopen(api + "next") as r:
+        rid, event = r.headers["Lambda-Runtime-Aws-Request-Id"], json.loads(r.read())
+    if event.get("exit"):
+        sys.exit(3)
+    if event.get("sleep"):
+        import time; time.sleep(event["sleep"])
+    kind = "error" if event.get("fail") else "response"
+    body = json.dumps({"errorMessage": "failed"} if event.get("fail") else event).encode()
+    urllib.request.urlopen(urllib.request.Request(api + rid + "/" + kind, data=body)).read()
+"""
+
+
+class RuntimeTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        path = os.path.join(self.dir.name, "fn")
+        with open(path, "w") as f:
+            f.write(FAKE_FUNCTION % sys.executable)
+        os.chmod(path, 0o755)
+        self.log = io.StringIO()
+        self.fn = Function("fn", path, {"PATH": os.environ.get("PATH", "")}, timeout=10,
+                           memory=128, arn="arn:aws:lambda:us-east-1:1:function:fn",
+                           log_stream=self.log)
+        self.fn.start()
+
+    def tearDown(self):
+        self.fn.stop()
+        self.dir.cleanup()
+
+    def test_responses_errors_and_a_new_instance_after_an_exit(self):
+        self.assertEqual(json.loads(self.fn.invoke({"a": 1})), {"a": 1})
+        with self.assertRaises(InvocationError) as failed:
+            self.fn.invoke({"fail": True})
+        self.assertIn("failed", str(failed.exception))
+        first = self.fn.process.pid
+        with self.assertRaises(InvocationError) as died:
+            self.fn.invoke({"exit": True})
+        self.assertIn("exited (3)", str(died.exception))
+        self.assertEqual(json.loads(self.fn.invoke({"b": 2})), {"b": 2})
+        self.assertNotEqual(self.fn.process.pid, first)
+        self.assertIn("[fn] exited (3); starting a new instance", self.log.getvalue())
+
+
+class RuntimeTimeoutTest(unittest.TestCase):
+    def test_an_invocation_past_its_timeout_fails_and_its_instance_is_replaced(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "fn")
+            with open(path, "w") as f:
+                f.write(FAKE_FUNCTION % sys.executable)
+            os.chmod(path, 0o755)
+            fn = Function("fn", path, {"PATH": os.environ.get("PATH", "")}, timeout=1,
+                          memory=128, arn="arn:aws:lambda:us-east-1:1:function:fn",
+                          log_stream=io.StringIO())
+            fn.start()
+            try:
+                first = fn.process.pid
+                started = time.time()
+                with self.assertRaises(InvocationError) as late:
+                    fn.invoke({"sleep": 30})
+                self.assertIn("timed out", str(late.exception))
+                self.assertLess(time.time() - started, 10)
+                self.assertEqual(json.loads(fn.invoke({"c": 3})), {"c": 3})
+                self.assertNotEqual(fn.process.pid, first)
+            finally:
+                fn.stop()
+
+
+class BadInputTest(unittest.TestCase):
+    def test_bad_input_is_one_clear_line(self):
+        from . import __main__ as program
+
+        for config, reason in (("/no/such.toml", "No such file"), (TEMPLATE, "is not TOML")):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), self.assertRaises(SystemExit) as done:
+                program.main(["--bin-dir", "/x", "--endpoint", "http://127.0.0.1:1",
+                              "--config", config])
+            self.assertEqual(done.exception.code, 1)
+            self.assertIn("[aws-local] error: ", out.getvalue())
+            self.assertIn(reason, out.getvalue())
+            self.assertNotIn("Traceback", out.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()

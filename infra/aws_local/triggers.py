@@ -1,0 +1,232 @@
+"""Local stand-ins for what invokes the functions on AWS but that the emulator only stores:
+EventBridge Scheduler (the schedules in the template's schedule groups) and the SQS event
+source mappings (`AWS::Lambda::EventSourceMapping`).
+"""
+
+import datetime
+import json
+import re
+import threading
+import time
+
+from botocore.exceptions import ClientError
+
+from .runtime import InvocationError
+
+_RATE_UNITS = {"minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "day": 86400, "days": 86400}
+
+
+def parse_expression(expr, tz="UTC"):
+    """`("at", epoch seconds)` for `at(yyyy-mm-ddThh:mm:ss)` (UTC only), `("rate", seconds)`
+    for `rate(N unit)`; ValueError for anything else (cron, another time zone)."""
+    m = re.fullmatch(r"at\((\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\)", expr.strip())
+    if m:
+        if tz not in (None, "", "UTC", "Etc/UTC"):
+            raise ValueError(f"time zone {tz} is not supported locally")
+        when = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")
+        return "at", when.replace(tzinfo=datetime.timezone.utc).timestamp()
+    m = re.fullmatch(r"rate\((\d+)\s+(minutes?|hours?|days?)\)", expr.strip())
+    if m:
+        return "rate", int(m.group(1)) * _RATE_UNITS[m.group(2)]
+    raise ValueError(f"schedule expression {expr!r} is not supported locally")
+
+
+class Scheduler:
+    """Polls every schedule group of the stack each `interval` seconds and fires what is due:
+    a one-time `at()` schedule once at its time (then deletes it when its
+    ActionAfterCompletion is DELETE, before invoking, so a target that re-arms the same name
+    keeps its new schedule), a `rate()` one every period from when it was first seen. The target
+    function gets the schedule's `Input`, asynchronously; a failed invocation is retried as the
+    target's RetryPolicy allows (at most 3 times here, 1 s apart) and then sent to its
+    DeadLetterConfig queue."""
+
+    def __init__(self, stack, scheduler, sqs, functions, log, interval=0.5):
+        self.stack = stack
+        self.client = scheduler
+        self.sqs = sqs
+        self.functions = functions
+        self.log = log
+        self.interval = interval
+        self.groups = [stack.physical_name(lid) for lid, _ in stack.of_type("AWS::Scheduler::ScheduleGroup")]
+        self.fired = set()  # (group, name, expression) of fired one-time schedules
+        self.next_rate = {}  # (group, name) -> epoch seconds of the next rate() fire
+        self.warned = set()
+        self.stopping = threading.Event()
+
+    def start(self):
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while not self.stopping.wait(self.interval):
+            try:
+                self.poll(time.time())
+            except Exception as e:  # noqa: BLE001 (a poll failure is logged; the next one runs)
+                self.log(f"scheduler poll failed: {e}")
+
+    def poll(self, now):
+        for group in self.groups:
+            pages = self.client.get_paginator("list_schedules").paginate(GroupName=group)
+            for page in pages:
+                for summary in page.get("Schedules", []):
+                    if summary.get("State", "ENABLED") == "ENABLED":
+                        self._consider(group, summary["Name"], now)
+
+    def _consider(self, group, name, now):
+        try:
+            s = self.client.get_schedule(GroupName=group, Name=name)
+        except ClientError:
+            return  # deleted meanwhile
+        expr = s["ScheduleExpression"]
+        try:
+            kind, value = parse_expression(expr, s.get("ScheduleExpressionTimezone"))
+        except ValueError as e:
+            if (group, name) not in self.warned:
+                self.warned.add((group, name))
+                self.log(f"schedule {group}/{name}: {e}; not fired")
+            return
+        if kind == "at":
+            key = (group, name, expr)
+            if now < value or key in self.fired:
+                return
+            self.fired.add(key)
+            if s.get("ActionAfterCompletion") == "DELETE":
+                try:
+                    self.client.delete_schedule(GroupName=group, Name=name)
+                except ClientError:
+                    pass
+        else:
+            due = self.next_rate.setdefault((group, name), now + value)
+            if now < due:
+                return
+            self.next_rate[(group, name)] = now + value
+        self.log(f"schedule {group}/{name} ({expr}) fires")
+        threading.Thread(target=self._fire, args=(name, s["Target"]), daemon=True).start()
+
+    def _fire(self, name, target):
+        lid = self.stack.lid_by_arn(target["Arn"])
+        if lid not in self.functions:
+            self.log(f"schedule {name}: target {target['Arn']} is no local function")
+            return
+        payload = json.loads(target.get("Input") or "{}")
+        retries = min(int((target.get("RetryPolicy") or {}).get("MaximumRetryAttempts", 185)), 3)
+        for attempt in range(retries + 1):
+            try:
+                self.functions[lid].invoke(payload)
+                return
+            except InvocationError as e:
+                self.log(f"schedule {name}: invocation failed (attempt {attempt + 1}): {e}")
+                time.sleep(1)
+        dlq = (target.get("DeadLetterConfig") or {}).get("Arn")
+        if dlq:
+            url = self.sqs.get_queue_url(QueueName=dlq.rsplit(":", 1)[1])["QueueUrl"]
+            self.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(payload))
+            self.log(f"schedule {name}: sent to its dead-letter queue")
+
+    def stop(self):
+        self.stopping.set()
+
+
+class QueueSource:
+    """One `AWS::Lambda::EventSourceMapping` from an SQS queue: receives up to `BatchSize`
+    messages (a FIFO queue hands each message group's messages in order and holds the group
+    while they are in flight), invokes the function with the SQS event, and deletes every
+    record the answer's `batchItemFailures` does not name (all of them stay when the invocation
+    fails). The records left come back after the queue's visibility timeout, and go to its
+    redrive queue after `maxReceiveCount`, as SQS does."""
+
+    def __init__(self, stack, sqs, lid, props, functions, log):
+        self.sqs = sqs
+        self.log = log
+        self.arn = props["EventSourceArn"]
+        self.queue_lid = stack.lid_by_arn(self.arn)
+        self.url = stack.queue_urls[self.queue_lid]
+        self.function = functions[_function_lid(stack, props)]
+        self.batch = int(props.get("BatchSize", 10))
+        self.partial = "ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or [])
+        self.enabled = props.get("Enabled", True) not in (False, "false")
+        self.name = lid
+        self.region = stack.region
+        self.stopping = threading.Event()
+        self.idle = 0.25  # seconds between polls of an empty queue
+
+    def start(self):
+        if self.enabled:
+            threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while not self.stopping.is_set():
+            try:
+                if not self.poll_once():
+                    # Short polls with a pause, never a long poll: the emulator serves one
+                    # request at a time (infra/moto.sh), so a long poll would hold up the
+                    # functions' own calls for its whole wait.
+                    self.stopping.wait(self.idle)
+            except Exception as e:  # noqa: BLE001
+                self.log(f"{self.name}: poll failed: {e}")
+                self.stopping.wait(1)
+
+    def poll_once(self):
+        """One receive, and the invocation of its batch; the number of messages received."""
+        got = self.sqs.receive_message(
+            QueueUrl=self.url,
+            MaxNumberOfMessages=min(self.batch, 10),
+            WaitTimeSeconds=0,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        if not got:
+            return 0
+        event = {"Records": [self._record(m) for m in got]}
+        try:
+            answer = json.loads(self.function.invoke(event) or b"null")
+        except InvocationError as e:
+            self.log(f"{self.name}: batch of {len(got)} failed, left on the queue: {e}")
+            return len(got)
+        failed = set()
+        if self.partial and isinstance(answer, dict):
+            failed = {f.get("itemIdentifier") for f in answer.get("batchItemFailures") or []}
+        done = [m for m in got if m["MessageId"] not in failed]
+        if done:
+            self.sqs.delete_message_batch(
+                QueueUrl=self.url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
+                ],
+            )
+        if failed:
+            self.log(f"{self.name}: {len(failed)} of {len(got)} handed back")
+        return len(got)
+
+    def _record(self, m):
+        attrs = {}
+        for k, v in m.get("MessageAttributes", {}).items():
+            attrs[k] = {
+                "stringValue": v.get("StringValue"),
+                "binaryValue": None,
+                "stringListValues": [],
+                "binaryListValues": [],
+                "dataType": v.get("DataType"),
+            }
+        return {
+            "messageId": m["MessageId"],
+            "receiptHandle": m["ReceiptHandle"],
+            "body": m["Body"],
+            "attributes": m.get("Attributes", {}),
+            "messageAttributes": attrs,
+            "md5OfBody": m.get("MD5OfBody"),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self.arn,
+            "awsRegion": self.region,
+        }
+
+    def stop(self):
+        self.stopping.set()
+
+
+def _function_lid(stack, props):
+    """The logical id of the mapping's `FunctionName` (unresolved `!Ref Fn` or a name)."""
+    name = props["FunctionName"]
+    for lid, _ in stack.of_type("AWS::Serverless::Function"):
+        if name in (lid, stack.physical_name(lid), stack.arn(lid)):
+            return lid
+    raise ValueError(f"event source mapping names no function of the template: {name}")
