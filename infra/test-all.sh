@@ -92,8 +92,9 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 if $python_ok; then
     # tests/aws_local.rs runs these binaries as processes (infra/aws-local.sh --no-build).
     echo "== the Lambda function binaries (debug)"
-    cargo build --all-features -p watcher-fn-api -p watcher-fn-timer -p watcher-fn-submitter \
-        -p watcher-fn-lesson-write
+    # Every binary of the workspace, with the same features as `cargo test --workspace` below,
+    # so the dependencies are built once for both.
+    cargo build --workspace --all-features --bins
 fi
 
 echo "== cargo test"
