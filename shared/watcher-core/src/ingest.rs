@@ -10,6 +10,7 @@ use crate::engine::{Origin, PushItem};
 use crate::expectation::{json_type, Expectation};
 use crate::fact::parse_fact;
 use crate::ids::{AgentId, ContextId, ExpectationId, Source, TaskId};
+use crate::slice::StatusTime;
 use crate::time::Instant;
 use crate::EXPECTATIONS_URI;
 
@@ -299,10 +300,10 @@ fn status_items(
     now: Instant,
     items: &mut Vec<PushItem>,
 ) {
-    // semantics.md "Time": a missing, zero-value or invalid timestamp is absent; the value as
-    // given is kept beside the status.
+    // semantics.md "Time": a missing, zero-value or invalid timestamp is absent, one later than
+    // receipt counts as the receipt time; the engine keeps the value as given beside the status.
     let timestamp = status_timestamp(status).ok().flatten();
-    let given_timestamp = status.timestamp.clone().filter(|_| timestamp.is_none());
+    let time = StatusTime::of(status.timestamp.as_deref(), now);
     if let Some(m) = &status.message {
         if let Some(block) = extension_block(m.metadata.as_ref(), Some(&o.task_id), items) {
             // Only an interrupted status asks a question; expectations in any other status
@@ -310,7 +311,7 @@ fn status_items(
             let question = status
                 .state
                 .is_interrupted()
-                .then(|| (timestamp.unwrap_or(now), timestamp));
+                .then_some((time.at, time.timestamp));
             expectations(block, o, question, items);
             withdrawals(block, o, items);
             facts(block, Some(&o.task_id), source, items);
@@ -320,7 +321,7 @@ fn status_items(
         origin: o.clone(),
         state: status.state.as_str().to_string(),
         timestamp,
-        given_timestamp,
+        given_timestamp: status.timestamp.clone(),
     });
 }
 
