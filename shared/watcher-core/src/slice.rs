@@ -435,3 +435,119 @@ impl Slice {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Instant {
+        Instant::parse(text).expect("an instant")
+    }
+
+    /// semantics.md "Time", revision 4: (given, timestamp, effective time, kept as given).
+    #[test]
+    fn a_status_time_is_bounded_by_its_receipt_and_kept_as_given() {
+        let received = at("2026-09-10T12:00:00Z");
+        let cases: [(Option<&str>, Option<&str>, &str, Option<&str>); 11] = [
+            (None, None, "2026-09-10T12:00:00Z", None),
+            (
+                Some("yesterday"),
+                None,
+                "2026-09-10T12:00:00Z",
+                Some("yesterday"),
+            ),
+            (
+                Some("1970-01-01T00:00:00Z"),
+                None,
+                "2026-09-10T12:00:00Z",
+                Some("1970-01-01T00:00:00Z"),
+            ),
+            (
+                Some("0001-01-01T05:30:00+05:30"),
+                None,
+                "2026-09-10T12:00:00Z",
+                Some("0001-01-01T05:30:00+05:30"),
+            ),
+            (
+                Some("2026-09-11T00:00:00+05:30"),
+                Some("2026-09-10T12:00:00Z"),
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-11T00:00:00+05:30"),
+            ),
+            (
+                Some("2026-09-10T12:00:00.000000001Z"),
+                Some("2026-09-10T12:00:00Z"),
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-10T12:00:00.000000001Z"),
+            ),
+            (
+                Some("2026-09-10T12:00:00Z"),
+                Some("2026-09-10T12:00:00Z"),
+                "2026-09-10T12:00:00Z",
+                None,
+            ),
+            (
+                Some("2026-09-10T11:00:00Z"),
+                Some("2026-09-10T11:00:00Z"),
+                "2026-09-10T11:00:00Z",
+                None,
+            ),
+            (
+                Some("2026-09-10T16:30:00.000+05:30"),
+                Some("2026-09-10T11:00:00Z"),
+                "2026-09-10T11:00:00Z",
+                None,
+            ),
+            (
+                Some("2016-12-31T23:59:60Z"),
+                Some("2016-12-31T23:59:59.999999999Z"),
+                "2016-12-31T23:59:59.999999999Z",
+                Some("2016-12-31T23:59:60Z"),
+            ),
+            (
+                Some("9999-12-31T23:59:60Z"),
+                Some("2026-09-10T12:00:00Z"),
+                "2026-09-10T12:00:00Z",
+                Some("9999-12-31T23:59:60Z"),
+            ),
+        ];
+        for (given, timestamp, effective, kept) in cases {
+            assert_eq!(
+                StatusTime::of(given, received),
+                StatusTime {
+                    timestamp: timestamp.map(at),
+                    at: at(effective),
+                    given: kept.map(str::to_string),
+                },
+                "{given:?}"
+            );
+        }
+    }
+
+    /// A status stored before revision 4 with a timestamp later than its receipt is bounded when
+    /// compared and when it answers; a text that is not an instant is never a claim.
+    #[test]
+    fn a_status_stored_ahead_is_bounded_when_read() {
+        let stored = StatusSeen {
+            state: "TASK_STATE_WORKING".into(),
+            at: at("2026-09-10T23:00:00Z"),
+            received_at: at("2026-09-10T11:00:00Z"),
+            timestamp: Some(at("2026-09-10T23:00:00Z")),
+            seq: 1,
+            given_timestamp: None,
+        };
+        assert!(!stored.is_after(Some(at("2026-09-10T12:00:00Z")), 2));
+        assert!(stored.is_after(Some(at("2026-09-10T10:00:00Z")), 0));
+        assert_eq!(stored.effective_at(), at("2026-09-10T11:00:00Z"));
+        let invalid = StatusSeen {
+            given_timestamp: Some("yesterday".into()),
+            ..stored.clone()
+        };
+        assert_eq!(invalid.claimed_timestamp(), None);
+        let zero = StatusSeen {
+            given_timestamp: Some("1970-01-01T00:00:00Z".into()),
+            ..stored
+        };
+        assert_eq!(zero.claimed_timestamp(), Some("1970-01-01T00:00:00Z"));
+    }
+}

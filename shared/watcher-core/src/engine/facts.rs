@@ -255,3 +255,82 @@ fn lapse_skipped(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{FactKey, Source};
+
+    fn fact(observed_at: &str, given: Option<&str>) -> ReportedFact {
+        ReportedFact {
+            fact_key: FactKey::parse("k").expect("a key"),
+            observed_at: Instant::parse(observed_at).expect("an instant"),
+            observed_at_given: given.map(str::to_string),
+            mapping: None,
+            subject: None,
+            source: Source::lifecycle(),
+        }
+    }
+
+    /// The value as given is kept whenever the instant it reads as differs from the effective
+    /// one, also when `observed_at` is already effective (the watcher's lifecycle answer).
+    #[test]
+    fn the_value_as_given_is_kept_whenever_it_differs() {
+        let now = Instant::parse("2026-09-10T12:00:00Z").expect("an instant");
+        let cases: [(&str, Option<&str>, &str, Option<&str>); 8] = [
+            (
+                "2026-09-10T18:00:00Z",
+                Some("2026-09-10T23:30:00+05:30"),
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-10T23:30:00+05:30"),
+            ),
+            (
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-10T23:30:00+05:30"),
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-10T23:30:00+05:30"),
+            ),
+            (
+                "2026-09-10T12:00:00Z",
+                Some("1970-01-01T00:00:00Z"),
+                "2026-09-10T12:00:00Z",
+                Some("1970-01-01T00:00:00Z"),
+            ),
+            (
+                "2016-12-31T23:59:59.999999999Z",
+                Some("2016-12-31T23:59:60Z"),
+                "2016-12-31T23:59:59.999999999Z",
+                Some("2016-12-31T23:59:60Z"),
+            ),
+            (
+                "2026-09-10T11:00:00Z",
+                Some("2026-09-10T16:30:00+05:30"),
+                "2026-09-10T11:00:00Z",
+                None,
+            ),
+            ("2026-09-10T11:00:00Z", None, "2026-09-10T11:00:00Z", None),
+            (
+                "2026-09-10T18:00:00Z",
+                None,
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-10T18:00:00Z"),
+            ),
+            (
+                "0001-01-01T00:00:00Z",
+                None,
+                "2026-09-10T12:00:00Z",
+                Some("0001-01-01T00:00:00Z"),
+            ),
+        ];
+        for (observed, given, effective, kept) in cases {
+            assert_eq!(
+                effective_observed_at(&fact(observed, given), now),
+                (
+                    Instant::parse(effective).expect("an instant"),
+                    kept.map(str::to_string)
+                ),
+                "{observed} given {given:?}"
+            );
+        }
+    }
+}
