@@ -448,7 +448,14 @@ mod tests {
     #[test]
     fn a_status_time_is_bounded_by_its_receipt_and_kept_as_given() {
         let received = at("2026-09-10T12:00:00Z");
-        let cases: [(Option<&str>, Option<&str>, &str, Option<&str>); 11] = [
+        /// (given, timestamp, effective time, kept as given).
+        type Case = (
+            Option<&'static str>,
+            Option<&'static str>,
+            &'static str,
+            Option<&'static str>,
+        );
+        let cases: [Case; 11] = [
             (None, None, "2026-09-10T12:00:00Z", None),
             (
                 Some("yesterday"),

@@ -277,7 +277,14 @@ mod tests {
     #[test]
     fn the_value_as_given_is_kept_whenever_it_differs() {
         let now = Instant::parse("2026-09-10T12:00:00Z").expect("an instant");
-        let cases: [(&str, Option<&str>, &str, Option<&str>); 8] = [
+        /// (observedAt, as given, effective, kept as given).
+        type Case = (
+            &'static str,
+            Option<&'static str>,
+            &'static str,
+            Option<&'static str>,
+        );
+        let cases: [Case; 8] = [
             (
                 "2026-09-10T18:00:00Z",
                 Some("2026-09-10T23:30:00+05:30"),
