@@ -10,7 +10,6 @@ use crate::engine::{Origin, PushItem};
 use crate::expectation::{json_type, Expectation};
 use crate::fact::parse_fact;
 use crate::ids::{AgentId, ContextId, ExpectationId, Source, TaskId};
-use crate::slice::StatusTime;
 use crate::time::Instant;
 use crate::EXPECTATIONS_URI;
 
@@ -300,10 +299,9 @@ fn status_items(
     now: Instant,
     items: &mut Vec<PushItem>,
 ) {
-    // semantics.md "Time": a missing, zero-value or invalid timestamp is absent, one later than
-    // receipt counts as the receipt time; the engine keeps the value as given beside the status.
+    // semantics.md "Time": a missing, zero-value or invalid timestamp is absent; the engine bounds
+    // one later than receipt by the receipt time and keeps the value as given beside the status.
     let timestamp = status_timestamp(status).ok().flatten();
-    let time = StatusTime::of(status.timestamp.as_deref(), now);
     if let Some(m) = &status.message {
         if let Some(block) = extension_block(m.metadata.as_ref(), Some(&o.task_id), items) {
             // Only an interrupted status asks a question; expectations in any other status
@@ -311,7 +309,7 @@ fn status_items(
             let question = status
                 .state
                 .is_interrupted()
-                .then_some((time.at, time.timestamp));
+                .then(|| (timestamp.unwrap_or(now), timestamp));
             expectations(block, o, question, items);
             withdrawals(block, o, items);
             facts(block, Some(&o.task_id), source, items);

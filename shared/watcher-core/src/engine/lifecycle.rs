@@ -35,8 +35,9 @@ pub(crate) struct Seen<'a> {
 /// statuses received after it change nothing. Submitted, working and completed answer every
 /// question of the task asked before them: the watcher reports each question's
 /// `satisfiedBy.factKey` itself, observed at the status's effective time ([`StatusTime`]: its
-/// timestamp, the receipt time when missing, zero or later than receipt), whatever became of the question meanwhile, so that a successor with the same key is satisfied
-/// too. Moving between input-required and auth-required answers nothing.
+/// timestamp, or the receipt time when it is missing, zero or later than receipt), whatever
+/// became of the question meanwhile, so that a successor with the same key is satisfied too.
+/// Moving between input-required and auth-required answers nothing.
 pub(crate) fn status(
     slice: &mut Slice,
     agent: &AgentId,
