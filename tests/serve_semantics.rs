@@ -1,8 +1,9 @@
-//! Semantics revision 3 through `serve` over real HTTP: task states in every wire form on the push
-//! route (serve.md "Routes"), an invalid `status.timestamp` as a warning, zero-value timestamps,
-//! and the official SDKs' push order for questions (semantics.md "Time", "Questions that
-//! expire"). The same kinds are pinned on a simulated clock in
-//! `shared/watcher-runtime/tests/rules_revision3.rs` and `cases.rs`.
+//! Semantics revisions 3 and 4 through `serve` over real HTTP: task states in every wire form on
+//! the push route (serve.md "Routes"), an invalid `status.timestamp` as a warning, zero-value
+//! timestamps, the official SDKs' push order for questions, and a status stamped ahead of its
+//! receipt (semantics.md "Time", "Questions that expire"). The same kinds are pinned on a
+//! simulated clock in `shared/watcher-runtime/tests/rules_revision3.rs`, `rules_revision4.rs` and
+//! `cases.rs`.
 
 mod common;
 
@@ -188,4 +189,62 @@ async fn a_0_3_push_withdraws_like_a_1_0_push() {
     let answer = w.push(&push).await;
     assert_eq!(answer.status, 200, "{answer:?}");
     assert_eq!(answer.body["withdrawn"], json!([MANIFEST]));
+}
+
+/// Revision 4 over HTTP: a WORKING status stamped twelve hours ahead (a clock glitch) answers no
+/// question asked after it; one stamped ahead after the question answers it at its receipt, and
+/// the subject view keeps the timestamp exactly as given (`+05:30`) beside the effective value,
+/// on the record and on the fact (semantics.md "Time").
+#[tokio::test]
+async fn a_status_stamped_ahead_answers_at_its_receipt_and_is_kept_as_given() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let w = spawn_watcher(&agent, "").await;
+    let now = Timestamp::now();
+    let task = "task-ahead";
+    // 12 h ahead, written in +05:30: the wall-clock text of now + 12 h + 5 h 30.
+    let ahead = |from: Timestamp| {
+        let local = fmt(plus(from, 12 * 3600 + 5 * 3600 + 30 * 60));
+        format!("{}+05:30", local.trim_end_matches('Z'))
+    };
+    let glitch = status_update(
+        task,
+        json!({ "state": "TASK_STATE_WORKING", "timestamp": ahead(now) }),
+    );
+    assert_eq!(w.push(&glitch).await.status, 200);
+    let question = json!({
+        "state": "TASK_STATE_INPUT_REQUIRED",
+        "timestamp": fmt(plus(now, 1)),
+        "message": {
+            "messageId": "m-a", "role": "ROLE_AGENT", "parts": [ { "text": "Which warehouse?" } ],
+            "metadata": { URI: { "expectations": [ {
+                "expectationId": "q-ahead", "kind": "shipment.manifest",
+                "subject": { "type": "shipment", "id": "PA-AHEAD" },
+                "expects": "an answer", "satisfiedBy": { "factKey": "answered:task-ahead" },
+                "dueAt": fmt(plus(now, 3600)), "basis": "declared",
+            } ] } },
+        },
+    });
+    let asked = w.push(&status_update(task, question)).await;
+    assert_eq!(asked.body["raised"], json!(["q-ahead"]), "{asked:?}");
+    let r = w.shipment("PA-AHEAD").await.expect("recorded");
+    assert_eq!(expectation(&r, "q-ahead")["status"], "open", "{r:#}");
+
+    let stamp = ahead(Timestamp::now());
+    let before = Timestamp::now();
+    let answered = status_update(
+        task,
+        json!({ "state": "TASK_STATE_WORKING", "timestamp": stamp }),
+    );
+    assert_eq!(w.push(&answered).await.status, 200);
+    let r = w.shipment("PA-AHEAD").await.expect("recorded");
+    let sat = &expectation(&r, "q-ahead")["satisfaction"];
+    assert_eq!(sat["source"], "watcher:task-lifecycle", "{r:#}");
+    assert_eq!(sat["claimedObservedAt"], json!(stamp), "{r:#}");
+    assert_eq!(sat["observedAt"], sat["satisfiedAt"], "{r:#}");
+    assert!(parse(&sat["observedAt"]) >= plus(before, -1), "{r:#}");
+    let fact = r["facts"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["factKey"] == "answered:task-ahead"))
+        .expect("the answer is on the subject");
+    assert_eq!(fact["claimedObservedAt"], json!(stamp), "{r:#}");
 }

@@ -596,3 +596,38 @@ async fn the_dry_run_prints_the_facts_and_records_nothing() {
         "{err}"
     );
 }
+
+/// A webhook's `observedAt` text is kept exactly as given beside the effective value, as on
+/// `/v1/facts` (semantics.md "Time"): a claim later than receipt written in `+05:30` takes the
+/// receipt time, a leap second its minute's last nanosecond, a zero value the receipt time.
+#[tokio::test]
+async fn a_webhook_observed_at_is_kept_as_given() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let w = spawn_watcher(&agent, &extra()).await;
+    let ahead = {
+        let local = fmt(plus(Timestamp::now(), 6 * 3600 + 5 * 3600 + 30 * 60));
+        format!("{}+05:30", local.trim_end_matches('Z'))
+    };
+    let with = vec![("Authorization", "Bearer src-token-bearer".to_string())];
+    for (i, given) in [
+        ahead.as_str(),
+        "2016-12-31T23:59:60Z",
+        "1970-01-01T05:30:00+05:30",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let shipment = format!("PA-GIVEN-{i}");
+        let body = json!({ "event": "departed", "shipment": shipment, "at": given }).to_string();
+        let a = post(&w, "carrier-feed:bearer", &body, &with).await;
+        assert_eq!(a.status, 200, "{given}: {a:?}");
+        let facts = facts_on(&w, "shipment", &shipment).await;
+        assert_eq!(facts.len(), 1, "{given}: {facts:?}");
+        assert_eq!(facts[0]["claimedObservedAt"], given, "{facts:?}");
+        if given.starts_with("2016") {
+            assert_eq!(facts[0]["observedAt"], "2016-12-31T23:59:59.999999999Z");
+        } else {
+            assert_eq!(facts[0]["observedAt"], facts[0]["receivedAt"], "{facts:?}");
+        }
+    }
+}

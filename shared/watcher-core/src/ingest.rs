@@ -299,10 +299,9 @@ fn status_items(
     now: Instant,
     items: &mut Vec<PushItem>,
 ) {
-    // semantics.md "Time": a missing, zero-value or invalid timestamp is absent; the value as
-    // given is kept beside the status.
+    // semantics.md "Time": a missing, zero-value or invalid timestamp is absent; the engine bounds
+    // one later than receipt by the receipt time and keeps the value as given beside the status.
     let timestamp = status_timestamp(status).ok().flatten();
-    let given_timestamp = status.timestamp.clone().filter(|_| timestamp.is_none());
     if let Some(m) = &status.message {
         if let Some(block) = extension_block(m.metadata.as_ref(), Some(&o.task_id), items) {
             // Only an interrupted status asks a question; expectations in any other status
@@ -320,7 +319,7 @@ fn status_items(
         origin: o.clone(),
         state: status.state.as_str().to_string(),
         timestamp,
-        given_timestamp,
+        given_timestamp: status.timestamp.clone(),
     });
 }
 

@@ -154,38 +154,104 @@ impl Lifecycle {
 /// One status of a task as seen in a push.
 ///
 /// Two statuses of one task are ordered by their own `timestamp`s when both carry one (equal
-/// timestamps: the later receipt), else by receipt (`seq`); the watcher's clock is never compared
-/// with the agent's (semantics.md "Questions that expire").
+/// timestamps: the later receipt), else by receipt (`seq`). The watcher's clock bounds an agent's
+/// timestamp from above only: a `status.timestamp` later than its receipt counts as its receipt
+/// (semantics.md "Time", revision 4); otherwise the two are never compared (semantics.md
+/// "Questions that expire").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusSeen {
     /// The `TaskState` string.
     pub state: String,
-    /// `status.timestamp`, or the receipt time when it was missing (the `observedAt` of a
-    /// question's answer).
+    /// The effective time of the status: its `timestamp` (below), or the receipt time when it
+    /// had none. The `observedAt` of a question's answer.
     pub at: Instant,
     /// Receipt on the watcher's clock.
     pub received_at: Instant,
-    /// The agent's own `status.timestamp` (UTC), when it carried a valid, non-zero one.
+    /// The agent's own `status.timestamp` (UTC), when it carried a valid, non-zero one, bounded
+    /// by `receivedAt`: a timestamp later than receipt counts as the receipt time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Instant>,
     /// The watcher's input sequence number of the push that carried it: receipt order.
     #[serde(default)]
     pub seq: u64,
-    /// `status.timestamp` exactly as given, kept when it was read as absent (a zero value such as
-    /// `0001-01-01T00:00:00Z`, or not an instant; semantics.md "Time").
+    /// `status.timestamp` exactly as given (offset and digits untouched) whenever the effective
+    /// time differs from it: a zero value such as `0001-01-01T00:00:00Z`, not an instant, a leap
+    /// second, or later than receipt (semantics.md "Time").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub given_timestamp: Option<String>,
 }
 
+/// The effective time of a status received at `received_at` (semantics.md "Time", revision 4).
+///
+/// `given` is `status.timestamp` exactly as the agent wrote it, if it carried one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusTime {
+    /// The timestamp that orders the status against the task's others: the agent's valid,
+    /// non-zero timestamp, or the receipt time if it is later than that; `None` when missing,
+    /// a zero value or not an instant (then receipt order decides).
+    pub timestamp: Option<Instant>,
+    /// The effective time: `timestamp`, or the receipt time when it is `None`.
+    pub at: Instant,
+    /// `given` when the effective time differs from it (zero value, not an instant, leap second,
+    /// later than receipt); `None` when it is the effective time exactly or was absent.
+    pub given: Option<String>,
+}
+
+impl StatusTime {
+    /// Reads `given` (a `status.timestamp` as written) for a status received at `received_at`:
+    /// a zero value (`0001-01-01T00:00:00Z`, `1970-01-01T00:00:00Z`) or a text that is not an
+    /// RFC 3339 instant is absent; a leap second is the last nanosecond of its minute; a time
+    /// later than `received_at` is `received_at`.
+    ///
+    /// # Example
+    /// `"2026-09-10T19:00:00+05:30"` received at `2026-09-10T12:00:00Z` has `timestamp` and `at`
+    /// `2026-09-10T12:00:00Z` and keeps `given` as written.
+    pub fn of(given: Option<&str>, received_at: Instant) -> StatusTime {
+        let reading = given.and_then(|g| Instant::parse_reading(g).ok());
+        let timestamp = reading
+            .filter(|r| !r.instant.is_zero_value())
+            .map(|r| r.instant.min(received_at));
+        let at = timestamp.unwrap_or(received_at);
+        let exact = reading.is_some_and(|r| !r.leap_second && r.instant == at);
+        StatusTime {
+            timestamp,
+            at,
+            given: given.filter(|_| !exact).map(str::to_string),
+        }
+    }
+}
+
 impl StatusSeen {
+    /// The agent's timestamp bounded by receipt (records kept before revision 4 may hold a
+    /// timestamp later than `received_at`; it counts as `received_at` all the same).
+    fn effective_timestamp(&self) -> Option<Instant> {
+        self.timestamp.map(|t| t.min(self.received_at))
+    }
+
     /// Whether this status comes after an event of the same task stamped `timestamp` (the agent's
-    /// own, if any) and received as input `seq` (semantics.md "Questions that expire").
+    /// own, already bounded by its receipt, if any) and received as input `seq` (semantics.md
+    /// "Questions that expire").
     pub fn is_after(&self, timestamp: Option<Instant>, seq: u64) -> bool {
-        match (self.timestamp, timestamp) {
+        match (self.effective_timestamp(), timestamp) {
             (Some(mine), Some(theirs)) => mine > theirs || (mine == theirs && self.seq > seq),
             _ => self.seq > seq,
         }
+    }
+
+    /// The effective time of the status (the `observedAt` of a question's answer): its
+    /// timestamp bounded by receipt, or the receipt time when it had none.
+    pub fn effective_at(&self) -> Instant {
+        self.at.min(self.received_at)
+    }
+
+    /// `status.timestamp` exactly as given, for `claimedObservedAt` of a question's answer: kept
+    /// when it is an instant that differs from the effective time (a zero value, a leap second,
+    /// later than receipt); `None` when it matched or was not an instant at all.
+    pub fn claimed_timestamp(&self) -> Option<&str> {
+        self.given_timestamp
+            .as_deref()
+            .filter(|g| Instant::parse_reading(g).is_ok())
     }
 }
 
@@ -367,5 +433,128 @@ impl Slice {
         {
             set.insert(subject);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Instant {
+        Instant::parse(text).expect("an instant")
+    }
+
+    /// semantics.md "Time", revision 4: (given, timestamp, effective time, kept as given).
+    #[test]
+    fn a_status_time_is_bounded_by_its_receipt_and_kept_as_given() {
+        let received = at("2026-09-10T12:00:00Z");
+        /// (given, timestamp, effective time, kept as given).
+        type Case = (
+            Option<&'static str>,
+            Option<&'static str>,
+            &'static str,
+            Option<&'static str>,
+        );
+        let cases: [Case; 11] = [
+            (None, None, "2026-09-10T12:00:00Z", None),
+            (
+                Some("yesterday"),
+                None,
+                "2026-09-10T12:00:00Z",
+                Some("yesterday"),
+            ),
+            (
+                Some("1970-01-01T00:00:00Z"),
+                None,
+                "2026-09-10T12:00:00Z",
+                Some("1970-01-01T00:00:00Z"),
+            ),
+            (
+                Some("0001-01-01T05:30:00+05:30"),
+                None,
+                "2026-09-10T12:00:00Z",
+                Some("0001-01-01T05:30:00+05:30"),
+            ),
+            (
+                Some("2026-09-11T00:00:00+05:30"),
+                Some("2026-09-10T12:00:00Z"),
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-11T00:00:00+05:30"),
+            ),
+            (
+                Some("2026-09-10T12:00:00.000000001Z"),
+                Some("2026-09-10T12:00:00Z"),
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-10T12:00:00.000000001Z"),
+            ),
+            (
+                Some("2026-09-10T12:00:00Z"),
+                Some("2026-09-10T12:00:00Z"),
+                "2026-09-10T12:00:00Z",
+                None,
+            ),
+            (
+                Some("2026-09-10T11:00:00Z"),
+                Some("2026-09-10T11:00:00Z"),
+                "2026-09-10T11:00:00Z",
+                None,
+            ),
+            (
+                Some("2026-09-10T16:30:00.000+05:30"),
+                Some("2026-09-10T11:00:00Z"),
+                "2026-09-10T11:00:00Z",
+                None,
+            ),
+            (
+                Some("2016-12-31T23:59:60Z"),
+                Some("2016-12-31T23:59:59.999999999Z"),
+                "2016-12-31T23:59:59.999999999Z",
+                Some("2016-12-31T23:59:60Z"),
+            ),
+            (
+                Some("9999-12-31T23:59:60Z"),
+                Some("2026-09-10T12:00:00Z"),
+                "2026-09-10T12:00:00Z",
+                Some("9999-12-31T23:59:60Z"),
+            ),
+        ];
+        for (given, timestamp, effective, kept) in cases {
+            assert_eq!(
+                StatusTime::of(given, received),
+                StatusTime {
+                    timestamp: timestamp.map(at),
+                    at: at(effective),
+                    given: kept.map(str::to_string),
+                },
+                "{given:?}"
+            );
+        }
+    }
+
+    /// A status stored before revision 4 with a timestamp later than its receipt is bounded when
+    /// compared and when it answers; a text that is not an instant is never a claim.
+    #[test]
+    fn a_status_stored_ahead_is_bounded_when_read() {
+        let stored = StatusSeen {
+            state: "TASK_STATE_WORKING".into(),
+            at: at("2026-09-10T23:00:00Z"),
+            received_at: at("2026-09-10T11:00:00Z"),
+            timestamp: Some(at("2026-09-10T23:00:00Z")),
+            seq: 1,
+            given_timestamp: None,
+        };
+        assert!(!stored.is_after(Some(at("2026-09-10T12:00:00Z")), 2));
+        assert!(stored.is_after(Some(at("2026-09-10T10:00:00Z")), 0));
+        assert_eq!(stored.effective_at(), at("2026-09-10T11:00:00Z"));
+        let invalid = StatusSeen {
+            given_timestamp: Some("yesterday".into()),
+            ..stored.clone()
+        };
+        assert_eq!(invalid.claimed_timestamp(), None);
+        let zero = StatusSeen {
+            given_timestamp: Some("1970-01-01T00:00:00Z".into()),
+            ..stored
+        };
+        assert_eq!(zero.claimed_timestamp(), Some("1970-01-01T00:00:00Z"));
     }
 }

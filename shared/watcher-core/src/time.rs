@@ -18,12 +18,6 @@ mod instant;
 pub use duration::IsoDuration;
 pub use instant::{Instant, InstantReading};
 
-/// `true` when `text` reads as a leap second (`23:59:60` in UTC), which is kept as given beside
-/// the instant it is read as (semantics.md "Time").
-pub fn is_leap_second_text(text: &str) -> bool {
-    Instant::parse_reading(text).is_ok_and(|r| r.leap_second)
-}
-
 /// The instant range in words, for reasons that name it.
 pub(crate) const RANGE_TEXT: &str = "0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z";
 

@@ -71,7 +71,7 @@ pub async fn webhook(
             Fact {
                 fact_key: m.fact_key,
                 observed_at: m.observed_at,
-                observed_at_given: None,
+                observed_at_given: m.observed_at_given,
                 mapping: Some(m.mapping.clone()),
                 subject: m.subject,
                 source: source.clone(),

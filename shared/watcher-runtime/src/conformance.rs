@@ -126,6 +126,7 @@ macro_rules! store_conformance {
             lapse_task_state_never_goes_back,
             lapses_are_paged,
             steps_read_what_they_must,
+            times_as_given_are_kept,
             $retention,
         );
     };
@@ -376,6 +377,106 @@ fn raise(task: &str, expectations: Vec<Expectation>) -> Input {
 
 // ---------------------------------------------------------------------------------------------
 // The checks.
+
+/// Timestamps as given survive the store (semantics.md "Time", revision 4): a question answered
+/// by a status stamped ahead of its receipt in `+05:30`, and a fact claiming a time ahead in
+/// `-03:00`, read back with their effective values and the texts exactly as given, on the record
+/// (`claimedObservedAt`), the fact and the task's status.
+pub async fn times_as_given_are_kept<S: Store + 'static>(store: Arc<S>) {
+    let watcher = Watcher::new(Arc::clone(&store), Directory::new(), Settings::default());
+    let a = tenant("given-times");
+    let origin = Origin {
+        task_id: TaskId::parse("task-q").expect("a valid task id"),
+        context_id: None,
+    };
+    let question = expectation(
+        "q-1",
+        "shipment.manifest",
+        "PA-Q",
+        "answered:task-q",
+        at(60),
+        None,
+    );
+    let status = |state: &str, given: Option<&str>| PushItem::Status {
+        origin: origin.clone(),
+        state: state.into(),
+        timestamp: None,
+        given_timestamp: given.map(str::to_string),
+    };
+    let ask = Input::Push {
+        agent: booking_profile(),
+        items: vec![
+            PushItem::Raise {
+                origin: origin.clone(),
+                expectations: vec![Ok(question)],
+                question_at: Some(t0()),
+                question_timestamp: Some(t0()),
+            },
+            status("TASK_STATE_INPUT_REQUIRED", Some("2026-09-10T12:00:00Z")),
+        ],
+    };
+    watcher.apply(&a, &ask, t0()).await.expect("ask");
+    // 18:00Z, received at 12:10Z: counts as 12:10Z.
+    let ahead = "2026-09-10T23:30:00+05:30";
+    let moved_on = Input::Push {
+        agent: booking_profile(),
+        items: vec![status("TASK_STATE_WORKING", Some(ahead))],
+    };
+    watcher.apply(&a, &moved_on, at(10)).await.expect("move on");
+    let claim = "2026-09-10T12:30:00-03:00";
+    let fact_ahead = Input::Facts(vec![ReportedFact {
+        fact_key: fact_key("k-ahead"),
+        observed_at: instant(claim),
+        observed_at_given: Some(claim.to_string()),
+        mapping: None,
+        subject: Some(shipment("PA-Q")),
+        source: source(),
+    }]);
+    watcher
+        .apply(&a, &fact_ahead, at(20))
+        .await
+        .expect("a fact");
+
+    let task = task_ref("booking", "task-q");
+    let scope = Scope {
+        subjects: [shipment("PA-Q")].into_iter().collect(),
+        tasks: [task.clone()].into_iter().collect(),
+        ..Scope::default()
+    };
+    let slice = store.load(&a, &scope, at(30)).await.expect("load");
+    let state = &slice.subjects[&shipment("PA-Q")];
+    let sat = state.records[0]
+        .satisfaction
+        .as_ref()
+        .expect("the question was answered");
+    assert_eq!(sat.observed_at, at(10), "observed at the status's receipt");
+    assert_eq!(
+        sat.claimed_observed_at.as_deref(),
+        Some(ahead),
+        "kept as given"
+    );
+    let answer = state
+        .facts
+        .iter()
+        .find(|f| f.fact_key == fact_key("answered:task-q"))
+        .expect("the answer fact is on the subject");
+    assert_eq!(answer.observed_at_given.as_deref(), Some(ahead));
+    let reported = state
+        .facts
+        .iter()
+        .find(|f| f.fact_key == fact_key("k-ahead"))
+        .expect("the reported fact is on the subject");
+    assert_eq!(reported.observed_at, at(20));
+    assert_eq!(reported.observed_at_given.as_deref(), Some(claim));
+    let statuses = &slice.tasks[&task]
+        .as_ref()
+        .expect("the task is recorded")
+        .statuses;
+    let working = statuses.last().expect("two statuses");
+    assert_eq!(working.timestamp, Some(at(10)), "bounded by its receipt");
+    assert_eq!(working.given_timestamp.as_deref(), Some(ahead));
+    assert_eq!(statuses[0].given_timestamp, None, "stamped exactly");
+}
 
 /// A subject never stored loads empty at version 0 (and `subject` answers `None`); after a
 /// commit it loads at version 1 with the same records and facts, and a task comes back at

@@ -195,3 +195,18 @@ fn instant_not_rfc3339() {
     }
     assert_eq!(message_ids(&out), []);
 }
+
+#[test]
+fn rev4_zero_status_answer() {
+    let out = run_case("rev4-zero-status-answer.json");
+    let e13 = record(&out, "e13");
+    assert_eq!(e13["status"], "satisfied");
+    let sat = &e13["satisfaction"];
+    assert_eq!(sat["factKey"], "answered:ag1:t3:4");
+    assert_eq!(sat["source"], "watcher:task-lifecycle");
+    assert_eq!(sat["observedAt"], "2026-09-10T23:45:00Z");
+    assert_eq!(
+        sat["claimedObservedAt"], "1970-01-01T00:00:00Z",
+        "the value exactly as given, for the watcher's own lifecycle facts as for reported ones"
+    );
+}

@@ -129,6 +129,11 @@ pub struct MappedFact {
     pub fact_key: FactKey,
     /// expectations-v1 §9.2 `observedAt` (UTC).
     pub observed_at: Instant,
+    /// `observedAt` exactly as the payload wrote it, when it was RFC 3339 text (offset and
+    /// digits untouched): the record keeps it as `claimedObservedAt` whenever the effective value
+    /// differs (semantics.md "Time": a claim later than receipt, a zero value, a leap second).
+    /// `None` for Unix seconds, which name an instant and no writing of it.
+    pub observed_at_given: Option<String>,
     /// expectations-v1 §9.2 `subject`, when the mapping has one.
     pub subject: Option<Subject>,
 }
@@ -289,7 +294,7 @@ impl Mapping {
                 format!("yields {key:?}: {r}"),
             )
         })?;
-        let observed_at = match self.observed_at.resolve(here, root) {
+        let (observed_at, observed_at_given) = match self.observed_at.resolve(here, root) {
             None => {
                 return Err(fail(
                     "observed_at",
@@ -297,9 +302,13 @@ impl Mapping {
                     "names nothing in the payload".into(),
                 ))
             }
-            Some(v) => {
-                read_instant(v).map_err(|r| fail("observed_at", self.observed_at.to_string(), r))?
-            }
+            Some(v) => (
+                read_instant(v)
+                    .map_err(|r| fail("observed_at", self.observed_at.to_string(), r))?,
+                v.as_str()
+                    .filter(|text| !is_numeric(text.trim()))
+                    .map(str::to_string),
+            ),
         };
         let subject = match &self.subject {
             None => None,
@@ -320,6 +329,7 @@ impl Mapping {
             mapping: self.name.clone(),
             fact_key,
             observed_at,
+            observed_at_given,
             subject,
         })
     }
@@ -517,6 +527,38 @@ subject = { type = "shipment", id = "{^/result/tracking_code}" }
         assert_eq!(
             (e.field.as_str(), e.pointer.as_str()),
             ("each", "/result/tracking_details")
+        );
+    }
+
+    /// RFC 3339 text is kept as written beside the instant it reads as; Unix seconds are not.
+    #[test]
+    fn observed_at_text_is_kept_as_given() {
+        let m = mapping(CONTRACT).unwrap();
+        let details = json!([
+            { "status": "a", "datetime": "2017-01-01T05:29:60+05:30" },
+            { "status": "b", "datetime": "2016-12-31T23:59:60Z" },
+            { "status": "c", "datetime": "1970-01-01t00:00:00.000z" },
+            { "status": "d", "datetime": 1789000000 },
+            { "status": "e", "datetime": " 1789000000" },
+        ]);
+        let payload = json!({ "description": "tracker.updated",
+            "result": { "tracking_code": "EZ1", "tracking_details": details } });
+        let Outcome::Facts(facts) = m.apply(&payload).unwrap_or_else(|e| panic!("{e}")) else {
+            panic!("unmatched")
+        };
+        let given: Vec<Option<&str>> = facts
+            .iter()
+            .map(|f| f.observed_at_given.as_deref())
+            .collect();
+        assert_eq!(
+            given,
+            [
+                Some("2017-01-01T05:29:60+05:30"),
+                Some("2016-12-31T23:59:60Z"),
+                Some("1970-01-01t00:00:00.000z"),
+                None,
+                None
+            ]
         );
     }
 

@@ -131,6 +131,12 @@ pub(crate) fn report(
 /// (semantics.md "Time"): a zero value (`0001-01-01T00:00:00Z`, `1970-01-01T00:00:00Z`) is a
 /// missing timestamp and a claim later than receipt cannot be, so both take the receipt time; a
 /// leap second is read as the last nanosecond of its minute and keeps its `:60` text.
+///
+/// The text as given (`observed_at_given`) is kept, offset and digits untouched, whenever the
+/// instant it reads as differs from the effective one or is a leap second. That covers a fact
+/// whose `observed_at` is already effective and whose text is the original, as the watcher's own
+/// lifecycle answer carries it (a status stamped `1970-01-01T00:00:00Z`, or ahead of its receipt).
+/// Without a text, the claimed instant is kept in UTC when it differs.
 pub fn effective_observed_at(fact: &ReportedFact, now: Instant) -> (Instant, Option<String>) {
     let claimed = fact.observed_at;
     let effective = if claimed.is_zero_value() {
@@ -138,16 +144,19 @@ pub fn effective_observed_at(fact: &ReportedFact, now: Instant) -> (Instant, Opt
     } else {
         claimed.min(now)
     };
-    let given = || {
-        fact.observed_at_given
-            .clone()
-            .unwrap_or_else(|| claimed.to_string())
-    };
-    let leap = fact
-        .observed_at_given
-        .as_deref()
-        .is_some_and(crate::time::is_leap_second_text);
-    (effective, (effective != claimed || leap).then(given))
+    match fact.observed_at_given.as_deref() {
+        Some(given) => {
+            let differs = match Instant::parse_reading(given) {
+                Ok(r) => r.leap_second || r.instant != effective,
+                Err(_) => effective != claimed,
+            };
+            (effective, differs.then(|| given.to_string()))
+        }
+        None => (
+            effective,
+            (effective != claimed).then(|| claimed.to_string()),
+        ),
+    }
 }
 
 /// Subject type under which facts that concern no subject are kept (reserved).
@@ -245,4 +254,90 @@ fn lapse_skipped(
             .push(super::timers::lapse(state, y, LapseKind::Skipped, now, ids));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{FactKey, Source};
+
+    fn fact(observed_at: &str, given: Option<&str>) -> ReportedFact {
+        ReportedFact {
+            fact_key: FactKey::parse("k").expect("a key"),
+            observed_at: Instant::parse(observed_at).expect("an instant"),
+            observed_at_given: given.map(str::to_string),
+            mapping: None,
+            subject: None,
+            source: Source::lifecycle(),
+        }
+    }
+
+    /// The value as given is kept whenever the instant it reads as differs from the effective
+    /// one, also when `observed_at` is already effective (the watcher's lifecycle answer).
+    #[test]
+    fn the_value_as_given_is_kept_whenever_it_differs() {
+        let now = Instant::parse("2026-09-10T12:00:00Z").expect("an instant");
+        /// (observedAt, as given, effective, kept as given).
+        type Case = (
+            &'static str,
+            Option<&'static str>,
+            &'static str,
+            Option<&'static str>,
+        );
+        let cases: [Case; 8] = [
+            (
+                "2026-09-10T18:00:00Z",
+                Some("2026-09-10T23:30:00+05:30"),
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-10T23:30:00+05:30"),
+            ),
+            (
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-10T23:30:00+05:30"),
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-10T23:30:00+05:30"),
+            ),
+            (
+                "2026-09-10T12:00:00Z",
+                Some("1970-01-01T00:00:00Z"),
+                "2026-09-10T12:00:00Z",
+                Some("1970-01-01T00:00:00Z"),
+            ),
+            (
+                "2016-12-31T23:59:59.999999999Z",
+                Some("2016-12-31T23:59:60Z"),
+                "2016-12-31T23:59:59.999999999Z",
+                Some("2016-12-31T23:59:60Z"),
+            ),
+            (
+                "2026-09-10T11:00:00Z",
+                Some("2026-09-10T16:30:00+05:30"),
+                "2026-09-10T11:00:00Z",
+                None,
+            ),
+            ("2026-09-10T11:00:00Z", None, "2026-09-10T11:00:00Z", None),
+            (
+                "2026-09-10T18:00:00Z",
+                None,
+                "2026-09-10T12:00:00Z",
+                Some("2026-09-10T18:00:00Z"),
+            ),
+            (
+                "0001-01-01T00:00:00Z",
+                None,
+                "2026-09-10T12:00:00Z",
+                Some("0001-01-01T00:00:00Z"),
+            ),
+        ];
+        for (observed, given, effective, kept) in cases {
+            assert_eq!(
+                effective_observed_at(&fact(observed, given), now),
+                (
+                    Instant::parse(effective).expect("an instant"),
+                    kept.map(str::to_string)
+                ),
+                "{observed} given {given:?}"
+            );
+        }
+    }
 }

@@ -108,7 +108,9 @@ pub enum PushItem {
         state: String,
         /// `status.timestamp`, if present, valid and not a zero value (semantics.md "Time").
         timestamp: Option<Instant>,
-        /// `status.timestamp` as given when it was read as absent (zero value or invalid).
+        /// `status.timestamp` exactly as given, whenever the status carried one (the engine
+        /// reads it per semantics.md "Time" and keeps it beside the effective time when they
+        /// differ).
         given_timestamp: Option<String>,
     },
     /// Something in the extension's metadata that could not be read: reported as a refusal.
@@ -305,10 +307,8 @@ pub fn step(
                         agent,
                         origin,
                         expectations,
-                        question_at.map(|at| raise::Asked {
-                            at,
-                            timestamp: *question_timestamp,
-                        }),
+                        question_at
+                            .map(|at| raise::Asked::received(at, *question_timestamp, ctx.now)),
                         ctx,
                         &baseline,
                         &mut index,

@@ -16,13 +16,26 @@ use crate::slice::{Need, Slice, SubjectState};
 use crate::time::Instant;
 
 /// When and how a question was asked (§11): the asking status's timestamp (receipt time when it
-/// had none) and its own `status.timestamp`, if any.
+/// had none) and its own `status.timestamp`, if any, both bounded by the receipt time
+/// (semantics.md "Time", revision 4: a status cannot happen after it was received).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Asked {
     /// `status.timestamp`, or the receipt time when missing.
     pub at: Instant,
     /// The agent's own valid `status.timestamp`.
     pub timestamp: Option<Instant>,
+}
+
+impl Asked {
+    /// A question asked by a status received at `received_at`, stamped `timestamp` (the agent's
+    /// valid, non-zero one, if any) and taking effect at `at`: a time later than receipt counts as
+    /// the receipt time.
+    pub(crate) fn received(at: Instant, timestamp: Option<Instant>, received_at: Instant) -> Self {
+        Asked {
+            at: at.min(received_at),
+            timestamp: timestamp.map(|t| t.min(received_at)),
+        }
+    }
 }
 
 /// Live expectations per agent among the records a step loaded, counted before the step changed
@@ -463,8 +476,8 @@ fn record(
     let rec = state.records[new_idx].clone();
     slice.index_raised(&rec);
     slice.task_mut(&task)?.subjects.insert(e.subject.clone());
-    if let Some(at) = answered_at {
-        let fact = super::lifecycle::answer_fact(&rec, at);
+    if let Some(status) = &answered_at {
+        let fact = super::lifecycle::answer_fact(&rec, status);
         super::facts::report(slice, &fact, now, out)?;
     }
     Ok(())

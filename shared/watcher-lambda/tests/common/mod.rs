@@ -64,6 +64,12 @@ pub async fn emulator(name: &str) -> Emulator {
 /// The API function's router for the configuration `toml`, over a table, schedule group and
 /// lapse queues named after `name` (made unique) on the emulator, its clock stopped at `now`.
 pub async fn api_router(name: &str, toml: &str, now: &str) -> axum::Router {
+    let clock = Arc::new(FakeClock::new(Instant::parse(now).expect("instant")));
+    api_router_on(name, toml, clock).await
+}
+
+/// [`api_router`] on `clock`, which the test keeps to move the API function's time on.
+pub async fn api_router_on(name: &str, toml: &str, clock: Arc<FakeClock>) -> axum::Router {
     let Emulator {
         name: unique,
         ddb,
@@ -85,7 +91,6 @@ pub async fn api_router(name: &str, toml: &str, now: &str) -> axum::Router {
     let parts = watcher_lambda::env::assemble(store, timers, queue, &config)
         .await
         .expect("parts");
-    let clock = Arc::new(FakeClock::new(Instant::parse(now).expect("instant")));
     watcher_lambda::api::router(&parts, clock)
 }
 
