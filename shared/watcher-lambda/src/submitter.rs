@@ -2,8 +2,11 @@
 //! `SendMessage` to the agent. Reports partial batch failures, so one agent's retry does not
 //! redeliver the others (`ReportBatchItemFailures` must be on the event source mapping).
 //!
-//! The durable outbox, not the queue, guarantees one lapse task per (agent, `messageId`): an entry already
-//! sent is skipped however often its message is delivered.
+//! The durable outbox, not the queue, guarantees one lapse task per (agent, `messageId`): each
+//! entry is claimed before it is sent (`Store::outbox_claim`, a lease of
+//! `watcher_delivery::deliver::LEASE`), so an entry already sent, or claimed by another
+//! invocation handed the same message, is not sent, however often and to however many
+//! invocations SQS delivers it.
 
 use std::collections::HashSet;
 
@@ -21,8 +24,10 @@ use watcher_runtime::store::Store;
 /// message group) in the batch, unprocessed, so that no agent's lapse tasks overtake one another
 /// (AWS's guidance for partial batch responses on FIFO queues). Other agents' messages in the
 /// batch are delivered: one agent's trouble never holds up another (the per-agent lanes of
-/// `serve`). A message received again after a send whose outcome was not recorded is looked for
-/// with `ListTasks` before it is sent again (`Submitter::deliver_one`).
+/// `serve`). A lapse task claimed by another invocation is handed back the same way (it comes
+/// back after the visibility timeout and is then found sent, or its claim expired). A message
+/// received again after a send whose outcome was not recorded is looked for with `ListTasks`
+/// before it is sent again (`Submitter::deliver_one`).
 pub async fn handle<S, E>(
     store: &S,
     submitter: &Submitter,
