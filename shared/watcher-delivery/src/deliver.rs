@@ -1353,6 +1353,21 @@ mod tests {
     }
 
     #[test]
+    fn the_lease_outlasts_a_look_up_and_a_send() {
+        assert_eq!(
+            lease_for(Duration::from_secs(10)),
+            LEASE,
+            "the default timeouts"
+        );
+        // A 10-minute timeout: 20 s look-up + connect + answer + a minute.
+        assert_eq!(
+            lease_for(Duration::from_secs(600)),
+            Duration::from_secs(20 + 1200 + 60)
+        );
+        assert!(LEASE > LOOKUP_BUDGET + Duration::from_secs(2 * 10));
+    }
+
+    #[test]
     fn report_counts_outcomes() {
         let mut r = DeliveryReport::default();
         r.count(&EntryOutcome::Deferred { until: t0() });
