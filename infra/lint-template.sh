@@ -4,8 +4,9 @@
 #   bash infra/lint-template.sh
 #
 # Installs cfn-lint into the repository's .venv (the one infra/moto.sh uses; created if missing)
-# and runs it on template.yaml, informational findings included. Exit 0 only when cfn-lint finds
-# nothing at all.
+# and runs it on template.yaml, informational findings included, then infra/template-timeouts.py
+# (every SQS queue's visibility timeout above its consumer function's timeout). Exit 0 only when
+# cfn-lint finds nothing at all and every timeout pair passes.
 #
 # cfn-lint transforms the template with SAM's translator first, so it checks the resources SAM
 # generates (functions, roles, the HTTP API) as well as the plain ones. The version is pinned:
@@ -34,3 +35,7 @@ export AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
 echo "cfn-lint $CFN_LINT_VERSION: template.yaml"
 "$VENV/bin/cfn-lint" --include-checks I -- template.yaml
 echo "cfn-lint: no findings"
+# Every queue hides a received message for longer than its consumer function may run (PyYAML
+# comes with cfn-lint); the self-test shows the check fails on a template that breaks it.
+"$VENV/bin/python" infra/template-timeouts.py --self-test
+"$VENV/bin/python" infra/template-timeouts.py template.yaml

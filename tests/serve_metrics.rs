@@ -113,6 +113,7 @@ async fn counters_after_the_worked_example() {
             0.0,
         ),
         ("a2a_watcher_delivery_failures_total", 0.0),
+        ("a2a_watcher_timer_failures_total", 0.0),
         ("a2a_watcher_lapse_delivery_lateness_seconds_count", 4.0),
     ];
     for (name, value) in expect {

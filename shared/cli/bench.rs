@@ -1054,6 +1054,7 @@ fn sent_lapse_task(
         attempt_started_at: None,
         follow_at: None,
         follow_since: None,
+        lease: None,
     })
 }
 

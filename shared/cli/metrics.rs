@@ -15,6 +15,7 @@
 //! | `a2a_watcher_delivery_failures_total` | | lapse tasks given up (`failed`) |
 //! | `a2a_watcher_lapse_delivery_lateness_seconds` | | histogram: delivery instant − `lapsedAt` |
 //! | `a2a_watcher_open_expectations` | | gauge: live expectations (that can still lapse) over all agents |
+//! | `a2a_watcher_timer_failures_total` | | due timers whose firing failed (skipped, fired again next time) |
 //!
 //! Unauthenticated like `/healthz`, and therefore without tenant or agent labels: totals only
 //! (docs/interpretation.md).
@@ -75,6 +76,7 @@ pub struct Prometheus {
     failures: Counter,
     lateness: Histogram,
     open: Gauge,
+    timer_failures: Counter,
 }
 
 impl Prometheus {
@@ -89,6 +91,12 @@ impl Prometheus {
         let failures = Counter::default();
         let lateness = Histogram::new(LATENESS_BUCKETS);
         let open = Gauge::default();
+        let timer_failures = Counter::default();
+        registry.register(
+            "a2a_watcher_timer_failures",
+            "Due timers whose firing failed: skipped by the timer loop, fired again next time",
+            timer_failures.clone(),
+        );
         registry.register(
             "a2a_watcher_expectations_raised",
             "Expectations recorded",
@@ -149,6 +157,7 @@ impl Prometheus {
             failures,
             lateness,
             open,
+            timer_failures,
         }
     }
 
@@ -202,6 +211,10 @@ impl Recorder for Prometheus {
             self.lateness.observe(s.max(0.0));
         }
     }
+
+    fn timer_failed(&self) {
+        self.timer_failures.inc();
+    }
 }
 
 /// What the `/metrics` handler reads.
@@ -236,4 +249,18 @@ pub async fn metrics(State(state): State<MetricsState>) -> Response {
         state.prometheus.encode(open),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timer_that_failed_is_counted() {
+        let p = Prometheus::new();
+        assert!(p.encode(0).contains("a2a_watcher_timer_failures_total 0\n"));
+        p.timer_failed();
+        p.timer_failed();
+        assert!(p.encode(0).contains("a2a_watcher_timer_failures_total 2\n"));
+    }
 }

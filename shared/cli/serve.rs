@@ -77,7 +77,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     origins.set_capacity(config.delivery.reconcile_origins);
     origins.set_first_poll(watcher_config::deployment::retry_policy(&config.delivery).poll_first);
     let prometheus = Arc::new(crate::metrics::Prometheus::new());
-    let submitter = watcher_config::submitter(&config.delivery)?.with_recorder(prometheus.clone());
+    // One serve process per database file: a restart takes back its predecessor's claims at once.
+    let sender =
+        std::fs::canonicalize(&config.database).unwrap_or_else(|_| config.database.clone());
+    let submitter = watcher_config::submitter(&config.delivery)?
+        .with_recorder(prometheus.clone())
+        .with_sender(format!("serve:{}", sender.display()));
     let lanes = watcher_config::lane_settings(&config.delivery);
     let endpoints = SharedEndpoints::new(deployment.endpoints);
     let lane_directory = deployment.directory.clone();

@@ -307,6 +307,7 @@ fn entry(tenant: &str, agent: &str, message_id: &str) -> OutboxEntry {
         attempt_started_at: None,
         follow_at: None,
         follow_since: None,
+        lease: None,
     }
 }
 

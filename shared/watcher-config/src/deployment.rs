@@ -256,7 +256,10 @@ pub fn submitter(cfg: &DeliveryConfig) -> anyhow::Result<Submitter> {
             },
             concurrency: cfg.in_flight_per_agent.max(1),
         },
-    ))
+    )
+    .with_lease(watcher_delivery::deliver::lease_for(
+        std::time::Duration::from_secs(cfg.timeout_secs),
+    )))
 }
 
 /// The retry policy of `[delivery]`.

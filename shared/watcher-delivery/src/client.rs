@@ -248,16 +248,20 @@ impl A2aClient {
     }
 
     /// Asks the agent for its tasks in `context_id` (A2A 1.0 `ListTasks`, a2a-v1.md §1) with
-    /// their history, newest first, at most `page_size` (1..=100), and answers the `id` of the
+    /// their history, newest first, `page_size` (1..=100) a page, following `nextPageToken`
+    /// until the last page (at most [`LIST_PAGES`] pages), and answers the `id` and state of the
     /// first task whose history holds a message with `message_id` (the lapse task's own), or
-    /// `None` when no listed task does.
+    /// `None` when no task of the context does.
     ///
     /// Used before sending an entry again whose earlier attempt has no recorded outcome
     /// (a2a-delegation-in-depth, "Recovery"): found, the entry is delivered already.
     ///
     /// # Errors
     /// As [`A2aClient::send_message`]; an agent without `ListTasks` answers `-32601`
-    /// (permanent). The JSON-RPC id is `list:{message_id}`.
+    /// (permanent). [`DeliveryError::Permanent`] when [`LIST_PAGES`] pages hold no such task and
+    /// the agent offers more, or a page repeats the previous page's token: the look-up could
+    /// not finish, so whether the agent has the task is unknown. The JSON-RPC id is
+    /// `list:{message_id}`.
     pub async fn find_in_context(
         &self,
         endpoint: &AgentEndpoint,
@@ -281,40 +285,47 @@ impl A2aClient {
         if let Some(t) = tenant {
             params["tenant"] = Value::String(t.to_owned());
         }
-        let result = self
-            .call(
-                endpoint,
-                methods::LIST_TASKS,
-                &params,
-                &format!("list:{message_id}"),
-            )
-            .await?;
-        let Some(tasks) = result.get("tasks").and_then(Value::as_array) else {
-            return Err(DeliveryError::Permanent {
-                reason: "the ListTasks result has no `tasks` array".into(),
-                source: None,
-            });
-        };
-        for task in tasks {
-            let holds = task
-                .get("history")
-                .and_then(Value::as_array)
-                .is_some_and(|h| {
-                    h.iter()
-                        .any(|m| m.get("messageId").and_then(Value::as_str) == Some(message_id))
+        for _ in 0..LIST_PAGES {
+            let result = self
+                .call(
+                    endpoint,
+                    methods::LIST_TASKS,
+                    &params,
+                    &format!("list:{message_id}"),
+                )
+                .await?;
+            let Some(tasks) = result.get("tasks").and_then(Value::as_array) else {
+                return Err(DeliveryError::Permanent {
+                    reason: "the ListTasks result has no `tasks` array".into(),
+                    source: None,
                 });
-            if holds {
-                if let Some(id) = task.get("id").and_then(Value::as_str) {
-                    let state = task
-                        .pointer("/status/state")
-                        .cloned()
-                        .and_then(|s| serde_json::from_value::<TaskState>(s).ok())
-                        .unwrap_or(TaskState::Unspecified);
-                    return Ok(Some((id.to_owned(), state)));
-                }
+            };
+            if let Some(found) = tasks.iter().find_map(|task| holding(task, message_id)) {
+                return Ok(Some(found));
             }
+            // `""` or absent on the last page (a2a-v1.md §1.1).
+            let next = result
+                .get("nextPageToken")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty());
+            let Some(next) = next else {
+                return Ok(None);
+            };
+            if params.get("pageToken").and_then(Value::as_str) == Some(next) {
+                return Err(DeliveryError::Permanent {
+                    reason: "ListTasks answered the same nextPageToken twice".into(),
+                    source: None,
+                });
+            }
+            params["pageToken"] = Value::String(next.to_owned());
         }
-        Ok(None)
+        Err(DeliveryError::Permanent {
+            reason: format!(
+                "ListTasks holds more than {LIST_PAGES} pages in the context; the look-up stopped \
+                 without finding the lapse task"
+            ),
+            source: None,
+        })
     }
 
     /// Asks the agent for the task `task_id` (A2A 1.0 `GetTask`, no history) and answers its
@@ -487,6 +498,31 @@ fn transport_error(e: reqwest::Error) -> DeliveryError {
 }
 
 /// Classifies an answer to `SendMessage` received in full (a2a-v1.md §1, §4).
+/// The most `ListTasks` pages [`A2aClient::find_in_context`] reads: 50 (5,000 tasks at the
+/// largest page size).
+pub const LIST_PAGES: usize = 50;
+
+/// The id and state of `task` when its history holds a message with `message_id`.
+fn holding(task: &Value, message_id: &str) -> Option<(String, TaskState)> {
+    let holds = task
+        .get("history")
+        .and_then(Value::as_array)
+        .is_some_and(|h| {
+            h.iter()
+                .any(|m| m.get("messageId").and_then(Value::as_str) == Some(message_id))
+        });
+    if !holds {
+        return None;
+    }
+    let id = task.get("id").and_then(Value::as_str)?;
+    let state = task
+        .pointer("/status/state")
+        .cloned()
+        .and_then(|s| serde_json::from_value::<TaskState>(s).ok())
+        .unwrap_or(TaskState::Unspecified);
+    Some((id.to_owned(), state))
+}
+
 #[cfg(test)]
 fn interpret_response(
     status: StatusCode,

@@ -12,7 +12,7 @@ use tracing::Instrument;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_runtime::metrics::{seconds_between, AttemptOutcome, NoRecorder, Recorder};
-use watcher_runtime::store::{DeliveryState, OutboxEntry, Store, StoreError};
+use watcher_runtime::store::{Claim, DeliveryState, Lease, OutboxEntry, Store, StoreError};
 
 use crate::client::{A2aClient, DeliveryError, SendOutcome};
 use crate::endpoint::{AgentEndpoint, Endpoints};
@@ -76,9 +76,10 @@ pub enum EntryOutcome {
         delivery: Option<DeliveryState>,
     },
     /// Not posted because its next attempt is later than `now` ([`Submitter::deliver_one`], or an
-    /// entry rescheduled by another pass).
+    /// entry rescheduled by another pass), or because another sender's claim on it holds until
+    /// `at` ([`Store::outbox_claim`]).
     NotDue {
-        /// Its `next_attempt_at`.
+        /// Its `next_attempt_at`, or the end of another sender's claim.
         at: Instant,
     },
 }
@@ -369,16 +370,71 @@ pub struct Submitter {
     concurrency: usize,
     /// Counts each posting (watcher_runtime::metrics).
     recorder: std::sync::Arc<dyn Recorder>,
+    /// Names this sender in its claims ([`Claims`]).
+    claims: Claims,
 }
 
-impl std::fmt::Debug for Submitter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Submitter")
-            .field("client", &self.client)
-            .field("policy", &self.policy)
-            .field("limiter", &self.limiter)
-            .field("concurrency", &self.concurrency)
-            .finish_non_exhaustive()
+/// How long a claim on a lapse task holds ([`watcher_runtime::lease`]): 5 minutes. Longer than
+/// anything its holder does between the claim and the outcome's write (a `ListTasks` look-up,
+/// bounded by [`LOOKUP_BUDGET`], then one `SendMessage`, bounded by the client's connect and
+/// request timeouts, 10 s each by default), so a live sender never loses its claim; and longer
+/// than the submitter function's timeout (60 s), so a claim outlives the invocation that made
+/// it. Short enough that a crashed sender's lapse task is taken over within minutes, and
+/// shorter than the lapse queue's visibility timeout (360 s), so the redelivered message finds
+/// the crashed claim expired (docs/dynamodb.md "Leased sends").
+pub const LEASE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The lease for a submitter whose requests may each take `timeout` (connect and answer, each
+/// bounded by it): [`LEASE`], or longer when the look-up, its connect and one send could take
+/// longer (a `[delivery] timeout_secs` above about two minutes), with a minute to spare.
+pub fn lease_for(timeout: std::time::Duration) -> std::time::Duration {
+    LEASE.max(LOOKUP_BUDGET + timeout * 2 + std::time::Duration::from_secs(60))
+}
+
+/// The longest an ambiguous lapse task is looked for with `ListTasks` (every page) before it is
+/// posted again with the same `messageId`: 20 s, well inside [`LEASE`] and inside the submitter
+/// function's 60 s timeout, so a look-up that keeps timing out still ends in a send.
+pub const LOOKUP_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// The leases one sender claims with ([`watcher_runtime::lease::Lease`]): owners
+/// `{incarnation}#{n}`, unique per claim, so only the claim's own outcome releases it
+/// ([`watcher_runtime::lease::keep_lease`]).
+#[derive(Debug)]
+struct Claims {
+    incarnation: String,
+    sender: Option<String>,
+    lease: std::time::Duration,
+    count: std::sync::atomic::AtomicU64,
+}
+
+impl Claims {
+    /// An incarnation name unique across processes: the process id, the instant the submitter
+    /// was made (nanoseconds since the epoch, in hex) and a process-wide count.
+    fn new() -> Self {
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Claims {
+            incarnation: format!("{}-{nanos:x}-{n}", std::process::id()),
+            sender: None,
+            lease: LEASE,
+            count: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The lease of a new claim at `now`, holding for the submitter's lease length.
+    fn next(&self, now: Instant) -> Lease {
+        let n = self
+            .count
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Lease {
+            owner: format!("{}#{n}", self.incarnation),
+            incarnation: self.incarnation.clone(),
+            sender: self.sender.clone(),
+            until: add(now, self.lease),
+        }
     }
 }
 
@@ -391,7 +447,24 @@ impl Submitter {
             limiter: RateLimiter::new(config.rate_limit),
             concurrency: config.concurrency.max(1),
             recorder: watcher_runtime::metrics::none(),
+            claims: Claims::new(),
         }
+    }
+
+    /// Claims lapse tasks for `lease` instead of [`LEASE`] (see [`lease_for`]).
+    pub fn with_lease(mut self, lease: std::time::Duration) -> Self {
+        self.claims.lease = lease;
+        self
+    }
+
+    /// Names this submitter's sending process `sender` in its claims: a name it keeps across
+    /// restarts and that no two live processes share (`serve`: its database file). A claim left
+    /// by a previous incarnation with the same name (a crash) is then taken back at once instead
+    /// of after [`LEASE`] ([`watcher_runtime::lease::Lease::holds_against`]). Without it (the
+    /// submitter function), a crashed claim is taken over once it expires.
+    pub fn with_sender(mut self, sender: impl Into<String>) -> Self {
+        self.claims.sender = Some(sender.into());
+        self
     }
 
     /// Counts each posting and its outcome with `recorder` (watcher_runtime::metrics).
@@ -438,6 +511,7 @@ impl Submitter {
             &self.policy,
             &self.limiter,
             self.recorder.as_ref(),
+            &self.claims,
             self.concurrency,
             now,
             limit,
@@ -445,8 +519,9 @@ impl Submitter {
         .await
     }
 
-    /// Delivers the entry (tenant, agent, messageId) if it is queued and due at `now` (the
-    /// SQS-fed submitter: one message per lapse task, naming all three). Returns what happened;
+    /// Delivers the entry (tenant, agent, messageId) if it is queued and due at `now`, and this
+    /// submitter's claim on it is granted (the SQS-fed submitter: one message per lapse task,
+    /// naming all three; serve's lanes). Returns what happened;
     /// [`EntryOutcome::Retried`], [`EntryOutcome::Deferred`] and [`EntryOutcome::NotDue`] mean
     /// "try again at the instant given".
     ///
@@ -489,6 +564,7 @@ impl Submitter {
                     self.recorder.as_ref(),
                     entry,
                     endpoint,
+                    self.claims.next(now),
                     now,
                 )
                 .await
@@ -597,6 +673,7 @@ where
         policy,
         limiter,
         &NoRecorder,
+        &Claims::new(),
         concurrency,
         now,
         limit,
@@ -620,6 +697,7 @@ async fn run_due<S, E>(
     policy: &RetryPolicy,
     limiter: &RateLimiter,
     recorder: &dyn Recorder,
+    claims: &Claims,
     concurrency: usize,
     now: Instant,
     limit: usize,
@@ -653,7 +731,10 @@ where
         }
     }
     let results: Vec<Result<EntryOutcome, StoreError>> = stream::iter(posts)
-        .map(|(entry, endpoint)| post(store, client, policy, recorder, entry, endpoint, now))
+        .map(|(entry, endpoint)| {
+            let lease = claims.next(now);
+            post(store, client, policy, recorder, entry, endpoint, lease, now)
+        })
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
@@ -745,15 +826,19 @@ where
 
 /// Posts one entry and records the result (a2a-delegation-in-depth, "Recovery"):
 ///
-/// 1. An entry whose earlier attempt has no recorded outcome (`attempt_started_at` set) is
+/// 1. The entry is claimed with `lease` ([`Store::outbox_claim`], [`LEASE`] from `now`): the claim also records the attempt (`attempt_started_at` = `now`) before the
+///    request is sent, so a crash between the agent's answer and the record leaves the entry
+///    ambiguous, not forgotten. An entry no longer `queued` is [`EntryOutcome::Skipped`]; one
+///    another sender holds is [`EntryOutcome::NotDue`] until its lease ends. Either way nothing
+///    is posted, so two senders handed the same entry post it once.
+/// 2. An entry whose earlier attempt has no recorded outcome (or whose earlier claim expired) is
 ///    ambiguous: the agent may have accepted it. It is looked for first with `ListTasks` in the
-///    request's `contextId`; a task whose history holds its `messageId` is the one, and the entry
-///    is recorded `sent` with that task's id, without posting. Only when the agent does not offer
-///    `ListTasks`, answers an error, or lists no such task is it posted again, with the same
-///    `messageId`.
-/// 2. The attempt is recorded (`attempt_started_at` = `now`) before the request is sent, so a
-///    crash between the agent's answer and the record leaves the entry ambiguous, not forgotten.
-/// 3. The answer is recorded with [`record_attempt`].
+///    request's `contextId`, every page ([`look_for`]); a task whose history holds its
+///    `messageId` is the one, and the entry is recorded `sent` with that task's id, without
+///    posting. Only when the agent does not offer `ListTasks`, answers an error, or lists no
+///    such task is it posted again, with the same `messageId`.
+/// 3. The answer is recorded with [`record_attempt`], which releases the claim.
+#[allow(clippy::too_many_arguments)] // private; every argument is a distinct dependency
 async fn post<S>(
     store: &S,
     client: &A2aClient,
@@ -761,6 +846,7 @@ async fn post<S>(
     recorder: &dyn Recorder,
     entry: OutboxEntry,
     endpoint: AgentEndpoint,
+    lease: Lease,
     now: Instant,
 ) -> Result<EntryOutcome, StoreError>
 where
@@ -775,23 +861,40 @@ where
         attempt = entry.attempts.saturating_add(1),
     );
     async move {
-        if entry.attempt_started_at.is_some() {
-            if let Some(found) = look_for(client, &endpoint, &entry).await {
+        let claimed = store
+            .outbox_claim(&entry.tenant, &entry.agent, &entry.message_id, &lease, now)
+            .await?;
+        let (marked, ambiguous) = match claimed {
+            Claim::Claimed { entry: claimed, ambiguous } => (claimed, ambiguous),
+            Claim::Taken {
+                leased_until: Some(until),
+                ..
+            } => {
+                tracing::debug!(message_id = %entry.message_id, %until, "lapse task claimed by another sender; not posted");
+                return Ok(EntryOutcome::NotDue { at: until });
+            }
+            Claim::Taken { delivery, .. } => {
+                tracing::debug!(message_id = %entry.message_id, delivery = delivery.as_str(), "lapse task no longer queued; not posted");
+                return Ok(EntryOutcome::Skipped {
+                    delivery: Some(delivery),
+                });
+            }
+            Claim::Gone => return Ok(EntryOutcome::Skipped { delivery: None }),
+        };
+        if ambiguous {
+            if let Some(found) = look_for(client, &endpoint, &marked).await {
                 let (task_id, state) = found;
-                let updated = record_found(&entry, &task_id, state, now, policy);
+                let updated = record_found(&marked, &task_id, state, now, policy);
                 store.outbox_update(&updated).await?;
                 let outcome = EntryOutcome::Sent(SendOutcome::Task { id: task_id, state });
                 tracing::info!(
-                    message_id = %entry.message_id,
+                    message_id = %marked.message_id,
                     "an attempt without a recorded outcome had reached the agent (found by ListTasks); recorded as sent, not posted again"
                 );
                 log_outcome(&updated, &outcome);
                 return Ok(outcome);
             }
         }
-        let mut marked = entry;
-        marked.attempt_started_at = Some(now);
-        store.outbox_update(&marked).await?;
         let result = client
             .send_message(&endpoint, &marked.request, &marked.message_id)
             .await;
@@ -824,8 +927,11 @@ where
 }
 
 /// Looks for an ambiguous entry's task at the agent: `Some((task id, state))` when a task in the
-/// request's `contextId` holds its `messageId`; `None` when none does, the request has no
-/// `contextId`, or the agent does not answer `ListTasks` (logged).
+/// request's `contextId` holds its `messageId` (every `ListTasks` page, at most
+/// [`crate::client::LIST_PAGES`], within [`LOOKUP_BUDGET`]); `None` when none does, the request
+/// has no `contextId`, the agent does not answer `ListTasks`, or the look-up could not finish
+/// (logged): the entry is then posted again with the same `messageId`
+/// (docs/interpretation.md).
 async fn look_for(
     client: &A2aClient,
     endpoint: &AgentEndpoint,
@@ -839,11 +945,9 @@ async fn look_for(
         .request
         .get("tenant")
         .and_then(serde_json::Value::as_str);
-    match client
-        .find_in_context(endpoint, context_id, tenant, &entry.message_id, 100)
-        .await
-    {
-        Ok(found) => {
+    let lookup = client.find_in_context(endpoint, context_id, tenant, &entry.message_id, 100);
+    match tokio::time::timeout(LOOKUP_BUDGET, lookup).await {
+        Ok(Ok(found)) => {
             if found.is_none() {
                 tracing::info!(
                     message_id = %entry.message_id,
@@ -853,11 +957,19 @@ async fn look_for(
             }
             found
         }
-        Err(e) => {
-            tracing::info!(
+        Ok(Err(e)) => {
+            tracing::warn!(
                 message_id = %entry.message_id,
                 error = %e.describe(),
-                "the agent does not answer ListTasks; posting again with the same messageId"
+                "the agent's ListTasks did not tell whether it has the lapse task; posting again with the same messageId"
+            );
+            None
+        }
+        Err(_) => {
+            tracing::warn!(
+                message_id = %entry.message_id,
+                budget_secs = LOOKUP_BUDGET.as_secs(),
+                "the agent's ListTasks did not finish in time; posting again with the same messageId"
             );
             None
         }
@@ -978,6 +1090,7 @@ mod tests {
             attempt_started_at: None,
             follow_at: None,
             follow_since: None,
+            lease: None,
         }
     }
 
@@ -1237,6 +1350,21 @@ mod tests {
         assert_eq!(e.delivery, DeliveryState::Failed);
         assert_eq!(e.attempts, 1);
         assert!(e.last_error.unwrap().contains("Validation failed"));
+    }
+
+    #[test]
+    fn the_lease_outlasts_a_look_up_and_a_send() {
+        assert_eq!(
+            lease_for(Duration::from_secs(10)),
+            LEASE,
+            "the default timeouts"
+        );
+        // A 10-minute timeout: 20 s look-up + connect + answer + a minute.
+        assert_eq!(
+            lease_for(Duration::from_secs(600)),
+            Duration::from_secs(20 + 1200 + 60)
+        );
+        assert!(LEASE > LOOKUP_BUDGET + Duration::from_secs(2 * 10));
     }
 
     #[test]

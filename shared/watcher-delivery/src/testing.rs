@@ -574,7 +574,8 @@ fn keep_task(tasks: &Mutex<Vec<Value>>, request: &CapturedRequest, id: &str, sta
     }));
 }
 
-/// Answers `ListTasks` (filtered by `contextId`, newest first) or `GetTask` from the kept tasks.
+/// Answers `ListTasks` (filtered by `contextId`, newest first, in pages) or `GetTask` from the
+/// kept tasks.
 fn from_tasks(tasks: &Mutex<Vec<Value>>, request: &CapturedRequest) -> Response {
     let body = request.json().unwrap_or(Value::Null);
     let id = body.get("id").cloned().unwrap_or(Value::Null);
@@ -588,14 +589,33 @@ fn from_tasks(tasks: &Mutex<Vec<Value>>, request: &CapturedRequest) -> Response 
                             "error": { "code": -32001, "message": "Task not found" } }),
         }
     } else {
+        // Pages of `pageSize` (default 50, at most 100), the token being the offset of the
+        // next page, as a2a-v1.md §1.1 describes; `""` on the last page.
         let context = params.get("contextId").and_then(Value::as_str);
         let found: Vec<&Value> = tasks
             .iter()
             .rev()
             .filter(|t| context.is_none() || t["contextId"].as_str() == context)
             .collect();
+        let size = params
+            .get("pageSize")
+            .and_then(Value::as_u64)
+            .map_or(50, |n| n.clamp(1, 100)) as usize;
+        let from = params
+            .get("pageToken")
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<usize>().ok())
+            .unwrap_or(0)
+            .min(found.len());
+        let to = (from + size).min(found.len());
+        let next = if to < found.len() {
+            to.to_string()
+        } else {
+            String::new()
+        };
         json!({ "jsonrpc": "2.0", "id": id, "result": {
-            "tasks": found, "nextPageToken": "", "pageSize": found.len(), "totalSize": found.len()
+            "tasks": &found[from..to], "nextPageToken": next, "pageSize": to - from,
+            "totalSize": found.len()
         } })
     };
     (

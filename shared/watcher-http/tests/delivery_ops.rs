@@ -53,6 +53,7 @@ fn entry(agent: &str, id: &str, delivery: DeliveryState) -> OutboxEntry {
         attempt_started_at: None,
         follow_at: None,
         follow_since: None,
+        lease: None,
     }
 }
 

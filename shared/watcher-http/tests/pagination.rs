@@ -131,6 +131,7 @@ fn entry(i: usize) -> OutboxEntry {
         attempt_started_at: None,
         follow_at: None,
         follow_since: None,
+        lease: None,
     }
 }
 

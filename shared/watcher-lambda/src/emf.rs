@@ -114,6 +114,10 @@ impl Recorder for EmfRecorder {
     fn open_expectations(&self, open: u64) {
         self.print(&[("OpenExpectations", "Count", open as f64)]);
     }
+
+    fn timer_failed(&self) {
+        self.print(&[("TimerFailures", "Count", 1.0)]);
+    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,11 @@
 //! `SendMessage` to the agent. Reports partial batch failures, so one agent's retry does not
 //! redeliver the others (`ReportBatchItemFailures` must be on the event source mapping).
 //!
-//! The durable outbox, not the queue, guarantees one lapse task per (agent, `messageId`): an entry already
-//! sent is skipped however often its message is delivered.
+//! The durable outbox, not the queue, guarantees one lapse task per (agent, `messageId`): each
+//! entry is claimed before it is sent (`Store::outbox_claim`, a lease of
+//! `watcher_delivery::deliver::LEASE`), so an entry already sent, or claimed by another
+//! invocation handed the same message, is not sent, however often and to however many
+//! invocations SQS delivers it.
 
 use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
@@ -90,9 +93,10 @@ where
 /// item failure, and so is every later message of the *same agent* in the batch, unprocessed, so
 /// that no agent's lapse tasks overtake one another (AWS's guidance for partial batch responses
 /// on FIFO queues); each comes back at the lapse task's next attempt
-/// ([`BatchOutcome::redeliver_after`]). A message received again after a send whose outcome was
-/// not recorded is looked for with `ListTasks` before it is sent again
-/// (`Submitter::deliver_one`).
+/// ([`BatchOutcome::redeliver_after`]). A lapse task claimed by another invocation is handed
+/// back the same way, to come back when that claim ends (it is then found sent, or the claim
+/// expired). A message received again after a send whose outcome was not recorded is looked for
+/// with `ListTasks` before it is sent again (`Submitter::deliver_one`).
 pub async fn handle_batch<S, E>(
     store: &S,
     submitter: &Submitter,

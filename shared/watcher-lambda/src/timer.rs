@@ -11,12 +11,17 @@ use serde_json::Value;
 use watcher_core::engine::Input;
 use watcher_core::time::Instant;
 use watcher_runtime::ports::LapseQueue;
-use watcher_runtime::store::Store;
+use watcher_runtime::store::{DeliveryState, Store};
 use watcher_runtime::watcher::{ApplyError, Watcher};
 
 /// How long a queued lapse task may wait past its next attempt before the sweep re-queues it
 /// (the submitter normally picks it up within seconds).
 pub const REQUEUE_AFTER_SECS: i64 = 120;
+
+/// The most lapse tasks one sweep re-queues per agent, read from the outbox's per-agent index
+/// (oldest next attempt first): one agent's backlog never hides another agent's lost message,
+/// and a sweep's reads grow with the configured agents, not with any agent's backlog.
+pub const REQUEUE_PER_AGENT: usize = 100;
 
 /// What one invocation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -148,12 +153,16 @@ async fn from_queue<S: Store + ?Sized>(
 }
 
 /// The sweep: evaluates every deadline and horizon due by `now` whatever happened to its
-/// schedule, and re-queues lapse tasks still queued well past their next attempt (a crash
-/// between commit and enqueue, or a lost message). Re-queueing is safe: the submitter re-reads
-/// the entry and never sends a delivered `messageId` again.
+/// schedule (a timer whose record cannot be written is skipped, logged, counted as
+/// `TimerFailures` and fired at the next sweep: `Watcher::fire_due`), and re-queues lapse tasks
+/// still queued well past their next attempt (a crash between commit and enqueue, or a lost
+/// message): for each agent the watcher submits for, at most [`REQUEUE_PER_AGENT`]. An agent
+/// whose queued lapse tasks cannot be read is skipped until the next sweep. Re-queueing is
+/// safe: the submitter claims the entry before posting it and never sends a delivered or
+/// claimed `messageId` again (`Store::outbox_claim`).
 ///
 /// # Errors
-/// [`TimerError::Store`].
+/// [`TimerError::Store`] when the due timers cannot be listed.
 pub async fn sweep<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
@@ -168,16 +177,33 @@ pub async fn sweep<S: Store + ?Sized>(
     let stale_before = now
         .checked_sub(jiff::SignedDuration::from_secs(REQUEUE_AFTER_SECS))
         .unwrap_or(now);
-    let stuck = watcher
-        .store
-        .outbox_due(stale_before, 1000)
-        .await
-        .map_err(ApplyError::from)?;
-    for entry in &stuck {
-        match queue.enqueue(entry).await {
-            Ok(()) => report.requeued += 1,
+    for agent in watcher.directory.entries() {
+        if !agent.submits_lapses {
+            continue;
+        }
+        let stuck = match watcher
+            .store
+            .outbox_of_agent(
+                &agent.tenant,
+                &agent.profile.id,
+                DeliveryState::Queued,
+                Some(stale_before),
+                REQUEUE_PER_AGENT,
+            )
+            .await
+        {
+            Ok(stuck) => stuck,
             Err(e) => {
-                tracing::warn!(error = %e, message_id = %entry.message_id, "re-queueing failed; next sweep")
+                tracing::warn!(error = %e, agent = %agent.profile.id, "reading the agent's queued lapse tasks failed; next sweep");
+                continue;
+            }
+        };
+        for entry in &stuck {
+            match queue.enqueue(entry).await {
+                Ok(()) => report.requeued += 1,
+                Err(e) => {
+                    tracing::warn!(error = %e, message_id = %entry.message_id, "re-queueing failed; next sweep")
+                }
             }
         }
     }
@@ -200,4 +226,130 @@ pub async fn sweep<S: Store + ?Sized>(
     }
     watcher.recorder().open_expectations(open);
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+    use watcher_core::card::declaration_from_card;
+    use watcher_core::engine::AgentProfile;
+    use watcher_core::ids::{AgentId, ExpectationId, Tenant};
+    use watcher_core::lapse::Delivery;
+    use watcher_core::record::LapseKind;
+    use watcher_core::settings::Settings;
+    use watcher_runtime::directory::{AgentEntry, Directory};
+    use watcher_runtime::memory::MemoryStore;
+    use watcher_runtime::ports::PortError;
+    use watcher_runtime::store::{Commit, OutboxEntry};
+
+    use super::*;
+
+    /// A lapse queue that keeps the `(agent, messageId)` of every entry enqueued.
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<(String, String)>>);
+
+    #[async_trait::async_trait]
+    impl LapseQueue for Kept {
+        async fn enqueue(&self, entry: &OutboxEntry) -> Result<(), PortError> {
+            self.0
+                .lock()
+                .unwrap()
+                .push((entry.agent.to_string(), entry.message_id.clone()));
+            Ok(())
+        }
+    }
+
+    fn agent_entry(tenant: &Tenant, id: &str) -> AgentEntry {
+        let card = json!({
+            "name": id,
+            "skills": [{ "id": "handle_lapse", "name": "Handle lapse" }],
+            "capabilities": { "extensions": [{
+                "uri": watcher_core::EXPECTATIONS_URI,
+                "params": { "keepsTime": false, "lapseSkill": "handle_lapse", "kinds": [
+                    { "kind": "shipment.manifest", "subjectType": "shipment",
+                      "describes": "the manifest", "basis": "observed" }] }
+            }]}
+        });
+        AgentEntry {
+            tenant: tenant.clone(),
+            profile: AgentProfile {
+                id: AgentId::parse(id).unwrap(),
+                declaration: declaration_from_card(&card).unwrap(),
+            },
+            submits_lapses: true,
+            delivery: Delivery::default(),
+        }
+    }
+
+    fn queued(tenant: &Tenant, agent: &str, n: usize, at: Instant) -> OutboxEntry {
+        OutboxEntry {
+            tenant: tenant.clone(),
+            agent: AgentId::parse(agent).unwrap(),
+            message_id: format!("lapse:e-{n}:overdue:{at}"),
+            expectation_id: ExpectationId::parse(format!("e-{n}")).unwrap(),
+            lapse: LapseKind::Overdue,
+            lapsed_at: at,
+            request: json!({}),
+            delivery: DeliveryState::Queued,
+            attempts: 0,
+            next_attempt_at: at,
+            task_id: None,
+            task_state: None,
+            answered_with_message: false,
+            last_error: None,
+            retrying_since: None,
+            attempt_started_at: None,
+            follow_at: None,
+            follow_since: None,
+            lease: None,
+        }
+    }
+
+    /// One agent with 5,000 lapse tasks queued (lapsed first), another with one lost message:
+    /// the sweep re-queues the other agent's, and at most `REQUEUE_PER_AGENT` of the backlog.
+    #[tokio::test]
+    async fn one_agents_backlog_never_hides_another_agents_lost_message() {
+        let t = Tenant::default_tenant();
+        let store = Arc::new(MemoryStore::new());
+        let directory = Directory::new();
+        directory.insert(agent_entry(&t, "backlog"));
+        directory.insert(agent_entry(&t, "quiet"));
+        let at = Instant::parse("2026-09-10T12:00:00Z").unwrap();
+        let backlog: Vec<OutboxEntry> = (0..5000).map(|n| queued(&t, "backlog", n, at)).collect();
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: backlog,
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+        let later = Instant::parse("2026-09-10T12:01:00Z").unwrap();
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: vec![queued(&t, "quiet", 9, later)],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+        let watcher = Watcher::new(Arc::clone(&store), directory, Settings::default());
+        let queue = Kept::default();
+        let now = Instant::parse("2026-09-10T13:00:00Z").unwrap();
+        let report = sweep(&watcher, &queue, now).await.unwrap();
+        let kept = queue.0.lock().unwrap().clone();
+        assert!(
+            kept.contains(&("quiet".into(), format!("lapse:e-9:overdue:{later}"))),
+            "the quiet agent's lost message is re-queued"
+        );
+        let of_backlog = kept.iter().filter(|(a, _)| a == "backlog").count();
+        assert_eq!(of_backlog, REQUEUE_PER_AGENT);
+        assert_eq!(report.requeued, REQUEUE_PER_AGENT + 1);
+    }
 }

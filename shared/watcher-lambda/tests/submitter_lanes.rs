@@ -42,6 +42,7 @@ fn entry(agent: &str, id: &str) -> OutboxEntry {
         attempt_started_at: None,
         follow_at: None,
         follow_since: None,
+        lease: None,
     }
 }
 
@@ -232,4 +233,100 @@ fn a_message_returns_at_its_next_attempt_rounded_up_within_sqs_bounds() {
     assert_eq!(seconds_until(t0(), t0()), 1);
     // SQS takes at most 12 hours.
     assert_eq!(seconds_until(t0(), at("2026-09-12T12:00:00Z")), 43_200);
+}
+
+/// Two submitter invocations (two Lambda containers) handed the same batch at once, over the
+/// DynamoDB outbox on the emulator: each lapse task is claimed by one of them, and every
+/// `messageId` reaches the agent exactly once, whatever the queue delivered. Needs the emulator
+/// (`bash infra/moto.sh`, `AWS_ENDPOINT_URL`).
+#[tokio::test]
+async fn two_submitters_handed_one_batch_send_each_message_once() {
+    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
+        panic!("AWS_ENDPOINT_URL is not set: start the emulator with `bash infra/moto.sh` and export AWS_ENDPOINT_URL")
+    });
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .load()
+        .await;
+    let table = format!(
+        "two-submitters-{}-{}",
+        std::process::id(),
+        jiff::Timestamp::now().as_millisecond()
+    );
+    let ddb = aws_sdk_dynamodb::Client::new(&aws);
+    watcher_store_dynamodb::create_table(&ddb, &table, std::time::Duration::from_secs(30))
+        .await
+        .expect("table");
+    let store = std::sync::Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &table, 30));
+    let ids: Vec<String> = (0..10).map(|n| format!("lapse:e{n}")).collect();
+    store
+        .commit(
+            &Tenant::default_tenant(),
+            Commit {
+                outbox: ids.iter().map(|id| entry("booking", id)).collect(),
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let agent = watcher_delivery::testing::CaptureAgent::spawn_keeping_tasks(Behaviour::accept())
+        .await
+        .unwrap();
+    agent.hold(true);
+    let endpoints = std::sync::Arc::new(HashMap::from([(
+        (Tenant::default_tenant(), AgentId::parse("booking").unwrap()),
+        AgentEndpoint::configured(agent.url(), None),
+    )]));
+    let batch: Vec<(&str, &str)> = ids.iter().map(|id| ("booking", id.as_str())).collect();
+    let invocation = |batch: SqsEvent| {
+        let (store, endpoints) = (store.clone(), endpoints.clone());
+        tokio::spawn(async move {
+            let submitter = Submitter::new(
+                A2aClient::with_defaults().unwrap(),
+                SubmitterConfig {
+                    retry: RetryPolicy::default(),
+                    rate_limit: RateLimit::unlimited(),
+                    concurrency: 4,
+                },
+            );
+            watcher_lambda::submitter::handle(
+                &*store,
+                &submitter,
+                &*endpoints,
+                &watcher_lambda::submitter::QueueTimeout,
+                batch,
+                t0(),
+            )
+            .await
+        })
+    };
+    let a = invocation(event(&batch));
+    let b = invocation(event(&batch));
+    // Both invocations are posting, or refused, before the agent answers anything.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    agent.hold(false);
+    let (a, b) = (a.await.unwrap(), b.await.unwrap());
+    let mut sent = agent.sent_message_ids();
+    sent.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(sent, want, "each messageId sent exactly once");
+    let handed_back = a.batch_item_failures.len() + b.batch_item_failures.len();
+    assert_eq!(
+        handed_back, 10,
+        "the invocation that found the batch claimed hands it back, to find it sent"
+    );
+    for id in &ids {
+        let stored = store
+            .outbox_get(
+                &Tenant::default_tenant(),
+                &AgentId::parse("booking").unwrap(),
+                id,
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.delivery, DeliveryState::Sent, "{id}");
+        assert_eq!(stored.lease, None, "{id}: released");
+    }
 }

@@ -4,6 +4,7 @@
 pub mod clock;
 pub mod directory;
 pub mod index;
+pub mod lease;
 pub mod memory;
 pub mod metrics;
 pub mod operators;

@@ -20,9 +20,10 @@ use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 
 use crate::index::{subject_index, SubjectIndex};
+use crate::lease::{claim, keep_lease, Lease};
 use crate::retention::{outbox_retention, rejection_retention, subject_retention, task_retention};
 use crate::store::{
-    lapse_scan_budget, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery, OutboxEntry,
+    lapse_scan_budget, Claim, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery, OutboxEntry,
     PurgeReport, Store, StoreError,
 };
 use crate::task_progress::{keep_task_progress, with_task_state};
@@ -176,6 +177,8 @@ pub struct MemoryStore {
     inner: Mutex<Inner>,
     /// While set, every write fails ([`MemoryStore::fail_writes`]).
     write_fault: AtomicBool,
+    /// Commits of this tenant fail ([`MemoryStore::fail_commits_of`]).
+    tenant_fault: Mutex<Option<Tenant>>,
     /// Records and index entries touched so far ([`Store::work_done`]).
     work: AtomicU64,
 }
@@ -191,6 +194,29 @@ impl MemoryStore {
     /// Reads keep working.
     pub fn fail_writes(&self, on: bool) {
         self.write_fault.store(on, Ordering::SeqCst);
+    }
+
+    /// Makes every `commit` for `tenant` fail with a [`StoreError::Backend`] (`None`: none
+    /// fails) — one subject's record that cannot be written, for tests of what the sweep does
+    /// with the timers after it. Other tenants' commits and every read keep working.
+    pub fn fail_commits_of(&self, tenant: Option<Tenant>) {
+        *self
+            .tenant_fault
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = tenant;
+    }
+
+    fn check_tenant(&self, tenant: &Tenant) -> Result<(), StoreError> {
+        let fault = self
+            .tenant_fault
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if fault.as_ref() == Some(tenant) {
+            return Err(StoreError::backend(std::io::Error::other(format!(
+                "commits of tenant {tenant} fail (injected)"
+            ))));
+        }
+        Ok(())
     }
 
     fn check_write(&self) -> Result<(), StoreError> {
@@ -264,6 +290,7 @@ impl Store for MemoryStore {
 
     async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
         self.check_write()?;
+        self.check_tenant(tenant)?;
         let mut inner = self.lock()?;
         let mut touched = 0u64;
         for s in &commit.subjects {
@@ -459,9 +486,37 @@ impl Store for MemoryStore {
         if old.delivery != DeliveryState::Sent || entry.delivery == DeliveryState::Sent {
             let mut entry = entry.clone();
             keep_task_progress(&mut entry, &old);
+            keep_lease(&mut entry, &old);
             inner.replace_outbox(seq, &old, entry);
         }
         Ok(())
+    }
+
+    async fn outbox_claim(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        lease: &Lease,
+        now: Instant,
+    ) -> Result<Claim, StoreError> {
+        self.check_write()?;
+        let mut inner = self.lock()?;
+        self.touched(1);
+        let id = (tenant.clone(), agent.clone(), message_id.to_string());
+        let Some(old) = inner
+            .outbox_ids
+            .get(&id)
+            .and_then(|seq| inner.outbox.get(seq).map(|o| (*seq, o.clone())))
+        else {
+            return Ok(Claim::Gone);
+        };
+        let (seq, old) = old;
+        let decided = claim(&old, lease, now);
+        if let Claim::Claimed { entry, .. } = &decided {
+            inner.replace_outbox(seq, &old, entry.clone());
+        }
+        Ok(decided)
     }
 
     async fn outbox_task_state(

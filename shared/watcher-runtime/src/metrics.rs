@@ -100,6 +100,9 @@ pub trait Recorder: Send + Sync {
     /// Live expectations over all agents, read from the per-agent counters (by the AWS sweep;
     /// `serve` reads them when scraped instead).
     fn open_expectations(&self, _open: u64) {}
+    /// One due timer whose firing failed (its record could not be read or written): skipped by
+    /// the sweep and fired again next time ([`crate::watcher::Watcher::fire_due`]).
+    fn timer_failed(&self) {}
 }
 
 /// A [`Recorder`] that counts nothing.

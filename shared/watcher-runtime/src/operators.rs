@@ -213,6 +213,7 @@ mod tests {
             attempt_started_at: None,
             follow_at: None,
             follow_since: None,
+            lease: None,
         }
     }
 

@@ -12,6 +12,8 @@ use watcher_core::record::{ExpectationRecord, LapseKind, RaiseOrder};
 use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 
+pub use crate::lease::{Claim, Lease};
+
 /// A store failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -117,6 +119,11 @@ pub struct OutboxEntry {
     /// When following began (the delivery), for the polls' backoff and their give-up age.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follow_since: Option<Instant>,
+    /// The sender that claimed the entry to post it, and until when ([`crate::lease`]); `None`
+    /// when nobody holds it. Written only by [`Store::outbox_claim`], released by its holder's
+    /// [`Store::outbox_update`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<crate::lease::Lease>,
 }
 
 /// A timer that is due, with what orders it (semantics.md, "Order at one instant").
@@ -287,11 +294,33 @@ pub trait Store: Send + Sync {
     /// task fields are merged with the stored ones by
     /// [`crate::task_progress::keep_task_progress`] in the same atomic step (a push recorded
     /// while the writer was busy is kept: a terminal state is final, `TASK_STATE_SUBMITTED`
-    /// never replaces a later state).
+    /// never replaces a later state), and the lease by [`crate::lease::keep_lease`] (only the
+    /// lease's holder releases it).
     ///
     /// # Errors
     /// Backend or corrupt data.
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError>;
+
+    /// Claims the entry (tenant, agent, messageId) with `lease` to post it at `now`
+    /// ([`crate::lease`]): in one atomic step (a transaction, or a write conditional on
+    /// the entry being as read), the stored entry is judged by [`crate::lease::claim`] and,
+    /// when granted, written with the lease and `attempt_started_at` = `now`. Two claims of one
+    /// entry at once: one is granted, the other answers [`Claim::Taken`]. Never inserts.
+    ///
+    /// [`Store::outbox_update`] keeps the lease, except when the entry written holds it (the
+    /// holder's outcome, which releases it: [`crate::lease::keep_lease`]).
+    ///
+    /// # Errors
+    /// Backend or corrupt data; [`StoreError::Conflict`] when other writers kept changing the
+    /// entry (try again later).
+    async fn outbox_claim(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        lease: &Lease,
+        now: Instant,
+    ) -> Result<Claim, StoreError>;
 
     /// Records that the lapse task (tenant, agent, messageId) is the agent's Task `task_id`, now
     /// in `state` (a push about that task): the stored entry becomes

@@ -116,6 +116,7 @@ mod tests {
             attempt_started_at: None,
             follow_at: Some(at),
             follow_since: Some(at),
+            lease: None,
         }
     }
 

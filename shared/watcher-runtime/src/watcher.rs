@@ -241,8 +241,13 @@ impl<S: Store + ?Sized> Watcher<S> {
     /// Fires every timer due at or before `now`, each at `now` (late if the watcher was down),
     /// in firing order. Returns what each firing did.
     ///
+    /// A timer whose firing fails (its subject's record cannot be read or written, or writers
+    /// keep winning) is skipped: logged, counted ([`Recorder::timer_failed`]) and left due, so
+    /// the next call fires it again; the timers after it are fired all the same (style.md
+    /// "Timers are hints": the sweep is the safety net of every other timer).
+    ///
     /// # Errors
-    /// As [`Watcher::apply`].
+    /// Only when the due timers cannot be listed.
     pub async fn fire_due(&self, now: Instant) -> Result<Vec<(DueTimer, Applied)>, ApplyError> {
         let mut done: Vec<(DueTimer, Applied)> = Vec::new();
         let mut fired = std::collections::BTreeSet::new();
@@ -253,16 +258,27 @@ impl<S: Store + ?Sized> Watcher<S> {
                 .filter(|t| !fired.contains(&(t.tenant.clone(), t.key.clone())))
                 .collect();
             if fresh.is_empty() {
-                // Nothing due, or only timers that stayed due after firing (left for the next
-                // sweep rather than looping).
+                // Nothing due, or only timers that stayed due after firing (or failed to fire),
+                // left for the next sweep rather than looping.
                 return Ok(done);
             }
             for t in fresh {
                 fired.insert((t.tenant.clone(), t.key.clone()));
-                let applied = self
+                match self
                     .apply(&t.tenant, &Input::Timer(t.key.clone()), now)
-                    .await?;
-                done.push((t, applied));
+                    .await
+                {
+                    Ok(applied) => done.push((t, applied)),
+                    Err(e) => {
+                        tracing::error!(
+                            error = %e,
+                            tenant = %t.tenant,
+                            timer = ?t.key,
+                            "firing a due timer failed; skipped, fired again next time"
+                        );
+                        self.recorder.timer_failed();
+                    }
+                }
             }
         }
     }
@@ -296,6 +312,7 @@ impl<S: Store + ?Sized> Watcher<S> {
                     attempt_started_at: None,
                     follow_at: None,
                     follow_since: None,
+                    lease: None,
                 })
             })
             .collect()

@@ -43,8 +43,9 @@ use watcher_core::record::{ExpectationRecord, RaiseOrder};
 use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 use watcher_runtime::index::subject_index;
+use watcher_runtime::lease::{claim, keep_lease, Lease};
 use watcher_runtime::store::{
-    cut_page, lapse_scan_budget, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery,
+    cut_page, lapse_scan_budget, Claim, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery,
     OutboxEntry, PurgeReport, Store, StoreError,
 };
 use watcher_runtime::task_progress::{keep_task_progress, with_task_state};
@@ -1376,10 +1377,47 @@ impl Store for DynamoStore {
             }
             let mut updated = entry.clone();
             keep_task_progress(&mut updated, stored);
+            keep_lease(&mut updated, stored);
             Some(updated)
         })
         .await
         .map(|_| ())
+    }
+
+    /// A consistent read of the stored entry, judged by `lease::claim`, then
+    /// [`DynamoStore::replace_outbox`] conditional on the entry being unchanged: of two claims
+    /// that read the same entry, one write lands and the other reads again and finds the lease.
+    async fn outbox_claim(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        lease: &Lease,
+        now: Instant,
+    ) -> Result<Claim, StoreError> {
+        for _ in 0..OUTBOX_CAS_TRIES {
+            let Some(item) = self
+                .get(outbox_pk(tenant), &outbox_sk(agent, message_id))
+                .await?
+            else {
+                return Ok(Claim::Gone);
+            };
+            let (_, stored) = entry_of(&item)?;
+            let decided = claim(&stored, lease, now);
+            let Claim::Claimed { entry, .. } = &decided else {
+                return Ok(decided);
+            };
+            if self
+                .replace_outbox(entry, get_s(&item, ENTRY, "outbox entry")?)
+                .await?
+            {
+                return Ok(decided);
+            }
+        }
+        Err(StoreError::Conflict(format!(
+            "outbox entry {message_id:?} of agent {:?} (changed {OUTBOX_CAS_TRIES} times while being claimed)",
+            agent.as_str()
+        )))
     }
 
     async fn outbox_task_state(

@@ -114,6 +114,7 @@ fn outbox_entry(t: &Tenant, message_id: &str, delivery: DeliveryState) -> Outbox
         attempt_started_at: None,
         follow_at: None,
         follow_since: None,
+        lease: None,
     }
 }
 

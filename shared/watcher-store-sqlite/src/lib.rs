@@ -30,11 +30,12 @@ use watcher_core::record::{ExpectationRecord, RaiseOrder};
 use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 use watcher_runtime::index::subject_index;
+use watcher_runtime::lease::{claim, keep_lease, Lease};
 use watcher_runtime::retention::{
     outbox_retention, rejection_retention, subject_retention, task_retention,
 };
 use watcher_runtime::store::{
-    lapse_scan_budget, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery, OutboxEntry,
+    lapse_scan_budget, Claim, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery, OutboxEntry,
     PurgeReport, Store, StoreError,
 };
 use watcher_runtime::task_progress::{keep_task_progress, with_task_state};
@@ -1622,7 +1623,33 @@ impl Store for SqliteStore {
                 return Ok(());
             };
             keep_task_progress(&mut entry, &stored);
+            keep_lease(&mut entry, &stored);
             write_outbox_row(conn, &entry)
+        })
+        .await
+    }
+
+    async fn outbox_claim(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        lease: &Lease,
+        now: Instant,
+    ) -> Result<Claim, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        let (message_id, lease) = (message_id.to_owned(), lease.clone());
+        // Read and written in one step of the single writer: two claims never both see the
+        // entry unleased.
+        self.write(move |conn| {
+            let Some(stored) = outbox_row(conn, &tenant, &agent, &message_id)? else {
+                return Ok(Claim::Gone);
+            };
+            let decided = claim(&stored, &lease, now);
+            if let Claim::Claimed { entry, .. } = &decided {
+                write_outbox_row(conn, entry)?;
+            }
+            Ok(decided)
         })
         .await
     }

@@ -106,6 +106,7 @@ fn entry(message_id: &str) -> OutboxEntry {
         attempt_started_at: None,
         follow_at: None,
         follow_since: None,
+        lease: None,
     }
 }
 

@@ -84,6 +84,7 @@ pub fn lapse_entry(expectation: &str) -> OutboxEntry {
         attempt_started_at: None,
         follow_at: None,
         follow_since: None,
+        lease: None,
     }
 }
 

@@ -1,0 +1,137 @@
+//! The sweep (`Watcher::fire_due`) skips a timer whose record cannot be written, fires every
+//! timer after it, counts the failure, and fires the skipped one at the next sweep.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde_json::json;
+use watcher_core::card::declaration_from_card;
+use watcher_core::engine::{AgentProfile, Effect, Input, Origin, PushItem};
+use watcher_core::expectation::Expectation;
+use watcher_core::ids::{AgentId, TaskId, Tenant};
+use watcher_core::settings::Settings;
+use watcher_core::time::Instant;
+use watcher_runtime::directory::Directory;
+use watcher_runtime::memory::MemoryStore;
+use watcher_runtime::metrics::{AttemptOutcome, Recorder, Tally};
+use watcher_runtime::watcher::Watcher;
+
+#[derive(Default)]
+struct Failures(AtomicU64);
+
+impl Recorder for Failures {
+    fn applied(&self, _: &Tally) {}
+    fn attempt(&self, _: AttemptOutcome, _: Option<f64>) {}
+    fn timer_failed(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn instant(s: &str) -> Instant {
+    Instant::parse(s).expect("instant")
+}
+
+fn raise(id: &str, subject: &str, due: &str) -> Input {
+    let card = json!({
+        "name": "Booking agent",
+        "skills": [{ "id": "handle_lapse", "name": "Handle lapse" }],
+        "capabilities": { "extensions": [{
+            "uri": watcher_core::EXPECTATIONS_URI,
+            "params": {
+                "keepsTime": false,
+                "lapseSkill": "handle_lapse",
+                "kinds": [{ "kind": "shipment.manifest", "subjectType": "shipment",
+                            "describes": "the airline manifest", "basis": "observed" }]
+            }
+        }]}
+    });
+    let expectation = Expectation::from_json(&json!({
+        "expectationId": id,
+        "kind": "shipment.manifest",
+        "subject": { "type": "shipment", "id": subject },
+        "expects": "the manifest",
+        "satisfiedBy": { "factKey": format!("manifest:{subject}") },
+        "dueAt": due,
+        "basis": "observed",
+    }))
+    .expect("expectation");
+    Input::Push {
+        agent: AgentProfile {
+            id: AgentId::parse("booking").expect("agent"),
+            declaration: declaration_from_card(&card).expect("card"),
+        },
+        items: vec![PushItem::Raise {
+            origin: Origin {
+                task_id: TaskId::parse("task-1").expect("task"),
+                context_id: None,
+            },
+            expectations: vec![Ok(expectation)],
+            question_at: None,
+            question_timestamp: None,
+        }],
+    }
+}
+
+fn lapses(
+    fired: &[(
+        watcher_runtime::store::DueTimer,
+        watcher_runtime::watcher::Applied,
+    )],
+) -> Vec<String> {
+    fired
+        .iter()
+        .flat_map(|(_, a)| a.effects.iter())
+        .filter_map(|e| match e {
+            Effect::Lapsed(l) => Some(l.block.expectation_id.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_timer_that_fails_is_skipped_counted_and_fired_next_time() {
+    let store = Arc::new(MemoryStore::new());
+    let failures = Arc::new(Failures::default());
+    let watcher = Watcher::new(Arc::clone(&store), Directory::new(), Settings::default())
+        .with_recorder(failures.clone());
+    let (a, b) = (
+        Tenant::parse("tenant-a").expect("tenant"),
+        Tenant::parse("tenant-b").expect("tenant"),
+    );
+    let t0 = instant("2026-09-10T12:00:00Z");
+    // Tenant a's deadline comes first, then tenant b's.
+    watcher
+        .apply(&a, &raise("e-a", "PA-1", "2026-09-10T13:00:00Z"), t0)
+        .await
+        .expect("raise a");
+    watcher
+        .apply(&b, &raise("e-b", "PA-2", "2026-09-10T14:00:00Z"), t0)
+        .await
+        .expect("raise b");
+
+    store.fail_commits_of(Some(a.clone()));
+    let sweep = instant("2026-09-10T15:00:00Z");
+    let fired = watcher
+        .fire_due(sweep)
+        .await
+        .expect("a failing subject does not fail the sweep");
+    assert_eq!(
+        lapses(&fired),
+        ["e-b"],
+        "the timer after the failing one fired"
+    );
+    assert_eq!(
+        failures.0.load(Ordering::SeqCst),
+        1,
+        "the failure is counted"
+    );
+
+    store.fail_commits_of(None);
+    let fired = watcher.fire_due(sweep).await.expect("sweep");
+    assert_eq!(
+        lapses(&fired),
+        ["e-a"],
+        "the skipped timer fires at the next sweep"
+    );
+    assert_eq!(failures.0.load(Ordering::SeqCst), 1);
+}
