@@ -11,7 +11,13 @@ invocation while the first may still be sending it. Exactly-once delivery does n
 work still in progress, so it is refused here. Event sources are `AWS::Lambda::EventSourceMapping`
 resources and SAM `SQS` events; a function's timeout is its own `Timeout`, else the
 `Globals.Function.Timeout`, else Lambda's default of 3 s; a queue's visibility timeout is its
-`VisibilityTimeout`, else SQS's default of 30 s. Exit 0 when every pair passes, 1 otherwise.
+`VisibilityTimeout`, else SQS's default of 30 s.
+
+A consumer that claims lapse tasks (`SENDER_LEASE_SECONDS` in its environment) must hold its
+claims longer than it may run (an invocation cannot act on a claim after it ends, so a crashed
+invocation's claims free soon after) and shorter than its queue hides a message (a message that
+comes back finds the claim of the invocation it left expired, not still standing). Exit 0 when
+every pair passes, 1 otherwise.
 """
 
 import copy
@@ -78,6 +84,13 @@ def problems(template):
                 f"{queue}: VisibilityTimeout {visibility} s is not above {function}'s "
                 f"Timeout {timeout} s"
             )
+        variables = (((f.get("Properties") or {}).get("Environment") or {}).get("Variables")) or {}
+        lease = variables.get("SENDER_LEASE_SECONDS")
+        if lease is not None and not timeout < int(lease) < visibility:
+            found.append(
+                f"{function}: SENDER_LEASE_SECONDS {lease} is not between its Timeout "
+                f"{timeout} s and {queue}'s VisibilityTimeout {visibility} s"
+            )
     return found
 
 
@@ -95,7 +108,17 @@ def self_test(path):
     bad["Resources"]["LapseQueue"]["Properties"]["VisibilityTimeout"] = 60
     found = problems(bad)
     assert found == [
-        "LapseQueue: VisibilityTimeout 60 s is not above SubmitterFunction's Timeout 60 s"
+        "LapseQueue: VisibilityTimeout 60 s is not above SubmitterFunction's Timeout 60 s",
+        "SubmitterFunction: SENDER_LEASE_SECONDS 70 is not between its Timeout 60 s and "
+        "LapseQueue's VisibilityTimeout 60 s",
+    ], found
+    short = copy.deepcopy(template)
+    env = short["Resources"]["SubmitterFunction"]["Properties"]["Environment"]["Variables"]
+    env["SENDER_LEASE_SECONDS"] = 30
+    found = problems(short)
+    assert found == [
+        "SubmitterFunction: SENDER_LEASE_SECONDS 30 is not between its Timeout 60 s and "
+        "LapseQueue's VisibilityTimeout 360 s"
     ], found
     print("template-timeouts self-test: passed")
 

@@ -54,7 +54,8 @@ def parse_args(argv):
     p.add_argument(
         "--visibility-timeout-cap", type=int, metavar="SECONDS",
         help="cap every queue's VisibilityTimeout (tests of crashes: a record held by a dead "
-        "instance comes back after SECONDS, not the template's minutes)",
+        "instance comes back after SECONDS, not the template's minutes), and a function's "
+        "SENDER_LEASE_SECONDS to SECONDS - 1, which must stay below it",
     )
     p.add_argument(
         "--stop-moto-port", type=int,
@@ -82,6 +83,16 @@ def function_env(stack, lid, base):
         for k, v in stack.resolve(variables).items():
             if v is not None:
                 env[k] = str(v)
+    return env
+
+
+def capped_lease(env, visibility_cap):
+    """`env` with SENDER_LEASE_SECONDS below `visibility_cap` when a cap is given: a claim must
+    end before its message comes back (infra/template-timeouts.py checks the template's own)."""
+    if visibility_cap is not None and "SENDER_LEASE_SECONDS" in env:
+        env["SENDER_LEASE_SECONDS"] = str(
+            max(1, min(int(env["SENDER_LEASE_SECONDS"]), visibility_cap - 1))
+        )
     return env
 
 
@@ -173,7 +184,7 @@ def run(args):
         functions[lid] = Function(
             name=meta["BuildProperties"]["Binary"],
             binary=binary,
-            env=function_env(stack, lid, base),
+            env=capped_lease(function_env(stack, lid, base), args.visibility_timeout_cap),
             timeout=int(setting(stack, lid, "Timeout", 3)),
             memory=int(setting(stack, lid, "MemorySize", 128)),
             arn=stack.arn(lid),

@@ -170,7 +170,8 @@ class TriggersTest(unittest.TestCase):
         self.assertEqual(attrs["FifoQueue"], "true")
         self.assertEqual(attrs["VisibilityTimeout"], "360")
         redrive = json.loads(attrs["RedrivePolicy"])
-        self.assertEqual(redrive["maxReceiveCount"], 10)
+        want = self.stack.template["Resources"]["LapseQueue"]["Properties"]["RedrivePolicy"]
+        self.assertEqual(redrive["maxReceiveCount"], int(want["maxReceiveCount"]))
         self.assertEqual(redrive["deadLetterTargetArn"], self.stack.arn("LapseDeadLetterQueue"))
 
     def test_a_one_time_schedule_fires_once_at_its_time_and_is_deleted(self):

@@ -8,7 +8,8 @@
 //! Secrets Manager secret whose SecretString is the TOML of contracts/serve.md: agents, sources,
 //! operators, teachers and their tokens; read through the SDK at cold start and kept for the
 //! instance's life, never put in the environment), `WATCHER_CONFIG_SECRET_VERSION` (optional),
-//! `RETENTION_DAYS` (default 30).
+//! `RETENTION_DAYS` (default 30), `SENDER_LEASE_SECONDS` (optional: how long the submitter's
+//! claim on a lapse task holds; the template sets it just above the function's timeout).
 //! `AWS_ENDPOINT_URL` points every client at an emulator.
 
 use std::collections::HashMap;
@@ -103,6 +104,16 @@ pub async fn from_env() -> anyhow::Result<Parts> {
     let queue: Arc<dyn LapseQueue> = sqs.clone();
     let mut parts = assemble_with_timer_queue(store, timers, queue, timer_queue, &config).await?;
     parts.redelivery = sqs;
+    if let Ok(secs) = std::env::var("SENDER_LEASE_SECONDS") {
+        let secs: u64 = secs
+            .parse()
+            .ok()
+            .filter(|s| *s > 0)
+            .context("SENDER_LEASE_SECONDS must be a positive whole number of seconds")?;
+        parts.submitter = parts
+            .submitter
+            .with_lease(std::time::Duration::from_secs(secs));
+    }
     Ok(parts)
 }
 
