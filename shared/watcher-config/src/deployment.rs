@@ -250,16 +250,21 @@ pub fn submitter(cfg: &DeliveryConfig) -> anyhow::Result<Submitter> {
         client,
         SubmitterConfig {
             retry: retry_policy(cfg),
-            rate_limit: RateLimit {
-                per_minute: cfg.per_minute,
-                burst: cfg.burst,
-            },
+            rate_limit: rate_limit(cfg),
             concurrency: cfg.in_flight_per_agent.max(1),
         },
     )
     .with_lease(watcher_delivery::deliver::lease_for(
         std::time::Duration::from_secs(cfg.timeout_secs),
     )))
+}
+
+/// The rate limit per agent of `[delivery]` (`per_minute`, `burst`).
+pub fn rate_limit(cfg: &DeliveryConfig) -> RateLimit {
+    RateLimit {
+        per_minute: cfg.per_minute,
+        burst: cfg.burst,
+    }
 }
 
 /// The retry policy of `[delivery]`.

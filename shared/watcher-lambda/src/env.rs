@@ -67,11 +67,9 @@ pub async fn from_env() -> anyhow::Result<Parts> {
             .context("RETENTION_DAYS must be a whole number of days")?,
         Err(_) => config.retention_days,
     };
-    let store: Arc<dyn Store> = Arc::new(DynamoStore::new(
-        aws_sdk_dynamodb::Client::new(&aws),
-        var("TABLE_NAME")?,
-        retention,
-    ));
+    let ddb = aws_sdk_dynamodb::Client::new(&aws);
+    let table = var("TABLE_NAME")?;
+    let store: Arc<dyn Store> = Arc::new(DynamoStore::new(ddb.clone(), table.clone(), retention));
     let mut scheduler = watcher_aws::SchedulerConfig::new(
         var("SCHEDULE_GROUP")?,
         var("TIMER_FUNCTION_ARN")?,
@@ -103,6 +101,16 @@ pub async fn from_env() -> anyhow::Result<Parts> {
     let queue: Arc<dyn LapseQueue> = sqs.clone();
     let mut parts = assemble_with_timer_queue(store, timers, queue, timer_queue, &config).await?;
     parts.redelivery = sqs;
+    // The rate limit per agent holds across every submitter instance (docs/dynamodb.md "Rate
+    // buckets"), not per instance.
+    parts.submitter =
+        parts
+            .submitter
+            .with_rate_buckets(Arc::new(crate::rate::DynamoRateBuckets::new(
+                ddb,
+                table,
+                watcher_config::deployment::rate_limit(&config.delivery),
+            )));
     Ok(parts)
 }
 

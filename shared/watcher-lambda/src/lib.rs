@@ -5,6 +5,7 @@
 //! * [`sink`]: after each commit, arm/disarm EventBridge schedules and enqueue lapse tasks;
 //! * [`timer`]: the per-expectation schedules' target and the `rate(5 minutes)` sweep;
 //! * [`submitter`]: the SQS-fed lapse-task submitter with partial batch failures;
+//! * [`rate`]: the per-agent rate buckets every submitter instance shares (DynamoDB);
 //! * [`env`]: building everything once per cold start from the environment;
 //! * [`api`]: the API function's router;
 //! * [`emf`]: CloudWatch Embedded Metric Format lines on stdout.
@@ -12,6 +13,7 @@
 pub mod api;
 pub mod emf;
 pub mod env;
+pub mod rate;
 pub mod sink;
 pub mod submitter;
 pub mod timer;
