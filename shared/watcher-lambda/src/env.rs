@@ -8,24 +8,24 @@
 //! Secrets Manager secret whose SecretString is the TOML of contracts/serve.md: agents, sources,
 //! operators, teachers and their tokens; read through the SDK at cold start and kept for the
 //! instance's life, never put in the environment), `WATCHER_CONFIG_SECRET_VERSION` (optional),
-//! `RETENTION_DAYS` (default 30).
+//! `RETENTION_DAYS` (default 30), `CARD_MAX_AGE_SECS` (default a day: the sweep re-reads a card
+//! in good health once it is older, `crate::cards`).
 //! `AWS_ENDPOINT_URL` points every client at an emulator.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
 use watcher_aws::TimerQueue;
 use watcher_config::{load_deployment, Config};
-use watcher_core::ids::{AgentId, Tenant};
 use watcher_delivery::deliver::Submitter;
-use watcher_delivery::endpoint::AgentEndpoint;
+use watcher_delivery::endpoint::SharedEndpoints;
 use watcher_http::Credentials;
 use watcher_runtime::ports::LapseQueue;
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
 use watcher_store_dynamodb::DynamoStore;
 
+use crate::cards::Cards;
 use crate::sink::AwsSink;
 use crate::submitter::{QueueTimeout, Redelivery};
 
@@ -37,8 +37,10 @@ pub struct Parts {
     pub queue: Arc<dyn LapseQueue>,
     /// Who may call what (the API function).
     pub credentials: Arc<Credentials>,
-    /// Where lapse tasks go (the submitter).
-    pub endpoints: HashMap<(Tenant, AgentId), AgentEndpoint>,
+    /// Where lapse tasks go (the submitter), kept up to date by [`Parts::cards`].
+    pub endpoints: SharedEndpoints,
+    /// The configured agents' cards: re-read by the sweep, picked up from the table at use.
+    pub cards: Arc<Cards>,
     /// The lapse-task submitter.
     pub submitter: Submitter,
     /// The request bounds of the API (config `[limits]`).
@@ -101,6 +103,19 @@ pub async fn from_env() -> anyhow::Result<Parts> {
     let queue: Arc<dyn LapseQueue> = sqs.clone();
     let mut parts = assemble_with_timer_queue(store, timers, queue, timer_queue, &config).await?;
     parts.redelivery = sqs;
+    if let Ok(v) = std::env::var("CARD_MAX_AGE_SECS") {
+        let secs: i64 = v
+            .parse()
+            .context("CARD_MAX_AGE_SECS must be a whole number of seconds")?;
+        let cards = Cards::new(
+            config.clone(),
+            parts.watcher.store.clone(),
+            parts.watcher.directory.clone(),
+            parts.endpoints.clone(),
+        )
+        .with_max_age(jiff::SignedDuration::from_secs(secs));
+        parts.cards = Arc::new(cards);
+    }
     // The rate limit per agent holds across every submitter instance (docs/dynamodb.md "Rate
     // buckets"), not per instance.
     parts.submitter =
@@ -149,6 +164,13 @@ pub async fn assemble_with_timer_queue(
         queue: queue.clone(),
         timer_queue,
     });
+    let endpoints = SharedEndpoints::new(deployment.endpoints);
+    let cards = Arc::new(Cards::new(
+        config.clone(),
+        store.clone(),
+        deployment.directory.clone(),
+        endpoints.clone(),
+    ));
     let recorder = Arc::new(crate::emf::EmfRecorder::from_env());
     let watcher = Arc::new(
         Watcher::new(store, deployment.directory, deployment.settings)
@@ -160,7 +182,8 @@ pub async fn assemble_with_timer_queue(
         watcher,
         queue,
         credentials: Arc::new(deployment.credentials),
-        endpoints: deployment.endpoints,
+        endpoints,
+        cards,
         submitter: watcher_config::submitter(&config.delivery)?.with_recorder(recorder),
         limits: config.limits.http(),
         redelivery: Arc::new(QueueTimeout),

@@ -33,6 +33,13 @@ pub struct TimerReport {
     pub lapses: usize,
     /// Lapse tasks re-queued by the sweep.
     pub requeued: usize,
+    /// Agent cards the sweep tried to read (unavailable, stale, or older than the maximum age:
+    /// [`crate::cards`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cards_tried: usize,
+    /// Agent cards the sweep read and kept in the table.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cards_read: usize,
     /// The timer queue's messages to redeliver (SQS partial batch response,
     /// `ReportBatchItemFailures`): those whose record could not be read or written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -69,6 +76,37 @@ impl From<TimerError> for lambda_runtime::Diagnostic {
             error_message: e.to_string(),
         }
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// [`handle`], keeping `cards` up to date first: a sweep re-reads the cards due for it
+/// ([`crate::cards::Cards::refresh`]) and counts them in the report; any other event picks up
+/// the cards other functions kept for agents this instance lacks
+/// ([`crate::cards::Cards::pick_up_all`]). The function's entry point.
+///
+/// # Errors
+/// As [`handle`].
+pub async fn handle_with_cards<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
+    cards: &crate::cards::Cards,
+    event: &Value,
+    now: Instant,
+) -> Result<TimerReport, TimerError> {
+    let sweeping = event.get("sweep").and_then(Value::as_bool) == Some(true);
+    let read = if sweeping {
+        cards.refresh(now).await
+    } else {
+        cards.pick_up_all(now).await;
+        crate::cards::CardsReport::default()
+    };
+    let mut report = handle(watcher, queue, event, now).await?;
+    report.cards_tried = read.tried;
+    report.cards_read = read.read;
+    Ok(report)
 }
 
 fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
