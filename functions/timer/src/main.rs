@@ -31,6 +31,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
                 requeued = r.requeued,
                 cards_tried = r.cards_tried,
                 cards_read = r.cards_read,
+                probed = r.probed,
                 "timer invocation"
             );
         }

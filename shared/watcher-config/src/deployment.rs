@@ -257,6 +257,29 @@ pub async fn adopt_kept_card(
     })
 }
 
+/// Puts the lifecycle descriptor kept in `store` for the agent's kept card (at that card's
+/// protocol version) in `directory`, when there is one: two keyed reads, no network. Answers
+/// whether one was found. For processes sharing a store, where another process may have probed
+/// the agent since this one read its card (the AWS functions). Store errors are logged.
+pub async fn load_kept_lifecycle(
+    store: &dyn Store,
+    directory: &Directory,
+    tenant: &Tenant,
+    id: &AgentId,
+) -> bool {
+    match store.agent_card(tenant, id).await {
+        Ok(Some((card, _))) => {
+            load_lifecycle(store, directory, tenant, id, &card).await;
+            directory.lifecycle(tenant, id).is_some()
+        }
+        Ok(None) => false,
+        Err(e) => {
+            tracing::warn!(agent = %id, error = %e, "could not read the kept agent card");
+            false
+        }
+    }
+}
+
 /// The protocol version a lifecycle descriptor of this card is kept under: the
 /// `protocolVersion` of the interface the watcher speaks to
 /// ([`crate::agents::jsonrpc_interface`]: the first 1.x JSONRPC interface, else the first 0.3

@@ -9,14 +9,23 @@
 //!   (`watcher_config::deployment::adopt_kept_card`: one keyed read, no network) when it is about
 //!   to use an agent whose card it does not have in good health, at most once per
 //!   [`PICK_UP_EVERY`] per agent and instance.
+//! * The registration probe (`probe = true`): the sweep probes an agent that has a card but no
+//!   lifecycle descriptor kept for that card's protocol version, at most one agent per sweep,
+//!   the probe's pushes going to the deployment's own push route (`public_url` +
+//!   `/v1/agents/{agentId}/push`, the agent's push token), read back from the table
+//!   ([`StoreInbox`]). The descriptor is kept in the table; every function loads it with the
+//!   card (cold start, pick-up) and picks up one kept after it loaded the card.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use serde_json::{json, Value};
 use watcher_config::config::AgentConfig;
-use watcher_config::deployment::{adopt_kept_card, refresh_agent};
+use watcher_config::deployment::{adopt_kept_card, load_kept_lifecycle, refresh_agent};
+use watcher_config::probe::{probe_and_keep, Leg, PushInbox};
 use watcher_config::Config;
-use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::ids::{AgentId, TaskId, TaskRef, Tenant};
+use watcher_core::slice::Scope;
 use watcher_core::time::Instant;
 use watcher_delivery::endpoint::SharedEndpoints;
 use watcher_runtime::directory::{CardState, Directory};
@@ -32,6 +41,10 @@ pub const DEFAULT_MAX_AGE: jiff::SignedDuration = jiff::SignedDuration::from_sec
 /// The shortest time between two look-ups of the kept card of one agent by one instance.
 pub const PICK_UP_EVERY: jiff::SignedDuration = jiff::SignedDuration::from_secs(30);
 
+/// After a probe that kept no descriptor (the agent unreachable, say), the same instance tries
+/// that agent again no sooner than this: each probe sends the agent two real tasks.
+pub const PROBE_RETRY: jiff::SignedDuration = jiff::SignedDuration::from_secs(3600);
+
 /// What one sweep did to cards.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CardsReport {
@@ -39,6 +52,68 @@ pub struct CardsReport {
     pub tried: usize,
     /// Cards read now and kept in the table.
     pub read: usize,
+    /// Lifecycle descriptors probed and kept in the table (at most one a sweep).
+    pub probed: usize,
+}
+
+/// The probe's [`PushInbox`] on AWS: the probe tasks ask the agent to push to the deployment's
+/// own push route (`{public_url}/v1/agents/{agentId}/push`, with the agent's push token, as lapse
+/// tasks do); the API function records each pushed status on the task's record in the table,
+/// where the probe reads them back (`Store::load` of the task: one keyed read).
+pub struct StoreInbox<'a> {
+    /// The table.
+    pub store: &'a dyn Store,
+    /// The agent's tenant.
+    pub tenant: Tenant,
+    /// The agent.
+    pub agent: AgentId,
+    /// The push route's URL.
+    pub url: String,
+    /// The agent's push token.
+    pub token: String,
+}
+
+#[async_trait::async_trait]
+impl PushInbox for StoreInbox<'_> {
+    fn config(&self, _: Leg) -> Option<Value> {
+        Some(json!({ "url": self.url, "token": self.token }))
+    }
+
+    async fn pushed(&self, _: Leg, task_id: &str) -> Vec<Value> {
+        let Ok(task_id) = TaskId::parse(task_id.to_owned()) else {
+            return Vec::new();
+        };
+        let task = TaskRef {
+            agent: self.agent.clone(),
+            task_id,
+        };
+        let scope = Scope {
+            tasks: [task.clone()].into(),
+            ..Scope::default()
+        };
+        let now = watcher_runtime::clock::Clock::now(&watcher_runtime::clock::SystemClock);
+        let slice = match self.store.load(&self.tenant, &scope, now).await {
+            Ok(slice) => slice,
+            Err(e) => {
+                tracing::warn!(agent = %self.agent, error = %e, "lifecycle probe: could not read the pushed statuses");
+                return Vec::new();
+            }
+        };
+        let Some(Some(record)) = slice.tasks.get(&task) else {
+            return Vec::new();
+        };
+        record
+            .statuses
+            .iter()
+            .map(|s| {
+                let mut out = json!({ "from": "push", "state": s.state });
+                if let Some(t) = s.timestamp {
+                    out["timestamp"] = json!(t.to_string());
+                }
+                out
+            })
+            .collect()
+    }
 }
 
 /// The configured agents' cards of one function instance: its directory and endpoints, kept
@@ -51,6 +126,8 @@ pub struct Cards {
     max_age: jiff::SignedDuration,
     /// When this instance last looked up each agent's kept card.
     looked: Mutex<HashMap<(Tenant, AgentId), Instant>>,
+    /// When this instance last probed each agent without keeping a descriptor.
+    probe_failed: Mutex<HashMap<(Tenant, AgentId), Instant>>,
 }
 
 impl Cards {
@@ -69,6 +146,7 @@ impl Cards {
             endpoints,
             max_age: DEFAULT_MAX_AGE,
             looked: Mutex::new(HashMap::new()),
+            probe_failed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -125,21 +203,80 @@ impl Cards {
                 report.read += 1;
             }
         }
+        report.probed = self.probe_one(now).await;
         report
     }
 
+    /// The registration probe at the sweep: the first agent with `probe = true` that is
+    /// registered here but has no lifecycle descriptor for its card's protocol version, in this
+    /// instance or in the table, is probed (pushes through [`StoreInbox`]) and its descriptor kept
+    /// in the table. One agent a sweep (a probe takes up to about 45 s of the timer function's
+    /// 120 s); an agent whose probe kept nothing waits [`PROBE_RETRY`]. Without `public_url` no
+    /// push could reach the deployment: the probe is not run, and the agent stays untrusted.
+    /// Answers how many descriptors were kept (0 or 1).
+    async fn probe_one(&self, now: Instant) -> usize {
+        for a in self.config.agents.iter().filter(|a| a.probe) {
+            let Some((tenant, id)) = Self::key(a) else {
+                continue;
+            };
+            if self.directory.get(&tenant, &id).is_none()
+                || self.directory.lifecycle(&tenant, &id).is_some()
+                || load_kept_lifecycle(&*self.store, &self.directory, &tenant, &id).await
+            {
+                continue;
+            }
+            let key = (tenant.clone(), id.clone());
+            if self
+                .probe_failed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&key)
+                .and_then(|at| at.checked_add(PROBE_RETRY))
+                .is_some_and(|next| next > now)
+            {
+                continue;
+            }
+            let Some(public) = self.config.public_url.as_deref() else {
+                tracing::warn!(agent = %a.id, "probe = true, but public_url is not set: the probe's pushes could not reach the deployment; the agent stays untrusted");
+                continue;
+            };
+            let inbox = StoreInbox {
+                store: &*self.store,
+                tenant: tenant.clone(),
+                agent: id.clone(),
+                url: format!("{}/v1/agents/{}/push", public.trim_end_matches('/'), id),
+                token: a.push_token.clone(),
+            };
+            let kept = probe_and_keep(
+                a,
+                &*self.store,
+                &self.directory,
+                &inbox,
+                &watcher_runtime::clock::SystemClock,
+            )
+            .await;
+            if kept {
+                return 1;
+            }
+            self.probe_failed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key, now);
+            return 0;
+        }
+        0
+    }
+
     /// At use of `agent` of `tenant` at `now`: when this instance does not hold its card in good
-    /// health, picks up a newer card kept in the store (one keyed read, at most once per
-    /// [`PICK_UP_EVERY`]). Answers whether a card was picked up. An agent in good health, or not
-    /// configured, costs nothing.
+    /// health, picks up a newer card kept in the store (one keyed read), and when the agent has
+    /// `probe = true` but no lifecycle descriptor here, the descriptor kept for its card (two
+    /// keyed reads); at most once per [`PICK_UP_EVERY`]. Answers whether something was picked
+    /// up. An agent in good health with what it needs, or not configured, costs nothing.
     pub async fn pick_up(&self, tenant: &Tenant, agent: &AgentId, now: Instant) -> bool {
-        if self
+        let card_ok = self
             .directory
             .card_health(tenant, agent)
-            .is_some_and(|h| h.state == CardState::Ok)
-        {
-            return false;
-        }
+            .is_some_and(|h| h.state == CardState::Ok);
         let Some(a) = self
             .config
             .agents
@@ -148,6 +285,12 @@ impl Cards {
         else {
             return false;
         };
+        let wants_lifecycle = a.probe
+            && self.directory.get(tenant, agent).is_some()
+            && self.directory.lifecycle(tenant, agent).is_none();
+        if card_ok && !wants_lifecycle {
+            return false;
+        }
         {
             let mut looked = self.looked.lock().unwrap_or_else(|p| p.into_inner());
             let key = (tenant.clone(), agent.clone());
@@ -159,6 +302,10 @@ impl Cards {
                 return false;
             }
             looked.insert(key, now);
+        }
+        if card_ok {
+            // A descriptor the sweep's probe kept after this instance read the card.
+            return load_kept_lifecycle(&*self.store, &self.directory, tenant, agent).await;
         }
         match adopt_kept_card(a, &self.config, &*self.store, &self.directory).await {
             Some(refreshed) => {

@@ -40,6 +40,9 @@ pub struct TimerReport {
     /// Agent cards the sweep read and kept in the table.
     #[serde(skip_serializing_if = "is_zero")]
     pub cards_read: usize,
+    /// Lifecycle descriptors the sweep's registration probe kept in the table (`probe = true`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub probed: usize,
     /// The timer queue's messages to redeliver (SQS partial batch response,
     /// `ReportBatchItemFailures`): those whose record could not be read or written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -106,6 +109,7 @@ pub async fn handle_with_cards<S: Store + ?Sized>(
     let mut report = handle(watcher, queue, event, now).await?;
     report.cards_tried = read.tried;
     report.cards_read = read.read;
+    report.probed = read.probed;
     Ok(report)
 }
 
