@@ -38,6 +38,9 @@ pub const SWEEP_EVERY: jiff::SignedDuration = jiff::SignedDuration::from_secs(30
 /// (`CARD_MAX_AGE_SECS` overrides it): a day.
 pub const DEFAULT_MAX_AGE: jiff::SignedDuration = jiff::SignedDuration::from_secs(24 * 3600);
 
+/// Cards the sweep reads at once.
+pub const REFRESH_AT_ONCE: usize = 8;
+
 /// The shortest time between two look-ups of the kept card of one agent by one instance.
 pub const PICK_UP_EVERY: jiff::SignedDuration = jiff::SignedDuration::from_secs(30);
 
@@ -173,36 +176,49 @@ impl Cards {
     /// store and registering the agent here. Never fails: a card that cannot be read is tried
     /// again at the next sweep (its health says when).
     pub async fn refresh(&self, now: Instant) -> CardsReport {
-        let mut report = CardsReport::default();
+        use futures_util::stream::{self, StreamExt};
         let old_before = now.checked_sub(self.max_age).unwrap_or(now);
-        for a in &self.config.agents {
-            let Some((tenant, id)) = Self::key(a) else {
-                continue;
-            };
-            let due = match self.directory.card_health(&tenant, &id) {
-                None => true,
-                Some(h) => h.state != CardState::Ok || h.read_at.is_none_or(|r| r <= old_before),
-            };
-            if !due {
-                continue;
-            }
-            report.tried += 1;
-            let refreshed = refresh_agent(
-                a,
-                &self.config,
-                &*self.store,
-                &self.directory,
-                now,
-                now.checked_add(SWEEP_EVERY),
-            )
+        let due: Vec<&AgentConfig> = self
+            .config
+            .agents
+            .iter()
+            .filter(|a| {
+                Self::key(a).is_some_and(|(tenant, id)| {
+                    match self.directory.card_health(&tenant, &id) {
+                        None => true,
+                        Some(h) => {
+                            h.state != CardState::Ok || h.read_at.is_none_or(|r| r <= old_before)
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut report = CardsReport {
+            tried: due.len(),
+            ..CardsReport::default()
+        };
+        // Several at once: one unreachable card server costs the sweep one fetch timeout, not
+        // one per agent behind it.
+        let results: Vec<bool> = stream::iter(due)
+            .map(|a| async move {
+                let refreshed = refresh_agent(
+                    a,
+                    &self.config,
+                    &*self.store,
+                    &self.directory,
+                    now,
+                    now.checked_add(SWEEP_EVERY),
+                )
+                .await;
+                if let Some(((tenant, agent), endpoint)) = refreshed.endpoint {
+                    self.endpoints.insert(tenant, agent, endpoint);
+                }
+                refreshed.current
+            })
+            .buffer_unordered(REFRESH_AT_ONCE)
+            .collect()
             .await;
-            if let Some(((tenant, agent), endpoint)) = refreshed.endpoint {
-                self.endpoints.insert(tenant, agent, endpoint);
-            }
-            if refreshed.current {
-                report.read += 1;
-            }
-        }
+        report.read = results.into_iter().filter(|read| *read).count();
         report.probed = self.probe_one(now).await;
         report
     }

@@ -85,13 +85,14 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-/// [`handle`], keeping `cards` up to date first: a sweep re-reads the cards due for it
-/// ([`crate::cards::Cards::refresh`]) and counts them in the report; any other event picks up
-/// the cards other functions kept for agents this instance lacks
-/// ([`crate::cards::Cards::pick_up_all`]). The function's entry point.
+/// [`handle`], then `cards` kept up to date: after a sweep, the cards due for a re-read are read
+/// and the registration probe run ([`crate::cards::Cards::refresh`]), counted in the report;
+/// before any other event, the cards and descriptors other functions kept are picked up for
+/// agents this instance lacks ([`crate::cards::Cards::pick_up_all`]). The sweep's own work
+/// comes first, so a slow card server never delays a lapse. The function's entry point.
 ///
 /// # Errors
-/// As [`handle`].
+/// As [`handle`] (the cards are refreshed after a sweep even then).
 pub async fn handle_with_cards<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
@@ -99,14 +100,13 @@ pub async fn handle_with_cards<S: Store + ?Sized>(
     event: &Value,
     now: Instant,
 ) -> Result<TimerReport, TimerError> {
-    let sweeping = event.get("sweep").and_then(Value::as_bool) == Some(true);
-    let read = if sweeping {
-        cards.refresh(now).await
-    } else {
+    if event.get("sweep").and_then(Value::as_bool) != Some(true) {
         cards.pick_up_all(now).await;
-        crate::cards::CardsReport::default()
-    };
-    let mut report = handle(watcher, queue, event, now).await?;
+        return handle(watcher, queue, event, now).await;
+    }
+    let swept = handle(watcher, queue, event, now).await;
+    let read = cards.refresh(now).await;
+    let mut report = swept?;
     report.cards_tried = read.tried;
     report.cards_read = read.read;
     report.probed = read.probed;

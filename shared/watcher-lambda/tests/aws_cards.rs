@@ -51,6 +51,11 @@ struct CardServer {
 }
 
 async fn card_server(card: Value) -> CardServer {
+    card_server_after(card, std::time::Duration::ZERO).await
+}
+
+/// [`card_server`] answering each request only after `delay`.
+async fn card_server_after(card: Value, delay: std::time::Duration) -> CardServer {
     let up = Arc::new(AtomicBool::new(false));
     let hits = Arc::new(AtomicUsize::new(0));
     let (u, h) = (up.clone(), hits.clone());
@@ -60,6 +65,7 @@ async fn card_server(card: Value) -> CardServer {
             let (u, h, card) = (u.clone(), h.clone(), card.clone());
             async move {
                 h.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(delay).await;
                 if u.load(Ordering::SeqCst) {
                     (axum::http::StatusCode::OK, axum::Json(card))
                 } else {
@@ -253,5 +259,35 @@ async fn the_sweep_rereads_a_card_older_than_the_maximum_age() {
     assert_eq!(
         store.agent_card(&t, &a).await.unwrap().map(|(_, at)| at),
         Some(day)
+    );
+}
+
+/// Slow card servers cost the sweep about one wait, not one per agent: cards are read several
+/// at once.
+#[tokio::test]
+async fn the_sweep_reads_slow_cards_at_once() {
+    let store = table("cards-slow").await;
+    let mut toml = String::from("allow_private_endpoints = true\n");
+    let mut servers = Vec::new();
+    for n in 0..4 {
+        let server = card_server_after(card(), std::time::Duration::from_millis(1500)).await;
+        toml.push_str(&format!(
+            "[[agents]]\nid = \"a{n}\"\ncard = \"{}\"\npush_token = \"push-{n}\"\n",
+            server.url
+        ));
+        servers.push(server);
+    }
+    let config = Config::from_toml(&toml).expect("config");
+    let timer = cold_start(&store, &config).await;
+    for s in &servers {
+        s.up.store(true, Ordering::SeqCst);
+    }
+    let started = std::time::Instant::now();
+    let report = timer.cards.refresh(SystemClock.now()).await;
+    let took = started.elapsed();
+    assert_eq!((report.tried, report.read), (4, 4));
+    assert!(
+        took < std::time::Duration::from_millis(4000),
+        "four 1.5 s card servers read one after another would take 6 s; took {took:?}"
     );
 }
