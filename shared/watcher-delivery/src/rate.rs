@@ -253,6 +253,30 @@ mod tests {
         assert_eq!(one.try_acquire(&t, &a, t0), Err(at("2026-09-10T20:00:01Z")));
     }
 
+    /// The pure step the DynamoDB buckets share: a key never seen is a full bucket; the state
+    /// kept is the next theoretical arrival; a refusal names when a token is free and keeps
+    /// nothing; unlimited keeps nothing at all.
+    #[test]
+    fn the_pure_step() {
+        let limit = RateLimit {
+            per_minute: 60,
+            burst: 2,
+        };
+        let t0 = at("2026-09-10T20:00:00Z");
+        let second = 1_000_000_000i128;
+        let first = gcra(limit, None, t0).unwrap().unwrap();
+        assert_eq!(first, t0.as_nanos() + second);
+        let next = gcra(limit, Some(first), t0).unwrap().unwrap();
+        assert_eq!(next, t0.as_nanos() + 2 * second);
+        assert_eq!(gcra(limit, Some(next), t0), Err(at("2026-09-10T20:00:01Z")));
+        // A state long past is a full bucket again, never fuller.
+        assert_eq!(
+            gcra(limit, Some(t0.as_nanos()), at("2026-09-10T21:00:00Z")),
+            Ok(Some(at("2026-09-10T21:00:01Z").as_nanos()))
+        );
+        assert_eq!(gcra(RateLimit::unlimited(), None, t0), Ok(None));
+    }
+
     #[test]
     fn idle_keys_are_pruned() {
         let rl = RateLimiter::new(RateLimit {
