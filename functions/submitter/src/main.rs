@@ -13,13 +13,15 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .map_err(|e| format!("{e:#}"))?;
     let parts = &parts;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
+        let now = SystemClock.now();
+        watcher_lambda::submitter::pick_up_cards(&parts.cards, &event.payload, now).await;
         let response: SqsBatchResponse = watcher_lambda::submitter::handle(
             &*parts.watcher.store,
             &parts.submitter,
             &parts.endpoints,
             &*parts.redelivery,
             event.payload,
-            SystemClock.now(),
+            now,
         )
         .await;
         Ok::<_, lambda_runtime::Error>(response)

@@ -4,7 +4,7 @@
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
-use watcher_lambda::timer::{handle, TimerReport};
+use watcher_lambda::timer::{handle_with_cards, TimerReport};
 use watcher_runtime::clock::{Clock, SystemClock};
 
 #[tokio::main]
@@ -15,9 +15,10 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .map_err(|e| format!("{e:#}"))?;
     let parts = &parts;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
-        let report: Result<TimerReport, Diagnostic> = handle(
+        let report: Result<TimerReport, Diagnostic> = handle_with_cards(
             &*parts.watcher,
             &*parts.queue,
+            &parts.cards,
             &event.payload,
             SystemClock.now(),
         )
@@ -28,6 +29,9 @@ async fn main() -> Result<(), lambda_runtime::Error> {
                 evaluated = r.evaluated,
                 lapses = r.lapses,
                 requeued = r.requeued,
+                cards_tried = r.cards_tried,
+                cards_read = r.cards_read,
+                probed = r.probed,
                 "timer invocation"
             );
         }

@@ -106,21 +106,7 @@ pub async fn refresh_agent(
             endpoint: None,
         };
     };
-    let register = |loaded: LoadedAgent| {
-        let endpoint = loaded.endpoint.as_ref().map(|url| {
-            let endpoint = if loaded.public_only {
-                AgentEndpoint::from_card(url.clone(), loaded.bearer.clone())
-            } else {
-                AgentEndpoint::configured(url.clone(), loaded.bearer.clone())
-            }
-            .speaking(loaded.protocol);
-            ((tenant.clone(), id.clone()), endpoint)
-        });
-        tracing::info!(agent = %a.id, endpoint = loaded.endpoint.as_deref().unwrap_or("none (keepsTime)"), keeps_time = loaded.entry.profile.declaration.keeps_time, "agent registered");
-        directory.insert(loaded.entry);
-        directory.set_reconciled(&tenant, &id, a.reconcile);
-        endpoint
-    };
+    let register = |loaded: LoadedAgent| register(a, &tenant, &id, directory, loaded);
     let error = match load_agent(a, config).await {
         Ok((loaded, card)) => {
             load_lifecycle(store, directory, &tenant, &id, &card).await;
@@ -192,6 +178,108 @@ pub async fn refresh_agent(
     }
 }
 
+/// Registers `loaded` (agent `a`, `tenant`/`id`) in `directory`; returns its endpoint.
+fn register(
+    a: &AgentConfig,
+    tenant: &Tenant,
+    id: &AgentId,
+    directory: &Directory,
+    loaded: LoadedAgent,
+) -> Option<((Tenant, AgentId), AgentEndpoint)> {
+    let endpoint = loaded.endpoint.as_ref().map(|url| {
+        let endpoint = if loaded.public_only {
+            AgentEndpoint::from_card(url.clone(), loaded.bearer.clone())
+        } else {
+            AgentEndpoint::configured(url.clone(), loaded.bearer.clone())
+        }
+        .speaking(loaded.protocol);
+        ((tenant.clone(), id.clone()), endpoint)
+    });
+    tracing::info!(agent = %a.id, endpoint = loaded.endpoint.as_deref().unwrap_or("none (keepsTime)"), keeps_time = loaded.entry.profile.declaration.keeps_time, "agent registered");
+    directory.insert(loaded.entry);
+    directory.set_reconciled(tenant, id, a.reconcile);
+    endpoint
+}
+
+/// Picks up the card another process kept for `a` in `store` when it was read after the one
+/// this process uses (or this process has none): one keyed read, no network. A newer usable
+/// card registers the agent in `directory` with card health `ok` at the kept card's read
+/// instant (it was read then, by whoever kept it), and its lifecycle descriptor is loaded; the
+/// answer then carries the agent's endpoint. `None` when nothing newer or usable is kept, or the
+/// store cannot be read (logged). Used where several processes share one store (the Lambda
+/// functions: the timer's sweep re-reads cards, every function picks them up).
+pub async fn adopt_kept_card(
+    a: &AgentConfig,
+    config: &Config,
+    store: &dyn Store,
+    directory: &Directory,
+) -> Option<Refreshed> {
+    let (Ok(tenant), Ok(id)) = (
+        Tenant::parse(a.tenant.clone()),
+        AgentId::parse(a.id.clone()),
+    ) else {
+        return None;
+    };
+    let (card, read_at) = match store.agent_card(&tenant, &id).await {
+        Ok(kept) => kept?,
+        Err(e) => {
+            tracing::warn!(agent = %a.id, error = %e, "could not read the kept agent card");
+            return None;
+        }
+    };
+    let ours = directory.card_health(&tenant, &id).and_then(|h| h.read_at);
+    if ours.is_some_and(|ours| ours >= read_at) {
+        return None;
+    }
+    let loaded = match agent_from_card(a, config, card.clone(), card_is_fetched(a)) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            tracing::warn!(agent = %a.id, error = %format!("{e:#}"), "the kept agent card is not usable");
+            return None;
+        }
+    };
+    load_lifecycle(store, directory, &tenant, &id, &card).await;
+    let endpoint = register(a, &tenant, &id, directory, loaded);
+    directory.set_card_health(
+        &tenant,
+        &id,
+        CardHealth {
+            state: CardState::Ok,
+            read_at: Some(read_at),
+            failing_since: None,
+            error: None,
+            next_try_at: None,
+        },
+    );
+    Some(Refreshed {
+        current: true,
+        endpoint,
+    })
+}
+
+/// Puts the lifecycle descriptor kept in `store` for the agent's kept card (at that card's
+/// protocol version) in `directory`, when there is one: two keyed reads, no network. Answers
+/// whether one was found. For processes sharing a store, where another process may have probed
+/// the agent since this one read its card (the AWS functions). Store errors are logged.
+pub async fn load_kept_lifecycle(
+    store: &dyn Store,
+    directory: &Directory,
+    tenant: &Tenant,
+    id: &AgentId,
+) -> bool {
+    match store.agent_card(tenant, id).await {
+        Ok(Some((card, _))) => {
+            load_lifecycle(store, directory, tenant, id, &card).await;
+            directory.lifecycle(tenant, id).is_some()
+        }
+        Ok(None) => false,
+        Err(e) => {
+            tracing::warn!(agent = %id, error = %e, "could not read the kept agent card");
+            false
+        }
+    }
+}
+
 /// The protocol version a lifecycle descriptor of this card is kept under: the
 /// `protocolVersion` of the interface the watcher speaks to
 /// ([`crate::agents::jsonrpc_interface`]: the first 1.x JSONRPC interface, else the first 0.3
@@ -250,16 +338,21 @@ pub fn submitter(cfg: &DeliveryConfig) -> anyhow::Result<Submitter> {
         client,
         SubmitterConfig {
             retry: retry_policy(cfg),
-            rate_limit: RateLimit {
-                per_minute: cfg.per_minute,
-                burst: cfg.burst,
-            },
+            rate_limit: rate_limit(cfg),
             concurrency: cfg.in_flight_per_agent.max(1),
         },
     )
     .with_lease(watcher_delivery::deliver::lease_for(
         std::time::Duration::from_secs(cfg.timeout_secs),
     )))
+}
+
+/// The rate limit per agent of `[delivery]` (`per_minute`, `burst`).
+pub fn rate_limit(cfg: &DeliveryConfig) -> RateLimit {
+    RateLimit {
+        per_minute: cfg.per_minute,
+        burst: cfg.burst,
+    }
 }
 
 /// The retry policy of `[delivery]`.

@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod config;
 pub mod deployment;
+pub mod probe;
 pub mod secrets;
 
 pub use config::Config;

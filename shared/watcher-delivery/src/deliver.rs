@@ -16,7 +16,7 @@ use watcher_runtime::store::{Claim, DeliveryState, Lease, OutboxEntry, Store, St
 
 use crate::client::{A2aClient, DeliveryError, SendOutcome};
 use crate::endpoint::{AgentEndpoint, Endpoints};
-use crate::rate::{RateLimit, RateLimiter};
+use crate::rate::{RateBuckets, RateLimit, RateLimiter};
 use crate::retry::{add, elapsed, jitter_fraction, next_attempt_at, RetryPolicy};
 
 /// Settings of a [`Submitter`].
@@ -367,6 +367,9 @@ pub struct Submitter {
     client: A2aClient,
     policy: RetryPolicy,
     limiter: RateLimiter,
+    /// Where [`Submitter::deliver_one`] and [`Submitter::deliver_due`] take rate tokens, when not
+    /// in `limiter` ([`Submitter::with_rate_buckets`]).
+    buckets: Option<std::sync::Arc<dyn RateBuckets>>,
     concurrency: usize,
     /// Counts each posting (watcher_runtime::metrics).
     recorder: std::sync::Arc<dyn Recorder>,
@@ -445,6 +448,7 @@ impl Submitter {
             client,
             policy: config.retry,
             limiter: RateLimiter::new(config.rate_limit),
+            buckets: None,
             concurrency: config.concurrency.max(1),
             recorder: watcher_runtime::metrics::none(),
             claims: Claims::new(),
@@ -478,9 +482,25 @@ impl Submitter {
         &self.policy
     }
 
-    /// The rate limiter.
+    /// Takes rate tokens from `buckets` instead of this process's memory: the submitter
+    /// function's buckets shared by every instance (a DynamoDB item per agent), so `[delivery]
+    /// per_minute` and `burst` hold across the deployment. `buckets` must apply the same limit.
+    pub fn with_rate_buckets(mut self, buckets: std::sync::Arc<dyn RateBuckets>) -> Self {
+        self.buckets = Some(buckets);
+        self
+    }
+
+    /// The rate limiter kept in this process's memory (serve's lanes wait on it).
     pub fn limiter(&self) -> &RateLimiter {
         &self.limiter
+    }
+
+    /// Where rate tokens are taken: the shared buckets when given, else [`Self::limiter`].
+    fn buckets(&self) -> &dyn RateBuckets {
+        match &self.buckets {
+            Some(b) => b.as_ref(),
+            None => &self.limiter,
+        }
     }
 
     /// The HTTP client.
@@ -509,7 +529,7 @@ impl Submitter {
             &self.client,
             endpoints,
             &self.policy,
-            &self.limiter,
+            self.buckets(),
             self.recorder.as_ref(),
             &self.claims,
             self.concurrency,
@@ -543,7 +563,7 @@ impl Submitter {
         match prepare(
             store,
             endpoints,
-            &self.limiter,
+            self.buckets(),
             tenant,
             agent,
             message_id,
@@ -695,7 +715,7 @@ async fn run_due<S, E>(
     client: &A2aClient,
     endpoints: &E,
     policy: &RetryPolicy,
-    limiter: &RateLimiter,
+    limiter: &dyn RateBuckets,
     recorder: &dyn Recorder,
     claims: &Claims,
     concurrency: usize,
@@ -766,7 +786,7 @@ enum Prepared {
 async fn prepare<S, E>(
     store: &S,
     endpoints: &E,
-    limiter: &RateLimiter,
+    limiter: &dyn RateBuckets,
     tenant: &Tenant,
     agent: &AgentId,
     message_id: &str,
@@ -814,7 +834,11 @@ where
         log_outcome(&entry, &outcome);
         return Ok(Prepared::Done(outcome));
     };
-    if let Err(until) = limiter.try_acquire(&entry.tenant, &entry.agent, now) {
+    if let Err(until) = limiter
+        .try_acquire(&entry.tenant, &entry.agent, now)
+        .await
+        .map_err(StoreError::backend)?
+    {
         entry.next_attempt_at = until;
         store.outbox_update(&entry).await?;
         let outcome = EntryOutcome::Deferred { until };

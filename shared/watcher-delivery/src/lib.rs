@@ -43,5 +43,5 @@ pub use deliver::{
 pub use endpoint::{AgentEndpoint, Endpoints};
 pub use guard::is_public as is_public_address;
 pub use lanes::{spawn_lanes, LaneContext, LaneSettings};
-pub use rate::{RateLimit, RateLimiter};
+pub use rate::{BucketError, RateBuckets, RateLimit, RateLimiter};
 pub use retry::{jitter_fraction, next_attempt_at, RetryPolicy};

@@ -1,8 +1,11 @@
 //! Per-agent rate limiting of lapse-task submissions (expectations-v1 §13.2 SHOULD): a token
-//! bucket per (tenant, agent), kept in memory, with `now` passed in.
+//! bucket per (tenant, agent), with `now` passed in.
 //!
 //! Implemented as GCRA (the "virtual scheduling" form of a token bucket): one instant per key,
 //! the theoretical arrival time of the next request, so the state is tiny and the arithmetic exact.
+//! The arithmetic is one pure function, [`gcra`]; where the state lives is a [`RateBuckets`]:
+//! [`RateLimiter`] keeps it in memory (`serve`, one process), the submitter function keeps it in
+//! a DynamoDB item per agent so the limit holds across its concurrent instances.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -47,6 +50,61 @@ impl RateLimit {
     }
 }
 
+/// One GCRA step, pure: given the key's theoretical arrival time `tat` (nanoseconds since the
+/// epoch; `None` for a key never seen, a full bucket) and `now`, answers `Ok(Some(tat'))` when a
+/// token is taken (keep `tat'`), `Ok(None)` when `limit` is unlimited (nothing to keep), or
+/// `Err(at)`, the earliest instant a token is free, when the bucket is empty (keep nothing).
+///
+/// # Errors
+/// `Err(at)` as above.
+pub fn gcra(limit: RateLimit, tat: Option<i128>, now: Instant) -> Result<Option<i128>, Instant> {
+    let Some(interval) = limit.interval_nanos() else {
+        return Ok(None);
+    };
+    let tolerance = interval * i128::from(limit.burst.max(1) - 1);
+    let t = now.as_nanos();
+    let tat = tat.unwrap_or(t).max(t);
+    let allowed_at = tat - tolerance;
+    if allowed_at > t {
+        return Err(Instant::from_nanos(allowed_at).unwrap_or(now));
+    }
+    Ok(Some(tat + interval))
+}
+
+/// Why a shared bucket could not be consulted.
+#[derive(Debug, thiserror::Error)]
+#[error("rate bucket unavailable: {0}")]
+pub struct BucketError(pub String);
+
+/// Where the token buckets of [`RateLimit`] are kept, per (tenant, agent).
+#[async_trait::async_trait]
+pub trait RateBuckets: Send + Sync {
+    /// Takes a token for one submission to `agent` of `tenant` at `now`.
+    ///
+    /// # Errors
+    /// `Ok(Err(at))` when the bucket is empty: `at` is the earliest instant a token is free and
+    /// nothing is taken. `Err(_)` when the buckets' store cannot be read or written (the caller
+    /// takes it as a store failure and tries again later).
+    async fn try_acquire(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        now: Instant,
+    ) -> Result<Result<(), Instant>, BucketError>;
+}
+
+#[async_trait::async_trait]
+impl RateBuckets for RateLimiter {
+    async fn try_acquire(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        now: Instant,
+    ) -> Result<Result<(), Instant>, BucketError> {
+        Ok(RateLimiter::try_acquire(self, tenant, agent, now))
+    }
+}
+
 /// Keys kept before idle ones are forgotten.
 const PRUNE_ABOVE: usize = 1024;
 
@@ -84,10 +142,9 @@ impl RateLimiter {
         agent: &AgentId,
         now: Instant,
     ) -> Result<(), Instant> {
-        let Some(interval) = self.limit.interval_nanos() else {
+        if self.limit.interval_nanos().is_none() {
             return Ok(());
-        };
-        let tolerance = interval * i128::from(self.limit.burst.max(1) - 1);
+        }
         let t = now.as_nanos();
         // A poisoned lock only means another thread panicked mid-update of a plain map of
         // instants; the data is still usable.
@@ -97,12 +154,9 @@ impl RateLimiter {
             map.retain(|_, tat| *tat > t);
         }
         let key = (tenant.clone(), agent.clone());
-        let tat = map.get(&key).copied().unwrap_or(t).max(t);
-        let allowed_at = tat - tolerance;
-        if allowed_at > t {
-            return Err(Instant::from_nanos(allowed_at).unwrap_or(now));
+        if let Some(next) = gcra(self.limit, map.get(&key).copied(), now)? {
+            map.insert(key, next);
         }
-        map.insert(key, tat + interval);
         Ok(())
     }
 
@@ -197,6 +251,30 @@ mod tests {
         });
         assert!(one.try_acquire(&t, &a, t0).is_ok());
         assert_eq!(one.try_acquire(&t, &a, t0), Err(at("2026-09-10T20:00:01Z")));
+    }
+
+    /// The pure step the DynamoDB buckets share: a key never seen is a full bucket; the state
+    /// kept is the next theoretical arrival; a refusal names when a token is free and keeps
+    /// nothing; unlimited keeps nothing at all.
+    #[test]
+    fn the_pure_step() {
+        let limit = RateLimit {
+            per_minute: 60,
+            burst: 2,
+        };
+        let t0 = at("2026-09-10T20:00:00Z");
+        let second = 1_000_000_000i128;
+        let first = gcra(limit, None, t0).unwrap().unwrap();
+        assert_eq!(first, t0.as_nanos() + second);
+        let next = gcra(limit, Some(first), t0).unwrap().unwrap();
+        assert_eq!(next, t0.as_nanos() + 2 * second);
+        assert_eq!(gcra(limit, Some(next), t0), Err(at("2026-09-10T20:00:01Z")));
+        // A state long past is a full bucket again, never fuller.
+        assert_eq!(
+            gcra(limit, Some(t0.as_nanos()), at("2026-09-10T21:00:00Z")),
+            Ok(Some(at("2026-09-10T21:00:01Z").as_nanos()))
+        );
+        assert_eq!(gcra(RateLimit::unlimited(), None, t0), Ok(None));
     }
 
     #[test]

@@ -33,7 +33,13 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'
 
 /// The routes over `parts`, with problem+json answers for unknown routes and methods, behind
 /// [`from_api_gateway`] (ids read from `pathParameters`, decoded once).
+///
+/// Before each request, cards other functions kept for agents this instance does not hold in
+/// good health are picked up ([`crate::cards::Cards::pick_up_all`]): an agent whose card the
+/// sweep read since this instance's cold start is served (its pushes no longer answer 503).
 pub fn router(parts: &Parts, clock: Arc<dyn Clock>) -> Router {
+    let cards = parts.cards.clone();
+    let pick_up_clock = clock.clone();
     let routes = watcher_router_with(
         AppState {
             watcher: parts.watcher.clone(),
@@ -49,6 +55,16 @@ pub fn router(parts: &Parts, clock: Arc<dyn Clock>) -> Router {
     // Before routing: the rewritten path is what the routes match.
     Router::new()
         .fallback_service(routes.map_request(from_api_gateway::<axum::body::Body> as fn(_) -> _))
+        .layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let cards = cards.clone();
+                let now = pick_up_clock.now();
+                async move {
+                    cards.pick_up_all(now).await;
+                    next.run(req).await
+                }
+            },
+        ))
 }
 
 /// The request with its path rebuilt from API Gateway's route key and decoded path parameters

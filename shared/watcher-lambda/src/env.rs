@@ -9,24 +9,25 @@
 //! operators, teachers and their tokens; read through the SDK at cold start and kept for the
 //! instance's life, never put in the environment), `WATCHER_CONFIG_SECRET_VERSION` (optional),
 //! `RETENTION_DAYS` (default 30), `SENDER_LEASE_SECONDS` (optional: how long the submitter's
-//! claim on a lapse task holds; the template sets it just above the function's timeout).
+//! claim on a lapse task holds; the template sets it just above the function's timeout),
+//! `CARD_MAX_AGE_SECS` (default a day: the sweep re-reads a card in good health once it is
+//! older, `crate::cards`).
 //! `AWS_ENDPOINT_URL` points every client at an emulator.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
 use watcher_aws::TimerQueue;
 use watcher_config::{load_deployment, Config};
-use watcher_core::ids::{AgentId, Tenant};
 use watcher_delivery::deliver::Submitter;
-use watcher_delivery::endpoint::AgentEndpoint;
+use watcher_delivery::endpoint::SharedEndpoints;
 use watcher_http::Credentials;
 use watcher_runtime::ports::LapseQueue;
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
 use watcher_store_dynamodb::DynamoStore;
 
+use crate::cards::Cards;
 use crate::sink::AwsSink;
 use crate::submitter::{QueueTimeout, Redelivery};
 
@@ -38,8 +39,10 @@ pub struct Parts {
     pub queue: Arc<dyn LapseQueue>,
     /// Who may call what (the API function).
     pub credentials: Arc<Credentials>,
-    /// Where lapse tasks go (the submitter).
-    pub endpoints: HashMap<(Tenant, AgentId), AgentEndpoint>,
+    /// Where lapse tasks go (the submitter), kept up to date by [`Parts::cards`].
+    pub endpoints: SharedEndpoints,
+    /// The configured agents' cards: re-read by the sweep, picked up from the table at use.
+    pub cards: Arc<Cards>,
     /// The lapse-task submitter.
     pub submitter: Submitter,
     /// The request bounds of the API (config `[limits]`).
@@ -68,11 +71,9 @@ pub async fn from_env() -> anyhow::Result<Parts> {
             .context("RETENTION_DAYS must be a whole number of days")?,
         Err(_) => config.retention_days,
     };
-    let store: Arc<dyn Store> = Arc::new(DynamoStore::new(
-        aws_sdk_dynamodb::Client::new(&aws),
-        var("TABLE_NAME")?,
-        retention,
-    ));
+    let ddb = aws_sdk_dynamodb::Client::new(&aws);
+    let table = var("TABLE_NAME")?;
+    let store: Arc<dyn Store> = Arc::new(DynamoStore::new(ddb.clone(), table.clone(), retention));
     let mut scheduler = watcher_aws::SchedulerConfig::new(
         var("SCHEDULE_GROUP")?,
         var("TIMER_FUNCTION_ARN")?,
@@ -114,6 +115,29 @@ pub async fn from_env() -> anyhow::Result<Parts> {
             .submitter
             .with_lease(std::time::Duration::from_secs(secs));
     }
+    if let Ok(v) = std::env::var("CARD_MAX_AGE_SECS") {
+        let secs: i64 = v
+            .parse()
+            .context("CARD_MAX_AGE_SECS must be a whole number of seconds")?;
+        let cards = Cards::new(
+            config.clone(),
+            parts.watcher.store.clone(),
+            parts.watcher.directory.clone(),
+            parts.endpoints.clone(),
+        )
+        .with_max_age(jiff::SignedDuration::from_secs(secs));
+        parts.cards = Arc::new(cards);
+    }
+    // The rate limit per agent holds across every submitter instance (docs/dynamodb.md "Rate
+    // buckets"), not per instance.
+    parts.submitter =
+        parts
+            .submitter
+            .with_rate_buckets(Arc::new(crate::rate::DynamoRateBuckets::new(
+                ddb,
+                table,
+                watcher_config::deployment::rate_limit(&config.delivery),
+            )));
     Ok(parts)
 }
 
@@ -152,6 +176,13 @@ pub async fn assemble_with_timer_queue(
         queue: queue.clone(),
         timer_queue,
     });
+    let endpoints = SharedEndpoints::new(deployment.endpoints);
+    let cards = Arc::new(Cards::new(
+        config.clone(),
+        store.clone(),
+        deployment.directory.clone(),
+        endpoints.clone(),
+    ));
     let recorder = Arc::new(crate::emf::EmfRecorder::from_env());
     let watcher = Arc::new(
         Watcher::new(store, deployment.directory, deployment.settings)
@@ -163,7 +194,8 @@ pub async fn assemble_with_timer_queue(
         watcher,
         queue,
         credentials: Arc::new(deployment.credentials),
-        endpoints: deployment.endpoints,
+        endpoints,
+        cards,
         submitter: watcher_config::submitter(&config.delivery)?.with_recorder(recorder),
         limits: config.limits.http(),
         redelivery: Arc::new(QueueTimeout),

@@ -84,6 +84,23 @@ where
     outcome.response
 }
 
+/// Before a batch at `now`: for each agent the batch names whose card this instance does not hold
+/// in good health, picks up a newer card kept in the table ([`crate::cards::Cards::pick_up`]),
+/// so a card the sweep read since this instance's cold start gives the agent its endpoint.
+pub async fn pick_up_cards(cards: &crate::cards::Cards, event: &SqsEvent, now: Instant) {
+    let mut seen: Vec<(Tenant, AgentId)> = Vec::new();
+    for record in &event.records {
+        let Some(Ok(m)) = record.body.as_deref().map(watcher_aws::parse_queue_message) else {
+            continue;
+        };
+        let key = (m.tenant, m.agent);
+        if !seen.contains(&key) {
+            cards.pick_up(&key.0, &key.1, now).await;
+            seen.push(key);
+        }
+    }
+}
+
 /// Handles one batch at `now`. A message that cannot be parsed is dropped with an error log (it
 /// can never succeed; the outbox still holds the entry for the sweep).
 ///

@@ -33,6 +33,16 @@ pub struct TimerReport {
     pub lapses: usize,
     /// Lapse tasks re-queued by the sweep.
     pub requeued: usize,
+    /// Agent cards the sweep tried to read (unavailable, stale, or older than the maximum age:
+    /// [`crate::cards`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cards_tried: usize,
+    /// Agent cards the sweep read and kept in the table.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cards_read: usize,
+    /// Lifecycle descriptors the sweep's registration probe kept in the table (`probe = true`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub probed: usize,
     /// The timer queue's messages to redeliver (SQS partial batch response,
     /// `ReportBatchItemFailures`): those whose record could not be read or written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -69,6 +79,38 @@ impl From<TimerError> for lambda_runtime::Diagnostic {
             error_message: e.to_string(),
         }
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// [`handle`], then `cards` kept up to date: after a sweep, the cards due for a re-read are read
+/// and the registration probe run ([`crate::cards::Cards::refresh`]), counted in the report;
+/// before any other event, the cards and descriptors other functions kept are picked up for
+/// agents this instance lacks ([`crate::cards::Cards::pick_up_all`]). The sweep's own work
+/// comes first, so a slow card server never delays a lapse. The function's entry point.
+///
+/// # Errors
+/// As [`handle`] (the cards are refreshed after a sweep even then).
+pub async fn handle_with_cards<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
+    cards: &crate::cards::Cards,
+    event: &Value,
+    now: Instant,
+) -> Result<TimerReport, TimerError> {
+    if event.get("sweep").and_then(Value::as_bool) != Some(true) {
+        cards.pick_up_all(now).await;
+        return handle(watcher, queue, event, now).await;
+    }
+    let swept = handle(watcher, queue, event, now).await;
+    let read = cards.refresh(now).await;
+    let mut report = swept?;
+    report.cards_tried = read.tried;
+    report.cards_read = read.read;
+    report.probed = read.probed;
+    Ok(report)
 }
 
 fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {

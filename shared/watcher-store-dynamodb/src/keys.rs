@@ -196,6 +196,16 @@ pub(crate) fn lifecycle_pk(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
+/// `RATE#{tenant}#{agent}` (sort key `#`): the agent's lapse-task rate bucket, shared by every
+/// submitter instance (docs/dynamodb.md "Rate buckets").
+pub fn rate_pk(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "RATE",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
 /// `OUTBOX#{tenant}`: a tenant's lapse tasks, one row per (agent, `messageId`).
 pub(crate) fn outbox_pk(tenant: &Tenant) -> String {
     join("OUTBOX", &[tenant.as_str()], MAX_PARTITION_KEY)

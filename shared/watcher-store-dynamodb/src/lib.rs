@@ -57,6 +57,7 @@ use crate::codec::{
 pub use crate::error::{
     DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS,
 };
+pub use crate::keys::rate_pk;
 use crate::keys::{
     agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, follow_agent,
     instant_key, lapses_agent, lapses_tenant, live_agent, live_count_pk, outbox_pk, outbox_sk,

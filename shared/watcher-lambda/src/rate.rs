@@ -1,0 +1,121 @@
+//! The submitter function's rate buckets, shared by every instance: one DynamoDB item per
+//! (tenant, agent), `RATE#{tenant}#{agent}` / `#`, holding the bucket's GCRA state (`tat`, the
+//! theoretical arrival time of the next lapse task, in nanoseconds since the epoch), so that
+//! `[delivery] per_minute` and `burst` (expectations-v1 §13.2) hold for an agent across
+//! concurrent submitter instances, not per instance (docs/dynamodb.md "Rate buckets").
+//!
+//! A token is taken with a strongly consistent read and a conditional write (`tat` unchanged
+//! since the read, or the item absent); a lost race reads again. The arithmetic is
+//! `watcher_delivery::rate::gcra`, the same as serve's in-memory limiter.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::time::Instant;
+use watcher_delivery::rate::{gcra, BucketError, RateBuckets, RateLimit};
+
+/// Reads and conditional writes one token may take before the caller is told to wait a token's
+/// interval instead (only under heavy contention on one agent).
+pub const MAX_ROUNDS: usize = 8;
+
+/// An idle bucket's item expires (DynamoDB TTL, `expiresAt`) this long after its `tat`: an
+/// absent item is a full bucket, exactly what the expired one had become.
+pub const IDLE_EXPIRY_SECS: i128 = 24 * 3600;
+
+/// [`RateBuckets`] kept in the watcher's table.
+#[derive(Debug, Clone)]
+pub struct DynamoRateBuckets {
+    client: Client,
+    table: String,
+    limit: RateLimit,
+}
+
+impl DynamoRateBuckets {
+    /// Buckets applying `limit` (the submitter's `[delivery]`) in `table`.
+    pub fn new(client: Client, table: impl Into<String>, limit: RateLimit) -> Self {
+        DynamoRateBuckets {
+            client,
+            table: table.into(),
+            limit,
+        }
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> BucketError {
+    BucketError(e.to_string())
+}
+
+#[async_trait]
+impl RateBuckets for DynamoRateBuckets {
+    async fn try_acquire(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        now: Instant,
+    ) -> Result<Result<(), Instant>, BucketError> {
+        if self.limit.per_minute == 0 {
+            return Ok(Ok(()));
+        }
+        let pk = watcher_store_dynamodb::rate_pk(tenant, agent);
+        for _ in 0..MAX_ROUNDS {
+            let got = self
+                .client
+                .get_item()
+                .table_name(&self.table)
+                .key("pk", AttributeValue::S(pk.clone()))
+                .key("sk", AttributeValue::S("#".into()))
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(|e| failed(aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
+            let old: Option<i128> = match got.item().and_then(|i| i.get("tat")) {
+                Some(AttributeValue::N(n)) => Some(
+                    n.parse()
+                        .map_err(|_| failed(format!("{pk}: tat {n:?} is not a number")))?,
+                ),
+                Some(_) => return Err(failed(format!("{pk}: tat is not a number"))),
+                None => None,
+            };
+            let next = match gcra(self.limit, old, now) {
+                Err(at) => return Ok(Err(at)),
+                Ok(None) => return Ok(Ok(())),
+                Ok(Some(next)) => next,
+            };
+            let expires = next.div_euclid(1_000_000_000) + IDLE_EXPIRY_SECS;
+            let put = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .item("pk", AttributeValue::S(pk.clone()))
+                .item("sk", AttributeValue::S("#".into()))
+                .item("kind", AttributeValue::S("rate".into()))
+                .item("tenant", AttributeValue::S(tenant.as_str().into()))
+                .item("agent", AttributeValue::S(agent.as_str().into()))
+                .item("tat", AttributeValue::N(next.to_string()))
+                .item("expiresAt", AttributeValue::N(expires.to_string()));
+            let put = match old {
+                Some(old) => put
+                    .condition_expression("tat = :old")
+                    .expression_attribute_values(":old", AttributeValue::N(old.to_string())),
+                None => put.condition_expression("attribute_not_exists(pk)"),
+            };
+            match put.send().await {
+                Ok(_) => return Ok(Ok(())),
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+                {
+                    continue
+                }
+                Err(e) => return Err(failed(aws_sdk_dynamodb::error::DisplayErrorContext(e))),
+            }
+        }
+        // Lost every race: another instance is taking this agent's tokens right now. Waiting
+        // one token's interval is what a lost race means anyway.
+        let interval = 60_000_000_000i128 / i128::from(self.limit.per_minute);
+        Ok(Err(
+            Instant::from_nanos(now.as_nanos() + interval).unwrap_or(now)
+        ))
+    }
+}

@@ -1,0 +1,293 @@
+//! Agent cards on AWS (serve.md "Agents are independent"; docs/interpretation.md "Cards on
+//! AWS"): a card that cannot be read at a function's cold start is re-read by the timer's sweep
+//! and kept in the table, every other function picks the kept card up at use, and a card in good
+//! health is re-read once it is older than the maximum age. Needs the emulator (`bash
+//! infra/moto.sh`, `AWS_ENDPOINT_URL`).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_lambda_events::event::sqs::SqsEvent;
+use serde_json::{json, Value};
+use watcher_config::Config;
+use watcher_core::engine::TimerKey;
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::time::Instant;
+use watcher_delivery::endpoint::Endpoints;
+use watcher_lambda::env::{assemble, Parts};
+use watcher_runtime::clock::{Clock, SystemClock};
+use watcher_runtime::directory::CardState;
+use watcher_runtime::ports::{LapseQueue, PortError, Timers};
+use watcher_runtime::store::{OutboxEntry, Store};
+
+const CARD: &str = include_str!("../../../examples/booking-card.json");
+
+/// Timers and a queue that do nothing: these tests are about cards.
+struct Nothing;
+
+#[async_trait]
+impl Timers for Nothing {
+    async fn arm(&self, _: &Tenant, _: &TimerKey, _: Instant) -> Result<(), PortError> {
+        Ok(())
+    }
+    async fn disarm(&self, _: &Tenant, _: &TimerKey) -> Result<(), PortError> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl LapseQueue for Nothing {
+    async fn enqueue(&self, _: &OutboxEntry) -> Result<(), PortError> {
+        Ok(())
+    }
+}
+
+/// An agent card server on 127.0.0.1 that answers 503 until `up` is set, counting requests.
+struct CardServer {
+    url: String,
+    up: Arc<AtomicBool>,
+    hits: Arc<AtomicUsize>,
+}
+
+async fn card_server(card: Value) -> CardServer {
+    card_server_after(card, std::time::Duration::ZERO).await
+}
+
+/// [`card_server`] answering each request only after `delay`.
+async fn card_server_after(card: Value, delay: std::time::Duration) -> CardServer {
+    let up = Arc::new(AtomicBool::new(false));
+    let hits = Arc::new(AtomicUsize::new(0));
+    let (u, h) = (up.clone(), hits.clone());
+    let app = axum::Router::new().route(
+        "/card.json",
+        axum::routing::get(move || {
+            let (u, h, card) = (u.clone(), h.clone(), card.clone());
+            async move {
+                h.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(delay).await;
+                if u.load(Ordering::SeqCst) {
+                    (axum::http::StatusCode::OK, axum::Json(card))
+                } else {
+                    (
+                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                        axum::Json(json!({})),
+                    )
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    CardServer {
+        url: format!("http://{addr}/card.json"),
+        up,
+        hits,
+    }
+}
+
+async fn table(name: &str) -> Arc<dyn Store> {
+    std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL: start `bash infra/moto.sh`");
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .load()
+        .await;
+    let name = format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        jiff::Timestamp::now().as_millisecond()
+    );
+    let ddb = aws_sdk_dynamodb::Client::new(&aws);
+    watcher_store_dynamodb::create_table(&ddb, &name, std::time::Duration::from_secs(30))
+        .await
+        .expect("table");
+    Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &name, 30))
+}
+
+fn config(card_url: &str) -> Config {
+    Config::from_toml(&format!(
+        "allow_private_endpoints = true\n[[agents]]\nid = \"booking\"\ncard = \"{card_url}\"\npush_token = \"push-1\"\n"
+    ))
+    .expect("config")
+}
+
+/// A function instance's parts at its cold start (cards read then).
+async fn cold_start(store: &Arc<dyn Store>, config: &Config) -> Parts {
+    assemble(store.clone(), Arc::new(Nothing), Arc::new(Nothing), config)
+        .await
+        .expect("parts")
+}
+
+fn booking() -> (Tenant, AgentId) {
+    (Tenant::default_tenant(), AgentId::parse("booking").unwrap())
+}
+
+fn card() -> Value {
+    let mut card: Value = serde_json::from_str(CARD).unwrap();
+    card["supportedInterfaces"][0]["url"] = json!("http://127.0.0.1:9/a2a");
+    card
+}
+
+fn lapse_event() -> SqsEvent {
+    serde_json::from_value(json!({ "Records": [{
+        "messageId": "sqs-1", "receiptHandle": "r-1",
+        "body": json!({ "tenant": "default", "agent": "booking", "messageId": "m-1" }).to_string(),
+        "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lapses.fifo", "awsRegion": "us-east-1" }] }))
+    .unwrap()
+}
+
+/// The card cannot be read at either function's cold start. Once it can, the timer's sweep reads
+/// it and keeps it in the table; the submitter instance, which never fetches it, picks the kept
+/// card up when a lapse message names the agent.
+#[tokio::test]
+async fn the_sweep_reads_an_unreadable_card_and_every_function_picks_it_up() {
+    let store = table("cards-sweep").await;
+    let server = card_server(card()).await;
+    let config = config(&server.url);
+    let timer = cold_start(&store, &config).await;
+    let submitter = cold_start(&store, &config).await;
+    let (t, a) = booking();
+    for parts in [&timer, &submitter] {
+        assert_eq!(
+            parts.watcher.directory.card_health(&t, &a).map(|h| h.state),
+            Some(CardState::Unavailable)
+        );
+        assert!(parts.endpoints.endpoint(&t, &a).is_none());
+    }
+    server.up.store(true, Ordering::SeqCst);
+    let now = SystemClock.now();
+    let report = watcher_lambda::timer::handle_with_cards(
+        &timer.watcher,
+        &*timer.queue,
+        &timer.cards,
+        &json!({ "sweep": true }),
+        now,
+    )
+    .await
+    .unwrap();
+    assert_eq!((report.cards_tried, report.cards_read), (1, 1));
+    assert!(timer.watcher.directory.get(&t, &a).is_some(), "registered");
+    assert_eq!(
+        timer.endpoints.endpoint(&t, &a).map(|e| e.url),
+        Some("http://127.0.0.1:9/a2a".to_string())
+    );
+    let (kept, read_at) = store.agent_card(&t, &a).await.unwrap().expect("kept");
+    assert_eq!(kept["name"], "Booking agent");
+    assert_eq!(read_at, now);
+
+    // The submitter instance: no fetch (the server counts), one keyed read of the table.
+    let hits = server.hits.load(Ordering::SeqCst);
+    watcher_lambda::submitter::pick_up_cards(&submitter.cards, &lapse_event(), now).await;
+    assert_eq!(server.hits.load(Ordering::SeqCst), hits, "no card fetch");
+    assert!(submitter.watcher.directory.get(&t, &a).is_some());
+    assert!(submitter.endpoints.endpoint(&t, &a).is_some());
+    let health = submitter.watcher.directory.card_health(&t, &a).unwrap();
+    assert_eq!(
+        (health.state, health.read_at),
+        (CardState::Ok, Some(read_at))
+    );
+}
+
+/// The API instance, which loaded no card, picks up the card another function kept before it
+/// serves a request.
+#[tokio::test]
+async fn the_api_picks_up_a_kept_card_before_a_request() {
+    let store = table("cards-api").await;
+    let server = card_server(card()).await;
+    let config = config(&server.url);
+    let api = cold_start(&store, &config).await;
+    let (t, a) = booking();
+    assert!(api.watcher.directory.get(&t, &a).is_none());
+    // Another function reads the card and keeps it.
+    server.up.store(true, Ordering::SeqCst);
+    let timer = cold_start(&store, &config).await;
+    assert!(timer.watcher.directory.get(&t, &a).is_some());
+    let router = watcher_lambda::api::router(&api, Arc::new(SystemClock));
+    let request = axum::http::Request::builder()
+        .uri("/v1/agents")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let _ = tower::ServiceExt::oneshot(router, request).await.unwrap();
+    assert!(
+        api.watcher.directory.get(&t, &a).is_some(),
+        "picked up before the request"
+    );
+    assert_eq!(
+        api.watcher.directory.card_health(&t, &a).map(|h| h.state),
+        Some(CardState::Ok)
+    );
+}
+
+/// A card in good health is left alone by the sweep until it is older than the maximum age (a
+/// day by default), then read again.
+#[tokio::test]
+async fn the_sweep_rereads_a_card_older_than_the_maximum_age() {
+    let store = table("cards-age").await;
+    let server = card_server(card()).await;
+    server.up.store(true, Ordering::SeqCst);
+    let config = config(&server.url);
+    let timer = cold_start(&store, &config).await;
+    let start = SystemClock.now();
+    let sweep = |at: Instant| {
+        let timer = &timer;
+        async move {
+            watcher_lambda::timer::handle_with_cards(
+                &timer.watcher,
+                &*timer.queue,
+                &timer.cards,
+                &json!({ "sweep": true }),
+                at,
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let hour = start
+        .checked_add(jiff::SignedDuration::from_hours(1))
+        .unwrap();
+    assert_eq!(sweep(hour).await.cards_tried, 0);
+    let day = start
+        .checked_add(jiff::SignedDuration::from_hours(24) + jiff::SignedDuration::from_secs(5))
+        .unwrap();
+    let before = server.hits.load(Ordering::SeqCst);
+    let report = sweep(day).await;
+    assert_eq!((report.cards_tried, report.cards_read), (1, 1));
+    assert_eq!(server.hits.load(Ordering::SeqCst), before + 1);
+    let (t, a) = booking();
+    assert_eq!(
+        store.agent_card(&t, &a).await.unwrap().map(|(_, at)| at),
+        Some(day)
+    );
+}
+
+/// Slow card servers cost the sweep about one wait, not one per agent: cards are read several
+/// at once.
+#[tokio::test]
+async fn the_sweep_reads_slow_cards_at_once() {
+    let store = table("cards-slow").await;
+    let mut toml = String::from("allow_private_endpoints = true\n");
+    let mut servers = Vec::new();
+    for n in 0..4 {
+        let server = card_server_after(card(), std::time::Duration::from_millis(1500)).await;
+        toml.push_str(&format!(
+            "[[agents]]\nid = \"a{n}\"\ncard = \"{}\"\npush_token = \"push-{n}\"\n",
+            server.url
+        ));
+        servers.push(server);
+    }
+    let config = Config::from_toml(&toml).expect("config");
+    let timer = cold_start(&store, &config).await;
+    for s in &servers {
+        s.up.store(true, Ordering::SeqCst);
+    }
+    let started = std::time::Instant::now();
+    let report = timer.cards.refresh(SystemClock.now()).await;
+    let took = started.elapsed();
+    assert_eq!((report.tried, report.read), (4, 4));
+    assert!(
+        took < std::time::Duration::from_millis(4000),
+        "four 1.5 s card servers read one after another would take 6 s; took {took:?}"
+    );
+}

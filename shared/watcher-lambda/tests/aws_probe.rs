@@ -1,0 +1,238 @@
+//! The registration probe on AWS (`probe = true`; docs/interpretation.md "The registration probe
+//! on AWS"): the timer's sweep probes an agent that has no lifecycle descriptor for its card, the
+//! probe's pushes going to the deployment's own push route (the API function, here served on
+//! 127.0.0.1) and read back from the table; the descriptor is kept in the table, and a function
+//! that started before the probe picks it up. Needs the emulator (`bash infra/moto.sh`,
+//! `AWS_ENDPOINT_URL`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use watcher_config::Config;
+use watcher_core::engine::TimerKey;
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::time::Instant;
+use watcher_delivery::testing::{spawn_capture_agent, Behaviour, CapturedRequest, Reply};
+use watcher_lambda::env::{assemble, Parts};
+use watcher_runtime::clock::{Clock, SystemClock};
+use watcher_runtime::ports::{LapseQueue, PortError, Timers};
+use watcher_runtime::store::{OutboxEntry, Store};
+
+const CARD: &str = include_str!("../../../examples/booking-card.json");
+const PUSH_TOKEN: &str = "push-booking";
+/// Every status the stub sends carries this timestamp.
+const TS: &str = "2026-11-30T00:00:00Z";
+
+struct Nothing;
+
+#[async_trait]
+impl Timers for Nothing {
+    async fn arm(&self, _: &Tenant, _: &TimerKey, _: Instant) -> Result<(), PortError> {
+        Ok(())
+    }
+    async fn disarm(&self, _: &Tenant, _: &TimerKey) -> Result<(), PortError> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl LapseQueue for Nothing {
+    async fn enqueue(&self, _: &OutboxEntry) -> Result<(), PortError> {
+        Ok(())
+    }
+}
+
+async fn table(name: &str) -> Arc<dyn Store> {
+    std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL: start `bash infra/moto.sh`");
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .load()
+        .await;
+    let name = format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        jiff::Timestamp::now().as_millisecond()
+    );
+    let ddb = aws_sdk_dynamodb::Client::new(&aws);
+    watcher_store_dynamodb::create_table(&ddb, &name, Duration::from_secs(30))
+        .await
+        .expect("table");
+    Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &name, 30))
+}
+
+async fn cold_start(store: &Arc<dyn Store>, config: &Config) -> Parts {
+    assemble(store.clone(), Arc::new(Nothing), Arc::new(Nothing), config)
+        .await
+        .expect("parts")
+}
+
+fn rpc_result(req: &CapturedRequest, result: Value) -> Reply {
+    Reply::Http {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: json!({ "jsonrpc": "2.0", "id": req.rpc_id(), "result": result }).to_string(),
+    }
+}
+
+fn task(id: &str, state: &str) -> Value {
+    json!({ "id": id, "contextId": "ctx-probe", "status": { "state": state, "timestamp": TS } })
+}
+
+/// Pushes the terminal `state` of task `id` to the push config's `url` with its `token`, a
+/// little after the answer.
+fn push_later(config: Option<Value>, id: &str, state: &str) {
+    let Some(config) = config else { return };
+    let body = json!({ "statusUpdate": { "taskId": id, "contextId": "ctx-probe",
+        "status": { "state": state, "timestamp": TS } } });
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let url = config["url"].as_str().unwrap_or_default().to_owned();
+        let token = config["token"].as_str().unwrap_or_default().to_owned();
+        let _ = reqwest::Client::new()
+            .post(&url)
+            .header("X-A2A-Notification-Token", token)
+            .json(&body)
+            .send()
+            .await;
+    });
+}
+
+/// A 1.0 agent that passes the probe: every status timestamped, its first probe task completes
+/// and is pushed once, its second stays working until `CancelTask` and its cancel is pushed once.
+fn conforming() -> Behaviour {
+    let cancel_config: Arc<Mutex<Option<Value>>> = Arc::default();
+    let canceled = Arc::new(AtomicBool::new(false));
+    Behaviour::from_fn(move |_, req| {
+        let method = req.rpc_method().unwrap_or_default();
+        let body = req.json().unwrap_or_default();
+        let asked = body
+            .pointer("/params/id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        match method.as_str() {
+            "SendMessage" => {
+                let config = body
+                    .pointer("/params/configuration/taskPushNotificationConfig")
+                    .cloned();
+                if req
+                    .message_id()
+                    .unwrap_or_default()
+                    .starts_with("probe:cancel")
+                {
+                    *cancel_config.lock().unwrap() = config;
+                    rpc_result(
+                        req,
+                        json!({ "task": task("probe-cancel", "TASK_STATE_WORKING") }),
+                    )
+                } else {
+                    push_later(config, "probe-task", "TASK_STATE_COMPLETED");
+                    rpc_result(
+                        req,
+                        json!({ "task": task("probe-task", "TASK_STATE_SUBMITTED") }),
+                    )
+                }
+            }
+            "GetTask" => {
+                let state = match asked.as_str() {
+                    "probe-task" => "TASK_STATE_COMPLETED",
+                    "probe-cancel" if canceled.load(Ordering::SeqCst) => "TASK_STATE_CANCELED",
+                    _ => "TASK_STATE_WORKING",
+                };
+                rpc_result(req, task(&asked, state))
+            }
+            "CancelTask" => {
+                canceled.store(true, Ordering::SeqCst);
+                push_later(
+                    cancel_config.lock().unwrap().clone(),
+                    &asked,
+                    "TASK_STATE_CANCELED",
+                );
+                rpc_result(req, task(&asked, "TASK_STATE_CANCELED"))
+            }
+            "ListTasks" => rpc_result(req, json!({ "tasks": [], "nextPageToken": "" })),
+            _ => Reply::rpc_error(-32601, "Method not found"),
+        }
+    })
+}
+
+#[tokio::test]
+async fn the_sweep_probes_through_the_deployments_push_route_and_every_function_uses_it() {
+    let store = table("probe").await;
+    let agent = spawn_capture_agent(conforming()).await;
+    let mut card: Value = serde_json::from_str(CARD).unwrap();
+    card["supportedInterfaces"][0]["url"] = json!(agent.url());
+    // The API function, reachable by the agent: the deployment's push route.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let api_url = format!("http://{}", listener.local_addr().unwrap());
+    let config = Config::from_toml(&format!(
+        "public_url = \"{api_url}\"\n[[agents]]\nid = \"booking\"\ncard = '''{card}'''\nendpoint = \"{}\"\npush_token = \"{PUSH_TOKEN}\"\nprobe = true\n",
+        agent.url()
+    ))
+    .expect("config");
+    let api = cold_start(&store, &config).await;
+    let router = watcher_lambda::api::router(&api, Arc::new(SystemClock));
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let timer = cold_start(&store, &config).await;
+    let submitter = cold_start(&store, &config).await;
+    let (t, a) = (Tenant::default_tenant(), AgentId::parse("booking").unwrap());
+    assert!(
+        !timer.watcher.directory.lifecycle_trusted(&t, &a),
+        "never probed"
+    );
+    assert!(store
+        .lifecycle_descriptor(&t, &a, "1.0")
+        .await
+        .unwrap()
+        .is_none());
+
+    let report = watcher_lambda::timer::handle_with_cards(
+        &timer.watcher,
+        &*timer.queue,
+        &timer.cards,
+        &json!({ "sweep": true }),
+        SystemClock.now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.probed, 1);
+    let (descriptor, _) = store
+        .lifecycle_descriptor(&t, &a, "1.0")
+        .await
+        .unwrap()
+        .expect("the descriptor is kept in the table");
+    assert_eq!(descriptor["pushesArrived"], 1, "{descriptor:#}");
+    assert_eq!(descriptor["exactlyOneTerminal"], true, "{descriptor:#}");
+    assert_eq!(descriptor["cancel"]["pushed"], "once", "{descriptor:#}");
+    assert_eq!(descriptor["lifecycleTrusted"], true, "{descriptor:#}");
+    assert!(timer.watcher.directory.lifecycle_trusted(&t, &a));
+    let sends = || {
+        agent
+            .requests()
+            .iter()
+            .filter(|r| r.rpc_method().as_deref() == Some("SendMessage"))
+            .count()
+    };
+    assert_eq!(sends(), 2, "two probe tasks");
+
+    // A function started before the probe uses the kept descriptor from its next use on.
+    assert!(!submitter.watcher.directory.lifecycle_trusted(&t, &a));
+    assert!(submitter.cards.pick_up(&t, &a, SystemClock.now()).await);
+    assert!(submitter.watcher.directory.lifecycle_trusted(&t, &a));
+
+    // The next sweep probes nothing again.
+    let report = watcher_lambda::timer::handle_with_cards(
+        &timer.watcher,
+        &*timer.queue,
+        &timer.cards,
+        &json!({ "sweep": true }),
+        SystemClock.now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.probed, 0);
+    assert_eq!(sends(), 2);
+}

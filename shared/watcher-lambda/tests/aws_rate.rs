@@ -1,0 +1,176 @@
+//! The rate limit per agent holds across submitter instances (expectations-v1 §13.2; docs/
+//! dynamodb.md "Rate buckets"): two submitters sharing the agent's bucket in the table, each
+//! handed its own batch at the same moment, send no more than `burst` at once together. Needs the
+//! emulator (`bash infra/moto.sh`, `AWS_ENDPOINT_URL`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use a2a_types::TaskState;
+use aws_lambda_events::event::sqs::SqsEvent;
+use serde_json::{json, Value};
+use watcher_core::ids::{AgentId, ExpectationId, Tenant};
+use watcher_core::record::LapseKind;
+use watcher_core::time::Instant;
+use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
+use watcher_delivery::{
+    A2aClient, AgentEndpoint, RateBuckets, RateLimit, RetryPolicy, Submitter, SubmitterConfig,
+};
+use watcher_lambda::rate::DynamoRateBuckets;
+use watcher_runtime::memory::MemoryStore;
+use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
+
+const LIMIT: RateLimit = RateLimit {
+    per_minute: 1,
+    burst: 3,
+};
+
+fn t0() -> Instant {
+    Instant::parse("2026-09-10T12:00:00Z").unwrap()
+}
+
+async fn table(name: &str) -> (aws_sdk_dynamodb::Client, String) {
+    std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL: start `bash infra/moto.sh`");
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .load()
+        .await;
+    let name = format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        jiff::Timestamp::now().as_millisecond()
+    );
+    let ddb = aws_sdk_dynamodb::Client::new(&aws);
+    watcher_store_dynamodb::create_table(&ddb, &name, std::time::Duration::from_secs(30))
+        .await
+        .expect("table");
+    (ddb, name)
+}
+
+fn entry(id: &str) -> OutboxEntry {
+    OutboxEntry {
+        tenant: Tenant::default_tenant(),
+        agent: AgentId::parse("busy").unwrap(),
+        message_id: id.into(),
+        expectation_id: ExpectationId::parse(format!("exp-{id}")).unwrap(),
+        lapse: LapseKind::Overdue,
+        lapsed_at: t0(),
+        request: json!({ "message": { "messageId": id, "role": "ROLE_USER", "parts": [{ "text": "lapse" }] } }),
+        delivery: DeliveryState::Queued,
+        attempts: 0,
+        next_attempt_at: t0(),
+        task_id: None,
+        task_state: None,
+        answered_with_message: false,
+        last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
+        lease: None,
+    }
+}
+
+fn event(ids: &[String]) -> SqsEvent {
+    let records: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            json!({ "messageId": format!("sqs-{id}"), "receiptHandle": format!("r-{id}"),
+                    "body": json!({ "tenant": "default", "agent": "busy", "messageId": id }).to_string(),
+                    "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs",
+                    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lapses.fifo", "awsRegion": "us-east-1" })
+        })
+        .collect();
+    serde_json::from_value(json!({ "Records": records })).unwrap()
+}
+
+fn submitter(buckets: Arc<dyn RateBuckets>) -> Submitter {
+    Submitter::new(
+        A2aClient::with_defaults().unwrap(),
+        SubmitterConfig {
+            retry: RetryPolicy::default(),
+            rate_limit: LIMIT,
+            concurrency: 4,
+        },
+    )
+    .with_rate_buckets(buckets)
+}
+
+/// Two submitter instances, each with its own batch of five lapse tasks for one agent, at the
+/// same instant: three go (the burst), not three each; the rest come back when a token is free
+/// (a minute later at one a minute), and then exactly one more goes.
+#[tokio::test]
+async fn two_submitters_sharing_the_bucket_never_exceed_burst() {
+    let (ddb, name) = table("rate-two").await;
+    let agent =
+        spawn_capture_agent(Behaviour::always(Reply::task("t", TaskState::Submitted))).await;
+    let ids: Vec<String> = (0..10).map(|n| format!("m{n}")).collect();
+    let store = MemoryStore::new();
+    store
+        .commit(
+            &Tenant::default_tenant(),
+            Commit {
+                outbox: ids.iter().map(|id| entry(id)).collect(),
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut endpoints = HashMap::new();
+    endpoints.insert(
+        (Tenant::default_tenant(), AgentId::parse("busy").unwrap()),
+        AgentEndpoint::configured(agent.url(), None),
+    );
+    // Each instance its own client and bucket handle, as two Lambda instances would have.
+    let one = submitter(Arc::new(DynamoRateBuckets::new(ddb.clone(), &name, LIMIT)));
+    let two = submitter(Arc::new(DynamoRateBuckets::new(ddb.clone(), &name, LIMIT)));
+    let (a, b) = tokio::join!(
+        watcher_lambda::submitter::handle_batch(&store, &one, &endpoints, event(&ids[..5]), t0()),
+        watcher_lambda::submitter::handle_batch(&store, &two, &endpoints, event(&ids[5..]), t0()),
+    );
+    assert_eq!(agent.request_count(), 3, "the burst, across both instances");
+    let handed_back = a.response.batch_item_failures.len() + b.response.batch_item_failures.len();
+    assert_eq!(handed_back, 7);
+    // The first message each instance handed back waits for the next free token: a minute.
+    for outcome in [&a, &b] {
+        assert_eq!(outcome.redeliver_after.first().map(|(_, s)| *s), Some(60));
+    }
+    // A minute on, one token is free for the whole deployment.
+    let later = Instant::parse("2026-09-10T12:01:00Z").unwrap();
+    let (_, _) = tokio::join!(
+        watcher_lambda::submitter::handle_batch(&store, &one, &endpoints, event(&ids[..5]), later),
+        watcher_lambda::submitter::handle_batch(&store, &two, &endpoints, event(&ids[5..]), later),
+    );
+    assert_eq!(agent.request_count(), 4);
+}
+
+/// Twenty concurrent takers on two handles of one agent's bucket: exactly `burst` tokens are
+/// granted, each refusal naming when the next is free; another agent's bucket is untouched.
+#[tokio::test]
+async fn concurrent_takers_get_exactly_burst_tokens() {
+    let (ddb, name) = table("rate-race").await;
+    let handles = [
+        DynamoRateBuckets::new(ddb.clone(), &name, LIMIT),
+        DynamoRateBuckets::new(ddb.clone(), &name, LIMIT),
+    ];
+    let t = Tenant::default_tenant();
+    let busy = AgentId::parse("busy").unwrap();
+    let results = futures_util::future::join_all(
+        (0..20).map(|n| handles[n % 2].try_acquire(&t, &busy, t0())),
+    )
+    .await;
+    let granted = results.iter().filter(|r| matches!(r, Ok(Ok(())))).count();
+    assert_eq!(granted, 3);
+    for r in &results {
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(at)) => assert!(*at > t0(), "a refusal names a later instant"),
+            Err(e) => panic!("bucket failed: {e}"),
+        }
+    }
+    let other = AgentId::parse("quiet").unwrap();
+    assert!(matches!(
+        handles[0].try_acquire(&t, &other, t0()).await,
+        Ok(Ok(()))
+    ));
+}
