@@ -16,6 +16,14 @@ use crate::store::{Commit, DeliveryState, DueTimer, OutboxEntry, Store, StoreErr
 /// How often one input is retried after losing a compare-and-set, or after growing its scope.
 const MAX_ATTEMPTS: usize = 32;
 
+/// Firings per hand-over in [`Watcher::fire_due_handing_over`]: small, so that a burst's first
+/// lapse tasks reach delivery after a few commits rather than after the whole burst's.
+pub const FIRE_GROUP: usize = 8;
+
+/// Receives each group of committed firings of [`Watcher::fire_due_handing_over`], in firing
+/// order (each timer with what firing it did).
+pub type HandOver<'a> = dyn FnMut(&[(DueTimer, Applied)]) + Send + 'a;
+
 /// A failure to apply an input.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
@@ -217,8 +225,28 @@ impl<S: Store + ?Sized> Watcher<S> {
     /// # Errors
     /// As [`Watcher::apply`].
     pub async fn fire_due(&self, now: Instant) -> Result<Vec<(DueTimer, Applied)>, ApplyError> {
+        self.fire_due_handing_over(now, &mut |_| {}).await
+    }
+
+    /// [`Watcher::fire_due`], handing what it queued to delivery as it goes (issue 20: a burst
+    /// is delivered as it is decided): after every [`FIRE_GROUP`] firings, and after the last,
+    /// `hand_over` is called with the firings of that group — all committed, in firing order —
+    /// so that the first lapse task of a burst of thousands can leave before the burst's last
+    /// lapse is committed. `serve` wakes its delivery lanes there; the order in which timers
+    /// fire (semantics.md "Order at one instant") is unchanged. Returns every firing, in order.
+    ///
+    /// # Errors
+    /// As [`Watcher::apply`]; groups handed over before the failure stay handed over (they are
+    /// committed).
+    pub async fn fire_due_handing_over(
+        &self,
+        now: Instant,
+        hand_over: &mut HandOver<'_>,
+    ) -> Result<Vec<(DueTimer, Applied)>, ApplyError> {
         let mut done: Vec<(DueTimer, Applied)> = Vec::new();
         let mut fired = std::collections::BTreeSet::new();
+        // Firings since the last hand-over start at `done[handed..]`.
+        let mut handed = 0;
         loop {
             let due = self.store.due_timers(now, 256).await?;
             let fresh: Vec<DueTimer> = due
@@ -228,6 +256,9 @@ impl<S: Store + ?Sized> Watcher<S> {
             if fresh.is_empty() {
                 // Nothing due, or only timers that stayed due after firing (left for the next
                 // sweep rather than looping).
+                if handed < done.len() {
+                    hand_over(&done[handed..]);
+                }
                 return Ok(done);
             }
             for t in fresh {
@@ -236,6 +267,10 @@ impl<S: Store + ?Sized> Watcher<S> {
                     .apply(&t.tenant, &Input::Timer(t.key.clone()), now)
                     .await?;
                 done.push((t, applied));
+                if done.len() - handed >= FIRE_GROUP {
+                    hand_over(&done[handed..]);
+                    handed = done.len();
+                }
             }
         }
     }
