@@ -273,8 +273,19 @@ async fn timer_loop(
                 wake.notify_waiters();
             }
         };
-        if let Err(e) = watcher.fire_due_handing_over(now, &mut hand_over).await {
-            tracing::error!(error = %e, "firing due timers failed; will retry");
+        // Fired together in each group (the SQLite store takes raising-order numbers and
+        // commits in the order asked, so the firing order is kept): one sync per group.
+        match watcher
+            .fire_due_handing_over(now, true, &mut hand_over)
+            .await
+        {
+            Ok(fired) if !fired.is_empty() => tracing::debug!(
+                fired = fired.len(),
+                ms = (clock.now().as_nanos() - now.as_nanos()) / 1_000_000,
+                "fired due timers"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "firing due timers failed; will retry"),
         }
         let wait = match watcher.store.next_timer().await {
             Ok(Some(t)) => {
