@@ -340,7 +340,7 @@ impl<S: Store + ?Sized> Watcher<S> {
     /// firing order — so that the first lapse task of a burst of thousands can leave before the
     /// burst's last lapse is committed. `serve` wakes its delivery lanes there.
     ///
-    /// With `together`, a group's timers are fired together ([`Watcher::fire_together`]: one
+    /// With `together`, a group's timers are fired together (`Watcher::fire_together`: one
     /// group commit for the group, raising-order numbers and commits in firing order); only for
     /// a store that hands out raising-order numbers and takes commits in the order they are
     /// asked for (the SQLite and memory stores). Without it they are fired one after the other,
