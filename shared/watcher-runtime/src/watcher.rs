@@ -218,9 +218,22 @@ impl<S: Store + ?Sized> Watcher<S> {
         now: Instant,
     ) -> Result<Applied, ApplyError> {
         let seq = self.store.next_sequence().await?;
-        let mut attempt = Attempt::new(input);
+        self.step_and_commit(tenant, input, now, seq, &mut Attempt::new(input))
+            .await
+    }
+
+    /// Steps `input` with raising-order number `seq` and commits, stepping again on a lost
+    /// conditional write, within the tries `attempt` has left.
+    async fn step_and_commit(
+        &self,
+        tenant: &Tenant,
+        input: &Input,
+        now: Instant,
+        seq: u64,
+        attempt: &mut Attempt,
+    ) -> Result<Applied, ApplyError> {
         loop {
-            let (commit, applied) = self.prepare(tenant, input, now, seq, &mut attempt).await?;
+            let (commit, applied) = self.prepare(tenant, input, now, seq, attempt).await?;
             match self.store.commit(tenant, commit).await {
                 Ok(()) => return Ok(applied),
                 Err(StoreError::Conflict(what)) => {
@@ -295,18 +308,8 @@ impl<S: Store + ?Sized> Watcher<S> {
                     Ok(()) => Ok(applied),
                     Err(StoreError::Conflict(what)) => {
                         tracing::debug!(%what, "conflict; retrying step");
-                        loop {
-                            let (commit, applied) = self
-                                .prepare(&t.tenant, input, now, seq, &mut attempt)
-                                .await?;
-                            match self.store.commit(&t.tenant, commit).await {
-                                Ok(()) => return Ok(applied),
-                                Err(StoreError::Conflict(what)) => {
-                                    tracing::debug!(%what, "conflict; retrying step");
-                                }
-                                Err(e) => return Err(e.into()),
-                            }
-                        }
+                        self.step_and_commit(&t.tenant, input, now, seq, &mut attempt)
+                            .await
                     }
                     Err(e) => Err(e.into()),
                 }
