@@ -12,6 +12,7 @@
 //! * `a2a-watcher validate card|artifact FILE` — check a card or an artifact offline.
 
 mod bench;
+mod bench_agent;
 mod cards;
 mod delivery;
 mod demo;
@@ -114,6 +115,18 @@ enum Command {
         /// answers after 20 s (3 s with --quick).
         #[arg(long)]
         slow_agent_only: bool,
+        /// Only the burst figure: 1,000 lapses due at one instant over 10 agents that are
+        /// separate processes answering each request on a fresh connection.
+        #[arg(long)]
+        burst_only: bool,
+    },
+    /// `bench`'s agent process: answers JSON-RPC with `Connection: close` and prints each
+    /// `SendMessage`'s arrival (`arrived UNIX_NANOS MESSAGE_ID`) on standard output.
+    #[command(hide = true)]
+    BenchAgent {
+        /// Address to listen on (port 0 picks one; the first line printed gives it).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: String,
     },
     /// Run a scenario on a simulated clock and print what happened as JSON Lines.
     Replay {
@@ -249,6 +262,18 @@ fn main() -> ExitCode {
             init_logging(cli.log_format, "warn");
             exit_on(runtime().and_then(|rt| rt.block_on(demo::run())), "demo")
         }
+        Command::BenchAgent { listen } => {
+            init_logging(cli.log_format, "warn");
+            // One thread, as a simple agent: the burst measures the watcher, not this process.
+            exit_on(
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .context("Failed to start the runtime")
+                    .and_then(|rt| rt.block_on(bench_agent::run(&listen))),
+                "bench-agent",
+            )
+        }
         Command::ExampleAgent { listen, card } => {
             init_logging(cli.log_format, "info");
             exit_on(
@@ -317,15 +342,17 @@ fn main() -> ExitCode {
             clients,
             dir,
             slow_agent_only,
+            burst_only,
         } => {
             init_logging(cli.log_format, "warn");
             let mut opts = bench::Options::new(quick);
             if let Some(sizes) = sizes {
                 opts.sizes = sizes;
             }
-            if slow_agent_only {
+            if slow_agent_only || burst_only {
                 opts.sizes.clear();
             }
+            opts.burst_only = burst_only;
             opts.clients = clients.max(1);
             opts.dir = dir;
             exit_on(

@@ -13,8 +13,8 @@ use watcher_core::ids::{AgentId, Tenant};
 use watcher_delivery::endpoint::SharedEndpoints;
 use watcher_http::{learnables_router_with, watcher_router_with, AppState, LearnablesState};
 use watcher_runtime::clock::{Clock, SystemClock};
-use watcher_runtime::store::Store;
-use watcher_runtime::watcher::Watcher;
+use watcher_runtime::store::{DueTimer, Store};
+use watcher_runtime::watcher::{Applied, Watcher};
 use watcher_store_sqlite::SqliteStore;
 
 use crate::delivery::start_lanes;
@@ -260,7 +260,9 @@ async fn shutdown_signal() {
 }
 
 /// Fires due deadlines and horizons. On start this evaluates everything that fell due while the
-/// process was down, at once and late (§10.1), from the store's deadline index.
+/// process was down, at once and late (§10.1), from the store's deadline index. What the firings
+/// queue is handed to the delivery lanes in small groups as they are committed
+/// ([`Watcher::fire_due_handing_over`]).
 async fn timer_loop(
     watcher: Arc<Watcher<dyn Store>>,
     clock: Arc<dyn Clock>,
@@ -269,12 +271,25 @@ async fn timer_loop(
 ) {
     loop {
         let now = clock.now();
-        match watcher.fire_due(now).await {
-            Ok(fired) => {
-                if fired.iter().any(|(_, a)| !a.outbox.is_empty()) {
-                    wake.notify_waiters();
-                }
+        // The delivery lanes are woken after each small group of firings that queued a lapse
+        // task, so a burst is delivered as it is decided, not once its last lapse is committed.
+        let mut hand_over = |group: &[(DueTimer, Applied)]| {
+            if group.iter().any(|(_, a)| !a.outbox.is_empty()) {
+                wake.notify_waiters();
             }
+        };
+        // Fired together in each group (the SQLite store takes raising-order numbers and
+        // commits in the order asked, so the firing order is kept): one sync per group.
+        match watcher
+            .fire_due_handing_over(now, true, &mut hand_over)
+            .await
+        {
+            Ok(fired) if !fired.is_empty() => tracing::debug!(
+                fired = fired.len(),
+                ms = (clock.now().as_nanos() - now.as_nanos()) / 1_000_000,
+                "fired due timers"
+            ),
+            Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "firing due timers failed; will retry"),
         }
         let wait = match watcher.store.next_timer().await {

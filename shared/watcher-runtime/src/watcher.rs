@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use futures_util::future::join_all;
+
 use watcher_core::engine::{initial_scope, step, Effect, Input, StepContext, TimerKey};
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::settings::Settings;
@@ -15,6 +17,30 @@ use crate::store::{Commit, DeliveryState, DueTimer, OutboxEntry, Store, StoreErr
 
 /// How often one input is retried after losing a compare-and-set, or after growing its scope.
 const MAX_ATTEMPTS: usize = 32;
+
+/// Most firings per group in [`Watcher::fire_due_handing_over`]: small, so that a burst's first
+/// lapse tasks reach delivery after a few commits rather than after the whole burst's, and
+/// large enough that a group's commits share a sync.
+pub const FIRE_GROUP: usize = 8;
+
+/// The scope and tries of one input's step so far (a conflict or a widened scope tries again).
+struct Attempt {
+    scope: watcher_core::slice::Scope,
+    tries: usize,
+}
+
+impl Attempt {
+    fn new(input: &Input) -> Attempt {
+        Attempt {
+            scope: initial_scope(input),
+            tries: 0,
+        }
+    }
+}
+
+/// Receives each group of committed firings of [`Watcher::fire_due_handing_over`], in firing
+/// order (each timer with what firing it did).
+pub type HandOver<'a> = dyn FnMut(&[(DueTimer, Applied)]) + Send + 'a;
 
 /// A failure to apply an input.
 #[derive(Debug, thiserror::Error)]
@@ -158,7 +184,18 @@ impl<S: Store + ?Sized> Watcher<S> {
         input: &Input,
         now: Instant,
     ) -> Result<Applied, ApplyError> {
-        let mut applied = self.apply_once(tenant, input, now).await?;
+        let applied = self.apply_once(tenant, input, now).await?;
+        self.after_commit(tenant, applied, now).await
+    }
+
+    /// What follows an input's commit: the timers it left due at once (when
+    /// [`Watcher::evaluating_due_at_once`]), the sink, the metrics and the lapse log lines.
+    async fn after_commit(
+        &self,
+        tenant: &Tenant,
+        mut applied: Applied,
+        now: Instant,
+    ) -> Result<Applied, ApplyError> {
         if self.evaluate_due_at_once {
             // Each round lapses or re-evaluates what the previous one left due; a timer that
             // stays due cannot loop, since evaluating it at `now` always consumes it.
@@ -207,35 +244,113 @@ impl<S: Store + ?Sized> Watcher<S> {
         input: &Input,
         now: Instant,
     ) -> Result<Applied, ApplyError> {
-        let mut scope = initial_scope(input);
         let seq = self.store.next_sequence().await?;
-        for _ in 0..MAX_ATTEMPTS {
-            let slice = self.store.load(tenant, &scope, now).await?;
+        self.step_and_commit(tenant, input, now, seq, &mut Attempt::new(input))
+            .await
+    }
+
+    /// Steps `input` with raising-order number `seq` and commits, stepping again on a lost
+    /// conditional write, within the tries `attempt` has left.
+    async fn step_and_commit(
+        &self,
+        tenant: &Tenant,
+        input: &Input,
+        now: Instant,
+        seq: u64,
+        attempt: &mut Attempt,
+    ) -> Result<Applied, ApplyError> {
+        loop {
+            let (commit, applied) = self.prepare(tenant, input, now, seq, attempt).await?;
+            match self.store.commit(tenant, commit).await {
+                Ok(()) => return Ok(applied),
+                Err(StoreError::Conflict(what)) => {
+                    tracing::debug!(%what, "conflict; retrying step");
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Loads the slice `input` needs and steps it (widening the scope as the step asks), up to
+    /// the commit: the writes, and what they do once committed.
+    async fn prepare(
+        &self,
+        tenant: &Tenant,
+        input: &Input,
+        now: Instant,
+        seq: u64,
+        attempt: &mut Attempt,
+    ) -> Result<(Commit, Applied), ApplyError> {
+        while attempt.tries < MAX_ATTEMPTS {
+            attempt.tries += 1;
+            let slice = self.store.load(tenant, &attempt.scope, now).await?;
             let ctx = StepContext {
                 now,
                 seq,
                 settings: &self.settings,
             };
-            let (slice, effects) = match step(slice, input, &ctx) {
-                Ok(done) => done,
+            match step(slice, input, &ctx) {
+                Ok((slice, effects)) => {
+                    let outbox = self.outbox_entries(&effects, now);
+                    let commit = commit_of(slice, &effects, outbox.clone());
+                    return Ok((commit, Applied { effects, outbox }));
+                }
                 Err(need) => {
                     tracing::trace!(?need, "widening scope");
-                    scope.add(need);
-                    continue;
+                    attempt.scope.add(need);
                 }
-            };
-            let outbox = self.outbox_entries(&effects, now);
-            let commit = commit_of(slice, &effects, outbox.clone());
-            match self.store.commit(tenant, commit).await {
-                Ok(()) => return Ok(Applied { effects, outbox }),
-                Err(StoreError::Conflict(what)) => {
-                    tracing::debug!(%what, "conflict; retrying step");
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
             }
         }
         Err(ApplyError::Exhausted(MAX_ATTEMPTS))
+    }
+
+    /// Fires `group` (timers on distinct subjects, in firing order) at `now` together: their
+    /// raising-order numbers are taken in firing order, their slices loaded and stepped
+    /// concurrently, and their commits sent in firing order, so that a store with group commit
+    /// makes them durable together (the SQLite store: one sync) and in that order. A commit that
+    /// loses its conditional write is stepped again and committed alone (after the group's
+    /// others: only a concurrent input on the same subject causes it). Answers each timer's
+    /// outcome, in order.
+    async fn fire_together(
+        &self,
+        group: &[DueTimer],
+        now: Instant,
+    ) -> Vec<Result<Applied, ApplyError>> {
+        let inputs: Vec<Input> = group.iter().map(|t| Input::Timer(t.key.clone())).collect();
+        // `join_all` polls its futures in order, and a store hands out raising-order numbers
+        // (and takes commits) in the order asked: the first poll of each asks.
+        let prepared = join_all(group.iter().zip(&inputs).map(|(t, input)| async move {
+            let seq = self.store.next_sequence().await?;
+            let mut attempt = Attempt::new(input);
+            let (commit, applied) = self
+                .prepare(&t.tenant, input, now, seq, &mut attempt)
+                .await?;
+            Ok::<_, ApplyError>((seq, attempt, commit, applied))
+        }))
+        .await;
+        let committed = join_all(prepared.into_iter().zip(group.iter().zip(&inputs)).map(
+            |(prepared, (t, input))| async move {
+                let (seq, mut attempt, commit, applied) = prepared?;
+                match self.store.commit(&t.tenant, commit).await {
+                    Ok(()) => Ok(applied),
+                    Err(StoreError::Conflict(what)) => {
+                        tracing::debug!(%what, "conflict; retrying step");
+                        self.step_and_commit(&t.tenant, input, now, seq, &mut attempt)
+                            .await
+                    }
+                    Err(e) => Err(e.into()),
+                }
+            },
+        ))
+        .await;
+        let mut out = Vec::with_capacity(group.len());
+        for (t, result) in group.iter().zip(committed) {
+            out.push(match result {
+                Ok(applied) => self.after_commit(&t.tenant, applied, now).await,
+                Err(e) => Err(e),
+            });
+        }
+        out
     }
 
     /// Fires every timer due at or before `now`, each at `now` (late if the watcher was down),
@@ -249,6 +364,35 @@ impl<S: Store + ?Sized> Watcher<S> {
     /// # Errors
     /// Only when the due timers cannot be listed.
     pub async fn fire_due(&self, now: Instant) -> Result<Vec<(DueTimer, Applied)>, ApplyError> {
+        self.fire_due_handing_over(now, false, &mut |_| {}).await
+    }
+
+    /// [`Watcher::fire_due`], in small groups handed to delivery as they are committed (a
+    /// burst is delivered as it is decided). Due timers are taken in firing order into
+    /// groups of at most [`FIRE_GROUP`] on distinct subjects (a subject's second timer starts the
+    /// next group, so a subject's timers still fire one after the other, `overdue` before
+    /// `stalled`); after each group `hand_over` is called with its firings — all committed, in
+    /// firing order — so that the first lapse task of a burst of thousands can leave before the
+    /// burst's last lapse is committed. `serve` wakes its delivery lanes there.
+    ///
+    /// With `together`, a group's timers are fired together (`Watcher::fire_together`: one
+    /// group commit for the group, raising-order numbers and commits in firing order); only for
+    /// a store that hands out raising-order numbers and takes commits in the order they are
+    /// asked for (the SQLite and memory stores). Without it they are fired one after the other,
+    /// as [`Watcher::fire_due`] does. Either way the order in which timers fire (semantics.md
+    /// "Order at one instant") is kept. Returns every firing, in order.
+    ///
+    /// A timer whose firing fails is skipped, logged and counted, as in [`Watcher::fire_due`];
+    /// the group's other firings are handed over all the same.
+    ///
+    /// # Errors
+    /// Only when the due timers cannot be listed.
+    pub async fn fire_due_handing_over(
+        &self,
+        now: Instant,
+        together: bool,
+        hand_over: &mut HandOver<'_>,
+    ) -> Result<Vec<(DueTimer, Applied)>, ApplyError> {
         let mut done: Vec<(DueTimer, Applied)> = Vec::new();
         let mut fired = std::collections::BTreeSet::new();
         loop {
@@ -262,22 +406,50 @@ impl<S: Store + ?Sized> Watcher<S> {
                 // left for the next sweep rather than looping.
                 return Ok(done);
             }
-            for t in fresh {
-                fired.insert((t.tenant.clone(), t.key.clone()));
-                match self
-                    .apply(&t.tenant, &Input::Timer(t.key.clone()), now)
-                    .await
-                {
-                    Ok(applied) => done.push((t, applied)),
-                    Err(e) => {
-                        tracing::error!(
-                            error = %e,
-                            tenant = %t.tenant,
-                            timer = ?t.key,
-                            "firing a due timer failed; skipped, fired again next time"
-                        );
-                        self.recorder.timer_failed();
+            let mut rest = fresh.into_iter().peekable();
+            while rest.peek().is_some() {
+                let mut group: Vec<DueTimer> = Vec::with_capacity(FIRE_GROUP);
+                let mut subjects = std::collections::BTreeSet::new();
+                while group.len() < FIRE_GROUP {
+                    match rest
+                        .next_if(|t| subjects.insert((t.tenant.clone(), t.key.subject.clone())))
+                    {
+                        Some(t) => group.push(t),
+                        None => break,
                     }
+                }
+                for t in &group {
+                    fired.insert((t.tenant.clone(), t.key.clone()));
+                }
+                let results = if together {
+                    self.fire_together(&group, now).await
+                } else {
+                    let mut results = Vec::with_capacity(group.len());
+                    for t in &group {
+                        results.push(
+                            self.apply(&t.tenant, &Input::Timer(t.key.clone()), now)
+                                .await,
+                        );
+                    }
+                    results
+                };
+                let start = done.len();
+                for (t, r) in group.into_iter().zip(results) {
+                    match r {
+                        Ok(applied) => done.push((t, applied)),
+                        Err(e) => {
+                            tracing::error!(
+                                error = %e,
+                                tenant = %t.tenant,
+                                timer = ?t.key,
+                                "firing a due timer failed; skipped, fired again next time"
+                            );
+                            self.recorder.timer_failed();
+                        }
+                    }
+                }
+                if done.len() > start {
+                    hand_over(&done[start..]);
                 }
             }
         }
