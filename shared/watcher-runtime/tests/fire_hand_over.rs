@@ -1,4 +1,4 @@
-//! A burst is delivered as it is decided (issue 20): `Watcher::fire_due_handing_over` hands each
+//! A burst is delivered as it is decided: `Watcher::fire_due_handing_over` hands each
 //! small group of committed firings to delivery while the rest of the burst is still being
 //! fired, so the first lapse task of a burst can leave before the burst's last lapse is
 //! committed. Order, not speed: the store is read at each hand-over.
