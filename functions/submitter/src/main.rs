@@ -17,6 +17,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             &*parts.watcher.store,
             &parts.submitter,
             &parts.endpoints,
+            Some(&*parts.reconciler),
             &*parts.redelivery,
             event.payload,
             SystemClock.now(),

@@ -4,7 +4,7 @@
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
-use watcher_lambda::timer::{handle, TimerReport};
+use watcher_lambda::timer::{handle, Following, TimerReport};
 use watcher_runtime::clock::{Clock, SystemClock};
 
 #[tokio::main]
@@ -14,10 +14,17 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .await
         .map_err(|e| format!("{e:#}"))?;
     let parts = &parts;
+    // The sweep follows lapse tasks with GetTask as serve's lanes do.
+    let following = &Following {
+        submitter: &parts.submitter,
+        endpoints: &parts.endpoints,
+        reconciler: Some(&*parts.reconciler),
+    };
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let report: Result<TimerReport, Diagnostic> = handle(
             &*parts.watcher,
             &*parts.queue,
+            Some(following),
             &event.payload,
             SystemClock.now(),
         )
@@ -28,6 +35,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
                 evaluated = r.evaluated,
                 lapses = r.lapses,
                 requeued = r.requeued,
+                followed = r.followed,
                 "timer invocation"
             );
         }

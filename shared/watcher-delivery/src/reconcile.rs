@@ -157,6 +157,16 @@ impl Reconciler {
         self.watcher.directory.reconciles(tenant, agent)
     }
 
+    /// Whether `agent`'s lapse tasks have their origin asked for before their first send
+    /// ([`watcher_runtime::directory::Directory::checks_origin_before_send`]): a caller holding
+    /// only a lapse task's key (the serverless submitter) reads the entry for
+    /// [`Reconciler::check_before_send`] only then.
+    pub fn checks_before_send(&self, tenant: &Tenant, agent: &AgentId) -> bool {
+        self.watcher
+            .directory
+            .checks_origin_before_send(tenant, agent)
+    }
+
     /// `GetTask` for `task_id` of `agent`, in the 1.0 shape.
     async fn get_task(
         &self,

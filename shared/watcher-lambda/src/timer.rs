@@ -3,15 +3,24 @@
 //! SQS event whose bodies are the same `{"tenant", "timer"}`, delayed to the exact deadline:
 //! docs/aws-latency.md).
 //!
+//! The sweep also follows delivered lapse tasks whose agent was asked for no push
+//! notifications: those due by the sweep's instant are asked for with `GetTask`, from the
+//! outbox's per-agent follow index (see [`sweep`]), so on AWS a lapse task's state moves at most
+//! one sweep (5 minutes) after its next poll falls due.
+//!
 //! Timers are hints: the record decides. A wake before the deadline on this function's own
 //! clock lapses nothing and re-arms the timer (a delayed message when a timer queue is
 //! configured); a wake after it lapses late, once.
 
+use futures_util::stream::{self, StreamExt};
 use serde_json::Value;
 use watcher_core::engine::Input;
 use watcher_core::time::Instant;
+use watcher_delivery::deliver::Submitter;
+use watcher_delivery::endpoint::Endpoints;
+use watcher_delivery::reconcile::Reconciler;
 use watcher_runtime::ports::LapseQueue;
-use watcher_runtime::store::{DeliveryState, Store};
+use watcher_runtime::store::{DeliveryState, OutboxEntry, Store};
 use watcher_runtime::watcher::{ApplyError, Watcher};
 
 /// How long a queued lapse task may wait past its next attempt before the sweep re-queues it
@@ -23,6 +32,24 @@ pub const REQUEUE_AFTER_SECS: i64 = 120;
 /// and a sweep's reads grow with the configured agents, not with any agent's backlog.
 pub const REQUEUE_PER_AGENT: usize = 100;
 
+/// The most followed lapse tasks one sweep polls per agent, read from the outbox's follow index
+/// (earliest next poll first); the rest are polled at the next sweep.
+pub const FOLLOW_PER_AGENT: usize = 100;
+
+/// `GetTask` polls in flight at once during a sweep, over all agents.
+const FOLLOW_IN_FLIGHT: usize = 8;
+
+/// What the sweep needs to follow lapse tasks with `GetTask` (the timer function's `env::Parts`).
+pub struct Following<'a> {
+    /// Records each poll (`Submitter::record_poll_result`, its retry policy's backoff).
+    pub submitter: &'a Submitter,
+    /// Where each agent is.
+    pub endpoints: &'a (dyn Endpoints + 'a),
+    /// Feeds each `GetTask` answer through the push ingest path (`Reconciler::poll_lapse_task`),
+    /// as serve's lanes do; `None` records the state only (`Submitter::poll_one`).
+    pub reconciler: Option<&'a Reconciler>,
+}
+
 /// What one invocation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -33,6 +60,8 @@ pub struct TimerReport {
     pub lapses: usize,
     /// Lapse tasks re-queued by the sweep.
     pub requeued: usize,
+    /// Followed lapse tasks the sweep asked for with `GetTask`.
+    pub followed: usize,
     /// The timer queue's messages to redeliver (SQS partial batch response,
     /// `ReportBatchItemFailures`): those whose record could not be read or written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -79,7 +108,8 @@ fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
         .count()
 }
 
-/// Handles one event at `now` on this function's clock.
+/// Handles one event at `now` on this function's clock; a sweep follows lapse tasks with
+/// `following` (`None`: it does not).
 ///
 /// # Errors
 /// [`TimerError::Malformed`] for an event that is neither shape; [`TimerError::Store`] when the
@@ -87,11 +117,12 @@ fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
 pub async fn handle<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
+    following: Option<&Following<'_>>,
     event: &Value,
     now: Instant,
 ) -> Result<TimerReport, TimerError> {
     if event.get("sweep").and_then(Value::as_bool) == Some(true) {
-        return sweep(watcher, queue, now).await;
+        return sweep(watcher, queue, following, now).await;
     }
     if let Some(records) = event.get("Records").and_then(Value::as_array) {
         return from_queue(watcher, records, now).await;
@@ -161,11 +192,16 @@ async fn from_queue<S: Store + ?Sized>(
 /// safe: the submitter claims the entry before posting it and never sends a delivered or
 /// claimed `messageId` again (`Store::outbox_claim`).
 ///
+/// With `following`, it then polls the delivered lapse tasks the watcher follows whose next poll
+/// is due by `now` ([`follow_due`]), so a lapse task whose agent never pushes still reaches its
+/// final state.
+///
 /// # Errors
 /// [`TimerError::Store`] when the due timers cannot be listed.
 pub async fn sweep<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
+    following: Option<&Following<'_>>,
     now: Instant,
 ) -> Result<TimerReport, TimerError> {
     let fired = watcher.fire_due(now).await?;
@@ -207,6 +243,9 @@ pub async fn sweep<S: Store + ?Sized>(
             }
         }
     }
+    if let Some(following) = following {
+        report.followed = follow_due(watcher, following, now).await;
+    }
     // The open-expectations gauge: one counter read per configured agent, never a listing.
     let mut open = 0u64;
     for agent in watcher.directory.entries() {
@@ -226,6 +265,66 @@ pub async fn sweep<S: Store + ?Sized>(
     }
     watcher.recorder().open_expectations(open);
     Ok(report)
+}
+
+/// Polls, with `GetTask`, the followed lapse tasks whose next poll is due by `now`: for each agent
+/// the watcher submits for, at most [`FOLLOW_PER_AGENT`] from the outbox's follow index
+/// (`Store::outbox_following`, a keyed read: a pass costs what is due, never the outbox's size),
+/// [`FOLLOW_IN_FLIGHT`] at once. Each answer is recorded as serve's lanes record it (the task's
+/// state, the next poll backing off from `poll_first` to `max_backoff`, following ending at a
+/// terminal or interrupted state or after `give_up_after`). An agent whose followed lapse tasks
+/// cannot be read, or a poll that cannot be recorded, is logged and left to the next sweep.
+/// Answers how many were polled.
+pub async fn follow_due<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    following: &Following<'_>,
+    now: Instant,
+) -> usize {
+    let mut due: Vec<OutboxEntry> = Vec::new();
+    for agent in watcher.directory.entries() {
+        if !agent.submits_lapses {
+            continue;
+        }
+        match watcher
+            .store
+            .outbox_following(
+                &agent.tenant,
+                &agent.profile.id,
+                Some(now),
+                FOLLOW_PER_AGENT,
+            )
+            .await
+        {
+            Ok(entries) => due.extend(entries),
+            Err(e) => {
+                tracing::warn!(error = %e, agent = %agent.profile.id, "reading the agent's followed lapse tasks failed; next sweep")
+            }
+        }
+    }
+    let polled = due.len();
+    stream::iter(due)
+        .for_each_concurrent(FOLLOW_IN_FLIGHT, |entry| async move {
+            let recorded = match following.reconciler {
+                Some(reconciler) => {
+                    let result = reconciler.poll_lapse_task(&entry).await;
+                    following
+                        .submitter
+                        .record_poll_result(&*watcher.store, &entry, result, now)
+                        .await
+                }
+                None => {
+                    following
+                        .submitter
+                        .poll_one(&*watcher.store, following.endpoints, &entry, now)
+                        .await
+                }
+            };
+            if let Err(e) = recorded {
+                tracing::warn!(error = %e, message_id = %entry.message_id, "recording a GetTask poll failed; next sweep");
+            }
+        })
+        .await;
+    polled
 }
 
 #[cfg(test)]
@@ -342,7 +441,7 @@ mod tests {
         let watcher = Watcher::new(Arc::clone(&store), directory, Settings::default());
         let queue = Kept::default();
         let now = Instant::parse("2026-09-10T13:00:00Z").unwrap();
-        let report = sweep(&watcher, &queue, now).await.unwrap();
+        let report = sweep(&watcher, &queue, None, now).await.unwrap();
         let kept = queue.0.lock().unwrap().clone();
         assert!(
             kept.contains(&("quiet".into(), format!("lapse:e-9:overdue:{later}"))),

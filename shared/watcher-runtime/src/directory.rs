@@ -139,6 +139,10 @@ pub struct Directory {
     origins: Arc<OriginQueue>,
     /// Agents whose configuration says `reconcile = false`.
     unreconciled: Arc<RwLock<std::collections::BTreeSet<Key>>>,
+    /// Origins are checked before a lapse task's first send even though the in-memory origin
+    /// queue is off ([`Directory::set_origin_checks`]): the serverless deployment, whose
+    /// functions keep no state between invocations.
+    origin_checks: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Directory {
@@ -291,7 +295,10 @@ impl Directory {
     /// for canceled work.
     pub fn checks_origin_before_send(&self, tenant: &Tenant, agent: &AgentId) -> bool {
         let key = (tenant.clone(), agent.clone());
-        self.origins.enabled()
+        (self.origins.enabled()
+            || self
+                .origin_checks
+                .load(std::sync::atomic::Ordering::Relaxed))
             && !self
                 .unreconciled
                 .read()
@@ -300,6 +307,17 @@ impl Directory {
             && !self
                 .lifecycle(tenant, agent)
                 .is_some_and(|l| l.descriptor["getTask"] == serde_json::Value::Bool(false))
+    }
+
+    /// Turns the origin check before a lapse task's first send on (or off) whatever the
+    /// in-memory origin queue's capacity: the serverless functions keep no state between
+    /// invocations, so they leave that queue off (capacity 0) and check origins with this
+    /// (`[delivery] reconcile_origins` above 0). The agent's `reconcile = false` and a probe that
+    /// found `GetTask` unserved still turn the check off
+    /// ([`Directory::checks_origin_before_send`]).
+    pub fn set_origin_checks(&self, on: bool) {
+        self.origin_checks
+            .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The origin tasks followed for agents that are not lifecycle-trusted.
@@ -342,6 +360,22 @@ mod tests {
 
     /// The origin check before sending holds for a lifecycle-trusted agent too; only turning
     /// reconciliation off, or a probe that found no `GetTask`, skips it.
+    #[test]
+    fn origin_checks_turn_on_without_the_in_memory_queue() {
+        let d = Directory::new();
+        let t = Tenant::default_tenant();
+        let a = AgentId::parse("booking").unwrap();
+        d.set_origin_checks(true);
+        assert!(d.checks_origin_before_send(&t, &a));
+        assert!(!d.origins().enabled(), "the in-memory queue stays off");
+        assert!(
+            !d.reconciles(&t, &a),
+            "no origin is followed in one instance's memory"
+        );
+        d.set_reconciled(&t, &a, false);
+        assert!(!d.checks_origin_before_send(&t, &a), "reconcile = false");
+    }
+
     #[test]
     fn origins_are_checked_before_sending_whether_trusted_or_not() {
         let d = Directory::new();
