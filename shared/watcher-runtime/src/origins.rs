@@ -230,6 +230,69 @@ impl OriginQueue {
     }
 }
 
+/// Origin tasks followed in a store, by key and by (tenant, agent, next poll): what
+/// [`crate::memory::MemoryStore`] keeps for [`crate::store::Store::origin_follow`] and its
+/// siblings (the SQLite and DynamoDB stores keep the same in a table and a sparse index).
+#[derive(Debug, Default)]
+pub(crate) struct OriginRows {
+    by_key: BTreeMap<OriginKey, FollowedOrigin>,
+    by_due: BTreeSet<(Tenant, AgentId, Instant, String)>,
+}
+
+impl OriginRows {
+    /// Adds `origin` unless its key is followed; answers whether it was added.
+    pub(crate) fn follow(&mut self, origin: &FollowedOrigin) -> bool {
+        let key = origin.key();
+        if self.by_key.contains_key(&key) {
+            return false;
+        }
+        self.by_due
+            .insert((key.0.clone(), key.1.clone(), origin.next_at, key.2.clone()));
+        self.by_key.insert(key, origin.clone());
+        true
+    }
+
+    /// Up to `limit` origins of (tenant, agent) due by `due_by`, earliest first.
+    pub(crate) fn due(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Instant,
+        limit: usize,
+    ) -> Vec<FollowedOrigin> {
+        let from = (tenant.clone(), agent.clone(), Instant::MIN, String::new());
+        self.by_due
+            .range(from..)
+            .take_while(|(t, a, at, _)| t == tenant && a == agent && *at <= due_by)
+            .take(limit)
+            .filter_map(|(t, a, _, task)| {
+                self.by_key
+                    .get(&(t.clone(), a.clone(), task.clone()))
+                    .cloned()
+            })
+            .collect()
+    }
+
+    /// Moves the next poll of `key` to `at` (nothing when not followed).
+    pub(crate) fn reschedule(&mut self, key: &OriginKey, at: Instant) {
+        if let Some(f) = self.by_key.get_mut(key) {
+            self.by_due
+                .remove(&(key.0.clone(), key.1.clone(), f.next_at, key.2.clone()));
+            f.next_at = at;
+            self.by_due
+                .insert((key.0.clone(), key.1.clone(), at, key.2.clone()));
+        }
+    }
+
+    /// Stops following `key`.
+    pub(crate) fn stop(&mut self, key: &OriginKey) {
+        if let Some(f) = self.by_key.remove(key) {
+            self.by_due
+                .remove(&(key.0.clone(), key.1.clone(), f.next_at, key.2.clone()));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
