@@ -36,6 +36,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
                 lapses = r.lapses,
                 requeued = r.requeued,
                 followed = r.followed,
+                origins = r.origins,
                 "timer invocation"
             );
         }

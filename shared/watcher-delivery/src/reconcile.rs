@@ -97,7 +97,7 @@ pub async fn ingest_task(
     }
     if out.raised > 0 {
         if let Some(task_id) = event.task_id() {
-            watcher.directory.follow_origin(tenant, agent, task_id, now);
+            watcher_runtime::origins::follow_origin(watcher, tenant, agent, task_id, now).await;
         }
     }
     Ok(out)
@@ -240,11 +240,14 @@ impl Reconciler {
                     "origin check before sending: the origin's snapshot could not be recorded; the lapse task is not sent");
             }
         }
-        self.watcher.directory.origins().stop(&(
-            entry.tenant.clone(),
-            entry.agent.clone(),
-            origin.to_owned(),
-        ));
+        let key = (entry.tenant.clone(), entry.agent.clone(), origin.to_owned());
+        self.watcher.directory.origins().stop(&key);
+        if self.watcher.directory.origins_in_store() {
+            if let Err(e) = self.watcher.store.origin_stop(&key).await {
+                tracing::warn!(origin, error = %e,
+                    "origin check before sending: could not stop following the origin; the next poll stops it");
+            }
+        }
         let Some(mut current) = self
             .watcher
             .store
@@ -307,13 +310,63 @@ impl Reconciler {
         n
     }
 
-    /// One poll of one followed origin task.
+    /// One poll of one origin task followed in memory.
     async fn poll_origin(&self, f: FollowedOrigin) {
-        let origins = self.watcher.directory.origins();
         let key = f.key();
+        let origins = self.watcher.directory.origins();
+        match self.poll_followed(&f).await {
+            Some(next) => origins.reschedule(&key, next),
+            None => origins.stop(&key),
+        }
+    }
+
+    /// Polls the origin tasks followed in the store (`Store::origins_due`) whose next poll is due
+    /// at `now`: for each registered agent whose origins are reconciled, at most one batch, read
+    /// from the store's index by (tenant, agent, next poll), so a pass costs what is due. Each
+    /// answer is ingested as [`Reconciler::poll_due`]'s are, and the next poll (or the end of
+    /// following) written back. An agent whose due origins cannot be read, or a write that
+    /// fails, is logged and left to the next pass. Answers how many were polled. The
+    /// serverless sweep calls it (every 5 minutes).
+    pub async fn poll_stored_due(&self, now: Instant) -> usize {
+        let mut due = Vec::new();
+        for agent in self.watcher.directory.entries() {
+            if !self.reconciles(&agent.tenant, &agent.profile.id) {
+                continue;
+            }
+            match self
+                .watcher
+                .store
+                .origins_due(&agent.tenant, &agent.profile.id, now, BATCH)
+                .await
+            {
+                Ok(found) => due.extend(found),
+                Err(e) => tracing::warn!(agent = %agent.profile.id, error = %e,
+                    "origin-task reconciliation: reading the followed origin tasks failed; next pass"),
+            }
+        }
+        let n = due.len();
+        stream::iter(due)
+            .for_each_concurrent(IN_FLIGHT, |f| async move {
+                let key = f.key();
+                let written = match self.poll_followed(&f).await {
+                    Some(next) => self.watcher.store.origin_reschedule(&key, next).await,
+                    None => self.watcher.store.origin_stop(&key).await,
+                };
+                if let Err(e) = written {
+                    tracing::warn!(agent = %f.agent, task_id = %f.task_id, error = %e,
+                        "origin-task reconciliation: recording the poll failed; asked again at the next pass");
+                }
+            })
+            .await;
+        n
+    }
+
+    /// Asks for the followed origin task `f` and ingests the answer; answers when to ask next,
+    /// or `None` to stop following it (terminal, followed for `give_up_after`, a permanent
+    /// failure, or the agent no longer reconciled).
+    async fn poll_followed(&self, f: &FollowedOrigin) -> Option<Instant> {
         if !self.reconciles(&f.tenant, &f.agent) {
-            origins.stop(&key);
-            return;
+            return None;
         }
         // The card interface's `tenant`, as the agent's lapse tasks carry it.
         let interface_tenant = self
@@ -344,25 +397,24 @@ impl Reconciler {
                     Err(e) => {
                         tracing::warn!(agent = %f.agent, task_id = %f.task_id, error = %e,
                             "origin-task reconciliation: the snapshot could not be recorded; asking again later");
-                        origins.reschedule(&key, next);
-                        return;
+                        return Some(next);
                     }
                 }
                 if state.is_terminal() || too_old {
-                    origins.stop(&key);
+                    None
                 } else {
-                    origins.reschedule(&key, next);
+                    Some(next)
                 }
             }
             Err(e @ DeliveryError::Retryable { .. }) if !too_old => {
                 tracing::debug!(agent = %f.agent, task_id = %f.task_id, error = %e.describe(),
                     "origin-task reconciliation: GetTask failed; asking again later");
-                origins.reschedule(&key, next);
+                Some(next)
             }
             Err(e) => {
                 tracing::info!(agent = %f.agent, task_id = %f.task_id, error = %e.describe(),
                     "origin-task reconciliation: stopped following the origin task");
-                origins.stop(&key);
+                None
             }
         }
     }

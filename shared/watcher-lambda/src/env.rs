@@ -173,9 +173,14 @@ pub async fn assemble_with_timer_queue(
     // The origin check before a lapse task's first send, as in serve (`[delivery]
     // reconcile_origins` above 0). The in-memory origin queue stays off: a function instance
     // keeps nothing between invocations (docs/interpretation.md).
+    // Origins are followed in the table, polled by the sweep, for the same reason.
+    let reconcile = config.delivery.reconcile_origins > 0;
+    deployment.directory.set_origin_checks(reconcile);
+    deployment.directory.set_origins_in_store(reconcile);
     deployment
         .directory
-        .set_origin_checks(config.delivery.reconcile_origins > 0);
+        .origins()
+        .set_first_poll(watcher_config::deployment::retry_policy(&config.delivery).poll_first);
     let sink = Arc::new(AwsSink {
         timers,
         queue: queue.clone(),

@@ -6,7 +6,8 @@
 //! The sweep also follows delivered lapse tasks whose agent was asked for no push
 //! notifications: those due by the sweep's instant are asked for with `GetTask`, from the
 //! outbox's per-agent follow index (see [`sweep`]), so on AWS a lapse task's state moves at most
-//! one sweep (5 minutes) after its next poll falls due.
+//! one sweep (5 minutes) after its next poll falls due; and the origin tasks followed in the
+//! table (origin-task reconciliation), the same way.
 //!
 //! Timers are hints: the record decides. A wake before the deadline on this function's own
 //! clock lapses nothing and re-arms the timer (a delayed message when a timer queue is
@@ -62,6 +63,8 @@ pub struct TimerReport {
     pub requeued: usize,
     /// Followed lapse tasks the sweep asked for with `GetTask`.
     pub followed: usize,
+    /// Followed origin tasks the sweep asked for with `GetTask` (origin-task reconciliation).
+    pub origins: usize,
     /// The timer queue's messages to redeliver (SQS partial batch response,
     /// `ReportBatchItemFailures`): those whose record could not be read or written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -194,7 +197,8 @@ async fn from_queue<S: Store + ?Sized>(
 ///
 /// With `following`, it then polls the delivered lapse tasks the watcher follows whose next poll
 /// is due by `now` ([`follow_due`]), so a lapse task whose agent never pushes still reaches its
-/// final state.
+/// final state, and the origin tasks followed in the table whose next poll is due
+/// (`Reconciler::poll_stored_due`), so a cancel never pushed still withdraws.
 ///
 /// # Errors
 /// [`TimerError::Store`] when the due timers cannot be listed.
@@ -245,6 +249,9 @@ pub async fn sweep<S: Store + ?Sized>(
     }
     if let Some(following) = following {
         report.followed = follow_due(watcher, following, now).await;
+        if let Some(reconciler) = following.reconciler {
+            report.origins = reconciler.poll_stored_due(now).await;
+        }
     }
     // The open-expectations gauge: one counter read per configured agent, never a listing.
     let mut open = 0u64;

@@ -694,3 +694,88 @@ async fn a_lapse_task_never_pushed_follows_get_task_to_completed_at_the_sweep() 
         .await;
     assert_eq!(report.followed, 0);
 }
+
+/// The origin task is followed in the table from the push that raised its expectation: the
+/// sweep after the first poll falls due asks for it with `GetTask`, finds it canceled (the
+/// cancel never pushed) and withdraws the expectation long before its deadline; the task is no
+/// longer followed, and the deadline lapses nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_origin_followed_in_the_table_is_found_canceled_by_the_sweep() {
+    let agent = CaptureAgent::spawn(Behaviour::from_fn(|_, req| {
+        match req.rpc_method().as_deref() {
+            Some("GetTask") => rpc_result(
+                req,
+                json!({ "id": req.json().unwrap_or_default()["params"]["id"],
+                        "contextId": "ctx-northgate-sep",
+                        "status": { "state": "TASK_STATE_CANCELED",
+                                    "timestamp": "2026-09-10T01:00:05Z" } }),
+            ),
+            _ => Reply::task("lapse-task-1", TaskState::Submitted),
+        }
+    }))
+    .await
+    .expect("capture agent");
+    let d = deploy_to("e2e-origins", false, agent).await;
+    d.push_booking("").await;
+    let tenant = Tenant::default_tenant();
+    let booking = watcher_core::ids::AgentId::parse("booking").unwrap();
+    let followed = d
+        .parts
+        .watcher
+        .store
+        .origins_due(&tenant, &booking, t("2026-09-10T02:00:00Z"), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        followed
+            .iter()
+            .map(|o| o.task_id.as_str())
+            .collect::<Vec<_>>(),
+        ["task-booking-7f3a"],
+        "the push that raised the expectation follows its task in the table"
+    );
+    assert_eq!(
+        followed[0].next_at,
+        t("2026-09-10T01:00:10Z"),
+        "poll_first after"
+    );
+
+    // A sweep before the first poll is due asks nothing.
+    let early = d
+        .fire(&json!({ "sweep": true }), t("2026-09-10T01:00:05Z"))
+        .await;
+    assert_eq!(early.origins, 0);
+    assert!(methods(&d.agent).is_empty());
+
+    d.clock.set(t("2026-09-10T01:05:00Z"));
+    let report = d
+        .fire(&json!({ "sweep": true }), t("2026-09-10T01:05:00Z"))
+        .await;
+    assert_eq!(report.origins, 1);
+    assert_eq!(methods(&d.agent), ["GetTask"]);
+    let subject = watcher_core::ids::Subject::parse("shipment", "PA-2026-0901").unwrap();
+    let state = d
+        .parts
+        .watcher
+        .store
+        .subject(&tenant, &subject)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.records[0].status, Status::Withdrawn);
+    assert!(
+        d.parts
+            .watcher
+            .store
+            .origins_due(&tenant, &booking, t("2026-09-11T00:00:00Z"), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a terminal origin is no longer followed"
+    );
+    let later = d
+        .fire(&json!({ "sweep": true }), t("2026-09-10T23:00:00Z"))
+        .await;
+    assert_eq!((later.lapses, later.origins), (0, 0));
+    assert!(d.delivered().is_empty());
+}

@@ -143,6 +143,9 @@ pub struct Directory {
     /// queue is off ([`Directory::set_origin_checks`]): the serverless deployment, whose
     /// functions keep no state between invocations.
     origin_checks: Arc<std::sync::atomic::AtomicBool>,
+    /// Origin tasks are followed in the store, not in [`Directory::origins`]
+    /// ([`Directory::set_origins_in_store`]).
+    origins_in_store: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Directory {
@@ -277,7 +280,7 @@ impl Directory {
     /// (`[delivery] reconcile_origins` above 0), the agent's configuration does not turn it off,
     /// and no probe promoted it to lifecycle-trusted.
     pub fn reconciles(&self, tenant: &Tenant, agent: &AgentId) -> bool {
-        self.origins.enabled()
+        (self.origins.enabled() || self.origins_in_store())
             && !self.lifecycle_trusted(tenant, agent)
             && !self
                 .unreconciled
@@ -320,6 +323,21 @@ impl Directory {
             .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Follows origin tasks in the store (`Store::origin_follow`, polled by whoever calls
+    /// `Reconciler::poll_stored_due`: the serverless sweep) instead of the in-memory
+    /// [`Directory::origins`], and turns reconciliation on ([`Directory::reconciles`]) without
+    /// that queue. Set by the serverless functions when `[delivery] reconcile_origins` is above 0.
+    pub fn set_origins_in_store(&self, on: bool) {
+        self.origins_in_store
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether origin tasks are followed in the store ([`Directory::set_origins_in_store`]).
+    pub fn origins_in_store(&self) -> bool {
+        self.origins_in_store
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The origin tasks followed for agents that are not lifecycle-trusted.
     pub fn origins(&self) -> &OriginQueue {
         &self.origins
@@ -335,7 +353,7 @@ impl Directory {
         task_id: &str,
         now: Instant,
     ) -> bool {
-        if !self.reconciles(tenant, agent) {
+        if !self.reconciles(tenant, agent) || self.origins_in_store() {
             return false;
         }
         match self.origins.follow_from(tenant, agent, task_id, now) {
@@ -374,6 +392,19 @@ mod tests {
         );
         d.set_reconciled(&t, &a, false);
         assert!(!d.checks_origin_before_send(&t, &a), "reconcile = false");
+    }
+
+    #[test]
+    fn origins_followed_in_the_store_never_fill_the_in_memory_queue() {
+        let d = Directory::new();
+        let t = Tenant::default_tenant();
+        let a = AgentId::parse("booking").unwrap();
+        let now = Instant::parse("2026-09-10T12:00:00Z").unwrap();
+        assert!(!d.reconciles(&t, &a), "off until turned on");
+        d.set_origins_in_store(true);
+        assert!(d.reconciles(&t, &a), "on without the in-memory queue");
+        assert!(!d.follow_origin(&t, &a, "task-1", now));
+        assert!(d.origins().is_empty());
     }
 
     #[test]
