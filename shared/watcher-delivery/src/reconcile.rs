@@ -4,7 +4,9 @@
 //! pushes alone to learn that an origin task ended.
 //!
 //! * Each origin task that raised expectations is followed with `GetTask`
-//!   ([`watcher_runtime::origins::OriginQueue`], bounded, in memory), first `poll_first` after it
+//!   (kept in the store: `Store::origin_follow`, polled by [`Reconciler::poll_stored_due`];
+//!   or, when the directory does not keep them there, [`watcher_runtime::origins::OriginQueue`],
+//!   bounded, in memory), first `poll_first` after it
 //!   raised them, then half the time followed so far, at most `backoff_max` apart, until the task
 //!   is terminal, `GetTask` fails for good, or it has been followed for `give_up_after`. Every
 //!   snapshot goes through the same ingest path as a pushed `Task` ([`ingest_task`]), so a
@@ -422,10 +424,26 @@ impl Reconciler {
     /// Polls due origin tasks until `stop` flips: at once when a batch was full, else when the
     /// earliest next poll comes (at most [`MAX_IDLE`] later: the queue is in memory, so looking
     /// costs nothing).
+    ///
+    /// With origins followed in the store
+    /// ([`watcher_runtime::directory::Directory::origins_in_store`]), each pass is
+    /// [`Reconciler::poll_stored_due`] instead, and the loop looks again at once after a pass that
+    /// polled something, else [`MAX_IDLE`] later (one index read per reconciled agent).
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         loop {
             if *stop.borrow() {
                 return;
+            }
+            if self.watcher.directory.origins_in_store() {
+                let polled = self.poll_stored_due(self.clock.now()).await;
+                if polled > 0 {
+                    continue;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(MAX_IDLE) => {},
+                    _ = stop.changed() => return,
+                }
+                continue;
             }
             let polled = self.poll_due(self.clock.now()).await;
             if polled == BATCH {

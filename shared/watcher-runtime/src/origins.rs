@@ -4,10 +4,13 @@
 //! that raised open expectations is asked for its state, backing off, until it is terminal, so a
 //! cancel whose push never came still withdraws.
 //!
-//! The queue is in memory and bounded ([`OriginQueue::capacity`], `[delivery] reconcile_origins`):
-//! a task offered when it is full is not followed (logged), and nothing here survives a restart.
-//! Neither loses a withdrawal for good: before any lapse task of such an agent is sent, its
-//! origin's state is checked once (watcher-delivery `reconcile`). Every operation costs the
+//! Both deployments keep the followed tasks in the store ([`follow_origin`],
+//! `Store::origin_follow`, `Directory::set_origins_in_store`), so a restart or another function
+//! instance forgets none. [`OriginQueue`] is the earlier in-memory, bounded form
+//! ([`OriginQueue::capacity`]), used only when the store is not (nothing here survives a
+//! restart); it also carries the first poll's delay ([`OriginQueue::first_poll`]). Neither loses
+//! a withdrawal for good: before any lapse task of such an agent is sent, its origin's state is
+//! checked once (watcher-delivery `reconcile`). Every operation costs the
 //! logarithm of the tasks followed; nothing scans the open expectations.
 
 use std::collections::{BTreeMap, BTreeSet};
