@@ -4,7 +4,7 @@
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
-use watcher_lambda::timer::{handle, Following, TimerReport};
+use watcher_lambda::timer::{handle, Following, TimerReport, FOLLOW_BUDGET};
 use watcher_runtime::clock::{Clock, SystemClock};
 
 #[tokio::main]
@@ -19,6 +19,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         submitter: &parts.submitter,
         endpoints: &parts.endpoints,
         reconciler: Some(&*parts.reconciler),
+        budget: FOLLOW_BUDGET,
     };
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let report: Result<TimerReport, Diagnostic> = handle(

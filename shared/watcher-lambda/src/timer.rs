@@ -49,7 +49,16 @@ pub struct Following<'a> {
     /// Feeds each `GetTask` answer through the push ingest path (`Reconciler::poll_lapse_task`),
     /// as serve's lanes do; `None` records the state only (`Submitter::poll_one`).
     pub reconciler: Option<&'a Reconciler>,
+    /// How long each following pass (lapse tasks, then origin tasks) may take
+    /// ([`FOLLOW_BUDGET`] in the function): an agent that holds its answers never makes the sweep
+    /// overrun the function's timeout. A poll cut short records nothing and is due again at the
+    /// next sweep.
+    pub budget: std::time::Duration,
 }
+
+/// Each following pass's budget in the timer function: two passes and the sweep's own work stay
+/// well within the function's 120 s timeout (template.yaml).
+pub const FOLLOW_BUDGET: std::time::Duration = std::time::Duration::from_secs(40);
 
 /// What one invocation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -65,6 +74,9 @@ pub struct TimerReport {
     pub followed: usize,
     /// Followed origin tasks the sweep asked for with `GetTask` (origin-task reconciliation).
     pub origins: usize,
+    /// Whether a following pass ran out of its budget ([`Following::budget`]); what it had not
+    /// recorded is polled at the next sweep.
+    pub cut_short: bool,
     /// The timer queue's messages to redeliver (SQS partial batch response,
     /// `ReportBatchItemFailures`): those whose record could not be read or written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -247,12 +259,6 @@ pub async fn sweep<S: Store + ?Sized>(
             }
         }
     }
-    if let Some(following) = following {
-        report.followed = follow_due(watcher, following, now).await;
-        if let Some(reconciler) = following.reconciler {
-            report.origins = reconciler.poll_stored_due(now).await;
-        }
-    }
     // The open-expectations gauge: one counter read per configured agent, never a listing.
     let mut open = 0u64;
     for agent in watcher.directory.entries() {
@@ -271,6 +277,25 @@ pub async fn sweep<S: Store + ?Sized>(
         }
     }
     watcher.recorder().open_expectations(open);
+    // Last, each pass within its budget: a slow agent delays only the polls after it.
+    if let Some(following) = following {
+        match tokio::time::timeout(following.budget, follow_due(watcher, following, now)).await {
+            Ok(n) => report.followed = n,
+            Err(_) => {
+                tracing::warn!(budget = ?following.budget, "following lapse tasks ran out of the sweep's budget; the rest at the next sweep");
+                report.cut_short = true;
+            }
+        }
+        if let Some(reconciler) = following.reconciler {
+            match tokio::time::timeout(following.budget, reconciler.poll_stored_due(now)).await {
+                Ok(n) => report.origins = n,
+                Err(_) => {
+                    tracing::warn!(budget = ?following.budget, "following origin tasks ran out of the sweep's budget; the rest at the next sweep");
+                    report.cut_short = true;
+                }
+            }
+        }
+    }
     Ok(report)
 }
 

@@ -237,6 +237,7 @@ impl Deployment {
             submitter: &self.parts.submitter,
             endpoints: &self.parts.endpoints,
             reconciler: Some(&*self.parts.reconciler),
+            budget: watcher_lambda::timer::FOLLOW_BUDGET,
         }
     }
 
@@ -778,4 +779,46 @@ async fn an_origin_followed_in_the_table_is_found_canceled_by_the_sweep() {
         .await;
     assert_eq!((later.lapses, later.origins), (0, 0));
     assert!(d.delivered().is_empty());
+}
+
+/// An agent that holds every answer: the sweep's following passes end at their budget, the
+/// sweep still returns (long before the function's timeout) with `cutShort`, and the poll it cut
+/// short recorded nothing, so the origin is due again at the next sweep.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sweep_whose_agent_holds_its_answers_ends_at_its_budget() {
+    let agent = CaptureAgent::spawn(Behaviour::accept())
+        .await
+        .expect("capture agent");
+    let d = deploy_to("e2e-budget", false, agent).await;
+    d.push_booking("").await;
+    d.agent.hold(true);
+    let budget = std::time::Duration::from_millis(500);
+    let following = watcher_lambda::timer::Following {
+        budget,
+        ..d.following()
+    };
+    let started = std::time::Instant::now();
+    let report = watcher_lambda::timer::handle(
+        &*d.parts.watcher,
+        &*d.parts.queue,
+        Some(&following),
+        &json!({ "sweep": true }),
+        t("2026-09-10T01:05:00Z"),
+    )
+    .await
+    .expect("sweep");
+    let took = started.elapsed();
+    assert!(report.cut_short, "{report:?}");
+    assert!(took < budget * 4, "took {took:?}");
+    let tenant = Tenant::default_tenant();
+    let booking = watcher_core::ids::AgentId::parse("booking").unwrap();
+    let still = d
+        .parts
+        .watcher
+        .store
+        .origins_due(&tenant, &booking, t("2026-09-10T01:05:00Z"), 10)
+        .await
+        .unwrap();
+    assert_eq!(still.len(), 1, "due again at the next sweep");
+    d.agent.hold(false);
 }
