@@ -323,7 +323,8 @@ impl Reconciler {
     }
 
     /// Polls the origin tasks followed in the store (`Store::origins_due`) whose next poll is due
-    /// at `now`: for each registered agent whose origins are reconciled, at most one batch, read
+    /// at `now`: for each registered agent, at most one batch (an agent no longer reconciled has
+    /// them stopped without a poll), read
     /// from the store's index by (tenant, agent, next poll), so a pass costs what is due. Each
     /// answer is ingested as [`Reconciler::poll_due`]'s are, and the next poll (or the end of
     /// following) written back. An agent whose due origins cannot be read, or a write that
@@ -331,10 +332,9 @@ impl Reconciler {
     /// serverless sweep calls it (every 5 minutes).
     pub async fn poll_stored_due(&self, now: Instant) -> usize {
         let mut due = Vec::new();
+        // Every registered agent: one no longer reconciled (promoted by a probe, say) has the
+        // origins it still has followed stopped, as they fall due.
         for agent in self.watcher.directory.entries() {
-            if !self.reconciles(&agent.tenant, &agent.profile.id) {
-                continue;
-            }
             match self
                 .watcher
                 .store
