@@ -2599,7 +2599,13 @@ pub async fn purge_follows_retention<S: Store + 'static>(store: Arc<S>) {
         kept.timers
     );
 
+    let origins = follow_old_and_new_origins(&store).await;
     let report = store.purge(at(100)).await.expect("purge");
+    assert_eq!(
+        followed_origins(&store, &origins).await,
+        ["task-new"],
+        "an origin followed since before the cut is forgotten; a later one is kept"
+    );
     assert_eq!(
         report,
         PurgeReport {
@@ -2711,9 +2717,15 @@ pub async fn purge_follows_retention<S: Store + 'static>(store: Arc<S>) {
 /// report and deletes nothing, whatever `before`.
 pub async fn purge_leaves_retention_to_ttl<S: Store + 'static>(store: Arc<S>) {
     store_retention_fixture(&store).await;
+    let origins = follow_old_and_new_origins(&store).await;
     let kept = observe(&store).await;
     let report = store.purge(at(100_000)).await.expect("purge");
     assert!(report.is_empty(), "{report:?}");
+    assert_eq!(
+        followed_origins(&store, &origins).await,
+        ["task-old", "task-new"],
+        "followed origins are left to the TTL too"
+    );
     assert_eq!(observe(&store).await, kept, "nothing was deleted");
 }
 
@@ -3218,6 +3230,40 @@ pub async fn steps_read_what_they_must<S: Store + 'static>(store: Arc<S>) {
             "{name}: work {l} at 10,000 open vs {s} at 1,000: it reads what grows with the record"
         );
     }
+}
+
+/// Follows two origin tasks of `booking`, since [`t0`] and since `at(200)`; answers the key
+/// (tenant, agent) they are followed under.
+async fn follow_old_and_new_origins<S: Store + 'static>(store: &Arc<S>) -> (Tenant, AgentId) {
+    let t = Tenant::default_tenant();
+    let booking = AgentId::parse("booking").expect("agent");
+    for (task, since) in [("task-old", t0()), ("task-new", at(200))] {
+        let origin = crate::origins::FollowedOrigin {
+            tenant: t.clone(),
+            agent: booking.clone(),
+            task_id: task.to_owned(),
+            since,
+            next_at: at(300),
+        };
+        store.origin_follow(&origin).await.expect("origin_follow");
+    }
+    (t, booking)
+}
+
+/// The task ids of the origins followed under `key`, in due order (next poll, then id).
+async fn followed_origins<S: Store + 'static>(
+    store: &Arc<S>,
+    (t, agent): &(Tenant, AgentId),
+) -> Vec<String> {
+    let mut ids: Vec<String> = store
+        .origins_due(t, agent, at(1_000_000), 10)
+        .await
+        .expect("origins_due")
+        .into_iter()
+        .map(|o| o.task_id)
+        .collect();
+    ids.sort_by_key(|id| id != "task-old");
+    ids
 }
 
 /// `origin_follow`, `origins_due`, `origin_reschedule`, `origin_stop`: origin tasks followed in

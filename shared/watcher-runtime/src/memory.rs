@@ -823,6 +823,7 @@ impl Store for MemoryStore {
             .rejections
             .retain(|(_, r)| !rejection_retention(r).purgeable(before));
         report.rejections = (before_rejections - inner.rejections.len()) as u64;
+        inner.origins.purge(before);
         Ok(report)
     }
 }

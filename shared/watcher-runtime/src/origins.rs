@@ -333,6 +333,20 @@ impl OriginRows {
         }
     }
 
+    /// Forgets the origins followed since before `before` (retention: long past any
+    /// `give_up_after`, e.g. of an agent no longer configured).
+    pub(crate) fn purge(&mut self, before: Instant) {
+        let old: Vec<OriginKey> = self
+            .by_key
+            .values()
+            .filter(|f| f.since < before)
+            .map(FollowedOrigin::key)
+            .collect();
+        for key in &old {
+            self.stop(key);
+        }
+    }
+
     /// Stops following `key`.
     pub(crate) fn stop(&mut self, key: &OriginKey) {
         if let Some(f) = self.by_key.remove(key) {

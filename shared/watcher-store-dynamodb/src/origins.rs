@@ -8,9 +8,11 @@ use watcher_core::time::Instant;
 use watcher_runtime::origins::{FollowedOrigin, OriginKey};
 use watcher_runtime::store::StoreError;
 
-use crate::codec::{get_s, s, Item};
+use crate::codec::{expires_at, get_s, n, s, Item};
 use crate::keys::{instant_key, origin_pk, origins_agent, ITEM};
-use crate::table::{FOLLOW_AGENT, FOLLOW_AT, KIND, OUTBOX_FOLLOW_INDEX, PK, SK, TENANT};
+use crate::table::{
+    EXPIRES_AT, FOLLOW_AGENT, FOLLOW_AT, KIND, OUTBOX_FOLLOW_INDEX, PK, SK, TENANT,
+};
 use crate::{each, DynamoStore};
 
 fn origin_of(item: &Item) -> Result<FollowedOrigin, StoreError> {
@@ -33,7 +35,7 @@ fn origin_of(item: &Item) -> Result<FollowedOrigin, StoreError> {
 impl DynamoStore {
     pub(crate) async fn follow_origin(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
         self.count(1u64);
-        let result = self
+        let put = self
             .client
             .put_item()
             .table_name(&self.table)
@@ -52,7 +54,14 @@ impl DynamoStore {
                 FOLLOW_AGENT,
                 s(origins_agent(&origin.tenant, &origin.agent)),
             )
-            .item(FOLLOW_AT, s(instant_key(origin.next_at)))
+            .item(FOLLOW_AT, s(instant_key(origin.next_at)));
+        // Forgotten by TTL `retention_days` after following began (long past any
+        // give_up_after: an agent no longer configured), like the store's other items.
+        let put = match self.retention_days {
+            0 => put,
+            days => put.item(EXPIRES_AT, n(expires_at(origin.since, days))),
+        };
+        let result = put
             .condition_expression("attribute_not_exists(#pk)")
             .expression_attribute_names("#pk", PK)
             .send()

@@ -1469,6 +1469,15 @@ impl SqliteStore {
             between(batches).await;
             at = next;
         }
+        // Origins followed since before the cut (long past any give_up_after: an agent no
+        // longer configured), in batches like the rest.
+        loop {
+            let deleted = self.purge_origins(before, batch).await?;
+            if deleted < batch {
+                break;
+            }
+            between(batches).await;
+        }
         Ok(report)
     }
 }

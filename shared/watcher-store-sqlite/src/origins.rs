@@ -102,6 +102,25 @@ impl SqliteStore {
         .await
     }
 
+    /// Deletes up to `batch` origins followed since before `before`; answers how many.
+    pub(crate) async fn purge_origins(
+        &self,
+        before: Instant,
+        batch: usize,
+    ) -> Result<usize, StoreError> {
+        let cut = instant_key(before);
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "DELETE FROM origins WHERE rowid IN
+                    (SELECT rowid FROM origins WHERE since < ?1 LIMIT ?2)",
+            )
+            .map_err(db)?
+            .execute(params![cut, limit_of(batch)])
+            .map_err(db)
+        })
+        .await
+    }
+
     pub(crate) async fn stop_origin(&self, key: &OriginKey) -> Result<(), StoreError> {
         let (tenant, agent, task) = (
             key.0.as_str().to_owned(),
