@@ -48,9 +48,10 @@ pub struct Parts {
     /// When a lapse message the submitter hands back is received again (the lapse queue's
     /// `ChangeMessageVisibility`; [`QueueTimeout`] from [`assemble`]).
     pub redelivery: Arc<dyn Redelivery>,
-    /// Origin-task reconciliation, as serve's lanes use it: the submitter checks a lapse task's
-    /// origin before its first send, and the sweep feeds followed lapse tasks' `GetTask` answers
-    /// through the push ingest path. On the system clock ([`Parts::with_clock`] to change it).
+    /// Origin-task reconciliation, as serve uses it: the submitter checks a lapse task's origin
+    /// before its first send; the sweep polls the origin tasks followed in the table and feeds
+    /// followed lapse tasks' `GetTask` answers through the push ingest path. On the system clock
+    /// ([`Parts::with_clock`] to change it).
     pub reconciler: Arc<Reconciler>,
 }
 

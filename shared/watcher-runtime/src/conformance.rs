@@ -3358,4 +3358,18 @@ pub async fn origins_followed_by_next_poll<S: Store + 'static>(store: Arc<S>) {
         .await
         .expect("origins_due");
     assert_eq!(acme.len(), 1, "tenants are apart");
+    assert!(
+        store
+            .origin_follow(&origin(&t, &booking, "task-early", 15))
+            .await
+            .expect("origin_follow"),
+        "a stopped task may be followed again"
+    );
+    assert_eq!(
+        due(30, 10).await,
+        vec![
+            ("task-early".to_owned(), at(15)),
+            ("task-late".to_owned(), at(20))
+        ]
+    );
 }

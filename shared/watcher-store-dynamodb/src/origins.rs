@@ -2,6 +2,8 @@
 //! per followed task (`ORIGIN#{tenant}#{agent}#{taskId}`, sort key `#`), carrying `followAgent`
 //! = `ORIGINS#{tenant}#{agent}` and `followAt` (its next poll), so the sparse `outbox-follow`
 //! index holds it in a partition of its own: a pass queries what is due and reads nothing else.
+//! Stopping removes those two attributes (the item leaves the index and expires by its TTL);
+//! a stopped task may be followed again.
 
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
@@ -62,8 +64,10 @@ impl DynamoStore {
             days => put.item(EXPIRES_AT, n(expires_at(origin.since, days))),
         };
         let result = put
-            .condition_expression("attribute_not_exists(#pk)")
+            // Absent, or stopped (kept until its TTL without the index attributes).
+            .condition_expression("attribute_not_exists(#pk) OR attribute_not_exists(#fa)")
             .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#fa", FOLLOW_AGENT)
             .send()
             .await;
         match result {
@@ -145,8 +149,8 @@ impl DynamoStore {
             .key(PK, s(origin_pk(&key.0, &key.1, &key.2)))
             .key(SK, s(ITEM))
             .update_expression("SET #n = :n, #f = :f")
-            .condition_expression("attribute_exists(#pk)")
-            .expression_attribute_names("#pk", PK)
+            .condition_expression("attribute_exists(#fa)")
+            .expression_attribute_names("#fa", FOLLOW_AGENT)
             .expression_attribute_names("#n", "nextAt")
             .expression_attribute_names("#f", FOLLOW_AT)
             .expression_attribute_values(":n", s(at.to_string()))
@@ -165,16 +169,33 @@ impl DynamoStore {
         }
     }
 
+    /// Takes the item out of the index (removes `followAgent` and `followAt`); the item itself
+    /// expires by its TTL, as every item of this store does (the functions' role has no
+    /// `DeleteItem`). Nothing when it does not exist.
     pub(crate) async fn stop_origin(&self, key: &OriginKey) -> Result<(), StoreError> {
         self.count(1u64);
-        self.client
-            .delete_item()
+        let result = self
+            .client
+            .update_item()
             .table_name(&self.table)
             .key(PK, s(origin_pk(&key.0, &key.1, &key.2)))
             .key(SK, s(ITEM))
+            .update_expression("REMOVE #fa, #f")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#fa", FOLLOW_AGENT)
+            .expression_attribute_names("#f", FOLLOW_AT)
             .send()
-            .await
-            .map_err(StoreError::backend)?;
-        Ok(())
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(StoreError::backend(e)),
+        }
     }
 }
