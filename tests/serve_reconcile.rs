@@ -669,3 +669,72 @@ async fn probe_speaks_0_3_to_a_0_3_only_agent() {
         "no 1.0 version header to a 0.3 agent"
     );
 }
+
+/// Followed origin tasks are kept in the database: the origin task is polled (still working),
+/// `serve` restarts, the task is canceled without a push meanwhile, and the restarted watcher
+/// goes on following it and withdraws.
+#[tokio::test]
+async fn a_followed_origin_task_survives_a_restart() {
+    let canceled = Arc::new(AtomicBool::new(false));
+    let flag = canceled.clone();
+    let agent = spawn_capture_agent(Behaviour::from_fn(move |_, req| {
+        match req.rpc_method().as_deref() {
+            Some("GetTask") => {
+                let id = asked_for(req).unwrap_or_default();
+                let state = if flag.load(Ordering::SeqCst) {
+                    "TASK_STATE_CANCELED"
+                } else {
+                    "TASK_STATE_WORKING"
+                };
+                rpc_result(
+                    req,
+                    json!({ "id": id, "contextId": format!("ctx-{id}"),
+                            "status": { "state": state, "timestamp": "2026-11-30T00:00:00Z" } }),
+                )
+            }
+            _ => Reply::task("lapse-task-1", a2a_types::TaskState::Submitted),
+        }
+    }))
+    .await;
+    let mut w = spawn_watcher_with(
+        &agent,
+        "[delivery]\npoll_first = \"PT0.2S\"\nbackoff_max = \"PT0.5S\"\n",
+        "",
+    )
+    .await;
+    let due = origin(Duration::from_secs(3600));
+    let raised = w
+        .push(&one_expectation(
+            "task-origin-9",
+            "exp-9",
+            "PA-9",
+            due,
+            "PT0S",
+        ))
+        .await;
+    assert_eq!(raised.status, 200, "{:#}", raised.body);
+    assert!(
+        wait_until(|| async { !get_tasks(&agent).is_empty() }, PATIENCE).await,
+        "polled before the restart: {}",
+        w.log()
+    );
+    w.kill().await;
+    canceled.store(true, Ordering::SeqCst);
+    let before = get_tasks(&agent).len();
+    w.start().await;
+    let withdrawn = wait_until(
+        || async {
+            w.shipment("PA-9")
+                .await
+                .is_some_and(|s| expectation(&s, "exp-9")["status"] == "withdrawn")
+        },
+        PATIENCE,
+    )
+    .await;
+    assert!(withdrawn, "{}", w.log());
+    assert!(
+        get_tasks(&agent).len() > before,
+        "asked again after the restart"
+    );
+    assert!(agent.sent_message_ids().is_empty());
+}

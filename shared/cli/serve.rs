@@ -73,9 +73,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         })?);
     let deployment = load_deployment(&config, &*store, SystemClock.now()).await?;
     // Origin-task reconciliation (issue 11 item 5): its bound and first poll.
+    // Followed origin tasks are kept in the database, as on AWS, so a restart forgets none.
     let origins = deployment.directory.origins();
     origins.set_capacity(config.delivery.reconcile_origins);
     origins.set_first_poll(watcher_config::deployment::retry_policy(&config.delivery).poll_first);
+    deployment
+        .directory
+        .set_origins_in_store(config.delivery.reconcile_origins > 0);
     let prometheus = Arc::new(crate::metrics::Prometheus::new());
     // One serve process per database file: a restart takes back its predecessor's claims at once.
     let sender =

@@ -19,6 +19,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             &*parts.watcher.store,
             &parts.submitter,
             &parts.endpoints,
+            Some(&*parts.reconciler),
             &*parts.redelivery,
             event.payload,
             now,

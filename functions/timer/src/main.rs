@@ -4,7 +4,7 @@
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
-use watcher_lambda::timer::{handle_with_cards, TimerReport};
+use watcher_lambda::timer::{handle_with_cards, Following, TimerReport, FOLLOW_BUDGET};
 use watcher_runtime::clock::{Clock, SystemClock};
 
 #[tokio::main]
@@ -14,11 +14,19 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .await
         .map_err(|e| format!("{e:#}"))?;
     let parts = &parts;
+    // The sweep follows lapse tasks with GetTask as serve's lanes do.
+    let following = &Following {
+        submitter: &parts.submitter,
+        endpoints: &parts.endpoints,
+        reconciler: Some(&*parts.reconciler),
+        budget: FOLLOW_BUDGET,
+    };
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let report: Result<TimerReport, Diagnostic> = handle_with_cards(
             &*parts.watcher,
             &*parts.queue,
             &parts.cards,
+            Some(following),
             &event.payload,
             SystemClock.now(),
         )
@@ -29,6 +37,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
                 evaluated = r.evaluated,
                 lapses = r.lapses,
                 requeued = r.requeued,
+                followed = r.followed,
+                origins = r.origins,
                 cards_tried = r.cards_tried,
                 cards_read = r.cards_read,
                 probed = r.probed,

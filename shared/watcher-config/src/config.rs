@@ -248,9 +248,9 @@ pub struct DeliveryConfig {
     pub in_flight_per_agent: usize,
     /// Lapse tasks in flight at once over all agents. Default 64.
     pub in_flight: usize,
-    /// Origin tasks followed with `GetTask` at once for agents that are not lifecycle-trusted
-    /// (origin-task reconciliation; in memory). Default 10000; 0 turns reconciliation off (no
-    /// polls, and no origin check before sending). Polls back off from `poll_first` to
+    /// Above 0, origin tasks of agents that are not lifecycle-trusted are followed with `GetTask`
+    /// (origin-task reconciliation; kept in the store, so not bounded by this number). Default
+    /// 10000; 0 turns reconciliation off (no polls, and no origin check before sending). Polls back off from `poll_first` to
     /// `backoff_max` and stop at a terminal state or after `give_up_after`.
     pub reconcile_origins: usize,
 }

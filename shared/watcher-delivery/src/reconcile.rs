@@ -4,7 +4,9 @@
 //! pushes alone to learn that an origin task ended.
 //!
 //! * Each origin task that raised expectations is followed with `GetTask`
-//!   ([`watcher_runtime::origins::OriginQueue`], bounded, in memory), first `poll_first` after it
+//!   (kept in the store: `Store::origin_follow`, polled by [`Reconciler::poll_stored_due`];
+//!   or, when the directory does not keep them there, [`watcher_runtime::origins::OriginQueue`],
+//!   bounded, in memory), first `poll_first` after it
 //!   raised them, then half the time followed so far, at most `backoff_max` apart, until the task
 //!   is terminal, `GetTask` fails for good, or it has been followed for `give_up_after`. Every
 //!   snapshot goes through the same ingest path as a pushed `Task` ([`ingest_task`]), so a
@@ -97,7 +99,7 @@ pub async fn ingest_task(
     }
     if out.raised > 0 {
         if let Some(task_id) = event.task_id() {
-            watcher.directory.follow_origin(tenant, agent, task_id, now);
+            watcher_runtime::origins::follow_origin(watcher, tenant, agent, task_id, now).await;
         }
     }
     Ok(out)
@@ -155,6 +157,16 @@ impl Reconciler {
     /// ([`watcher_runtime::directory::Directory::reconciles`]).
     pub fn reconciles(&self, tenant: &Tenant, agent: &AgentId) -> bool {
         self.watcher.directory.reconciles(tenant, agent)
+    }
+
+    /// Whether `agent`'s lapse tasks have their origin asked for before their first send
+    /// ([`watcher_runtime::directory::Directory::checks_origin_before_send`]): a caller holding
+    /// only a lapse task's key (the serverless submitter) reads the entry for
+    /// [`Reconciler::check_before_send`] only then.
+    pub fn checks_before_send(&self, tenant: &Tenant, agent: &AgentId) -> bool {
+        self.watcher
+            .directory
+            .checks_origin_before_send(tenant, agent)
     }
 
     /// `GetTask` for `task_id` of `agent`, in the 1.0 shape.
@@ -230,11 +242,14 @@ impl Reconciler {
                     "origin check before sending: the origin's snapshot could not be recorded; the lapse task is not sent");
             }
         }
-        self.watcher.directory.origins().stop(&(
-            entry.tenant.clone(),
-            entry.agent.clone(),
-            origin.to_owned(),
-        ));
+        let key = (entry.tenant.clone(), entry.agent.clone(), origin.to_owned());
+        self.watcher.directory.origins().stop(&key);
+        if self.watcher.directory.origins_in_store() {
+            if let Err(e) = self.watcher.store.origin_stop(&key).await {
+                tracing::warn!(origin, error = %e,
+                    "origin check before sending: could not stop following the origin; the next poll stops it");
+            }
+        }
         let Some(mut current) = self
             .watcher
             .store
@@ -297,13 +312,63 @@ impl Reconciler {
         n
     }
 
-    /// One poll of one followed origin task.
+    /// One poll of one origin task followed in memory.
     async fn poll_origin(&self, f: FollowedOrigin) {
-        let origins = self.watcher.directory.origins();
         let key = f.key();
+        let origins = self.watcher.directory.origins();
+        match self.poll_followed(&f).await {
+            Some(next) => origins.reschedule(&key, next),
+            None => origins.stop(&key),
+        }
+    }
+
+    /// Polls the origin tasks followed in the store (`Store::origins_due`) whose next poll is due
+    /// at `now`: for each registered agent, at most one batch (an agent no longer reconciled has
+    /// them stopped without a poll), read
+    /// from the store's index by (tenant, agent, next poll), so a pass costs what is due. Each
+    /// answer is ingested as [`Reconciler::poll_due`]'s are, and the next poll (or the end of
+    /// following) written back. An agent whose due origins cannot be read, or a write that
+    /// fails, is logged and left to the next pass. Answers how many were polled. The
+    /// serverless sweep calls it (every 5 minutes).
+    pub async fn poll_stored_due(&self, now: Instant) -> usize {
+        let mut due = Vec::new();
+        // Every registered agent: one no longer reconciled (promoted by a probe, say) has the
+        // origins it still has followed stopped, as they fall due.
+        for agent in self.watcher.directory.entries() {
+            match self
+                .watcher
+                .store
+                .origins_due(&agent.tenant, &agent.profile.id, now, BATCH)
+                .await
+            {
+                Ok(found) => due.extend(found),
+                Err(e) => tracing::warn!(agent = %agent.profile.id, error = %e,
+                    "origin-task reconciliation: reading the followed origin tasks failed; next pass"),
+            }
+        }
+        let n = due.len();
+        stream::iter(due)
+            .for_each_concurrent(IN_FLIGHT, |f| async move {
+                let key = f.key();
+                let written = match self.poll_followed(&f).await {
+                    Some(next) => self.watcher.store.origin_reschedule(&key, next).await,
+                    None => self.watcher.store.origin_stop(&key).await,
+                };
+                if let Err(e) = written {
+                    tracing::warn!(agent = %f.agent, task_id = %f.task_id, error = %e,
+                        "origin-task reconciliation: recording the poll failed; asked again at the next pass");
+                }
+            })
+            .await;
+        n
+    }
+
+    /// Asks for the followed origin task `f` and ingests the answer; answers when to ask next,
+    /// or `None` to stop following it (terminal, followed for `give_up_after`, a permanent
+    /// failure, or the agent no longer reconciled).
+    async fn poll_followed(&self, f: &FollowedOrigin) -> Option<Instant> {
         if !self.reconciles(&f.tenant, &f.agent) {
-            origins.stop(&key);
-            return;
+            return None;
         }
         // The card interface's `tenant`, as the agent's lapse tasks carry it.
         let interface_tenant = self
@@ -334,25 +399,24 @@ impl Reconciler {
                     Err(e) => {
                         tracing::warn!(agent = %f.agent, task_id = %f.task_id, error = %e,
                             "origin-task reconciliation: the snapshot could not be recorded; asking again later");
-                        origins.reschedule(&key, next);
-                        return;
+                        return Some(next);
                     }
                 }
                 if state.is_terminal() || too_old {
-                    origins.stop(&key);
+                    None
                 } else {
-                    origins.reschedule(&key, next);
+                    Some(next)
                 }
             }
             Err(e @ DeliveryError::Retryable { .. }) if !too_old => {
                 tracing::debug!(agent = %f.agent, task_id = %f.task_id, error = %e.describe(),
                     "origin-task reconciliation: GetTask failed; asking again later");
-                origins.reschedule(&key, next);
+                Some(next)
             }
             Err(e) => {
                 tracing::info!(agent = %f.agent, task_id = %f.task_id, error = %e.describe(),
                     "origin-task reconciliation: stopped following the origin task");
-                origins.stop(&key);
+                None
             }
         }
     }
@@ -360,10 +424,26 @@ impl Reconciler {
     /// Polls due origin tasks until `stop` flips: at once when a batch was full, else when the
     /// earliest next poll comes (at most [`MAX_IDLE`] later: the queue is in memory, so looking
     /// costs nothing).
+    ///
+    /// With origins followed in the store
+    /// ([`watcher_runtime::directory::Directory::origins_in_store`]), each pass is
+    /// [`Reconciler::poll_stored_due`] instead, and the loop looks again at once after a pass that
+    /// polled something, else [`MAX_IDLE`] later (one index read per reconciled agent).
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         loop {
             if *stop.borrow() {
                 return;
+            }
+            if self.watcher.directory.origins_in_store() {
+                let polled = self.poll_stored_due(self.clock.now()).await;
+                if polled > 0 {
+                    continue;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(MAX_IDLE) => {},
+                    _ = stop.changed() => return,
+                }
+                continue;
             }
             let polled = self.poll_due(self.clock.now()).await;
             if polled == BATCH {

@@ -142,10 +142,8 @@ pub async fn push(
             .iter()
             .any(|e| matches!(e, Effect::Raised { .. }))
         {
-            state
-                .watcher
-                .directory
-                .follow_origin(&tenant, &id, task_id, now);
+            watcher_runtime::origins::follow_origin(&state.watcher, &tenant, &id, task_id, now)
+                .await;
         }
     }
     track_lapse_task(&state, &tenant, &id, &event).await;

@@ -20,8 +20,10 @@ use anyhow::{anyhow, Context};
 use watcher_aws::TimerQueue;
 use watcher_config::{load_deployment, Config};
 use watcher_delivery::deliver::Submitter;
-use watcher_delivery::endpoint::SharedEndpoints;
+use watcher_delivery::endpoint::{Endpoints, SharedEndpoints};
+use watcher_delivery::reconcile::Reconciler;
 use watcher_http::Credentials;
+use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::ports::LapseQueue;
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
@@ -50,6 +52,39 @@ pub struct Parts {
     /// When a lapse message the submitter hands back is received again (the lapse queue's
     /// `ChangeMessageVisibility`; [`QueueTimeout`] from [`assemble`]).
     pub redelivery: Arc<dyn Redelivery>,
+    /// Origin-task reconciliation, as serve uses it: the submitter checks a lapse task's origin
+    /// before its first send; the sweep polls the origin tasks followed in the table and feeds
+    /// followed lapse tasks' `GetTask` answers through the push ingest path. On the system clock
+    /// ([`Parts::with_clock`] to change it).
+    pub reconciler: Arc<Reconciler>,
+}
+
+impl Parts {
+    /// The same parts with the reconciler on `clock` (tests drive the functions on a fake
+    /// clock; the reconciler stamps the snapshots it ingests with it).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.reconciler = reconciler(&self.watcher, &self.submitter, &self.endpoints, clock);
+        self
+    }
+}
+
+/// The reconciler of a function: `GetTask` with the submitter's client and retry policy, to the
+/// agents of `endpoints`. Nothing waits on its wake-up: each function runs to completion.
+fn reconciler(
+    watcher: &Arc<Watcher<dyn Store>>,
+    submitter: &Submitter,
+    endpoints: &SharedEndpoints,
+    clock: Arc<dyn Clock>,
+) -> Arc<Reconciler> {
+    let endpoints: Arc<dyn Endpoints> = Arc::new(endpoints.clone());
+    Arc::new(Reconciler::new(
+        watcher.clone(),
+        submitter.client().clone(),
+        endpoints,
+        *submitter.policy(),
+        clock,
+        Arc::new(tokio::sync::Notify::new()),
+    ))
 }
 
 fn var(name: &str) -> anyhow::Result<String> {
@@ -169,8 +204,19 @@ pub async fn assemble_with_timer_queue(
 ) -> anyhow::Result<Parts> {
     // A cold start never fails for one agent's card (serve.md "Agents are independent"): the
     // card kept in the table is used, or the agent waits for the next cold start.
-    let now = watcher_runtime::clock::Clock::now(&watcher_runtime::clock::SystemClock);
+    let now = SystemClock.now();
     let deployment = load_deployment(config, &*store, now).await?;
+    // The origin check before a lapse task's first send, as in serve (`[delivery]
+    // reconcile_origins` above 0). The in-memory origin queue stays off: a function instance
+    // keeps nothing between invocations (docs/interpretation.md).
+    // Origins are followed in the table, polled by the sweep, for the same reason.
+    let reconcile = config.delivery.reconcile_origins > 0;
+    deployment.directory.set_origin_checks(reconcile);
+    deployment.directory.set_origins_in_store(reconcile);
+    deployment
+        .directory
+        .origins()
+        .set_first_poll(watcher_config::deployment::retry_policy(&config.delivery).poll_first);
     let sink = Arc::new(AwsSink {
         timers,
         queue: queue.clone(),
@@ -190,14 +236,17 @@ pub async fn assemble_with_timer_queue(
             .with_recorder(recorder.clone())
             .evaluating_due_at_once(),
     );
+    let submitter = watcher_config::submitter(&config.delivery)?.with_recorder(recorder);
+    let reconciler = reconciler(&watcher, &submitter, &endpoints, Arc::new(SystemClock));
     Ok(Parts {
         watcher,
         queue,
         credentials: Arc::new(deployment.credentials),
         endpoints,
         cards,
-        submitter: watcher_config::submitter(&config.delivery)?.with_recorder(recorder),
+        submitter,
         limits: config.limits.http(),
         redelivery: Arc::new(QueueTimeout),
+        reconciler,
     })
 }

@@ -7,6 +7,10 @@
 //! `watcher_delivery::deliver::LEASE`), so an entry already sent, or claimed by another
 //! invocation handed the same message, is not sent, however often and to however many
 //! invocations SQS delivers it.
+//!
+//! Before a lapse task's first send, its origin task is asked for with `GetTask`, exactly as
+//! serve's lanes do (`Reconciler::check_before_send`): found canceled, failed or rejected, its
+//! expectations are withdrawn and the lapse task is marked `withdrawn`, never sent.
 
 use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
@@ -14,8 +18,9 @@ use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_delivery::deliver::{EntryOutcome, Submitter};
 use watcher_delivery::endpoint::Endpoints;
+use watcher_delivery::reconcile::Reconciler;
 use watcher_runtime::ports::PortError;
-use watcher_runtime::store::Store;
+use watcher_runtime::store::{DeliveryState, Store, StoreError};
 
 /// What one batch came to: the answer for SQS, and when each handed-back message should be
 /// received again.
@@ -67,6 +72,7 @@ pub async fn handle<S, E>(
     store: &S,
     submitter: &Submitter,
     endpoints: &E,
+    reconciler: Option<&Reconciler>,
     redelivery: &dyn Redelivery,
     event: SqsEvent,
     now: Instant,
@@ -75,7 +81,7 @@ where
     S: Store + ?Sized,
     E: Endpoints + ?Sized,
 {
-    let outcome = handle_batch(store, submitter, endpoints, event, now).await;
+    let outcome = handle_batch(store, submitter, endpoints, reconciler, event, now).await;
     for (receipt, seconds) in &outcome.redeliver_after {
         if let Err(e) = redelivery.redeliver_after(receipt, *seconds).await {
             tracing::warn!(error = %e, seconds, "could not set when a handed-back lapse message returns; the queue's visibility timeout applies");
@@ -114,10 +120,15 @@ pub async fn pick_up_cards(cards: &crate::cards::Cards, event: &SqsEvent, now: I
 /// back the same way, to come back when that claim ends (it is then found sent, or the claim
 /// expired). A message received again after a send whose outcome was not recorded is looked for
 /// with `ListTasks` before it is sent again (`Submitter::deliver_one`).
+///
+/// With `reconciler` (the function's, from `env::Parts`), a queued lapse task due at `now` and
+/// never attempted has its origin checked first ([`check_origin`]); `None` sends without the
+/// check.
 pub async fn handle_batch<S, E>(
     store: &S,
     submitter: &Submitter,
     endpoints: &E,
+    reconciler: Option<&Reconciler>,
     event: SqsEvent,
     now: Instant,
 ) -> BatchOutcome
@@ -151,11 +162,9 @@ where
             None => lanes.push((lane, vec![item])),
         }
     }
-    let results = futures_util::future::join_all(
-        lanes
-            .into_iter()
-            .map(|(lane, items)| deliver_lane(store, submitter, endpoints, lane, items, now)),
-    )
+    let results = futures_util::future::join_all(lanes.into_iter().map(|(lane, items)| {
+        deliver_lane(store, submitter, endpoints, reconciler, lane, items, now)
+    }))
     .await;
     // Handed-back messages in batch order, whatever order the lanes finished in.
     let mut handed_back: Vec<HandedBack> = results.into_iter().flatten().collect();
@@ -205,6 +214,7 @@ async fn deliver_lane<S, E>(
     store: &S,
     submitter: &Submitter,
     endpoints: &E,
+    reconciler: Option<&Reconciler>,
     (tenant, agent): Lane,
     items: Vec<LaneItem>,
     now: Instant,
@@ -235,6 +245,21 @@ where
         }
         let span = tracing::info_span!("lapse_message", sqs_message_id = %id);
         let _guard = span.enter();
+        if let Some(reconciler) = reconciler {
+            match check_origin(store, reconciler, &tenant, &agent, &message_id, now).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::info!(message_id = %message_id, "lapse message handled: withdrawn before sending");
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "store failure checking the origin; the message will be redelivered");
+                    stopped = Some(None);
+                    handed_back.push(back(None));
+                    continue;
+                }
+            }
+        }
         let next = match submitter
             .deliver_one(store, endpoints, &tenant, &agent, &message_id, now)
             .await
@@ -260,6 +285,34 @@ where
         }
     }
     handed_back
+}
+
+/// The origin check before a lapse task's first send, as serve's lanes make it: for an agent
+/// whose origins are checked (`Reconciler::checks_before_send`), reads the entry and, when it is
+/// queued, due at `now` and never attempted, asks for its origin task
+/// (`Reconciler::check_before_send`). Answers whether to go on and send; `false` when the origin
+/// ended canceled, failed or rejected (the entry is then `withdrawn`).
+///
+/// # Errors
+/// A [`StoreError`] reading or marking the entry.
+pub async fn check_origin<S: Store + ?Sized>(
+    store: &S,
+    reconciler: &Reconciler,
+    tenant: &Tenant,
+    agent: &AgentId,
+    message_id: &str,
+    now: Instant,
+) -> Result<bool, StoreError> {
+    if !reconciler.checks_before_send(tenant, agent) {
+        return Ok(true);
+    }
+    let Some(entry) = store.outbox_get(tenant, agent, message_id).await? else {
+        return Ok(true);
+    };
+    if entry.delivery != DeliveryState::Queued || entry.next_attempt_at > now {
+        return Ok(true);
+    }
+    reconciler.check_before_send(&entry).await
 }
 
 /// Whole seconds from `now` until `at`, rounded up, at least 1 (a message made visible at once

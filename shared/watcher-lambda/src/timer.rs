@@ -3,15 +3,25 @@
 //! SQS event whose bodies are the same `{"tenant", "timer"}`, delayed to the exact deadline:
 //! docs/aws-latency.md).
 //!
+//! The sweep also follows delivered lapse tasks whose agent was asked for no push
+//! notifications: those due by the sweep's instant are asked for with `GetTask`, from the
+//! outbox's per-agent follow index (see [`sweep`]), so on AWS a lapse task's state moves at most
+//! one sweep (5 minutes) after its next poll falls due; and the origin tasks followed in the
+//! table (origin-task reconciliation), the same way.
+//!
 //! Timers are hints: the record decides. A wake before the deadline on this function's own
 //! clock lapses nothing and re-arms the timer (a delayed message when a timer queue is
 //! configured); a wake after it lapses late, once.
 
+use futures_util::stream::{self, StreamExt};
 use serde_json::Value;
 use watcher_core::engine::Input;
 use watcher_core::time::Instant;
+use watcher_delivery::deliver::Submitter;
+use watcher_delivery::endpoint::Endpoints;
+use watcher_delivery::reconcile::Reconciler;
 use watcher_runtime::ports::LapseQueue;
-use watcher_runtime::store::{DeliveryState, Store};
+use watcher_runtime::store::{DeliveryState, OutboxEntry, Store};
 use watcher_runtime::watcher::{ApplyError, Watcher};
 
 /// How long a queued lapse task may wait past its next attempt before the sweep re-queues it
@@ -22,6 +32,33 @@ pub const REQUEUE_AFTER_SECS: i64 = 120;
 /// (oldest next attempt first): one agent's backlog never hides another agent's lost message,
 /// and a sweep's reads grow with the configured agents, not with any agent's backlog.
 pub const REQUEUE_PER_AGENT: usize = 100;
+
+/// The most followed lapse tasks one sweep polls per agent, read from the outbox's follow index
+/// (earliest next poll first); the rest are polled at the next sweep.
+pub const FOLLOW_PER_AGENT: usize = 100;
+
+/// `GetTask` polls in flight at once during a sweep, over all agents.
+const FOLLOW_IN_FLIGHT: usize = 8;
+
+/// What the sweep needs to follow lapse tasks with `GetTask` (the timer function's `env::Parts`).
+pub struct Following<'a> {
+    /// Records each poll (`Submitter::record_poll_result`, its retry policy's backoff).
+    pub submitter: &'a Submitter,
+    /// Where each agent is.
+    pub endpoints: &'a (dyn Endpoints + 'a),
+    /// Feeds each `GetTask` answer through the push ingest path (`Reconciler::poll_lapse_task`),
+    /// as serve's lanes do; `None` records the state only (`Submitter::poll_one`).
+    pub reconciler: Option<&'a Reconciler>,
+    /// How long each following pass (lapse tasks, then origin tasks) may take
+    /// ([`FOLLOW_BUDGET`] in the function): an agent that holds its answers never makes the sweep
+    /// overrun the function's timeout. A poll cut short records nothing and is due again at the
+    /// next sweep.
+    pub budget: std::time::Duration,
+}
+
+/// Each following pass's budget in the timer function: two passes and the sweep's own work stay
+/// well within the function's 120 s timeout (template.yaml).
+pub const FOLLOW_BUDGET: std::time::Duration = std::time::Duration::from_secs(40);
 
 /// What one invocation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -43,6 +80,13 @@ pub struct TimerReport {
     /// Lifecycle descriptors the sweep's registration probe kept in the table (`probe = true`).
     #[serde(skip_serializing_if = "is_zero")]
     pub probed: usize,
+    /// Followed lapse tasks the sweep asked for with `GetTask`.
+    pub followed: usize,
+    /// Followed origin tasks the sweep asked for with `GetTask` (origin-task reconciliation).
+    pub origins: usize,
+    /// Whether a following pass ran out of its budget ([`Following::budget`]); what it had not
+    /// recorded is polled at the next sweep.
+    pub cut_short: bool,
     /// The timer queue's messages to redeliver (SQS partial batch response,
     /// `ReportBatchItemFailures`): those whose record could not be read or written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -81,10 +125,6 @@ impl From<TimerError> for lambda_runtime::Diagnostic {
     }
 }
 
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
 /// [`handle`], then `cards` kept up to date: after a sweep, the cards due for a re-read are read
 /// and the registration probe run ([`crate::cards::Cards::refresh`]), counted in the report;
 /// before any other event, the cards and descriptors other functions kept are picked up for
@@ -97,20 +137,25 @@ pub async fn handle_with_cards<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
     cards: &crate::cards::Cards,
+    following: Option<&Following<'_>>,
     event: &Value,
     now: Instant,
 ) -> Result<TimerReport, TimerError> {
     if event.get("sweep").and_then(Value::as_bool) != Some(true) {
         cards.pick_up_all(now).await;
-        return handle(watcher, queue, event, now).await;
+        return handle(watcher, queue, following, event, now).await;
     }
-    let swept = handle(watcher, queue, event, now).await;
+    let swept = handle(watcher, queue, following, event, now).await;
     let read = cards.refresh(now).await;
     let mut report = swept?;
     report.cards_tried = read.tried;
     report.cards_read = read.read;
     report.probed = read.probed;
     Ok(report)
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
@@ -121,7 +166,8 @@ fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
         .count()
 }
 
-/// Handles one event at `now` on this function's clock.
+/// Handles one event at `now` on this function's clock; a sweep follows lapse tasks with
+/// `following` (`None`: it does not).
 ///
 /// # Errors
 /// [`TimerError::Malformed`] for an event that is neither shape; [`TimerError::Store`] when the
@@ -129,11 +175,12 @@ fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
 pub async fn handle<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
+    following: Option<&Following<'_>>,
     event: &Value,
     now: Instant,
 ) -> Result<TimerReport, TimerError> {
     if event.get("sweep").and_then(Value::as_bool) == Some(true) {
-        return sweep(watcher, queue, now).await;
+        return sweep(watcher, queue, following, now).await;
     }
     if let Some(records) = event.get("Records").and_then(Value::as_array) {
         return from_queue(watcher, records, now).await;
@@ -203,11 +250,17 @@ async fn from_queue<S: Store + ?Sized>(
 /// safe: the submitter claims the entry before posting it and never sends a delivered or
 /// claimed `messageId` again (`Store::outbox_claim`).
 ///
+/// With `following`, it then polls the delivered lapse tasks the watcher follows whose next poll
+/// is due by `now` ([`follow_due`]), so a lapse task whose agent never pushes still reaches its
+/// final state, and the origin tasks followed in the table whose next poll is due
+/// (`Reconciler::poll_stored_due`), so a cancel never pushed still withdraws.
+///
 /// # Errors
 /// [`TimerError::Store`] when the due timers cannot be listed.
 pub async fn sweep<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
+    following: Option<&Following<'_>>,
     now: Instant,
 ) -> Result<TimerReport, TimerError> {
     let fired = watcher.fire_due(now).await?;
@@ -267,7 +320,86 @@ pub async fn sweep<S: Store + ?Sized>(
         }
     }
     watcher.recorder().open_expectations(open);
+    // Last, each pass within its budget: a slow agent delays only the polls after it.
+    if let Some(following) = following {
+        match tokio::time::timeout(following.budget, follow_due(watcher, following, now)).await {
+            Ok(n) => report.followed = n,
+            Err(_) => {
+                tracing::warn!(budget = ?following.budget, "following lapse tasks ran out of the sweep's budget; the rest at the next sweep");
+                report.cut_short = true;
+            }
+        }
+        if let Some(reconciler) = following.reconciler {
+            match tokio::time::timeout(following.budget, reconciler.poll_stored_due(now)).await {
+                Ok(n) => report.origins = n,
+                Err(_) => {
+                    tracing::warn!(budget = ?following.budget, "following origin tasks ran out of the sweep's budget; the rest at the next sweep");
+                    report.cut_short = true;
+                }
+            }
+        }
+    }
     Ok(report)
+}
+
+/// Polls, with `GetTask`, the followed lapse tasks whose next poll is due by `now`: for each agent
+/// the watcher submits for, at most [`FOLLOW_PER_AGENT`] from the outbox's follow index
+/// (`Store::outbox_following`, a keyed read: a pass costs what is due, never the outbox's size),
+/// [`FOLLOW_IN_FLIGHT`] at once. Each answer is recorded as serve's lanes record it (the task's
+/// state, the next poll backing off from `poll_first` to `max_backoff`, following ending at a
+/// terminal or interrupted state or after `give_up_after`). An agent whose followed lapse tasks
+/// cannot be read, or a poll that cannot be recorded, is logged and left to the next sweep.
+/// Answers how many were polled.
+pub async fn follow_due<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    following: &Following<'_>,
+    now: Instant,
+) -> usize {
+    let mut due: Vec<OutboxEntry> = Vec::new();
+    for agent in watcher.directory.entries() {
+        if !agent.submits_lapses {
+            continue;
+        }
+        match watcher
+            .store
+            .outbox_following(
+                &agent.tenant,
+                &agent.profile.id,
+                Some(now),
+                FOLLOW_PER_AGENT,
+            )
+            .await
+        {
+            Ok(entries) => due.extend(entries),
+            Err(e) => {
+                tracing::warn!(error = %e, agent = %agent.profile.id, "reading the agent's followed lapse tasks failed; next sweep")
+            }
+        }
+    }
+    let polled = due.len();
+    stream::iter(due)
+        .for_each_concurrent(FOLLOW_IN_FLIGHT, |entry| async move {
+            let recorded = match following.reconciler {
+                Some(reconciler) => {
+                    let result = reconciler.poll_lapse_task(&entry).await;
+                    following
+                        .submitter
+                        .record_poll_result(&*watcher.store, &entry, result, now)
+                        .await
+                }
+                None => {
+                    following
+                        .submitter
+                        .poll_one(&*watcher.store, following.endpoints, &entry, now)
+                        .await
+                }
+            };
+            if let Err(e) = recorded {
+                tracing::warn!(error = %e, message_id = %entry.message_id, "recording a GetTask poll failed; next sweep");
+            }
+        })
+        .await;
+    polled
 }
 
 #[cfg(test)]
@@ -384,7 +516,7 @@ mod tests {
         let watcher = Watcher::new(Arc::clone(&store), directory, Settings::default());
         let queue = Kept::default();
         let now = Instant::parse("2026-09-10T13:00:00Z").unwrap();
-        let report = sweep(&watcher, &queue, now).await.unwrap();
+        let report = sweep(&watcher, &queue, None, now).await.unwrap();
         let kept = queue.0.lock().unwrap().clone();
         assert!(
             kept.contains(&("quiet".into(), format!("lapse:e-9:overdue:{later}"))),

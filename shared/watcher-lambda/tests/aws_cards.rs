@@ -162,6 +162,7 @@ async fn the_sweep_reads_an_unreadable_card_and_every_function_picks_it_up() {
         &timer.watcher,
         &*timer.queue,
         &timer.cards,
+        None,
         &json!({ "sweep": true }),
         now,
     )
@@ -237,6 +238,7 @@ async fn the_sweep_rereads_a_card_older_than_the_maximum_age() {
                 &timer.watcher,
                 &*timer.queue,
                 &timer.cards,
+                None,
                 &json!({ "sweep": true }),
                 at,
             )

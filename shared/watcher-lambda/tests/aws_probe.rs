@@ -193,6 +193,7 @@ async fn the_sweep_probes_through_the_deployments_push_route_and_every_function_
         &timer.watcher,
         &*timer.queue,
         &timer.cards,
+        None,
         &json!({ "sweep": true }),
         SystemClock.now(),
     )
@@ -228,6 +229,7 @@ async fn the_sweep_probes_through_the_deployments_push_route_and_every_function_
         &timer.watcher,
         &*timer.queue,
         &timer.cards,
+        None,
         &json!({ "sweep": true }),
         SystemClock.now(),
     )

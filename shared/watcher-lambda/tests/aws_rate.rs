@@ -125,8 +125,22 @@ async fn two_submitters_sharing_the_bucket_never_exceed_burst() {
     let one = submitter(Arc::new(DynamoRateBuckets::new(ddb.clone(), &name, LIMIT)));
     let two = submitter(Arc::new(DynamoRateBuckets::new(ddb.clone(), &name, LIMIT)));
     let (a, b) = tokio::join!(
-        watcher_lambda::submitter::handle_batch(&store, &one, &endpoints, event(&ids[..5]), t0()),
-        watcher_lambda::submitter::handle_batch(&store, &two, &endpoints, event(&ids[5..]), t0()),
+        watcher_lambda::submitter::handle_batch(
+            &store,
+            &one,
+            &endpoints,
+            None,
+            event(&ids[..5]),
+            t0()
+        ),
+        watcher_lambda::submitter::handle_batch(
+            &store,
+            &two,
+            &endpoints,
+            None,
+            event(&ids[5..]),
+            t0()
+        ),
     );
     assert_eq!(agent.request_count(), 3, "the burst, across both instances");
     let handed_back = a.response.batch_item_failures.len() + b.response.batch_item_failures.len();
@@ -138,8 +152,22 @@ async fn two_submitters_sharing_the_bucket_never_exceed_burst() {
     // A minute on, one token is free for the whole deployment.
     let later = Instant::parse("2026-09-10T12:01:00Z").unwrap();
     let (_, _) = tokio::join!(
-        watcher_lambda::submitter::handle_batch(&store, &one, &endpoints, event(&ids[..5]), later),
-        watcher_lambda::submitter::handle_batch(&store, &two, &endpoints, event(&ids[5..]), later),
+        watcher_lambda::submitter::handle_batch(
+            &store,
+            &one,
+            &endpoints,
+            None,
+            event(&ids[..5]),
+            later
+        ),
+        watcher_lambda::submitter::handle_batch(
+            &store,
+            &two,
+            &endpoints,
+            None,
+            event(&ids[5..]),
+            later
+        ),
     );
     assert_eq!(agent.request_count(), 4);
 }

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use a2a_types::TaskState;
 use aws_lambda_events::event::sqs::SqsEvent;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
@@ -14,12 +15,13 @@ use tokio::sync::Notify;
 use tower::ServiceExt;
 use watcher_config::Config;
 use watcher_core::ids::Tenant;
+use watcher_core::record::Status;
 use watcher_core::time::Instant;
-use watcher_delivery::testing::{Behaviour, CaptureAgent};
+use watcher_delivery::testing::{Behaviour, CaptureAgent, Reply};
 use watcher_http::{watcher_router, AppState};
 use watcher_lambda::env::{assemble_with_timer_queue, Parts};
 use watcher_runtime::clock::FakeClock;
-use watcher_runtime::store::Store;
+use watcher_runtime::store::{DeliveryState, Store};
 
 mod common;
 use common::{ROLE_ARN, TIMER_ARN};
@@ -52,6 +54,14 @@ async fn deploy(name: &str) -> Deployment {
 /// A deployment whose schedules fire a minute early and whose timers due within 900 s go to a
 /// delayed-message timer queue, as `template.yaml` deploys it.
 async fn deploy_with(name: &str, timer_queue: bool) -> Deployment {
+    let agent = CaptureAgent::spawn(Behaviour::accept())
+        .await
+        .expect("capture agent");
+    deploy_to(name, timer_queue, agent).await
+}
+
+/// A deployment whose agent `booking` is `agent`.
+async fn deploy_to(name: &str, timer_queue: bool, agent: CaptureAgent) -> Deployment {
     let common::Emulator {
         name: unique,
         ddb,
@@ -59,9 +69,6 @@ async fn deploy_with(name: &str, timer_queue: bool) -> Deployment {
         sqs,
         queues,
     } = common::emulator(name).await;
-    let agent = CaptureAgent::spawn(Behaviour::accept())
-        .await
-        .expect("capture agent");
     let mut card: Value = serde_json::from_str(CARD).expect("card");
     card["supportedInterfaces"][0]["url"] = json!(agent.url());
     let config = Config::from_toml(&format!(
@@ -103,10 +110,11 @@ token = "ops-1"
         sqs.clone(),
         &queues.queue_url,
     ));
+    let clock = Arc::new(FakeClock::new(t("2026-09-10T01:00:00Z")));
     let parts = assemble_with_timer_queue(store, timers, queue, timer_queue_port, &config)
         .await
-        .expect("parts");
-    let clock = Arc::new(FakeClock::new(t("2026-09-10T01:00:00Z")));
+        .expect("parts")
+        .with_clock(clock.clone());
     let router = watcher_router(AppState {
         watcher: parts.watcher.clone(),
         credentials: parts.credentials.clone(),
@@ -211,9 +219,26 @@ impl Deployment {
     }
 
     async fn fire(&self, input: &Value, now: Instant) -> watcher_lambda::timer::TimerReport {
-        watcher_lambda::timer::handle(&*self.parts.watcher, &*self.parts.queue, input, now)
-            .await
-            .expect("timer")
+        let following = self.following();
+        watcher_lambda::timer::handle(
+            &*self.parts.watcher,
+            &*self.parts.queue,
+            Some(&following),
+            input,
+            now,
+        )
+        .await
+        .expect("timer")
+    }
+
+    /// What the timer function's sweep follows lapse tasks with, as `functions/timer` builds it.
+    fn following(&self) -> watcher_lambda::timer::Following<'_> {
+        watcher_lambda::timer::Following {
+            submitter: &self.parts.submitter,
+            endpoints: &self.parts.endpoints,
+            reconciler: Some(&*self.parts.reconciler),
+            budget: watcher_lambda::timer::FOLLOW_BUDGET,
+        }
     }
 
     /// Receives what is on the lapse queue as a Lambda `SqsEvent`.
@@ -242,12 +267,24 @@ impl Deployment {
             &*self.parts.watcher.store,
             &self.parts.submitter,
             &self.parts.endpoints,
+            Some(&*self.parts.reconciler),
             &*self.parts.redelivery,
             event,
             now,
         )
         .await;
         resp.batch_item_failures.len()
+    }
+
+    /// The body of the first `SendMessage` the agent received (before it, the origin check's
+    /// `GetTask`).
+    fn sent_lapse_task(&self) -> Value {
+        self.agent
+            .requests()
+            .iter()
+            .find(|r| r.rpc_method().as_deref() == Some("SendMessage"))
+            .and_then(|r| r.json())
+            .expect("a SendMessage with a JSON-RPC body")
     }
 
     fn delivered(&self) -> Vec<String> {
@@ -336,6 +373,7 @@ async fn a_schedule_deleted_behind_the_watchers_back_still_lapses_by_the_sweep()
     let report = watcher_lambda::timer::handle(
         &*d.parts.watcher,
         &*d.parts.queue,
+        Some(&d.following()),
         &json!({ "sweep": true }),
         t("2026-09-10T22:20:00Z"),
     )
@@ -346,7 +384,7 @@ async fn a_schedule_deleted_behind_the_watchers_back_still_lapses_by_the_sweep()
     d.submit(event, t("2026-09-10T22:20:01Z")).await;
     assert_eq!(d.delivered(), [OVERDUE]);
     // Late, never skipped: lapsedAt is the sweep's clock.
-    let task = d.agent.requests()[0].json().expect("JSON-RPC body");
+    let task = d.sent_lapse_task();
     assert_eq!(
         task["params"]["message"]["metadata"][URI]["lapse"]["lapsedAt"],
         "2026-09-10T22:20:00Z"
@@ -503,7 +541,7 @@ async fn a_schedule_a_minute_early_then_a_delayed_message_lapses_at_the_deadline
     assert_eq!(d.delivered(), [OVERDUE]);
     // The second delayed message arrives late: lapses nothing more.
     assert_eq!(d.fire(&event, t("2026-09-10T22:15:01Z")).await.lapses, 0);
-    let task = d.agent.requests()[0].json().expect("JSON-RPC body");
+    let task = d.sent_lapse_task();
     assert_eq!(
         task["params"]["message"]["metadata"][URI]["lapse"]["lapsedAt"],
         "2026-09-10T22:15:00.4Z"
@@ -519,4 +557,268 @@ async fn a_deadline_within_fifteen_minutes_goes_straight_to_a_delayed_message() 
     d.push_booking("").await;
     assert!(d.schedules().await.is_empty());
     assert_eq!(visible_and_delayed(&d.sqs, &timer_queue).await, (0, 1));
+}
+
+/// A JSON-RPC result answering `req`.
+fn rpc_result(req: &watcher_delivery::testing::CapturedRequest, result: Value) -> Reply {
+    Reply::Http {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: json!({ "jsonrpc": "2.0", "id": req.rpc_id(), "result": result }).to_string(),
+    }
+}
+
+/// The methods the agent was called with, in order.
+fn methods(agent: &CaptureAgent) -> Vec<String> {
+    agent
+        .requests()
+        .iter()
+        .filter_map(|r| r.rpc_method())
+        .collect()
+}
+
+/// The origin task is canceled and the cancel is never pushed: when the lapse message reaches
+/// the submitter, `GetTask` on the origin finds it canceled, the expectation is withdrawn and the
+/// lapse task is marked `withdrawn`, never sent (serve's origin check before the first send).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_never_pushed_gives_no_lapse_task_on_aws() {
+    let agent = CaptureAgent::spawn(Behaviour::from_fn(|_, req| {
+        match req.rpc_method().as_deref() {
+            Some("GetTask") => rpc_result(
+                req,
+                json!({ "id": req.json().unwrap_or_default()["params"]["id"],
+                        "contextId": "ctx-northgate-sep",
+                        "status": { "state": "TASK_STATE_CANCELED",
+                                    "timestamp": "2026-09-10T02:00:00Z" } }),
+            ),
+            _ => Reply::task("lapse-task-1", TaskState::Submitted),
+        }
+    }))
+    .await
+    .expect("capture agent");
+    let d = deploy_to("e2e-origin-check", false, agent).await;
+    d.push_booking("").await;
+    let names = d.schedules().await;
+    let (input, _) = d.schedule_input(&names[0]).await;
+    d.clock.set(t("2026-09-10T22:15:20Z"));
+    assert_eq!(d.fire(&input, t("2026-09-10T22:15:20Z")).await.lapses, 1);
+    let event = d.receive().await;
+    assert_eq!(event.records.len(), 1);
+    d.clock.set(t("2026-09-10T22:15:21Z"));
+    assert_eq!(d.submit(event, t("2026-09-10T22:15:21Z")).await, 0);
+
+    assert_eq!(
+        methods(&d.agent),
+        ["GetTask"],
+        "asked for the origin, sent nothing"
+    );
+    assert!(d.delivered().is_empty());
+    let tenant = Tenant::default_tenant();
+    let store = &d.parts.watcher.store;
+    let entry = store
+        .outbox_get(
+            &tenant,
+            &watcher_core::ids::AgentId::parse("booking").unwrap(),
+            OVERDUE,
+        )
+        .await
+        .unwrap()
+        .expect("outbox entry");
+    assert_eq!(entry.delivery, DeliveryState::Withdrawn);
+    let subject = watcher_core::ids::Subject::parse("shipment", "PA-2026-0901").unwrap();
+    let state = store.subject(&tenant, &subject).await.unwrap().unwrap();
+    assert_eq!(state.records[0].status, Status::Withdrawn);
+}
+
+/// The agent was asked for no push notifications and never pushes: the sweep asks for the
+/// delivered lapse task with `GetTask` once its next poll is due, and its state follows the
+/// agent's answer to `TASK_STATE_COMPLETED`, after which it is no longer followed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lapse_task_never_pushed_follows_get_task_to_completed_at_the_sweep() {
+    let agent = CaptureAgent::spawn_keeping_tasks(Behaviour::always(Reply::task(
+        "lapse-task-1",
+        TaskState::Working,
+    )))
+    .await
+    .expect("capture agent");
+    let d = deploy_to("e2e-follow", false, agent).await;
+    d.push_booking("").await;
+    let names = d.schedules().await;
+    let (input, _) = d.schedule_input(&names[0]).await;
+    d.clock.set(t("2026-09-10T22:15:20Z"));
+    d.fire(&input, t("2026-09-10T22:15:20Z")).await;
+    d.clock.set(t("2026-09-10T22:15:21Z"));
+    assert_eq!(
+        d.submit(d.receive().await, t("2026-09-10T22:15:21Z")).await,
+        0
+    );
+    assert_eq!(d.delivered(), [OVERDUE]);
+    let tenant = Tenant::default_tenant();
+    let booking: watcher_core::ids::AgentId = watcher_core::ids::AgentId::parse("booking").unwrap();
+    let entry = |d: &Deployment| {
+        let store = d.parts.watcher.store.clone();
+        let (tenant, booking) = (tenant.clone(), booking.clone());
+        async move {
+            store
+                .outbox_get(&tenant, &booking, OVERDUE)
+                .await
+                .unwrap()
+                .expect("outbox entry")
+        }
+    };
+    let sent = entry(&d).await;
+    assert_eq!(sent.task_state.as_deref(), Some("TASK_STATE_WORKING"));
+    assert!(sent.follow_at.is_some(), "followed: no push was asked for");
+
+    // The agent finishes the task and pushes nothing; the next sweep asks.
+    d.agent.set_task_state("lapse-task-1", TaskState::Completed);
+    d.clock.set(t("2026-09-10T22:20:00Z"));
+    let report = d
+        .fire(&json!({ "sweep": true }), t("2026-09-10T22:20:00Z"))
+        .await;
+    assert_eq!(report.followed, 1);
+    let followed = entry(&d).await;
+    assert_eq!(followed.task_state.as_deref(), Some("TASK_STATE_COMPLETED"));
+    assert_eq!(followed.follow_at, None, "no longer followed");
+    let asked = d
+        .agent
+        .requests()
+        .iter()
+        .filter(|r| r.rpc_method().as_deref() == Some("GetTask"))
+        .filter_map(|r| r.json()?["params"]["id"].as_str().map(str::to_owned))
+        .collect::<Vec<_>>();
+    assert!(asked.contains(&"lapse-task-1".to_owned()), "{asked:?}");
+
+    // A later sweep polls nothing more.
+    let report = d
+        .fire(&json!({ "sweep": true }), t("2026-09-10T22:25:00Z"))
+        .await;
+    assert_eq!(report.followed, 0);
+}
+
+/// The origin task is followed in the table from the push that raised its expectation: the
+/// sweep after the first poll falls due asks for it with `GetTask`, finds it canceled (the
+/// cancel never pushed) and withdraws the expectation long before its deadline; the task is no
+/// longer followed, and the deadline lapses nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_origin_followed_in_the_table_is_found_canceled_by_the_sweep() {
+    let agent = CaptureAgent::spawn(Behaviour::from_fn(|_, req| {
+        match req.rpc_method().as_deref() {
+            Some("GetTask") => rpc_result(
+                req,
+                json!({ "id": req.json().unwrap_or_default()["params"]["id"],
+                        "contextId": "ctx-northgate-sep",
+                        "status": { "state": "TASK_STATE_CANCELED",
+                                    "timestamp": "2026-09-10T01:00:05Z" } }),
+            ),
+            _ => Reply::task("lapse-task-1", TaskState::Submitted),
+        }
+    }))
+    .await
+    .expect("capture agent");
+    let d = deploy_to("e2e-origins", false, agent).await;
+    d.push_booking("").await;
+    let tenant = Tenant::default_tenant();
+    let booking = watcher_core::ids::AgentId::parse("booking").unwrap();
+    let followed = d
+        .parts
+        .watcher
+        .store
+        .origins_due(&tenant, &booking, t("2026-09-10T02:00:00Z"), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        followed
+            .iter()
+            .map(|o| o.task_id.as_str())
+            .collect::<Vec<_>>(),
+        ["task-booking-7f3a"],
+        "the push that raised the expectation follows its task in the table"
+    );
+    assert_eq!(
+        followed[0].next_at,
+        t("2026-09-10T01:00:10Z"),
+        "poll_first after"
+    );
+
+    // A sweep before the first poll is due asks nothing.
+    let early = d
+        .fire(&json!({ "sweep": true }), t("2026-09-10T01:00:05Z"))
+        .await;
+    assert_eq!(early.origins, 0);
+    assert!(methods(&d.agent).is_empty());
+
+    d.clock.set(t("2026-09-10T01:05:00Z"));
+    let report = d
+        .fire(&json!({ "sweep": true }), t("2026-09-10T01:05:00Z"))
+        .await;
+    assert_eq!(report.origins, 1);
+    assert_eq!(methods(&d.agent), ["GetTask"]);
+    let subject = watcher_core::ids::Subject::parse("shipment", "PA-2026-0901").unwrap();
+    let state = d
+        .parts
+        .watcher
+        .store
+        .subject(&tenant, &subject)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.records[0].status, Status::Withdrawn);
+    assert!(
+        d.parts
+            .watcher
+            .store
+            .origins_due(&tenant, &booking, t("2026-09-11T00:00:00Z"), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a terminal origin is no longer followed"
+    );
+    let later = d
+        .fire(&json!({ "sweep": true }), t("2026-09-10T23:00:00Z"))
+        .await;
+    assert_eq!((later.lapses, later.origins), (0, 0));
+    assert!(d.delivered().is_empty());
+}
+
+/// An agent that holds every answer: the sweep's following passes end at their budget, the
+/// sweep still returns (long before the function's timeout) with `cutShort`, and the poll it cut
+/// short recorded nothing, so the origin is due again at the next sweep.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sweep_whose_agent_holds_its_answers_ends_at_its_budget() {
+    let agent = CaptureAgent::spawn(Behaviour::accept())
+        .await
+        .expect("capture agent");
+    let d = deploy_to("e2e-budget", false, agent).await;
+    d.push_booking("").await;
+    d.agent.hold(true);
+    let budget = std::time::Duration::from_millis(500);
+    let following = watcher_lambda::timer::Following {
+        budget,
+        ..d.following()
+    };
+    let started = std::time::Instant::now();
+    let report = watcher_lambda::timer::handle(
+        &*d.parts.watcher,
+        &*d.parts.queue,
+        Some(&following),
+        &json!({ "sweep": true }),
+        t("2026-09-10T01:05:00Z"),
+    )
+    .await
+    .expect("sweep");
+    let took = started.elapsed();
+    assert!(report.cut_short, "{report:?}");
+    assert!(took < budget * 4, "took {took:?}");
+    let tenant = Tenant::default_tenant();
+    let booking = watcher_core::ids::AgentId::parse("booking").unwrap();
+    let still = d
+        .parts
+        .watcher
+        .store
+        .origins_due(&tenant, &booking, t("2026-09-10T01:05:00Z"), 10)
+        .await
+        .unwrap();
+    assert_eq!(still.len(), 1, "due again at the next sweep");
+    d.agent.hold(false);
 }

@@ -101,6 +101,7 @@ async fn one_agents_retry_holds_back_only_its_own_later_messages() {
         &store,
         &submitter,
         &endpoints,
+        None,
         event(&[("down", "d1"), ("up", "u1"), ("down", "d2"), ("up", "u2")]),
         t0(),
     )
@@ -190,6 +191,7 @@ async fn a_slow_agent_never_delays_another_agents_lapse_task_in_the_batch() {
         &store,
         &submitter,
         &endpoints,
+        None,
         event(&[("slow", "s1"), ("fast", "f1"), ("fast", "f2")]),
         t0(),
     );
@@ -293,6 +295,7 @@ async fn two_submitters_handed_one_batch_send_each_message_once() {
                 &*store,
                 &submitter,
                 &*endpoints,
+                None,
                 &watcher_lambda::submitter::QueueTimeout,
                 batch,
                 t0(),

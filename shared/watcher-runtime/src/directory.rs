@@ -139,6 +139,13 @@ pub struct Directory {
     origins: Arc<OriginQueue>,
     /// Agents whose configuration says `reconcile = false`.
     unreconciled: Arc<RwLock<std::collections::BTreeSet<Key>>>,
+    /// Origins are checked before a lapse task's first send even though the in-memory origin
+    /// queue is off ([`Directory::set_origin_checks`]): the serverless deployment, whose
+    /// functions keep no state between invocations.
+    origin_checks: Arc<std::sync::atomic::AtomicBool>,
+    /// Origin tasks are followed in the store, not in [`Directory::origins`]
+    /// ([`Directory::set_origins_in_store`]).
+    origins_in_store: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Directory {
@@ -273,7 +280,7 @@ impl Directory {
     /// (`[delivery] reconcile_origins` above 0), the agent's configuration does not turn it off,
     /// and no probe promoted it to lifecycle-trusted.
     pub fn reconciles(&self, tenant: &Tenant, agent: &AgentId) -> bool {
-        self.origins.enabled()
+        (self.origins.enabled() || self.origins_in_store())
             && !self.lifecycle_trusted(tenant, agent)
             && !self
                 .unreconciled
@@ -291,7 +298,10 @@ impl Directory {
     /// for canceled work.
     pub fn checks_origin_before_send(&self, tenant: &Tenant, agent: &AgentId) -> bool {
         let key = (tenant.clone(), agent.clone());
-        self.origins.enabled()
+        (self.origins.enabled()
+            || self
+                .origin_checks
+                .load(std::sync::atomic::Ordering::Relaxed))
             && !self
                 .unreconciled
                 .read()
@@ -300,6 +310,32 @@ impl Directory {
             && !self
                 .lifecycle(tenant, agent)
                 .is_some_and(|l| l.descriptor["getTask"] == serde_json::Value::Bool(false))
+    }
+
+    /// Turns the origin check before a lapse task's first send on (or off) whatever the
+    /// in-memory origin queue's capacity: the serverless functions keep no state between
+    /// invocations, so they leave that queue off (capacity 0) and check origins with this
+    /// (`[delivery] reconcile_origins` above 0). The agent's `reconcile = false` and a probe that
+    /// found `GetTask` unserved still turn the check off
+    /// ([`Directory::checks_origin_before_send`]).
+    pub fn set_origin_checks(&self, on: bool) {
+        self.origin_checks
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Follows origin tasks in the store (`Store::origin_follow`, polled by whoever calls
+    /// `Reconciler::poll_stored_due`: the serverless sweep) instead of the in-memory
+    /// [`Directory::origins`], and turns reconciliation on ([`Directory::reconciles`]) without
+    /// that queue. Set by the serverless functions when `[delivery] reconcile_origins` is above 0.
+    pub fn set_origins_in_store(&self, on: bool) {
+        self.origins_in_store
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether origin tasks are followed in the store ([`Directory::set_origins_in_store`]).
+    pub fn origins_in_store(&self) -> bool {
+        self.origins_in_store
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The origin tasks followed for agents that are not lifecycle-trusted.
@@ -317,7 +353,7 @@ impl Directory {
         task_id: &str,
         now: Instant,
     ) -> bool {
-        if !self.reconciles(tenant, agent) {
+        if !self.reconciles(tenant, agent) || self.origins_in_store() {
             return false;
         }
         match self.origins.follow_from(tenant, agent, task_id, now) {
@@ -342,6 +378,35 @@ mod tests {
 
     /// The origin check before sending holds for a lifecycle-trusted agent too; only turning
     /// reconciliation off, or a probe that found no `GetTask`, skips it.
+    #[test]
+    fn origin_checks_turn_on_without_the_in_memory_queue() {
+        let d = Directory::new();
+        let t = Tenant::default_tenant();
+        let a = AgentId::parse("booking").unwrap();
+        d.set_origin_checks(true);
+        assert!(d.checks_origin_before_send(&t, &a));
+        assert!(!d.origins().enabled(), "the in-memory queue stays off");
+        assert!(
+            !d.reconciles(&t, &a),
+            "no origin is followed in one instance's memory"
+        );
+        d.set_reconciled(&t, &a, false);
+        assert!(!d.checks_origin_before_send(&t, &a), "reconcile = false");
+    }
+
+    #[test]
+    fn origins_followed_in_the_store_never_fill_the_in_memory_queue() {
+        let d = Directory::new();
+        let t = Tenant::default_tenant();
+        let a = AgentId::parse("booking").unwrap();
+        let now = Instant::parse("2026-09-10T12:00:00Z").unwrap();
+        assert!(!d.reconciles(&t, &a), "off until turned on");
+        d.set_origins_in_store(true);
+        assert!(d.reconciles(&t, &a), "on without the in-memory queue");
+        assert!(!d.follow_origin(&t, &a, "task-1", now));
+        assert!(d.origins().is_empty());
+    }
+
     #[test]
     fn origins_are_checked_before_sending_whether_trusted_or_not() {
         let d = Directory::new();

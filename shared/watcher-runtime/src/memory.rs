@@ -65,6 +65,8 @@ struct Inner {
     probed_at: Option<Instant>,
     agent_cards: BTreeMap<(Tenant, AgentId), (serde_json::Value, Instant)>,
     lifecycle: BTreeMap<(Tenant, AgentId, String), (serde_json::Value, Instant)>,
+    /// Origin tasks followed in the store (`Store::origin_follow`).
+    origins: crate::origins::OriginRows,
 }
 
 impl Inner {
@@ -572,6 +574,45 @@ impl Store for MemoryStore {
             .collect())
     }
 
+    async fn origin_follow(
+        &self,
+        origin: &crate::origins::FollowedOrigin,
+    ) -> Result<bool, StoreError> {
+        self.check_write()?;
+        self.touched(1);
+        Ok(self.lock()?.origins.follow(origin))
+    }
+
+    async fn origins_due(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Instant,
+        limit: usize,
+    ) -> Result<Vec<crate::origins::FollowedOrigin>, StoreError> {
+        let due = self.lock()?.origins.due(tenant, agent, due_by, limit);
+        self.touched(due.len() as u64);
+        Ok(due)
+    }
+
+    async fn origin_reschedule(
+        &self,
+        key: &crate::origins::OriginKey,
+        at: Instant,
+    ) -> Result<(), StoreError> {
+        self.check_write()?;
+        self.touched(1);
+        self.lock()?.origins.reschedule(key, at);
+        Ok(())
+    }
+
+    async fn origin_stop(&self, key: &crate::origins::OriginKey) -> Result<(), StoreError> {
+        self.check_write()?;
+        self.touched(1);
+        self.lock()?.origins.stop(key);
+        Ok(())
+    }
+
     async fn outbox_following(
         &self,
         tenant: &Tenant,
@@ -782,6 +823,7 @@ impl Store for MemoryStore {
             .rejections
             .retain(|(_, r)| !rejection_retention(r).purgeable(before));
         report.rejections = (before_rejections - inner.rejections.len()) as u64;
+        inner.origins.purge(before);
         Ok(report)
     }
 }

@@ -4,10 +4,13 @@
 //! that raised open expectations is asked for its state, backing off, until it is terminal, so a
 //! cancel whose push never came still withdraws.
 //!
-//! The queue is in memory and bounded ([`OriginQueue::capacity`], `[delivery] reconcile_origins`):
-//! a task offered when it is full is not followed (logged), and nothing here survives a restart.
-//! Neither loses a withdrawal for good: before any lapse task of such an agent is sent, its
-//! origin's state is checked once (watcher-delivery `reconcile`). Every operation costs the
+//! Both deployments keep the followed tasks in the store ([`follow_origin`],
+//! `Store::origin_follow`, `Directory::set_origins_in_store`), so a restart or another function
+//! instance forgets none. [`OriginQueue`] is the earlier in-memory, bounded form
+//! ([`OriginQueue::capacity`]), used only when the store is not (nothing here survives a
+//! restart); it also carries the first poll's delay ([`OriginQueue::first_poll`]). Neither loses
+//! a withdrawal for good: before any lapse task of such an agent is sent, its origin's state is
+//! checked once (watcher-delivery `reconcile`). Every operation costs the
 //! logarithm of the tasks followed; nothing scans the open expectations.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -121,6 +124,11 @@ impl OriginQueue {
         self.follow(tenant, agent, task_id, now, first_at)
     }
 
+    /// How long after following begins the first poll comes ([`OriginQueue::set_first_poll`]).
+    pub fn first_poll(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.first_nanos.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -227,6 +235,124 @@ impl OriginQueue {
     /// Whether no task is followed.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Follows the origin task `task_id` of `agent` from `now` when the agent's origins are
+/// reconciled (issue 11 item 5: called when the task raised expectations): in the store when
+/// the directory says so ([`crate::directory::Directory::set_origins_in_store`]: the serverless
+/// deployment; first poll [`OriginQueue::first_poll`] later, a task already followed keeping
+/// its schedule), else in the directory's in-memory queue. Answers whether it is followed; a
+/// store failure is logged and answers `false` (the origin is still checked before any lapse
+/// task is sent).
+pub async fn follow_origin<S: crate::store::Store + ?Sized>(
+    watcher: &crate::watcher::Watcher<S>,
+    tenant: &Tenant,
+    agent: &AgentId,
+    task_id: &str,
+    now: Instant,
+) -> bool {
+    let directory = &watcher.directory;
+    if !directory.origins_in_store() {
+        return directory.follow_origin(tenant, agent, task_id, now);
+    }
+    if !directory.reconciles(tenant, agent) {
+        return false;
+    }
+    let first = jiff::SignedDuration::try_from(directory.origins().first_poll())
+        .unwrap_or(jiff::SignedDuration::MAX);
+    let origin = FollowedOrigin {
+        tenant: tenant.clone(),
+        agent: agent.clone(),
+        task_id: task_id.to_owned(),
+        since: now,
+        next_at: now.checked_add(first).unwrap_or(Instant::MAX),
+    };
+    match watcher.store.origin_follow(&origin).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(%tenant, %agent, task_id, error = %e,
+                "origin-task reconciliation: following the task in the store failed (its origin \
+                 is still checked once before any lapse task is sent)");
+            false
+        }
+    }
+}
+
+/// Origin tasks followed in a store, by key and by (tenant, agent, next poll): what
+/// [`crate::memory::MemoryStore`] keeps for [`crate::store::Store::origin_follow`] and its
+/// siblings (the SQLite and DynamoDB stores keep the same in a table and a sparse index).
+#[derive(Debug, Default)]
+pub(crate) struct OriginRows {
+    by_key: BTreeMap<OriginKey, FollowedOrigin>,
+    by_due: BTreeSet<(Tenant, AgentId, Instant, String)>,
+}
+
+impl OriginRows {
+    /// Adds `origin` unless its key is followed; answers whether it was added.
+    pub(crate) fn follow(&mut self, origin: &FollowedOrigin) -> bool {
+        let key = origin.key();
+        if self.by_key.contains_key(&key) {
+            return false;
+        }
+        self.by_due
+            .insert((key.0.clone(), key.1.clone(), origin.next_at, key.2.clone()));
+        self.by_key.insert(key, origin.clone());
+        true
+    }
+
+    /// Up to `limit` origins of (tenant, agent) due by `due_by`, earliest first.
+    pub(crate) fn due(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Instant,
+        limit: usize,
+    ) -> Vec<FollowedOrigin> {
+        let from = (tenant.clone(), agent.clone(), Instant::MIN, String::new());
+        self.by_due
+            .range(from..)
+            .take_while(|(t, a, at, _)| t == tenant && a == agent && *at <= due_by)
+            .take(limit)
+            .filter_map(|(t, a, _, task)| {
+                self.by_key
+                    .get(&(t.clone(), a.clone(), task.clone()))
+                    .cloned()
+            })
+            .collect()
+    }
+
+    /// Moves the next poll of `key` to `at` (nothing when not followed).
+    pub(crate) fn reschedule(&mut self, key: &OriginKey, at: Instant) {
+        if let Some(f) = self.by_key.get_mut(key) {
+            self.by_due
+                .remove(&(key.0.clone(), key.1.clone(), f.next_at, key.2.clone()));
+            f.next_at = at;
+            self.by_due
+                .insert((key.0.clone(), key.1.clone(), at, key.2.clone()));
+        }
+    }
+
+    /// Forgets the origins followed since before `before` (retention: long past any
+    /// `give_up_after`, e.g. of an agent no longer configured).
+    pub(crate) fn purge(&mut self, before: Instant) {
+        let old: Vec<OriginKey> = self
+            .by_key
+            .values()
+            .filter(|f| f.since < before)
+            .map(FollowedOrigin::key)
+            .collect();
+        for key in &old {
+            self.stop(key);
+        }
+    }
+
+    /// Stops following `key`.
+    pub(crate) fn stop(&mut self, key: &OriginKey) {
+        if let Some(f) = self.by_key.remove(key) {
+            self.by_due
+                .remove(&(key.0.clone(), key.1.clone(), f.next_at, key.2.clone()));
+        }
     }
 }
 

@@ -12,6 +12,8 @@ use watcher_core::record::{ExpectationRecord, LapseKind, RaiseOrder};
 use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 
+use crate::origins::{FollowedOrigin, OriginKey};
+
 pub use crate::lease::{Claim, Lease};
 
 /// A store failure.
@@ -372,6 +374,41 @@ pub trait Store: Send + Sync {
         due_by: Option<Instant>,
         limit: usize,
     ) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// Starts following the origin task `origin.key()` with `GetTask` (origin-task
+    /// reconciliation kept in the store, so any process or function instance polls it:
+    /// [`crate::origins`]), first poll at `origin.next_at`, unless it is already followed (its
+    /// schedule is then kept). Answers whether it was added.
+    ///
+    /// # Errors
+    /// Backend.
+    async fn origin_follow(&self, origin: &FollowedOrigin) -> Result<bool, StoreError>;
+
+    /// The origin tasks of `agent` of `tenant` followed in the store whose next poll is at or
+    /// before `due_by`, earliest first; at most `limit`. Read from an index holding only
+    /// followed origins, by (tenant, agent, next poll): the cost follows what is due.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn origins_due(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Instant,
+        limit: usize,
+    ) -> Result<Vec<FollowedOrigin>, StoreError>;
+
+    /// Moves the next poll of the followed origin `key` to `at`; nothing when it is not followed.
+    ///
+    /// # Errors
+    /// Backend.
+    async fn origin_reschedule(&self, key: &OriginKey, at: Instant) -> Result<(), StoreError>;
+
+    /// Stops following the origin `key` (nothing when it is not followed).
+    ///
+    /// # Errors
+    /// Backend.
+    async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError>;
 
     /// A small write that changes nothing of the record (a health row holding `now`), so that
     /// `GET /healthz` tells whether the store accepts writes right now (a full disk, a read-only

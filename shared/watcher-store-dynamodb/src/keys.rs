@@ -160,6 +160,26 @@ pub(crate) fn follow_agent(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
+/// `ORIGIN#{tenant}#{agent}#{taskId}`: an origin task followed with `GetTask`
+/// (`Store::origin_follow`).
+pub(crate) fn origin_pk(tenant: &Tenant, agent: &AgentId, task_id: &str) -> String {
+    join(
+        "ORIGIN",
+        &[tenant.as_str(), agent.as_str(), task_id],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// `ORIGINS#{tenant}#{agent}`: the partition of the `outbox-follow` index holding one agent's
+/// followed origin tasks, beside (never in) its `FOLLOW#…` partition of followed lapse tasks.
+pub(crate) fn origins_agent(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "ORIGINS",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
 /// `LAPSES#{tenant}`: partition of the `lapses-tenant` index (a tenant's lapse tasks in order
 /// of lapse, `GET /v1/lapses`).
 pub(crate) fn lapses_tenant(tenant: &Tenant) -> String {

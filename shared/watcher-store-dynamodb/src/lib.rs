@@ -24,6 +24,7 @@
 mod codec;
 mod error;
 mod keys;
+mod origins;
 pub mod table;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -44,6 +45,7 @@ use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 use watcher_runtime::index::subject_index;
 use watcher_runtime::lease::{claim, keep_lease, Lease};
+use watcher_runtime::origins::{FollowedOrigin, OriginKey};
 use watcher_runtime::store::{
     cut_page, lapse_scan_budget, Claim, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery,
     OutboxEntry, PurgeReport, Store, StoreError,
@@ -1466,6 +1468,28 @@ impl Store for DynamoStore {
             .collect();
         entries.sort_by_key(|(seq, e)| (e.next_attempt_at, *seq));
         Ok(entries.into_iter().map(|(_, e)| e).collect())
+    }
+
+    async fn origin_follow(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
+        self.follow_origin(origin).await
+    }
+
+    async fn origins_due(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Instant,
+        limit: usize,
+    ) -> Result<Vec<FollowedOrigin>, StoreError> {
+        self.due_origins(tenant, agent, due_by, limit).await
+    }
+
+    async fn origin_reschedule(&self, key: &OriginKey, at: Instant) -> Result<(), StoreError> {
+        self.reschedule_origin(key, at).await
+    }
+
+    async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError> {
+        self.stop_origin(key).await
     }
 
     async fn outbox_following(

@@ -759,3 +759,30 @@ async fn a_lapse_task_is_found_by_the_task_its_agent_answered_with() {
         .expect("scan the index");
     assert_eq!(indexed.count, 1);
 }
+
+/// A followed origin task's item expires `retention_days` after following began (an agent no
+/// longer configured never has its origins polled, so nothing else would delete them); a
+/// reschedule keeps that expiry.
+#[tokio::test]
+async fn a_followed_origin_expires_after_the_retention() {
+    let store = common::store().await;
+    let since = Instant::parse("2026-09-10T12:00:00Z").unwrap();
+    let origin = watcher_runtime::origins::FollowedOrigin {
+        tenant: tenant("tenant-a"),
+        agent: watcher_core::ids::AgentId::parse("booking").unwrap(),
+        task_id: "task-1".into(),
+        since,
+        next_at: since,
+    };
+    assert!(store.origin_follow(&origin).await.unwrap());
+    store
+        .origin_reschedule(
+            &origin.key(),
+            Instant::parse("2026-09-10T13:00:00Z").unwrap(),
+        )
+        .await
+        .unwrap();
+    let items = raw_items(&store, "origin").await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(expires_at(&items[0]), Some(retained_until(since)));
+}

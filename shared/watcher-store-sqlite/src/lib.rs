@@ -15,6 +15,7 @@
 
 mod codec;
 mod group;
+mod origins;
 pub mod schema;
 
 use std::path::Path;
@@ -31,6 +32,7 @@ use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 use watcher_runtime::index::subject_index;
 use watcher_runtime::lease::{claim, keep_lease, Lease};
+use watcher_runtime::origins::{FollowedOrigin, OriginKey};
 use watcher_runtime::retention::{
     outbox_retention, rejection_retention, subject_retention, task_retention,
 };
@@ -1467,6 +1469,15 @@ impl SqliteStore {
             between(batches).await;
             at = next;
         }
+        // Origins followed since before the cut (long past any give_up_after: an agent no
+        // longer configured), in batches like the rest.
+        loop {
+            let deleted = self.purge_origins(before, batch).await?;
+            if deleted < batch {
+                break;
+            }
+            between(batches).await;
+        }
         Ok(report)
     }
 }
@@ -1704,6 +1715,28 @@ impl Store for SqliteStore {
             )
         })
         .await
+    }
+
+    async fn origin_follow(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
+        self.follow_origin(origin).await
+    }
+
+    async fn origins_due(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Instant,
+        limit: usize,
+    ) -> Result<Vec<FollowedOrigin>, StoreError> {
+        self.due_origins(tenant, agent, due_by, limit).await
+    }
+
+    async fn origin_reschedule(&self, key: &OriginKey, at: Instant) -> Result<(), StoreError> {
+        self.reschedule_origin(key, at).await
+    }
+
+    async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError> {
+        self.stop_origin(key).await
     }
 
     async fn outbox_following(

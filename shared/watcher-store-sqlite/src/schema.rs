@@ -31,7 +31,9 @@ use crate::codec::{db, from_json, instant_key};
 ///   rewriting every fact of its subject), counted and digested in the subject's row (`facts`,
 ///   `facts_digest`); a version 5 subject keeps its facts inline until its next commit moves
 ///   them.
-pub const SCHEMA_VERSION: i64 = 6;
+/// * 7: the `origins` table (origin tasks followed with `GetTask`, origin-task reconciliation
+///   kept in the store) and its index by (tenant, agent, next poll), created by IF NOT EXISTS.
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// How long a statement waits for another connection's write lock before failing with
 /// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
@@ -208,6 +210,18 @@ CREATE TABLE IF NOT EXISTS rejections (
     rejection TEXT NOT NULL
 ) STRICT;
 CREATE INDEX IF NOT EXISTS rejections_agent ON rejections (tenant, agent, id);
+
+-- Origin tasks followed with GetTask (Store::origin_follow; version 7): instants are
+-- instant_key text; origins_due serves Store::origins_due.
+CREATE TABLE IF NOT EXISTS origins (
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    since TEXT NOT NULL,
+    next_at TEXT NOT NULL,
+    PRIMARY KEY (tenant, agent, task_id)
+) STRICT;
+CREATE INDEX IF NOT EXISTS origins_due ON origins (tenant, agent, next_at, task_id);
 
 -- The raising-order sequence: one row.
 CREATE TABLE IF NOT EXISTS sequence (

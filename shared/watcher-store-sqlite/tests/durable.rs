@@ -331,8 +331,8 @@ fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 6,
-        "this test migrates from version 1 through 2, 3, 4 and 5 to the current one"
+        SCHEMA_VERSION, 7,
+        "this test migrates from version 1 through 2, 3, 4, 5 and 6 to the current one"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -478,8 +478,8 @@ const SCHEMA_V3: &str = include_str!("fixtures/schema_v3.sql");
 #[tokio::test]
 async fn a_version_3_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 6,
-        "this test migrates from version 3 through 4 and 5 to 6"
+        SCHEMA_VERSION, 7,
+        "this test migrates from version 3 through 4, 5 and 6 to 7"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -548,6 +548,47 @@ async fn a_version_3_file_is_migrated() {
             vec![early.clone(), late.clone(), none.clone()]
         );
     }
+}
+
+/// A version 6 file (everything but the `origins` table) is migrated on opening: the table and
+/// its index are created, the version becomes 7, and origins are followed from then on, across
+/// a reopening.
+#[tokio::test]
+async fn a_version_6_file_gets_the_origins_table() {
+    assert_eq!(SCHEMA_VERSION, 7, "this test migrates from version 6 to 7");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    drop(SqliteStore::open(&path).unwrap());
+    {
+        let conn = raw(&path);
+        conn.execute_batch("DROP INDEX origins_due; DROP TABLE origins;")
+            .unwrap();
+        conn.pragma_update(None, "user_version", 6).unwrap();
+    }
+    let origin = watcher_runtime::origins::FollowedOrigin {
+        tenant: tenant(),
+        agent: agent(),
+        task_id: "task-1".into(),
+        since: instant("2026-09-10T12:00:00Z"),
+        next_at: instant("2026-09-10T12:00:10Z"),
+    };
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        let version: i64 = raw(&path)
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 7);
+        assert!(store.origin_follow(&origin).await.unwrap());
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(
+        store
+            .origins_due(&tenant(), &agent(), instant("2026-09-10T12:01:00Z"), 10)
+            .await
+            .unwrap(),
+        vec![origin],
+        "kept across a restart"
+    );
 }
 
 /// A failed migration leaves the file at version 1 with its data: it runs in the transaction

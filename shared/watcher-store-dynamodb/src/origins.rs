@@ -1,0 +1,201 @@
+//! The origin tasks followed with `GetTask` (`Store::origin_follow` and its siblings): one item
+//! per followed task (`ORIGIN#{tenant}#{agent}#{taskId}`, sort key `#`), carrying `followAgent`
+//! = `ORIGINS#{tenant}#{agent}` and `followAt` (its next poll), so the sparse `outbox-follow`
+//! index holds it in a partition of its own: a pass queries what is due and reads nothing else.
+//! Stopping removes those two attributes (the item leaves the index and expires by its TTL);
+//! a stopped task may be followed again.
+
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::time::Instant;
+use watcher_runtime::origins::{FollowedOrigin, OriginKey};
+use watcher_runtime::store::StoreError;
+
+use crate::codec::{expires_at, get_s, n, s, Item};
+use crate::keys::{instant_key, origin_pk, origins_agent, ITEM};
+use crate::table::{
+    EXPIRES_AT, FOLLOW_AGENT, FOLLOW_AT, KIND, OUTBOX_FOLLOW_INDEX, PK, SK, TENANT,
+};
+use crate::{each, DynamoStore};
+
+fn origin_of(item: &Item) -> Result<FollowedOrigin, StoreError> {
+    let what = "followed origin task";
+    let instant = |name: &str| {
+        Instant::parse(get_s(item, name, what)?)
+            .map_err(|e| StoreError::Corrupt(format!("{what}: {name}: {e}")))
+    };
+    Ok(FollowedOrigin {
+        tenant: Tenant::parse(get_s(item, TENANT, what)?)
+            .map_err(|e| StoreError::Corrupt(format!("{what}: tenant: {e}")))?,
+        agent: AgentId::parse(get_s(item, "agent", what)?)
+            .map_err(|e| StoreError::Corrupt(format!("{what}: agent: {e}")))?,
+        task_id: get_s(item, "taskId", what)?.to_owned(),
+        since: instant("since")?,
+        next_at: instant("nextAt")?,
+    })
+}
+
+impl DynamoStore {
+    pub(crate) async fn follow_origin(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
+        self.count(1u64);
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(
+                PK,
+                s(origin_pk(&origin.tenant, &origin.agent, &origin.task_id)),
+            )
+            .item(SK, s(ITEM))
+            .item(KIND, s("origin"))
+            .item(TENANT, s(origin.tenant.as_str()))
+            .item("agent", s(origin.agent.as_str()))
+            .item("taskId", s(origin.task_id.clone()))
+            .item("since", s(origin.since.to_string()))
+            .item("nextAt", s(origin.next_at.to_string()))
+            .item(
+                FOLLOW_AGENT,
+                s(origins_agent(&origin.tenant, &origin.agent)),
+            )
+            .item(FOLLOW_AT, s(instant_key(origin.next_at)));
+        // Forgotten by TTL `retention_days` after following began (long past any
+        // give_up_after: an agent no longer configured), like the store's other items.
+        let put = match self.retention_days {
+            0 => put,
+            days => put.item(EXPIRES_AT, n(expires_at(origin.since, days))),
+        };
+        let result = put
+            // Absent, or stopped (kept until its TTL without the index attributes).
+            .condition_expression("attribute_not_exists(#pk) OR attribute_not_exists(#fa)")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#fa", FOLLOW_AGENT)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(StoreError::backend(e)),
+        }
+    }
+
+    pub(crate) async fn due_origins(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Instant,
+        limit: usize,
+    ) -> Result<Vec<FollowedOrigin>, StoreError> {
+        let what = "outbox-follow index entry";
+        let mut keys: Vec<String> = Vec::new();
+        let mut start = None;
+        while keys.len() < limit {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(OUTBOX_FOLLOW_INDEX)
+                .key_condition_expression("#p = :p AND #s <= :until")
+                .expression_attribute_names("#p", FOLLOW_AGENT)
+                .expression_attribute_names("#s", FOLLOW_AT)
+                .expression_attribute_values(":p", s(origins_agent(tenant, agent)))
+                .expression_attribute_values(":until", s(instant_key(due_by)))
+                .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            for item in out.items.unwrap_or_default() {
+                keys.push(get_s(&item, PK, what)?.to_owned());
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        keys.truncate(limit);
+        let found = each(keys, |pk| async move {
+            self.get(pk, ITEM)
+                .await?
+                .as_ref()
+                .map(origin_of)
+                .transpose()
+        })
+        .await?;
+        // The index is eventually consistent: the item read is the truth.
+        let mut due: Vec<FollowedOrigin> = found
+            .into_iter()
+            .flatten()
+            .filter(|o| o.next_at <= due_by)
+            .collect();
+        due.sort_by(|a, b| (a.next_at, &a.task_id).cmp(&(b.next_at, &b.task_id)));
+        Ok(due)
+    }
+
+    pub(crate) async fn reschedule_origin(
+        &self,
+        key: &OriginKey,
+        at: Instant,
+    ) -> Result<(), StoreError> {
+        self.count(1u64);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(origin_pk(&key.0, &key.1, &key.2)))
+            .key(SK, s(ITEM))
+            .update_expression("SET #n = :n, #f = :f")
+            .condition_expression("attribute_exists(#fa)")
+            .expression_attribute_names("#fa", FOLLOW_AGENT)
+            .expression_attribute_names("#n", "nextAt")
+            .expression_attribute_names("#f", FOLLOW_AT)
+            .expression_attribute_values(":n", s(at.to_string()))
+            .expression_attribute_values(":f", s(instant_key(at)))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(StoreError::backend(e)),
+        }
+    }
+
+    /// Takes the item out of the index (removes `followAgent` and `followAt`); the item itself
+    /// expires by its TTL, as every item of this store does (the functions' role has no
+    /// `DeleteItem`). Nothing when it does not exist.
+    pub(crate) async fn stop_origin(&self, key: &OriginKey) -> Result<(), StoreError> {
+        self.count(1u64);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(origin_pk(&key.0, &key.1, &key.2)))
+            .key(SK, s(ITEM))
+            .update_expression("REMOVE #fa, #f")
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#fa", FOLLOW_AGENT)
+            .expression_attribute_names("#f", FOLLOW_AT)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(StoreError::backend(e)),
+        }
+    }
+}
