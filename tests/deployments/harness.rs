@@ -57,8 +57,9 @@ pub fn push_token(id: &str) -> String {
 enum Card {
     /// A capture agent: its card is a file naming its URL, and `endpoint` is its URL.
     Capture(Arc<CaptureAgent>),
-    /// A card URL nothing answers (an unreadable card).
-    Unreachable(String),
+    /// A card URL: the agent's card is fetched from it (the example agent's), or nothing
+    /// answers there (an unreadable card).
+    Url(String),
 }
 
 /// One `[[agents]]` entry.
@@ -109,6 +110,9 @@ pub struct Fixture {
     pub follow: Arc<CaptureAgent>,
     /// The port `partner`'s card URL names, where nothing listens.
     pub partner_port: u16,
+    /// The example agent (`a2a-watcher example-agent`), registered by its card URL: it prints
+    /// `agent <- lapse task {messageId} …` for each lapse task it accepts.
+    pub example: Proc,
     dir: tempfile::TempDir,
 }
 
@@ -165,6 +169,14 @@ impl Fixture {
             .await
             .expect("capture agent"),
         );
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_a2a-watcher"));
+        cmd.args(["example-agent", "--listen", "127.0.0.1:0"]);
+        let example = Proc::spawn(cmd);
+        tokio::task::block_in_place(|| {
+            example.wait_for("the example agent", Duration::from_secs(30), |l| {
+                l.starts_with("example agent listening on ")
+            })
+        });
         let partner_port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -184,6 +196,7 @@ impl Fixture {
             recon,
             follow: keeping().await,
             partner_port,
+            example,
             dir: tempfile::Builder::new()
                 .prefix("a2a-watcher-deployments")
                 .tempdir()
@@ -214,11 +227,31 @@ impl Fixture {
             },
             c("follow", &self.follow),
             AgentEntry {
+                id: "example",
+                card: Card::Url(self.example_url()),
+                reconcile: false,
+            },
+            AgentEntry {
                 id: "partner",
-                card: Card::Unreachable(format!("http://127.0.0.1:{}", self.partner_port)),
+                card: Card::Url(format!("http://127.0.0.1:{}", self.partner_port)),
                 reconcile: false,
             },
         ]
+    }
+
+    /// The example agent's base URL, from its `example agent listening on URL (…)` line.
+    pub fn example_url(&self) -> String {
+        let line = self
+            .example
+            .lines()
+            .into_iter()
+            .find(|l| l.starts_with("example agent listening on "))
+            .expect("the example agent is listening");
+        line["example agent listening on ".len()..]
+            .split_whitespace()
+            .next()
+            .expect("its URL")
+            .to_string()
     }
 
     /// The watcher.toml both deployments read (serve adds `listen` and `database`): short
@@ -272,7 +305,7 @@ token = "{OPERATOR_TOKEN}"
                         format!("endpoint = \"{}\"\n", agent.url()),
                     )
                 }
-                Card::Unreachable(url) => (url.clone(), String::new()),
+                Card::Url(url) => (url.clone(), String::new()),
             };
             out.push_str(&format!(
                 "[[agents]]\nid = \"{id}\"\ncard = \"{card}\"\n{endpoint}push_token = \"{token}\"\nreconcile = {reconcile}\n\n",
@@ -559,7 +592,7 @@ fn instance_pids(stack: &Proc, name: &str) -> Vec<u32> {
 }
 
 /// A child whose output lines are collected, stopped (SIGTERM, then SIGKILL) when dropped.
-struct Proc {
+pub struct Proc {
     child: Mutex<Child>,
     lines: Arc<Mutex<Vec<String>>>,
     new_line: Mutex<mpsc::Receiver<()>>,
@@ -591,7 +624,8 @@ impl Proc {
         }
     }
 
-    fn lines(&self) -> Vec<String> {
+    /// Every line the child printed on stdout so far.
+    pub fn lines(&self) -> Vec<String> {
         self.lines.lock().unwrap().clone()
     }
 

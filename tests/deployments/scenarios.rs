@@ -68,6 +68,7 @@ macro_rules! scenario {
 pub fn all() -> Vec<Scenario> {
     vec![
         scenario!(raise),
+        scenario!(the_example_agent_gets_its_lapse_task),
         scenario!(satisfy_in_time),
         scenario!(lapse_each_kind),
         scenario!(withdraw),
@@ -165,6 +166,38 @@ async fn raise(d: Arc<Deployment>, _f: Arc<Fixture>) {
 
     let anonymous = Answer::of(d.http().post(d.url("/v1/agents/kinds/push")).json(&body)).await;
     anonymous.assert_problem(401);
+}
+
+/// The example agent (`a2a-watcher example-agent`, registered by its card URL, the card
+/// fetched from `/.well-known/agent-card.json`) accepts its lapse task and prints it, once; the
+/// lapse is `sent` with the agent's task.
+async fn the_example_agent_gets_its_lapse_task(d: Arc<Deployment>, f: Arc<Fixture>) {
+    let due = origin(Duration::from_secs(2));
+    let a = d
+        .push(
+            "example",
+            &one_expectation("task-example", "exp-example", "PA-example", due, "PT0S"),
+        )
+        .await;
+    assert_eq!(a.body["raised"], json!(["exp-example"]), "{a:?}");
+    let printed = format!(
+        "agent <- lapse task lapse:exp-example:overdue:{} ",
+        fmt(due)
+    );
+    let count = || {
+        f.example
+            .lines()
+            .iter()
+            .filter(|l| l.starts_with(&printed))
+            .count()
+    };
+    let lapse = lapse_in(&d, "example", "exp-example", "sent").await;
+    assert!(lapse["taskId"].is_string(), "{lapse:#}");
+    assert!(
+        holds_for(|| async { count() == 1 }, Duration::from_secs(1)).await,
+        "the example agent printed the lapse task once: {:?}",
+        f.example.lines()
+    );
 }
 
 /// A fact before the deadline satisfies the expectation and no lapse task is ever sent for it,
