@@ -15,6 +15,9 @@
 //! `SKIPPED on aws-local: {reason}`. Each scenario's time and the whole run's are printed
 //! (`cargo test --test deployments -- --nocapture`).
 //!
+//! `A2A_DEPLOYMENTS_LONG=1` also runs, on aws-local, the kill mid-send, which waits out the
+//! killed submitter's 5-minute send lease.
+//!
 //! The AWS run needs `.venv` with moto (`bash infra/moto.sh`) and the function binaries
 //! (infra/test-all.sh builds them); without them it says so and passes, unless `CI=true`,
 //! where it fails.
@@ -48,7 +51,9 @@ async fn run_suite(backend: Backend) {
     for batch in batches {
         let mut running = Vec::new();
         for s in batch {
-            if let (Backend::AwsLocal, Some(why)) = (backend, s.skip_on_aws) {
+            let long =
+                s.skip_on_aws == Some(scenarios::LEASE_OUTLASTS_THE_SUITE) && harness::long_run();
+            if let (Backend::AwsLocal, Some(why), false) = (backend, s.skip_on_aws, long) {
                 eprintln!("[{name}] {}: SKIPPED on aws-local: {why}", s.name);
                 continue;
             }

@@ -27,8 +27,11 @@ pub const NOT_YET_ON_AWS: &str = "not yet on the AWS shape";
 /// Why the kill mid-send skips on aws-local: the AWS submitter claims a lapse task before
 /// sending it, and a claim held by a killed instance is taken over only when its lease ends
 /// (`watcher_delivery::deliver::LEASE`, 5 minutes), longer than this suite may take.
+/// `A2A_DEPLOYMENTS_LONG=1` runs it there anyway, with [`crate::harness::LONG_PATIENCE`]: the
+/// agent then gets the lapse task once, about 5 minutes after the kill.
 pub const LEASE_OUTLASTS_THE_SUITE: &str = "a send claimed by a killed submitter is taken over \
-     when its 5-minute lease ends (watcher_delivery::deliver::LEASE), past this suite's budget";
+     when its 5-minute lease ends (watcher_delivery::deliver::LEASE), past this suite's budget \
+     (A2A_DEPLOYMENTS_LONG=1 runs it)";
 
 /// Why the slow neighbour skips on aws-local: the local Lambda stand-in runs one submitter
 /// instance, one invocation at a time (infra/aws_local/runtime.py), so a batch held by a slow
