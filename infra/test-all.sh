@@ -90,7 +90,8 @@ echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 if $python_ok; then
-    # tests/aws_local.rs runs these binaries as processes (infra/aws-local.sh --no-build).
+    # tests/aws_local.rs and the deployment suite (tests/deployments.rs) run these binaries as
+    # processes (infra/aws-local.sh --no-build).
     echo "== the Lambda function binaries (debug)"
     # Every binary of the workspace, with the same features as `cargo test --workspace` below,
     # so the dependencies are built once for both.

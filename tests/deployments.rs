@@ -1,0 +1,112 @@
+//! One deployment suite: black-box scenarios written once (tests/deployments/scenarios.rs)
+//! against a [`harness::Deployment`], run against `a2a-watcher serve` (SQLite) and against the
+//! local AWS stack (`bash infra/aws-local.sh`: the api, timer, submitter and lesson-write
+//! binaries over moto with local stand-ins for API Gateway, Scheduler and the SQS event
+//! sources).
+//!
+//! Scenarios: raise, satisfy in time (no lapse task), lapse each kind (overdue, skipped,
+//! stalled), withdraw (the origin task canceled by push), retry a failed lapse task, slow
+//! neighbour, kill the sender mid-send (exactly one lapse task), carrier webhooks, operator
+//! routes, agents independent, reconcile a cancel never pushed, follow without push.
+//!
+//! Each deployment starts once with every scenario's agents in its configuration; the
+//! scenarios run side by side (each with its own agent and expectations), then the one that
+//! kills the sender runs alone. A scenario that does not run on a deployment prints
+//! `SKIPPED on aws-local: {reason}`. Each scenario's time and the whole run's are printed
+//! (`cargo test --test deployments -- --nocapture`).
+//!
+//! `A2A_DEPLOYMENTS_LONG=1` also runs, on aws-local, the kill mid-send, which waits out the
+//! killed submitter's 5-minute send lease.
+//!
+//! The AWS run needs `.venv` with moto (`bash infra/moto.sh`) and the function binaries
+//! (infra/test-all.sh builds them); without them it says so and passes, unless `CI=true`,
+//! where it fails.
+
+mod common;
+#[path = "deployments/harness.rs"]
+mod harness;
+#[path = "deployments/scenarios.rs"]
+mod scenarios;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use harness::{Backend, Deployment, Fixture};
+
+/// Starts `backend`, runs every scenario on it, and fails naming each scenario that failed.
+async fn run_suite(backend: Backend) {
+    let started = Instant::now();
+    let fixture = Arc::new(Fixture::spawn().await);
+    let deployment = Arc::new(Deployment::start(backend, &fixture).await);
+    let name = backend.name();
+    eprintln!(
+        "[{name}] deployment up in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let (alone, together): (Vec<_>, Vec<_>) = scenarios::all().into_iter().partition(|s| s.alone);
+    let mut failed = Vec::new();
+    let mut batches = vec![together];
+    batches.extend(alone.into_iter().map(|s| vec![s]));
+    for batch in batches {
+        let mut running = Vec::new();
+        for s in batch {
+            let long =
+                s.skip_on_aws == Some(scenarios::LEASE_OUTLASTS_THE_SUITE) && harness::long_run();
+            if let (Backend::AwsLocal, Some(why), false) = (backend, s.skip_on_aws, long) {
+                eprintln!("[{name}] {}: SKIPPED on aws-local: {why}", s.name);
+                continue;
+            }
+            let (d, f) = (deployment.clone(), fixture.clone());
+            let run = s.run;
+            running.push((
+                s.name,
+                tokio::spawn(async move {
+                    let t = Instant::now();
+                    run(d, f).await;
+                    t.elapsed()
+                }),
+            ));
+        }
+        for (scenario, handle) in running {
+            match handle.await {
+                Ok(took) => eprintln!("[{name}] {scenario}: ok in {:.1} s", took.as_secs_f64()),
+                Err(e) => {
+                    eprintln!("[{name}] {scenario}: FAILED: {e}");
+                    failed.push(scenario);
+                }
+            }
+        }
+    }
+    eprintln!(
+        "[{name}] suite ran in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let log =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("deployments-{name}.log"));
+    std::fs::write(&log, deployment.full_log().await).expect("write the deployment's log");
+    eprintln!("[{name}] the deployment's log: {}", log.display());
+    assert!(
+        failed.is_empty(),
+        "scenarios failed on {name}: {failed:?}\n{}",
+        deployment.log_tail().await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_scenario_on_serve() {
+    run_suite(Backend::Serve).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_scenario_on_aws_local() {
+    if let Some(why) = harness::aws_missing() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "every_scenario_on_aws_local cannot run in CI: {why}"
+        );
+        eprintln!("SKIPPED every_scenario_on_aws_local: {why}");
+        return;
+    }
+    run_suite(Backend::AwsLocal).await;
+}

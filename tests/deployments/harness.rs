@@ -1,0 +1,693 @@
+//! The deployment under test: `a2a-watcher serve` (SQLite) or the local AWS stack
+//! (`bash infra/aws-local.sh`: the function binaries over moto), behind one [`Deployment`]
+//! type the scenarios talk to over HTTP only.
+//!
+//! Every scenario's agents are known before the deployment starts (the AWS functions read the
+//! configuration secret at cold start), so a [`Fixture`] spawns them all, writes one watcher.toml
+//! naming them, and the deployment starts on it.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use a2a_types::TaskState;
+use serde_json::{json, Value};
+use watcher_delivery::testing::{Behaviour, CaptureAgent, CapturedRequest, Reply};
+
+use crate::common::{Answer, Watcher, OPERATOR_TOKEN, SOURCE_ID, SOURCE_TOKEN};
+
+/// The source whose webhook has a mapping (scenario `carrier_webhook`).
+pub const HOOK_SOURCE: &str = "carrier-feed:hooks";
+/// Its bearer token.
+pub const HOOK_TOKEN: &str = "src-token-hooks";
+/// The function binaries the AWS stack runs.
+const FUNCTIONS: [&str; 4] = ["api", "timer", "submitter", "lesson-write"];
+/// Seconds a record held by a dead submitter instance takes to come back on AWS
+/// (`--visibility-timeout-cap`; the template's minutes would make the suite minutes longer).
+const VISIBILITY_CAP: u64 = 4;
+
+/// How long a lapse task may take on aws-local when `A2A_DEPLOYMENTS_LONG=1` (see
+/// [`long_run`]): past a killed submitter's 5-minute send lease.
+pub const LONG_PATIENCE: Duration = Duration::from_secs(420);
+
+/// `A2A_DEPLOYMENTS_LONG=1`: also run, on aws-local, the scenario that waits out a killed
+/// submitter's send lease (about 6 minutes instead of 20 s).
+pub fn long_run() -> bool {
+    std::env::var("A2A_DEPLOYMENTS_LONG").as_deref() == Ok("1")
+}
+
+/// Which deployment runs the scenarios.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `a2a-watcher serve` on SQLite.
+    Serve,
+    /// The local AWS stack: api, timer, submitter and lesson-write processes over moto.
+    AwsLocal,
+}
+
+impl Backend {
+    /// `serve` or `aws-local`, as the skip lines and timings print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Serve => "serve",
+            Backend::AwsLocal => "aws-local",
+        }
+    }
+}
+
+/// The push token of agent `id` (`push-token-{id}`).
+pub fn push_token(id: &str) -> String {
+    format!("push-token-{id}")
+}
+
+/// How an agent of the fixture is reached.
+enum Card {
+    /// A capture agent: its card is a file naming its URL, and `endpoint` is its URL.
+    Capture(Arc<CaptureAgent>),
+    /// A card URL: the agent's card is fetched from it (the example agent's), or nothing
+    /// answers there (an unreadable card).
+    Url(String),
+}
+
+/// One `[[agents]]` entry.
+struct AgentEntry {
+    id: &'static str,
+    card: Card,
+    /// `reconcile = true` (origin tasks checked with `GetTask`); the others say `false`.
+    reconcile: bool,
+}
+
+/// A JSON-RPC answer with `result`.
+pub fn rpc_result(req: &CapturedRequest, result: Value) -> Reply {
+    Reply::Http {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: json!({ "jsonrpc": "2.0", "id": req.rpc_id(), "result": result }).to_string(),
+    }
+}
+
+/// Every agent the scenarios use, one per scenario (so each asserts on its own requests), and
+/// the switches scripted agents read.
+pub struct Fixture {
+    /// Accepts everything; `raise`, `lapse_each_kind`.
+    pub kinds: Arc<CaptureAgent>,
+    /// Accepts everything; `satisfy_in_time`.
+    pub timely: Arc<CaptureAgent>,
+    /// Accepts everything; `withdraw`.
+    pub withdraw: Arc<CaptureAgent>,
+    /// Answers `SendMessage` with a permanent JSON-RPC error while [`Fixture::retry_broken`].
+    pub retry: Arc<CaptureAgent>,
+    /// While set, the `retry` agent refuses lapse tasks permanently (`-32602`).
+    pub retry_broken: Arc<AtomicBool>,
+    /// The slow neighbour (answers held) and the quick one.
+    pub slow: Arc<CaptureAgent>,
+    /// The agent beside the slow one.
+    pub quick: Arc<CaptureAgent>,
+    /// Keeps its tasks (answers `ListTasks`); `kill_sender_mid_send`.
+    pub crash: Arc<CaptureAgent>,
+    /// Accepts everything; `carrier_webhook`.
+    pub hooks: Arc<CaptureAgent>,
+    /// Accepts everything; `operator_routes`.
+    pub ops: Arc<CaptureAgent>,
+    /// Accepts everything; served while `partner`'s card cannot be read.
+    pub indep: Arc<CaptureAgent>,
+    /// Its origin tasks are canceled as `GetTask` sees them; never pushes (`reconcile` on).
+    pub recon: Arc<CaptureAgent>,
+    /// Keeps its tasks; `follow_without_push`.
+    pub follow: Arc<CaptureAgent>,
+    /// The port `partner`'s card URL names, where nothing listens.
+    pub partner_port: u16,
+    /// The example agent (`a2a-watcher example-agent`), registered by its card URL: it prints
+    /// `agent <- lapse task {messageId} …` for each lapse task it accepts.
+    pub example: Proc,
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    /// Spawns every agent.
+    pub async fn spawn() -> Fixture {
+        let accept = || async {
+            Arc::new(
+                CaptureAgent::spawn(Behaviour::accept())
+                    .await
+                    .expect("capture agent"),
+            )
+        };
+        let keeping = || async {
+            Arc::new(
+                CaptureAgent::spawn_keeping_tasks(Behaviour::accept())
+                    .await
+                    .expect("capture agent"),
+            )
+        };
+        let retry_broken = Arc::new(AtomicBool::new(true));
+        let broken = retry_broken.clone();
+        let retry = Arc::new(
+            CaptureAgent::spawn(Behaviour::from_fn(move |n, req| {
+                if req.rpc_method().as_deref() == Some("SendMessage")
+                    && broken.load(Ordering::SeqCst)
+                {
+                    Reply::rpc_error(-32602, "the agent refuses this message")
+                } else {
+                    Reply::task(format!("task-retry-{n}"), TaskState::Submitted)
+                }
+            }))
+            .await
+            .expect("capture agent"),
+        );
+        let recon = Arc::new(
+            CaptureAgent::spawn(Behaviour::from_fn(|n, req| {
+                match req.rpc_method().as_deref() {
+                    Some("GetTask") => {
+                        let id = req
+                            .json()
+                            .and_then(|v| v.pointer("/params/id").cloned())
+                            .unwrap_or(Value::Null);
+                        rpc_result(
+                            req,
+                            json!({ "id": id, "contextId": format!("ctx-{}", id.as_str().unwrap_or("")),
+                                    "status": { "state": "TASK_STATE_CANCELED",
+                                                "timestamp": "2026-11-30T00:00:00Z" } }),
+                        )
+                    }
+                    _ => Reply::task(format!("lapse-task-{n}"), TaskState::Submitted),
+                }
+            }))
+            .await
+            .expect("capture agent"),
+        );
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_a2a-watcher"));
+        cmd.args(["example-agent", "--listen", "127.0.0.1:0"]);
+        let example = Proc::spawn(cmd);
+        tokio::task::block_in_place(|| {
+            example.wait_for("the example agent", Duration::from_secs(30), |l| {
+                l.starts_with("example agent listening on ")
+            })
+        });
+        let partner_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        Fixture {
+            kinds: accept().await,
+            timely: accept().await,
+            withdraw: accept().await,
+            retry,
+            retry_broken,
+            slow: accept().await,
+            quick: accept().await,
+            crash: keeping().await,
+            hooks: accept().await,
+            ops: accept().await,
+            indep: accept().await,
+            recon,
+            follow: keeping().await,
+            partner_port,
+            example,
+            dir: tempfile::Builder::new()
+                .prefix("a2a-watcher-deployments")
+                .tempdir()
+                .expect("a temporary folder"),
+        }
+    }
+
+    fn entries(&self) -> Vec<AgentEntry> {
+        let c = |id, a: &Arc<CaptureAgent>| AgentEntry {
+            id,
+            card: Card::Capture(a.clone()),
+            reconcile: false,
+        };
+        vec![
+            c("kinds", &self.kinds),
+            c("timely", &self.timely),
+            c("withdraw", &self.withdraw),
+            c("retry", &self.retry),
+            c("slow", &self.slow),
+            c("quick", &self.quick),
+            c("crash", &self.crash),
+            c("hooks", &self.hooks),
+            c("ops", &self.ops),
+            c("indep", &self.indep),
+            AgentEntry {
+                reconcile: true,
+                ..c("recon", &self.recon)
+            },
+            c("follow", &self.follow),
+            AgentEntry {
+                id: "example",
+                card: Card::Url(self.example_url()),
+                reconcile: false,
+            },
+            AgentEntry {
+                id: "partner",
+                card: Card::Url(format!("http://127.0.0.1:{}", self.partner_port)),
+                reconcile: false,
+            },
+        ]
+    }
+
+    /// The example agent's base URL, from its `example agent listening on URL (…)` line.
+    pub fn example_url(&self) -> String {
+        let line = self
+            .example
+            .lines()
+            .into_iter()
+            .find(|l| l.starts_with("example agent listening on "))
+            .expect("the example agent is listening");
+        line["example agent listening on ".len()..]
+            .split_whitespace()
+            .next()
+            .expect("its URL")
+            .to_string()
+    }
+
+    /// The watcher.toml both deployments read (serve adds `listen` and `database`): short
+    /// backoffs and polls, requests that outlast a held answer, two sources (one with a webhook mapping), every agent, one operator.
+    fn config(&self) -> String {
+        let mut out = String::from(
+            r#"allow_private_endpoints = true
+
+[delivery]
+# A held answer (the slow neighbour, the kill mid-send) stays within one request.
+timeout_secs = 30
+backoff_base = "PT0.1S"
+backoff_max = "PT0.5S"
+poll_first = "PT0.3S"
+
+"#,
+        );
+        out.push_str(&format!(
+            r#"[[sources]]
+id = "{SOURCE_ID}"
+token = "{SOURCE_TOKEN}"
+
+[[sources]]
+id = "{HOOK_SOURCE}"
+token = "{HOOK_TOKEN}"
+[[sources.mappings]]
+name = "manifest"
+when = {{ pointer = "/event", equals = "manifest.received" }}
+fact_key = "shipment.manifest.received:{{/shipment}}"
+observed_at = "/at"
+subject = {{ type = "shipment", id = "{{/shipment}}" }}
+
+[[operators]]
+id = "ops-desk"
+token = "{OPERATOR_TOKEN}"
+
+"#
+        ));
+        let card_template: Value =
+            serde_json::from_str(include_str!("../../examples/booking-card.json"))
+                .expect("examples/booking-card.json is JSON");
+        for e in self.entries() {
+            let (card, endpoint) = match &e.card {
+                Card::Capture(agent) => {
+                    let mut card = card_template.clone();
+                    card["supportedInterfaces"][0]["url"] = json!(agent.url());
+                    let path = self.dir.path().join(format!("{}-card.json", e.id));
+                    std::fs::write(&path, card.to_string()).expect("write a card");
+                    (
+                        path.display().to_string(),
+                        format!("endpoint = \"{}\"\n", agent.url()),
+                    )
+                }
+                Card::Url(url) => (url.clone(), String::new()),
+            };
+            out.push_str(&format!(
+                "[[agents]]\nid = \"{id}\"\ncard = \"{card}\"\n{endpoint}push_token = \"{token}\"\nreconcile = {reconcile}\n\n",
+                id = e.id,
+                token = push_token(e.id),
+                reconcile = e.reconcile,
+            ));
+        }
+        out
+    }
+}
+
+/// Why the AWS stack cannot run here, if it cannot: `.venv` without moto, or the function
+/// binaries not built in the target folder.
+pub fn aws_missing() -> Option<String> {
+    let python = root().join(".venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import moto, boto3, yaml"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return Some(format!(
+            "{} with moto is missing (bash infra/moto.sh installs it)",
+            python.display()
+        ));
+    }
+    let absent: Vec<&str> = FUNCTIONS
+        .iter()
+        .copied()
+        .filter(|f| !bin_dir().join(f).is_file())
+        .collect();
+    (!absent.is_empty()).then(|| {
+        format!(
+            "the function binaries {absent:?} are not built in {} (cargo build -p watcher-fn-api \
+             -p watcher-fn-timer -p watcher-fn-submitter -p watcher-fn-lesson-write)",
+            bin_dir().display()
+        )
+    })
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_a2a-watcher"))
+        .parent()
+        .expect("the binary's folder")
+        .to_path_buf()
+}
+
+/// A running deployment. Scenarios reach it over HTTP at [`Deployment::base_url`], which may
+/// change when [`Deployment::kill_sender`] restarts `serve`.
+pub struct Deployment {
+    /// Which one.
+    pub backend: Backend,
+    base: Mutex<String>,
+    http: reqwest::Client,
+    running: Running,
+}
+
+enum Running {
+    Serve(Box<tokio::sync::Mutex<Watcher>>),
+    Aws(Proc),
+}
+
+impl Deployment {
+    /// Starts `backend` on the fixture's configuration and waits until it answers.
+    pub async fn start(backend: Backend, fixture: &Fixture) -> Deployment {
+        let config = fixture.config();
+        let api_port = free_port();
+        let running = match backend {
+            Backend::Serve => {
+                let w = crate::common::spawn_watcher_with_config(&format!(
+                    "listen = \"127.0.0.1:0\"\ndatabase = \"watcher.db\"\n{config}"
+                ))
+                .await;
+                Running::Serve(Box::new(tokio::sync::Mutex::new(w)))
+            }
+            Backend::AwsLocal => {
+                let path = fixture.dir.path().join("watcher.toml");
+                std::fs::write(&path, config).expect("write the configuration");
+                let moto_port = free_port();
+                let mut cmd = Command::new("bash");
+                cmd.arg(root().join("infra/aws-local.sh"))
+                    .args(["--no-build", "--port", &api_port.to_string()])
+                    .args(["--moto-port", &moto_port.to_string()])
+                    .args(["--visibility-timeout-cap", &VISIBILITY_CAP.to_string()])
+                    .arg("--config")
+                    .arg(&path)
+                    .env(
+                        "CARGO_TARGET_DIR",
+                        bin_dir().parent().expect("the target folder"),
+                    );
+                let stack = Proc::spawn(cmd);
+                tokio::task::block_in_place(|| {
+                    stack.wait_for("ready line", Duration::from_secs(120), |l| {
+                        l.starts_with("[aws-local] ready at ")
+                    })
+                });
+                Running::Aws(stack)
+            }
+        };
+        let base = match &running {
+            Running::Serve(w) => w.lock().await.base_url.clone(),
+            Running::Aws(_) => format!("http://127.0.0.1:{api_port}"),
+        };
+        Deployment {
+            backend,
+            base: Mutex::new(base),
+            http: reqwest::Client::new(),
+            running,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` of the HTTP API (serve's listener, or the local API Gateway).
+    pub fn base_url(&self) -> String {
+        self.base.lock().unwrap().clone()
+    }
+
+    /// How long a timer-driven lapse task may take to reach an agent after its deadline: the
+    /// AWS shape adds a schedule, two queues and process start-ups to the path.
+    pub fn patience(&self) -> Duration {
+        match self.backend {
+            Backend::Serve => Duration::from_secs(20),
+            Backend::AwsLocal if long_run() => LONG_PATIENCE,
+            Backend::AwsLocal => Duration::from_secs(60),
+        }
+    }
+
+    /// The HTTP client.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// `base_url` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url())
+    }
+
+    /// `POST /v1/agents/{agent}/push` with the agent's push token.
+    pub async fn push(&self, agent: &str, body: &Value) -> Answer {
+        Answer::of(
+            self.http
+                .post(self.url(&format!("/v1/agents/{agent}/push")))
+                .header("X-A2A-Notification-Token", push_token(agent))
+                .json(body),
+        )
+        .await
+    }
+
+    /// `POST /v1/facts` as the carrier feed.
+    pub async fn report(&self, body: &Value) -> Answer {
+        Answer::of(
+            self.http
+                .post(self.url("/v1/facts"))
+                .bearer_auth(SOURCE_TOKEN)
+                .json(body),
+        )
+        .await
+    }
+
+    /// `GET path` as the operator.
+    pub async fn get(&self, path: &str) -> Answer {
+        Answer::of(self.http.get(self.url(path)).bearer_auth(OPERATOR_TOKEN)).await
+    }
+
+    /// `POST path` with `body` as the operator.
+    pub async fn post_as_operator(&self, path: &str, body: &Value) -> Answer {
+        Answer::of(
+            self.http
+                .post(self.url(path))
+                .bearer_auth(OPERATOR_TOKEN)
+                .json(body),
+        )
+        .await
+    }
+
+    /// `GET /v1/subjects/shipment/{id}`: the body, or `None` when not 200.
+    pub async fn shipment(&self, id: &str) -> Option<Value> {
+        let a = self.get(&format!("/v1/subjects/shipment/{id}")).await;
+        (a.status == 200).then_some(a.body)
+    }
+
+    /// `GET /v1/lapses?agent={agent}`: the agent's lapses (one page of up to 100; a scenario
+    /// makes a handful).
+    pub async fn lapses_of(&self, agent: &str) -> Vec<Value> {
+        let a = self
+            .get(&format!("/v1/lapses?agent={agent}&limit=100"))
+            .await;
+        assert_eq!(a.status, 200, "GET /v1/lapses: {a:?}");
+        a.body["lapses"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The lapse of expectation `id` at `GET /v1/lapses`, once `pred` holds for it (`None` if
+    /// it does not within [`Deployment::patience`]).
+    pub async fn lapse_when(
+        &self,
+        agent: &str,
+        id: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Option<Value> {
+        let end = Instant::now() + self.patience();
+        loop {
+            if let Some(l) = self
+                .lapses_of(agent)
+                .await
+                .into_iter()
+                .find(|l| l["expectationId"] == id && pred(l))
+            {
+                return Some(l);
+            }
+            if Instant::now() > end {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Kills the process that sends lapse tasks (SIGKILL) and returns once another one runs:
+    /// `serve` itself, restarted on the same database; on AWS the submitter instance, which
+    /// the stand-in replaces.
+    pub async fn kill_sender(&self) {
+        match &self.running {
+            Running::Serve(w) => {
+                let mut w = w.lock().await;
+                w.restart().await;
+                *self.base.lock().unwrap() = w.base_url.clone();
+            }
+            Running::Aws(stack) => {
+                let before = instance_pids(stack, "submitter");
+                let victim = *before.last().expect("a submitter instance");
+                let _ = Command::new("kill")
+                    .args(["-KILL", &victim.to_string()])
+                    .status();
+                tokio::task::block_in_place(|| {
+                    stack.wait_for("a new submitter instance", Duration::from_secs(30), |_| {
+                        instance_pids(stack, "submitter").len() > before.len()
+                    })
+                });
+            }
+        }
+    }
+
+    /// Everything the deployment logged so far: serve's log, or the stack's output (its own
+    /// lines and each function process's, prefixed with the function's name).
+    pub async fn full_log(&self) -> String {
+        match &self.running {
+            Running::Serve(w) => w.lock().await.log(),
+            Running::Aws(stack) => stack.lines().join("\n"),
+        }
+    }
+
+    /// What the deployment logged, for failure messages.
+    pub async fn log_tail(&self) -> String {
+        match &self.running {
+            Running::Serve(w) => {
+                let log = w.lock().await.log();
+                let skip = log.chars().count().saturating_sub(6000);
+                log.chars().skip(skip).collect()
+            }
+            Running::Aws(stack) => stack.tail(),
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The pids of the instances of function `name` started so far ("[name] started (pid N)").
+fn instance_pids(stack: &Proc, name: &str) -> Vec<u32> {
+    let prefix = format!("[{name}] started (pid ");
+    stack
+        .lines()
+        .iter()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .filter_map(|r| r.trim_end_matches(')').parse().ok())
+        .collect()
+}
+
+/// A child whose output lines are collected, stopped (SIGTERM, then SIGKILL) when dropped.
+pub struct Proc {
+    child: Mutex<Child>,
+    lines: Arc<Mutex<Vec<String>>>,
+    new_line: Mutex<mpsc::Receiver<()>>,
+}
+
+impl Proc {
+    fn spawn(mut cmd: Command) -> Proc {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn");
+        let out = child.stdout.take().expect("stdout");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let (tx, new_line) = mpsc::channel();
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push(line);
+                let _ = tx.send(());
+            }
+        });
+        Proc {
+            child: Mutex::new(child),
+            lines,
+            new_line: Mutex::new(new_line),
+        }
+    }
+
+    /// Every line the child printed on stdout so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Waits (blocking) until a line satisfies `pred`; panics with the output after `timeout`.
+    fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let end = Instant::now() + timeout;
+        loop {
+            if let Some(l) = self.lines().into_iter().find(|l| pred(l)) {
+                return l;
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no {what} within {timeout:?}; output:\n{}",
+                self.tail()
+            );
+            let _ = self
+                .new_line
+                .lock()
+                .unwrap()
+                .recv_timeout(left.min(Duration::from_millis(200)));
+        }
+    }
+
+    fn tail(&self) -> String {
+        let lines = self.lines();
+        let from = lines.len().saturating_sub(80);
+        lines[from..]
+            .iter()
+            .map(|l| l.chars().take(400).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let child = self.child.get_mut().unwrap();
+        if let Ok(None) = child.try_wait() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let end = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < end {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
