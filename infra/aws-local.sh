@@ -16,7 +16,11 @@
 #
 #   --visibility-timeout-cap SECONDS
 #                  cap every queue's visibility timeout (tests of crashes: a record a dead
-#                  instance held comes back after SECONDS, not the template's 6 or 12 minutes)
+#                  instance held comes back after SECONDS, not the template's 6 or 12 minutes),
+#                  and the submitter's claim on a lapse task (SENDER_LEASE_SECONDS) below it
+#   --rate-cap SECONDS
+#                  fire the sweep (every rate() schedule) at least every SECONDS, not every
+#                  5 minutes (tests of what the sweep does: card re-reads, probes, following)
 #
 # Other options go to the program (python -m aws_local --help). Binaries are read from
 # ${CARGO_TARGET_DIR:-target}/{debug,release}. Needs python3 with venv (infra/moto.sh installs

@@ -15,8 +15,8 @@
 //! `SKIPPED on aws-local: {reason}`. Each scenario's time and the whole run's are printed
 //! (`cargo test --test deployments -- --nocapture`).
 //!
-//! `A2A_DEPLOYMENTS_LONG=1` also runs, on aws-local, the kill mid-send, which waits out the
-//! killed submitter's 5-minute send lease.
+//! On aws-local the stand-ins cap the queues' visibility (4 s, and the submitter's send lease
+//! below it) and run the sweep every 5 s, so crashes and what the sweep does take seconds.
 //!
 //! The AWS run needs `.venv` with moto (`bash infra/moto.sh`) and the function binaries
 //! (infra/test-all.sh builds them); without them it says so and passes, unless `CI=true`,
@@ -51,9 +51,7 @@ async fn run_suite(backend: Backend) {
     for batch in batches {
         let mut running = Vec::new();
         for s in batch {
-            let long =
-                s.skip_on_aws == Some(scenarios::LEASE_OUTLASTS_THE_SUITE) && harness::long_run();
-            if let (Backend::AwsLocal, Some(why), false) = (backend, s.skip_on_aws, long) {
+            if let (Backend::AwsLocal, Some(why)) = (backend, s.skip_on_aws) {
                 eprintln!("[{name}] {}: SKIPPED on aws-local: {why}", s.name);
                 continue;
             }

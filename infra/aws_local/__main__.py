@@ -58,6 +58,11 @@ def parse_args(argv):
         "SENDER_LEASE_SECONDS to SECONDS - 1, which must stay below it",
     )
     p.add_argument(
+        "--rate-cap", type=int, metavar="SECONDS",
+        help="fire every rate() schedule (the sweep) at least every SECONDS, not the template's "
+        "5 minutes (tests of what the sweep does: card re-reads, probes, following)",
+    )
+    p.add_argument(
         "--stop-moto-port", type=int,
         help="stop the emulator on this port (infra/moto.sh stop) when done",
     )
@@ -204,7 +209,9 @@ def run(args):
             fn.start()
         gateway = Gateway(args.port, routes_of(stack), functions, log)
         gateway.start()
-        scheduler = Scheduler(stack, clients["scheduler"], clients["sqs"], functions, log)
+        scheduler = Scheduler(
+            stack, clients["scheduler"], clients["sqs"], functions, log, rate_cap=args.rate_cap
+        )
         scheduler.start()
         parts.append(scheduler)
         for lid, props in stack.of_type("AWS::Lambda::EventSourceMapping"):

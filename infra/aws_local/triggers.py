@@ -40,8 +40,11 @@ class Scheduler:
     target's RetryPolicy allows (at most 3 times here, 1 s apart) and then sent to its
     DeadLetterConfig queue."""
 
-    def __init__(self, stack, scheduler, sqs, functions, log, interval=0.5):
+    def __init__(self, stack, scheduler, sqs, functions, log, interval=0.5, rate_cap=None):
         self.stack = stack
+        # Seconds: a rate() schedule fires at least this often (tests of what the sweep does;
+        # None keeps each schedule's own rate).
+        self.rate_cap = rate_cap
         self.client = scheduler
         self.sqs = sqs
         self.functions = functions
@@ -95,6 +98,8 @@ class Scheduler:
                 except ClientError:
                     pass
         else:
+            if self.rate_cap is not None:
+                value = min(value, self.rate_cap)
             due = self.next_rate.setdefault((group, name), now + value)
             if now < due:
                 return

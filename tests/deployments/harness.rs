@@ -29,15 +29,9 @@ const FUNCTIONS: [&str; 4] = ["api", "timer", "submitter", "lesson-write"];
 /// (`--visibility-timeout-cap`; the template's minutes would make the suite minutes longer).
 const VISIBILITY_CAP: u64 = 4;
 
-/// How long a lapse task may take on aws-local when `A2A_DEPLOYMENTS_LONG=1` (see
-/// [`long_run`]): past a killed submitter's 5-minute send lease.
-pub const LONG_PATIENCE: Duration = Duration::from_secs(420);
-
-/// `A2A_DEPLOYMENTS_LONG=1`: also run, on aws-local, the scenario that waits out a killed
-/// submitter's send lease (about 6 minutes instead of 20 s).
-pub fn long_run() -> bool {
-    std::env::var("A2A_DEPLOYMENTS_LONG").as_deref() == Ok("1")
-}
+/// Seconds between sweeps on AWS (`--rate-cap`; the template's 5 minutes would make the
+/// scenarios that rest on the sweep, following without push, minutes long).
+const SWEEP_EVERY: u64 = 5;
 
 /// Which deployment runs the scenarios.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -406,6 +400,7 @@ impl Deployment {
                     .args(["--no-build", "--port", &api_port.to_string()])
                     .args(["--moto-port", &moto_port.to_string()])
                     .args(["--visibility-timeout-cap", &VISIBILITY_CAP.to_string()])
+                    .args(["--rate-cap", &SWEEP_EVERY.to_string()])
                     .arg("--config")
                     .arg(&path)
                     .env(
@@ -443,7 +438,6 @@ impl Deployment {
     pub fn patience(&self) -> Duration {
         match self.backend {
             Backend::Serve => Duration::from_secs(20),
-            Backend::AwsLocal if long_run() => LONG_PATIENCE,
             Backend::AwsLocal => Duration::from_secs(60),
         }
     }

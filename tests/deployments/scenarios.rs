@@ -20,19 +20,6 @@ use crate::harness::{Deployment, Fixture, HOOK_SOURCE, HOOK_TOKEN};
 /// A scenario's body.
 pub type Run = fn(Arc<Deployment>, Arc<Fixture>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// The reason a scenario not yet built on the AWS shape skips there (the merge of that work
-/// removes the skip).
-pub const NOT_YET_ON_AWS: &str = "not yet on the AWS shape";
-
-/// Why the kill mid-send skips on aws-local: the AWS submitter claims a lapse task before
-/// sending it, and a claim held by a killed instance is taken over only when its lease ends
-/// (`watcher_delivery::deliver::LEASE`, 5 minutes), longer than this suite may take.
-/// `A2A_DEPLOYMENTS_LONG=1` runs it there anyway, with [`crate::harness::LONG_PATIENCE`]: the
-/// agent then gets the lapse task once, about 5 minutes after the kill.
-pub const LEASE_OUTLASTS_THE_SUITE: &str = "a send claimed by a killed submitter is taken over \
-     when its 5-minute lease ends (watcher_delivery::deliver::LEASE), past this suite's budget \
-     (A2A_DEPLOYMENTS_LONG=1 runs it)";
-
 /// Why the slow neighbour skips on aws-local: the local Lambda stand-in runs one submitter
 /// instance, one invocation at a time (infra/aws_local/runtime.py), so a batch held by a slow
 /// agent holds every later batch, whatever agent it is for; the template's
@@ -80,13 +67,9 @@ pub fn all() -> Vec<Scenario> {
         scenario!(carrier_webhook),
         scenario!(operator_routes),
         scenario!(agents_independent),
-        scenario!(reconcile_a_cancel_never_pushed, Some(NOT_YET_ON_AWS), false),
-        scenario!(follow_without_push, Some(NOT_YET_ON_AWS), false),
-        scenario!(
-            kill_the_sender_mid_send,
-            Some(LEASE_OUTLASTS_THE_SUITE),
-            true
-        ),
+        scenario!(reconcile_a_cancel_never_pushed),
+        scenario!(follow_without_push),
+        scenario!(kill_the_sender_mid_send, None, true),
     ]
 }
 
