@@ -101,6 +101,19 @@ def capped_lease(env, visibility_cap):
     return env
 
 
+def max_concurrency(stack, lid):
+    """How many invocations of function `lid` run at once: the largest
+    `ScalingConfig.MaximumConcurrency` of the event source mappings feeding it, else 1."""
+    from .triggers import _function_lid
+
+    most = 1
+    for _, props in stack.of_type("AWS::Lambda::EventSourceMapping"):
+        props = stack.resolve(props)
+        if _function_lid(stack, props) == lid:
+            most = max(most, int((props.get("ScalingConfig") or {}).get("MaximumConcurrency", 1)))
+    return most
+
+
 def setting(stack, lid, key, default):
     own = stack.resources[lid].get("Properties", {})
     glob = stack.template.get("Globals", {}).get("Function", {})
@@ -193,6 +206,7 @@ def run(args):
             timeout=int(setting(stack, lid, "Timeout", 3)),
             memory=int(setting(stack, lid, "MemorySize", 128)),
             arn=stack.arn(lid),
+            instances=max_concurrency(stack, lid),
         )
 
     stopping = threading.Event()

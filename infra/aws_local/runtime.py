@@ -3,10 +3,12 @@ Lambda Runtime API (`/2018-06-01/runtime/invocation/next`, `/invocation/{id}/res
 `/invocation/{id}/error`, `/init/error`), as `lambda_runtime` speaks it over
 `AWS_LAMBDA_RUNTIME_API`.
 
-One instance per function: invocations of a function run one at a time, in arrival order. An
-instance that exits (a crash, a kill, an init error) fails the invocation it held and is started
-again, as Lambda starts a new execution environment; an invocation past the function's
-`Timeout` kills the instance. Every line the process prints is logged with its name.
+A function runs `instances` processes (one by default; the submitter as many as its event
+source's `ScalingConfig.MaximumConcurrency`), each with a Runtime API of its own, taking
+invocations from one queue in arrival order, one at a time each, as Lambda's execution
+environments do. An instance that exits (a crash, a kill, an init error) fails the invocation it
+held and is started again, as Lambda starts a new execution environment; an invocation past the
+function's `Timeout` kills its instance. Every line a process prints is logged with its name.
 """
 
 import json
@@ -32,6 +34,7 @@ class _Invocation:
         self.body = json.dumps(payload).encode()
         self.timeout = timeout
         self.deadline_ms = 0
+        self.instance = None  # the _Instance running it
         self.done = threading.Event()
         self.result = None
         self.error = None
@@ -45,9 +48,10 @@ class _Invocation:
 class _RuntimeServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, function):
+    def __init__(self, function, instance):
         super().__init__(("127.0.0.1", 0), _RuntimeHandler)
         self.function = function
+        self.instance = instance
 
 
 class _RuntimeHandler(BaseHTTPRequestHandler):
@@ -71,17 +75,19 @@ class _RuntimeHandler(BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 (http.server's name)
         fn = self.server.function
+        instance = self.server.instance
         if self.path != PREFIX + "/invocation/next":
             self._answer(404, b'{"errorMessage":"no such route"}')
             return
-        fn.ready.set()  # the instance finished its cold start
+        fn.ready.set()  # an instance finished its cold start
         while not fn.stopping.is_set():
             try:
                 inv = fn.pending.get(timeout=0.5)
             except queue.Empty:
                 continue
             inv.deadline_ms = int((time.time() + inv.timeout) * 1000)
-            fn.in_flight[inv.request_id] = inv
+            inv.instance = instance
+            instance.in_flight[inv.request_id] = inv
             try:
                 self._answer(
                     200,
@@ -95,13 +101,15 @@ class _RuntimeHandler(BaseHTTPRequestHandler):
                 )
             except OSError:
                 # The instance went away while waiting: hand the event to the next one.
-                fn.in_flight.pop(inv.request_id, None)
+                instance.in_flight.pop(inv.request_id, None)
+                inv.instance = None
                 fn.pending.put(inv)
                 return
             return
 
     def do_POST(self):  # noqa: N802
         fn = self.server.function
+        instance = self.server.instance
         body = self._read_body()
         path = self.path
         if path == PREFIX + "/init/error":
@@ -110,7 +118,7 @@ class _RuntimeHandler(BaseHTTPRequestHandler):
             return
         parts = path[len(PREFIX) :].strip("/").split("/")
         if len(parts) == 3 and parts[0] == "invocation" and parts[2] in ("response", "error"):
-            inv = fn.in_flight.pop(parts[1], None)
+            inv = instance.in_flight.pop(parts[1], None)
             if inv is None:
                 self._answer(400, b'{"errorMessage":"unknown request id"}')
                 return
@@ -123,42 +131,19 @@ class _RuntimeHandler(BaseHTTPRequestHandler):
         self._answer(404, b'{"errorMessage":"no such route"}')
 
 
-class Function:
-    """One function: its Runtime API, its process, and `invoke`.
+class _Instance:
+    """One execution environment of a function: its process and its own Runtime API."""
 
-    `env` is the function's whole environment (the template's variables resolved, the AWS
-    endpoint and credentials); the Lambda variables are added here.
-    """
-
-    def __init__(self, name, binary, env, timeout, memory, arn, log_stream=None):
-        self.name = name
-        self.binary = binary
-        self.timeout = timeout
-        self.arn = arn
-        self.pending = queue.Queue()
+    def __init__(self, function, number):
+        self.function = function
+        self.number = number
         self.in_flight = {}
-        self.stopping = threading.Event()
-        self.ready = threading.Event()
-        self.spawning = threading.Lock()  # stop() never misses an instance being started
-        self.log_stream = log_stream or sys.stdout
         self.process = None
-        self.server = _RuntimeServer(self)
+        self.server = _RuntimeServer(function, self)
         host, port = self.server.server_address
-        self.env = dict(env)
-        self.env.update(
-            {
-                "AWS_LAMBDA_RUNTIME_API": f"{host}:{port}",
-                "AWS_LAMBDA_FUNCTION_NAME": arn.rsplit(":", 1)[1],
-                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(memory),
-                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-                "AWS_LAMBDA_FUNCTION_TIMEOUT": str(timeout),
-            }
-        )
+        self.env = dict(function.env)
+        self.env["AWS_LAMBDA_RUNTIME_API"] = f"{host}:{port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def log(self, line):
-        with _LOG_LOCK:
-            print(f"[{self.name}] {line}", file=self.log_stream, flush=True)
 
     def start(self):
         """Starts the process and the watchdog that starts it again when it exits."""
@@ -166,47 +151,107 @@ class Function:
         threading.Thread(target=self._watch, daemon=True).start()
 
     def _spawn(self):
-        with self.spawning:
-            if self.stopping.is_set():
+        fn = self.function
+        with fn.spawning:
+            if fn.stopping.is_set():
                 return
-            self._spawn_locked()
-
-    def _spawn_locked(self):
-        self.process = subprocess.Popen(
-            [self.binary],
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            # Its own session: a Ctrl-C at the terminal reaches this program, which stops the
-            # instances itself; and the instance dies with the thread that started it.
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        self.log(f"started (pid {self.process.pid})")
-        out = self.process.stdout
-        threading.Thread(target=self._pump, args=(out,), daemon=True).start()
-
-    def _pump(self, out):
-        with out:
-            for raw in iter(out.readline, b""):
-                self.log(raw.decode(errors="replace").rstrip())
+            self.process = subprocess.Popen(
+                [fn.binary],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                # Its own session: a Ctrl-C at the terminal reaches this program, which stops
+                # the instances itself; and the instance dies with the thread that started it.
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+            fn.log(f"started (pid {self.process.pid})")
+            out = self.process.stdout
+            threading.Thread(target=fn._pump, args=(out,), daemon=True).start()
 
     def _watch(self):
-        while not self.stopping.is_set():
+        fn = self.function
+        while not fn.stopping.is_set():
             proc = self.process
             if proc is None:
                 return
             code = proc.wait()
-            if self.stopping.is_set():
+            if fn.stopping.is_set():
                 return
-            self.log(f"exited ({code}); starting a new instance")
+            fn.log(f"exited ({code}); starting a new instance")
             for rid in list(self.in_flight):
                 inv = self.in_flight.pop(rid, None)
                 if inv:
                     inv.finish(error=f"the instance exited ({code}) during the invocation")
             time.sleep(0.5)
             self._spawn()
+
+    def kill(self):
+        proc = self.process
+        if proc and proc.poll() is None:
+            proc.kill()
+
+    def stop(self):
+        proc = self.process
+        if proc and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Function:
+    """One function: its instances (each a process behind its own Runtime API), and `invoke`.
+
+    `env` is the function's whole environment (the template's variables resolved, the AWS
+    endpoint and credentials); the Lambda variables are added here. `instances` is how many
+    invocations may run at once.
+    """
+
+    def __init__(self, name, binary, env, timeout, memory, arn, log_stream=None, instances=1):
+        self.name = name
+        self.binary = binary
+        self.timeout = timeout
+        self.arn = arn
+        self.pending = queue.Queue()
+        self.stopping = threading.Event()
+        self.ready = threading.Event()
+        self.spawning = threading.Lock()  # stop() never misses an instance being started
+        self.log_stream = log_stream or sys.stdout
+        self.env = dict(env)
+        self.env.update(
+            {
+                "AWS_LAMBDA_FUNCTION_NAME": arn.rsplit(":", 1)[1],
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(memory),
+                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+                "AWS_LAMBDA_FUNCTION_TIMEOUT": str(timeout),
+            }
+        )
+        self.instances = [_Instance(self, n) for n in range(max(1, int(instances)))]
+
+    @property
+    def process(self):
+        """The first instance's process (the only one of a function with one instance)."""
+        return self.instances[0].process
+
+    def log(self, line):
+        with _LOG_LOCK:
+            print(f"[{self.name}] {line}", file=self.log_stream, flush=True)
+
+    def start(self):
+        """Starts every instance, each with a watchdog that starts it again when it exits."""
+        for instance in self.instances:
+            instance.start()
+
+    def _pump(self, out):
+        with out:
+            for raw in iter(out.readline, b""):
+                self.log(raw.decode(errors="replace").rstrip())
 
     def invoke(self, payload):
         """Runs the function on `payload` (JSON data) and returns its answer's bytes.
@@ -222,32 +267,26 @@ class Function:
             if inv.deadline_ms and time.time() * 1000 > inv.deadline_ms + 1000:
                 self.log(f"invocation {inv.request_id} timed out after {self.timeout} s")
                 inv.finish(error="timed out")
-                self.in_flight.pop(inv.request_id, None)
-                self.kill()
+                instance = inv.instance
+                if instance is not None:
+                    instance.in_flight.pop(inv.request_id, None)
+                    instance.kill()
         if inv.error is not None:
             raise InvocationError(inv.error)
         return inv.result
 
     def kill(self):
-        """Kills the current instance (the watchdog starts another)."""
-        proc = self.process
-        if proc and proc.poll() is None:
-            proc.kill()
+        """Kills every instance (each watchdog starts another)."""
+        for instance in self.instances:
+            instance.kill()
 
     def stop(self):
-        """Stops the process for good, and the Runtime API."""
+        """Stops the processes for good, and their Runtime APIs."""
         self.stopping.set()
         with self.spawning:
-            proc = self.process
-        if proc and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self.server.shutdown()
-        self.server.server_close()
+            pass
+        for instance in self.instances:
+            instance.stop()
 
 
 _LOG_LOCK = threading.Lock()

@@ -137,7 +137,9 @@ class QueueSource:
     while they are in flight), invokes the function with the SQS event, and deletes every
     record the answer's `batchItemFailures` does not name (all of them stay when the invocation
     fails). The records left come back after the queue's visibility timeout, and go to its
-    redrive queue after `maxReceiveCount`, as SQS does."""
+    redrive queue after `maxReceiveCount`, as SQS does. Up to `ScalingConfig.MaximumConcurrency`
+    batches are received and invoked at once (one by default), each by a poller of its own; a
+    FIFO queue never hands two of them the same message group."""
 
     def __init__(self, stack, sqs, lid, props, functions, log):
         self.sqs = sqs
@@ -153,10 +155,14 @@ class QueueSource:
         self.region = stack.region
         self.stopping = threading.Event()
         self.idle = 0.25  # seconds between polls of an empty queue
+        self.concurrency = max(
+            1, int((props.get("ScalingConfig") or {}).get("MaximumConcurrency", 1))
+        )
 
     def start(self):
         if self.enabled:
-            threading.Thread(target=self._run, daemon=True).start()
+            for _ in range(self.concurrency):
+                threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self):
         while not self.stopping.is_set():

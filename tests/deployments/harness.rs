@@ -542,11 +542,15 @@ impl Deployment {
                 *self.base.lock().unwrap() = w.base_url.clone();
             }
             Running::Aws(stack) => {
+                // Every instance: whichever holds the lapse task.
                 let before = instance_pids(stack, "submitter");
-                let victim = *before.last().expect("a submitter instance");
-                let _ = Command::new("kill")
-                    .args(["-KILL", &victim.to_string()])
-                    .status();
+                assert!(!before.is_empty(), "a submitter instance");
+                for pid in &before {
+                    let _ = Command::new("kill")
+                        .args(["-KILL", &pid.to_string()])
+                        .stderr(Stdio::null())
+                        .status();
+                }
                 tokio::task::block_in_place(|| {
                     stack.wait_for("a new submitter instance", Duration::from_secs(30), |_| {
                         instance_pids(stack, "submitter").len() > before.len()

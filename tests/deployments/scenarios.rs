@@ -20,14 +20,6 @@ use crate::harness::{Deployment, Fixture, HOOK_SOURCE, HOOK_TOKEN};
 /// A scenario's body.
 pub type Run = fn(Arc<Deployment>, Arc<Fixture>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Why the slow neighbour skips on aws-local: the local Lambda stand-in runs one submitter
-/// instance, one invocation at a time (infra/aws_local/runtime.py), so a batch held by a slow
-/// agent holds every later batch, whatever agent it is for; the template's
-/// `ScalingConfig.MaximumConcurrency` (`SubmitterConcurrency`, default 5) is not modelled.
-pub const ONE_SUBMITTER_INSTANCE: &str = "the local stand-in runs one submitter invocation at a \
-     time (infra/aws_local/runtime.py), so a batch held by a slow agent delays later batches of \
-     other agents; the template's MaximumConcurrency is not modelled";
-
 /// One scenario: its name, its body, and why it skips on aws-local, if it does.
 pub struct Scenario {
     /// The scenario's name, as printed.
@@ -63,7 +55,7 @@ pub fn all() -> Vec<Scenario> {
         scenario!(lapse_each_kind),
         scenario!(withdraw),
         scenario!(retry_a_failed_lapse_task),
-        scenario!(slow_neighbour, Some(ONE_SUBMITTER_INSTANCE), false),
+        scenario!(slow_neighbour),
         scenario!(carrier_webhook),
         scenario!(operator_routes),
         scenario!(agents_independent),
