@@ -375,7 +375,11 @@ token = "{OPERATOR_TOKEN}"
     // One instance a function, and the submitter as many as its event source's
     // MaximumConcurrency (several start as the stack comes up).
     for f in FUNCTIONS {
-        assert!(!instance_pids(&stack, f).is_empty(), "{f}: {}", stack.tail());
+        assert!(
+            !instance_pids(&stack, f).is_empty(),
+            "{f}: {}",
+            stack.tail()
+        );
     }
 
     let http = reqwest::Client::new();
