@@ -18,38 +18,23 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use watcher_delivery::testing::{Behaviour, CaptureAgent};
 
+use common::aws_stack::{
+    aws_missing, bin_dir, free_port, instance_pids, kill_every_instance, root, Proc, FUNCTIONS,
+};
 use common::{one_expectation, origin};
 
-const FUNCTIONS: [&str; 4] = ["api", "timer", "submitter", "lesson-write"];
 const PUSH_TOKEN: &str = "push-token-aws-local";
 const HELD_TOKEN: &str = "push-token-held";
 const OPERATOR_TOKEN: &str = "ops-token-aws-local";
 /// Seconds a record held by a dead submitter instance takes to come back
 /// (`--visibility-timeout-cap`; the template's 360 s would make the test six minutes long).
 const VISIBILITY_CAP: u64 = 4;
-
-/// The workspace root.
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The folder `cargo test` built into (target/debug, or $CARGO_TARGET_DIR/debug).
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_a2a-watcher"))
-        .parent()
-        .expect("the binary's folder")
-        .to_path_buf()
-}
 
 /// Why `.venv`'s python with moto, boto3 and PyYAML is not usable here, if it is not.
 fn missing_python() -> Option<String> {
@@ -69,127 +54,6 @@ fn missing_python() -> Option<String> {
     None
 }
 
-/// Why the stack cannot run here, if it cannot.
-fn missing_prerequisite() -> Option<String> {
-    if let Some(why) = missing_python() {
-        return Some(why);
-    }
-    let absent: Vec<&str> = FUNCTIONS
-        .iter()
-        .copied()
-        .filter(|f| !bin_dir().join(f).is_file())
-        .collect();
-    if !absent.is_empty() {
-        return Some(format!(
-            "the function binaries {absent:?} are not built in {} (cargo build -p watcher-fn-api \
-             -p watcher-fn-timer -p watcher-fn-submitter -p watcher-fn-lesson-write)",
-            bin_dir().display()
-        ));
-    }
-    None
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// A child whose output lines are collected, and which is stopped (SIGTERM, then SIGKILL) when
-/// dropped.
-struct Proc {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-    new_line: mpsc::Receiver<()>,
-}
-
-impl Proc {
-    fn spawn(mut cmd: Command) -> Proc {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn");
-        let out = child.stdout.take().expect("stdout");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let (tx, new_line) = mpsc::channel();
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap().push(line);
-                let _ = tx.send(());
-            }
-        });
-        Proc {
-            child,
-            lines,
-            new_line,
-        }
-    }
-
-    fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-
-    /// Waits until a line satisfies `pred` and returns it; panics with the output after
-    /// `timeout`.
-    fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
-        let end = Instant::now() + timeout;
-        loop {
-            if let Some(l) = self.lines().into_iter().find(|l| pred(l)) {
-                return l;
-            }
-            let left = end.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "no {what} within {timeout:?}; output:\n{}",
-                self.tail()
-            );
-            let _ = self
-                .new_line
-                .recv_timeout(left.min(Duration::from_millis(200)));
-        }
-    }
-
-    fn tail(&self) -> String {
-        let lines = self.lines();
-        let from = lines.len().saturating_sub(60);
-        lines[from..]
-            .iter()
-            .map(|l| l.chars().take(400).collect::<String>())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    /// SIGTERM, and the exit within `timeout` (SIGKILL after it).
-    fn terminate(&mut self, timeout: Duration) -> bool {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let end = Instant::now() + timeout;
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        false
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            self.terminate(Duration::from_secs(10));
-        }
-    }
-}
-
 fn alive(pid: u32) -> bool {
     // A zombie has exited: only a running or sleeping process counts.
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
@@ -197,32 +61,6 @@ fn alive(pid: u32) -> bool {
             .next()
             .is_some_and(|r| !r.trim_start().starts_with('Z'))
     })
-}
-
-/// The pids of the instances of function `name` started so far ("[name] started (pid N)").
-fn instance_pids(stack: &Proc, name: &str) -> Vec<u32> {
-    let prefix = format!("[{name}] started (pid ");
-    stack
-        .lines()
-        .iter()
-        .filter_map(|l| l.strip_prefix(&prefix))
-        .filter_map(|r| r.trim_end_matches(')').parse().ok())
-        .collect()
-}
-
-/// Kills every instance of function `name` (whichever holds the lapse task); answers how many
-/// instances had started before, so a caller can wait for a new one.
-fn kill_every_instance(stack: &Proc, name: &str) -> usize {
-    let pids = instance_pids(stack, name);
-    assert!(!pids.is_empty(), "no {name} instance started");
-    for pid in &pids {
-        // An instance replaced earlier is gone already; kill says so and nothing happens.
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .stderr(Stdio::null())
-            .status();
-    }
-    pids.len()
 }
 
 /// The lapse tasks the example agent printed for expectation `id`.
@@ -297,7 +135,7 @@ fn the_stand_ins_pass_their_unit_tests() {
 async fn lapse_tasks_travel_through_the_function_processes_once() {
     if skip(
         "lapse_tasks_travel_through_the_function_processes_once",
-        missing_prerequisite(),
+        aws_missing(),
     ) {
         return;
     }
@@ -366,7 +204,7 @@ token = "{OPERATOR_TOKEN}"
             "CARGO_TARGET_DIR",
             bin_dir().parent().expect("the target folder"),
         );
-    let mut stack = Proc::spawn(cmd);
+    let stack = Proc::spawn(cmd);
     let ready = stack.wait_for("ready line", Duration::from_secs(120), |l| {
         l.starts_with("[aws-local] ready at ")
     });

@@ -98,7 +98,7 @@ async fn every_scenario_on_serve() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_scenario_on_aws_local() {
-    if let Some(why) = harness::aws_missing() {
+    if let Some(why) = common::aws_stack::aws_missing() {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
             "every_scenario_on_aws_local cannot run in CI: {why}"

@@ -5,6 +5,8 @@
 //! Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod aws_stack;
+
 use std::future::Future;
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -6,25 +6,22 @@
 //! configuration secret at cold start), so a [`Fixture`] spawns them all, writes one watcher.toml
 //! naming them, and the deployment starts on it.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use a2a_types::TaskState;
 use serde_json::{json, Value};
 use watcher_delivery::testing::{Behaviour, CaptureAgent, CapturedRequest, Reply};
 
+use crate::common::aws_stack::{bin_dir, free_port, instance_pids, root, Proc};
 use crate::common::{Answer, Watcher, OPERATOR_TOKEN, SOURCE_ID, SOURCE_TOKEN};
 
 /// The source whose webhook has a mapping (scenario `carrier_webhook`).
 pub const HOOK_SOURCE: &str = "carrier-feed:hooks";
 /// Its bearer token.
 pub const HOOK_TOKEN: &str = "src-token-hooks";
-/// The function binaries the AWS stack runs.
-const FUNCTIONS: [&str; 4] = ["api", "timer", "submitter", "lesson-write"];
 /// Seconds a record held by a dead submitter instance takes to come back on AWS
 /// (`--visibility-timeout-cap`; the template's minutes would make the suite minutes longer).
 const VISIBILITY_CAP: u64 = 4;
@@ -322,47 +319,6 @@ token = "{OPERATOR_TOKEN}"
     }
 }
 
-/// Why the AWS stack cannot run here, if it cannot: `.venv` without moto, or the function
-/// binaries not built in the target folder.
-pub fn aws_missing() -> Option<String> {
-    let python = root().join(".venv/bin/python");
-    let ok = Command::new(&python)
-        .args(["-c", "import moto, boto3, yaml"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        return Some(format!(
-            "{} with moto is missing (bash infra/moto.sh installs it)",
-            python.display()
-        ));
-    }
-    let absent: Vec<&str> = FUNCTIONS
-        .iter()
-        .copied()
-        .filter(|f| !bin_dir().join(f).is_file())
-        .collect();
-    (!absent.is_empty()).then(|| {
-        format!(
-            "the function binaries {absent:?} are not built in {} (cargo build -p watcher-fn-api \
-             -p watcher-fn-timer -p watcher-fn-submitter -p watcher-fn-lesson-write)",
-            bin_dir().display()
-        )
-    })
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_a2a-watcher"))
-        .parent()
-        .expect("the binary's folder")
-        .to_path_buf()
-}
-
 /// A running deployment. Scenarios reach it over HTTP at [`Deployment::base_url`], which may
 /// change when [`Deployment::kill_sender`] restarts `serve`.
 pub struct Deployment {
@@ -578,114 +534,6 @@ impl Deployment {
                 log.chars().skip(skip).collect()
             }
             Running::Aws(stack) => stack.tail(),
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// The pids of the instances of function `name` started so far ("[name] started (pid N)").
-fn instance_pids(stack: &Proc, name: &str) -> Vec<u32> {
-    let prefix = format!("[{name}] started (pid ");
-    stack
-        .lines()
-        .iter()
-        .filter_map(|l| l.strip_prefix(&prefix))
-        .filter_map(|r| r.trim_end_matches(')').parse().ok())
-        .collect()
-}
-
-/// A child whose output lines are collected, stopped (SIGTERM, then SIGKILL) when dropped.
-pub struct Proc {
-    child: Mutex<Child>,
-    lines: Arc<Mutex<Vec<String>>>,
-    new_line: Mutex<mpsc::Receiver<()>>,
-}
-
-impl Proc {
-    fn spawn(mut cmd: Command) -> Proc {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn");
-        let out = child.stdout.take().expect("stdout");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let (tx, new_line) = mpsc::channel();
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap().push(line);
-                let _ = tx.send(());
-            }
-        });
-        Proc {
-            child: Mutex::new(child),
-            lines,
-            new_line: Mutex::new(new_line),
-        }
-    }
-
-    /// Every line the child printed on stdout so far.
-    pub fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-
-    /// Waits (blocking) until a line satisfies `pred`; panics with the output after `timeout`.
-    fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
-        let end = Instant::now() + timeout;
-        loop {
-            if let Some(l) = self.lines().into_iter().find(|l| pred(l)) {
-                return l;
-            }
-            let left = end.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "no {what} within {timeout:?}; output:\n{}",
-                self.tail()
-            );
-            let _ = self
-                .new_line
-                .lock()
-                .unwrap()
-                .recv_timeout(left.min(Duration::from_millis(200)));
-        }
-    }
-
-    fn tail(&self) -> String {
-        let lines = self.lines();
-        let from = lines.len().saturating_sub(80);
-        lines[from..]
-            .iter()
-            .map(|l| l.chars().take(400).collect::<String>())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let child = self.child.get_mut().unwrap();
-        if let Ok(None) = child.try_wait() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-            let end = Instant::now() + Duration::from_secs(20);
-            while Instant::now() < end {
-                if let Ok(Some(_)) = child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
         }
     }
 }
