@@ -22,9 +22,10 @@ pub enum StoreError {
     /// A conditional write lost: something changed since it was loaded. Reload and retry.
     #[error("conflict: {0} changed since it was loaded")]
     Conflict(String),
-    /// The backend failed. Retrying may help; the cause says.
+    /// The backend failed. Retrying may help; the cause says. The cause is in the message and
+    /// not also the error's `source`, so a chain printed whole (`{:#}`) says it once.
     #[error("store backend failed: {0}")]
-    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    Backend(Box<dyn std::error::Error + Send + Sync>),
     /// Stored data could not be read back. Not retryable; the record needs attention.
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),

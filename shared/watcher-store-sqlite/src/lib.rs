@@ -112,7 +112,7 @@ impl SqliteStore {
     /// # Ok::<(), watcher_runtime::store::StoreError>(())
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let conn = Connection::open(path.as_ref()).map_err(db)?;
+        let conn = Connection::open(path.as_ref()).map_err(|e| open_error(path.as_ref(), e))?;
         Self::prepared(
             conn,
             Some(Arc::new(group::Readers::new(path.as_ref().to_path_buf()))),
@@ -2033,9 +2033,86 @@ fn lapses_page_body(
     Ok(page)
 }
 
+/// Why the database file at `path` could not be opened, in words, without the path (the
+/// caller names it once): a missing folder or a denied permission said as such, anything else
+/// as SQLite's own short description. rusqlite's message repeats the path and SQLite's text
+/// twice.
+fn open_error(path: &Path, e: rusqlite::Error) -> StoreError {
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let why = if !folder.is_dir() {
+        format!("the folder {} does not exist", folder.display())
+    } else if path.is_dir() {
+        "it is a folder, not a database file".to_string()
+    } else if path.exists()
+        && std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+    {
+        "permission denied: the file cannot be opened for writing by this user".to_string()
+    } else if !path.exists() && folder_denies_new_files(folder) {
+        format!(
+            "permission denied: a file cannot be created in the folder {}",
+            folder.display()
+        )
+    } else {
+        match &e {
+            rusqlite::Error::SqliteFailure(code, _) => code.to_string(),
+            other => other.to_string(),
+        }
+    };
+    StoreError::Backend(why.into())
+}
+
+/// Whether creating a file in `folder` is refused for permissions (tried with a file that is
+/// removed at once).
+fn folder_denies_new_files(folder: &Path) -> bool {
+    let probe = folder.join(format!(".a2a-watcher-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            false
+        }
+        Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_that_cannot_be_opened_says_why_once() {
+        let missing = std::path::PathBuf::from("/nonexistent-a2a-watcher-folder/w.db");
+        let Err(e) = SqliteStore::open(&missing) else {
+            panic!("opened a file in a folder that does not exist");
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("the folder /nonexistent-a2a-watcher-folder does not exist"),
+            "{text}"
+        );
+        assert!(!text.contains("w.db"), "the caller names the file: {text}");
+        let dir = tempfile::tempdir().unwrap();
+        let folder_as_file = dir.path().join("a-folder");
+        std::fs::create_dir(&folder_as_file).unwrap();
+        let Err(e) = SqliteStore::open(&folder_as_file) else {
+            panic!("opened a folder as a database");
+        };
+        let text = e.to_string();
+        assert!(
+            text.ends_with("it is a folder, not a database file"),
+            "{text}"
+        );
+    }
 
     /// The writer's connection stays at `synchronous = FULL` (2) across sequence numbers and
     /// commits, so a 2xx means on disk; the numbers taken survive a reopen.
