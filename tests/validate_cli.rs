@@ -135,3 +135,21 @@ fn a_file_giving_a_member_twice_is_refused_naming_it() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A reader that goes away (`a2a-watcher validate … | head -0`) ends the command quietly: no
+/// panic, nothing on stderr. The reader here exits at once; the command writes after it has.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    let bin = env!("CARGO_BIN_EXE_a2a-watcher");
+    let card = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/booking-card.json");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"(sleep 0.3; "$0" validate card "$1") | true"#)
+        .arg(bin)
+        .arg(card)
+        .output()
+        .expect("sh");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.is_empty(), "quiet: {stderr}");
+}

@@ -243,8 +243,29 @@ fn exit_on(result: anyhow::Result<()>, what: &str) -> ExitCode {
     }
 }
 
+/// Lets a command that prints and ends stop quietly when its reader goes away (`| head`), as
+/// other command-line tools do: Rust ignores SIGPIPE, so every `println!` after the reader closed
+/// would panic. Our own two lines because std offers no way to set a signal's disposition. Not
+/// for the long-running commands (`serve`, the agents), whose log lines must never end them.
+fn quiet_on_closed_pipe() {
+    // SAFETY: called once at start, before any thread is spawned; SIG_DFL is always valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(
+        cli.command,
+        Command::Serve { .. }
+            | Command::Demo
+            | Command::BenchAgent { .. }
+            | Command::ExampleAgent { .. }
+            | Command::Bench { .. }
+    ) {
+        quiet_on_closed_pipe();
+    }
     match cli.command {
         Command::Serve { config } => {
             init_logging(cli.log_format, "info,tower_http=warn");
