@@ -1,0 +1,84 @@
+//! The README's routes table lists every route the watcher answers: the API's, the web page's
+//! and the authority's (from the routers' own tables, `watcher_http::api_routes` and its
+//! siblings) and `serve`'s `/metrics`; and it lists none that is not answered. A route added
+//! without its line, or a line left for a route removed, fails here.
+
+use std::collections::BTreeSet;
+
+/// A path pattern with every `{…}` segment (and what follows it in that segment, as in
+/// `{name}.json`) as `{}`, so that `{agentId}` and `{agent_id}` compare equal.
+fn shape(path: &str) -> String {
+    path.split('/')
+        .map(|seg| if seg.starts_with('{') { "{}" } else { seg })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// `(METHOD, shape)` of every route the README's routes table names: each backticked
+/// `METHOD /path`, or `/path` after one (it takes the method before it in its cell).
+fn documented() -> BTreeSet<(String, String)> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let start = text.find("| route | who |").expect("the routes table");
+    let mut out = BTreeSet::new();
+    for row in text[start..].lines().skip(2) {
+        if !row.starts_with('|') {
+            break;
+        }
+        let cell = row.split('|').nth(1).unwrap_or_default();
+        let mut method = String::new();
+        for (i, item) in cell.split('`').enumerate() {
+            if i % 2 == 0 {
+                continue;
+            }
+            let (m, path) = match item.split_once(' ') {
+                Some((m, p)) if m.chars().all(|c| c.is_ascii_uppercase()) => (m.to_string(), p),
+                _ => (method.clone(), item),
+            };
+            if path.starts_with('/') && !m.is_empty() {
+                method = m.clone();
+                out.insert((m, shape(path)));
+            }
+        }
+    }
+    out
+}
+
+fn answered() -> BTreeSet<(String, String)> {
+    watcher_http::api_routes()
+        .into_iter()
+        .chain(watcher_http::web::web_routes())
+        .chain(watcher_http::learnables::learnables_routes())
+        .map(|(m, p)| (m.as_str().to_string(), shape(p)))
+        .chain([("GET".to_string(), "/metrics".to_string())])
+        .collect()
+}
+
+#[test]
+fn the_readme_lists_every_route_and_only_those() {
+    let documented = documented();
+    let answered = answered();
+    let missing: Vec<_> = answered.difference(&documented).collect();
+    let extra: Vec<_> = documented.difference(&answered).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "README routes table: not listed {missing:?}; listed but not answered {extra:?}"
+    );
+}
+
+#[test]
+fn the_table_reader_finds_shared_cells_and_methods() {
+    let documented = documented();
+    for (m, p) in [
+        ("POST", "/ui/logout"),
+        ("GET", "/ui/subjects/{}/{}"),
+        ("PUT", "/v1/definitions/{}"),
+        ("POST", "/v1/definitions/{}/lessons:check"),
+        ("GET", "/v1/schemas/{}"),
+    ] {
+        assert!(
+            documented.contains(&(m.to_string(), p.to_string())),
+            "{m} {p} not read from {documented:?}"
+        );
+    }
+}
