@@ -98,6 +98,13 @@ push_token = "{PARTNER_TOKEN}"
             .and_then(|v| v.to_str().ok()),
         Some("application/problem+json")
     );
+    // The answer says why: the last read's error, naming the card's address.
+    let problem: Value = refused.json().await.expect("problem+json");
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("the last read failed") && detail.contains(&port.to_string()),
+        "{problem}"
+    );
 
     // It is reported, and the watcher stays healthy for everyone else.
     let health = w.get("/healthz").await;

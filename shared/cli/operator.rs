@@ -625,5 +625,39 @@ pub fn agents_table(body: &Value) -> String {
             s(&a["lastError"]),
         ]);
     }
-    format!("{t}\n")
+    // Why a card is not in use, under the table (it is too long for a column).
+    let mut why = String::new();
+    for a in body["agents"].as_array().into_iter().flatten() {
+        if let Some(error) = a["card"]["error"].as_str() {
+            let next = a["card"]["nextTryAt"]
+                .as_str()
+                .map(|n| format!(" (read again at {n})"))
+                .unwrap_or_default();
+            why.push_str(&format!("card of {}: {}{next}\n", s(&a["agentId"]), error));
+        }
+    }
+    format!("{t}\n{why}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agents_table_says_why_a_card_is_not_in_use() {
+        let body = serde_json::json!({ "agents": [
+            { "agentId": "booking", "delivery": "ok", "card": { "state": "ok" } },
+            { "agentId": "partner", "delivery": "ok", "card": {
+                "state": "unavailable",
+                "error": "card http://127.0.0.1:9/: connection refused",
+                "nextTryAt": "2026-09-10T12:00:30Z" } }
+        ]});
+        let out = agents_table(&body);
+        assert!(out.contains("unavailable"), "{out}");
+        assert!(
+            out.contains("card of partner: card http://127.0.0.1:9/: connection refused (read again at 2026-09-10T12:00:30Z)"),
+            "{out}"
+        );
+        assert!(!out.contains("card of booking"), "{out}");
+    }
 }

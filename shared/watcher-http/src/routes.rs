@@ -94,10 +94,23 @@ pub async fn push(
         Some(entry) => entry,
         // Configured, but its card was never read (serve.md "Agents are independent").
         None if state.watcher.directory.card_health(&tenant, &id).is_some() => {
+            // Says why, as `GET /v1/agents` and `a2a-watcher agents` do: the last read's error
+            // and when the next read is tried.
+            let health = state.watcher.directory.card_health(&tenant, &id);
+            let why = health
+                .as_ref()
+                .and_then(|h| h.error.as_deref())
+                .map(|e| format!(" (the last read failed: {e})"))
+                .unwrap_or_default();
+            let next = health
+                .as_ref()
+                .and_then(|h| h.next_try_at)
+                .map(|at| format!(" at {at}"))
+                .unwrap_or_default();
             return Err(ApiError::unavailable(format!(
-                "agent {agent_id:?}'s card has not been read yet, so its expectations cannot be checked against it; the watcher retries reading it: push again later"
+                "agent {agent_id:?}'s card has not been read yet{why}, so its expectations cannot be checked against it; the watcher reads it again{next}: push again later"
             ))
-            .with_retry_after(CARD_RETRY_AFTER_SECS))
+            .with_retry_after(CARD_RETRY_AFTER_SECS));
         }
         None => {
             return Err(ApiError::not_found(format!(
