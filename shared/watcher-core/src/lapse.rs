@@ -143,15 +143,68 @@ pub(crate) fn phrase(p: &Phrase<'_>) -> String {
                 b.expects, b.due_at
             )
         }
-        LapseKind::Stalled => {
-            let horizon = p
-                .horizon
-                .map(|h| format!(" The horizon, {h}, has passed."))
-                .unwrap_or_default();
-            format!(
-                "Stalled: nothing has been heard about {subject} since {}, and {} is still outstanding.{horizon}",
-                p.silent_since, b.expects
-            )
-        }
+        LapseKind::Stalled => match p.horizon {
+            // Raised (or last heard of) after its horizon had already passed: "since" would name
+            // a time after the horizon, so the horizon is what the sentence is about.
+            Some(h) if p.silent_since > h => format!(
+                "Stalled: nothing was heard about {subject} by its horizon, {h}, and {} is still outstanding.",
+                b.expects
+            ),
+            horizon => {
+                let horizon = horizon
+                    .map(|h| format!(" The horizon, {h}, has passed."))
+                    .unwrap_or_default();
+                format!(
+                    "Stalled: nothing has been heard about {subject} since {}, and {} is still outstanding.{horizon}",
+                    p.silent_since, b.expects
+                )
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(t: &str) -> Instant {
+        Instant::parse(t).unwrap()
+    }
+
+    fn stalled_text(silent_since: &str, horizon: &str) -> String {
+        let block = LapseBlock {
+            expectation_id: ExpectationId::parse("e-1").unwrap(),
+            kind: "ship.arrival".into(),
+            subject: Subject::parse("shipment", "S1").unwrap(),
+            expects: "the arrival".into(),
+            lapse: LapseKind::Stalled,
+            projected_due_at: at("2026-09-10T06:00:00Z"),
+            due_at: at("2026-09-10T06:00:00Z"),
+            lapsed_at: at("2026-09-10T09:00:00Z"),
+            last_fact_at: None,
+            satisfied_after: Vec::new(),
+            lineage: 0,
+        };
+        phrase(&Phrase {
+            block: &block,
+            grace: None,
+            horizon: Some(at(horizon)),
+            revealed_by: Vec::new(),
+            silent_since: at(silent_since),
+        })
+    }
+
+    #[test]
+    fn a_stalled_lapse_never_names_a_since_after_its_horizon() {
+        // Heard of before the horizon: since then.
+        assert_eq!(
+            stalled_text("2026-09-10T01:00:00Z", "2026-09-10T04:00:00Z"),
+            "Stalled: nothing has been heard about shipment S1 since 2026-09-10T01:00:00Z, and the arrival is still outstanding. The horizon, 2026-09-10T04:00:00Z, has passed."
+        );
+        // Raised after its horizon had passed: the horizon, not a later "since".
+        assert_eq!(
+            stalled_text("2026-09-10T08:00:00Z", "2026-09-10T04:00:00Z"),
+            "Stalled: nothing was heard about shipment S1 by its horizon, 2026-09-10T04:00:00Z, and the arrival is still outstanding."
+        );
     }
 }
