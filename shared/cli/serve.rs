@@ -52,6 +52,10 @@ pub async fn run(config: Config, used_defaults: bool) -> anyhow::Result<()> {
     if used_defaults {
         // Once: serve's log is on stderr, so a second eprintln would print it twice.
         tracing::warn!("no --config given: using built-in defaults (127.0.0.1:8080, ./watcher.db, no agents, sources or operators)");
+    } else {
+        for gap in config.gaps() {
+            tracing::warn!("{gap}");
+        }
     }
     let running = start(config).await?;
     println!("listening on http://{}", running.addr);

@@ -367,15 +367,140 @@ fn parse_warning_unknown(text: &str, origin: &str, base: Option<&Path>) -> anyho
     let text = resolved.as_deref().unwrap_or(text);
     let unknown = unknown_keys(text)?;
     for key in &unknown {
+        let hint = match did_you_mean(key) {
+            Some(known) => format!("did you mean `{known}`?"),
+            None => "a typo?".to_string(),
+        };
         // Once: through the log when one is set up (serve's log is on stderr too, so both would
         // print it twice), else on stderr.
         if tracing::dispatcher::has_been_set() {
-            tracing::warn!(key = %key, origin, "unknown configuration key `{key}` ignored (a typo?)");
+            tracing::warn!(key = %key, origin, "unknown configuration key `{key}` ignored ({hint})");
         } else {
-            eprintln!("a2a-watcher: warning: unknown key `{key}` in {origin} is ignored (a typo?)");
+            eprintln!("a2a-watcher: warning: unknown key `{key}` in {origin} is ignored ({hint})");
         }
     }
     Ok(toml::from_str(text)?)
+}
+
+impl Config {
+    /// What a configuration that parses still lacks for a working watcher, in words, one line
+    /// each: no agent (nothing can raise an expectation), no operator (nobody can read the
+    /// record: the operator routes and the web page refuse everyone). Empty when it has both.
+    /// `serve` logs each at start.
+    pub fn gaps(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.agents.is_empty() {
+            out.push(
+                "no [[agents]] in the configuration: no agent can push, so no expectation can be raised"
+                    .to_string(),
+            );
+        }
+        if self.operators.is_empty() {
+            out.push(
+                "no [[operators]] in the configuration: the operator routes (/v1/subjects, /v1/lapses, /v1/agents) and the web page (/ui) refuse everyone"
+                    .to_string(),
+            );
+        }
+        out
+    }
+}
+
+/// Every key each table of the configuration takes (`""` is the top level), for "did you mean"
+/// on an unknown key. `tests/configuration_doc.rs` checks it against the structs, so it cannot
+/// drift from what is read.
+pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
+    (
+        "",
+        &[
+            "listen",
+            "database",
+            "public_url",
+            "allow_private_endpoints",
+            "retention_days",
+            "sources",
+            "agents",
+            "operators",
+            "teachers",
+            "limits",
+            "delivery",
+        ],
+    ),
+    (
+        "limits",
+        &[
+            "lineage_bound",
+            "max_open_per_subject",
+            "max_open_per_agent",
+            "body_bytes",
+            "body_read_secs",
+            "json_depth",
+            "string_bytes",
+            "expectations_per_artifact",
+            "facts_per_request",
+            "check_corpus_entries",
+        ],
+    ),
+    (
+        "delivery",
+        &[
+            "timeout_secs",
+            "give_up_after",
+            "backoff_base",
+            "backoff_max",
+            "poll_first",
+            "per_minute",
+            "burst",
+            "in_flight_per_agent",
+            "in_flight",
+            "reconcile_origins",
+        ],
+    ),
+    (
+        "agents",
+        &[
+            "id",
+            "card",
+            "endpoint",
+            "push_token",
+            "bearer",
+            "tenant",
+            "submit_lapses",
+            "reconcile",
+            "probe",
+        ],
+    ),
+    (
+        "sources",
+        &["id", "token", "tenant", "signature", "mappings"],
+    ),
+    ("operators", &["id", "token", "tenant"]),
+    ("teachers", &["id", "token", "tenant", "on_behalf_of"]),
+];
+
+/// The known key closest to the unknown dotted path `key` (`agents.0.push_tokn` →
+/// `agents.0.push_token`), when one is within a small edit distance: at most a third of its
+/// length, and at most 3 edits. `None` for a table this list does not cover.
+pub fn did_you_mean(key: &str) -> Option<String> {
+    let (parent, last) = match key.rsplit_once('.') {
+        Some((p, l)) => (p, l),
+        None => ("", key),
+    };
+    // The table's name without array indices: `agents.0` → `agents`.
+    let table: Vec<&str> = parent
+        .split('.')
+        .filter(|s| !s.is_empty() && s.parse::<usize>().is_err())
+        .collect();
+    let table = table.join(".");
+    let keys = KNOWN_KEYS.iter().find(|(t, _)| *t == table)?.1;
+    let bound = (last.chars().count() / 3).clamp(1, 3);
+    keys.iter()
+        .map(|k| (strsim::damerau_levenshtein(last, k), *k))
+        .filter(|(d, _)| *d <= bound)
+        .min()
+        .map(|(_, k)| match key.rsplit_once('.') {
+            Some((p, _)) => format!("{p}.{k}"),
+            None => k.to_string(),
+        })
 }
 
 /// The keys of `text` that [`Config`] does not read, as dotted paths (`agents.0.tokn`).
@@ -489,6 +614,38 @@ token = "ops-token-1"
         )
         .unwrap_err();
         assert!(err.to_string().contains("used twice"), "{err}");
+    }
+
+    #[test]
+    fn a_configuration_without_agents_or_operators_says_so() {
+        let gaps = Config::from_toml("").unwrap().gaps();
+        assert_eq!(gaps.len(), 2, "{gaps:?}");
+        assert!(gaps[0].starts_with("no [[agents]]"), "{gaps:?}");
+        assert!(gaps[1].starts_with("no [[operators]]"), "{gaps:?}");
+        let full = Config::from_toml(
+            "[[agents]]\nid = \"a\"\ncard = \"x\"\npush_token = \"p\"\n[[operators]]\nid = \"o\"\ntoken = \"t\"\n",
+        )
+        .unwrap();
+        assert!(full.gaps().is_empty(), "{:?}", full.gaps());
+    }
+
+    #[test]
+    fn unknown_keys_get_the_closest_known_one() {
+        assert_eq!(did_you_mean("databse").as_deref(), Some("database"));
+        assert_eq!(did_you_mean("lisen").as_deref(), Some("listen"));
+        assert_eq!(
+            did_you_mean("agents.0.push_tokn").as_deref(),
+            Some("agents.0.push_token")
+        );
+        assert_eq!(
+            did_you_mean("delivery.per_minut").as_deref(),
+            Some("delivery.per_minute")
+        );
+        // [[agent]] for [[agents]]: the table's name.
+        assert_eq!(did_you_mean("agent").as_deref(), Some("agents"));
+        // Nothing near: no guess.
+        assert_eq!(did_you_mean("colour"), None);
+        assert_eq!(did_you_mean("limits.zzzzzz"), None);
     }
 
     #[test]

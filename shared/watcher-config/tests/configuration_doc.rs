@@ -115,3 +115,28 @@ fn configuration_md_is_current() {
         assert!(text.contains(&format!("| `{key}` |")), "{key}");
     }
 }
+
+/// `watcher_config::config::KNOWN_KEYS` (the "did you mean" list) holds exactly the keys of every
+/// table this file documents.
+#[test]
+fn the_did_you_mean_list_is_the_structs_keys() {
+    let source =
+        std::fs::read_to_string(root().join("shared/watcher-config/src/config.rs")).unwrap();
+    for (table, name) in [
+        ("", "Config"),
+        ("limits", "LimitsConfig"),
+        ("delivery", "DeliveryConfig"),
+        ("agents", "AgentConfig"),
+        ("sources", "SourceConfig"),
+        ("operators", "PartyConfig"),
+        ("teachers", "TeacherConfig"),
+    ] {
+        let want: Vec<String> = fields(&source, name).into_iter().map(|f| f.0).collect();
+        let known = watcher_config::config::KNOWN_KEYS
+            .iter()
+            .find(|(t, _)| *t == table)
+            .unwrap_or_else(|| panic!("KNOWN_KEYS has no table {table:?}"))
+            .1;
+        assert_eq!(known, want.as_slice(), "table {table:?}");
+    }
+}
