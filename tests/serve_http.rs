@@ -46,6 +46,21 @@ async fn the_worked_example_on_compressed_times() {
         reported.body,
         json!({ "results": [{ "factKey": format!("shipment.departed:{SHIPMENT}"), "satisfied": [DEPART] }] })
     );
+    // Sent again, each changes nothing, and the answer says what was already recorded.
+    let again = w.report(&fact).await;
+    assert_eq!(
+        again.body,
+        json!({ "results": [{ "factKey": format!("shipment.departed:{SHIPMENT}"), "satisfied": [] }],
+                "alreadyRecorded": [format!("shipment.departed:{SHIPMENT}")] }),
+        "{again:?}"
+    );
+    let pushed_again = w.push(&booking_artifact(times)).await;
+    assert_eq!(
+        pushed_again.body,
+        json!({ "raised": [], "rejected": [], "withdrawn": [], "facts": 0,
+                "alreadyRecorded": [MANIFEST, DEPART, ARRIVE] }),
+        "{pushed_again:?}"
+    );
 
     wait_for_requests(&agent, 4, PATIENCE).await;
     assert!(
@@ -214,7 +229,8 @@ async fn a_duplicate_push_raises_nothing_and_sends_one_set_of_lapse_tasks() {
     assert_eq!(second.status, 200, "{second:?}");
     assert_eq!(
         second.body,
-        json!({ "raised": [], "rejected": [], "withdrawn": [], "facts": 0 })
+        json!({ "raised": [], "rejected": [], "withdrawn": [], "facts": 0,
+                "alreadyRecorded": ["exp-dup"] })
     );
 
     wait_for_requests(&agent, 1, PATIENCE).await;

@@ -135,6 +135,16 @@ pub async fn push(
     let warned_task = event
         .task_id()
         .and_then(|t| watcher_core::ids::TaskId::parse(t).ok());
+    // The well-formed expectations this push carries, to say which were recorded before.
+    let carried: Vec<String> = items
+        .iter()
+        .filter_map(|i| match i {
+            PushItem::Raise { expectations, .. } => Some(expectations),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|e| e.as_ref().ok().map(|e| e.expectation_id.to_string()))
+        .collect();
     items.extend(warnings.iter().map(|w| PushItem::Ignored {
         task_id: warned_task.clone(),
         reason: w.clone(),
@@ -177,8 +187,27 @@ pub async fn push(
             _ => {}
         }
     }
+    // Expectations this push carried that it neither raised nor refused: recorded before, with
+    // the same content (a replay, or a Task snapshot repeating its artifacts), so unchanged.
+    let decided: std::collections::BTreeSet<String> = raised
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .chain(
+            rejected
+                .iter()
+                .filter_map(|r| r["expectationId"].as_str().map(str::to_string)),
+        )
+        .collect();
+    let mut already: Vec<String> = carried
+        .into_iter()
+        .filter(|id| !decided.contains(id))
+        .collect();
+    already.dedup();
     let mut answer =
         json!({ "raised": raised, "rejected": rejected, "withdrawn": withdrawn, "facts": facts });
+    if !already.is_empty() {
+        answer["alreadyRecorded"] = json!(already);
+    }
     if !warnings.is_empty() {
         answer["warnings"] = json!(warnings);
     }
@@ -474,7 +503,27 @@ pub async fn record_facts(
             _ => None,
         })
         .collect();
-    Ok(Json(json!({ "results": results })))
+    // Facts received before, exactly (key, source, observedAt: fact identity, §9.1): recorded
+    // once, so these changed nothing.
+    let mut already: Vec<String> = applied
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::FactRecorded {
+                fact_key,
+                duplicate: true,
+                ..
+            } => Some(fact_key.to_string()),
+            _ => None,
+        })
+        .collect();
+    already.sort();
+    already.dedup();
+    let mut answer = json!({ "results": results });
+    if !already.is_empty() {
+        answer["alreadyRecorded"] = json!(already);
+    }
+    Ok(Json(answer))
 }
 
 /// `GET /v1/subjects/{type}/{id}`: the subject's expectations (ExpectationRecord, replay.md)
