@@ -738,3 +738,54 @@ async fn a_followed_origin_task_survives_a_restart() {
     );
     assert!(agent.sent_message_ids().is_empty());
 }
+
+/// `a2a-watcher example-agent` claims only what it does (m6): its card says
+/// `pushNotifications: false` (it never pushes) and `CancelTask` answers -32002 (it completes
+/// every task at once), so `probe` does not trust it and says why in those two words.
+#[tokio::test]
+async fn probe_against_the_example_agent_says_why_it_is_not_trusted() {
+    use tokio::io::AsyncBufReadExt;
+    let mut agent = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
+        .args(["example-agent", "--listen", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start a2a-watcher example-agent");
+    let mut lines = tokio::io::BufReader::new(agent.stdout.take().expect("piped")).lines();
+    let url = tokio::time::timeout(PATIENCE, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(rest) = line.strip_prefix("example agent listening on ") {
+                return rest.split_whitespace().next().map(str::to_owned);
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .expect("the example agent says where it listens");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
+        .args(["probe", &url])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("run a2a-watcher probe");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: Value = serde_json::from_slice(&out.stdout).expect("the descriptor is JSON");
+    assert_eq!(d["card"]["pushNotifications"], json!(false), "{d:#}");
+    assert_eq!(d["pushesArrived"], json!(0), "{d:#}");
+    assert_eq!(d["timestampsOnEveryStatus"], json!(true), "{d:#}");
+    assert_eq!(d["getTask"], json!(true), "{d:#}");
+    assert_eq!(d["lifecycleTrusted"], json!(false), "{d:#}");
+    let demotions = d["demotions"].to_string();
+    assert!(demotions.contains("the card offers none"), "{d:#}");
+    assert!(demotions.contains("-32002"), "{d:#}");
+    assert_eq!(d["demotions"].as_array().map(Vec::len), Some(2), "{d:#}");
+}

@@ -65,8 +65,8 @@ pub async fn run() -> anyhow::Result<()> {
     let mut agent =
         crate::example_agent::start("127.0.0.1:0", crate::example_agent::BOOKING_CARD, false)
             .await?;
-    std::fs::write(&card_path, crate::example_agent::BOOKING_CARD)
-        .context("Failed to write the card")?;
+    // The card the agent serves (it says `pushNotifications: false`), not the file it came from.
+    std::fs::write(&card_path, agent.card.to_string()).context("Failed to write the card")?;
     println!("example agent listening on {}", agent.url);
 
     let mut config = Config::defaults();

@@ -4,7 +4,14 @@
 //! It answers `SendMessage` with a new Task in `TASK_STATE_SUBMITTED` and `GetTask` with that
 //! task (or any other it is asked about, such as the origin tasks the worked example pushes)
 //! `TASK_STATE_COMPLETED`: it handles every task at once, so the watcher's origin check before
-//! sending and its following of the lapse task end cleanly. Other methods: -32601.
+//! sending and its following of the lapse task end cleanly. `CancelTask`: -32002 (task not
+//! cancelable: it is already completed). Other methods: -32601.
+//!
+//! Its card claims only what it does (m6): whatever card it serves, `pushNotifications` is
+//! `false`, since it never pushes; every status it answers carries a `timestamp`. So
+//! `a2a-watcher probe` against it is not lifecycle-trusted and says why (no push to count
+//! terminal events by, and a task it cannot cancel), and the watcher follows its lapse tasks with
+//! `GetTask` (docs/agents.md §4a).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,10 +41,12 @@ pub struct ExampleAgent {
     pub url: String,
     /// Every `SendMessage` params it accepted.
     pub received: mpsc::UnboundedReceiver<Value>,
+    /// The card it serves (`pushNotifications: false`, its JSONRPC interface at `url`).
+    pub card: Value,
 }
 
 /// Starts the agent on `listen` (port 0 picks one). Its card's JSONRPC interface is rewritten to
-/// the bound address.
+/// the bound address, and its `capabilities.pushNotifications` to `false` (it never pushes).
 ///
 /// # Errors
 /// Bind failures, or a card that is not JSON.
@@ -51,9 +60,10 @@ pub async fn start(listen: &str, card_text: &str, quiet: bool) -> anyhow::Result
         serde_json::from_str(card_text).context("the example card is not JSON")?;
     card["supportedInterfaces"] =
         json!([{ "url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0" }]);
+    card["capabilities"]["pushNotifications"] = json!(false);
     let (tx, rx) = mpsc::unbounded_channel();
     let state = AgentState {
-        card: Arc::new(card),
+        card: Arc::new(card.clone()),
         seen: tx,
         counter: Arc::new(AtomicU64::new(0)),
         quiet,
@@ -67,15 +77,29 @@ pub async fn start(listen: &str, card_text: &str, quiet: bool) -> anyhow::Result
             tracing::error!(error = %e, "example agent stopped");
         }
     });
-    Ok(ExampleAgent { url, received: rx })
+    Ok(ExampleAgent {
+        url,
+        received: rx,
+        card,
+    })
 }
 
 async fn card_route(State(s): State<AgentState>) -> Json<Value> {
     Json((*s.card).clone())
 }
 
+fn now() -> String {
+    watcher_runtime::clock::Clock::now(&watcher_runtime::clock::SystemClock).to_string()
+}
+
 async fn jsonrpc(State(s): State<AgentState>, Json(req): Json<Value>) -> Json<Value> {
     let id = req.get("id").cloned().unwrap_or(Value::Null);
+    if req.get("method").and_then(Value::as_str) == Some("CancelTask") {
+        // Every task is completed by the time anyone can ask (see GetTask): not cancelable.
+        return Json(
+            json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32002, "message": "Task not cancelable: the example agent completes every task at once" } }),
+        );
+    }
     if req.get("method").and_then(Value::as_str) == Some("GetTask") {
         let Some(task_id) = req.pointer("/params/id").and_then(Value::as_str) else {
             return Json(
@@ -89,7 +113,7 @@ async fn jsonrpc(State(s): State<AgentState>, Json(req): Json<Value>) -> Json<Va
                 "id": task_id,
                 "status": {
                     "state": "TASK_STATE_COMPLETED",
-                    "timestamp": watcher_runtime::clock::Clock::now(&watcher_runtime::clock::SystemClock).to_string()
+                    "timestamp": now()
                 }
             }
         }));
@@ -120,7 +144,7 @@ async fn jsonrpc(State(s): State<AgentState>, Json(req): Json<Value>) -> Json<Va
         "result": { "task": {
             "id": format!("lapse-task-{n}"),
             "contextId": message["contextId"],
-            "status": { "state": "TASK_STATE_SUBMITTED" }
+            "status": { "state": "TASK_STATE_SUBMITTED", "timestamp": now() }
         } }
     }))
 }
