@@ -4,6 +4,9 @@
 //! the agent's wire format is hand-written here: every push the watcher reads, and every answer
 //! to a lapse task, is what the SDK produces.
 //!
+//! Also the tutorial's example agents (examples/python-agent/, examples/typescript-agent/): each
+//! one against `serve` receives its lapse tasks, and `probe` trusts it.
+//!
 //! The venv is made by `bash infra/a2a-sdk.sh` (infra/test-all.sh runs it first). Without it the
 //! tests skip with a message, except under `CI=true`, where a missing venv fails them.
 //! `A2A_SKIP_SDK=1` (set by infra/test-all.sh when it could not make the venv, with the reason in
@@ -502,4 +505,252 @@ async fn probe_prints_the_sdk_agents_lifecycle_descriptor() {
             .is_some_and(|l| l.iter().any(|s| s["state"] == "TASK_STATE_COMPLETED")),
         "completed seen: {last:?} {d:#}"
     );
+}
+
+// The tutorial's example agents (examples/python-agent/, examples/typescript-agent/): each one,
+// started with the watcher's push route, books a shipment (an expectation in an artifact) and asks
+// a question (an expectation that expires), both due a second from now; the watcher sends the
+// lapse tasks; the agent's `handle_lapse` prints each lapse block it read, and cancels the task
+// whose question nobody answered.
+
+/// An example agent's push token in the watcher's configuration.
+const EXAMPLE_PUSH_TOKEN: &str = "push-token-example";
+
+/// An example agent, running. Killed when dropped.
+struct ExampleAgentProc {
+    /// `http://127.0.0.1:PORT`.
+    url: String,
+    /// The lapse block of every `handle_lapse {json}` line it printed.
+    lapses: tokio::sync::mpsc::UnboundedReceiver<Value>,
+    _child: Child,
+}
+
+impl ExampleAgentProc {
+    /// Runs `cmd` (with `--port 0`, and `--watcher PUSH --push-token TOKEN` given `push`) and
+    /// waits for its `listening on URL` line.
+    async fn start(mut cmd: Command, push: Option<&str>, what: &str) -> ExampleAgentProc {
+        cmd.args(["--port", "0"]);
+        if let Some(push) = push {
+            cmd.args(["--watcher", push, "--push-token", EXAMPLE_PUSH_TOKEN]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {what}: {e}"));
+        let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let url = tokio::time::timeout(PATIENCE, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(url) = line.strip_prefix("listening on ") {
+                    return Some(url.trim().to_owned());
+                }
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("{what} prints `listening on`"));
+        let (tx, lapses) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(block) = line.strip_prefix("handle_lapse ") {
+                    let block = serde_json::from_str(block)
+                        .unwrap_or_else(|e| panic!("handle_lapse printed {block:?}: {e}"));
+                    let _ = tx.send(block);
+                }
+            }
+        });
+        ExampleAgentProc {
+            url,
+            lapses,
+            _child: child,
+        }
+    }
+}
+
+/// SendMessage (A2A 1.0 JSON-RPC, the extension activated) with `text` to the agent whose card is
+/// at `agent`; the Task it answers.
+async fn send_text(agent: &str, text: &str) -> Value {
+    let http = reqwest::Client::new();
+    let card: Value = http
+        .get(format!("{agent}/.well-known/agent-card.json"))
+        .send()
+        .await
+        .and_then(|r| r.error_for_status())
+        .expect("the card")
+        .json()
+        .await
+        .expect("the card is JSON");
+    let endpoint = card["supportedInterfaces"][0]["url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a JSONRPC interface on {card:#}"));
+    let answer: Value = http
+        .post(endpoint)
+        .header("A2A-Version", "1.0")
+        .header("A2A-Extensions", URI)
+        .json(&json!({
+            "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": { "message": {
+                "messageId": format!("m-{}", jiff::Timestamp::now().as_nanosecond()),
+                "role": "ROLE_USER",
+                "parts": [{ "text": text }],
+            } },
+        }))
+        .send()
+        .await
+        .expect("SendMessage")
+        .json()
+        .await
+        .expect("SendMessage answers JSON");
+    answer["result"]["task"].clone()
+}
+
+/// The example agent `cmd` against `serve`: its two expectations lapse, `handle_lapse` reads both
+/// lapse blocks, and the unanswered question's task is canceled (so the watcher withdraws it).
+async fn example_agent_handles_its_lapses(cmd: Command, what: &str) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let push = format!("{base}/v1/agents/example/push");
+    let mut agent = ExampleAgentProc::start(cmd, Some(&push), what).await;
+    let config = format!(
+        r#"listen = "127.0.0.1:{port}"
+database = "watcher.db"
+allow_private_endpoints = true
+public_url = "{base}"
+
+[[agents]]
+id = "example"
+card = "{card}"
+push_token = "{EXAMPLE_PUSH_TOKEN}"
+
+[[operators]]
+id = "ops-desk"
+token = "{OPERATOR_TOKEN}"
+"#,
+        card = agent.url,
+    );
+    let watcher = spawn_watcher_with_config(&config).await;
+
+    let due = fmt(origin(Duration::from_secs(1)));
+    let booking = send_text(
+        &agent.url,
+        &format!("book shipment=PA-EX-1 due={due} grace=PT1S"),
+    )
+    .await;
+    assert_eq!(
+        state(&booking),
+        "TASK_STATE_COMPLETED",
+        "{what}: {booking:#}"
+    );
+    let asked = send_text(&agent.url, &format!("ask due={due} grace=PT1S")).await;
+    assert_eq!(
+        state(&asked),
+        "TASK_STATE_INPUT_REQUIRED",
+        "{what}: {asked:#}"
+    );
+    let manifest = format!("exp-{}-manifest", task_id(&booking));
+    let answer = format!("exp-{}-answer", task_id(&asked));
+
+    // handle_lapse read both lapse blocks (§10.1).
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let block = tokio::time::timeout(PATIENCE, agent.lapses.recv())
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| panic!("{what}: handle_lapse saw {seen:#?}\n{}", watcher.log()));
+        seen.push(block);
+    }
+    seen.sort_by_key(|b| b["expectationId"].as_str().map(|id| id == answer));
+    let [m, q] = &seen[..] else { unreachable!() };
+    assert_eq!(m["expectationId"], json!(manifest), "{what}: {m:#}");
+    assert_eq!(m["kind"], json!("shipment.manifest"), "{what}: {m:#}");
+    assert_eq!(
+        m["subject"],
+        json!({ "type": "shipment", "id": "PA-EX-1" }),
+        "{what}: {m:#}"
+    );
+    assert_eq!(q["expectationId"], json!(answer), "{what}: {q:#}");
+    assert_eq!(q["kind"], json!("question.answer"), "{what}: {q:#}");
+    assert_eq!(
+        q["subject"],
+        json!({ "type": "task", "id": task_id(&asked) }),
+        "{what}: {q:#}"
+    );
+    for b in [m, q] {
+        assert_eq!(b["lapse"], json!("overdue"), "{what}: {b:#}");
+        assert_eq!(b["dueAt"], json!(due), "{what}: {b:#}");
+        assert_eq!(b["lineage"], json!(0), "{what}: {b:#}");
+    }
+
+    // handle_lapse canceled the question's task: the watcher saw it and withdrew the question.
+    let path = format!("/v1/subjects/task/{}", task_id(&asked));
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let a = watcher.get(&path).await;
+        let withdrawn = a.body["expectations"][0]["withdrawal"]["reason"].as_str();
+        if withdrawn.is_some_and(|r| r.contains("TASK_STATE_CANCELED")) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: the question was not withdrawn: {:#}\n{}",
+            a.body,
+            watcher.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_python_example_agent_handles_its_lapse_tasks() {
+    let Some(python) = sdk_python() else { return };
+    let mut cmd = Command::new(python);
+    cmd.arg(root().join("examples/python-agent/agent.py"))
+        .current_dir(std::env::temp_dir());
+    example_agent_handles_its_lapses(cmd, "examples/python-agent/agent.py").await;
+}
+
+/// `a2a-watcher probe` output against an example agent started as `cmd`.
+async fn probe_example_agent(cmd: Command, what: &str) -> Value {
+    // No watcher: the probe gives each probe task its own push config.
+    let agent = ExampleAgentProc::start(cmd, None, what).await;
+    let out = Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
+        .args(["probe", &agent.url])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run a2a-watcher probe");
+    assert!(
+        out.status.success(),
+        "probe of {what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the descriptor is JSON")
+}
+
+/// The README's step 7: the example agent is lifecycle-trusted.
+fn assert_trusted(d: &Value, what: &str) {
+    assert_eq!(d["card"]["pushNotifications"], json!(true), "{what}: {d:#}");
+    assert_eq!(d["timestampsOnEveryStatus"], json!(true), "{what}: {d:#}");
+    assert_eq!(d["exactlyOneTerminal"], json!(true), "{what}: {d:#}");
+    assert_eq!(d["cancel"]["pushed"], json!("once"), "{what}: {d:#}");
+    assert_eq!(d["demotions"], json!([]), "{what}: {d:#}");
+    assert_eq!(d["lifecycleTrusted"], json!(true), "{what}: {d:#}");
+}
+
+#[tokio::test]
+async fn probe_trusts_the_python_example_agent() {
+    let Some(python) = sdk_python() else { return };
+    let mut cmd = Command::new(python);
+    cmd.arg(root().join("examples/python-agent/agent.py"))
+        .current_dir(std::env::temp_dir());
+    let what = "examples/python-agent/agent.py";
+    assert_trusted(&probe_example_agent(cmd, what).await, what);
 }
