@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, every test of every crate, and a `bench --quick` smoke run.
-# Installs and starts what the tests need itself (a Python venv with the moto AWS emulator, and
-# .venv-a2a with the pinned a2a-sdk for the interop tests) and
-# binds only to 127.0.0.1.
+# Installs and starts what the tests need itself (a Python venv with the moto AWS emulator,
+# .venv-a2a with the pinned a2a-sdk for the interop tests, and the TypeScript example agent's
+# node_modules with the pinned @a2a-js/sdk) and binds only to 127.0.0.1.
 #
 # What it needs beyond the Rust toolchain, and what it does without it (each skip is printed
 # again in the closing summary, with its reason):
 # - python3 with the venv module and PyPI: cfn-lint, checkov and moto in .venv, a2a-sdk in
 #   .venv-a2a. Without them: the template checks are skipped, the crates whose tests run on the
 #   AWS emulator are left out of `cargo test`, and the SDK interop tests skip.
+# - Node.js 20 or later with npm, and the npm registry: @a2a-js/sdk in
+#   examples/typescript-agent/node_modules. Without them: the TypeScript example agent's tests skip.
 # - root and apt-get (Debian) for Chromium, unless /usr/bin/chromium is there already. Without
 #   them: the browser test of the web page skips.
 set -euo pipefail
@@ -72,6 +74,14 @@ if $python_ok && bash infra/a2a-sdk.sh; then
 else
     export A2A_SKIP_SDK=1
     skip "the SDK interop tests (tests/interop_sdk.rs): ${python_why:-the a2a-sdk venv did not install, see above}"
+fi
+
+echo "== the official A2A JavaScript SDK (examples/typescript-agent, tests/interop_sdk.rs) in its node_modules"
+if bash infra/a2a-js.sh; then
+    :
+else
+    export A2A_SKIP_NODE=1
+    skip "the TypeScript example agent's tests (tests/interop_sdk.rs): node_modules did not install, see above"
 fi
 
 echo "== headless Chromium for the web page's browser test (tests/web_chromium.rs)"

@@ -5,7 +5,7 @@
 //! to a lapse task, is what the SDK produces.
 //!
 //! Also the tutorial's example agents (examples/python-agent/, examples/typescript-agent/): each
-//! one against `serve` receives its lapse tasks, and `probe` trusts it.
+//! one against `serve` receives its lapse tasks, and `probe` trusts it or says why not.
 //!
 //! The venv is made by `bash infra/a2a-sdk.sh` (infra/test-all.sh runs it first). Without it the
 //! tests skip with a message, except under `CI=true`, where a missing venv fails them.
@@ -526,13 +526,11 @@ struct ExampleAgentProc {
 }
 
 impl ExampleAgentProc {
-    /// Runs `cmd` (with `--port 0`, and `--watcher PUSH --push-token TOKEN` given `push`) and
-    /// waits for its `listening on URL` line.
-    async fn start(mut cmd: Command, push: Option<&str>, what: &str) -> ExampleAgentProc {
-        cmd.args(["--port", "0"]);
-        if let Some(push) = push {
-            cmd.args(["--watcher", push, "--push-token", EXAMPLE_PUSH_TOKEN]);
-        }
+    /// Runs `cmd` (with `--port 0 --watcher PUSH --push-token TOKEN` added) and waits for its
+    /// `listening on URL` line.
+    async fn start(mut cmd: Command, push: &str, what: &str) -> ExampleAgentProc {
+        cmd.args(["--port", "0", "--watcher", push])
+            .args(["--push-token", EXAMPLE_PUSH_TOKEN]);
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -610,14 +608,15 @@ async fn send_text(agent: &str, text: &str) -> Value {
 
 /// The example agent `cmd` against `serve`: its two expectations lapse, `handle_lapse` reads both
 /// lapse blocks, and the unanswered question's task is canceled (so the watcher withdraws it).
-async fn example_agent_handles_its_lapses(cmd: Command, what: &str) {
+/// Answers the agent and the watcher, both still running.
+async fn example_agent_handles_its_lapses(cmd: Command, what: &str) -> (ExampleAgentProc, Watcher) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
     let base = format!("http://127.0.0.1:{port}");
     let push = format!("{base}/v1/agents/example/push");
-    let mut agent = ExampleAgentProc::start(cmd, Some(&push), what).await;
+    let mut agent = ExampleAgentProc::start(cmd, &push, what).await;
     let config = format!(
         r#"listen = "127.0.0.1:{port}"
 database = "watcher.db"
@@ -706,21 +705,12 @@ token = "{OPERATOR_TOKEN}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    (agent, watcher)
 }
 
-#[tokio::test]
-async fn the_python_example_agent_handles_its_lapse_tasks() {
-    let Some(python) = sdk_python() else { return };
-    let mut cmd = Command::new(python);
-    cmd.arg(root().join("examples/python-agent/agent.py"))
-        .current_dir(std::env::temp_dir());
-    example_agent_handles_its_lapses(cmd, "examples/python-agent/agent.py").await;
-}
-
-/// `a2a-watcher probe` output against an example agent started as `cmd`.
-async fn probe_example_agent(cmd: Command, what: &str) -> Value {
-    // No watcher: the probe gives each probe task its own push config.
-    let agent = ExampleAgentProc::start(cmd, None, what).await;
+/// `a2a-watcher probe` output against a running example agent. (Its probe tasks are pushed to
+/// the agent's watcher too, under a push config of their own; the probe counts only its own.)
+async fn probe_example_agent(agent: &ExampleAgentProc, what: &str) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
         .args(["probe", &agent.url])
         .stdin(Stdio::null())
@@ -746,11 +736,61 @@ fn assert_trusted(d: &Value, what: &str) {
 }
 
 #[tokio::test]
-async fn probe_trusts_the_python_example_agent() {
+async fn the_python_example_agent_handles_its_lapse_tasks_and_probe_trusts_it() {
     let Some(python) = sdk_python() else { return };
     let mut cmd = Command::new(python);
     cmd.arg(root().join("examples/python-agent/agent.py"))
         .current_dir(std::env::temp_dir());
     let what = "examples/python-agent/agent.py";
-    assert_trusted(&probe_example_agent(cmd, what).await, what);
+    let (agent, _watcher) = example_agent_handles_its_lapses(cmd, what).await;
+    assert_trusted(&probe_example_agent(&agent, what).await, what);
+}
+
+/// `node --import tsx agent.ts` in examples/typescript-agent, or `None` (after saying why) when
+/// its node_modules is absent outside CI.
+///
+/// # Panics
+/// When node_modules is absent and `CI=true`, unless `A2A_SKIP_NODE` is set.
+fn typescript_agent() -> Option<Command> {
+    let dir = root().join("examples/typescript-agent");
+    if dir.join("node_modules/@a2a-js/sdk").exists() && dir.join("node_modules/tsx").exists() {
+        let mut cmd = Command::new("node");
+        cmd.args(["--import", "tsx", "agent.ts"]).current_dir(dir);
+        return Some(cmd);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+    let told_to_skip = std::env::var_os("A2A_SKIP_NODE").is_some();
+    assert!(
+        !ci || told_to_skip,
+        "CI=true and examples/typescript-agent/node_modules is missing: run `bash infra/a2a-js.sh`"
+    );
+    eprintln!(
+        "SKIPPED: examples/typescript-agent/node_modules is missing; run `bash infra/a2a-js.sh` \
+         (CI=true makes this a failure)"
+    );
+    None
+}
+
+/// Then the TypeScript README's step 7: @a2a-js/sdk 1.3.0 pushes the canceled status of a
+/// running task twice (its `cancelTask` reads the task's event bus beside the `SendMessage` that
+/// is still reading it, and each reader pushes every event), and the probe says so.
+#[tokio::test]
+async fn the_typescript_example_agent_handles_its_lapse_tasks_and_probe_says_why_not_trusted() {
+    let Some(cmd) = typescript_agent() else {
+        return;
+    };
+    let what = "examples/typescript-agent/agent.ts";
+    let (agent, _watcher) = example_agent_handles_its_lapses(cmd, what).await;
+    let d = probe_example_agent(&agent, what).await;
+    assert_eq!(d["card"]["pushNotifications"], json!(true), "{d:#}");
+    assert_eq!(d["timestampsOnEveryStatus"], json!(true), "{d:#}");
+    assert_eq!(d["exactlyOneTerminal"], json!(true), "{d:#}");
+    assert_eq!(d["cancel"]["canceled"], json!(true), "{d:#}");
+    assert_eq!(d["cancel"]["pushed"], json!("twice"), "{d:#}");
+    assert_eq!(
+        d["demotions"],
+        json!(["2 terminal events pushed for the probe's canceled task, not exactly one"]),
+        "{d:#}"
+    );
+    assert_eq!(d["lifecycleTrusted"], json!(false), "{d:#}");
 }
