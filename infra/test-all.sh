@@ -13,6 +13,8 @@
 #   examples/typescript-agent/node_modules. Without them: the TypeScript example agent's tests skip.
 # - root and apt-get (Debian) for Chromium, unless /usr/bin/chromium is there already. Without
 #   them: the browser test of the web page skips.
+# - crates.io for mdbook (infra/book.sh installs it into .tools/). Without it: the book is not
+#   built (its links and JSON examples are still checked by tests/docs.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
@@ -94,6 +96,15 @@ case $chromium_rc in
         skip "the web page's browser test (tests/web_chromium.rs): Chromium is not installed and this run cannot install it (see above)"
         ;;
     *) exit "$chromium_rc" ;;
+esac
+
+echo "== the book (docs/, mdBook)"
+book_rc=0
+bash infra/book.sh || book_rc=$?
+case $book_rc in
+    0) ;;
+    3) skip "building the book (docs/): mdbook could not be installed from crates.io (see above); its links and examples are still checked by tests/docs.rs" ;;
+    *) exit "$book_rc" ;;
 esac
 
 echo "== cargo clippy (all targets, warnings are errors)"

@@ -218,7 +218,7 @@ impl LimitsConfig {
     }
 }
 
-/// `[delivery]`: how lapse tasks reach agents (README, "Operating"). Every key is optional.
+/// `[delivery]`: how lapse tasks reach agents (docs/howto/operating.md). Every key is optional.
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(default)]
 pub struct DeliveryConfig {

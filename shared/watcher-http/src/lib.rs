@@ -50,7 +50,7 @@ pub struct AppState {
 /// Install with `.fallback(not_found)` on the final, merged router.
 pub async fn not_found(uri: axum::http::Uri) -> ApiError {
     ApiError::not_found(format!(
-        "no route {}; see the README for the routes",
+        "no route {}; GET /openapi.json lists the routes",
         uri.path()
     ))
 }

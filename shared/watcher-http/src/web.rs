@@ -1,4 +1,4 @@
-//! The operator's web page (README "Web page"): server-rendered HTML (maud templates, which
+//! The operator's web page (docs/howto/operator-view.md): server-rendered HTML (maud templates, which
 //! escape everything they insert), no script, no build step. Served by `serve` and by the `api`
 //! function under `/ui`.
 //!
@@ -31,6 +31,10 @@ use crate::AppState;
 
 /// The cookie holding the operator's token (hex-encoded, so any token is a valid cookie value).
 pub const SESSION_COOKIE: &str = "a2a_watcher_operator";
+
+/// How long the browser keeps the login cookie, in seconds (`Max-Age`): 12 hours, after which
+/// the operator logs in again. `POST /ui/logout` drops it sooner (docs/howto/operator-view.md).
+pub const COOKIE_MAX_AGE_SECS: u64 = 12 * 60 * 60;
 
 /// Longest login form accepted, in bytes.
 pub const MAX_LOGIN_BYTES: usize = 4096;
@@ -294,7 +298,7 @@ async fn login(
         Ok(_) => {
             let secure = if over_https(&headers) { "; Secure" } else { "" };
             let cookie = format!(
-                "{SESSION_COOKIE}={}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=43200{secure}",
+                "{SESSION_COOKIE}={}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={COOKIE_MAX_AGE_SECS}{secure}",
                 hex(form.token.trim().as_bytes())
             );
             let mut r = Redirect::to("/ui").into_response();

@@ -163,7 +163,7 @@ async fn login_sets_an_http_only_strict_cookie_and_pages_answer_html() {
     assert_eq!(status, 303);
     assert_eq!(headers[header::LOCATION], "/ui");
     let cookie = headers[header::SET_COOKIE].to_str().unwrap().to_string();
-    for part in ["HttpOnly", "SameSite=Strict", "Path=/ui"] {
+    for part in ["HttpOnly", "SameSite=Strict", "Path=/ui", "Max-Age=43200"] {
         assert!(cookie.contains(part), "{cookie}");
     }
     assert!(!cookie.contains("Secure"));

@@ -1,4 +1,4 @@
-//! What operators do to and read from the outbox (serve.md, README "Operating"): re-queue failed
+//! What operators do to and read from the outbox (serve.md, docs/howto/operating.md): re-queue failed
 //! lapse tasks (`POST /v1/lapses/retry`, `a2a-watcher retry`) and each agent's delivery state
 //! (`GET /v1/agents`). Every read goes through [`Store::outbox_of_agent`]: the cost follows the
 //! agent's entries in one delivery state, never the whole outbox.

@@ -129,7 +129,7 @@ async fn worked_example_draws_three_tracks_the_hole_and_each_lapse_kind() {
     assert!(svg.contains("stalled lapse at 2026-09-13T05:00:00Z"));
     assert_eq!(count(arrival, "happened"), 0, "nothing arrived");
 
-    // docs/timeline.svg is this picture (docs/timeline.png its rendering, README "Timeline").
+    // docs/timeline.svg is this picture (docs/timeline.png its rendering, docs/howto/operator-view.md).
     let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/timeline.svg");
     if std::env::var_os("UPDATE_TIMELINE").is_some() {
         std::fs::write(golden, &svg).unwrap();

@@ -1,4 +1,4 @@
-//! The README's routes table lists every route the watcher answers: the API's, the web page's
+//! The routes table of the book (`docs/reference/routes.md`) lists every route the watcher answers: the API's, the web page's
 //! and the authority's (from the routers' own tables, `watcher_http::api_routes` and its
 //! siblings) and `serve`'s `/metrics`; and it lists none that is not answered. A route added
 //! without its line, or a line left for a route removed, fails here.
@@ -14,11 +14,11 @@ fn shape(path: &str) -> String {
         .join("/")
 }
 
-/// `(METHOD, shape)` of every route the README's routes table names: each backticked
+/// `(METHOD, shape)` of every route the routes table names: each backticked
 /// `METHOD /path`, or `/path` after one (it takes the method before it in its cell).
 fn documented() -> BTreeSet<(String, String)> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+    let text = std::fs::read_to_string(super::root().join("docs/reference/routes.md"))
+        .expect("docs/reference/routes.md");
     let start = text.find("| route | who |").expect("the routes table");
     let mut out = BTreeSet::new();
     for row in text[start..].lines().skip(2) {
@@ -55,14 +55,14 @@ fn answered() -> BTreeSet<(String, String)> {
 }
 
 #[test]
-fn the_readme_lists_every_route_and_only_those() {
+fn the_routes_table_lists_every_route_and_only_those() {
     let documented = documented();
     let answered = answered();
     let missing: Vec<_> = answered.difference(&documented).collect();
     let extra: Vec<_> = documented.difference(&answered).collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
-        "README routes table: not listed {missing:?}; listed but not answered {extra:?}"
+        "docs/reference/routes.md: not listed {missing:?}; listed but not answered {extra:?}"
     );
 }
 
