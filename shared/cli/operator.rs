@@ -462,11 +462,18 @@ impl Local {
     }
 }
 
-fn table(header: &[&str]) -> Table {
+/// The widest a table is drawn, in columns: a terminal narrower than this narrows it further.
+pub const TABLE_WIDTH: u16 = 100;
+
+/// A box table with `header` that fits [`TABLE_WIDTH`] columns (or the terminal, if narrower):
+/// cells wrap at spaces, so an instant (`2026-09-11 02:41:07Z`) wraps as date over time.
+pub fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(header.to_vec());
+    let width = t.width().map_or(TABLE_WIDTH, |w| w.min(TABLE_WIDTH));
+    t.set_width(width);
     t
 }
 
@@ -479,23 +486,21 @@ fn s(v: &Value) -> String {
     }
 }
 
-/// An instant to the second (`2026-09-11T02:41:07Z`) for a table; `--json` keeps every digit.
+/// An instant to the second, in UTC, for a table: `2026-09-11 02:41:07Z` (RFC 3339 allows the
+/// space, and a narrow column wraps there, date over time); `--json` keeps every digit.
 fn at(v: &Value) -> String {
     v.as_str()
         .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .map(|t| t.strftime("%Y-%m-%d %H:%M:%SZ").to_string())
         .unwrap_or_else(|| s(v))
 }
 
 /// The subject view as two tables: expectations, then facts.
 pub fn subject_tables(view: &Value) -> String {
     let mut t = table(&[
-        "expectation",
-        "kind",
-        "status",
-        "projected due",
-        "current due",
-        "basis",
+        "expectation / kind",
+        "status / basis",
+        "due (projected)",
         "satisfied (observed)",
         "lapses",
     ]);
@@ -532,13 +537,13 @@ pub fn subject_tables(view: &Value) -> String {
                 due.push_str(" (anchor open)");
             }
         }
+        if at(&e["projectedDueAt"]) != at(&e["dueAt"]) {
+            due.push_str(&format!("\n(projected {})", at(&e["projectedDueAt"])));
+        }
         t.add_row(vec![
-            s(&e["expectationId"]),
-            s(&e["kind"]),
-            s(&e["status"]),
-            at(&e["projectedDueAt"]),
+            format!("{}\n{}", s(&e["expectationId"]), s(&e["kind"])),
+            format!("{}\nbasis: {}", s(&e["status"]), s(&e["basis"])),
             due,
-            s(&e["basis"]),
             satisfied,
             if lapses.is_empty() {
                 "-".into()
@@ -547,6 +552,7 @@ pub fn subject_tables(view: &Value) -> String {
             },
         ]);
     }
+    keep_whole(&mut t, &[0]);
     let mut f = table(&["observed", "fact", "source", "satisfied"]);
     for fact in view["facts"].as_array().into_iter().flatten() {
         let satisfied: Vec<String> = fact["satisfied"]
@@ -573,15 +579,14 @@ pub fn subject_tables(view: &Value) -> String {
     )
 }
 
-/// Lapse tasks as one table.
+/// Lapse tasks as one table. Ids are never cut (their columns keep their width); the task state
+/// drops its `TASK_STATE_` prefix (`--json` keeps it).
 pub fn lapses_table(lapses: &[Value]) -> String {
     let mut t = table(&[
-        "lapsed at",
-        "lapse",
+        "lapse / lapsed at",
         "agent",
         "expectation",
         "delivery",
-        "attempts",
         "task state",
         "last error",
     ]);
@@ -590,18 +595,30 @@ pub fn lapses_table(lapses: &[Value]) -> String {
         if err.chars().count() > 60 {
             err = err.chars().take(57).collect::<String>() + "...";
         }
+        let state = s(&l["taskState"]);
         t.add_row(vec![
-            at(&l["lapsedAt"]),
-            s(&l["lapse"]),
+            format!("{}\n{}", s(&l["lapse"]), at(&l["lapsedAt"])),
             s(&l["agent"]),
             s(&l["expectationId"]),
-            s(&l["delivery"]),
-            s(&l["attempts"]),
-            s(&l["taskState"]),
+            format!("{}\n{} attempt(s)", s(&l["delivery"]), s(&l["attempts"])),
+            state
+                .strip_prefix("TASK_STATE_")
+                .unwrap_or(&state)
+                .to_string(),
             err,
         ]);
     }
+    keep_whole(&mut t, &[1, 2]);
     format!("{t}\n{} lapse task(s)\n", lapses.len())
+}
+
+/// Columns `indexes` of `t` keep their content's width: an id is never cut across lines.
+fn keep_whole(t: &mut Table, indexes: &[usize]) {
+    for &i in indexes {
+        if let Some(c) = t.column_mut(i) {
+            c.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+        }
+    }
 }
 
 /// `GET /v1/agents` as one table.
@@ -659,5 +676,77 @@ mod tests {
             "{out}"
         );
         assert!(!out.contains("card of booking"), "{out}");
+    }
+
+    /// The worked example's subject on a compressed clock, as `GET /v1/subjects/…` answers it.
+    fn worked_view() -> Value {
+        let lapse = |kind: &str, at: &str| json!({ "lapse": kind, "lapsedAt": at, "dueAt": at });
+        json!({
+            "subject": { "type": "shipment", "id": "PA-2026-0901" },
+            "expectations": [
+                { "expectationId": "exp-01J8Q0MANIFEST", "kind": "shipment.manifest", "status": "open",
+                  "projectedDueAt": "2026-12-01T00:22:01Z", "dueAt": "2026-12-01T00:22:01.123456789Z",
+                  "basis": "observed", "satisfaction": null,
+                  "lapses": [lapse("overdue", "2026-12-01T00:22:02Z"), lapse("skipped", "2026-12-01T00:22:02Z")] },
+                { "expectationId": "exp-01J8Q0ARRIVE", "kind": "shipment.arrival", "status": "open",
+                  "projectedDueAt": "2026-12-01T00:22:05Z", "dueAt": "2026-12-01T00:22:03Z",
+                  "basis": "observed", "satisfaction": { "observedAt": "2026-12-01T00:22:09Z", "late": true },
+                  "lapses": [lapse("overdue", "2026-12-01T00:22:04Z"), lapse("stalled", "2026-12-01T00:22:06Z")] }
+            ],
+            "facts": [
+                { "observedAt": "2026-12-01T00:22:02Z", "factKey": "shipment.departed:PA-2026-0901",
+                  "source": "carrier-feed:emirates", "satisfied": ["exp-01J8Q0DEPART"] }
+            ]
+        })
+    }
+
+    /// The widest line of `out`, in characters (the box drawing is one column each).
+    fn widest(out: &str) -> usize {
+        out.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn tables_fit_a_hundred_columns_and_keep_what_they_show() {
+        let subject = subject_tables(&worked_view());
+        assert!(
+            widest(&subject) <= 100,
+            "{} columns:\n{subject}",
+            widest(&subject)
+        );
+        for whole in [
+            "exp-01J8Q0MANIFEST",
+            "shipment.departed:PA-2026-0901",
+            "carrier-feed:emirates",
+            "2026-12-01 00:22:02Z",
+            "(projected",
+            "basis: observed",
+        ] {
+            assert!(subject.contains(whole), "{whole:?} in\n{subject}");
+        }
+        // Instants to the second: the fraction is --json's.
+        assert!(!subject.contains(".123"), "{subject}");
+
+        let lapses: Vec<Value> = (0..3)
+            .map(|i| json!({ "lapsedAt": "2026-12-01T00:22:02Z", "lapse": "overdue",
+                "agent": "booking", "expectationId": format!("exp-01J8Q0MANIFEST-{i}"),
+                "delivery": "failed", "attempts": 12, "taskState": "TASK_STATE_SUBMITTED",
+                "lastError": "transport: error sending request for url (http://127.0.0.1:9/): connection refused" }))
+            .collect();
+        let table = lapses_table(&lapses);
+        assert!(
+            widest(&table) <= 100,
+            "{} columns:\n{table}",
+            widest(&table)
+        );
+
+        let agents = agents_table(
+            &json!({ "agents": [{ "agentId": "booking", "delivery": "retrying",
+            "retryingSince": "2026-12-01T00:22:02Z", "card": { "state": "stale" },
+            "lastError": "HTTP 503 Service Unavailable from http://booking.example/a2a" }] }),
+        );
+        assert!(
+            widest(agents.split("\ncard of").next().unwrap_or_default()) <= 100,
+            "{agents}"
+        );
     }
 }

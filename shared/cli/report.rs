@@ -114,11 +114,20 @@ fn human(s: Option<f64>) -> String {
     }
 }
 
-/// The readable table.
+/// The readable table, boxed as every command's, with a note under it when a promised offset is
+/// negative: expectations raised after their own due time (pushed late, or recorded while the
+/// watcher caught up), so `dueAt − raisedAt` is below zero and says nothing about what to promise.
 pub fn table(rows: &[BasisRow]) -> String {
-    let mut out = String::from(
-        "kind\tbasis\tcount\ton time\tlate\tlate p50\tlate p90\toverdue\tskipped\tstalled\tpromised p50\tobserved p90\n",
-    );
+    let mut t = crate::operator::table(&[
+        "kind / basis",
+        "count",
+        "on time",
+        "late",
+        "late p50 / p90",
+        "lapsed: overdue / skipped / stalled",
+        "promised p50",
+        "observed p90",
+    ]);
     for r in rows {
         let rate = |k: &str| {
             format!(
@@ -126,21 +135,36 @@ pub fn table(rows: &[BasisRow]) -> String {
                 100.0 * r.lapse_rate.get(k).copied().unwrap_or(0.0)
             )
         };
-        out.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
-            r.kind,
-            r.basis,
-            r.count,
-            r.on_time,
-            r.late,
-            human(r.late_p50_seconds),
-            human(r.late_p90_seconds),
-            rate("overdue"),
-            rate("skipped"),
-            rate("stalled"),
+        t.add_row(vec![
+            format!("{}\n{}", r.kind, r.basis),
+            r.count.to_string(),
+            r.on_time.to_string(),
+            r.late.to_string(),
+            format!(
+                "{} / {}",
+                human(r.late_p50_seconds),
+                human(r.late_p90_seconds)
+            ),
+            format!(
+                "{} / {} / {}",
+                rate("overdue"),
+                rate("skipped"),
+                rate("stalled")
+            ),
             human(r.promised_offset_p50_seconds),
             human(r.observed_offset_p90_seconds),
-        ));
+        ]);
+    }
+    let mut out = format!("{t}\n");
+    if rows
+        .iter()
+        .any(|r| r.promised_offset_p50_seconds.is_some_and(|s| s < 0.0))
+    {
+        out.push_str(
+            "A negative promised p50: most expectations of that row were raised after their own due \
+             time (dueAt before raisedAt: pushed late, or recorded while the watcher caught up), so \
+             the promise says nothing about the lane.\n",
+        );
     }
     out
 }
@@ -222,10 +246,72 @@ mod tests {
         assert_eq!(o.lapse_rate["skipped"], 1.0);
         assert_eq!(o.observed_offset_p90_seconds, None);
         let t = table(&rows);
-        assert!(
-            t.contains("lane.delivery\tcontract\t10\t2\t8\t2.0d\t2.0d\t20%\t0%\t0%\t4.0d\t6.0d"),
+        let row: Vec<&str> = t
+            .lines()
+            .find(|l| l.contains("lane.delivery"))
+            .unwrap_or_else(|| panic!("the contract row in\n{t}"))
+            .trim_matches('│')
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(
+            row,
+            [
+                "lane.delivery",
+                "10",
+                "2",
+                "8",
+                "2.0d / 2.0d",
+                "20% / 0% / 0%",
+                "4.0d",
+                "6.0d"
+            ],
             "{t}"
         );
+        assert!(t.lines().any(|l| l.contains("│ contract ")), "{t}");
+        assert!(t.lines().all(|l| l.chars().count() <= 100), "{t}");
+        assert!(!t.contains("negative"), "{t}");
+        // The docs show this table as it is printed (docs/reference/cli.md, "report basis").
+        let doc_path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference/cli.md");
+        let doc = std::fs::read_to_string(doc_path).expect("docs/reference/cli.md");
+        let (head, rest) = doc.split_once(EXAMPLE_MARK).expect("the example's mark");
+        // The block after the mark: its opening fence, then everything up to its closing one.
+        let body = rest
+            .strip_prefix("\n```console\n")
+            .expect("the example's block right after its mark");
+        let tail = body
+            .split_once("```\n")
+            .map(|(_, t)| t)
+            .expect("the example's end");
+        let want = format!(
+            "{head}{EXAMPLE_MARK}\n```console\n$ a2a-watcher report basis --config watcher.toml\n{}```\n{tail}",
+            t
+        );
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(doc_path, &want).expect("write docs/reference/cli.md");
+        } else {
+            assert!(doc == want, "docs/reference/cli.md's report example is stale: UPDATE_DOCS=1 cargo test --bin a2a-watcher report");
+        }
+    }
+
+    /// The line before the example in docs/reference/cli.md.
+    const EXAMPLE_MARK: &str =
+        "<!-- report basis example: a_lane_sold_as_four_days_that_runs_six_shows_as_such -->";
+
+    #[test]
+    fn a_negative_promised_offset_is_explained() {
+        // Raised on day 4, due on day 2: pushed after its own due time.
+        let mut r = record("n1", "declared", 2, None, &["overdue"]);
+        r.raised_at = watcher_core::time::Instant::from_nanos(
+            r.due_at.as_nanos() + 2 * 86_400 * 1_000_000_000,
+        )
+        .expect("in range");
+        let rows = basis(&[r]);
+        assert_eq!(rows[0].promised_offset_p50_seconds, Some(-2.0 * DAY));
+        let t = table(&rows);
+        assert!(t.contains("-2.0d"), "{t}");
+        assert!(t.contains("A negative promised p50"), "{t}");
     }
 
     #[test]

@@ -164,3 +164,31 @@ fn the_login_cookie_lasts_what_the_docs_say() {
         "docs/howto/operator-view.md must say the cookie {said}"
     );
 }
+
+#[test]
+fn the_tables_the_docs_show_fit_a_hundred_columns() {
+    let mut wide = Vec::new();
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).expect("a readable document");
+        for (i, line) in text.lines().enumerate() {
+            let boxed = line.starts_with(['┌', '│', '╞', '└']);
+            if boxed && line.chars().count() > 100 {
+                let name = doc
+                    .strip_prefix(root())
+                    .unwrap_or(&doc)
+                    .display()
+                    .to_string();
+                wide.push(format!(
+                    "{name}:{}: {} columns",
+                    i + 1,
+                    line.chars().count()
+                ));
+            }
+        }
+    }
+    assert!(
+        wide.is_empty(),
+        "tables wider than 100 columns:\n{}",
+        wide.join("\n")
+    );
+}
