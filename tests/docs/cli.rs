@@ -85,3 +85,125 @@ fn subcommands_are_read_from_the_commands_section() {
     let help = "Usage: x\n\nCommands:\n  serve    Run\n           more\n  probe    Probe\n  help     Print\n\nOptions:\n  -h\n";
     assert_eq!(subcommands(help), ["serve", "probe"]);
 }
+
+/// The `a2a-watcher` command lines of the docs' shell examples (```sh, ```bash, ```console;
+/// in a console block only the `$ ` lines), continuation lines joined, comments dropped, each
+/// as the words after `a2a-watcher` (or `cargo run [-q] [--release] --`), with where it is.
+fn documented_commands() -> Vec<(String, Vec<String>)> {
+    let invocation = regex::Regex::new(
+        r"(?:^|[\s;&|(])(?:a2a-watcher|cargo run(?: -q)?(?: --release)? --)\s+(.*)$",
+    )
+    .expect("regex");
+    let mut out = Vec::new();
+    for doc in super::documents() {
+        let name = doc
+            .strip_prefix(super::root())
+            .unwrap_or(&doc)
+            .display()
+            .to_string();
+        let text = std::fs::read_to_string(&doc).expect("a readable document");
+        let mut fence: Option<&str> = None;
+        let mut joined = String::new();
+        for (i, line) in text.lines().enumerate() {
+            let trimmed = line.trim_start();
+            if let Some(lang) = trimmed.strip_prefix("```") {
+                fence = match fence {
+                    None => Some(if lang.starts_with("console") {
+                        "console"
+                    } else if ["sh", "bash", "shell"].iter().any(|l| lang.starts_with(l)) {
+                        "sh"
+                    } else {
+                        "other"
+                    }),
+                    Some(_) => None,
+                };
+                continue;
+            }
+            let command = match fence {
+                Some("sh") => trimmed,
+                Some("console") => match trimmed.strip_prefix("$ ") {
+                    Some(c) => c,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            // A comment line, or the comment after a command.
+            let command = command.split(" # ").next().unwrap_or_default();
+            if command.starts_with('#') {
+                continue;
+            }
+            joined.push_str(command.trim_end_matches('\\'));
+            if command.ends_with('\\') {
+                joined.push(' ');
+                continue;
+            }
+            let whole = std::mem::take(&mut joined);
+            if let Some(c) = invocation.captures(&whole) {
+                let words = c[1]
+                    .split_whitespace()
+                    .take_while(|w| !["&", "&&", "|", ";", ">", "2>&1"].contains(w))
+                    .map(str::to_owned)
+                    .collect();
+                out.push((format!("{name}:{}", i + 1), words));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_command_the_docs_show_is_one_the_binary_takes() {
+    let commands = documented_commands();
+    assert!(
+        commands.len() >= 10,
+        "the scan must find the docs' commands; found {}",
+        commands.len()
+    );
+    let mut wrong = Vec::new();
+    let mut helps = std::collections::HashMap::new();
+    for (at, words) in &commands {
+        // The subcommand path: words that are subcommands of the one before.
+        let mut path: Vec<&str> = Vec::new();
+        let mut text = helps
+            .entry(String::new())
+            .or_insert_with(|| help(&[]))
+            .clone();
+        for w in words {
+            if subcommands(&text).iter().any(|s| s == w) {
+                path.push(w);
+                let key = path.join(" ");
+                text = helps.entry(key).or_insert_with(|| help(&path)).clone();
+            } else {
+                break;
+            }
+        }
+        if path.is_empty() {
+            wrong.push(format!(
+                "{at}: `a2a-watcher {}`: no such command",
+                words.join(" ")
+            ));
+            continue;
+        }
+        for w in words.iter().filter(|w| w.starts_with('-')) {
+            let flag = w.split('=').next().unwrap_or_default();
+            let known = text
+                .split(|c: char| c.is_whitespace() || c == ',' || c == '[' || c == ']')
+                .any(|t| {
+                    t == flag
+                        || t.starts_with(&format!("{flag}="))
+                        || t.starts_with(&format!("{flag}<"))
+                });
+            if !known {
+                wrong.push(format!(
+                    "{at}: `a2a-watcher {}`: {flag} is not an option of it",
+                    path.join(" ")
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "commands in the docs the binary does not take:\n{}",
+        wrong.join("\n")
+    );
+}
