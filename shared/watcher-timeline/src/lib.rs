@@ -13,7 +13,10 @@
 //!   skipped and never reported, a *hole* where it should have been.
 //!
 //! `basis` is written beside each step. A last row holds every fact on the subject and the
-//! silence since the most recent one. Nothing is drawn that the record does not say.
+//! silence since the most recent one. Nothing is drawn that the record does not say, and no text
+//! or glyph over another (`src/placement.rs`): glyphs at one instant stand side by side, each with its
+//! exact instant in its `<title>`; labels take the next free lane; the left column's texts are
+//! cut to the column with "…", in full in a `<title>`.
 //!
 //! Elements carry classes tests and style sheets can find: `step` (with `id="step-N"`, N the
 //! row from 0, and `data-expectation-id`), `projected`, `current`, `uncertain`, `reanchored`,
