@@ -21,7 +21,7 @@
 //! Elements carry classes tests and style sheets can find: `step` (with `id="step-N"`, N the
 //! row from 0, and `data-expectation-id`), `projected`, `current`, `uncertain`, `reanchored`,
 //! `happened`, `hole`, `lapse lapse-overdue|lapse-skipped|lapse-stalled`, `basis`, `fact`,
-//! `silence`, `now`.
+//! `facts-joined` (a fact circle standing for several, `data-facts` their count), `silence`, `now`.
 
 mod placement;
 
@@ -489,20 +489,45 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
             );
         }
     }
-    // In time order, so that facts at one instant line up to the right of the first.
-    let mut in_order: Vec<&(&FactView, Timestamp)> = facts.iter().collect();
-    in_order.sort_by_key(|f| f.1);
-    for (f, at) in in_order {
-        let x = axis.x(*at);
-        let dx = placer.glyph(Rect::centred(x, y, 4.0, 4.0));
-        row = row.add(
-            Circle::new()
-                .set("cx", x + dx)
-                .set("cy", y)
-                .set("r", 4)
-                .set("class", "fact")
-                .add(Title::new(format!("{} observed {at}", f.fact_key))),
-        );
+    for (x, group) in fact_glyphs(&facts, &axis) {
+        let title = match group.as_slice() {
+            [(f, at)] => format!("{} observed {at}", f.fact_key),
+            many => {
+                let mut lines: Vec<String> = many
+                    .iter()
+                    .take(FACTS_LISTED)
+                    .map(|(f, at)| format!("{} observed {at}", f.fact_key))
+                    .collect();
+                if many.len() > FACTS_LISTED {
+                    lines.push(format!("and {} more", many.len() - FACTS_LISTED));
+                }
+                format!("{} facts:\n{}", many.len(), lines.join("\n"))
+            }
+        };
+        placer.take(Rect::centred(x, y, FACT_R, FACT_R));
+        let circle = Circle::new()
+            .set("cx", x)
+            .set("cy", y)
+            .set("r", FACT_R)
+            .add(Title::new(title));
+        if group.len() == 1 {
+            row = row.add(circle.set("class", "fact"));
+        } else {
+            row = row
+                .add(
+                    circle
+                        .set("class", "fact facts-joined")
+                        .set("data-facts", group.len()),
+                )
+                .add(label(
+                    &mut placer,
+                    (x, y - 8.0),
+                    Anchor::Middle,
+                    "small",
+                    &[0.0, -11.0],
+                    format!("×{}", group.len()),
+                ));
+        }
     }
     if let Some(last_fact) = sorted.last() {
         if now > *last_fact {
@@ -565,6 +590,44 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
         ));
     }
     Ok(doc)
+}
+
+/// Radius of a fact's circle on the facts row.
+const FACT_R: f64 = 4.0;
+
+/// How far a fact's circle may stand right of its instant (three circles' widths) before it
+/// joins the circle before it instead, drawn once with the count: a subject with many facts close
+/// together stays on the picture, and placing them stays linear in their number.
+const FACT_MAX_SHIFT: f64 = 3.0 * (2.0 * FACT_R + 2.0);
+
+/// Facts listed in a joined circle's tooltip at most.
+const FACTS_LISTED: usize = 10;
+
+/// The facts row's circles, in time order: each one's x and the facts it stands for. A fact
+/// stands right of the circle before it when they would overlap, by at most
+/// [`FACT_MAX_SHIFT`], and else joins that circle.
+fn fact_glyphs<'a>(
+    facts: &'a [(&'a FactView, Timestamp)],
+    axis: &Axis,
+) -> Vec<(f64, Vec<&'a (&'a FactView, Timestamp)>)> {
+    let mut in_order: Vec<&(&FactView, Timestamp)> = facts.iter().collect();
+    in_order.sort_by_key(|f| f.1);
+    let mut out: Vec<(f64, Vec<&(&FactView, Timestamp)>)> = Vec::new();
+    for f in in_order {
+        let x = axis.x(f.1);
+        match out.last_mut() {
+            Some((last, group)) if x < *last + 2.0 * FACT_R + 2.0 => {
+                let at = *last + 2.0 * FACT_R + 2.0;
+                if at - x > FACT_MAX_SHIFT {
+                    group.push(f);
+                } else {
+                    out.push((at, vec![f]));
+                }
+            }
+            _ => out.push((x, vec![f])),
+        }
+    }
+    out
 }
 
 /// Like [`render`], as the document's text (`image/svg+xml`).

@@ -435,7 +435,14 @@ fn a_crowded_record_draws_nothing_over_anything() {
     assert_eq!(count(&steps["step-0"], "lapse-stalled"), 1);
     assert!(svg.contains("skipped lapse at 2026-01-01T00:22:02Z"));
     assert!(svg.contains("stalled lapse at 2026-01-01T00:22:02.5Z"));
-    assert_eq!(count(&steps["-"], "fact"), 10);
+    // Ten facts a second (about a unit) apart: three stand beside the first, the other six join
+    // the fourth, drawn once with their count; every one is in a tooltip.
+    assert_eq!(count(&steps["-"], "fact"), 4);
+    assert_eq!(count(&steps["-"], "facts-joined"), 1);
+    assert!(
+        svg.contains(r#"data-facts="7""#) && svg.contains("×7"),
+        "{svg}"
+    );
     for n in 0..10 {
         assert!(svg.contains(&format!("ticket.note:{n} observed 2026-01-01T00:10:0{n}Z")));
     }
@@ -479,4 +486,22 @@ fn glyphs_at_one_instant_stand_side_by_side() {
     for pair in lapses.windows(2) {
         assert!(pair[0].x1 <= pair[1].x0, "{pair:?}");
     }
+}
+
+#[test]
+fn thousands_of_facts_at_one_instant_are_one_circle_with_their_count() {
+    let mut view = crowded();
+    view["facts"] = (0..5000)
+        .map(|n| json!({ "factKey": format!("ticket.note:{n}"), "observedAt": "2026-01-01T00:10:00Z" }))
+        .collect();
+    let svg = render_string(&view, at("2026-01-01T00:23:00Z")).unwrap();
+    assert_nothing_overlaps(&svg);
+    let steps = classes_by_step(&svg);
+    assert_eq!(
+        count(&steps["-"], "fact"),
+        4,
+        "three beside the first, then joined"
+    );
+    assert!(svg.contains(r#"data-facts="4997""#) && svg.contains("×4997"));
+    assert!(svg.contains("and 4987 more"));
 }
