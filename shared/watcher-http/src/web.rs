@@ -384,7 +384,7 @@ async fn subjects(State(state): State<AppState>, headers: HeaderMap) -> Response
                             tr {
                                 td { a href=(subject_href(&s.subject_type, &s.id)) { (s.subject_type) " " (s.id) } }
                                 td { (kind) }
-                                td { (at.to_string()) }
+                                td { (instant_markup(&at.to_string(), *at)) }
                                 td { (exp) }
                             }
                         }
@@ -400,6 +400,23 @@ fn text(v: &Value) -> String {
         Value::Null => "–".into(),
         Value::String(s) => s.clone(),
         other => other.to_string(),
+    }
+}
+
+/// An instant in a table: to the second (`2026-09-10T22:15:00Z`), in a `<time>` whose
+/// `datetime` and `title` (shown on hover) hold `given`, the value in full as the record gives it.
+fn instant_markup(given: &str, at: Instant) -> Markup {
+    let second = Instant::from_nanos(i128::from(at.as_second()) * 1_000_000_000)
+        .map_or_else(|_| at.to_string(), |s| s.to_string());
+    html! { time datetime=(given) title=(given) { (second) } }
+}
+
+/// A record's instant member `v` as [`instant_markup`] shows it; anything that is not an
+/// instant (`null`, a malformed value) as [`text`] shows it.
+fn instant_cell(v: &Value) -> Markup {
+    match v.as_str().and_then(|s| Some((s, Instant::parse(s).ok()?))) {
+        Some((given, at)) => instant_markup(given, at),
+        None => html! { (text(v)) },
     }
 }
 
@@ -442,18 +459,18 @@ async fn subject(
                             td { (text(&e["kind"])) }
                             td { (text(&e["expects"])) }
                             td { (text(&e["status"])) }
-                            td { (text(&e["projectedDueAt"])) }
-                            td { (text(&e["dueAt"])) }
+                            td { (instant_cell(&e["projectedDueAt"])) }
+                            td { (instant_cell(&e["dueAt"])) }
                             td { (text(&e["basis"])) }
                             td {
                                 @if e["satisfaction"].is_null() { "–" } @else {
-                                    (text(&e["satisfaction"]["observedAt"]))
+                                    (instant_cell(&e["satisfaction"]["observedAt"]))
                                     @if e["satisfaction"]["late"] == Value::Bool(true) { " (late)" }
                                 }
                             }
                             td {
                                 @for l in e["lapses"].as_array().unwrap_or(&empty) {
-                                    span class=(text(&l["lapse"])) { (text(&l["lapse"])) } " " (text(&l["lapsedAt"])) br;
+                                    span class=(text(&l["lapse"])) { (text(&l["lapse"])) } " " (instant_cell(&l["lapsedAt"])) br;
                                 }
                             }
                         }
@@ -464,8 +481,8 @@ async fn subject(
                     tr { th { "observed" } th { "received" } th { "fact" } th { "source" } th { "satisfied" } }
                     @for f in facts {
                         tr {
-                            td { (text(&f["observedAt"])) }
-                            td { (text(&f["receivedAt"])) }
+                            td { (instant_cell(&f["observedAt"])) }
+                            td { (instant_cell(&f["receivedAt"])) }
                             td { (text(&f["factKey"])) }
                             td { (text(&f["source"])) }
                             td {
@@ -532,7 +549,7 @@ async fn lapses(State(state): State<AppState>, headers: HeaderMap) -> Response {
                         }
                         @for o in list {
                             tr {
-                                td { (o.lapsed_at.to_string()) }
+                                td { (instant_markup(&o.lapsed_at.to_string(), o.lapsed_at)) }
                                 td { span class=(o.lapse.as_str()) { (o.lapse.as_str()) } }
                                 td { (o.expectation_id.to_string()) }
                                 td { span class=(o.delivery.as_str()) { (o.delivery.as_str()) } }
@@ -569,7 +586,7 @@ async fn agents(State(state): State<AppState>, headers: HeaderMap) -> Response {
                         tr {
                             td { (text(&a["agentId"])) }
                             td { span class=(text(&a["delivery"])) { (text(&a["delivery"])) } }
-                            td { (text(&a["retryingSince"])) }
+                            td { (instant_cell(&a["retryingSince"])) }
                             td {
                                 (text(&a["card"]["state"]))
                                 @if let Some(e) = a["card"]["error"].as_str() { ": " (e) }

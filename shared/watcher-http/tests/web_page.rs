@@ -108,14 +108,23 @@ fn login(token: &str, https: bool) -> Request<Body> {
 
 /// The booking artifact with every subject id, and one `expects`, holding markup.
 async fn push_hostile(app: &Router) {
+    push(app, |exps| {
+        for e in exps.iter_mut() {
+            e["subject"]["id"] = json!(HOSTILE_ID);
+        }
+        exps[0]["expects"] = json!("<script>alert('expects')</script>");
+    })
+    .await;
+}
+
+/// Pushes the booking artifact, its expectations changed by `edit` first.
+async fn push(app: &Router, edit: impl FnOnce(&mut Vec<Value>)) {
     let mut a: Value = serde_json::from_str(ARTIFACT).unwrap();
-    let exps = a["artifactUpdate"]["artifact"]["metadata"][URI]["expectations"]
-        .as_array_mut()
-        .unwrap();
-    for e in exps.iter_mut() {
-        e["subject"]["id"] = json!(HOSTILE_ID);
-    }
-    exps[0]["expects"] = json!("<script>alert('expects')</script>");
+    edit(
+        a["artifactUpdate"]["artifact"]["metadata"][URI]["expectations"]
+            .as_array_mut()
+            .unwrap(),
+    );
     let request = Request::post("/v1/agents/booking/push")
         .header(header::AUTHORIZATION, format!("Bearer {AGENT}"))
         .header(header::CONTENT_TYPE, "application/json")
@@ -243,4 +252,33 @@ async fn agent_written_strings_are_escaped_on_every_page() {
         .to_str()
         .unwrap()
         .starts_with("text/html"));
+}
+
+#[tokio::test]
+async fn tables_show_instants_to_the_second_with_the_full_value_on_hover() {
+    let app = app();
+    const GIVEN: &str = "2026-09-10T20:15:00.123456789Z";
+    push(&app, |exps| exps[0]["dueAt"] = json!(GIVEN)).await;
+    let auth = || Some(("authorization", format!("Bearer {OPERATOR}")));
+
+    // The record's table: cut to the second, the value as given in `datetime` and `title`.
+    let (status, _, body) = send(&app, get("/ui/subjects/shipment/PA-2026-0901", auth())).await;
+    assert_eq!(status, 200, "{body}");
+    let cell = format!(r#"<time datetime="{GIVEN}" title="{GIVEN}">2026-09-10T20:15:00Z</time>"#);
+    assert!(body.contains(&cell), "{body}");
+    // A whole second shows as it is.
+    assert!(
+        body.contains(r#"title="2026-09-11T03:15:00Z">2026-09-11T03:15:00Z</time>"#),
+        "{body}"
+    );
+    // Nowhere in a table is an instant shown with its fraction.
+    let tables = &body[body.find(r#"id="expectations""#).unwrap()..];
+    assert!(
+        !tables.contains(">2026-09-10T20:15:00.123456789Z<"),
+        "{tables}"
+    );
+
+    // The open subjects, by next deadline: the same.
+    let (_, _, body) = send(&app, get("/ui/subjects", auth())).await;
+    assert!(body.contains("<time datetime="), "{body}");
 }

@@ -13,14 +13,20 @@
 //!   skipped and never reported, a *hole* where it should have been.
 //!
 //! `basis` is written beside each step. A last row holds every fact on the subject and the
-//! silence since the most recent one. Nothing is drawn that the record does not say.
+//! silence since the most recent one. Nothing is drawn that the record does not say, and no text
+//! or glyph over another (`src/placement.rs`): glyphs at one instant stand side by side, each with its
+//! exact instant in its `<title>`; labels take the next free lane; the left column's texts are
+//! cut to the column with "…", in full in a `<title>`.
 //!
 //! Elements carry classes tests and style sheets can find: `step` (with `id="step-N"`, N the
 //! row from 0, and `data-expectation-id`), `projected`, `current`, `uncertain`, `reanchored`,
 //! `happened`, `hole`, `lapse lapse-overdue|lapse-skipped|lapse-stalled`, `basis`, `fact`,
-//! `silence`, `now`.
+//! `facts-joined` (a fact circle standing for several, `data-facts` their count), `silence`, `now`.
+
+mod placement;
 
 use jiff::Timestamp;
+use placement::{text_box, truncate, Anchor, Placer, Rect};
 use serde::Deserialize;
 use svg::node::element::{Circle, Group, Line, Polygon, Rectangle, Style, Text as TextEl, Title};
 use svg::Document;
@@ -33,6 +39,20 @@ const TOP: f64 = 96.0;
 const ROW: f64 = 94.0;
 const FACT_ROW: f64 = 56.0;
 const BOTTOM: f64 = 28.0;
+/// Where the left column's texts start, and the room they have before the track labels (at
+/// `LEFT - 70`), less a gap of 8: longer texts are cut with "…" and given in full in a `<title>`.
+const COLUMN_X: f64 = 12.0;
+const COLUMN_WIDTH: f64 = LEFT - 70.0 - COLUMN_X - 8.0;
+
+/// The font size of text of class `class`, as [`CSS`] sets it.
+fn font_size(class: &str) -> f64 {
+    match class.split(' ').next().unwrap_or("") {
+        "title" => 16.0,
+        "small" | "basis" => 11.0,
+        "track-label" => 10.0,
+        _ => 12.0,
+    }
+}
 
 /// Why a subject view cannot be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -265,6 +285,40 @@ fn text(x: f64, y: f64, class: &str, content: impl Into<String>) -> TextEl {
         .set("class", class)
 }
 
+/// Text at a fixed place, its box taken on `placer`.
+fn fixed_text(placer: &mut Placer, x: f64, y: f64, class: &str, content: String) -> TextEl {
+    placer.take(text_box(x, y, font_size(class), Anchor::Start, &content));
+    text(x, y, class, content)
+}
+
+/// A text of the left column: cut to [`COLUMN_WIDTH`] with "…", the full text then in a
+/// `<title>` (the tooltip).
+fn column_text(placer: &mut Placer, y: f64, class: &str, content: String) -> TextEl {
+    match truncate(&content, font_size(class), COLUMN_WIDTH) {
+        None => fixed_text(placer, COLUMN_X, y, class, content),
+        Some(cut) => fixed_text(placer, COLUMN_X, y, class, cut).add(Title::new(content)),
+    }
+}
+
+/// A label that goes where it is free: at `(x, y)` (`anchor` saying where `x` is on the line),
+/// else at the first free offset of `lanes`, else further right (see [`placement`]).
+fn label(
+    placer: &mut Placer,
+    (x, y): (f64, f64),
+    anchor: Anchor,
+    class: &str,
+    lanes: &[f64],
+    content: String,
+) -> TextEl {
+    let (dx, dy) = placer.label(text_box(x, y, font_size(class), anchor, &content), lanes);
+    let t = text(x + dx, y + dy, class, content);
+    match anchor {
+        Anchor::Start => t,
+        Anchor::Middle => t.set("text-anchor", "middle"),
+        Anchor::End => t.set("text-anchor", "end"),
+    }
+}
+
 /// An attribute value from the record: `"` and `%` percent-encoded, because the `svg` crate
 /// escapes `&`, `<` and `>` in attribute values but not quotes.
 fn attr(value: &str) -> String {
@@ -345,6 +399,8 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
 
     let height = TOP + ROW * steps.len() as f64 + FACT_ROW + BOTTOM;
     let subject = format!("{} {}", view.subject.subject_type, view.subject.id);
+    // Every glyph and label goes through one placer, so that none is drawn over another.
+    let mut placer = Placer::default();
     let mut doc = Document::new()
         .set("xmlns", "http://www.w3.org/2000/svg")
         .set("width", WIDTH)
@@ -361,13 +417,15 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
                 .set("height", height)
                 .set("fill", "#ffffff"),
         )
-        .add(text(
+        .add(fixed_text(
+            &mut placer,
             12.0,
             22.0,
             "title",
             format!("{subject}: projected, current and what happened"),
         ))
-        .add(text(
+        .add(fixed_text(
+            &mut placer,
             12.0,
             40.0,
             "small",
@@ -393,21 +451,30 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
                         .set("y2", plot_bottom)
                         .set("class", "grid"),
                 )
-                .add(text(x, TOP - 22.0, "small", axis.short(t)).set("text-anchor", "middle"));
+                .add(label(
+                    &mut placer,
+                    (x, TOP - 22.0),
+                    Anchor::Middle,
+                    "small",
+                    &[0.0],
+                    axis.short(t),
+                ));
         }
         tick += step;
     }
 
     for (i, s) in steps.iter().enumerate() {
-        doc = doc.add(step_group(i, s, &axis));
+        doc = doc.add(step_group(i, s, &axis, &mut placer));
     }
 
     // The facts on the subject, joined by a solid line, and the silence since the last one.
     let y = TOP + ROW * steps.len() as f64 + FACT_ROW / 2.0;
-    let mut row =
-        Group::new()
-            .set("class", "facts")
-            .add(text(12.0, y + 4.0, "", "facts on the subject"));
+    let mut row = Group::new().set("class", "facts").add(column_text(
+        &mut placer,
+        y + 4.0,
+        "",
+        "facts on the subject".into(),
+    ));
     let mut sorted: Vec<Timestamp> = facts.iter().map(|f| f.1).collect();
     sorted.sort();
     if let (Some(a), Some(b)) = (sorted.first(), sorted.last()) {
@@ -422,15 +489,45 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
             );
         }
     }
-    for (f, at) in &facts {
-        row = row.add(
-            Circle::new()
-                .set("cx", axis.x(*at))
-                .set("cy", y)
-                .set("r", 4)
-                .set("class", "fact")
-                .add(Title::new(format!("{} observed {at}", f.fact_key))),
-        );
+    for (x, group) in fact_glyphs(&facts, &axis) {
+        let title = match group.as_slice() {
+            [(f, at)] => format!("{} observed {at}", f.fact_key),
+            many => {
+                let mut lines: Vec<String> = many
+                    .iter()
+                    .take(FACTS_LISTED)
+                    .map(|(f, at)| format!("{} observed {at}", f.fact_key))
+                    .collect();
+                if many.len() > FACTS_LISTED {
+                    lines.push(format!("and {} more", many.len() - FACTS_LISTED));
+                }
+                format!("{} facts:\n{}", many.len(), lines.join("\n"))
+            }
+        };
+        placer.take(Rect::centred(x, y, FACT_R, FACT_R));
+        let circle = Circle::new()
+            .set("cx", x)
+            .set("cy", y)
+            .set("r", FACT_R)
+            .add(Title::new(title));
+        if group.len() == 1 {
+            row = row.add(circle.set("class", "fact"));
+        } else {
+            row = row
+                .add(
+                    circle
+                        .set("class", "fact facts-joined")
+                        .set("data-facts", group.len()),
+                )
+                .add(label(
+                    &mut placer,
+                    (x, y - 8.0),
+                    Anchor::Middle,
+                    "small",
+                    &[0.0, -11.0],
+                    format!("×{}", group.len()),
+                ));
+        }
     }
     if let Some(last_fact) = sorted.last() {
         if now > *last_fact {
@@ -448,10 +545,12 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
                         .set("y2", y)
                         .set("class", "silence"),
                 )
-                .add(text(
-                    axis.x(*last_fact) + 6.0,
-                    y - 8.0,
+                .add(label(
+                    &mut placer,
+                    (axis.x(*last_fact) + 6.0, y - 8.0),
+                    Anchor::Start,
                     "small",
+                    &[0.0, 24.0],
                     format!("no fact since {}", axis.short(*last_fact)),
                 ));
         }
@@ -471,20 +570,64 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
                         .set("y2", plot_bottom)
                         .set("class", "now"),
                 )
-                .add(text(x + 3.0, plot_bottom + 16.0, "small", "now")),
+                .add(label(
+                    &mut placer,
+                    (x + 3.0, plot_bottom + 16.0),
+                    Anchor::Start,
+                    "small",
+                    &[0.0],
+                    "now".into(),
+                )),
         );
     } else if now_s > end {
-        doc = doc.add(
-            text(
-                WIDTH - RIGHT,
-                plot_bottom + 16.0,
-                "small",
-                format!("now ({}) is later →", axis.short(now)),
-            )
-            .set("text-anchor", "end"),
-        );
+        doc = doc.add(label(
+            &mut placer,
+            (WIDTH - RIGHT, plot_bottom + 16.0),
+            Anchor::End,
+            "small",
+            &[0.0],
+            format!("now ({}) is later →", axis.short(now)),
+        ));
     }
     Ok(doc)
+}
+
+/// Radius of a fact's circle on the facts row.
+const FACT_R: f64 = 4.0;
+
+/// How far a fact's circle may stand right of its instant (three circles' widths) before it
+/// joins the circle before it instead, drawn once with the count: a subject with many facts close
+/// together stays on the picture, and placing them stays linear in their number.
+const FACT_MAX_SHIFT: f64 = 3.0 * (2.0 * FACT_R + 2.0);
+
+/// Facts listed in a joined circle's tooltip at most.
+const FACTS_LISTED: usize = 10;
+
+/// The facts row's circles, in time order: each one's x and the facts it stands for. A fact
+/// stands right of the circle before it when they would overlap, by at most
+/// [`FACT_MAX_SHIFT`], and else joins that circle.
+fn fact_glyphs<'a>(
+    facts: &'a [(&'a FactView, Timestamp)],
+    axis: &Axis,
+) -> Vec<(f64, Vec<&'a (&'a FactView, Timestamp)>)> {
+    let mut in_order: Vec<&(&FactView, Timestamp)> = facts.iter().collect();
+    in_order.sort_by_key(|f| f.1);
+    let mut out: Vec<(f64, Vec<&(&FactView, Timestamp)>)> = Vec::new();
+    for f in in_order {
+        let x = axis.x(f.1);
+        match out.last_mut() {
+            Some((last, group)) if x < *last + 2.0 * FACT_R + 2.0 => {
+                let at = *last + 2.0 * FACT_R + 2.0;
+                if at - x > FACT_MAX_SHIFT {
+                    group.push(f);
+                } else {
+                    out.push((at, vec![f]));
+                }
+            }
+            _ => out.push((x, vec![f])),
+        }
+    }
+    out
 }
 
 /// Like [`render`], as the document's text (`image/svg+xml`).
@@ -495,9 +638,16 @@ pub fn render_string(view: &serde_json::Value, now: Timestamp) -> Result<String,
     Ok(render(view, now)?.to_string())
 }
 
-/// The `n`th lapse of a step at `x`: its label goes below, the odd ones lower, so that lapses
-/// close in time stay readable.
-fn lapse_marker(kind: &str, n: usize, x: f64, y: f64, at: Timestamp) -> Group {
+/// Half the width (and height) of a lapse's glyph.
+const LAPSE_HALF: f64 = 7.0;
+
+/// Lanes for the label under a lapse's glyph: right under it, then one line lower.
+const LAPSE_LANES: [f64; 2] = [0.0, 11.0];
+
+/// A lapse of kind `kind` at `at`, its glyph at `(x, y)` (moved right of any glyph already
+/// there, see [`placement`]), its label below in the first free lane.
+fn lapse_marker(kind: &str, glyph: (f64, f64), at: Timestamp, placer: &mut Placer) -> Group {
+    let (x, y) = glyph;
     let class = match kind {
         "overdue" | "skipped" | "stalled" => format!("lapse lapse-{kind}"),
         _ => "lapse".to_string(),
@@ -541,19 +691,18 @@ fn lapse_marker(kind: &str, n: usize, x: f64, y: f64, at: Timestamp) -> Group {
     Group::new()
         .set("class", class)
         .add(shape)
-        .add(
-            text(
-                x,
-                y + 20.0 + 11.0 * (n % 2) as f64,
-                "small",
-                kind.to_string(),
-            )
-            .set("text-anchor", "middle"),
-        )
+        .add(label(
+            placer,
+            (x, y + 20.0),
+            Anchor::Middle,
+            "small",
+            &LAPSE_LANES,
+            kind.to_string(),
+        ))
         .add(Title::new(format!("{kind} lapse at {at}")))
 }
 
-fn step_group(i: usize, s: &Step<'_>, axis: &Axis) -> Group {
+fn step_group(i: usize, s: &Step<'_>, axis: &Axis, placer: &mut Placer) -> Group {
     let top = TOP + ROW * i as f64;
     let (y_proj, y_cur, y_hap) = (top + 14.0, top + 34.0, top + 56.0);
     let rec = s.rec;
@@ -561,22 +710,40 @@ fn step_group(i: usize, s: &Step<'_>, axis: &Axis) -> Group {
         .set("id", format!("step-{i}"))
         .set("class", "step")
         .set("data-expectation-id", attr(&rec.expectation_id))
-        .add(text(12.0, top + 18.0, "", rec.kind.clone()))
-        .add(text(
-            12.0,
+        .add(column_text(placer, top + 18.0, "", rec.kind.clone()))
+        .add(column_text(
+            placer,
             top + 34.0,
             "small",
             format!("{} · {}", rec.expectation_id, rec.status),
         ))
-        .add(text(
-            12.0,
+        .add(column_text(
+            placer,
             top + 50.0,
             "basis",
             format!("basis: {}", rec.basis.as_deref().unwrap_or("not given")),
         ))
-        .add(text(LEFT - 70.0, y_proj + 3.0, "track-label", "projected"))
-        .add(text(LEFT - 70.0, y_cur + 3.0, "track-label", "current"))
-        .add(text(LEFT - 70.0, y_hap + 3.0, "track-label", "happened"))
+        .add(fixed_text(
+            placer,
+            LEFT - 70.0,
+            y_proj + 3.0,
+            "track-label",
+            "projected".into(),
+        ))
+        .add(fixed_text(
+            placer,
+            LEFT - 70.0,
+            y_cur + 3.0,
+            "track-label",
+            "current".into(),
+        ))
+        .add(fixed_text(
+            placer,
+            LEFT - 70.0,
+            y_hap + 3.0,
+            "track-label",
+            "happened".into(),
+        ))
         .add(
             Line::new()
                 .set("x1", LEFT)
@@ -592,16 +759,68 @@ fn step_group(i: usize, s: &Step<'_>, axis: &Axis) -> Group {
             .iter()
             .map(|(kind, at)| format!("{kind} {}", axis.short(*at)))
             .collect();
-        g = g.add(text(
-            12.0,
-            top + 66.0,
-            "small",
-            format!("lapsed: {}", list.join(", ")),
-        ));
+        // On two lines at most: as many whole lapses as fit on the first, the rest on the
+        // second, cut when it must be with the whole list in its tooltip.
+        let small = font_size("small");
+        let fits = |t: &str| truncate(t, small, COLUMN_WIDTH).is_none();
+        let mut first = format!("lapsed: {}", list[0]);
+        let mut shown = 1;
+        while let Some(item) = list.get(shown) {
+            let more = if shown + 1 < list.len() { "," } else { "" };
+            if !fits(&format!("{first}, {item}{more}")) {
+                break;
+            }
+            first = format!("{first}, {item}");
+            shown += 1;
+        }
+        if shown < list.len() {
+            first.push(',');
+        }
+        g = g.add(column_text(placer, top + 66.0, "small", first));
+        if shown < list.len() {
+            let second = list[shown..].join(", ");
+            let full = format!("lapsed: {}", list.join(", "));
+            g = g.add(match truncate(&second, small, COLUMN_WIDTH) {
+                None => fixed_text(placer, COLUMN_X, top + 79.0, "small", second),
+                Some(cut) => {
+                    fixed_text(placer, COLUMN_X, top + 79.0, "small", cut).add(Title::new(full))
+                }
+            });
+        }
     }
 
-    // Projected: faint.
+    // The glyphs first, each moved right of any glyph already there; the labels after, around
+    // them. Each glyph's `<title>` keeps its exact instant.
     let xp = axis.x(s.projected);
+    let xp = xp + placer.glyph(Rect::centred(xp, y_proj, 5.0, 5.0));
+    let xc_time = axis.x(s.due);
+    let xc = xc_time + placer.glyph(Rect::centred(xc_time, y_cur, 6.0, 6.0));
+    let xh = s.horizon.map(|h| {
+        let x = axis.x(h);
+        x + placer.glyph(Rect::centred(x, y_cur, 1.0, 8.0))
+    });
+    let x_obs = s.observed.map(|obs| {
+        let x = axis.x(obs);
+        x + placer.glyph(Rect::centred(x, y_hap, 6.0, 6.0))
+    });
+    let hole = s.observed.is_none() && s.lapses.iter().any(|l| l.0 == "skipped");
+    if hole {
+        placer.take(Rect::centred(xc_time, y_hap, 9.0, 9.0));
+    }
+    let xw = s.withdrawn.map(|w| {
+        let x = axis.x(w);
+        x + placer.glyph(Rect::centred(x, y_hap, 5.0, 5.0))
+    });
+    let x_lapses: Vec<f64> = s
+        .lapses
+        .iter()
+        .map(|(_, at)| {
+            let x = axis.x(*at);
+            x + placer.glyph(Rect::centred(x, y_hap, LAPSE_HALF, LAPSE_HALF))
+        })
+        .collect();
+
+    // Projected: faint.
     g = g.add(
         Circle::new()
             .set("cx", xp)
@@ -612,13 +831,12 @@ fn step_group(i: usize, s: &Step<'_>, axis: &Axis) -> Group {
     );
 
     // Current: the grace window, the due time, the horizon.
-    let xc = axis.x(s.due);
     if let Some(end) = s.grace_end {
         g = g.add(
             Rectangle::new()
-                .set("x", xc)
+                .set("x", xc_time)
                 .set("y", y_cur - 4.0)
-                .set("width", (axis.x(end) - xc).max(0.0))
+                .set("width", (axis.x(end) - xc_time).max(0.0))
                 .set("height", 8)
                 .set("class", "grace"),
         );
@@ -643,23 +861,23 @@ fn step_group(i: usize, s: &Step<'_>, axis: &Axis) -> Group {
     } else {
         ("current", "")
     };
-    g = g
-        .add(
-            Circle::new()
-                .set("cx", xc)
-                .set("cy", y_cur)
-                .set("r", 6)
-                .set("class", class)
-                .add(Title::new(format!("current due {}{note}", s.due))),
-        )
-        .add(text(
-            xc + 9.0,
-            y_cur + 4.0,
-            "small",
-            format!("due {}", axis.short(s.due)),
-        ));
-    if let Some(h) = s.horizon {
-        let xh = axis.x(h);
+    g = g.add(
+        Circle::new()
+            .set("cx", xc)
+            .set("cy", y_cur)
+            .set("r", 6)
+            .set("class", class)
+            .add(Title::new(format!("current due {}{note}", s.due))),
+    );
+    g = g.add(label(
+        placer,
+        (xc + 9.0, y_cur + 4.0),
+        Anchor::Start,
+        "small",
+        &[0.0, -11.0, 11.0],
+        format!("due {}", axis.short(s.due)),
+    ));
+    if let (Some(h), Some(xh)) = (s.horizon, xh) {
         g = g
             .add(
                 Line::new()
@@ -670,15 +888,22 @@ fn step_group(i: usize, s: &Step<'_>, axis: &Axis) -> Group {
                     .set("class", "horizon")
                     .add(Title::new(format!("horizon {h}"))),
             )
-            .add(text(xh + 4.0, y_cur - 6.0, "small", "horizon"));
+            .add(label(
+                placer,
+                (xh + 4.0, y_cur - 6.0),
+                Anchor::Start,
+                "small",
+                &[0.0, 22.0, -10.0],
+                "horizon".into(),
+            ));
     }
 
     // What happened: solid.
-    if let Some(obs) = s.observed {
+    if let (Some(obs), Some(x)) = (s.observed, x_obs) {
         let late = rec.satisfaction.as_ref().is_some_and(|x| x.late);
         g = g.add(
             Circle::new()
-                .set("cx", axis.x(obs))
+                .set("cx", x)
                 .set("cy", y_hap)
                 .set("r", 6)
                 .set("class", if late { "happened late" } else { "happened" })
@@ -687,11 +912,11 @@ fn step_group(i: usize, s: &Step<'_>, axis: &Axis) -> Group {
                     if late { " (late)" } else { "" }
                 ))),
         );
-    } else if s.lapses.iter().any(|l| l.0 == "skipped") {
+    } else if hole {
         // The hole: a later step was reported while this one never was (§9.1 skipped).
         g = g.add(
             Rectangle::new()
-                .set("x", xc - 9.0)
+                .set("x", xc_time - 9.0)
                 .set("y", y_hap - 9.0)
                 .set("width", 18)
                 .set("height", 18)
@@ -701,8 +926,7 @@ fn step_group(i: usize, s: &Step<'_>, axis: &Axis) -> Group {
                 )),
         );
     }
-    if let Some(w) = s.withdrawn {
-        let x = axis.x(w);
+    if let (Some(w), Some(x)) = (s.withdrawn, xw) {
         g = g.add(
             Group::new()
                 .set("class", "withdrawn")
@@ -723,8 +947,8 @@ fn step_group(i: usize, s: &Step<'_>, axis: &Axis) -> Group {
                 .add(Title::new(format!("withdrawn at {w}"))),
         );
     }
-    for (n, (kind, at)) in s.lapses.iter().enumerate() {
-        g = g.add(lapse_marker(kind, n, axis.x(*at), y_hap, *at));
+    for ((kind, at), x) in s.lapses.iter().zip(x_lapses) {
+        g = g.add(lapse_marker(kind, (x, y_hap), *at, placer));
     }
     g
 }
