@@ -33,8 +33,6 @@ pub(crate) const ITEM: &str = "#";
 
 /// The partition key of the counters.
 pub(crate) const COUNTER_PK: &str = "COUNTER";
-/// The sort key of the raising-order counter (`next_sequence`).
-pub(crate) const RAISE_COUNTER: &str = "raise";
 /// The sort key of the row counter (insertion order of outbox entries and rejections).
 pub(crate) const ROW_COUNTER: &str = "rows";
 

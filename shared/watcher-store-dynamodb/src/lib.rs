@@ -43,9 +43,11 @@ use watcher_core::ids::{AgentId, ExpectationRef, FactKey, Subject, TaskRef, Tena
 use watcher_core::record::{ExpectationRecord, RaiseOrder};
 use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
+use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::index::subject_index;
 use watcher_runtime::lease::{claim, keep_lease, Lease};
 use watcher_runtime::origins::{FollowedOrigin, OriginKey};
+use watcher_runtime::sequence::TimeOrdered;
 use watcher_runtime::store::{
     cut_page, lapse_scan_budget, Claim, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery,
     OutboxEntry, PurgeReport, Store, StoreError,
@@ -64,8 +66,7 @@ use crate::keys::{
     agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, follow_agent,
     instant_key, lapses_agent, lapses_tenant, live_agent, live_count_pk, outbox_pk, outbox_sk,
     outbox_task, rejection_position, rejection_row, rejections_pk, row_of, row_sk, subject_pk,
-    task_pk, COUNTER_PK, ITEM, QUEUED_PARTITION, RAISE_COUNTER, REJECTION_STRIDE, ROW_COUNTER,
-    TIMERS_PARTITION,
+    task_pk, COUNTER_PK, ITEM, QUEUED_PARTITION, REJECTION_STRIDE, ROW_COUNTER, TIMERS_PARTITION,
 };
 pub use crate::table::create_table;
 use crate::table::{
@@ -103,6 +104,8 @@ pub struct DynamoStore {
     /// Items read and written so far ([`Store::work_done`]), while counted
     /// ([`DynamoStore::counting_work`]).
     work: Option<Arc<AtomicU64>>,
+    /// Raising-order numbers and row ids, with no write ([`Store::next_sequence`]).
+    ids: TimeOrdered,
 }
 
 /// One write of a transaction, with what it is in words for a conflict message.
@@ -122,7 +125,24 @@ impl DynamoStore {
             table: table.into(),
             retention_days,
             work: None,
+            // The one clock this store reads: the system clock of the process, for ids ordered
+            // in time across function instances (docs/interpretation.md "Raising order without a
+            // counter"); tests set another with `with_id_clock`.
+            ids: TimeOrdered::new(Arc::new(SystemClock)),
         }
+    }
+
+    /// This store, numbering inputs and rows by `clock` (an instance number drawn at random)
+    /// instead of the system clock: for tests of the order across processes.
+    pub fn with_id_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.ids = TimeOrdered::new(clock);
+        self
+    }
+
+    /// This store, numbering by `ids` (tests: a chosen instance number).
+    pub fn with_ids(mut self, ids: TimeOrdered) -> Self {
+        self.ids = ids;
+        self
     }
 
     /// This store (and its clones made from now on), counting the items it reads and writes
@@ -1179,8 +1199,11 @@ impl Store for DynamoStore {
         Ok(())
     }
 
+    /// A time-ordered id ([`TimeOrdered`]): no read, no write, so no item is written by every
+    /// input. Every id is above every number the raising-order counter (`COUNTER`/`raise`) of an
+    /// earlier version handed out, so a table written by it keeps its order.
     async fn next_sequence(&self) -> Result<u64, StoreError> {
-        self.add_to_counter(RAISE_COUNTER, 1).await
+        Ok(self.ids.next())
     }
 
     async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError> {

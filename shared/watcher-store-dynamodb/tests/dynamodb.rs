@@ -786,3 +786,47 @@ async fn a_followed_origin_expires_after_the_retention() {
     assert_eq!(items.len(), 1);
     assert_eq!(expires_at(&items[0]), Some(retained_until(since)));
 }
+
+/// Two function instances on one table number inputs with no shared item: their numbers never
+/// collide, each instance's increase, and numbers answered a moment apart are ordered in time
+/// (docs/interpretation.md "Raising order without a counter"). No item is written.
+#[tokio::test]
+async fn two_instances_number_inputs_with_no_write_and_in_time_order() {
+    use std::collections::BTreeSet;
+    use watcher_runtime::clock::FakeClock;
+    use watcher_runtime::sequence::{TimeOrdered, FIRST_TIME_ORDERED};
+
+    let store = common::store().await.counting_work();
+    let clock = Arc::new(FakeClock::new(
+        Instant::parse("2026-09-10T12:00:00Z").unwrap(),
+    ));
+    let a = store
+        .clone()
+        .with_ids(TimeOrdered::with_instance(clock.clone(), 1));
+    let b = store
+        .clone()
+        .with_ids(TimeOrdered::with_instance(clock.clone(), 2));
+    let mut all = BTreeSet::new();
+    let (mut last_a, mut last_b) = (0, 0);
+    for _ in 0..50 {
+        let (x, y) = (
+            a.next_sequence().await.unwrap(),
+            b.next_sequence().await.unwrap(),
+        );
+        assert!(x > last_a && y > last_b, "each instance's numbers increase");
+        assert!(x >= FIRST_TIME_ORDERED && y >= FIRST_TIME_ORDERED);
+        assert!(all.insert(x) && all.insert(y), "no number twice");
+        (last_a, last_b) = (x, y);
+    }
+    // A millisecond later (past the 50 microseconds each borrowed), either instance answers
+    // above everything answered before.
+    clock.set(Instant::parse("2026-09-10T12:00:00.001Z").unwrap());
+    let later = b.next_sequence().await.unwrap();
+    assert!(all.iter().all(|n| *n < later));
+    assert_eq!(
+        store.work_done(),
+        Some(0),
+        "numbering reads and writes nothing"
+    );
+    assert!(raw_items(&store, "counter").await.is_empty());
+}
