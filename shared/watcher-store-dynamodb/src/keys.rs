@@ -14,6 +14,7 @@ use watcher_core::engine::TimerKind;
 use watcher_core::ids::{AgentId, ExpectationId, FactKey, Subject, TaskRef, Tenant};
 use watcher_core::record::RaiseOrder;
 use watcher_core::time::Instant;
+use watcher_runtime::sequence::{FIRST_TIME_ORDERED, TICK};
 
 /// Largest partition key DynamoDB accepts, in bytes.
 const MAX_PARTITION_KEY: usize = 2048;
@@ -31,10 +32,9 @@ pub(crate) const AFTER_EVERY_INSTANT: &str = "9999999999999999999999";
 /// The sort key of every single-item partition (subjects, tasks, expectation rows, counters).
 pub(crate) const ITEM: &str = "#";
 
-/// The partition key of the counters.
+/// The partition key of the health row (`Store::probe_write`), beside the counters an earlier
+/// version kept there (`raise`, `rows`: no longer read or written).
 pub(crate) const COUNTER_PK: &str = "COUNTER";
-/// The sort key of the row counter (insertion order of outbox entries and rejections).
-pub(crate) const ROW_COUNTER: &str = "rows";
 
 /// The one partition value of the `timers` index.
 pub(crate) const TIMERS_PARTITION: &str = "timers";
@@ -264,6 +264,42 @@ pub(crate) fn row_of(sk: &str) -> Result<u64, String> {
     }
 }
 
+/// The position of the `index`-th rejection of a rejections item whose sort key is the row
+/// `row` ([`row_sk`]), and the smallest position of that item (`index` 0):
+///
+/// * an item written by an earlier version, numbered by its row counter (`row` below
+///   [`FIRST_TIME_ORDERED`]): `row × REJECTION_STRIDE + index` ([`rejection_position`]);
+/// * an item written since, whose row is the first of the time-ordered ids reserved for its
+///   rejections (`TimeOrdered::next_block`): `row + index × TICK`, the `index`-th id reserved.
+///
+/// Every position of the first kind is below every position of the second, and an item's
+/// smallest position grows with its row, so items read in row order come in order of their
+/// smallest position (their positions may interleave with the next items' of the second kind:
+/// `rejections_page` merges them). `None` when the position does not fit a `u64`.
+pub(crate) fn position_in_item(row: u64, index: usize) -> Option<u64> {
+    if row < FIRST_TIME_ORDERED {
+        rejection_position(row, index)
+    } else {
+        u64::try_from(index)
+            .ok()?
+            .checked_mul(TICK)?
+            .checked_add(row)
+    }
+}
+
+/// The smallest row whose rejections item may hold a position after `after`
+/// ([`position_in_item`]): where a page after `after` starts reading.
+pub(crate) fn first_row_after(after: u64, per_item: usize) -> u64 {
+    if after < FIRST_TIME_ORDERED {
+        rejection_row(after).0
+    } else {
+        let span = u64::try_from(per_item.saturating_sub(1))
+            .unwrap_or(u64::MAX)
+            .saturating_mul(TICK);
+        after.saturating_sub(span)
+    }
+}
+
 /// Positions of rejections one item apart (`rejections_page`): a rejection's position is
 /// `row × REJECTION_STRIDE + index`, `row` the row number of its item ([`row_sk`]) and `index`
 /// its place in the item's list (below `REJECTIONS_PER_ITEM`, at most this). Positions so
@@ -374,6 +410,28 @@ mod tests {
         assert_eq!(rejection_position(u64::MAX / 10, 0), None, "a row past u64");
         assert_eq!(row_of(&row_sk(42)), Ok(42));
         assert!(row_of("00042").is_err() && row_of("0000000000000000004x").is_err());
+    }
+
+    #[test]
+    fn positions_of_both_kinds_of_rejection_items_keep_their_order() {
+        let old = [(1, 0), (1, 99), (7, 3)];
+        let first = FIRST_TIME_ORDERED + 5;
+        let new = [(first, 0), (first, 1), (first, 99)];
+        let positions: Vec<u64> = old
+            .iter()
+            .chain(&new)
+            .map(|(row, i)| position_in_item(*row, *i).unwrap())
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+        assert_eq!(position_in_item(first, 2), Some(first + 2 * TICK));
+        for (row, i) in old.iter().chain(&new) {
+            let p = position_in_item(*row, *i).unwrap();
+            assert!(
+                first_row_after(p, 100) <= *row,
+                "the item of {p} is read again"
+            );
+        }
+        assert_eq!(first_row_after(7003, 100), 7);
     }
 
     #[test]

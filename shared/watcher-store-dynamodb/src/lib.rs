@@ -35,7 +35,7 @@ use std::sync::Arc;
 use a2a_types::TaskState;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
-use aws_sdk_dynamodb::types::{Put, ReturnValue, Select, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{Put, Select, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use watcher_core::engine::{Rejection, TimerKind};
@@ -63,10 +63,10 @@ pub use crate::error::{
 };
 pub use crate::keys::rate_pk;
 use crate::keys::{
-    agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, follow_agent,
-    instant_key, lapses_agent, lapses_tenant, live_agent, live_count_pk, outbox_pk, outbox_sk,
-    outbox_task, rejection_position, rejection_row, rejections_pk, row_of, row_sk, subject_pk,
-    task_pk, COUNTER_PK, ITEM, QUEUED_PARTITION, REJECTION_STRIDE, ROW_COUNTER, TIMERS_PARTITION,
+    agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, first_row_after,
+    follow_agent, instant_key, lapses_agent, lapses_tenant, live_agent, live_count_pk, outbox_pk,
+    outbox_sk, outbox_task, position_in_item, rejections_pk, row_of, row_sk, subject_pk, task_pk,
+    COUNTER_PK, ITEM, QUEUED_PARTITION, REJECTION_STRIDE, TIMERS_PARTITION,
 };
 pub use crate::table::create_table;
 use crate::table::{
@@ -408,28 +408,6 @@ impl DynamoStore {
                 .consistent_read(true)
         })
         .await
-    }
-
-    /// Adds `count` to a counter and answers the new value.
-    async fn add_to_counter(&self, counter: &str, count: u64) -> Result<u64, StoreError> {
-        let out = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(PK, s(COUNTER_PK))
-            .key(SK, s(counter))
-            .update_expression("SET #k = :kind ADD #v :n")
-            .expression_attribute_names("#k", KIND)
-            .expression_attribute_names("#v", VALUE)
-            .expression_attribute_values(":kind", s("counter"))
-            .expression_attribute_values(":n", n(count))
-            .return_values(ReturnValue::UpdatedNew)
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        self.count(1u64);
-        let attrs = out.attributes.unwrap_or_default();
-        get_u64(&attrs, VALUE, &format!("counter {counter}"))
     }
 
     async fn read_subject(
@@ -1153,17 +1131,15 @@ impl Store for DynamoStore {
                 bytes: writes.iter().map(|w| w.bytes).sum(),
             }));
         }
-        if rows > 0 {
-            let last = self.add_to_counter(ROW_COUNTER, rows as u64).await?;
-            let mut seq = last + 1 - rows as u64;
-            for o in &new_outbox {
-                writes.push(self.outbox_write(o, seq)?);
-                seq += 1;
-            }
-            for (agent, chunk) in &chunks {
-                writes.push(self.rejections_write(tenant, agent, chunk, seq)?);
-                seq += 1;
-            }
+        // Row ids are time-ordered ids, taken with no write (docs/dynamodb.md "Items"): a
+        // lapse task's id orders `GET /v1/lapses` and the `outbox-due` index; a rejections item
+        // reserves one id per rejection, the first its sort key.
+        for o in &new_outbox {
+            writes.push(self.outbox_write(o, self.ids.next())?);
+        }
+        for (agent, chunk) in &chunks {
+            let first = self.ids.next_block(chunk.len() as u64);
+            writes.push(self.rejections_write(tenant, agent, chunk, first)?);
         }
         let bytes: usize = writes.iter().map(|w| w.bytes).sum();
         if bytes > MAX_TRANSACTION_BYTES {
@@ -1322,10 +1298,19 @@ impl Store for DynamoStore {
         let what = format!("rejections of {agent} in tenant {tenant}");
         let mut all = Vec::new();
         for item in self.partition(rejections_pk(tenant, agent)).await? {
+            let row = row_of(get_s(&item, SK, &what)?)
+                .map_err(|sk| StoreError::Corrupt(format!("{what}: sort key {sk}")))?;
             let list: Vec<Rejection> = from_json(get_s(&item, REJECTIONS, &what)?, &what)?;
-            all.extend(list);
+            for (i, r) in list.into_iter().enumerate() {
+                let position = position_in_item(row, i).ok_or_else(|| {
+                    StoreError::Corrupt(format!("{what}: row {row} place {i} has no position"))
+                })?;
+                all.push((position, r));
+            }
         }
-        Ok(all)
+        // In the order of `rejections_page`: items two instances wrote at one moment interleave.
+        all.sort_by_key(|(p, _)| *p);
+        Ok(all.into_iter().map(|(_, r)| r).collect())
     }
 
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
@@ -1733,10 +1718,13 @@ impl Store for DynamoStore {
     }
 
     /// A keyset page of the `REJECT#{tenant}#{agent}` partition, strongly consistent: one
-    /// `Query` with `sk >= row_sk(row of after)` and a small `Limit` (2 items, then twice as
-    /// many per further request), stopping once `limit` + 1 rejections are found. Positions are
-    /// `row × 1,000 + place in the item` (`keys::rejection_position`), so a page may start in
-    /// the middle of an item. Reads at most `limit` + 2 items, and usually one or two.
+    /// `Query` with `sk >= row_sk(first_row_after(after))` and a small `Limit` (2 items, then
+    /// twice as many per further request), stopping once `limit` + 1 rejections are found and
+    /// the next item can only hold later ones. Positions are `keys::position_in_item`: the
+    /// time-ordered ids reserved for the item's rejections (or, for items written by an earlier
+    /// version, `row × 1,000 + place in the item`), so a page may start in the middle of an item,
+    /// and items written at the same microsecond by two instances interleave: the page is
+    /// merged in position order. Reads `limit` + 2 items and a few more where items interleave.
     async fn rejections_page(
         &self,
         tenant: &Tenant,
@@ -1753,7 +1741,7 @@ impl Store for DynamoStore {
         loop {
             // Every item holds at least one rejection; the first (the item of `after`) may hold
             // none after it.
-            let wanted = limit + 1 - found.len();
+            let wanted = (limit + 1).saturating_sub(found.len()).max(1);
             let first = usize::from(start.is_none());
             let items = items_per_request.min(wanted + first);
             let mut req = self
@@ -1769,7 +1757,10 @@ impl Store for DynamoStore {
                 Some(after) => req
                     .key_condition_expression("#pk = :pk AND #sk >= :from")
                     .expression_attribute_names("#sk", SK)
-                    .expression_attribute_values(":from", s(row_sk(rejection_row(after).0))),
+                    .expression_attribute_values(
+                        ":from",
+                        s(row_sk(first_row_after(after, REJECTIONS_PER_ITEM))),
+                    ),
                 None => req.key_condition_expression("#pk = :pk"),
             };
             let out = req.send().await.map_err(StoreError::backend)?;
@@ -1777,22 +1768,33 @@ impl Store for DynamoStore {
             for item in out.items.unwrap_or_default() {
                 let row = row_of(get_s(&item, SK, &what)?)
                     .map_err(|sk| StoreError::Corrupt(format!("{what}: sort key {sk}")))?;
+                // Items come in order of their smallest position: once that is after the
+                // (`limit` + 1)-th position found, no later item holds one before it.
+                let smallest = position_in_item(row, 0).ok_or_else(|| {
+                    StoreError::Corrupt(format!("{what}: row {row} has no position"))
+                })?;
+                if found.len() > limit {
+                    found.sort_by_key(|(p, _)| *p);
+                    found.truncate(limit + 1);
+                    if found.last().is_some_and(|(p, _)| smallest > *p) {
+                        return Ok(cut_page(found, limit));
+                    }
+                }
                 let list: Vec<Rejection> = from_json(get_s(&item, REJECTIONS, &what)?, &what)?;
                 for (i, r) in list.into_iter().enumerate() {
-                    let position = rejection_position(row, i).ok_or_else(|| {
+                    let position = position_in_item(row, i).ok_or_else(|| {
                         StoreError::Corrupt(format!("{what}: row {row} place {i} has no position"))
                     })?;
                     if after.is_some_and(|a| position <= a) {
                         continue;
                     }
                     found.push((position, r));
-                    if found.len() > limit {
-                        return Ok(cut_page(found, limit));
-                    }
                 }
             }
             start = out.last_evaluated_key;
             if start.is_none() {
+                found.sort_by_key(|(p, _)| *p);
+                found.truncate(limit + 1);
                 return Ok(cut_page(found, limit));
             }
             items_per_request = items_per_request.saturating_mul(2);
