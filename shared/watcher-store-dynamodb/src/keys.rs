@@ -128,6 +128,35 @@ pub(crate) fn live_count_pk(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
+/// Shards of an agent's live-row counter ([`live_count_shard_pk`]): a commit adds to one, a load
+/// reads them all with one `BatchGetItem` (at most 100 keys).
+pub(crate) const LIVE_COUNT_SHARDS: u64 = 16;
+
+/// Which of `shards` the string `key` falls in: the first 8 bytes of its SHA-256, modulo
+/// `shards` (stable across processes and versions, unlike `std`'s hasher).
+pub(crate) fn shard_of(key: &str, shards: u64) -> u64 {
+    let digest = Sha256::digest(key.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first) % shards.max(1)
+}
+
+/// The partition key of shard `shard` of the live-row counter of `agent` of `tenant`: shard 0 is
+/// [`live_count_pk`], the one counter item of an earlier version (so a table written by it keeps
+/// its count with no migration); shard `k` > 0 is `LIVECOUNT#{tenant}#{agent}#{k}`, each its own
+/// partition. Sort key [`ITEM`].
+pub(crate) fn live_count_shard_pk(tenant: &Tenant, agent: &AgentId, shard: u64) -> String {
+    if shard == 0 {
+        live_count_pk(tenant, agent)
+    } else {
+        join(
+            "LIVECOUNT",
+            &[tenant.as_str(), agent.as_str(), &shard.to_string()],
+            MAX_PARTITION_KEY,
+        )
+    }
+}
+
 /// `OUTTASK#{tenant}#{agent}#{taskId}`: partition of the `outbox-task` index (the lapse task an
 /// agent answered with the A2A Task `taskId`).
 pub(crate) fn outbox_task(tenant: &Tenant, agent: &AgentId, task_id: &str) -> String {
@@ -353,6 +382,7 @@ pub(crate) fn due_key_bound(until: Instant) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn instant(text: &str) -> Instant {
         Instant::parse(text).unwrap()
@@ -432,6 +462,23 @@ mod tests {
             );
         }
         assert_eq!(first_row_after(7003, 100), 7);
+    }
+
+    #[test]
+    fn live_count_shards_are_distinct_partitions_and_shard_0_is_the_old_item() {
+        let t = Tenant::parse("t").unwrap();
+        let a = AgentId::parse("a").unwrap();
+        let keys: BTreeSet<String> = (0..LIVE_COUNT_SHARDS)
+            .map(|k| live_count_shard_pk(&t, &a, k))
+            .collect();
+        assert_eq!(keys.len() as u64, LIVE_COUNT_SHARDS);
+        assert_eq!(live_count_shard_pk(&t, &a, 0), "LIVECOUNT#t#a");
+        assert_eq!(live_count_shard_pk(&t, &a, 3), "LIVECOUNT#t#a#3");
+        let shards: BTreeSet<u64> = (0..200)
+            .map(|i| shard_of(&format!("SUBJECT#t#shipment#{i}"), LIVE_COUNT_SHARDS))
+            .collect();
+        assert_eq!(shards.len() as u64, LIVE_COUNT_SHARDS, "subjects spread");
+        assert_eq!(shard_of("x", 16), shard_of("x", 16), "stable");
     }
 
     #[test]

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use a2a_types::TaskState;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
-use aws_sdk_dynamodb::types::{Put, Select, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{KeysAndAttributes, Put, Select, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use watcher_core::engine::{Rejection, TimerKind};
@@ -64,9 +64,10 @@ pub use crate::error::{
 pub use crate::keys::rate_pk;
 use crate::keys::{
     agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, first_row_after,
-    follow_agent, instant_key, lapses_agent, lapses_tenant, live_agent, live_count_pk, outbox_pk,
-    outbox_sk, outbox_task, position_in_item, rejections_pk, row_of, row_sk, subject_pk, task_pk,
-    COUNTER_PK, ITEM, QUEUED_PARTITION, REJECTION_STRIDE, TIMERS_PARTITION,
+    follow_agent, instant_key, lapses_agent, lapses_tenant, live_agent, live_count_shard_pk,
+    outbox_pk, outbox_sk, outbox_task, position_in_item, rejections_pk, row_of, row_sk, shard_of,
+    subject_pk, task_pk, COUNTER_PK, ITEM, LIVE_COUNT_SHARDS, QUEUED_PARTITION, REJECTION_STRIDE,
+    TIMERS_PARTITION,
 };
 pub use crate::table::create_table;
 use crate::table::{
@@ -482,13 +483,48 @@ impl DynamoStore {
         now: Instant,
     ) -> Result<u64, StoreError> {
         let what = format!("live-row counter of agent {agent} of tenant {tenant}");
-        let rows = match self
-            .get_projected(live_count_pk(tenant, agent), ITEM, &[VALUE])
-            .await?
-        {
-            None => 0,
-            Some(item) => get_i64(&item, VALUE, &what)?,
-        };
+        let mut rows = 0i64;
+        let keys: Vec<Item> = (0..LIVE_COUNT_SHARDS)
+            .map(|k| {
+                HashMap::from([
+                    (PK.to_string(), s(live_count_shard_pk(tenant, agent, k))),
+                    (SK.to_string(), s(ITEM)),
+                ])
+            })
+            .collect();
+        let mut request = Some(
+            KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .projection_expression("#v")
+                .expression_attribute_names("#v", VALUE)
+                .build()
+                .map_err(StoreError::backend)?,
+        );
+        // A batch may leave keys unprocessed (throttling); ask again for those.
+        while let Some(keys) = request.take() {
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, keys)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            for item in out
+                .responses
+                .unwrap_or_default()
+                .remove(&self.table)
+                .unwrap_or_default()
+            {
+                self.count(1u64);
+                rows += get_i64(&item, VALUE, &what)?;
+            }
+            request = out
+                .unprocessed_keys
+                .unwrap_or_default()
+                .remove(&self.table)
+                .filter(|k| !k.keys.is_empty());
+        }
         let mut expired = 0i64;
         let mut start = None;
         loop {
@@ -517,17 +553,18 @@ impl DynamoStore {
         }
     }
 
-    /// The update adding `delta` to the live-row counter of `agent` of `tenant`, for the commit
-    /// that changes as many of its rows.
+    /// The update adding `delta` to shard `shard` of the live-row counter of `agent` of
+    /// `tenant`, for the commit that changes as many of its rows.
     fn live_count_update(
         &self,
         tenant: &Tenant,
         agent: &AgentId,
+        shard: u64,
         delta: i64,
     ) -> Result<TransactWriteItem, StoreError> {
         let update = Update::builder()
             .table_name(&self.table)
-            .key(PK, s(live_count_pk(tenant, agent)))
+            .key(PK, s(live_count_shard_pk(tenant, agent, shard)))
             .key(SK, s(ITEM))
             .update_expression("SET #k = :kind, #t = :t ADD #v :d")
             .expression_attribute_names("#k", KIND)
@@ -1154,9 +1191,16 @@ impl Store for DynamoStore {
             .into_iter()
             .map(|w| (TransactWriteItem::builder().put(w.put).build(), w.what))
             .unzip();
+        // The live-row deltas go to one shard of each agent's counter, the shard of the
+        // commit's first subject: commits of one agent on subjects of different shards do not
+        // touch the same item (no `TransactionConflict` between them), and the count is the sum
+        // of the shards (docs/dynamodb.md "Items").
+        let shard = commit.subjects.first().map_or(0, |s| {
+            shard_of(&subject_pk(tenant, &s.subject), LIVE_COUNT_SHARDS)
+        });
         for (agent, delta) in &live_deltas {
-            puts.push(self.live_count_update(tenant, agent, *delta)?);
-            whats.push(format!("live-row counter of agent {agent}"));
+            puts.push(self.live_count_update(tenant, agent, shard, *delta)?);
+            whats.push(format!("live-row counter of agent {agent} (shard {shard})"));
         }
         self.count(puts.len());
         self.client
