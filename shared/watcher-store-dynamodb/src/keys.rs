@@ -36,10 +36,46 @@ pub(crate) const ITEM: &str = "#";
 /// version kept there (`raise`, `rows`: no longer read or written).
 pub(crate) const COUNTER_PK: &str = "COUNTER";
 
-/// The one partition value of the `timers` index.
+/// The partition value of the `timers` index written by an earlier version (one partition for
+/// every subject); read still, never written ([`timers_partitions`]).
 pub(crate) const TIMERS_PARTITION: &str = "timers";
-/// The one partition value of the `outbox-due` index (present only on queued entries).
+/// The partition value of the `outbox-due` index written by an earlier version (present only on
+/// queued entries); read still, never written ([`queued_partitions`]).
 pub(crate) const QUEUED_PARTITION: &str = "queued";
+
+/// Shards of the `timers` and `outbox-due` indexes: each item goes to the shard of its key
+/// ([`shard_of`]), and a read queries every shard and merges them in order.
+pub(crate) const INDEX_SHARDS: u64 = 16;
+
+/// `timers#{k}`: the `timers` index partition of the subject whose key is `subject_pk`.
+pub(crate) fn timers_partition(subject_pk: &str) -> String {
+    format!("{TIMERS_PARTITION}#{}", shard_of(subject_pk, INDEX_SHARDS))
+}
+
+/// `queued#{k}`: the `outbox-due` index partition of the queued lapse task whose item key is
+/// (`pk`, `sk`).
+pub(crate) fn queued_partition(pk: &str, sk: &str) -> String {
+    format!(
+        "{QUEUED_PARTITION}#{}",
+        shard_of(&format!("{pk}#{sk}"), INDEX_SHARDS)
+    )
+}
+
+/// Every partition value of the `timers` index a read queries: the [`INDEX_SHARDS`] shards and
+/// the one value of an earlier version (a subject it wrote moves to its shard when next written).
+pub(crate) fn timers_partitions() -> Vec<String> {
+    std::iter::once(TIMERS_PARTITION.to_string())
+        .chain((0..INDEX_SHARDS).map(|k| format!("{TIMERS_PARTITION}#{k}")))
+        .collect()
+}
+
+/// Every partition value of the `outbox-due` index a read queries: the shards and the one value
+/// of an earlier version (an entry it wrote moves to its shard at its next update).
+pub(crate) fn queued_partitions() -> Vec<String> {
+    std::iter::once(QUEUED_PARTITION.to_string())
+        .chain((0..INDEX_SHARDS).map(|k| format!("{QUEUED_PARTITION}#{k}")))
+        .collect()
+}
 
 fn escape(component: &str) -> String {
     let mut out = String::with_capacity(component.len());

@@ -65,9 +65,9 @@ pub use crate::keys::rate_pk;
 use crate::keys::{
     agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, first_row_after,
     follow_agent, instant_key, lapses_agent, lapses_tenant, live_agent, live_count_shard_pk,
-    outbox_pk, outbox_sk, outbox_task, position_in_item, rejections_pk, row_of, row_sk, shard_of,
-    subject_pk, task_pk, COUNTER_PK, ITEM, LIVE_COUNT_SHARDS, QUEUED_PARTITION, REJECTION_STRIDE,
-    TIMERS_PARTITION,
+    outbox_pk, outbox_sk, outbox_task, position_in_item, queued_partition, queued_partitions,
+    rejections_pk, row_of, row_sk, shard_of, subject_pk, task_pk, timers_partition,
+    timers_partitions, COUNTER_PK, ITEM, LIVE_COUNT_SHARDS, REJECTION_STRIDE,
 };
 pub use crate::table::create_table;
 use crate::table::{
@@ -275,7 +275,13 @@ impl DynamoStore {
             .expression_attribute_values(":n", s(instant_key(entry.next_attempt_at)));
         if entry.delivery == DeliveryState::Queued {
             set.push("#q = :q");
-            req = req.expression_attribute_values(":q", s(QUEUED_PARTITION));
+            req = req.expression_attribute_values(
+                ":q",
+                s(queued_partition(
+                    &outbox_pk(&entry.tenant),
+                    &outbox_sk(&entry.agent, &entry.message_id),
+                )),
+            );
         } else {
             remove.push("#q");
         }
@@ -553,6 +559,103 @@ impl DynamoStore {
         }
     }
 
+    /// Timers due at or before `until` of the subjects in the `timers` index partition
+    /// `partition`, earliest first, at most `limit`: a `Query` in ascending order that stops
+    /// once the next subject's earliest timer comes after the `limit`-th found.
+    async fn due_timers_in(
+        &self,
+        partition: String,
+        until: Instant,
+        limit: usize,
+    ) -> Result<Vec<DueTimer>, StoreError> {
+        let mut due: Vec<DueTimer> = Vec::new();
+        let bound = due_key_bound(until);
+        let mut start = None;
+        'pages: loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(TIMERS_INDEX)
+                .key_condition_expression("#p = :p AND #s < :bound")
+                .expression_attribute_names("#p", TIMERS_PK)
+                .expression_attribute_names("#s", TIMERS_SK)
+                .expression_attribute_values(":p", s(partition.clone()))
+                .expression_attribute_values(":bound", s(bound.clone()))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            for item in out.items.unwrap_or_default() {
+                let timers = timers_of(&item)?;
+                // Subjects come in the order of their earliest timer: once that is after the
+                // `limit`-th timer found so far, no later subject has one before it.
+                if due.len() >= limit {
+                    due.sort_by_key(timer_order);
+                    due.truncate(limit);
+                    if let (Some(first), Some(last)) = (timers.first(), due.last()) {
+                        if timer_order(first) > timer_order(last) {
+                            break 'pages;
+                        }
+                    }
+                }
+                due.extend(timers.into_iter().filter(|t| t.at <= until));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        due.sort_by_key(timer_order);
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    /// Up to `limit` keys of queued lapse tasks whose next attempt is at or before `now`, with
+    /// their `seq`, in `seq` order, from the `outbox-due` index partition `partition`.
+    async fn due_keys_in(
+        &self,
+        partition: String,
+        now: Instant,
+        limit: usize,
+    ) -> Result<Vec<(u64, String, String)>, StoreError> {
+        let what = "outbox-due index entry";
+        let mut keys = Vec::new();
+        let mut start = None;
+        while keys.len() < limit {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(OUTBOX_DUE_INDEX)
+                .key_condition_expression("#q = :q")
+                .filter_expression("#n <= :now")
+                .expression_attribute_names("#q", QUEUED)
+                .expression_attribute_names("#n", NEXT_ATTEMPT)
+                .expression_attribute_values(":q", s(partition.clone()))
+                .expression_attribute_values(":now", s(instant_key(now)))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            for item in out.items.unwrap_or_default() {
+                keys.push((
+                    get_u64(&item, SEQ, what)?,
+                    get_s(&item, PK, what)?.to_string(),
+                    get_s(&item, SK, what)?.to_string(),
+                ));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        keys.truncate(limit);
+        Ok(keys)
+    }
+
     /// The update adding `delta` to shard `shard` of the live-row counter of `agent` of
     /// `tenant`, for the commit that changes as many of its rows.
     fn live_count_update(
@@ -776,7 +879,10 @@ impl DynamoStore {
             .collect();
         timers.sort_by_key(|t| (t.at, t.order, t.key.kind));
         if let Some(first) = timers.first() {
-            item.insert(TIMERS_PK.into(), s(TIMERS_PARTITION));
+            item.insert(
+                TIMERS_PK.into(),
+                s(timers_partition(&subject_pk(tenant, &state.subject))),
+            );
             item.insert(
                 TIMERS_SK.into(),
                 s(due_key(first.at, first.order, first.key.kind)),
@@ -876,7 +982,13 @@ impl DynamoStore {
             )),
         );
         if entry.delivery == DeliveryState::Queued {
-            item.insert(QUEUED.into(), s(QUEUED_PARTITION));
+            item.insert(
+                QUEUED.into(),
+                s(queued_partition(
+                    &outbox_pk(&entry.tenant),
+                    &outbox_sk(&entry.agent, &entry.message_id),
+                )),
+            );
         }
         if let Some(task_id) = &entry.task_id {
             item.insert(
@@ -1226,72 +1338,47 @@ impl Store for DynamoStore {
         Ok(self.ids.next())
     }
 
+    /// Queries every partition of the `timers` index ([`timers_partitions`]: the shards and
+    /// the earlier version's one value) at once, each stopping after its `limit`-th timer, and
+    /// merges them in firing order.
     async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError> {
-        let mut due: Vec<DueTimer> = Vec::new();
         if limit == 0 {
-            return Ok(due);
+            return Ok(Vec::new());
         }
-        let bound = due_key_bound(until);
-        let mut start = None;
-        'pages: loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(TIMERS_INDEX)
-                .key_condition_expression("#p = :p AND #s < :bound")
-                .expression_attribute_names("#p", TIMERS_PK)
-                .expression_attribute_names("#s", TIMERS_SK)
-                .expression_attribute_values(":p", s(TIMERS_PARTITION))
-                .expression_attribute_values(":bound", s(bound.clone()))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
-                let timers = timers_of(&item)?;
-                // Subjects come in the order of their earliest timer: once that is after the
-                // `limit`-th timer found so far, no later subject has one before it.
-                if due.len() >= limit {
-                    due.sort_by_key(timer_order);
-                    due.truncate(limit);
-                    if let (Some(first), Some(last)) = (timers.first(), due.last()) {
-                        if timer_order(first) > timer_order(last) {
-                            break 'pages;
-                        }
-                    }
-                }
-                due.extend(timers.into_iter().filter(|t| t.at <= until));
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
+        let found = each(timers_partitions(), |p| async move {
+            self.due_timers_in(p, until, limit).await
+        })
+        .await?;
+        let mut due: Vec<DueTimer> = found.into_iter().flatten().collect();
         due.sort_by_key(timer_order);
         due.truncate(limit);
         Ok(due)
     }
 
+    /// The earliest timer of each partition of the `timers` index (one item each), the earliest
+    /// of them.
     async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(TIMERS_INDEX)
-            .key_condition_expression("#p = :p")
-            .expression_attribute_names("#p", TIMERS_PK)
-            .expression_attribute_values(":p", s(TIMERS_PARTITION))
-            .limit(1)
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        self.count(out.scanned_count);
-        match out.items.unwrap_or_default().first() {
-            None => Ok(None),
-            Some(item) => Ok(timers_of(item)?.into_iter().next()),
-        }
+        let firsts = each(timers_partitions(), |p| async move {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(TIMERS_INDEX)
+                .key_condition_expression("#p = :p")
+                .expression_attribute_names("#p", TIMERS_PK)
+                .expression_attribute_values(":p", s(p))
+                .limit(1)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            match out.items.unwrap_or_default().first() {
+                None => Ok(None),
+                Some(item) => Ok(timers_of(item)?.into_iter().next()),
+            }
+        })
+        .await?;
+        Ok(firsts.into_iter().flatten().min_by_key(timer_order))
     }
 
     async fn subject(
@@ -1357,39 +1444,18 @@ impl Store for DynamoStore {
         Ok(all.into_iter().map(|(_, r)| r).collect())
     }
 
+    /// Queries every partition of the `outbox-due` index ([`queued_partitions`]) at once, each
+    /// for at most `limit` due keys, merges them in `seq` order (oldest first) and re-reads the
+    /// first `limit`.
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        let mut keys: Vec<(String, String)> = Vec::new();
-        let mut start = None;
-        while keys.len() < limit {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(OUTBOX_DUE_INDEX)
-                .key_condition_expression("#q = :q")
-                .filter_expression("#n <= :now")
-                .expression_attribute_names("#q", QUEUED)
-                .expression_attribute_names("#n", NEXT_ATTEMPT)
-                .expression_attribute_values(":q", s(QUEUED_PARTITION))
-                .expression_attribute_values(":now", s(instant_key(now)))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
-                let what = "outbox-due index entry";
-                keys.push((
-                    get_s(&item, PK, what)?.into(),
-                    get_s(&item, SK, what)?.into(),
-                ));
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
-        keys.truncate(limit);
+        let found = each(queued_partitions(), |p| async move {
+            self.due_keys_in(p, now, limit).await
+        })
+        .await?;
+        let mut found: Vec<(u64, String, String)> = found.into_iter().flatten().collect();
+        found.sort();
+        found.truncate(limit);
+        let keys: Vec<(String, String)> = found.into_iter().map(|(_, pk, sk)| (pk, sk)).collect();
         // The index is eventually consistent: re-read each entry and keep those still due, so
         // an entry just marked sent is not handed out again.
         let entries = each(keys, |(pk, sk)| async move {
