@@ -145,13 +145,43 @@ pub(crate) fn expectation_pk(tenant: &Tenant, agent: &AgentId, id: &ExpectationI
     )
 }
 
-/// `{tenant}#{agent}`: the partition of the `live` index.
+/// `LIVE#{tenant}#{agent}`: the one partition of the agent in the `live` index written by an
+/// earlier version (read still: [`live_agent_partitions`]).
 pub(crate) fn live_agent(tenant: &Tenant, agent: &AgentId) -> String {
     join(
         "LIVE",
         &[tenant.as_str(), agent.as_str()],
         MAX_PARTITION_KEY,
     )
+}
+
+/// `LIVE#{tenant}#{agent}#{k}`: the `live` index partition of the agent's expectation rows on
+/// the subject whose key is `subject_pk`, `k` its shard ([`shard_of`], [`INDEX_SHARDS`]).
+pub(crate) fn live_agent_shard(tenant: &Tenant, agent: &AgentId, subject_pk: &str) -> String {
+    join(
+        "LIVE",
+        &[
+            tenant.as_str(),
+            agent.as_str(),
+            &shard_of(subject_pk, INDEX_SHARDS).to_string(),
+        ],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// Every `live` index partition of an agent a count queries: its [`INDEX_SHARDS`] shards and
+/// the one value an earlier version wrote ([`live_agent`]; rows written then stay there until
+/// their `liveUntil` changes).
+pub(crate) fn live_agent_partitions(tenant: &Tenant, agent: &AgentId) -> Vec<String> {
+    std::iter::once(live_agent(tenant, agent))
+        .chain((0..INDEX_SHARDS).map(|k| {
+            join(
+                "LIVE",
+                &[tenant.as_str(), agent.as_str(), &k.to_string()],
+                MAX_PARTITION_KEY,
+            )
+        }))
+        .collect()
 }
 
 /// `LIVECOUNT#{tenant}#{agent}`: the partition of an agent's live-row counter (how many of its

@@ -64,10 +64,11 @@ pub use crate::error::{
 pub use crate::keys::rate_pk;
 use crate::keys::{
     agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, first_row_after,
-    follow_agent, instant_key, lapses_agent, lapses_tenant, live_agent, live_count_shard_pk,
-    outbox_pk, outbox_sk, outbox_task, position_in_item, queued_partition, queued_partitions,
-    rejections_pk, row_of, row_sk, shard_of, subject_pk, task_pk, timers_partition,
-    timers_partitions, COUNTER_PK, ITEM, LIVE_COUNT_SHARDS, REJECTION_STRIDE,
+    follow_agent, instant_key, lapses_agent, lapses_tenant, live_agent_partitions,
+    live_agent_shard, live_count_shard_pk, outbox_pk, outbox_sk, outbox_task, position_in_item,
+    queued_partition, queued_partitions, rejections_pk, row_of, row_sk, shard_of, subject_pk,
+    task_pk, timers_partition, timers_partitions, COUNTER_PK, ITEM, LIVE_COUNT_SHARDS,
+    REJECTION_STRIDE,
 };
 pub use crate::table::create_table;
 use crate::table::{
@@ -531,32 +532,39 @@ impl DynamoStore {
                 .remove(&self.table)
                 .filter(|k| !k.keys.is_empty());
         }
-        let mut expired = 0i64;
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(LIVE_INDEX)
-                .key_condition_expression("#a = :a AND #u < :now")
-                .expression_attribute_names("#a", LIVE_AGENT)
-                .expression_attribute_names("#u", LIVE_UNTIL)
-                .expression_attribute_values(":a", s(live_agent(tenant, agent)))
-                .expression_attribute_values(":now", s(instant_key(now)))
-                .select(Select::Count)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            expired += i64::from(out.count);
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                // The index lags the table (eventually consistent): never below zero.
-                return Ok(u64::try_from(rows - expired).unwrap_or(0));
+        // The rows already past, in each of the agent's `live` partitions at once.
+        let expired = each(live_agent_partitions(tenant, agent), |p| async move {
+            let mut expired = 0i64;
+            let mut start = None;
+            loop {
+                let out = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(LIVE_INDEX)
+                    .key_condition_expression("#a = :a AND #u < :now")
+                    .expression_attribute_names("#a", LIVE_AGENT)
+                    .expression_attribute_names("#u", LIVE_UNTIL)
+                    .expression_attribute_values(":a", s(p.clone()))
+                    .expression_attribute_values(":now", s(instant_key(now)))
+                    .select(Select::Count)
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(StoreError::backend)?;
+                self.count(out.scanned_count);
+                expired += i64::from(out.count);
+                start = out.last_evaluated_key;
+                if start.is_none() {
+                    return Ok(expired);
+                }
             }
-        }
+        })
+        .await?
+        .into_iter()
+        .sum::<i64>();
+        // The index lags the table (eventually consistent): never below zero.
+        Ok(u64::try_from(rows - expired).unwrap_or(0))
     }
 
     /// Timers due at or before `until` of the subjects in the `timers` index partition
@@ -921,7 +929,14 @@ impl DynamoStore {
             row.insert(TENANT.into(), s(tenant.as_str()));
             row.insert(SUBJECT.into(), s(subject_json.clone()));
             if let Some(until) = &e.live_until {
-                row.insert(LIVE_AGENT.into(), s(live_agent(tenant, &e.agent)));
+                row.insert(
+                    LIVE_AGENT.into(),
+                    s(live_agent_shard(
+                        tenant,
+                        &e.agent,
+                        &subject_pk(tenant, &state.subject),
+                    )),
+                );
                 row.insert(LIVE_UNTIL.into(), s(until.clone()));
             }
             writes.push(self.plain_put(row, format!("expectation row {}/{}", e.agent, e.id))?);

@@ -175,6 +175,62 @@ async fn the_live_count_sums_the_shards_and_the_earlier_counter_item() {
     assert!(items
         .iter()
         .all(|(pk, _)| pk.starts_with(&format!("LIVECOUNT#{t}#booking"))));
+
+    // The expectation rows spread over the agent's shards of the `live` index, and a row an
+    // earlier version wrote in the one partition `LIVE#{tenant}#{agent}` is still counted: past
+    // its `liveUntil`, it comes off the count.
+    let rows = scan_kind(&store, "expectation").await;
+    let partitions: std::collections::BTreeSet<String> = rows
+        .iter()
+        .filter_map(|r| match r.get("liveAgent") {
+            Some(AttributeValue::S(v)) => Some(v.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        partitions.len() > 4
+            && partitions
+                .iter()
+                .all(|p| p.starts_with(&format!("LIVE#{t}#booking#"))),
+        "{partitions:?}"
+    );
+    let old = &rows[0];
+    store
+        .client()
+        .update_item()
+        .table_name(store.table())
+        .key("pk", old["pk"].clone())
+        .key("sk", old["sk"].clone())
+        .update_expression("SET liveAgent = :a, liveUntil = :u")
+        .expression_attribute_values(":a", AttributeValue::S(format!("LIVE#{t}#booking")))
+        .expression_attribute_values(":u", AttributeValue::S("0".repeat(22)))
+        .send()
+        .await
+        .expect("a row as the earlier version wrote it, past its liveUntil");
+    assert_eq!(
+        live(&store, &t).await,
+        28,
+        "the unsharded partition is read too"
+    );
+}
+
+/// Every item of the table whose `kind` is `kind`.
+async fn scan_kind(
+    store: &DynamoStore,
+    kind: &str,
+) -> Vec<std::collections::HashMap<String, AttributeValue>> {
+    store
+        .client()
+        .scan()
+        .table_name(store.table())
+        .filter_expression("#k = :k")
+        .expression_attribute_names("#k", "kind")
+        .expression_attribute_values(":k", AttributeValue::S(kind.into()))
+        .send()
+        .await
+        .expect("scan")
+        .items
+        .unwrap_or_default()
 }
 
 /// §13.2 under concurrency, exactly as docs/interpretation.md states it: with the bound at 2
