@@ -2271,7 +2271,10 @@ pub async fn rejections_per_tenant_and_agent<S: Store + 'static>(store: Arc<S>) 
     assert_eq!(end, None, "the last page has no next");
 }
 
-/// `next_sequence` answers a number greater than every one before, also under concurrency.
+/// `next_sequence` keeps its contract ([`Store::next_sequence`]), also under concurrency: no
+/// number is answered twice, one caller sees strictly increasing numbers, and a number asked
+/// for after others were answered (in this process) is greater than them. Numbers need not be
+/// dense (the DynamoDB store answers time-ordered ids). A store answering a duplicate fails.
 pub async fn sequence_strictly_increases<S: Store + 'static>(store: Arc<S>) {
     let first = store.next_sequence().await.expect("next_sequence");
     let second = store.next_sequence().await.expect("next_sequence");

@@ -12,6 +12,7 @@ pub mod origins;
 pub mod ports;
 pub mod replay;
 pub mod retention;
+pub mod sequence;
 pub mod store;
 pub mod task_progress;
 pub mod view;

@@ -253,7 +253,20 @@ pub trait Store: Send + Sync {
     /// [`StoreError::Conflict`] when a version moved; backend errors.
     async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError>;
 
-    /// A number greater than every one returned before (raising order).
+    /// The number of the next input (raising order, expectations-v1 semantics.md "Order at
+    /// one instant"; receipt order of a task's statuses).
+    ///
+    /// The contract: every number answered is unique (never answered twice, by any caller of
+    /// any process sharing the store); the numbers one caller sees are strictly increasing; and
+    /// numbers answered at different times are ordered by time, to within the disagreement of
+    /// the clocks of the processes that answered them. The numbers need not be dense. The memory
+    /// and SQLite stores count (1, 2, 3, …); the DynamoDB store answers time-ordered ids
+    /// ([`crate::sequence::TimeOrdered`]) with no write at all. The watcher raises a number
+    /// above every number stored in the slice it steps ([`crate::sequence::above_slice`]), so
+    /// on one subject or task the order is exact whatever the clocks.
+    ///
+    /// # Errors
+    /// Backend (a counting store's write failed).
     async fn next_sequence(&self) -> Result<u64, StoreError>;
 
     /// Timers due at or before `until`, earliest first, then raising order, deadline before

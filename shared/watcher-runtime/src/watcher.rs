@@ -284,9 +284,11 @@ impl<S: Store + ?Sized> Watcher<S> {
         while attempt.tries < MAX_ATTEMPTS {
             attempt.tries += 1;
             let slice = self.store.load(tenant, &attempt.scope, now).await?;
+            // A store numbering inputs by time (DynamoDB) may answer a number below one another
+            // process stored on these subjects and tasks a moment ago: order this input after them.
             let ctx = StepContext {
                 now,
-                seq,
+                seq: crate::sequence::above_slice(seq, &slice),
                 settings: &self.settings,
             };
             match step(slice, input, &ctx) {

@@ -14,6 +14,7 @@ use watcher_core::engine::TimerKind;
 use watcher_core::ids::{AgentId, ExpectationId, FactKey, Subject, TaskRef, Tenant};
 use watcher_core::record::RaiseOrder;
 use watcher_core::time::Instant;
+use watcher_runtime::sequence::{FIRST_TIME_ORDERED, TICK};
 
 /// Largest partition key DynamoDB accepts, in bytes.
 const MAX_PARTITION_KEY: usize = 2048;
@@ -31,17 +32,50 @@ pub(crate) const AFTER_EVERY_INSTANT: &str = "9999999999999999999999";
 /// The sort key of every single-item partition (subjects, tasks, expectation rows, counters).
 pub(crate) const ITEM: &str = "#";
 
-/// The partition key of the counters.
+/// The partition key of the health row (`Store::probe_write`), beside the counters an earlier
+/// version kept there (`raise`, `rows`: no longer read or written).
 pub(crate) const COUNTER_PK: &str = "COUNTER";
-/// The sort key of the raising-order counter (`next_sequence`).
-pub(crate) const RAISE_COUNTER: &str = "raise";
-/// The sort key of the row counter (insertion order of outbox entries and rejections).
-pub(crate) const ROW_COUNTER: &str = "rows";
 
-/// The one partition value of the `timers` index.
+/// The partition value of the `timers` index written by an earlier version (one partition for
+/// every subject); read still, never written ([`timers_partitions`]).
 pub(crate) const TIMERS_PARTITION: &str = "timers";
-/// The one partition value of the `outbox-due` index (present only on queued entries).
+/// The partition value of the `outbox-due` index written by an earlier version (present only on
+/// queued entries); read still, never written ([`queued_partitions`]).
 pub(crate) const QUEUED_PARTITION: &str = "queued";
+
+/// Shards of the `timers` and `outbox-due` indexes: each item goes to the shard of its key
+/// ([`shard_of`]), and a read queries every shard and merges them in order.
+pub(crate) const INDEX_SHARDS: u64 = 16;
+
+/// `timers#{k}`: the `timers` index partition of the subject whose key is `subject_pk`.
+pub(crate) fn timers_partition(subject_pk: &str) -> String {
+    format!("{TIMERS_PARTITION}#{}", shard_of(subject_pk, INDEX_SHARDS))
+}
+
+/// `queued#{k}`: the `outbox-due` index partition of the queued lapse task whose item key is
+/// (`pk`, `sk`).
+pub(crate) fn queued_partition(pk: &str, sk: &str) -> String {
+    format!(
+        "{QUEUED_PARTITION}#{}",
+        shard_of(&format!("{pk}#{sk}"), INDEX_SHARDS)
+    )
+}
+
+/// Every partition value of the `timers` index a read queries: the [`INDEX_SHARDS`] shards and
+/// the one value of an earlier version (a subject it wrote moves to its shard when next written).
+pub(crate) fn timers_partitions() -> Vec<String> {
+    std::iter::once(TIMERS_PARTITION.to_string())
+        .chain((0..INDEX_SHARDS).map(|k| format!("{TIMERS_PARTITION}#{k}")))
+        .collect()
+}
+
+/// Every partition value of the `outbox-due` index a read queries: the shards and the one value
+/// of an earlier version (an entry it wrote moves to its shard at its next update).
+pub(crate) fn queued_partitions() -> Vec<String> {
+    std::iter::once(QUEUED_PARTITION.to_string())
+        .chain((0..INDEX_SHARDS).map(|k| format!("{QUEUED_PARTITION}#{k}")))
+        .collect()
+}
 
 fn escape(component: &str) -> String {
     let mut out = String::with_capacity(component.len());
@@ -111,13 +145,43 @@ pub(crate) fn expectation_pk(tenant: &Tenant, agent: &AgentId, id: &ExpectationI
     )
 }
 
-/// `{tenant}#{agent}`: the partition of the `live` index.
+/// `LIVE#{tenant}#{agent}`: the one partition of the agent in the `live` index written by an
+/// earlier version (read still: [`live_agent_partitions`]).
 pub(crate) fn live_agent(tenant: &Tenant, agent: &AgentId) -> String {
     join(
         "LIVE",
         &[tenant.as_str(), agent.as_str()],
         MAX_PARTITION_KEY,
     )
+}
+
+/// `LIVE#{tenant}#{agent}#{k}`: the `live` index partition of the agent's expectation rows on
+/// the subject whose key is `subject_pk`, `k` its shard ([`shard_of`], [`INDEX_SHARDS`]).
+pub(crate) fn live_agent_shard(tenant: &Tenant, agent: &AgentId, subject_pk: &str) -> String {
+    join(
+        "LIVE",
+        &[
+            tenant.as_str(),
+            agent.as_str(),
+            &shard_of(subject_pk, INDEX_SHARDS).to_string(),
+        ],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// Every `live` index partition of an agent a count queries: its [`INDEX_SHARDS`] shards and
+/// the one value an earlier version wrote ([`live_agent`]; rows written then stay there until
+/// their `liveUntil` changes).
+pub(crate) fn live_agent_partitions(tenant: &Tenant, agent: &AgentId) -> Vec<String> {
+    std::iter::once(live_agent(tenant, agent))
+        .chain((0..INDEX_SHARDS).map(|k| {
+            join(
+                "LIVE",
+                &[tenant.as_str(), agent.as_str(), &k.to_string()],
+                MAX_PARTITION_KEY,
+            )
+        }))
+        .collect()
 }
 
 /// `LIVECOUNT#{tenant}#{agent}`: the partition of an agent's live-row counter (how many of its
@@ -128,6 +192,35 @@ pub(crate) fn live_count_pk(tenant: &Tenant, agent: &AgentId) -> String {
         &[tenant.as_str(), agent.as_str()],
         MAX_PARTITION_KEY,
     )
+}
+
+/// Shards of an agent's live-row counter ([`live_count_shard_pk`]): a commit adds to one, a load
+/// reads them all with one `BatchGetItem` (at most 100 keys).
+pub(crate) const LIVE_COUNT_SHARDS: u64 = 16;
+
+/// Which of `shards` the string `key` falls in: the first 8 bytes of its SHA-256, modulo
+/// `shards` (stable across processes and versions, unlike `std`'s hasher).
+pub(crate) fn shard_of(key: &str, shards: u64) -> u64 {
+    let digest = Sha256::digest(key.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first) % shards.max(1)
+}
+
+/// The partition key of shard `shard` of the live-row counter of `agent` of `tenant`: shard 0 is
+/// [`live_count_pk`], the one counter item of an earlier version (so a table written by it keeps
+/// its count with no migration); shard `k` > 0 is `LIVECOUNT#{tenant}#{agent}#{k}`, each its own
+/// partition. Sort key [`ITEM`].
+pub(crate) fn live_count_shard_pk(tenant: &Tenant, agent: &AgentId, shard: u64) -> String {
+    if shard == 0 {
+        live_count_pk(tenant, agent)
+    } else {
+        join(
+            "LIVECOUNT",
+            &[tenant.as_str(), agent.as_str(), &shard.to_string()],
+            MAX_PARTITION_KEY,
+        )
+    }
 }
 
 /// `OUTTASK#{tenant}#{agent}#{taskId}`: partition of the `outbox-task` index (the lapse task an
@@ -266,6 +359,42 @@ pub(crate) fn row_of(sk: &str) -> Result<u64, String> {
     }
 }
 
+/// The position of the `index`-th rejection of a rejections item whose sort key is the row
+/// `row` ([`row_sk`]), and the smallest position of that item (`index` 0):
+///
+/// * an item written by an earlier version, numbered by its row counter (`row` below
+///   [`FIRST_TIME_ORDERED`]): `row × REJECTION_STRIDE + index` ([`rejection_position`]);
+/// * an item written since, whose row is the first of the time-ordered ids reserved for its
+///   rejections (`TimeOrdered::next_block`): `row + index × TICK`, the `index`-th id reserved.
+///
+/// Every position of the first kind is below every position of the second, and an item's
+/// smallest position grows with its row, so items read in row order come in order of their
+/// smallest position (their positions may interleave with the next items' of the second kind:
+/// `rejections_page` merges them). `None` when the position does not fit a `u64`.
+pub(crate) fn position_in_item(row: u64, index: usize) -> Option<u64> {
+    if row < FIRST_TIME_ORDERED {
+        rejection_position(row, index)
+    } else {
+        u64::try_from(index)
+            .ok()?
+            .checked_mul(TICK)?
+            .checked_add(row)
+    }
+}
+
+/// The smallest row whose rejections item may hold a position after `after`
+/// ([`position_in_item`]): where a page after `after` starts reading.
+pub(crate) fn first_row_after(after: u64, per_item: usize) -> u64 {
+    if after < FIRST_TIME_ORDERED {
+        rejection_row(after).0
+    } else {
+        let span = u64::try_from(per_item.saturating_sub(1))
+            .unwrap_or(u64::MAX)
+            .saturating_mul(TICK);
+        after.saturating_sub(span)
+    }
+}
+
 /// Positions of rejections one item apart (`rejections_page`): a rejection's position is
 /// `row × REJECTION_STRIDE + index`, `row` the row number of its item ([`row_sk`]) and `index`
 /// its place in the item's list (below `REJECTIONS_PER_ITEM`, at most this). Positions so
@@ -319,6 +448,7 @@ pub(crate) fn due_key_bound(until: Instant) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn instant(text: &str) -> Instant {
         Instant::parse(text).unwrap()
@@ -376,6 +506,45 @@ mod tests {
         assert_eq!(rejection_position(u64::MAX / 10, 0), None, "a row past u64");
         assert_eq!(row_of(&row_sk(42)), Ok(42));
         assert!(row_of("00042").is_err() && row_of("0000000000000000004x").is_err());
+    }
+
+    #[test]
+    fn positions_of_both_kinds_of_rejection_items_keep_their_order() {
+        let old = [(1, 0), (1, 99), (7, 3)];
+        let first = FIRST_TIME_ORDERED + 5;
+        let new = [(first, 0), (first, 1), (first, 99)];
+        let positions: Vec<u64> = old
+            .iter()
+            .chain(&new)
+            .map(|(row, i)| position_in_item(*row, *i).unwrap())
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+        assert_eq!(position_in_item(first, 2), Some(first + 2 * TICK));
+        for (row, i) in old.iter().chain(&new) {
+            let p = position_in_item(*row, *i).unwrap();
+            assert!(
+                first_row_after(p, 100) <= *row,
+                "the item of {p} is read again"
+            );
+        }
+        assert_eq!(first_row_after(7003, 100), 7);
+    }
+
+    #[test]
+    fn live_count_shards_are_distinct_partitions_and_shard_0_is_the_old_item() {
+        let t = Tenant::parse("t").unwrap();
+        let a = AgentId::parse("a").unwrap();
+        let keys: BTreeSet<String> = (0..LIVE_COUNT_SHARDS)
+            .map(|k| live_count_shard_pk(&t, &a, k))
+            .collect();
+        assert_eq!(keys.len() as u64, LIVE_COUNT_SHARDS);
+        assert_eq!(live_count_shard_pk(&t, &a, 0), "LIVECOUNT#t#a");
+        assert_eq!(live_count_shard_pk(&t, &a, 3), "LIVECOUNT#t#a#3");
+        let shards: BTreeSet<u64> = (0..200)
+            .map(|i| shard_of(&format!("SUBJECT#t#shipment#{i}"), LIVE_COUNT_SHARDS))
+            .collect();
+        assert_eq!(shards.len() as u64, LIVE_COUNT_SHARDS, "subjects spread");
+        assert_eq!(shard_of("x", 16), shard_of("x", 16), "stable");
     }
 
     #[test]

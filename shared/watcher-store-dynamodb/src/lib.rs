@@ -35,7 +35,7 @@ use std::sync::Arc;
 use a2a_types::TaskState;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
-use aws_sdk_dynamodb::types::{Put, ReturnValue, Select, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{KeysAndAttributes, Put, Select, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use watcher_core::engine::{Rejection, TimerKind};
@@ -43,9 +43,11 @@ use watcher_core::ids::{AgentId, ExpectationRef, FactKey, Subject, TaskRef, Tena
 use watcher_core::record::{ExpectationRecord, RaiseOrder};
 use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
+use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::index::subject_index;
 use watcher_runtime::lease::{claim, keep_lease, Lease};
 use watcher_runtime::origins::{FollowedOrigin, OriginKey};
+use watcher_runtime::sequence::TimeOrdered;
 use watcher_runtime::store::{
     cut_page, lapse_scan_budget, Claim, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery,
     OutboxEntry, PurgeReport, Store, StoreError,
@@ -61,11 +63,12 @@ pub use crate::error::{
 };
 pub use crate::keys::rate_pk;
 use crate::keys::{
-    agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, follow_agent,
-    instant_key, lapses_agent, lapses_tenant, live_agent, live_count_pk, outbox_pk, outbox_sk,
-    outbox_task, rejection_position, rejection_row, rejections_pk, row_of, row_sk, subject_pk,
-    task_pk, COUNTER_PK, ITEM, QUEUED_PARTITION, RAISE_COUNTER, REJECTION_STRIDE, ROW_COUNTER,
-    TIMERS_PARTITION,
+    agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, first_row_after,
+    follow_agent, instant_key, lapses_agent, lapses_tenant, live_agent_partitions,
+    live_agent_shard, live_count_shard_pk, outbox_pk, outbox_sk, outbox_task, position_in_item,
+    queued_partition, queued_partitions, rejections_pk, row_of, row_sk, shard_of, subject_pk,
+    task_pk, timers_partition, timers_partitions, COUNTER_PK, ITEM, LIVE_COUNT_SHARDS,
+    REJECTION_STRIDE,
 };
 pub use crate::table::create_table;
 use crate::table::{
@@ -103,6 +106,8 @@ pub struct DynamoStore {
     /// Items read and written so far ([`Store::work_done`]), while counted
     /// ([`DynamoStore::counting_work`]).
     work: Option<Arc<AtomicU64>>,
+    /// Raising-order numbers and row ids, with no write ([`Store::next_sequence`]).
+    ids: TimeOrdered,
 }
 
 /// One write of a transaction, with what it is in words for a conflict message.
@@ -122,7 +127,24 @@ impl DynamoStore {
             table: table.into(),
             retention_days,
             work: None,
+            // The one clock this store reads: the system clock of the process, for ids ordered
+            // in time across function instances (docs/interpretation.md "Raising order without a
+            // counter"); tests set another with `with_id_clock`.
+            ids: TimeOrdered::new(Arc::new(SystemClock)),
         }
+    }
+
+    /// This store, numbering inputs and rows by `clock` (an instance number drawn at random)
+    /// instead of the system clock: for tests of the order across processes.
+    pub fn with_id_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.ids = TimeOrdered::new(clock);
+        self
+    }
+
+    /// This store, numbering by `ids` (tests: a chosen instance number).
+    pub fn with_ids(mut self, ids: TimeOrdered) -> Self {
+        self.ids = ids;
+        self
     }
 
     /// This store (and its clones made from now on), counting the items it reads and writes
@@ -254,7 +276,13 @@ impl DynamoStore {
             .expression_attribute_values(":n", s(instant_key(entry.next_attempt_at)));
         if entry.delivery == DeliveryState::Queued {
             set.push("#q = :q");
-            req = req.expression_attribute_values(":q", s(QUEUED_PARTITION));
+            req = req.expression_attribute_values(
+                ":q",
+                s(queued_partition(
+                    &outbox_pk(&entry.tenant),
+                    &outbox_sk(&entry.agent, &entry.message_id),
+                )),
+            );
         } else {
             remove.push("#q");
         }
@@ -390,28 +418,6 @@ impl DynamoStore {
         .await
     }
 
-    /// Adds `count` to a counter and answers the new value.
-    async fn add_to_counter(&self, counter: &str, count: u64) -> Result<u64, StoreError> {
-        let out = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(PK, s(COUNTER_PK))
-            .key(SK, s(counter))
-            .update_expression("SET #k = :kind ADD #v :n")
-            .expression_attribute_names("#k", KIND)
-            .expression_attribute_names("#v", VALUE)
-            .expression_attribute_values(":kind", s("counter"))
-            .expression_attribute_values(":n", n(count))
-            .return_values(ReturnValue::UpdatedNew)
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        self.count(1u64);
-        let attrs = out.attributes.unwrap_or_default();
-        get_u64(&attrs, VALUE, &format!("counter {counter}"))
-    }
-
     async fn read_subject(
         &self,
         tenant: &Tenant,
@@ -484,52 +490,192 @@ impl DynamoStore {
         now: Instant,
     ) -> Result<u64, StoreError> {
         let what = format!("live-row counter of agent {agent} of tenant {tenant}");
-        let rows = match self
-            .get_projected(live_count_pk(tenant, agent), ITEM, &[VALUE])
-            .await?
-        {
-            None => 0,
-            Some(item) => get_i64(&item, VALUE, &what)?,
-        };
-        let mut expired = 0i64;
+        let mut rows = 0i64;
+        let keys: Vec<Item> = (0..LIVE_COUNT_SHARDS)
+            .map(|k| {
+                HashMap::from([
+                    (PK.to_string(), s(live_count_shard_pk(tenant, agent, k))),
+                    (SK.to_string(), s(ITEM)),
+                ])
+            })
+            .collect();
+        let mut request = Some(
+            KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .projection_expression("#v")
+                .expression_attribute_names("#v", VALUE)
+                .build()
+                .map_err(StoreError::backend)?,
+        );
+        // A batch may leave keys unprocessed (throttling); ask again for those.
+        while let Some(keys) = request.take() {
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, keys)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            for item in out
+                .responses
+                .unwrap_or_default()
+                .remove(&self.table)
+                .unwrap_or_default()
+            {
+                self.count(1u64);
+                rows += get_i64(&item, VALUE, &what)?;
+            }
+            request = out
+                .unprocessed_keys
+                .unwrap_or_default()
+                .remove(&self.table)
+                .filter(|k| !k.keys.is_empty());
+        }
+        // The rows already past, in each of the agent's `live` partitions at once.
+        let expired = each(live_agent_partitions(tenant, agent), |p| async move {
+            let mut expired = 0i64;
+            let mut start = None;
+            loop {
+                let out = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(LIVE_INDEX)
+                    .key_condition_expression("#a = :a AND #u < :now")
+                    .expression_attribute_names("#a", LIVE_AGENT)
+                    .expression_attribute_names("#u", LIVE_UNTIL)
+                    .expression_attribute_values(":a", s(p.clone()))
+                    .expression_attribute_values(":now", s(instant_key(now)))
+                    .select(Select::Count)
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(StoreError::backend)?;
+                self.count(out.scanned_count);
+                expired += i64::from(out.count);
+                start = out.last_evaluated_key;
+                if start.is_none() {
+                    return Ok(expired);
+                }
+            }
+        })
+        .await?
+        .into_iter()
+        .sum::<i64>();
+        // The index lags the table (eventually consistent): never below zero.
+        Ok(u64::try_from(rows - expired).unwrap_or(0))
+    }
+
+    /// Timers due at or before `until` of the subjects in the `timers` index partition
+    /// `partition`, earliest first, at most `limit`: a `Query` in ascending order that stops
+    /// once the next subject's earliest timer comes after the `limit`-th found.
+    async fn due_timers_in(
+        &self,
+        partition: String,
+        until: Instant,
+        limit: usize,
+    ) -> Result<Vec<DueTimer>, StoreError> {
+        let mut due: Vec<DueTimer> = Vec::new();
+        let bound = due_key_bound(until);
         let mut start = None;
-        loop {
+        'pages: loop {
             let out = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .index_name(LIVE_INDEX)
-                .key_condition_expression("#a = :a AND #u < :now")
-                .expression_attribute_names("#a", LIVE_AGENT)
-                .expression_attribute_names("#u", LIVE_UNTIL)
-                .expression_attribute_values(":a", s(live_agent(tenant, agent)))
-                .expression_attribute_values(":now", s(instant_key(now)))
-                .select(Select::Count)
+                .index_name(TIMERS_INDEX)
+                .key_condition_expression("#p = :p AND #s < :bound")
+                .expression_attribute_names("#p", TIMERS_PK)
+                .expression_attribute_names("#s", TIMERS_SK)
+                .expression_attribute_values(":p", s(partition.clone()))
+                .expression_attribute_values(":bound", s(bound.clone()))
                 .set_exclusive_start_key(start)
                 .send()
                 .await
                 .map_err(StoreError::backend)?;
             self.count(out.scanned_count);
-            expired += i64::from(out.count);
+            for item in out.items.unwrap_or_default() {
+                let timers = timers_of(&item)?;
+                // Subjects come in the order of their earliest timer: once that is after the
+                // `limit`-th timer found so far, no later subject has one before it.
+                if due.len() >= limit {
+                    due.sort_by_key(timer_order);
+                    due.truncate(limit);
+                    if let (Some(first), Some(last)) = (timers.first(), due.last()) {
+                        if timer_order(first) > timer_order(last) {
+                            break 'pages;
+                        }
+                    }
+                }
+                due.extend(timers.into_iter().filter(|t| t.at <= until));
+            }
             start = out.last_evaluated_key;
             if start.is_none() {
-                // The index lags the table (eventually consistent): never below zero.
-                return Ok(u64::try_from(rows - expired).unwrap_or(0));
+                break;
             }
         }
+        due.sort_by_key(timer_order);
+        due.truncate(limit);
+        Ok(due)
     }
 
-    /// The update adding `delta` to the live-row counter of `agent` of `tenant`, for the commit
-    /// that changes as many of its rows.
+    /// Up to `limit` keys of queued lapse tasks whose next attempt is at or before `now`, with
+    /// their `seq`, in `seq` order, from the `outbox-due` index partition `partition`.
+    async fn due_keys_in(
+        &self,
+        partition: String,
+        now: Instant,
+        limit: usize,
+    ) -> Result<Vec<(u64, String, String)>, StoreError> {
+        let what = "outbox-due index entry";
+        let mut keys = Vec::new();
+        let mut start = None;
+        while keys.len() < limit {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(OUTBOX_DUE_INDEX)
+                .key_condition_expression("#q = :q")
+                .filter_expression("#n <= :now")
+                .expression_attribute_names("#q", QUEUED)
+                .expression_attribute_names("#n", NEXT_ATTEMPT)
+                .expression_attribute_values(":q", s(partition.clone()))
+                .expression_attribute_values(":now", s(instant_key(now)))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            for item in out.items.unwrap_or_default() {
+                keys.push((
+                    get_u64(&item, SEQ, what)?,
+                    get_s(&item, PK, what)?.to_string(),
+                    get_s(&item, SK, what)?.to_string(),
+                ));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        keys.truncate(limit);
+        Ok(keys)
+    }
+
+    /// The update adding `delta` to shard `shard` of the live-row counter of `agent` of
+    /// `tenant`, for the commit that changes as many of its rows.
     fn live_count_update(
         &self,
         tenant: &Tenant,
         agent: &AgentId,
+        shard: u64,
         delta: i64,
     ) -> Result<TransactWriteItem, StoreError> {
         let update = Update::builder()
             .table_name(&self.table)
-            .key(PK, s(live_count_pk(tenant, agent)))
+            .key(PK, s(live_count_shard_pk(tenant, agent, shard)))
             .key(SK, s(ITEM))
             .update_expression("SET #k = :kind, #t = :t ADD #v :d")
             .expression_attribute_names("#k", KIND)
@@ -741,7 +887,10 @@ impl DynamoStore {
             .collect();
         timers.sort_by_key(|t| (t.at, t.order, t.key.kind));
         if let Some(first) = timers.first() {
-            item.insert(TIMERS_PK.into(), s(TIMERS_PARTITION));
+            item.insert(
+                TIMERS_PK.into(),
+                s(timers_partition(&subject_pk(tenant, &state.subject))),
+            );
             item.insert(
                 TIMERS_SK.into(),
                 s(due_key(first.at, first.order, first.key.kind)),
@@ -780,7 +929,14 @@ impl DynamoStore {
             row.insert(TENANT.into(), s(tenant.as_str()));
             row.insert(SUBJECT.into(), s(subject_json.clone()));
             if let Some(until) = &e.live_until {
-                row.insert(LIVE_AGENT.into(), s(live_agent(tenant, &e.agent)));
+                row.insert(
+                    LIVE_AGENT.into(),
+                    s(live_agent_shard(
+                        tenant,
+                        &e.agent,
+                        &subject_pk(tenant, &state.subject),
+                    )),
+                );
                 row.insert(LIVE_UNTIL.into(), s(until.clone()));
             }
             writes.push(self.plain_put(row, format!("expectation row {}/{}", e.agent, e.id))?);
@@ -841,7 +997,13 @@ impl DynamoStore {
             )),
         );
         if entry.delivery == DeliveryState::Queued {
-            item.insert(QUEUED.into(), s(QUEUED_PARTITION));
+            item.insert(
+                QUEUED.into(),
+                s(queued_partition(
+                    &outbox_pk(&entry.tenant),
+                    &outbox_sk(&entry.agent, &entry.message_id),
+                )),
+            );
         }
         if let Some(task_id) = &entry.task_id {
             item.insert(
@@ -1133,17 +1295,15 @@ impl Store for DynamoStore {
                 bytes: writes.iter().map(|w| w.bytes).sum(),
             }));
         }
-        if rows > 0 {
-            let last = self.add_to_counter(ROW_COUNTER, rows as u64).await?;
-            let mut seq = last + 1 - rows as u64;
-            for o in &new_outbox {
-                writes.push(self.outbox_write(o, seq)?);
-                seq += 1;
-            }
-            for (agent, chunk) in &chunks {
-                writes.push(self.rejections_write(tenant, agent, chunk, seq)?);
-                seq += 1;
-            }
+        // Row ids are time-ordered ids, taken with no write (docs/dynamodb.md "Items"): a
+        // lapse task's id orders `GET /v1/lapses` and the `outbox-due` index; a rejections item
+        // reserves one id per rejection, the first its sort key.
+        for o in &new_outbox {
+            writes.push(self.outbox_write(o, self.ids.next())?);
+        }
+        for (agent, chunk) in &chunks {
+            let first = self.ids.next_block(chunk.len() as u64);
+            writes.push(self.rejections_write(tenant, agent, chunk, first)?);
         }
         let bytes: usize = writes.iter().map(|w| w.bytes).sum();
         if bytes > MAX_TRANSACTION_BYTES {
@@ -1158,9 +1318,16 @@ impl Store for DynamoStore {
             .into_iter()
             .map(|w| (TransactWriteItem::builder().put(w.put).build(), w.what))
             .unzip();
+        // The live-row deltas go to one shard of each agent's counter, the shard of the
+        // commit's first subject: commits of one agent on subjects of different shards do not
+        // touch the same item (no `TransactionConflict` between them), and the count is the sum
+        // of the shards (docs/dynamodb.md "Items").
+        let shard = commit.subjects.first().map_or(0, |s| {
+            shard_of(&subject_pk(tenant, &s.subject), LIVE_COUNT_SHARDS)
+        });
         for (agent, delta) in &live_deltas {
-            puts.push(self.live_count_update(tenant, agent, *delta)?);
-            whats.push(format!("live-row counter of agent {agent}"));
+            puts.push(self.live_count_update(tenant, agent, shard, *delta)?);
+            whats.push(format!("live-row counter of agent {agent} (shard {shard})"));
         }
         self.count(puts.len());
         self.client
@@ -1179,76 +1346,54 @@ impl Store for DynamoStore {
         Ok(())
     }
 
+    /// A time-ordered id ([`TimeOrdered`]): no read, no write, so no item is written by every
+    /// input. Every id is above every number the raising-order counter (`COUNTER`/`raise`) of an
+    /// earlier version handed out, so a table written by it keeps its order.
     async fn next_sequence(&self) -> Result<u64, StoreError> {
-        self.add_to_counter(RAISE_COUNTER, 1).await
+        Ok(self.ids.next())
     }
 
+    /// Queries every partition of the `timers` index ([`timers_partitions`]: the shards and
+    /// the earlier version's one value) at once, each stopping after its `limit`-th timer, and
+    /// merges them in firing order.
     async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError> {
-        let mut due: Vec<DueTimer> = Vec::new();
         if limit == 0 {
-            return Ok(due);
+            return Ok(Vec::new());
         }
-        let bound = due_key_bound(until);
-        let mut start = None;
-        'pages: loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(TIMERS_INDEX)
-                .key_condition_expression("#p = :p AND #s < :bound")
-                .expression_attribute_names("#p", TIMERS_PK)
-                .expression_attribute_names("#s", TIMERS_SK)
-                .expression_attribute_values(":p", s(TIMERS_PARTITION))
-                .expression_attribute_values(":bound", s(bound.clone()))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
-                let timers = timers_of(&item)?;
-                // Subjects come in the order of their earliest timer: once that is after the
-                // `limit`-th timer found so far, no later subject has one before it.
-                if due.len() >= limit {
-                    due.sort_by_key(timer_order);
-                    due.truncate(limit);
-                    if let (Some(first), Some(last)) = (timers.first(), due.last()) {
-                        if timer_order(first) > timer_order(last) {
-                            break 'pages;
-                        }
-                    }
-                }
-                due.extend(timers.into_iter().filter(|t| t.at <= until));
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
+        let found = each(timers_partitions(), |p| async move {
+            self.due_timers_in(p, until, limit).await
+        })
+        .await?;
+        let mut due: Vec<DueTimer> = found.into_iter().flatten().collect();
         due.sort_by_key(timer_order);
         due.truncate(limit);
         Ok(due)
     }
 
+    /// The earliest timer of each partition of the `timers` index (one item each), the earliest
+    /// of them.
     async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(TIMERS_INDEX)
-            .key_condition_expression("#p = :p")
-            .expression_attribute_names("#p", TIMERS_PK)
-            .expression_attribute_values(":p", s(TIMERS_PARTITION))
-            .limit(1)
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        self.count(out.scanned_count);
-        match out.items.unwrap_or_default().first() {
-            None => Ok(None),
-            Some(item) => Ok(timers_of(item)?.into_iter().next()),
-        }
+        let firsts = each(timers_partitions(), |p| async move {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(TIMERS_INDEX)
+                .key_condition_expression("#p = :p")
+                .expression_attribute_names("#p", TIMERS_PK)
+                .expression_attribute_values(":p", s(p))
+                .limit(1)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            match out.items.unwrap_or_default().first() {
+                None => Ok(None),
+                Some(item) => Ok(timers_of(item)?.into_iter().next()),
+            }
+        })
+        .await?;
+        Ok(firsts.into_iter().flatten().min_by_key(timer_order))
     }
 
     async fn subject(
@@ -1299,45 +1444,33 @@ impl Store for DynamoStore {
         let what = format!("rejections of {agent} in tenant {tenant}");
         let mut all = Vec::new();
         for item in self.partition(rejections_pk(tenant, agent)).await? {
+            let row = row_of(get_s(&item, SK, &what)?)
+                .map_err(|sk| StoreError::Corrupt(format!("{what}: sort key {sk}")))?;
             let list: Vec<Rejection> = from_json(get_s(&item, REJECTIONS, &what)?, &what)?;
-            all.extend(list);
+            for (i, r) in list.into_iter().enumerate() {
+                let position = position_in_item(row, i).ok_or_else(|| {
+                    StoreError::Corrupt(format!("{what}: row {row} place {i} has no position"))
+                })?;
+                all.push((position, r));
+            }
         }
-        Ok(all)
+        // In the order of `rejections_page`: items two instances wrote at one moment interleave.
+        all.sort_by_key(|(p, _)| *p);
+        Ok(all.into_iter().map(|(_, r)| r).collect())
     }
 
+    /// Queries every partition of the `outbox-due` index ([`queued_partitions`]) at once, each
+    /// for at most `limit` due keys, merges them in `seq` order (oldest first) and re-reads the
+    /// first `limit`.
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        let mut keys: Vec<(String, String)> = Vec::new();
-        let mut start = None;
-        while keys.len() < limit {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(OUTBOX_DUE_INDEX)
-                .key_condition_expression("#q = :q")
-                .filter_expression("#n <= :now")
-                .expression_attribute_names("#q", QUEUED)
-                .expression_attribute_names("#n", NEXT_ATTEMPT)
-                .expression_attribute_values(":q", s(QUEUED_PARTITION))
-                .expression_attribute_values(":now", s(instant_key(now)))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
-                let what = "outbox-due index entry";
-                keys.push((
-                    get_s(&item, PK, what)?.into(),
-                    get_s(&item, SK, what)?.into(),
-                ));
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
-        keys.truncate(limit);
+        let found = each(queued_partitions(), |p| async move {
+            self.due_keys_in(p, now, limit).await
+        })
+        .await?;
+        let mut found: Vec<(u64, String, String)> = found.into_iter().flatten().collect();
+        found.sort();
+        found.truncate(limit);
+        let keys: Vec<(String, String)> = found.into_iter().map(|(_, pk, sk)| (pk, sk)).collect();
         // The index is eventually consistent: re-read each entry and keep those still due, so
         // an entry just marked sent is not handed out again.
         let entries = each(keys, |(pk, sk)| async move {
@@ -1710,10 +1843,13 @@ impl Store for DynamoStore {
     }
 
     /// A keyset page of the `REJECT#{tenant}#{agent}` partition, strongly consistent: one
-    /// `Query` with `sk >= row_sk(row of after)` and a small `Limit` (2 items, then twice as
-    /// many per further request), stopping once `limit` + 1 rejections are found. Positions are
-    /// `row × 1,000 + place in the item` (`keys::rejection_position`), so a page may start in
-    /// the middle of an item. Reads at most `limit` + 2 items, and usually one or two.
+    /// `Query` with `sk >= row_sk(first_row_after(after))` and a small `Limit` (2 items, then
+    /// twice as many per further request), stopping once `limit` + 1 rejections are found and
+    /// the next item can only hold later ones. Positions are `keys::position_in_item`: the
+    /// time-ordered ids reserved for the item's rejections (or, for items written by an earlier
+    /// version, `row × 1,000 + place in the item`), so a page may start in the middle of an item,
+    /// and items written at the same microsecond by two instances interleave: the page is
+    /// merged in position order. Reads `limit` + 2 items and a few more where items interleave.
     async fn rejections_page(
         &self,
         tenant: &Tenant,
@@ -1730,7 +1866,7 @@ impl Store for DynamoStore {
         loop {
             // Every item holds at least one rejection; the first (the item of `after`) may hold
             // none after it.
-            let wanted = limit + 1 - found.len();
+            let wanted = (limit + 1).saturating_sub(found.len()).max(1);
             let first = usize::from(start.is_none());
             let items = items_per_request.min(wanted + first);
             let mut req = self
@@ -1746,7 +1882,10 @@ impl Store for DynamoStore {
                 Some(after) => req
                     .key_condition_expression("#pk = :pk AND #sk >= :from")
                     .expression_attribute_names("#sk", SK)
-                    .expression_attribute_values(":from", s(row_sk(rejection_row(after).0))),
+                    .expression_attribute_values(
+                        ":from",
+                        s(row_sk(first_row_after(after, REJECTIONS_PER_ITEM))),
+                    ),
                 None => req.key_condition_expression("#pk = :pk"),
             };
             let out = req.send().await.map_err(StoreError::backend)?;
@@ -1754,22 +1893,33 @@ impl Store for DynamoStore {
             for item in out.items.unwrap_or_default() {
                 let row = row_of(get_s(&item, SK, &what)?)
                     .map_err(|sk| StoreError::Corrupt(format!("{what}: sort key {sk}")))?;
+                // Items come in order of their smallest position: once that is after the
+                // (`limit` + 1)-th position found, no later item holds one before it.
+                let smallest = position_in_item(row, 0).ok_or_else(|| {
+                    StoreError::Corrupt(format!("{what}: row {row} has no position"))
+                })?;
+                if found.len() > limit {
+                    found.sort_by_key(|(p, _)| *p);
+                    found.truncate(limit + 1);
+                    if found.last().is_some_and(|(p, _)| smallest > *p) {
+                        return Ok(cut_page(found, limit));
+                    }
+                }
                 let list: Vec<Rejection> = from_json(get_s(&item, REJECTIONS, &what)?, &what)?;
                 for (i, r) in list.into_iter().enumerate() {
-                    let position = rejection_position(row, i).ok_or_else(|| {
+                    let position = position_in_item(row, i).ok_or_else(|| {
                         StoreError::Corrupt(format!("{what}: row {row} place {i} has no position"))
                     })?;
                     if after.is_some_and(|a| position <= a) {
                         continue;
                     }
                     found.push((position, r));
-                    if found.len() > limit {
-                        return Ok(cut_page(found, limit));
-                    }
                 }
             }
             start = out.last_evaluated_key;
             if start.is_none() {
+                found.sort_by_key(|(p, _)| *p);
+                found.truncate(limit + 1);
                 return Ok(cut_page(found, limit));
             }
             items_per_request = items_per_request.saturating_mul(2);

@@ -15,7 +15,8 @@ use watcher_runtime::store::StoreError;
 pub const PK: &str = "pk";
 /// Sort key (S) of every item.
 pub const SK: &str = "sk";
-/// Item type (S): `subject`, `task`, `fact`, `expectation`, `outbox`, `rejections`, `counter`.
+/// Item type (S): `subject`, `task`, `fact`, `expectation`, `outbox`, `rejections`, `live-count`,
+/// `health`, and on tables of an earlier version `counter`.
 pub const KIND: &str = "kind";
 /// Tenant (S) of subjects, tasks, outbox entries and rejections.
 pub const TENANT: &str = "tenant";
@@ -28,7 +29,9 @@ pub const STATE: &str = "state";
 pub const INDEXED: &str = "indexed";
 /// JSON (S) of a subject's pending timers; projected into the `timers` index.
 pub const TIMERS: &str = "timers";
-/// Partition key (S) of the `timers` index: `timers` while the subject has a pending timer.
+/// Partition key (S) of the `timers` index while the subject has a pending timer: `timers#{k}`,
+/// `k` in 0..16 the shard of the subject's key (`timers` on items of an earlier version, still
+/// read).
 pub const TIMERS_PK: &str = "timersPk";
 /// Sort key (S) of the `timers` index: the subject's earliest timer in firing order.
 pub const TIMERS_SK: &str = "timersSk";
@@ -41,13 +44,15 @@ pub const LIVE_AGENT: &str = "liveAgent";
 pub const LIVE_UNTIL: &str = "liveUntil";
 /// JSON (S) of an `OutboxEntry`.
 pub const ENTRY: &str = "entry";
-/// Insertion order (N) of an outbox entry; sort key of the `outbox-due` index.
+/// Row id (N) of an outbox entry: a time-ordered id (`watcher_runtime::sequence`), its order of
+/// lapse; sort key of the `outbox-due`, `lapses-tenant` and `lapses-agent` indexes.
 pub const SEQ: &str = "seq";
 /// `queued`, `sent` or `failed` (S), copied from the entry for the conditional update.
 pub const DELIVERY: &str = "delivery";
 /// The entry's next attempt as an instant key (S), for the `outbox-due` filter.
 pub const NEXT_ATTEMPT: &str = "nextAttempt";
-/// Partition key (S) of the `outbox-due` index: `queued` while the entry is queued.
+/// Partition key (S) of the `outbox-due` index while the entry is queued: `queued#{k}`, `k` in
+/// 0..16 the shard of the entry's key (`queued` on items of an earlier version, still read).
 pub const QUEUED: &str = "queued";
 /// Partition key (S) of the `outbox-agent` index: tenant, agent and delivery state.
 pub const AGENT_DELIVERY: &str = "agentDelivery";

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
@@ -628,16 +628,17 @@ async fn identifiers_too_long_for_a_key_round_trip() {
     );
 }
 
-/// The counter item of the live rows of `booking` of `t`, if any.
+/// The live rows of `booking` of `t` its counter's shards hold together, if any shard exists.
 async fn live_counter(store: &DynamoStore, t: &Tenant) -> Option<i64> {
     raw_items(store, "live-count")
         .await
         .into_iter()
-        .find(|item| matches!(item.get("tenant"), Some(AttributeValue::S(v)) if v == t.as_str()))
+        .filter(|item| matches!(item.get("tenant"), Some(AttributeValue::S(v)) if v == t.as_str()))
         .map(|item| match item.get("value") {
-            Some(AttributeValue::N(v)) => v.parse().expect("counter value"),
+            Some(AttributeValue::N(v)) => v.parse::<i64>().expect("counter value"),
             other => panic!("counter value is not a number: {other:?}"),
         })
+        .reduce(|a, b| a + b)
 }
 
 async fn live_of_booking(store: &DynamoStore, t: &Tenant, now: Instant) -> u64 {
@@ -785,4 +786,177 @@ async fn a_followed_origin_expires_after_the_retention() {
     let items = raw_items(&store, "origin").await;
     assert_eq!(items.len(), 1);
     assert_eq!(expires_at(&items[0]), Some(retained_until(since)));
+}
+
+/// Two function instances on one table number inputs with no shared item: their numbers never
+/// collide, each instance's increase, and numbers answered a moment apart are ordered in time
+/// (docs/interpretation.md "Raising order without a counter"). No item is written.
+#[tokio::test]
+async fn two_instances_number_inputs_with_no_write_and_in_time_order() {
+    use watcher_runtime::clock::FakeClock;
+    use watcher_runtime::sequence::{TimeOrdered, FIRST_TIME_ORDERED};
+
+    let store = common::store().await.counting_work();
+    let clock = Arc::new(FakeClock::new(
+        Instant::parse("2026-09-10T12:00:00Z").unwrap(),
+    ));
+    let a = store
+        .clone()
+        .with_ids(TimeOrdered::with_instance(clock.clone(), 1));
+    let b = store
+        .clone()
+        .with_ids(TimeOrdered::with_instance(clock.clone(), 2));
+    let mut all = BTreeSet::new();
+    let (mut last_a, mut last_b) = (0, 0);
+    for _ in 0..50 {
+        let (x, y) = (
+            a.next_sequence().await.unwrap(),
+            b.next_sequence().await.unwrap(),
+        );
+        assert!(x > last_a && y > last_b, "each instance's numbers increase");
+        assert!(x >= FIRST_TIME_ORDERED && y >= FIRST_TIME_ORDERED);
+        assert!(all.insert(x) && all.insert(y), "no number twice");
+        (last_a, last_b) = (x, y);
+    }
+    // A millisecond later (past the 50 microseconds each borrowed), either instance answers
+    // above everything answered before.
+    clock.set(Instant::parse("2026-09-10T12:00:00.001Z").unwrap());
+    let later = b.next_sequence().await.unwrap();
+    assert!(all.iter().all(|n| *n < later));
+    assert_eq!(
+        store.work_done(),
+        Some(0),
+        "numbering reads and writes nothing"
+    );
+    assert!(raw_items(&store, "counter").await.is_empty());
+}
+
+/// The value of the string attribute `name` of `item`, if any.
+fn attribute<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Some(v),
+        _ => None,
+    }
+}
+
+/// Sets the string attribute `name` of the item (`pk`, `sk`) to `value`, as an earlier version
+/// wrote it.
+async fn set_raw(store: &DynamoStore, item: &Item, name: &str, value: &str) {
+    store
+        .client()
+        .update_item()
+        .table_name(store.table())
+        .key("pk", item["pk"].clone())
+        .key("sk", item["sk"].clone())
+        .update_expression("SET #a = :v")
+        .expression_attribute_names("#a", name)
+        .expression_attribute_values(":v", AttributeValue::S(value.into()))
+        .send()
+        .await
+        .expect("rewrite as the earlier version");
+}
+
+/// No index partition is written by every subject or every lapse task: subjects with a timer
+/// and queued lapse tasks spread over the shards of `timers` and `outbox-due`
+/// (`timers#{k}`, `queued#{k}`); reads query every shard and the earlier version's one value
+/// (`timers`, `queued`) and merge them in order, so items an earlier version wrote are still
+/// found, and move to their shard when next written (docs/dynamodb.md "Upgrading").
+#[tokio::test]
+async fn the_timer_and_due_indexes_are_sharded_and_still_read_the_unsharded_value() {
+    let store = common::store().await;
+    let t = tenant("tenant-shards");
+    // Subject i's timers: deadline at 60 + i minutes (records are raised in order i).
+    let subjects: Vec<SubjectState> = (0..24)
+        .map(|i| {
+            let mut s = subject_with_record(&t, &format!("T-{i:02}"), i + 1);
+            s.records[0].due_at = at(60 + i as u32);
+            s
+        })
+        .collect();
+    for chunk in subjects.chunks(8) {
+        store
+            .commit(&t, subjects_only(chunk.to_vec()))
+            .await
+            .expect("subjects with timers");
+    }
+    let items = raw_items(&store, "subject").await;
+    let partitions: BTreeSet<&str> = items
+        .iter()
+        .filter_map(|i| attribute(i, "timersPk"))
+        .collect();
+    assert!(
+        partitions.len() > 4 && partitions.iter().all(|p| p.starts_with("timers#")),
+        "{partitions:?}"
+    );
+    // One subject as the earlier version wrote it: in the one `timers` partition.
+    let old = raw_subject(&store, &shipment("T-05")).await;
+    set_raw(&store, &old, "timersPk", "timers").await;
+    let due = store.due_timers(at(100), 1000).await.expect("due timers");
+    let mut subjects_due: Vec<String> = Vec::new();
+    for d in &due {
+        if subjects_due.last() != Some(&d.key.subject.id) {
+            subjects_due.push(d.key.subject.id.clone());
+        }
+    }
+    let expected: Vec<String> = (0..24).map(|i| format!("T-{i:02}")).collect();
+    assert_eq!(
+        subjects_due, expected,
+        "every shard, merged in firing order"
+    );
+    assert!(due.windows(2).all(|w| w[0] <= w[1]));
+    let first_five = store.due_timers(at(100), 5).await.expect("a few");
+    assert_eq!(first_five, due[..5].to_vec(), "a limit keeps the earliest");
+    let next = store.next_timer().await.expect("next").expect("one");
+    assert_eq!(next, due[0]);
+    let old_due = store.due_timers(at(65), 100).await.expect("due at 65");
+    assert!(
+        old_due.iter().any(|d| d.key.subject.id == "T-05"),
+        "the unsharded one"
+    );
+
+    // Queued lapse tasks.
+    let entries: Vec<OutboxEntry> = (0..20)
+        .map(|i| outbox_entry(&t, &format!("lapse:{i:02}"), DeliveryState::Queued))
+        .collect();
+    for e in &entries {
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: vec![e.clone()],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("a lapse task");
+    }
+    let outbox = raw_items(&store, "outbox").await;
+    let queued: BTreeSet<&str> = outbox
+        .iter()
+        .filter_map(|i| attribute(i, "queued"))
+        .collect();
+    assert!(
+        queued.len() > 4 && queued.iter().all(|p| p.starts_with("queued#")),
+        "{queued:?}"
+    );
+    let old = outbox
+        .iter()
+        .find(|i| attribute(i, "sk") == Some("booking#lapse:07"))
+        .expect("lapse task 7");
+    set_raw(&store, old, "queued", "queued").await;
+    let due = store.outbox_due(at(61), 100).await.expect("due");
+    assert_eq!(due, entries, "every shard, oldest first");
+    let due = store.outbox_due(at(61), 8).await.expect("due");
+    assert_eq!(due, entries[..8].to_vec(), "a limit keeps the oldest");
+    // Its next update moves the earlier version's entry to its shard.
+    let mut moved = entries[7].clone();
+    moved.attempts = 1;
+    store.outbox_update(&moved).await.expect("update");
+    let after = raw_items(&store, "outbox").await;
+    let now_in = after
+        .iter()
+        .find(|i| attribute(i, "sk") == Some("booking#lapse:07"))
+        .and_then(|i| attribute(i, "queued"))
+        .expect("still queued");
+    assert!(now_in.starts_with("queued#"), "{now_in}");
 }

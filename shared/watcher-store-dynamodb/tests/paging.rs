@@ -391,3 +391,117 @@ async fn lapse_tasks_written_before_the_indexes_enter_them_when_updated_or_backf
         "nothing left to backfill"
     );
 }
+
+/// All of an agent's rejections, page after page of `limit`, with their positions.
+async fn every_page(
+    store: &DynamoStore,
+    t: &Tenant,
+    who: &AgentId,
+    limit: usize,
+) -> Vec<(u64, Rejection)> {
+    let mut got = Vec::new();
+    let mut after = None;
+    for _ in 0..1000 {
+        let (page, next) = store
+            .rejections_page(t, who, after, limit)
+            .await
+            .expect("page");
+        assert!(page.len() <= limit);
+        got.extend(page);
+        match next {
+            Some(n) => after = Some(n),
+            None => return got,
+        }
+    }
+    panic!("next never ends");
+}
+
+/// Two function instances keep rejections for one agent at the same microsecond: their items'
+/// positions (the time-ordered ids each reserved) interleave, and pages of any size still answer
+/// each rejection once, in position order, as `rejections` does. No counter item is written.
+#[tokio::test]
+async fn rejections_of_two_instances_at_one_moment_interleave_and_page_once() {
+    use std::sync::Arc;
+    use watcher_runtime::clock::FakeClock;
+    use watcher_runtime::sequence::TimeOrdered;
+
+    let store = common::store().await;
+    let clock = Arc::new(FakeClock::new(at(0)));
+    let a = store
+        .clone()
+        .with_ids(TimeOrdered::with_instance(clock.clone(), 1));
+    let b = store
+        .clone()
+        .with_ids(TimeOrdered::with_instance(clock.clone(), 2));
+    let t = tenant("tenant-two");
+    let booking = agent("booking");
+    let mut kept = Vec::new();
+    kept.extend(grow_rejections(&a, &t, &booking, 0, 3, 3).await);
+    kept.extend(grow_rejections(&b, &t, &booking, 3, 6, 3).await);
+    kept.extend(grow_rejections(&a, &t, &booking, 6, 130, 124).await);
+    kept.extend(grow_rejections(&b, &t, &booking, 130, 140, 1).await);
+    let all = store.rejections(&t, &booking).await.expect("all");
+    assert_eq!(all.len(), kept.len());
+    // Same microseconds, instance 1 before instance 2: a0 b3 a1 b4 a2 b5 …
+    let first: Vec<String> = all[..6].iter().map(|r| r.reason.clone()).collect();
+    assert_eq!(
+        first,
+        ["reason 0", "reason 3", "reason 1", "reason 4", "reason 2", "reason 5"]
+    );
+    for limit in [1, 2, 5, 100, 200] {
+        let pages = every_page(&store, &t, &booking, limit).await;
+        assert!(
+            pages.windows(2).all(|w| w[0].0 < w[1].0),
+            "positions ascend"
+        );
+        let got: Vec<Rejection> = pages.into_iter().map(|(_, r)| r).collect();
+        assert_eq!(
+            got, all,
+            "pages of {limit}: each once, in the order of `rejections`"
+        );
+    }
+}
+
+/// Rejections items written by the previous version (sort key: the row counter's number, a
+/// position `row × 1,000 + place`) come before the ones written since, and pages cross from
+/// the first kind to the second.
+#[tokio::test]
+async fn rejections_kept_by_the_counting_version_come_first_and_page_on() {
+    let store = common::store().await;
+    let t = tenant("tenant-upgraded");
+    let booking = agent("booking");
+    let old: Vec<Rejection> = (0..5).map(|i| rejection(&booking, i, at(1))).collect();
+    for (row, chunk) in [(7u64, &old[..3]), (9, &old[3..])] {
+        store
+            .client()
+            .put_item()
+            .table_name(store.table())
+            .item("pk", AttributeValue::S(format!("REJECT#{t}#{booking}")))
+            .item("sk", AttributeValue::S(format!("{row:020}")))
+            .item("kind", AttributeValue::S("rejections".into()))
+            .item("tenant", AttributeValue::S(t.to_string()))
+            .item(
+                "rejections",
+                AttributeValue::S(serde_json::to_string(chunk).expect("json")),
+            )
+            .send()
+            .await
+            .expect("an item of the previous version");
+    }
+    let new = grow_rejections(&store, &t, &booking, 5, 9, 2).await;
+    let kept: Vec<Rejection> = old.iter().cloned().chain(new).collect();
+    assert_eq!(store.rejections(&t, &booking).await.expect("all"), kept);
+    for limit in [1, 2, 4, 20] {
+        let got: Vec<Rejection> = every_page(&store, &t, &booking, limit)
+            .await
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect();
+        assert_eq!(got, kept, "pages of {limit}");
+    }
+    let (page, _) = store
+        .rejections_page(&t, &booking, None, 4)
+        .await
+        .expect("page");
+    assert_eq!(page[2].0, 7002, "the old items keep their positions");
+}

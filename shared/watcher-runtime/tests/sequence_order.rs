@@ -1,0 +1,113 @@
+//! An input is ordered after every input already recorded on the subjects it touches, whatever
+//! number the store answered for it (`watcher_runtime::sequence::above_slice`;
+//! docs/interpretation.md "Raising order without a counter"): a store whose numbers come from
+//! the clocks of several processes (DynamoDB) may answer a number below one another process
+//! stored a moment ago.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use watcher_core::card::declaration_from_card;
+use watcher_core::engine::{AgentProfile, Input, Origin, PushItem};
+use watcher_core::expectation::Expectation;
+use watcher_core::ids::{AgentId, Subject, TaskId, Tenant};
+use watcher_core::settings::Settings;
+use watcher_core::time::Instant;
+use watcher_runtime::directory::Directory;
+use watcher_runtime::memory::MemoryStore;
+use watcher_runtime::store::{Commit, Store};
+use watcher_runtime::watcher::Watcher;
+
+fn raise(id: &str, subject: &str, due: &str) -> Input {
+    let card = json!({
+        "name": "Booking agent",
+        "skills": [{ "id": "handle_lapse", "name": "Handle lapse" }],
+        "capabilities": { "extensions": [{
+            "uri": watcher_core::EXPECTATIONS_URI,
+            "params": {
+                "keepsTime": false,
+                "lapseSkill": "handle_lapse",
+                "kinds": [{ "kind": "shipment.manifest", "subjectType": "shipment",
+                            "describes": "the airline manifest", "basis": "observed" }]
+            }
+        }]}
+    });
+    let expectation = Expectation::from_json(&json!({
+        "expectationId": id,
+        "kind": "shipment.manifest",
+        "subject": { "type": "shipment", "id": subject },
+        "expects": "the manifest",
+        "satisfiedBy": { "factKey": format!("manifest:{subject}") },
+        "dueAt": due,
+        "basis": "observed",
+    }))
+    .expect("expectation");
+    Input::Push {
+        agent: AgentProfile {
+            id: AgentId::parse("booking").expect("agent"),
+            declaration: declaration_from_card(&card).expect("card"),
+        },
+        items: vec![PushItem::Raise {
+            origin: Origin {
+                task_id: TaskId::parse("task-1").expect("task"),
+                context_id: None,
+            },
+            expectations: vec![Ok(expectation)],
+            question_at: None,
+            question_timestamp: None,
+        }],
+    }
+}
+
+#[tokio::test]
+async fn an_input_numbered_below_one_recorded_on_its_subject_is_ordered_after_it() {
+    let store = Arc::new(MemoryStore::new());
+    let watcher = Watcher::new(Arc::clone(&store), Directory::new(), Settings::default());
+    let t = Tenant::parse("tenant-a").expect("tenant");
+    let subject = Subject::parse("shipment", "PA-1").expect("subject");
+    let t0 = Instant::parse("2026-09-10T12:00:00Z").expect("instant");
+    watcher
+        .apply(&t, &raise("e-1", "PA-1", "2026-09-10T13:00:00Z"), t0)
+        .await
+        .expect("first raise");
+    // Another process, whose clock runs ahead, numbered that raise far above this store's count.
+    let ahead = 1u64 << 61;
+    let mut state = store
+        .subject(&t, &subject)
+        .await
+        .expect("subject")
+        .expect("stored");
+    state.records[0].order.input = ahead;
+    store
+        .commit(
+            &t,
+            Commit {
+                subjects: vec![state],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("rewrite the order");
+
+    watcher
+        .apply(&t, &raise("e-2", "PA-1", "2026-09-10T13:00:00Z"), t0)
+        .await
+        .expect("second raise");
+    let state = store
+        .subject(&t, &subject)
+        .await
+        .expect("subject")
+        .expect("stored");
+    let orders: Vec<(String, u64)> = state
+        .records
+        .iter()
+        .map(|r| (r.expectation.expectation_id.to_string(), r.order.input))
+        .collect();
+    assert_eq!(orders.len(), 2, "{orders:?}");
+    assert_eq!(orders[0], ("e-1".to_string(), ahead));
+    assert_eq!(
+        orders[1],
+        ("e-2".to_string(), ahead + 1),
+        "the later raise is ordered after the earlier one on its subject"
+    );
+}
