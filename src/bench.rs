@@ -353,7 +353,7 @@ async fn run_size(n: u64, opts: &Options, measure_latency: bool) -> anyhow::Resu
 }
 
 fn write_config(dir: &Path, agent_url: &str, n: u64) -> anyhow::Result<watcher_config::Config> {
-    let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))
+    let mut card: Value = serde_json::from_str(include_str!("../examples/booking-card.json"))
         .context("examples/booking-card.json is JSON")?;
     card["supportedInterfaces"][0]["url"] = json!(agent_url);
     std::fs::write(dir.join("card.json"), card.to_string())?;
@@ -828,7 +828,7 @@ async fn burst(opts: &Options) -> anyhow::Result<Value> {
     for _ in 0..BURST_AGENTS {
         agents.push(crate::bench_agent::AgentProcess::spawn(&exe).await?);
     }
-    let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))?;
+    let mut card: Value = serde_json::from_str(include_str!("../examples/booking-card.json"))?;
     let mut toml = String::from(
         r#"listen = "127.0.0.1:0"
 database = "bench.db"
@@ -976,7 +976,7 @@ async fn slow_agent(opts: &Options, held: bool) -> anyhow::Result<Value> {
     .await?;
     let slow = CaptureAgent::spawn(Behaviour::accept()).await?;
     slow.hold(held);
-    let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))?;
+    let mut card: Value = serde_json::from_str(include_str!("../examples/booking-card.json"))?;
     for (name, agent) in [("fast", &fast), ("slow", &slow)] {
         card["supportedInterfaces"][0]["url"] = json!(agent.url());
         std::fs::write(dir.0.join(format!("{name}.json")), card.to_string())?;
