@@ -215,7 +215,7 @@ async fn run_size(n: u64, opts: &Options, measure_latency: bool) -> anyhow::Resu
     let tenant = Tenant::parse("default").map_err(anyhow::Error::msg)?;
     let agent_id = AgentId::parse("booking").map_err(anyhow::Error::msg)?;
     let store = Arc::new(SqliteStore::open(&config.database)?);
-    let deployment = watcher_config::load_deployment(
+    let deployment = watcher_host::load_deployment(
         &config,
         &*store,
         watcher_runtime::clock::Clock::now(&watcher_runtime::clock::SystemClock),
@@ -383,7 +383,7 @@ push_token = "{PUSH_TOKEN}"
     );
     let path = dir.join("watcher.toml");
     std::fs::write(&path, toml)?;
-    watcher_config::Config::load(&path)
+    Ok(watcher_config::Config::load(&path)?)
 }
 
 /// Single-row durable transactions (WAL, `synchronous = FULL`, as `serve`'s store) on a file in

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 use watcher_config::config::AgentConfig;
-use watcher_config::deployment::refresh_agent;
 use watcher_config::Config;
 use watcher_delivery::endpoint::SharedEndpoints;
+use watcher_host::deployment::refresh_agent;
 use watcher_runtime::clock::Clock;
 use watcher_runtime::directory::Directory;
 use watcher_runtime::store::Store;

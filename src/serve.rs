@@ -8,9 +8,10 @@ use anyhow::Context;
 use learnables_store::SqliteDefinitionStore;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
-use watcher_config::{load_deployment, Config};
+use watcher_config::Config;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_delivery::endpoint::SharedEndpoints;
+use watcher_host::load_deployment;
 use watcher_http::{learnables_router_with, watcher_router_with, AppState, LearnablesState};
 use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::store::{DueTimer, Store};
@@ -80,7 +81,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // Followed origin tasks are kept in the database, as on AWS, so a restart forgets none.
     let origins = deployment.directory.origins();
     origins.set_capacity(config.delivery.reconcile_origins);
-    origins.set_first_poll(watcher_config::deployment::retry_policy(&config.delivery).poll_first);
+    origins.set_first_poll(watcher_host::retry_policy(&config.delivery).poll_first);
     deployment
         .directory
         .set_origins_in_store(config.delivery.reconcile_origins > 0);
@@ -88,10 +89,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // One serve process per database file: a restart takes back its predecessor's claims at once.
     let sender =
         std::fs::canonicalize(&config.database).unwrap_or_else(|_| config.database.clone());
-    let submitter = watcher_config::submitter(&config.delivery)?
+    let submitter = watcher_host::submitter(&config.delivery)?
         .with_recorder(prometheus.clone())
         .with_sender(format!("serve:{}", sender.display()));
-    let lanes = watcher_config::lane_settings(&config.delivery);
+    let lanes = watcher_host::lane_settings(&config.delivery);
     let endpoints = SharedEndpoints::new(deployment.endpoints);
     let lane_directory = deployment.directory.clone();
     let pending = deployment.pending;
@@ -127,7 +128,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             )
         },
     )?);
-    let limits = config.limits.http();
+    let limits = watcher_host::http_limits(&config.limits);
     let app = watcher_router_with(state, limits)
         .merge(learnables_router_with(
             LearnablesState {
