@@ -157,6 +157,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .local_addr()
         .context("Failed to read the bound address")?;
     tracing::info!(%addr, "a2a-watcher serving");
+    // Every declared service, one line each; one the configuration turns off says why.
+    watcher_host::services::log_placements(
+        "serve",
+        &watcher_host::services::serve_as_configured(&config),
+    );
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let reconciler = Arc::new(watcher_delivery::reconcile::Reconciler::new(

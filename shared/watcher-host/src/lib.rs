@@ -8,6 +8,8 @@
 //!   bounds), a card refreshed or picked up later, and the submitter, lanes and limits of
 //!   `[delivery]` and `[limits]`;
 //! * [`probe`]: the lifecycle probe (`a2a-watcher probe`, and on registration);
+//! * [`services`]: each deployment's declared services: what each guarantees and where it runs
+//!   (`docs/deployments.md`'s table; `serve` logs them at start);
 //! * [`aws`] (feature `aws`): each function's parts, built once per cold start.
 //!
 //! `watcher_config` is the typed configuration these read; it does no I/O beyond the file.
@@ -17,6 +19,7 @@ pub mod agents;
 pub mod aws;
 pub mod deployment;
 pub mod probe;
+pub mod services;
 
 pub use deployment::{
     credentials, http_limits, lane_settings, load_deployment, retry_policy, settings, submitter,
