@@ -266,7 +266,7 @@ async fn run_size(n: u64, opts: &Options, measure_latency: bool) -> anyhow::Resu
     drop(store);
 
     // HTTP: serve's router on loopback.
-    let running = crate::serve::start(config.clone()).await?;
+    let running = watcher_host::serve::start(config.clone()).await?;
     let base_url = format!("http://{}", running.addr);
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(opts.clients)
@@ -850,7 +850,7 @@ per_minute = 1000000
     let path = dir.0.join("watcher.toml");
     std::fs::write(&path, toml)?;
     let config = watcher_config::Config::load(&path)?;
-    let running = crate::serve::start(config).await?;
+    let running = watcher_host::serve::start(config).await?;
     let base_url = format!("http://{}", running.addr);
     let http = reqwest::Client::new();
     // Pushed ahead of the deadline, one client per agent.
@@ -1005,7 +1005,7 @@ push_token = "push-slow"
     let path = dir.0.join("watcher.toml");
     std::fs::write(&path, toml)?;
     let config = watcher_config::Config::load(&path)?;
-    let running = crate::serve::start(config).await?;
+    let running = watcher_host::serve::start(config).await?;
     let base_url = format!("http://{}", running.addr);
     let http = reqwest::Client::new();
     let slow_second = jiff::Timestamp::now().as_second() + 3;
@@ -1126,7 +1126,7 @@ async fn status_updates(opts: &Options) -> anyhow::Result<Value> {
             }
         }
         let config_db = config.database.clone();
-        let running = crate::serve::start(config).await?;
+        let running = watcher_host::serve::start(config).await?;
         let base_url = format!("http://{}", running.addr);
         let http = reqwest::Client::new();
         let mut ms = Vec::with_capacity(STATUS_UPDATES);

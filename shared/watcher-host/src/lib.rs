@@ -10,6 +10,8 @@
 //! * [`probe`]: the lifecycle probe (`a2a-watcher probe`, and on registration);
 //! * [`services`]: each deployment's declared services: what each guarantees and where it runs
 //!   (`docs/deployments.md`'s table; `serve` logs them at start);
+//! * [`serve`] (feature `serve`): `a2a-watcher serve`'s composition: the store, the routes and
+//!   its loops;
 //! * [`aws`] (feature `aws`): each function's parts, built once per cold start.
 //!
 //! `watcher_config` is the typed configuration these read; it does no I/O beyond the file.
@@ -19,6 +21,8 @@ pub mod agents;
 pub mod aws;
 pub mod deployment;
 pub mod probe;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod services;
 
 pub use deployment::{

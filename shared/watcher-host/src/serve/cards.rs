@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::deployment::refresh_agent;
 use tokio::sync::{watch, Notify};
 use watcher_config::config::AgentConfig;
 use watcher_config::Config;
 use watcher_delivery::endpoint::SharedEndpoints;
-use watcher_host::deployment::refresh_agent;
 use watcher_runtime::clock::Clock;
 use watcher_runtime::directory::Directory;
 use watcher_runtime::store::Store;
