@@ -9,9 +9,9 @@ use watcher_runtime::clock::SystemClock;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     watcher_lambda::init_tracing();
-    let parts = watcher_lambda::env::from_env()
+    let parts = watcher_host::aws::from_env()
         .await
         .map_err(|e| format!("{e:#}"))?;
-    let app = watcher_lambda::api::router(&parts, Arc::new(SystemClock));
+    let app = watcher_host::aws::api_router(&parts, Arc::new(SystemClock));
     lambda_http::run(app).await
 }

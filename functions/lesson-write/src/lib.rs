@@ -124,7 +124,7 @@ impl FunctionConfig {
         let config =
             Config::from_toml(watcher_config).map_err(|e| ConfigError::Config(e.into()))?;
         let credentials =
-            watcher_config::credentials(&config).map_err(|e| ConfigError::Credentials(e.into()))?;
+            watcher_host::credentials(&config).map_err(|e| ConfigError::Credentials(e.into()))?;
         Ok(FunctionConfig {
             table,
             credentials: Arc::new(credentials),

@@ -8,7 +8,7 @@ use watcher_runtime::clock::{Clock, SystemClock};
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     watcher_lambda::init_tracing();
-    let parts = watcher_lambda::env::from_env()
+    let parts = watcher_host::aws::from_env()
         .await
         .map_err(|e| format!("{e:#}"))?;
     let parts = &parts;

@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
 use serde::Deserialize;
 use watcher_core::time::IsoDuration;
+
+use crate::error::ConfigError;
 
 fn default_listen() -> String {
     "127.0.0.1:8080".into()
@@ -83,10 +84,14 @@ impl SourceConfig {
     /// The source's checked webhook settings (mappings and signature).
     ///
     /// # Errors
-    /// A message naming the source, the mapping (or `signature`) and the field.
-    pub fn hook(&self) -> anyhow::Result<watcher_webhooks::SourceHook> {
-        watcher_webhooks::SourceHook::compile(self.signature.as_ref(), &self.mappings)
-            .map_err(|e| anyhow::anyhow!("sources: source {:?}: {e}", self.id))
+    /// [`ConfigError::Webhook`], naming the source, the mapping (or `signature`) and the field.
+    pub fn hook(&self) -> Result<watcher_webhooks::SourceHook, ConfigError> {
+        watcher_webhooks::SourceHook::compile(self.signature.as_ref(), &self.mappings).map_err(
+            |e| ConfigError::Webhook {
+                id: self.id.clone(),
+                reason: e.to_string(),
+            },
+        )
     }
 }
 
@@ -187,33 +192,19 @@ pub struct LimitsConfig {
 impl Default for LimitsConfig {
     fn default() -> Self {
         let s = watcher_core::settings::Settings::default();
-        let h = watcher_http::Limits::default();
+        // The routers' own defaults (`watcher_http::Limits::default`); watcher-config does not
+        // depend on watcher-http, so `watcher_host::deployment`'s tests check they agree.
         LimitsConfig {
             lineage_bound: s.lineage_bound,
             max_open_per_subject: s.max_open_per_subject,
             max_open_per_agent: s.max_open_per_agent,
-            body_bytes: h.body_bytes,
-            body_read_secs: h.body_read_secs,
-            json_depth: h.json_depth,
-            string_bytes: h.string_bytes,
-            expectations_per_artifact: h.expectations_per_artifact,
-            facts_per_request: h.facts_per_request,
-            check_corpus_entries: h.check_corpus_entries,
-        }
-    }
-}
-
-impl LimitsConfig {
-    /// The request bounds the HTTP routers enforce (`watcher_http::limits`).
-    pub fn http(&self) -> watcher_http::Limits {
-        watcher_http::Limits {
-            body_bytes: self.body_bytes,
-            body_read_secs: self.body_read_secs,
-            json_depth: self.json_depth,
-            string_bytes: self.string_bytes,
-            expectations_per_artifact: self.expectations_per_artifact,
-            facts_per_request: self.facts_per_request,
-            check_corpus_entries: self.check_corpus_entries,
+            body_bytes: 1024 * 1024,
+            body_read_secs: 30,
+            json_depth: 64,
+            string_bytes: 64 * 1024,
+            expectations_per_artifact: 100,
+            facts_per_request: 1000,
+            check_corpus_entries: 10_000,
         }
     }
 }
@@ -277,13 +268,20 @@ impl Config {
     /// Reads and checks a configuration file; relative paths become relative to its folder.
     ///
     /// # Errors
-    /// Unreadable file, TOML errors (with line and column), or duplicate ids.
-    pub fn load(path: &Path) -> anyhow::Result<Config> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("Failed to read {}", path.display()))?;
+    /// [`ConfigError::Read`] for an unreadable file; [`ConfigError::InvalidFile`] naming the file
+    /// for TOML errors (with line and column) and credentials that cannot be read; duplicate ids
+    /// and unusable webhooks as their own variants.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut config = parse_warning_unknown(&text, &path.display().to_string(), Some(&base))
-            .with_context(|| format!("{} is not a valid configuration", path.display()))?;
+            .map_err(|e| ConfigError::InvalidFile {
+                path: path.to_path_buf(),
+                source: Box::new(e),
+            })?;
         if config.database.is_relative() {
             config.database = base.join(&config.database);
         }
@@ -304,10 +302,14 @@ impl Config {
     /// relative paths stay relative to the working directory.
     ///
     /// # Errors
-    /// TOML errors (with line and column), or duplicate ids.
-    pub fn from_toml(text: &str) -> anyhow::Result<Config> {
-        let config = parse_warning_unknown(text, "the configuration", None)
-            .context("the configuration is not valid")?;
+    /// [`ConfigError::Invalid`] for TOML errors (with line and column) and credentials that
+    /// cannot be read; duplicate ids and unusable webhooks as their own variants.
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let config = parse_warning_unknown(text, "the configuration", None).map_err(|e| {
+            ConfigError::Invalid {
+                source: Box::new(e),
+            }
+        })?;
         config.check()?;
         Ok(config)
     }
@@ -329,11 +331,11 @@ impl Config {
         }
     }
 
-    fn check(&self) -> anyhow::Result<()> {
+    fn check(&self) -> Result<(), ConfigError> {
         let mut ids = std::collections::BTreeSet::new();
         for a in &self.agents {
             if !ids.insert(a.id.as_str()) {
-                bail!("agents: the id {:?} is used twice", a.id);
+                return Err(ConfigError::DuplicateAgent(a.id.clone()));
             }
         }
         // Webhook mappings and signatures are checked now, so a bad pointer or template stops
@@ -342,10 +344,7 @@ impl Config {
             s.hook()?;
             // A signed request names its source only by the path: the id must be unambiguous.
             if s.signature.is_some() && self.sources.iter().filter(|o| o.id == s.id).count() > 1 {
-                bail!(
-                    "sources: source {:?} has a signature, so its id must not be used by another source",
-                    s.id
-                );
+                return Err(ConfigError::SignedSourceShared(s.id.clone()));
             }
         }
         Ok(())
@@ -355,7 +354,11 @@ impl Config {
 /// Parses the TOML, warning (on stderr and in the log) about every key this version does not
 /// know — a typo such as `lisen` or `[[agent]]` would otherwise be silently ignored. Unknown keys
 /// are not refused: contracts/serve.md says more keys may be added.
-fn parse_warning_unknown(text: &str, origin: &str, base: Option<&Path>) -> anyhow::Result<Config> {
+fn parse_warning_unknown(
+    text: &str,
+    origin: &str,
+    base: Option<&Path>,
+) -> Result<Config, ConfigError> {
     // Tokens from files or variables (`token_file`, `token_env`, …; crate::secrets). Only when
     // there are some is the text re-written, so TOML errors otherwise keep their positions.
     let mut resolved = None;
@@ -506,8 +509,8 @@ pub fn did_you_mean(key: &str) -> Option<String> {
 /// The keys of `text` that [`Config`] does not read, as dotted paths (`agents.0.tokn`).
 ///
 /// # Errors
-/// TOML syntax or type errors.
-pub fn unknown_keys(text: &str) -> anyhow::Result<Vec<String>> {
+/// [`ConfigError::Toml`]: TOML syntax or type errors.
+pub fn unknown_keys(text: &str) -> Result<Vec<String>, ConfigError> {
     let mut unknown = Vec::new();
     let _: Config = serde_ignored::deserialize(toml::Deserializer::new(text), |path| {
         unknown.push(path.to_string())

@@ -1,14 +1,12 @@
 //! The deployment's configuration, shared by `a2a-watcher serve` and the Lambda functions:
-//! the TOML file of contracts/serve.md, agent cards (file, URL or inline JSON), credentials,
-//! endpoints and bounds.
+//! the TOML file of contracts/serve.md (agents, sources, operators, teachers, `[limits]`,
+//! `[delivery]`) as typed values, with credentials read from files or variables
+//! ([`secrets`]). Pure configuration: reading cards, building clients and credentials is
+//! `watcher_host`'s.
 
-pub mod agents;
 pub mod config;
-pub mod deployment;
-pub mod probe;
+pub mod error;
 pub mod secrets;
 
 pub use config::Config;
-pub use deployment::{
-    credentials, lane_settings, load_deployment, retry_policy, settings, submitter, Deployment,
-};
+pub use error::ConfigError;

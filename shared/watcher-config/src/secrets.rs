@@ -9,8 +9,23 @@
 
 use std::path::Path;
 
-use anyhow::{anyhow, bail};
 use toml::{Table, Value};
+
+use crate::error::ConfigError;
+
+/// Stops with a [`ConfigError::Secret`] worded by `format!`.
+macro_rules! bail {
+    ($($t:tt)*) => {
+        return Err(ConfigError::Secret(format!($($t)*)))
+    };
+}
+
+/// A [`ConfigError::Secret`] worded by `format!`.
+macro_rules! secret {
+    ($($t:tt)*) => {
+        ConfigError::Secret(format!($($t)*))
+    };
+}
 
 /// The keys that hold a credential.
 pub const SECRET_KEYS: [&str; 4] = ["token", "push_token", "bearer", "secret"];
@@ -21,11 +36,11 @@ pub const SECRET_KEYS: [&str; 4] = ["token", "push_token", "bearer", "secret"];
 /// # Errors
 /// Naming the key's path (`agents[0].push_token_file`): both `<key>` and a `_file`/`_env` given,
 /// an unreadable or empty file, an unset or empty variable, a value that is not a string.
-pub fn resolve(table: &mut Table, base: Option<&Path>) -> anyhow::Result<bool> {
+pub fn resolve(table: &mut Table, base: Option<&Path>) -> Result<bool, ConfigError> {
     resolve_at(table, base, "")
 }
 
-fn resolve_at(table: &mut Table, base: Option<&Path>, at: &str) -> anyhow::Result<bool> {
+fn resolve_at(table: &mut Table, base: Option<&Path>, at: &str) -> Result<bool, ConfigError> {
     let mut changed = false;
     for key in SECRET_KEYS {
         let file_key = format!("{key}_file");
@@ -41,13 +56,13 @@ fn resolve_at(table: &mut Table, base: Option<&Path>, at: &str) -> anyhow::Resul
             (Some(path), None) => {
                 let path = path
                     .as_str()
-                    .ok_or_else(|| anyhow!("{}: must be a path string", name(&file_key)))?;
+                    .ok_or_else(|| secret!("{}: must be a path string", name(&file_key)))?;
                 let full = match base {
                     Some(b) if Path::new(path).is_relative() => b.join(path),
                     _ => Path::new(path).to_path_buf(),
                 };
                 let text = std::fs::read_to_string(&full).map_err(|e| {
-                    anyhow!("{}: cannot read {}: {e}", name(&file_key), full.display())
+                    secret!("{}: cannot read {}: {e}", name(&file_key), full.display())
                 })?;
                 let text = text.trim().to_string();
                 if text.is_empty() {
@@ -58,9 +73,9 @@ fn resolve_at(table: &mut Table, base: Option<&Path>, at: &str) -> anyhow::Resul
             (None, Some(var)) => {
                 let var = var
                     .as_str()
-                    .ok_or_else(|| anyhow!("{}: must be a variable name", name(&env_key)))?;
+                    .ok_or_else(|| secret!("{}: must be a variable name", name(&env_key)))?;
                 let v = std::env::var(var).map_err(|_| {
-                    anyhow!(
+                    secret!(
                         "{}: the environment variable {var} is not set",
                         name(&env_key)
                     )

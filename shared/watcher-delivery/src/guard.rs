@@ -17,7 +17,7 @@ pub(crate) struct NonPublicAddress {
 
 /// Whether `ip` is a globally routable unicast address: the one classification of the watcher's
 /// outbound policy, used by the resolver at connection time and by the configuration's check of
-/// card endpoints at start (`watcher_config::agents`).
+/// card endpoints at start (`watcher_host::agents`).
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),

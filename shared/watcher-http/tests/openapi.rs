@@ -36,7 +36,8 @@ fn mounted() -> BTreeSet<(String, String)> {
     let route = regex::Regex::new(r#"\.route\(\s*"([^"]+)",\s*((?:[a-z_:]+\([^()]*\)\.?)+)"#)
         .expect("regex");
     let method = regex::Regex::new(r"(?:^|\.|::)(get|post|put|delete|patch)\(").expect("regex");
-    let text = std::fs::read_to_string(root().join("shared/cli/serve.rs")).expect("router source");
+    let text = std::fs::read_to_string(root().join("shared/watcher-host/src/serve/mod.rs"))
+        .expect("router source");
     // Only the code, not the tests or doc comments below it.
     let code = text.split("#[cfg(test)]").next().unwrap_or_default();
     for c in route.captures_iter(code) {

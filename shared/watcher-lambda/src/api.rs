@@ -20,38 +20,28 @@ use axum::Router;
 use lambda_http::request::RequestContext;
 use lambda_http::RequestExt;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use tokio::sync::Notify;
 use tower::ServiceExt;
 use watcher_http::{watcher_router_with, AppState};
-use watcher_runtime::clock::Clock;
 
-use crate::env::Parts;
+use crate::cards::AgentCards;
 
 /// What stays unencoded in a rebuilt path segment: RFC 3986's unreserved characters less `.`
 /// (so that an id `.` or `..` is never read as a dot segment).
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'~');
 
-/// The routes over `parts`, with problem+json answers for unknown routes and methods, behind
-/// [`from_api_gateway`] (ids read from `pathParameters`, decoded once).
+/// The routes over `state` (its `wake` is not waited on: schedules and the queue carry the
+/// work), bounded by `limits`, with problem+json answers for unknown routes and methods, behind
+/// [`from_api_gateway`] (ids read from `pathParameters`, decoded once). The host
+/// (`watcher_host::aws::api_router`) builds it from a function's parts.
 ///
 /// Before each request, cards other functions kept for agents this instance does not hold in
-/// good health are picked up ([`crate::cards::Cards::pick_up_all`]): an agent whose card the
-/// sweep read since this instance's cold start is served (its pushes no longer answer 503).
-pub fn router(parts: &Parts, clock: Arc<dyn Clock>) -> Router {
-    let cards = parts.cards.clone();
-    let pick_up_clock = clock.clone();
-    let routes = watcher_router_with(
-        AppState {
-            watcher: parts.watcher.clone(),
-            credentials: parts.credentials.clone(),
-            clock,
-            // No in-process loops to wake: schedules and the queue carry the work.
-            wake: Arc::new(Notify::new()),
-        },
-        parts.limits,
-    )
-    .fallback(watcher_http::not_found)
-    .method_not_allowed_fallback(watcher_http::method_not_allowed);
+/// good health are picked up ([`crate::cards::AgentCards::pick_up_all`]): an agent whose card
+/// the sweep read since this instance's cold start is served (its pushes no longer answer 503).
+pub fn router(state: AppState, limits: watcher_http::Limits, cards: Arc<dyn AgentCards>) -> Router {
+    let pick_up_clock = state.clock.clone();
+    let routes = watcher_router_with(state, limits)
+        .fallback(watcher_http::not_found)
+        .method_not_allowed_fallback(watcher_http::method_not_allowed);
     // Before routing: the rewritten path is what the routes match.
     Router::new()
         .fallback_service(routes.map_request(from_api_gateway::<axum::body::Body> as fn(_) -> _))

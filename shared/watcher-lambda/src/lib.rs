@@ -5,16 +5,18 @@
 //! * [`sink`]: after each commit, arm/disarm EventBridge schedules and enqueue lapse tasks;
 //! * [`timer`]: the per-expectation schedules' target and the `rate(5 minutes)` sweep;
 //! * [`submitter`]: the SQS-fed lapse-task submitter with partial batch failures;
-//! * [`cards`]: agent cards re-read by the sweep and picked up from the table by every function;
+//! * [`cards`]: what the handlers need of agent cards (re-read by the sweep, picked up from the
+//!   table by every function), as a narrow trait;
 //! * [`rate`]: the per-agent rate buckets every submitter instance shares (DynamoDB);
-//! * [`env`]: building everything once per cold start from the environment;
 //! * [`api`]: the API function's router;
 //! * [`emf`]: CloudWatch Embedded Metric Format lines on stdout.
+//!
+//! Building a function's parts at cold start (the environment, the clients, the cards) is the
+//! host's: `watcher_host::aws`.
 
 pub mod api;
 pub mod cards;
 pub mod emf;
-pub mod env;
 pub mod rate;
 pub mod sink;
 pub mod submitter;

@@ -91,9 +91,13 @@ where
 }
 
 /// Before a batch at `now`: for each agent the batch names whose card this instance does not hold
-/// in good health, picks up a newer card kept in the table ([`crate::cards::Cards::pick_up`]),
+/// in good health, picks up a newer card kept in the table ([`crate::cards::AgentCards::pick_up`]),
 /// so a card the sweep read since this instance's cold start gives the agent its endpoint.
-pub async fn pick_up_cards(cards: &crate::cards::Cards, event: &SqsEvent, now: Instant) {
+pub async fn pick_up_cards(
+    cards: &(impl crate::cards::AgentCards + ?Sized),
+    event: &SqsEvent,
+    now: Instant,
+) {
     let mut seen: Vec<(Tenant, AgentId)> = Vec::new();
     for record in &event.records {
         let Some(Ok(m)) = record.body.as_deref().map(watcher_aws::parse_queue_message) else {

@@ -126,9 +126,9 @@ impl From<TimerError> for lambda_runtime::Diagnostic {
 }
 
 /// [`handle`], then `cards` kept up to date: after a sweep, the cards due for a re-read are read
-/// and the registration probe run ([`crate::cards::Cards::refresh`]), counted in the report;
+/// and the registration probe run ([`crate::cards::AgentCards::refresh`]), counted in the report;
 /// before any other event, the cards and descriptors other functions kept are picked up for
-/// agents this instance lacks ([`crate::cards::Cards::pick_up_all`]). The sweep's own work
+/// agents this instance lacks ([`crate::cards::AgentCards::pick_up_all`]). The sweep's own work
 /// comes first, so a slow card server never delays a lapse. The function's entry point.
 ///
 /// # Errors
@@ -136,7 +136,7 @@ impl From<TimerError> for lambda_runtime::Diagnostic {
 pub async fn handle_with_cards<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
-    cards: &crate::cards::Cards,
+    cards: &(impl crate::cards::AgentCards + ?Sized),
     following: Option<&Following<'_>>,
     event: &Value,
     now: Instant,

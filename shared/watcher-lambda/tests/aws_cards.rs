@@ -15,7 +15,7 @@ use watcher_core::engine::TimerKey;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_delivery::endpoint::Endpoints;
-use watcher_lambda::env::{assemble, Parts};
+use watcher_host::aws::{assemble, Parts};
 use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::directory::CardState;
 use watcher_runtime::ports::{LapseQueue, PortError, Timers};
@@ -205,7 +205,7 @@ async fn the_api_picks_up_a_kept_card_before_a_request() {
     server.up.store(true, Ordering::SeqCst);
     let timer = cold_start(&store, &config).await;
     assert!(timer.watcher.directory.get(&t, &a).is_some());
-    let router = watcher_lambda::api::router(&api, Arc::new(SystemClock));
+    let router = watcher_host::aws::api_router(&api, Arc::new(SystemClock));
     let request = axum::http::Request::builder()
         .uri("/v1/agents")
         .body(axum::body::Body::empty())

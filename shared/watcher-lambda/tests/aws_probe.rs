@@ -16,7 +16,7 @@ use watcher_core::engine::TimerKey;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_delivery::testing::{spawn_capture_agent, Behaviour, CapturedRequest, Reply};
-use watcher_lambda::env::{assemble, Parts};
+use watcher_host::aws::{assemble, Parts};
 use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::ports::{LapseQueue, PortError, Timers};
 use watcher_runtime::store::{OutboxEntry, Store};
@@ -174,7 +174,7 @@ async fn the_sweep_probes_through_the_deployments_push_route_and_every_function_
     ))
     .expect("config");
     let api = cold_start(&store, &config).await;
-    let router = watcher_lambda::api::router(&api, Arc::new(SystemClock));
+    let router = watcher_host::aws::api_router(&api, Arc::new(SystemClock));
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     let timer = cold_start(&store, &config).await;
     let submitter = cold_start(&store, &config).await;

@@ -18,8 +18,8 @@ use watcher_core::ids::Tenant;
 use watcher_core::record::Status;
 use watcher_core::time::Instant;
 use watcher_delivery::testing::{Behaviour, CaptureAgent, Reply};
+use watcher_host::aws::{assemble_with_timer_queue, Parts};
 use watcher_http::{watcher_router, AppState};
-use watcher_lambda::env::{assemble_with_timer_queue, Parts};
 use watcher_runtime::clock::FakeClock;
 use watcher_runtime::store::{DeliveryState, Store};
 

@@ -88,10 +88,10 @@ pub async fn api_router_on(name: &str, toml: &str, clock: Arc<FakeClock>) -> axu
         .expect("timers"),
     );
     let queue = Arc::new(watcher_aws::SqsLapseQueue::new(sqs, &queues.queue_url));
-    let parts = watcher_lambda::env::assemble(store, timers, queue, &config)
+    let parts = watcher_host::aws::assemble(store, timers, queue, &config)
         .await
         .expect("parts");
-    watcher_lambda::api::router(&parts, clock)
+    watcher_host::aws::api_router(&parts, clock)
 }
 
 /// An API Gateway HTTP API (payload 2.0) event; `base64` sends the body base64-encoded, as API

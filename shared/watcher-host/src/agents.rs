@@ -11,7 +11,7 @@ use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::lapse::Delivery;
 use watcher_runtime::directory::AgentEntry;
 
-use crate::config::{AgentConfig, Config};
+use watcher_config::config::{AgentConfig, Config};
 
 /// An agent ready to serve: its directory entry and where its lapse tasks go.
 pub struct LoadedAgent {

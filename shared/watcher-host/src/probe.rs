@@ -18,7 +18,7 @@
 //! method to list tasks). Pushes go to a [`PushInbox`]: for `a2a-watcher probe` and `serve`, a
 //! webhook served on 127.0.0.1 ([`LocalInbox`]), so they can only arrive from an agent that can
 //! reach this machine; for the AWS functions, the deployment's own push route, read back from
-//! the store (`watcher_lambda::cards`).
+//! the store ([`crate::aws::cards`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -596,7 +596,7 @@ fn settles(v: &Value) -> bool {
 /// lifecycle-trusted and is shown at `GET /v1/agents`. Failures are logged; the agent stays
 /// untrusted.
 pub async fn on_registration(
-    agent: &crate::config::AgentConfig,
+    agent: &watcher_config::config::AgentConfig,
     store: &dyn watcher_runtime::store::Store,
     directory: &watcher_runtime::directory::Directory,
     clock: &dyn watcher_runtime::clock::Clock,
@@ -616,7 +616,7 @@ pub async fn on_registration(
 /// puts it in `directory`. Answers whether a descriptor was kept. Failures are logged; the agent
 /// then stays untrusted.
 pub async fn probe_and_keep(
-    agent: &crate::config::AgentConfig,
+    agent: &watcher_config::config::AgentConfig,
     store: &dyn watcher_runtime::store::Store,
     directory: &watcher_runtime::directory::Directory,
     inbox: &dyn PushInbox,

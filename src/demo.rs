@@ -96,7 +96,7 @@ pub async fn run() -> anyhow::Result<()> {
         token: OPERATOR_TOKEN.into(),
         tenant: "default".into(),
     });
-    let running = crate::serve::start(config).await?;
+    let running = watcher_host::serve::start(config).await?;
     let base_url = format!("http://{}", running.addr);
     println!(
         "watcher listening on {base_url} (database {})",

@@ -25,7 +25,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 /// The booking agent's card that ships with the examples.
-pub const BOOKING_CARD: &str = include_str!("../../examples/booking-card.json");
+pub const BOOKING_CARD: &str = include_str!("../examples/booking-card.json");
 
 #[derive(Clone)]
 struct AgentState {

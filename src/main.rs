@@ -13,16 +13,12 @@
 
 mod bench;
 mod bench_agent;
-mod cards;
-mod delivery;
 mod demo;
 mod example_agent;
-mod metrics;
 mod operator;
 mod probe;
 mod report;
 mod retry;
-mod serve;
 mod validate;
 mod webhook;
 
@@ -274,7 +270,7 @@ fn main() -> ExitCode {
                     Some(p) => (watcher_config::Config::load(p)?, false),
                     None => (watcher_config::Config::defaults(), true),
                 };
-                runtime()?.block_on(serve::run(cfg, defaults))
+                runtime()?.block_on(watcher_host::serve::run(cfg, defaults))
             })();
             exit_on(result, "serve")
         }

@@ -1,30 +1,33 @@
-//! `a2a-watcher serve`: the whole watcher as one process (contracts/serve.md): the HTTP API, the
-//! SQLite store, timers that survive restarts, the lapse-task submitter, and retention.
+//! `a2a-watcher serve` (feature `serve`): the whole watcher as one process (contracts/serve.md):
+//! the HTTP API, the SQLite store, timers that survive restarts ([`timers`]), the delivery lanes
+//! ([`lanes`]), origin reconciliation, the card refresh ([`cards`]), the probe on registration,
+//! retention ([`retention`]) and `GET /metrics` ([`metrics`]).
+
+pub mod cards;
+pub mod lanes;
+pub mod metrics;
+pub mod retention;
+pub mod timers;
 
 use std::sync::Arc;
-use std::time::Duration;
 
+use crate::load_deployment;
 use anyhow::Context;
 use learnables_store::SqliteDefinitionStore;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
-use watcher_config::{load_deployment, Config};
+use watcher_config::Config;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_delivery::endpoint::SharedEndpoints;
 use watcher_http::{learnables_router_with, watcher_router_with, AppState, LearnablesState};
 use watcher_runtime::clock::{Clock, SystemClock};
-use watcher_runtime::store::{DueTimer, Store};
-use watcher_runtime::watcher::{Applied, Watcher};
+use watcher_runtime::store::Store;
+use watcher_runtime::watcher::Watcher;
 use watcher_store_sqlite::SqliteStore;
 
-use crate::delivery::start_lanes;
-
-/// Longest the timer and delivery loops sleep before looking again: a safety net under the
-/// wake-ups (the record, not the in-memory wait, is what decides).
-const MAX_IDLE: Duration = Duration::from_secs(1);
-
-/// How often the retention loop purges (expectations-v1 §14); it also purges once at start.
-const PURGE_EVERY: Duration = Duration::from_secs(3600);
+use lanes::start_lanes;
+use retention::retention_loop;
+use timers::timer_loop;
 
 /// A watcher started by [`start`].
 pub struct Running {
@@ -80,18 +83,18 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // Followed origin tasks are kept in the database, as on AWS, so a restart forgets none.
     let origins = deployment.directory.origins();
     origins.set_capacity(config.delivery.reconcile_origins);
-    origins.set_first_poll(watcher_config::deployment::retry_policy(&config.delivery).poll_first);
+    origins.set_first_poll(crate::retry_policy(&config.delivery).poll_first);
     deployment
         .directory
         .set_origins_in_store(config.delivery.reconcile_origins > 0);
-    let prometheus = Arc::new(crate::metrics::Prometheus::new());
+    let prometheus = Arc::new(metrics::Prometheus::new());
     // One serve process per database file: a restart takes back its predecessor's claims at once.
     let sender =
         std::fs::canonicalize(&config.database).unwrap_or_else(|_| config.database.clone());
-    let submitter = watcher_config::submitter(&config.delivery)?
+    let submitter = crate::submitter(&config.delivery)?
         .with_recorder(prometheus.clone())
         .with_sender(format!("serve:{}", sender.display()));
-    let lanes = watcher_config::lane_settings(&config.delivery);
+    let lanes = crate::lane_settings(&config.delivery);
     let endpoints = SharedEndpoints::new(deployment.endpoints);
     let lane_directory = deployment.directory.clone();
     let pending = deployment.pending;
@@ -127,7 +130,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             )
         },
     )?);
-    let limits = config.limits.http();
+    let limits = crate::http_limits(&config.limits);
     let app = watcher_router_with(state, limits)
         .merge(learnables_router_with(
             LearnablesState {
@@ -140,8 +143,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         ))
         .merge(
             axum::Router::new()
-                .route("/metrics", axum::routing::get(crate::metrics::metrics))
-                .with_state(crate::metrics::MetricsState {
+                .route("/metrics", axum::routing::get(metrics::metrics))
+                .with_state(metrics::MetricsState {
                     prometheus,
                     watcher: watcher.clone(),
                     clock: clock.clone(),
@@ -156,6 +159,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .local_addr()
         .context("Failed to read the bound address")?;
     tracing::info!(%addr, "a2a-watcher serving");
+    // Every declared service, one line each; one the configuration turns off says why.
+    crate::services::log_placements("serve", &crate::services::serve_as_configured(&config));
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let reconciler = Arc::new(watcher_delivery::reconcile::Reconciler::new(
@@ -215,7 +220,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         tracing::info!("retention_days = 0: keeping every record forever");
     }
     if !pending.is_empty() {
-        tasks.push(tokio::spawn(crate::cards::refresh_loop(
+        tasks.push(tokio::spawn(cards::refresh_loop(
             config.clone(),
             pending,
             store.clone(),
@@ -264,89 +269,5 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {},
         () = term => {},
-    }
-}
-
-/// Fires due deadlines and horizons. On start this evaluates everything that fell due while the
-/// process was down, at once and late (§10.1), from the store's deadline index. What the firings
-/// queue is handed to the delivery lanes in small groups as they are committed
-/// ([`Watcher::fire_due_handing_over`]).
-async fn timer_loop(
-    watcher: Arc<Watcher<dyn Store>>,
-    clock: Arc<dyn Clock>,
-    wake: Arc<Notify>,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        let now = clock.now();
-        // The delivery lanes are woken after each small group of firings that queued a lapse
-        // task, so a burst is delivered as it is decided, not once its last lapse is committed.
-        let mut hand_over = |group: &[(DueTimer, Applied)]| {
-            if group.iter().any(|(_, a)| !a.outbox.is_empty()) {
-                wake.notify_waiters();
-            }
-        };
-        // Fired together in each group (the SQLite store takes raising-order numbers and
-        // commits in the order asked, so the firing order is kept): one sync per group.
-        match watcher
-            .fire_due_handing_over(now, true, &mut hand_over)
-            .await
-        {
-            Ok(fired) if !fired.is_empty() => tracing::debug!(
-                fired = fired.len(),
-                ms = (clock.now().as_nanos() - now.as_nanos()) / 1_000_000,
-                "fired due timers"
-            ),
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "firing due timers failed; will retry"),
-        }
-        let wait = match watcher.store.next_timer().await {
-            Ok(Some(t)) => {
-                let ns = t.at.as_nanos() - clock.now().as_nanos();
-                Duration::from_nanos(ns.clamp(1_000_000, MAX_IDLE.as_nanos() as i128) as u64)
-            }
-            _ => MAX_IDLE,
-        };
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {},
-            () = wake.notified() => {},
-            _ = stop.changed() => return,
-        }
-    }
-}
-
-/// Forgets what the retention period allows (expectations-v1 §14, serve.md `retention_days`):
-/// once at start, then every [`PURGE_EVERY`]. The SQLite store deletes in small batches and
-/// frees the connection between them, so requests go on during a large purge. A failed purge
-/// stops at the failing batch (earlier batches' deletions stand; the rule allowed them); it is
-/// logged and tried again at the next round.
-async fn retention_loop(
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-    retention_days: u32,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        if let Some(before) = watcher_runtime::retention::purge_before(clock.now(), retention_days)
-        {
-            match store.purge(before).await {
-                Ok(report) => tracing::info!(
-                    %before,
-                    retention_days,
-                    subjects = report.subjects,
-                    outbox = report.outbox,
-                    rejections = report.rejections,
-                    tasks = report.tasks,
-                    "retention purge"
-                ),
-                Err(e) => {
-                    tracing::error!(error = %e, %before, "retention purge failed; will retry")
-                }
-            }
-        }
-        tokio::select! {
-            () = tokio::time::sleep(PURGE_EVERY) => {},
-            _ = stop.changed() => return,
-        }
     }
 }

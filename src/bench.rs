@@ -215,7 +215,7 @@ async fn run_size(n: u64, opts: &Options, measure_latency: bool) -> anyhow::Resu
     let tenant = Tenant::parse("default").map_err(anyhow::Error::msg)?;
     let agent_id = AgentId::parse("booking").map_err(anyhow::Error::msg)?;
     let store = Arc::new(SqliteStore::open(&config.database)?);
-    let deployment = watcher_config::load_deployment(
+    let deployment = watcher_host::load_deployment(
         &config,
         &*store,
         watcher_runtime::clock::Clock::now(&watcher_runtime::clock::SystemClock),
@@ -266,7 +266,7 @@ async fn run_size(n: u64, opts: &Options, measure_latency: bool) -> anyhow::Resu
     drop(store);
 
     // HTTP: serve's router on loopback.
-    let running = crate::serve::start(config.clone()).await?;
+    let running = watcher_host::serve::start(config.clone()).await?;
     let base_url = format!("http://{}", running.addr);
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(opts.clients)
@@ -353,7 +353,7 @@ async fn run_size(n: u64, opts: &Options, measure_latency: bool) -> anyhow::Resu
 }
 
 fn write_config(dir: &Path, agent_url: &str, n: u64) -> anyhow::Result<watcher_config::Config> {
-    let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))
+    let mut card: Value = serde_json::from_str(include_str!("../examples/booking-card.json"))
         .context("examples/booking-card.json is JSON")?;
     card["supportedInterfaces"][0]["url"] = json!(agent_url);
     std::fs::write(dir.join("card.json"), card.to_string())?;
@@ -383,7 +383,7 @@ push_token = "{PUSH_TOKEN}"
     );
     let path = dir.join("watcher.toml");
     std::fs::write(&path, toml)?;
-    watcher_config::Config::load(&path)
+    Ok(watcher_config::Config::load(&path)?)
 }
 
 /// Single-row durable transactions (WAL, `synchronous = FULL`, as `serve`'s store) on a file in
@@ -828,7 +828,7 @@ async fn burst(opts: &Options) -> anyhow::Result<Value> {
     for _ in 0..BURST_AGENTS {
         agents.push(crate::bench_agent::AgentProcess::spawn(&exe).await?);
     }
-    let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))?;
+    let mut card: Value = serde_json::from_str(include_str!("../examples/booking-card.json"))?;
     let mut toml = String::from(
         r#"listen = "127.0.0.1:0"
 database = "bench.db"
@@ -850,7 +850,7 @@ per_minute = 1000000
     let path = dir.0.join("watcher.toml");
     std::fs::write(&path, toml)?;
     let config = watcher_config::Config::load(&path)?;
-    let running = crate::serve::start(config).await?;
+    let running = watcher_host::serve::start(config).await?;
     let base_url = format!("http://{}", running.addr);
     let http = reqwest::Client::new();
     // Pushed ahead of the deadline, one client per agent.
@@ -976,7 +976,7 @@ async fn slow_agent(opts: &Options, held: bool) -> anyhow::Result<Value> {
     .await?;
     let slow = CaptureAgent::spawn(Behaviour::accept()).await?;
     slow.hold(held);
-    let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))?;
+    let mut card: Value = serde_json::from_str(include_str!("../examples/booking-card.json"))?;
     for (name, agent) in [("fast", &fast), ("slow", &slow)] {
         card["supportedInterfaces"][0]["url"] = json!(agent.url());
         std::fs::write(dir.0.join(format!("{name}.json")), card.to_string())?;
@@ -1005,7 +1005,7 @@ push_token = "push-slow"
     let path = dir.0.join("watcher.toml");
     std::fs::write(&path, toml)?;
     let config = watcher_config::Config::load(&path)?;
-    let running = crate::serve::start(config).await?;
+    let running = watcher_host::serve::start(config).await?;
     let base_url = format!("http://{}", running.addr);
     let http = reqwest::Client::new();
     let slow_second = jiff::Timestamp::now().as_second() + 3;
@@ -1126,7 +1126,7 @@ async fn status_updates(opts: &Options) -> anyhow::Result<Value> {
             }
         }
         let config_db = config.database.clone();
-        let running = crate::serve::start(config).await?;
+        let running = watcher_host::serve::start(config).await?;
         let base_url = format!("http://{}", running.addr);
         let http = reqwest::Client::new();
         let mut ms = Vec::with_capacity(STATUS_UPDATES);

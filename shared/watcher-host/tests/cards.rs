@@ -5,7 +5,7 @@
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use watcher_config::agents::fetch_card;
+use watcher_host::agents::fetch_card;
 
 /// Serves `card` at `path` only, on a loopback port; answers the base URL.
 async fn serve_card_at(path: &'static str, card: Value) -> String {
@@ -68,7 +68,7 @@ async fn a_card_at_neither_path_names_both() {
 /// speak to: the first 1.x JSONRPC interface even when a 0.3 one is listed before it.
 #[test]
 fn the_descriptor_key_is_the_interface_delivery_speaks_to() {
-    use watcher_config::deployment::card_protocol_version;
+    use watcher_host::deployment::card_protocol_version;
     let card = |interfaces: Value| {
         json!({ "name": "hybrid", "description": "d", "version": "1", "capabilities": {},
                 "supportedInterfaces": interfaces })
@@ -79,7 +79,7 @@ fn the_descriptor_key_is_the_interface_delivery_speaks_to() {
     ]));
     assert_eq!(card_protocol_version(&hybrid), "1.0");
     let parsed: a2a_types::AgentCard = serde_json::from_value(hybrid).unwrap();
-    let (i, p) = watcher_config::agents::jsonrpc_interface(&parsed).unwrap();
+    let (i, p) = watcher_host::agents::jsonrpc_interface(&parsed).unwrap();
     assert_eq!(
         (i.url.as_str(), p),
         (

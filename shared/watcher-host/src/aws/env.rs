@@ -11,14 +11,15 @@
 //! `RETENTION_DAYS` (default 30), `SENDER_LEASE_SECONDS` (optional: how long the submitter's
 //! claim on a lapse task holds; the template sets it just above the function's timeout),
 //! `CARD_MAX_AGE_SECS` (default a day: the sweep re-reads a card in good health once it is
-//! older, `crate::cards`).
+//! older, [`super::cards`]).
 //! `AWS_ENDPOINT_URL` points every client at an emulator.
 
 use std::sync::Arc;
 
+use crate::deployment::load_deployment;
 use anyhow::{anyhow, Context};
 use watcher_aws::TimerQueue;
-use watcher_config::{load_deployment, Config};
+use watcher_config::Config;
 use watcher_delivery::deliver::Submitter;
 use watcher_delivery::endpoint::{Endpoints, SharedEndpoints};
 use watcher_delivery::reconcile::Reconciler;
@@ -29,9 +30,9 @@ use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
 use watcher_store_dynamodb::DynamoStore;
 
-use crate::cards::Cards;
-use crate::sink::AwsSink;
-use crate::submitter::{QueueTimeout, Redelivery};
+use super::cards::Cards;
+use watcher_lambda::sink::AwsSink;
+use watcher_lambda::submitter::{QueueTimeout, Redelivery};
 
 /// Everything a function needs, built once.
 pub struct Parts {
@@ -168,10 +169,10 @@ pub async fn from_env() -> anyhow::Result<Parts> {
     parts.submitter =
         parts
             .submitter
-            .with_rate_buckets(Arc::new(crate::rate::DynamoRateBuckets::new(
+            .with_rate_buckets(Arc::new(watcher_lambda::rate::DynamoRateBuckets::new(
                 ddb,
                 table,
-                watcher_config::deployment::rate_limit(&config.delivery),
+                crate::deployment::rate_limit(&config.delivery),
             )));
     Ok(parts)
 }
@@ -216,7 +217,7 @@ pub async fn assemble_with_timer_queue(
     deployment
         .directory
         .origins()
-        .set_first_poll(watcher_config::deployment::retry_policy(&config.delivery).poll_first);
+        .set_first_poll(crate::deployment::retry_policy(&config.delivery).poll_first);
     let sink = Arc::new(AwsSink {
         timers,
         queue: queue.clone(),
@@ -229,14 +230,14 @@ pub async fn assemble_with_timer_queue(
         deployment.directory.clone(),
         endpoints.clone(),
     ));
-    let recorder = Arc::new(crate::emf::EmfRecorder::from_env());
+    let recorder = Arc::new(watcher_lambda::emf::EmfRecorder::from_env());
     let watcher = Arc::new(
         Watcher::new(store, deployment.directory, deployment.settings)
             .with_sink(sink)
             .with_recorder(recorder.clone())
             .evaluating_due_at_once(),
     );
-    let submitter = watcher_config::submitter(&config.delivery)?.with_recorder(recorder);
+    let submitter = crate::deployment::submitter(&config.delivery)?.with_recorder(recorder);
     let reconciler = reconciler(&watcher, &submitter, &endpoints, Arc::new(SystemClock));
     Ok(Parts {
         watcher,
@@ -245,7 +246,7 @@ pub async fn assemble_with_timer_queue(
         endpoints,
         cards,
         submitter,
-        limits: config.limits.http(),
+        limits: crate::deployment::http_limits(&config.limits),
         redelivery: Arc::new(QueueTimeout),
         reconciler,
     })

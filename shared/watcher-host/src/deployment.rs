@@ -1,6 +1,6 @@
 //! Everything a deployment loads at start from its configuration: the agent directory (cards
 //! fetched and validated), the credentials of every party, where lapse tasks go, and the bounds.
-//! Shared by `a2a-watcher serve` and the Lambda functions.
+//! Shared by `a2a-watcher serve` and the Lambda functions ([`crate::aws`]).
 
 use std::collections::HashMap;
 
@@ -12,7 +12,7 @@ use watcher_http::{Credentials, Principal, Role, SourceWebhook};
 use watcher_runtime::directory::Directory;
 
 use crate::agents::{agent_from_card, card_is_fetched, load_agent, LoadedAgent};
-use crate::config::AgentConfig;
+use watcher_config::config::AgentConfig;
 use watcher_core::time::Instant;
 use watcher_delivery::client::{A2aClient, ClientConfig};
 use watcher_delivery::deliver::{Submitter, SubmitterConfig};
@@ -22,7 +22,7 @@ use watcher_delivery::retry::RetryPolicy;
 use watcher_runtime::directory::{CardHealth, CardState, Lifecycle};
 use watcher_runtime::store::Store;
 
-use crate::config::{Config, DeliveryConfig};
+use watcher_config::config::{Config, DeliveryConfig, LimitsConfig};
 
 /// A loaded deployment.
 pub struct Deployment {
@@ -377,6 +377,19 @@ pub fn lane_settings(cfg: &DeliveryConfig) -> LaneSettings {
     }
 }
 
+/// The request bounds the HTTP routers enforce (`watcher_http::limits`) of `[limits]`.
+pub fn http_limits(cfg: &LimitsConfig) -> watcher_http::Limits {
+    watcher_http::Limits {
+        body_bytes: cfg.body_bytes,
+        body_read_secs: cfg.body_read_secs,
+        json_depth: cfg.json_depth,
+        string_bytes: cfg.string_bytes,
+        expectations_per_artifact: cfg.expectations_per_artifact,
+        facts_per_request: cfg.facts_per_request,
+        check_corpus_entries: cfg.check_corpus_entries,
+    }
+}
+
 /// The bounds of `[limits]`.
 pub fn settings(config: &Config) -> Settings {
     Settings {
@@ -430,9 +443,24 @@ pub fn credentials(config: &Config) -> anyhow::Result<Credentials> {
         c.insert_webhook(SourceWebhook {
             tenant: tenant(&s.tenant, &s.id)?,
             id: s.id.clone(),
-            hook: s.hook()?,
+            hook: s.hook().map_err(|e| anyhow!(e))?,
         })
         .map_err(|e| anyhow!("sources: {e}"))?;
     }
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[limits]`'s defaults (watcher-config, which does not depend on watcher-http) are the
+    /// routers' own.
+    #[test]
+    fn the_limits_defaults_are_the_routers() {
+        assert_eq!(
+            http_limits(&LimitsConfig::default()),
+            watcher_http::Limits::default()
+        );
+    }
 }

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::deployment::refresh_agent;
 use tokio::sync::{watch, Notify};
 use watcher_config::config::AgentConfig;
-use watcher_config::deployment::refresh_agent;
 use watcher_config::Config;
 use watcher_delivery::endpoint::SharedEndpoints;
 use watcher_runtime::clock::Clock;

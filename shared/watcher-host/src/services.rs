@@ -1,0 +1,474 @@
+//! The services of each deployment, declared once: what each guarantees, and, for `serve` and
+//! for AWS, where it runs, or that it is not run there and why. `docs/deployments.md`'s table is
+//! [`table`] (`tests/deployments_table.rs` fails when the two differ, and prints the table to
+//! put there); `serve` logs every service of [`SERVE`] at start ([`log_placements`]), so a
+//! service missing from a deployment is a visible line with its reason, never an absence.
+//!
+//! Each deployment's list names every [`Service`] once, in [`Service::ALL`]'s order (checked
+//! below): adding a service means saying where it runs in both.
+
+use std::fmt::Write as _;
+
+use watcher_config::Config;
+
+/// A guarantee of the watcher, kept by a service of each deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Service {
+    /// Every route of the API
+    HttpRoutes,
+    /// A deadline lapses at its instant
+    Deadlines,
+    /// A lost timer still lapses, late (§10.1)
+    LateTimers,
+    /// A burst is delivered as it is decided
+    HandOver,
+    /// One lapse task per (expectation, lapse, `dueAt`)
+    SendOnce,
+    /// A send whose outcome was lost is looked for before it is sent again
+    LostSendLookup,
+    /// Agents are independent; each agent's lapse tasks in order
+    AgentLanes,
+    /// Retries at the delivery backoff (1 s doubling to 5 min), given up after `give_up_after`
+    Retries,
+    /// `POST /v1/lapses/retry` delivers at once
+    RetryNow,
+    /// A canceled origin task withdraws, even when its cancel is never pushed
+    OriginReconciliation,
+    /// A lapse task's state is followed when the agent does not push
+    Following,
+    /// The rate limit per agent (§13.2)
+    RateLimit,
+    /// A card that cannot be read is read again
+    CardRefresh,
+    /// The registration probe (`probe = true`)
+    Probe,
+    /// Retention (§14)
+    Retention,
+    /// Metrics
+    Metrics,
+}
+
+impl Service {
+    /// Every service, in the order of the table.
+    pub const ALL: [Service; 16] = [
+        Service::HttpRoutes,
+        Service::Deadlines,
+        Service::LateTimers,
+        Service::HandOver,
+        Service::SendOnce,
+        Service::LostSendLookup,
+        Service::AgentLanes,
+        Service::Retries,
+        Service::RetryNow,
+        Service::OriginReconciliation,
+        Service::Following,
+        Service::RateLimit,
+        Service::CardRefresh,
+        Service::Probe,
+        Service::Retention,
+        Service::Metrics,
+    ];
+
+    /// The service's name, as `serve` logs it (`service=…`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Service::HttpRoutes => "http-routes",
+            Service::Deadlines => "deadlines",
+            Service::LateTimers => "late-timers",
+            Service::HandOver => "hand-over",
+            Service::SendOnce => "send-once",
+            Service::LostSendLookup => "lost-send-lookup",
+            Service::AgentLanes => "agent-lanes",
+            Service::Retries => "retries",
+            Service::RetryNow => "retry-now",
+            Service::OriginReconciliation => "origin-reconciliation",
+            Service::Following => "following",
+            Service::RateLimit => "rate-limit",
+            Service::CardRefresh => "card-refresh",
+            Service::Probe => "probe",
+            Service::Retention => "retention",
+            Service::Metrics => "metrics",
+        }
+    }
+
+    /// What the service guarantees, in the table's words.
+    pub fn guarantee(self) -> &'static str {
+        match self {
+            Service::HttpRoutes => "Every route of the API",
+            Service::Deadlines => "A deadline lapses at its instant",
+            Service::LateTimers => "A lost timer still lapses, late (§10.1)",
+            Service::HandOver => "A burst is delivered as it is decided",
+            Service::SendOnce => "One lapse task per (expectation, lapse, `dueAt`)",
+            Service::LostSendLookup => "A send whose outcome was lost is looked for before it is sent again",
+            Service::AgentLanes => "Agents are independent; each agent's lapse tasks in order",
+            Service::Retries => "Retries at the delivery backoff (1 s doubling to 5 min), given up after `give_up_after`",
+            Service::RetryNow => "`POST /v1/lapses/retry` delivers at once",
+            Service::OriginReconciliation => "A canceled origin task withdraws, even when its cancel is never pushed",
+            Service::Following => "A lapse task's state is followed when the agent does not push",
+            Service::RateLimit => "The rate limit per agent (§13.2)",
+            Service::CardRefresh => "A card that cannot be read is read again",
+            Service::Probe => "The registration probe (`probe = true`)",
+            Service::Retention => "Retention (§14)",
+            Service::Metrics => "Metrics",
+        }
+    }
+
+    /// The tests that show the guarantee holds (in both deployments where they are named).
+    pub fn shown_by(self) -> &'static str {
+        match self {
+            Service::HttpRoutes => "`watcher-http/tests/template_routes.rs`, `openapi.rs`",
+            Service::Deadlines => "`tests/serve_semantics.rs`; `tests/aws_local.rs`; `watcher-lambda/tests/end_to_end.rs`",
+            Service::LateTimers => "`watcher-runtime/tests/fire_due.rs`",
+            Service::HandOver => "`watcher-runtime/tests/fire_hand_over.rs`; `bench` burst phase",
+            Service::SendOnce => "conformance `outbox_claims_are_exclusive`; `watcher-lambda/tests/submitter_lanes.rs` `two_submitters_handed_one_batch_send_each_message_once`; `tests/serve_crash.rs`",
+            Service::LostSendLookup => "`watcher-delivery/tests/delivery.rs` `an_ambiguous_lapse_task_behind_500_newer_tasks_is_found_not_sent_again`",
+            Service::AgentLanes => "`tests/serve_delivery.rs`; `submitter_lanes.rs` `a_slow_agent_never_delays_another_agents_lapse_task_in_the_batch`",
+            Service::Retries => "`submitter_lanes.rs`; `watcher-aws/tests/moto.rs` `a_handed_back_message_returns_when_its_visibility_is_changed`",
+            Service::RetryNow => "`watcher-http/tests/delivery_ops.rs` `retry_hands_requeued_lapse_tasks_to_the_deployments_queue_at_once`",
+            Service::OriginReconciliation => "`tests/serve_reconcile.rs`; `watcher-lambda/tests/end_to_end.rs` `a_cancel_never_pushed_gives_no_lapse_task_on_aws`, `an_origin_followed_in_the_table_is_found_canceled_by_the_sweep`",
+            Service::Following => "`tests/serve_reconcile.rs`; `end_to_end.rs` `a_lapse_task_never_pushed_follows_get_task_to_completed_at_the_sweep`",
+            Service::RateLimit => "`watcher-lambda/tests/aws_rate.rs`",
+            Service::CardRefresh => "`tests/serve_agents.rs` `an_unreachable_card_stops_nothing_and_is_retried_then_kept`; `watcher-lambda/tests/aws_cards.rs`",
+            Service::Probe => "`tests/serve_reconcile.rs`; `watcher-lambda/tests/aws_probe.rs`",
+            Service::Retention => "`tests/serve_retention.rs`; `watcher-store-dynamodb/tests/dynamodb.rs`",
+            Service::Metrics => "`tests/serve_metrics.rs`; `watcher-lambda/src/emf.rs` tests",
+        }
+    }
+}
+
+/// Where a service runs in one deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// It runs, here (a loop of `serve`, a route, a function or a schedule), in the table's
+    /// words.
+    At(&'static str),
+    /// It is not run in this deployment, for this reason.
+    NotRun(&'static str),
+    /// The deployment runs it, but this configuration turns it off, for this reason (never in
+    /// the declared lists: [`serve_as_configured`]).
+    Off(&'static str),
+}
+
+impl Runs {
+    /// The table's cell: where it runs, or `not run: {reason}`.
+    pub fn cell(self) -> String {
+        match self {
+            Runs::At(at) => at.to_string(),
+            Runs::NotRun(reason) => format!("not run: {reason}"),
+            Runs::Off(reason) => format!("off: {reason}"),
+        }
+    }
+}
+
+/// One service of one deployment, and where it runs there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// The service.
+    pub service: Service,
+    /// Where it runs in the deployment.
+    pub runs: Runs,
+}
+
+/// The two deployments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deployment {
+    /// `a2a-watcher serve`: one process on SQLite.
+    Serve,
+    /// The AWS functions (`template.yaml`): DynamoDB, EventBridge Scheduler, SQS.
+    Aws,
+}
+
+impl Deployment {
+    /// The deployment's declared services: [`SERVE`] or [`AWS`].
+    pub fn services(self) -> &'static [Placement] {
+        match self {
+            Deployment::Serve => SERVE,
+            Deployment::Aws => AWS,
+        }
+    }
+
+    /// Where `service` runs in this deployment (every list names every service, so this is
+    /// never `None` for a declared service; a test checks it).
+    pub fn runs(self, service: Service) -> Option<Runs> {
+        self.services()
+            .iter()
+            .find(|p| p.service == service)
+            .map(|p| p.runs)
+    }
+}
+
+/// `serve`'s services (`watcher_host::serve` composes them).
+pub const SERVE: &[Placement] = &[
+    Placement {
+        service: Service::HttpRoutes,
+        runs: Runs::At("axum on the listener"),
+    },
+    Placement {
+        service: Service::Deadlines,
+        runs: Runs::At("the timer loop over the deadline index"),
+    },
+    Placement {
+        service: Service::LateTimers,
+        runs: Runs::At("the timer loop reads every due timer"),
+    },
+    Placement {
+        service: Service::HandOver,
+        runs: Runs::At("the timer loop commits and hands over in groups of 8"),
+    },
+    Placement {
+        service: Service::SendOnce,
+        runs: Runs::At("a claim (lease) on the outbox entry before each send; a restarted process takes back its own claims"),
+    },
+    Placement {
+        service: Service::LostSendLookup,
+        runs: Runs::At("`ListTasks`, every page (bounded)"),
+    },
+    Placement {
+        service: Service::AgentLanes,
+        runs: Runs::At("one lane per agent"),
+    },
+    Placement {
+        service: Service::Retries,
+        runs: Runs::At("the lane's own timer"),
+    },
+    Placement {
+        service: Service::RetryNow,
+        runs: Runs::At("wakes the agent's lane"),
+    },
+    Placement {
+        service: Service::OriginReconciliation,
+        runs: Runs::At("the origin check (`GetTask`) before a lapse task's first send; origin tasks followed in the database"),
+    },
+    Placement {
+        service: Service::Following,
+        runs: Runs::At("the lanes poll with `GetTask`"),
+    },
+    Placement {
+        service: Service::RateLimit,
+        runs: Runs::At("a token bucket in the process"),
+    },
+    Placement {
+        service: Service::CardRefresh,
+        runs: Runs::At("the card refresh loop"),
+    },
+    Placement {
+        service: Service::Probe,
+        runs: Runs::At("on registration, with a webhook of its own"),
+    },
+    Placement {
+        service: Service::Retention,
+        runs: Runs::At("the retention loop purges in batches"),
+    },
+    Placement {
+        service: Service::Metrics,
+        runs: Runs::At("`GET /metrics` (Prometheus)"),
+    },
+];
+
+/// The AWS functions' services ([`crate::aws`] composes their parts; `template.yaml` wires the
+/// functions, schedules and queues).
+pub const AWS: &[Placement] = &[
+    Placement {
+        service: Service::HttpRoutes,
+        runs: Runs::At("the `api` and `lesson-write` functions behind the HTTP API; every route of the routers is an event of the template"),
+    },
+    Placement {
+        service: Service::Deadlines,
+        runs: Runs::At("one schedule per deadline, a minute early, then a message delayed to the instant on the timer queue (`docs/aws-latency.md`)"),
+    },
+    Placement {
+        service: Service::LateTimers,
+        runs: Runs::At("the `rate(5 minutes)` sweep; a timer that fails is skipped, counted (`TimerFailures`) and fired at the next sweep"),
+    },
+    Placement {
+        service: Service::HandOver,
+        runs: Runs::At("each timer invocation enqueues its lapse tasks after its own commit"),
+    },
+    Placement {
+        service: Service::SendOnce,
+        runs: Runs::At("the same claim in DynamoDB (`SENDER_LEASE_SECONDS` just above the submitter's timeout), whatever SQS delivers and to however many invocations"),
+    },
+    Placement {
+        service: Service::LostSendLookup,
+        runs: Runs::At("the same"),
+    },
+    Placement {
+        service: Service::AgentLanes,
+        runs: Runs::At("one FIFO message group per agent; a batch's agents delivered concurrently"),
+    },
+    Placement {
+        service: Service::Retries,
+        runs: Runs::At("the handed-back message's visibility set to the lapse task's next attempt (`ChangeMessageVisibility`)"),
+    },
+    Placement {
+        service: Service::RetryNow,
+        runs: Runs::At("the API function puts each re-queued lapse task on the lapse queue"),
+    },
+    Placement {
+        service: Service::OriginReconciliation,
+        runs: Runs::At("the same check in the submitter; origin tasks followed in the table, polled by the sweep"),
+    },
+    Placement {
+        service: Service::Following,
+        runs: Runs::At("the sweep polls from the outbox's follow index (within a 40 s budget)"),
+    },
+    Placement {
+        service: Service::RateLimit,
+        runs: Runs::At("a token bucket item per agent in the table, across every submitter instance"),
+    },
+    Placement {
+        service: Service::CardRefresh,
+        runs: Runs::At("the sweep re-reads unreadable and day-old cards, keeps them in the table; every function picks them up"),
+    },
+    Placement {
+        service: Service::Probe,
+        runs: Runs::At("in the sweep, its pushes to the deployment's own push route"),
+    },
+    Placement {
+        service: Service::Retention,
+        runs: Runs::At("DynamoDB TTL on every item"),
+    },
+    Placement {
+        service: Service::Metrics,
+        runs: Runs::At("CloudWatch embedded metrics from each function"),
+    },
+];
+
+/// The Markdown table of `docs/deployments.md`: one row per service, with the guarantee, where
+/// it runs in `serve` and on AWS, and the tests that show it. Cells hold no `|`.
+pub fn table() -> String {
+    let mut out =
+        String::from("| service | guarantee | `serve` | AWS | shown by |\n|---|---|---|---|---|\n");
+    for service in Service::ALL {
+        let cell = |d: Deployment| {
+            d.runs(service)
+                .map(Runs::cell)
+                .unwrap_or_else(|| "not declared".to_string())
+        };
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} |",
+            service.name(),
+            service.guarantee(),
+            cell(Deployment::Serve),
+            cell(Deployment::Aws),
+            service.shown_by()
+        );
+    }
+    out
+}
+
+/// [`SERVE`] as `config` runs it: a service the configuration turns off is [`Runs::Off`], with
+/// the setting as its reason (`retention_days = 0`; `[delivery] reconcile_origins = 0`; no agent
+/// with `probe = true`). What `serve` logs at start.
+pub fn serve_as_configured(config: &Config) -> Vec<Placement> {
+    SERVE
+        .iter()
+        .map(|p| {
+            let off = match p.service {
+                Service::Retention if config.retention_days == 0 => {
+                    Some("retention_days = 0: every record is kept forever")
+                }
+                Service::OriginReconciliation if config.delivery.reconcile_origins == 0 => {
+                    Some("[delivery] reconcile_origins = 0 turns origin reconciliation off")
+                }
+                Service::Probe if !config.agents.iter().any(|a| a.probe) => {
+                    Some("no agent has probe = true")
+                }
+                _ => None,
+            };
+            match off {
+                Some(reason) => Placement {
+                    service: p.service,
+                    runs: Runs::Off(reason),
+                },
+                None => *p,
+            }
+        })
+        .collect()
+}
+
+/// Logs every placement of `placements` at start, one line each: `info` for a service that
+/// runs (where) or that the configuration turns off (why), `warn` for one the deployment does
+/// not run (why). `deployment` names the deployment in each line.
+pub fn log_placements(deployment: &str, placements: &[Placement]) {
+    for p in placements {
+        match p.runs {
+            Runs::At(at) => {
+                tracing::info!(
+                    deployment,
+                    service = p.service.name(),
+                    runs = at,
+                    "service runs"
+                )
+            }
+            Runs::NotRun(reason) => tracing::warn!(
+                deployment,
+                service = p.service.name(),
+                reason,
+                "service not run: {reason}"
+            ),
+            Runs::Off(reason) => tracing::info!(
+                deployment,
+                service = p.service.name(),
+                reason,
+                "service off: {reason}"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every deployment declares every service once, in [`Service::ALL`]'s order: a service is
+    /// never absent from a deployment, only "not run" with its reason.
+    #[test]
+    fn every_deployment_declares_every_service_once() {
+        for d in [Deployment::Serve, Deployment::Aws] {
+            let declared: Vec<Service> = d.services().iter().map(|p| p.service).collect();
+            assert_eq!(declared, Service::ALL.to_vec(), "{d:?}");
+        }
+    }
+
+    #[test]
+    fn names_are_distinct_and_cells_hold_no_bar() {
+        let mut names: Vec<&str> = Service::ALL.iter().map(|s| s.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Service::ALL.len());
+        for line in table().lines().skip(2) {
+            assert_eq!(line.matches(" | ").count(), 4, "{line}");
+        }
+    }
+
+    #[test]
+    fn serve_says_which_services_its_configuration_turns_off() {
+        let config = Config::from_toml("retention_days = 0\n[delivery]\nreconcile_origins = 0\n")
+            .expect("a configuration");
+        let off: Vec<Service> = serve_as_configured(&config)
+            .into_iter()
+            .filter(|p| matches!(p.runs, Runs::Off(_)))
+            .map(|p| p.service)
+            .collect();
+        assert_eq!(
+            off,
+            [
+                Service::OriginReconciliation,
+                Service::Probe,
+                Service::Retention
+            ]
+        );
+        let defaults = serve_as_configured(&Config::defaults());
+        assert_eq!(defaults.len(), SERVE.len());
+    }
+
+    #[test]
+    fn a_service_not_run_says_why() {
+        assert_eq!(
+            Runs::NotRun("retention_days = 0").cell(),
+            "not run: retention_days = 0"
+        );
+    }
+}
