@@ -86,14 +86,9 @@ fn subcommands_are_read_from_the_commands_section() {
     assert_eq!(subcommands(help), ["serve", "probe"]);
 }
 
-/// The `a2a-watcher` command lines of the docs' shell examples (```sh, ```bash, ```console;
-/// in a console block only the `$ ` lines), continuation lines joined, comments dropped, each
-/// as the words after `a2a-watcher` (or `cargo run [-q] [--release] --`), with where it is.
-fn documented_commands() -> Vec<(String, Vec<String>)> {
-    let invocation = regex::Regex::new(
-        r"(?:^|[\s;&|(])(?:a2a-watcher|cargo run(?: -q)?(?: --release)? --)\s+(.*)$",
-    )
-    .expect("regex");
+/// Every command line of the docs' shell examples (```sh, ```bash, ```console; in a console block
+/// only the `$ ` lines), continuation lines joined and comments dropped, with where it ends.
+pub(super) fn shell_lines() -> Vec<(String, String)> {
     let mut out = Vec::new();
     for doc in super::documents() {
         let name = doc
@@ -137,18 +132,31 @@ fn documented_commands() -> Vec<(String, Vec<String>)> {
                 joined.push(' ');
                 continue;
             }
-            let whole = std::mem::take(&mut joined);
-            if let Some(c) = invocation.captures(&whole) {
-                let words = c[1]
-                    .split_whitespace()
-                    .take_while(|w| !["&", "&&", "|", ";", ">", "2>&1"].contains(w))
-                    .map(str::to_owned)
-                    .collect();
-                out.push((format!("{name}:{}", i + 1), words));
-            }
+            out.push((format!("{name}:{}", i + 1), std::mem::take(&mut joined)));
         }
     }
     out
+}
+
+/// The `a2a-watcher` command lines of the docs' shell examples, each as the words after
+/// `a2a-watcher` (or `cargo run [-q] [--release] --`), with where it is.
+fn documented_commands() -> Vec<(String, Vec<String>)> {
+    let invocation = regex::Regex::new(
+        r"(?:^|[\s;&|(])(?:a2a-watcher|cargo run(?: -q)?(?: --release)? --)\s+(.*)$",
+    )
+    .expect("regex");
+    shell_lines()
+        .into_iter()
+        .filter_map(|(at, line)| {
+            let c = invocation.captures(&line)?;
+            let words = c[1]
+                .split_whitespace()
+                .take_while(|w| !["&", "&&", "|", ";", ">", "2>&1"].contains(w))
+                .map(str::to_owned)
+                .collect();
+            Some((at, words))
+        })
+        .collect()
 }
 
 #[test]

@@ -82,3 +82,65 @@ fn the_table_reader_finds_shared_cells_and_methods() {
         );
     }
 }
+
+/// `(where, METHOD, shape)` of every `curl` to the watcher in the docs' shell examples (a URL on
+/// port 8080, `$API_URL` or `{ApiUrl}`); the method is `-X`'s, else POST with a body, else GET.
+fn curled() -> Vec<(String, String, String)> {
+    let url = regex::Regex::new(
+        r#"(?:localhost:8080|127\.0\.0\.1:8080|\$API_URL|\{ApiUrl\})(/[^\s'"?$]*)"#,
+    )
+    .expect("regex");
+    let mut out = Vec::new();
+    for (at, line) in super::cli::shell_lines() {
+        for call in line.split("curl ").skip(1) {
+            let Some(path) = url.captures(call).map(|c| c[1].to_owned()) else {
+                continue;
+            };
+            let words: Vec<&str> = call.split_whitespace().collect();
+            let method = match words.iter().position(|w| *w == "-X") {
+                Some(i) => words.get(i + 1).copied().unwrap_or("GET").to_owned(),
+                None if words
+                    .iter()
+                    .any(|w| w.starts_with("-d") || w.starts_with("--data")) =>
+                {
+                    "POST".to_owned()
+                }
+                None => "GET".to_owned(),
+            };
+            out.push((at.clone(), method, shape(&path)));
+        }
+    }
+    out
+}
+
+/// A concrete path's shape against the route shapes: each `{}` segment matches any one segment.
+fn matches(route: &str, path: &str) -> bool {
+    let (r, p): (Vec<&str>, Vec<&str>) = (route.split('/').collect(), path.split('/').collect());
+    r.len() == p.len()
+        && r.iter()
+            .zip(&p)
+            .all(|(r, p)| *r == "{}" || r == p || (r.starts_with('{') && p.starts_with('{')))
+}
+
+#[test]
+fn every_curl_in_the_docs_calls_a_route_the_watcher_answers() {
+    let calls = curled();
+    assert!(
+        calls.len() >= 10,
+        "the scan must find the docs' curl calls; found {}",
+        calls.len()
+    );
+    let answered = answered();
+    let unknown: Vec<String> = calls
+        .iter()
+        .filter(|(_, m, p)| !answered.iter().any(|(am, ap)| am == m && matches(ap, p)))
+        .map(|(at, m, p)| format!("{at}: {m} {p}"))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "curl calls in the docs to routes the watcher does not answer:\n{}",
+        unknown.join("\n")
+    );
+    assert!(matches("/v1/subjects/{}/{}", "/v1/subjects/shipment/PA-1"));
+    assert!(!matches("/v1/subjects/{}/{}", "/v1/subjects/shipment"));
+}
