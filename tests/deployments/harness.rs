@@ -24,7 +24,11 @@ pub const HOOK_SOURCE: &str = "carrier-feed:hooks";
 pub const HOOK_TOKEN: &str = "src-token-hooks";
 /// Seconds a record held by a dead submitter instance takes to come back on AWS
 /// (`--visibility-timeout-cap`; the template's minutes would make the suite minutes longer).
-const VISIBILITY_CAP: u64 = 4;
+/// The send lease sits just below it, and a live send must never outlast its lease (on AWS the
+/// function's timeout keeps it under): the scenarios hold an agent's answer for a few seconds
+/// (a slow neighbour) while the local stack, whose emulator serves one request at a time,
+/// delivers the others, so the cap leaves them room.
+const VISIBILITY_CAP: u64 = 12;
 
 /// Seconds between sweeps on AWS (`--rate-cap`; the template's 5 minutes would make the
 /// scenarios that rest on the sweep, following without push, minutes long).

@@ -181,7 +181,10 @@ async fn the_example_agent_gets_its_lapse_task(d: Arc<Deployment>, f: Arc<Fixtur
 /// A fact before the deadline satisfies the expectation and no lapse task is ever sent for it,
 /// while its sibling, due at the same instant and never satisfied, lapses (§9.1 overdue).
 async fn satisfy_in_time(d: Arc<Deployment>, f: Arc<Fixture>) {
-    let due = origin(Duration::from_secs(6));
+    // Both pushes and the fact must land before the deadline: on aws-local every scenario's
+    // first pushes queue at one function instance over an emulator that serves one request at
+    // a time, which took 7 s in CI.
+    let due = origin(Duration::from_secs(15));
     for (task, id, shipment) in [
         ("task-timely-1", "exp-timely-met", "PA-timely-1"),
         ("task-timely-2", "exp-timely-late", "PA-timely-2"),
@@ -311,7 +314,10 @@ async fn lapse_each_kind(d: Arc<Deployment>, f: Arc<Fixture>) {
 /// the record is `withdrawn`, and no lapse task is sent for it, while a sibling raised by another
 /// task and due at the same instant lapses.
 async fn withdraw(d: Arc<Deployment>, f: Arc<Fixture>) {
-    let due = origin(Duration::from_secs(6));
+    // Both pushes and the fact must land before the deadline: on aws-local every scenario's
+    // first pushes queue at one function instance over an emulator that serves one request at
+    // a time, which took 7 s in CI.
+    let due = origin(Duration::from_secs(15));
     for (task, id, shipment) in [
         ("task-wd-1", "exp-wd", "PA-wd-1"),
         ("task-wd-2", "exp-wd-control", "PA-wd-2"),
