@@ -19,15 +19,20 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every Markdown file under `dir`, recursively, sorted.
+/// Every Markdown file under `dir`, recursively, sorted; not in what is installed or built
+/// (`node_modules`, `target`, hidden folders such as `.venv`), which is not ours.
 fn markdown_under(dir: &std::path::Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for entry in std::fs::read_dir(&d).expect("a readable folder").flatten() {
             let p = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
             if p.is_dir() {
-                stack.push(p);
+                if name != "node_modules" && name != "target" && !name.starts_with('.') {
+                    stack.push(p);
+                }
             } else if p.extension().is_some_and(|x| x == "md") {
                 out.push(p);
             }
