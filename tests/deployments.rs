@@ -15,7 +15,7 @@
 //! `SKIPPED on aws-local: {reason}`. Each scenario's time and the whole run's are printed
 //! (`cargo test --test deployments -- --nocapture`).
 //!
-//! On aws-local the stand-ins cap the queues' visibility (12 s, and the submitter's send lease
+//! On aws-local the stand-ins cap the queues' visibility (30 s, and the submitter's send lease
 //! below it) and run the sweep every 5 s, so crashes and what the sweep does take seconds.
 //!
 //! The AWS run needs `.venv` with moto (`bash infra/moto.sh`) and the function binaries
