@@ -9,7 +9,7 @@ use watcher_runtime::clock::SystemClock;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     watcher_lambda::init_tracing();
-    let parts = watcher_host::aws::from_env()
+    let parts = watcher_host::aws::from_env(watcher_host::aws::Function::Api)
         .await
         .map_err(|e| format!("{e:#}"))?;
     let app = watcher_host::aws::api_router(&parts, Arc::new(SystemClock));

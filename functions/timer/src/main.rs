@@ -4,21 +4,25 @@
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
+use watcher_host::aws::Function;
 use watcher_lambda::timer::{handle_with_cards, Following, TimerReport, FOLLOW_BUDGET};
 use watcher_runtime::clock::{Clock, SystemClock};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     watcher_lambda::init_tracing();
-    let parts = watcher_host::aws::from_env()
+    let parts = watcher_host::aws::from_env(Function::Timer)
         .await
         .map_err(|e| format!("{e:#}"))?;
     let parts = &parts;
+    let sending = parts
+        .sending_for(Function::Timer)
+        .map_err(|e| format!("{e:#}"))?;
     // The sweep follows lapse tasks with GetTask as serve's lanes do.
     let following = &Following {
-        submitter: &parts.submitter,
+        submitter: &sending.submitter,
         endpoints: &parts.endpoints,
-        reconciler: Some(&*parts.reconciler),
+        reconciler: Some(&*sending.reconciler),
         budget: FOLLOW_BUDGET,
     };
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {

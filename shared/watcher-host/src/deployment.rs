@@ -77,6 +77,51 @@ pub async fn load_deployment(
     })
 }
 
+/// [`load_deployment`] for a process that shares its store with one that refreshes the cards
+/// (an AWS function other than the timer: [`crate::functions::Needs::reads_cards`]): a card
+/// fetched over the network that is kept in `store` is used as kept ([`adopt_kept_card`]: one
+/// keyed read, no network, card health `ok` at the kept read instant); only an agent with no
+/// usable card kept, or whose card is a file or inline JSON, is read now, as
+/// [`load_deployment`] reads it. So a cold start waits on no agent whose card is kept.
+///
+/// # Errors
+/// As [`load_deployment`]: a credential or tenant that is not usable, named. Never a card.
+pub async fn load_deployment_kept(
+    config: &Config,
+    store: &dyn Store,
+    now: Instant,
+) -> anyhow::Result<Deployment> {
+    let directory = Directory::new();
+    let mut endpoints = HashMap::new();
+    let mut pending = Vec::new();
+    for a in &config.agents {
+        tenant(&a.tenant, &a.id)?;
+        AgentId::parse(a.id.clone()).map_err(|r| anyhow!("agent {:?}: id: {r}", a.id))?;
+        let kept = if card_is_fetched(a) {
+            adopt_kept_card(a, config, store, &directory).await
+        } else {
+            None
+        };
+        let outcome = match kept {
+            Some(kept) => kept,
+            None => refresh_agent(a, config, store, &directory, now, None).await,
+        };
+        if let Some((key, endpoint)) = outcome.endpoint {
+            endpoints.insert(key, endpoint);
+        }
+        if !outcome.current {
+            pending.push(a.clone());
+        }
+    }
+    Ok(Deployment {
+        directory,
+        credentials: credentials(config)?,
+        endpoints,
+        settings: settings(config),
+        pending,
+    })
+}
+
 /// What [`refresh_agent`] did.
 pub struct Refreshed {
     /// The card was read now (not the kept one, not missing).

@@ -10,6 +10,8 @@
 //! * [`probe`]: the lifecycle probe (`a2a-watcher probe`, and on registration);
 //! * [`services`]: each deployment's declared services: what each guarantees and where it runs
 //!   (`docs/deployments.md`'s table; `serve` logs them at start);
+//! * [`functions`]: the AWS functions, the services each hosts, and what each builds at its
+//!   cold start from them;
 //! * [`serve`] (feature `serve`): `a2a-watcher serve`'s composition: the store, the routes and
 //!   its loops;
 //! * [`aws`] (feature `aws`): each function's parts, built once per cold start.
@@ -20,6 +22,7 @@ pub mod agents;
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod deployment;
+pub mod functions;
 pub mod probe;
 #[cfg(feature = "serve")]
 pub mod serve;

@@ -147,6 +147,10 @@ pub enum Runs {
     /// The deployment runs it, but this configuration turns it off, for this reason (never in
     /// the declared lists: [`serve_as_configured`]).
     Off(&'static str),
+    /// Another part of the deployment runs it (an AWS function's cold-start lines, for a
+    /// service another function hosts: [`crate::functions::Function::placements`]), never in
+    /// the declared lists.
+    Elsewhere(&'static str),
 }
 
 impl Runs {
@@ -156,6 +160,7 @@ impl Runs {
             Runs::At(at) => at.to_string(),
             Runs::NotRun(reason) => format!("not run: {reason}"),
             Runs::Off(reason) => format!("off: {reason}"),
+            Runs::Elsewhere(at) => format!("elsewhere: {at}"),
         }
     }
 }
@@ -389,8 +394,8 @@ pub fn serve_as_configured(config: &Config) -> Vec<Placement> {
 }
 
 /// Logs every placement of `placements` at start, one line each: `info` for a service that
-/// runs (where) or that the configuration turns off (why), `warn` for one the deployment does
-/// not run (why). `deployment` names the deployment in each line.
+/// runs (where), runs in another part of the deployment (where) or that the configuration turns
+/// off (why), `warn` for one the deployment does not run (why). `deployment` names the deployment in each line.
 pub fn log_placements(deployment: &str, placements: &[Placement]) {
     for p in placements {
         match p.runs {
@@ -413,6 +418,12 @@ pub fn log_placements(deployment: &str, placements: &[Placement]) {
                 service = p.service.name(),
                 reason,
                 "service off: {reason}"
+            ),
+            Runs::Elsewhere(at) => tracing::info!(
+                deployment,
+                service = p.service.name(),
+                runs = at,
+                "service runs elsewhere: {at}"
             ),
         }
     }

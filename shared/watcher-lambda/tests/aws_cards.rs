@@ -15,7 +15,7 @@ use watcher_core::engine::TimerKey;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_delivery::endpoint::Endpoints;
-use watcher_host::aws::{assemble, Parts};
+use watcher_host::aws::{assemble, assemble_for, Function, Parts};
 use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::directory::CardState;
 use watcher_runtime::ports::{LapseQueue, PortError, Timers};
@@ -119,6 +119,20 @@ async fn cold_start(store: &Arc<dyn Store>, config: &Config) -> Parts {
         .expect("parts")
 }
 
+/// `function`'s parts at its cold start ([`assemble_for`]).
+async fn cold_start_of(function: Function, store: &Arc<dyn Store>, config: &Config) -> Parts {
+    assemble_for(
+        &[function],
+        store.clone(),
+        Arc::new(Nothing),
+        Arc::new(Nothing),
+        None,
+        config,
+    )
+    .await
+    .expect("parts")
+}
+
 fn booking() -> (Tenant, AgentId) {
     (Tenant::default_tenant(), AgentId::parse("booking").unwrap())
 }
@@ -219,6 +233,42 @@ async fn the_api_picks_up_a_kept_card_before_a_request() {
         api.watcher.directory.card_health(&t, &a).map(|h| h.state),
         Some(CardState::Ok)
     );
+}
+
+/// Only the timer, which refreshes cards, reads them over the network at its cold start: the API
+/// and the submitter use the card kept in the table and make no request to the agent; with no
+/// card kept, they read it, as the timer does.
+#[tokio::test]
+async fn only_the_function_that_refreshes_cards_reads_a_kept_card_at_cold_start() {
+    let store = table("cards-needs").await;
+    let server = card_server(card()).await;
+    server.up.store(true, Ordering::SeqCst);
+    let config = config(&server.url);
+    let (t, a) = booking();
+    // No card kept yet: the submitter's cold start reads it, and keeps it.
+    let first = cold_start_of(Function::Submitter, &store, &config).await;
+    assert_eq!(server.hits.load(Ordering::SeqCst), 1);
+    assert!(first.endpoints.endpoint(&t, &a).is_some());
+    let kept_at = store.agent_card(&t, &a).await.unwrap().map(|(_, at)| at);
+    assert!(kept_at.is_some());
+    for function in [Function::Api, Function::Submitter] {
+        let parts = cold_start_of(function, &store, &config).await;
+        assert_eq!(server.hits.load(Ordering::SeqCst), 1, "{function:?}");
+        assert!(
+            parts.watcher.directory.get(&t, &a).is_some(),
+            "{function:?}"
+        );
+        let health = parts.watcher.directory.card_health(&t, &a).unwrap();
+        assert_eq!((health.state, health.read_at), (CardState::Ok, kept_at));
+    }
+    let api = cold_start_of(Function::Api, &store, &config).await;
+    assert!(
+        api.sending.is_none(),
+        "the API function builds no A2A client"
+    );
+    let timer = cold_start_of(Function::Timer, &store, &config).await;
+    assert_eq!(server.hits.load(Ordering::SeqCst), 2, "the timer reads it");
+    assert!(timer.sending.is_some());
 }
 
 /// A card in good health is left alone by the sweep until it is older than the maximum age (a

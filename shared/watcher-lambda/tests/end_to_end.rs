@@ -151,6 +151,11 @@ fn api_event(method: &str, path: &str, headers: Value, body: &Value) -> lambda_h
 }
 
 impl Deployment {
+    /// The A2A client's parts ([`assemble_with_timer_queue`] builds every function's).
+    fn sending(&self) -> &watcher_host::aws::Sending {
+        self.parts.sending.as_ref().expect("every function's parts")
+    }
+
     async fn call(&self, req: lambda_http::Request) -> (u16, Value) {
         let resp = self.router.clone().oneshot(req).await.expect("router");
         let status = resp.status().as_u16();
@@ -234,9 +239,9 @@ impl Deployment {
     /// What the timer function's sweep follows lapse tasks with, as `functions/timer` builds it.
     fn following(&self) -> watcher_lambda::timer::Following<'_> {
         watcher_lambda::timer::Following {
-            submitter: &self.parts.submitter,
+            submitter: &self.sending().submitter,
             endpoints: &self.parts.endpoints,
-            reconciler: Some(&*self.parts.reconciler),
+            reconciler: Some(&*self.sending().reconciler),
             budget: watcher_lambda::timer::FOLLOW_BUDGET,
         }
     }
@@ -265,9 +270,9 @@ impl Deployment {
     async fn submit(&self, event: SqsEvent, now: Instant) -> usize {
         let resp = watcher_lambda::submitter::handle(
             &*self.parts.watcher.store,
-            &self.parts.submitter,
+            &self.sending().submitter,
             &self.parts.endpoints,
-            Some(&*self.parts.reconciler),
+            Some(&*self.sending().reconciler),
             &*self.parts.redelivery,
             event,
             now,

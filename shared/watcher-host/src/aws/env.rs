@@ -16,7 +16,8 @@
 
 use std::sync::Arc;
 
-use crate::deployment::load_deployment;
+use crate::deployment::{load_deployment, load_deployment_kept};
+use crate::functions::{needs_of, Function};
 use anyhow::{anyhow, Context};
 use watcher_aws::TimerQueue;
 use watcher_config::Config;
@@ -34,7 +35,7 @@ use super::cards::Cards;
 use watcher_lambda::sink::AwsSink;
 use watcher_lambda::submitter::{QueueTimeout, Redelivery};
 
-/// Everything a function needs, built once.
+/// Everything a function needs, built once: what [`Function::needs`] asks for, no more.
 pub struct Parts {
     /// The watcher over DynamoDB, carrying out timer and queue effects after each commit.
     pub watcher: Arc<Watcher<dyn Store>>,
@@ -46,13 +47,21 @@ pub struct Parts {
     pub endpoints: SharedEndpoints,
     /// The configured agents' cards: re-read by the sweep, picked up from the table at use.
     pub cards: Arc<Cards>,
-    /// The lapse-task submitter.
-    pub submitter: Submitter,
+    /// The A2A client's parts, where lapse tasks are sent or followed ([`crate::functions::Needs::a2a_client`]:
+    /// the timer and the submitter); `None` in the API function.
+    pub sending: Option<Sending>,
     /// The request bounds of the API (config `[limits]`).
     pub limits: watcher_http::Limits,
     /// When a lapse message the submitter hands back is received again (the lapse queue's
-    /// `ChangeMessageVisibility`; [`QueueTimeout`] from [`assemble`]).
+    /// `ChangeMessageVisibility` where [`crate::functions::Needs::redelivery`]; [`QueueTimeout`] elsewhere and
+    /// from [`assemble`]).
     pub redelivery: Arc<dyn Redelivery>,
+}
+
+/// What posts and follows lapse tasks: built only where [`crate::functions::Needs::a2a_client`].
+pub struct Sending {
+    /// The lapse-task submitter (its A2A client, retry policy and rate limit).
+    pub submitter: Submitter,
     /// Origin-task reconciliation, as serve uses it: the submitter checks a lapse task's origin
     /// before its first send; the sweep polls the origin tasks followed in the table and feeds
     /// followed lapse tasks' `GetTask` answers through the push ingest path. On the system clock
@@ -64,8 +73,25 @@ impl Parts {
     /// The same parts with the reconciler on `clock` (tests drive the functions on a fake
     /// clock; the reconciler stamps the snapshots it ingests with it).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.reconciler = reconciler(&self.watcher, &self.submitter, &self.endpoints, clock);
+        if let Some(sending) = &mut self.sending {
+            sending.reconciler =
+                reconciler(&self.watcher, &sending.submitter, &self.endpoints, clock);
+        }
         self
+    }
+
+    /// [`Parts::sending`], or an error naming `function`: for a function whose services need
+    /// the A2A client (checked at its cold start, never at an invocation).
+    ///
+    /// # Errors
+    /// The parts were built without the A2A client.
+    pub fn sending_for(&self, function: Function) -> anyhow::Result<&Sending> {
+        self.sending.as_ref().ok_or_else(|| {
+            anyhow!(
+                "the {} function's parts were built without the A2A client",
+                function.name()
+            )
+        })
     }
 }
 
@@ -92,12 +118,16 @@ fn var(name: &str) -> anyhow::Result<String> {
     std::env::var(name).map_err(|_| anyhow!("environment variable {name} is not set"))
 }
 
-/// Reads the environment and builds the parts: AWS clients, the deployment (cards fetched),
-/// the DynamoDB store, Scheduler timers, the SQS queue.
+/// Reads the environment and builds `function`'s parts ([`Function::needs`]): the AWS clients
+/// its watcher's effects use (DynamoDB, Scheduler, SQS), the A2A client and the shared rate
+/// buckets only where lapse tasks are sent or followed, the cards read over the network only
+/// in the function that refreshes them. Logs each service of the AWS deployment at the start,
+/// and where each one this function leaves runs ([`Function::placements`]).
 ///
 /// # Errors
 /// A missing variable, an unusable configuration or card, each named.
-pub async fn from_env() -> anyhow::Result<Parts> {
+pub async fn from_env(function: Function) -> anyhow::Result<Parts> {
+    let needs = function.needs();
     let aws = watcher_aws::sdk_env::sdk_config_from_env()?;
     let toml = watcher_aws::config_secret::config_from_env(&aws).await?;
     let config = Config::from_toml(&toml).context("the configuration secret")?;
@@ -120,11 +150,12 @@ pub async fn from_env() -> anyhow::Result<Parts> {
             scheduler = scheduler.with_dead_letter_queue(dlq);
         }
     }
+    let sqs_client = aws_sdk_sqs::Client::new(&aws);
     let timer_queue: Option<Arc<dyn TimerQueue>> = match std::env::var("TIMER_QUEUE_URL") {
         Ok(url) if !url.is_empty() => {
             scheduler = scheduler.with_lead(watcher_aws::SCHEDULE_LEAD);
             Some(Arc::new(watcher_aws::SqsTimerQueue::new(
-                aws_sdk_sqs::Client::new(&aws),
+                sqs_client.clone(),
                 url,
             )))
         }
@@ -135,21 +166,37 @@ pub async fn from_env() -> anyhow::Result<Parts> {
             .map_err(|e| anyhow!("scheduler configuration: {e}"))?,
     );
     let sqs = Arc::new(watcher_aws::SqsLapseQueue::new(
-        aws_sdk_sqs::Client::new(&aws),
+        sqs_client,
         var("QUEUE_URL")?,
     ));
     let queue: Arc<dyn LapseQueue> = sqs.clone();
-    let mut parts = assemble_with_timer_queue(store, timers, queue, timer_queue, &config).await?;
-    parts.redelivery = sqs;
-    if let Ok(secs) = std::env::var("SENDER_LEASE_SECONDS") {
-        let secs: u64 = secs
-            .parse()
-            .ok()
-            .filter(|s| *s > 0)
-            .context("SENDER_LEASE_SECONDS must be a positive whole number of seconds")?;
-        parts.submitter = parts
-            .submitter
-            .with_lease(std::time::Duration::from_secs(secs));
+    let mut parts = assemble_for(&[function], store, timers, queue, timer_queue, &config).await?;
+    if needs.redelivery {
+        parts.redelivery = sqs;
+    }
+    if let Some(mut sending) = parts.sending.take() {
+        if let Ok(secs) = std::env::var("SENDER_LEASE_SECONDS") {
+            let secs: u64 = secs
+                .parse()
+                .ok()
+                .filter(|s| *s > 0)
+                .context("SENDER_LEASE_SECONDS must be a positive whole number of seconds")?;
+            sending.submitter = sending
+                .submitter
+                .with_lease(std::time::Duration::from_secs(secs));
+        }
+        if needs.rate_buckets {
+            // The rate limit per agent holds across every submitter instance (docs/dynamodb.md
+            // "Rate buckets"), not per instance.
+            sending.submitter = sending.submitter.with_rate_buckets(Arc::new(
+                watcher_lambda::rate::DynamoRateBuckets::new(
+                    ddb,
+                    table,
+                    crate::deployment::rate_limit(&config.delivery),
+                ),
+            ));
+        }
+        parts.sending = Some(sending);
     }
     if let Ok(v) = std::env::var("CARD_MAX_AGE_SECS") {
         let secs: i64 = v
@@ -164,21 +211,12 @@ pub async fn from_env() -> anyhow::Result<Parts> {
         .with_max_age(jiff::SignedDuration::from_secs(secs));
         parts.cards = Arc::new(cards);
     }
-    // The rate limit per agent holds across every submitter instance (docs/dynamodb.md "Rate
-    // buckets"), not per instance.
-    parts.submitter =
-        parts
-            .submitter
-            .with_rate_buckets(Arc::new(watcher_lambda::rate::DynamoRateBuckets::new(
-                ddb,
-                table,
-                crate::deployment::rate_limit(&config.delivery),
-            )));
+    crate::services::log_placements(&format!("aws/{}", function.name()), &function.placements());
     Ok(parts)
 }
 
-/// Builds the parts from ready adapters (tests pass emulator-backed ones), every timer on
-/// `timers`.
+/// Builds the parts of every function from ready adapters (tests pass emulator-backed ones),
+/// every timer on `timers`.
 ///
 /// # Errors
 /// An unusable configuration or card.
@@ -188,7 +226,7 @@ pub async fn assemble(
     queue: Arc<dyn LapseQueue>,
     config: &Config,
 ) -> anyhow::Result<Parts> {
-    assemble_with_timer_queue(store, timers, queue, None, config).await
+    assemble_for(&Function::ALL, store, timers, queue, None, config).await
 }
 
 /// [`assemble`], with timers due within SQS's 900 s finished on `timer_queue` (give `timers` a
@@ -203,10 +241,34 @@ pub async fn assemble_with_timer_queue(
     timer_queue: Option<Arc<dyn TimerQueue>>,
     config: &Config,
 ) -> anyhow::Result<Parts> {
+    assemble_for(&Function::ALL, store, timers, queue, timer_queue, config).await
+}
+
+/// The parts `functions` need together ([`needs_of`]) from ready adapters: the A2A client and
+/// reconciler only when one of them sends or follows lapse tasks; every card read over the
+/// network only when one of them refreshes cards, else the cards kept in the table
+/// ([`load_deployment_kept`]). The rate buckets and redelivery of [`from_env`] are not set
+/// here ([`Parts::redelivery`] is [`QueueTimeout`]).
+///
+/// # Errors
+/// An unusable configuration or card.
+pub async fn assemble_for(
+    functions: &[Function],
+    store: Arc<dyn Store>,
+    timers: Arc<dyn watcher_runtime::ports::Timers>,
+    queue: Arc<dyn LapseQueue>,
+    timer_queue: Option<Arc<dyn TimerQueue>>,
+    config: &Config,
+) -> anyhow::Result<Parts> {
+    let needs = needs_of(functions);
     // A cold start never fails for one agent's card (serve.md "Agents are independent"): the
-    // card kept in the table is used, or the agent waits for the next cold start.
+    // card kept in the table is used, or the agent waits for the sweep.
     let now = SystemClock.now();
-    let deployment = load_deployment(config, &*store, now).await?;
+    let deployment = if needs.reads_cards {
+        load_deployment(config, &*store, now).await?
+    } else {
+        load_deployment_kept(config, &*store, now).await?
+    };
     // The origin check before a lapse task's first send, as in serve (`[delivery]
     // reconcile_origins` above 0). The in-memory origin queue stays off: a function instance
     // keeps nothing between invocations (docs/interpretation.md).
@@ -237,17 +299,24 @@ pub async fn assemble_with_timer_queue(
             .with_recorder(recorder.clone())
             .evaluating_due_at_once(),
     );
-    let submitter = crate::deployment::submitter(&config.delivery)?.with_recorder(recorder);
-    let reconciler = reconciler(&watcher, &submitter, &endpoints, Arc::new(SystemClock));
+    let sending = if needs.a2a_client {
+        let submitter = crate::deployment::submitter(&config.delivery)?.with_recorder(recorder);
+        let reconciler = reconciler(&watcher, &submitter, &endpoints, Arc::new(SystemClock));
+        Some(Sending {
+            submitter,
+            reconciler,
+        })
+    } else {
+        None
+    };
     Ok(Parts {
         watcher,
         queue,
         credentials: Arc::new(deployment.credentials),
         endpoints,
         cards,
-        submitter,
+        sending,
         limits: crate::deployment::http_limits(&config.limits),
         redelivery: Arc::new(QueueTimeout),
-        reconciler,
     })
 }

@@ -12,7 +12,8 @@ use tokio::sync::Notify;
 use watcher_http::AppState;
 use watcher_runtime::clock::Clock;
 
-pub use env::{assemble, assemble_with_timer_queue, from_env, Parts};
+pub use crate::functions::Function;
+pub use env::{assemble, assemble_for, assemble_with_timer_queue, from_env, Parts, Sending};
 
 /// The API function's router over `parts` on `clock` ([`watcher_lambda::api::router`]): the
 /// watcher's routes with the function's credentials and `[limits]`, cards picked up before each
