@@ -509,7 +509,7 @@ async fn preload(
     for i in 0..bookings {
         let input = push_input(w, tenant, agent, booking(&i.to_string(), far_due(i)))?;
         let mut slice = Slice::new(tenant.clone());
-        let scope = initial_scope(&input);
+        let scope = initial_scope(&input, &w.settings);
         for s in scope.subjects {
             slice.subjects.insert(s.clone(), SubjectState::new(s));
         }

@@ -312,6 +312,13 @@ pub struct Scope {
     pub tasks: BTreeSet<TaskRef>,
     /// Agents whose live count to compute.
     pub agents: BTreeSet<AgentId>,
+    /// For an agent of [`Scope::agents`] named here, the store may answer, instead of its exact
+    /// live count, any count at least the exact one and at most this (an upper bound it holds
+    /// without counting, such as every row ever made live less every row closed). The engine
+    /// names the agent's §13.2 bound less what the input may raise
+    /// ([`crate::engine::scope::initial_scope`]): any such count decides the bound exactly as
+    /// the exact one would. An agent not named here gets its exact count.
+    pub live_enough: BTreeMap<AgentId, u64>,
 }
 
 impl Scope {
@@ -340,7 +347,8 @@ pub struct Slice {
     pub id_index: BTreeMap<ExpectationRef, Option<Subject>>,
     /// Loaded tasks; `None` when the task has not been seen.
     pub tasks: BTreeMap<TaskRef, Option<TaskRecord>>,
-    /// Live expectations per agent at load time (bounds, §13.2).
+    /// Live expectations per agent at load time (bounds, §13.2): exact, or for an agent of
+    /// [`Scope::live_enough`], a count between the exact one and that ceiling.
     pub agent_live: BTreeMap<AgentId, u64>,
     /// Subjects changed by the step.
     pub dirty_subjects: BTreeSet<Subject>,

@@ -1064,6 +1064,21 @@ pub async fn indexes_follow_commits<S: Store + 'static>(store: Arc<S>) {
         "a horizon at exactly now has not passed (semantics.md \"States\"): e1 and e5"
     );
     assert_eq!(live_at(at(181)).await, 1, "e5 waits on its anchor");
+    // With a ceiling (`Scope::live_enough`), a store may answer a count above the live one up
+    // to the ceiling, never below the live count and never above the ceiling unless exact.
+    for (now, live) in [(at(90), 4u64), (at(150), 2), (at(181), 1)] {
+        for enough in [0u64, 2, 3, 5, 100] {
+            let mut scope = Scope::default();
+            scope.agents.insert(agent("booking"));
+            scope.live_enough.insert(agent("booking"), enough);
+            let slice = store.load(&t, &scope, now).await.expect("load");
+            let got = slice.agent_live[&agent("booking")];
+            assert!(
+                got == live || (got > live && got <= enough),
+                "agent_live at {now} with the ceiling {enough}: {got}, the live count {live}"
+            );
+        }
+    }
 
     // Every record, in raising order.
     let ids: Vec<String> = store

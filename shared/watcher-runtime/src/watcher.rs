@@ -30,9 +30,9 @@ struct Attempt {
 }
 
 impl Attempt {
-    fn new(input: &Input) -> Attempt {
+    fn new(input: &Input, settings: &Settings) -> Attempt {
         Attempt {
-            scope: initial_scope(input),
+            scope: initial_scope(input, settings),
             tries: 0,
         }
     }
@@ -245,8 +245,14 @@ impl<S: Store + ?Sized> Watcher<S> {
         now: Instant,
     ) -> Result<Applied, ApplyError> {
         let seq = self.store.next_sequence().await?;
-        self.step_and_commit(tenant, input, now, seq, &mut Attempt::new(input))
-            .await
+        self.step_and_commit(
+            tenant,
+            input,
+            now,
+            seq,
+            &mut Attempt::new(input, &self.settings),
+        )
+        .await
     }
 
     /// Steps `input` with raising-order number `seq` and commits, stepping again on a lost
@@ -323,7 +329,7 @@ impl<S: Store + ?Sized> Watcher<S> {
         // (and takes commits) in the order asked: the first poll of each asks.
         let prepared = join_all(group.iter().zip(&inputs).map(|(t, input)| async move {
             let seq = self.store.next_sequence().await?;
-            let mut attempt = Attempt::new(input);
+            let mut attempt = Attempt::new(input, &self.settings);
             let (commit, applied) = self
                 .prepare(&t.tenant, input, now, seq, &mut attempt)
                 .await?;

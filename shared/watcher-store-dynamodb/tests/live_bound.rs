@@ -101,7 +101,7 @@ async fn counter_items(store: &DynamoStore) -> Vec<(String, i64)> {
 
 /// One step of `input` loaded now, up to its commit (not sent).
 async fn prepared(store: &DynamoStore, t: &Tenant, input: &Input, settings: &Settings) -> Commit {
-    let mut scope = initial_scope(input);
+    let mut scope = initial_scope(input, settings);
     let seq = store.next_sequence().await.expect("seq");
     loop {
         let slice = store.load(t, &scope, now()).await.expect("load");

@@ -2,14 +2,34 @@
 
 use super::{Input, PushItem};
 use crate::ids::{ExpectationRef, TaskRef};
+use crate::settings::Settings;
 use crate::slice::{Need, Scope};
 
 /// What `input` obviously touches: its subjects, the ids it names, its fact keys, its task, and
-/// the agent's live count.
-pub fn initial_scope(input: &Input) -> Scope {
+/// the agent's live count: below `settings`' §13.2 bound less what the input may raise, a count
+/// of at most that is as good as the exact one ([`Scope::live_enough`]).
+pub fn initial_scope(input: &Input, settings: &Settings) -> Scope {
     let mut scope = Scope::default();
     match input {
         Input::Push { agent, items } => {
+            // Each item raises at most its expectations and, for a question, one more.
+            let may_raise: u64 = items
+                .iter()
+                .map(|item| match item {
+                    PushItem::Raise {
+                        expectations,
+                        question_at,
+                        ..
+                    } => expectations.len() as u64 + u64::from(question_at.is_some()),
+                    _ => 0,
+                })
+                .sum();
+            if may_raise > 0 {
+                scope.live_enough.insert(
+                    agent.id.clone(),
+                    settings.max_open_per_agent.saturating_sub(may_raise),
+                );
+            }
             for item in items {
                 match item {
                     PushItem::Raise {
