@@ -177,12 +177,7 @@ impl LapseQueue for SqsLapseQueue {
     /// Permanent: a missing queue, permissions, validation. Retryable: throttling, 5xx,
     /// timeouts.
     async fn enqueue(&self, entry: &OutboxEntry) -> Result<(), PortError> {
-        let body = serde_json::to_string(&QueueMessage::from(entry)).map_err(|e| {
-            permanent(
-                format!("body of the queue message for {}", entry.message_id),
-                e,
-            )
-        })?;
+        let body = body_of(entry)?;
         self.client
             .send_message()
             .queue_url(&self.queue_url)
@@ -206,6 +201,138 @@ impl LapseQueue for SqsLapseQueue {
             })?;
         tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, "lapse task queued");
         Ok(())
+    }
+
+    /// Sends the entries with `SendMessageBatch`, [`BATCH_MAX`] per request, the requests one
+    /// after another so that each agent's messages keep their order in its message group. An
+    /// entry the batch reports failed gets its own error (permanent when SQS says the sender
+    /// is at fault); a request that fails as a whole fails each of its entries.
+    async fn enqueue_all(&self, entries: &[OutboxEntry]) -> Vec<Result<(), PortError>> {
+        let mut results = Vec::with_capacity(entries.len());
+        for chunk in entries.chunks(BATCH_MAX) {
+            results.extend(self.send_batch(chunk).await);
+        }
+        results
+    }
+}
+
+/// The most messages one `SendMessageBatch` takes.
+pub const BATCH_MAX: usize = 10;
+
+/// The queue message body for `entry`.
+fn body_of(entry: &OutboxEntry) -> Result<String, PortError> {
+    serde_json::to_string(&QueueMessage::from(entry)).map_err(|e| {
+        permanent(
+            format!("body of the queue message for {}", entry.message_id),
+            e,
+        )
+    })
+}
+
+impl SqsLapseQueue {
+    /// One `SendMessageBatch` of at most [`BATCH_MAX`] entries; one result per entry, in order.
+    /// Each batch entry's id is its position in `chunk`.
+    async fn send_batch(&self, chunk: &[OutboxEntry]) -> Vec<Result<(), PortError>> {
+        let mut results: Vec<Result<(), PortError>> = Vec::with_capacity(chunk.len());
+        let mut batch = Vec::with_capacity(chunk.len());
+        for (i, entry) in chunk.iter().enumerate() {
+            let body = match body_of(entry) {
+                Ok(body) => body,
+                Err(e) => {
+                    results.push(Err(e));
+                    continue;
+                }
+            };
+            let request = aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .message_body(body)
+                .message_group_id(message_group_id(&entry.tenant, &entry.agent))
+                .message_deduplication_id(deduplication_id(
+                    &entry.tenant,
+                    &entry.agent,
+                    &entry.message_id,
+                ))
+                .build();
+            match request {
+                Ok(request) => {
+                    batch.push(request);
+                    results.push(Ok(()));
+                }
+                Err(e) => results.push(Err(permanent(
+                    format!("batch entry for {}", entry.message_id),
+                    e,
+                ))),
+            }
+        }
+        if batch.is_empty() {
+            return results;
+        }
+        let out = self
+            .client
+            .send_message_batch()
+            .queue_url(&self.queue_url)
+            .set_entries(Some(batch))
+            .send()
+            .await;
+        match out {
+            Err(e) => {
+                let e = port_error(
+                    format!("send {} lapse tasks on {}", chunk.len(), self.queue_url),
+                    e,
+                );
+                let retryable = matches!(e, PortError::Retryable { .. });
+                let reason = e.to_string();
+                for result in results.iter_mut().filter(|r| r.is_ok()) {
+                    *result = Err(if retryable {
+                        PortError::Retryable {
+                            reason: reason.clone(),
+                            source: None,
+                        }
+                    } else {
+                        PortError::Permanent {
+                            reason: reason.clone(),
+                            source: None,
+                        }
+                    });
+                }
+            }
+            Ok(out) => {
+                for failed in out.failed {
+                    let Some((entry, result)) = failed
+                        .id
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| Some((chunk.get(i)?, results.get_mut(i)?)))
+                    else {
+                        continue;
+                    };
+                    let reason = format!(
+                        "send {} on {} ({}: {})",
+                        entry.message_id,
+                        self.queue_url,
+                        failed.code,
+                        failed.message.unwrap_or_default()
+                    );
+                    *result = Err(if failed.sender_fault {
+                        PortError::Permanent {
+                            reason,
+                            source: None,
+                        }
+                    } else {
+                        PortError::Retryable {
+                            reason,
+                            source: None,
+                        }
+                    });
+                }
+                for (entry, result) in chunk.iter().zip(&results) {
+                    if result.is_ok() {
+                        tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, "lapse task queued");
+                    }
+                }
+            }
+        }
+        results
     }
 }
 

@@ -507,6 +507,60 @@ async fn the_lapse_queue_redrives_to_its_dead_letter_queue() {
     );
 }
 
+/// `enqueue_all` sends ten to a request (`SendMessageBatch`): 23 entries of two agents arrive
+/// once each, each agent's in the order given; sent again, FIFO deduplication keeps them once;
+/// to a missing queue every entry fails, permanently.
+#[tokio::test]
+async fn enqueue_all_sends_in_batches_keeping_each_agents_order() {
+    let (queue, client, url) = spawn_queue().await;
+    let sent: Vec<_> = (0..23)
+        .map(|i| {
+            let agent = if i % 3 == 0 { "carrier" } else { "planner" };
+            entry("acme", agent, &format!("lapse:exp-{i}:overdue:t1"))
+        })
+        .collect();
+    let results = queue.enqueue_all(&sent).await;
+    assert_eq!(results.len(), sent.len());
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert!(queue.enqueue_all(&sent).await.iter().all(Result::is_ok));
+    let received = drain(&client, &url).await;
+    assert_eq!(
+        received.len(),
+        sent.len(),
+        "each once, the second send deduplicated"
+    );
+    for agent in ["carrier", "planner"] {
+        let group = message_group_id(
+            &sent[0].tenant,
+            &watcher_core::ids::AgentId::parse(agent).unwrap(),
+        );
+        let got: Vec<String> = received
+            .iter()
+            .filter(|r| r.group == group)
+            .map(|r| parse_queue_message(&r.body).unwrap().message_id)
+            .collect();
+        let want: Vec<String> = sent
+            .iter()
+            .filter(|e| e.agent.as_str() == agent)
+            .map(|e| e.message_id.to_string())
+            .collect();
+        assert_eq!(got, want, "{agent}'s lapse tasks in the order given");
+    }
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap();
+    let missing = SqsLapseQueue::new(
+        client,
+        format!("{endpoint}/123456789012/{}.fifo", unique("missing")),
+    );
+    let results = missing.enqueue_all(&sent[..12]).await;
+    assert_eq!(results.len(), 12);
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, Err(PortError::Permanent { .. }))),
+        "{results:?}"
+    );
+}
+
 #[tokio::test]
 async fn enqueueing_to_a_missing_queue_fails_permanently() {
     let client = aws_sdk_sqs::Client::new(&moto_config().await);

@@ -36,23 +36,30 @@ pub struct AwsSink {
 #[async_trait]
 impl EffectSink for AwsSink {
     async fn carry_out(&self, tenant: &Tenant, applied: &Applied, now: Instant) {
-        for (key, at) in net_timers(&applied.effects) {
-            let result = match at {
-                Some(at) if at > now => match &self.timer_queue {
-                    Some(q) if delay_seconds(now, at).is_some() => {
-                        q.send_at(tenant, &key, at, now).await
-                    }
-                    _ => self.timers.arm(tenant, &key, at).await,
-                },
-                Some(_) => Ok(()),
-                None => self.timers.disarm(tenant, &key).await,
-            };
+        // The timers at once: a fact's answer waits for the slowest `DeleteSchedule`, not for
+        // their sum. Each key appears once (`net_timers`), so no two calls touch one schedule.
+        let timers = net_timers(&applied.effects)
+            .into_iter()
+            .map(|(key, at)| async move {
+                let result = match at {
+                    Some(at) if at > now => match &self.timer_queue {
+                        Some(q) if delay_seconds(now, at).is_some() => {
+                            q.send_at(tenant, &key, at, now).await
+                        }
+                        _ => self.timers.arm(tenant, &key, at).await,
+                    },
+                    Some(_) => Ok(()),
+                    None => self.timers.disarm(tenant, &key).await,
+                };
+                if let Err(e) = result {
+                    tracing::warn!(error = %e, timer = ?key, "timer effect failed; the sweep will catch up");
+                }
+            });
+        futures_util::future::join_all(timers).await;
+        // The lapse tasks in order, several to a request (`SendMessageBatch`).
+        let results = self.queue.enqueue_all(&applied.outbox).await;
+        for (entry, result) in applied.outbox.iter().zip(results) {
             if let Err(e) = result {
-                tracing::warn!(error = %e, timer = ?key, "timer effect failed; the sweep will catch up");
-            }
-        }
-        for entry in &applied.outbox {
-            if let Err(e) = self.queue.enqueue(entry).await {
                 tracing::warn!(error = %e, message_id = %entry.message_id, "enqueueing a lapse task failed; the sweep will re-queue it");
             }
         }

@@ -293,8 +293,8 @@ pub async fn sweep<S: Store + ?Sized>(
                 continue;
             }
         };
-        for entry in &stuck {
-            match queue.enqueue(entry).await {
+        for (entry, result) in stuck.iter().zip(queue.enqueue_all(&stuck).await) {
+            match result {
                 Ok(()) => report.requeued += 1,
                 Err(e) => {
                     tracing::warn!(error = %e, message_id = %entry.message_id, "re-queueing failed; next sweep")

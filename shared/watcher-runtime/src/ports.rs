@@ -52,4 +52,15 @@ pub trait Timers: Send + Sync {
 pub trait LapseQueue: Send + Sync {
     /// Enqueues a reference to an outbox entry (the submitter re-reads the entry itself).
     async fn enqueue(&self, entry: &OutboxEntry) -> Result<(), PortError>;
+
+    /// Enqueues each of `entries`, in order; answers one result per entry, in the same order.
+    /// The default enqueues them one after another; a queue that takes several in one request
+    /// (SQS `SendMessageBatch`, ten at a time) overrides it.
+    async fn enqueue_all(&self, entries: &[OutboxEntry]) -> Vec<Result<(), PortError>> {
+        let mut results = Vec::with_capacity(entries.len());
+        for entry in entries {
+            results.push(self.enqueue(entry).await);
+        }
+        results
+    }
 }
