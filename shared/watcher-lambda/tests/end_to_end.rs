@@ -45,6 +45,8 @@ struct Deployment {
     /// The timer queue, when the deployment finishes timers on SQS (docs/aws-latency.md).
     timer_queue_url: Option<String>,
     agent: CaptureAgent,
+    /// Every request of the deployment's clients (the test's own calls included).
+    requests: common::Requests,
 }
 
 async fn deploy(name: &str) -> Deployment {
@@ -64,6 +66,7 @@ async fn deploy_with(name: &str, timer_queue: bool) -> Deployment {
 async fn deploy_to(name: &str, timer_queue: bool, agent: CaptureAgent) -> Deployment {
     let common::Emulator {
         name: unique,
+        requests,
         ddb,
         scheduler,
         sqs,
@@ -131,6 +134,7 @@ token = "ops-1"
         queue_url: queues.queue_url,
         timer_queue_url,
         agent,
+        requests,
     }
 }
 
@@ -826,4 +830,82 @@ async fn a_sweep_whose_agent_holds_its_answers_ends_at_its_budget() {
         .unwrap();
     assert_eq!(still.len(), 1, "due again at the next sweep");
     d.agent.hold(false);
+}
+
+/// The AWS requests each step of the README's scenario makes, as the functions make them on the
+/// emulator, counted by service and operation (`common::Requests`): a push that raises one
+/// expectation, a fact that satisfies it in time, and a lapse delivered once (its schedule's
+/// early fire, the delayed message's fire, the submitter's send). The test's own look-ups are
+/// left out. `docs/costs.md`'s table of measured requests is this count: the test fails when
+/// they differ and prints the table; `UPDATE_DOCS=1` writes it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_requests_of_each_step_are_docs_costs_tables() {
+    let d = deploy_with("e2e-cost", true).await;
+    d.requests.take();
+    d.push_booking("").await;
+    let push = d.requests.take();
+    d.clock.set(t("2026-09-10T10:00:00Z"));
+    let fact = json!({ "factKey": "shipment.manifest.received:PA-2026-0901", "observedAt": "2026-09-10T09:59:00Z",
+                       "subject": { "type": "shipment", "id": "PA-2026-0901" } });
+    let (status, body) = d
+        .call(api_event(
+            "POST",
+            "/v1/facts",
+            json!({ "authorization": "Bearer src-1", "content-type": "application/json" }),
+            &fact,
+        ))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let satisfy = d.requests.take();
+
+    let d = deploy_with("e2e-cost-lapse", true).await;
+    d.push_booking("").await;
+    let names = d.schedules().await;
+    let (input, _) = d.schedule_input(&names[0]).await;
+    d.requests.take();
+    // The schedule fires a minute early: the rest of the wait goes on the timer queue.
+    assert_eq!(d.fire(&input, t("2026-09-10T22:14:00Z")).await.lapses, 0);
+    // The delayed message arrives at the deadline: the lapse, queued.
+    assert_eq!(d.fire(&input, t("2026-09-10T22:15:00Z")).await.lapses, 1);
+    let event = d.receive().await;
+    assert_eq!(d.submit(event, t("2026-09-10T22:15:01Z")).await, 0);
+    assert_eq!(d.delivered(), [OVERDUE]);
+    let lapse = d.requests.take();
+
+    let mut table = String::from("| step | AWS requests, as measured |\n|---|---|\n");
+    for (step, counts) in [
+        ("push (raise)", &push),
+        ("fact that satisfies it", &satisfy),
+        ("lapse (overdue), delivered once", &lapse),
+    ] {
+        let cells: Vec<String> = counts.iter().map(|(op, n)| format!("{op} {n}")).collect();
+        table.push_str(&format!("| {step} | {} |\n", cells.join(", ")));
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/costs.md");
+    let text = std::fs::read_to_string(&path).expect("docs/costs.md");
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("| step | AWS requests, as measured |"))
+        .expect("docs/costs.md has the table of measured requests");
+    let end = lines[start..]
+        .iter()
+        .position(|l| !l.starts_with('|'))
+        .map_or(lines.len(), |n| start + n);
+    if lines[start..end].concat() == table {
+        return;
+    }
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        let updated = format!(
+            "{}{table}{}",
+            lines[..start].concat(),
+            lines[end..].concat()
+        );
+        std::fs::write(&path, updated).expect("write docs/costs.md");
+        return;
+    }
+    panic!(
+        "docs/costs.md's measured requests differ; put this table there, or run \
+         `UPDATE_DOCS=1 cargo test -p watcher-lambda --test end_to_end the_requests`:\n\n{table}"
+    );
 }

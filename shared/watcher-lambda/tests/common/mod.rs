@@ -3,7 +3,15 @@
 
 #![allow(dead_code)]
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::config_bag::ConfigBag;
 
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -20,10 +28,49 @@ pub const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/watcher-scheduler";
 pub struct Emulator {
     /// The unique name of the table, the schedule group and the queues.
     pub name: String,
+    /// Every request the three clients send, counted.
+    pub requests: Requests,
     pub ddb: aws_sdk_dynamodb::Client,
     pub scheduler: aws_sdk_scheduler::Client,
     pub sqs: aws_sdk_sqs::Client,
     pub queues: watcher_aws::provision::LapseQueues,
+}
+
+/// Every request an SDK client sends (each attempt), by service and operation
+/// (`DynamoDB GetItem`), counted by an interceptor on the client (`read_before_transmit`).
+/// [`Requests::take`] answers the counts so far and starts again from zero.
+#[derive(Debug, Clone, Default)]
+pub struct Requests(Arc<Mutex<BTreeMap<String, u64>>>);
+
+impl Requests {
+    /// The counts since the last take, and zero from now on.
+    pub fn take(&self) -> BTreeMap<String, u64> {
+        std::mem::take(&mut *self.0.lock().expect("request counts"))
+    }
+}
+
+impl Intercept for Requests {
+    fn name(&self) -> &'static str {
+        "count-requests"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _: &BeforeTransmitInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let Some(m) = cfg.load::<Metadata>() {
+            let key = format!("{} {}", m.service(), m.name());
+            *self
+                .0
+                .lock()
+                .expect("request counts")
+                .entry(key)
+                .or_default() += 1;
+        }
+        Ok(())
+    }
 }
 
 /// Creates an [`Emulator`] set-up; panics naming what to start when `AWS_ENDPOINT_URL` is unset.
@@ -40,20 +87,34 @@ pub async fn emulator(name: &str) -> Emulator {
         std::process::id(),
         jiff::Timestamp::now().as_millisecond()
     );
-    let ddb = aws_sdk_dynamodb::Client::new(&aws);
+    let requests = Requests::default();
+    let ddb = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&aws)
+            .interceptor(requests.clone())
+            .build(),
+    );
     watcher_store_dynamodb::create_table(&ddb, &name, std::time::Duration::from_secs(30))
         .await
         .expect("table");
-    let scheduler = aws_sdk_scheduler::Client::new(&aws);
+    let scheduler = aws_sdk_scheduler::Client::from_conf(
+        aws_sdk_scheduler::config::Builder::from(&aws)
+            .interceptor(requests.clone())
+            .build(),
+    );
     watcher_aws::provision::ensure_schedule_group(&scheduler, &name)
         .await
         .expect("schedule group");
-    let sqs = aws_sdk_sqs::Client::new(&aws);
+    let sqs = aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::config::Builder::from(&aws)
+            .interceptor(requests.clone())
+            .build(),
+    );
     let queues = watcher_aws::provision::create_lapse_queues(&sqs, &name, 10)
         .await
         .expect("queues");
     Emulator {
         name,
+        requests,
         ddb,
         scheduler,
         sqs,
@@ -72,6 +133,7 @@ pub async fn api_router(name: &str, toml: &str, now: &str) -> axum::Router {
 pub async fn api_router_on(name: &str, toml: &str, clock: Arc<FakeClock>) -> axum::Router {
     let Emulator {
         name: unique,
+        requests: _,
         ddb,
         scheduler,
         sqs,
