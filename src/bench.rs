@@ -11,7 +11,7 @@
 //!    does not take hours — the measured phases then go through the ordinary paths;
 //! 3. raise and fact throughput through `Watcher` over `SqliteStore` (`clients` concurrent
 //!    callers, bounded in count and time), with bytes written per request (`/proc/self/io`);
-//! 4. finding what is due: the deadline index (`Store::due_timers`, `Store::next_timer`)
+//! 4. finding what is due: the deadline index (`TimerIndex::due_timers`, `TimerIndex::next_timer`)
 //!    against a cron-style sweep that reads every subject and derives its timers;
 //! 5. the same raise and fact load over HTTP: `serve`'s router on 127.0.0.1 and a bounded load
 //!    generator of `clients` concurrent clients;
@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant as Clock, SystemTime};
+use watcher_runtime::store::{Outbox as _, Records as _, TimerIndex as _};
 
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
@@ -40,7 +41,7 @@ use watcher_core::time::Instant;
 use watcher_delivery::testing::{Behaviour, CaptureAgent, Reply};
 use watcher_runtime::clock::{Clock as _, SystemClock};
 use watcher_runtime::index::subject_index;
-use watcher_runtime::store::{Commit, Store};
+use watcher_runtime::store::Commit;
 use watcher_runtime::watcher::Watcher;
 use watcher_store_sqlite::SqliteStore;
 

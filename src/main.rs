@@ -404,7 +404,7 @@ fn main() -> ExitCode {
                 let store = SqliteStore::open(&path)
                     .with_context(|| format!("Failed to open {}", path.display()))?;
                 let records = runtime()?.block_on(async {
-                    use watcher_runtime::store::Store;
+                    use watcher_runtime::store::Records as _;
                     store.all_records().await
                 })?;
                 let rows = report::basis(&records);

@@ -6,13 +6,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use watcher_runtime::store::{Outbox as _, Records as _};
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, ContentArrangement, Table};
 use serde_json::{json, Value};
 use watcher_core::ids::{AgentId, Subject, Tenant};
-use watcher_runtime::store::{DeliveryState, Store};
+use watcher_runtime::store::DeliveryState;
 use watcher_store_sqlite::SqliteStore;
 
 /// Where the record is read from, and how it is printed.

@@ -6,13 +6,14 @@
 mod common;
 
 use std::time::Duration;
+use watcher_runtime::store::Records as _;
 
 use jiff::{SignedDuration, Timestamp};
 use watcher_core::ids::{FactKey, Source, Subject, Tenant};
 use watcher_core::slice::{FactEntry, SubjectState};
 use watcher_core::time::Instant;
 use watcher_delivery::testing::{spawn_capture_agent, Behaviour};
-use watcher_runtime::store::{Commit, Store};
+use watcher_runtime::store::Commit;
 use watcher_store_sqlite::SqliteStore;
 
 use common::*;

@@ -6,7 +6,7 @@
 //! * [`expectation`]: the Expectation object (§8);
 //! * [`card`]: the extension declaration on an Agent Card (§6);
 //! * [`record`]: the watcher's ExpectationRecord;
-//! * [`slice`]: the part of the record one step reads and writes;
+//! * [`slice`](mod@slice): the part of the record one step reads and writes;
 //! * [`engine`]: `(slice, input, now) → (slice', effects)`;
 //! * [`lapse`]: the lapse block, text, `messageId` and `SendMessage` request (§10.1);
 //! * [`settings`]: deployment bounds;

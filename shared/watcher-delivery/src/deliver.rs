@@ -4,7 +4,7 @@
 //! retried with backoff … never sends a second one for a delivered `messageId`").
 //!
 //! Bookkeeping is pure ([`record_attempt`]); the functions here only carry it out against the
-//! [`Store`] and the network.
+//! [`Store`](watcher_runtime::store::Store) and the network.
 
 use a2a_types::TaskState;
 use futures_util::stream::{self, StreamExt};
@@ -12,7 +12,7 @@ use tracing::Instrument;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_runtime::metrics::{seconds_between, AttemptOutcome, NoRecorder, Recorder};
-use watcher_runtime::store::{Claim, DeliveryState, Lease, OutboxEntry, Store, StoreError};
+use watcher_runtime::store::{Claim, DeliveryState, Lease, Outbox, OutboxEntry, StoreError};
 
 use crate::client::{A2aClient, DeliveryError, SendOutcome};
 use crate::endpoint::{AgentEndpoint, Endpoints};
@@ -77,7 +77,7 @@ pub enum EntryOutcome {
     },
     /// Not posted because its next attempt is later than `now` ([`Submitter::deliver_one`], or an
     /// entry rescheduled by another pass), or because another sender's claim on it holds until
-    /// `at` ([`Store::outbox_claim`]).
+    /// `at` ([`Outbox::outbox_claim`]).
     NotDue {
         /// Its `next_attempt_at`, or the end of another sender's claim.
         at: Instant,
@@ -521,7 +521,7 @@ impl Submitter {
         limit: usize,
     ) -> Result<DeliveryReport, StoreError>
     where
-        S: Store + ?Sized,
+        S: Outbox + ?Sized,
         E: Endpoints + ?Sized,
     {
         run_due(
@@ -557,7 +557,7 @@ impl Submitter {
         now: Instant,
     ) -> Result<EntryOutcome, StoreError>
     where
-        S: Store + ?Sized,
+        S: Outbox + ?Sized,
         E: Endpoints + ?Sized,
     {
         match prepare(
@@ -607,7 +607,7 @@ impl Submitter {
         now: Instant,
     ) -> Result<OutboxEntry, StoreError>
     where
-        S: Store + ?Sized,
+        S: Outbox + ?Sized,
         E: Endpoints + ?Sized,
     {
         let result = match (
@@ -643,7 +643,7 @@ impl Submitter {
         now: Instant,
     ) -> Result<OutboxEntry, StoreError>
     where
-        S: Store + ?Sized,
+        S: Outbox + ?Sized,
     {
         let updated = record_poll(entry, &result, now, &self.policy);
         store.outbox_update(&updated).await?;
@@ -682,7 +682,7 @@ pub async fn deliver_due<S, E>(
     limit: usize,
 ) -> Result<DeliveryReport, StoreError>
 where
-    S: Store + ?Sized,
+    S: Outbox + ?Sized,
     E: Endpoints + ?Sized,
 {
     let concurrency = SubmitterConfig::default().concurrency;
@@ -723,7 +723,7 @@ async fn run_due<S, E>(
     limit: usize,
 ) -> Result<DeliveryReport, StoreError>
 where
-    S: Store + ?Sized,
+    S: Outbox + ?Sized,
     E: Endpoints + ?Sized,
 {
     let mut report = DeliveryReport::default();
@@ -793,7 +793,7 @@ async fn prepare<S, E>(
     now: Instant,
 ) -> Result<Prepared, StoreError>
 where
-    S: Store + ?Sized,
+    S: Outbox + ?Sized,
     E: Endpoints + ?Sized,
 {
     let Some(mut entry) = store.outbox_get(tenant, agent, message_id).await? else {
@@ -850,7 +850,7 @@ where
 
 /// Posts one entry and records the result (a2a-delegation-in-depth, "Recovery"):
 ///
-/// 1. The entry is claimed with `lease` ([`Store::outbox_claim`], [`LEASE`] from `now`): the claim also records the attempt (`attempt_started_at` = `now`) before the
+/// 1. The entry is claimed with `lease` ([`Outbox::outbox_claim`], [`LEASE`] from `now`): the claim also records the attempt (`attempt_started_at` = `now`) before the
 ///    request is sent, so a crash between the agent's answer and the record leaves the entry
 ///    ambiguous, not forgotten. An entry no longer `queued` is [`EntryOutcome::Skipped`]; one
 ///    another sender holds is [`EntryOutcome::NotDue`] until its lease ends. Either way nothing
@@ -874,7 +874,7 @@ async fn post<S>(
     now: Instant,
 ) -> Result<EntryOutcome, StoreError>
 where
-    S: Store + ?Sized,
+    S: Outbox + ?Sized,
 {
     let span = tracing::info_span!(
         "lapse_task",

@@ -3,14 +3,14 @@
 //! and [`LaneSettings::total`] over all agents, so a slow or dead agent never delays another.
 //!
 //! A lane loops: it reads up to [`LaneSettings::batch`] of its agent's queued entries due now
-//! (`Store::outbox_of_agent`, an index by tenant, agent and delivery state), sends them, and
+//! (`Outbox::outbox_of_agent`, an index by tenant, agent and delivery state), sends them, and
 //! starts the next pass at once when the batch was full. Otherwise it waits for the earliest
 //! next attempt of its agent, a wake-up, or stop. The wake-up is registered before the pass
 //! (`Notified::enable`), so a lapse task queued while a pass runs is never missed; the
 //! [`LaneSettings::idle`] bound is only a safety net under the wake-ups.
 //!
 //! A lane also follows its agent's delivered lapse tasks that asked for no push notifications,
-//! polling `GetTask` when each is due (`Store::outbox_following`).
+//! polling `GetTask` when each is due (`Outbox::outbox_following`).
 //!
 //! The agent's rate limit (§13.2) is waited for inside the lane, in memory: excess lapse tasks
 //! wait, are never dropped, and cost no write.
@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_runtime::clock::Clock;
-use watcher_runtime::store::{DeliveryState, OutboxEntry, Store};
+use watcher_runtime::store::{DeliveryState, Outbox, OutboxEntry};
 
 use crate::deliver::Submitter;
 use crate::endpoint::Endpoints;
@@ -63,7 +63,7 @@ impl Default for LaneSettings {
 /// What a lane needs, shared by every lane.
 pub struct LaneContext {
     /// The outbox.
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn Outbox>,
     /// Posts and records lapse tasks (its rate limiter is shared by all lanes).
     pub submitter: Arc<Submitter>,
     /// Where each agent is.

@@ -4,7 +4,7 @@
 //! pushes alone to learn that an origin task ended.
 //!
 //! * Each origin task that raised expectations is followed with `GetTask`
-//!   (kept in the store: `Store::origin_follow`, polled by [`Reconciler::poll_stored_due`];
+//!   (kept in the store: `Origins::origin_follow`, polled by [`Reconciler::poll_stored_due`];
 //!   or, when the directory does not keep them there, [`watcher_runtime::origins::OriginQueue`],
 //!   bounded, in memory), first `poll_first` after it
 //!   raised them, then half the time followed so far, at most `backoff_max` apart, until the task
@@ -322,7 +322,7 @@ impl Reconciler {
         }
     }
 
-    /// Polls the origin tasks followed in the store (`Store::origins_due`) whose next poll is due
+    /// Polls the origin tasks followed in the store (`Origins::origins_due`) whose next poll is due
     /// at `now`: for each registered agent, at most one batch (an agent no longer reconciled has
     /// them stopped without a poll), read
     /// from the store's index by (tenant, agent, next poll), so a pass costs what is due. Each
@@ -422,13 +422,13 @@ impl Reconciler {
     }
 
     /// Polls due origin tasks until `stop` flips: at once when a batch was full, else when the
-    /// earliest next poll comes (at most [`MAX_IDLE`] later: the queue is in memory, so looking
+    /// earliest next poll comes (at most `MAX_IDLE` later: the queue is in memory, so looking
     /// costs nothing).
     ///
     /// With origins followed in the store
     /// ([`watcher_runtime::directory::Directory::origins_in_store`]), each pass is
     /// [`Reconciler::poll_stored_due`] instead, and the loop looks again at once after a pass that
-    /// polled something, else [`MAX_IDLE`] later (one index read per reconciled agent).
+    /// polled something, else `MAX_IDLE` later (one index read per reconciled agent).
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         loop {
             if *stop.borrow() {

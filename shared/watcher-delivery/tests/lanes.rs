@@ -8,6 +8,7 @@ mod common;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
+use watcher_runtime::store::{Outbox as _, Records as _};
 
 use common::*;
 use tokio::sync::{watch, Notify};

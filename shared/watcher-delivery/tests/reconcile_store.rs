@@ -5,6 +5,7 @@
 mod common;
 
 use std::sync::Arc;
+use watcher_runtime::store::Origins as _;
 
 use common::*;
 use serde_json::json;

@@ -30,7 +30,7 @@ pub(crate) fn unavailable(e: impl std::fmt::Display) -> ApiError {
 }
 
 /// `GET /healthz`: 200 `{"status":"ok"}` while the store takes a write (a one-row probe,
-/// `Store::probe_write`); 503 problem+json whose `detail` names the store's error otherwise (a
+/// `Upkeep::probe_write`); 503 problem+json whose `detail` names the store's error otherwise (a
 /// full disk, a read-only file), and 200 again once it recovers.
 pub async fn healthz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     match state.watcher.store.probe_write(state.clock.now()).await {
@@ -221,7 +221,7 @@ pub async fn push(
 /// the request in its `history`, while the answer is on its way), so the lapse task is not yet
 /// known by its task id: a pushed Task is then matched by the deterministic `messageId` of a
 /// user message in its history (`lapse:…`, one keyed read). Each state is recorded with
-/// [`watcher_runtime::store::Store::outbox_task_state`], which changes only the task fields, in
+/// [`watcher_runtime::store::Outbox::outbox_task_state`], which changes only the task fields, in
 /// one atomic step with the read, so neither a concurrent delivery's answer nor a later push of
 /// an earlier state takes it back (`watcher_runtime::task_progress`).
 async fn track_lapse_task(

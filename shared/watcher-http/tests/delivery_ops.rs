@@ -4,6 +4,7 @@
 //! refuses bad input with problem+json, and `GET /v1/lapses` marks lapse tasks needing a person.
 
 use std::sync::Arc;
+use watcher_runtime::store::{Outbox as _, Records as _};
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};

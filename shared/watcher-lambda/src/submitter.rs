@@ -3,7 +3,7 @@
 //! redeliver the others (`ReportBatchItemFailures` must be on the event source mapping).
 //!
 //! The durable outbox, not the queue, guarantees one lapse task per (agent, `messageId`): each
-//! entry is claimed before it is sent (`Store::outbox_claim`, a lease of
+//! entry is claimed before it is sent (`Outbox::outbox_claim`, a lease of
 //! `watcher_delivery::deliver::LEASE`), so an entry already sent, or claimed by another
 //! invocation handed the same message, is not sent, however often and to however many
 //! invocations SQS delivers it.

@@ -248,7 +248,7 @@ async fn from_queue<S: Store + ?Sized>(
 /// message): for each agent the watcher submits for, at most [`REQUEUE_PER_AGENT`]. An agent
 /// whose queued lapse tasks cannot be read is skipped until the next sweep. Re-queueing is
 /// safe: the submitter claims the entry before posting it and never sends a delivered or
-/// claimed `messageId` again (`Store::outbox_claim`).
+/// claimed `messageId` again (`Outbox::outbox_claim`).
 ///
 /// With `following`, it then polls the delivered lapse tasks the watcher follows whose next poll
 /// is due by `now` ([`follow_due`]), so a lapse task whose agent never pushes still reaches its
@@ -344,8 +344,8 @@ pub async fn sweep<S: Store + ?Sized>(
 
 /// Polls, with `GetTask`, the followed lapse tasks whose next poll is due by `now`: for each agent
 /// the watcher submits for, at most [`FOLLOW_PER_AGENT`] from the outbox's follow index
-/// (`Store::outbox_following`, a keyed read: a pass costs what is due, never the outbox's size),
-/// [`FOLLOW_IN_FLIGHT`] at once. Each answer is recorded as serve's lanes record it (the task's
+/// (`Outbox::outbox_following`, a keyed read: a pass costs what is due, never the outbox's size),
+/// `FOLLOW_IN_FLIGHT` at once. Each answer is recorded as serve's lanes record it (the task's
 /// state, the next poll backing off from `poll_first` to `max_backoff`, following ending at a
 /// terminal or interrupted state or after `give_up_after`). An agent whose followed lapse tasks
 /// cannot be read, or a poll that cannot be recorded, is logged and left to the next sweep.
@@ -419,6 +419,7 @@ mod tests {
     use watcher_runtime::store::{Commit, OutboxEntry};
 
     use super::*;
+    use watcher_runtime::store::Records as _;
 
     /// A lapse queue that keeps the `(agent, messageId)` of every entry enqueued.
     #[derive(Default)]

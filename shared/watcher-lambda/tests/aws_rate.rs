@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use watcher_runtime::store::Records as _;
 
 use a2a_types::TaskState;
 use aws_lambda_events::event::sqs::SqsEvent;
@@ -18,7 +19,7 @@ use watcher_delivery::{
 };
 use watcher_lambda::rate::DynamoRateBuckets;
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
+use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry};
 
 const LIMIT: RateLimit = RateLimit {
     per_minute: 1,

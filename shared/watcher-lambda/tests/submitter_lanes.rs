@@ -4,6 +4,7 @@
 //! returns at its lapse task's next attempt, not after the queue's visibility timeout.
 
 use std::collections::HashMap;
+use watcher_runtime::store::{Outbox as _, Records as _};
 
 use a2a_types::TaskState;
 use aws_lambda_events::event::sqs::SqsEvent;
@@ -16,7 +17,7 @@ use watcher_delivery::{
     A2aClient, AgentEndpoint, RateLimit, RetryPolicy, Submitter, SubmitterConfig,
 };
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
+use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry};
 
 fn t0() -> Instant {
     Instant::parse("2026-09-10T12:00:00Z").unwrap()

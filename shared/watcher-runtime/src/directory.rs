@@ -323,7 +323,7 @@ impl Directory {
             .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Follows origin tasks in the store (`Store::origin_follow`, polled by whoever calls
+    /// Follows origin tasks in the store (`Origins::origin_follow`, polled by whoever calls
     /// `Reconciler::poll_stored_due`: the serverless sweep) instead of the in-memory
     /// [`Directory::origins`], and turns reconciliation on ([`Directory::reconciles`]) without
     /// that queue. Set by the serverless functions when `[delivery] reconcile_origins` is above 0.

@@ -3,11 +3,11 @@
 //! arbitrary bytes, must never panic on them, and asserts the core's invariants with `assert!`
 //! (a failed assertion is a finding, as a panic is).
 //!
-//! * [`push_parser`]: a push body → `StreamResponse` → items and warnings (serve.md "Routes").
-//! * [`fact_parser`]: a fact body → a reported fact; the source is always the reporter (§13.5).
-//! * [`time_grammar`]: RFC 3339 instants and ISO 8601 durations (semantics.md "Time"): what
+//! * `push_parser`: a push body → `StreamResponse` → items and warnings (serve.md "Routes").
+//! * `fact_parser`: a fact body → a reported fact; the source is always the reporter (§13.5).
+//! * `time_grammar`: RFC 3339 instants and ISO 8601 durations (semantics.md "Time"): what
 //!   parses prints in the output format and parses back to the same value.
-//! * [`engine`]: an event sequence decoded from the bytes, replayed on the in-memory store;
+//! * `engine`: an event sequence decoded from the bytes, replayed on the in-memory store;
 //!   at most one lapse per (expectation, lapse kind) (§13.2), unique `messageId`s, nothing lapses
 //!   after it was satisfied or withdrawn, every lapse names a recorded expectation, and the same
 //!   sequence replayed again gives the same output (the engine is a pure function of its inputs).

@@ -1,7 +1,7 @@
 //! Leased sends: who may post a lapse task now (docs/dynamodb.md "Leased sends";
 //! docs/interpretation.md "A lapse task is claimed before it is sent").
 //!
-//! Before posting an outbox entry, a sender claims it with [`crate::store::Store::outbox_claim`]:
+//! Before posting an outbox entry, a sender claims it with [`crate::store::Outbox::outbox_claim`]:
 //! one conditional write that records a [`Lease`] (an owner and an instant until which the
 //! claim holds) and the attempt under way (`attempt_started_at`). The claim is granted only on
 //! a `queued` entry whose lease is absent or expired; a `sent` (or `failed`, `withdrawn`) entry,
@@ -55,7 +55,7 @@ impl Lease {
     }
 }
 
-/// What [`crate::store::Store::outbox_claim`] answered.
+/// What [`crate::store::Outbox::outbox_claim`] answered.
 // One is answered per send and matched at once, never stored: boxing the entry buys nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
@@ -116,7 +116,7 @@ pub fn claim(stored: &OutboxEntry, lease: &Lease, now: Instant) -> Claim {
     }
 }
 
-/// The lease `incoming`, an entry about to replace `stored` (`Store::outbox_update`), is
+/// The lease `incoming`, an entry about to replace `stored` (`Outbox::outbox_update`), is
 /// written with: a writer holding `stored`'s lease (the same owner) releases it with its write
 /// (the outcome of its attempt); any other writer (a deferral, an operator, a push) keeps the
 /// stored lease as it is, so it never frees an entry another sender is posting.

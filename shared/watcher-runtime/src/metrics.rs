@@ -8,7 +8,7 @@
 //! neither), lapses by kind. Counted once per posting of a lapse task: the attempt and its
 //! outcome, and, for a delivered one, how long after the lapse was determined (`lapsedAt`) it
 //! reached the agent. Open expectations are read from the per-agent live counters the store
-//! keeps (`Store::load` with the agent in scope), never by listing records.
+//! keeps (`Records::load` with the agent in scope), never by listing records.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use watcher_core::record::LapseKind;
 use watcher_core::slice::Scope;
 use watcher_core::time::Instant;
 
-use crate::store::{Store, StoreError};
+use crate::store::{Records, StoreError};
 
 /// The counts of one committed input.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -128,7 +128,7 @@ pub fn seconds_between(from: Instant, to: Instant) -> f64 {
 ///
 /// # Errors
 /// The store's.
-pub async fn open_expectations<S: Store + ?Sized>(
+pub async fn open_expectations<S: Records + ?Sized>(
     store: &S,
     tenant: &Tenant,
     agent: &AgentId,

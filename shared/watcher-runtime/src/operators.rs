@@ -1,13 +1,13 @@
 //! What operators do to and read from the outbox (serve.md, docs/howto/operating.md): re-queue failed
 //! lapse tasks (`POST /v1/lapses/retry`, `a2a-watcher retry`) and each agent's delivery state
-//! (`GET /v1/agents`). Every read goes through [`Store::outbox_of_agent`]: the cost follows the
+//! (`GET /v1/agents`). Every read goes through [`Outbox::outbox_of_agent`]: the cost follows the
 //! agent's entries in one delivery state, never the whole outbox.
 
 use serde::Serialize;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 
-use crate::store::{DeliveryState, OutboxEntry, Store, StoreError};
+use crate::store::{DeliveryState, Outbox, OutboxEntry, StoreError};
 
 /// Most failed lapse tasks one call to [`requeue_failed`] re-queues when no messageIds are given;
 /// the answer says when more remain.
@@ -66,7 +66,7 @@ pub struct SkippedId {
 ///
 /// # Errors
 /// The first store error; entries re-queued before it stay re-queued.
-pub async fn requeue_failed<S: Store + ?Sized>(
+pub async fn requeue_failed<S: Outbox + ?Sized>(
     store: &S,
     tenant: &Tenant,
     agent: &AgentId,
@@ -143,7 +143,7 @@ const LOOK_AT: usize = 20;
 ///
 /// # Errors
 /// Store errors.
-pub async fn agent_delivery<S: Store + ?Sized>(
+pub async fn agent_delivery<S: Outbox + ?Sized>(
     store: &S,
     tenant: &Tenant,
     agent: &AgentId,
@@ -185,6 +185,7 @@ mod tests {
     use super::*;
     use crate::memory::MemoryStore;
     use crate::store::Commit;
+    use crate::store::Records as _;
     use serde_json::json;
     use watcher_core::ids::ExpectationId;
     use watcher_core::record::LapseKind;

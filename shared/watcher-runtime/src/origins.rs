@@ -5,7 +5,7 @@
 //! cancel whose push never came still withdraws.
 //!
 //! Both deployments keep the followed tasks in the store ([`follow_origin`],
-//! `Store::origin_follow`, `Directory::set_origins_in_store`), so a restart or another function
+//! `Origins::origin_follow`, `Directory::set_origins_in_store`), so a restart or another function
 //! instance forgets none. [`OriginQueue`] is the earlier in-memory, bounded form
 //! ([`OriginQueue::capacity`]), used only when the store is not (nothing here survives a
 //! restart); it also carries the first poll's delay ([`OriginQueue::first_poll`]). Neither loses
@@ -280,7 +280,7 @@ pub async fn follow_origin<S: crate::store::Store + ?Sized>(
 }
 
 /// Origin tasks followed in a store, by key and by (tenant, agent, next poll): what
-/// [`crate::memory::MemoryStore`] keeps for [`crate::store::Store::origin_follow`] and its
+/// [`crate::memory::MemoryStore`] keeps for [`crate::store::Origins::origin_follow`] and its
 /// siblings (the SQLite and DynamoDB stores keep the same in a table and a sparse index).
 #[derive(Debug, Default)]
 pub(crate) struct OriginRows {

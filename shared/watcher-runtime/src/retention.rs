@@ -1,5 +1,5 @@
 //! Retention (expectations-v1 §14, contracts/serve.md `retention_days`): when a stored item may
-//! be forgotten. One rule for every store. The local stores delete, in [`Store::purge`], what
+//! be forgotten. One rule for every store. The local stores delete, in [`Upkeep::purge`], what
 //! [`Retention::purgeable`] allows. The DynamoDB store writes [`Retention::since`] plus the
 //! retention period as the item's TTL.
 //!
@@ -17,7 +17,7 @@
 //!
 //! Last activity is read from the data, never from a clock.
 //!
-//! [`Store::purge`]: crate::store::Store::purge
+//! [`Upkeep::purge`]: crate::store::Upkeep::purge
 
 use watcher_core::engine::{live_until, LiveUntil, Rejection};
 use watcher_core::slice::{Lifecycle, SubjectState, TaskRecord};

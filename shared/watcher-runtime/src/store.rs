@@ -123,8 +123,8 @@ pub struct OutboxEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follow_since: Option<Instant>,
     /// The sender that claimed the entry to post it, and until when ([`crate::lease`]); `None`
-    /// when nobody holds it. Written only by [`Store::outbox_claim`], released by its holder's
-    /// [`Store::outbox_update`].
+    /// when nobody holds it. Written only by [`Outbox::outbox_claim`], released by its holder's
+    /// [`Outbox::outbox_update`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<crate::lease::Lease>,
 }
@@ -157,7 +157,7 @@ pub struct Commit {
     pub rejections: Vec<Rejection>,
 }
 
-/// What one [`Store::purge`] deleted.
+/// What one [`Upkeep::purge`] deleted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PurgeReport {
     /// Subjects deleted, with their index rows.
@@ -199,7 +199,7 @@ impl PurgeReport {
     }
 }
 
-/// One page of lapse tasks asked of [`Store::lapses_page`] (`GET /v1/lapses`).
+/// One page of lapse tasks asked of [`Outbox::lapses_page`] (`GET /v1/lapses`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LapseQuery {
     /// Only this agent's lapse tasks.
@@ -214,7 +214,7 @@ pub struct LapseQuery {
     pub limit: usize,
 }
 
-/// How many outbox positions one [`Store::lapses_page`] may look at per entry asked for: a
+/// How many outbox positions one [`Outbox::lapses_page`] may look at per entry asked for: a
 /// filter that matches few entries (`delivery`, `since`) gives a short page (maybe empty) with
 /// a `next` position, never a read of the whole outbox.
 pub const LAPSE_SCAN_FACTOR: usize = 10;
@@ -224,7 +224,7 @@ pub fn lapse_scan_budget(limit: usize) -> usize {
     limit.saturating_mul(LAPSE_SCAN_FACTOR).max(1000)
 }
 
-/// One page of [`Store::lapses_page`].
+/// One page of [`Outbox::lapses_page`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LapsePage {
     /// Matching entries in order of lapse (insertion order), at most `limit`, each with its
@@ -234,9 +234,10 @@ pub struct LapsePage {
     pub next: Option<u64>,
 }
 
-/// Compare-and-set storage for the watcher's record.
+/// The record: subjects and tasks loaded and committed by compare-and-set, with the indexes
+/// the engine reads kept from what is committed, and the input numbers (semantics.md).
 #[async_trait]
-pub trait Store: Send + Sync {
+pub trait Records: Send + Sync {
     /// Loads `scope` of `tenant`. Subjects not stored come back empty at version 0; agents' live
     /// counts are computed at `now`.
     ///
@@ -269,13 +270,6 @@ pub trait Store: Send + Sync {
     /// Backend (a counting store's write failed).
     async fn next_sequence(&self) -> Result<u64, StoreError>;
 
-    /// Timers due at or before `until`, earliest first, then raising order, deadline before
-    /// horizon; at most `limit`.
-    async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError>;
-
-    /// The earliest pending timer of any tenant.
-    async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError>;
-
     /// A subject's state, if anything was recorded about it.
     async fn subject(
         &self,
@@ -285,7 +279,22 @@ pub trait Store: Send + Sync {
 
     /// Every record of every tenant, in raising order (replay's `record` line).
     async fn all_records(&self) -> Result<Vec<ExpectationRecord>, StoreError>;
+}
 
+/// The deadline index: which timers are due, earliest first (expectations-v1 §10.1).
+#[async_trait]
+pub trait TimerIndex: Send + Sync {
+    /// Timers due at or before `until`, earliest first, then raising order, deadline before
+    /// horizon; at most `limit`.
+    async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError>;
+
+    /// The earliest pending timer of any tenant.
+    async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError>;
+}
+
+/// Rejected expectations, kept for operators (expectations-v1 §13.2, serve.md `GET /v1/rejections`).
+#[async_trait]
+pub trait Rejections: Send + Sync {
     /// Refusals reported to an agent, oldest first.
     async fn rejections(
         &self,
@@ -293,6 +302,40 @@ pub trait Store: Send + Sync {
         agent: &AgentId,
     ) -> Result<Vec<Rejection>, StoreError>;
 
+    /// One page of the refusals reported to `agent`, oldest first: at most `limit` after
+    /// position `after`, each with its position, and the position the next page starts after
+    /// (`None` at the end). Keyset pagination on an index by (tenant, agent, position).
+    ///
+    /// The default pages over [`Rejections::rejections`] (the position is the index in that list),
+    /// whose cost grows with the agent's refusals; the SQLite and DynamoDB stores override it.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn rejections_page(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<(Vec<(u64, Rejection)>, Option<u64>), StoreError> {
+        let all = self.rejections(tenant, agent).await?;
+        let start = after.map_or(0, |a| a.saturating_add(1));
+        let limit = limit.max(1);
+        let page: Vec<(u64, Rejection)> = all
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| (i as u64, r))
+            .skip_while(|(i, _)| *i < start)
+            .take(limit + 1)
+            .collect();
+        Ok(cut_page(page, limit))
+    }
+}
+
+/// The outbox: lapse tasks to deliver, their claims and delivery state, and the pages of
+/// lapses operators read (serve.md "Lapse tasks").
+#[async_trait]
+pub trait Outbox: Send + Sync {
     /// Queued outbox entries whose next attempt is due at `now`, oldest first.
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError>;
 
@@ -323,7 +366,7 @@ pub trait Store: Send + Sync {
     /// when granted, written with the lease and `attempt_started_at` = `now`. Two claims of one
     /// entry at once: one is granted, the other answers [`Claim::Taken`]. Never inserts.
     ///
-    /// [`Store::outbox_update`] keeps the lease, except when the entry written holds it (the
+    /// [`Outbox::outbox_update`] keeps the lease, except when the entry written holds it (the
     /// holder's outcome, which releases it: [`crate::lease::keep_lease`]).
     ///
     /// # Errors
@@ -389,6 +432,72 @@ pub trait Store: Send + Sync {
         limit: usize,
     ) -> Result<Vec<OutboxEntry>, StoreError>;
 
+    /// All outbox entries of a tenant, in order of lapse.
+    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// The outbox entries of `agent` of `tenant` whose lapse task (the Task the agent created
+    /// when it accepted the lapse task) is `task_id`, in order of lapse. Read from an index by
+    /// (tenant, agent, taskId): the cost follows the entries answered, not the outbox (issue 10;
+    /// a status-update push about a lapse task updates its state in `GET /v1/lapses`).
+    ///
+    /// The default filters [`Outbox::lapses`], whose cost grows with the tenant's outbox: for a
+    /// store without that index yet; the memory and SQLite stores override it.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn outbox_by_task(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        task_id: &str,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        Ok(self
+            .lapses(tenant)
+            .await?
+            .into_iter()
+            .filter(|o| &o.agent == agent && o.task_id.as_deref() == Some(task_id))
+            .collect())
+    }
+
+    /// One page of the tenant's lapse tasks matching `query`, in order of lapse (keyset
+    /// pagination: positions are the outbox's insertion order, never an offset). Looks at most
+    /// [`lapse_scan_budget`] positions after `query.after` (through an index by tenant, or by
+    /// (tenant, agent) when `query.agent` is given), so a page costs the same however large the
+    /// outbox is; `next` is set whenever positions remain after the ones looked at.
+    ///
+    /// The default pages over [`Outbox::lapses`] (the position is the index in that list), whose
+    /// cost grows with the tenant's outbox: for a store without the index yet; the memory,
+    /// SQLite and DynamoDB stores override it.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn lapses_page(
+        &self,
+        tenant: &Tenant,
+        query: &LapseQuery,
+    ) -> Result<LapsePage, StoreError> {
+        let all = self.lapses(tenant).await?;
+        let start = query.after.map_or(0, |a| a.saturating_add(1));
+        let mut page = LapsePage::default();
+        let budget = lapse_scan_budget(query.limit) as u64;
+        let mut pos = start;
+        while let Some(o) = usize::try_from(pos).ok().and_then(|i| all.get(i)) {
+            if page.entries.len() >= query.limit.max(1) || pos - start >= budget {
+                page.next = Some(pos - 1);
+                return Ok(page);
+            }
+            if query.matches(o) {
+                page.entries.push((pos, o.clone()));
+            }
+            pos += 1;
+        }
+        Ok(page)
+    }
+}
+
+/// Origin tasks followed with `GetTask` when their agent may not push (origin reconciliation).
+#[async_trait]
+pub trait Origins: Send + Sync {
     /// Starts following the origin task `origin.key()` with `GetTask` (origin-task
     /// reconciliation kept in the store, so any process or function instance polls it:
     /// [`crate::origins`]), first poll at `origin.next_at`, unless it is already followed (its
@@ -423,15 +532,11 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// Backend.
     async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError>;
+}
 
-    /// A small write that changes nothing of the record (a health row holding `now`), so that
-    /// `GET /healthz` tells whether the store accepts writes right now (a full disk, a read-only
-    /// file, a throttled table).
-    ///
-    /// # Errors
-    /// The backend's error when it cannot write.
-    async fn probe_write(&self, now: Instant) -> Result<(), StoreError>;
-
+/// Agent cards and the lifecycle descriptors the registration probe found, kept per agent.
+#[async_trait]
+pub trait Cards: Send + Sync {
     /// Keeps the last agent card read for `agent` (the JSON as fetched), replacing the one
     /// kept before (serve.md "Agents are independent": used while a fetch fails, so a restart
     /// during a partner's outage changes nothing for it).
@@ -482,97 +587,19 @@ pub trait Store: Send + Sync {
         agent: &AgentId,
         protocol_version: &str,
     ) -> Result<Option<(serde_json::Value, Instant)>, StoreError>;
+}
 
-    /// All outbox entries of a tenant, in order of lapse.
-    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError>;
-
-    /// The outbox entries of `agent` of `tenant` whose lapse task (the Task the agent created
-    /// when it accepted the lapse task) is `task_id`, in order of lapse. Read from an index by
-    /// (tenant, agent, taskId): the cost follows the entries answered, not the outbox (issue 10;
-    /// a status-update push about a lapse task updates its state in `GET /v1/lapses`).
-    ///
-    /// The default filters [`Store::lapses`], whose cost grows with the tenant's outbox: for a
-    /// store without that index yet; the memory and SQLite stores override it.
+/// Keeping the store: the health probe's write, retention's purge (expectations-v1 §14), and the
+/// work counter of the tests.
+#[async_trait]
+pub trait Upkeep: Send + Sync {
+    /// A small write that changes nothing of the record (a health row holding `now`), so that
+    /// `GET /healthz` tells whether the store accepts writes right now (a full disk, a read-only
+    /// file, a throttled table).
     ///
     /// # Errors
-    /// Backend or corrupt data.
-    async fn outbox_by_task(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        task_id: &str,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        Ok(self
-            .lapses(tenant)
-            .await?
-            .into_iter()
-            .filter(|o| &o.agent == agent && o.task_id.as_deref() == Some(task_id))
-            .collect())
-    }
-
-    /// One page of the tenant's lapse tasks matching `query`, in order of lapse (keyset
-    /// pagination: positions are the outbox's insertion order, never an offset). Looks at most
-    /// [`lapse_scan_budget`] positions after `query.after` (through an index by tenant, or by
-    /// (tenant, agent) when `query.agent` is given), so a page costs the same however large the
-    /// outbox is; `next` is set whenever positions remain after the ones looked at.
-    ///
-    /// The default pages over [`Store::lapses`] (the position is the index in that list), whose
-    /// cost grows with the tenant's outbox: for a store without the index yet; the memory,
-    /// SQLite and DynamoDB stores override it.
-    ///
-    /// # Errors
-    /// Backend or corrupt data.
-    async fn lapses_page(
-        &self,
-        tenant: &Tenant,
-        query: &LapseQuery,
-    ) -> Result<LapsePage, StoreError> {
-        let all = self.lapses(tenant).await?;
-        let start = query.after.map_or(0, |a| a.saturating_add(1));
-        let mut page = LapsePage::default();
-        let budget = lapse_scan_budget(query.limit) as u64;
-        let mut pos = start;
-        while let Some(o) = usize::try_from(pos).ok().and_then(|i| all.get(i)) {
-            if page.entries.len() >= query.limit.max(1) || pos - start >= budget {
-                page.next = Some(pos - 1);
-                return Ok(page);
-            }
-            if query.matches(o) {
-                page.entries.push((pos, o.clone()));
-            }
-            pos += 1;
-        }
-        Ok(page)
-    }
-
-    /// One page of the refusals reported to `agent`, oldest first: at most `limit` after
-    /// position `after`, each with its position, and the position the next page starts after
-    /// (`None` at the end). Keyset pagination on an index by (tenant, agent, position).
-    ///
-    /// The default pages over [`Store::rejections`] (the position is the index in that list),
-    /// whose cost grows with the agent's refusals; the SQLite and DynamoDB stores override it.
-    ///
-    /// # Errors
-    /// Backend or corrupt data.
-    async fn rejections_page(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        after: Option<u64>,
-        limit: usize,
-    ) -> Result<(Vec<(u64, Rejection)>, Option<u64>), StoreError> {
-        let all = self.rejections(tenant, agent).await?;
-        let start = after.map_or(0, |a| a.saturating_add(1));
-        let limit = limit.max(1);
-        let page: Vec<(u64, Rejection)> = all
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| (i as u64, r))
-            .skip_while(|(i, _)| *i < start)
-            .take(limit + 1)
-            .collect();
-        Ok(cut_page(page, limit))
-    }
+    /// The backend's error when it cannot write.
+    async fn probe_write(&self, now: Instant) -> Result<(), StoreError>;
 
     /// Work done so far, counted by the store for tests: rows or records read and written. The
     /// conformance suite ([`crate::conformance::steps_read_what_they_must`]) checks that one
@@ -601,4 +628,15 @@ pub trait Store: Send + Sync {
     /// Backend or corrupt data; then nothing more is deleted (what earlier batches deleted
     /// stays deleted, which the retention rule allowed anyway).
     async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError>;
+}
+
+/// Compare-and-set storage for the watcher's record: every capability at once. Implemented for
+/// any type that implements them all; a consumer takes the narrowest capability it uses
+/// (delivery an [`Outbox`], the timer loop a [`TimerIndex`] and [`Records`], …), and a
+/// `&dyn Store` coerces to each.
+pub trait Store: Records + TimerIndex + Rejections + Outbox + Origins + Cards + Upkeep {}
+
+impl<T> Store for T where
+    T: Records + TimerIndex + Rejections + Outbox + Origins + Cards + Upkeep + ?Sized
+{
 }

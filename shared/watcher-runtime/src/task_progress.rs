@@ -36,7 +36,7 @@ fn stored_is_further(stored: TaskState, incoming: Option<TaskState>) -> bool {
 ///
 /// * `incoming` names no task but `stored` does (a push recorded it while the writer was busy):
 ///   `stored`'s task id and state are kept;
-/// * both name the same task and `stored`'s state is further on ([`stored_is_further`]):
+/// * both name the same task and `stored`'s state is further on (`stored_is_further`):
 ///   `stored`'s state is kept.
 ///
 /// When a kept state is terminal or interrupted, `follow_at` is cleared (nothing is left to

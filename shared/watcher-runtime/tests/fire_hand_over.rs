@@ -4,6 +4,7 @@
 //! committed. Order, not speed: the store is read at each hand-over.
 
 use std::sync::Arc;
+use watcher_runtime::store::Outbox as _;
 
 use serde_json::{json, Value};
 use watcher_core::card::declaration_from_card;
@@ -15,7 +16,7 @@ use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
 use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{DeliveryState, Store};
+use watcher_runtime::store::DeliveryState;
 use watcher_runtime::watcher::{Applied, Watcher, FIRE_GROUP};
 
 const CARD: &str = include_str!("../../../examples/booking-card.json");

@@ -5,6 +5,7 @@
 //! stored a moment ago.
 
 use std::sync::Arc;
+use watcher_runtime::store::Records as _;
 
 use serde_json::json;
 use watcher_core::card::declaration_from_card;
@@ -15,7 +16,7 @@ use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
 use watcher_runtime::directory::Directory;
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{Commit, Store};
+use watcher_runtime::store::Commit;
 use watcher_runtime::watcher::Watcher;
 
 fn raise(id: &str, subject: &str, due: &str) -> Input {

@@ -32,7 +32,7 @@ pub(crate) const AFTER_EVERY_INSTANT: &str = "9999999999999999999999";
 /// The sort key of every single-item partition (subjects, tasks, expectation rows, counters).
 pub(crate) const ITEM: &str = "#";
 
-/// The partition key of the health row (`Store::probe_write`), beside the counters an earlier
+/// The partition key of the health row (`Upkeep::probe_write`), beside the counters an earlier
 /// version kept there (`raise`, `rows`: no longer read or written).
 pub(crate) const COUNTER_PK: &str = "COUNTER";
 
@@ -254,7 +254,7 @@ pub(crate) fn follow_agent(tenant: &Tenant, agent: &AgentId) -> String {
 }
 
 /// `ORIGIN#{tenant}#{agent}#{taskId}`: an origin task followed with `GetTask`
-/// (`Store::origin_follow`).
+/// (`Origins::origin_follow`).
 pub(crate) fn origin_pk(tenant: &Tenant, agent: &AgentId, task_id: &str) -> String {
     join(
         "ORIGIN",

@@ -1,13 +1,15 @@
-//! The origin tasks followed with `GetTask` (`Store::origin_follow` and its siblings): one item
+//! The origin tasks followed with `GetTask` (`Origins::origin_follow` and its siblings): one item
 //! per followed task (`ORIGIN#{tenant}#{agent}#{taskId}`, sort key `#`), carrying `followAgent`
 //! = `ORIGINS#{tenant}#{agent}` and `followAt` (its next poll), so the sparse `outbox-follow`
 //! index holds it in a partition of its own: a pass queries what is due and reads nothing else.
 //! Stopping removes those two attributes (the item leaves the index and expires by its TTL);
 //! a stopped task may be followed again.
 
+use async_trait::async_trait;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_runtime::origins::{FollowedOrigin, OriginKey};
+use watcher_runtime::store::Origins;
 use watcher_runtime::store::StoreError;
 
 use crate::codec::{expires_at, get_s, n, s, Item};
@@ -197,5 +199,31 @@ impl DynamoStore {
             }
             Err(e) => Err(StoreError::backend(e)),
         }
+    }
+}
+
+// The [`Origins`](watcher_runtime::store::Origins) capability of the store port, on DynamoDB.
+#[async_trait]
+impl Origins for DynamoStore {
+    async fn origin_follow(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
+        self.follow_origin(origin).await
+    }
+
+    async fn origins_due(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Instant,
+        limit: usize,
+    ) -> Result<Vec<FollowedOrigin>, StoreError> {
+        self.due_origins(tenant, agent, due_by, limit).await
+    }
+
+    async fn origin_reschedule(&self, key: &OriginKey, at: Instant) -> Result<(), StoreError> {
+        self.reschedule_origin(key, at).await
+    }
+
+    async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError> {
+        self.stop_origin(key).await
     }
 }

@@ -6,6 +6,9 @@ mod common;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use watcher_runtime::store::{
+    Origins as _, Outbox as _, Records as _, TimerIndex as _, Upkeep as _,
+};
 
 use aws_sdk_dynamodb::types::{AttributeValue, TimeToLiveStatus};
 use common::*;
@@ -15,7 +18,7 @@ use watcher_core::ids::{FactKey, Source, Subject, TaskId, TaskRef, Tenant};
 use watcher_core::record::{LapseEntry, LapseKind, Satisfaction, Status, Withdrawal};
 use watcher_core::slice::{Scope, StatusSeen, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
-use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store, StoreError};
+use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, StoreError};
 use watcher_store_dynamodb::{
     DynamoStore, DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_ITEMS,
 };

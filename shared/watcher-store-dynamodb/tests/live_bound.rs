@@ -7,6 +7,7 @@
 mod common;
 
 use std::sync::Arc;
+use watcher_runtime::store::Records as _;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::*;
@@ -19,7 +20,7 @@ use watcher_core::settings::Settings;
 use watcher_core::slice::Scope;
 use watcher_core::time::Instant;
 use watcher_runtime::directory::Directory;
-use watcher_runtime::store::{Commit, Store};
+use watcher_runtime::store::Commit;
 use watcher_runtime::watcher::Watcher;
 use watcher_store_dynamodb::DynamoStore;
 

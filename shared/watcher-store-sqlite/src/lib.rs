@@ -1,4 +1,4 @@
-//! The watcher's [`Store`] over SQLite: the durable store of `a2a-watcher serve`
+//! The watcher's [`Store`](watcher_runtime::store::Store) over SQLite: the durable store of `a2a-watcher serve`
 //! (contracts/serve.md, "an embedded durable store (a single SQLite file)").
 //!
 //! * One transaction per commit (`BEGIN IMMEDIATE`); the subject and task versions are checked
@@ -13,10 +13,16 @@
 //!
 //! Passes [`watcher_runtime::conformance`] (tests/conformance.rs).
 
+mod cards;
 mod codec;
 mod group;
 mod origins;
+mod outbox;
+mod records;
+mod rejections;
 pub mod schema;
+mod timers;
+mod upkeep;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,13 +38,12 @@ use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 use watcher_runtime::index::subject_index;
 use watcher_runtime::lease::{claim, keep_lease, Lease};
-use watcher_runtime::origins::{FollowedOrigin, OriginKey};
 use watcher_runtime::retention::{
     outbox_retention, rejection_retention, subject_retention, task_retention,
 };
 use watcher_runtime::store::{
     lapse_scan_budget, Claim, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery, OutboxEntry,
-    PurgeReport, Store, StoreError,
+    PurgeReport, StoreError,
 };
 use watcher_runtime::task_progress::{keep_task_progress, with_task_state};
 
@@ -46,7 +51,7 @@ use codec::{
     db, from_json, instant_from_key, instant_key, int_of, to_json, u64_of, AFTER_EVERY_INSTANT,
 };
 
-/// A [`Store`] over one SQLite database: a file ([`SqliteStore::open`]) or a private in-memory
+/// A [`Store`](watcher_runtime::store::Store) over one SQLite database: a file ([`SqliteStore::open`]) or a private in-memory
 /// database ([`SqliteStore::memory`]).
 ///
 /// Writes go through group commit (the `group` module, issue 10): one writer thread owns the
@@ -68,7 +73,7 @@ pub struct SqliteStore {
     sequence_high: Arc<AtomicU64>,
     /// Read connections of a file database; `None` for `:memory:` (reads go to the writer).
     readers: Option<Arc<group::Readers>>,
-    /// SQLite virtual-machine instructions run so far ([`Store::work_done`]), while counted
+    /// SQLite virtual-machine instructions run so far ([`Upkeep::work_done`](watcher_runtime::store::Upkeep::work_done)), while counted
     /// ([`SqliteStore::counting_work`]).
     work: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
@@ -143,7 +148,7 @@ impl SqliteStore {
     }
 
     /// This store, counting the instructions SQLite runs for it from now on
-    /// ([`Store::work_done`]): for tests that check that a step's cost does not grow with the
+    /// ([`Upkeep::work_done`](watcher_runtime::store::Upkeep::work_done)): for tests that check that a step's cost does not grow with the
     /// record (the conformance suite's `steps_read_what_they_must`). Counting slows SQLite
     /// down; `serve` never turns it on.
     ///
@@ -1055,7 +1060,7 @@ fn write_task(conn: &Connection, tenant: &Tenant, w: &TaskWrite) -> Result<(), S
     Ok(())
 }
 
-/// The whole of [`Store::commit`], inside the writer's group (`BEGIN IMMEDIATE`, its own
+/// The whole of [`Records::commit`](watcher_runtime::store::Records::commit), inside the writer's group (`BEGIN IMMEDIATE`, its own
 /// savepoint): the write lock is held before the versions are read, so no other writer can move
 /// them in between; a lost compare-and-set rolls back this commit alone.
 fn commit_in(tx: &Connection, tenant: &Tenant, commit: &PreparedCommit) -> Result<(), StoreError> {
@@ -1203,7 +1208,7 @@ fn keyed_json_rows<K: rusqlite::types::FromSql>(
     Ok(rows)
 }
 
-/// Rows one batch of [`Store::purge`] looks at: each batch is its own short transaction, and
+/// Rows one batch of [`Upkeep::purge`](watcher_runtime::store::Upkeep::purge) looks at: each batch is its own short transaction, and
 /// the connection is free for requests between batches (issue 10: one purge of 98k rows in one
 /// transaction stalled every request for half a second).
 pub const PURGE_BATCH: usize = 500;
@@ -1223,7 +1228,7 @@ enum PurgeCursor {
 
 type Key3 = (String, String, String);
 
-/// One batch of [`Store::purge`], one write of the writer's group: looks at up to `batch`
+/// One batch of [`Upkeep::purge`](watcher_runtime::store::Upkeep::purge), one write of the writer's group: looks at up to `batch`
 /// rows of the table `at` stands in, after its key, deletes those [`watcher_runtime::retention`]
 /// allows, and answers what it deleted and where the next batch starts (`None`: done). Which
 /// items go is decided by the retention rule; the SQL only narrows the rows it is asked about.
@@ -1437,7 +1442,7 @@ fn delete_subject_index(
 }
 
 impl SqliteStore {
-    /// [`Store::purge`] in batches of `batch` rows, each its own transaction; `between(n)` is
+    /// [`Upkeep::purge`](watcher_runtime::store::Upkeep::purge) in batches of `batch` rows, each its own transaction; `between(n)` is
     /// awaited after the `n`-th batch (from 1), with the connection free: `serve`'s purge
     /// yields there so requests go on during a large purge, and tests make requests there.
     ///
@@ -1482,480 +1487,6 @@ impl SqliteStore {
     }
 }
 
-#[async_trait]
-impl Store for SqliteStore {
-    async fn load(
-        &self,
-        tenant: &Tenant,
-        scope: &Scope,
-        now: Instant,
-    ) -> Result<Slice, StoreError> {
-        let (tenant, scope) = (tenant.clone(), scope.clone());
-        self.read(move |conn| load_in(conn, &tenant, &scope, now))
-            .await
-    }
-
-    async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
-        let tenant = tenant.clone();
-        // Serialised here, on the caller's thread, not in the writer's group.
-        let commit = PreparedCommit::of(commit)?;
-        self.write(move |conn| commit_in(conn, &tenant, &commit))
-            .await
-    }
-
-    /// Taken in the writer's next group and answered as soon as it is taken, before that group
-    /// commits: an input waits for one commit (its own), not two (issue 10). Never handed out
-    /// twice: see [`take_sequence`].
-    async fn next_sequence(&self) -> Result<u64, StoreError> {
-        let high = Arc::clone(&self.sequence_high);
-        self.writer
-            .write_answered_early(move |conn| take_sequence(conn, &high))
-            .await
-    }
-
-    async fn due_timers(&self, until: Instant, limit: usize) -> Result<Vec<DueTimer>, StoreError> {
-        let until = instant_key(until);
-        self.read(move |conn| read_timers(conn, &until, limit_of(limit)))
-            .await
-    }
-
-    async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError> {
-        self.read(|conn| {
-            Ok(read_timers(conn, AFTER_EVERY_INSTANT, 1)?
-                .into_iter()
-                .next())
-        })
-        .await
-    }
-
-    async fn subject(
-        &self,
-        tenant: &Tenant,
-        subject: &Subject,
-    ) -> Result<Option<SubjectState>, StoreError> {
-        let (tenant, subject) = (tenant.clone(), subject.clone());
-        // One snapshot: the subject's row and its fact rows are two statements.
-        self.read(move |conn| read_tx(conn, |tx| read_subject(tx, &tenant, &subject)))
-            .await
-    }
-
-    async fn all_records(&self) -> Result<Vec<ExpectationRecord>, StoreError> {
-        self.read(|conn| {
-            let states: Vec<SubjectState> = json_rows(
-                conn,
-                "SELECT state FROM subjects ORDER BY tenant, subject_type, subject_id",
-                [],
-                "subject",
-            )?;
-            let mut all: Vec<ExpectationRecord> =
-                states.into_iter().flat_map(|s| s.records).collect();
-            all.sort_by_key(|r| r.order);
-            Ok(all)
-        })
-        .await
-    }
-
-    async fn rejections(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-    ) -> Result<Vec<Rejection>, StoreError> {
-        let (tenant, agent) = (tenant.clone(), agent.clone());
-        self.read(move |conn| {
-            let rows: Vec<Rejection> = json_rows(
-                conn,
-                "SELECT rejection FROM rejections WHERE tenant = ?1 AND agent = ?2 ORDER BY id",
-                params![tenant.as_str(), agent.as_str()],
-                "rejection",
-            )?;
-            Ok(rows)
-        })
-        .await
-    }
-
-    async fn rejections_page(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        after: Option<u64>,
-        limit: usize,
-    ) -> Result<(Vec<(u64, Rejection)>, Option<u64>), StoreError> {
-        let (tenant, agent) = (tenant.clone(), agent.clone());
-        let limit = limit.max(1);
-        self.read(move |conn| {
-            let after = after.map_or(Ok(0), |a| int_of(a, "rejections cursor"))?;
-            let rows: Vec<(i64, String)> = keyed_json_rows(
-                conn,
-                "SELECT id, rejection FROM rejections INDEXED BY rejections_agent
-                 WHERE tenant = ?1 AND agent = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
-                params![tenant.as_str(), agent.as_str(), after, limit_of(limit) + 1],
-            )?;
-            let items = rows
-                .into_iter()
-                .map(|(id, json)| Ok((u64_of(id, "rejection id")?, from_json(&json, "rejection")?)))
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            Ok(watcher_runtime::store::cut_page(items, limit))
-        })
-        .await
-    }
-
-    async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        let now = instant_key(now);
-        self.read(move |conn| {
-            json_rows(
-                conn,
-                "SELECT entry FROM outbox WHERE delivery = 'queued' AND next_attempt <= ?1
-                 ORDER BY seq LIMIT ?2",
-                params![now, limit_of(limit)],
-                "outbox entry",
-            )
-        })
-        .await
-    }
-
-    async fn outbox_get(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        message_id: &str,
-    ) -> Result<Option<OutboxEntry>, StoreError> {
-        let (tenant, agent, message_id) = (tenant.clone(), agent.clone(), message_id.to_string());
-        self.read(move |conn| outbox_row(conn, &tenant, &agent, &message_id))
-            .await
-    }
-
-    async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
-        let mut entry = entry.clone();
-        self.write(move |conn| {
-            // Read and written in one step of the writer, so a push recorded meanwhile
-            // (`outbox_task_state`) is merged, never overwritten.
-            let Some(stored) = outbox_row(conn, &entry.tenant, &entry.agent, &entry.message_id)?
-            else {
-                return Ok(());
-            };
-            keep_task_progress(&mut entry, &stored);
-            keep_lease(&mut entry, &stored);
-            write_outbox_row(conn, &entry)
-        })
-        .await
-    }
-
-    async fn outbox_claim(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        message_id: &str,
-        lease: &Lease,
-        now: Instant,
-    ) -> Result<Claim, StoreError> {
-        let (tenant, agent) = (tenant.clone(), agent.clone());
-        let (message_id, lease) = (message_id.to_owned(), lease.clone());
-        // Read and written in one step of the single writer: two claims never both see the
-        // entry unleased.
-        self.write(move |conn| {
-            let Some(stored) = outbox_row(conn, &tenant, &agent, &message_id)? else {
-                return Ok(Claim::Gone);
-            };
-            let decided = claim(&stored, &lease, now);
-            if let Claim::Claimed { entry, .. } = &decided {
-                write_outbox_row(conn, entry)?;
-            }
-            Ok(decided)
-        })
-        .await
-    }
-
-    async fn outbox_task_state(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        message_id: &str,
-        task_id: &str,
-        state: TaskState,
-    ) -> Result<Option<OutboxEntry>, StoreError> {
-        let (tenant, agent) = (tenant.clone(), agent.clone());
-        let (message_id, task_id) = (message_id.to_owned(), task_id.to_owned());
-        self.write(move |conn| {
-            let Some(updated) = outbox_row(conn, &tenant, &agent, &message_id)?
-                .and_then(|stored| with_task_state(&stored, &task_id, state))
-            else {
-                return Ok(None);
-            };
-            write_outbox_row(conn, &updated)?;
-            Ok(Some(updated))
-        })
-        .await
-    }
-
-    async fn outbox_of_agent(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        delivery: DeliveryState,
-        due_by: Option<Instant>,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let (tenant, agent) = (tenant.clone(), agent.clone());
-        // Without a bound, the largest key: every next attempt is at or before it.
-        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        self.read(move |conn| {
-            json_rows(
-                conn,
-                "SELECT entry FROM outbox INDEXED BY outbox_agent
-                 WHERE tenant = ?1 AND agent = ?2 AND delivery = ?3 AND next_attempt <= ?4
-                 ORDER BY next_attempt, seq LIMIT ?5",
-                params![
-                    tenant.as_str(),
-                    agent.as_str(),
-                    delivery.as_str(),
-                    until,
-                    limit_of(limit)
-                ],
-                "outbox entry",
-            )
-        })
-        .await
-    }
-
-    async fn origin_follow(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
-        self.follow_origin(origin).await
-    }
-
-    async fn origins_due(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        due_by: Instant,
-        limit: usize,
-    ) -> Result<Vec<FollowedOrigin>, StoreError> {
-        self.due_origins(tenant, agent, due_by, limit).await
-    }
-
-    async fn origin_reschedule(&self, key: &OriginKey, at: Instant) -> Result<(), StoreError> {
-        self.reschedule_origin(key, at).await
-    }
-
-    async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError> {
-        self.stop_origin(key).await
-    }
-
-    async fn outbox_following(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        due_by: Option<Instant>,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let (tenant, agent) = (tenant.clone(), agent.clone());
-        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        self.read(move |conn| {
-            json_rows(
-                conn,
-                "SELECT entry FROM outbox INDEXED BY outbox_follow
-                 WHERE tenant = ?1 AND agent = ?2 AND follow_at IS NOT NULL AND follow_at <= ?3
-                 ORDER BY follow_at LIMIT ?4",
-                params![tenant.as_str(), agent.as_str(), until, limit_of(limit)],
-                "outbox entry",
-            )
-        })
-        .await
-    }
-
-    async fn probe_write(&self, now: Instant) -> Result<(), StoreError> {
-        let at = instant_key(now);
-        self.write(move |conn| {
-            conn.prepare_cached(
-                "INSERT INTO health (id, probed_at) VALUES (1, ?1)
-                 ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
-            )
-            .map_err(db)?
-            .execute(params![at])
-            .map_err(db)?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn put_agent_card(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        card: &serde_json::Value,
-        read_at: Instant,
-    ) -> Result<(), StoreError> {
-        let (tenant, agent, card, at) = (
-            tenant.as_str().to_string(),
-            agent.as_str().to_string(),
-            card.to_string(),
-            read_at.to_string(),
-        );
-        self.write(move |conn| {
-            conn.prepare_cached(
-                "INSERT INTO agent_cards (tenant, agent, card, read_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (tenant, agent) DO UPDATE SET card = excluded.card, read_at = excluded.read_at",
-            )
-            .map_err(db)?
-            .execute(params![tenant, agent, card, at])
-            .map_err(db)?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn put_lifecycle_descriptor(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        protocol_version: &str,
-        descriptor: &serde_json::Value,
-        probed_at: Instant,
-    ) -> Result<(), StoreError> {
-        let (tenant, agent, version, descriptor, at) = (
-            tenant.as_str().to_string(),
-            agent.as_str().to_string(),
-            protocol_version.to_string(),
-            descriptor.to_string(),
-            probed_at.to_string(),
-        );
-        self.write(move |conn| {
-            conn.prepare_cached(
-                "INSERT INTO lifecycle (tenant, agent, protocol_version, descriptor, probed_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (tenant, agent, protocol_version) DO UPDATE
-                 SET descriptor = excluded.descriptor, probed_at = excluded.probed_at",
-            )
-            .map_err(db)?
-            .execute(params![tenant, agent, version, descriptor, at])
-            .map_err(db)?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn lifecycle_descriptor(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        protocol_version: &str,
-    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
-        let (tenant, agent, version) = (
-            tenant.as_str().to_string(),
-            agent.as_str().to_string(),
-            protocol_version.to_string(),
-        );
-        self.read(move |conn| {
-            let row: Option<(String, String)> = conn
-                .prepare_cached(
-                    "SELECT descriptor, probed_at FROM lifecycle
-                     WHERE tenant = ?1 AND agent = ?2 AND protocol_version = ?3",
-                )
-                .map_err(db)?
-                .query_row(params![tenant, agent, version], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .optional()
-                .map_err(db)?;
-            row.map(|(d, at)| {
-                let d = serde_json::from_str(&d).map_err(|e| {
-                    StoreError::Corrupt(format!("the lifecycle descriptor of agent {agent}: {e}"))
-                })?;
-                let at = Instant::parse(&at).map_err(|e| {
-                    StoreError::Corrupt(format!(
-                        "the lifecycle descriptor of agent {agent}: probed_at: {e}"
-                    ))
-                })?;
-                Ok((d, at))
-            })
-            .transpose()
-        })
-        .await
-    }
-
-    async fn agent_card(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
-        let (tenant, agent) = (tenant.as_str().to_string(), agent.as_str().to_string());
-        self.read(move |conn| {
-            let row: Option<(String, String)> = conn
-                .prepare_cached(
-                    "SELECT card, read_at FROM agent_cards WHERE tenant = ?1 AND agent = ?2",
-                )
-                .map_err(db)?
-                .query_row(params![tenant, agent], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
-                .map_err(db)?;
-            row.map(|(card, at)| {
-                let card = serde_json::from_str(&card).map_err(|e| {
-                    StoreError::Corrupt(format!("the kept card of agent {agent}: {e}"))
-                })?;
-                let at = Instant::parse(&at).map_err(|e| {
-                    StoreError::Corrupt(format!("the kept card of agent {agent}: read_at {e}"))
-                })?;
-                Ok((card, at))
-            })
-            .transpose()
-        })
-        .await
-    }
-
-    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
-        let tenant = tenant.clone();
-        self.read(move |conn| {
-            json_rows(
-                conn,
-                "SELECT entry FROM outbox WHERE tenant = ?1 ORDER BY seq",
-                params![tenant.as_str()],
-                "outbox entry",
-            )
-        })
-        .await
-    }
-
-    async fn outbox_by_task(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        task_id: &str,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let (tenant, agent, task_id) = (tenant.clone(), agent.clone(), task_id.to_string());
-        self.read(move |conn| {
-            json_rows(
-                conn,
-                "SELECT entry FROM outbox INDEXED BY outbox_task
-                 WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3 ORDER BY seq",
-                params![tenant.as_str(), agent.as_str(), task_id],
-                "outbox entry",
-            )
-        })
-        .await
-    }
-
-    async fn lapses_page(
-        &self,
-        tenant: &Tenant,
-        query: &LapseQuery,
-    ) -> Result<LapsePage, StoreError> {
-        let (tenant, query) = (tenant.clone(), query.clone());
-        self.read(move |conn| lapses_page_in(conn, &tenant, &query))
-            .await
-    }
-
-    fn work_done(&self) -> Option<u64> {
-        self.work
-            .as_ref()
-            .map(|w| w.load(std::sync::atomic::Ordering::Relaxed))
-    }
-
-    /// In batches of [`PURGE_BATCH`] rows, each its own transaction, yielding between them
-    /// ([`SqliteStore::purge_batched`]): requests are served during a large purge.
-    async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError> {
-        self.purge_batched(before, PURGE_BATCH, |_| tokio::task::yield_now())
-            .await
-    }
-}
-
 /// The positions one page may look at, in order, after `?2`, at most `?3`, through the index
 /// by (tenant, seq) or (tenant, agent, seq) (`?4`, the agent, is NULL with the first); the
 /// entry only where the filters (`?5` delivery, `?6` lapsed at or after) match.
@@ -1970,7 +1501,7 @@ const LAPSE_WINDOW_AGENT: &str = "SELECT seq,
     FROM outbox INDEXED BY outbox_agent_seq
     WHERE tenant = ?1 AND agent = ?4 AND seq > ?2 ORDER BY seq LIMIT ?3";
 
-/// The whole of [`Store::lapses_page`] in one read transaction: steps through the window and
+/// The whole of [`Outbox::lapses_page`](watcher_runtime::store::Outbox::lapses_page) in one read transaction: steps through the window and
 /// stops as soon as the page is full, so the cost follows the positions looked at.
 fn lapses_page_in(
     conn: &mut Connection,
@@ -2088,6 +1619,7 @@ fn folder_denies_new_files(folder: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use watcher_runtime::store::{Outbox as _, Records as _, Rejections as _, TimerIndex as _};
 
     #[test]
     fn a_database_that_cannot_be_opened_says_why_once() {

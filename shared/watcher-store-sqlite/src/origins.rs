@@ -1,11 +1,13 @@
-//! The origin tasks followed with `GetTask` (`Store::origin_follow` and its siblings): the
+//! The origin tasks followed with `GetTask` (`Origins::origin_follow` and its siblings): the
 //! `origins` table (schema version 7), keyed by (tenant, agent, task_id), with the index
 //! `origins_due` by (tenant, agent, next_at), so a pass reads what is due and nothing else.
 
+use async_trait::async_trait;
 use rusqlite::params;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_runtime::origins::{FollowedOrigin, OriginKey};
+use watcher_runtime::store::Origins;
 use watcher_runtime::store::StoreError;
 
 use crate::codec::{db, instant_from_key, instant_key};
@@ -137,5 +139,31 @@ impl SqliteStore {
             Ok(())
         })
         .await
+    }
+}
+
+// The [`Origins`](watcher_runtime::store::Origins) capability of the store port, on SQLite.
+#[async_trait]
+impl Origins for SqliteStore {
+    async fn origin_follow(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
+        self.follow_origin(origin).await
+    }
+
+    async fn origins_due(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Instant,
+        limit: usize,
+    ) -> Result<Vec<FollowedOrigin>, StoreError> {
+        self.due_origins(tenant, agent, due_by, limit).await
+    }
+
+    async fn origin_reschedule(&self, key: &OriginKey, at: Instant) -> Result<(), StoreError> {
+        self.reschedule_origin(key, at).await
+    }
+
+    async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError> {
+        self.stop_origin(key).await
     }
 }

@@ -162,20 +162,20 @@ CREATE TABLE IF NOT EXISTS outbox (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivery, next_attempt, seq);
 CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
--- Each agent's delivery lane, its failed lapse tasks, its delivery state (Store::outbox_of_agent).
+-- Each agent's delivery lane, its failed lapse tasks, its delivery state (Outbox::outbox_of_agent).
 -- Added within version 2: IF NOT EXISTS creates it in older version-2 files when they open.
 CREATE INDEX IF NOT EXISTS outbox_agent ON outbox (tenant, agent, delivery, next_attempt, seq);
--- Followed lapse tasks only (Store::outbox_following).
+-- Followed lapse tasks only (Outbox::outbox_following).
 CREATE INDEX IF NOT EXISTS outbox_follow ON outbox (tenant, agent, follow_at)
     WHERE follow_at IS NOT NULL;
 
--- A lapse task by the Task the agent created (Store::outbox_by_task).
+-- A lapse task by the Task the agent created (Outbox::outbox_by_task).
 CREATE INDEX IF NOT EXISTS outbox_task ON outbox (tenant, agent, task_id)
     WHERE task_id IS NOT NULL;
--- One agent's lapse tasks in order of lapse (Store::lapses_page with an agent).
+-- One agent's lapse tasks in order of lapse (Outbox::lapses_page with an agent).
 CREATE INDEX IF NOT EXISTS outbox_agent_seq ON outbox (tenant, agent, seq);
 
--- One row rewritten by Store::probe_write, so /healthz sees whether the file takes writes.
+-- One row rewritten by Upkeep::probe_write, so /healthz sees whether the file takes writes.
 CREATE TABLE IF NOT EXISTS health (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     probed_at TEXT NOT NULL
@@ -192,7 +192,7 @@ CREATE TABLE IF NOT EXISTS agent_cards (
 ) STRICT;
 
 -- The lifecycle probe's descriptor per (agent, protocol version)
--- (Store::put_lifecycle_descriptor); created by IF NOT EXISTS in older files when they open.
+-- (Cards::put_lifecycle_descriptor); created by IF NOT EXISTS in older files when they open.
 CREATE TABLE IF NOT EXISTS lifecycle (
     tenant TEXT NOT NULL,
     agent TEXT NOT NULL,
@@ -211,8 +211,8 @@ CREATE TABLE IF NOT EXISTS rejections (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS rejections_agent ON rejections (tenant, agent, id);
 
--- Origin tasks followed with GetTask (Store::origin_follow; version 7): instants are
--- instant_key text; origins_due serves Store::origins_due.
+-- Origin tasks followed with GetTask (Origins::origin_follow; version 7): instants are
+-- instant_key text; origins_due serves Origins::origins_due.
 CREATE TABLE IF NOT EXISTS origins (
     tenant TEXT NOT NULL,
     agent TEXT NOT NULL,

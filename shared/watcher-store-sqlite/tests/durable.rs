@@ -5,6 +5,9 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use watcher_runtime::store::{
+    Origins as _, Outbox as _, Records as _, Rejections as _, TimerIndex as _, Upkeep as _,
+};
 
 use serde_json::json;
 use watcher_core::engine::{Rejection, TimerKind};
@@ -15,7 +18,7 @@ use watcher_core::record::{
 };
 use watcher_core::slice::{Scope, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
-use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store, StoreError};
+use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, StoreError};
 use watcher_store_sqlite::schema::SCHEMA_VERSION;
 use watcher_store_sqlite::SqliteStore;
 

@@ -5,6 +5,7 @@
 //! the order the expectations were raised (semantics.md "Order at one instant").
 
 use std::sync::Arc;
+use watcher_runtime::store::{Outbox as _, TimerIndex as _};
 
 use serde_json::{json, Value};
 use watcher_core::card::declaration_from_card;
@@ -15,7 +16,7 @@ use watcher_core::lapse::Delivery;
 use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
 use watcher_runtime::directory::{AgentEntry, Directory};
-use watcher_runtime::store::{DeliveryState, Store};
+use watcher_runtime::store::DeliveryState;
 use watcher_runtime::watcher::{Watcher, FIRE_GROUP};
 use watcher_store_sqlite::SqliteStore;
 

@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use watcher_runtime::store::Records as _;
 
 use serde_json::{json, Value};
 use svg::node::element::tag::Type;
 use svg::parser::Event;
 use watcher_core::ids::{Subject, Tenant};
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::Store;
 
 use super::placement::{text_box, Anchor, Rect};
 use super::*;

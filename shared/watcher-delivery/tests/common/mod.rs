@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::time::Duration;
+use watcher_runtime::store::{Outbox as _, Records as _};
 
 use serde_json::{json, Value};
 use watcher_core::ids::{AgentId, ExpectationId, Tenant};
@@ -14,7 +15,7 @@ use watcher_delivery::{
     A2aClient, AgentEndpoint, ClientConfig, RateLimit, RetryPolicy, Submitter, SubmitterConfig,
 };
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
+use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry};
 
 #[allow(unused_imports)] // not every test binary replies by hand
 pub use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};

@@ -53,7 +53,7 @@ pub const PROBE_RETRY: jiff::SignedDuration = jiff::SignedDuration::from_secs(36
 /// The probe's [`PushInbox`] on AWS: the probe tasks ask the agent to push to the deployment's
 /// own push route (`{public_url}/v1/agents/{agentId}/push`, with the agent's push token, as lapse
 /// tasks do); the API function records each pushed status on the task's record in the table,
-/// where the probe reads them back (`Store::load` of the task: one keyed read).
+/// where the probe reads them back (`Records::load` of the task: one keyed read).
 pub struct StoreInbox<'a> {
     /// The table.
     pub store: &'a dyn Store,

@@ -1,5 +1,5 @@
 //! The AWS functions' composition (feature `aws`): each function's parts built once per cold
-//! start ([`env`]), the configured agents' cards kept up to date across function instances
+//! start ([`env`](mod@env)), the configured agents' cards kept up to date across function instances
 //! ([`cards`]), and the API function's router over the parts ([`api_router`]). The handlers
 //! themselves are `watcher_lambda`'s.
 

@@ -11,7 +11,7 @@ use watcher_runtime::store::Store;
 const PURGE_EVERY: Duration = Duration::from_secs(3600);
 
 /// Forgets what the retention period allows (expectations-v1 §14, serve.md `retention_days`):
-/// once at start, then every [`PURGE_EVERY`]. The SQLite store deletes in small batches and
+/// once at start, then every `PURGE_EVERY`. The SQLite store deletes in small batches and
 /// frees the connection between them, so requests go on during a large purge. A failed purge
 /// stops at the failing batch (earlier batches' deletions stand; the rule allowed them); it is
 /// logged and tried again at the next round.

@@ -1,0 +1,108 @@
+//! The conformance checks of agent cards and lifecycle descriptors kept.
+
+use super::*;
+
+/// The last agent card read is kept per (tenant, agent), replaced by the next, and read back as
+/// it was (serve.md "Agents are independent").
+pub async fn agent_cards_are_kept<S: Store + 'static>(store: Arc<S>) {
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    let booking = agent("booking");
+    assert_eq!(
+        store.agent_card(&a, &booking).await.expect("agent_card"),
+        None,
+        "nothing kept before a card is read"
+    );
+    let first = serde_json::json!({ "name": "Booking agent", "version": "1.0.0", "n": 1.5 });
+    store
+        .put_agent_card(&a, &booking, &first, at(1))
+        .await
+        .expect("keep a card");
+    assert_eq!(
+        store.agent_card(&a, &booking).await.expect("agent_card"),
+        Some((first.clone(), at(1)))
+    );
+    let second = serde_json::json!({ "name": "Booking agent", "version": "1.1.0" });
+    store
+        .put_agent_card(&a, &booking, &second, at(2))
+        .await
+        .expect("replace it");
+    assert_eq!(
+        store.agent_card(&a, &booking).await.expect("agent_card"),
+        Some((second, at(2))),
+        "the last card read replaces the one before"
+    );
+    assert_eq!(
+        store.agent_card(&b, &booking).await.expect("agent_card"),
+        None,
+        "another tenant's agent of the same id has its own"
+    );
+    assert_eq!(
+        store
+            .agent_card(&a, &agent("other"))
+            .await
+            .expect("agent_card"),
+        None
+    );
+}
+
+/// The lifecycle probe's descriptor is kept per (tenant, agent, protocol version), replaced by
+/// the next probe of the same version, and read back as it was
+/// (docs/specs/agent-card-vs-lifecycle-conformance.md: one descriptor per (callee,
+/// protocolVersion)).
+pub async fn lifecycle_descriptors_are_kept<S: Store + 'static>(store: Arc<S>) {
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    let booking = agent("booking");
+    let get = |t: Tenant, ag: AgentId, v: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .lifecycle_descriptor(&t, &ag, v)
+                .await
+                .expect("lifecycle_descriptor")
+        }
+    };
+    assert_eq!(get(a.clone(), booking.clone(), "1.0").await, None);
+    let first = serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": false,
+                                    "demotions": ["a status without timestamp"] });
+    store
+        .put_lifecycle_descriptor(&a, &booking, "1.0", &first, at(1))
+        .await
+        .expect("keep a descriptor");
+    let old = serde_json::json!({ "protocolVersion": "0.3", "lifecycleTrusted": true });
+    store
+        .put_lifecycle_descriptor(&a, &booking, "0.3", &old, at(2))
+        .await
+        .expect("keep another version's descriptor");
+    assert_eq!(
+        get(a.clone(), booking.clone(), "1.0").await,
+        Some((first, at(1))),
+        "each protocol version has its own"
+    );
+    let second = serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": true });
+    store
+        .put_lifecycle_descriptor(&a, &booking, "1.0", &second, at(3))
+        .await
+        .expect("replace it");
+    assert_eq!(
+        get(a.clone(), booking.clone(), "1.0").await,
+        Some((second, at(3))),
+        "a fresh probe replaces the one before"
+    );
+    assert_eq!(
+        get(a.clone(), booking.clone(), "0.3").await,
+        Some((old.clone(), at(2)))
+    );
+    // A descriptor kept before the probe exercised a cancel (no `cancel` member) is read back
+    // as kept and stays readable, untrusted until probed again.
+    let (kept, probed_at) = get(a.clone(), booking.clone(), "0.3").await.expect("kept");
+    let lifecycle = crate::directory::Lifecycle::from_descriptor(kept, probed_at);
+    assert!(!lifecycle.lifecycle_trusted);
+    assert_eq!(lifecycle.protocol_version, "0.3");
+    assert_eq!(
+        lifecycle.demotions,
+        [crate::directory::Lifecycle::NO_CANCEL_LEG]
+    );
+    assert_eq!(lifecycle.descriptor, old);
+    assert_eq!(get(b, booking, "1.0").await, None, "tenants are apart");
+    assert_eq!(get(a, agent("other"), "1.0").await, None);
+}

@@ -1,0 +1,189 @@
+//! [`Outbox`](watcher_runtime::store::Outbox) on SQLite: the outbox: lapse tasks, their claims and delivery state, and the pages of lapses ([`watcher_runtime::store::Outbox`]).
+
+use super::*;
+use watcher_runtime::store::Outbox;
+
+#[async_trait]
+impl Outbox for SqliteStore {
+    async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        let now = instant_key(now);
+        self.read(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox WHERE delivery = 'queued' AND next_attempt <= ?1
+                 ORDER BY seq LIMIT ?2",
+                params![now, limit_of(limit)],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+
+    async fn outbox_get(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        let (tenant, agent, message_id) = (tenant.clone(), agent.clone(), message_id.to_string());
+        self.read(move |conn| outbox_row(conn, &tenant, &agent, &message_id))
+            .await
+    }
+
+    async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
+        let mut entry = entry.clone();
+        self.write(move |conn| {
+            // Read and written in one step of the writer, so a push recorded meanwhile
+            // (`outbox_task_state`) is merged, never overwritten.
+            let Some(stored) = outbox_row(conn, &entry.tenant, &entry.agent, &entry.message_id)?
+            else {
+                return Ok(());
+            };
+            keep_task_progress(&mut entry, &stored);
+            keep_lease(&mut entry, &stored);
+            write_outbox_row(conn, &entry)
+        })
+        .await
+    }
+
+    async fn outbox_claim(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        lease: &Lease,
+        now: Instant,
+    ) -> Result<Claim, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        let (message_id, lease) = (message_id.to_owned(), lease.clone());
+        // Read and written in one step of the single writer: two claims never both see the
+        // entry unleased.
+        self.write(move |conn| {
+            let Some(stored) = outbox_row(conn, &tenant, &agent, &message_id)? else {
+                return Ok(Claim::Gone);
+            };
+            let decided = claim(&stored, &lease, now);
+            if let Claim::Claimed { entry, .. } = &decided {
+                write_outbox_row(conn, entry)?;
+            }
+            Ok(decided)
+        })
+        .await
+    }
+
+    async fn outbox_task_state(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        task_id: &str,
+        state: TaskState,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        let (message_id, task_id) = (message_id.to_owned(), task_id.to_owned());
+        self.write(move |conn| {
+            let Some(updated) = outbox_row(conn, &tenant, &agent, &message_id)?
+                .and_then(|stored| with_task_state(&stored, &task_id, state))
+            else {
+                return Ok(None);
+            };
+            write_outbox_row(conn, &updated)?;
+            Ok(Some(updated))
+        })
+        .await
+    }
+
+    async fn outbox_of_agent(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        delivery: DeliveryState,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        // Without a bound, the largest key: every next attempt is at or before it.
+        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
+        self.read(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox INDEXED BY outbox_agent
+                 WHERE tenant = ?1 AND agent = ?2 AND delivery = ?3 AND next_attempt <= ?4
+                 ORDER BY next_attempt, seq LIMIT ?5",
+                params![
+                    tenant.as_str(),
+                    agent.as_str(),
+                    delivery.as_str(),
+                    until,
+                    limit_of(limit)
+                ],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+
+    async fn outbox_following(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
+        self.read(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox INDEXED BY outbox_follow
+                 WHERE tenant = ?1 AND agent = ?2 AND follow_at IS NOT NULL AND follow_at <= ?3
+                 ORDER BY follow_at LIMIT ?4",
+                params![tenant.as_str(), agent.as_str(), until, limit_of(limit)],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+
+    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
+        let tenant = tenant.clone();
+        self.read(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox WHERE tenant = ?1 ORDER BY seq",
+                params![tenant.as_str()],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+
+    async fn outbox_by_task(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        task_id: &str,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let (tenant, agent, task_id) = (tenant.clone(), agent.clone(), task_id.to_string());
+        self.read(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox INDEXED BY outbox_task
+                 WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3 ORDER BY seq",
+                params![tenant.as_str(), agent.as_str(), task_id],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+
+    async fn lapses_page(
+        &self,
+        tenant: &Tenant,
+        query: &LapseQuery,
+    ) -> Result<LapsePage, StoreError> {
+        let (tenant, query) = (tenant.clone(), query.clone());
+        self.read(move |conn| lapses_page_in(conn, &tenant, &query))
+            .await
+    }
+}
