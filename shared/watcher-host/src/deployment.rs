@@ -53,28 +53,7 @@ pub async fn load_deployment(
     store: &dyn Store,
     now: Instant,
 ) -> anyhow::Result<Deployment> {
-    let directory = Directory::new();
-    let mut endpoints = HashMap::new();
-    let mut pending = Vec::new();
-    for a in &config.agents {
-        // A tenant or id that is not usable is a configuration error, not a card's.
-        tenant(&a.tenant, &a.id)?;
-        AgentId::parse(a.id.clone()).map_err(|r| anyhow!("agent {:?}: id: {r}", a.id))?;
-        let outcome = refresh_agent(a, config, store, &directory, now, None).await;
-        if let Some((key, endpoint)) = outcome.endpoint {
-            endpoints.insert(key, endpoint);
-        }
-        if !outcome.current {
-            pending.push(a.clone());
-        }
-    }
-    Ok(Deployment {
-        directory,
-        credentials: credentials(config)?,
-        endpoints,
-        settings: settings(config),
-        pending,
-    })
+    load(config, store, now, false).await
 }
 
 /// [`load_deployment`] for a process that shares its store with one that refreshes the cards
@@ -91,13 +70,24 @@ pub async fn load_deployment_kept(
     store: &dyn Store,
     now: Instant,
 ) -> anyhow::Result<Deployment> {
+    load(config, store, now, true).await
+}
+
+/// [`load_deployment`], or with `prefer_kept` [`load_deployment_kept`].
+async fn load(
+    config: &Config,
+    store: &dyn Store,
+    now: Instant,
+    prefer_kept: bool,
+) -> anyhow::Result<Deployment> {
     let directory = Directory::new();
     let mut endpoints = HashMap::new();
     let mut pending = Vec::new();
     for a in &config.agents {
+        // A tenant or id that is not usable is a configuration error, not a card's.
         tenant(&a.tenant, &a.id)?;
         AgentId::parse(a.id.clone()).map_err(|r| anyhow!("agent {:?}: id: {r}", a.id))?;
-        let kept = if card_is_fetched(a) {
+        let kept = if prefer_kept && card_is_fetched(a) {
             adopt_kept_card(a, config, store, &directory).await
         } else {
             None
