@@ -114,12 +114,7 @@ where
         None => what,
     };
     let retryable = is_retryable(&e);
-    let source = Some(Box::new(e) as Box<dyn std::error::Error + Send + Sync>);
-    if retryable {
-        PortError::Retryable { reason, source }
-    } else {
-        PortError::Permanent { reason, source }
-    }
+    PortError::new(retryable, reason, Some(Box::new(e)))
 }
 
 /// A failure of this crate's own checks before any call: never retryable.

@@ -280,20 +280,12 @@ impl SqsLapseQueue {
                     format!("send {} lapse tasks on {}", chunk.len(), self.queue_url),
                     e,
                 );
-                let retryable = matches!(e, PortError::Retryable { .. });
-                let reason = e.to_string();
+                let sent = results.iter().filter(|r| r.is_ok()).count();
+                let mut each = e.for_each_of(sent).into_iter();
                 for result in results.iter_mut().filter(|r| r.is_ok()) {
-                    *result = Err(if retryable {
-                        PortError::Retryable {
-                            reason: reason.clone(),
-                            source: None,
-                        }
-                    } else {
-                        PortError::Permanent {
-                            reason: reason.clone(),
-                            source: None,
-                        }
-                    });
+                    if let Some(e) = each.next() {
+                        *result = Err(e);
+                    }
                 }
             }
             Ok(out) => {
@@ -313,17 +305,7 @@ impl SqsLapseQueue {
                         failed.code,
                         failed.message.unwrap_or_default()
                     );
-                    *result = Err(if failed.sender_fault {
-                        PortError::Permanent {
-                            reason,
-                            source: None,
-                        }
-                    } else {
-                        PortError::Retryable {
-                            reason,
-                            source: None,
-                        }
-                    });
+                    *result = Err(PortError::new(!failed.sender_fault, reason, None));
                 }
                 for (entry, result) in chunk.iter().zip(&results) {
                     if result.is_ok() {

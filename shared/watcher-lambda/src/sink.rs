@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures_util::StreamExt;
 use watcher_aws::{delay_seconds, TimerQueue};
 use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
@@ -33,11 +34,16 @@ pub struct AwsSink {
     pub timer_queue: Option<Arc<dyn TimerQueue>>,
 }
 
+/// The most Scheduler or timer-queue calls one commit's effects have in flight at once.
+pub const TIMER_CALLS_AT_ONCE: usize = 8;
+
 #[async_trait]
 impl EffectSink for AwsSink {
     async fn carry_out(&self, tenant: &Tenant, applied: &Applied, now: Instant) {
-        // The timers at once: a fact's answer waits for the slowest `DeleteSchedule`, not for
-        // their sum. Each key appears once (`net_timers`), so no two calls touch one schedule.
+        // The timers [`TIMER_CALLS_AT_ONCE`] at a time: a fact's answer waits for the slowest
+        // `DeleteSchedule` of each wave, not for their sum, and a commit that moves a thousand
+        // timers does not open a thousand connections. Each key appears once (`net_timers`), so
+        // no two calls touch one schedule.
         let timers = net_timers(&applied.effects)
             .into_iter()
             .map(|(key, at)| async move {
@@ -55,7 +61,10 @@ impl EffectSink for AwsSink {
                     tracing::warn!(error = %e, timer = ?key, "timer effect failed; the sweep will catch up");
                 }
             });
-        futures_util::future::join_all(timers).await;
+        futures_util::stream::iter(timers)
+            .buffer_unordered(TIMER_CALLS_AT_ONCE)
+            .collect::<Vec<()>>()
+            .await;
         // The lapse tasks in order, several to a request (`SendMessageBatch`).
         let results = self.queue.enqueue_all(&applied.outbox).await;
         for (entry, result) in applied.outbox.iter().zip(results) {

@@ -36,6 +36,64 @@ pub enum PortError {
     },
 }
 
+impl PortError {
+    /// A failure of class `retryable`, for `reason`, caused by `source` if known.
+    pub fn new(
+        retryable: bool,
+        reason: String,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        if retryable {
+            PortError::Retryable { reason, source }
+        } else {
+            PortError::Permanent { reason, source }
+        }
+    }
+
+    /// Whether retrying can help.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, PortError::Retryable { .. })
+    }
+
+    /// `n` copies of this failure, one for each item of a request that failed as a whole
+    /// (a `SendMessageBatch` that never reached SQS): each keeps the class, the reason and,
+    /// shared, the cause.
+    pub fn for_each_of(self, n: usize) -> Vec<PortError> {
+        let retryable = self.is_retryable();
+        let (reason, source) = match self {
+            PortError::Retryable { reason, source } | PortError::Permanent { reason, source } => {
+                (reason, source)
+            }
+        };
+        let cause = source.map(|s| SharedCause(std::sync::Arc::from(s)));
+        (0..n)
+            .map(|_| {
+                let source = cause
+                    .clone()
+                    .map(|c| Box::new(c) as Box<dyn std::error::Error + Send + Sync>);
+                PortError::new(retryable, reason.clone(), source)
+            })
+            .collect()
+    }
+}
+
+/// One cause shared by several [`PortError`]s: displays as, and has the source chain of, the
+/// error it holds.
+#[derive(Debug, Clone)]
+struct SharedCause(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for SharedCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SharedCause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
 /// One-shot timers, one per deadline and per horizon.
 #[async_trait]
 pub trait Timers: Send + Sync {
@@ -62,5 +120,31 @@ pub trait LapseQueue: Send + Sync {
             results.push(self.enqueue(entry).await);
         }
         results
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PortError;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("throttled")]
+    struct Throttled;
+
+    #[test]
+    fn a_failure_for_each_item_keeps_its_class_reason_and_cause() {
+        let e = PortError::new(true, "send 3 lapse tasks".into(), Some(Box::new(Throttled)));
+        let each = e.for_each_of(3);
+        assert_eq!(each.len(), 3);
+        for e in &each {
+            assert!(e.is_retryable());
+            assert_eq!(e.to_string(), "retryable: send 3 lapse tasks");
+            let cause = std::error::Error::source(e).expect("the cause is kept");
+            assert_eq!(cause.to_string(), "throttled");
+        }
+        let permanent = PortError::new(false, "bad".into(), None).for_each_of(2);
+        assert!(permanent
+            .iter()
+            .all(|e| !e.is_retryable() && std::error::Error::source(e).is_none()));
     }
 }
