@@ -40,6 +40,8 @@ struct Deployment {
     router: axum::Router,
     scheduler: aws_sdk_scheduler::Client,
     sqs: aws_sdk_sqs::Client,
+    /// The table's client (the store holds another handle on it).
+    ddb: aws_sdk_dynamodb::Client,
     group: String,
     queue_url: String,
     /// The timer queue, when the deployment finishes timers on SQS (docs/aws-latency.md).
@@ -92,8 +94,11 @@ token = "ops-1"
         url = agent.url()
     ))
     .expect("config");
-    let store: Arc<dyn Store> =
-        Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &unique, 30));
+    let store: Arc<dyn Store> = Arc::new(watcher_store_dynamodb::DynamoStore::new(
+        ddb.clone(),
+        &unique,
+        30,
+    ));
     let mut scheduler_config = watcher_aws::SchedulerConfig::new(&unique, TIMER_ARN, ROLE_ARN);
     let mut timer_queue_url = None;
     let mut timer_queue_port: Option<Arc<dyn watcher_aws::TimerQueue>> = None;
@@ -130,6 +135,7 @@ token = "ops-1"
         router,
         scheduler,
         sqs,
+        ddb,
         group: unique,
         queue_url: queues.queue_url,
         timer_queue_url,
@@ -840,10 +846,13 @@ async fn a_sweep_whose_agent_holds_its_answers_ends_at_its_budget() {
 /// they differ and prints the table; `UPDATE_DOCS=1` writes it.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_requests_of_each_step_are_docs_costs_tables() {
+    use common::costs::{check_generated, render, Prices, Run, Step};
     let d = deploy_with("e2e-cost", true).await;
-    d.requests.take();
+    let mut table = Table::of(&d).await;
     d.push_booking("").await;
-    let push = d.requests.take();
+    let push = table
+        .step(&d, "push (raise)", 1, vec![Run::Push], 0, 0)
+        .await;
     d.clock.set(t("2026-09-10T10:00:00Z"));
     let fact = json!({ "factKey": "shipment.manifest.received:PA-2026-0901", "observedAt": "2026-09-10T09:59:00Z",
                        "subject": { "type": "shipment", "id": "PA-2026-0901" } });
@@ -856,13 +865,15 @@ async fn the_requests_of_each_step_are_docs_costs_tables() {
         ))
         .await;
     assert_eq!(status, 200, "{body}");
-    let satisfy = d.requests.take();
+    let satisfy = table
+        .step(&d, "fact that satisfies it", 1, vec![Run::Fact], 0, 0)
+        .await;
 
     let d = deploy_with("e2e-cost-lapse", true).await;
     d.push_booking("").await;
     let names = d.schedules().await;
     let (input, _) = d.schedule_input(&names[0]).await;
-    d.requests.take();
+    let mut table = Table::of(&d).await;
     // The schedule fires a minute early: the rest of the wait goes on the timer queue.
     assert_eq!(d.fire(&input, t("2026-09-10T22:14:00Z")).await.lapses, 0);
     // The delayed message arrives at the deadline: the lapse, queued.
@@ -870,42 +881,65 @@ async fn the_requests_of_each_step_are_docs_costs_tables() {
     let event = d.receive().await;
     assert_eq!(d.submit(event, t("2026-09-10T22:15:01Z")).await, 0);
     assert_eq!(d.delivered(), [OVERDUE]);
-    let lapse = d.requests.take();
-
-    let mut table = String::from("| step | AWS requests, as measured |\n|---|---|\n");
-    for (step, counts) in [
-        ("push (raise)", &push),
-        ("fact that satisfies it", &satisfy),
-        ("lapse (overdue), delivered once", &lapse),
-    ] {
-        let cells: Vec<String> = counts.iter().map(|(op, n)| format!("{op} {n}")).collect();
-        table.push_str(&format!("| {step} | {} |\n", cells.join(", ")));
-    }
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/costs.md");
-    let text = std::fs::read_to_string(&path).expect("docs/costs.md");
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let start = lines
-        .iter()
-        .position(|l| l.starts_with("| step | AWS requests, as measured |"))
-        .expect("docs/costs.md has the table of measured requests");
-    let end = lines[start..]
-        .iter()
-        .position(|l| !l.starts_with('|'))
-        .map_or(lines.len(), |n| start + n);
-    if lines[start..end].concat() == table {
-        return;
-    }
-    if std::env::var_os("UPDATE_DOCS").is_some() {
-        let updated = format!(
-            "{}{table}{}",
-            lines[..start].concat(),
-            lines[end..].concat()
-        );
-        std::fs::write(&path, updated).expect("write docs/costs.md");
-        return;
-    }
-    panic!(
-        "docs/costs.md's measured requests differ; put this table there, or run \
-         `UPDATE_DOCS=1 cargo test -p watcher-lambda --test end_to_end the_requests`:\n\n{table}"
+    // One schedule fired; the timer-queue message's receive and delete and the lapse message's
+    // delete are the event sources' (the test hands both messages over itself).
+    let lapse = table
+        .step(
+            &d,
+            "lapse (overdue), delivered once",
+            0,
+            vec![Run::Timer, Run::Timer, Run::Submitter],
+            1,
+            3,
+        )
+        .await;
+    let body = render(&[push, satisfy, lapse], &Prices::load());
+    check_generated(
+        "costs.md",
+        "costs",
+        &body,
+        "cargo test -p watcher-lambda --test end_to_end the_requests",
     );
+
+    /// The table between steps: its items and schema, to measure the next step's write units.
+    struct Table {
+        schema: common::units::Schema,
+        items: std::collections::BTreeMap<String, common::units::Item>,
+    }
+    impl Table {
+        async fn of(d: &Deployment) -> Table {
+            let schema = common::units::Schema::of(&d.ddb, &d.group).await;
+            let items = schema.scan(&d.ddb, &d.group).await;
+            d.requests.take_all();
+            Table { schema, items }
+        }
+        /// What the deployment's clients did since the last step, and the step's other counts.
+        async fn step(
+            &mut self,
+            d: &Deployment,
+            name: &'static str,
+            api_requests: u64,
+            runs: Vec<Run>,
+            scheduler_invocations: u64,
+            event_source_sqs: u64,
+        ) -> Step {
+            let (requests, measured) = d.requests.take_all();
+            let after = self.schema.scan(&d.ddb, &d.group).await;
+            d.requests.take_all();
+            let write_units = self
+                .schema
+                .write_units(&measured.writes, &self.items, &after);
+            self.items = after;
+            Step {
+                name,
+                requests,
+                read_halves: measured.read_halves,
+                write_units,
+                api_requests,
+                runs,
+                scheduler_invocations,
+                event_source_sqs,
+            }
+        }
+    }
 }

@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::context::{
+    AfterDeserializationInterceptorContextRef, BeforeSerializationInterceptorContextRef,
+    BeforeTransmitInterceptorContextRef,
+};
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
@@ -36,22 +39,65 @@ pub struct Emulator {
     pub queues: watcher_aws::provision::LapseQueues,
 }
 
+pub mod costs;
+pub mod units;
+
 /// Every request an SDK client sends (each attempt), by service and operation
-/// (`DynamoDB GetItem`), counted by an interceptor on the client (`read_before_transmit`).
-/// [`Requests::take`] answers the counts so far and starts again from zero.
+/// (`DynamoDB GetItem`), counted by an interceptor on the client (`read_before_transmit`); and
+/// DynamoDB's read units and writes ([`units::Measured`]) from each request's typed input and
+/// output. [`Requests::take`] answers the counts so far and starts again from zero.
 #[derive(Debug, Clone, Default)]
-pub struct Requests(Arc<Mutex<BTreeMap<String, u64>>>);
+pub struct Requests {
+    counts: Arc<Mutex<BTreeMap<String, u64>>>,
+    units: Arc<Mutex<units::Measured>>,
+}
 
 impl Requests {
     /// The counts since the last take, and zero from now on.
     pub fn take(&self) -> BTreeMap<String, u64> {
-        std::mem::take(&mut *self.0.lock().expect("request counts"))
+        self.take_all().0
+    }
+
+    /// The counts and DynamoDB's units since the last take, and zero from now on.
+    pub fn take_all(&self) -> (BTreeMap<String, u64>, units::Measured) {
+        (
+            std::mem::take(&mut *self.counts.lock().expect("request counts")),
+            std::mem::take(&mut *self.units.lock().expect("units")),
+        )
     }
 }
 
 impl Intercept for Requests {
     fn name(&self) -> &'static str {
         "count-requests"
+    }
+
+    fn read_before_serialization(
+        &self,
+        context: &BeforeSerializationInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let writes = units::writes_of(context.input());
+        self.units.lock().expect("units").writes.extend(writes);
+        if let Some(kind) = units::read_kind(context.input()) {
+            cfg.interceptor_state().store_put(kind);
+        }
+        Ok(())
+    }
+
+    fn read_after_deserialization(
+        &self,
+        context: &AfterDeserializationInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let (Some(kind), Ok(output)) = (cfg.load::<units::ReadKind>(), context.output_or_error())
+        {
+            let halves = units::read_halves(*kind, output);
+            self.units.lock().expect("units").read_halves += halves;
+        }
+        Ok(())
     }
 
     fn read_before_transmit(
@@ -63,7 +109,7 @@ impl Intercept for Requests {
         if let Some(m) = cfg.load::<Metadata>() {
             let key = format!("{} {}", m.service(), m.name());
             *self
-                .0
+                .counts
                 .lock()
                 .expect("request counts")
                 .entry(key)

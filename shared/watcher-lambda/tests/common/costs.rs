@@ -1,0 +1,322 @@
+//! `docs/costs.md`'s generated part: what each step of the README's scenario was measured to cost
+//! on the emulator ([`Step`]), priced with `docs/prices.toml`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+
+/// `docs/prices.toml`.
+#[derive(Debug, Deserialize)]
+pub struct Prices {
+    /// The day the prices were last compared with AWS's pages.
+    pub as_of: String,
+    /// The region they are for.
+    pub region: String,
+    /// US dollars per unit.
+    pub price: Price,
+    /// What the emulator cannot measure.
+    pub assumed: Assumed,
+}
+
+/// Dollars per million requests or units, per GB-second, per GB.
+#[derive(Debug, Deserialize)]
+pub struct Price {
+    pub api_gateway_per_million_requests: f64,
+    pub lambda_per_million_requests: f64,
+    pub lambda_per_gb_second: f64,
+    pub dynamodb_per_million_wru: f64,
+    pub dynamodb_per_million_rru: f64,
+    pub scheduler_per_million_invocations: f64,
+    pub sqs_fifo_per_million_requests: f64,
+    pub logs_per_gb: f64,
+}
+
+/// Durations (ms), memory (GB) and logs (KB) the emulator cannot measure.
+#[derive(Debug, Deserialize)]
+pub struct Assumed {
+    pub lambda_memory_gb: f64,
+    pub push_ms: f64,
+    pub fact_ms: f64,
+    pub timer_ms: f64,
+    pub submitter_ms: f64,
+    pub log_kb_per_run: f64,
+}
+
+impl Prices {
+    /// The repository's `docs/prices.toml`.
+    pub fn load() -> Prices {
+        let text = std::fs::read_to_string(docs().join("prices.toml")).expect("docs/prices.toml");
+        toml::from_str(&text).expect("docs/prices.toml parses")
+    }
+}
+
+/// The repository's `docs/`.
+pub fn docs() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs")
+}
+
+/// Which function ran, for its assumed duration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Run {
+    /// The API function answering a push.
+    Push,
+    /// The API function answering a fact.
+    Fact,
+    /// The timer function.
+    Timer,
+    /// The submitter function.
+    Submitter,
+}
+
+/// One step of the scenario, as measured.
+#[derive(Debug, Clone, Default)]
+pub struct Step {
+    /// What the step is.
+    pub name: &'static str,
+    /// AWS requests by operation, counted by the clients' interceptor.
+    pub requests: BTreeMap<String, u64>,
+    /// DynamoDB read request units × 2.
+    pub read_halves: u64,
+    /// DynamoDB write request units.
+    pub write_units: u64,
+    /// HTTP API requests the step is (the test's calls of the API router).
+    pub api_requests: u64,
+    /// Function runs.
+    pub runs: Vec<Run>,
+    /// Schedules that fired.
+    pub scheduler_invocations: u64,
+    /// SQS requests the event sources make that the test stands in for: the receive and delete
+    /// of a timer-queue message it hands the timer directly, the delete of a lapse message.
+    pub event_source_sqs: u64,
+}
+
+impl Step {
+    fn sqs(&self) -> u64 {
+        self.requests
+            .iter()
+            .filter(|(op, _)| op.starts_with("SQS "))
+            .map(|(_, n)| n)
+            .sum::<u64>()
+            + self.event_source_sqs
+    }
+
+    /// `self` and `other` together.
+    pub fn and(&self, other: &Step) -> Step {
+        let mut requests = self.requests.clone();
+        for (op, n) in &other.requests {
+            *requests.entry(op.clone()).or_default() += n;
+        }
+        Step {
+            name: "",
+            requests,
+            read_halves: self.read_halves + other.read_halves,
+            write_units: self.write_units + other.write_units,
+            api_requests: self.api_requests + other.api_requests,
+            runs: self.runs.iter().chain(&other.runs).copied().collect(),
+            scheduler_invocations: self.scheduler_invocations + other.scheduler_invocations,
+            event_source_sqs: self.event_source_sqs + other.event_source_sqs,
+        }
+    }
+}
+
+/// `n / 2` as text: "20" or "20.5".
+fn halves(n: u64) -> String {
+    if n.is_multiple_of(2) {
+        format!("{}", n / 2)
+    } else {
+        format!("{}.5", n / 2)
+    }
+}
+
+fn runs_of(step: &Step) -> String {
+    let mut counts: BTreeMap<Run, u64> = BTreeMap::new();
+    for r in &step.runs {
+        *counts.entry(*r).or_default() += 1;
+    }
+    counts
+        .iter()
+        .map(|(r, n)| format!("{} {n}", format!("{r:?}").to_lowercase()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The generated part of `docs/costs.md`: the prices used, the measured requests and units of
+/// each step, and a million of each step in dollars.
+pub fn render(steps: &[Step; 3], prices: &Prices) -> String {
+    let p = &prices.price;
+    let a = &prices.assumed;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Prices: `docs/prices.toml`, {} list prices as of {}, before free tiers.\n",
+        prices.region, prices.as_of
+    );
+    out.push_str("| step | AWS requests, as measured |\n|---|---|\n");
+    for s in steps {
+        let cells: Vec<String> = s
+            .requests
+            .iter()
+            .map(|(op, n)| format!("{op} {n}"))
+            .collect();
+        let _ = writeln!(out, "| {} | {} |", s.name, cells.join(", "));
+    }
+    out.push_str(
+        "\n| step | DynamoDB RRU | DynamoDB WRU | API requests | function runs | schedules fired | SQS requests |\n|---|---|---|---|---|---|---|\n",
+    );
+    for s in steps {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            s.name,
+            halves(s.read_halves),
+            s.write_units,
+            s.api_requests,
+            runs_of(s),
+            s.scheduler_invocations,
+            s.sqs()
+        );
+    }
+    let met = steps[0].and(&steps[1]);
+    let lapse = &steps[2];
+    let ms = |r: &Run| match r {
+        Run::Push => a.push_ms,
+        Run::Fact => a.fact_ms,
+        Run::Timer => a.timer_ms,
+        Run::Submitter => a.submitter_ms,
+    };
+    // Per million of a step: each measured count is millions of the priced unit.
+    type Line = (&'static str, fn(&Step) -> f64, &'static str, f64);
+    let gb_s =
+        |s: &Step| -> f64 { s.runs.iter().map(ms).sum::<f64>() / 1000.0 * a.lambda_memory_gb };
+    let logs_gb = |s: &Step| -> f64 { s.runs.len() as f64 * a.log_kb_per_run };
+    let lines: [Line; 6] = [
+        (
+            "API Gateway",
+            |s| s.api_requests as f64,
+            "M requests",
+            p.api_gateway_per_million_requests,
+        ),
+        (
+            "Lambda requests",
+            |s| s.runs.len() as f64,
+            "M runs",
+            p.lambda_per_million_requests,
+        ),
+        (
+            "DynamoDB writes",
+            |s| s.write_units as f64,
+            "M WRU",
+            p.dynamodb_per_million_wru,
+        ),
+        (
+            "DynamoDB reads",
+            |s| s.read_halves as f64 / 2.0,
+            "M RRU",
+            p.dynamodb_per_million_rru,
+        ),
+        (
+            "Scheduler",
+            |s| s.scheduler_invocations as f64,
+            "M invocations",
+            p.scheduler_per_million_invocations,
+        ),
+        (
+            "SQS FIFO",
+            |s| s.sqs() as f64,
+            "M requests",
+            p.sqs_fifo_per_million_requests,
+        ),
+    ];
+    out.push_str(
+        "\n| per million | satisfied in time (push + fact) | each lapse adds |\n|---|---|---|\n",
+    );
+    let mut totals = [0.0f64; 2];
+    let cell = |q: f64, unit: &str, price: f64, total: &mut f64| -> String {
+        let dollars = q * price;
+        *total += dollars;
+        if q == 0.0 {
+            "—".to_string()
+        } else {
+            format!("{} {unit} × ${price} = ${dollars:.2}", trim(q))
+        }
+    };
+    for (name, quantity, unit, price) in lines {
+        let left = cell(quantity(&met), unit, price, &mut totals[0]);
+        let right = cell(quantity(lapse), unit, price, &mut totals[1]);
+        let _ = writeln!(out, "| {name} | {left} | {right} |");
+    }
+    let compute = [gb_s(&met) * 1e6, gb_s(lapse) * 1e6];
+    let logs = [logs_gb(&met), logs_gb(lapse)];
+    let mut row = |name: &str, q: [f64; 2], unit: &str, price: f64| {
+        let left = cell(q[0], unit, price, &mut totals[0]);
+        let right = cell(q[1], unit, price, &mut totals[1]);
+        let _ = writeln!(out, "| {name} | {left} | {right} |");
+    };
+    row(
+        "Lambda compute (assumed durations)",
+        compute,
+        "GB-s",
+        p.lambda_per_gb_second,
+    );
+    row(
+        "CloudWatch Logs (assumed 1 KB a run)",
+        logs,
+        "GB",
+        p.logs_per_gb,
+    );
+    let _ = writeln!(
+        out,
+        "| **total** | **${:.2}** | **${:.2}** |\n\nSo a million expectations cost about **${:.2}** when every one is met in time, and about **${:.2}** when every one lapses once and is then met late.",
+        totals[0],
+        totals[1],
+        totals[0],
+        totals[0] + totals[1]
+    );
+    out
+}
+
+/// `q` with no needless decimals: 2, 0.5, 40,000.
+fn trim(q: f64) -> String {
+    if q.fract() == 0.0 {
+        let n = q as u64;
+        let s = n.to_string();
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else {
+        format!("{q}")
+    }
+}
+
+/// Replaces what stands between `<!-- begin generated: {name} -->` and
+/// `<!-- end generated: {name} -->` in `docs/{file}` with `body`; when they differ and
+/// `UPDATE_DOCS` is unset, fails showing `body`.
+pub fn check_generated(file: &str, name: &str, body: &str, how: &str) {
+    let path = docs().join(file);
+    let text = std::fs::read_to_string(&path).expect("doc");
+    let begin = format!("<!-- begin generated: {name} -->\n");
+    let end = format!("<!-- end generated: {name} -->");
+    let start = text
+        .find(&begin)
+        .map(|i| i + begin.len())
+        .unwrap_or_else(|| panic!("docs/{file} has no `{}` marker", begin.trim_end()));
+    let stop = text[start..]
+        .find(&end)
+        .map(|i| start + i)
+        .unwrap_or_else(|| panic!("docs/{file} has no `{end}` marker"));
+    if text[start..stop] == *body {
+        return;
+    }
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        let updated = format!("{}{body}{}", &text[..start], &text[stop..]);
+        std::fs::write(&path, updated).expect("write the doc");
+        return;
+    }
+    panic!("docs/{file}'s generated part `{name}` differs; put this there, or run `UPDATE_DOCS=1 {how}`:\n\n{body}");
+}
