@@ -943,3 +943,70 @@ async fn the_requests_of_each_step_are_docs_costs_tables() {
         }
     }
 }
+
+/// docs/dynamodb.md, "Partitions": no item or index partition is written by every input. Twenty
+/// raises and their twenty facts, each on a subject of its own, for one agent: the partitions
+/// each input writes are read from the table before and after it, and none is written by more
+/// than a quarter of the inputs.
+#[tokio::test]
+async fn no_partition_is_written_by_every_input() {
+    let d = deploy("e2e-partitions").await;
+    let schema = common::units::Schema::of(&d.ddb, &d.group).await;
+    let mut items = schema.scan(&d.ddb, &d.group).await;
+    let mut written: std::collections::BTreeMap<String, usize> = Default::default();
+    let inputs = 40;
+    for i in 0..inputs {
+        let n = i % 20;
+        d.requests.take_all();
+        if i < 20 {
+            let artifact = json!({ "artifactUpdate": { "taskId": format!("task-{n}"), "contextId": format!("ctx-{n}"),
+                "artifact": { "artifactId": format!("a-{n}"), "parts": [{ "text": "Booked" }],
+                    "metadata": { URI: { "expectations": [{
+                        "expectationId": format!("exp-{n}"), "kind": "shipment.manifest",
+                        "subject": { "type": "shipment", "id": format!("PA-{n}") },
+                        "expects": format!("the airline manifest for PA-{n}"),
+                        "satisfiedBy": { "factKey": format!("shipment.manifest.received:PA-{n}") },
+                        "dueAt": "2026-09-10T20:15:00Z", "basis": "observed" }] } } } } });
+            let (status, body) = d
+                .call(api_event(
+                    "POST",
+                    "/v1/agents/booking/push",
+                    json!({ "content-type": "application/json", "x-a2a-notification-token": "push-1" }),
+                    &artifact,
+                ))
+                .await;
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(body["rejected"], json!([]), "{body}");
+        } else {
+            let fact = json!({ "factKey": format!("shipment.manifest.received:PA-{n}"), "observedAt": "2026-09-10T09:59:00Z",
+                               "subject": { "type": "shipment", "id": format!("PA-{n}") } });
+            let (status, body) = d
+                .call(api_event(
+                    "POST",
+                    "/v1/facts",
+                    json!({ "authorization": "Bearer src-1", "content-type": "application/json" }),
+                    &fact,
+                ))
+                .await;
+            assert_eq!(status, 200, "{body}");
+        }
+        let (_, measured) = d.requests.take_all();
+        let after = schema.scan(&d.ddb, &d.group).await;
+        for p in schema.partitions_written(&measured.writes, &items, &after) {
+            *written.entry(p).or_default() += 1;
+        }
+        items = after;
+    }
+    let mut busiest: Vec<(&String, &usize)> = written.iter().collect();
+    busiest.sort_by(|a, b| b.1.cmp(a.1));
+    let busiest: Vec<String> = busiest
+        .iter()
+        .take(8)
+        .map(|(p, n)| format!("{p}: {n}"))
+        .collect();
+    assert!(
+        written.values().all(|n| *n * 4 <= inputs),
+        "a partition written by more than a quarter of {inputs} inputs; the busiest: {busiest:#?}"
+    );
+    assert!(written.len() > inputs, "{written:#?}");
+}

@@ -263,14 +263,45 @@ pub(crate) fn origin_pk(tenant: &Tenant, agent: &AgentId, task_id: &str) -> Stri
     )
 }
 
-/// `ORIGINS#{tenant}#{agent}`: the partition of the `outbox-follow` index holding one agent's
-/// followed origin tasks, beside (never in) its `FOLLOW#…` partition of followed lapse tasks.
-pub(crate) fn origins_agent(tenant: &Tenant, agent: &AgentId) -> String {
+/// `ORIGINS#{tenant}#{agent}`: the partition of the `outbox-follow` index that held one agent's
+/// followed origin tasks in an earlier version; read still ([`origins_partitions`]), never
+/// written.
+fn origins_agent(tenant: &Tenant, agent: &AgentId) -> String {
     join(
         "ORIGINS",
         &[tenant.as_str(), agent.as_str()],
         MAX_PARTITION_KEY,
     )
+}
+
+/// `ORIGINS#{tenant}#{agent}#{k}`: the `outbox-follow` index partition of the origin task
+/// `task_id`, `k` its shard ([`shard_of`], [`INDEX_SHARDS`]), beside (never in) the agent's
+/// `FOLLOW#…` partition of followed lapse tasks. Every push of an agent that starts following
+/// writes one of sixteen partitions, not one.
+pub(crate) fn origins_partition(tenant: &Tenant, agent: &AgentId, task_id: &str) -> String {
+    join(
+        "ORIGINS",
+        &[
+            tenant.as_str(),
+            agent.as_str(),
+            &shard_of(task_id, INDEX_SHARDS).to_string(),
+        ],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// Every `outbox-follow` partition of an agent's followed origin tasks a read queries: the
+/// [`INDEX_SHARDS`] shards and the one value of an earlier version.
+pub(crate) fn origins_partitions(tenant: &Tenant, agent: &AgentId) -> Vec<String> {
+    std::iter::once(origins_agent(tenant, agent))
+        .chain((0..INDEX_SHARDS).map(|k| {
+            join(
+                "ORIGINS",
+                &[tenant.as_str(), agent.as_str(), &k.to_string()],
+                MAX_PARTITION_KEY,
+            )
+        }))
+        .collect()
 }
 
 /// `LAPSES#{tenant}`: partition of the `lapses-tenant` index (a tenant's lapse tasks in order
@@ -564,6 +595,33 @@ mod tests {
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
         assert!(keys.iter().all(|k| k.len() == 22));
         assert!(keys.iter().all(|k| k.as_str() < AFTER_EVERY_INSTANT));
+    }
+
+    #[test]
+    fn an_origin_task_goes_to_one_of_the_partitions_a_read_queries() {
+        let (t, a) = (
+            Tenant::parse("t").unwrap(),
+            AgentId::parse("booking").unwrap(),
+        );
+        let read = origins_partitions(&t, &a);
+        assert_eq!(read.len() as u64, INDEX_SHARDS + 1);
+        assert_eq!(
+            read[0], "ORIGINS#t#booking",
+            "an earlier version's partition is read"
+        );
+        let written: BTreeSet<String> = (0..200)
+            .map(|i| origins_partition(&t, &a, &format!("task-{i}")))
+            .collect();
+        assert!(written.iter().all(|p| read.contains(p)));
+        assert_eq!(
+            written.len() as u64,
+            INDEX_SHARDS,
+            "tasks spread over every shard"
+        );
+        assert!(
+            !written.contains(&read[0]),
+            "nothing is written to the earlier partition"
+        );
     }
 
     #[test]

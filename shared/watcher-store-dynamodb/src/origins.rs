@@ -13,7 +13,7 @@ use watcher_runtime::store::Origins;
 use watcher_runtime::store::StoreError;
 
 use crate::codec::{expires_at, get_s, n, s, Item};
-use crate::keys::{instant_key, origin_pk, origins_agent, ITEM};
+use crate::keys::{instant_key, origin_pk, origins_partition, origins_partitions, ITEM};
 use crate::table::{
     EXPIRES_AT, FOLLOW_AGENT, FOLLOW_AT, KIND, OUTBOX_FOLLOW_INDEX, PK, SK, TENANT,
 };
@@ -56,7 +56,11 @@ impl DynamoStore {
             .item("nextAt", s(origin.next_at.to_string()))
             .item(
                 FOLLOW_AGENT,
-                s(origins_agent(&origin.tenant, &origin.agent)),
+                s(origins_partition(
+                    &origin.tenant,
+                    &origin.agent,
+                    &origin.task_id,
+                )),
             )
             .item(FOLLOW_AT, s(instant_key(origin.next_at)));
         // Forgotten by TTL `retention_days` after following began (long past any
@@ -92,33 +96,45 @@ impl DynamoStore {
         limit: usize,
     ) -> Result<Vec<FollowedOrigin>, StoreError> {
         let what = "outbox-follow index entry";
-        let mut keys: Vec<String> = Vec::new();
-        let mut start = None;
-        while keys.len() < limit {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(OUTBOX_FOLLOW_INDEX)
-                .key_condition_expression("#p = :p AND #s <= :until")
-                .expression_attribute_names("#p", FOLLOW_AGENT)
-                .expression_attribute_names("#s", FOLLOW_AT)
-                .expression_attribute_values(":p", s(origins_agent(tenant, agent)))
-                .expression_attribute_values(":until", s(instant_key(due_by)))
-                .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
-                keys.push(get_s(&item, PK, what)?.to_owned());
+        // Each shard's earliest `limit` entries; the earliest `limit` of them all are then the
+        // agent's earliest.
+        let per_partition = each(origins_partitions(tenant, agent), |partition| async move {
+            let mut entries: Vec<(String, String)> = Vec::new();
+            let mut start = None;
+            while entries.len() < limit {
+                let out = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(OUTBOX_FOLLOW_INDEX)
+                    .key_condition_expression("#p = :p AND #s <= :until")
+                    .expression_attribute_names("#p", FOLLOW_AGENT)
+                    .expression_attribute_names("#s", FOLLOW_AT)
+                    .expression_attribute_values(":p", s(partition.clone()))
+                    .expression_attribute_values(":until", s(instant_key(due_by)))
+                    .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(StoreError::backend)?;
+                self.count(out.scanned_count);
+                for item in out.items.unwrap_or_default() {
+                    entries.push((
+                        get_s(&item, FOLLOW_AT, what)?.to_owned(),
+                        get_s(&item, PK, what)?.to_owned(),
+                    ));
+                }
+                start = out.last_evaluated_key;
+                if start.is_none() {
+                    break;
+                }
             }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
+            Ok(entries)
+        })
+        .await?;
+        let mut entries: Vec<(String, String)> = per_partition.into_iter().flatten().collect();
+        entries.sort();
+        let mut keys: Vec<String> = entries.into_iter().map(|(_, pk)| pk).collect();
         keys.truncate(limit);
         let found = each(keys, |pk| async move {
             self.get(pk, ITEM)

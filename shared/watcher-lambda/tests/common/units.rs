@@ -213,6 +213,7 @@ pub struct Schema {
 
 #[derive(Debug, Clone)]
 struct Index {
+    name: String,
     key: Vec<String>,
     /// `None`: every attribute; otherwise the ones projected besides the keys.
     projected: Option<BTreeSet<String>>,
@@ -246,6 +247,7 @@ impl Schema {
                     ),
                 };
                 Index {
+                    name: g.index_name.clone().unwrap_or_default(),
                     key: names(g.key_schema()),
                     projected,
                 }
@@ -321,6 +323,47 @@ impl Schema {
             }
         }
         total
+    }
+}
+
+impl Schema {
+    /// The partitions `writes` wrote, given the table `before` and `after` them: `table <pk>`
+    /// for each item written (a `ConditionCheck` writes nothing), `<index> <partition key>` for
+    /// each index entry put, changed or deleted.
+    pub fn partitions_written(
+        &self,
+        writes: &[Write],
+        before: &BTreeMap<String, Item>,
+        after: &BTreeMap<String, Item>,
+    ) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for w in writes.iter().filter(|w| !w.check_only) {
+            let k = self.key_of(&w.attrs);
+            if let Some(pk) = w.attrs.get(&self.key[0]) {
+                out.insert(format!("table {}", partition_text(pk)));
+            }
+            for index in &self.indexes {
+                let b = index.entry(before.get(&k), &self.key);
+                let a = index.entry(after.get(&k), &self.key);
+                if b == a {
+                    continue;
+                }
+                for item in [before.get(&k), after.get(&k)].into_iter().flatten() {
+                    if let Some(pk) = item.get(&index.key[0]) {
+                        out.insert(format!("{} {}", index.name, partition_text(pk)));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn partition_text(v: &AttributeValue) -> String {
+    match v {
+        AttributeValue::S(s) => s.clone(),
+        AttributeValue::N(n) => n.clone(),
+        other => format!("{other:?}"),
     }
 }
 
