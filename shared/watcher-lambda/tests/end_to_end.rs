@@ -846,7 +846,7 @@ async fn a_sweep_whose_agent_holds_its_answers_ends_at_its_budget() {
 /// they differ and prints the table; `UPDATE_DOCS=1` writes it.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_requests_of_each_step_are_docs_costs_tables() {
-    use common::costs::{check_generated, render, Prices, Run, Step};
+    use common::costs::{check_generated, render, render_scale, Prices, Quotas, Run, Step};
     let d = deploy_with("e2e-cost", true).await;
     let mut table = Table::of(&d).await;
     d.push_booking("").await;
@@ -893,13 +893,18 @@ async fn the_requests_of_each_step_are_docs_costs_tables() {
             3,
         )
         .await;
-    let body = render(&[push, satisfy, lapse], &Prices::load());
-    check_generated(
-        "costs.md",
-        "costs",
-        &body,
-        "cargo test -p watcher-lambda --test end_to_end the_requests",
-    );
+    let steps = [push, satisfy, lapse];
+    let how = "cargo test -p watcher-lambda --test end_to_end the_requests";
+    check_generated("costs.md", "costs", &render(&steps, &Prices::load()), how);
+    // What each input has of its own: its partitions are not shared with other inputs.
+    let own = [
+        "PA-2026-0901",
+        "task-booking-7f3a",
+        "exp-01J8Q0MANIFEST",
+        "booking-7f3a",
+    ];
+    let scale = render_scale(&steps, &Prices::load(), &Quotas::load(), &own);
+    check_generated("costs.md", "scale", &scale, how);
 
     /// The table between steps: its items and schema, to measure the next step's write units.
     struct Table {
@@ -926,9 +931,10 @@ async fn the_requests_of_each_step_are_docs_costs_tables() {
             let (requests, measured) = d.requests.take_all();
             let after = self.schema.scan(&d.ddb, &d.group).await;
             d.requests.take_all();
-            let write_units = self
-                .schema
-                .write_units(&measured.writes, &self.items, &after);
+            let partition_units =
+                self.schema
+                    .partition_units(&measured.writes, &self.items, &after);
+            let write_units = partition_units.values().sum();
             self.items = after;
             Step {
                 name,
@@ -939,6 +945,7 @@ async fn the_requests_of_each_step_are_docs_costs_tables() {
                 runs,
                 scheduler_invocations,
                 event_source_sqs,
+                partition_units,
             }
         }
     }

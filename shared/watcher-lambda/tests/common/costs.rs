@@ -89,6 +89,8 @@ pub struct Step {
     /// SQS requests the event sources make that the test stands in for: the receive and delete
     /// of a timer-queue message it hands the timer directly, the delete of a lapse message.
     pub event_source_sqs: u64,
+    /// DynamoDB write units by the partition that took them (`table <pk>`, `<index> <pk>`).
+    pub partition_units: BTreeMap<String, u64>,
 }
 
 impl Step {
@@ -116,6 +118,7 @@ impl Step {
             runs: self.runs.iter().chain(&other.runs).copied().collect(),
             scheduler_invocations: self.scheduler_invocations + other.scheduler_invocations,
             event_source_sqs: self.event_source_sqs + other.event_source_sqs,
+            partition_units: BTreeMap::new(),
         }
     }
 }
@@ -319,4 +322,206 @@ pub fn check_generated(file: &str, name: &str, body: &str, how: &str) {
         return;
     }
     panic!("docs/{file}'s generated part `{name}` differs; put this there, or run `UPDATE_DOCS=1 {how}`:\n\n{body}");
+}
+
+/// `docs/quotas.toml`.
+#[derive(Debug, Deserialize)]
+pub struct Quotas {
+    /// The day they were last read from AWS's pages.
+    pub as_of: String,
+    /// The region they are for.
+    pub region: String,
+    /// The quotas.
+    pub quota: Quota,
+}
+
+/// Default quotas, per second unless named otherwise.
+#[derive(Debug, Deserialize)]
+pub struct Quota {
+    pub dynamodb_table_wru_per_second: f64,
+    pub dynamodb_table_rru_per_second: f64,
+    pub dynamodb_partition_wru_per_second: f64,
+    pub scheduler_create_per_second: f64,
+    pub scheduler_delete_per_second: f64,
+    pub scheduler_invocations_per_second: f64,
+    pub sqs_fifo_requests_per_second: f64,
+    pub lambda_concurrency: f64,
+    pub api_gateway_requests_per_second: f64,
+}
+
+impl Quotas {
+    /// The repository's `docs/quotas.toml`.
+    pub fn load() -> Quotas {
+        let text = std::fs::read_to_string(docs().join("quotas.toml")).expect("docs/quotas.toml");
+        toml::from_str(&text).expect("docs/quotas.toml parses")
+    }
+}
+
+/// The partition families spread over sixteen shards by the hash of a key each input has of its
+/// own (docs/dynamodb.md, "Partitions and their ceilings"): at a steady rate each shard takes a
+/// sixteenth.
+const SHARDED: [&str; 5] = [
+    "timers timers#",
+    "outbox-due queued#",
+    "live LIVE#",
+    "table LIVECOUNT#",
+    "outbox-follow ORIGINS#",
+];
+
+/// The busiest partition `step` writes that other inputs write too, and the units a second it
+/// takes at `rate` steps a second: a partition named after nothing of the step's own (`own`:
+/// its subject, task, expectation and artifact ids) is shared; a sharded family's partition
+/// takes its sixteenth.
+fn busiest_shared(step: &Step, own: &[&str], rate: f64) -> (String, f64) {
+    step.partition_units
+        .iter()
+        .filter(|(p, _)| !own.iter().any(|o| p.contains(o)))
+        .map(|(p, n)| {
+            let shards = if SHARDED.iter().any(|f| p.starts_with(f)) {
+                16.0
+            } else {
+                1.0
+            };
+            (p.clone(), *n as f64 * rate / shards)
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or_default()
+}
+
+/// The "At scale" part of `docs/costs.md`: the measured steps at a rate each, as a share of each
+/// quota of `docs/quotas.toml`. `own` names the ids the scenario's inputs have of their own.
+pub fn render_scale(steps: &[Step; 3], prices: &Prices, quotas: &Quotas, own: &[&str]) -> String {
+    let q = &quotas.quota;
+    let a = &prices.assumed;
+    let scenarios: [(&str, &Step, f64); 3] = [
+        ("10,000 raises a second", &steps[0], 10_000.0),
+        (
+            "10,000 facts a second, each satisfying one",
+            &steps[1],
+            10_000.0,
+        ),
+        (
+            "1,000,000 lapses due in one hour",
+            &steps[2],
+            1_000_000.0 / 3600.0,
+        ),
+    ];
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Quotas: `docs/quotas.toml`, {} defaults as of {}.\n",
+        quotas.region, quotas.as_of
+    );
+    out.push_str("| resource (quota) |");
+    for (name, _, _) in &scenarios {
+        let _ = write!(out, " {name} |");
+    }
+    out.push_str("\n|---|---|---|---|\n");
+    let count = |s: &Step, op: &str| *s.requests.get(op).unwrap_or(&0) as f64;
+    let ms = |r: &Run| match r {
+        Run::Push => a.push_ms,
+        Run::Fact => a.fact_ms,
+        Run::Timer => a.timer_ms,
+        Run::Submitter => a.submitter_ms,
+    };
+    type Load<'a> = Box<dyn Fn(&Step) -> f64 + 'a>;
+    let rows: Vec<(String, Load, f64)> = vec![
+        (
+            format!(
+                "DynamoDB table writes ({} WRU/s)",
+                trim(q.dynamodb_table_wru_per_second)
+            ),
+            Box::new(|s: &Step| s.write_units as f64),
+            q.dynamodb_table_wru_per_second,
+        ),
+        (
+            format!(
+                "DynamoDB table reads ({} RRU/s)",
+                trim(q.dynamodb_table_rru_per_second)
+            ),
+            Box::new(|s: &Step| s.read_halves as f64 / 2.0),
+            q.dynamodb_table_rru_per_second,
+        ),
+        (
+            format!(
+                "Scheduler CreateSchedule ({}/s)",
+                trim(q.scheduler_create_per_second)
+            ),
+            Box::new(move |s: &Step| count(s, "Scheduler CreateSchedule")),
+            q.scheduler_create_per_second,
+        ),
+        (
+            format!(
+                "Scheduler DeleteSchedule ({}/s)",
+                trim(q.scheduler_delete_per_second)
+            ),
+            Box::new(move |s: &Step| count(s, "Scheduler DeleteSchedule")),
+            q.scheduler_delete_per_second,
+        ),
+        (
+            format!(
+                "Scheduler invocations ({}/s)",
+                trim(q.scheduler_invocations_per_second)
+            ),
+            Box::new(|s: &Step| s.scheduler_invocations as f64),
+            q.scheduler_invocations_per_second,
+        ),
+        (
+            format!(
+                "SQS FIFO requests, all actions as one ({}/s)",
+                trim(q.sqs_fifo_requests_per_second)
+            ),
+            Box::new(|s: &Step| s.sqs() as f64),
+            q.sqs_fifo_requests_per_second,
+        ),
+        (
+            format!(
+                "Lambda concurrency, assumed durations ({})",
+                trim(q.lambda_concurrency)
+            ),
+            Box::new(move |s: &Step| s.runs.iter().map(ms).sum::<f64>() / 1000.0),
+            q.lambda_concurrency,
+        ),
+        (
+            format!(
+                "API Gateway ({}/s)",
+                trim(q.api_gateway_requests_per_second)
+            ),
+            Box::new(|s: &Step| s.api_requests as f64),
+            q.api_gateway_requests_per_second,
+        ),
+    ];
+    for (name, load, quota) in &rows {
+        let _ = write!(out, "| {name} |");
+        for (_, step, rate) in &scenarios {
+            let used = load(step) * rate;
+            if used == 0.0 {
+                out.push_str(" — |");
+            } else {
+                let _ = write!(
+                    out,
+                    " {} = {:.0}% |",
+                    trim(used.round()),
+                    used / quota * 100.0
+                );
+            }
+        }
+        out.push('\n');
+    }
+    let _ = write!(
+        out,
+        "| busiest shared DynamoDB partition ({} WRU/s) |",
+        trim(q.dynamodb_partition_wru_per_second)
+    );
+    for (_, step, rate) in &scenarios {
+        let (partition, used) = busiest_shared(step, own, *rate);
+        let _ = write!(
+            out,
+            " `{partition}`: {} = {:.0}% |",
+            trim(used.round()),
+            used / q.dynamodb_partition_wru_per_second * 100.0
+        );
+    }
+    out.push('\n');
+    out
 }

@@ -304,8 +304,20 @@ impl Schema {
         before: &BTreeMap<String, Item>,
         after: &BTreeMap<String, Item>,
     ) -> u64 {
+        self.partition_units(writes, before, after).values().sum()
+    }
+
+    /// [`Schema::write_units`] by the partition that takes them: `table <pk>` for an item,
+    /// `<index> <partition key>` for an index entry (a moved entry's delete goes to its old
+    /// partition, its put to the new one).
+    pub fn partition_units(
+        &self,
+        writes: &[Write],
+        before: &BTreeMap<String, Item>,
+        after: &BTreeMap<String, Item>,
+    ) -> BTreeMap<String, u64> {
         let size = |m: &BTreeMap<String, Item>, k: &str| m.get(k).map_or(0, item_size);
-        let mut total = 0;
+        let mut out: BTreeMap<String, u64> = BTreeMap::new();
         let mut changed = BTreeSet::new();
         for w in writes {
             let k = self.key_of(&w.attrs);
@@ -315,14 +327,23 @@ impl Schema {
                 changed.insert(k.clone());
                 size(before, &k).max(size(after, &k))
             };
-            total += units(bytes, 1024) * if w.transactional { 2 } else { 1 };
+            let pk = w
+                .attrs
+                .get(&self.key[0])
+                .map(partition_text)
+                .unwrap_or_default();
+            *out.entry(format!("table {pk}")).or_default() +=
+                units(bytes, 1024) * if w.transactional { 2 } else { 1 };
         }
         for k in &changed {
             for index in &self.indexes {
-                total += index.write_units(before.get(k), after.get(k), &self.key);
+                for (partition, n) in index.write_units(before.get(k), after.get(k), &self.key) {
+                    *out.entry(format!("{} {partition}", index.name))
+                        .or_default() += n;
+                }
             }
         }
-        total
+        out
     }
 }
 
@@ -336,26 +357,10 @@ impl Schema {
         before: &BTreeMap<String, Item>,
         after: &BTreeMap<String, Item>,
     ) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
-        for w in writes.iter().filter(|w| !w.check_only) {
-            let k = self.key_of(&w.attrs);
-            if let Some(pk) = w.attrs.get(&self.key[0]) {
-                out.insert(format!("table {}", partition_text(pk)));
-            }
-            for index in &self.indexes {
-                let b = index.entry(before.get(&k), &self.key);
-                let a = index.entry(after.get(&k), &self.key);
-                if b == a {
-                    continue;
-                }
-                for item in [before.get(&k), after.get(&k)].into_iter().flatten() {
-                    if let Some(pk) = item.get(&index.key[0]) {
-                        out.insert(format!("{} {}", index.name, partition_text(pk)));
-                    }
-                }
-            }
-        }
-        out
+        let writes: Vec<Write> = writes.iter().filter(|w| !w.check_only).cloned().collect();
+        self.partition_units(&writes, before, after)
+            .into_keys()
+            .collect()
     }
 }
 
@@ -388,24 +393,37 @@ impl Index {
         Some((key.join("|"), projected))
     }
 
+    /// The units an item's change costs this index, by partition: an entry put 1 per KB, one
+    /// deleted 1, one changed in place 1 per KB of the larger, one moved both.
     fn write_units(
         &self,
         before: Option<&Item>,
         after: Option<&Item>,
         table_key: &[String],
-    ) -> u64 {
+    ) -> Vec<(String, u64)> {
+        let partition = |item: Option<&Item>| {
+            item.and_then(|i| i.get(&self.key[0]))
+                .map(partition_text)
+                .unwrap_or_default()
+        };
         match (self.entry(before, table_key), self.entry(after, table_key)) {
-            (None, None) => 0,
-            (None, Some((_, a))) => units(item_size(&a), 1024),
-            (Some(_), None) => 1,
+            (None, None) => vec![],
+            (None, Some((_, a))) => vec![(partition(after), units(item_size(&a), 1024))],
+            (Some(_), None) => vec![(partition(before), 1)],
             (Some((bk, b)), Some((ak, a))) if bk == ak => {
                 if a == b {
-                    0
+                    vec![]
                 } else {
-                    units(item_size(&a).max(item_size(&b)), 1024)
+                    vec![(
+                        partition(after),
+                        units(item_size(&a).max(item_size(&b)), 1024),
+                    )]
                 }
             }
-            (Some(_), Some((_, a))) => 1 + units(item_size(&a), 1024),
+            (Some(_), Some((_, a))) => vec![
+                (partition(before), 1),
+                (partition(after), units(item_size(&a), 1024)),
+            ],
         }
     }
 }
