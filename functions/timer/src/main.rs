@@ -29,6 +29,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         let report: Result<TimerReport, Diagnostic> = handle_with_cards(
             &*parts.watcher,
             &*parts.queue,
+            &*parts.timers,
             &parts.cards,
             Some(following),
             &event.payload,

@@ -68,5 +68,6 @@ pub use crate::sqs::{
     MAX_DEDUPLICATION_ID_LEN, MAX_MESSAGE_GROUP_ID_LEN, MAX_VISIBILITY_SECS,
 };
 pub use crate::timer_queue::{
-    delay_seconds, SqsTimerQueue, TimerQueue, MAX_DELAY_SECS, SCHEDULE_LEAD,
+    delay_seconds, parse_disarm_message, DisarmMessage, SqsTimerQueue, TimerQueue, MAX_DELAY_SECS,
+    SCHEDULE_LEAD,
 };

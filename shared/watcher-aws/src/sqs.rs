@@ -219,6 +219,55 @@ impl LapseQueue for SqsLapseQueue {
 /// The most messages one `SendMessageBatch` takes.
 pub const BATCH_MAX: usize = 10;
 
+/// Sets each entry's result from a `SendMessageBatch` whose entry ids were the positions in
+/// `results` (entries already failed were not sent): a request that failed as a whole fails
+/// every sent entry with its cause ([`PortError::for_each_of`], reason `what()`); an entry SQS
+/// reports failed gets its own error, permanent when SQS says the sender is at fault.
+pub(crate) fn settle_batch(
+    results: &mut [Result<(), PortError>],
+    sent: Result<
+        aws_sdk_sqs::operation::send_message_batch::SendMessageBatchOutput,
+        aws_sdk_sqs::error::SdkError<
+            aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError,
+            aws_sdk_sqs::config::http::HttpResponse,
+        >,
+    >,
+    what: impl Fn() -> String,
+) {
+    match sent {
+        Err(e) => {
+            let e = port_error(what(), e);
+            let sent = results.iter().filter(|r| r.is_ok()).count();
+            let mut each = e.for_each_of(sent).into_iter();
+            for result in results.iter_mut().filter(|r| r.is_ok()) {
+                if let Some(e) = each.next() {
+                    *result = Err(e);
+                }
+            }
+        }
+        Ok(out) => {
+            for failed in out.failed {
+                let Some(result) = failed
+                    .id
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| results.get_mut(i))
+                else {
+                    continue;
+                };
+                let reason = format!(
+                    "{} (entry {}: {}: {})",
+                    what(),
+                    failed.id,
+                    failed.code,
+                    failed.message.unwrap_or_default()
+                );
+                *result = Err(PortError::new(!failed.sender_fault, reason, None));
+            }
+        }
+    }
+}
+
 /// The queue message body for `entry`.
 fn body_of(entry: &OutboxEntry) -> Result<String, PortError> {
     serde_json::to_string(&QueueMessage::from(entry)).map_err(|e| {
@@ -274,43 +323,16 @@ impl SqsLapseQueue {
             .set_entries(Some(batch))
             .send()
             .await;
-        match out {
-            Err(e) => {
-                let e = port_error(
-                    format!("send {} lapse tasks on {}", chunk.len(), self.queue_url),
-                    e,
-                );
-                let sent = results.iter().filter(|r| r.is_ok()).count();
-                let mut each = e.for_each_of(sent).into_iter();
-                for result in results.iter_mut().filter(|r| r.is_ok()) {
-                    if let Some(e) = each.next() {
-                        *result = Err(e);
-                    }
+        settle_batch(&mut results, out, || {
+            format!("send {} lapse tasks on {}", chunk.len(), self.queue_url)
+        });
+        for (entry, result) in chunk.iter().zip(&results) {
+            match result {
+                Ok(()) => {
+                    tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, "lapse task queued")
                 }
-            }
-            Ok(out) => {
-                for failed in out.failed {
-                    let Some((entry, result)) = failed
-                        .id
-                        .parse::<usize>()
-                        .ok()
-                        .and_then(|i| Some((chunk.get(i)?, results.get_mut(i)?)))
-                    else {
-                        continue;
-                    };
-                    let reason = format!(
-                        "send {} on {} ({}: {})",
-                        entry.message_id,
-                        self.queue_url,
-                        failed.code,
-                        failed.message.unwrap_or_default()
-                    );
-                    *result = Err(PortError::new(!failed.sender_fault, reason, None));
-                }
-                for (entry, result) in chunk.iter().zip(&results) {
-                    if result.is_ok() {
-                        tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, "lapse task queued");
-                    }
+                Err(e) => {
+                    tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, error = %e, "lapse task not queued")
                 }
             }
         }

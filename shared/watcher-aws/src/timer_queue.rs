@@ -14,6 +14,12 @@
 //! nothing before the deadline on its own clock (an early one re-arms, and comes back as another
 //! delayed message). A message for a timer that moved or ended lapses nothing. A standard queue,
 //! not FIFO: FIFO queues take no per-message delay.
+//!
+//! The queue also carries the schedule deletes of a commit ([`DisarmMessage`], no delay), so an
+//! input's answer waits for one `SendMessageBatch` rather than for each `DeleteSchedule`: the
+//! timer function deletes them a second or so later. A delete that never happens costs nothing
+//! but the schedule's firing: it finds no pending timer and lapses nothing, then Scheduler
+//! deletes it (`ActionAfterCompletion: DELETE`).
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
@@ -22,6 +28,8 @@ use watcher_core::engine::TimerKey;
 use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
 use watcher_runtime::ports::PortError;
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{permanent, port_error};
 use crate::scheduler::TimerInput;
@@ -58,6 +66,23 @@ pub fn delay_seconds(now: Instant, at: Instant) -> Option<i32> {
     i32::try_from(secs).ok()
 }
 
+/// A timer-queue message that asks the timer function to delete the schedule of `disarm`:
+/// `{"tenant": "...", "disarm": {"subject", "expectation", "kind"}}` (the [`TimerKey`]'s serde
+/// form, as in [`TimerInput`]'s `timer`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DisarmMessage {
+    /// The tenant of the timer.
+    pub tenant: Tenant,
+    /// The timer whose schedule to delete.
+    pub disarm: TimerKey,
+}
+
+/// The [`DisarmMessage`] in a timer-queue message's `body`, if it is one (a [`TimerInput`] is
+/// not: it has `timer`, not `disarm`).
+pub fn parse_disarm_message(body: &str) -> Option<DisarmMessage> {
+    serde_json::from_str(body).ok()
+}
+
 /// Finishes a timer's wait with a delayed message to the timer function.
 #[async_trait]
 pub trait TimerQueue: Send + Sync {
@@ -74,6 +99,22 @@ pub trait TimerQueue: Send + Sync {
         at: Instant,
         now: Instant,
     ) -> Result<(), PortError>;
+
+    /// Asks the timer function to delete the schedules of `keys` of `tenant` ([`DisarmMessage`]
+    /// each, at once); one result per key, in order. A key whose message failed is the
+    /// caller's to disarm itself. The default sends none and fails each.
+    async fn send_disarms(&self, tenant: &Tenant, keys: &[TimerKey]) -> Vec<Result<(), PortError>> {
+        let _ = tenant;
+        keys.iter()
+            .map(|_| {
+                Err(PortError::new(
+                    false,
+                    "this timer queue carries no disarms".into(),
+                    None,
+                ))
+            })
+            .collect()
+    }
 }
 
 /// [`TimerQueue`] over the standard SQS queue at `queue_url`; the body is the schedule's
@@ -129,6 +170,63 @@ impl TimerQueue for SqsTimerQueue {
             .map_err(|e| port_error(format!("send timer {key:?} to {}", self.queue_url), e))?;
         tracing::debug!(timer = ?key, %at, delay, "timer message queued");
         Ok(())
+    }
+
+    /// [`DisarmMessage`]s with `SendMessageBatch`, ten to a request.
+    async fn send_disarms(&self, tenant: &Tenant, keys: &[TimerKey]) -> Vec<Result<(), PortError>> {
+        let mut results = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(crate::sqs::BATCH_MAX) {
+            results.extend(self.send_disarm_batch(tenant, chunk).await);
+        }
+        results
+    }
+}
+
+impl SqsTimerQueue {
+    /// One `SendMessageBatch` of at most ten [`DisarmMessage`]s; one result per key, in order.
+    async fn send_disarm_batch(
+        &self,
+        tenant: &Tenant,
+        chunk: &[TimerKey],
+    ) -> Vec<Result<(), PortError>> {
+        let mut results: Vec<Result<(), PortError>> = Vec::with_capacity(chunk.len());
+        let mut batch = Vec::with_capacity(chunk.len());
+        for (i, key) in chunk.iter().enumerate() {
+            let message = DisarmMessage {
+                tenant: tenant.clone(),
+                disarm: key.clone(),
+            };
+            let entry = serde_json::to_string(&message)
+                .map_err(|e| permanent("body of the disarm message", e))
+                .and_then(|body| {
+                    aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .message_body(body)
+                        .build()
+                        .map_err(|e| permanent("disarm batch entry", e))
+                });
+            match entry {
+                Ok(entry) => {
+                    batch.push(entry);
+                    results.push(Ok(()));
+                }
+                Err(e) => results.push(Err(e)),
+            }
+        }
+        if batch.is_empty() {
+            return results;
+        }
+        let sent = self
+            .client
+            .send_message_batch()
+            .queue_url(&self.queue_url)
+            .set_entries(Some(batch))
+            .send()
+            .await;
+        crate::sqs::settle_batch(&mut results, sent, || {
+            format!("send {} disarms to {}", chunk.len(), self.queue_url)
+        });
+        results
     }
 }
 

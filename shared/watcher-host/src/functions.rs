@@ -32,6 +32,10 @@ pub struct Needs {
     /// Every configured agent's card read over the network at cold start (`CardRefresh`);
     /// otherwise the card kept in the table is used and only an agent with none kept is read.
     pub reads_cards: bool,
+    /// Schedules deleted in the function itself: the one the schedules and the sweep fire
+    /// (`LateTimers`), on no caller's path; every other function hands its schedule deletes to the timer queue, when
+    /// there is one, so its answers do not wait for `DeleteSchedule`.
+    pub deletes_schedules: bool,
 }
 
 impl Needs {
@@ -42,6 +46,7 @@ impl Needs {
             rate_buckets: self.rate_buckets || other.rate_buckets,
             redelivery: self.redelivery || other.redelivery,
             reads_cards: self.reads_cards || other.reads_cards,
+            deletes_schedules: self.deletes_schedules || other.deletes_schedules,
         }
     }
 }
@@ -112,6 +117,7 @@ impl Function {
             rate_buckets: any(&[Service::RateLimit]),
             redelivery: any(&[Service::Retries]),
             reads_cards: any(&[Service::CardRefresh]),
+            deletes_schedules: any(&[Service::LateTimers]),
         }
     }
 
@@ -227,6 +233,7 @@ mod tests {
             Needs {
                 a2a_client: true,
                 reads_cards: true,
+                deletes_schedules: true,
                 ..Needs::default()
             }
         );
@@ -237,8 +244,11 @@ mod tests {
                 rate_buckets: true,
                 redelivery: true,
                 reads_cards: false,
+                deletes_schedules: false,
             }
         );
+        // Together (as `serve`-like tests build them), the timer's deletes are made at once.
+        assert!(needs_of(&Function::ALL).deletes_schedules);
     }
 
     #[test]

@@ -21,8 +21,9 @@ use watcher_runtime::watcher::{net_timers, Applied, EffectSink};
 /// docs/aws-latency.md). Without one, every future timer is scheduled: it fires at, or within the
 /// minute after, its instant, and the timer function re-arms any early wake. A delayed message
 /// cannot be withdrawn: a disarmed or moved timer's message lapses nothing when it arrives (the
-/// record decides). Failures are
-/// logged: the sweep finds every due-but-unlapsed expectation and every queued lapse task, so a
+/// record decides). With [`disarm_later`](AwsSink::disarm_later) and a timer queue, schedule
+/// deletes go to that queue for the timer function to make (docs/aws-latency.md, step 6).
+/// Failures are logged: the sweep finds every due-but-unlapsed expectation and every queued lapse task, so a
 /// lost effect delays a lapse, never loses it.
 pub struct AwsSink {
     /// EventBridge Scheduler (or any [`Timers`]).
@@ -32,6 +33,10 @@ pub struct AwsSink {
     /// Where timers due within [`MAX_DELAY_SECS`](watcher_aws::MAX_DELAY_SECS) finish their
     /// wait, if anywhere.
     pub timer_queue: Option<Arc<dyn TimerQueue>>,
+    /// Hand schedule deletes to the timer queue rather than make them ([`watcher_aws::DisarmMessage`]):
+    /// in the functions that answer callers (the API, the submitter), not in the timer function,
+    /// whose deletes keep no one waiting.
+    pub disarm_later: bool,
 }
 
 /// The most Scheduler or timer-queue calls one commit's effects have in flight at once.
@@ -40,28 +45,52 @@ pub const TIMER_CALLS_AT_ONCE: usize = 8;
 #[async_trait]
 impl EffectSink for AwsSink {
     async fn carry_out(&self, tenant: &Tenant, applied: &Applied, now: Instant) {
-        // The timers [`TIMER_CALLS_AT_ONCE`] at a time: a fact's answer waits for the slowest
-        // `DeleteSchedule` of each wave, not for their sum, and a commit that moves a thousand
-        // timers does not open a thousand connections. Each key appears once (`net_timers`), so
-        // no two calls touch one schedule.
-        let timers = net_timers(&applied.effects)
+        // With `disarm_later`, deletes go to the timer queue, when there is one, ten to a
+        // `SendMessageBatch`: the answer waits for that, not for each `DeleteSchedule` (the
+        // timer function deletes them). A delete the queue did not take is made here.
+        let mut moves = Vec::new();
+        let mut deletes = Vec::new();
+        for (key, at) in net_timers(&applied.effects) {
+            match at {
+                None => deletes.push(key),
+                Some(at) if at > now => moves.push((key, at)),
+                Some(_) => {}
+            }
+        }
+        if let (Some(q), true) = (&self.timer_queue, self.disarm_later && !deletes.is_empty()) {
+            let sent = q.send_disarms(tenant, &deletes).await;
+            deletes = deletes
+                .into_iter()
+                .zip(sent)
+                .filter_map(|(key, r)| r.err().map(|e| {
+                    tracing::warn!(error = %e, timer = ?key, "queueing a schedule delete failed; deleting it now");
+                    key
+                }))
+                .collect();
+        }
+        // The rest [`TIMER_CALLS_AT_ONCE`] at a time: the answer waits for the slowest call of
+        // each wave, not for their sum, and a commit that moves a thousand timers does not open
+        // a thousand connections. Each key appears once (`net_timers`), so no two calls touch
+        // one schedule.
+        let calls = moves
             .into_iter()
+            .map(|(key, at)| (key, Some(at)))
+            .chain(deletes.into_iter().map(|key| (key, None)))
             .map(|(key, at)| async move {
                 let result = match at {
-                    Some(at) if at > now => match &self.timer_queue {
+                    Some(at) => match &self.timer_queue {
                         Some(q) if delay_seconds(now, at).is_some() => {
                             q.send_at(tenant, &key, at, now).await
                         }
                         _ => self.timers.arm(tenant, &key, at).await,
                     },
-                    Some(_) => Ok(()),
                     None => self.timers.disarm(tenant, &key).await,
                 };
                 if let Err(e) = result {
                     tracing::warn!(error = %e, timer = ?key, "timer effect failed; the sweep will catch up");
                 }
             });
-        futures_util::stream::iter(timers)
+        futures_util::stream::iter(calls)
             .buffer_unordered(TIMER_CALLS_AT_ONCE)
             .collect::<Vec<()>>()
             .await;

@@ -20,7 +20,7 @@ use watcher_core::time::Instant;
 use watcher_delivery::deliver::Submitter;
 use watcher_delivery::endpoint::Endpoints;
 use watcher_delivery::reconcile::Reconciler;
-use watcher_runtime::ports::LapseQueue;
+use watcher_runtime::ports::{LapseQueue, Timers};
 use watcher_runtime::store::{DeliveryState, OutboxEntry, Store};
 use watcher_runtime::watcher::{ApplyError, Watcher};
 
@@ -66,6 +66,9 @@ pub const FOLLOW_BUDGET: std::time::Duration = std::time::Duration::from_secs(40
 pub struct TimerReport {
     /// Timers evaluated.
     pub evaluated: usize,
+    /// Schedules deleted for commits that deferred it to the timer queue.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub disarmed: usize,
     /// Lapses determined.
     pub lapses: usize,
     /// Lapse tasks re-queued by the sweep.
@@ -136,6 +139,7 @@ impl From<TimerError> for lambda_runtime::Diagnostic {
 pub async fn handle_with_cards<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
+    timers: &dyn Timers,
     cards: &(impl crate::cards::AgentCards + ?Sized),
     following: Option<&Following<'_>>,
     event: &Value,
@@ -143,9 +147,9 @@ pub async fn handle_with_cards<S: Store + ?Sized>(
 ) -> Result<TimerReport, TimerError> {
     if event.get("sweep").and_then(Value::as_bool) != Some(true) {
         cards.pick_up_all(now).await;
-        return handle(watcher, queue, following, event, now).await;
+        return handle(watcher, queue, timers, following, event, now).await;
     }
-    let swept = handle(watcher, queue, following, event, now).await;
+    let swept = handle(watcher, queue, timers, following, event, now).await;
     let read = cards.refresh(now).await;
     let mut report = swept?;
     report.cards_tried = read.tried;
@@ -175,6 +179,7 @@ fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
 pub async fn handle<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
+    timers: &dyn Timers,
     following: Option<&Following<'_>>,
     event: &Value,
     now: Instant,
@@ -183,7 +188,7 @@ pub async fn handle<S: Store + ?Sized>(
         return sweep(watcher, queue, following, now).await;
     }
     if let Some(records) = event.get("Records").and_then(Value::as_array) {
-        return from_queue(watcher, records, now).await;
+        return from_queue(watcher, timers, records, now).await;
     }
     let input = watcher_aws::parse_timer_input(&event.to_string())
         .map_err(|e| TimerError::Malformed(e.to_string()))?;
@@ -198,11 +203,13 @@ pub async fn handle<S: Store + ?Sized>(
 }
 
 /// The timer queue's batch: each record's `body` is a timer input, evaluated at `now` like a
-/// schedule's (an early one lapses nothing and re-arms). A body that is not a timer input is
-/// dropped with an error log (it can never succeed, and the sweep covers every deadline); a store
-/// failure reports the record for redelivery.
+/// schedule's (an early one lapses nothing and re-arms), or a [`watcher_aws::DisarmMessage`]
+/// ([`disarm`]). A body that is neither is dropped with an error log (it can never succeed,
+/// and the sweep covers every deadline); a store failure, or a delete that may succeed later,
+/// reports the record for redelivery.
 async fn from_queue<S: Store + ?Sized>(
     watcher: &Watcher<S>,
+    timers: &dyn Timers,
     records: &[Value],
     now: Instant,
 ) -> Result<TimerReport, TimerError> {
@@ -213,6 +220,23 @@ async fn from_queue<S: Store + ?Sized>(
             .and_then(Value::as_str)
             .unwrap_or_default();
         let body = record.get("body").and_then(Value::as_str).unwrap_or("");
+        if let Some(message) = watcher_aws::parse_disarm_message(body) {
+            match disarm(watcher, timers, &message, now).await {
+                Ok(applied) => {
+                    report.disarmed += 1;
+                    report.lapses += lapses_in(&applied);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, sqs_message_id = %id, "schedule delete failed; redelivered");
+                    if !id.is_empty() {
+                        report.batch_item_failures.push(ItemFailure {
+                            item_identifier: id.to_string(),
+                        });
+                    }
+                }
+            }
+            continue;
+        }
         let input = match watcher_aws::parse_timer_input(body) {
             Ok(input) => input,
             Err(e) => {
@@ -239,6 +263,33 @@ async fn from_queue<S: Store + ?Sized>(
         }
     }
     Ok(report)
+}
+
+/// A schedule delete an input's commit deferred to the timer queue: deletes the schedule, then
+/// evaluates the timer as a wake would, so a timer the record armed again since (a re-anchor
+/// within the second) is armed again rather than lost, and one now due lapses. The evaluation
+/// of a timer the record no longer holds changes nothing.
+///
+/// # Errors
+/// A retryable failure of the delete, or the store's: redeliver. A permanent failure of the
+/// delete (the schedule group is gone) is logged and the message dropped.
+async fn disarm<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    timers: &dyn Timers,
+    message: &watcher_aws::DisarmMessage,
+    now: Instant,
+) -> Result<watcher_runtime::watcher::Applied, String> {
+    match timers.disarm(&message.tenant, &message.disarm).await {
+        Ok(()) => {}
+        Err(e) if e.is_retryable() => return Err(e.to_string()),
+        Err(e) => {
+            tracing::error!(error = %e, timer = ?message.disarm, "schedule delete refused; dropped")
+        }
+    }
+    watcher
+        .apply(&message.tenant, &Input::Timer(message.disarm.clone()), now)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// The sweep: evaluates every deadline and horizon due by `now` whatever happened to its

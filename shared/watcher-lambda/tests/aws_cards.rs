@@ -175,6 +175,7 @@ async fn the_sweep_reads_an_unreadable_card_and_every_function_picks_it_up() {
     let report = watcher_lambda::timer::handle_with_cards(
         &timer.watcher,
         &*timer.queue,
+        &*timer.timers,
         &timer.cards,
         None,
         &json!({ "sweep": true }),
@@ -287,6 +288,7 @@ async fn the_sweep_rereads_a_card_older_than_the_maximum_age() {
             watcher_lambda::timer::handle_with_cards(
                 &timer.watcher,
                 &*timer.queue,
+                &*timer.timers,
                 &timer.cards,
                 None,
                 &json!({ "sweep": true }),

@@ -192,6 +192,7 @@ async fn the_sweep_probes_through_the_deployments_push_route_and_every_function_
     let report = watcher_lambda::timer::handle_with_cards(
         &timer.watcher,
         &*timer.queue,
+        &*timer.timers,
         &timer.cards,
         None,
         &json!({ "sweep": true }),
@@ -228,6 +229,7 @@ async fn the_sweep_probes_through_the_deployments_push_route_and_every_function_
     let report = watcher_lambda::timer::handle_with_cards(
         &timer.watcher,
         &*timer.queue,
+        &*timer.timers,
         &timer.cards,
         None,
         &json!({ "sweep": true }),

@@ -18,7 +18,8 @@ use watcher_core::ids::Tenant;
 use watcher_core::record::Status;
 use watcher_core::time::Instant;
 use watcher_delivery::testing::{Behaviour, CaptureAgent, Reply};
-use watcher_host::aws::{assemble_with_timer_queue, Parts};
+use watcher_host::aws::{assemble_for, assemble_with_timer_queue, Parts};
+use watcher_host::functions::Function;
 use watcher_http::{watcher_router, AppState};
 use watcher_runtime::clock::FakeClock;
 use watcher_runtime::store::{DeliveryState, Store};
@@ -119,13 +120,31 @@ token = "ops-1"
         &queues.queue_url,
     ));
     let clock = Arc::new(FakeClock::new(t("2026-09-10T01:00:00Z")));
-    let parts = assemble_with_timer_queue(store, timers, queue, timer_queue_port, &config)
-        .await
-        .expect("parts")
-        .with_clock(clock.clone());
+    let parts = assemble_with_timer_queue(
+        store.clone(),
+        timers.clone(),
+        queue.clone(),
+        timer_queue_port.clone(),
+        &config,
+    )
+    .await
+    .expect("parts")
+    .with_clock(clock.clone());
+    // The API function's own parts, as it builds them: it leaves schedule deletes to the timer
+    // queue.
+    let api = assemble_for(
+        &[Function::Api],
+        store,
+        timers,
+        queue,
+        timer_queue_port,
+        &config,
+    )
+    .await
+    .expect("the API function's parts");
     let router = watcher_router(AppState {
-        watcher: parts.watcher.clone(),
-        credentials: parts.credentials.clone(),
+        watcher: api.watcher.clone(),
+        credentials: api.credentials.clone(),
         clock: clock.clone(),
         wake: Arc::new(Notify::new()),
     });
@@ -198,6 +217,44 @@ impl Deployment {
         body
     }
 
+    /// The carrier reports the manifest for the booking's subject; answered 200.
+    async fn report_manifest(&self) {
+        let fact = json!({ "factKey": "shipment.manifest.received:PA-2026-0901", "observedAt": "2026-09-10T09:59:00Z",
+                           "subject": { "type": "shipment", "id": "PA-2026-0901" } });
+        let (status, body) = self
+            .call(api_event(
+                "POST",
+                "/v1/facts",
+                json!({ "authorization": "Bearer src-1", "content-type": "application/json" }),
+                &fact,
+            ))
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    /// The timer queue's visible messages, as the SQS event its event source mapping hands the
+    /// timer function.
+    async fn timer_messages(&self) -> Value {
+        let url = self.timer_queue_url.as_ref().expect("timer queue");
+        let out = self
+            .sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .expect("receive");
+        let records: Vec<Value> = out
+            .messages()
+            .iter()
+            .map(|m| {
+                json!({ "messageId": m.message_id(), "body": m.body(), "eventSource": "aws:sqs",
+                             "receiptHandle": m.receipt_handle() })
+            })
+            .collect();
+        json!({ "Records": records })
+    }
+
     async fn schedules(&self) -> Vec<String> {
         let out = self
             .scheduler
@@ -238,6 +295,7 @@ impl Deployment {
         watcher_lambda::timer::handle(
             &*self.parts.watcher,
             &*self.parts.queue,
+            &*self.parts.timers,
             Some(&following),
             input,
             now,
@@ -388,6 +446,7 @@ async fn a_schedule_deleted_behind_the_watchers_back_still_lapses_by_the_sweep()
     let report = watcher_lambda::timer::handle(
         &*d.parts.watcher,
         &*d.parts.queue,
+        &*d.parts.timers,
         Some(&d.following()),
         &json!({ "sweep": true }),
         t("2026-09-10T22:20:00Z"),
@@ -816,6 +875,7 @@ async fn a_sweep_whose_agent_holds_its_answers_ends_at_its_budget() {
     let report = watcher_lambda::timer::handle(
         &*d.parts.watcher,
         &*d.parts.queue,
+        &*d.parts.timers,
         Some(&following),
         &json!({ "sweep": true }),
         t("2026-09-10T01:05:00Z"),
@@ -854,19 +914,23 @@ async fn the_requests_of_each_step_are_docs_costs_tables() {
         .step(&d, "push (raise)", 1, vec![Run::Push], 0, 0)
         .await;
     d.clock.set(t("2026-09-10T10:00:00Z"));
-    let fact = json!({ "factKey": "shipment.manifest.received:PA-2026-0901", "observedAt": "2026-09-10T09:59:00Z",
-                       "subject": { "type": "shipment", "id": "PA-2026-0901" } });
-    let (status, body) = d
-        .call(api_event(
-            "POST",
-            "/v1/facts",
-            json!({ "authorization": "Bearer src-1", "content-type": "application/json" }),
-            &fact,
-        ))
-        .await;
-    assert_eq!(status, 200, "{body}");
+    d.report_manifest().await;
+    // The timer function deletes the schedule the fact's commit left to it on the timer queue
+    // (its event source's receive, stood in for by the test's, and delete: 1 more request).
+    let deferred = d.timer_messages().await;
+    assert_eq!(
+        d.fire(&deferred, t("2026-09-10T10:00:01Z")).await.disarmed,
+        1
+    );
     let satisfy = table
-        .step(&d, "fact that satisfies it", 1, vec![Run::Fact], 0, 0)
+        .step(
+            &d,
+            "fact that satisfies it",
+            1,
+            vec![Run::Fact, Run::Timer],
+            0,
+            1,
+        )
         .await;
 
     let d = deploy_with("e2e-cost-lapse", true).await;
@@ -882,7 +946,8 @@ async fn the_requests_of_each_step_are_docs_costs_tables() {
     assert_eq!(d.submit(event, t("2026-09-10T22:15:01Z")).await, 0);
     assert_eq!(d.delivered(), [OVERDUE]);
     // One schedule fired; the timer-queue message's receive and delete and the lapse message's
-    // delete are the event sources' (the test hands both messages over itself).
+    // delete are the event sources' (the test hands both messages over itself). The timer
+    // function deletes schedules itself: nothing waits for it.
     let lapse = table
         .step(
             &d,
@@ -1016,4 +1081,67 @@ async fn no_partition_is_written_by_every_input() {
         "a partition written by more than a quarter of {inputs} inputs; the busiest: {busiest:#?}"
     );
     assert!(written.len() > inputs, "{written:#?}");
+}
+
+/// expectations-v1 §9.3 on AWS, the fact's answer: the commit's schedule delete goes to the timer
+/// queue, and the timer function makes it; a delete SQS hands over twice changes nothing more.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_facts_answer_leaves_the_schedule_delete_to_the_timer_function() {
+    let d = deploy_with("e2e-defer", true).await;
+    d.push_booking("").await;
+    assert_eq!(d.schedules().await.len(), 1);
+    d.clock.set(t("2026-09-10T10:00:00Z"));
+    d.requests.take();
+    d.report_manifest().await;
+    let answered = d.requests.take();
+    assert_eq!(
+        answered.get("Scheduler DeleteSchedule"),
+        None,
+        "{answered:?}"
+    );
+    assert_eq!(
+        answered.get("SQS SendMessageBatch"),
+        Some(&1),
+        "{answered:?}"
+    );
+    assert_eq!(
+        d.schedules().await.len(),
+        1,
+        "deleted after the answer, not before"
+    );
+
+    let event = d.timer_messages().await;
+    assert_eq!(
+        event["Records"].as_array().map(Vec::len),
+        Some(1),
+        "{event}"
+    );
+    let report = d.fire(&event, t("2026-09-10T10:00:01Z")).await;
+    assert_eq!((report.disarmed, report.lapses), (1, 0));
+    assert!(report.batch_item_failures.is_empty());
+    assert!(d.schedules().await.is_empty());
+    // Redelivered: the delete of a schedule already gone is success, and nothing is armed.
+    let again = d.fire(&event, t("2026-09-10T10:00:02Z")).await;
+    assert_eq!((again.disarmed, again.lapses), (1, 0));
+    assert!(d.schedules().await.is_empty());
+}
+
+/// A deferred delete that reaches the timer function after the record armed the timer again
+/// (here: a delete for a timer that is still pending) deletes the schedule and arms it again:
+/// the record decides, never the message.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deferred_delete_of_a_timer_the_record_still_holds_arms_it_again() {
+    let d = deploy_with("e2e-defer-race", true).await;
+    d.push_booking("").await;
+    let names = d.schedules().await;
+    let (input, expression) = d.schedule_input(&names[0]).await;
+    let body = json!({ "tenant": input["tenant"], "disarm": input["timer"] }).to_string();
+    let event =
+        json!({ "Records": [{ "messageId": "m-1", "body": body, "eventSource": "aws:sqs" }] });
+    let report = d.fire(&event, t("2026-09-10T10:00:00Z")).await;
+    assert_eq!((report.disarmed, report.lapses), (1, 0));
+    assert!(report.batch_item_failures.is_empty());
+    let after = d.schedules().await;
+    assert_eq!(after.len(), 1, "armed again");
+    assert_eq!(d.schedule_input(&after[0]).await, (input, expression));
 }

@@ -41,6 +41,9 @@ pub struct Parts {
     pub watcher: Arc<Watcher<dyn Store>>,
     /// The lapse queue.
     pub queue: Arc<dyn LapseQueue>,
+    /// The per-deadline schedules (the timer function deletes those commits deferred to the
+    /// timer queue).
+    pub timers: Arc<dyn watcher_runtime::ports::Timers>,
     /// Who may call what (the API function).
     pub credentials: Arc<Credentials>,
     /// Where lapse tasks go (the submitter), kept up to date by [`Parts::cards`].
@@ -281,9 +284,10 @@ pub async fn assemble_for(
         .origins()
         .set_first_poll(crate::deployment::retry_policy(&config.delivery).poll_first);
     let sink = Arc::new(AwsSink {
-        timers,
+        timers: timers.clone(),
         queue: queue.clone(),
         timer_queue,
+        disarm_later: !needs.deletes_schedules,
     });
     let endpoints = SharedEndpoints::new(deployment.endpoints);
     let cards = Arc::new(Cards::new(
@@ -312,6 +316,7 @@ pub async fn assemble_for(
     Ok(Parts {
         watcher,
         queue,
+        timers,
         credentials: Arc::new(deployment.credentials),
         endpoints,
         cards,
