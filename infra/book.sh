@@ -7,7 +7,7 @@
 # from crates.io with cargo into .tools/ (once; about 4 minutes on 2 cores), without its `serve`
 # and `watch` features (`mdbook serve docs` needs a full `cargo install mdbook`).
 # The build fails on a chapter whose file is missing (docs/book.toml: create-missing = false).
-# Links and examples are checked by `cargo test --test docs`.
+# Links and examples are checked by `cargo test --test it docs::`.
 #
 # Exit status: 0 built; 3 mdbook could not be installed (no crates.io: the caller skips the
 # build and says so); anything else, the book did not build.

@@ -16,7 +16,7 @@
 //! -p watcher-fn-lesson-write`; infra/test-all.sh builds them). Without them the test says so
 //! and passes, unless `CI=true`, where it fails.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

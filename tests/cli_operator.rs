@@ -2,7 +2,7 @@
 //! `serve` running the worked example on compressed times, over HTTP (`--url`, `--token`, or the
 //! environment) and from the local database (`--config`); and the timeline route itself.
 
-mod common;
+use crate::common;
 
 use std::process::Output;
 use std::time::Duration;

@@ -13,7 +13,7 @@
 //! scenarios run side by side (each with its own agent and expectations), then the one that
 //! kills the sender runs alone. A scenario that does not run on a deployment prints
 //! `SKIPPED on aws-local: {reason}`. Each scenario's time and the whole run's are printed
-//! (`cargo test --test deployments -- --nocapture`).
+//! (`cargo test --test it deployments:: -- --nocapture`).
 //!
 //! On aws-local the stand-ins cap the queues' visibility (30 s, and the submitter's send lease
 //! below it) and run the sweep every 5 s, so crashes and what the sweep does take seconds.
@@ -22,7 +22,7 @@
 //! (infra/test-all.sh builds them); without them it says so and passes, unless `CI=true`,
 //! where it fails.
 
-mod common;
+use crate::common;
 #[path = "deployments/harness.rs"]
 mod harness;
 #[path = "deployments/scenarios.rs"]

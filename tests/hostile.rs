@@ -13,7 +13,7 @@
 //! SQLite file, ordered by key) is byte-for-byte what it was before, apart from the refusals
 //! appended to the rejections log (the rows that were there are unchanged).
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 

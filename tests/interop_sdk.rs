@@ -12,7 +12,7 @@
 //! `A2A_SKIP_SDK=1` (set by infra/test-all.sh when it could not make the venv, with the reason in
 //! its summary) skips them under `CI=true` too.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -3,7 +3,7 @@
 //! reported at `/healthz` and `GET /v1/agents`, retried with backoff, and once read, its card is
 //! kept in the store and used across a restart while the partner is down again.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

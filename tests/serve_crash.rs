@@ -2,7 +2,7 @@
 //! (contracts/serve.md): a deadline that passed while the process was down is submitted late,
 //! never skipped; a queued lapse task is never lost; a delivered one is never sent twice.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! their tasks and answer `ListTasks`. Backoffs are configured short (`[delivery]`) so the tests
 //! take seconds; nothing here asserts a timing, only what arrives, in what order, how often.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! because the health probe rewrites one row in place and so never needs a new page, and
 //! `serve`'s connection is not reachable from the test (docs/interpretation.md).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

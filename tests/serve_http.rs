@@ -1,7 +1,7 @@
 //! `a2a-watcher serve` over real HTTP (contracts/serve.md): each test starts its own `serve`
 //! child on port 0 with its own SQLite file, and a capture agent in place of the booking agent.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! normalisation), so confusable ids stay distinct; control characters and over-long ids are
 //! refused with problem+json naming the field.
 
-mod common;
+use crate::common;
 
 use jiff::Timestamp;
 use serde_json::{json, Value};

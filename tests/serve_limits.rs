@@ -3,7 +3,7 @@
 //! answer of the router (an unknown route, a wrong method, an extractor's rejection) is
 //! problem+json too.
 
-mod common;
+use crate::common;
 
 use serde_json::{json, Value};
 use watcher_delivery::testing::{spawn_capture_agent, Behaviour};

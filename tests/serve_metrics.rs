@@ -1,7 +1,7 @@
 //! `GET /metrics` of `serve` after a small scenario: the counters hold exactly what happened
 //! (issue 14, "Metrics and traces").
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! Also: a lapse task followed with `GetTask` (no push) has its successor recorded from the
 //! task's artifacts (issue 9 leftover (c)).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,7 @@
 //! `retention_days = 0` keeps everything. The rule itself is pinned by the store conformance
 //! suite (`purge_follows_retention`); this checks that `serve` runs it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 use watcher_runtime::store::Records as _;

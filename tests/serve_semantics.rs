@@ -5,7 +5,7 @@
 //! simulated clock in `shared/watcher-runtime/tests/rules_revision3.rs`, `rules_revision4.rs` and
 //! `cases.rs`.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

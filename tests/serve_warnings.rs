@@ -3,7 +3,7 @@
 //! one; an artifact listing the extension without its metadata is a warning too. Nothing is
 //! refused for it.
 
-mod common;
+use crate::common;
 
 use jiff::Timestamp;
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! stale), all or nothing, the unmatched answer, bearer-token sources, configuration errors at
 //! start, and the `webhook test` dry run.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 

@@ -6,7 +6,7 @@
 //!
 //! Without Chromium the test fails, unless `A2A_SKIP_CHROMIUM=1` says to skip it (locally).
 
-mod common;
+use crate::common;
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

@@ -14,8 +14,8 @@ use jiff::Timestamp;
 use serde_json::{json, Value};
 use watcher_delivery::testing::CaptureAgent;
 
+use super::harness::{Deployment, Fixture, HOOK_SOURCE, HOOK_TOKEN};
 use crate::common::*;
-use crate::harness::{Deployment, Fixture, HOOK_SOURCE, HOOK_TOKEN};
 
 /// A scenario's body.
 pub type Run = fn(Arc<Deployment>, Arc<Fixture>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -570,7 +570,7 @@ async fn agents_independent(d: Arc<Deployment>, f: Arc<Fixture>) {
         .post(d.url("/v1/agents/partner/push"))
         .header(
             "X-A2A-Notification-Token",
-            crate::harness::push_token("partner"),
+            super::harness::push_token("partner"),
         )
         .json(&one_expectation("task-p", "exp-p", "PA-p", due, "PT0S"))
         .send()

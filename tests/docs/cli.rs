@@ -5,7 +5,7 @@
 use std::process::Command;
 
 /// The line after which `docs/reference/cli.md` is generated.
-const MARK: &str = "<!-- Everything below is generated from the binary's --help by `UPDATE_DOCS=1 cargo test --test docs`. -->";
+const MARK: &str = "<!-- Everything below is generated from the binary's --help by `UPDATE_DOCS=1 cargo test --test it docs::`. -->";
 
 /// `a2a-watcher {path} --help`, at a fixed width.
 fn help(path: &[&str]) -> String {
@@ -76,7 +76,7 @@ fn the_command_reference_is_the_binarys_help() {
     }
     assert!(
         page == want,
-        "docs/reference/cli.md is stale: run `UPDATE_DOCS=1 cargo test --test docs`"
+        "docs/reference/cli.md is stale: run `UPDATE_DOCS=1 cargo test --test it docs::`"
     );
 }
 

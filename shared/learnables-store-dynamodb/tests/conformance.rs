@@ -1,6 +1,6 @@
 //! The DynamoDB definition store against the definition store conformance suite, on a local moto
 //! server (see `tests/common`): each check gets a fresh table.
 
-mod common;
+use crate::common;
 
 learnables_store::definition_store_conformance!(common::store().await);

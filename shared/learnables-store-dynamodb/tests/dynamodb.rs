@@ -2,7 +2,7 @@
 //! writers on separate clients racing on one version, the item layout, the 400 KB item limit,
 //! corrupt items, and SDK errors kept as sources.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

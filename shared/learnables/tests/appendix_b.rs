@@ -1,7 +1,7 @@
 //! learnables-v1 Appendix B on the pure API: unsettled, taught, settled; pinning; idempotence;
 //! history (§10.2, §10.3, §10.4, §11).
 
-mod common;
+use crate::common;
 
 use common::*;
 use learnables::{

@@ -1,7 +1,7 @@
 //! §13.1 over-broad values and §8 suggestions no wider than their evidence: the reference
 //! implementation's `PA-2026-0901` → `PA-2026` defect.
 
-mod common;
+use crate::common;
 
 use common::*;
 use learnables::{

@@ -2,7 +2,7 @@
 //! defined only here, which the crate has never heard of — go through the identical `teach`,
 //! `check`, `show_back` and `descriptors` functions.
 
-mod common;
+use crate::common;
 
 use common::*;
 use learnables::{

@@ -1,7 +1,7 @@
 //! §10.1 and §13.3: the learnable judges, refuses with its own reason, at absorption time; the
 //! active version is unchanged.
 
-mod common;
+use crate::common;
 
 use common::*;
 use learnables::{

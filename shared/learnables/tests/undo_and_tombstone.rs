@@ -1,6 +1,6 @@
 //! §10.3 undo by activation; §14 tombstones; contract "Rules" on both.
 
-mod common;
+use crate::common;
 
 use common::*;
 use learnables::{

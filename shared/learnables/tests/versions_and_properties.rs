@@ -1,7 +1,7 @@
 //! Content addressing (contract "Rules": RFC 8785 JCS), descriptors (§6.2) and the §10.2
 //! idempotence property.
 
-mod common;
+use crate::common;
 
 use common::*;
 use learnables::{descriptors, teach, version_id, Collections, Registry};

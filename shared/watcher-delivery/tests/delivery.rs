@@ -2,7 +2,7 @@
 //! task"). Time is driven by passing `now`; the only waits are HTTP round trips (and one client
 //! timeout).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

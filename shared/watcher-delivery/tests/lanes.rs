@@ -3,7 +3,7 @@
 //! woken for work queued after it went idle sends it, and (ignored, run by hand) a burst of
 //! 1,000 lapse tasks across 10 agents, timed and printed, never asserted.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -150,7 +150,7 @@ async fn work_queued_after_the_lane_went_idle_is_sent_when_woken() {
     assert_eq!(agent.sent_message_ids().len(), 1);
 }
 
-/// Run by hand: `cargo test -p watcher-delivery --test lanes -- --ignored --nocapture`.
+/// Run by hand: `cargo test -p watcher-delivery --test it lanes:: -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn measure_a_burst_of_1000_across_10_agents() {

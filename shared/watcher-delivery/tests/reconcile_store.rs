@@ -2,7 +2,7 @@
 //! store and a capture agent: an origin of an agent that is no longer reconciled is stopped
 //! without a `GetTask`; one of a reconciled agent is asked for and rescheduled.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use watcher_runtime::store::Origins as _;

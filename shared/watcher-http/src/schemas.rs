@@ -1,6 +1,6 @@
 //! `GET /v1/schemas/{name}.json`: the JSON Schemas of both extensions' objects (expectations-v1
 //! and learnables-v1 Appendix A), served from the checked-in `docs/schemas/` files, which are
-//! generated from the Rust types (`UPDATE_SCHEMAS=1 cargo test -p watcher-http --test schemas`
+//! generated from the Rust types (`UPDATE_SCHEMAS=1 cargo test -p watcher-http --test it schemas::`
 //! rewrites them; the same test fails when they are stale). Public: no credential needed.
 
 use axum::extract::Path;

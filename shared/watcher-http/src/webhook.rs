@@ -12,9 +12,9 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use serde_json::{json, Value};
 use watcher_core::fact::Fact;
 use watcher_core::ids::Source;
+use watcher_runtime::facts::FactsOutcome;
 use watcher_webhooks::Outcome;
 
 use crate::auth::{Role, SourceWebhook};
@@ -38,7 +38,7 @@ pub async fn webhook(
     Path(source_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<WebhookAnswer>, ApiError> {
     let hook = authenticate(&state, &source_id, &headers, &body)?;
     let source = Source::parse(hook.id.clone()).map_err(ApiError::bad_request)?;
     let payload = json_body(&headers, &body)?;
@@ -48,7 +48,12 @@ pub async fn webhook(
         .apply(&payload)
         .map_err(|e| unprocessable(format!("{e}; nothing in this request was recorded")))?;
     let mapped = match outcome {
-        Outcome::Unmatched => return Ok(Json(json!({ "results": [], "unmatched": true }))),
+        Outcome::Unmatched => {
+            return Ok(Json(WebhookAnswer {
+                outcome: FactsOutcome::default(),
+                unmatched: true,
+            }))
+        }
         Outcome::Facts(f) => f,
     };
     if mapped.len() > limits.facts_per_request {
@@ -60,7 +65,7 @@ pub async fn webhook(
     }
     if mapped.is_empty() {
         // A matched mapping whose `each` array is empty: nothing to record.
-        return Ok(Json(json!({ "results": [] })));
+        return Ok(Json(WebhookAnswer::default()));
     }
     let facts: Vec<Fact> = mapped
         .into_iter()
@@ -78,7 +83,23 @@ pub async fn webhook(
             }
         })
         .collect();
-    record_facts(&state, &hook.tenant, facts).await
+    let Json(outcome) = record_facts(&state, &hook.tenant, &source, facts).await?;
+    Ok(Json(WebhookAnswer {
+        outcome,
+        unmatched: false,
+    }))
+}
+
+/// A carrier webhook's answer: `POST /v1/facts`'s ([`FactsOutcome`]), with `"unmatched": true`
+/// when the payload matched no mapping (nothing recorded).
+#[derive(Debug, Default, serde::Serialize)]
+pub struct WebhookAnswer {
+    /// What the mapped facts did.
+    #[serde(flatten)]
+    pub outcome: FactsOutcome,
+    /// The payload matched none of the source's mappings.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unmatched: bool,
 }
 
 fn unprocessable(detail: String) -> ApiError {

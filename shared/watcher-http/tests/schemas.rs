@@ -1,5 +1,5 @@
 //! The published JSON Schemas (docs/schemas/) are the ones the Rust types generate, and the route
-//! serves each of them. `UPDATE_SCHEMAS=1 cargo test -p watcher-http --test schemas` rewrites the
+//! serves each of them. `UPDATE_SCHEMAS=1 cargo test -p watcher-http --test it schemas::` rewrites the
 //! files after a type changes.
 
 use std::path::PathBuf;
@@ -34,7 +34,7 @@ fn schemas_are_current() {
     }
     assert!(
         stale.is_empty(),
-        "docs/schemas/ is stale for {stale:?}: run `UPDATE_SCHEMAS=1 cargo test -p watcher-http --test schemas`"
+        "docs/schemas/ is stale for {stale:?}: run `UPDATE_SCHEMAS=1 cargo test -p watcher-http --test it schemas::`"
     );
 }
 

@@ -24,7 +24,7 @@ use watcher_http::{watcher_router, AppState};
 use watcher_runtime::clock::FakeClock;
 use watcher_runtime::store::{DeliveryState, Store};
 
-mod common;
+use crate::common;
 use common::{ROLE_ARN, TIMER_ARN};
 
 const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
@@ -959,7 +959,7 @@ async fn the_requests_of_each_step_are_docs_costs_tables() {
         )
         .await;
     let steps = [push, satisfy, lapse];
-    let how = "cargo test -p watcher-lambda --test end_to_end the_requests";
+    let how = "cargo test -p watcher-lambda --test it end_to_end::the_requests";
     check_generated("costs.md", "costs", &render(&steps, &Prices::load()), how);
     // What each input has of its own: its partitions are not shared with other inputs.
     let own = [

@@ -9,7 +9,7 @@ use http_body_util::BodyExt;
 use serde_json::json;
 use tower::ServiceExt;
 
-mod common;
+use crate::common;
 
 use common::{api_event, api_router};
 

@@ -12,7 +12,7 @@ use tower::ServiceExt;
 use watcher_core::time::Instant;
 use watcher_runtime::clock::FakeClock;
 
-mod common;
+use crate::common;
 
 use common::{api_event, api_router_on};
 

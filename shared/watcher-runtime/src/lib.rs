@@ -3,6 +3,7 @@
 
 pub mod clock;
 pub mod directory;
+pub mod facts;
 pub mod index;
 pub mod lease;
 pub mod memory;
@@ -10,6 +11,7 @@ pub mod metrics;
 pub mod operators;
 pub mod origins;
 pub mod ports;
+pub mod push;
 pub mod replay;
 pub mod retention;
 pub mod sequence;

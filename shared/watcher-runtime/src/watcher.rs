@@ -27,6 +27,8 @@ pub const FIRE_GROUP: usize = 8;
 struct Attempt {
     scope: watcher_core::slice::Scope,
     tries: usize,
+    /// Rejections the caller keeps in the input's commit (a request's warnings).
+    keep: Vec<watcher_core::engine::Rejection>,
 }
 
 impl Attempt {
@@ -34,6 +36,7 @@ impl Attempt {
         Attempt {
             scope: initial_scope(input, settings),
             tries: 0,
+            keep: Vec::new(),
         }
     }
 }
@@ -188,6 +191,27 @@ impl<S: Store + ?Sized> Watcher<S> {
         self.after_commit(tenant, applied, now).await
     }
 
+    /// [`Watcher::apply`], with `keep` (rejections the caller decided, such as a request's
+    /// warnings) written in the input's own commit: both are recorded, or neither.
+    ///
+    /// # Errors
+    /// As [`Watcher::apply`].
+    pub async fn apply_keeping(
+        &self,
+        tenant: &Tenant,
+        input: &Input,
+        keep: Vec<watcher_core::engine::Rejection>,
+        now: Instant,
+    ) -> Result<Applied, ApplyError> {
+        let seq = self.store.next_sequence().await?;
+        let mut attempt = Attempt::new(input, &self.settings);
+        attempt.keep = keep;
+        let applied = self
+            .step_and_commit(tenant, input, now, seq, &mut attempt)
+            .await?;
+        self.after_commit(tenant, applied, now).await
+    }
+
     /// What follows an input's commit: the timers it left due at once (when
     /// [`Watcher::evaluating_due_at_once`]), the sink, the metrics and the lapse log lines.
     async fn after_commit(
@@ -300,7 +324,8 @@ impl<S: Store + ?Sized> Watcher<S> {
             match step(slice, input, &ctx) {
                 Ok((slice, effects)) => {
                     let outbox = self.outbox_entries(&effects, now);
-                    let commit = commit_of(slice, &effects, outbox.clone());
+                    let mut commit = commit_of(slice, &effects, outbox.clone());
+                    commit.rejections.extend(attempt.keep.iter().cloned());
                     return Ok((commit, Applied { effects, outbox }));
                 }
                 Err(need) => {

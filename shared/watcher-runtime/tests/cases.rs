@@ -2,7 +2,7 @@
 //! `cases/semantics/`), each run through `replay::run` and checked against the value its README
 //! states.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 

@@ -13,7 +13,7 @@
 //! `a_subjectless_fact_redelivered_after_a_matching_raise_is_a_no_op` for the one case where a
 //! redelivery is not yet a no-op.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

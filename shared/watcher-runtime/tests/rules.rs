@@ -1,7 +1,7 @@
 //! One test per rule of expectations-v1 and semantics.md, each driven through
 //! `replay::run` on a fresh `MemoryStore` and asserting the values the contracts give.
 
-mod common;
+use crate::common;
 
 use common::{exp, key_of, question_metadata, s, scenario, t, URI};
 use serde_json::{json, Value};

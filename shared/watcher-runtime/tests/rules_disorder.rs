@@ -3,7 +3,7 @@
 //! without `timestamp`, `input-required → working → input-required` loops, events out of order,
 //! a `Task` snapshot after its own updates, and 0.3-shaped pushes. The record stays right.
 
-mod common;
+use crate::common;
 
 use common::{exp, question_metadata, scenario, t};
 use serde_json::{json, Value};

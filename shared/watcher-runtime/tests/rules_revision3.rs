@@ -3,7 +3,7 @@
 //! `MemoryStore` and asserting the value the contract gives. Each test fails on the behaviour
 //! before the revision.
 
-mod common;
+use crate::common;
 
 use common::{exp, key_of, question_metadata, scenario, t, URI};
 use serde_json::{json, Value};

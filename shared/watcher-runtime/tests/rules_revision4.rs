@@ -5,7 +5,7 @@
 //! as for reported ones. Each test drives `replay::run` on a fresh `MemoryStore` over a table or
 //! a generated set of variants, and asserts the value the contract gives.
 
-mod common;
+use crate::common;
 
 use common::{exp, key_of, question_metadata, scenario, t, Scenario};
 use proptest::prelude::*;

@@ -1,7 +1,7 @@
 //! The worked example (expectations-v1 Appendix B) as semantics.md "The worked example" lists
 //! it: four lapse tasks, in order, and the final record.
 
-mod common;
+use crate::common;
 
 use common::{run_doc, Outcome, URI};
 use serde_json::{json, Value};

@@ -2,6 +2,6 @@
 //! `tests/common`): each check gets a fresh table. DynamoDB expires items through the TTL
 //! attribute (`retention = ttl`: `purge` deletes nothing); tests/dynamodb.rs checks the TTLs.
 
-mod common;
+use crate::common;
 
 watcher_runtime::store_conformance!(common::store().await, retention = ttl);

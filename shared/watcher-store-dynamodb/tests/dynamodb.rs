@@ -2,7 +2,7 @@
 //! conflicts between separate clients, commits of many subjects against the 100-write
 //! transaction limit, the TTL attribute, the item size limit, and identifiers too long for a key.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;

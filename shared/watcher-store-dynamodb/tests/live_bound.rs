@@ -4,7 +4,7 @@
 //! commits may overshoot the bound by what the others raise, never more
 //! (docs/interpretation.md "§13.2 per-agent bound under concurrency").
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use watcher_runtime::store::Records as _;

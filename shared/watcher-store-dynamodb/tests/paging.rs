@@ -3,7 +3,7 @@
 //! (issue 10), pages cross rejections items, and lapse tasks written before the `lapses-*`
 //! indexes enter them at their next update (docs/dynamodb.md, "Upgrading").
 
-mod common;
+use crate::common;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::*;

@@ -128,10 +128,13 @@ pub async fn emulator(name: &str) -> Emulator {
         .region(aws_config::Region::new("us-east-1"))
         .load()
         .await;
+    // Unique within the test binary too: its tests run at once, in one process.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = format!(
-        "{name}-{}-{}",
+        "{name}-{}-{}-{}",
         std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
+        jiff::Timestamp::now().as_millisecond(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
     let requests = Requests::default();
     let ddb = aws_sdk_dynamodb::Client::from_conf(

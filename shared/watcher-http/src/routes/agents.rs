@@ -1,0 +1,124 @@
+//! `GET /v1/agents`: the tenant's agents with their delivery and card state, for operators.
+
+use crate::auth::Role;
+use crate::page;
+use crate::problem::ApiError;
+use crate::AppState;
+use axum::extract::State;
+use axum::http::{HeaderMap, Uri};
+use axum::Json;
+use serde_json::{json, Value};
+use watcher_core::ids::AgentId;
+
+use super::*;
+
+/// `GET /v1/agents`: the agents of the caller's tenant with their lapse-task delivery state
+/// (`ok`, `retrying` since `retryingSince`, `failing`; `watcher_runtime::operators`), by agent
+/// id, one page at a time (`limit`, `cursor`; `crate::page`), each with `lifecycleTrusted` and
+/// `lifecycle` (`protocolVersion`, `probedAt`, `demotions`, the probe's `descriptor`; or only
+/// `demotions` when never probed), and `reconciled` (origin tasks followed with `GetTask`).
+/// Answers `{ "agents": [...], "nextCursor": "…" | null }`. For operators.
+pub async fn agents(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Operator], false)?;
+    let params = page::parse(&uri, 'a', &[])?;
+    let after = match params.after {
+        Some(page::Cursor::Agent(a)) => Some(a),
+        _ => None,
+    };
+    Ok(Json(
+        agents_view(&state, &principal.tenant, after.as_deref(), params.limit).await?,
+    ))
+}
+
+/// The `GET /v1/agents` body for `tenant`: agents by id after `after`, at most `limit`, as
+/// `{ "agents": [{ "agentId", "delivery", "submitsLapses"?, "retryingSince"?, "lastError"?,
+/// "lifecycleTrusted", "reconciled", "lifecycle", "card"? }], "nextCursor": "…" | null }`, the
+/// page cut before half of `page::MAX_PAGE_BYTES`; shared with the web page.
+///
+/// # Errors
+/// 503 when the store fails.
+pub async fn agents_view(
+    state: &AppState,
+    tenant: &watcher_core::ids::Tenant,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Value, ApiError> {
+    let directory = &state.watcher.directory;
+    let entries: std::collections::BTreeMap<AgentId, _> = directory
+        .entries()
+        .into_iter()
+        .filter(|a| a.tenant == *tenant)
+        .map(|a| (a.profile.id.clone(), a))
+        .collect();
+    let mut cards: std::collections::BTreeMap<AgentId, _> =
+        directory.configured(tenant).into_iter().collect();
+    let ids: std::collections::BTreeSet<AgentId> =
+        entries.keys().chain(cards.keys()).cloned().collect();
+    // The directory is in memory (the configured agents); each agent shown costs two index reads.
+    let mut ids = ids
+        .into_iter()
+        .filter(|id| after.is_none_or(|a| id.as_str() > a))
+        .peekable();
+    let mut agents = Vec::new();
+    let mut bytes = 0usize;
+    let mut next = None;
+    while let Some(id) = ids.next() {
+        let delivery =
+            watcher_runtime::operators::agent_delivery(&*state.watcher.store, tenant, &id)
+                .await
+                .map_err(unavailable)?;
+        let mut v = json!({
+            "agentId": id,
+            "delivery": delivery.delivery,
+        });
+        if let Some(entry) = entries.get(&id) {
+            v["submitsLapses"] = json!(entry.submits_lapses);
+        }
+        if let Some(since) = delivery.retrying_since {
+            v["retryingSince"] = json!(since);
+        }
+        if let Some(e) = delivery.last_error {
+            v["lastError"] = json!(e);
+        }
+        // docs/specs/agent-card-vs-lifecycle-conformance.md: only a probe promotes; the card
+        // alone never does. Untrusted agents' origin tasks are reconciled with GetTask.
+        let lifecycle = directory.lifecycle(tenant, &id);
+        v["lifecycleTrusted"] = json!(lifecycle.as_ref().is_some_and(|l| l.lifecycle_trusted));
+        v["reconciled"] = json!(directory.reconciles(tenant, &id));
+        match lifecycle {
+            Some(l) => {
+                v["lifecycle"] = json!({
+                    "protocolVersion": l.protocol_version,
+                    "probedAt": l.probed_at,
+                    "demotions": l.demotions,
+                    "descriptor": l.descriptor,
+                })
+            }
+            None => {
+                v["lifecycle"] = json!({
+                    "demotions": ["never probed: the card alone never promotes an agent to lifecycle-trusted"]
+                })
+            }
+        }
+        // serve.md "Agents are independent": where the agent's card stands.
+        if let Some(card) = cards.remove(&id) {
+            v["card"] = json!(card);
+        }
+        bytes += v.to_string().len() + 1;
+        agents.push(v);
+        if ids.peek().is_some() && (agents.len() >= limit || bytes > page::MAX_PAGE_BYTES / 2) {
+            next = Some(page::encode(
+                'a',
+                &page::Cursor::Agent(id.as_str().to_string()),
+            ));
+            break;
+        }
+    }
+    Ok(json!({ "agents": agents, "nextCursor": next }))
+}

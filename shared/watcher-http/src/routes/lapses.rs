@@ -1,0 +1,202 @@
+//! `GET /v1/lapses` and `POST /v1/lapses/retry`: lapse tasks and their delivery, for operators.
+
+use crate::auth::Role;
+use crate::body::json_body;
+use crate::page;
+use crate::problem::ApiError;
+use crate::AppState;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Uri};
+use axum::Json;
+use serde_json::{json, Value};
+use watcher_core::ids::AgentId;
+use watcher_core::time::Instant;
+use watcher_runtime::store::{DeliveryState, LapseQuery};
+
+use super::*;
+
+/// `GET /v1/lapses`: the lapse tasks of the caller's tenant and their delivery, in order of
+/// lapse, one page at a time (`crate::page`): `limit`, `cursor`, and the filters `agent` (an
+/// agent id), `delivery` (`queued`, `sent` or `failed`) and `since` (lapsed at or after, an
+/// RFC 3339 instant). Answers `{ "lapses": [...], "nextCursor": "…" | null }`. For operators.
+pub async fn lapses(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Operator], false)?;
+    let params = page::parse(&uri, 'l', &["agent", "delivery", "since"])?;
+    let mut query = LapseQuery {
+        limit: params.limit,
+        after: match params.after {
+            Some(page::Cursor::Position(p)) => Some(p),
+            _ => None,
+        },
+        ..LapseQuery::default()
+    };
+    if let Some(a) = params.filters.get("agent") {
+        query.agent = Some(
+            AgentId::parse(a.clone())
+                .map_err(|r| ApiError::bad_request(format!("query parameter `agent`: {r}")))?,
+        );
+    }
+    if let Some(d) = params.filters.get("delivery") {
+        query.delivery = Some(match d.as_str() {
+            "queued" => DeliveryState::Queued,
+            "sent" => DeliveryState::Sent,
+            "failed" => DeliveryState::Failed,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "query parameter `delivery`: {other:?} is not one of queued, sent, failed"
+                )))
+            }
+        });
+    }
+    if let Some(since) = params.filters.get("since") {
+        query.since = Some(
+            Instant::parse(since)
+                .map_err(|e| ApiError::bad_request(format!("query parameter `since`: {e}")))?,
+        );
+    }
+    let page = state
+        .watcher
+        .store
+        .lapses_page(&principal.tenant, &query)
+        .await
+        .map_err(unavailable)?;
+    let (lapses, last, cut) = page::fill(page.entries.iter().map(|(pos, o)| (*pos, lapse_json(o))));
+    let next = if cut { last } else { page.next };
+    let next = next.map(|p| page::encode('l', &page::Cursor::Position(p)));
+    Ok(Json(json!({ "lapses": lapses, "nextCursor": next })))
+}
+
+/// One lapse task as `GET /v1/lapses` shows it.
+fn lapse_json(o: &watcher_runtime::store::OutboxEntry) -> Value {
+    let mut v = json!({
+        "messageId": o.message_id,
+        "expectationId": o.expectation_id,
+        "lapse": o.lapse,
+        "lapsedAt": o.lapsed_at,
+        "agent": o.agent,
+        "delivery": o.delivery.as_str(),
+        "attempts": o.attempts,
+    });
+    if let Some(t) = &o.task_id {
+        v["taskId"] = json!(t);
+    }
+    if let Some(s) = &o.task_state {
+        v["taskState"] = json!(s);
+    }
+    if o.answered_with_message {
+        v["answeredWithMessage"] = json!(true);
+    }
+    // §13.1: the lapse task waits on a person at the agent; the watcher never answers.
+    if matches!(
+        o.task_state.as_deref(),
+        Some("TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED")
+    ) {
+        v["needsPerson"] = json!(true);
+    }
+    if let Some(since) = &o.retrying_since {
+        v["retryingSince"] = json!(since);
+    }
+    if let Some(e) = &o.last_error {
+        v["lastError"] = json!(e);
+    }
+    v
+}
+
+/// Most messageIds one `POST /v1/lapses/retry` may name.
+pub const MAX_RETRY_IDS: usize = 1000;
+
+/// `POST /v1/lapses/retry` `{"agent": "…", "messageIds": ["…"]}`: puts failed lapse tasks of the
+/// agent back in the queue, the ones named or, without `messageIds`, all of them. Answers
+/// `{"requeued": n, "messageIds": [...], "skipped": [{"messageId","reason"}], "more": bool}`.
+/// For operators.
+pub async fn retry_lapses(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Operator], false)?;
+    let value = json_body(&headers, &body)?;
+    let Some(obj) = value.as_object() else {
+        return Err(ApiError::bad_request(
+            "the body must be an object {\"agent\": \"…\", \"messageIds\": [\"…\"]}",
+        ));
+    };
+    let agent_name = match obj.get("agent") {
+        Some(Value::String(a)) if !a.is_empty() => a.clone(),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "field `agent`: must be a non-empty string",
+            ))
+        }
+        None => return Err(ApiError::bad_request("field `agent`: is required")),
+    };
+    let agent = AgentId::parse(agent_name.clone())
+        .map_err(|r| ApiError::bad_request(format!("field `agent`: {r}")))?;
+    if state
+        .watcher
+        .directory
+        .get(&principal.tenant, &agent)
+        .is_none()
+    {
+        return Err(ApiError::not_found(format!(
+            "agent {agent_name:?} is not registered in this tenant"
+        )));
+    }
+    let ids: Option<Vec<String>> = match obj.get("messageIds") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => {
+            if items.is_empty() {
+                return Err(ApiError::bad_request(
+                    "field `messageIds`: must not be empty; leave it out to re-queue every failed lapse task of the agent",
+                ));
+            }
+            if items.len() > MAX_RETRY_IDS {
+                return Err(ApiError::bad_request(format!(
+                    "field `messageIds`: {} ids exceed the limit of {MAX_RETRY_IDS}",
+                    items.len()
+                )));
+            }
+            let mut ids = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match item.as_str() {
+                    Some(id) if !id.is_empty() => ids.push(id.to_string()),
+                    _ => {
+                        return Err(ApiError::bad_request(format!(
+                            "field `messageIds[{i}]`: must be a non-empty string"
+                        )))
+                    }
+                }
+            }
+            Some(ids)
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "field `messageIds`: must be an array of messageIds",
+            ))
+        }
+    };
+    let done = state
+        .watcher
+        .requeue_failed(&principal.tenant, &agent, ids.as_deref(), state.clock.now())
+        .await
+        .map_err(unavailable)?;
+    if !done.requeued.is_empty() {
+        // The agent's delivery lane looks at once.
+        state.wake.notify_waiters();
+    }
+    Ok(Json(json!({
+        "requeued": done.requeued.len(),
+        "messageIds": done.requeued,
+        "skipped": done.skipped,
+        "more": done.more,
+    })))
+}

@@ -1,0 +1,120 @@
+//! `GET /v1/agents/{agentId}/rejections` and `GET /v1/sources/{sourceId}/rejections`: what was
+//! refused or ignored, a page at a time.
+
+use crate::auth::Role;
+use crate::page;
+use crate::problem::ApiError;
+use crate::AppState;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Uri};
+use axum::Json;
+use serde_json::{json, Value};
+use watcher_core::engine::Rejection;
+use watcher_core::ids::AgentId;
+use watcher_runtime::facts::source_key;
+
+use super::*;
+
+/// `GET /v1/agents/{agentId}/rejections`: for the agent itself or an operator of its tenant;
+/// oldest first, one page at a time (`limit`, `cursor`; `crate::page`). Answers
+/// `{ "rejections": [...], "nextCursor": "…" | null }`.
+pub async fn rejections(
+    State(state): State<AppState>,
+    Path(agent_id): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Agent, Role::Operator], true)?;
+    let params = page::parse(&uri, 'r', &[])?;
+    if principal.role == Role::Agent && principal.id != agent_id {
+        return Err(ApiError::forbidden(format!(
+            "this credential belongs to agent {:?}, not {agent_id:?}",
+            principal.id
+        )));
+    }
+    let id = AgentId::parse(agent_id.clone())
+        .map_err(|r| ApiError::bad_request(format!("agentId: {r}")))?;
+    if state
+        .watcher
+        .directory
+        .get(&principal.tenant, &id)
+        .is_none()
+    {
+        return Err(ApiError::not_found(format!(
+            "agent {agent_id:?} is not registered in this tenant"
+        )));
+    }
+    Ok(Json(
+        rejections_page(&state, &principal.tenant, &id, &params).await?,
+    ))
+}
+
+/// One page of the rejections kept under `key` (an agent, or `source:{sourceId}`) as the
+/// rejections routes answer it: `{ "rejections": [...], "nextCursor": "…" | null }`, from the
+/// store's page after `params`' cursor, cut before 1 MB (`crate::page`).
+///
+/// # Errors
+/// 503 when the store fails.
+async fn rejections_page(
+    state: &AppState,
+    tenant: &watcher_core::ids::Tenant,
+    key: &AgentId,
+    params: &page::PageParams,
+) -> Result<Value, ApiError> {
+    let after = match params.after {
+        Some(page::Cursor::Position(p)) => Some(p),
+        _ => None,
+    };
+    let (list, next) = state
+        .watcher
+        .store
+        .rejections_page(tenant, key, after, params.limit)
+        .await
+        .map_err(unavailable)?;
+    let (rejections, last, cut) = page::fill(list.iter().map(|(pos, r)| (*pos, rejection_json(r))));
+    let next = if cut { last } else { next };
+    let next = next.map(|p| page::encode('r', &page::Cursor::Position(p)));
+    Ok(json!({ "rejections": rejections, "nextCursor": next }))
+}
+
+/// The wire form of a kept rejection (serve.md): `{ expectationId, reason, at, taskId }`, plus
+/// `"warning": true` on what was ignored rather than refused (issue 12 item 4).
+fn rejection_json(r: &Rejection) -> Value {
+    let mut v = json!({ "expectationId": r.expectation_id, "reason": r.reason, "at": r.at, "taskId": r.task_id });
+    if r.warning {
+        v["warning"] = json!(true);
+    }
+    v
+}
+
+/// `GET /v1/sources/{sourceId}/rejections`: what the facts route ignored for this source (its
+/// `warnings`, kept on the record), for the source itself or an operator of its tenant; oldest
+/// first, one page at a time (`limit`, `cursor`), as `GET /v1/agents/{agentId}/rejections`.
+pub async fn source_rejections(
+    State(state): State<AppState>,
+    Path(source_id): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<Value>, ApiError> {
+    let principal = state
+        .credentials
+        .require(&headers, &[Role::Source, Role::Operator], false)?;
+    let params = page::parse(&uri, 'r', &[])?;
+    if principal.role == Role::Source && principal.id != source_id {
+        return Err(ApiError::forbidden(format!(
+            "this credential belongs to source {:?}, not {source_id:?}",
+            principal.id
+        )));
+    }
+    let Some(key) = source_key(&source_id) else {
+        return Err(ApiError::bad_request(format!(
+            "sourceId: not a source id (at most {} bytes, no control characters)",
+            watcher_core::ids::MAX_ID_LEN - "source:".len()
+        )));
+    };
+    Ok(Json(
+        rejections_page(&state, &principal.tenant, &key, &params).await?,
+    ))
+}

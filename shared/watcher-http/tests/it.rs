@@ -1,0 +1,12 @@
+//! The crate's integration tests as one binary (`cargo test --test it`), each file of
+//! `tests/` a module: one link of the crate and its dependencies instead of one per file.
+//! Run one file's tests with `cargo test --test it <file>::`.
+
+mod delivery_ops;
+mod learnables_http;
+mod openapi;
+mod pagination;
+mod schemas;
+mod strict_bodies;
+mod template_routes;
+mod web_page;

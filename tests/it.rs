@@ -1,0 +1,28 @@
+//! The crate's integration tests as one binary (`cargo test --test it`), each file of
+//! `tests/` a module: one link of the crate and its dependencies instead of one per file.
+//! Run one file's tests with `cargo test --test it <file>::`.
+
+mod aws_local;
+mod cli_operator;
+mod common;
+mod deployments;
+mod docs;
+mod hostile;
+mod interop_sdk;
+mod replay_cli;
+mod serve_agents;
+mod serve_crash;
+mod serve_delivery;
+mod serve_full_disk;
+mod serve_http;
+mod serve_ids;
+mod serve_limits;
+mod serve_metrics;
+mod serve_reconcile;
+mod serve_retention;
+mod serve_semantics;
+mod serve_warnings;
+mod serve_warnings_once;
+mod serve_webhooks;
+mod validate_cli;
+mod web_chromium;
