@@ -417,30 +417,11 @@ impl Local {
             }
             _ => self.store.lapses(&self.tenant).await?,
         };
+        // The same view as `GET /v1/lapses` answers.
         Ok(entries
             .iter()
-            .map(|o| {
-                let mut v = json!({
-                    "messageId": o.message_id,
-                    "expectationId": o.expectation_id,
-                    "lapse": o.lapse,
-                    "lapsedAt": o.lapsed_at,
-                    "agent": o.agent,
-                    "delivery": o.delivery.as_str(),
-                    "attempts": o.attempts,
-                });
-                if let Some(t) = &o.task_id {
-                    v["taskId"] = json!(t);
-                }
-                if let Some(s) = &o.task_state {
-                    v["taskState"] = json!(s);
-                }
-                if let Some(e) = &o.last_error {
-                    v["lastError"] = json!(e);
-                }
-                v
-            })
-            .collect())
+            .map(|o| serde_json::to_value(watcher_runtime::view::LapseView::of(o)))
+            .collect::<Result<_, _>>()?)
     }
 
     async fn agents(&self) -> anyhow::Result<Value> {

@@ -138,9 +138,9 @@ pub fn parse(uri: &Uri, kind: char, filters: &[&str]) -> Result<PageParams, ApiE
 
 /// Collects the JSON of a page's items until [`MAX_PAGE_BYTES`]: answers the items kept and
 /// whether the page was cut short (then the next page starts after the last item kept).
-pub fn fill<T>(
-    items: impl IntoIterator<Item = (T, serde_json::Value)>,
-) -> (Vec<serde_json::Value>, Option<T>, bool) {
+pub fn fill<T, V: serde::Serialize>(
+    items: impl IntoIterator<Item = (T, V)>,
+) -> (Vec<V>, Option<T>, bool) {
     let mut out = Vec::new();
     let mut bytes = 0usize;
     let mut last = None;

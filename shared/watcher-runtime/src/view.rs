@@ -39,3 +39,103 @@ pub fn subject_view(state: &SubjectState) -> Value {
         "facts": facts,
     })
 }
+
+/// One lapse task as operators read it (`GET /v1/lapses`, `a2a-watcher lapses`, with or without
+/// `--url`): `{ "messageId", "expectationId", "lapse", "lapsedAt", "agent", "delivery",
+/// "attempts", "taskId"?, "taskState"?, "answeredWithMessage"?, "needsPerson"?,
+/// "retryingSince"?, "lastError"? }` (UTC instants). One type, so the route and the command
+/// answer alike.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LapseView {
+    /// The lapse task's deterministic `messageId`.
+    pub message_id: String,
+    /// The expectation that lapsed.
+    pub expectation_id: watcher_core::ids::ExpectationId,
+    /// `overdue`, `skipped` or `stalled`.
+    pub lapse: watcher_core::record::LapseKind,
+    /// When the watcher determined the lapse.
+    pub lapsed_at: watcher_core::time::Instant,
+    /// The agent the lapse task is for.
+    pub agent: watcher_core::ids::AgentId,
+    /// `queued`, `sent` or `failed` ([`crate::store::DeliveryState`]).
+    pub delivery: &'static str,
+    /// Send attempts so far.
+    pub attempts: u32,
+    /// The agent's task for it, once known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// That task's last known state (a `TaskState` name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_state: Option<String>,
+    /// The agent answered with a Message rather than a Task.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub answered_with_message: bool,
+    /// expectations-v1 §13.1: the lapse task waits on a person at the agent
+    /// (`TASK_STATE_INPUT_REQUIRED` or `TASK_STATE_AUTH_REQUIRED`); the watcher never answers.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub needs_person: bool,
+    /// Since when its sends fail, while they are retried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrying_since: Option<watcher_core::time::Instant>,
+    /// The last send's error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+impl LapseView {
+    /// The view of the outbox entry `o`.
+    pub fn of(o: &crate::store::OutboxEntry) -> LapseView {
+        LapseView {
+            message_id: o.message_id.clone(),
+            expectation_id: o.expectation_id.clone(),
+            lapse: o.lapse,
+            lapsed_at: o.lapsed_at,
+            agent: o.agent.clone(),
+            delivery: o.delivery.as_str(),
+            attempts: o.attempts,
+            task_id: o.task_id.clone(),
+            task_state: o.task_state.clone(),
+            answered_with_message: o.answered_with_message,
+            needs_person: matches!(
+                o.task_state.as_deref(),
+                Some("TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED")
+            ),
+            retrying_since: o.retrying_since,
+            last_error: o.last_error.clone(),
+        }
+    }
+}
+
+/// A kept rejection as `GET /v1/agents/{agentId}/rejections` and
+/// `GET /v1/sources/{sourceId}/rejections` answer it (serve.md): `{ "expectationId", "reason",
+/// "at", "taskId", "warning"? }`, `expectationId` and `taskId` `null` when unknown, `"warning":
+/// true` on what was ignored rather than refused.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RejectionView {
+    /// The refused expectation's id, when one could be read.
+    pub expectation_id: Option<String>,
+    /// The rule and the field, in words.
+    pub reason: String,
+    /// When the watcher refused it (UTC).
+    pub at: watcher_core::time::Instant,
+    /// The task that raised it, when known.
+    pub task_id: Option<watcher_core::ids::TaskId>,
+    /// Ignored rather than refused.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub warning: bool,
+}
+
+impl RejectionView {
+    /// The view of the kept rejection `r`.
+    pub fn of(r: &watcher_core::engine::Rejection) -> RejectionView {
+        RejectionView {
+            expectation_id: r.expectation_id.clone(),
+            reason: r.reason.clone(),
+            at: r.at,
+            task_id: r.task_id.clone(),
+            warning: r.warning,
+        }
+    }
+}

@@ -24,7 +24,7 @@ pub async fn lapses(
     State(state): State<AppState>,
     headers: HeaderMap,
     uri: Uri,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<LapsesPage>, ApiError> {
     let principal = state
         .credentials
         .require(&headers, &[Role::Operator], false)?;
@@ -67,46 +67,17 @@ pub async fn lapses(
         .lapses_page(&principal.tenant, &query)
         .await
         .map_err(unavailable)?;
-    let (lapses, last, cut) = page::fill(page.entries.iter().map(|(pos, o)| (*pos, lapse_json(o))));
+    let (lapses, last, cut) = page::fill(
+        page.entries
+            .iter()
+            .map(|(pos, o)| (*pos, watcher_runtime::view::LapseView::of(o))),
+    );
     let next = if cut { last } else { page.next };
     let next = next.map(|p| page::encode('l', &page::Cursor::Position(p)));
-    Ok(Json(json!({ "lapses": lapses, "nextCursor": next })))
-}
-
-/// One lapse task as `GET /v1/lapses` shows it.
-fn lapse_json(o: &watcher_runtime::store::OutboxEntry) -> Value {
-    let mut v = json!({
-        "messageId": o.message_id,
-        "expectationId": o.expectation_id,
-        "lapse": o.lapse,
-        "lapsedAt": o.lapsed_at,
-        "agent": o.agent,
-        "delivery": o.delivery.as_str(),
-        "attempts": o.attempts,
-    });
-    if let Some(t) = &o.task_id {
-        v["taskId"] = json!(t);
-    }
-    if let Some(s) = &o.task_state {
-        v["taskState"] = json!(s);
-    }
-    if o.answered_with_message {
-        v["answeredWithMessage"] = json!(true);
-    }
-    // §13.1: the lapse task waits on a person at the agent; the watcher never answers.
-    if matches!(
-        o.task_state.as_deref(),
-        Some("TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED")
-    ) {
-        v["needsPerson"] = json!(true);
-    }
-    if let Some(since) = &o.retrying_since {
-        v["retryingSince"] = json!(since);
-    }
-    if let Some(e) = &o.last_error {
-        v["lastError"] = json!(e);
-    }
-    v
+    Ok(Json(LapsesPage {
+        lapses,
+        next_cursor: next,
+    }))
 }
 
 /// Most messageIds one `POST /v1/lapses/retry` may name.
@@ -199,4 +170,14 @@ pub async fn retry_lapses(
         "skipped": done.skipped,
         "more": done.more,
     })))
+}
+
+/// A page of lapse tasks: `{ "lapses": [LapseView], "nextCursor": "…" | null }`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LapsesPage {
+    /// The page's lapse tasks, in lapse order.
+    pub lapses: Vec<watcher_runtime::view::LapseView>,
+    /// Where the next page starts; `null` on the last.
+    pub next_cursor: Option<String>,
 }

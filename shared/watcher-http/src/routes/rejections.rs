@@ -8,10 +8,9 @@ use crate::AppState;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri};
 use axum::Json;
-use serde_json::{json, Value};
-use watcher_core::engine::Rejection;
 use watcher_core::ids::AgentId;
 use watcher_runtime::facts::source_key;
+use watcher_runtime::view::RejectionView;
 
 use super::*;
 
@@ -23,7 +22,7 @@ pub async fn rejections(
     Path(agent_id): Path<String>,
     headers: HeaderMap,
     uri: Uri,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RejectionsPage>, ApiError> {
     let principal = state
         .credentials
         .require(&headers, &[Role::Agent, Role::Operator], true)?;
@@ -62,7 +61,7 @@ async fn rejections_page(
     tenant: &watcher_core::ids::Tenant,
     key: &AgentId,
     params: &page::PageParams,
-) -> Result<Value, ApiError> {
+) -> Result<RejectionsPage, ApiError> {
     let after = match params.after {
         Some(page::Cursor::Position(p)) => Some(p),
         _ => None,
@@ -73,20 +72,14 @@ async fn rejections_page(
         .rejections_page(tenant, key, after, params.limit)
         .await
         .map_err(unavailable)?;
-    let (rejections, last, cut) = page::fill(list.iter().map(|(pos, r)| (*pos, rejection_json(r))));
+    let (rejections, last, cut) =
+        page::fill(list.iter().map(|(pos, r)| (*pos, RejectionView::of(r))));
     let next = if cut { last } else { next };
     let next = next.map(|p| page::encode('r', &page::Cursor::Position(p)));
-    Ok(json!({ "rejections": rejections, "nextCursor": next }))
-}
-
-/// The wire form of a kept rejection (serve.md): `{ expectationId, reason, at, taskId }`, plus
-/// `"warning": true` on what was ignored rather than refused (issue 12 item 4).
-fn rejection_json(r: &Rejection) -> Value {
-    let mut v = json!({ "expectationId": r.expectation_id, "reason": r.reason, "at": r.at, "taskId": r.task_id });
-    if r.warning {
-        v["warning"] = json!(true);
-    }
-    v
+    Ok(RejectionsPage {
+        rejections,
+        next_cursor: next,
+    })
 }
 
 /// `GET /v1/sources/{sourceId}/rejections`: what the facts route ignored for this source (its
@@ -97,7 +90,7 @@ pub async fn source_rejections(
     Path(source_id): Path<String>,
     headers: HeaderMap,
     uri: Uri,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RejectionsPage>, ApiError> {
     let principal = state
         .credentials
         .require(&headers, &[Role::Source, Role::Operator], false)?;
@@ -117,4 +110,14 @@ pub async fn source_rejections(
     Ok(Json(
         rejections_page(&state, &principal.tenant, &key, &params).await?,
     ))
+}
+
+/// A page of rejections: `{ "rejections": [RejectionView], "nextCursor": "…" | null }`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RejectionsPage {
+    /// The page's rejections, oldest first.
+    pub rejections: Vec<RejectionView>,
+    /// Where the next page starts; `null` on the last.
+    pub next_cursor: Option<String>,
 }
