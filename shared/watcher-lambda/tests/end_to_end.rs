@@ -205,31 +205,34 @@ impl Deployment {
                     "expects": "the airline manifest for PA-2026-0901",
                     "satisfiedBy": { "factKey": "shipment.manifest.received:PA-2026-0901" },
                     "dueAt": "2026-09-10T20:15:00Z", "grace": "PT2H", "basis": "observed" }] } } } } });
-        let (status, body) = self
-            .call(api_event(
-                "POST",
+        let body = self
+            .post_ok(
                 "/v1/agents/booking/push",
                 json!({ "content-type": "application/json", "x-a2a-notification-token": "push-1" }),
                 &artifact,
-            ))
+            )
             .await;
-        assert_eq!(status, 200, "{body}");
         body
+    }
+
+    /// POSTs `body` to `path` with `headers` through the API router; answers the body of its
+    /// 200 (any other status fails the test, showing the body).
+    async fn post_ok(&self, path: &str, headers: Value, body: &Value) -> Value {
+        let (status, answer) = self.call(api_event("POST", path, headers, body)).await;
+        assert_eq!(status, 200, "{answer}");
+        answer
     }
 
     /// The carrier reports the manifest for the booking's subject; answered 200.
     async fn report_manifest(&self) {
         let fact = json!({ "factKey": "shipment.manifest.received:PA-2026-0901", "observedAt": "2026-09-10T09:59:00Z",
                            "subject": { "type": "shipment", "id": "PA-2026-0901" } });
-        let (status, body) = self
-            .call(api_event(
-                "POST",
-                "/v1/facts",
-                json!({ "authorization": "Bearer src-1", "content-type": "application/json" }),
-                &fact,
-            ))
-            .await;
-        assert_eq!(status, 200, "{body}");
+        self.post_ok(
+            "/v1/facts",
+            json!({ "authorization": "Bearer src-1", "content-type": "application/json" }),
+            &fact,
+        )
+        .await;
     }
 
     /// The timer queue's visible messages, as the SQS event its event source mapping hands the
@@ -1039,28 +1042,17 @@ async fn no_partition_is_written_by_every_input() {
                         "expects": format!("the airline manifest for PA-{n}"),
                         "satisfiedBy": { "factKey": format!("shipment.manifest.received:PA-{n}") },
                         "dueAt": "2026-09-10T20:15:00Z", "basis": "observed" }] } } } } });
-            let (status, body) = d
-                .call(api_event(
-                    "POST",
-                    "/v1/agents/booking/push",
-                    json!({ "content-type": "application/json", "x-a2a-notification-token": "push-1" }),
-                    &artifact,
-                ))
-                .await;
-            assert_eq!(status, 200, "{body}");
+            let body = d.post_ok("/v1/agents/booking/push", json!({ "content-type": "application/json", "x-a2a-notification-token": "push-1" }), &artifact).await;
             assert_eq!(body["rejected"], json!([]), "{body}");
         } else {
             let fact = json!({ "factKey": format!("shipment.manifest.received:PA-{n}"), "observedAt": "2026-09-10T09:59:00Z",
                                "subject": { "type": "shipment", "id": format!("PA-{n}") } });
-            let (status, body) = d
-                .call(api_event(
-                    "POST",
-                    "/v1/facts",
-                    json!({ "authorization": "Bearer src-1", "content-type": "application/json" }),
-                    &fact,
-                ))
-                .await;
-            assert_eq!(status, 200, "{body}");
+            d.post_ok(
+                "/v1/facts",
+                json!({ "authorization": "Bearer src-1", "content-type": "application/json" }),
+                &fact,
+            )
+            .await;
         }
         let (_, measured) = d.requests.take_all();
         let after = schema.scan(&d.ddb, &d.group).await;
