@@ -1,0 +1,102 @@
+//! Due timers from the sharded `timers` index, merged in firing order.
+
+use super::*;
+
+impl DynamoStore {
+    /// Timers due at or before `until` of the subjects in the `timers` index partition
+    /// `partition`, earliest first, at most `limit`: a `Query` in ascending order that stops
+    /// once the next subject's earliest timer comes after the `limit`-th found.
+    pub(crate) async fn due_timers_in(
+        &self,
+        partition: String,
+        until: Instant,
+        limit: usize,
+    ) -> Result<Vec<DueTimer>, StoreError> {
+        let mut due: Vec<DueTimer> = Vec::new();
+        let bound = due_key_bound(until);
+        let mut start = None;
+        'pages: loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(TIMERS_INDEX)
+                .key_condition_expression("#p = :p AND #s < :bound")
+                .expression_attribute_names("#p", TIMERS_PK)
+                .expression_attribute_names("#s", TIMERS_SK)
+                .expression_attribute_values(":p", s(partition.clone()))
+                .expression_attribute_values(":bound", s(bound.clone()))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            for item in out.items.unwrap_or_default() {
+                let timers = timers_of(&item)?;
+                // Subjects come in the order of their earliest timer: once that is after the
+                // `limit`-th timer found so far, no later subject has one before it.
+                if due.len() >= limit {
+                    due.sort_by_key(timer_order);
+                    due.truncate(limit);
+                    if let (Some(first), Some(last)) = (timers.first(), due.last()) {
+                        if timer_order(first) > timer_order(last) {
+                            break 'pages;
+                        }
+                    }
+                }
+                due.extend(timers.into_iter().filter(|t| t.at <= until));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        due.sort_by_key(timer_order);
+        due.truncate(limit);
+        Ok(due)
+    }
+
+    /// Up to `limit` keys of queued lapse tasks whose next attempt is at or before `now`, with
+    /// their `seq`, in `seq` order, from the `outbox-due` index partition `partition`.
+    pub(crate) async fn due_keys_in(
+        &self,
+        partition: String,
+        now: Instant,
+        limit: usize,
+    ) -> Result<Vec<(u64, String, String)>, StoreError> {
+        let what = "outbox-due index entry";
+        let mut keys = Vec::new();
+        let mut start = None;
+        while keys.len() < limit {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(OUTBOX_DUE_INDEX)
+                .key_condition_expression("#q = :q")
+                .filter_expression("#n <= :now")
+                .expression_attribute_names("#q", QUEUED)
+                .expression_attribute_names("#n", NEXT_ATTEMPT)
+                .expression_attribute_values(":q", s(partition.clone()))
+                .expression_attribute_values(":now", s(instant_key(now)))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            for item in out.items.unwrap_or_default() {
+                keys.push((
+                    get_u64(&item, SEQ, what)?,
+                    get_s(&item, PK, what)?.to_string(),
+                    get_s(&item, SK, what)?.to_string(),
+                ));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        keys.truncate(limit);
+        Ok(keys)
+    }
+}

@@ -1,0 +1,387 @@
+//! Lapse-task items: their conditional updates, reads through the outbox indexes, and the backfill
+//! of the lapse indexes.
+
+use super::*;
+
+impl DynamoStore {
+    /// Read-modify-write of one outbox item: `change` maps the stored entry to the one to write
+    /// (`None`: nothing to write), written only if the item is still as read, else read again
+    /// (at most [`OUTBOX_CAS_TRIES`] times). Answers the entry written.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when every try lost to another writer; backend or corrupt data.
+    pub(crate) async fn update_outbox(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        change: impl Fn(&OutboxEntry) -> Option<OutboxEntry>,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        for _ in 0..OUTBOX_CAS_TRIES {
+            let Some(item) = self
+                .get(outbox_pk(tenant), &outbox_sk(agent, message_id))
+                .await?
+            else {
+                return Ok(None);
+            };
+            let (_, stored) = entry_of(&item)?;
+            let Some(updated) = change(&stored) else {
+                return Ok(None);
+            };
+            if self
+                .replace_outbox(&updated, get_s(&item, ENTRY, "outbox entry")?)
+                .await?
+            {
+                return Ok(Some(updated));
+            }
+        }
+        Err(StoreError::Conflict(format!(
+            "outbox entry {message_id:?} of agent {:?} (changed {OUTBOX_CAS_TRIES} times while being written)",
+            agent.as_str()
+        )))
+    }
+
+    /// Writes `entry` over the stored outbox item with its identity if that item's entry is
+    /// still `expected` (its JSON as read): `Ok(false)` when it changed meanwhile or is gone.
+    /// Sets the attributes the outbox indexes read; a sent entry is never changed back.
+    pub(crate) async fn replace_outbox(
+        &self,
+        entry: &OutboxEntry,
+        expected: &str,
+    ) -> Result<bool, StoreError> {
+        // `lapsesTenant` and `lapsesAgent` never change, and are set again here so that an
+        // entry written before the `lapses-*` indexes existed enters them at its next update.
+        let mut set = vec![
+            "#e = :e",
+            "#d = :d",
+            "#n = :n",
+            "#ad = :ad",
+            "#lt = :lt",
+            "#la = :la",
+        ];
+        let mut remove = Vec::new();
+        let mut req = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(PK, s(outbox_pk(&entry.tenant)))
+            .key(SK, s(outbox_sk(&entry.agent, &entry.message_id)))
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#e", ENTRY)
+            .expression_attribute_names("#d", DELIVERY)
+            .expression_attribute_names("#n", NEXT_ATTEMPT)
+            .expression_attribute_names("#ad", AGENT_DELIVERY)
+            .expression_attribute_names("#lt", LAPSES_TENANT)
+            .expression_attribute_names("#la", LAPSES_AGENT)
+            .expression_attribute_values(":lt", s(lapses_tenant(&entry.tenant)))
+            .expression_attribute_values(":la", s(lapses_agent(&entry.tenant, &entry.agent)))
+            .expression_attribute_values(
+                ":ad",
+                s(agent_delivery(
+                    &entry.tenant,
+                    &entry.agent,
+                    entry.delivery.as_str(),
+                )),
+            )
+            .expression_attribute_names("#q", QUEUED)
+            .expression_attribute_names("#x", EXPIRES_AT)
+            .expression_attribute_values(":e", s(to_json(entry)?))
+            .expression_attribute_values(":d", s(entry.delivery.as_str()))
+            .expression_attribute_values(":n", s(instant_key(entry.next_attempt_at)));
+        if entry.delivery == DeliveryState::Queued {
+            set.push("#q = :q");
+            req = req.expression_attribute_values(
+                ":q",
+                s(queued_partition(
+                    &outbox_pk(&entry.tenant),
+                    &outbox_sk(&entry.agent, &entry.message_id),
+                )),
+            );
+        } else {
+            remove.push("#q");
+        }
+        req = req.expression_attribute_names("#tk", TASK_KEY);
+        match &entry.task_id {
+            Some(task_id) => {
+                set.push("#tk = :tk");
+                req = req.expression_attribute_values(
+                    ":tk",
+                    s(outbox_task(&entry.tenant, &entry.agent, task_id)),
+                );
+            }
+            None => remove.push("#tk"),
+        }
+        req = req
+            .expression_attribute_names("#fa", FOLLOW_AGENT)
+            .expression_attribute_names("#ft", FOLLOW_AT);
+        match entry.follow_at {
+            Some(at) => {
+                set.push("#fa = :fa");
+                set.push("#ft = :ft");
+                req = req
+                    .expression_attribute_values(
+                        ":fa",
+                        s(follow_agent(&entry.tenant, &entry.agent)),
+                    )
+                    .expression_attribute_values(":ft", s(instant_key(at)));
+            }
+            None => {
+                remove.push("#fa");
+                remove.push("#ft");
+            }
+        }
+        match outbox_expiry(entry, self.retention_days) {
+            Some(at) => {
+                set.push("#x = :x");
+                req = req.expression_attribute_values(":x", n(at));
+            }
+            None => remove.push("#x"),
+        }
+        let mut update = format!("SET {}", set.join(", "));
+        if !remove.is_empty() {
+            update.push_str(&format!(" REMOVE {}", remove.join(", ")));
+        }
+        // Never inserts; a sent entry is never changed back; compare-and-set on the entry read.
+        req = req.expression_attribute_values(":old", s(expected));
+        let condition = if entry.delivery == DeliveryState::Sent {
+            "attribute_exists(#pk) AND #e = :old".to_string()
+        } else {
+            req = req.expression_attribute_values(":sent", s(DeliveryState::Sent.as_str()));
+            "attribute_exists(#pk) AND #e = :old AND #d <> :sent".to_string()
+        };
+        self.count(1u64);
+        match req
+            .update_expression(update)
+            .condition_expression(condition)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(StoreError::backend(e)),
+        }
+    }
+
+    /// Up to `limit` outbox entries found through `index` where `partition` (attribute, value)
+    /// and `sort` (attribute) is at or before `until` (an instant key, or `~` for no bound), in
+    /// index order, each re-read from the table (the index is eventually consistent; the caller
+    /// filters what no longer matches). Entries gone meanwhile are left out. Reads one index page
+    /// per 1,000 keys and one item per entry: the cost follows `limit`, not the outbox.
+    pub(crate) async fn outbox_through_index(
+        &self,
+        index: &str,
+        partition: (&str, String),
+        sort: &str,
+        until: String,
+        limit: usize,
+    ) -> Result<Vec<(u64, OutboxEntry)>, StoreError> {
+        let what = format!("{index} index entry");
+        let mut keys: Vec<(String, String)> = Vec::new();
+        let mut start = None;
+        while keys.len() < limit {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(index)
+                .key_condition_expression("#p = :p AND #s <= :until")
+                .expression_attribute_names("#p", partition.0)
+                .expression_attribute_names("#s", sort)
+                .expression_attribute_values(":p", s(partition.1.clone()))
+                .expression_attribute_values(":until", s(until.clone()))
+                .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            for item in out.items.unwrap_or_default() {
+                keys.push((
+                    get_s(&item, PK, &what)?.into(),
+                    get_s(&item, SK, &what)?.into(),
+                ));
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        keys.truncate(limit);
+        let entries = each(keys, |(pk, sk)| async move {
+            match self.get(pk, &sk).await? {
+                None => Ok(None),
+                Some(item) => entry_of(&item).map(Some),
+            }
+        })
+        .await?;
+        Ok(entries.into_iter().flatten().collect())
+    }
+
+    /// The lapse task `agent` of `tenant` answered with the A2A Task `task_id` (recorded by the
+    /// submitter in [`Outbox::outbox_update`](watcher_runtime::store::Outbox::outbox_update)), for a status update pushed on that task. One
+    /// query of the sparse `outbox-task` index and one strongly consistent read of the entry:
+    /// the cost does not grow with the outbox (issue 10, item 1). `None` when no lapse task was
+    /// answered with that task (or the index has not caught up with a task recorded
+    /// milliseconds ago).
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    pub async fn outbox_by_task_id(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        task_id: &str,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        let found = self
+            .outbox_through_index(
+                OUTBOX_TASK_INDEX,
+                (TASK_KEY, outbox_task(tenant, agent, task_id)),
+                SK,
+                // Above every outbox sort key.
+                "~".to_string(),
+                1,
+            )
+            .await?;
+        Ok(found.into_iter().map(|(_, e)| e).find(|e| {
+            e.tenant == *tenant && e.agent == *agent && e.task_id.as_deref() == Some(task_id)
+        }))
+    }
+
+    /// Writes the `lapses-tenant` and `lapses-agent` keys (`lapsesTenant`, `lapsesAgent`) on
+    /// every lapse task that lacks them (written before those indexes existed), so that
+    /// `GET /v1/lapses` pages find them; answers how many it updated. A one-off after the
+    /// upgrade (docs/dynamodb.md, "Upgrading"), never on a request path: it scans the whole
+    /// table. Safe to run again and while the watcher runs (the attributes never change, and
+    /// an entry deleted meanwhile is not written back).
+    ///
+    /// # Errors
+    /// Backend errors (what was updated before stays updated), or corrupt data.
+    pub async fn backfill_lapse_indexes(&self) -> Result<u64, StoreError> {
+        let mut updated = 0;
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("#k = :outbox AND attribute_not_exists(#lt)")
+                .projection_expression("#pk, #sk, #e, #seq")
+                .expression_attribute_names("#k", KIND)
+                .expression_attribute_names("#lt", LAPSES_TENANT)
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_names("#e", ENTRY)
+                .expression_attribute_names("#seq", SEQ)
+                .expression_attribute_values(":outbox", s("outbox"))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            self.count(out.scanned_count);
+            for item in out.items.unwrap_or_default() {
+                let (_, entry) = entry_of(&item)?;
+                let what = "outbox entry";
+                let update = self
+                    .client
+                    .update_item()
+                    .table_name(&self.table)
+                    .key(PK, s(get_s(&item, PK, what)?))
+                    .key(SK, s(get_s(&item, SK, what)?))
+                    .update_expression("SET #lt = :lt, #la = :la")
+                    .condition_expression("attribute_exists(#pk)")
+                    .expression_attribute_names("#pk", PK)
+                    .expression_attribute_names("#lt", LAPSES_TENANT)
+                    .expression_attribute_names("#la", LAPSES_AGENT)
+                    .expression_attribute_values(":lt", s(lapses_tenant(&entry.tenant)))
+                    .expression_attribute_values(
+                        ":la",
+                        s(lapses_agent(&entry.tenant, &entry.agent)),
+                    );
+                self.count(1u64);
+                match update.send().await {
+                    Ok(_) => updated += 1,
+                    // Deleted meanwhile (expired): nothing to index.
+                    Err(e)
+                        if e.as_service_error()
+                            .is_some_and(|se| se.is_conditional_check_failed_exception()) => {}
+                    Err(e) => return Err(StoreError::backend(e)),
+                }
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(updated);
+            }
+        }
+    }
+
+    pub(crate) fn outbox_write(&self, entry: &OutboxEntry, seq: u64) -> Result<Write, StoreError> {
+        let mut item: Item = HashMap::new();
+        item.insert(PK.into(), s(outbox_pk(&entry.tenant)));
+        item.insert(SK.into(), s(outbox_sk(&entry.agent, &entry.message_id)));
+        item.insert(KIND.into(), s("outbox"));
+        item.insert(TENANT.into(), s(entry.tenant.as_str()));
+        item.insert(ENTRY.into(), s(to_json(entry)?));
+        item.insert(SEQ.into(), n(seq));
+        // The keys of the `lapses-tenant` and `lapses-agent` indexes (sorted by `seq`).
+        item.insert(LAPSES_TENANT.into(), s(lapses_tenant(&entry.tenant)));
+        item.insert(
+            LAPSES_AGENT.into(),
+            s(lapses_agent(&entry.tenant, &entry.agent)),
+        );
+        item.insert(DELIVERY.into(), s(entry.delivery.as_str()));
+        item.insert(NEXT_ATTEMPT.into(), s(instant_key(entry.next_attempt_at)));
+        item.insert(
+            AGENT_DELIVERY.into(),
+            s(agent_delivery(
+                &entry.tenant,
+                &entry.agent,
+                entry.delivery.as_str(),
+            )),
+        );
+        if entry.delivery == DeliveryState::Queued {
+            item.insert(
+                QUEUED.into(),
+                s(queued_partition(
+                    &outbox_pk(&entry.tenant),
+                    &outbox_sk(&entry.agent, &entry.message_id),
+                )),
+            );
+        }
+        if let Some(task_id) = &entry.task_id {
+            item.insert(
+                TASK_KEY.into(),
+                s(outbox_task(&entry.tenant, &entry.agent, task_id)),
+            );
+        }
+        if let Some(at) = entry.follow_at {
+            item.insert(
+                FOLLOW_AGENT.into(),
+                s(follow_agent(&entry.tenant, &entry.agent)),
+            );
+            item.insert(FOLLOW_AT.into(), s(instant_key(at)));
+        }
+        if let Some(at) = outbox_expiry(entry, self.retention_days) {
+            item.insert(EXPIRES_AT.into(), n(at));
+        }
+        let bytes = item_size(&item);
+        let what = format!(
+            "outbox entry {} of agent {} of tenant {}",
+            entry.message_id, entry.agent, entry.tenant
+        );
+        // An (agent, messageId) written meanwhile by another commit fails this condition: a
+        // conflict, and the retry leaves that first entry as it is.
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .build()
+            .map_err(StoreError::backend)?;
+        Ok(Write { put, what, bytes })
+    }
+}
