@@ -1,0 +1,425 @@
+//! Delivering what is due: each entry claimed, its origin checked, posted once, a lost answer
+//! looked for before a second send, and the outcome recorded and logged.
+
+use super::*;
+
+/// Delivers up to `limit` outbox entries due at `now`, in one pass.
+///
+/// For each entry of `store.outbox_due(now, limit)`: re-reads it and skips it unless it is still
+/// `queued` and due (a delivered `messageId` is never sent twice by one store's passes run one
+/// after another); marks it `failed` without an attempt when `endpoints` has no endpoint for its
+/// agent; defers it, without counting an attempt, when the agent is over `limiter`'s rate; else
+/// posts it with `client` and records the result with [`record_attempt`]. Entries are re-read and
+/// rate-limited in the store's order, then posted up to 8 at a time. Each outcome is logged with
+/// `tracing` (messageId, tenant, agent, attempt, outcome; `warn` when failed).
+///
+/// # Errors
+/// The first [`StoreError`], as [`Submitter::deliver_due`].
+pub async fn deliver_due<S, E>(
+    store: &S,
+    client: &A2aClient,
+    endpoints: &E,
+    policy: &RetryPolicy,
+    limiter: &RateLimiter,
+    now: Instant,
+    limit: usize,
+) -> Result<DeliveryReport, StoreError>
+where
+    S: Outbox + ?Sized,
+    E: Endpoints + ?Sized,
+{
+    let concurrency = SubmitterConfig::default().concurrency;
+    run_due(
+        store,
+        client,
+        endpoints,
+        policy,
+        limiter,
+        &NoRecorder,
+        &Claims::new(),
+        concurrency,
+        now,
+        limit,
+    )
+    .await
+}
+
+/// A lapse task failed without being posted (no endpoint for its agent) is a delivery failure.
+pub(crate) fn count_unposted(recorder: &dyn Recorder, outcome: &EntryOutcome) {
+    if matches!(outcome, EntryOutcome::Failed { .. }) {
+        recorder.attempt(AttemptOutcome::Failed, None);
+    }
+}
+
+/// The pass behind both `deliver_due`s.
+#[allow(clippy::too_many_arguments)] // private; every argument is a distinct dependency
+pub(crate) async fn run_due<S, E>(
+    store: &S,
+    client: &A2aClient,
+    endpoints: &E,
+    policy: &RetryPolicy,
+    limiter: &dyn RateBuckets,
+    recorder: &dyn Recorder,
+    claims: &Claims,
+    concurrency: usize,
+    now: Instant,
+    limit: usize,
+) -> Result<DeliveryReport, StoreError>
+where
+    S: Outbox + ?Sized,
+    E: Endpoints + ?Sized,
+{
+    let mut report = DeliveryReport::default();
+    let due = store.outbox_due(now, limit).await?;
+    // Re-read and take rate-limit tokens one by one, in the store's order, so which entry is
+    // deferred does not depend on how the posts interleave.
+    let mut posts = Vec::new();
+    for entry in due {
+        match prepare(
+            store,
+            endpoints,
+            limiter,
+            &entry.tenant,
+            &entry.agent,
+            &entry.message_id,
+            now,
+        )
+        .await?
+        {
+            Prepared::Done(outcome) => {
+                count_unposted(recorder, &outcome);
+                report.count(&outcome);
+            }
+            Prepared::Post(post_it) => posts.push(*post_it),
+        }
+    }
+    let results: Vec<Result<EntryOutcome, StoreError>> = stream::iter(posts)
+        .map(|(entry, endpoint)| {
+            let lease = claims.next(now);
+            post(store, client, policy, recorder, entry, endpoint, lease, now)
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    let mut first_error = None;
+    for result in results {
+        match result {
+            Ok(outcome) => report.count(&outcome),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
+}
+
+/// What to do with one entry before any network traffic.
+pub(crate) enum Prepared {
+    /// Settled without posting.
+    Done(EntryOutcome),
+    /// Post it (the freshly re-read entry) to this endpoint.
+    Post(Box<(OutboxEntry, AgentEndpoint)>),
+}
+
+/// Re-reads the entry (tenant, agent, messageId), checks it is queued and due, finds its endpoint
+/// and takes a rate-limit token; records the no-endpoint failure and the deferral.
+pub(crate) async fn prepare<S, E>(
+    store: &S,
+    endpoints: &E,
+    limiter: &dyn RateBuckets,
+    tenant: &Tenant,
+    agent: &AgentId,
+    message_id: &str,
+    now: Instant,
+) -> Result<Prepared, StoreError>
+where
+    S: Outbox + ?Sized,
+    E: Endpoints + ?Sized,
+{
+    let Some(mut entry) = store.outbox_get(tenant, agent, message_id).await? else {
+        tracing::debug!(message_id, %tenant, %agent, "lapse task gone; skipped");
+        return Ok(Prepared::Done(EntryOutcome::Skipped { delivery: None }));
+    };
+    if entry.delivery != DeliveryState::Queued {
+        tracing::debug!(
+            message_id,
+            %tenant,
+            agent = %entry.agent,
+            delivery = entry.delivery.as_str(),
+            "lapse task no longer queued; skipped"
+        );
+        return Ok(Prepared::Done(EntryOutcome::Skipped {
+            delivery: Some(entry.delivery),
+        }));
+    }
+    if entry.next_attempt_at > now {
+        return Ok(Prepared::Done(EntryOutcome::NotDue {
+            at: entry.next_attempt_at,
+        }));
+    }
+    let Some(endpoint) = endpoints.endpoint(&entry.tenant, &entry.agent) else {
+        let error = format!(
+            "no endpoint is configured for agent {:?} of tenant {:?}; add `endpoint` (or a card \
+             with a JSONRPC interface) to its [[agents]] entry",
+            entry.agent.as_str(),
+            entry.tenant.as_str()
+        );
+        entry.delivery = DeliveryState::Failed;
+        entry.last_error = Some(error.clone());
+        store.outbox_update(&entry).await?;
+        let outcome = EntryOutcome::Failed {
+            attempts: entry.attempts,
+            error,
+        };
+        log_outcome(&entry, &outcome);
+        return Ok(Prepared::Done(outcome));
+    };
+    if let Err(until) = limiter
+        .try_acquire(&entry.tenant, &entry.agent, now)
+        .await
+        .map_err(StoreError::backend)?
+    {
+        entry.next_attempt_at = until;
+        store.outbox_update(&entry).await?;
+        let outcome = EntryOutcome::Deferred { until };
+        log_outcome(&entry, &outcome);
+        return Ok(Prepared::Done(outcome));
+    }
+    Ok(Prepared::Post(Box::new((entry, endpoint))))
+}
+
+/// Posts one entry and records the result (a2a-delegation-in-depth, "Recovery"):
+///
+/// 1. The entry is claimed with `lease` ([`Outbox::outbox_claim`], [`LEASE`] from `now`): the claim also records the attempt (`attempt_started_at` = `now`) before the
+///    request is sent, so a crash between the agent's answer and the record leaves the entry
+///    ambiguous, not forgotten. An entry no longer `queued` is [`EntryOutcome::Skipped`]; one
+///    another sender holds is [`EntryOutcome::NotDue`] until its lease ends. Either way nothing
+///    is posted, so two senders handed the same entry post it once.
+/// 2. An entry whose earlier attempt has no recorded outcome (or whose earlier claim expired) is
+///    ambiguous: the agent may have accepted it. It is looked for first with `ListTasks` in the
+///    request's `contextId`, every page ([`look_for`]); a task whose history holds its
+///    `messageId` is the one, and the entry is recorded `sent` with that task's id, without
+///    posting. Only when the agent does not offer `ListTasks`, answers an error, or lists no
+///    such task is it posted again, with the same `messageId`.
+/// 3. The answer is recorded with [`record_attempt`], which releases the claim.
+#[allow(clippy::too_many_arguments)] // private; every argument is a distinct dependency
+pub(crate) async fn post<S>(
+    store: &S,
+    client: &A2aClient,
+    policy: &RetryPolicy,
+    recorder: &dyn Recorder,
+    entry: OutboxEntry,
+    endpoint: AgentEndpoint,
+    lease: Lease,
+    now: Instant,
+) -> Result<EntryOutcome, StoreError>
+where
+    S: Outbox + ?Sized,
+{
+    let span = tracing::info_span!(
+        "lapse_task",
+        messageId = %entry.message_id,
+        expectationId = %entry.expectation_id,
+        tenant = %entry.tenant,
+        agent = %entry.agent,
+        attempt = entry.attempts.saturating_add(1),
+    );
+    async move {
+        let claimed = store
+            .outbox_claim(&entry.tenant, &entry.agent, &entry.message_id, &lease, now)
+            .await?;
+        let (marked, ambiguous) = match claimed {
+            Claim::Claimed { entry: claimed, ambiguous } => (claimed, ambiguous),
+            Claim::Taken {
+                leased_until: Some(until),
+                ..
+            } => {
+                tracing::debug!(message_id = %entry.message_id, %until, "lapse task claimed by another sender; not posted");
+                return Ok(EntryOutcome::NotDue { at: until });
+            }
+            Claim::Taken { delivery, .. } => {
+                tracing::debug!(message_id = %entry.message_id, delivery = delivery.as_str(), "lapse task no longer queued; not posted");
+                return Ok(EntryOutcome::Skipped {
+                    delivery: Some(delivery),
+                });
+            }
+            Claim::Gone => return Ok(EntryOutcome::Skipped { delivery: None }),
+        };
+        if ambiguous {
+            if let Some(found) = look_for(client, &endpoint, &marked).await {
+                let (task_id, state) = found;
+                let updated = record_found(&marked, &task_id, state, now, policy);
+                store.outbox_update(&updated).await?;
+                let outcome = EntryOutcome::Sent(SendOutcome::Task { id: task_id, state });
+                tracing::info!(
+                    message_id = %marked.message_id,
+                    "an attempt without a recorded outcome had reached the agent (found by ListTasks); recorded as sent, not posted again"
+                );
+                log_outcome(&updated, &outcome);
+                return Ok(outcome);
+            }
+        }
+        let result = client
+            .send_message(&endpoint, &marked.request, &marked.message_id)
+            .await;
+        // A push about the new task may beat the answer (the official SDKs push the Task and
+        // its statuses while the answer is on its way): the store keeps the state it recorded
+        // (`outbox_update` merges the task fields, watcher_runtime::task_progress).
+        let (updated, outcome) = record_attempt(&marked, &result, now, policy);
+        match &outcome {
+            EntryOutcome::Sent(_) => recorder.attempt(
+                AttemptOutcome::Delivered,
+                Some(seconds_between(updated.lapsed_at, now)),
+            ),
+            EntryOutcome::Retried { .. } => recorder.attempt(AttemptOutcome::Retried, None),
+            EntryOutcome::Failed { .. } => recorder.attempt(AttemptOutcome::Failed, None),
+            _ => {}
+        }
+        if let Err(e) = store.outbox_update(&updated).await {
+            tracing::error!(
+                error = %e,
+                outcome = outcome_name(&outcome),
+                "could not record the lapse task's delivery; it is looked for with ListTasks before it is posted again"
+            );
+            return Err(e);
+        }
+        log_outcome(&updated, &outcome);
+        Ok(outcome)
+    }
+    .instrument(span)
+    .await
+}
+
+/// Looks for an ambiguous entry's task at the agent: `Some((task id, state))` when a task in the
+/// request's `contextId` holds its `messageId` (every `ListTasks` page, at most
+/// [`crate::client::LIST_PAGES`], within [`LOOKUP_BUDGET`]); `None` when none does, the request
+/// has no `contextId`, the agent does not answer `ListTasks`, or the look-up could not finish
+/// (logged): the entry is then posted again with the same `messageId`
+/// (docs/interpretation.md).
+pub(crate) async fn look_for(
+    client: &A2aClient,
+    endpoint: &AgentEndpoint,
+    entry: &OutboxEntry,
+) -> Option<(String, TaskState)> {
+    let context_id = entry
+        .request
+        .pointer("/message/contextId")
+        .and_then(serde_json::Value::as_str)?;
+    let tenant = entry
+        .request
+        .get("tenant")
+        .and_then(serde_json::Value::as_str);
+    let lookup = client.find_in_context(endpoint, context_id, tenant, &entry.message_id, 100);
+    match tokio::time::timeout(LOOKUP_BUDGET, lookup).await {
+        Ok(Ok(found)) => {
+            if found.is_none() {
+                tracing::info!(
+                    message_id = %entry.message_id,
+                    context_id,
+                    "an attempt without a recorded outcome is not among the agent's tasks; posting it again"
+                );
+            }
+            found
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(
+                message_id = %entry.message_id,
+                error = %e.describe(),
+                "the agent's ListTasks did not tell whether it has the lapse task; posting again with the same messageId"
+            );
+            None
+        }
+        Err(_) => {
+            tracing::warn!(
+                message_id = %entry.message_id,
+                budget_secs = LOOKUP_BUDGET.as_secs(),
+                "the agent's ListTasks did not finish in time; posting again with the same messageId"
+            );
+            None
+        }
+    }
+}
+
+pub(crate) fn outcome_name(outcome: &EntryOutcome) -> &'static str {
+    match outcome {
+        EntryOutcome::Sent(_) => "sent",
+        EntryOutcome::Retried { .. } => "retried",
+        EntryOutcome::Failed { .. } => "failed",
+        EntryOutcome::Deferred { .. } => "deferred",
+        EntryOutcome::Skipped { .. } => "skipped",
+        EntryOutcome::NotDue { .. } => "not_due",
+    }
+}
+
+/// One log line per outcome; `warn` when the lapse task is given up.
+pub(crate) fn log_outcome(entry: &OutboxEntry, outcome: &EntryOutcome) {
+    let message_id = entry.message_id.as_str();
+    let tenant = entry.tenant.as_str();
+    let agent = entry.agent.as_str();
+    let attempt = entry.attempts;
+    let name = outcome_name(outcome);
+    match outcome {
+        EntryOutcome::Sent(sent) => {
+            let (task_id, task_state, answered_with_message) = match sent {
+                SendOutcome::Task { id, state } => (Some(id.as_str()), Some(state.as_str()), false),
+                SendOutcome::Message { .. } => (None, None, true),
+                SendOutcome::Unrecognised { .. } => (None, None, false),
+            };
+            tracing::info!(
+                message_id,
+                tenant,
+                agent,
+                attempt,
+                outcome = name,
+                task_id,
+                task_state,
+                answered_with_message,
+                "lapse task delivered"
+            );
+        }
+        EntryOutcome::Retried {
+            next_attempt_at,
+            error,
+            ..
+        } => tracing::info!(
+            message_id,
+            tenant,
+            agent,
+            attempt,
+            outcome = name,
+            %next_attempt_at,
+            error = error.as_str(),
+            "lapse task not delivered; will retry"
+        ),
+        EntryOutcome::Failed { error, .. } => tracing::warn!(
+            message_id,
+            tenant,
+            agent,
+            attempt,
+            outcome = name,
+            error = error.as_str(),
+            "lapse task failed"
+        ),
+        EntryOutcome::Deferred { until } => tracing::info!(
+            message_id,
+            tenant,
+            agent,
+            attempt,
+            outcome = name,
+            %until,
+            "lapse task deferred by the agent's rate limit"
+        ),
+        EntryOutcome::Skipped { .. } | EntryOutcome::NotDue { .. } => {
+            tracing::debug!(
+                message_id,
+                tenant,
+                agent,
+                outcome = name,
+                "lapse task skipped"
+            )
+        }
+    }
+}
