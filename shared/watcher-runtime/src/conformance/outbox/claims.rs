@@ -1,0 +1,251 @@
+//! The conformance checks of leased sends: a claim is exclusive among concurrent claimers, a lease
+//! expires, and a sent or claimed entry answers taken (expectations-v1 §10.2, issue 22 item 2).
+
+use super::*;
+
+/// Leased sends ([`crate::lease`]): of eight claims of one queued entry at once, exactly one is
+/// granted (lease and `attempt_started_at` = now written, nothing else) and seven answer
+/// `Taken` with the lease's end; a writer that read the entry
+/// before the claim keeps the lease; the holder's outcome releases it; a `sent` entry answers
+/// `Taken` and is not changed; an expired lease, or a restarted sender's own (same name, new
+/// incarnation), is taken over as ambiguous; an entry not stored
+/// answers `Gone`; another agent's entry with the same `messageId` is claimed on its own.
+pub async fn outbox_claims_are_exclusive<S: Store + 'static>(store: Arc<S>) {
+    use crate::lease::Claim;
+    let t = tenant("tenant-a");
+    let booking = agent("booking");
+    let mut other_agent = outbox_entry(&t, "lapse:1", t0());
+    other_agent.agent = agent("billing");
+    let mut sent = outbox_entry(&t, "lapse:2", t0());
+    sent.delivery = DeliveryState::Sent;
+    let entries = vec![
+        outbox_entry(&t, "lapse:1", t0()),
+        sent.clone(),
+        outbox_entry(&t, "lapse:3", t0()),
+        outbox_entry(&t, "lapse:4", t0()),
+        other_agent,
+    ];
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: entries,
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit");
+    let before = store
+        .outbox_get(&t, &booking, "lapse:1")
+        .await
+        .expect("outbox_get")
+        .expect("stored");
+
+    // Eight senders at once.
+    let claims = futures_join_all((0..8).map(|i| {
+        let (store, t, booking) = (Arc::clone(&store), t.clone(), booking.clone());
+        tokio::spawn(async move {
+            store
+                .outbox_claim(
+                    &t,
+                    &booking,
+                    "lapse:1",
+                    &lease_of(&format!("sender-{i}#0"), at(5)),
+                    t0(),
+                )
+                .await
+                .expect("outbox_claim")
+        })
+    }))
+    .await;
+    let granted: Vec<&OutboxEntry> = claims
+        .iter()
+        .filter_map(|c| match c {
+            Claim::Claimed { entry, ambiguous } => {
+                assert!(!ambiguous, "a fresh entry is not ambiguous");
+                Some(entry)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(granted.len(), 1, "exactly one claim is granted: {claims:?}");
+    for c in &claims {
+        if !matches!(c, Claim::Claimed { .. }) {
+            assert_eq!(
+                c,
+                &Claim::Taken {
+                    delivery: DeliveryState::Queued,
+                    leased_until: Some(at(5))
+                }
+            );
+        }
+    }
+    let winner = granted[0].clone();
+    let stored = store
+        .outbox_get(&t, &booking, "lapse:1")
+        .await
+        .expect("outbox_get")
+        .expect("stored");
+    assert_eq!(stored, winner, "the claim answers the entry as written");
+    assert_eq!(stored.attempt_started_at, Some(t0()));
+    assert_eq!(
+        stored.next_attempt_at,
+        t0(),
+        "a claim changes only the lease and the attempt"
+    );
+    let lease = stored.lease.clone().expect("leased");
+    assert_eq!(lease.until, at(5));
+
+    // A writer that read the entry before the claim (a deferral) keeps the lease.
+    let mut stale = before.clone();
+    stale.last_error = Some("deferred".into());
+    store.outbox_update(&stale).await.expect("outbox_update");
+    let kept = store
+        .outbox_get(&t, &booking, "lapse:1")
+        .await
+        .expect("outbox_get")
+        .expect("stored");
+    assert_eq!(
+        kept.lease,
+        Some(lease.clone()),
+        "only the holder releases a lease"
+    );
+    assert_eq!(
+        store
+            .outbox_claim(&t, &booking, "lapse:1", &lease_of("late#0", at(9)), at(4))
+            .await
+            .expect("outbox_claim"),
+        Claim::Taken {
+            delivery: DeliveryState::Queued,
+            leased_until: Some(at(5))
+        },
+        "a live lease is not taken over"
+    );
+
+    // The holder's outcome releases it; a sent entry is never claimed.
+    let mut outcome = winner.clone();
+    outcome.delivery = DeliveryState::Sent;
+    outcome.attempt_started_at = None;
+    store.outbox_update(&outcome).await.expect("outbox_update");
+    let done = store
+        .outbox_get(&t, &booking, "lapse:1")
+        .await
+        .expect("outbox_get")
+        .expect("stored");
+    assert_eq!(done.lease, None, "the holder's outcome releases the lease");
+    assert_eq!(done.delivery, DeliveryState::Sent);
+    for id in ["lapse:1", "lapse:2"] {
+        assert_eq!(
+            store
+                .outbox_claim(&t, &booking, id, &lease_of("again#0", at(15)), at(10))
+                .await
+                .expect("outbox_claim"),
+            Claim::Taken {
+                delivery: DeliveryState::Sent,
+                leased_until: None
+            },
+            "{id}: a sent entry is taken"
+        );
+    }
+    assert_eq!(
+        store
+            .outbox_get(&t, &booking, "lapse:2")
+            .await
+            .expect("outbox_get")
+            .expect("stored"),
+        sent,
+        "a refused claim writes nothing"
+    );
+
+    // A crashed sender's lease expires and is taken over, as ambiguous.
+    let first = store
+        .outbox_claim(&t, &booking, "lapse:3", &lease_of("crashed#0", at(5)), t0())
+        .await
+        .expect("outbox_claim");
+    assert!(matches!(
+        first,
+        Claim::Claimed {
+            ambiguous: false,
+            ..
+        }
+    ));
+    match store
+        .outbox_claim(&t, &booking, "lapse:3", &lease_of("next#0", at(10)), at(5))
+        .await
+        .expect("outbox_claim")
+    {
+        Claim::Claimed { entry, ambiguous } => {
+            assert!(ambiguous, "the crashed sender may have posted it");
+            assert_eq!(entry.lease.map(|l| l.owner).as_deref(), Some("next#0"));
+            assert_eq!(entry.attempt_started_at, Some(at(5)));
+        }
+        other => panic!("an expired lease is taken over, got {other:?}"),
+    }
+
+    // A restarted sender (same name, new incarnation) takes its predecessor's claim at once.
+    let named = |incarnation: &str| crate::lease::Lease {
+        owner: format!("{incarnation}#0"),
+        incarnation: incarnation.to_owned(),
+        sender: Some("serve:/var/lib/watcher.db".into()),
+        until: at(5),
+    };
+    let before_crash = store
+        .outbox_claim(&t, &booking, "lapse:4", &named("run-1"), t0())
+        .await
+        .expect("outbox_claim");
+    assert!(matches!(before_crash, Claim::Claimed { .. }));
+    match store
+        .outbox_claim(&t, &booking, "lapse:4", &named("run-2"), at(1))
+        .await
+        .expect("outbox_claim")
+    {
+        Claim::Claimed { entry, ambiguous } => {
+            assert!(ambiguous, "the predecessor may have posted it");
+            assert_eq!(entry.lease, Some(named("run-2")));
+        }
+        other => panic!("a restarted sender takes back its claim, got {other:?}"),
+    }
+
+    // Identity: another agent's entry with the same messageId; an entry not stored.
+    assert!(matches!(
+        store
+            .outbox_claim(
+                &t,
+                &agent("billing"),
+                "lapse:1",
+                &lease_of("b#0", at(5)),
+                t0()
+            )
+            .await
+            .expect("outbox_claim"),
+        Claim::Claimed { .. }
+    ));
+    assert_eq!(
+        store
+            .outbox_claim(&t, &booking, "lapse:none", &lease_of("x#0", at(5)), t0())
+            .await
+            .expect("outbox_claim"),
+        Claim::Gone
+    );
+}
+
+/// A claim's lease by `owner` (its own incarnation, no sender name) until `until`.
+pub(crate) fn lease_of(owner: &str, until: Instant) -> crate::lease::Lease {
+    crate::lease::Lease {
+        owner: owner.to_owned(),
+        incarnation: owner.to_owned(),
+        sender: None,
+        until,
+    }
+}
+
+/// Awaits every spawned task, panicking when one panicked.
+pub(crate) async fn futures_join_all<T: Send + 'static>(
+    handles: impl Iterator<Item = tokio::task::JoinHandle<T>>,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.expect("the task ran"));
+    }
+    out
+}

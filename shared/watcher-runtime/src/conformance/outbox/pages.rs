@@ -1,0 +1,373 @@
+//! The conformance checks of lapse-task reads: by task id, the task state that never goes back, and
+//! the lapse pages with their cursors.
+
+use super::*;
+
+/// `n` lapse tasks of tenant `t`, alternating between agents `booking` and `billing`, each with
+/// its own lapse task id `task-{i}`, lapsed one second apart from [`t0`]; the entry `i` is
+/// `lapse:{prefix}{i}`.
+pub(crate) fn numbered_entries(
+    t: &Tenant,
+    prefix: &str,
+    from: usize,
+    n: usize,
+) -> Vec<OutboxEntry> {
+    (from..from + n)
+        .map(|i| {
+            let when = t0().plus(IsoDuration::parse(&format!("PT{i}S")).expect("a duration"));
+            let mut o = outbox_entry(t, &format!("lapse:{prefix}{i}"), when);
+            if i % 2 == 1 {
+                o.agent = agent("billing");
+            }
+            o.task_id = Some(format!("task-{prefix}{i}"));
+            o
+        })
+        .collect()
+}
+
+/// Commits `entries` in commits of at most 40: a DynamoDB transaction takes at most 100 items,
+/// and a lapse task may write more than one (its item and its agent's counter).
+pub(crate) async fn commit_outbox<S: Store + ?Sized>(
+    store: &S,
+    t: &Tenant,
+    entries: Vec<OutboxEntry>,
+) {
+    for chunk in entries.chunks(40) {
+        store
+            .commit(
+                t,
+                Commit {
+                    outbox: chunk.to_vec(),
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("commit lapse tasks");
+    }
+}
+
+/// Every page of `query` from the start, following `next`; panics after `max_pages`.
+pub(crate) async fn all_pages<S: Store + ?Sized>(
+    store: &S,
+    t: &Tenant,
+    mut query: LapseQuery,
+    max_pages: usize,
+) -> (Vec<OutboxEntry>, usize) {
+    let mut got = Vec::new();
+    let mut pages = 0;
+    loop {
+        let page = store.lapses_page(t, &query).await.expect("lapses_page");
+        pages += 1;
+        assert!(
+            page.entries.len() <= query.limit,
+            "a page holds at most `limit` ({}) entries, got {}",
+            query.limit,
+            page.entries.len()
+        );
+        got.extend(page.entries.into_iter().map(|(_, o)| o));
+        match page.next {
+            Some(next) => query.after = Some(next),
+            None => return (got, pages),
+        }
+        assert!(
+            pages < max_pages,
+            "more than {max_pages} pages: `next` never ends"
+        );
+    }
+}
+
+pub(crate) fn ids(entries: &[OutboxEntry]) -> Vec<String> {
+    entries.iter().map(|o| o.message_id.clone()).collect()
+}
+
+/// `outbox_by_task` finds a lapse task by (tenant, agent, taskId) — set when it was queued or
+/// later by `outbox_update` — and never another agent's or tenant's entry with the same task id.
+pub async fn outbox_by_task_id<S: Store + 'static>(store: Arc<S>) {
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    let mut queued = outbox_entry(&a, "lapse:1", t0());
+    queued.task_id = Some("task-x".into());
+    let mut billing = outbox_entry(&a, "lapse:2", t0());
+    billing.agent = agent("billing");
+    billing.task_id = Some("task-x".into());
+    let mut other_tenant = outbox_entry(&b, "lapse:1", t0());
+    other_tenant.task_id = Some("task-x".into());
+    let later = outbox_entry(&a, "lapse:3", t0());
+    store
+        .commit(
+            &a,
+            Commit {
+                outbox: vec![queued.clone(), billing.clone(), later.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit");
+    store
+        .commit(
+            &b,
+            Commit {
+                outbox: vec![other_tenant],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit");
+    let found = |t: Tenant, who: &'static str, task: &'static str| {
+        let store = Arc::clone(&store);
+        async move {
+            ids(&store
+                .outbox_by_task(&t, &agent(who), task)
+                .await
+                .expect("outbox_by_task"))
+        }
+    };
+    assert_eq!(found(a.clone(), "booking", "task-x").await, ["lapse:1"]);
+    assert_eq!(found(a.clone(), "billing", "task-x").await, ["lapse:2"]);
+    assert_eq!(found(b.clone(), "booking", "task-x").await, ["lapse:1"]);
+    assert!(found(a.clone(), "booking", "task-y").await.is_empty());
+
+    // The agent answers lapse:3 with a Task: its id is found from then on; lapse:1 moves to
+    // another task id and is no longer found under the old one.
+    let mut answered = later.clone();
+    answered.task_id = Some("task-y".into());
+    answered.delivery = DeliveryState::Sent;
+    store.outbox_update(&answered).await.expect("update");
+    let mut moved = queued.clone();
+    moved.task_id = Some("task-z".into());
+    store.outbox_update(&moved).await.expect("update");
+    assert_eq!(found(a.clone(), "booking", "task-y").await, ["lapse:3"]);
+    assert_eq!(found(a.clone(), "booking", "task-z").await, ["lapse:1"]);
+    assert!(
+        found(a.clone(), "booking", "task-x").await.is_empty(),
+        "an entry whose task id changed is not found under the old one"
+    );
+    let got = store
+        .outbox_by_task(&a, &agent("booking"), "task-y")
+        .await
+        .expect("outbox_by_task");
+    assert_eq!(got, vec![answered], "the entry comes back whole");
+}
+
+/// The lapse task's task state kept in the outbox never goes back, whichever of its writers
+/// lands last (`crate::task_progress`): `outbox_task_state` (a push) changes only the task
+/// fields and takes a task id the entry does not have yet; `outbox_update` (the delivery's
+/// answer, written from a copy read before the push) keeps a further state pushed meanwhile; a
+/// terminal state is final; another task id is left alone. Then a race: pushes of every state
+/// and stale answers written at once end on the terminal state, with the delivery's fields.
+pub async fn lapse_task_state_never_goes_back<S: Store + 'static>(store: Arc<S>) {
+    use a2a_types::TaskState;
+    let t = tenant("tenant-a");
+    let booking = agent("booking");
+    let mut queued = outbox_entry(&t, "lapse:1", t0());
+    queued.attempt_started_at = Some(t0());
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![queued.clone(), outbox_entry(&t, "lapse:2", t0())],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit");
+    let stored = |id: &'static str| {
+        let (store, t, booking) = (Arc::clone(&store), t.clone(), booking.clone());
+        async move {
+            store
+                .outbox_get(&t, &booking, id)
+                .await
+                .expect("outbox_get")
+                .expect("stored")
+        }
+    };
+    let push = |id: &'static str, task: &'static str, state: TaskState| {
+        let (store, t, booking) = (Arc::clone(&store), t.clone(), booking.clone());
+        async move {
+            store
+                .outbox_task_state(&t, &booking, id, task, state)
+                .await
+                .expect("outbox_task_state")
+        }
+    };
+
+    // The pushed Task beats the answer: its id and state are recorded, nothing else changes.
+    let written = push("lapse:1", "task-9", TaskState::Working).await;
+    let now = stored("lapse:1").await;
+    assert_eq!(
+        written.as_ref(),
+        Some(&now),
+        "the entry as written is answered"
+    );
+    assert_eq!(
+        (now.task_id.as_deref(), now.task_state.as_deref()),
+        (Some("task-9"), Some("TASK_STATE_WORKING"))
+    );
+    assert_eq!(
+        OutboxEntry {
+            task_id: None,
+            task_state: None,
+            ..now.clone()
+        },
+        queued,
+        "a push changes only the task fields (delivery, attempts, attempt under way kept)"
+    );
+    assert_eq!(
+        ids(&store
+            .outbox_by_task(&t, &booking, "task-9")
+            .await
+            .expect("outbox_by_task")),
+        ["lapse:1"],
+        "a task id recorded by a push is found by it"
+    );
+
+    // The answer (SUBMITTED), recorded from the copy read before the push: the delivery fields
+    // are the answer's, the pushed state is kept.
+    let mut answered = queued.clone();
+    answered.delivery = DeliveryState::Sent;
+    answered.attempts = 1;
+    answered.attempt_started_at = None;
+    answered.task_id = Some("task-9".into());
+    answered.task_state = Some("TASK_STATE_SUBMITTED".into());
+    store.outbox_update(&answered).await.expect("update");
+    let now = stored("lapse:1").await;
+    assert_eq!(now.delivery, DeliveryState::Sent);
+    assert_eq!((now.attempts, now.attempt_started_at), (1, None));
+    assert_eq!(now.task_state.as_deref(), Some("TASK_STATE_WORKING"));
+
+    // The terminal push; then a late push of an earlier state, a stale answer, another task.
+    assert!(push("lapse:1", "task-9", TaskState::Completed)
+        .await
+        .is_some());
+    assert_eq!(push("lapse:1", "task-9", TaskState::Working).await, None);
+    store.outbox_update(&answered).await.expect("update");
+    assert_eq!(push("lapse:1", "task-other", TaskState::Failed).await, None);
+    let now = stored("lapse:1").await;
+    assert_eq!(now.task_id.as_deref(), Some("task-9"));
+    assert_eq!(
+        now.task_state.as_deref(),
+        Some("TASK_STATE_COMPLETED"),
+        "a terminal state is final"
+    );
+    assert_eq!(
+        push("lapse:missing", "task-9", TaskState::Working).await,
+        None,
+        "never inserts"
+    );
+
+    // The race, on lapse:2: fifteen writers at once, in no particular order (a store that
+    // retries a lost compare-and-set gives up after more tries than that: each lost try means
+    // another writer's one write landed).
+    let mut tasks = Vec::new();
+    for round in 0..3u32 {
+        for state in [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::Completed,
+            TaskState::Working,
+        ] {
+            let store = Arc::clone(&store);
+            let (t, booking) = (t.clone(), booking.clone());
+            tasks.push(tokio::spawn(async move {
+                store
+                    .outbox_task_state(&t, &booking, "lapse:2", "task-race", state)
+                    .await
+                    .map(|_| ())
+            }));
+        }
+        let mut stale = outbox_entry(&t, "lapse:2", t0());
+        stale.delivery = DeliveryState::Sent;
+        stale.attempts = round + 1;
+        stale.task_id = Some("task-race".into());
+        stale.task_state = Some("TASK_STATE_SUBMITTED".into());
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(
+            async move { store.outbox_update(&stale).await },
+        ));
+    }
+    for task in tasks {
+        task.await.expect("no panic").expect("each write succeeds");
+    }
+    let now = stored("lapse:2").await;
+    assert_eq!(now.delivery, DeliveryState::Sent);
+    assert_eq!(now.task_id.as_deref(), Some("task-race"));
+    assert_eq!(now.task_state.as_deref(), Some("TASK_STATE_COMPLETED"));
+}
+
+/// `lapses_page` pages through 500 lapse tasks (a size the DynamoDB emulator pages through in seconds;
+/// `shared/watcher-http/tests/pagination.rs` pages 2,500): each exactly once, in order of lapse, at most
+/// `limit` per page, ending with no `next`; with the `agent`, `delivery` and `since` filters
+/// every page holds only matching entries and together exactly the matching ones; other
+/// tenants' entries never appear.
+pub async fn lapses_are_paged<S: Store + 'static>(store: Arc<S>) {
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    let entries = numbered_entries(&a, "", 0, 500);
+    commit_outbox(&*store, &a, entries.clone()).await;
+    commit_outbox(&*store, &b, numbered_entries(&b, "b", 0, 30)).await;
+    // Every 7th entry was delivered.
+    let mut expected = entries.clone();
+    for o in expected.iter_mut().step_by(7) {
+        o.delivery = DeliveryState::Sent;
+        store.outbox_update(o).await.expect("update");
+    }
+
+    let query = |limit: usize| LapseQuery {
+        limit,
+        ..LapseQuery::default()
+    };
+    let (got, pages) = all_pages(&*store, &a, query(20), 100).await;
+    assert_eq!(
+        ids(&got),
+        ids(&expected),
+        "each lapse task exactly once, in order"
+    );
+    assert_eq!(got, expected, "entries come back whole");
+    assert!(
+        (25..=26).contains(&pages),
+        "500 at 20 a page: {pages} pages"
+    );
+
+    let (got, _) = all_pages(&*store, &a, query(200), 10).await;
+    assert_eq!(ids(&got), ids(&expected));
+    let (got, pages) = all_pages(&*store, &a, query(600), 10).await;
+    assert_eq!(ids(&got), ids(&expected));
+    assert_eq!(pages, 1, "everything fits one page of 600");
+
+    let filtered = |q: &LapseQuery| -> Vec<String> {
+        ids(&expected
+            .iter()
+            .filter(|o| q.matches(o))
+            .cloned()
+            .collect::<Vec<_>>())
+    };
+    let mut by_agent = query(20);
+    by_agent.agent = Some(agent("billing"));
+    let (got, _) = all_pages(&*store, &a, by_agent.clone(), 100).await;
+    assert_eq!(ids(&got), filtered(&by_agent));
+    assert_eq!(got.len(), 250);
+
+    let mut sent = query(10);
+    sent.delivery = Some(DeliveryState::Sent);
+    let (got, _) = all_pages(&*store, &a, sent.clone(), 100).await;
+    assert_eq!(ids(&got), filtered(&sent));
+    assert_eq!(got.len(), 72);
+
+    let mut since = query(20);
+    since.since = Some(t0().plus(IsoDuration::parse("PT400S").expect("a duration")));
+    since.agent = Some(agent("booking"));
+    since.delivery = Some(DeliveryState::Queued);
+    let (got, _) = all_pages(&*store, &a, since.clone(), 100).await;
+    assert_eq!(ids(&got), filtered(&since));
+    assert!(!got.is_empty());
+
+    let (got, _) = all_pages(&*store, &b, query(7), 10).await;
+    assert_eq!(got.len(), 30, "tenant-b sees its 30 lapse tasks only");
+    let none = store
+        .lapses_page(&tenant("tenant-c"), &query(10))
+        .await
+        .expect("lapses_page");
+    assert_eq!(
+        none,
+        LapsePage::default(),
+        "an empty tenant: no entries, no next"
+    );
+}

@@ -1,0 +1,188 @@
+//! The conformance checks of cost and order: a step reads the same at 10,000 open expectations as
+//! at 1,000 (the store's work counter), and input numbers strictly increase.
+
+use super::*;
+
+/// `next_sequence` keeps its contract ([`Records::next_sequence`](crate::store::Records::next_sequence)), also under concurrency: no
+/// number is answered twice, one caller sees strictly increasing numbers, and a number asked
+/// for after others were answered (in this process) is greater than them. Numbers need not be
+/// dense (the DynamoDB store answers time-ordered ids). A store answering a duplicate fails.
+pub async fn sequence_strictly_increases<S: Store + 'static>(store: Arc<S>) {
+    let first = store.next_sequence().await.expect("next_sequence");
+    let second = store.next_sequence().await.expect("next_sequence");
+    assert!(second > first, "{second} > {first}");
+
+    const TASKS: usize = 8;
+    const EACH: usize = 50;
+    let mut joins = Vec::new();
+    for _ in 0..TASKS {
+        let store = Arc::clone(&store);
+        joins.push(tokio::spawn(async move {
+            let mut mine = Vec::with_capacity(EACH);
+            for _ in 0..EACH {
+                mine.push(store.next_sequence().await.expect("next_sequence"));
+            }
+            mine
+        }));
+    }
+    let mut all = BTreeSet::new();
+    for j in joins {
+        let mine = j.await.expect("sequence task");
+        assert!(
+            mine.windows(2).all(|w| w[0] < w[1]),
+            "one caller sees strictly increasing numbers: {mine:?}"
+        );
+        for n in mine {
+            assert!(n > second, "every later number is greater than {second}");
+            assert!(all.insert(n), "{n} was handed out twice");
+        }
+    }
+    assert_eq!(all.len(), TASKS * EACH);
+    let last = store.next_sequence().await.expect("next_sequence");
+    let max = all.last().copied().unwrap_or(second);
+    assert!(last > max, "{last} > every number before ({max})");
+}
+
+/// Grows tenant `t`'s record to `to` open expectations of agent `booking` (one subject each,
+/// from `from`) and as many lapse tasks, in commits of 1,000.
+pub(crate) async fn grow<S: Store + ?Sized>(store: &S, t: &Tenant, from: usize, to: usize) {
+    let mut i = from;
+    while i < to {
+        let end = (i + 1000).min(to);
+        let subjects = (i..end)
+            .map(|k| subject_with_record(t, &format!("FILL-{k}"), &format!("fill-{k}"), k as u64))
+            .collect();
+        store
+            .commit(
+                t,
+                Commit {
+                    subjects,
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("commit filler subjects");
+        commit_outbox(store, t, numbered_entries(t, "fill-", i, end - i)).await;
+        i = end;
+    }
+}
+
+/// The work (`Upkeep::work_done`) of one round of request steps at the current size: a push
+/// raising one expectation on a new subject (live count, load, commit), a fact satisfying it,
+/// a status-update lookup by task id, and the first and a middle page of `GET /v1/lapses`.
+pub(crate) async fn one_round<S: Store + 'static>(
+    store: &Arc<S>,
+    t: &Tenant,
+    round: usize,
+) -> Vec<u64> {
+    let watcher = Watcher::new(Arc::clone(store), Directory::new(), Settings::default());
+    let work = || store.work_done().expect("counted");
+    let subject = format!("NEW-{round}");
+    let key = format!("manifest:new-{round}");
+    let mut costs = Vec::new();
+
+    let before = work();
+    let applied = watcher
+        .apply(
+            t,
+            &raise(
+                &format!("task-new-{round}"),
+                vec![expectation(
+                    &format!("new-{round}"),
+                    "shipment.manifest",
+                    &subject,
+                    &key,
+                    at(60),
+                    Some(at(180)),
+                )],
+            ),
+            t0(),
+        )
+        .await
+        .expect("raise");
+    assert!(
+        applied
+            .effects
+            .iter()
+            .any(|e| matches!(e, watcher_core::engine::Effect::Raised { .. })),
+        "the push raises its expectation: {:?}",
+        applied.effects
+    );
+    costs.push(work() - before);
+
+    let before = work();
+    watcher
+        .apply(
+            t,
+            &Input::Facts(vec![ReportedFact {
+                fact_key: fact_key(&key),
+                observed_at: at(5),
+                observed_at_given: None,
+                mapping: None,
+                subject: Some(shipment(&subject)),
+                source: source(),
+            }]),
+            at(5),
+        )
+        .await
+        .expect("fact");
+    costs.push(work() - before);
+
+    let before = work();
+    let found = store
+        .outbox_by_task(t, &agent("booking"), "task-fill-500")
+        .await
+        .expect("outbox_by_task");
+    assert_eq!(ids(&found), ["lapse:fill-500"]);
+    costs.push(work() - before);
+
+    let mut query = LapseQuery {
+        limit: 100,
+        ..LapseQuery::default()
+    };
+    let before = work();
+    let page = store.lapses_page(t, &query).await.expect("page");
+    costs.push(work() - before);
+    query.after = page.next;
+    query.agent = Some(agent("billing"));
+    let before = work();
+    let page = store.lapses_page(t, &query).await.expect("page");
+    assert_eq!(page.entries.len(), 100);
+    assert!(page
+        .entries
+        .iter()
+        .all(|(_, o)| o.agent == agent("billing")));
+    costs.push(work() - before);
+    costs
+}
+
+/// No step reads more than it must (issue 10): the work a store counts (`Upkeep::work_done`:
+/// records, index entries or SQLite instructions) for a push raising one expectation, a fact, a
+/// status-update lookup by task id and a page of lapse tasks is about the same at 1,000 and at
+/// 10,000 open expectations and lapse tasks of the same agent (at most twice, plus a little; a
+/// read of every open expectation or lapse task would cost ten times as much). Not timing.
+/// A store that does not count its work (`work_done` is `None`) is not checked here.
+pub async fn steps_read_what_they_must<S: Store + 'static>(store: Arc<S>) {
+    if store.work_done().is_none() {
+        eprintln!("steps_read_what_they_must: this store does not count its work; not checked");
+        return;
+    }
+    let t = tenant("tenant-a");
+    grow(&*store, &t, 0, 1_000).await;
+    let small = one_round(&store, &t, 0).await;
+    grow(&*store, &t, 1_000, 10_000).await;
+    let large = one_round(&store, &t, 1).await;
+    let names = [
+        "push",
+        "fact",
+        "status update",
+        "first page",
+        "agent's page",
+    ];
+    for ((name, s), l) in names.iter().zip(&small).zip(&large) {
+        assert!(
+            *l <= 2 * s + 20,
+            "{name}: work {l} at 10,000 open vs {s} at 1,000: it reads what grows with the record"
+        );
+    }
+}
