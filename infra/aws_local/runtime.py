@@ -13,7 +13,6 @@ function's `Timeout` kills its instance. Every line a process prints is logged w
 
 import json
 import queue
-import signal
 import subprocess
 import sys
 import threading
@@ -156,15 +155,17 @@ class _Instance:
             if fn.stopping.is_set():
                 return
             self.process = subprocess.Popen(
-                [fn.binary],
+                _DIE_WITH_PARENT + [fn.binary],
                 env=self.env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 # Its own session: a Ctrl-C at the terminal reaches this program, which stops
-                # the instances itself; and the instance dies with the thread that started it.
+                # the instances itself. No preexec_fn: a fork of this many-threaded program may
+                # hold a lock another thread took (the import lock) and never reach exec, which
+                # blocks Popen, and stop() behind it, for good; _DIE_WITH_PARENT does its work
+                # in a process of its own instead.
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
             )
             fn.log(f"started (pid {self.process.pid})")
             out = self.process.stdout
@@ -283,8 +284,9 @@ class Function:
     def stop(self):
         """Stops the processes for good, and their Runtime APIs."""
         self.stopping.set()
-        with self.spawning:
-            pass
+        # An instance being started is waited for, a bounded time: stopping never hangs.
+        if self.spawning.acquire(timeout=10):
+            self.spawning.release()
         for instance in self.instances:
             instance.stop()
 
@@ -292,12 +294,17 @@ class Function:
 _LOG_LOCK = threading.Lock()
 
 
-def _die_with_parent():
-    """In the child before exec: SIGKILL when the parent dies (Linux PR_SET_PDEATHSIG), so a
-    killed aws-local leaves no instance behind."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except OSError:
-        pass
+# The instance dies with the thread that started it (Linux PR_SET_PDEATHSIG, kept across exec),
+# so a killed aws-local leaves no instance behind: a fresh interpreter sets it and then becomes
+# the function binary (exec keeps the pid the log names).
+_DIE_WITH_PARENT = [
+    sys.executable,
+    "-S",
+    "-c",
+    "import ctypes, os, sys\n"
+    "try:\n"
+    "    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, 9)\n"
+    "except OSError:\n"
+    "    pass\n"
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]
