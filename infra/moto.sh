@@ -13,12 +13,17 @@
 # moto keeps everything in memory: stopping it forgets every table.
 #
 # The server is moto_server's own (moto.server.main: the same application, request handler and
-# -H/-p options) with one change: requests are served one at a time. moto_server serves each
-# request on its own thread without locking its backends, so two concurrent conditional writes
-# (two UpdateItem ADDs on one counter, two TransactWriteItems on one item) can both pass their
-# check and one update is lost. DynamoDB never does that, and the store's concurrency tests
-# would fail on the emulator rather than on the store. The server stays threaded (HTTP/1.1
-# keep-alive works); a lock around the application makes each request atomic.
+# -H/-p options), run by infra/moto_server.py with two changes. First, requests are served one
+# at a time. moto_server serves each request on its own thread without locking its backends, so
+# two concurrent conditional writes (two UpdateItem ADDs on one counter, two TransactWriteItems
+# on one item) can both pass their check and one update is lost. DynamoDB never does that, and
+# the store's concurrency tests would fail on the emulator rather than on the store. The server
+# stays threaded (HTTP/1.1 keep-alive works); a lock around the application makes each request
+# atomic. Second, TransactWriteItems keeps a journal of the items it names for its rollback,
+# where moto copies every table it touches: that copy made each transaction cost in proportion
+# to the table's size (300 ms at a few thousand items), so the emulator, not the deployment,
+# set the pace of every measurement on it. The transaction's checks, writes and cancellation
+# reasons are moto's.
 set -euo pipefail
 
 # The exact version the store's tests were checked against (DynamoDB conditions, transactions
@@ -82,34 +87,7 @@ start() {
         return 0
     fi
     echo "moto: starting at $URL (log: $LOG_FILE)"
-    cat >"$VENV/moto_serial.py" <<'PY'
-"""moto_server (moto.server.main) with requests served one at a time; see infra/moto.sh."""
-import sys
-import threading
-
-import moto.server
-from werkzeug.serving import run_simple as werkzeug_run_simple
-
-LOCK = threading.Lock()
-
-
-def serialised(app):
-    def handle(environ, start_response):
-        with LOCK:
-            # The whole answer is produced inside the lock.
-            return list(app(environ, start_response))
-
-    return handle
-
-
-def run_simple(host, port, app, **kwargs):
-    werkzeug_run_simple(host, port, serialised(app), **kwargs)
-
-
-moto.server.run_simple = run_simple
-moto.server.main(sys.argv[1:])
-PY
-    nohup "$VENV/bin/python" "$VENV/moto_serial.py" -H 127.0.0.1 -p "$PORT" >"$LOG_FILE" 2>&1 &
+    PYTHONPATH="$ROOT/infra${PYTHONPATH:+:$PYTHONPATH}" nohup "$VENV/bin/python" -m moto_server -H 127.0.0.1 -p "$PORT" >"$LOG_FILE" 2>&1 &
     echo $! >"$PID_FILE"
     # Deadline poll rather than a fixed sleep: up to 30 s for a cold start.
     for _ in $(seq 1 300); do

@@ -23,6 +23,8 @@
 //! where it fails.
 
 use crate::common;
+#[path = "deployments/burst.rs"]
+mod burst;
 #[path = "deployments/harness.rs"]
 mod harness;
 #[path = "deployments/scenarios.rs"]
@@ -107,4 +109,51 @@ async fn every_scenario_on_aws_local() {
         return;
     }
     run_suite(Backend::AwsLocal).await;
+}
+
+/// The burst (`deployments/burst.rs`) on `backend`: printed, and the lapse tasks all arrived
+/// once each.
+async fn measure_burst(backend: Backend) {
+    let fixture = Arc::new(Fixture::spawn().await);
+    // The sweep as deployed (every 5 minutes): the suite's 5-second sweep would compete.
+    let deployment = Arc::new(Deployment::start_sweeping(backend, &fixture, None).await);
+    let b = burst::run(
+        deployment.clone(),
+        fixture,
+        60,
+        std::time::Duration::from_secs(120),
+    )
+    .await;
+    eprintln!(
+        "[{}] burst of 200 lapse tasks over 20 agents answering in 300 ms: raised in {:.1} s; \
+         after the deadline the first arrived at {:.2} s, half by {:.2} s, the last at {:.2} s; \
+         {} arrived, {} sent twice",
+        backend.name(),
+        b.raising,
+        b.first,
+        b.median,
+        b.last,
+        b.arrived,
+        b.duplicates
+    );
+    assert_eq!((b.arrived, b.duplicates), (200, 0), "{b:?}");
+}
+
+/// 200 lapse tasks due at one instant over 20 agents whose answers take 300 ms, on serve: a
+/// measurement, by hand (docs/performance.md "A burst over slow agents").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a measurement, run by hand: docs/performance.md"]
+async fn a_burst_over_slow_agents_on_serve() {
+    measure_burst(Backend::Serve).await;
+}
+
+/// The same burst on the local AWS stack.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a measurement, run by hand: docs/performance.md"]
+async fn a_burst_over_slow_agents_on_aws_local() {
+    if let Some(why) = common::aws_stack::aws_missing() {
+        eprintln!("SKIPPED a_burst_over_slow_agents_on_aws_local: {why}");
+        return;
+    }
+    measure_burst(Backend::AwsLocal).await;
 }

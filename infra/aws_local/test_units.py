@@ -351,5 +351,46 @@ class BadInputTest(unittest.TestCase):
             self.assertNotIn("Traceback", out.getvalue())
 
 
+class JournaledTransactionsTest(unittest.TestCase):
+    """infra/moto_server.py: transactions roll back from a journal, not from table copies."""
+
+    def test_a_canceled_transaction_leaves_every_item_as_it_was(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+        import moto_server
+
+        moto_server.install_journaled_transactions()
+        with mock_aws():
+            c = boto3.client("dynamodb", region_name="us-east-1")
+            c.create_table(
+                TableName="t",
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            c.put_item(TableName="t", Item={"pk": {"S": "a"}, "v": {"N": "1"}})
+            c.put_item(TableName="t", Item={"pk": {"S": "d"}, "v": {"N": "7"}})
+
+            def update_a(expected, new):
+                return {"Update": {
+                    "TableName": "t", "Key": {"pk": {"S": "a"}},
+                    "UpdateExpression": "SET v = :n", "ConditionExpression": "v = :o",
+                    "ExpressionAttributeValues": {":n": {"N": new}, ":o": {"N": expected}},
+                }}
+
+            put_b = {"Put": {"TableName": "t", "Item": {"pk": {"S": "b"}, "v": {"N": "2"}}}}
+            delete_d = {"Delete": {"TableName": "t", "Key": {"pk": {"S": "d"}}}}
+            with self.assertRaises(c.exceptions.TransactionCanceledException) as canceled:
+                c.transact_write_items(TransactItems=[put_b, delete_d, update_a("5", "9")])
+            reasons = [r.get("Code") for r in canceled.exception.response["CancellationReasons"]]
+            self.assertEqual(reasons, ["None", "None", "ConditionalCheckFailed"])
+
+            def items():
+                return {i["pk"]["S"]: i["v"]["N"] for i in c.scan(TableName="t")["Items"]}
+
+            self.assertEqual(items(), {"a": "1", "d": "7"})
+            c.transact_write_items(TransactItems=[put_b, delete_d, update_a("1", "9")])
+            self.assertEqual(items(), {"a": "9", "b": "2"})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -139,7 +139,11 @@ class QueueSource:
     fails). The records left come back after the queue's visibility timeout, and go to its
     redrive queue after `maxReceiveCount`, as SQS does. Up to `ScalingConfig.MaximumConcurrency`
     batches are received and invoked at once (one by default), each by a poller of its own; a
-    FIFO queue never hands two of them the same message group."""
+    FIFO queue never hands two of them the same message group. As Lambda's pollers scale with
+    the queue, only the first poller polls an empty queue every `idle` seconds; the others poll
+    every `IDLE_OTHERS` seconds until the first receives a batch, which wakes them."""
+
+    IDLE_OTHERS = 2.0  # seconds between an extra poller's polls of an empty queue
 
     def __init__(self, stack, sqs, lid, props, functions, log):
         self.sqs = sqs
@@ -154,24 +158,31 @@ class QueueSource:
         self.name = lid
         self.region = stack.region
         self.stopping = threading.Event()
-        self.idle = 0.25  # seconds between polls of an empty queue
+        self.idle = 0.25  # seconds between the first poller's polls of an empty queue
+        self.work = threading.Event()  # set when a poll received a batch: wakes the others
         self.concurrency = max(
             1, int((props.get("ScalingConfig") or {}).get("MaximumConcurrency", 1))
         )
 
     def start(self):
         if self.enabled:
-            for _ in range(self.concurrency):
-                threading.Thread(target=self._run, daemon=True).start()
+            for k in range(self.concurrency):
+                threading.Thread(target=self._run, args=(k,), daemon=True).start()
 
-    def _run(self):
+    def _run(self, k):
         while not self.stopping.is_set():
             try:
-                if not self.poll_once():
+                if self.poll_once():
+                    self.work.set()
+                elif k == 0:
                     # Short polls with a pause, never a long poll: the emulator serves one
                     # request at a time (infra/moto.sh), so a long poll would hold up the
                     # functions' own calls for its whole wait.
                     self.stopping.wait(self.idle)
+                else:
+                    # A wake lost to this clear costs at most IDLE_OTHERS.
+                    self.work.clear()
+                    self.work.wait(self.IDLE_OTHERS)
             except Exception as e:  # noqa: BLE001
                 self.log(f"{self.name}: poll failed: {e}")
                 self.stopping.wait(1)

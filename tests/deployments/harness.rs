@@ -35,6 +35,14 @@ const VISIBILITY_CAP: u64 = 30;
 /// scenarios that rest on the sweep, following without push, minutes long).
 const SWEEP_EVERY: u64 = 5;
 
+/// How many agents the burst measurement spreads its lapse tasks over ([`Fixture::burst`]).
+pub const BURST_AGENTS: usize = 20;
+
+/// The id of the `i`th burst agent: `burst-00` … `burst-19`.
+pub fn burst_agent(i: usize) -> String {
+    format!("burst-{i:02}")
+}
+
 /// Which deployment runs the scenarios.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -70,7 +78,7 @@ enum Card {
 
 /// One `[[agents]]` entry.
 struct AgentEntry {
-    id: &'static str,
+    id: String,
     card: Card,
     /// `reconcile = true` (origin tasks checked with `GetTask`); the others say `false`.
     reconcile: bool,
@@ -114,6 +122,9 @@ pub struct Fixture {
     pub recon: Arc<CaptureAgent>,
     /// Keeps its tasks; `follow_without_push`.
     pub follow: Arc<CaptureAgent>,
+    /// Twenty agents whose answers take 300 ms, `burst-00` … `burst-19`: the burst measurement
+    /// (`burst.rs`), by hand.
+    pub burst: Vec<Arc<CaptureAgent>>,
     /// The port `partner`'s card URL names, where nothing listens.
     pub partner_port: u16,
     /// The example agent (`a2a-watcher example-agent`), registered by its card URL: it prints
@@ -187,7 +198,14 @@ impl Fixture {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
+        let mut burst = Vec::new();
+        for _ in 0..BURST_AGENTS {
+            let agent = accept().await;
+            agent.set_answer_delay(Duration::from_millis(300));
+            burst.push(agent);
+        }
         Fixture {
+            burst,
             kinds: accept().await,
             timely: accept().await,
             withdraw: accept().await,
@@ -211,12 +229,17 @@ impl Fixture {
     }
 
     fn entries(&self) -> Vec<AgentEntry> {
-        let c = |id, a: &Arc<CaptureAgent>| AgentEntry {
-            id,
+        let c = |id: &str, a: &Arc<CaptureAgent>| AgentEntry {
+            id: id.to_string(),
             card: Card::Capture(a.clone()),
             reconcile: false,
         };
-        vec![
+        let burst = self
+            .burst
+            .iter()
+            .enumerate()
+            .map(|(i, a)| c(&burst_agent(i), a));
+        let mut entries = vec![
             c("kinds", &self.kinds),
             c("timely", &self.timely),
             c("withdraw", &self.withdraw),
@@ -233,16 +256,18 @@ impl Fixture {
             },
             c("follow", &self.follow),
             AgentEntry {
-                id: "example",
+                id: "example".into(),
                 card: Card::Url(self.example_url()),
                 reconcile: false,
             },
             AgentEntry {
-                id: "partner",
+                id: "partner".into(),
                 card: Card::Url(format!("http://127.0.0.1:{}", self.partner_port)),
                 reconcile: false,
             },
-        ]
+        ];
+        entries.extend(burst);
+        entries
     }
 
     /// The example agent's base URL, from its `example agent listening on URL (…)` line.
@@ -316,7 +341,7 @@ token = "{OPERATOR_TOKEN}"
             out.push_str(&format!(
                 "[[agents]]\nid = \"{id}\"\ncard = \"{card}\"\n{endpoint}push_token = \"{token}\"\nreconcile = {reconcile}\n\n",
                 id = e.id,
-                token = push_token(e.id),
+                token = push_token(&e.id),
                 reconcile = e.reconcile,
             ));
         }
@@ -340,8 +365,19 @@ enum Running {
 }
 
 impl Deployment {
-    /// Starts `backend` on the fixture's configuration and waits until it answers.
+    /// Starts `backend` on the fixture's configuration and waits until it answers; on aws-local
+    /// the sweep runs every [`SWEEP_EVERY`] seconds.
     pub async fn start(backend: Backend, fixture: &Fixture) -> Deployment {
+        Self::start_sweeping(backend, fixture, Some(SWEEP_EVERY)).await
+    }
+
+    /// [`Deployment::start`], with the sweep every `sweep_every` seconds on aws-local (`None`:
+    /// the template's 5 minutes, as deployed).
+    pub async fn start_sweeping(
+        backend: Backend,
+        fixture: &Fixture,
+        sweep_every: Option<u64>,
+    ) -> Deployment {
         let config = fixture.config();
         let api_port = free_port();
         let running = match backend {
@@ -361,7 +397,11 @@ impl Deployment {
                     .args(["--no-build", "--port", &api_port.to_string()])
                     .args(["--moto-port", &moto_port.to_string()])
                     .args(["--visibility-timeout-cap", &VISIBILITY_CAP.to_string()])
-                    .args(["--rate-cap", &SWEEP_EVERY.to_string()])
+                    .args(
+                        sweep_every
+                            .iter()
+                            .flat_map(|s| ["--rate-cap".to_string(), s.to_string()]),
+                    )
                     .arg("--config")
                     .arg(&path)
                     .env(

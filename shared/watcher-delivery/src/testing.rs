@@ -19,8 +19,9 @@
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use a2a_types::{TaskState, AGENT_CARD_PATH};
 use axum::body::Bytes;
@@ -273,6 +274,8 @@ struct Controls {
     held: Option<tokio::sync::watch::Sender<bool>>,
     /// Tasks created by `SendMessage` answers, when the agent keeps tasks.
     tasks: Option<Mutex<Vec<Value>>>,
+    /// Milliseconds every answer takes (an agent that thinks before it answers).
+    answer_delay_ms: AtomicU64,
 }
 
 #[derive(Clone)]
@@ -426,6 +429,13 @@ impl CaptureAgent {
         }
     }
 
+    /// Makes every answer take `delay` (an agent that thinks before it answers, e.g. 300 ms);
+    /// requests are recorded at once. `Duration::ZERO` answers at once again.
+    pub fn set_answer_delay(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.controls.answer_delay_ms.store(ms, Ordering::SeqCst);
+    }
+
     /// The `messageId` of every `SendMessage` recorded, in arrival order (duplicates kept).
     pub fn sent_message_ids(&self) -> Vec<String> {
         self.requests()
@@ -546,6 +556,10 @@ async fn capture(
             reply.into_response(&request)
         }
     };
+    let delay = state.controls.answer_delay_ms.load(Ordering::SeqCst);
+    if delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
     if let Some(held) = &state.controls.held {
         let mut rx = held.subscribe();
         // Released, or the agent is gone (the sender dropped): answer either way.
