@@ -38,13 +38,13 @@ use watcher_core::engine::{initial_scope, step, Effect, Input, StepContext};
 use watcher_core::ids::{AgentId, Source, Tenant};
 use watcher_core::slice::{Need, Slice, SubjectState};
 use watcher_core::time::Instant;
-use watcher_delivery::testing::{Behaviour, CaptureAgent, Reply};
 use watcher_runtime::clock::{Clock as _, SystemClock};
 use watcher_runtime::index::subject_index;
 use watcher_runtime::store::Commit;
 use watcher_runtime::watcher::Watcher;
 use watcher_store_sqlite::SqliteStore;
 
+mod agent;
 mod delivery;
 mod measure;
 
@@ -210,16 +210,7 @@ async fn run_size(n: u64, opts: &Options, measure_latency: bool) -> anyhow::Resu
     // The capture agent records when each lapse task arrives.
     let arrivals: Arc<Mutex<Vec<SystemTime>>> = Arc::default();
     let seen = arrivals.clone();
-    let agent = CaptureAgent::spawn(Behaviour::from_fn(move |i, req| {
-        if req.rpc_method().as_deref() == Some("SendMessage") {
-            seen.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(SystemTime::now());
-        }
-        Reply::task(format!("task-{}", i + 1), a2a_types::TaskState::Submitted)
-    }))
-    .await
-    .context("Failed to start the capture agent")?;
+    let agent = agent::BenchAgent::spawn(Some(seen)).await?;
     let config = write_config(&dir.0, &agent.url(), n)?;
 
     let raw_tps = raw_durable_rate(&dir.0, opts).context("the raw SQLite rate")?;

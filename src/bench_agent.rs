@@ -64,26 +64,35 @@ async fn jsonrpc(
     Json(req): Json<Value>,
 ) -> impl IntoResponse {
     let close = [(header::CONNECTION, "close")];
+    if req.get("method").and_then(Value::as_str) == Some("SendMessage") {
+        let at = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "arrived {at} {}",
+            req["params"]["message"]["messageId"]
+                .as_str()
+                .unwrap_or("?")
+        );
+        let _ = out.flush();
+    }
+    let answer = answer(&req, &counter);
+    (close, Json(answer))
+}
+
+/// The JSON-RPC answer of a bench agent to `req`: `SendMessage` a new task `lapse-task-{n}` (`n`
+/// from `counter`) in `TASK_STATE_SUBMITTED`, `GetTask` the asked task `TASK_STATE_WORKING`,
+/// anything else `-32601`. Shared by the agent processes and the bench's in-process agent.
+pub(crate) fn answer(req: &Value, counter: &AtomicU64) -> Value {
     let id = req.get("id").cloned().unwrap_or(Value::Null);
-    let answer = match req.get("method").and_then(Value::as_str) {
+    match req.get("method").and_then(Value::as_str) {
         Some("SendMessage") => {
-            let at = SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            let message = &req["params"]["message"];
-            {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(
-                    out,
-                    "arrived {at} {}",
-                    message["messageId"].as_str().unwrap_or("?")
-                );
-                let _ = out.flush();
-            }
             let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
             json!({ "jsonrpc": "2.0", "id": id, "result": { "task": {
                 "id": format!("lapse-task-{n}"),
-                "contextId": message["contextId"],
+                "contextId": req["params"]["message"]["contextId"],
                 "status": { "state": "TASK_STATE_SUBMITTED" }
             } } })
         }
@@ -97,8 +106,7 @@ async fn jsonrpc(
         },
         _ => json!({ "jsonrpc": "2.0", "id": id,
             "error": { "code": -32601, "message": "Method not found" } }),
-    };
-    (close, Json(answer))
+    }
 }
 
 /// A bench agent running as a child process; killed when dropped.

@@ -1,6 +1,7 @@
 //! The delivery phases of the bench: a burst across agents, a slow or holding agent beside quick
 //! ones, and status updates against a background of open expectations.
 
+use super::agent::BenchAgent;
 use super::*;
 
 /// Agents of the burst phase, each its own process.
@@ -163,16 +164,8 @@ pub(crate) async fn slow_agent(opts: &Options, held: bool) -> anyhow::Result<Val
     std::fs::create_dir_all(&dir.0)?;
     let arrivals: Arc<Mutex<Vec<SystemTime>>> = Arc::default();
     let seen = arrivals.clone();
-    let fast = CaptureAgent::spawn(Behaviour::from_fn(move |i, req| {
-        if req.rpc_method().as_deref() == Some("SendMessage") {
-            seen.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(SystemTime::now());
-        }
-        Reply::task(format!("task-{}", i + 1), a2a_types::TaskState::Submitted)
-    }))
-    .await?;
-    let slow = CaptureAgent::spawn(Behaviour::accept()).await?;
+    let fast = BenchAgent::spawn(Some(seen)).await?;
+    let slow = BenchAgent::spawn(None).await?;
     slow.hold(held);
     let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))?;
     for (name, agent) in [("fast", &fast), ("slow", &slow)] {
@@ -297,7 +290,7 @@ pub(crate) async fn status_updates(opts: &Options) -> anyhow::Result<Value> {
             jiff::Timestamp::now().as_millisecond()
         )));
         std::fs::create_dir_all(&dir.0)?;
-        let agent = CaptureAgent::spawn(Behaviour::accept()).await?;
+        let agent = BenchAgent::spawn(None).await?;
         let config = write_config(&dir.0, &agent.url(), 0)?;
         {
             let store = SqliteStore::open(&config.database)?;
