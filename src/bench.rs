@@ -46,9 +46,11 @@ use watcher_store_sqlite::SqliteStore;
 
 mod agent;
 mod delivery;
+mod inputs;
 mod measure;
 
 use delivery::*;
+use inputs::*;
 use measure::*;
 
 const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
@@ -408,85 +410,6 @@ fn raw_durable_rate(dir: &Path, opts: &Options) -> anyhow::Result<f64> {
     Ok(done as f64 / t.elapsed().as_secs_f64())
 }
 
-/// A booking in the worked example's shape (examples/booking-artifact.json): manifest, the
-/// departure after it, the arrival anchored on the departure; subject `shipment/B-{key}`.
-fn booking(key: &str, due: jiff::Timestamp) -> Value {
-    let at = |d: jiff::SignedDuration| (due + d).to_string();
-    let h = jiff::SignedDuration::from_hours;
-    json!({ "artifactUpdate": {
-        "taskId": format!("task-{key}"), "contextId": format!("ctx-{key}"),
-        "artifact": {
-            "artifactId": format!("booking-{key}"),
-            "parts": [{ "text": "Booked on EK203" }],
-            "extensions": [URI],
-            "metadata": { URI: { "expectations": [
-                {
-                    "expectationId": format!("exp-{key}-manifest"), "kind": "shipment.manifest",
-                    "subject": { "type": "shipment", "id": format!("B-{key}") },
-                    "expects": "the airline manifest",
-                    "satisfiedBy": { "factKey": format!("shipment.manifest.received:B-{key}") },
-                    "dueAt": at(h(0)), "grace": "PT2H", "basis": "observed"
-                },
-                {
-                    "expectationId": format!("exp-{key}-departure"), "kind": "shipment.departure",
-                    "subject": { "type": "shipment", "id": format!("B-{key}") },
-                    "expects": "a departure event",
-                    "satisfiedBy": { "factKey": format!("shipment.departed:B-{key}") },
-                    "dueAt": at(h(7)), "grace": "PT6H", "basis": "observed",
-                    "after": [format!("exp-{key}-manifest")]
-                },
-                {
-                    "expectationId": format!("exp-{key}-arrival"), "kind": "shipment.arrival",
-                    "subject": { "type": "shipment", "id": format!("B-{key}") },
-                    "expects": "an arrival event",
-                    "satisfiedBy": { "factKey": format!("shipment.arrived:B-{key}") },
-                    "dueAt": at(h(9)), "grace": "PT6H", "basis": "observed",
-                    "anchor": { "expectationId": format!("exp-{key}-departure"), "offset": "PT1H45M" },
-                    "after": [format!("exp-{key}-departure")],
-                    "horizon": at(h(57))
-                }
-            ] } }
-        }
-    } })
-}
-
-/// Bookings due a month from now, one second apart, so the deadline index is spread out.
-fn far_due(i: usize) -> jiff::Timestamp {
-    let now = jiff::Timestamp::now().as_second();
-    let base = now - now % 86_400 + 30 * 86_400;
-    jiff::Timestamp::from_second(base + i as i64 % 10_000_000).unwrap_or(jiff::Timestamp::MAX)
-}
-
-/// The manifest fact of booking `B-{i}` (one of the preloaded bookings when `i` is below their
-/// count).
-fn manifest_fact(i: usize) -> Value {
-    json!({
-        "factKey": format!("shipment.manifest.received:B-{i}"),
-        "observedAt": jiff::Timestamp::now().to_string(),
-        "subject": { "type": "shipment", "id": format!("B-{i}") },
-    })
-}
-
-fn push_input(
-    w: &Watcher<SqliteStore>,
-    tenant: &Tenant,
-    agent: &AgentId,
-    body: Value,
-) -> anyhow::Result<Input> {
-    let event = a2a_types::StreamResponse::from_push_body(body)?;
-    let profile = w
-        .directory
-        .get(tenant, agent)
-        .context("the booking agent is registered")?
-        .profile
-        .clone();
-    let items = watcher_core::ingest::push_items(&event, agent, SystemClock.now());
-    Ok(Input::Push {
-        agent: profile,
-        items,
-    })
-}
-
 /// Writes `bookings` bookings (three open expectations each) through the pure engine: each
 /// booking is one `step` over a slice of fresh subjects, and `PRELOAD_BATCH` of them go into one
 /// store commit. The raising-order sequence is taken per booking from a block reserved in the
@@ -635,53 +558,6 @@ where
         bytes_per_request: written / done.max(1) as u64,
         cpu_us_per_request: round(cpu * 1e6 / done.max(1) as f64, 1),
     })
-}
-
-async fn ok(resp: reqwest::Response) -> anyhow::Result<()> {
-    let status = resp.status();
-    if !status.is_success() {
-        let body = resp.text().await.unwrap_or_default();
-        bail!("the watcher answered {status}: {body}");
-    }
-    // Read the body, as a client would.
-    resp.bytes().await?;
-    Ok(())
-}
-
-/// A push of `LAPSES_PER_PUSH` manifest expectations due at `due`, each on its own subject
-/// `shipment/{key}-{j}`, raised by task `task-{key}` (the lapse-latency and slow-agent phases).
-fn manifests_push(key: &str, due: jiff::Timestamp) -> Value {
-    let exps: Vec<Value> = (0..LAPSES_PER_PUSH)
-        .map(|j| {
-            let s = format!("{key}-{j}");
-            json!({
-                "expectationId": format!("exp-{s}"), "kind": "shipment.manifest",
-                "subject": { "type": "shipment", "id": s },
-                "expects": "the airline manifest",
-                "satisfiedBy": { "factKey": format!("shipment.manifest.received:{s}") },
-                "dueAt": due.to_string(), "basis": "observed"
-            })
-        })
-        .collect();
-    json!({ "artifactUpdate": {
-        "taskId": format!("task-{key}"), "contextId": format!("ctx-{key}"),
-        "artifact": {
-            "artifactId": format!("booking-{key}"),
-            "parts": [{ "text": "booked" }],
-            "extensions": [URI],
-            "metadata": { URI: { "expectations": exps } }
-        }
-    } })
-}
-
-async fn post_push(http: &reqwest::Client, base: &str, body: &Value) -> anyhow::Result<()> {
-    ok(http
-        .post(format!("{base}/v1/agents/booking/push"))
-        .header("X-A2A-Notification-Token", PUSH_TOKEN)
-        .json(body)
-        .send()
-        .await?)
-    .await
 }
 
 /// The deadline index against a sweep over every open expectation, both finding the same
