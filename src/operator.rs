@@ -14,6 +14,7 @@ use comfy_table::{presets::UTF8_BORDERS_ONLY, ContentArrangement, Table};
 use serde_json::{json, Value};
 use watcher_core::ids::{AgentId, Subject, Tenant};
 use watcher_runtime::store::DeliveryState;
+use watcher_runtime::view::{AgentView, AgentsPage};
 use watcher_store_sqlite::SqliteStore;
 
 /// Where the record is read from, and how it is printed.
@@ -430,17 +431,18 @@ impl Local {
         };
         let mut out = Vec::new();
         for (tenant, id) in agents.iter().filter(|(t, _)| *t == self.tenant) {
-            let d = watcher_runtime::operators::agent_delivery(&*self.store, tenant, id).await?;
-            let mut v = json!({ "agentId": id, "delivery": d.delivery });
-            if let Some(since) = d.retrying_since {
-                v["retryingSince"] = json!(since);
-            }
-            if let Some(e) = d.last_error {
-                v["lastError"] = json!(e);
-            }
-            out.push(v);
+            out.push(AgentView {
+                agent_id: id.clone(),
+                delivery: watcher_runtime::operators::agent_delivery(&*self.store, tenant, id)
+                    .await?,
+                // `--db` reads the store and the configuration, not the running directory.
+                directory: None,
+            });
         }
-        Ok(json!({ "agents": out }))
+        Ok(serde_json::to_value(AgentsPage {
+            agents: out,
+            next_cursor: None,
+        })?)
     }
 }
 

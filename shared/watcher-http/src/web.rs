@@ -570,7 +570,8 @@ async fn agents(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let who = logged_in!(state, headers);
     // The first page (by agent id): the directory holds the configured agents, a few at most.
     let body = match agents_view(&state, &who.tenant, None, crate::page::MAX_LIMIT).await {
-        Ok(b) => b,
+        // The page reads the answer as the API gives it.
+        Ok(b) => serde_json::to_value(b).unwrap_or(Value::Null),
         Err(e) => return error_page(&who, e),
     };
     let empty = Vec::new();

@@ -139,3 +139,92 @@ impl RejectionView {
         }
     }
 }
+
+/// One agent as operators read it (`GET /v1/agents`, the web page, `a2a-watcher agents`):
+/// `{ "agentId", "delivery", "retryingSince"?, "lastError"?, … }` and, where the agent directory
+/// is at hand (the HTTP API and the web page, not `agents --db`), the [`AgentDirectoryView`]
+/// members beside them. One type, so the route and the command answer alike.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentView {
+    /// The agent's id.
+    pub agent_id: watcher_core::ids::AgentId,
+    /// Its lapse-task delivery: `delivery`, `retryingSince`?, `lastError`?.
+    #[serde(flatten)]
+    pub delivery: crate::operators::AgentDelivery,
+    /// What the agent directory knows of it, when it is at hand.
+    #[serde(flatten)]
+    pub directory: Option<AgentDirectoryView>,
+}
+
+/// What the agent directory knows of an agent ([`AgentView`]): whether it submits lapse tasks,
+/// whether its lifecycle is trusted, whether its origin tasks are reconciled with `GetTask`,
+/// its lifecycle probe, and where its card stands.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentDirectoryView {
+    /// `submitsLapses` of its `[[agents]]` entry, when the directory has an entry for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submits_lapses: Option<bool>,
+    /// Whether a lifecycle probe promoted it (docs/specs/agent-card-vs-lifecycle-conformance.md:
+    /// only a probe promotes; the card alone never does).
+    pub lifecycle_trusted: bool,
+    /// Whether its origin tasks are followed with `GetTask`.
+    pub reconciled: bool,
+    /// Its lifecycle probe.
+    pub lifecycle: LifecycleView,
+    /// Where its card stands (serve.md "Agents are independent"), when configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub card: Option<crate::directory::CardHealth>,
+}
+
+/// An agent's lifecycle probe as operators read it: `{ "protocolVersion", "probedAt" (UTC),
+/// "demotions": [words], "descriptor" }`, or only `demotions` when it was never probed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LifecycleView {
+    /// The protocol version probed (e.g. `1.0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// When the probe ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probed_at: Option<watcher_core::time::Instant>,
+    /// Why it was not promoted, in words; empty when trusted.
+    pub demotions: Vec<String>,
+    /// The probe's whole descriptor, as `a2a-watcher probe` prints it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub descriptor: Option<Value>,
+}
+
+impl LifecycleView {
+    /// The view of a probe's result, or of no probe (`None`): one demotion saying so.
+    pub fn of(lifecycle: Option<&crate::directory::Lifecycle>) -> Self {
+        match lifecycle {
+            Some(l) => LifecycleView {
+                protocol_version: Some(l.protocol_version.clone()),
+                probed_at: Some(l.probed_at),
+                demotions: l.demotions.clone(),
+                descriptor: Some(l.descriptor.clone()),
+            },
+            None => LifecycleView {
+                protocol_version: None,
+                probed_at: None,
+                demotions: vec![
+                    "never probed: the card alone never promotes an agent to lifecycle-trusted"
+                        .into(),
+                ],
+                descriptor: None,
+            },
+        }
+    }
+}
+
+/// One page of agents by id: `{ "agents": [AgentView], "nextCursor": "…" | null }`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentsPage {
+    /// The agents of the page, by id.
+    pub agents: Vec<AgentView>,
+    /// The cursor of the next page; `null` on the last.
+    pub next_cursor: Option<String>,
+}

@@ -7,8 +7,8 @@ use crate::AppState;
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::Json;
-use serde_json::{json, Value};
 use watcher_core::ids::AgentId;
+use watcher_runtime::view::{AgentDirectoryView, AgentView, AgentsPage, LifecycleView};
 
 use super::*;
 
@@ -22,7 +22,7 @@ pub async fn agents(
     State(state): State<AppState>,
     headers: HeaderMap,
     uri: Uri,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AgentsPage>, ApiError> {
     let principal = state
         .credentials
         .require(&headers, &[Role::Operator], false)?;
@@ -48,7 +48,7 @@ pub async fn agents_view(
     tenant: &watcher_core::ids::Tenant,
     after: Option<&str>,
     limit: usize,
-) -> Result<Value, ApiError> {
+) -> Result<AgentsPage, ApiError> {
     let directory = &state.watcher.directory;
     let entries: std::collections::BTreeMap<AgentId, _> = directory
         .entries()
@@ -73,52 +73,37 @@ pub async fn agents_view(
             watcher_runtime::operators::agent_delivery(&*state.watcher.store, tenant, &id)
                 .await
                 .map_err(unavailable)?;
-        let mut v = json!({
-            "agentId": id,
-            "delivery": delivery.delivery,
-        });
-        if let Some(entry) = entries.get(&id) {
-            v["submitsLapses"] = json!(entry.submits_lapses);
-        }
-        if let Some(since) = delivery.retrying_since {
-            v["retryingSince"] = json!(since);
-        }
-        if let Some(e) = delivery.last_error {
-            v["lastError"] = json!(e);
-        }
         // docs/specs/agent-card-vs-lifecycle-conformance.md: only a probe promotes; the card
         // alone never does. Untrusted agents' origin tasks are reconciled with GetTask.
         let lifecycle = directory.lifecycle(tenant, &id);
-        v["lifecycleTrusted"] = json!(lifecycle.as_ref().is_some_and(|l| l.lifecycle_trusted));
-        v["reconciled"] = json!(directory.reconciles(tenant, &id));
-        match lifecycle {
-            Some(l) => {
-                v["lifecycle"] = json!({
-                    "protocolVersion": l.protocol_version,
-                    "probedAt": l.probed_at,
-                    "demotions": l.demotions,
-                    "descriptor": l.descriptor,
-                })
-            }
-            None => {
-                v["lifecycle"] = json!({
-                    "demotions": ["never probed: the card alone never promotes an agent to lifecycle-trusted"]
-                })
-            }
-        }
-        // serve.md "Agents are independent": where the agent's card stands.
-        if let Some(card) = cards.remove(&id) {
-            v["card"] = json!(card);
-        }
-        bytes += v.to_string().len() + 1;
-        agents.push(v);
-        if ids.peek().is_some() && (agents.len() >= limit || bytes > page::MAX_PAGE_BYTES / 2) {
+        let view = AgentView {
+            delivery,
+            directory: Some(AgentDirectoryView {
+                submits_lapses: entries.get(&id).map(|e| e.submits_lapses),
+                lifecycle_trusted: lifecycle.as_ref().is_some_and(|l| l.lifecycle_trusted),
+                reconciled: directory.reconciles(tenant, &id),
+                lifecycle: LifecycleView::of(lifecycle.as_ref()),
+                // serve.md "Agents are independent": where the agent's card stands.
+                card: cards.remove(&id),
+            }),
+            agent_id: id,
+        };
+        bytes += serde_json::to_string(&view).map_or(0, |s| s.len()) + 1;
+        let cut =
+            ids.peek().is_some() && (agents.len() + 1 >= limit || bytes > page::MAX_PAGE_BYTES / 2);
+        if cut {
             next = Some(page::encode(
                 'a',
-                &page::Cursor::Agent(id.as_str().to_string()),
+                &page::Cursor::Agent(view.agent_id.as_str().to_string()),
             ));
+        }
+        agents.push(view);
+        if cut {
             break;
         }
     }
-    Ok(json!({ "agents": agents, "nextCursor": next }))
+    Ok(AgentsPage {
+        agents,
+        next_cursor: next,
+    })
 }
