@@ -400,7 +400,9 @@ impl Local {
             .subject(&self.tenant, &subject)
             .await?
             .with_context(|| format!("nothing is recorded about {subject}"))?;
-        Ok(watcher_runtime::view::subject_view(&state))
+        Ok(serde_json::to_value(watcher_runtime::view::subject_view(
+            &state,
+        ))?)
     }
 
     async fn lapses(&self, filter: &LapseFilter) -> anyhow::Result<Vec<Value>> {

@@ -1,43 +1,84 @@
-//! The subject view operators read (contracts/serve.md, `GET /v1/subjects/{type}/{id}`):
-//! `{ "subject", "expectations": [ExpectationRecord], "facts": [...] }`. One function, so the
-//! HTTP route, the web page, the timeline picture and `a2a-watcher subject --db` answer alike.
+//! What operators read, one type each, shared by the HTTP API, the web page and the CLI: the
+//! subject view (contracts/serve.md, `GET /v1/subjects/{type}/{id}`), lapse tasks, rejections
+//! and agents.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use watcher_core::slice::SubjectState;
 
-/// The subject view of `state`: the subject, every ExpectationRecord on it in raising order
-/// (contracts/replay.md shape) and its facts in receipt order, each
-/// `{ "factKey", "source", "observedAt", "receivedAt", "satisfied": [ids], "mapping"?,
-/// "claimedObservedAt"? }` (UTC instants).
-pub fn subject_view(state: &SubjectState) -> Value {
-    let facts: Vec<Value> = state
+/// The subject view (contracts/serve.md, `GET /v1/subjects/{type}/{id}`): the subject, every
+/// ExpectationRecord on it in raising order (contracts/replay.md shape) and its facts in
+/// receipt order.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SubjectView {
+    /// The subject.
+    pub subject: watcher_core::ids::Subject,
+    /// Every ExpectationRecord on it, in raising order, in the contract's shape
+    /// (`ExpectationRecord::to_contract_json`).
+    pub expectations: Vec<Value>,
+    /// Its facts, in receipt order.
+    pub facts: Vec<FactView>,
+}
+
+/// A fact on a subject as operators read it: `{ "factKey", "source", "observedAt",
+/// "receivedAt", "satisfied": [ids], "mapping"?, "claimedObservedAt"? }` (UTC instants).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactView {
+    /// The fact's key.
+    pub fact_key: watcher_core::ids::FactKey,
+    /// Who reported it.
+    pub source: watcher_core::ids::Source,
+    /// When it was observed, as the watcher takes it (semantics.md "Time").
+    pub observed_at: watcher_core::time::Instant,
+    /// When the watcher received it.
+    pub received_at: watcher_core::time::Instant,
+    /// The expectations it satisfied.
+    pub satisfied: Vec<String>,
+    /// The webhook mapping that yielded it, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<String>,
+    /// `observedAt` as given, when it differs from the one taken (semantics.md "Time").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claimed_observed_at: Option<ClaimedObservedAt>,
+}
+
+/// `claimedObservedAt`: the text as given (kept when it was not a valid instant), or the
+/// instant claimed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(untagged)]
+pub enum ClaimedObservedAt {
+    /// The value as given.
+    Given(String),
+    /// The instant claimed, where the watcher took another.
+    Claimed(watcher_core::time::Instant),
+}
+
+/// The subject view of `state` ([`SubjectView`]). One function, so the HTTP route, the web
+/// page, the timeline picture and `a2a-watcher subject --db` answer alike.
+pub fn subject_view(state: &SubjectState) -> SubjectView {
+    let facts = state
         .facts
         .iter()
-        .map(|f| {
-            let mut v = json!({
-                "factKey": f.fact_key,
-                "source": f.source,
-                "observedAt": f.observed_at,
-                "receivedAt": f.received_at,
-                "satisfied": f.satisfied.iter().map(|s| s.id.to_string()).collect::<Vec<_>>(),
-            });
-            if let Some(mapping) = &f.mapping {
-                v["mapping"] = json!(mapping);
-            }
+        .map(|f| FactView {
+            fact_key: f.fact_key.clone(),
+            source: f.source.clone(),
+            observed_at: f.observed_at,
+            received_at: f.received_at,
+            satisfied: f.satisfied.iter().map(|s| s.id.to_string()).collect(),
+            mapping: f.mapping.clone(),
             // semantics.md "Time": the value as given, beside the effective one.
-            if let Some(given) = &f.observed_at_given {
-                v["claimedObservedAt"] = json!(given);
-            } else if f.claimed_observed_at != f.observed_at {
-                v["claimedObservedAt"] = json!(f.claimed_observed_at);
-            }
-            v
+            claimed_observed_at: match &f.observed_at_given {
+                Some(given) => Some(ClaimedObservedAt::Given(given.clone())),
+                None => (f.claimed_observed_at != f.observed_at)
+                    .then_some(ClaimedObservedAt::Claimed(f.claimed_observed_at)),
+            },
         })
         .collect();
-    json!({
-        "subject": state.subject,
-        "expectations": state.records.iter().map(|r| r.to_contract_json()).collect::<Vec<_>>(),
-        "facts": facts,
-    })
+    SubjectView {
+        subject: state.subject.clone(),
+        expectations: state.records.iter().map(|r| r.to_contract_json()).collect(),
+        facts,
+    }
 }
 
 /// One lapse task as operators read it (`GET /v1/lapses`, `a2a-watcher lapses`, with or without

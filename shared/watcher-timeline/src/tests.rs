@@ -28,7 +28,7 @@ async fn view_after(scenario: &Value) -> Value {
         .await
         .unwrap()
         .expect("the subject is recorded");
-    watcher_runtime::view::subject_view(&state)
+    serde_json::to_value(watcher_runtime::view::subject_view(&state)).unwrap()
 }
 
 fn at(s: &str) -> Timestamp {

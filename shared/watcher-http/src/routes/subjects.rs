@@ -17,7 +17,7 @@ pub async fn subject(
     State(state): State<AppState>,
     Path((subject_type, subject_id)): Path<(String, String)>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<watcher_runtime::view::SubjectView>, ApiError> {
     let principal = state
         .credentials
         .require(&headers, &[Role::Operator], false)?;
@@ -77,7 +77,8 @@ pub fn svg_response(svg: String) -> axum::response::Response {
         .into_response()
 }
 
-/// The subject view (`watcher_runtime::view`) of `{type}/{id}` in `tenant`.
+/// The subject view (`watcher_runtime::view`) of `{type}/{id}` in `tenant`, as JSON for the
+/// pages and pictures that read it by member.
 ///
 /// # Errors
 /// 400 for an invalid subject, 404 when nothing is recorded about it, 503 when the store fails.
@@ -95,5 +96,5 @@ pub async fn subject_view_of(
         .await
         .map_err(unavailable)?
         .ok_or_else(|| ApiError::not_found(format!("nothing is recorded about {subject}")))?;
-    Ok(watcher_runtime::view::subject_view(&found))
+    Ok(serde_json::to_value(watcher_runtime::view::subject_view(&found)).unwrap_or(Value::Null))
 }
