@@ -31,8 +31,8 @@ use learnables::{
 };
 use learnables_store::{absorb_with_retry, AbsorbError, DefinitionStore, DefinitionStoreError};
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use watcher_runtime::clock::Clock;
 
 use crate::auth::{Credentials, Principal, Role};
@@ -357,9 +357,11 @@ async fn load(
 async fn list_learnables(
     State(state): State<LearnablesState>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<impl Serialize>, ApiError> {
     caller(&state, &headers, READERS)?;
-    Ok(Json(json!({ "learnables": state.registry.summaries() })))
+    Ok(Json(Learnables {
+        learnables: state.registry.summaries(),
+    }))
 }
 
 /// `GET /v1/definitions/{id}/descriptors`: `{ "learnables": [LearnableDescriptor] }` (§6.2), the
@@ -368,11 +370,13 @@ async fn get_descriptors(
     State(state): State<LearnablesState>,
     Path(id): Path<String>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<impl Serialize>, ApiError> {
     let (_, tenant) = caller(&state, &headers, READERS)?;
     let definition = load(&state, &tenant, &definition_id(&id)?).await?;
     let descriptors = learnables::descriptors(&definition, &state.registry).map_err(authority)?;
-    Ok(Json(json!({ "learnables": descriptors })))
+    Ok(Json(Learnables {
+        learnables: descriptors,
+    }))
 }
 
 /// `PUT /v1/definitions/{id}`: 201 with version 1 and `Location`; 409 if it exists.
@@ -417,11 +421,11 @@ async fn get_definition(
     State(state): State<LearnablesState>,
     Path(id): Path<String>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<impl Serialize>, ApiError> {
     let (_, tenant) = caller(&state, &headers, READERS)?;
     let definition = load(&state, &tenant, &definition_id(&id)?).await?;
     let served = learnables::active(&definition).map_err(authority)?;
-    Ok(Json(json!(served)))
+    Ok(Json(served))
 }
 
 /// `GET /v1/definitions/{id}/versions/{n}`: version n, the same every time; 410 once tombstoned.
@@ -429,13 +433,13 @@ async fn get_version(
     State(state): State<LearnablesState>,
     Path((id, n)): Path<(String, String)>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<impl Serialize>, ApiError> {
     let (_, tenant) = caller(&state, &headers, READERS)?;
     let id = definition_id(&id)?;
     let n = version_number(&n)?;
     let definition = load(&state, &tenant, &id).await?;
     let served = learnables::get_version(&definition, n).map_err(authority)?;
-    Ok(Json(json!(served)))
+    Ok(Json(served))
 }
 
 /// `POST /v1/definitions/{id}/lessons`: 200 LessonResult (§10.4), `learned: false` for a lesson
@@ -445,7 +449,7 @@ async fn post_lesson(
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<impl Serialize>, ApiError> {
     let (principal, tenant) = caller(&state, &headers, WRITERS)?;
     let id = definition_id(&id)?;
     let lesson = lesson_for(principal, body_as(&headers, &body)?)?;
@@ -457,7 +461,7 @@ async fn post_lesson(
     })
     .await
     .map_err(absorb_error)?;
-    Ok(Json(json!(done.output)))
+    Ok(Json(done.output))
 }
 
 /// `POST /v1/definitions/{id}/lessons:check`: what the lesson would do to the corpus (§13.1);
@@ -468,7 +472,7 @@ async fn post_check(
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<impl Serialize>, ApiError> {
     let (principal, tenant) = caller(&state, &headers, WRITERS)?;
     let id = definition_id(&id)?;
     let body: CheckBody = body_as(&headers, &body)?;
@@ -483,7 +487,7 @@ async fn post_check(
     let definition = load(&state, &tenant, &id).await?;
     let report = learnables::check(&definition, &lesson, &body.corpus, &state.registry)
         .map_err(authority)?;
-    Ok(Json(json!(report)))
+    Ok(Json(report))
 }
 
 /// `POST /v1/definitions/{id}/show-back`: the §11 report of the active version (or of
@@ -513,10 +517,12 @@ async fn get_history(
     State(state): State<LearnablesState>,
     Path(id): Path<String>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<impl Serialize>, ApiError> {
     let (_, tenant) = caller(&state, &headers, READERS)?;
     let definition = load(&state, &tenant, &definition_id(&id)?).await?;
-    Ok(Json(json!({ "history": learnables::history(&definition) })))
+    Ok(Json(History {
+        history: learnables::history(&definition),
+    }))
 }
 
 /// `POST /v1/definitions/{id}/activate`: makes version n active again (undo, §10.3).
@@ -526,7 +532,7 @@ async fn post_activate(
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<impl Serialize>, ApiError> {
     let (principal, tenant) = caller(&state, &headers, WRITERS)?;
     let id = definition_id(&id)?;
     let body: ActivateBody = body_as(&headers, &body)?;
@@ -549,15 +555,12 @@ async fn post_activate(
     .await
     .map_err(absorb_error)?;
     let served = learnables::active(&done.state).map_err(authority)?;
-    let mut answer = json!({
-        "activated": done.written,
-        "definitionVersion": served.definition_version,
-        "versionId": served.version_id,
-    });
-    if done.written {
-        answer["previousVersionId"] = json!(done.output);
-    }
-    Ok(Json(answer))
+    Ok(Json(Activated {
+        activated: done.written,
+        definition_version: served.definition_version,
+        version_id: served.version_id,
+        previous_version_id: done.written.then_some(done.output),
+    }))
 }
 
 /// `POST /v1/definitions/{id}/versions/{n}/tombstone`: version n's content is no longer served
@@ -567,7 +570,7 @@ async fn post_tombstone(
     Path((id, n)): Path<(String, String)>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<impl Serialize>, ApiError> {
     let (principal, tenant) = caller(&state, &headers, WRITERS)?;
     let id = definition_id(&id)?;
     let n = version_number(&n)?;
@@ -596,9 +599,43 @@ async fn post_tombstone(
                 what: format!("version {n} of {id}"),
             })
         })?;
-    Ok(Json(json!({
-        "tombstoned": done.written,
-        "definitionVersion": n,
-        "versionId": version_id,
-    })))
+    Ok(Json(Tombstoned {
+        tombstoned: done.written,
+        definition_version: n,
+        version_id,
+    }))
+}
+
+/// `{ "learnables": [...] }`: the registry's learnables (`GET /v1/learnables`) or a definition's
+/// descriptors (§6.2).
+#[derive(Serialize)]
+struct Learnables<T> {
+    learnables: T,
+}
+
+/// `{ "history": [...] }`, newest first (`GET /v1/definitions/{id}/history`).
+#[derive(Serialize)]
+struct History<T> {
+    history: T,
+}
+
+/// The answer of `POST /v1/definitions/{id}/activate` (§10.3): `previousVersionId` only when
+/// something was recorded.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Activated<V, P> {
+    activated: bool,
+    definition_version: u64,
+    version_id: V,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    previous_version_id: Option<P>,
+}
+
+/// The answer of `POST /v1/definitions/{id}/versions/{n}/tombstone` (§14).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Tombstoned<V> {
+    tombstoned: bool,
+    definition_version: u64,
+    version_id: V,
 }
