@@ -65,37 +65,30 @@ impl DynamoStore {
         limit: usize,
     ) -> Result<Vec<(u64, String, String)>, StoreError> {
         let what = "outbox-due index entry";
-        let mut keys = Vec::new();
-        let mut start = None;
-        while keys.len() < limit {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(OUTBOX_DUE_INDEX)
-                .key_condition_expression("#q = :q")
-                .filter_expression("#n <= :now")
-                .expression_attribute_names("#q", QUEUED)
-                .expression_attribute_names("#n", NEXT_ATTEMPT)
-                .expression_attribute_values(":q", s(partition.clone()))
-                .expression_attribute_values(":now", s(instant_key(now)))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
-                keys.push((
-                    get_u64(&item, SEQ, what)?,
-                    get_s(&item, PK, what)?.to_string(),
-                    get_s(&item, SK, what)?.to_string(),
-                ));
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
+        let mut keys = self
+            .query_at_least(
+                limit,
+                || {
+                    self.client
+                        .query()
+                        .table_name(&self.table)
+                        .index_name(OUTBOX_DUE_INDEX)
+                        .key_condition_expression("#q = :q")
+                        .filter_expression("#n <= :now")
+                        .expression_attribute_names("#q", QUEUED)
+                        .expression_attribute_names("#n", NEXT_ATTEMPT)
+                        .expression_attribute_values(":q", s(partition.clone()))
+                        .expression_attribute_values(":now", s(instant_key(now)))
+                },
+                |item| {
+                    Ok((
+                        get_u64(&item, SEQ, what)?,
+                        get_s(&item, PK, what)?.to_string(),
+                        get_s(&item, SK, what)?.to_string(),
+                    ))
+                },
+            )
+            .await?;
         keys.truncate(limit);
         Ok(keys)
     }

@@ -99,37 +99,28 @@ impl DynamoStore {
         // Each shard's earliest `limit` entries; the earliest `limit` of them all are then the
         // agent's earliest.
         let per_partition = each(origins_partitions(tenant, agent), |partition| async move {
-            let mut entries: Vec<(String, String)> = Vec::new();
-            let mut start = None;
-            while entries.len() < limit {
-                let out = self
-                    .client
-                    .query()
-                    .table_name(&self.table)
-                    .index_name(OUTBOX_FOLLOW_INDEX)
-                    .key_condition_expression("#p = :p AND #s <= :until")
-                    .expression_attribute_names("#p", FOLLOW_AGENT)
-                    .expression_attribute_names("#s", FOLLOW_AT)
-                    .expression_attribute_values(":p", s(partition.clone()))
-                    .expression_attribute_values(":until", s(instant_key(due_by)))
-                    .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
-                    .set_exclusive_start_key(start)
-                    .send()
-                    .await
-                    .map_err(StoreError::backend)?;
-                self.count(out.scanned_count);
-                for item in out.items.unwrap_or_default() {
-                    entries.push((
+            self.query_at_least(
+                limit,
+                || {
+                    self.client
+                        .query()
+                        .table_name(&self.table)
+                        .index_name(OUTBOX_FOLLOW_INDEX)
+                        .key_condition_expression("#p = :p AND #s <= :until")
+                        .expression_attribute_names("#p", FOLLOW_AGENT)
+                        .expression_attribute_names("#s", FOLLOW_AT)
+                        .expression_attribute_values(":p", s(partition.clone()))
+                        .expression_attribute_values(":until", s(instant_key(due_by)))
+                        .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+                },
+                |item| {
+                    Ok((
                         get_s(&item, FOLLOW_AT, what)?.to_owned(),
                         get_s(&item, PK, what)?.to_owned(),
-                    ));
-                }
-                start = out.last_evaluated_key;
-                if start.is_none() {
-                    break;
-                }
-            }
-            Ok(entries)
+                    ))
+                },
+            )
+            .await
         })
         .await?;
         let mut entries: Vec<(String, String)> = per_partition.into_iter().flatten().collect();

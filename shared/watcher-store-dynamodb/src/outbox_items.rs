@@ -181,36 +181,29 @@ impl DynamoStore {
         limit: usize,
     ) -> Result<Vec<(u64, OutboxEntry)>, StoreError> {
         let what = format!("{index} index entry");
-        let mut keys: Vec<(String, String)> = Vec::new();
-        let mut start = None;
-        while keys.len() < limit {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(index)
-                .key_condition_expression("#p = :p AND #s <= :until")
-                .expression_attribute_names("#p", partition.0)
-                .expression_attribute_names("#s", sort)
-                .expression_attribute_values(":p", s(partition.1.clone()))
-                .expression_attribute_values(":until", s(until.clone()))
-                .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
-                keys.push((
-                    get_s(&item, PK, &what)?.into(),
-                    get_s(&item, SK, &what)?.into(),
-                ));
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
+        let mut keys: Vec<(String, String)> = self
+            .query_at_least(
+                limit,
+                || {
+                    self.client
+                        .query()
+                        .table_name(&self.table)
+                        .index_name(index)
+                        .key_condition_expression("#p = :p AND #s <= :until")
+                        .expression_attribute_names("#p", partition.0)
+                        .expression_attribute_names("#s", sort)
+                        .expression_attribute_values(":p", s(partition.1.clone()))
+                        .expression_attribute_values(":until", s(until.clone()))
+                        .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+                },
+                |item| {
+                    Ok((
+                        get_s(&item, PK, &what)?.to_string(),
+                        get_s(&item, SK, &what)?.to_string(),
+                    ))
+                },
+            )
+            .await?;
         keys.truncate(limit);
         let entries = each(keys, |(pk, sk)| async move {
             match self.get(pk, &sk).await? {

@@ -54,21 +54,39 @@ impl DynamoStore {
         &self,
         make: impl Fn() -> QueryFluentBuilder,
     ) -> Result<Vec<Item>, StoreError> {
-        let mut items = Vec::new();
+        self.query_at_least(usize::MAX, make, Ok).await
+    }
+
+    /// The items a query answers, each read by `read`, following pagination until at least
+    /// `at_least` are read or the query ends: a bounded read of an index partition (the query
+    /// sets its own `Limit` per page, when it wants one). Every item scanned is counted.
+    ///
+    /// # Errors
+    /// The backend's, or `read`'s for an item it cannot read.
+    pub(crate) async fn query_at_least<T>(
+        &self,
+        at_least: usize,
+        make: impl Fn() -> QueryFluentBuilder,
+        read: impl Fn(Item) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut found = Vec::new();
         let mut start = None;
-        loop {
+        while found.len() < at_least {
             let out = make()
                 .set_exclusive_start_key(start)
                 .send()
                 .await
                 .map_err(StoreError::backend)?;
             self.count(out.scanned_count);
-            items.extend(out.items.unwrap_or_default());
+            for item in out.items.unwrap_or_default() {
+                found.push(read(item)?);
+            }
             start = out.last_evaluated_key;
             if start.is_none() {
-                return Ok(items);
+                break;
             }
         }
+        Ok(found)
     }
 
     /// A query of one partition of the table, strongly consistent, in sort-key order.
