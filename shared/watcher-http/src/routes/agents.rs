@@ -89,16 +89,14 @@ pub async fn agents_view(
             agent_id: id,
         };
         bytes += serde_json::to_string(&view).map_or(0, |s| s.len()) + 1;
-        let cut =
-            ids.peek().is_some() && (agents.len() + 1 >= limit || bytes > page::MAX_PAGE_BYTES / 2);
-        if cut {
-            next = Some(page::encode(
-                'a',
-                &page::Cursor::Agent(view.agent_id.as_str().to_string()),
-            ));
-        }
         agents.push(view);
-        if cut {
+        if ids.peek().is_some() && (agents.len() >= limit || bytes > page::MAX_PAGE_BYTES / 2) {
+            next = agents.last().map(|last| {
+                page::encode(
+                    'a',
+                    &page::Cursor::Agent(last.agent_id.as_str().to_string()),
+                )
+            });
             break;
         }
     }
