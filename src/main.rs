@@ -15,6 +15,7 @@ mod bench;
 mod bench_agent;
 mod demo;
 mod example_agent;
+mod notify;
 mod operator;
 mod probe;
 mod report;
@@ -139,6 +140,11 @@ enum Command {
         #[command(subcommand)]
         command: WebhookCommand,
     },
+    /// Notification channels (`[[notify]]`): tell a person of each lapse.
+    Notify {
+        #[command(subcommand)]
+        command: NotifyCommand,
+    },
     /// Offline reports over the record.
     Report {
         #[command(subcommand)]
@@ -200,6 +206,23 @@ enum WebhookCommand {
         source: String,
         /// A payload as the carrier posts it (JSON).
         payload: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum NotifyCommand {
+    /// Post a sample notification through a channel, signed as real ones are, and print its
+    /// `webhook-id`; records nothing. Exit 1 when the receiver does not answer 2xx.
+    Test {
+        /// The configuration file with the `[[notify]]` channel.
+        #[arg(long)]
+        config: PathBuf,
+        /// The channel's id (`[[notify]] id`).
+        #[arg(long)]
+        channel: String,
+        /// The channel's tenant, when several tenants have a channel of that id.
+        #[arg(long)]
+        tenant: Option<String>,
     },
 }
 
@@ -320,6 +343,21 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+        Command::Notify {
+            command:
+                NotifyCommand::Test {
+                    config,
+                    channel,
+                    tenant,
+                },
+        } => {
+            init_logging(cli.log_format, "warn");
+            let result = runtime().and_then(|rt| {
+                rt.block_on(notify::test(&config, &channel, tenant.as_deref()))
+                    .map(|id| println!("sent {id} to channel {channel}"))
+            });
+            exit_on(result, "notify test")
         }
         Command::Retry {
             url,

@@ -18,6 +18,7 @@ mod serve_http;
 mod serve_ids;
 mod serve_limits;
 mod serve_metrics;
+mod serve_notify;
 mod serve_reconcile;
 mod serve_retention;
 mod serve_semantics;

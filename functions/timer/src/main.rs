@@ -4,7 +4,9 @@
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
-use watcher_host::aws::Function;
+use std::sync::Arc;
+
+use watcher_host::aws::{Function, NOTIFY_BUDGET};
 use watcher_lambda::timer::{handle_with_cards, Following, TimerReport, FOLLOW_BUDGET};
 use watcher_runtime::clock::{Clock, SystemClock};
 
@@ -37,6 +39,22 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         )
         .await
         .map_err(Diagnostic::from);
+        // Then, on a sweep, the notification channels (issue 25), within their budget; a round
+        // cut short resumes at the next sweep from each channel's cursor.
+        let sweep = event.payload.get("sweep").and_then(Value::as_bool) == Some(true);
+        if let Some(notifier) = parts.notifier(Arc::new(SystemClock)).filter(|_| sweep) {
+            match tokio::time::timeout(NOTIFY_BUDGET, notifier.round()).await {
+                Ok(rounds) => tracing::info!(
+                    delivered = rounds.iter().map(|r| r.delivered).sum::<u64>(),
+                    failed = rounds.iter().map(|r| r.failed).sum::<u64>(),
+                    "notification channels told"
+                ),
+                Err(_) => tracing::warn!(
+                    budget = ?NOTIFY_BUDGET,
+                    "notification channels ran out of the sweep's budget; the rest at the next sweep"
+                ),
+            }
+        }
         if let Ok(r) = &report {
             tracing::info!(
                 evaluated = r.evaluated,

@@ -59,6 +59,9 @@ pub struct Config {
     /// Lapse-task delivery.
     #[serde(default)]
     pub delivery: DeliveryConfig,
+    /// Notification channels: who is told of each lapse (expectations-v1 §13.1).
+    #[serde(default)]
+    pub notify: Vec<NotifyConfig>,
 }
 
 /// `[[sources]]`.
@@ -92,6 +95,91 @@ impl SourceConfig {
                 reason: e.to_string(),
             },
         )
+    }
+}
+
+fn default_notify_format() -> String {
+    "standard-webhooks".into()
+}
+fn default_notify_timeout() -> u64 {
+    10
+}
+
+/// The formats a `[[notify]]` channel can post.
+pub const NOTIFY_FORMATS: [&str; 3] = ["standard-webhooks", "slack", "teams"];
+
+/// `[[notify]]`: one notification channel (issue 25; expectations-v1 §13.1). Checked when the
+/// configuration is read; the secret's form when the channel is built (`watcher_notify`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct NotifyConfig {
+    /// The channel's id, unique within its tenant (kept with its progress; named in logs,
+    /// metrics and `a2a-watcher notify test --channel`).
+    pub id: String,
+    /// Tenant whose lapses it tells.
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+    /// Where to POST (http or https): the receiver's endpoint, a Slack or Teams incoming-webhook URL (a credential: give it as `url_file` or `url_env` to keep it out of the file).
+    pub url: String,
+    /// Signing secret for the Standard Webhooks `webhook-signature` header (`whsec_` + base64, or any text); give it as `secret_file` or `secret_env` to keep it out of the file. Without it nothing is signed.
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// `standard-webhooks` (JSON: `type`, `timestamp`, `data`), `slack` (`text` and blocks) or `teams` (an Adaptive Card message).
+    #[serde(default = "default_notify_format")]
+    pub format: String,
+    /// Only lapses of these agents (ids); empty: every agent of the tenant.
+    #[serde(default)]
+    pub agents: Vec<String>,
+    /// Only these lapses: `overdue`, `skipped`, `stalled`; empty: all three.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// ISO 8601 duration: when set, lapses are told as one digest per window (counts and the first few) instead of one message each; the window opens at the first lapse not yet told.
+    #[serde(default)]
+    pub digest: Option<IsoDuration>,
+    /// Per-request timeout in seconds. Default 10.
+    #[serde(default = "default_notify_timeout")]
+    pub timeout_secs: u64,
+}
+
+impl NotifyConfig {
+    /// Checks what can be checked without building the channel: the id, the URL's scheme, the
+    /// format, the lapse kinds and the digest window.
+    ///
+    /// # Errors
+    /// [`ConfigError::Notify`] naming the channel and the field.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let bad = |reason: String| ConfigError::Notify {
+            id: self.id.clone(),
+            reason,
+        };
+        if self.id.trim().is_empty() {
+            return Err(bad("id: must not be empty".into()));
+        }
+        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
+            return Err(bad(format!("url: {:?} is not an http(s) URL", self.url)));
+        }
+        if !NOTIFY_FORMATS.contains(&self.format.as_str()) {
+            return Err(bad(format!(
+                "format: {:?} is not one of {}",
+                self.format,
+                NOTIFY_FORMATS.join(", ")
+            )));
+        }
+        for k in &self.kinds {
+            if !["overdue", "skipped", "stalled"].contains(&k.as_str()) {
+                return Err(bad(format!(
+                    "kinds: {k:?} is not a lapse (overdue, skipped, stalled)"
+                )));
+            }
+        }
+        if let Some(d) = &self.digest {
+            if d.as_nanos() <= 0 {
+                return Err(bad("digest: the window must be longer than zero".into()));
+            }
+        }
+        if self.timeout_secs == 0 {
+            return Err(bad("timeout_secs: must be at least 1".into()));
+        }
+        Ok(())
     }
 }
 
@@ -328,10 +416,21 @@ impl Config {
             teachers: Vec::new(),
             limits: LimitsConfig::default(),
             delivery: DeliveryConfig::default(),
+            notify: Vec::new(),
         }
     }
 
     fn check(&self) -> Result<(), ConfigError> {
+        let mut channels = std::collections::BTreeSet::new();
+        for n in &self.notify {
+            n.check()?;
+            if !channels.insert((n.tenant.as_str(), n.id.as_str())) {
+                return Err(ConfigError::Notify {
+                    id: n.id.clone(),
+                    reason: format!("id: used twice in tenant {:?}", n.tenant),
+                });
+            }
+        }
         let mut ids = std::collections::BTreeSet::new();
         for a in &self.agents {
             if !ids.insert(a.id.as_str()) {
@@ -426,6 +525,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "teachers",
             "limits",
             "delivery",
+            "notify",
         ],
     ),
     (
@@ -475,6 +575,20 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
     (
         "sources",
         &["id", "token", "tenant", "signature", "mappings"],
+    ),
+    (
+        "notify",
+        &[
+            "id",
+            "tenant",
+            "url",
+            "secret",
+            "format",
+            "agents",
+            "kinds",
+            "digest",
+            "timeout_secs",
+        ],
     ),
     ("operators", &["id", "token", "tenant"]),
     ("teachers", &["id", "token", "tenant", "on_behalf_of"]),

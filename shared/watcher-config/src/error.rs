@@ -56,6 +56,13 @@ pub enum ConfigError {
     /// A source with a signature shares its id with another source (a signed request names its
     /// source only by the path). What to do: give the signed source its own `id`.
     SignedSourceShared(String),
+    /// A `[[notify]]` channel is not usable. What to do: correct the field named.
+    Notify {
+        /// The channel.
+        id: String,
+        /// The field and why.
+        reason: String,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -77,6 +84,7 @@ impl fmt::Display for ConfigError {
                 f,
                 "sources: source {id:?} has a signature, so its id must not be used by another source"
             )?,
+            ConfigError::Notify { id, reason } => write!(f, "notify: channel {id:?}: {reason}")?,
         }
         if f.alternate() {
             let mut cause = self.source();

@@ -1,5 +1,6 @@
 //! Credentials kept out of the configuration file (issue 12 item 1): beside `token`,
-//! `push_token`, `bearer` and `secret`, any table may say `<key>_file = "path"` (the file's
+//! `push_token`, `bearer`, `secret` and `url` (a `[[notify]]` channel's URL: Slack and Teams
+//! incoming-webhook URLs are credentials), any table may say `<key>_file = "path"` (the file's
 //! content, surrounding whitespace trimmed; a relative path is relative to the configuration's
 //! folder) or `<key>_env = "NAME"` (the environment variable's value), so the TOML itself holds
 //! no secret and can be committed.
@@ -28,7 +29,7 @@ macro_rules! secret {
 }
 
 /// The keys that hold a credential.
-pub const SECRET_KEYS: [&str; 4] = ["token", "push_token", "bearer", "secret"];
+pub const SECRET_KEYS: [&str; 5] = ["token", "push_token", "bearer", "secret", "url"];
 
 /// Replaces every `<key>_file` / `<key>_env` of [`SECRET_KEYS`] in `table` (at any depth) by
 /// `<key>` with the value read. Returns whether anything was replaced.
@@ -180,6 +181,25 @@ secret_env = "A2A_TEST_SECRET_SRC"
             e.starts_with("teachers[0].token_file: cannot read /nonexistent/a2a/token"),
             "{e}"
         );
+    }
+
+    /// A notification channel's URL and secret come from a file or the environment too: a
+    /// Slack or Teams incoming-webhook URL is a credential.
+    #[test]
+    fn a_notify_channels_url_and_secret_are_read_as_credentials() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notify.secret"), "whsec_abcd\n").unwrap();
+        // SAFETY: no other test reads or writes this variable.
+        unsafe { std::env::set_var("A2A_TEST_NOTIFY_URL", "https://hooks.slack.test/T/B/x") };
+        let mut t = table(
+            "[[notify]]\nid = 'ops'\nurl_env = 'A2A_TEST_NOTIFY_URL'\nsecret_file = 'notify.secret'\n",
+        );
+        assert!(resolve(&mut t, Some(dir.path())).unwrap());
+        assert_eq!(
+            t["notify"][0]["url"].as_str(),
+            Some("https://hooks.slack.test/T/B/x")
+        );
+        assert_eq!(t["notify"][0]["secret"].as_str(), Some("whsec_abcd"));
     }
 
     #[test]

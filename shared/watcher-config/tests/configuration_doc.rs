@@ -57,7 +57,7 @@ fn generate() -> String {
     });
     let limits = serde_json::to_value(LimitsConfig::default()).unwrap();
     let delivery = serde_json::to_value(DeliveryConfig::default()).unwrap();
-    let tables: [(&str, &str, Option<&Value>); 7] = [
+    let tables: [(&str, &str, Option<&Value>); 8] = [
         ("(top level)", "Config", Some(&top)),
         ("[limits]", "LimitsConfig", Some(&limits)),
         ("[delivery]", "DeliveryConfig", Some(&delivery)),
@@ -65,6 +65,7 @@ fn generate() -> String {
         ("[[sources]]", "SourceConfig", None),
         ("[[operators]]", "PartyConfig", None),
         ("[[teachers]]", "TeacherConfig", None),
+        ("[[notify]]", "NotifyConfig", None),
     ];
     let mut out = String::from(
         "# Configuration keys\n\nGenerated from `shared/watcher-config/src/config.rs` by \
@@ -79,6 +80,8 @@ fn generate() -> String {
                 (Some(v), _) if !v.is_array() && !v.is_object() => show(v),
                 (_, Some(a)) if a.contains("default_tenant") => "`default`".into(),
                 (_, Some(a)) if a.contains("default_true") => "`true`".into(),
+                (_, Some(a)) if a.contains("default_notify_format") => "`standard-webhooks`".into(),
+                (_, Some(a)) if a.contains("default_notify_timeout") => "`10`".into(),
                 (_, Some(a)) if a.contains("default") => "none (empty / false / absent)".into(),
                 (_, _) if defaults.is_some() && attr.is_none() && table != "(top level)" => {
                     "see doc".into()
@@ -130,6 +133,7 @@ fn the_did_you_mean_list_is_the_structs_keys() {
         ("sources", "SourceConfig"),
         ("operators", "PartyConfig"),
         ("teachers", "TeacherConfig"),
+        ("notify", "NotifyConfig"),
     ] {
         let want: Vec<String> = fields(&source, name).into_iter().map(|f| f.0).collect();
         let known = watcher_config::config::KNOWN_KEYS

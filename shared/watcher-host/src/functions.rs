@@ -86,6 +86,7 @@ impl Function {
                 Service::CardRefresh,
                 Service::Probe,
                 Service::Metrics,
+                Service::Notifications,
             ],
             Function::Submitter => &[
                 Service::SendOnce,

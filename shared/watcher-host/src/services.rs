@@ -46,11 +46,13 @@ pub enum Service {
     Retention,
     /// Metrics
     Metrics,
+    /// A person is told of each lapse, once per channel (§13.1)
+    Notifications,
 }
 
 impl Service {
     /// Every service, in the order of the table.
-    pub const ALL: [Service; 16] = [
+    pub const ALL: [Service; 17] = [
         Service::HttpRoutes,
         Service::Deadlines,
         Service::LateTimers,
@@ -67,6 +69,7 @@ impl Service {
         Service::Probe,
         Service::Retention,
         Service::Metrics,
+        Service::Notifications,
     ];
 
     /// The service's name, as `serve` logs it (`service=…`).
@@ -88,6 +91,7 @@ impl Service {
             Service::Probe => "probe",
             Service::Retention => "retention",
             Service::Metrics => "metrics",
+            Service::Notifications => "notifications",
         }
     }
 
@@ -110,6 +114,7 @@ impl Service {
             Service::Probe => "The registration probe (`probe = true`)",
             Service::Retention => "Retention (§14)",
             Service::Metrics => "Metrics",
+            Service::Notifications => "A person is told of each lapse, once per channel (§13.1)",
         }
     }
 
@@ -132,6 +137,7 @@ impl Service {
             Service::Probe => "`tests/serve_reconcile.rs`; `watcher-lambda/tests/aws_probe.rs`",
             Service::Retention => "`tests/serve_retention.rs`; `watcher-store-dynamodb/tests/dynamodb.rs`",
             Service::Metrics => "`tests/serve_metrics.rs`; `watcher-lambda/src/emf.rs` tests",
+            Service::Notifications => "`watcher-notify/tests/notifier.rs`; `tests/serve_notify.rs`; `watcher-lambda/tests/aws_notify.rs`",
         }
     }
 }
@@ -268,6 +274,10 @@ pub const SERVE: &[Placement] = &[
         service: Service::Metrics,
         runs: Runs::At("`GET /metrics` (Prometheus)"),
     },
+    Placement {
+        service: Service::Notifications,
+        runs: Runs::At("the notifier loop: each `[[notify]]` channel reads the lapse pages after its cursor, every second"),
+    },
 ];
 
 /// The AWS functions' services ([`crate::aws`] composes their parts; `template.yaml` wires the
@@ -337,6 +347,10 @@ pub const AWS: &[Placement] = &[
         service: Service::Metrics,
         runs: Runs::At("CloudWatch embedded metrics from each function"),
     },
+    Placement {
+        service: Service::Notifications,
+        runs: Runs::At("the timer function's `rate(5 minutes)` sweep runs each channel, 5 minutes behind the newest lapse tasks (a settle delay behind time-ordered ids)"),
+    },
 ];
 
 /// The Markdown table of `docs/deployments.md`: one row per service, with the guarantee, where
@@ -379,6 +393,9 @@ pub fn serve_as_configured(config: &Config) -> Vec<Placement> {
                 }
                 Service::Probe if !config.agents.iter().any(|a| a.probe) => {
                     Some("no agent has probe = true")
+                }
+                Service::Notifications if config.notify.is_empty() => {
+                    Some("no [[notify]] channel is configured")
                 }
                 _ => None,
             };
@@ -468,7 +485,8 @@ mod tests {
             [
                 Service::OriginReconciliation,
                 Service::Probe,
-                Service::Retention
+                Service::Retention,
+                Service::Notifications
             ]
         );
         let defaults = serve_as_configured(&Config::defaults());

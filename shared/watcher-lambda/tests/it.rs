@@ -3,6 +3,7 @@
 //! Run one file's tests with `cargo test --test it <file>::`.
 
 mod aws_cards;
+mod aws_notify;
 mod aws_probe;
 mod aws_rate;
 mod common;

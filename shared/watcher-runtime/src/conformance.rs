@@ -41,12 +41,14 @@ use crate::store::{
 use crate::watcher::Watcher;
 
 mod cards;
+mod notify;
 mod origins;
 mod outbox;
 mod records;
 mod rejections;
 mod upkeep;
 pub use cards::*;
+pub use notify::*;
 pub use origins::*;
 pub use outbox::*;
 pub use records::*;
@@ -133,6 +135,7 @@ macro_rules! store_conformance {
             probe_write_writes,
             agent_cards_are_kept,
             lifecycle_descriptors_are_kept,
+            channel_states_are_kept,
             withdrawn_lapse_tasks_are_kept,
             tenants_are_isolated,
             rejections_per_tenant_and_agent,

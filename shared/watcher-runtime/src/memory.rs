@@ -7,6 +7,7 @@
 //! taskId) and by tenant and agent in order of lapse. [`Upkeep::work_done`](crate::store::Upkeep::work_done) counts the records and
 //! index entries each operation touches, for the conformance suite's flat-cost check.
 mod cards;
+mod notify;
 mod origins;
 mod outbox;
 mod records;
@@ -74,6 +75,8 @@ struct Inner {
     lifecycle: BTreeMap<(Tenant, AgentId, String), (serde_json::Value, Instant)>,
     /// Origin tasks followed in the store (`Origins::origin_follow`).
     origins: crate::origins::OriginRows,
+    /// Notification channels' progress (`Notifications`).
+    channels: BTreeMap<(Tenant, String), crate::store::ChannelState>,
 }
 
 impl Inner {

@@ -630,13 +630,100 @@ pub trait Upkeep: Send + Sync {
     async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError>;
 }
 
+/// Where one notification channel of a tenant stands (issue 25; expectations-v1 §13.1: a lapse
+/// is worth surfacing to a person): how far along the tenant's lapse tasks it has told, and
+/// how its last deliveries went. Kept by [`Notifications`], read by the notifier and `/ui`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelState {
+    /// The [`Outbox::lapses_page`] position of the last lapse task this channel has dealt with
+    /// (told, or passed over by its filter); `None`: none yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u64>,
+    /// Lapses determined before this instant (UTC) are not told: the instant the channel first
+    /// ran, so that a channel added to a deployment with a long history does not tell it all.
+    pub since: Instant,
+    /// Notifications delivered (a digest counts once).
+    #[serde(default)]
+    pub delivered: u64,
+    /// When the last one was delivered (UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_delivered_at: Option<Instant>,
+    /// The event id (`webhook-id`) of the last one delivered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_event_id: Option<String>,
+    /// Failed attempts so far.
+    #[serde(default)]
+    pub failures: u64,
+    /// Since when attempts fail, while they do (UTC); `None` once one succeeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<Instant>,
+    /// The last failure, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+impl ChannelState {
+    /// A channel that first runs at `now`: nothing told, nothing before `now` to tell.
+    pub fn new(now: Instant) -> ChannelState {
+        ChannelState {
+            after: None,
+            since: now,
+            delivered: 0,
+            last_delivered_at: None,
+            last_event_id: None,
+            failures: 0,
+            failing_since: None,
+            last_error: None,
+        }
+    }
+}
+
+/// Notification channels' progress, one small item per (tenant, channel) (issue 25): the
+/// notifier reads it before and writes it after each delivery, so a restart tells nothing
+/// twice that was acknowledged, and nothing on the lapse path writes it.
+#[async_trait]
+pub trait Notifications: Send + Sync {
+    /// The state kept for `channel` of `tenant`, if it ever ran.
+    ///
+    /// # Errors
+    /// The backend's error, or [`StoreError::Corrupt`] when the kept state does not read.
+    async fn channel_state(
+        &self,
+        tenant: &Tenant,
+        channel: &str,
+    ) -> Result<Option<ChannelState>, StoreError>;
+
+    /// Keeps `state` for `channel` of `tenant`, replacing what was kept.
+    ///
+    /// # Errors
+    /// The backend's error when it cannot write.
+    async fn put_channel_state(
+        &self,
+        tenant: &Tenant,
+        channel: &str,
+        state: &ChannelState,
+    ) -> Result<(), StoreError>;
+}
+
 /// Compare-and-set storage for the watcher's record: every capability at once. Implemented for
 /// any type that implements them all; a consumer takes the narrowest capability it uses
 /// (delivery an [`Outbox`], the timer loop a [`TimerIndex`] and [`Records`], …), and a
 /// `&dyn Store` coerces to each.
-pub trait Store: Records + TimerIndex + Rejections + Outbox + Origins + Cards + Upkeep {}
+pub trait Store:
+    Records + TimerIndex + Rejections + Outbox + Origins + Cards + Notifications + Upkeep
+{
+}
 
 impl<T> Store for T where
-    T: Records + TimerIndex + Rejections + Outbox + Origins + Cards + Upkeep + ?Sized
+    T: Records
+        + TimerIndex
+        + Rejections
+        + Outbox
+        + Origins
+        + Cards
+        + Notifications
+        + Upkeep
+        + ?Sized
 {
 }

@@ -330,6 +330,11 @@ pub(crate) fn agent_card_pk(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
+/// `NOTIFY#{tenant}#{channel}`: a notification channel's progress (issue 25), one item.
+pub(crate) fn notify_channel_pk(tenant: &Tenant, channel: &str) -> String {
+    join("NOTIFY", &[tenant.as_str(), channel], MAX_PARTITION_KEY)
+}
+
 /// `LIFECYCLE#{tenant}#{agent}`: the lifecycle probe's descriptors of an agent, one item per
 /// protocol version (sort key `V#{protocolVersion}`).
 pub(crate) fn lifecycle_pk(tenant: &Tenant, agent: &AgentId) -> String {

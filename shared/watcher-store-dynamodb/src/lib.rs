@@ -27,6 +27,7 @@ mod due;
 mod error;
 mod keys;
 mod live;
+mod notify;
 mod origins;
 mod outbox;
 mod outbox_items;

@@ -17,6 +17,7 @@ mod cards;
 mod codec;
 mod group;
 mod lapse_pages;
+mod notify;
 mod origins;
 mod outbox;
 mod purge;

@@ -223,6 +223,15 @@ CREATE TABLE IF NOT EXISTS origins (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS origins_due ON origins (tenant, agent, next_at, task_id);
 
+-- Each notification channel's progress (Notifications::put_channel_state, issue 25): the
+-- ChannelState's JSON; created by IF NOT EXISTS in older files when they open.
+CREATE TABLE IF NOT EXISTS notify_channels (
+    tenant TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (tenant, channel)
+) STRICT;
+
 -- The raising-order sequence: one row.
 CREATE TABLE IF NOT EXISTS sequence (
     id INTEGER PRIMARY KEY CHECK (id = 1),

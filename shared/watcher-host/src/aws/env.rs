@@ -59,6 +59,30 @@ pub struct Parts {
     /// `ChangeMessageVisibility` where [`crate::functions::Needs::redelivery`]; [`QueueTimeout`] elsewhere and
     /// from [`assemble`]).
     pub redelivery: Arc<dyn Redelivery>,
+    /// The `[[notify]]` channels, in the function whose sweep tells them (the timer); `None`
+    /// elsewhere or when none is configured.
+    pub notifying: Option<Notifying>,
+}
+
+/// How far behind the newest lapse tasks a channel's cursor stays on DynamoDB
+/// (`watcher_notify::Notifier::with_settle`): lapse-task positions are time-ordered ids taken
+/// by concurrent functions, so one committed late may sort below one already told. Twice the
+/// longest function timeout (the timer's 120 s) and a minute more: every write that could take a
+/// position below a settled lapse has finished or failed.
+pub const NOTIFY_SETTLE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// How long the sweep may spend telling the channels: within the timer function's 120 s with
+/// the sweep's other passes (a round cut short resumes at the next sweep from its cursor).
+pub const NOTIFY_BUDGET: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// What the timer function's sweep tells people with (issue 25).
+pub struct Notifying {
+    /// The channels, checked at the cold start.
+    pub channels: Vec<watcher_notify::Channel>,
+    /// Their HTTP client.
+    pub transport: Arc<dyn watcher_notify::transport::Transport>,
+    /// The deployment's own base URL, for the links (config `public_url`).
+    pub public_url: Option<String>,
 }
 
 /// What posts and follows lapse tasks: built only where [`crate::functions::Needs::a2a_client`].
@@ -73,6 +97,23 @@ pub struct Sending {
 }
 
 impl Parts {
+    /// The notifier of the channels on `clock`, settling [`NOTIFY_SETTLE`] behind the newest
+    /// lapse tasks; `None` when this function tells none. Built per sweep: it keeps nothing
+    /// between invocations that matters (its backoff is a courtesy within one).
+    pub fn notifier(&self, clock: Arc<dyn Clock>) -> Option<watcher_notify::Notifier<dyn Store>> {
+        let n = self.notifying.as_ref()?;
+        Some(
+            watcher_notify::Notifier::new(
+                self.watcher.store.clone(),
+                n.channels.clone(),
+                n.transport.clone(),
+                clock,
+                n.public_url.clone(),
+            )
+            .with_settle(NOTIFY_SETTLE),
+        )
+    }
+
     /// The same parts with the reconciler on `clock` (tests drive the functions on a fake
     /// clock; the reconciler stamps the snapshots it ingests with it).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -303,6 +344,27 @@ pub async fn assemble_for(
             .with_recorder(recorder.clone())
             .evaluating_due_at_once(),
     );
+    let notifying = if functions
+        .iter()
+        .any(|f| f.runs(crate::services::Service::Notifications))
+        && !config.notify.is_empty()
+    {
+        let channels = config
+            .notify
+            .iter()
+            .map(watcher_notify::Channel::from_config)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(anyhow::Error::msg)?;
+        let transport =
+            watcher_notify::transport::HttpTransport::new().map_err(anyhow::Error::msg)?;
+        Some(Notifying {
+            channels,
+            transport: Arc::new(transport),
+            public_url: config.public_url.clone(),
+        })
+    } else {
+        None
+    };
     let sending = if needs.a2a_client {
         let submitter = crate::deployment::submitter(&config.delivery)?.with_recorder(recorder);
         let reconciler = reconciler(&watcher, &submitter, &endpoints, Arc::new(SystemClock));
@@ -323,5 +385,6 @@ pub async fn assemble_for(
         sending,
         limits: crate::deployment::http_limits(&config.limits),
         redelivery: Arc::new(QueueTimeout),
+        notifying,
     })
 }

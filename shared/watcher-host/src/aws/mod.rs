@@ -13,7 +13,10 @@ use watcher_http::AppState;
 use watcher_runtime::clock::Clock;
 
 pub use crate::functions::Function;
-pub use env::{assemble, assemble_for, assemble_with_timer_queue, from_env, Parts, Sending};
+pub use env::{
+    assemble, assemble_for, assemble_with_timer_queue, from_env, Notifying, Parts, Sending,
+    NOTIFY_BUDGET, NOTIFY_SETTLE,
+};
 
 /// The API function's router over `parts` on `clock` ([`watcher_lambda::api::router`]): the
 /// watcher's routes with the function's credentials and `[limits]`, cards picked up before each

@@ -16,9 +16,11 @@
 //! | `a2a_watcher_lapse_delivery_lateness_seconds` | | histogram: delivery instant − `lapsedAt` |
 //! | `a2a_watcher_open_expectations` | | gauge: live expectations (that can still lapse) over all agents |
 //! | `a2a_watcher_timer_failures_total` | | due timers whose firing failed (skipped, fired again next time) |
+//! | `a2a_watcher_notifications_total` | `channel` (a `[[notify]]` id), `outcome` = `delivered` / `failed` | notifications posted to a person's channel (issue 25) |
 //!
 //! Unauthenticated like `/healthz`, and therefore without tenant or agent labels: totals only
-//! (docs/interpretation.md).
+//! (docs/interpretation.md). The one label naming something configured is a notification
+//! channel's id, which the operator chose.
 
 use std::sync::Arc;
 
@@ -51,6 +53,12 @@ struct OutcomeLabel {
     outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ChannelLabel {
+    channel: String,
+    outcome: &'static str,
+}
+
 /// Lateness buckets in seconds: 1 s to a day.
 const LATENESS_BUCKETS: [f64; 10] = [
     1.0,
@@ -77,6 +85,7 @@ pub struct Prometheus {
     lateness: Histogram,
     open: Gauge,
     timer_failures: Counter,
+    notifications: Family<ChannelLabel, Counter>,
 }
 
 impl Prometheus {
@@ -92,6 +101,12 @@ impl Prometheus {
         let lateness = Histogram::new(LATENESS_BUCKETS);
         let open = Gauge::default();
         let timer_failures = Counter::default();
+        let notifications = Family::<ChannelLabel, Counter>::default();
+        registry.register(
+            "a2a_watcher_notifications",
+            "Notifications posted to a person's channel, by channel and outcome",
+            notifications.clone(),
+        );
         registry.register(
             "a2a_watcher_timer_failures",
             "Due timers whose firing failed: skipped by the timer loop, fired again next time",
@@ -158,7 +173,21 @@ impl Prometheus {
             lateness,
             open,
             timer_failures,
+            notifications,
         }
+    }
+
+    /// Shows every outcome of each of `channels` at zero from the start.
+    pub fn with_channels<'a>(self, channels: impl IntoIterator<Item = &'a str>) -> Self {
+        for channel in channels {
+            for outcome in ["delivered", "failed"] {
+                let _ = self.notifications.get_or_create(&ChannelLabel {
+                    channel: channel.to_string(),
+                    outcome,
+                });
+            }
+        }
+        self
     }
 
     /// The text exposition, after setting the open-expectations gauge to `open`.
@@ -217,6 +246,17 @@ impl Recorder for Prometheus {
     }
 }
 
+impl watcher_notify::NotifyRecorder for Prometheus {
+    fn notified(&self, channel: &str, outcome: &'static str) {
+        self.notifications
+            .get_or_create(&ChannelLabel {
+                channel: channel.to_string(),
+                outcome,
+            })
+            .inc();
+    }
+}
+
 /// What the `/metrics` handler reads.
 #[derive(Clone)]
 pub struct MetricsState {
@@ -262,5 +302,34 @@ mod tests {
         p.timer_failed();
         p.timer_failed();
         assert!(p.encode(0).contains("a2a_watcher_timer_failures_total 2\n"));
+    }
+
+    #[test]
+    fn notifications_are_counted_by_channel_and_outcome() {
+        use watcher_notify::NotifyRecorder;
+        let p = Prometheus::new().with_channels(["ops"]);
+        let text = p.encode(0);
+        assert!(
+            text.contains(
+                "a2a_watcher_notifications_total{channel=\"ops\",outcome=\"failed\"} 0\n"
+            ),
+            "{text}"
+        );
+        p.notified("ops", "delivered");
+        p.notified("ops", "delivered");
+        p.notified("ops", "failed");
+        let text = p.encode(0);
+        assert!(
+            text.contains(
+                "a2a_watcher_notifications_total{channel=\"ops\",outcome=\"delivered\"} 2\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "a2a_watcher_notifications_total{channel=\"ops\",outcome=\"failed\"} 1\n"
+            ),
+            "{text}"
+        );
     }
 }

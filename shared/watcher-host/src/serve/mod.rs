@@ -87,7 +87,15 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     deployment
         .directory
         .set_origins_in_store(config.delivery.reconcile_origins > 0);
-    let prometheus = Arc::new(metrics::Prometheus::new());
+    // Notification channels (issue 25): built now, so a bad secret stops the start.
+    let channels = config
+        .notify
+        .iter()
+        .map(watcher_notify::Channel::from_config)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let prometheus =
+        Arc::new(metrics::Prometheus::new().with_channels(channels.iter().map(|c| c.id.as_str())));
     // One serve process per database file: a restart takes back its predecessor's claims at once.
     let sender =
         std::fs::canonicalize(&config.database).unwrap_or_else(|_| config.database.clone());
@@ -145,7 +153,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             axum::Router::new()
                 .route("/metrics", axum::routing::get(metrics::metrics))
                 .with_state(metrics::MetricsState {
-                    prometheus,
+                    prometheus: prometheus.clone(),
                     watcher: watcher.clone(),
                     clock: clock.clone(),
                 }),
@@ -230,6 +238,21 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             wake.clone(),
             stop_rx.clone(),
         )));
+    }
+    if !channels.is_empty() {
+        let transport =
+            watcher_notify::transport::HttpTransport::new().map_err(anyhow::Error::msg)?;
+        let notifier = Arc::new(
+            watcher_notify::Notifier::new(
+                store.clone(),
+                channels,
+                Arc::new(transport),
+                clock.clone(),
+                config.public_url.clone(),
+            )
+            .with_recorder(prometheus.clone()),
+        );
+        tasks.push(tokio::spawn(notifier.run(stop_rx.clone())));
     }
     tasks.extend(start_lanes(
         store.clone(),

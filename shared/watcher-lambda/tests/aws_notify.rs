@@ -1,0 +1,182 @@
+//! Notification channels on the AWS deployment (issue 25) against the emulator: the timer
+//! function's parts build the channels from the configuration, the channel's cursor is an item
+//! of the DynamoDB table, and a lapse is told once it is `NOTIFY_SETTLE` old (lapse-task
+//! positions there are time-ordered ids taken by concurrent functions), once, signed, through a
+//! cold start.
+//!
+//! Needs moto: `bash infra/moto.sh` and `AWS_ENDPOINT_URL` (infra/test-all.sh does both).
+
+use std::sync::Arc;
+
+use serde_json::json;
+use watcher_config::Config;
+use watcher_core::ids::{AgentId, ExpectationId, Tenant};
+use watcher_core::record::LapseKind;
+use watcher_core::time::Instant;
+use watcher_core::EXPECTATIONS_URI;
+use watcher_host::aws::{assemble_for, Parts, NOTIFY_SETTLE};
+use watcher_host::functions::Function;
+use watcher_notify::testing::{Receiver, SECRET};
+use watcher_runtime::clock::{Clock, FakeClock};
+use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
+
+use crate::common;
+
+fn at(secs: i64) -> Instant {
+    Instant::parse("2026-09-11T00:00:00Z")
+        .unwrap()
+        .checked_add(jiff::SignedDuration::from_secs(secs))
+        .unwrap()
+}
+
+fn tenant() -> Tenant {
+    Tenant::parse("default".to_string()).unwrap()
+}
+
+/// A lapse task as the engine writes it: the lapse block in the request's metadata.
+fn lapse_task(exp: &str, lapsed_at: Instant) -> OutboxEntry {
+    let message_id = format!("lapse:{exp}:overdue:{lapsed_at}");
+    OutboxEntry {
+        tenant: tenant(),
+        agent: AgentId::parse("booking".to_string()).unwrap(),
+        message_id: message_id.clone(),
+        expectation_id: ExpectationId::parse(exp.to_string()).unwrap(),
+        lapse: LapseKind::Overdue,
+        lapsed_at,
+        request: json!({ "message": {
+            "messageId": message_id,
+            "parts": [{ "text": format!("{exp} is overdue.") }],
+            "metadata": { EXPECTATIONS_URI: { "lapse": {
+                "expectationId": exp, "kind": "shipment.manifest",
+                "subject": { "type": "shipment", "id": "PA-9" },
+                "expects": "the manifest", "lapse": "overdue",
+                "projectedDueAt": lapsed_at.to_string(), "dueAt": lapsed_at.to_string(),
+                "lapsedAt": lapsed_at.to_string(), "lineage": 0,
+            } } },
+        }}),
+        delivery: DeliveryState::Queued,
+        attempts: 0,
+        next_attempt_at: lapsed_at,
+        task_id: None,
+        task_state: None,
+        answered_with_message: false,
+        last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
+        lease: None,
+    }
+}
+
+/// The timer function's parts over a fresh table, with one `[[notify]]` channel to `receiver`.
+async fn timer_parts(receiver: &Receiver) -> Parts {
+    let e = common::emulator("notify").await;
+    let config = Config::from_toml(&format!(
+        "public_url = \"https://watcher.example\"\n[[notify]]\nid = \"ops\"\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
+        receiver.url
+    ))
+    .expect("config");
+    let store: Arc<dyn Store> = Arc::new(watcher_store_dynamodb::DynamoStore::new(
+        e.ddb.clone(),
+        &e.name,
+        30,
+    ));
+    let timers = Arc::new(
+        watcher_aws::SchedulerTimers::new(
+            e.scheduler.clone(),
+            watcher_aws::SchedulerConfig::new(&e.name, common::TIMER_ARN, common::ROLE_ARN),
+        )
+        .expect("timers"),
+    );
+    let queue = Arc::new(watcher_aws::SqsLapseQueue::new(
+        e.sqs.clone(),
+        &e.queues.queue_url,
+    ));
+    assemble_for(&[Function::Timer], store, timers, queue, None, &config)
+        .await
+        .expect("the timer function's parts")
+}
+
+#[tokio::test]
+async fn the_sweep_tells_a_settled_lapse_once_through_a_cold_start() {
+    let receiver = Receiver::start().await;
+    let parts = timer_parts(&receiver).await;
+    let clock = Arc::new(FakeClock::new(at(0)));
+    let notifier = parts
+        .notifier(clock.clone() as Arc<dyn Clock>)
+        .expect("the timer function tells the configured channel");
+    notifier.round().await;
+    parts
+        .watcher
+        .store
+        .commit(
+            &tenant(),
+            Commit {
+                outbox: vec![lapse_task("exp-1", at(10)), lapse_task("exp-2", at(20))],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit the lapse tasks");
+    let settle = NOTIFY_SETTLE.as_secs() as i64;
+    clock.set(at(10 + settle - 1));
+    assert_eq!(notifier.round().await[0].delivered, 0, "not settled yet");
+    clock.set(at(20 + settle));
+    assert_eq!(notifier.round().await[0].delivered, 2);
+    let got = receiver.accepted();
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|r| r.verified));
+    assert_eq!(got[0].body["data"]["block"]["expectationId"], "exp-1");
+    assert_eq!(
+        got[1].body["data"]["links"]["timeline"],
+        "https://watcher.example/v1/subjects/shipment/PA%2D9/timeline.svg"
+    );
+    let state = parts
+        .watcher
+        .store
+        .channel_state(&tenant(), "ops")
+        .await
+        .expect("read the channel's item")
+        .expect("kept in the table");
+    assert_eq!(state.delivered, 2);
+
+    // A cold start: new parts' notifier on the same table tells nothing again.
+    let again = parts
+        .notifier(clock.clone() as Arc<dyn Clock>)
+        .expect("a notifier");
+    clock.set(at(20 + settle + 300));
+    assert_eq!(again.round().await[0].delivered, 0);
+    assert_eq!(receiver.seen().len(), 2);
+}
+
+#[tokio::test]
+async fn functions_other_than_the_timer_tell_nobody() {
+    let receiver = Receiver::start().await;
+    let e = common::emulator("notify-api").await;
+    let config = Config::from_toml(&format!(
+        "[[notify]]\nid = \"ops\"\nurl = \"{}\"\n",
+        receiver.url
+    ))
+    .unwrap();
+    let store: Arc<dyn Store> = Arc::new(watcher_store_dynamodb::DynamoStore::new(
+        e.ddb.clone(),
+        &e.name,
+        30,
+    ));
+    let timers = Arc::new(
+        watcher_aws::SchedulerTimers::new(
+            e.scheduler.clone(),
+            watcher_aws::SchedulerConfig::new(&e.name, common::TIMER_ARN, common::ROLE_ARN),
+        )
+        .unwrap(),
+    );
+    let queue = Arc::new(watcher_aws::SqsLapseQueue::new(
+        e.sqs.clone(),
+        &e.queues.queue_url,
+    ));
+    let parts = assemble_for(&[Function::Api], store, timers, queue, None, &config)
+        .await
+        .unwrap();
+    assert!(parts.notifier(Arc::new(FakeClock::new(at(0)))).is_none());
+}

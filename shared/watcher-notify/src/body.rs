@@ -1,0 +1,315 @@
+//! What a channel posts (issue 25): one lapse event or a digest, in the channel's [`Format`].
+//!
+//! * Standard Webhooks JSON: `{ "type": "lapse.recorded" | "lapse.digest" | "notify.test",
+//!   "timestamp": UTC instant, "data": … }` (the structure the Standard Webhooks specification
+//!   recommends);
+//! * Slack: `{ "text", "blocks" }`, `text` being what notifications and screen readers show;
+//! * Teams: `{ "type": "message", "attachments": [Adaptive Card 1.4] }`, as Teams incoming
+//!   webhooks (Workflows) take it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use watcher_core::record::LapseKind;
+use watcher_core::time::Instant;
+
+use crate::channel::Format;
+use crate::event::{hashed_id, LapseEvent};
+
+/// How many lapses a digest lists by name; the rest are counted.
+pub const DIGEST_LISTS: usize = 5;
+
+/// A body ready to post, with its id (`webhook-id`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The event id: the same for every attempt of this notification.
+    pub id: String,
+    /// The JSON posted.
+    pub body: Value,
+}
+
+/// A window's lapses told at once (`data` of a `lapse.digest` event).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Digest {
+    /// `dig_` and 32 hex digits over (tenant, channel, first and last position): the same
+    /// for every attempt.
+    #[serde(skip)]
+    pub id: String,
+    /// The channel it was made for.
+    pub channel: String,
+    /// How many lapses it covers.
+    pub count: u64,
+    /// How many of each lapse (`overdue`, `skipped`, `stalled`).
+    pub by_kind: BTreeMap<&'static str, u64>,
+    /// How many per agent.
+    pub by_agent: BTreeMap<String, u64>,
+    /// The first lapse's `lapsedAt` (UTC).
+    pub from: Instant,
+    /// The last lapse's `lapsedAt` (UTC).
+    pub to: Instant,
+    /// The first [`DIGEST_LISTS`] lapses, in order.
+    pub first: Vec<LapseEvent>,
+    /// The operator page's list of lapse tasks, when `public_url` is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+}
+
+impl Digest {
+    /// The digest of `events` (in order, at least one) for `channel`.
+    pub fn of(channel: &str, events: &[LapseEvent], public_url: Option<&str>) -> Option<Digest> {
+        let (first, last) = (events.first()?, events.last()?);
+        let mut by_kind = BTreeMap::new();
+        let mut by_agent = BTreeMap::new();
+        for e in events {
+            *by_kind.entry(kind_name(e.lapse)).or_insert(0) += 1;
+            *by_agent.entry(e.agent.as_str().to_string()).or_insert(0) += 1;
+        }
+        let (from, to) = events
+            .iter()
+            .fold((first.lapsed_at, first.lapsed_at), |(a, b), e| {
+                (a.min(e.lapsed_at), b.max(e.lapsed_at))
+            });
+        Some(Digest {
+            id: hashed_id(
+                "dig",
+                &[
+                    first.tenant.as_str(),
+                    channel,
+                    &first.position.to_string(),
+                    &last.position.to_string(),
+                ],
+            ),
+            channel: channel.to_string(),
+            count: events.len() as u64,
+            by_kind,
+            by_agent,
+            from,
+            to,
+            first: events.iter().take(DIGEST_LISTS).cloned().collect(),
+            link: public_url.map(|b| format!("{}/ui/lapses", b.trim_end_matches('/'))),
+        })
+    }
+
+    /// `12 lapses (10 overdue, 2 stalled)`.
+    pub fn summary(&self) -> String {
+        let kinds: Vec<String> = self
+            .by_kind
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let noun = if self.count == 1 { "lapse" } else { "lapses" };
+        format!("{} {noun} ({})", self.count, kinds.join(", "))
+    }
+}
+
+/// `overdue`, `skipped` or `stalled`.
+pub fn kind_name(k: LapseKind) -> &'static str {
+    match k {
+        LapseKind::Overdue => "overdue",
+        LapseKind::Skipped => "skipped",
+        LapseKind::Stalled => "stalled",
+    }
+}
+
+fn capitalised(k: LapseKind) -> &'static str {
+    match k {
+        LapseKind::Overdue => "Overdue",
+        LapseKind::Skipped => "Skipped",
+        LapseKind::Stalled => "Stalled",
+    }
+}
+
+/// The notification of one lapse in `format`.
+pub fn lapse(format: Format, event: &LapseEvent) -> Notification {
+    let body = match format {
+        Format::StandardWebhooks => json!({
+            "type": "lapse.recorded",
+            "timestamp": event.lapsed_at.to_string(),
+            "data": event,
+        }),
+        Format::Slack => slack_lapse(event),
+        Format::Teams => teams_lapse(event),
+    };
+    Notification {
+        id: event.id.clone(),
+        body,
+    }
+}
+
+/// The notification of a digest in `format`.
+pub fn digest(format: Format, d: &Digest) -> Notification {
+    let body = match format {
+        Format::StandardWebhooks => json!({
+            "type": "lapse.digest",
+            "timestamp": d.to.to_string(),
+            "data": d,
+        }),
+        Format::Slack => slack_digest(d),
+        Format::Teams => teams_digest(d),
+    };
+    Notification {
+        id: d.id.clone(),
+        body,
+    }
+}
+
+/// A sample notification (`a2a-watcher notify test`): says it is a test, names the channel,
+/// changes nothing. Its id is new each time (`now` in it).
+pub fn test(format: Format, channel: &str, now: Instant) -> Notification {
+    let text = format!("Test notification from a2a-watcher for channel {channel}");
+    let id = hashed_id("tst", &[channel, &now.to_string()]);
+    let body = match format {
+        Format::StandardWebhooks => json!({
+            "type": "notify.test",
+            "timestamp": now.to_string(),
+            "data": { "channel": channel, "text": text },
+        }),
+        Format::Slack => json!({
+            "text": text,
+            "blocks": [{ "type": "section", "text": { "type": "mrkdwn", "text": text } }],
+        }),
+        Format::Teams => teams_card(vec![text_block(&text, true)], Vec::new()),
+    };
+    Notification { id, body }
+}
+
+fn lapse_line(e: &LapseEvent) -> String {
+    format!(
+        "{}: {} (agent {})",
+        capitalised(e.lapse),
+        e.headline(),
+        e.agent
+    )
+}
+
+/// Slack's mrkdwn escapes `&`, `<` and `>`.
+fn mrkdwn(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn event_facts(e: &LapseEvent) -> Vec<(&'static str, String)> {
+    let mut facts = vec![("Agent", e.agent.to_string())];
+    if let Some(b) = &e.block {
+        facts.push((
+            "Subject",
+            format!("{} {}", b.subject.subject_type, b.subject.id),
+        ));
+        facts.push(("Expected", b.expects.clone()));
+        facts.push(("Due", b.due_at.to_string()));
+    }
+    facts.push(("Lapsed", e.lapsed_at.to_string()));
+    facts
+}
+
+fn slack_lapse(e: &LapseEvent) -> Value {
+    let mut blocks = vec![
+        json!({ "type": "header", "text": { "type": "plain_text", "text": format!("{}: {}", capitalised(e.lapse), e.headline()) } }),
+        json!({ "type": "section", "text": { "type": "mrkdwn", "text": mrkdwn(e.text.as_deref().unwrap_or(&e.headline())) } }),
+        json!({ "type": "section", "fields": event_facts(e).iter().map(|(k, v)| json!({ "type": "mrkdwn", "text": format!("*{k}*\n{}", mrkdwn(v)) })).collect::<Vec<_>>() }),
+    ];
+    if let Some(l) = &e.links {
+        blocks.push(json!({ "type": "context", "elements": [{ "type": "mrkdwn", "text": format!("<{}|Operator page> · <{}|Timeline>", l.operator, l.timeline) }] }));
+    }
+    json!({ "text": lapse_line(e), "blocks": blocks })
+}
+
+fn slack_digest(d: &Digest) -> Value {
+    let mut list: Vec<String> = d
+        .first
+        .iter()
+        .map(|e| format!("• {}", mrkdwn(&lapse_line(e))))
+        .collect();
+    if d.count > d.first.len() as u64 {
+        list.push(format!("…and {} more", d.count - d.first.len() as u64));
+    }
+    let mut blocks = vec![
+        json!({ "type": "header", "text": { "type": "plain_text", "text": format!("{} from {} to {}", d.summary(), d.from, d.to) } }),
+        json!({ "type": "section", "text": { "type": "mrkdwn", "text": list.join("\n") } }),
+    ];
+    if let Some(link) = &d.link {
+        blocks.push(json!({ "type": "context", "elements": [{ "type": "mrkdwn", "text": format!("<{link}|All lapse tasks>") }] }));
+    }
+    json!({ "text": format!("a2a-watcher: {}", d.summary()), "blocks": blocks })
+}
+
+fn text_block(text: &str, bold: bool) -> Value {
+    let mut b = json!({ "type": "TextBlock", "text": text, "wrap": true });
+    if bold {
+        b["weight"] = json!("Bolder");
+        b["size"] = json!("Medium");
+    }
+    b
+}
+
+fn teams_card(body: Vec<Value>, links: Vec<(&str, &str)>) -> Value {
+    let actions: Vec<Value> = links
+        .into_iter()
+        .map(|(title, url)| json!({ "type": "Action.OpenUrl", "title": title, "url": url }))
+        .collect();
+    json!({
+        "type": "message",
+        "attachments": [{
+            "contentType": "application/vnd.microsoft.card.adaptive",
+            "contentUrl": null,
+            "content": {
+                "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+                "type": "AdaptiveCard",
+                "version": "1.4",
+                "body": body,
+                "actions": actions,
+            },
+        }],
+    })
+}
+
+fn teams_lapse(e: &LapseEvent) -> Value {
+    let facts: Vec<Value> = event_facts(e)
+        .into_iter()
+        .map(|(k, v)| json!({ "title": k, "value": v }))
+        .collect();
+    let mut body = vec![text_block(
+        &format!("{}: {}", capitalised(e.lapse), e.headline()),
+        true,
+    )];
+    if let Some(t) = &e.text {
+        body.push(text_block(t, false));
+    }
+    body.push(json!({ "type": "FactSet", "facts": facts }));
+    let links = e
+        .links
+        .as_ref()
+        .map(|l| {
+            vec![
+                ("Operator page", l.operator.as_str()),
+                ("Timeline", l.timeline.as_str()),
+            ]
+        })
+        .unwrap_or_default();
+    teams_card(body, links)
+}
+
+fn teams_digest(d: &Digest) -> Value {
+    let mut body = vec![text_block(
+        &format!("{} from {} to {}", d.summary(), d.from, d.to),
+        true,
+    )];
+    for e in &d.first {
+        body.push(text_block(&format!("- {}", lapse_line(e)), false));
+    }
+    if d.count > d.first.len() as u64 {
+        body.push(text_block(
+            &format!("…and {} more", d.count - d.first.len() as u64),
+            false,
+        ));
+    }
+    let links = d
+        .link
+        .as_deref()
+        .map(|l| vec![("All lapse tasks", l)])
+        .unwrap_or_default();
+    teams_card(body, links)
+}

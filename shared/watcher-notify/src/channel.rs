@@ -1,0 +1,106 @@
+//! A notification channel built from its `[[notify]]` table (issue 25): the checked URL, secret,
+//! format, filters and digest window.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use watcher_config::config::NotifyConfig;
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::record::LapseKind;
+use watcher_core::time::IsoDuration;
+use watcher_runtime::store::OutboxEntry;
+
+use crate::sign::Secret;
+
+pub use watcher_config::config::NotifyConfig as ChannelConfig;
+
+/// What a channel's body looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `{ "type", "timestamp", "data" }` JSON, as Standard Webhooks recommends.
+    StandardWebhooks,
+    /// A Slack incoming-webhook body: `text` (the notification's fallback) and `blocks`.
+    Slack,
+    /// A Microsoft Teams incoming-webhook (Workflows) body: a message with one Adaptive Card.
+    Teams,
+}
+
+/// A channel ready to post.
+#[derive(Debug, Clone)]
+pub struct Channel {
+    /// Its id, unique within the tenant.
+    pub id: String,
+    /// The tenant whose lapses it tells.
+    pub tenant: Tenant,
+    /// Where it posts.
+    pub url: String,
+    /// The signing key; `None`: requests are not signed.
+    pub secret: Option<Secret>,
+    /// The body's shape.
+    pub format: Format,
+    /// Only these agents; empty: all.
+    pub agents: BTreeSet<AgentId>,
+    /// Only these lapses; empty: all.
+    pub kinds: BTreeSet<LapseKind>,
+    /// One digest per window instead of one message per lapse.
+    pub digest: Option<IsoDuration>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+}
+
+impl Channel {
+    /// Builds the channel `config` describes.
+    ///
+    /// # Errors
+    /// `notify: channel "{id}": {field}: {reason}` for the first field that does not hold
+    /// ([`NotifyConfig::check`], then the tenant, agent ids and the secret).
+    pub fn from_config(config: &NotifyConfig) -> Result<Channel, String> {
+        let bad = |reason: String| format!("notify: channel {:?}: {reason}", config.id);
+        config.check().map_err(|e| e.to_string())?;
+        let tenant =
+            Tenant::parse(config.tenant.clone()).map_err(|e| bad(format!("tenant: {e}")))?;
+        let agents = config
+            .agents
+            .iter()
+            .map(|a| AgentId::parse(a.clone()).map_err(|e| bad(format!("agents: {a:?}: {e}"))))
+            .collect::<Result<_, _>>()?;
+        let kinds = config
+            .kinds
+            .iter()
+            .map(|k| match k.as_str() {
+                "overdue" => Ok(LapseKind::Overdue),
+                "skipped" => Ok(LapseKind::Skipped),
+                "stalled" => Ok(LapseKind::Stalled),
+                other => Err(bad(format!("kinds: {other:?} is not a lapse"))),
+            })
+            .collect::<Result<_, _>>()?;
+        let format = match config.format.as_str() {
+            "slack" => Format::Slack,
+            "teams" => Format::Teams,
+            _ => Format::StandardWebhooks,
+        };
+        let secret = config
+            .secret
+            .as_deref()
+            .map(Secret::parse)
+            .transpose()
+            .map_err(|e| bad(format!("secret: {e}")))?;
+        Ok(Channel {
+            id: config.id.clone(),
+            tenant,
+            url: config.url.clone(),
+            secret,
+            format,
+            agents,
+            kinds,
+            digest: config.digest.clone(),
+            timeout: Duration::from_secs(config.timeout_secs),
+        })
+    }
+
+    /// Whether the channel tells `entry`'s lapse (its agent and lapse kind pass the filters).
+    pub fn wants(&self, entry: &OutboxEntry) -> bool {
+        (self.agents.is_empty() || self.agents.contains(&entry.agent))
+            && (self.kinds.is_empty() || self.kinds.contains(&entry.lapse))
+    }
+}

@@ -1,0 +1,497 @@
+//! The notifier (issue 25): each channel reads the tenant's lapse tasks after its cursor, tells
+//! the ones its filter wants (one message each, or one digest per window), and moves its cursor
+//! only after the receiver answered 2xx.
+//!
+//! * Once per channel: the cursor ([`ChannelState::after`]) is written after each delivered
+//!   notification, so a restart or a second timer fire tells nothing again that was
+//!   acknowledged. A crash between a post and that write posts it again with the same id
+//!   (`webhook-id`), which receivers deduplicate.
+//! * Never blocking lapse tasks: the notifier only reads the lapse pages and writes its own
+//!   item; the lapse path writes nothing for it.
+//! * Retried by age: a failing channel waits 1 s, then twice as long after each further
+//!   failure, at most [`MAX_BACKOFF`], and keeps its cursor, so a receiver that was down gets
+//!   everything after, in order. Other channels go on.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jiff::SignedDuration;
+use tokio::sync::watch;
+use watcher_core::time::Instant;
+use watcher_runtime::clock::Clock;
+use watcher_runtime::store::{
+    ChannelState, LapseQuery, Notifications, Outbox, OutboxEntry, StoreError,
+};
+
+use crate::body::{self, Digest, Notification};
+use crate::channel::Channel;
+use crate::event::LapseEvent;
+use crate::transport::Transport;
+
+/// Lapse tasks read per page.
+pub const PAGE: usize = 100;
+/// Pages one channel reads per round (a long backlog is told over several rounds, so one
+/// channel never holds the others up for long).
+pub const PAGES_PER_ROUND: usize = 10;
+/// Most lapses one digest covers; more make the next digest.
+pub const DIGEST_MAX: usize = 10_000;
+/// The longest wait between two attempts of a failing channel.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// How often the loop looks for new lapses.
+pub const TICK: Duration = Duration::from_secs(1);
+
+/// Counts notifications for `/metrics`.
+pub trait NotifyRecorder: Send + Sync {
+    /// One notification posted on `channel`: `outcome` is `delivered` or `failed`.
+    fn notified(&self, channel: &str, outcome: &'static str);
+}
+
+/// What one round did for one channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Round {
+    /// Notifications delivered.
+    pub delivered: u64,
+    /// Attempts that failed (at most one a round: a failure ends the channel's round).
+    pub failed: u64,
+    /// The channel waited: backing off, or its digest window still open.
+    pub waiting: bool,
+}
+
+/// The notification loop over some channels of one store.
+pub struct Notifier<S: ?Sized> {
+    store: Arc<S>,
+    channels: Vec<Channel>,
+    transport: Arc<dyn Transport>,
+    clock: Arc<dyn Clock>,
+    public_url: Option<String>,
+    recorder: Option<Arc<dyn NotifyRecorder>>,
+    /// Lapses newer than this are not read past yet ([`Notifier::with_settle`]).
+    settle: Option<SignedDuration>,
+    /// Per channel index: failures in a row and the earliest next attempt. In memory: after a
+    /// restart a failing channel is tried at once, then backs off again.
+    backoff: Mutex<HashMap<usize, (u32, Instant)>>,
+}
+
+impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
+    /// A notifier for `channels`; `public_url` (the deployment's own base URL) makes the
+    /// links in each notification.
+    pub fn new(
+        store: Arc<S>,
+        channels: Vec<Channel>,
+        transport: Arc<dyn Transport>,
+        clock: Arc<dyn Clock>,
+        public_url: Option<String>,
+    ) -> Notifier<S> {
+        Notifier {
+            store,
+            channels,
+            transport,
+            clock,
+            public_url,
+            recorder: None,
+            settle: None,
+            backoff: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Tells a lapse, and moves the cursor past it, only once it lapsed at least `settle`
+    /// ago. For a store whose lapse-page positions are time-ordered ids taken by concurrent
+    /// writers (DynamoDB): a lapse task committed late may take a position below one already
+    /// passed, unless the cursor stays `settle` behind every write still in flight. `settle`
+    /// must exceed twice the longest commit (the functions' timeout): a position is taken at
+    /// most one commit after its `lapsedAt`, and an entry passed is then older than any write
+    /// still under way. On this path the cursor moves only to positions read and settled
+    /// (never to a page's scan end), so every round re-reads what lies past the last settled
+    /// lapse, at most a page budget. `serve` (one writer, positions in commit order) needs none.
+    pub fn with_settle(mut self, settle: Duration) -> Self {
+        self.settle = SignedDuration::try_from(settle).ok();
+        self
+    }
+
+    /// Whether `entry` may be told (and passed) at `now` ([`Notifier::with_settle`]).
+    fn settled(&self, entry: &OutboxEntry, now: Instant) -> bool {
+        match self.settle {
+            None => true,
+            Some(d) => now
+                .checked_sub(d)
+                .is_some_and(|edge| entry.lapsed_at <= edge),
+        }
+    }
+
+    /// Counts each notification with `recorder`.
+    pub fn with_recorder(mut self, recorder: Arc<dyn NotifyRecorder>) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    /// The channels.
+    pub fn channels(&self) -> &[Channel] {
+        &self.channels
+    }
+
+    /// Runs rounds every [`TICK`] until `stop` changes.
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+        loop {
+            self.round().await;
+            tokio::select! {
+                () = tokio::time::sleep(TICK) => {},
+                _ = stop.changed() => return,
+            }
+        }
+    }
+
+    /// One round over every channel; a channel whose store read or write fails is logged and
+    /// tried again next round.
+    pub async fn round(&self) -> Vec<Round> {
+        let mut out = Vec::with_capacity(self.channels.len());
+        for i in 0..self.channels.len() {
+            match self.tell(i).await {
+                Ok(r) => out.push(r),
+                Err(e) => {
+                    tracing::error!(channel = %self.channels[i].id, error = %e, "notification channel: the store failed; will retry");
+                    out.push(Round::default());
+                }
+            }
+        }
+        out
+    }
+
+    /// One round of channel `index`.
+    ///
+    /// # Errors
+    /// The store's, reading the lapse pages or the channel's state, or writing that state.
+    pub async fn tell(&self, index: usize) -> Result<Round, StoreError> {
+        let ch = &self.channels[index];
+        let now = self.clock.now();
+        if self.backing_off(index, now) {
+            return Ok(Round {
+                waiting: true,
+                ..Round::default()
+            });
+        }
+        let mut state = match self.store.channel_state(&ch.tenant, &ch.id).await? {
+            Some(s) => s,
+            None => {
+                let s = ChannelState::new(now);
+                self.store.put_channel_state(&ch.tenant, &ch.id, &s).await?;
+                s
+            }
+        };
+        if ch.digest.is_some() {
+            self.tell_digest(index, &mut state, now).await
+        } else {
+            self.tell_each(index, &mut state, now).await
+        }
+    }
+
+    fn query(&self, ch: &Channel, state: &ChannelState) -> LapseQuery {
+        LapseQuery {
+            agent: (ch.agents.len() == 1)
+                .then(|| ch.agents.iter().next().cloned())
+                .flatten(),
+            delivery: None,
+            // No `since` here: every lapse task is read, and those before the channel's start
+            // are passed over one by one (`tells`), so the cursor can move past
+            // each (a filtered page would leave it at a scan end it may not pass when settling).
+            since: None,
+            after: state.after,
+            limit: PAGE,
+        }
+    }
+
+    async fn tell_each(
+        &self,
+        index: usize,
+        state: &mut ChannelState,
+        now: Instant,
+    ) -> Result<Round, StoreError> {
+        let ch = &self.channels[index];
+        let mut round = Round::default();
+        // The cursor as last written (a delivery writes it; passing over filtered lapses is
+        // written once a page).
+        let mut written = state.after;
+        for _ in 0..PAGES_PER_ROUND {
+            let page = self
+                .store
+                .lapses_page(&ch.tenant, &self.query(ch, state))
+                .await?;
+            let mut unsettled = false;
+            for (pos, entry) in &page.entries {
+                if !self.settled(entry, now) {
+                    unsettled = true;
+                    break;
+                }
+                if tells(ch, state, entry) {
+                    let event = LapseEvent::of(*pos, entry, self.public_url.as_deref());
+                    let n = body::lapse(ch.format, &event);
+                    let mut sent = state.clone();
+                    sent.after = Some(*pos);
+                    if !self.deliver(index, &mut sent, &n, now).await? {
+                        round.failed += 1;
+                        return Ok(round);
+                    }
+                    *state = sent;
+                    written = state.after;
+                    round.delivered += 1;
+                }
+                state.after = Some(*pos);
+            }
+            match page.next {
+                // Past a page's scan end only where positions are in commit order.
+                Some(next) if !unsettled && self.settle.is_none() => {
+                    state.after = Some(state.after.map_or(next, |a| a.max(next)));
+                }
+                _ => {}
+            }
+            if state.after != written {
+                self.store
+                    .put_channel_state(&ch.tenant, &ch.id, state)
+                    .await?;
+                written = state.after;
+            }
+            if page.next.is_none() || unsettled || state.after.is_none_or(|a| Some(a) < page.next) {
+                // Done, or stopped at an unsettled lapse, or (settling) a scan end the cursor
+                // may not move to: the rest next round.
+                break;
+            }
+        }
+        Ok(round)
+    }
+
+    async fn tell_digest(
+        &self,
+        index: usize,
+        state: &mut ChannelState,
+        now: Instant,
+    ) -> Result<Round, StoreError> {
+        let ch = &self.channels[index];
+        let window = ch
+            .digest
+            .clone()
+            .unwrap_or_else(watcher_core::time::IsoDuration::zero);
+        let mut events: Vec<LapseEvent> = Vec::new();
+        // The position up to which every lapse read is in `events` or passed over.
+        let mut through = state.after;
+        let mut query = self.query(ch, state);
+        loop {
+            let page = self.store.lapses_page(&ch.tenant, &query).await?;
+            let mut unsettled = false;
+            for (pos, entry) in &page.entries {
+                if events.len() >= DIGEST_MAX {
+                    break;
+                }
+                if !self.settled(entry, now) {
+                    unsettled = true;
+                    break;
+                }
+                if tells(ch, state, entry) {
+                    if events.is_empty() && !window_closed(entry, &window, now) {
+                        // The window opened at this lapse is still open: keep what was
+                        // passed over, tell nothing yet.
+                        self.keep_cursor(ch, state, through).await?;
+                        return Ok(Round {
+                            waiting: true,
+                            ..Round::default()
+                        });
+                    }
+                    events.push(LapseEvent::of(*pos, entry, self.public_url.as_deref()));
+                }
+                through = Some(*pos);
+            }
+            if events.len() >= DIGEST_MAX || unsettled {
+                break;
+            }
+            match page.next {
+                Some(next) => {
+                    if self.settle.is_none() {
+                        through = Some(through.map_or(next, |t| t.max(next)));
+                    }
+                    query.after = Some(next);
+                }
+                None => break,
+            }
+        }
+        let Some(d) = Digest::of(&ch.id, &events, self.public_url.as_deref()) else {
+            self.keep_cursor(ch, state, through).await?;
+            return Ok(Round::default());
+        };
+        let n = body::digest(ch.format, &d);
+        let mut sent = state.clone();
+        sent.after = through;
+        if self.deliver(index, &mut sent, &n, now).await? {
+            *state = sent;
+            Ok(Round {
+                delivered: 1,
+                ..Round::default()
+            })
+        } else {
+            // The failure is kept; the cursor stays where it was.
+            state.failures = sent.failures;
+            state.failing_since = sent.failing_since;
+            state.last_error = sent.last_error;
+            Ok(Round {
+                failed: 1,
+                ..Round::default()
+            })
+        }
+    }
+
+    /// Writes the cursor when `through` moved it.
+    async fn keep_cursor(
+        &self,
+        ch: &Channel,
+        state: &mut ChannelState,
+        through: Option<u64>,
+    ) -> Result<(), StoreError> {
+        if through != state.after {
+            state.after = through;
+            self.store
+                .put_channel_state(&ch.tenant, &ch.id, state)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Posts `n` on channel `index`. On success the state (whose `after` the caller set to
+    /// what `n` covers) records the delivery and is written; on failure it records the
+    /// failure (the caller's `after` is not written: the state is written with the cursor it
+    /// had) and the channel backs off. Answers whether it was delivered.
+    async fn deliver(
+        &self,
+        index: usize,
+        state: &mut ChannelState,
+        n: &Notification,
+        now: Instant,
+    ) -> Result<bool, StoreError> {
+        let ch = &self.channels[index];
+        match self.post(ch, n, now).await {
+            Ok(()) => {
+                state.delivered += 1;
+                state.last_delivered_at = Some(now);
+                state.last_event_id = Some(n.id.clone());
+                state.failing_since = None;
+                self.backoff_lock().remove(&index);
+                self.record(ch, "delivered");
+                self.store
+                    .put_channel_state(&ch.tenant, &ch.id, state)
+                    .await?;
+                tracing::info!(channel = %ch.id, id = %n.id, "notification delivered");
+                Ok(true)
+            }
+            Err(e) => {
+                state.failures += 1;
+                state.failing_since.get_or_insert(now);
+                state.last_error = Some(e.clone());
+                self.back_off(index, now);
+                self.record(ch, "failed");
+                tracing::warn!(channel = %ch.id, id = %n.id, error = %e, "notification failed; will retry");
+                // The failure is recorded with the cursor as it was in the store.
+                let kept = self.store.channel_state(&ch.tenant, &ch.id).await?;
+                let mut failed = kept.unwrap_or_else(|| state.clone());
+                failed.failures = state.failures;
+                failed.failing_since = state.failing_since;
+                failed.last_error = state.last_error.clone();
+                self.store
+                    .put_channel_state(&ch.tenant, &ch.id, &failed)
+                    .await?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Posts `n` on `ch` ([`post`]).
+    ///
+    /// # Errors
+    /// The transport's, in words.
+    pub async fn post(&self, ch: &Channel, n: &Notification, now: Instant) -> Result<(), String> {
+        post(&*self.transport, ch, n, now).await
+    }
+
+    fn record(&self, ch: &Channel, outcome: &'static str) {
+        if let Some(r) = &self.recorder {
+            r.notified(&ch.id, outcome);
+        }
+    }
+
+    fn backoff_lock(&self) -> std::sync::MutexGuard<'_, HashMap<usize, (u32, Instant)>> {
+        self.backoff.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn backing_off(&self, index: usize, now: Instant) -> bool {
+        self.backoff_lock()
+            .get(&index)
+            .is_some_and(|(_, until)| now < *until)
+    }
+
+    fn back_off(&self, index: usize, now: Instant) {
+        let mut map = self.backoff_lock();
+        let failures = map.get(&index).map_or(0, |(n, _)| *n).saturating_add(1);
+        let wait = backoff(failures);
+        let until = now
+            .checked_add(SignedDuration::try_from(wait).unwrap_or(SignedDuration::MAX))
+            .unwrap_or(now);
+        map.insert(index, (failures, until));
+    }
+}
+
+/// Posts `n` on `ch` with `transport`, with the Standard Webhooks headers: `webhook-id` (the
+/// notification's id), `webhook-timestamp` (`now`, Unix seconds) and, when the channel has a
+/// secret, `webhook-signature`.
+///
+/// # Errors
+/// The transport's, in words (`HTTP 503 from the receiver`, a connection error).
+pub async fn post(
+    transport: &dyn Transport,
+    ch: &Channel,
+    n: &Notification,
+    now: Instant,
+) -> Result<(), String> {
+    let body = serde_json::to_vec(&n.body).map_err(|e| e.to_string())?;
+    let timestamp = now.as_second();
+    let mut headers = vec![
+        ("webhook-id", n.id.clone()),
+        ("webhook-timestamp", timestamp.to_string()),
+    ];
+    if let Some(secret) = &ch.secret {
+        headers.push(("webhook-signature", secret.sign(&n.id, timestamp, &body)));
+    }
+    transport.post(&ch.url, &headers, body, ch.timeout).await
+}
+
+/// The wait after `failures` failures in a row: 1 s, doubling, at most [`MAX_BACKOFF`].
+pub fn backoff(failures: u32) -> Duration {
+    let secs = 1u64 << failures.saturating_sub(1).min(16);
+    Duration::from_secs(secs).min(MAX_BACKOFF)
+}
+
+/// Whether `ch` tells `entry`: its filters want it and it lapsed since the channel first ran.
+fn tells(ch: &Channel, state: &ChannelState, entry: &OutboxEntry) -> bool {
+    entry.lapsed_at >= state.since && ch.wants(entry)
+}
+
+/// Whether the digest window opened by `entry` has closed at `now`.
+fn window_closed(
+    entry: &OutboxEntry,
+    window: &watcher_core::time::IsoDuration,
+    now: Instant,
+) -> bool {
+    entry
+        .lapsed_at
+        .checked_plus(window)
+        .is_none_or(|end| now >= end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_its_ceiling() {
+        assert_eq!(backoff(1), Duration::from_secs(1));
+        assert_eq!(backoff(2), Duration::from_secs(2));
+        assert_eq!(backoff(6), Duration::from_secs(32));
+        assert_eq!(backoff(7), MAX_BACKOFF);
+        assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
+    }
+}

@@ -1,0 +1,80 @@
+//! The HTTP post of a notification, behind a trait so the notifier can be driven without a
+//! network in unit tests.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+/// Posts one body.
+#[async_trait]
+pub trait Transport: Send + Sync {
+    /// POSTs `body` (JSON) to `url` with `headers`, waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// Anything but a 2xx answer, in words (`HTTP 503 from the receiver`, the transport error).
+    async fn post(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<(), String>;
+}
+
+/// [`Transport`] over reqwest (rustls).
+#[derive(Debug, Clone)]
+pub struct HttpTransport {
+    client: reqwest::Client,
+}
+
+impl HttpTransport {
+    /// A transport with its own connection pool.
+    ///
+    /// # Errors
+    /// When the TLS back end cannot be set up.
+    pub fn new() -> Result<HttpTransport, String> {
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("a2a-watcher/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("the notification HTTP client: {e}"))?;
+        Ok(HttpTransport { client })
+    }
+}
+
+#[async_trait]
+impl Transport for HttpTransport {
+    async fn post(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        let mut req = self
+            .client
+            .post(url)
+            .timeout(timeout)
+            .header("content-type", "application/json")
+            .body(body);
+        for (name, value) in headers {
+            req = req.header(*name, value);
+        }
+        let resp = req.send().await.map_err(|e| {
+            // reqwest's Display omits the cause ("error sending request"); the chain names it.
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                text.push_str(": ");
+                text.push_str(&c.to_string());
+                cause = c.source();
+            }
+            text
+        })?;
+        let status = resp.status();
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(format!("HTTP {} from the receiver", status.as_u16()))
+        }
+    }
+}

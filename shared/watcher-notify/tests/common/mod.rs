@@ -1,0 +1,71 @@
+//! Lapse tasks to tell; the receiver is `watcher_notify::testing`.
+
+pub use watcher_notify::testing::{Receiver, SECRET};
+
+use serde_json::json;
+use watcher_core::ids::{AgentId, ExpectationId, Tenant};
+use watcher_core::record::LapseKind;
+use watcher_core::time::Instant;
+use watcher_core::EXPECTATIONS_URI;
+use watcher_runtime::store::{DeliveryState, OutboxEntry};
+
+/// `2026-09-11T00:00:00Z` plus `secs`.
+pub fn at(secs: i64) -> Instant {
+    Instant::parse("2026-09-11T00:00:00Z")
+        .unwrap()
+        .checked_add(jiff::SignedDuration::from_secs(secs))
+        .unwrap()
+}
+
+/// The lapse task of expectation `exp` of `agent`, lapsed `kind` at `lapsed_at`, about shipment
+/// `subject`, with the lapse block the engine writes (expectations-v1 §10.1).
+pub fn lapse_task(
+    agent: &str,
+    exp: &str,
+    kind: LapseKind,
+    subject: &str,
+    lapsed_at: Instant,
+) -> OutboxEntry {
+    let lapse = match kind {
+        LapseKind::Overdue => "overdue",
+        LapseKind::Skipped => "skipped",
+        LapseKind::Stalled => "stalled",
+    };
+    let message_id = format!("lapse:{exp}:{lapse}:{lapsed_at}");
+    let block = json!({
+        "expectationId": exp,
+        "kind": "shipment.delivered",
+        "subject": { "type": "shipment", "id": subject },
+        "expects": format!("delivery of {subject}"),
+        "lapse": lapse,
+        "projectedDueAt": lapsed_at.to_string(),
+        "dueAt": lapsed_at.to_string(),
+        "lapsedAt": lapsed_at.to_string(),
+        "lineage": 0,
+    });
+    OutboxEntry {
+        tenant: Tenant::parse("default".to_string()).unwrap(),
+        agent: AgentId::parse(agent.to_string()).unwrap(),
+        message_id: message_id.clone(),
+        expectation_id: ExpectationId::parse(exp.to_string()).unwrap(),
+        lapse: kind,
+        lapsed_at,
+        request: json!({ "message": {
+            "messageId": message_id,
+            "parts": [{ "text": format!("Delivery of {subject} is {lapse}.") }],
+            "metadata": { EXPECTATIONS_URI: { "lapse": block } },
+        }}),
+        delivery: DeliveryState::Queued,
+        attempts: 0,
+        next_attempt_at: lapsed_at,
+        task_id: None,
+        task_state: None,
+        answered_with_message: false,
+        last_error: None,
+        retrying_since: None,
+        attempt_started_at: None,
+        follow_at: None,
+        follow_since: None,
+        lease: None,
+    }
+}

@@ -1,0 +1,4 @@
+//! The crate's integration tests as one binary (`cargo test -p watcher-notify --test it`).
+
+mod common;
+mod notifier;
