@@ -11,6 +11,8 @@
 //! * `GET /ui/subjects/{type}/{id}`: the subject's record and its timeline picture.
 //! * `GET /ui/lapses`: lapse tasks per agent and delivery state, with the task's state.
 //! * `GET /ui/agents`: each agent's lapse-task delivery health and card (`GET /v1/agents`).
+//! * `GET /ui/notifications`: each notification channel of the tenant (`[[notify]]`): where it
+//!   posts, its last delivery and its failures (expectations-v1 §13.1).
 
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -68,6 +70,7 @@ fn web_table() -> Vec<crate::route_table::Route<AppState>> {
         route(Get, "/ui/subjects/{subject_type}/{subject_id}", subject),
         route(Get, "/ui/lapses", lapses),
         route(Get, "/ui/agents", agents),
+        route(Get, "/ui/notifications", notifications),
     ]
 }
 
@@ -119,6 +122,7 @@ fn page(title: &str, who: Option<&Principal>, body: Markup) -> Markup {
                         a href="/ui/subjects" { "Subjects" }
                         a href="/ui/lapses" { "Lapse tasks" }
                         a href="/ui/agents" { "Agents" }
+                        a href="/ui/notifications" { "Notifications" }
                         span { "operator " (p.id) " · tenant " (p.tenant.as_str()) }
                         form method="post" action="/ui/logout" { button type="submit" { "Log out" } }
                     }
@@ -256,6 +260,7 @@ async fn home(State(state): State<AppState>, headers: HeaderMap) -> Response {
                     li { a href="/ui/subjects" { "Subjects with open expectations" } ", by next deadline" }
                     li { a href="/ui/lapses" { "Lapse tasks" } " with their delivery and task state" }
                     li { a href="/ui/agents" { "Agents" } ": lapse-task delivery health and cards" }
+                    li { a href="/ui/notifications" { "Notifications" } ": who is told of each lapse, and how the last deliveries went" }
                 }
                 (find_form())
             },
@@ -595,6 +600,56 @@ async fn agents(State(state): State<AppState>, headers: HeaderMap) -> Response {
                             td { (text(&a["lastError"])) }
                         }
                     }
+                }
+            },
+        ),
+    )
+}
+
+async fn notifications(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let who = logged_in!(state, headers);
+    // One read of the tenant's channel items: a few, one per channel that ever ran.
+    let channels = match state.watcher.store.channel_states(&who.tenant).await {
+        Ok(c) => c,
+        Err(e) => return error_page(&who, unavailable(e)),
+    };
+    html_response(
+        StatusCode::OK,
+        page(
+            "Notifications",
+            Some(&who),
+            html! {
+                @if channels.is_empty() {
+                    p.note { "No notification channel has run for this tenant. A [[notify]] channel in the configuration tells a person of each lapse (docs/howto/notifications.md)." }
+                } @else {
+                    table id="notifications" {
+                        tr {
+                            th { "channel" } th { "format" } th { "posts to" } th { "delivered" }
+                            th { "last delivered" } th { "last event" } th { "failing since" }
+                            th { "failures" } th { "last error" }
+                        }
+                        @for (id, c) in &channels {
+                            @let v = serde_json::to_value(c).unwrap_or(Value::Null);
+                            tr {
+                                td { (id) }
+                                td { (text(&v["format"])) }
+                                td { (text(&v["target"])) }
+                                td { (c.delivered) }
+                                td { (instant_cell(&v["lastDeliveredAt"])) }
+                                td { (text(&v["lastEventId"])) }
+                                td {
+                                    @if c.failing_since.is_some() {
+                                        span.failing { (instant_cell(&v["failingSince"])) }
+                                    } @else {
+                                        span.ok { "ok" }
+                                    }
+                                }
+                                td { (c.failures) }
+                                td { (text(&v["lastError"])) }
+                            }
+                        }
+                    }
+                    p.note { "Each channel tells the lapses recorded since it first ran, once, and retries a receiver that fails until it takes them. The URL's path is not shown: it may hold a credential." }
                 }
             },
         ),

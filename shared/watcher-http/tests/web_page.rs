@@ -33,6 +33,11 @@ const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
 const HOSTILE_ID: &str = "PA-1\"><img src=x onerror=alert(1)>/leg 2";
 
 fn app() -> Router {
+    app_on(Arc::new(MemoryStore::new()))
+}
+
+/// The page over `store`.
+fn app_on(store: Arc<dyn Store>) -> Router {
     let card: Value = serde_json::from_str(CARD).unwrap();
     let directory = Directory::new();
     directory.insert(AgentEntry {
@@ -62,7 +67,6 @@ fn app() -> Router {
             )
             .unwrap();
     }
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     watcher_router(AppState {
         watcher: Arc::new(Watcher::new(store, directory, Settings::default())),
         credentials: Arc::new(credentials),
@@ -281,4 +285,63 @@ async fn tables_show_instants_to_the_second_with_the_full_value_on_hover() {
     // The open subjects, by next deadline: the same.
     let (_, _, body) = send(&app, get("/ui/subjects", auth())).await;
     assert!(body.contains("<time datetime="), "{body}");
+}
+
+/// `/ui/notifications` lists the tenant's notification channels from their kept state: where
+/// each posts (never the URL's path), its last delivery and its failures, escaped like every
+/// page; another tenant's channels are not shown.
+#[tokio::test]
+async fn notifications_show_each_channels_last_delivery_and_failures() {
+    use watcher_runtime::store::{ChannelState, Notifications};
+    let store = Arc::new(MemoryStore::new());
+    let app = app_on(store.clone());
+    let auth = || Some(("authorization", format!("Bearer {OPERATOR}")));
+    let (status, _, body) = send(&app, get("/ui/notifications", auth())).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("No notification channel has run"), "{body}");
+
+    let at = |s: &str| Instant::parse(s).unwrap();
+    let ok = ChannelState {
+        delivered: 12,
+        last_delivered_at: Some(at("2026-09-10T01:59:00.250Z")),
+        last_event_id: Some("msg_0123456789abcdef0123456789abcdef".into()),
+        format: Some("slack".into()),
+        target: Some("https://hooks.slack.com".into()),
+        ..ChannelState::new(at("2026-09-01T00:00:00Z"))
+    };
+    let failing = ChannelState {
+        failures: 3,
+        failing_since: Some(at("2026-09-10T01:00:00Z")),
+        last_error: Some("HTTP 503 <b>from</b> the receiver".into()),
+        format: Some("standard-webhooks".into()),
+        target: Some("https://hooks.example.com".into()),
+        ..ChannelState::new(at("2026-09-01T00:00:00Z"))
+    };
+    let t = Tenant::default_tenant();
+    store.put_channel_state(&t, "ops-slack", &ok).await.unwrap();
+    store
+        .put_channel_state(&t, "ops-hook", &failing)
+        .await
+        .unwrap();
+    let other = Tenant::parse("other").unwrap();
+    store
+        .put_channel_state(&other, "their-channel", &ok)
+        .await
+        .unwrap();
+
+    let (status, _, body) = send(&app, get("/ui/notifications", auth())).await;
+    assert_eq!(status, 200);
+    let hook = body.find("ops-hook").expect("the failing channel");
+    let slack = body.find("ops-slack").expect("the delivering channel");
+    assert!(hook < slack, "by channel id");
+    assert!(!body.contains("their-channel"), "another tenant's channel");
+    assert!(body.contains("https://hooks.slack.com") && body.contains(">12<"));
+    assert!(body.contains("msg_0123456789abcdef0123456789abcdef"));
+    assert!(
+        body.contains(r#"<time datetime="2026-09-10T01:59:00.25Z""#),
+        "{body}"
+    );
+    assert!(body.contains(r#"class="failing""#));
+    assert!(body.contains("HTTP 503 &lt;b&gt;from&lt;/b&gt; the receiver"));
+    assert!(!body.contains("<b>from</b>"));
 }

@@ -25,6 +25,17 @@ pub enum Format {
     Teams,
 }
 
+impl Format {
+    /// The configuration's name of the format.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::StandardWebhooks => "standard-webhooks",
+            Format::Slack => "slack",
+            Format::Teams => "teams",
+        }
+    }
+}
+
 /// A channel ready to post.
 #[derive(Debug, Clone)]
 pub struct Channel {
@@ -98,9 +109,51 @@ impl Channel {
         })
     }
 
+    /// Where the channel posts, as scheme and host (and port) only: `https://hooks.slack.com`.
+    /// A Slack or Teams URL's path is a credential, so this is what may be shown.
+    pub fn target(&self) -> String {
+        let (scheme, rest) = self.url.split_once("://").unwrap_or(("", &self.url));
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        // Credentials written into the authority (`user:pass@host`) are not shown either.
+        let host = authority.rsplit('@').next().unwrap_or(authority);
+        format!("{scheme}://{host}")
+    }
+
     /// Whether the channel tells `entry`'s lapse (its agent and lapse kind pass the filters).
     pub fn wants(&self, entry: &OutboxEntry) -> bool {
         (self.agents.is_empty() || self.agents.contains(&entry.agent))
             && (self.kinds.is_empty() || self.kinds.contains(&entry.lapse))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn channel(url: &str) -> Channel {
+        Channel::from_config(&NotifyConfig {
+            id: "ops".into(),
+            tenant: "default".into(),
+            url: url.into(),
+            secret: None,
+            format: "slack".into(),
+            agents: Vec::new(),
+            kinds: Vec::new(),
+            digest: None,
+            timeout_secs: 10,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_target_shows_no_path_query_or_user() {
+        assert_eq!(
+            channel("https://hooks.slack.com/services/T0/B0/secret").target(),
+            "https://hooks.slack.com"
+        );
+        assert_eq!(
+            channel("http://user:pw@127.0.0.1:9000/hook?k=v").target(),
+            "http://127.0.0.1:9000"
+        );
     }
 }

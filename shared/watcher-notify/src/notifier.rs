@@ -170,14 +170,16 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
                 ..Round::default()
             });
         }
-        let mut state = match self.store.channel_state(&ch.tenant, &ch.id).await? {
-            Some(s) => s,
-            None => {
-                let s = ChannelState::new(now);
-                self.store.put_channel_state(&ch.tenant, &ch.id, &s).await?;
-                s
-            }
-        };
+        let kept = self.store.channel_state(&ch.tenant, &ch.id).await?;
+        let mut state = kept.clone().unwrap_or_else(|| ChannelState::new(now));
+        // What `/ui` shows of the channel: its format and where it posts (never the URL's path).
+        state.format = Some(ch.format.name().to_string());
+        state.target = Some(ch.target());
+        if kept.as_ref() != Some(&state) {
+            self.store
+                .put_channel_state(&ch.tenant, &ch.id, &state)
+                .await?;
+        }
         if ch.digest.is_some() {
             self.tell_digest(index, &mut state, now).await
         } else {

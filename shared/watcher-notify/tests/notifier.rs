@@ -126,6 +126,12 @@ async fn each_lapse_is_told_once_signed_through_a_restart_and_a_duplicate() {
         .unwrap()
         .expect("the channel's state is kept");
     assert_eq!(state.delivered, 3);
+    assert_eq!(state.format.as_deref(), Some("standard-webhooks"));
+    assert_eq!(
+        state.target.as_deref(),
+        receiver.url.strip_suffix("/hook"),
+        "scheme and host only"
+    );
     assert_eq!(
         state.last_event_id.as_deref(),
         Some(receiver.seen()[2].id.as_str())

@@ -661,6 +661,13 @@ pub struct ChannelState {
     /// The last failure, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The channel's format as last run (`standard-webhooks`, `slack`, `teams`), for `/ui`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// Where it posts, as scheme and host only (`https://hooks.slack.com`): a URL's path may
+    /// hold a credential, so it is never kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 impl ChannelState {
@@ -675,6 +682,8 @@ impl ChannelState {
             failures: 0,
             failing_since: None,
             last_error: None,
+            format: None,
+            target: None,
         }
     }
 }
@@ -693,6 +702,17 @@ pub trait Notifications: Send + Sync {
         tenant: &Tenant,
         channel: &str,
     ) -> Result<Option<ChannelState>, StoreError>;
+
+    /// Every channel state kept for `tenant`, by channel id: one per channel that ever ran
+    /// (a few: the configured channels, and any since removed from the configuration). A read
+    /// of the tenant's channels alone (`/ui/notifications`), never of other records.
+    ///
+    /// # Errors
+    /// The backend's error, or [`StoreError::Corrupt`] when a kept state does not read.
+    async fn channel_states(
+        &self,
+        tenant: &Tenant,
+    ) -> Result<Vec<(String, ChannelState)>, StoreError>;
 
     /// Keeps `state` for `channel` of `tenant`, replacing what was kept.
     ///

@@ -330,9 +330,15 @@ pub(crate) fn agent_card_pk(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
-/// `NOTIFY#{tenant}#{channel}`: a notification channel's progress (issue 25), one item.
-pub(crate) fn notify_channel_pk(tenant: &Tenant, channel: &str) -> String {
-    join("NOTIFY", &[tenant.as_str(), channel], MAX_PARTITION_KEY)
+/// `NOTIFY#{tenant}`: the tenant's notification channels, one item each (sort key
+/// [`notify_channel_sk`]), so `/ui/notifications` reads them with one query.
+pub(crate) fn notify_pk(tenant: &Tenant) -> String {
+    join("NOTIFY", &[tenant.as_str()], MAX_PARTITION_KEY)
+}
+
+/// `C#{channel}`: a notification channel's item in [`notify_pk`].
+pub(crate) fn notify_channel_sk(channel: &str) -> String {
+    format!("C#{channel}")
 }
 
 /// `LIFECYCLE#{tenant}#{agent}`: the lifecycle probe's descriptors of an agent, one item per

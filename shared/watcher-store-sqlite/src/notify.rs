@@ -31,6 +31,35 @@ impl Notifications for SqliteStore {
         .await
     }
 
+    async fn channel_states(
+        &self,
+        tenant: &Tenant,
+    ) -> Result<Vec<(String, ChannelState)>, StoreError> {
+        let tenant = tenant.as_str().to_string();
+        self.read(move |conn| {
+            let rows: Vec<(String, String)> = conn
+                .prepare_cached(
+                    "SELECT channel, state FROM notify_channels WHERE tenant = ?1 ORDER BY channel",
+                )
+                .map_err(db)?
+                .query_map(params![tenant], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(db)?
+                .collect::<Result<_, _>>()
+                .map_err(db)?;
+            rows.into_iter()
+                .map(|(channel, state)| {
+                    let state = serde_json::from_str(&state).map_err(|e| {
+                        StoreError::Corrupt(format!(
+                            "the state of notification channel {channel}: {e}"
+                        ))
+                    })?;
+                    Ok((channel, state))
+                })
+                .collect()
+        })
+        .await
+    }
+
     async fn put_channel_state(
         &self,
         tenant: &Tenant,

@@ -18,6 +18,19 @@ impl Notifications for MemoryStore {
             .cloned())
     }
 
+    async fn channel_states(
+        &self,
+        tenant: &Tenant,
+    ) -> Result<Vec<(String, ChannelState)>, StoreError> {
+        Ok(self
+            .lock()?
+            .channels
+            .iter()
+            .filter(|((t, _), _)| t == tenant)
+            .map(|((_, c), s)| (c.clone(), s.clone()))
+            .collect())
+    }
+
     async fn put_channel_state(
         &self,
         tenant: &Tenant,
