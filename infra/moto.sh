@@ -29,6 +29,7 @@ set -euo pipefail
 # The exact version the store's tests were checked against (DynamoDB conditions, transactions
 # with cancellation reasons, GSIs and TTL settings behave as on AWS).
 MOTO_VERSION="5.2.5"
+AIOSMTPD_VERSION="1.4.6"
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="$ROOT/.venv"
@@ -77,6 +78,11 @@ install() {
     if ! "$VENV/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
         echo "moto: installing moto[server]==$MOTO_VERSION"
         "$VENV/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+    fi
+    # The local SMTP server of the email channel's tests (infra/smtp_sink.py), in the same venv.
+    if ! "$VENV/bin/python" -c "import aiosmtpd, sys; sys.exit(aiosmtpd.__version__ != '$AIOSMTPD_VERSION')" 2>/dev/null; then
+        echo "moto: installing aiosmtpd==$AIOSMTPD_VERSION (the email channel's test server)"
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check "aiosmtpd==$AIOSMTPD_VERSION"
     fi
 }
 

@@ -68,6 +68,8 @@ else
     trap summary EXIT
     for p in "${aws_packages[@]}"; do exclude+=(--exclude "$p"); done
     skip "the tests of ${aws_packages[*]} (they run on the moto AWS emulator): ${python_why:-moto did not install or start, see above}"
+    export A2A_SKIP_SMTP=1
+    skip "the email channel's test (tests/serve_notify.rs, aiosmtpd in the same venv): ${python_why:-the venv did not install, see above}"
 fi
 
 echo "== the official A2A Python SDK (tests/interop_sdk.rs) in .venv-a2a"

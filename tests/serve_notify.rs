@@ -118,3 +118,120 @@ async fn notify_test_sends_a_signed_sample_and_fails_on_a_refusal() {
         "a2a-watcher notify test: channel \"ops\": HTTP 500 from the receiver"
     );
 }
+
+/// The local SMTP server (`infra/smtp_sink.py`, aiosmtpd in `.venv`), or `None` with the reason
+/// printed when it cannot run here. Under `CI=true` a missing aiosmtpd fails the test, unless
+/// `A2A_SKIP_SMTP` is set (infra/test-all.sh sets it, with the reason in its summary, when the
+/// venv could not be made).
+struct SmtpSink {
+    port: u16,
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl SmtpSink {
+    async fn start(auth: &str) -> Option<SmtpSink> {
+        use tokio::io::AsyncBufReadExt;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let python = root.join(".venv/bin/python");
+        let has_it = std::process::Command::new(&python)
+            .args(["-c", "import aiosmtpd"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !has_it {
+            let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+            assert!(
+                !ci || std::env::var_os("A2A_SKIP_SMTP").is_some(),
+                "aiosmtpd is missing in .venv: run `bash infra/moto.sh` (CI=true makes this a failure)"
+            );
+            eprintln!("SKIPPED: aiosmtpd is missing in .venv; run `bash infra/moto.sh`");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = tokio::process::Command::new(&python)
+            .arg(root.join("infra/smtp_sink.py"))
+            .arg(port.to_string())
+            .args(["--auth", auth])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start infra/smtp_sink.py");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let ready = tokio::time::timeout(PATIENCE, lines.next_line())
+            .await
+            .expect("the SMTP sink starts")
+            .unwrap();
+        assert_eq!(ready.as_deref(), Some("ready"));
+        Some(SmtpSink { port, child, lines })
+    }
+
+    /// The next message the sink accepted.
+    async fn next(&mut self) -> serde_json::Value {
+        let line = tokio::time::timeout(PATIENCE, self.lines.next_line())
+            .await
+            .expect("a message within the patience")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str(&line).unwrap()
+    }
+}
+
+impl Drop for SmtpSink {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+/// An email channel: the lapse reaches a local SMTP server as a plain-text message, logged in
+/// with the password from a file, with the lapse task's words, the facts and the links.
+#[tokio::test]
+async fn a_lapse_is_mailed_through_smtp_with_the_password_from_a_file() {
+    let Some(mut sink) = SmtpSink::start("watcher:s3cret-smtp").await else {
+        return;
+    };
+    let secrets = tempfile::tempdir().unwrap();
+    let password = secrets.path().join("smtp.password");
+    std::fs::write(&password, "s3cret-smtp\n").unwrap();
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let extra = format!(
+        "public_url = \"http://watcher.test\"\n\n[[notify]]\nid = \"ops-mail\"\nformat = \"email\"\nurl = \"smtp://127.0.0.1:{}\"\ntls = \"none\"\nfrom = \"a2a-watcher <watcher@example.test>\"\nto = [\"Ops desk <ops@example.test>\"]\nusername = \"watcher\"\npassword_file = \"{}\"\n",
+        sink.port,
+        password.display()
+    );
+    let w = spawn_watcher(&agent, &extra).await;
+    let due = plus(Timestamp::now(), 2);
+    let push = one_expectation("task-m1", "exp-m1", "PA-M1", due, "PT0S");
+    assert_eq!(w.push(&push).await.status, 200);
+
+    let mail = sink.next().await;
+    assert_eq!(mail["from"], "watcher@example.test");
+    assert_eq!(mail["to"], serde_json::json!(["ops@example.test"]));
+    assert_eq!(
+        mail["subject"],
+        "[a2a-watcher] Overdue: shipment.manifest for shipment PA-M1 (agent booking)"
+    );
+    assert_eq!(mail["contentType"], "text/plain");
+    let message_id = mail["messageId"].as_str().unwrap();
+    assert!(
+        message_id.starts_with("<msg_") && message_id.ends_with("@a2a-watcher>"),
+        "{message_id}"
+    );
+    // SMTP's line ends are CRLF.
+    let body = mail["body"].as_str().unwrap().replace("\r\n", "\n");
+    let lapse_task = format!("lapse:exp-m1:overdue:{}", fmt(due));
+    for line in [
+        "Overdue: the airline manifest for PA-M1 was due by",
+        "Agent: booking\n",
+        "Subject: shipment PA-M1\n",
+        "Expected: the airline manifest for PA-M1\n",
+        &format!("Lapse task: {lapse_task}\n"),
+        "Operator page: http://watcher.test/ui/subjects/shipment/PA%2DM1\n",
+    ] {
+        assert!(body.contains(line), "{line:?} in\n{body}");
+    }
+}

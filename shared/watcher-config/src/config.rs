@@ -105,8 +105,15 @@ fn default_notify_timeout() -> u64 {
     10
 }
 
+fn default_notify_tls() -> String {
+    "starttls".into()
+}
+
 /// The formats a `[[notify]]` channel can post.
-pub const NOTIFY_FORMATS: [&str; 3] = ["standard-webhooks", "slack", "teams"];
+pub const NOTIFY_FORMATS: [&str; 4] = ["standard-webhooks", "slack", "teams", "email"];
+
+/// How an email channel secures its SMTP connection (`tls`).
+pub const NOTIFY_TLS: [&str; 3] = ["starttls", "implicit", "none"];
 
 /// `[[notify]]`: one notification channel (issue 25; expectations-v1 §13.1). Checked when the
 /// configuration is read; the secret's form when the channel is built (`watcher_notify`).
@@ -123,7 +130,7 @@ pub struct NotifyConfig {
     /// Signing secret for the Standard Webhooks `webhook-signature` header (`whsec_` + base64, or any text); give it as `secret_file` or `secret_env` to keep it out of the file. Without it nothing is signed.
     #[serde(default)]
     pub secret: Option<String>,
-    /// `standard-webhooks` (JSON: `type`, `timestamp`, `data`), `slack` (`text` and blocks) or `teams` (an Adaptive Card message).
+    /// `standard-webhooks` (JSON: `type`, `timestamp`, `data`), `slack` (`text` and blocks), `teams` (an Adaptive Card message) or `email` (a plain-text message over SMTP to `to`; `url` is then `smtp://host[:port]`).
     #[serde(default = "default_notify_format")]
     pub format: String,
     /// Only lapses of these agents (ids); empty: every agent of the tenant.
@@ -138,6 +145,21 @@ pub struct NotifyConfig {
     /// Per-request timeout in seconds. Default 10.
     #[serde(default = "default_notify_timeout")]
     pub timeout_secs: u64,
+    /// Email: the sender, `Name <address>` or an address.
+    #[serde(default)]
+    pub from: Option<String>,
+    /// Email: the recipients, each `Name <address>` or an address.
+    #[serde(default)]
+    pub to: Vec<String>,
+    /// Email: `starttls` (the server must offer STARTTLS; port 587 unless the URL names one), `implicit` (TLS from the first byte; port 465) or `none` (plain text: only for a relay on this machine).
+    #[serde(default = "default_notify_tls")]
+    pub tls: String,
+    /// Email: the SMTP user name, when the server asks for one.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// Email: the SMTP password; give it as `password_file` or `password_env`.
+    #[serde(default)]
+    pub password: Option<String>,
 }
 
 impl NotifyConfig {
@@ -154,15 +176,40 @@ impl NotifyConfig {
         if self.id.trim().is_empty() {
             return Err(bad("id: must not be empty".into()));
         }
-        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
-            return Err(bad(format!("url: {:?} is not an http(s) URL", self.url)));
-        }
         if !NOTIFY_FORMATS.contains(&self.format.as_str()) {
             return Err(bad(format!(
                 "format: {:?} is not one of {}",
                 self.format,
                 NOTIFY_FORMATS.join(", ")
             )));
+        }
+        if self.format == "email" {
+            if !self.url.starts_with("smtp://") {
+                return Err(bad(format!(
+                    "url: {:?} is not an smtp://host[:port] URL (format = \"email\")",
+                    self.url
+                )));
+            }
+            if self.from.as_deref().is_none_or(|f| f.trim().is_empty()) {
+                return Err(bad("from: an email channel needs a sender".into()));
+            }
+            if self.to.is_empty() {
+                return Err(bad(
+                    "to: an email channel needs at least one recipient".into()
+                ));
+            }
+            if !NOTIFY_TLS.contains(&self.tls.as_str()) {
+                return Err(bad(format!(
+                    "tls: {:?} is not one of {}",
+                    self.tls,
+                    NOTIFY_TLS.join(", ")
+                )));
+            }
+            if self.username.is_some() != self.password.is_some() {
+                return Err(bad("username, password: give both or neither".into()));
+            }
+        } else if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
+            return Err(bad(format!("url: {:?} is not an http(s) URL", self.url)));
         }
         for k in &self.kinds {
             if !["overdue", "skipped", "stalled"].contains(&k.as_str()) {
@@ -588,6 +635,11 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "kinds",
             "digest",
             "timeout_secs",
+            "from",
+            "to",
+            "tls",
+            "username",
+            "password",
         ],
     ),
     ("operators", &["id", "token", "tenant"]),

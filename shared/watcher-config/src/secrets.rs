@@ -1,6 +1,7 @@
 //! Credentials kept out of the configuration file (issue 12 item 1): beside `token`,
-//! `push_token`, `bearer`, `secret` and `url` (a `[[notify]]` channel's URL: Slack and Teams
-//! incoming-webhook URLs are credentials), any table may say `<key>_file = "path"` (the file's
+//! `push_token`, `bearer`, `secret`, `url` (a `[[notify]]` channel's URL: Slack and Teams
+//! incoming-webhook URLs are credentials) and `password` (an email channel's SMTP password),
+//! any table may say `<key>_file = "path"` (the file's
 //! content, surrounding whitespace trimmed; a relative path is relative to the configuration's
 //! folder) or `<key>_env = "NAME"` (the environment variable's value), so the TOML itself holds
 //! no secret and can be committed.
@@ -29,7 +30,7 @@ macro_rules! secret {
 }
 
 /// The keys that hold a credential.
-pub const SECRET_KEYS: [&str; 5] = ["token", "push_token", "bearer", "secret", "url"];
+pub const SECRET_KEYS: [&str; 6] = ["token", "push_token", "bearer", "secret", "url", "password"];
 
 /// Replaces every `<key>_file` / `<key>_env` of [`SECRET_KEYS`] in `table` (at any depth) by
 /// `<key>` with the value read. Returns whether anything was replaced.

@@ -5,7 +5,8 @@
 //!   recommends);
 //! * Slack: `{ "text", "blocks" }`, `text` being what notifications and screen readers show;
 //! * Teams: `{ "type": "message", "attachments": [Adaptive Card 1.4] }`, as Teams incoming
-//!   webhooks (Workflows) take it.
+//!   webhooks (Workflows) take it;
+//! * email: `{ "subject", "text" }`, sent as a plain-text message (`transport::send_email`).
 
 use std::collections::BTreeMap;
 
@@ -131,6 +132,7 @@ pub fn lapse(format: Format, event: &LapseEvent) -> Notification {
         }),
         Format::Slack => slack_lapse(event),
         Format::Teams => teams_lapse(event),
+        Format::Email => email_lapse(event),
     };
     Notification {
         id: event.id.clone(),
@@ -148,6 +150,7 @@ pub fn digest(format: Format, d: &Digest) -> Notification {
         }),
         Format::Slack => slack_digest(d),
         Format::Teams => teams_digest(d),
+        Format::Email => email_digest(d),
     };
     Notification {
         id: d.id.clone(),
@@ -171,6 +174,10 @@ pub fn test(format: Format, channel: &str, now: Instant) -> Notification {
             "blocks": [{ "type": "section", "text": { "type": "mrkdwn", "text": text } }],
         }),
         Format::Teams => teams_card(vec![text_block(&text, true)], Vec::new()),
+        Format::Email => json!({
+            "subject": "[a2a-watcher] Test notification",
+            "text": format!("{text}.\n\nNothing lapsed: this message only shows that the channel reaches you.\n"),
+        }),
     };
     Notification { id, body }
 }
@@ -312,4 +319,37 @@ fn teams_digest(d: &Digest) -> Value {
         .map(|l| vec![("All lapse tasks", l)])
         .unwrap_or_default();
     teams_card(body, links)
+}
+
+fn email_lapse(e: &LapseEvent) -> Value {
+    let mut text = String::new();
+    if let Some(t) = &e.text {
+        text.push_str(t);
+        text.push_str("\n\n");
+    }
+    for (k, v) in event_facts(e) {
+        text.push_str(&format!("{k}: {v}\n"));
+    }
+    text.push_str(&format!("Lapse task: {}\n", e.message_id));
+    if let Some(l) = &e.links {
+        text.push_str(&format!(
+            "\nOperator page: {}\nTimeline: {}\n",
+            l.operator, l.timeline
+        ));
+    }
+    json!({ "subject": format!("[a2a-watcher] {}", lapse_line(e)), "text": text })
+}
+
+fn email_digest(d: &Digest) -> Value {
+    let mut text = format!("{} from {} to {}:\n\n", d.summary(), d.from, d.to);
+    for e in &d.first {
+        text.push_str(&format!("- {}\n", lapse_line(e)));
+    }
+    if d.count > d.first.len() as u64 {
+        text.push_str(&format!("…and {} more\n", d.count - d.first.len() as u64));
+    }
+    if let Some(link) = &d.link {
+        text.push_str(&format!("\nAll lapse tasks: {link}\n"));
+    }
+    json!({ "subject": format!("[a2a-watcher] {}", d.summary()), "text": text })
 }

@@ -4,6 +4,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use lettre::message::Mailbox;
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::{AsyncSmtpTransport, Tokio1Executor};
 use watcher_config::config::NotifyConfig;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::record::LapseKind;
@@ -23,6 +26,8 @@ pub enum Format {
     Slack,
     /// A Microsoft Teams incoming-webhook (Workflows) body: a message with one Adaptive Card.
     Teams,
+    /// A plain-text email over SMTP ([`EmailTarget`]).
+    Email,
 }
 
 impl Format {
@@ -32,12 +37,14 @@ impl Format {
             Format::StandardWebhooks => "standard-webhooks",
             Format::Slack => "slack",
             Format::Teams => "teams",
+            Format::Email => "email",
         }
     }
 }
 
-/// A channel ready to post.
-#[derive(Debug, Clone)]
+/// A channel ready to post. Its `Debug` shows where it posts as [`Channel::target`] only: a
+/// URL's path may hold a credential.
+#[derive(Clone)]
 pub struct Channel {
     /// Its id, unique within the tenant.
     pub id: String,
@@ -57,6 +64,93 @@ pub struct Channel {
     pub digest: Option<IsoDuration>,
     /// Per-request timeout.
     pub timeout: Duration,
+    /// Where an email channel sends (`format = "email"`); `None` for the HTTP formats.
+    pub email: Option<EmailTarget>,
+}
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel")
+            .field("id", &self.id)
+            .field("tenant", &self.tenant)
+            .field("target", &self.target())
+            .field("format", &self.format)
+            .field("agents", &self.agents)
+            .field("kinds", &self.kinds)
+            .field("digest", &self.digest)
+            .field("email", &self.email)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An email channel's SMTP relay, sender and recipients, checked and built once.
+#[derive(Clone)]
+pub struct EmailTarget {
+    /// The relay, with its TLS mode, port, timeout and credentials.
+    pub transport: AsyncSmtpTransport<Tokio1Executor>,
+    /// The sender.
+    pub from: Mailbox,
+    /// The recipients (at least one).
+    pub to: Vec<Mailbox>,
+}
+
+impl std::fmt::Debug for EmailTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The transport holds the credentials: not shown.
+        f.debug_struct("EmailTarget")
+            .field("from", &self.from)
+            .field("to", &self.to)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EmailTarget {
+    /// The target `config` describes (its `format` is `email`, [`NotifyConfig::check`] passed).
+    ///
+    /// # Errors
+    /// The field and the reason: a URL without a host or with a bad port, a mailbox that does
+    /// not parse, a relay the TLS setup refuses.
+    fn of(config: &NotifyConfig, timeout: Duration) -> Result<EmailTarget, String> {
+        let rest = config.url.strip_prefix("smtp://").unwrap_or(&config.url);
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) => {
+                let port: u16 = p.parse().map_err(|_| format!("url: {p:?} is not a port"))?;
+                (h, Some(port))
+            }
+            None => (authority, None),
+        };
+        if host.is_empty() {
+            return Err(format!("url: {:?} names no host", config.url));
+        }
+        let mut builder = match config.tls.as_str() {
+            "implicit" => AsyncSmtpTransport::<Tokio1Executor>::relay(host)
+                .map_err(|e| format!("url: {host}: {e}"))?,
+            "none" => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host),
+            _ => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(host)
+                .map_err(|e| format!("url: {host}: {e}"))?,
+        };
+        if let Some(port) = port {
+            builder = builder.port(port);
+        }
+        builder = builder.timeout(Some(timeout));
+        if let (Some(user), Some(password)) = (&config.username, &config.password) {
+            builder = builder.credentials(Credentials::new(user.clone(), password.clone()));
+        }
+        let mailbox = |field: &str, text: &str| {
+            text.parse::<Mailbox>()
+                .map_err(|e| format!("{field}: {text:?} is not a mailbox: {e}"))
+        };
+        Ok(EmailTarget {
+            transport: builder.build(),
+            from: mailbox("from", config.from.as_deref().unwrap_or(""))?,
+            to: config
+                .to
+                .iter()
+                .map(|t| mailbox("to", t))
+                .collect::<Result<_, _>>()?,
+        })
+    }
 }
 
 impl Channel {
@@ -88,8 +182,14 @@ impl Channel {
         let format = match config.format.as_str() {
             "slack" => Format::Slack,
             "teams" => Format::Teams,
+            "email" => Format::Email,
             _ => Format::StandardWebhooks,
         };
+        let timeout = Duration::from_secs(config.timeout_secs);
+        let email = (format == Format::Email)
+            .then(|| EmailTarget::of(config, timeout))
+            .transpose()
+            .map_err(bad)?;
         let secret = config
             .secret
             .as_deref()
@@ -105,7 +205,8 @@ impl Channel {
             agents,
             kinds,
             digest: config.digest.clone(),
-            timeout: Duration::from_secs(config.timeout_secs),
+            timeout,
+            email,
         })
     }
 
@@ -141,6 +242,11 @@ mod tests {
             kinds: Vec::new(),
             digest: None,
             timeout_secs: 10,
+            from: None,
+            to: Vec::new(),
+            tls: "starttls".into(),
+            username: None,
+            password: None,
         })
         .unwrap()
     }

@@ -439,7 +439,8 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
 
 /// Posts `n` on `ch` with `transport`, with the Standard Webhooks headers: `webhook-id` (the
 /// notification's id), `webhook-timestamp` (`now`, Unix seconds) and, when the channel has a
-/// secret, `webhook-signature`.
+/// secret, `webhook-signature`. An email channel sends it by SMTP instead
+/// ([`crate::transport::send_email`]).
 ///
 /// # Errors
 /// The transport's, in words (`HTTP 503 from the receiver`, a connection error).
@@ -449,6 +450,9 @@ pub async fn post(
     n: &Notification,
     now: Instant,
 ) -> Result<(), String> {
+    if let Some(target) = &ch.email {
+        return crate::transport::send_email(target, &n.id, &n.body).await;
+    }
     let body = serde_json::to_vec(&n.body).map_err(|e| e.to_string())?;
     let timestamp = now.as_second();
     let mut headers = vec![

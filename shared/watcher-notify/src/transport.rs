@@ -78,3 +78,39 @@ impl Transport for HttpTransport {
         }
     }
 }
+
+/// Sends `n` (an email body: `{ "subject", "text" }`) to `target`'s recipients, as a plain-text
+/// message whose `Message-ID` is `<{id}@a2a-watcher>` (the same on every attempt).
+///
+/// # Errors
+/// A body without a subject or text, a message that cannot be built, or the relay's refusal
+/// or a connection error, in words.
+pub async fn send_email(
+    target: &crate::channel::EmailTarget,
+    id: &str,
+    body: &serde_json::Value,
+) -> Result<(), String> {
+    use lettre::AsyncTransport;
+    let field = |k: &str| {
+        body.get(k)
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| format!("the email body has no {k}"))
+    };
+    let mut message = lettre::Message::builder()
+        .from(target.from.clone())
+        .subject(field("subject")?)
+        .message_id(Some(format!("<{id}@a2a-watcher>")))
+        .header(lettre::message::header::ContentType::TEXT_PLAIN);
+    for to in &target.to {
+        message = message.to(to.clone());
+    }
+    let message = message
+        .body(field("text")?.to_string())
+        .map_err(|e| format!("the email could not be built: {e}"))?;
+    target
+        .transport
+        .send(message)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("SMTP: {e}"))
+}

@@ -27,6 +27,11 @@ fn config(url: &str) -> NotifyConfig {
         kinds: Vec::new(),
         digest: None,
         timeout_secs: 5,
+        from: None,
+        to: Vec::new(),
+        tls: "starttls".into(),
+        username: None,
+        password: None,
     }
 }
 
@@ -403,7 +408,11 @@ fn bad_channels_are_refused_naming_the_field() {
         Channel::from_config(&c).unwrap_err(),
         "notify: channel \"ops\": url: \"ftp://x\" is not an http(s) URL"
     );
-    c.url = "https://x".into();
+    c.url = "https://hooks.example.test/T0/B0/credential".into();
+    assert!(
+        !format!("{:?}", Channel::from_config(&c).unwrap()).contains("credential"),
+        "a URL's path is not in Debug"
+    );
     c.format = "discord".into();
     assert!(Channel::from_config(&c)
         .unwrap_err()
@@ -418,6 +427,43 @@ fn bad_channels_are_refused_naming_the_field() {
     assert!(Channel::from_config(&c)
         .unwrap_err()
         .contains("secret: a whsec_ secret must be base64"));
+
+    // Email channels: an smtp:// URL, a sender, recipients that parse, both credentials.
+    let mut m = config("https://x");
+    m.format = "email".into();
+    m.secret = None;
+    assert!(Channel::from_config(&m)
+        .unwrap_err()
+        .contains("url: \"https://x\" is not an smtp://host[:port] URL"));
+    m.url = "smtp://127.0.0.1:2525".into();
+    assert!(Channel::from_config(&m)
+        .unwrap_err()
+        .contains("from: an email channel needs a sender"));
+    m.from = Some("watcher@example.test".into());
+    assert!(Channel::from_config(&m)
+        .unwrap_err()
+        .contains("to: an email channel"));
+    m.to = vec!["not a mailbox".into()];
+    assert!(Channel::from_config(&m)
+        .unwrap_err()
+        .contains("to: \"not a mailbox\" is not a mailbox"));
+    m.to = vec!["Ops <ops@example.test>".into()];
+    m.username = Some("watcher".into());
+    assert!(Channel::from_config(&m)
+        .unwrap_err()
+        .contains("username, password: give both or neither"));
+    m.password = Some("pw".into());
+    m.tls = "ssl".into();
+    assert!(Channel::from_config(&m)
+        .unwrap_err()
+        .contains("tls: \"ssl\" is not one of starttls, implicit, none"));
+    m.tls = "none".into();
+    let ch = Channel::from_config(&m).expect("a valid email channel");
+    assert_eq!(ch.target(), "smtp://127.0.0.1:2525");
+    assert!(
+        !format!("{ch:?}").contains("pw"),
+        "credentials are not in Debug"
+    );
 }
 
 /// With a settle delay (the DynamoDB deployment's), a lapse is told only once it is that old,
