@@ -38,6 +38,12 @@ pub async fn test(config: &Path, id: &str, tenant: Option<&str>) -> anyhow::Resu
         }
     };
     let channel = Channel::from_config(found).map_err(anyhow::Error::msg)?;
+    if channel.format == watcher_notify::Format::Sns {
+        return Err(anyhow!(
+            "channel {id:?}: format = \"sns\" publishes from the AWS deployment only; this command has no SNS client (publish a sample with `aws sns publish --topic-arn {}`)",
+            channel.url
+        ));
+    }
     let transport = HttpTransport::new().map_err(anyhow::Error::msg)?;
     let now = SystemClock.now();
     let n = watcher_notify::body::test(channel.format, &channel.id, now);

@@ -110,7 +110,7 @@ fn default_notify_tls() -> String {
 }
 
 /// The formats a `[[notify]]` channel can post.
-pub const NOTIFY_FORMATS: [&str; 4] = ["standard-webhooks", "slack", "teams", "email"];
+pub const NOTIFY_FORMATS: [&str; 5] = ["standard-webhooks", "slack", "teams", "email", "sns"];
 
 /// How an email channel secures its SMTP connection (`tls`).
 pub const NOTIFY_TLS: [&str; 3] = ["starttls", "implicit", "none"];
@@ -125,12 +125,12 @@ pub struct NotifyConfig {
     /// Tenant whose lapses it tells.
     #[serde(default = "default_tenant")]
     pub tenant: String,
-    /// Where to POST (http or https): the receiver's endpoint, a Slack or Teams incoming-webhook URL (a credential: give it as `url_file` or `url_env` to keep it out of the file).
+    /// Where to POST (http or https): the receiver's endpoint, a Slack or Teams incoming-webhook URL (a credential: give it as `url_file` or `url_env` to keep it out of the file); for `email` the SMTP relay, for `sns` the topic's ARN.
     pub url: String,
     /// Signing secret for the Standard Webhooks `webhook-signature` header (`whsec_` + base64, or any text); give it as `secret_file` or `secret_env` to keep it out of the file. Without it nothing is signed.
     #[serde(default)]
     pub secret: Option<String>,
-    /// `standard-webhooks` (JSON: `type`, `timestamp`, `data`), `slack` (`text` and blocks), `teams` (an Adaptive Card message) or `email` (a plain-text message over SMTP to `to`; `url` is then `smtp://host[:port]`).
+    /// `standard-webhooks` (JSON: `type`, `timestamp`, `data`), `slack` (`text` and blocks), `teams` (an Adaptive Card message), `email` (a plain-text message over SMTP to `to`; `url` is then `smtp://host[:port]`) or `sns` (the AWS deployment only: the Standard Webhooks JSON published to the SNS topic whose ARN is `url`).
     #[serde(default = "default_notify_format")]
     pub format: String,
     /// Only lapses of these agents (ids); empty: every agent of the tenant.
@@ -207,6 +207,14 @@ impl NotifyConfig {
             }
             if self.username.is_some() != self.password.is_some() {
                 return Err(bad("username, password: give both or neither".into()));
+            }
+        } else if self.format == "sns" {
+            let arn: Vec<&str> = self.url.split(':').collect();
+            if arn.len() != 6 || arn[0] != "arn" || arn[2] != "sns" || arn[5].is_empty() {
+                return Err(bad(format!(
+                    "url: {:?} is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC; format = \"sns\")",
+                    self.url
+                )));
             }
         } else if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
             return Err(bad(format!("url: {:?} is not an http(s) URL", self.url)));

@@ -4,6 +4,9 @@
 //! positions there are time-ordered ids taken by concurrent functions), once, signed, through a
 //! cold start.
 //!
+//! An `sns` channel publishes the same event to an SNS topic of the emulator, read back through an
+//! SQS queue subscribed to it.
+//!
 //! Needs moto: `bash infra/moto.sh` and `AWS_ENDPOINT_URL` (infra/test-all.sh does both).
 
 use std::sync::Arc;
@@ -179,4 +182,131 @@ async fn functions_other_than_the_timer_tell_nobody() {
         .await
         .unwrap();
     assert!(parts.notifier(Arc::new(FakeClock::new(at(0)))).is_none());
+}
+
+#[tokio::test]
+async fn an_sns_channel_publishes_the_event_with_its_id_and_type_as_attributes() {
+    let e = common::emulator("notify-sns").await;
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .load()
+        .await;
+    let sns = aws_sdk_sns::Client::new(&aws);
+    let topic = sns
+        .create_topic()
+        .name(format!("{}-notify", e.name))
+        .send()
+        .await
+        .expect("a topic")
+        .topic_arn
+        .expect("its ARN");
+    let queue_url = e
+        .sqs
+        .create_queue()
+        .queue_name(format!("{}-notified", e.name))
+        .send()
+        .await
+        .expect("a queue")
+        .queue_url
+        .expect("its URL");
+    let queue_arn = e
+        .sqs
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap()[&aws_sdk_sqs::types::QueueAttributeName::QueueArn]
+        .clone();
+    sns.subscribe()
+        .topic_arn(&topic)
+        .protocol("sqs")
+        .endpoint(&queue_arn)
+        .send()
+        .await
+        .expect("subscribe the queue");
+
+    let config = Config::from_toml(&format!(
+        "[[notify]]\nid = \"topic\"\nformat = \"sns\"\nurl = \"{topic}\"\n"
+    ))
+    .expect("config");
+    let store: Arc<dyn Store> = Arc::new(watcher_store_dynamodb::DynamoStore::new(
+        e.ddb.clone(),
+        &e.name,
+        30,
+    ));
+    let timers = Arc::new(
+        watcher_aws::SchedulerTimers::new(
+            e.scheduler.clone(),
+            watcher_aws::SchedulerConfig::new(&e.name, common::TIMER_ARN, common::ROLE_ARN),
+        )
+        .unwrap(),
+    );
+    let queue = Arc::new(watcher_aws::SqsLapseQueue::new(
+        e.sqs.clone(),
+        &e.queues.queue_url,
+    ));
+    let mut parts = assemble_for(&[Function::Timer], store, timers, queue, None, &config)
+        .await
+        .unwrap();
+    parts.notifying.as_mut().expect("the channel").publisher = Some(Arc::new(
+        watcher_host::aws::sns::SnsPublisher::new(sns.clone()),
+    ));
+    let clock = Arc::new(FakeClock::new(at(0)));
+    let notifier = parts.notifier(clock.clone() as Arc<dyn Clock>).unwrap();
+    notifier.round().await;
+    parts
+        .watcher
+        .store
+        .commit(
+            &tenant(),
+            Commit {
+                outbox: vec![lapse_task("exp-sns", at(10))],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    clock.set(at(10 + NOTIFY_SETTLE.as_secs() as i64));
+    assert_eq!(notifier.round().await[0].delivered, 1);
+
+    let got = e
+        .sqs
+        .receive_message()
+        .queue_url(&queue_url)
+        .wait_time_seconds(5)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert_eq!(got.len(), 1);
+    let envelope: serde_json::Value =
+        serde_json::from_str(got[0].body.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        envelope["Subject"],
+        "a2a-watcher: overdue shipment.manifest for shipment PA-9 (agent booking)"
+    );
+    let message: serde_json::Value =
+        serde_json::from_str(envelope["Message"].as_str().unwrap()).unwrap();
+    assert_eq!(message["type"], "lapse.recorded");
+    assert_eq!(message["data"]["block"]["expectationId"], "exp-sns");
+    assert_eq!(
+        envelope["MessageAttributes"]["type"]["Value"],
+        "lapse.recorded"
+    );
+    let id = envelope["MessageAttributes"]["webhook-id"]["Value"]
+        .as_str()
+        .unwrap();
+    assert!(id.starts_with("msg_"), "{id}");
+    let state = parts
+        .watcher
+        .store
+        .channel_state(&tenant(), "topic")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(state.target.as_deref(), Some(topic.as_str()));
 }

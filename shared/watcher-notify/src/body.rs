@@ -125,7 +125,7 @@ fn capitalised(k: LapseKind) -> &'static str {
 /// The notification of one lapse in `format`.
 pub fn lapse(format: Format, event: &LapseEvent) -> Notification {
     let body = match format {
-        Format::StandardWebhooks => json!({
+        Format::StandardWebhooks | Format::Sns => json!({
             "type": "lapse.recorded",
             "timestamp": event.lapsed_at.to_string(),
             "data": event,
@@ -143,7 +143,7 @@ pub fn lapse(format: Format, event: &LapseEvent) -> Notification {
 /// The notification of a digest in `format`.
 pub fn digest(format: Format, d: &Digest) -> Notification {
     let body = match format {
-        Format::StandardWebhooks => json!({
+        Format::StandardWebhooks | Format::Sns => json!({
             "type": "lapse.digest",
             "timestamp": d.to.to_string(),
             "data": d,
@@ -164,7 +164,7 @@ pub fn test(format: Format, channel: &str, now: Instant) -> Notification {
     let text = format!("Test notification from a2a-watcher for channel {channel}");
     let id = hashed_id("tst", &[channel, &now.to_string()]);
     let body = match format {
-        Format::StandardWebhooks => json!({
+        Format::StandardWebhooks | Format::Sns => json!({
             "type": "notify.test",
             "timestamp": now.to_string(),
             "data": { "channel": channel, "text": text },
@@ -352,4 +352,64 @@ fn email_digest(d: &Digest) -> Value {
         text.push_str(&format!("\nAll lapse tasks: {link}\n"));
     }
     json!({ "subject": format!("[a2a-watcher] {}", d.summary()), "text": text })
+}
+
+/// A subject line for a Standard Webhooks body (an SNS message's `Subject`): the lapse or the
+/// digest in words, at most 100 characters of printable ASCII (SNS's limit), cut with `...`.
+pub fn subject_of(body: &Value) -> String {
+    let data = &body["data"];
+    let text = match body["type"].as_str() {
+        Some("lapse.digest") => format!(
+            "a2a-watcher: {} lapses",
+            data["count"].as_u64().unwrap_or(0)
+        ),
+        Some("notify.test") => "a2a-watcher: test notification".to_string(),
+        _ => format!(
+            "a2a-watcher: {} {} for {} {} (agent {})",
+            data["lapse"].as_str().unwrap_or("lapse"),
+            data["block"]["kind"].as_str().unwrap_or(""),
+            data["block"]["subject"]["type"].as_str().unwrap_or(""),
+            data["block"]["subject"]["id"].as_str().unwrap_or(""),
+            data["agent"].as_str().unwrap_or("")
+        ),
+    };
+    let ascii: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    if ascii.len() > 100 {
+        format!("{}...", &ascii[..97])
+    } else {
+        ascii
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_fit_sns() {
+        let long = json!({ "type": "lapse.recorded", "data": {
+            "lapse": "overdue", "agent": "booking",
+            "block": { "kind": "shipment.manifest", "subject": { "type": "shipment", "id": "x".repeat(200) } },
+        }});
+        let s = subject_of(&long);
+        assert_eq!(s.len(), 100);
+        assert!(
+            s.starts_with("a2a-watcher: overdue shipment.manifest for shipment xxx")
+                && s.ends_with("...")
+        );
+        let digest = json!({ "type": "lapse.digest", "data": { "count": 500 } });
+        assert_eq!(subject_of(&digest), "a2a-watcher: 500 lapses");
+        let odd =
+            json!({ "type": "lapse.recorded", "data": { "lapse": "overdue", "agent": "b\u{e9}" } });
+        assert!(subject_of(&odd).ends_with("(agent b?)"));
+    }
 }

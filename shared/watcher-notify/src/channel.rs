@@ -28,6 +28,9 @@ pub enum Format {
     Teams,
     /// A plain-text email over SMTP ([`EmailTarget`]).
     Email,
+    /// The Standard Webhooks JSON published to an SNS topic (`url` is its ARN), through the
+    /// deployment's [`crate::transport::Publish`] (the AWS functions only).
+    Sns,
 }
 
 impl Format {
@@ -38,6 +41,7 @@ impl Format {
             Format::Slack => "slack",
             Format::Teams => "teams",
             Format::Email => "email",
+            Format::Sns => "sns",
         }
     }
 }
@@ -183,6 +187,7 @@ impl Channel {
             "slack" => Format::Slack,
             "teams" => Format::Teams,
             "email" => Format::Email,
+            "sns" => Format::Sns,
             _ => Format::StandardWebhooks,
         };
         let timeout = Duration::from_secs(config.timeout_secs);
@@ -213,6 +218,10 @@ impl Channel {
     /// Where the channel posts, as scheme and host (and port) only: `https://hooks.slack.com`.
     /// A Slack or Teams URL's path is a credential, so this is what may be shown.
     pub fn target(&self) -> String {
+        if self.format == Format::Sns {
+            // A topic's ARN names no credential.
+            return self.url.clone();
+        }
         let (scheme, rest) = self.url.split_once("://").unwrap_or(("", &self.url));
         let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
         // Credentials written into the authority (`user:pass@host`) are not shown either.

@@ -27,7 +27,7 @@ use watcher_runtime::store::{
 use crate::body::{self, Digest, Notification};
 use crate::channel::Channel;
 use crate::event::LapseEvent;
-use crate::transport::Transport;
+use crate::transport::{Publish, Transport};
 
 /// Lapse tasks read per page.
 pub const PAGE: usize = 100;
@@ -68,6 +68,8 @@ pub struct Notifier<S: ?Sized> {
     recorder: Option<Arc<dyn NotifyRecorder>>,
     /// Lapses newer than this are not read past yet ([`Notifier::with_settle`]).
     settle: Option<SignedDuration>,
+    /// Where `sns` channels publish ([`Notifier::with_publisher`]).
+    publisher: Option<Arc<dyn Publish>>,
     /// Per channel index: failures in a row and the earliest next attempt. In memory: after a
     /// restart a failing channel is tried at once, then backs off again.
     backoff: Mutex<HashMap<usize, (u32, Instant)>>,
@@ -91,8 +93,16 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
             public_url,
             recorder: None,
             settle: None,
+            publisher: None,
             backoff: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Publishes the `sns` channels' notifications with `publisher` (without one, each attempt
+    /// of such a channel fails, saying so).
+    pub fn with_publisher(mut self, publisher: Arc<dyn Publish>) -> Self {
+        self.publisher = Some(publisher);
+        self
     }
 
     /// Tells a lapse, and moves the cursor past it, only once it lapsed at least `settle`
@@ -407,6 +417,13 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
     /// # Errors
     /// The transport's, in words.
     pub async fn post(&self, ch: &Channel, n: &Notification, now: Instant) -> Result<(), String> {
+        if ch.format == crate::channel::Format::Sns {
+            let publisher = self.publisher.as_deref().ok_or_else(|| {
+                "an sns channel publishes only in the AWS deployment (no SNS client here)"
+                    .to_string()
+            })?;
+            return publish(publisher, ch, n).await;
+        }
         post(&*self.transport, ch, n, now).await
     }
 
@@ -463,6 +480,24 @@ pub async fn post(
         headers.push(("webhook-signature", secret.sign(&n.id, timestamp, &body)));
     }
     transport.post(&ch.url, &headers, body, ch.timeout).await
+}
+
+/// Publishes `n` (Standard Webhooks JSON) on the SNS channel `ch` with `publisher`: its subject
+/// is the event in words (cut to SNS's 100 characters), its attributes the event's id and type.
+///
+/// # Errors
+/// The publisher's, in words.
+pub async fn publish(
+    publisher: &dyn Publish,
+    ch: &Channel,
+    n: &Notification,
+) -> Result<(), String> {
+    let message = serde_json::to_string(&n.body).map_err(|e| e.to_string())?;
+    let event_type = n.body["type"].as_str().unwrap_or("lapse.recorded");
+    let subject = crate::body::subject_of(&n.body);
+    publisher
+        .publish(&ch.url, &subject, &message, &n.id, event_type)
+        .await
 }
 
 /// The wait after `failures` failures in a row: 1 s, doubling, at most [`MAX_BACKOFF`].

@@ -114,3 +114,23 @@ pub async fn send_email(
         .map(|_| ())
         .map_err(|e| format!("SMTP: {e}"))
 }
+
+/// Publishes a notification to a topic (an SNS topic on AWS): implemented by the deployment that
+/// has the topic's client (`watcher-host`'s AWS parts), so this crate needs no AWS SDK.
+#[async_trait]
+pub trait Publish: Send + Sync {
+    /// Publishes `message` (the Standard Webhooks JSON, as text) to `topic` with `subject` (at
+    /// most 100 characters) and the event's `id` and `event_type` as message attributes
+    /// (`webhook-id`, `type`), so a subscriber filters and deduplicates without parsing.
+    ///
+    /// # Errors
+    /// The service's refusal or a connection error, in words.
+    async fn publish(
+        &self,
+        topic: &str,
+        subject: &str,
+        message: &str,
+        id: &str,
+        event_type: &str,
+    ) -> Result<(), String>;
+}

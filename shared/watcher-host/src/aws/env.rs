@@ -83,6 +83,9 @@ pub struct Notifying {
     pub transport: Arc<dyn watcher_notify::transport::Transport>,
     /// The deployment's own base URL, for the links (config `public_url`).
     pub public_url: Option<String>,
+    /// Where `sns` channels publish: the function's SNS client ([`from_env`]); `None` from
+    /// [`assemble_for`] until a test sets one.
+    pub publisher: Option<Arc<dyn watcher_notify::transport::Publish>>,
 }
 
 /// What posts and follows lapse tasks: built only where [`crate::functions::Needs::a2a_client`].
@@ -102,16 +105,18 @@ impl Parts {
     /// between invocations that matters (its backoff is a courtesy within one).
     pub fn notifier(&self, clock: Arc<dyn Clock>) -> Option<watcher_notify::Notifier<dyn Store>> {
         let n = self.notifying.as_ref()?;
-        Some(
-            watcher_notify::Notifier::new(
-                self.watcher.store.clone(),
-                n.channels.clone(),
-                n.transport.clone(),
-                clock,
-                n.public_url.clone(),
-            )
-            .with_settle(NOTIFY_SETTLE),
+        let notifier = watcher_notify::Notifier::new(
+            self.watcher.store.clone(),
+            n.channels.clone(),
+            n.transport.clone(),
+            clock,
+            n.public_url.clone(),
         )
+        .with_settle(NOTIFY_SETTLE);
+        Some(match &n.publisher {
+            Some(p) => notifier.with_publisher(p.clone()),
+            None => notifier,
+        })
     }
 
     /// The same parts with the reconciler on `clock` (tests drive the functions on a fake
@@ -242,6 +247,11 @@ pub async fn from_env(function: Function) -> anyhow::Result<Parts> {
         }
         parts.sending = Some(sending);
     }
+    if let Some(n) = &mut parts.notifying {
+        n.publisher = Some(Arc::new(super::sns::SnsPublisher::new(
+            aws_sdk_sns::Client::new(&aws),
+        )));
+    }
     if let Ok(v) = std::env::var("CARD_MAX_AGE_SECS") {
         let secs: i64 = v
             .parse()
@@ -361,6 +371,7 @@ pub async fn assemble_for(
             channels,
             transport: Arc::new(transport),
             public_url: config.public_url.clone(),
+            publisher: None,
         })
     } else {
         None

@@ -5,6 +5,7 @@
 
 pub mod cards;
 pub mod env;
+pub mod sns;
 
 use std::sync::Arc;
 

@@ -94,6 +94,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .map(watcher_notify::Channel::from_config)
         .collect::<Result<Vec<_>, _>>()
         .map_err(anyhow::Error::msg)?;
+    refuse_sns(&channels)?;
     let prometheus =
         Arc::new(metrics::Prometheus::new().with_channels(channels.iter().map(|c| c.id.as_str())));
     // One serve process per database file: a restart takes back its predecessor's claims at once.
@@ -273,6 +274,20 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     })
 }
 
+/// `serve` has no SNS client: a `format = "sns"` channel stops the start, saying where it runs.
+fn refuse_sns(channels: &[watcher_notify::Channel]) -> anyhow::Result<()> {
+    match channels
+        .iter()
+        .find(|c| c.format == watcher_notify::Format::Sns)
+    {
+        Some(c) => anyhow::bail!(
+            "notify: channel {:?}: format = \"sns\" publishes to an SNS topic from the AWS deployment only; serve has no SNS client (use a webhook, Slack, Teams or email channel)",
+            c.id
+        ),
+        None => Ok(()),
+    }
+}
+
 /// SIGINT or SIGTERM.
 async fn shutdown_signal() {
     let ctrl_c = async {
@@ -292,5 +307,29 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {},
         () = term => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_sns_channel_stops_serve_saying_where_it_runs() {
+        let config = Config::from_toml(
+            "[[notify]]\nid = \"hook\"\nurl = \"https://hooks.example.test/x\"\n[[notify]]\nid = \"topic\"\nformat = \"sns\"\nurl = \"arn:aws:sns:us-east-1:123456789012:lapses\"\n",
+        )
+        .unwrap();
+        let channels: Vec<_> = config
+            .notify
+            .iter()
+            .map(|c| watcher_notify::Channel::from_config(c).unwrap())
+            .collect();
+        let e = refuse_sns(&channels).unwrap_err().to_string();
+        assert!(
+            e.starts_with("notify: channel \"topic\": format = \"sns\" publishes to an SNS topic from the AWS deployment only"),
+            "{e}"
+        );
+        assert!(refuse_sns(&channels[..1]).is_ok());
     }
 }
