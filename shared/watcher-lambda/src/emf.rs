@@ -84,6 +84,12 @@ impl EmfRecorder {
         Self::new(std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".into()))
     }
 
+    /// One notification posted by a `[[notify]]` channel (`watcher-notify`): `Notifications`,
+    /// and `NotificationFailures` when it `failed`. Totals: the metric has no channel dimension.
+    pub fn notified(&self, outcome: &str) {
+        self.print(&notification_metrics(outcome));
+    }
+
     fn print(&self, metrics: &[(&str, &str, f64)]) {
         if metrics.is_empty() {
             return;
@@ -93,6 +99,15 @@ impl EmfRecorder {
         // One write per line so concurrent lines do not interleave; a closed stdout is ignored.
         let _ = writeln!(std::io::stdout().lock(), "{line}");
     }
+}
+
+/// The metrics of one notification with `outcome` (`delivered` or `failed`).
+pub fn notification_metrics(outcome: &str) -> Vec<(&'static str, &'static str, f64)> {
+    let mut m = vec![("Notifications", "Count", 1.0)];
+    if outcome == "failed" {
+        m.push(("NotificationFailures", "Count", 1.0));
+    }
+    m
 }
 
 impl Recorder for EmfRecorder {
@@ -153,6 +168,21 @@ mod tests {
                 "FactsUnmatched": 1.0,
                 "LapsesSkipped": 1.0
             })
+        );
+    }
+
+    #[test]
+    fn a_failed_notification_counts_twice_a_delivered_once() {
+        let names = |o| {
+            notification_metrics(o)
+                .into_iter()
+                .map(|(n, _, v)| (n, v))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names("delivered"), [("Notifications", 1.0)]);
+        assert_eq!(
+            names("failed"),
+            [("Notifications", 1.0), ("NotificationFailures", 1.0)]
         );
     }
 

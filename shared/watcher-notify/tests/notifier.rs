@@ -519,3 +519,43 @@ async fn a_settle_delay_holds_the_cursor_behind_recent_lapses() {
         .collect();
     assert_eq!(told, ["exp-a", "exp-b"]);
 }
+
+/// A channel added to a watcher with a long history starts after its newest lapse task (one
+/// keyed read): it neither tells nor reads the past, and tells the next lapse in its next round
+/// (walking 3,000 old lapse tasks would take three rounds of `PAGES_PER_ROUND` pages).
+#[tokio::test]
+async fn a_new_channel_starts_after_the_history_without_reading_it() {
+    let receiver = Receiver::start().await;
+    let store = Arc::new(MemoryStore::new());
+    let history: Vec<OutboxEntry> = (0..3000)
+        .map(|i| {
+            lapse_task(
+                "booking",
+                &format!("old-{i}"),
+                LapseKind::Overdue,
+                "P",
+                at(-7200 + i),
+            )
+        })
+        .collect();
+    record(&store, history).await;
+    let clock = Arc::new(FakeClock::new(at(0)));
+    let n = notifier(&store, &clock, &[config(&receiver.url)]);
+    assert_eq!(n.round().await[0].delivered, 0);
+    record(
+        &store,
+        vec![lapse_task(
+            "booking",
+            "new",
+            LapseKind::Overdue,
+            "PN",
+            at(5),
+        )],
+    )
+    .await;
+    clock.set(at(6));
+    assert_eq!(n.round().await[0].delivered, 1, "told in the next round");
+    let got = receiver.accepted();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body["data"]["block"]["expectationId"], "new");
+}

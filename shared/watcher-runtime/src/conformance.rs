@@ -136,6 +136,7 @@ macro_rules! store_conformance {
             agent_cards_are_kept,
             lifecycle_descriptors_are_kept,
             channel_states_are_kept,
+            last_lapse_position_is_the_newest,
             withdrawn_lapse_tasks_are_kept,
             tenants_are_isolated,
             rejections_per_tenant_and_agent,

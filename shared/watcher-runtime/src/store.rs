@@ -459,6 +459,14 @@ pub trait Outbox: Send + Sync {
             .collect())
     }
 
+    /// The position of the tenant's newest lapse task (the last [`Outbox::lapses_page`] would
+    /// answer), or `None` when it has none: where a notification channel that first runs
+    /// starts, so it tells no history. One keyed read, whatever the outbox's size.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError>;
+
     /// One page of the tenant's lapse tasks matching `query`, in order of lapse (keyset
     /// pagination: positions are the outbox's insertion order, never an offset). Looks at most
     /// [`lapse_scan_budget`] positions after `query.after` (through an index by tenant, or by

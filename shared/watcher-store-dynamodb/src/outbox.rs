@@ -5,6 +5,29 @@ use watcher_runtime::store::Outbox;
 
 #[async_trait]
 impl Outbox for DynamoStore {
+    async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
+        // The tenant's partition of the lapse-pages index, newest first, one item.
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(LAPSES_TENANT_INDEX)
+            .key_condition_expression("#p = :p")
+            .expression_attribute_names("#p", LAPSES_TENANT)
+            .expression_attribute_values(":p", s(lapses_tenant(tenant)))
+            .scan_index_forward(false)
+            .limit(1)
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        self.count(out.scanned_count);
+        out.items
+            .unwrap_or_default()
+            .first()
+            .map(|item| entry_of(item).map(|(seq, _)| seq))
+            .transpose()
+    }
+
     /// Through the sparse `outbox-task` index ([`DynamoStore::outbox_by_task_id`]): one query and
     /// one read, whatever the outbox's size.
     async fn outbox_by_task(

@@ -5,6 +5,20 @@ use watcher_runtime::store::Outbox;
 
 #[async_trait]
 impl Outbox for SqliteStore {
+    async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
+        let tenant = tenant.as_str().to_string();
+        self.read(move |conn| {
+            // The index by (tenant, seq): one seek to the tenant's last row.
+            let seq: Option<i64> = conn
+                .prepare_cached("SELECT MAX(seq) FROM outbox WHERE tenant = ?1")
+                .map_err(db)?
+                .query_row(params![tenant], |r| r.get(0))
+                .map_err(db)?;
+            seq.map(|s| u64_of(s, "outbox seq")).transpose()
+        })
+        .await
+    }
+
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
         let now = instant_key(now);
         self.read(move |conn| {

@@ -71,6 +71,16 @@ pub struct Parts {
 /// position below a settled lapse has finished or failed.
 pub const NOTIFY_SETTLE: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// Counts each notification as CloudWatch embedded metrics (`Notifications`,
+/// `NotificationFailures`).
+struct EmfNotifications(watcher_lambda::emf::EmfRecorder);
+
+impl watcher_notify::NotifyRecorder for EmfNotifications {
+    fn notified(&self, _channel: &str, outcome: &'static str) {
+        self.0.notified(outcome);
+    }
+}
+
 /// How long the sweep may spend telling the channels: within the timer function's 120 s with
 /// the sweep's other passes (a round cut short resumes at the next sweep from its cursor).
 pub const NOTIFY_BUDGET: std::time::Duration = std::time::Duration::from_secs(15);
@@ -112,7 +122,10 @@ impl Parts {
             clock,
             n.public_url.clone(),
         )
-        .with_settle(NOTIFY_SETTLE);
+        .with_settle(NOTIFY_SETTLE)
+        .with_recorder(Arc::new(EmfNotifications(
+            watcher_lambda::emf::EmfRecorder::from_env(),
+        )));
         Some(match &n.publisher {
             Some(p) => notifier.with_publisher(p.clone()),
             None => notifier,

@@ -593,3 +593,53 @@ pub async fn withdrawn_lapse_tasks_are_kept<S: Store + 'static>(store: Arc<S>) {
 
 // ---------------------------------------------------------------------------------------------
 // Flat cost and pages (issue 10).
+
+/// A tenant's newest lapse position is the last one `lapses_page` answers; `None` before any;
+/// another tenant's lapse tasks do not count (notification channels start there).
+pub async fn last_lapse_position_is_the_newest<S: Store + 'static>(store: Arc<S>) {
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    assert_eq!(
+        store
+            .last_lapse_position(&a)
+            .await
+            .expect("last_lapse_position"),
+        None,
+        "no lapse task yet"
+    );
+    for (i, t) in [(1, &a), (2, &a), (3, &b)] {
+        store
+            .commit(
+                t,
+                Commit {
+                    outbox: vec![outbox_entry(t, &format!("lapse:exp-{i}:overdue:x"), at(i))],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("commit a lapse task");
+    }
+    let page = store
+        .lapses_page(
+            &a,
+            &LapseQuery {
+                limit: 10,
+                ..LapseQuery::default()
+            },
+        )
+        .await
+        .expect("lapses_page");
+    assert_eq!(page.entries.len(), 2);
+    assert_eq!(
+        store
+            .last_lapse_position(&a)
+            .await
+            .expect("last_lapse_position"),
+        page.entries.last().map(|(p, _)| *p),
+        "the newest of this tenant's, not the other tenant's"
+    );
+    assert!(store
+        .last_lapse_position(&b)
+        .await
+        .expect("last_lapse_position")
+        .is_some());
+}

@@ -5,6 +5,14 @@ use crate::store::Outbox;
 
 #[async_trait]
 impl Outbox for MemoryStore {
+    async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
+        Ok(self
+            .lock()?
+            .outbox_tenant
+            .get(tenant)
+            .and_then(|positions| positions.last().copied()))
+    }
+
     /// A filter over the whole outbox (the delivery loop's sweep, not a request path).
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
         Ok(self
