@@ -21,7 +21,7 @@ use watcher_host::aws::{assemble_for, Parts, NOTIFY_SETTLE};
 use watcher_host::functions::Function;
 use watcher_notify::testing::{Receiver, SECRET};
 use watcher_runtime::clock::{Clock, FakeClock};
-use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
+use watcher_runtime::store::{Commit, OutboxEntry, Store};
 
 use crate::common;
 
@@ -39,14 +39,14 @@ fn tenant() -> Tenant {
 /// A lapse task as the engine writes it: the lapse block in the request's metadata.
 fn lapse_task(exp: &str, lapsed_at: Instant) -> OutboxEntry {
     let message_id = format!("lapse:{exp}:overdue:{lapsed_at}");
-    OutboxEntry {
-        tenant: tenant(),
-        agent: AgentId::parse("booking".to_string()).unwrap(),
-        message_id: message_id.clone(),
-        expectation_id: ExpectationId::parse(exp.to_string()).unwrap(),
-        lapse: LapseKind::Overdue,
+    OutboxEntry::queued(
+        tenant(),
+        AgentId::parse("booking".to_string()).unwrap(),
+        message_id.clone(),
+        ExpectationId::parse(exp.to_string()).unwrap(),
+        LapseKind::Overdue,
         lapsed_at,
-        request: json!({ "message": {
+        json!({ "message": {
             "messageId": message_id,
             "parts": [{ "text": format!("{exp} is overdue.") }],
             "metadata": { EXPECTATIONS_URI: { "lapse": {
@@ -57,29 +57,12 @@ fn lapse_task(exp: &str, lapsed_at: Instant) -> OutboxEntry {
                 "lapsedAt": lapsed_at.to_string(), "lineage": 0,
             } } },
         }}),
-        delivery: DeliveryState::Queued,
-        attempts: 0,
-        next_attempt_at: lapsed_at,
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        lease: None,
-    }
+    )
 }
 
-/// The timer function's parts over a fresh table, with one `[[notify]]` channel to `receiver`.
-async fn timer_parts(receiver: &Receiver) -> Parts {
-    let e = common::emulator("notify").await;
-    let config = Config::from_toml(&format!(
-        "public_url = \"https://watcher.example\"\n[[notify]]\nid = \"ops\"\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
-        receiver.url
-    ))
-    .expect("config");
+/// `functions`' parts over a fresh table of `e`, configured by `toml`.
+async fn parts_for(e: &common::Emulator, toml: &str, functions: &[Function]) -> Parts {
+    let config = Config::from_toml(toml).expect("config");
     let store: Arc<dyn Store> = Arc::new(watcher_store_dynamodb::DynamoStore::new(
         e.ddb.clone(),
         &e.name,
@@ -96,9 +79,19 @@ async fn timer_parts(receiver: &Receiver) -> Parts {
         e.sqs.clone(),
         &e.queues.queue_url,
     ));
-    assemble_for(&[Function::Timer], store, timers, queue, None, &config)
+    assemble_for(functions, store, timers, queue, None, &config)
         .await
-        .expect("the timer function's parts")
+        .expect("the functions' parts")
+}
+
+/// The timer function's parts over a fresh table, with one `[[notify]]` channel to `receiver`.
+async fn timer_parts(receiver: &Receiver) -> Parts {
+    let e = common::emulator("notify").await;
+    let toml = format!(
+        "public_url = \"https://watcher.example\"\n[[notify]]\nid = \"ops\"\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
+        receiver.url
+    );
+    parts_for(&e, &toml, &[Function::Timer]).await
 }
 
 #[tokio::test]
@@ -157,30 +150,8 @@ async fn the_sweep_tells_a_settled_lapse_once_through_a_cold_start() {
 async fn functions_other_than_the_timer_tell_nobody() {
     let receiver = Receiver::start().await;
     let e = common::emulator("notify-api").await;
-    let config = Config::from_toml(&format!(
-        "[[notify]]\nid = \"ops\"\nurl = \"{}\"\n",
-        receiver.url
-    ))
-    .unwrap();
-    let store: Arc<dyn Store> = Arc::new(watcher_store_dynamodb::DynamoStore::new(
-        e.ddb.clone(),
-        &e.name,
-        30,
-    ));
-    let timers = Arc::new(
-        watcher_aws::SchedulerTimers::new(
-            e.scheduler.clone(),
-            watcher_aws::SchedulerConfig::new(&e.name, common::TIMER_ARN, common::ROLE_ARN),
-        )
-        .unwrap(),
-    );
-    let queue = Arc::new(watcher_aws::SqsLapseQueue::new(
-        e.sqs.clone(),
-        &e.queues.queue_url,
-    ));
-    let parts = assemble_for(&[Function::Api], store, timers, queue, None, &config)
-        .await
-        .unwrap();
+    let toml = format!("[[notify]]\nid = \"ops\"\nurl = \"{}\"\n", receiver.url);
+    let parts = parts_for(&e, &toml, &[Function::Api]).await;
     assert!(parts.notifier(Arc::new(FakeClock::new(at(0)))).is_none());
 }
 
@@ -228,29 +199,8 @@ async fn an_sns_channel_publishes_the_event_with_its_id_and_type_as_attributes()
         .await
         .expect("subscribe the queue");
 
-    let config = Config::from_toml(&format!(
-        "[[notify]]\nid = \"topic\"\nformat = \"sns\"\nurl = \"{topic}\"\n"
-    ))
-    .expect("config");
-    let store: Arc<dyn Store> = Arc::new(watcher_store_dynamodb::DynamoStore::new(
-        e.ddb.clone(),
-        &e.name,
-        30,
-    ));
-    let timers = Arc::new(
-        watcher_aws::SchedulerTimers::new(
-            e.scheduler.clone(),
-            watcher_aws::SchedulerConfig::new(&e.name, common::TIMER_ARN, common::ROLE_ARN),
-        )
-        .unwrap(),
-    );
-    let queue = Arc::new(watcher_aws::SqsLapseQueue::new(
-        e.sqs.clone(),
-        &e.queues.queue_url,
-    ));
-    let mut parts = assemble_for(&[Function::Timer], store, timers, queue, None, &config)
-        .await
-        .unwrap();
+    let toml = format!("[[notify]]\nid = \"topic\"\nformat = \"sns\"\nurl = \"{topic}\"\n");
+    let mut parts = parts_for(&e, &toml, &[Function::Timer]).await;
     parts.notifying.as_mut().expect("the channel").publisher = Some(Arc::new(
         watcher_host::aws::sns::SnsPublisher::new(sns.clone()),
     ));

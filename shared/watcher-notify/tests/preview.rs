@@ -15,7 +15,7 @@ use watcher_core::EXPECTATIONS_URI;
 use watcher_notify::body;
 use watcher_notify::event::LapseEvent;
 use watcher_notify::Format;
-use watcher_runtime::store::{DeliveryState, OutboxEntry};
+use watcher_runtime::store::OutboxEntry;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -26,14 +26,14 @@ fn manifest_overdue() -> LapseEvent {
     let due = Instant::parse("2026-09-10T20:15:00Z").unwrap();
     let lapsed = Instant::parse("2026-09-10T22:15:00Z").unwrap();
     let message_id = format!("lapse:exp-01J8Q0MANIFEST:overdue:{due}");
-    let entry = OutboxEntry {
-        tenant: Tenant::parse("default").unwrap(),
-        agent: AgentId::parse("booking").unwrap(),
-        message_id: message_id.clone(),
-        expectation_id: ExpectationId::parse("exp-01J8Q0MANIFEST").unwrap(),
-        lapse: LapseKind::Overdue,
-        lapsed_at: lapsed,
-        request: json!({ "message": {
+    let entry = OutboxEntry::queued(
+        Tenant::parse("default").unwrap(),
+        AgentId::parse("booking").unwrap(),
+        message_id.clone(),
+        ExpectationId::parse("exp-01J8Q0MANIFEST").unwrap(),
+        LapseKind::Overdue,
+        lapsed,
+        json!({ "message": {
             "messageId": message_id,
             "parts": [{ "text": "Overdue: the airline manifest for PA-2026-0901 was due by 2026-09-10T20:15:00Z (grace PT2H) and has not arrived. Nothing has been heard about shipment PA-2026-0901 since it was expected." }],
             "metadata": { EXPECTATIONS_URI: { "lapse": {
@@ -44,19 +44,7 @@ fn manifest_overdue() -> LapseEvent {
                 "lapsedAt": lapsed.to_string(), "lineage": 0,
             } } },
         }}),
-        delivery: DeliveryState::Queued,
-        attempts: 0,
-        next_attempt_at: lapsed,
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        lease: None,
-    };
+    );
     LapseEvent::of(1, &entry, Some("https://watcher.example.com"))
 }
 

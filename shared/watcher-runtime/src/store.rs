@@ -129,6 +129,42 @@ pub struct OutboxEntry {
     pub lease: Option<crate::lease::Lease>,
 }
 
+impl OutboxEntry {
+    /// A lapse task just queued: no attempt yet, its first due at `lapsed_at`, nothing known of
+    /// its task, nobody holding it.
+    pub fn queued(
+        tenant: Tenant,
+        agent: AgentId,
+        message_id: String,
+        expectation_id: ExpectationId,
+        lapse: LapseKind,
+        lapsed_at: Instant,
+        request: Value,
+    ) -> OutboxEntry {
+        OutboxEntry {
+            tenant,
+            agent,
+            message_id,
+            expectation_id,
+            lapse,
+            lapsed_at,
+            request,
+            delivery: DeliveryState::Queued,
+            attempts: 0,
+            next_attempt_at: lapsed_at,
+            task_id: None,
+            task_state: None,
+            answered_with_message: false,
+            last_error: None,
+            retrying_since: None,
+            attempt_started_at: None,
+            follow_at: None,
+            follow_since: None,
+            lease: None,
+        }
+    }
+}
+
 /// A timer that is due, with what orders it (semantics.md, "Order at one instant").
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct DueTimer {

@@ -7,7 +7,7 @@ use watcher_core::ids::{AgentId, ExpectationId, Tenant};
 use watcher_core::record::LapseKind;
 use watcher_core::time::Instant;
 use watcher_core::EXPECTATIONS_URI;
-use watcher_runtime::store::{DeliveryState, OutboxEntry};
+use watcher_runtime::store::OutboxEntry;
 
 /// `2026-09-11T00:00:00Z` plus `secs`.
 pub fn at(secs: i64) -> Instant {
@@ -43,29 +43,17 @@ pub fn lapse_task(
         "lapsedAt": lapsed_at.to_string(),
         "lineage": 0,
     });
-    OutboxEntry {
-        tenant: Tenant::parse("default".to_string()).unwrap(),
-        agent: AgentId::parse(agent.to_string()).unwrap(),
-        message_id: message_id.clone(),
-        expectation_id: ExpectationId::parse(exp.to_string()).unwrap(),
-        lapse: kind,
+    OutboxEntry::queued(
+        Tenant::parse("default".to_string()).unwrap(),
+        AgentId::parse(agent.to_string()).unwrap(),
+        message_id.clone(),
+        ExpectationId::parse(exp.to_string()).unwrap(),
+        kind,
         lapsed_at,
-        request: json!({ "message": {
+        json!({ "message": {
             "messageId": message_id,
             "parts": [{ "text": format!("Delivery of {subject} is {lapse}.") }],
             "metadata": { EXPECTATIONS_URI: { "lapse": block } },
         }}),
-        delivery: DeliveryState::Queued,
-        attempts: 0,
-        next_attempt_at: lapsed_at,
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        lease: None,
-    }
+    )
 }
