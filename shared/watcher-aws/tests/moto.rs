@@ -25,7 +25,7 @@ use watcher_core::ids::{AgentId, ExpectationId, ExpectationRef, Subject, Tenant}
 use watcher_core::record::LapseKind;
 use watcher_core::time::Instant;
 use watcher_runtime::ports::{LapseQueue, PortError, Timers};
-use watcher_runtime::store::{DeliveryState, OutboxEntry};
+use watcher_runtime::store::OutboxEntry;
 
 const TARGET_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:lapse-timer";
 const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/watcher-scheduler";
@@ -288,27 +288,15 @@ async fn instants_scheduler_cannot_hold_fail_before_any_call() {
 }
 
 fn entry(tenant: &str, agent: &str, message_id: &str) -> OutboxEntry {
-    OutboxEntry {
-        tenant: Tenant::parse(tenant).unwrap(),
-        agent: AgentId::parse(agent).unwrap(),
-        message_id: message_id.into(),
-        expectation_id: ExpectationId::parse("exp-1").unwrap(),
-        lapse: LapseKind::Overdue,
-        lapsed_at: instant("2030-01-01T00:00:00Z"),
-        request: serde_json::json!({}),
-        delivery: DeliveryState::Queued,
-        attempts: 0,
-        next_attempt_at: instant("2030-01-01T00:00:00Z"),
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        lease: None,
-    }
+    OutboxEntry::queued(
+        Tenant::parse(tenant).unwrap(),
+        AgentId::parse(agent).unwrap(),
+        message_id.into(),
+        ExpectationId::parse("exp-1").unwrap(),
+        LapseKind::Overdue,
+        instant("2030-01-01T00:00:00Z"),
+        serde_json::json!({}),
+    )
 }
 
 /// One received message: its body and its group id.

@@ -436,27 +436,15 @@ mod tests {
     }
 
     fn entry() -> OutboxEntry {
-        OutboxEntry {
-            tenant: Tenant::default_tenant(),
-            agent: AgentId::parse("booking").unwrap(),
-            message_id: "lapse:exp-1:overdue:2026-09-10T20:15:00Z".into(),
-            expectation_id: ExpectationId::parse("exp-1").unwrap(),
-            lapse: LapseKind::Overdue,
-            lapsed_at: t0(),
-            request: json!({}),
-            delivery: DeliveryState::Queued,
-            attempts: 0,
-            next_attempt_at: t0(),
-            task_id: None,
-            task_state: None,
-            answered_with_message: false,
-            last_error: None,
-            retrying_since: None,
-            attempt_started_at: None,
-            follow_at: None,
-            follow_since: None,
-            lease: None,
-        }
+        OutboxEntry::queued(
+            Tenant::default_tenant(),
+            AgentId::parse("booking").unwrap(),
+            "lapse:exp-1:overdue:2026-09-10T20:15:00Z".into(),
+            ExpectationId::parse("exp-1").unwrap(),
+            LapseKind::Overdue,
+            t0(),
+            json!({}),
+        )
     }
 
     fn retryable() -> Result<SendOutcome, DeliveryError> {

@@ -104,34 +104,25 @@ fn t0() -> Instant {
 fn entry(i: usize) -> OutboxEntry {
     let at = t0().plus(IsoDuration::parse(&format!("PT{i}S")).unwrap());
     OutboxEntry {
-        tenant: Tenant::default_tenant(),
-        agent: AgentId::parse(if i.is_multiple_of(2) {
-            "booking"
-        } else {
-            "ops-bot"
-        })
-        .unwrap(),
-        message_id: format!("lapse:exp-{i}:overdue:x"),
-        expectation_id: ExpectationId::parse(format!("exp-{i}")).unwrap(),
-        lapse: LapseKind::Overdue,
-        lapsed_at: at,
-        request: json!({}),
         delivery: if i.is_multiple_of(5) {
             DeliveryState::Sent
         } else {
             DeliveryState::Queued
         },
-        attempts: 0,
-        next_attempt_at: at,
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        lease: None,
+        ..OutboxEntry::queued(
+            Tenant::default_tenant(),
+            AgentId::parse(if i.is_multiple_of(2) {
+                "booking"
+            } else {
+                "ops-bot"
+            })
+            .unwrap(),
+            format!("lapse:exp-{i}:overdue:x"),
+            ExpectationId::parse(format!("exp-{i}")).unwrap(),
+            LapseKind::Overdue,
+            at,
+            json!({}),
+        )
     }
 }
 

@@ -510,27 +510,15 @@ mod tests {
     }
 
     fn queued(tenant: &Tenant, agent: &str, n: usize, at: Instant) -> OutboxEntry {
-        OutboxEntry {
-            tenant: tenant.clone(),
-            agent: AgentId::parse(agent).unwrap(),
-            message_id: format!("lapse:e-{n}:overdue:{at}"),
-            expectation_id: ExpectationId::parse(format!("e-{n}")).unwrap(),
-            lapse: LapseKind::Overdue,
-            lapsed_at: at,
-            request: json!({}),
-            delivery: DeliveryState::Queued,
-            attempts: 0,
-            next_attempt_at: at,
-            task_id: None,
-            task_state: None,
-            answered_with_message: false,
-            last_error: None,
-            retrying_since: None,
-            attempt_started_at: None,
-            follow_at: None,
-            follow_since: None,
-            lease: None,
-        }
+        OutboxEntry::queued(
+            tenant.clone(),
+            AgentId::parse(agent).unwrap(),
+            format!("lapse:e-{n}:overdue:{at}"),
+            ExpectationId::parse(format!("e-{n}")).unwrap(),
+            LapseKind::Overdue,
+            at,
+            json!({}),
+        )
     }
 
     /// One agent with 5,000 lapse tasks queued (lapsed first), another with one lost message:

@@ -19,7 +19,7 @@ use watcher_delivery::{
 };
 use watcher_lambda::rate::DynamoRateBuckets;
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry};
+use watcher_runtime::store::{Commit, OutboxEntry};
 
 const LIMIT: RateLimit = RateLimit {
     per_minute: 1,
@@ -49,27 +49,15 @@ async fn table(name: &str) -> (aws_sdk_dynamodb::Client, String) {
 }
 
 fn entry(id: &str) -> OutboxEntry {
-    OutboxEntry {
-        tenant: Tenant::default_tenant(),
-        agent: AgentId::parse("busy").unwrap(),
-        message_id: id.into(),
-        expectation_id: ExpectationId::parse(format!("exp-{id}")).unwrap(),
-        lapse: LapseKind::Overdue,
-        lapsed_at: t0(),
-        request: json!({ "message": { "messageId": id, "role": "ROLE_USER", "parts": [{ "text": "lapse" }] } }),
-        delivery: DeliveryState::Queued,
-        attempts: 0,
-        next_attempt_at: t0(),
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        lease: None,
-    }
+    OutboxEntry::queued(
+        Tenant::default_tenant(),
+        AgentId::parse("busy").unwrap(),
+        id.into(),
+        ExpectationId::parse(format!("exp-{id}")).unwrap(),
+        LapseKind::Overdue,
+        t0(),
+        json!({ "message": { "messageId": id, "role": "ROLE_USER", "parts": [{ "text": "lapse" }] } }),
+    )
 }
 
 fn event(ids: &[String]) -> SqsEvent {

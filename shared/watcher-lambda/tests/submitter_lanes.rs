@@ -24,27 +24,15 @@ fn t0() -> Instant {
 }
 
 fn entry(agent: &str, id: &str) -> OutboxEntry {
-    OutboxEntry {
-        tenant: Tenant::default_tenant(),
-        agent: AgentId::parse(agent).unwrap(),
-        message_id: id.into(),
-        expectation_id: ExpectationId::parse("exp-1").unwrap(),
-        lapse: LapseKind::Overdue,
-        lapsed_at: t0(),
-        request: json!({ "message": { "messageId": id, "role": "ROLE_USER", "parts": [{ "text": "lapse" }] } }),
-        delivery: DeliveryState::Queued,
-        attempts: 0,
-        next_attempt_at: t0(),
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        lease: None,
-    }
+    OutboxEntry::queued(
+        Tenant::default_tenant(),
+        AgentId::parse(agent).unwrap(),
+        id.into(),
+        ExpectationId::parse("exp-1").unwrap(),
+        LapseKind::Overdue,
+        t0(),
+        json!({ "message": { "messageId": id, "role": "ROLE_USER", "parts": [{ "text": "lapse" }] } }),
+    )
 }
 
 fn event(messages: &[(&str, &str)]) -> SqsEvent {

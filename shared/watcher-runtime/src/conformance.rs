@@ -296,27 +296,15 @@ fn subject_with_record(t: &Tenant, subject_id: &str, exp_id: &str, input: u64) -
 }
 
 fn outbox_entry(t: &Tenant, message_id: &str, next_attempt: Instant) -> OutboxEntry {
-    OutboxEntry {
-        tenant: t.clone(),
-        agent: agent("booking"),
-        message_id: message_id.to_string(),
-        expectation_id: ExpectationId::parse("exp-1").expect("a valid expectation id"),
-        lapse: LapseKind::Overdue,
-        lapsed_at: next_attempt,
-        request: json!({ "message": { "messageId": message_id } }),
-        delivery: DeliveryState::Queued,
-        attempts: 0,
-        next_attempt_at: next_attempt,
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        lease: None,
-    }
+    OutboxEntry::queued(
+        t.clone(),
+        agent("booking"),
+        message_id.to_string(),
+        ExpectationId::parse("exp-1").expect("a valid expectation id"),
+        LapseKind::Overdue,
+        next_attempt,
+        json!({ "message": { "messageId": message_id } }),
+    )
 }
 
 fn rejection(agent_name: &str, reason: &str, when: Instant) -> Rejection {

@@ -15,7 +15,7 @@ use watcher_delivery::{
     A2aClient, AgentEndpoint, ClientConfig, RateLimit, RetryPolicy, Submitter, SubmitterConfig,
 };
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry};
+use watcher_runtime::store::{Commit, OutboxEntry};
 
 #[allow(unused_imports)] // not every test binary replies by hand
 pub use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
@@ -66,27 +66,16 @@ pub fn lapse_request(message_id: &str, expectation: &str) -> Value {
 /// A queued lapse task for `booking`, due at [`t0`].
 pub fn lapse_entry(expectation: &str) -> OutboxEntry {
     let message_id = format!("lapse:{expectation}:overdue:2026-09-10T20:15:00Z");
-    OutboxEntry {
-        tenant: tenant(),
-        agent: booking(),
-        request: lapse_request(&message_id, expectation),
+    let request = lapse_request(&message_id, expectation);
+    OutboxEntry::queued(
+        tenant(),
+        booking(),
         message_id,
-        expectation_id: ExpectationId::parse(expectation).unwrap(),
-        lapse: LapseKind::Overdue,
-        lapsed_at: t0(),
-        delivery: DeliveryState::Queued,
-        attempts: 0,
-        next_attempt_at: t0(),
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        lease: None,
-    }
+        ExpectationId::parse(expectation).unwrap(),
+        LapseKind::Overdue,
+        t0(),
+        request,
+    )
 }
 
 /// A memory store holding `entries`, committed one by one (so in this order).
