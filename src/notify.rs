@@ -44,6 +44,11 @@ pub async fn test(config: &Path, id: &str, tenant: Option<&str>) -> anyhow::Resu
             channel.url
         ));
     }
+    if channel.secret.is_none() && channel.format == watcher_notify::Format::StandardWebhooks {
+        eprintln!(
+            "a2a-watcher notify test: note: channel {id:?} has no secret, so the sample is not signed (set secret, secret_file or secret_env)"
+        );
+    }
     let transport = HttpTransport::new().map_err(anyhow::Error::msg)?;
     let now = SystemClock.now();
     let n = watcher_notify::body::test(channel.format, &channel.id, now);

@@ -30,7 +30,7 @@ pub struct Config {
     /// The SQLite file.
     #[serde(default = "default_database")]
     pub database: PathBuf,
-    /// How agents reach this watcher (lapse-task push configs).
+    /// How agents reach this watcher (lapse-task push configs); also the base of the links to the operator page and the timeline in `[[notify]]` notifications.
     #[serde(default)]
     pub public_url: Option<String>,
     /// Allow endpoints from fetched cards to resolve to loopback/private addresses.

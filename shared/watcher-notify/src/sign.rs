@@ -35,7 +35,13 @@ impl Secret {
             Some(b64) => base64::engine::general_purpose::STANDARD
                 .decode(b64)
                 .map(Secret)
-                .map_err(|e| format!("a whsec_ secret must be base64 after the prefix: {e}")),
+                .map_err(|e| match e {
+                    base64::DecodeError::InvalidByte(at, byte) => format!(
+                        "a whsec_ secret must be base64 after the prefix: {:?} at position {at} is not a base64 character",
+                        char::from(byte)
+                    ),
+                    e => format!("a whsec_ secret must be base64 after the prefix: {e}"),
+                }),
             None => Ok(Secret(text.as_bytes().to_vec())),
         }
     }
@@ -82,9 +88,10 @@ mod tests {
     #[test]
     fn bad_secrets_are_refused_with_a_reason() {
         assert_eq!(Secret::parse("").unwrap_err(), "must not be empty");
-        assert!(Secret::parse("whsec_not base64!")
-            .unwrap_err()
-            .contains("base64"));
+        assert_eq!(
+            Secret::parse("whsec_not*base64").unwrap_err(),
+            "a whsec_ secret must be base64 after the prefix: '*' at position 3 is not a base64 character"
+        );
         assert_eq!(Secret::parse("plain").unwrap(), Secret(b"plain".to_vec()));
     }
 }

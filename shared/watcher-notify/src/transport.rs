@@ -11,7 +11,8 @@ pub trait Transport: Send + Sync {
     /// POSTs `body` (JSON) to `url` with `headers`, waiting at most `timeout`.
     ///
     /// # Errors
-    /// Anything but a 2xx answer, in words (`HTTP 503 from the receiver`, the transport error).
+    /// Anything but a 2xx answer, in words (`HTTP 503 from the receiver`, followed by the start
+    /// of its body when it has one; the transport error).
     async fn post(
         &self,
         url: &str,
@@ -72,9 +73,26 @@ impl Transport for HttpTransport {
         })?;
         let status = resp.status();
         if status.is_success() {
-            Ok(())
-        } else {
+            return Ok(());
+        }
+        // The receiver's own words, when it gave any: the start of its body, on one line.
+        let said: String = resp
+            .text()
+            .await
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .take(200)
+            .collect();
+        if said.is_empty() {
             Err(format!("HTTP {} from the receiver", status.as_u16()))
+        } else {
+            Err(format!(
+                "HTTP {} from the receiver: {said}",
+                status.as_u16()
+            ))
         }
     }
 }

@@ -559,3 +559,30 @@ async fn a_new_channel_starts_after_the_history_without_reading_it() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].body["data"]["block"]["expectationId"], "new");
 }
+
+/// A refusal carries the start of the receiver's answer, on one line, so a person sees why.
+#[tokio::test]
+async fn a_refusal_says_what_the_receiver_answered() {
+    use watcher_notify::transport::Transport;
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(|| async {
+            (
+                axum::http::StatusCode::UNAUTHORIZED,
+                "bad signature:\n  webhook-signature does not verify",
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let e = HttpTransport::new()
+        .unwrap()
+        .post(&url, &[], b"{}".to_vec(), std::time::Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e,
+        "HTTP 401 from the receiver: bad signature: webhook-signature does not verify"
+    );
+}

@@ -95,6 +95,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(anyhow::Error::msg)?;
     refuse_sns(&channels)?;
+    for c in channels
+        .iter()
+        .filter(|c| c.secret.is_none() && c.format == watcher_notify::Format::StandardWebhooks)
+    {
+        tracing::warn!(channel = %c.id, "notification channel {} has no secret: its notifications are not signed (set secret, secret_file or secret_env)", c.id);
+    }
     let prometheus =
         Arc::new(metrics::Prometheus::new().with_channels(channels.iter().map(|c| c.id.as_str())));
     // One serve process per database file: a restart takes back its predecessor's claims at once.
