@@ -245,13 +245,10 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
                 if tells(ch, state, entry) {
                     let event = LapseEvent::of(*pos, entry, self.public_url.as_deref());
                     let n = body::lapse(ch.format, &event);
-                    let mut sent = state.clone();
-                    sent.after = Some(*pos);
-                    if !self.deliver(index, &mut sent, &n, now).await? {
+                    if !self.deliver(index, state, Some(*pos), &n, now).await? {
                         round.failed += 1;
                         return Ok(round);
                     }
-                    *state = sent;
                     written = state.after;
                     round.delivered += 1;
                 }
@@ -337,24 +334,12 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
             return Ok(Round::default());
         };
         let n = body::digest(ch.format, &d);
-        let mut sent = state.clone();
-        sent.after = through;
-        if self.deliver(index, &mut sent, &n, now).await? {
-            *state = sent;
-            Ok(Round {
-                delivered: 1,
-                ..Round::default()
-            })
-        } else {
-            // The failure is kept; the cursor stays where it was.
-            state.failures = sent.failures;
-            state.failing_since = sent.failing_since;
-            state.last_error = sent.last_error;
-            Ok(Round {
-                failed: 1,
-                ..Round::default()
-            })
-        }
+        let delivered = self.deliver(index, state, through, &n, now).await?;
+        Ok(Round {
+            delivered: u64::from(delivered),
+            failed: u64::from(!delivered),
+            ..Round::default()
+        })
     }
 
     /// Writes the cursor when `through` moved it.
@@ -373,51 +358,45 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
         Ok(())
     }
 
-    /// Posts `n` on channel `index`. On success the state (whose `after` the caller set to
-    /// what `n` covers) records the delivery and is written; on failure it records the
-    /// failure (the caller's `after` is not written: the state is written with the cursor it
-    /// had) and the channel backs off. Answers whether it was delivered.
+    /// Posts `n` on channel `index` and writes `state` once: on success with the cursor moved
+    /// to `covers` (the last position `n` tells) and the delivery recorded; on failure with the
+    /// cursor where it was and the failure recorded, the channel backing off. Answers whether
+    /// it was delivered.
     async fn deliver(
         &self,
         index: usize,
         state: &mut ChannelState,
+        covers: Option<u64>,
         n: &Notification,
         now: Instant,
     ) -> Result<bool, StoreError> {
         let ch = &self.channels[index];
-        match self.post(ch, n, now).await {
+        let delivered = match self.post(ch, n, now).await {
             Ok(()) => {
+                state.after = covers;
                 state.delivered += 1;
                 state.last_delivered_at = Some(now);
                 state.last_event_id = Some(n.id.clone());
                 state.failing_since = None;
                 self.backoff_lock().remove(&index);
                 self.record(ch, "delivered");
-                self.store
-                    .put_channel_state(&ch.tenant, &ch.id, state)
-                    .await?;
                 tracing::info!(channel = %ch.id, id = %n.id, "notification delivered");
-                Ok(true)
+                true
             }
             Err(e) => {
                 state.failures += 1;
                 state.failing_since.get_or_insert(now);
-                state.last_error = Some(e.clone());
                 self.back_off(index, now);
                 self.record(ch, "failed");
                 tracing::warn!(channel = %ch.id, id = %n.id, error = %e, "notification failed; will retry");
-                // The failure is recorded with the cursor as it was in the store.
-                let kept = self.store.channel_state(&ch.tenant, &ch.id).await?;
-                let mut failed = kept.unwrap_or_else(|| state.clone());
-                failed.failures = state.failures;
-                failed.failing_since = state.failing_since;
-                failed.last_error = state.last_error.clone();
-                self.store
-                    .put_channel_state(&ch.tenant, &ch.id, &failed)
-                    .await?;
-                Ok(false)
+                state.last_error = Some(e);
+                false
             }
-        }
+        };
+        self.store
+            .put_channel_state(&ch.tenant, &ch.id, state)
+            .await?;
+        Ok(delivered)
     }
 
     /// Posts `n` on `ch` ([`post`]).
