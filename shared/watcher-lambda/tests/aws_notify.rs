@@ -60,6 +60,22 @@ fn lapse_task(exp: &str, lapsed_at: Instant) -> OutboxEntry {
     )
 }
 
+/// Commits `entries` as the engine would queue them.
+async fn record(parts: &Parts, entries: Vec<OutboxEntry>) {
+    parts
+        .watcher
+        .store
+        .commit(
+            &tenant(),
+            Commit {
+                outbox: entries,
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit the lapse tasks");
+}
+
 /// `functions`' parts over a fresh table of `e`, configured by `toml`.
 async fn parts_for(e: &common::Emulator, toml: &str, functions: &[Function]) -> Parts {
     let config = Config::from_toml(toml).expect("config");
@@ -103,18 +119,11 @@ async fn the_sweep_tells_a_settled_lapse_once_through_a_cold_start() {
         .notifier(clock.clone() as Arc<dyn Clock>)
         .expect("the timer function tells the configured channel");
     notifier.round().await;
-    parts
-        .watcher
-        .store
-        .commit(
-            &tenant(),
-            Commit {
-                outbox: vec![lapse_task("exp-1", at(10)), lapse_task("exp-2", at(20))],
-                ..Commit::default()
-            },
-        )
-        .await
-        .expect("commit the lapse tasks");
+    record(
+        &parts,
+        vec![lapse_task("exp-1", at(10)), lapse_task("exp-2", at(20))],
+    )
+    .await;
     let settle = NOTIFY_SETTLE.as_secs() as i64;
     clock.set(at(10 + settle - 1));
     assert_eq!(notifier.round().await[0].delivered, 0, "not settled yet");
@@ -207,18 +216,7 @@ async fn an_sns_channel_publishes_the_event_with_its_id_and_type_as_attributes()
     let clock = Arc::new(FakeClock::new(at(0)));
     let notifier = parts.notifier(clock.clone() as Arc<dyn Clock>).unwrap();
     notifier.round().await;
-    parts
-        .watcher
-        .store
-        .commit(
-            &tenant(),
-            Commit {
-                outbox: vec![lapse_task("exp-sns", at(10))],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    record(&parts, vec![lapse_task("exp-sns", at(10))]).await;
     clock.set(at(10 + NOTIFY_SETTLE.as_secs() as i64));
     assert_eq!(notifier.round().await[0].delivered, 1);
 

@@ -149,27 +149,15 @@ mod tests {
     }
 
     fn entry() -> OutboxEntry {
-        OutboxEntry {
-            tenant: Tenant::default_tenant(),
-            agent: AgentId::parse("booking").unwrap(),
-            message_id: "lapse:e:overdue:2026-09-10T12:00:00Z".into(),
-            expectation_id: ExpectationId::parse("e").unwrap(),
-            lapse: LapseKind::Overdue,
-            lapsed_at: t("2026-09-10T12:00:00Z"),
-            request: json!({}),
-            delivery: DeliveryState::Queued,
-            attempts: 0,
-            next_attempt_at: t("2026-09-10T12:00:00Z"),
-            task_id: None,
-            task_state: None,
-            answered_with_message: false,
-            last_error: None,
-            retrying_since: None,
-            attempt_started_at: None,
-            follow_at: None,
-            follow_since: None,
-            lease: None,
-        }
+        OutboxEntry::queued(
+            Tenant::default_tenant(),
+            AgentId::parse("booking").unwrap(),
+            "lapse:e:overdue:2026-09-10T12:00:00Z".into(),
+            ExpectationId::parse("e").unwrap(),
+            LapseKind::Overdue,
+            t("2026-09-10T12:00:00Z"),
+            json!({}),
+        )
     }
 
     fn claimed(stored: &OutboxEntry, lease: &Lease, now: &str) -> (OutboxEntry, bool) {

@@ -13,7 +13,7 @@ use watcher_core::time::Instant;
 
 use crate::directory::Directory;
 use crate::metrics::Recorder;
-use crate::store::{Commit, DeliveryState, DueTimer, OutboxEntry, Store, StoreError};
+use crate::store::{Commit, DueTimer, OutboxEntry, Store, StoreError};
 
 /// How often one input is retried after losing a compare-and-set, or after growing its scope.
 const MAX_ATTEMPTS: usize = 32;
@@ -499,25 +499,16 @@ impl<S: Store + ?Sized> Watcher<S> {
             .filter_map(|l| {
                 let agent = self.directory.get(&l.tenant, &l.agent)?;
                 agent.submits_lapses.then(|| OutboxEntry {
-                    tenant: l.tenant.clone(),
-                    agent: l.agent.clone(),
-                    message_id: l.message_id.clone(),
-                    expectation_id: l.block.expectation_id.clone(),
-                    lapse: l.block.lapse,
-                    lapsed_at: l.block.lapsed_at,
-                    request: l.request(&agent.delivery),
-                    delivery: DeliveryState::Queued,
-                    attempts: 0,
                     next_attempt_at: now,
-                    task_id: None,
-                    task_state: None,
-                    answered_with_message: false,
-                    last_error: None,
-                    retrying_since: None,
-                    attempt_started_at: None,
-                    follow_at: None,
-                    follow_since: None,
-                    lease: None,
+                    ..OutboxEntry::queued(
+                        l.tenant.clone(),
+                        l.agent.clone(),
+                        l.message_id.clone(),
+                        l.block.expectation_id.clone(),
+                        l.block.lapse,
+                        l.block.lapsed_at,
+                        l.request(&agent.delivery),
+                    )
                 })
             })
             .collect()

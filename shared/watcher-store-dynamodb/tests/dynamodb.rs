@@ -99,25 +99,17 @@ fn dynamo_error(e: &StoreError) -> &DynamoStoreError {
 
 fn outbox_entry(t: &Tenant, message_id: &str, delivery: DeliveryState) -> OutboxEntry {
     OutboxEntry {
-        tenant: t.clone(),
-        agent: agent("booking"),
-        message_id: message_id.into(),
-        expectation_id: expectation_id("exp-1"),
-        lapse: LapseKind::Overdue,
-        lapsed_at: at(60),
-        request: json!({ "message": { "messageId": message_id } }),
         delivery,
-        attempts: 0,
         next_attempt_at: at(61),
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        lease: None,
+        ..OutboxEntry::queued(
+            t.clone(),
+            agent("booking"),
+            message_id.into(),
+            expectation_id("exp-1"),
+            LapseKind::Overdue,
+            at(60),
+            json!({ "message": { "messageId": message_id } }),
+        )
     }
 }
 

@@ -90,27 +90,15 @@ fn state_with(records: Vec<ExpectationRecord>, subject_id: &str) -> SubjectState
 }
 
 fn entry(message_id: &str) -> OutboxEntry {
-    OutboxEntry {
-        tenant: tenant(),
-        agent: agent(),
-        message_id: message_id.into(),
-        expectation_id: ExpectationId::parse("exp-1").unwrap(),
-        lapse: LapseKind::Overdue,
-        lapsed_at: instant("2026-09-10T13:00:00Z"),
-        request: json!({ "message": { "messageId": message_id } }),
-        delivery: DeliveryState::Queued,
-        attempts: 0,
-        next_attempt_at: instant("2026-09-10T13:00:00Z"),
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        lease: None,
-    }
+    OutboxEntry::queued(
+        tenant(),
+        agent(),
+        message_id.into(),
+        ExpectationId::parse("exp-1").unwrap(),
+        LapseKind::Overdue,
+        instant("2026-09-10T13:00:00Z"),
+        json!({ "message": { "messageId": message_id } }),
+    )
 }
 
 fn fact(key: &str, subject_id: &str, received: &str) -> watcher_core::slice::FactEntry {
