@@ -5,7 +5,7 @@
 //!   [`schedule_name`] and fired at the pure [`at_expression`];
 //! * [`SqsLapseQueue`] implements [`LapseQueue`](watcher_runtime::ports::LapseQueue) over an SQS
 //!   FIFO queue, one message group per agent and a deduplication id from the (tenant, agent,
-//!   `messageId`);
+//!   `messageId`, instant it was queued for), so an operator's re-queue is a new message;
 //! * [`SqsTimerQueue`] finishes each timer's wait on a standard SQS queue with `DelaySeconds` up
 //!   to the exact instant, after a schedule armed [`SCHEDULE_LEAD`] early (docs/aws-latency.md).
 //!

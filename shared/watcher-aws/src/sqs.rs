@@ -1,6 +1,6 @@
 //! [`LapseQueue`] over an SQS FIFO queue: one message per lapse task, one message group per
 //! agent (ordered per agent, agents in parallel), deduplicated by the task's (tenant, agent,
-//! `messageId`).
+//! `messageId`) and the instant it was queued for ([`deduplication_id`]).
 //!
 //! The queue carries a reference, not the task: the submitter re-reads the outbox entry. FIFO
 //! deduplication lasts five minutes only; the durable outbox, whose entries are keyed by
@@ -106,13 +106,26 @@ pub fn message_group_id(tenant: &Tenant, agent: &AgentId) -> String {
     format!("{readable}~{}", &digest[..GROUP_DIGEST_HEX])
 }
 
-/// The `MessageDeduplicationId` of a lapse task: the 64 hex digits of a SHA-256 digest of the
-/// length-prefixed (tenant, agent, messageId). SQS drops a second message with the same id sent
-/// within five minutes.
-pub fn deduplication_id(tenant: &Tenant, agent: &AgentId, message_id: &str) -> String {
+/// The `MessageDeduplicationId` of one hand-over of a lapse task: the 64 hex digits of a SHA-256
+/// digest of the length-prefixed (tenant, agent, messageId, `next_attempt_at` as RFC 3339 UTC).
+/// SQS drops a second message with the same id sent within five minutes.
+///
+/// The instant is part of it because an operator's re-queue (`POST /v1/lapses/retry`) moves
+/// `next_attempt_at` to the moment of the re-queue: without it, a lapse task that failed and was
+/// re-queued within five minutes of its first hand-over would be dropped by SQS as a duplicate
+/// and wait for the sweep. Two hand-overs of one commit (a replayed input, the sweep finding a
+/// message still in the queue) carry the same instant and still make one message; the outbox,
+/// not this id, is what keeps one lapse task per messageId.
+pub fn deduplication_id(entry: &OutboxEntry) -> String {
+    let queued_for = entry.next_attempt_at.to_string();
     hex_lower(&tuple_digest(
         DEDUP_TAG,
-        &[tenant.as_str(), agent.as_str(), message_id],
+        &[
+            entry.tenant.as_str(),
+            entry.agent.as_str(),
+            &entry.message_id,
+            &queued_for,
+        ],
     ))
 }
 
@@ -183,11 +196,7 @@ impl LapseQueue for SqsLapseQueue {
             .queue_url(&self.queue_url)
             .message_body(body)
             .message_group_id(message_group_id(&entry.tenant, &entry.agent))
-            .message_deduplication_id(deduplication_id(
-                &entry.tenant,
-                &entry.agent,
-                &entry.message_id,
-            ))
+            .message_deduplication_id(deduplication_id(entry))
             .send()
             .await
             .map_err(|e| {
@@ -296,11 +305,7 @@ impl SqsLapseQueue {
                 .id(i.to_string())
                 .message_body(body)
                 .message_group_id(message_group_id(&entry.tenant, &entry.agent))
-                .message_deduplication_id(deduplication_id(
-                    &entry.tenant,
-                    &entry.agent,
-                    &entry.message_id,
-                ))
+                .message_deduplication_id(deduplication_id(entry))
                 .build();
             match request {
                 Ok(request) => {
@@ -388,27 +393,57 @@ mod tests {
         assert!(g.chars().all(sqs_char), "{g}");
     }
 
+    fn queued(t: &str, a: &str, m: &str) -> OutboxEntry {
+        OutboxEntry::queued(
+            tenant(t),
+            agent(a),
+            m.to_string(),
+            watcher_core::ids::ExpectationId::parse("e").unwrap(),
+            watcher_core::record::LapseKind::Overdue,
+            watcher_core::time::Instant::parse("2030-01-01T00:00:00Z").unwrap(),
+            serde_json::json!({}),
+        )
+    }
+
     #[test]
     fn deduplication_ids_are_hex_digests_of_the_task() {
-        let d = deduplication_id(&tenant("default"), &agent("planner"), "lapse:e:overdue:t");
+        let d = deduplication_id(&queued("default", "planner", "lapse:e:overdue:t"));
         assert_eq!(d.len(), 64);
         assert!(d.chars().all(|c| c.is_ascii_hexdigit()));
         assert_eq!(
             d,
-            deduplication_id(&tenant("default"), &agent("planner"), "lapse:e:overdue:t")
+            deduplication_id(&queued("default", "planner", "lapse:e:overdue:t"))
         );
         assert_ne!(
             d,
-            deduplication_id(&tenant("default"), &agent("planner"), "lapse:e:stalled:t")
+            deduplication_id(&queued("default", "planner", "lapse:e:stalled:t"))
         );
         assert_ne!(
             d,
-            deduplication_id(&tenant("other"), &agent("planner"), "lapse:e:overdue:t")
+            deduplication_id(&queued("other", "planner", "lapse:e:overdue:t"))
         );
         assert_ne!(
             d,
-            deduplication_id(&tenant("default"), &agent("booking"), "lapse:e:overdue:t"),
+            deduplication_id(&queued("default", "booking", "lapse:e:overdue:t")),
             "another agent's lapse task with the same messageId is not dropped as a duplicate"
+        );
+    }
+
+    /// A failed lapse task an operator re-queues is a new hand-over: SQS must not drop it as a
+    /// duplicate of its first message (sent moments before, within the five-minute window).
+    #[test]
+    fn a_requeued_lapse_task_is_not_a_duplicate_of_its_first_hand_over() {
+        let first = queued("default", "planner", "lapse:e:overdue:t");
+        let mut failed = first.clone();
+        failed.delivery = watcher_runtime::store::DeliveryState::Failed;
+        failed.attempts = 1;
+        failed.last_error = Some("agent answered JSON-RPC error -32602".into());
+        let at = watcher_core::time::Instant::parse("2030-01-01T00:00:03Z").unwrap();
+        let requeued = watcher_runtime::operators::requeue_entry(&failed, at).unwrap();
+        assert_ne!(deduplication_id(&first), deduplication_id(&requeued));
+        assert_eq!(
+            deduplication_id(&requeued),
+            deduplication_id(&requeued.clone())
         );
     }
 
@@ -467,7 +502,15 @@ mod tests {
             let g = message_group_id(&t, &a);
             prop_assert!(g.len() <= MAX_MESSAGE_GROUP_ID_LEN);
             prop_assert!(g.chars().all(sqs_char), "{}", g);
-            let d = deduplication_id(&t, &a, &m);
+            let d = deduplication_id(&OutboxEntry::queued(
+                t,
+                a,
+                m,
+                watcher_core::ids::ExpectationId::parse("e").unwrap(),
+                watcher_core::record::LapseKind::Overdue,
+                watcher_core::time::Instant::parse("2030-01-01T00:00:00Z").unwrap(),
+                serde_json::json!({}),
+            ));
             prop_assert!(d.len() <= MAX_DEDUPLICATION_ID_LEN);
             prop_assert!(d.chars().all(sqs_char));
         }

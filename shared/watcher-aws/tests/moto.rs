@@ -376,6 +376,41 @@ async fn the_same_task_enqueued_twice_is_one_message() {
     );
 }
 
+/// A lapse task that failed and is re-queued by an operator moments after its first hand-over
+/// is a second message: SQS's five-minute deduplication must not drop it, even while the first
+/// message is not yet deleted (the submitter records `failed` before it deletes the message).
+#[tokio::test]
+async fn a_requeued_task_is_a_new_message_within_the_deduplication_window() {
+    let (queue, client, url) = spawn_queue().await;
+    let first = entry(
+        "acme",
+        "planner",
+        "lapse:exp-r:overdue:2030-01-01T00:00:00Z",
+    );
+    queue.enqueue(&first).await.unwrap();
+
+    let mut failed = first.clone();
+    failed.delivery = watcher_runtime::store::DeliveryState::Failed;
+    failed.last_error = Some("agent answered JSON-RPC error -32602".into());
+    let requeued =
+        watcher_runtime::operators::requeue_entry(&failed, instant("2030-01-01T00:00:05Z"))
+            .unwrap();
+    queue.enqueue(&requeued).await.unwrap();
+    queue.enqueue(&requeued).await.unwrap();
+    let received = drain(&client, &url).await;
+    assert_eq!(
+        received.len(),
+        2,
+        "the first hand-over and the re-queue, each once"
+    );
+    for r in &received {
+        assert_eq!(
+            parse_queue_message(&r.body).unwrap().message_id,
+            first.message_id
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_handed_back_message_returns_when_its_visibility_is_changed() {
     let (queue, client, url) = spawn_queue().await;
