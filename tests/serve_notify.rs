@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use watcher_delivery::testing::{spawn_capture_agent, Behaviour};
+use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
 use watcher_notify::testing::{Receiver, SECRET};
 
 use common::*;
@@ -234,4 +234,62 @@ async fn a_lapse_is_mailed_through_smtp_with_the_password_from_a_file() {
     ] {
         assert!(body.contains(line), "{line:?} in\n{body}");
     }
+}
+
+/// An agent that refuses its lapse task: the channel tells the lapse, then the agent's failing
+/// delivery, once each, naming the agent's answer (the agents' events, issue 25).
+#[tokio::test]
+async fn an_agent_refusing_its_lapse_task_is_told_as_failing_delivery() {
+    let receiver = Receiver::start().await;
+    let agent = spawn_capture_agent(Behaviour::always(Reply::rpc_error(
+        -32602,
+        "the agent refuses this message",
+    )))
+    .await;
+    let w = spawn_watcher(&agent, &channel(&receiver)).await;
+    let due = plus(Timestamp::now(), 2);
+    let push = one_expectation("task-n2", "exp-n2", "PA-N2", due, "PT0S");
+    assert_eq!(w.push(&push).await.status, 200);
+
+    let told = |kind: &'static str| {
+        let r = &receiver;
+        async move {
+            r.accepted()
+                .iter()
+                .filter(|n| n.body["type"] == kind)
+                .count()
+        }
+    };
+    assert!(
+        wait_until(|| async { told("delivery.failing").await == 1 }, PATIENCE).await,
+        "no delivery.failing within {PATIENCE:?}: {:?}\n{}",
+        receiver.seen(),
+        w.log()
+    );
+    let failing = receiver
+        .accepted()
+        .into_iter()
+        .find(|n| n.body["type"] == "delivery.failing")
+        .unwrap();
+    assert!(failing.verified);
+    let data = &failing.body["data"];
+    assert_eq!(data["agent"], "booking");
+    assert_eq!(
+        data["lapseTask"]["messageId"],
+        format!("lapse:exp-n2:overdue:{}", fmt(due))
+    );
+    assert!(
+        data["error"].as_str().unwrap_or("").contains("-32602"),
+        "{data}"
+    );
+    assert_eq!(data["link"], "http://watcher.test/ui/agents");
+    assert!(
+        holds_for(
+            || async { told("delivery.failing").await == 1 && told("lapse.recorded").await == 1 },
+            Duration::from_secs(3)
+        )
+        .await,
+        "each told once: {:?}",
+        receiver.seen()
+    );
 }

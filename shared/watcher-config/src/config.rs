@@ -112,6 +112,14 @@ fn default_notify_tls() -> String {
 /// The formats a `[[notify]]` channel can post.
 pub const NOTIFY_FORMATS: [&str; 5] = ["standard-webhooks", "slack", "teams", "email", "sns"];
 
+/// The events a `[[notify]]` channel can tell (`events`; expectations-v1 §13.1, §10.2).
+pub const NOTIFY_EVENTS: [&str; 4] = [
+    "lapse.recorded",
+    "lapse_task.failed",
+    "delivery.failing",
+    "card.unavailable",
+];
+
 /// How an email channel secures its SMTP connection (`tls`).
 pub const NOTIFY_TLS: [&str; 3] = ["starttls", "implicit", "none"];
 
@@ -139,6 +147,9 @@ pub struct NotifyConfig {
     /// Only these lapses: `overdue`, `skipped`, `stalled`; empty: all three.
     #[serde(default)]
     pub kinds: Vec<String>,
+    /// Only these events: `lapse.recorded` (a lapse), `lapse_task.failed` (a lapse task given up: it waits for an operator's re-queue), `delivery.failing` (an agent's first failed lapse task since its delivery last worked; told instead of that task's `lapse_task.failed`), `card.unavailable` (an agent's card could not be read for a minute); empty: all four.
+    #[serde(default)]
+    pub events: Vec<String>,
     /// ISO 8601 duration: when set, lapses are told as one digest per window (counts and the first few) instead of one message each; the window opens at the first lapse not yet told.
     #[serde(default)]
     pub digest: Option<IsoDuration>,
@@ -164,7 +175,7 @@ pub struct NotifyConfig {
 
 impl NotifyConfig {
     /// Checks what can be checked without building the channel: the id, the URL's scheme, the
-    /// format, the lapse kinds and the digest window.
+    /// format, the lapse kinds, the events and the digest window.
     ///
     /// # Errors
     /// [`ConfigError::Notify`] naming the channel and the field.
@@ -223,6 +234,14 @@ impl NotifyConfig {
             if !["overdue", "skipped", "stalled"].contains(&k.as_str()) {
                 return Err(bad(format!(
                     "kinds: {k:?} is not a lapse (overdue, skipped, stalled)"
+                )));
+            }
+        }
+        for e in &self.events {
+            if !NOTIFY_EVENTS.contains(&e.as_str()) {
+                return Err(bad(format!(
+                    "events: {e:?} is not one of {}",
+                    NOTIFY_EVENTS.join(", ")
                 )));
             }
         }
@@ -641,6 +660,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "format",
             "agents",
             "kinds",
+            "events",
             "digest",
             "timeout_secs",
             "from",

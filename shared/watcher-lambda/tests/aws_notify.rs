@@ -155,6 +155,53 @@ async fn the_sweep_tells_a_settled_lapse_once_through_a_cold_start() {
     assert_eq!(receiver.seen().len(), 2);
 }
 
+const CARD: &str = include_str!("../../../examples/booking-card.json");
+
+/// A lapse task the agent refused, as the submitter writes it in the table, is told by the
+/// timer's sweep once it is settled: the agent's first as `delivery.failing`, once, through a
+/// cold start (what the channel saw of the agent is in its item).
+#[tokio::test]
+async fn a_failed_lapse_task_is_told_once_settled_through_a_cold_start() {
+    let receiver = Receiver::start().await;
+    let e = common::emulator("notify-failed").await;
+    let toml = format!(
+        "public_url = \"https://watcher.example\"\n[[agents]]\nid = \"booking\"\ncard = '''{CARD}'''\nendpoint = \"http://127.0.0.1:9/a2a\"\npush_token = \"push-1\"\n[[notify]]\nid = \"ops\"\nurl = \"{}\"\nsecret = \"{SECRET}\"\nevents = [\"delivery.failing\", \"lapse_task.failed\"]\n",
+        receiver.url
+    );
+    let parts = parts_for(&e, &toml, &[Function::Timer]).await;
+    let clock = Arc::new(FakeClock::new(at(0)));
+    let notifier = parts.notifier(clock.clone() as Arc<dyn Clock>).unwrap();
+    notifier.round().await;
+
+    let queued = lapse_task("exp-f", at(-1000));
+    record(&parts, vec![queued.clone()]).await;
+    let mut failed = queued;
+    failed.delivery = watcher_runtime::store::DeliveryState::Failed;
+    failed.attempts = 1;
+    failed.next_attempt_at = at(10);
+    failed.last_error = Some("agent answered JSON-RPC error -32602".into());
+    parts.watcher.store.outbox_update(&failed).await.unwrap();
+
+    let settle = NOTIFY_SETTLE.as_secs() as i64;
+    clock.set(at(10 + settle - 1));
+    assert_eq!(notifier.round().await[0].delivered, 0, "not settled yet");
+    clock.set(at(10 + settle));
+    assert_eq!(notifier.round().await[0].delivered, 1);
+    let got = receiver.accepted();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].verified);
+    assert_eq!(got[0].body["type"], "delivery.failing");
+    assert_eq!(
+        got[0].body["data"]["lapseTask"]["messageId"],
+        failed.message_id.as_str()
+    );
+
+    let again = parts.notifier(clock.clone() as Arc<dyn Clock>).unwrap();
+    clock.set(at(10 + settle + 300));
+    assert_eq!(again.round().await[0].delivered, 0);
+    assert_eq!(receiver.seen().len(), 1);
+}
+
 #[tokio::test]
 async fn functions_other_than_the_timer_tell_nobody() {
     let receiver = Receiver::start().await;

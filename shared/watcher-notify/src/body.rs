@@ -1,7 +1,8 @@
 //! What a channel posts (issue 25): one lapse event or a digest, in the channel's [`Format`].
 //!
-//! * Standard Webhooks JSON: `{ "type": "lapse.recorded" | "lapse.digest" | "notify.test",
-//!   "timestamp": UTC instant, "data": … }` (the structure the Standard Webhooks specification
+//! * Standard Webhooks JSON: `{ "type": "lapse.recorded" | "lapse.digest" | "lapse_task.failed"
+//!   | "delivery.failing" | "card.unavailable" | "notify.test", "timestamp": UTC instant,
+//!   "data": … }` (the structure the Standard Webhooks specification
 //!   recommends);
 //! * Slack: `{ "text", "blocks" }`, `text` being what notifications and screen readers show;
 //! * Teams: `{ "type": "message", "attachments": [Adaptive Card 1.4] }`, as Teams incoming
@@ -16,7 +17,7 @@ use watcher_core::record::LapseKind;
 use watcher_core::time::Instant;
 
 use crate::channel::Format;
-use crate::event::{hashed_id, LapseEvent};
+use crate::event::{hashed_id, AgentEvent, LapseEvent};
 
 /// How many lapses a digest lists by name; the rest are counted.
 pub const DIGEST_LISTS: usize = 5;
@@ -154,6 +155,72 @@ pub fn digest(format: Format, d: &Digest) -> Notification {
     };
     Notification {
         id: d.id.clone(),
+        body,
+    }
+}
+
+/// The notification of an agent's event (a failed lapse task, failing delivery, an unreadable
+/// card) in `format`: the event's sentence, its facts and a link to the agents page.
+pub fn agent_event(format: Format, e: &AgentEvent) -> Notification {
+    let title = e.title();
+    let mut facts: Vec<(&str, String)> = vec![("Agent", e.agent.to_string())];
+    if let Some(l) = &e.lapse_task {
+        if let Some(b) = &l.block {
+            facts.push((
+                "Subject",
+                format!("{} {}", b.subject.subject_type, b.subject.id),
+            ));
+        }
+        facts.push(("Lapse task", l.message_id.clone()));
+    }
+    facts.push(("When", e.at.to_string()));
+    let body = match format {
+        Format::StandardWebhooks | Format::Sns => json!({
+            "type": e.event.name(),
+            "timestamp": e.at.to_string(),
+            "data": e,
+        }),
+        Format::Slack => {
+            let mut blocks = vec![
+                json!({ "type": "header", "text": { "type": "plain_text", "text": title } }),
+                json!({ "type": "section", "text": { "type": "mrkdwn", "text": mrkdwn(&e.text) } }),
+                json!({ "type": "section", "fields": facts.iter().map(|(k, v)| json!({ "type": "mrkdwn", "text": format!("*{k}*\n{}", mrkdwn(v)) })).collect::<Vec<_>>() }),
+            ];
+            if let Some(link) = &e.link {
+                blocks.push(json!({ "type": "context", "elements": [{ "type": "mrkdwn", "text": format!("<{link}|Agents>") }] }));
+            }
+            json!({ "text": title, "blocks": blocks })
+        }
+        Format::Teams => {
+            let facts: Vec<Value> = facts
+                .iter()
+                .map(|(k, v)| json!({ "title": k, "value": v }))
+                .collect();
+            let body = vec![
+                text_block(&title, true),
+                text_block(&e.text, false),
+                json!({ "type": "FactSet", "facts": facts }),
+            ];
+            let links = e
+                .link
+                .as_deref()
+                .map(|l| vec![("Agents", l)])
+                .unwrap_or_default();
+            teams_card(body, links)
+        }
+        Format::Email => {
+            let mut text = format!("{}\n\n", e.text);
+            for (k, v) in &facts {
+                text.push_str(&format!("{k}: {v}\n"));
+            }
+            if let Some(link) = &e.link {
+                text.push_str(&format!("\nAgents: {link}\n"));
+            }
+            json!({ "subject": format!("[a2a-watcher] {title}"), "text": text })
+        }
+    };
+    Notification {
+        id: e.id.clone(),
         body,
     }
 }
@@ -364,6 +431,24 @@ pub fn subject_of(body: &Value) -> String {
             data["count"].as_u64().unwrap_or(0)
         ),
         Some("notify.test") => "a2a-watcher: test notification".to_string(),
+        Some("lapse_task.failed") => format!(
+            "a2a-watcher: lapse task failed: {} {} (agent {})",
+            data["lapseTask"]["block"]["subject"]["type"]
+                .as_str()
+                .unwrap_or(""),
+            data["lapseTask"]["block"]["subject"]["id"]
+                .as_str()
+                .unwrap_or(""),
+            data["agent"].as_str().unwrap_or("")
+        ),
+        Some("delivery.failing") => format!(
+            "a2a-watcher: delivery failing: agent {}",
+            data["agent"].as_str().unwrap_or("")
+        ),
+        Some("card.unavailable") => format!(
+            "a2a-watcher: card unavailable: agent {}",
+            data["agent"].as_str().unwrap_or("")
+        ),
         _ => format!(
             "a2a-watcher: {} {} for {} {} (agent {})",
             data["lapse"].as_str().unwrap_or("lapse"),

@@ -13,6 +13,7 @@ use watcher_core::record::LapseKind;
 use watcher_core::time::IsoDuration;
 use watcher_runtime::store::OutboxEntry;
 
+use crate::event::EventType;
 use crate::sign::Secret;
 
 pub use watcher_config::config::NotifyConfig as ChannelConfig;
@@ -64,6 +65,8 @@ pub struct Channel {
     pub agents: BTreeSet<AgentId>,
     /// Only these lapses; empty: all.
     pub kinds: BTreeSet<LapseKind>,
+    /// Only these events; empty: all.
+    pub events: BTreeSet<EventType>,
     /// One digest per window instead of one message per lapse.
     pub digest: Option<IsoDuration>,
     /// Per-request timeout.
@@ -81,6 +84,7 @@ impl std::fmt::Debug for Channel {
             .field("format", &self.format)
             .field("agents", &self.agents)
             .field("kinds", &self.kinds)
+            .field("events", &self.events)
             .field("digest", &self.digest)
             .field("email", &self.email)
             .finish_non_exhaustive()
@@ -183,6 +187,13 @@ impl Channel {
                 other => Err(bad(format!("kinds: {other:?} is not a lapse"))),
             })
             .collect::<Result<_, _>>()?;
+        let events = config
+            .events
+            .iter()
+            .map(|e| {
+                EventType::parse(e).ok_or_else(|| bad(format!("events: {e:?} is not an event")))
+            })
+            .collect::<Result<_, _>>()?;
         let format = match config.format.as_str() {
             "slack" => Format::Slack,
             "teams" => Format::Teams,
@@ -209,6 +220,7 @@ impl Channel {
             format,
             agents,
             kinds,
+            events,
             digest: config.digest.clone(),
             timeout,
             email,
@@ -229,10 +241,28 @@ impl Channel {
         format!("{scheme}://{host}")
     }
 
-    /// Whether the channel tells `entry`'s lapse (its agent and lapse kind pass the filters).
+    /// Whether the channel tells `entry`'s lapse (`lapse.recorded` is among its events, and
+    /// its agent and lapse kind pass the filters).
     pub fn wants(&self, entry: &OutboxEntry) -> bool {
-        (self.agents.is_empty() || self.agents.contains(&entry.agent))
+        self.tells(EventType::LapseRecorded)
+            && self.watches(&entry.agent)
             && (self.kinds.is_empty() || self.kinds.contains(&entry.lapse))
+    }
+
+    /// Whether the channel tells events of type `event` (its `events` filter; empty: all).
+    pub fn tells(&self, event: EventType) -> bool {
+        self.events.is_empty() || self.events.contains(&event)
+    }
+
+    /// Whether the channel tells events about `agent` (its `agents` filter; empty: all).
+    pub fn watches(&self, agent: &AgentId) -> bool {
+        self.agents.is_empty() || self.agents.contains(agent)
+    }
+
+    /// Whether the channel tells any of the agents' events (failed lapse tasks, failing
+    /// delivery, unreadable cards).
+    pub fn tells_agent_events(&self) -> bool {
+        EventType::AGENT.iter().any(|e| self.tells(*e))
     }
 }
 
@@ -249,6 +279,7 @@ mod tests {
             format: "slack".into(),
             agents: Vec::new(),
             kinds: Vec::new(),
+            events: Vec::new(),
             digest: None,
             timeout_secs: 10,
             from: None,

@@ -1,5 +1,6 @@
-//! A lapse as a notification event (issue 25; expectations-v1 §13.1): read from its outbox
-//! entry, with a deterministic id and the links a person follows.
+//! The events a channel tells (issue 25; expectations-v1 §13.1): a lapse ([`LapseEvent`], read
+//! from its outbox entry) and what an agent's delivery and card do ([`AgentEvent`]), each with a
+//! deterministic id and the links a person follows.
 
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde::Serialize;
@@ -10,7 +11,55 @@ use watcher_core::lapse::LapseBlock;
 use watcher_core::record::LapseKind;
 use watcher_core::time::Instant;
 use watcher_core::EXPECTATIONS_URI;
+use watcher_runtime::directory::{CardHealth, CardState};
 use watcher_runtime::store::OutboxEntry;
+
+/// What a channel can tell (its `events` filter; the Standard Webhooks `type` of each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EventType {
+    /// `lapse.recorded`: a lapse (overdue, skipped, stalled) was determined and its lapse task
+    /// queued (expectations-v1 §13.1).
+    LapseRecorded,
+    /// `lapse_task.failed`: a lapse task was given up (refused by the agent, or retried until
+    /// `give_up_after`) and waits for an operator's re-queue.
+    LapseTaskFailed,
+    /// `delivery.failing`: an agent's first failed lapse task since none was failed; told
+    /// instead of that task's `lapse_task.failed`.
+    DeliveryFailing,
+    /// `card.unavailable`: an agent's card could not be read for [`CARD_GRACE_SECS`].
+    CardUnavailable,
+}
+
+/// How long an agent's card must have failed to read before `card.unavailable` is told, in
+/// seconds: a card that is back within a minute is not worth a person's attention.
+pub const CARD_GRACE_SECS: i64 = 60;
+
+impl EventType {
+    /// The events about an agent rather than one lapse.
+    pub const AGENT: [EventType; 3] = [
+        EventType::LapseTaskFailed,
+        EventType::DeliveryFailing,
+        EventType::CardUnavailable,
+    ];
+
+    /// Its name (`lapse.recorded`, …), as in `events` and the body's `type`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventType::LapseRecorded => "lapse.recorded",
+            EventType::LapseTaskFailed => "lapse_task.failed",
+            EventType::DeliveryFailing => "delivery.failing",
+            EventType::CardUnavailable => "card.unavailable",
+        }
+    }
+
+    /// The type named `name`, if any.
+    pub fn parse(name: &str) -> Option<EventType> {
+        [EventType::LapseRecorded]
+            .into_iter()
+            .chain(EventType::AGENT)
+            .find(|e| e.name() == name)
+    }
+}
 
 /// One lapse recorded, as every channel tells it (`data` of a `lapse.recorded` event).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -115,6 +164,156 @@ impl Links {
             timeline: format!("{base}/v1/subjects/{t}/{id}/timeline.svg"),
         }
     }
+}
+
+/// Something an agent's delivery or card did (`data` of a `lapse_task.failed`,
+/// `delivery.failing` or `card.unavailable` event).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEvent {
+    /// `evt_` and 32 hex digits of SHA-256 over (type, tenant, agent, and the failed lapse
+    /// task's `messageId` and failure instant, or the instant the card began to fail): the
+    /// same on every channel and every retry.
+    #[serde(skip)]
+    pub id: String,
+    /// Its type.
+    #[serde(skip)]
+    pub event: EventType,
+    /// The tenant.
+    pub tenant: Tenant,
+    /// The agent.
+    pub agent: AgentId,
+    /// When it happened (UTC): the lapse task failed, or the card began to fail.
+    pub at: Instant,
+    /// What happened, in a sentence a person reads.
+    pub text: String,
+    /// The failure in words (the agent's answer, the card read's error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Attempts made to deliver the failed lapse task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// The failed lapse task, as its `lapse.recorded` event tells it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lapse_task: Option<LapseEvent>,
+    /// The operator page of the tenant's agents (`/ui/agents`), when `public_url` is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+}
+
+impl AgentEvent {
+    /// The `lapse_task.failed` (or, for `event` = [`EventType::DeliveryFailing`], the
+    /// `delivery.failing`) event of the failed outbox entry `entry`, which failed at its
+    /// `next_attempt_at`.
+    pub fn failed(event: EventType, entry: &OutboxEntry, public_url: Option<&str>) -> AgentEvent {
+        let lapse = LapseEvent::of(0, entry, public_url);
+        let error = entry.last_error.clone();
+        let tries = match entry.attempts {
+            1 => "1 attempt".to_string(),
+            n => format!("{n} attempts"),
+        };
+        let why = error
+            .as_deref()
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default();
+        let text = if event == EventType::DeliveryFailing {
+            format!(
+                "Lapse tasks to agent {} are failing. The lapse task {} failed after {tries}{why}. \
+                 Failed lapse tasks wait for an operator: once the agent is fixed, re-queue them \
+                 with `a2a-watcher retry` or POST /v1/lapses/retry.",
+                entry.agent,
+                lapse.headline()
+            )
+        } else {
+            format!(
+                "The lapse task {} to agent {} failed after {tries}{why}. It waits for an \
+                 operator's re-queue.",
+                lapse.headline(),
+                entry.agent
+            )
+        };
+        AgentEvent {
+            id: hashed_id(
+                "evt",
+                &[
+                    event.name(),
+                    entry.tenant.as_str(),
+                    entry.agent.as_str(),
+                    &entry.message_id,
+                    &entry.next_attempt_at.to_string(),
+                ],
+            ),
+            event,
+            tenant: entry.tenant.clone(),
+            agent: entry.agent.clone(),
+            at: entry.next_attempt_at,
+            text,
+            error,
+            attempts: Some(entry.attempts),
+            lapse_task: Some(lapse),
+            link: agents_page(public_url),
+        }
+    }
+
+    /// The `card.unavailable` event of `agent` of `tenant`, whose card reads fail since
+    /// `since` (`health.failing_since`).
+    pub fn card(
+        tenant: &Tenant,
+        agent: &AgentId,
+        health: &CardHealth,
+        since: Instant,
+        public_url: Option<&str>,
+    ) -> AgentEvent {
+        let consequence = match health.state {
+            CardState::Stale => "the last card read is in use meanwhile",
+            _ => "no card was ever read, so the agent's pushes are refused (503) until one is",
+        };
+        let why = health
+            .error
+            .as_deref()
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default();
+        AgentEvent {
+            id: hashed_id(
+                "evt",
+                &[
+                    EventType::CardUnavailable.name(),
+                    tenant.as_str(),
+                    agent.as_str(),
+                    &since.to_string(),
+                ],
+            ),
+            event: EventType::CardUnavailable,
+            tenant: tenant.clone(),
+            agent: agent.clone(),
+            at: since,
+            text: format!(
+                "The agent card of {agent} cannot be read since {since}{why}. The watcher keeps \
+                 trying; {consequence}."
+            ),
+            error: health.error.clone(),
+            attempts: None,
+            lapse_task: None,
+            link: agents_page(public_url),
+        }
+    }
+
+    /// The event in a few words: `Lapse task failed: {headline} (agent booking)`,
+    /// `Delivery failing: agent booking`, `Card unavailable: agent booking`.
+    pub fn title(&self) -> String {
+        match (self.event, &self.lapse_task) {
+            (EventType::LapseTaskFailed, Some(l)) => {
+                format!("Lapse task failed: {} (agent {})", l.headline(), self.agent)
+            }
+            (EventType::DeliveryFailing, _) => format!("Delivery failing: agent {}", self.agent),
+            (EventType::CardUnavailable, _) => format!("Card unavailable: agent {}", self.agent),
+            _ => format!("{}: agent {}", self.event.name(), self.agent),
+        }
+    }
+}
+
+fn agents_page(public_url: Option<&str>) -> Option<String> {
+    public_url.map(|b| format!("{}/ui/agents", b.trim_end_matches('/')))
 }
 
 /// `{prefix}_` and 32 hex digits of SHA-256 over `parts`, each ended by a newline: an id

@@ -8,6 +8,11 @@
 //!   (`webhook-id`), which receivers deduplicate.
 //! * Never blocking lapse tasks: the notifier only reads the lapse pages and writes its own
 //!   item; the lapse path writes nothing for it.
+//! * Agents' events: after the lapses, each agent the channel watches is looked at once a round
+//!   ([`Notifier::with_directory`]): its failed lapse tasks, oldest failure first, from the
+//!   outbox's index by (agent, delivery state, instant) (at most [`FAILED_LOOK`] a round), and its
+//!   card's health. What the channel last saw of each agent is kept in its state
+//!   ([`ChannelState::agents`]), so each failure and each unreadable card is told once.
 //! * Retried by age: a failing channel waits 1 s, then twice as long after each further
 //!   failure, at most [`MAX_BACKOFF`], and keeps its cursor, so a receiver that was down gets
 //!   everything after, in order. Other channels go on.
@@ -20,13 +25,15 @@ use jiff::SignedDuration;
 use tokio::sync::watch;
 use watcher_core::time::Instant;
 use watcher_runtime::clock::Clock;
+use watcher_runtime::directory::{CardState, Directory};
 use watcher_runtime::store::{
-    ChannelState, LapseQuery, Notifications, Outbox, OutboxEntry, StoreError,
+    AgentWatch, ChannelState, DeliveryState, LapseQuery, Notifications, Outbox, OutboxEntry,
+    StoreError,
 };
 
 use crate::body::{self, Digest, Notification};
 use crate::channel::Channel;
-use crate::event::LapseEvent;
+use crate::event::{AgentEvent, EventType, LapseEvent, CARD_GRACE_SECS};
 use crate::transport::{Publish, Transport};
 
 /// Lapse tasks read per page.
@@ -40,6 +47,10 @@ pub const DIGEST_MAX: usize = 10_000;
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// How often the loop looks for new lapses.
 pub const TICK: Duration = Duration::from_secs(1);
+/// Most failed lapse tasks of one agent looked at per round, oldest failure first: beyond, the
+/// agent's `delivery.failing` has been told and newer failures are told as older ones are
+/// re-queued (`GET /v1/agents` and `/ui/agents` count them all).
+pub const FAILED_LOOK: usize = 100;
 
 /// Counts notifications for `/metrics`.
 pub trait NotifyRecorder: Send + Sync {
@@ -70,6 +81,8 @@ pub struct Notifier<S: ?Sized> {
     settle: Option<SignedDuration>,
     /// Where `sns` channels publish ([`Notifier::with_publisher`]).
     publisher: Option<Arc<dyn Publish>>,
+    /// The agents and their cards' health ([`Notifier::with_directory`]).
+    directory: Option<Directory>,
     /// Per channel index: failures in a row and the earliest next attempt. In memory: after a
     /// restart a failing channel is tried at once, then backs off again.
     backoff: Mutex<HashMap<usize, (u32, Instant)>>,
@@ -94,6 +107,7 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
             recorder: None,
             settle: None,
             publisher: None,
+            directory: None,
             backoff: Mutex::new(HashMap::new()),
         }
     }
@@ -102,6 +116,14 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
     /// of such a channel fails, saying so).
     pub fn with_publisher(mut self, publisher: Arc<dyn Publish>) -> Self {
         self.publisher = Some(publisher);
+        self
+    }
+
+    /// Tells the agents' events (`lapse_task.failed`, `delivery.failing`, `card.unavailable`)
+    /// of the agents `directory` holds (a clone sharing the deployment's): without it a
+    /// channel tells lapses only.
+    pub fn with_directory(mut self, directory: Directory) -> Self {
+        self.directory = Some(directory);
         self
     }
 
@@ -198,11 +220,174 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
                 .put_channel_state(&ch.tenant, &ch.id, &state)
                 .await?;
         }
-        if ch.digest.is_some() {
-            self.tell_digest(index, &mut state, now).await
+        let mut round = if ch.digest.is_some() {
+            self.tell_digest(index, &mut state, now).await?
         } else {
-            self.tell_each(index, &mut state, now).await
+            self.tell_each(index, &mut state, now).await?
+        };
+        if round.failed == 0 && ch.tells_agent_events() {
+            if let Some(directory) = self.directory.clone() {
+                let agents = self.tell_agents(index, &mut state, &directory, now).await?;
+                round.delivered += agents.delivered;
+                round.failed += agents.failed;
+            }
         }
+        Ok(round)
+    }
+
+    /// Tells each watched agent's new events: its card unreadable for [`CARD_GRACE_SECS`], and
+    /// its lapse tasks failed since the channel last looked (the first after none was failed as
+    /// `delivery.failing`, the others as `lapse_task.failed`). Stops at the first failed post.
+    async fn tell_agents(
+        &self,
+        index: usize,
+        state: &mut ChannelState,
+        directory: &Directory,
+        now: Instant,
+    ) -> Result<Round, StoreError> {
+        let ch = &self.channels[index];
+        let mut round = Round::default();
+        let edge = match self.settle {
+            None => now,
+            Some(d) => now.checked_sub(d).unwrap_or(now),
+        };
+        let grace = now
+            .checked_sub(SignedDuration::from_secs(CARD_GRACE_SECS))
+            .unwrap_or(now);
+        let kept = state.agents.clone();
+        for (agent, health) in directory.configured(&ch.tenant) {
+            if !ch.watches(&agent) {
+                continue;
+            }
+            let key = agent.as_str().to_string();
+            let mut watch = state.agents.get(&key).cloned().unwrap_or_default();
+
+            // The card.
+            let down_since = (health.state != CardState::Ok)
+                .then_some(health.failing_since)
+                .flatten();
+            match down_since {
+                None => watch.card_down = false,
+                Some(since) if !watch.card_down && since <= grace => {
+                    let next = AgentWatch {
+                        card_down: true,
+                        ..watch.clone()
+                    };
+                    if ch.tells(EventType::CardUnavailable) {
+                        let e = AgentEvent::card(
+                            &ch.tenant,
+                            &agent,
+                            &health,
+                            since,
+                            self.public_url.as_deref(),
+                        );
+                        let n = body::agent_event(ch.format, &e);
+                        if !self
+                            .deliver_agent(index, state, &key, &next, &n, now)
+                            .await?
+                        {
+                            round.failed += 1;
+                            return Ok(round);
+                        }
+                        round.delivered += 1;
+                    }
+                    watch = next;
+                }
+                Some(_) => {}
+            }
+
+            // Its failed lapse tasks, oldest failure first, settled.
+            let failed = self
+                .store
+                .outbox_of_agent(
+                    &ch.tenant,
+                    &agent,
+                    DeliveryState::Failed,
+                    Some(edge),
+                    FAILED_LOOK,
+                )
+                .await?;
+            let since = state.since;
+            let is_new = |w: &AgentWatch, e: &OutboxEntry| {
+                e.next_attempt_at >= since
+                    && match w.failed_through {
+                        None => true,
+                        Some(t) => {
+                            e.next_attempt_at > t
+                                || (e.next_attempt_at == t
+                                    && !w.failed_at_edge.contains(&e.message_id))
+                        }
+                    }
+            };
+            // Failed lapse tasks already dealt with, or from before the channel's start, mean
+            // the agent is failing already.
+            if failed.iter().any(|e| !is_new(&watch, e)) {
+                watch.failing = true;
+            }
+            for entry in &failed {
+                if !is_new(&watch, entry) {
+                    continue;
+                }
+                let mut next = watch.clone();
+                if next.failed_through != Some(entry.next_attempt_at) {
+                    next.failed_through = Some(entry.next_attempt_at);
+                    next.failed_at_edge.clear();
+                }
+                next.failed_at_edge.push(entry.message_id.clone());
+                next.failing = true;
+                let event = if !watch.failing && ch.tells(EventType::DeliveryFailing) {
+                    Some(EventType::DeliveryFailing)
+                } else {
+                    ch.tells(EventType::LapseTaskFailed)
+                        .then_some(EventType::LapseTaskFailed)
+                };
+                if let Some(event) = event {
+                    let e = AgentEvent::failed(event, entry, self.public_url.as_deref());
+                    let n = body::agent_event(ch.format, &e);
+                    if !self
+                        .deliver_agent(index, state, &key, &next, &n, now)
+                        .await?
+                    {
+                        round.failed += 1;
+                        return Ok(round);
+                    }
+                    round.delivered += 1;
+                }
+                watch = next;
+            }
+            if failed.is_empty() {
+                watch.failing = false;
+            }
+            if watch == AgentWatch::default() {
+                state.agents.remove(&key);
+            } else {
+                state.agents.insert(key, watch);
+            }
+        }
+        if state.agents != kept {
+            self.store
+                .put_channel_state(&ch.tenant, &ch.id, state)
+                .await?;
+        }
+        Ok(round)
+    }
+
+    /// [`Notifier::deliver`] of an agent's event: on success the channel's watch of agent `key`
+    /// becomes `next`.
+    async fn deliver_agent(
+        &self,
+        index: usize,
+        state: &mut ChannelState,
+        key: &str,
+        next: &AgentWatch,
+        n: &Notification,
+        now: Instant,
+    ) -> Result<bool, StoreError> {
+        let (key, next) = (key.to_string(), next.clone());
+        self.deliver(index, state, n, now, move |s| {
+            s.agents.insert(key, next);
+        })
+        .await
     }
 
     fn query(&self, ch: &Channel, state: &ChannelState) -> LapseQuery {
@@ -245,7 +430,11 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
                 if tells(ch, state, entry) {
                     let event = LapseEvent::of(*pos, entry, self.public_url.as_deref());
                     let n = body::lapse(ch.format, &event);
-                    if !self.deliver(index, state, Some(*pos), &n, now).await? {
+                    let covers = Some(*pos);
+                    if !self
+                        .deliver(index, state, &n, now, |s| s.after = covers)
+                        .await?
+                    {
                         round.failed += 1;
                         return Ok(round);
                     }
@@ -334,7 +523,9 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
             return Ok(Round::default());
         };
         let n = body::digest(ch.format, &d);
-        let delivered = self.deliver(index, state, through, &n, now).await?;
+        let delivered = self
+            .deliver(index, state, &n, now, |s| s.after = through)
+            .await?;
         Ok(Round {
             delivered: u64::from(delivered),
             failed: u64::from(!delivered),
@@ -358,22 +549,22 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
         Ok(())
     }
 
-    /// Posts `n` on channel `index` and writes `state` once: on success with the cursor moved
-    /// to `covers` (the last position `n` tells) and the delivery recorded; on failure with the
-    /// cursor where it was and the failure recorded, the channel backing off. Answers whether
-    /// it was delivered.
+    /// Posts `n` on channel `index` and writes `state` once: on success with `advance` applied
+    /// (the cursor moved to the last position `n` tells, or an agent's watch moved past the
+    /// event) and the delivery recorded; on failure with the cursor where it was and the
+    /// failure recorded, the channel backing off. Answers whether it was delivered.
     async fn deliver(
         &self,
         index: usize,
         state: &mut ChannelState,
-        covers: Option<u64>,
         n: &Notification,
         now: Instant,
+        advance: impl FnOnce(&mut ChannelState),
     ) -> Result<bool, StoreError> {
         let ch = &self.channels[index];
         let delivered = match self.post(ch, n, now).await {
             Ok(()) => {
-                state.after = covers;
+                advance(state);
                 state.delivered += 1;
                 state.last_delivered_at = Some(now);
                 state.last_event_id = Some(n.id.clone());

@@ -1,5 +1,6 @@
 //! The crate's integration tests as one binary (`cargo test -p watcher-notify --test it`).
 
+mod agent_events;
 mod common;
 mod notifier;
 mod preview;

@@ -25,6 +25,7 @@ fn config(url: &str) -> NotifyConfig {
         format: "standard-webhooks".into(),
         agents: Vec::new(),
         kinds: Vec::new(),
+        events: Vec::new(),
         digest: None,
         timeout_secs: 5,
         from: None,

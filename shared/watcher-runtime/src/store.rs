@@ -2,6 +2,8 @@
 //! (fact key → subjects, expectation → subject, next deadlines) kept by the store from what it
 //! commits. Every implementation passes [`crate::conformance`].
 
+use std::collections::BTreeMap;
+
 use a2a_types::TaskState;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -90,7 +92,8 @@ pub struct OutboxEntry {
     pub delivery: DeliveryState,
     /// Attempts made so far.
     pub attempts: u32,
-    /// Earliest instant of the next attempt.
+    /// Earliest instant of the next attempt (UTC) while `queued`; once `failed`, the instant it
+    /// failed (the agent's failures are listed in that order by [`Outbox::outbox_of_agent`]).
     pub next_attempt_at: Instant,
     /// The task the agent created, when it answered with a Task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -712,6 +715,30 @@ pub struct ChannelState {
     /// hold a credential, so it is never kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// What the channel last saw of each agent's delivery and card, by agent id (the agents'
+    /// events: a failed lapse task, failing delivery, an unreadable card).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub agents: BTreeMap<String, AgentWatch>,
+}
+
+/// What one notification channel last saw of one agent ([`ChannelState::agents`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentWatch {
+    /// The failure instant (UTC; a failed entry's `next_attempt_at`) of the newest failed lapse
+    /// task dealt with (told, or passed over by the filter); `None`: none yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_through: Option<Instant>,
+    /// The messageIds that failed at exactly `failed_through` and were dealt with (several
+    /// may fail at one instant).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_at_edge: Vec<String>,
+    /// Whether the agent had failed lapse tasks when last looked at.
+    #[serde(default)]
+    pub failing: bool,
+    /// Whether its card was told unavailable and has not been read since.
+    #[serde(default)]
+    pub card_down: bool,
 }
 
 impl ChannelState {
@@ -728,6 +755,7 @@ impl ChannelState {
             last_error: None,
             format: None,
             target: None,
+            agents: BTreeMap::new(),
         }
     }
 }

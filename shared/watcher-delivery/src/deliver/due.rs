@@ -168,6 +168,7 @@ where
             entry.tenant.as_str()
         );
         entry.delivery = DeliveryState::Failed;
+        entry.next_attempt_at = now;
         entry.last_error = Some(error.clone());
         store.outbox_update(&entry).await?;
         let outcome = EntryOutcome::Failed {

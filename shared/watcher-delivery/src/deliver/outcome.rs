@@ -20,7 +20,9 @@ use super::*;
 ///   give-up instant (so the last attempt is made at that age).
 ///
 /// `attempts` is incremented and `attempt_started_at` cleared in every case; a success or a
-/// permanent failure clears `retrying_since`. `now` is the instant of the attempt.
+/// permanent failure clears `retrying_since`. A `failed` entry's `next_attempt_at` is the
+/// instant it failed (`now`): the agent's failed lapse tasks are read in the order they failed
+/// (`Outbox::outbox_of_agent`), which the notifier's "lapse task failed" event follows. `now` is the instant of the attempt.
 pub fn record_attempt(
     entry: &OutboxEntry,
     result: &Result<SendOutcome, DeliveryError>,
@@ -37,6 +39,7 @@ pub fn record_attempt(
                  referenceTaskIds, instead of a new task for the lapse; not counted as delivered"
             );
             e.delivery = DeliveryState::Failed;
+            e.next_attempt_at = now;
             e.retrying_since = None;
             e.last_error = Some(error.clone());
             EntryOutcome::Failed {
@@ -66,6 +69,7 @@ pub fn record_attempt(
         Err(err @ DeliveryError::Permanent { .. }) => {
             let error = err.describe();
             e.delivery = DeliveryState::Failed;
+            e.next_attempt_at = now;
             e.retrying_since = None;
             e.last_error = Some(error.clone());
             EntryOutcome::Failed {
@@ -84,6 +88,7 @@ pub fn record_attempt(
                     err.describe()
                 );
                 e.delivery = DeliveryState::Failed;
+                e.next_attempt_at = now;
                 e.last_error = Some(error.clone());
                 EntryOutcome::Failed {
                     attempts: e.attempts,

@@ -123,6 +123,7 @@ impl Parts {
             n.public_url.clone(),
         )
         .with_settle(NOTIFY_SETTLE)
+        .with_directory(self.watcher.directory.clone())
         .with_recorder(Arc::new(EmfNotifications(
             watcher_lambda::emf::EmfRecorder::from_env(),
         )));

@@ -257,6 +257,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
                 clock.clone(),
                 config.public_url.clone(),
             )
+            .with_directory(lane_directory.clone())
             .with_recorder(prometheus.clone()),
         );
         tasks.push(tokio::spawn(notifier.run(stop_rx.clone())));
