@@ -1,8 +1,11 @@
 //! The lapse task (expectations-v1 §10.1; semantics.md "The lapse task"): the block, the text in
 //! a person's words, the deterministic `messageId`, and the `SendMessage` request.
 
+use a2a_types::{
+    Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskPushNotificationConfig,
+};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use crate::ids::{AgentId, ExpectationId, Subject, Tenant};
 use crate::record::{LapseKind, RaiseOrder, RaisedBy};
@@ -79,26 +82,47 @@ pub struct Delivery {
 impl Lapse {
     /// The `SendMessage` params (A2A 1.0 `SendMessageRequest`) for this lapse: `ROLE_USER`, the
     /// origin `contextId`, `referenceTaskIds` = [origin task], no `taskId`, the extension URI,
-    /// one text part, the block under `metadata[URI].lapse`, `returnImmediately: true`.
-    pub fn request(&self, delivery: &Delivery) -> Value {
-        let mut message = json!({ "role": "ROLE_USER" });
-        if let Some(ctx) = &self.raised_by.context_id {
-            message["contextId"] = json!(ctx);
-        }
-        message["referenceTaskIds"] = json!([self.raised_by.task_id]);
-        message["messageId"] = json!(self.message_id);
-        message["parts"] = json!([{ "text": self.text }]);
-        message["extensions"] = json!([EXPECTATIONS_URI]);
-        message["metadata"] = json!({ EXPECTATIONS_URI: { "lapse": self.block } });
-        let mut configuration = json!({ "returnImmediately": true });
-        if let Some((url, token)) = &delivery.push {
-            configuration["taskPushNotificationConfig"] = json!({ "url": url, "token": token });
-        }
-        let mut request = json!({ "message": message, "configuration": configuration });
-        if let Some(t) = &delivery.tenant {
-            request["tenant"] = json!(t);
-        }
+    /// one text part, the block under `metadata[URI].lapse`, `returnImmediately: true`, and
+    /// `taskPushNotificationConfig` and `tenant` as `delivery` says.
+    pub fn send_request(&self, delivery: &Delivery) -> SendMessageRequest {
+        let mut message = Message::new(
+            self.message_id.clone(),
+            Role::User,
+            vec![Part::text(self.text.clone())],
+        );
+        message.context_id = self.raised_by.context_id.as_ref().map(ToString::to_string);
+        message.reference_task_ids = vec![self.raised_by.task_id.to_string()];
+        message.extensions = vec![EXPECTATIONS_URI.to_string()];
+        let mut lapse = Map::new();
+        // A `LapseBlock` is strings, instants and numbers: its serialization cannot fail.
+        lapse.insert(
+            "lapse".to_string(),
+            serde_json::to_value(&self.block).unwrap_or_default(),
+        );
+        let mut metadata = Map::new();
+        metadata.insert(EXPECTATIONS_URI.to_string(), Value::Object(lapse));
+        message.metadata = Some(metadata);
+        let push = delivery.push.as_ref().map(|(url, token)| {
+            let mut config = TaskPushNotificationConfig::new(url.clone());
+            config.token = Some(token.clone());
+            config
+        });
+        let mut request = SendMessageRequest::new(message);
+        request.tenant = delivery.tenant.clone();
+        request.configuration = Some(SendMessageConfiguration {
+            accepted_output_modes: Vec::new(),
+            task_push_notification_config: push,
+            history_length: None,
+            return_immediately: Some(true),
+        });
         request
+    }
+
+    /// [`Lapse::send_request`] as the JSON kept with the lapse task in the outbox and posted as
+    /// the `SendMessage` params.
+    pub fn request(&self, delivery: &Delivery) -> Value {
+        // Every member is a string, a list of strings or JSON already: cannot fail.
+        serde_json::to_value(self.send_request(delivery)).unwrap_or_default()
     }
 }
 
@@ -166,9 +190,75 @@ pub(crate) fn phrase(p: &Phrase<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::{ContextId, TaskId};
 
     fn at(t: &str) -> Instant {
         Instant::parse(t).unwrap()
+    }
+
+    /// The request is the A2A type, and its JSON is what semantics.md "The lapse task" gives,
+    /// member for member.
+    #[test]
+    fn the_request_is_a_typed_send_message_request() {
+        let block = LapseBlock {
+            expectation_id: ExpectationId::parse("e-1").unwrap(),
+            kind: "ship.arrival".into(),
+            subject: Subject::parse("shipment", "S1").unwrap(),
+            expects: "the arrival".into(),
+            lapse: LapseKind::Overdue,
+            projected_due_at: at("2026-09-10T06:00:00Z"),
+            due_at: at("2026-09-10T06:00:00Z"),
+            lapsed_at: at("2026-09-10T06:00:00Z"),
+            last_fact_at: None,
+            satisfied_after: Vec::new(),
+            lineage: 0,
+        };
+        let lapse = Lapse {
+            tenant: Tenant::default_tenant(),
+            agent: AgentId::parse("booking").unwrap(),
+            raised_by: RaisedBy {
+                task_id: TaskId::parse("task-1").unwrap(),
+                context_id: Some(ContextId::parse("ctx-1").unwrap()),
+            },
+            message_id: message_id(&block.expectation_id, block.lapse, block.due_at),
+            block: block.clone(),
+            text: "The arrival is overdue.".into(),
+            order: RaiseOrder { input: 1, index: 0 },
+        };
+        let delivery = Delivery {
+            push: Some((
+                "https://w.example/v1/agents/booking/push".into(),
+                "tok".into(),
+            )),
+            tenant: Some("t-1".into()),
+        };
+        let typed = lapse.send_request(&delivery);
+        let json = lapse.request(&delivery);
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "tenant": "t-1",
+                "message": {
+                    "messageId": "lapse:e-1:overdue:2026-09-10T06:00:00Z",
+                    "contextId": "ctx-1",
+                    "role": "ROLE_USER",
+                    "parts": [{ "text": "The arrival is overdue." }],
+                    "metadata": { EXPECTATIONS_URI: { "lapse": block } },
+                    "extensions": [EXPECTATIONS_URI],
+                    "referenceTaskIds": ["task-1"],
+                },
+                "configuration": {
+                    "taskPushNotificationConfig": {
+                        "url": "https://w.example/v1/agents/booking/push",
+                        "token": "tok",
+                    },
+                    "returnImmediately": true,
+                },
+            })
+        );
+        let back: SendMessageRequest = serde_json::from_value(json).unwrap();
+        assert_eq!(back, typed);
+        assert!(back.message.task_id.is_none(), "a new task: no taskId");
     }
 
     fn stalled_text(silent_since: &str, horizon: &str) -> String {
