@@ -970,6 +970,8 @@ async fn the_requests_of_each_step_are_docs_costs_tables() {
         "task-booking-7f3a",
         "exp-01J8Q0MANIFEST",
         "booking-7f3a",
+        // The Task the agent answered the lapse task with: each lapse task gets its own.
+        "OUTTASK#default#booking#task-",
     ];
     let scale = render_scale(&steps, &Prices::load(), &Quotas::load(), &own);
     check_generated("costs.md", "scale", &scale, how);

@@ -304,21 +304,83 @@ pub(crate) fn origins_partitions(tenant: &Tenant, agent: &AgentId) -> Vec<String
         .collect()
 }
 
-/// `LAPSES#{tenant}`: partition of the `lapses-tenant` index (a tenant's lapse tasks in order
-/// of lapse, `GET /v1/lapses`).
+/// `LAPSES#{tenant}`: the `lapses-tenant` index partition an earlier version wrote (a tenant's
+/// lapse tasks in order of lapse, one partition); read still, never written
+/// ([`lapses_tenant_partitions`]).
 pub(crate) fn lapses_tenant(tenant: &Tenant) -> String {
     join("LAPSES", &[tenant.as_str()], MAX_PARTITION_KEY)
 }
 
-/// `LAPSES#{tenant}#{agent}`: partition of the `lapses-agent` index (one agent's lapse tasks
-/// in order of lapse, `GET /v1/lapses?agent=`). Two components, so it never equals a
-/// [`lapses_tenant`] value (they live in different indexes anyway).
+/// `LAPSES#{tenant}#{k}`: the `lapses-tenant` index partition of the lapse task
+/// (`agent`, `message_id`), `k` its shard ([`shard_of`] of `{agent}#{messageId}`,
+/// [`INDEX_SHARDS`]): a tenant's lapse tasks are written to sixteen partitions, not one, and
+/// a page merges them in order of `seq`. (The value has the shape of a [`lapses_agent`] value
+/// for an agent named `k`; the two live in different indexes' attributes, so they never meet.)
+pub(crate) fn lapses_tenant_shard(tenant: &Tenant, agent: &AgentId, message_id: &str) -> String {
+    join(
+        "LAPSES",
+        &[tenant.as_str(), &lapse_shard(agent, message_id).to_string()],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// Every `lapses-tenant` partition of a tenant a page reads: the [`INDEX_SHARDS`] shards and
+/// the one value an earlier version wrote (its items move to their shard at their next
+/// update, and the rest expire with the retention).
+pub(crate) fn lapses_tenant_partitions(tenant: &Tenant) -> Vec<String> {
+    std::iter::once(lapses_tenant(tenant))
+        .chain((0..INDEX_SHARDS).map(|k| {
+            join(
+                "LAPSES",
+                &[tenant.as_str(), &k.to_string()],
+                MAX_PARTITION_KEY,
+            )
+        }))
+        .collect()
+}
+
+/// `LAPSES#{tenant}#{agent}`: the `lapses-agent` index partition an earlier version wrote
+/// (one agent's lapse tasks in order of lapse, `GET /v1/lapses?agent=`); read still, never
+/// written ([`lapses_agent_partitions`]).
 pub(crate) fn lapses_agent(tenant: &Tenant, agent: &AgentId) -> String {
     join(
         "LAPSES",
         &[tenant.as_str(), agent.as_str()],
         MAX_PARTITION_KEY,
     )
+}
+
+/// `LAPSES#{tenant}#{agent}#{k}`: the `lapses-agent` index partition of the lapse task
+/// (`agent`, `message_id`), `k` its shard as in [`lapses_tenant_shard`].
+pub(crate) fn lapses_agent_shard(tenant: &Tenant, agent: &AgentId, message_id: &str) -> String {
+    join(
+        "LAPSES",
+        &[
+            tenant.as_str(),
+            agent.as_str(),
+            &lapse_shard(agent, message_id).to_string(),
+        ],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// Every `lapses-agent` partition of an agent a page reads: its [`INDEX_SHARDS`] shards and
+/// the one value an earlier version wrote.
+pub(crate) fn lapses_agent_partitions(tenant: &Tenant, agent: &AgentId) -> Vec<String> {
+    std::iter::once(lapses_agent(tenant, agent))
+        .chain((0..INDEX_SHARDS).map(|k| {
+            join(
+                "LAPSES",
+                &[tenant.as_str(), agent.as_str(), &k.to_string()],
+                MAX_PARTITION_KEY,
+            )
+        }))
+        .collect()
+}
+
+/// The shard of the lapse task (`agent`, `message_id`) in the lapse-page indexes.
+fn lapse_shard(agent: &AgentId, message_id: &str) -> u64 {
+    shard_of(&format!("{agent}#{message_id}"), INDEX_SHARDS)
 }
 
 /// `CARD#{tenant}#{agent}`: the last agent card read (serve.md "Agents are independent").
@@ -361,9 +423,35 @@ pub fn rate_pk(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
-/// `OUTBOX#{tenant}`: a tenant's lapse tasks, one row per (agent, `messageId`).
-pub(crate) fn outbox_pk(tenant: &Tenant) -> String {
+/// `OUTBOX#{tenant}#{k}`: the partition of the lapse task (`agent`, `message_id`), `k` its
+/// shard of [`INDEX_SHARDS`] as in [`lapses_tenant_shard`]: a tenant's lapse tasks, one row per
+/// (agent, `messageId`), spread over sixteen item collections instead of one.
+pub(crate) fn outbox_pk(tenant: &Tenant, agent: &AgentId, message_id: &str) -> String {
+    join(
+        "OUTBOX",
+        &[tenant.as_str(), &lapse_shard(agent, message_id).to_string()],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// `OUTBOX#{tenant}`: the one partition an earlier version wrote a tenant's lapse tasks to;
+/// read still (a keyed read that misses the shard looks here), never written to anew. Its
+/// items are updated where they are and expire with the retention.
+pub(crate) fn legacy_outbox_pk(tenant: &Tenant) -> String {
     join("OUTBOX", &[tenant.as_str()], MAX_PARTITION_KEY)
+}
+
+/// Every partition of a tenant's lapse tasks: the earlier version's one and the shards.
+pub(crate) fn outbox_partitions(tenant: &Tenant) -> Vec<String> {
+    std::iter::once(legacy_outbox_pk(tenant))
+        .chain((0..INDEX_SHARDS).map(|k| {
+            join(
+                "OUTBOX",
+                &[tenant.as_str(), &k.to_string()],
+                MAX_PARTITION_KEY,
+            )
+        }))
+        .collect()
 }
 
 /// `{agent}#{messageId}`, escaped (hashed past 1024 bytes). The agent is part of the key: an

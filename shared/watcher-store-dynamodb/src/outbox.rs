@@ -5,27 +5,10 @@ use watcher_runtime::store::Outbox;
 
 #[async_trait]
 impl Outbox for DynamoStore {
+    /// The greatest of each `lapses-tenant` partition's newest position
+    /// ([`DynamoStore::newest_lapse_position`]): one item from each of its partitions.
     async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
-        // The tenant's partition of the lapse-pages index, newest first, one item.
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(LAPSES_TENANT_INDEX)
-            .key_condition_expression("#p = :p")
-            .expression_attribute_names("#p", LAPSES_TENANT)
-            .expression_attribute_values(":p", s(lapses_tenant(tenant)))
-            .scan_index_forward(false)
-            .limit(1)
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        self.count(out.scanned_count);
-        out.items
-            .unwrap_or_default()
-            .first()
-            .map(|item| entry_of(item).map(|(seq, _)| seq))
-            .transpose()
+        self.newest_lapse_position(tenant).await
     }
 
     /// Through the sparse `outbox-task` index ([`DynamoStore::outbox_by_task_id`]): one query and
@@ -77,12 +60,9 @@ impl Outbox for DynamoStore {
         agent: &AgentId,
         message_id: &str,
     ) -> Result<Option<OutboxEntry>, StoreError> {
-        match self
-            .get(outbox_pk(tenant), &outbox_sk(agent, message_id))
-            .await?
-        {
+        match self.find_outbox(tenant, agent, message_id).await? {
             None => Ok(None),
-            Some(item) => entry_of(&item).map(|(_, e)| Some(e)),
+            Some((_, item)) => entry_of(&item).map(|(_, e)| Some(e)),
         }
     }
 
@@ -116,10 +96,7 @@ impl Outbox for DynamoStore {
         now: Instant,
     ) -> Result<Claim, StoreError> {
         for _ in 0..OUTBOX_CAS_TRIES {
-            let Some(item) = self
-                .get(outbox_pk(tenant), &outbox_sk(agent, message_id))
-                .await?
-            else {
+            let Some((pk, item)) = self.find_outbox(tenant, agent, message_id).await? else {
                 return Ok(Claim::Gone);
             };
             let (_, stored) = entry_of(&item)?;
@@ -128,7 +105,7 @@ impl Outbox for DynamoStore {
                 return Ok(decided);
             };
             if self
-                .replace_outbox(entry, get_s(&item, ENTRY, "outbox entry")?)
+                .replace_outbox(&pk, entry, get_s(&item, ENTRY, "outbox entry")?)
                 .await?
             {
                 return Ok(decided);
@@ -213,26 +190,30 @@ impl Outbox for DynamoStore {
         Ok(entries)
     }
 
+    /// Every partition of the tenant's lapse tasks ([`outbox_partitions`]: the shards and the
+    /// one an earlier version wrote), merged in order of `seq`.
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
-        let mut entries = self
-            .partition(outbox_pk(tenant))
-            .await?
+        let partitions = each(outbox_partitions(tenant), |pk| async move {
+            self.partition(pk).await
+        })
+        .await?;
+        let mut entries = partitions
             .iter()
+            .flatten()
             .map(entry_of)
             .collect::<Result<Vec<_>, _>>()?;
         entries.sort_by_key(|(seq, _)| *seq);
         Ok(entries.into_iter().map(|(_, e)| e).collect())
     }
 
-    /// Keyset pages over the sparse `lapses-tenant` index (partition `LAPSES#{tenant}`), or
-    /// `lapses-agent` (`LAPSES#{tenant}#{agent}`) when `query.agent` is given, both sorted by
-    /// the entry's `seq` (its insertion order, the position answered) with every attribute
-    /// projected: `Query` with `seq > after`, stopping once the page is full and one more match
-    /// is seen, or [`lapse_scan_budget`] positions were looked at. `delivery` and `since` are
-    /// filtered here, so every position looked at counts towards the budget as in the SQLite
-    /// store. The first request's `Limit` is `limit` + 1 (all a page without those filters
-    /// needs), each further one twice the one before, never past the budget left: a page reads
-    /// at most the budget of items (`limit` + 1 when nothing is filtered out), whatever the
+    /// Keyset pages over the sparse `lapses-tenant` index (a tenant's [`INDEX_SHARDS`]
+    /// partitions `LAPSES#{tenant}#{k}` and the one `LAPSES#{tenant}` an earlier version wrote),
+    /// or `lapses-agent` (`LAPSES#{tenant}#{agent}#{k}` and `LAPSES#{tenant}#{agent}`) when
+    /// `query.agent` is given, each sorted by the entry's `seq` (its insertion order, the
+    /// position answered) with every attribute projected, merged in order of `seq`
+    /// ([`DynamoStore::merged_lapses_page`]). `delivery` and `since` are filtered here, so every
+    /// position looked at counts towards [`lapse_scan_budget`] as in the SQLite store: a page
+    /// reads at most the budget of positions and one chunk per partition, whatever the
     /// outbox's size.
     ///
     /// The index is eventually consistent: a lapse task written or updated milliseconds ago
@@ -242,65 +223,6 @@ impl Outbox for DynamoStore {
         tenant: &Tenant,
         query: &LapseQuery,
     ) -> Result<LapsePage, StoreError> {
-        let limit = query.limit.max(1);
-        let budget = lapse_scan_budget(limit);
-        let (index, partition) = match &query.agent {
-            Some(agent) => (
-                LAPSES_AGENT_INDEX,
-                (LAPSES_AGENT, lapses_agent(tenant, agent)),
-            ),
-            None => (LAPSES_TENANT_INDEX, (LAPSES_TENANT, lapses_tenant(tenant))),
-        };
-        let mut page = LapsePage::default();
-        let mut looked = 0usize;
-        let mut last = None;
-        let mut start = None;
-        let mut items_per_request = limit.saturating_add(1);
-        'requests: loop {
-            let items = items_per_request.min(budget - looked);
-            let items = i32::try_from(items).unwrap_or(i32::MAX);
-            let mut req = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(index)
-                .expression_attribute_names("#p", partition.0)
-                .expression_attribute_values(":p", s(partition.1.clone()))
-                .limit(items)
-                .set_exclusive_start_key(start);
-            req = match query.after {
-                Some(after) => req
-                    .key_condition_expression("#p = :p AND #s > :after")
-                    .expression_attribute_names("#s", SEQ)
-                    .expression_attribute_values(":after", n(after)),
-                None => req.key_condition_expression("#p = :p"),
-            };
-            let out = req.send().await.map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
-                let (seq, entry) = entry_of(&item)?;
-                if entry.tenant == *tenant && query.matches(&entry) {
-                    if page.entries.len() == limit {
-                        // A match after a full page: the next page starts after the page's last
-                        // position looked at.
-                        page.next = last;
-                        break 'requests;
-                    }
-                    page.entries.push((seq, entry));
-                }
-                looked += 1;
-                last = Some(seq);
-                if looked == budget {
-                    page.next = last;
-                    break 'requests;
-                }
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-            items_per_request = items_per_request.saturating_mul(2);
-        }
-        Ok(page)
+        self.merged_lapses_page(tenant, query).await
     }
 }

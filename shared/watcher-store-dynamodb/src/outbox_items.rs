@@ -18,10 +18,7 @@ impl DynamoStore {
         change: impl Fn(&OutboxEntry) -> Option<OutboxEntry>,
     ) -> Result<Option<OutboxEntry>, StoreError> {
         for _ in 0..OUTBOX_CAS_TRIES {
-            let Some(item) = self
-                .get(outbox_pk(tenant), &outbox_sk(agent, message_id))
-                .await?
-            else {
+            let Some((pk, item)) = self.find_outbox(tenant, agent, message_id).await? else {
                 return Ok(None);
             };
             let (_, stored) = entry_of(&item)?;
@@ -29,7 +26,7 @@ impl DynamoStore {
                 return Ok(None);
             };
             if self
-                .replace_outbox(&updated, get_s(&item, ENTRY, "outbox entry")?)
+                .replace_outbox(&pk, &updated, get_s(&item, ENTRY, "outbox entry")?)
                 .await?
             {
                 return Ok(Some(updated));
@@ -41,16 +38,40 @@ impl DynamoStore {
         )))
     }
 
-    /// Writes `entry` over the stored outbox item with its identity if that item's entry is
-    /// still `expected` (its JSON as read): `Ok(false)` when it changed meanwhile or is gone.
-    /// Sets the attributes the outbox indexes read; a sent entry is never changed back.
+    /// The stored outbox item of (tenant, agent, messageId) with its partition key: a consistent
+    /// read of its shard ([`outbox_pk`]), and, when that misses, of the one partition an
+    /// earlier version wrote ([`legacy_outbox_pk`]).
+    pub(crate) async fn find_outbox(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+    ) -> Result<Option<(String, Item)>, StoreError> {
+        let sk = outbox_sk(agent, message_id);
+        for pk in [
+            outbox_pk(tenant, agent, message_id),
+            legacy_outbox_pk(tenant),
+        ] {
+            if let Some(item) = self.get(pk.clone(), &sk).await? {
+                return Ok(Some((pk, item)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writes `entry` over the stored outbox item with its identity in partition `pk` (where
+    /// [`DynamoStore::find_outbox`] found it) if that item's entry is still `expected` (its
+    /// JSON as read): `Ok(false)` when it changed meanwhile or is gone. Sets the attributes the
+    /// outbox indexes read; a sent entry is never changed back.
     pub(crate) async fn replace_outbox(
         &self,
+        pk: &str,
         entry: &OutboxEntry,
         expected: &str,
     ) -> Result<bool, StoreError> {
         // `lapsesTenant` and `lapsesAgent` never change, and are set again here so that an
-        // entry written before the `lapses-*` indexes existed enters them at its next update.
+        // entry written before the `lapses-*` indexes existed enters them, and one an earlier
+        // version wrote to the one unsharded partition moves to its shard, at its next update.
         let mut set = vec![
             "#e = :e",
             "#d = :d",
@@ -64,7 +85,7 @@ impl DynamoStore {
             .client
             .update_item()
             .table_name(&self.table)
-            .key(PK, s(outbox_pk(&entry.tenant)))
+            .key(PK, s(pk))
             .key(SK, s(outbox_sk(&entry.agent, &entry.message_id)))
             .expression_attribute_names("#pk", PK)
             .expression_attribute_names("#e", ENTRY)
@@ -73,8 +94,22 @@ impl DynamoStore {
             .expression_attribute_names("#ad", AGENT_DELIVERY)
             .expression_attribute_names("#lt", LAPSES_TENANT)
             .expression_attribute_names("#la", LAPSES_AGENT)
-            .expression_attribute_values(":lt", s(lapses_tenant(&entry.tenant)))
-            .expression_attribute_values(":la", s(lapses_agent(&entry.tenant, &entry.agent)))
+            .expression_attribute_values(
+                ":lt",
+                s(lapses_tenant_shard(
+                    &entry.tenant,
+                    &entry.agent,
+                    &entry.message_id,
+                )),
+            )
+            .expression_attribute_values(
+                ":la",
+                s(lapses_agent_shard(
+                    &entry.tenant,
+                    &entry.agent,
+                    &entry.message_id,
+                )),
+            )
             .expression_attribute_values(
                 ":ad",
                 s(agent_delivery(
@@ -93,7 +128,7 @@ impl DynamoStore {
             req = req.expression_attribute_values(
                 ":q",
                 s(queued_partition(
-                    &outbox_pk(&entry.tenant),
+                    pk,
                     &outbox_sk(&entry.agent, &entry.message_id),
                 )),
             );
@@ -290,10 +325,21 @@ impl DynamoStore {
                     .expression_attribute_names("#pk", PK)
                     .expression_attribute_names("#lt", LAPSES_TENANT)
                     .expression_attribute_names("#la", LAPSES_AGENT)
-                    .expression_attribute_values(":lt", s(lapses_tenant(&entry.tenant)))
+                    .expression_attribute_values(
+                        ":lt",
+                        s(lapses_tenant_shard(
+                            &entry.tenant,
+                            &entry.agent,
+                            &entry.message_id,
+                        )),
+                    )
                     .expression_attribute_values(
                         ":la",
-                        s(lapses_agent(&entry.tenant, &entry.agent)),
+                        s(lapses_agent_shard(
+                            &entry.tenant,
+                            &entry.agent,
+                            &entry.message_id,
+                        )),
                     );
                 self.count(1u64);
                 match update.send().await {
@@ -314,17 +360,30 @@ impl DynamoStore {
 
     pub(crate) fn outbox_write(&self, entry: &OutboxEntry, seq: u64) -> Result<Write, StoreError> {
         let mut item: Item = HashMap::new();
-        item.insert(PK.into(), s(outbox_pk(&entry.tenant)));
+        let pk = outbox_pk(&entry.tenant, &entry.agent, &entry.message_id);
+        item.insert(PK.into(), s(pk.clone()));
         item.insert(SK.into(), s(outbox_sk(&entry.agent, &entry.message_id)));
         item.insert(KIND.into(), s("outbox"));
         item.insert(TENANT.into(), s(entry.tenant.as_str()));
         item.insert(ENTRY.into(), s(to_json(entry)?));
         item.insert(SEQ.into(), n(seq));
-        // The keys of the `lapses-tenant` and `lapses-agent` indexes (sorted by `seq`).
-        item.insert(LAPSES_TENANT.into(), s(lapses_tenant(&entry.tenant)));
+        // The keys of the `lapses-tenant` and `lapses-agent` indexes (sorted by `seq`), each
+        // in the lapse task's shard.
+        item.insert(
+            LAPSES_TENANT.into(),
+            s(lapses_tenant_shard(
+                &entry.tenant,
+                &entry.agent,
+                &entry.message_id,
+            )),
+        );
         item.insert(
             LAPSES_AGENT.into(),
-            s(lapses_agent(&entry.tenant, &entry.agent)),
+            s(lapses_agent_shard(
+                &entry.tenant,
+                &entry.agent,
+                &entry.message_id,
+            )),
         );
         item.insert(DELIVERY.into(), s(entry.delivery.as_str()));
         item.insert(NEXT_ATTEMPT.into(), s(instant_key(entry.next_attempt_at)));
@@ -340,7 +399,7 @@ impl DynamoStore {
             item.insert(
                 QUEUED.into(),
                 s(queued_partition(
-                    &outbox_pk(&entry.tenant),
+                    &pk,
                     &outbox_sk(&entry.agent, &entry.message_id),
                 )),
             );

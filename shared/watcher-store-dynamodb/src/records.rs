@@ -88,12 +88,27 @@ impl Records for DynamoStore {
             .iter()
             .filter(|o| seen.insert((o.tenant.clone(), o.agent.clone(), o.message_id.clone())))
             .collect();
-        let keys: Vec<(String, String)> = candidates
+        // Its shard, and (a lapse task an earlier version kept) the tenant's one former
+        // partition: a lapse task stored there is not queued twice.
+        let keys: Vec<([String; 2], String)> = candidates
             .iter()
-            .map(|o| (outbox_pk(&o.tenant), outbox_sk(&o.agent, &o.message_id)))
+            .map(|o| {
+                (
+                    [
+                        outbox_pk(&o.tenant, &o.agent, &o.message_id),
+                        legacy_outbox_pk(&o.tenant),
+                    ],
+                    outbox_sk(&o.agent, &o.message_id),
+                )
+            })
             .collect();
-        let exists = each(keys, |(pk, sk)| async move {
-            Ok(self.get_projected(pk, &sk, &[PK]).await?.is_some())
+        let exists = each(keys, |(pks, sk)| async move {
+            for pk in pks {
+                if self.get_projected(pk, &sk, &[PK]).await?.is_some() {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
         })
         .await?;
         let new_outbox: Vec<&OutboxEntry> = candidates

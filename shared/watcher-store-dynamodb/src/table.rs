@@ -85,16 +85,19 @@ pub const TASK_KEY: &str = "taskKey";
 /// Task), for status updates pushed on that task.
 pub const OUTBOX_TASK_INDEX: &str = "outbox-task";
 
-/// Partition key (S) of the `lapses-tenant` index: `LAPSES#{tenant}`, on every lapse task
-/// written or updated since the index exists.
+/// Partition key (S) of the `lapses-tenant` index: `LAPSES#{tenant}#{k}`, `k` the lapse
+/// task's shard of sixteen, on every lapse task written or updated since the index exists
+/// (`LAPSES#{tenant}` on those an earlier version wrote and no update has moved yet).
 pub const LAPSES_TENANT: &str = "lapsesTenant";
-/// Partition key (S) of the `lapses-agent` index: `LAPSES#{tenant}#{agent}`, on the same items.
+/// Partition key (S) of the `lapses-agent` index: `LAPSES#{tenant}#{agent}#{k}` (earlier:
+/// `LAPSES#{tenant}#{agent}`), on the same items.
 pub const LAPSES_AGENT: &str = "lapsesAgent";
-/// Index of a tenant's lapse tasks in order of lapse ([`SEQ`]), every attribute projected:
-/// one `Query` answers a page of `GET /v1/lapses` (sparse: only outbox items).
+/// Index of a tenant's lapse tasks in order of lapse ([`SEQ`]) within each of its partitions,
+/// every attribute projected: a page of `GET /v1/lapses` queries the tenant's partitions and
+/// merges them (sparse: only outbox items).
 pub const LAPSES_TENANT_INDEX: &str = "lapses-tenant";
-/// Index of one agent's lapse tasks in order of lapse ([`SEQ`]), every attribute projected:
-/// a page of `GET /v1/lapses?agent=` (sparse: only outbox items).
+/// Index of one agent's lapse tasks in order of lapse ([`SEQ`]) within each of its partitions,
+/// every attribute projected: a page of `GET /v1/lapses?agent=` (sparse: only outbox items).
 pub const LAPSES_AGENT_INDEX: &str = "lapses-agent";
 
 fn key(name: &str, key_type: KeyType) -> Result<KeySchemaElement, StoreError> {

@@ -18,7 +18,7 @@ use watcher_core::ids::{FactKey, Source, Subject, TaskId, TaskRef, Tenant};
 use watcher_core::record::{LapseEntry, LapseKind, Satisfaction, Status, Withdrawal};
 use watcher_core::slice::{Scope, StatusSeen, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
-use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, StoreError};
+use watcher_runtime::store::{Commit, DeliveryState, LapseQuery, OutboxEntry, StoreError};
 use watcher_store_dynamodb::{
     DynamoStore, DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_ITEMS,
 };
@@ -954,4 +954,250 @@ async fn the_timer_and_due_indexes_are_sharded_and_still_read_the_unsharded_valu
         .and_then(|i| attribute(i, "queued"))
         .expect("still queued");
     assert!(now_in.starts_with("queued#"), "{now_in}");
+}
+
+/// No index partition is written by every lapse task of a tenant (or of an agent): lapse tasks
+/// spread over the shards of `lapses-tenant` and `lapses-agent` (`LAPSES#{tenant}#{k}`,
+/// `LAPSES#{tenant}#{agent}#{k}`); a page merges every shard and the earlier version's one
+/// partition (`LAPSES#{tenant}`, `LAPSES#{tenant}#{agent}`) in order of `seq`, pages of any size
+/// answer each lapse task once in that order, and an entry the earlier version indexed moves to
+/// its shard at its next update (docs/dynamodb.md "Upgrading").
+#[tokio::test]
+async fn the_lapse_page_indexes_are_sharded_and_still_read_the_unsharded_partition() {
+    let store = common::store().await;
+    let t = tenant("tenant-lapse-shards");
+    let entries: Vec<OutboxEntry> = (0..30)
+        .map(|i| outbox_entry(&t, &format!("lapse:{i:02}"), DeliveryState::Queued))
+        .collect();
+    for e in &entries {
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: vec![e.clone()],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("a lapse task");
+    }
+    let mine = |items: Vec<Item>| -> Vec<Item> {
+        items
+            .into_iter()
+            .filter(|i| attribute(i, "tenant") == Some("tenant-lapse-shards"))
+            .collect()
+    };
+    let outbox = mine(raw_items(&store, "outbox").await);
+    assert_eq!(outbox.len(), 30);
+    let tenant_parts: BTreeSet<&str> = outbox
+        .iter()
+        .filter_map(|i| attribute(i, "lapsesTenant"))
+        .collect();
+    let agent_parts: BTreeSet<&str> = outbox
+        .iter()
+        .filter_map(|i| attribute(i, "lapsesAgent"))
+        .collect();
+    assert!(
+        tenant_parts.len() > 4
+            && tenant_parts
+                .iter()
+                .all(|p| p.starts_with("LAPSES#tenant-lapse-shards#")),
+        "{tenant_parts:?}"
+    );
+    assert!(
+        agent_parts.len() > 4
+            && agent_parts
+                .iter()
+                .all(|p| p.starts_with("LAPSES#tenant-lapse-shards#booking#")),
+        "{agent_parts:?}"
+    );
+    // Two lapse tasks as the earlier version indexed them: in the one partition each.
+    for sk in ["booking#lapse:03", "booking#lapse:17"] {
+        let old = outbox
+            .iter()
+            .find(|i| attribute(i, "sk") == Some(sk))
+            .expect("the lapse task");
+        set_raw(&store, old, "lapsesTenant", "LAPSES#tenant-lapse-shards").await;
+        set_raw(
+            &store,
+            old,
+            "lapsesAgent",
+            "LAPSES#tenant-lapse-shards#booking",
+        )
+        .await;
+    }
+    let ids = |page: &[(u64, OutboxEntry)]| -> Vec<String> {
+        page.iter().map(|(_, e)| e.message_id.clone()).collect()
+    };
+    let expected: Vec<String> = entries.iter().map(|e| e.message_id.clone()).collect();
+    for agent_filter in [None, Some(agent("booking"))] {
+        let all = store
+            .lapses_page(
+                &t,
+                &LapseQuery {
+                    agent: agent_filter.clone(),
+                    limit: 100,
+                    ..LapseQuery::default()
+                },
+            )
+            .await
+            .expect("one page");
+        assert_eq!(ids(&all.entries), expected, "every shard, merged in order");
+        assert_eq!(all.next, None);
+        assert!(all.entries.windows(2).all(|w| w[0].0 < w[1].0));
+        // Pages of 7, each after the last: the same lapse tasks, once each, in order.
+        let mut paged = Vec::new();
+        let mut after = None;
+        loop {
+            let page = store
+                .lapses_page(
+                    &t,
+                    &LapseQuery {
+                        agent: agent_filter.clone(),
+                        after,
+                        limit: 7,
+                        ..LapseQuery::default()
+                    },
+                )
+                .await
+                .expect("a page");
+            paged.extend(ids(&page.entries));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(paged, expected, "pages of 7 ({agent_filter:?})");
+        assert_eq!(
+            store.last_lapse_position(&t).await.expect("newest"),
+            all.entries.last().map(|(seq, _)| *seq)
+        );
+    }
+    // Its next update moves the earlier version's entry to its shard.
+    let mut moved = entries[3].clone();
+    moved.attempts = 1;
+    store.outbox_update(&moved).await.expect("update");
+    let after = mine(raw_items(&store, "outbox").await);
+    let item = after
+        .iter()
+        .find(|i| attribute(i, "sk") == Some("booking#lapse:03"))
+        .expect("lapse task 3");
+    let tenant_part = attribute(item, "lapsesTenant").expect("indexed");
+    assert!(
+        tenant_part.starts_with("LAPSES#tenant-lapse-shards#"),
+        "{tenant_part}"
+    );
+    let agent_part = attribute(item, "lapsesAgent").expect("indexed");
+    assert!(
+        agent_part.starts_with("LAPSES#tenant-lapse-shards#booking#"),
+        "{agent_part}"
+    );
+}
+
+/// A tenant's lapse tasks are spread over sixteen item collections (`OUTBOX#{tenant}#{k}`), not
+/// one. A lapse task an earlier version kept in the one partition `OUTBOX#{tenant}` is still
+/// found by its key, claimed and updated where it is, listed by `lapses`, and not queued a
+/// second time when the same lapse is committed again (docs/dynamodb.md "Upgrading").
+#[tokio::test]
+async fn lapse_tasks_are_sharded_and_those_in_the_earlier_partition_are_still_served() {
+    let store = common::store().await;
+    let t = tenant("tenant-outbox-shards");
+    let entries: Vec<OutboxEntry> = (0..24)
+        .map(|i| outbox_entry(&t, &format!("lapse:{i:02}"), DeliveryState::Queued))
+        .collect();
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: entries.clone(),
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("lapse tasks");
+    let mine = || async {
+        raw_items(&store, "outbox")
+            .await
+            .into_iter()
+            .filter(|i| attribute(i, "tenant") == Some("tenant-outbox-shards"))
+            .collect::<Vec<Item>>()
+    };
+    let items = mine().await;
+    let partitions: BTreeSet<&str> = items.iter().filter_map(|i| attribute(i, "pk")).collect();
+    assert!(
+        partitions.len() > 4
+            && partitions
+                .iter()
+                .all(|p| p.starts_with("OUTBOX#tenant-outbox-shards#")),
+        "{partitions:?}"
+    );
+
+    // Lapse task 5 as the earlier version kept it: in `OUTBOX#{tenant}`.
+    let five = items
+        .iter()
+        .find(|i| attribute(i, "sk") == Some("booking#lapse:05"))
+        .expect("lapse task 5")
+        .clone();
+    let mut legacy = five.clone();
+    legacy.insert(
+        "pk".into(),
+        AttributeValue::S("OUTBOX#tenant-outbox-shards".into()),
+    );
+    store
+        .client()
+        .put_item()
+        .table_name(store.table())
+        .set_item(Some(legacy))
+        .send()
+        .await
+        .expect("keep it where the earlier version did");
+    store
+        .client()
+        .delete_item()
+        .table_name(store.table())
+        .key("pk", five["pk"].clone())
+        .key("sk", five["sk"].clone())
+        .send()
+        .await
+        .expect("not in its shard");
+
+    let booking = agent("booking");
+    let got = store
+        .outbox_get(&t, &booking, "lapse:05")
+        .await
+        .expect("get")
+        .expect("found in the earlier partition");
+    assert_eq!(got, entries[5]);
+    assert_eq!(store.lapses(&t).await.expect("lapses"), entries, "in order");
+    // Committing the same lapse again queues nothing new.
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![entries[5].clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("the same lapse again");
+    assert_eq!(mine().await.len(), 24, "no second lapse task");
+    // Updated where it is.
+    let mut sent = entries[5].clone();
+    sent.delivery = DeliveryState::Sent;
+    sent.attempts = 1;
+    store.outbox_update(&sent).await.expect("update");
+    assert_eq!(
+        store
+            .outbox_get(&t, &booking, "lapse:05")
+            .await
+            .expect("get"),
+        Some(sent)
+    );
+    let after = mine().await;
+    let five_now: Vec<&str> = after
+        .iter()
+        .filter(|i| attribute(i, "sk") == Some("booking#lapse:05"))
+        .filter_map(|i| attribute(i, "pk"))
+        .collect();
+    assert_eq!(five_now, ["OUTBOX#tenant-outbox-shards"]);
 }

@@ -360,12 +360,15 @@ impl Quotas {
 /// The partition families spread over sixteen shards by the hash of a key each input has of its
 /// own (docs/dynamodb.md, "Partitions and their ceilings"): at a steady rate each shard takes a
 /// sixteenth.
-const SHARDED: [&str; 5] = [
+const SHARDED: [&str; 8] = [
     "timers timers#",
     "outbox-due queued#",
     "live LIVE#",
     "table LIVECOUNT#",
     "outbox-follow ORIGINS#",
+    "table OUTBOX#",
+    "lapses-tenant LAPSES#",
+    "lapses-agent LAPSES#",
 ];
 
 /// The busiest partition `step` writes that other inputs write too, and the units a second it
