@@ -11,6 +11,7 @@
 //! | `DeliveryAttempts`, `DeliveryFailures` | Count | per posting |
 //! | `LapseDeliveryLateness` | Seconds | delivery instant − `lapsedAt`, per delivered task |
 //! | `OpenExpectations` | Count | after each sweep, from the per-agent live counters |
+//! | `Notifications`, `NotificationFailures` | Count | per notification, also by `Channel` |
 
 use std::io::Write;
 
@@ -24,10 +25,26 @@ pub const NAMESPACE: &str = "a2a-watcher";
 /// One EMF document: `metrics` as `(name, unit, value)`, under dimension `Function` =
 /// `function`, at `timestamp_ms` (Unix milliseconds).
 pub fn emf_line(function: &str, timestamp_ms: i64, metrics: &[(&str, &str, f64)]) -> Value {
+    emf_line_by(function, timestamp_ms, None, metrics)
+}
+
+/// [`emf_line`], also counted by one more dimension when `by` = `(name, value)` is given: the
+/// document then has the dimension sets `[Function]` and `[Function, name]`, so CloudWatch
+/// keeps both the function's total and one series per value.
+pub fn emf_line_by(
+    function: &str,
+    timestamp_ms: i64,
+    by: Option<(&str, &str)>,
+    metrics: &[(&str, &str, f64)],
+) -> Value {
     let definitions: Vec<Value> = metrics
         .iter()
         .map(|(name, unit, _)| json!({ "Name": name, "Unit": unit }))
         .collect();
+    let dimensions = match by {
+        Some((name, _)) => json!([["Function"], ["Function", name]]),
+        None => json!([["Function"]]),
+    };
     let mut doc = Map::new();
     doc.insert(
         "_aws".into(),
@@ -35,12 +52,15 @@ pub fn emf_line(function: &str, timestamp_ms: i64, metrics: &[(&str, &str, f64)]
             "Timestamp": timestamp_ms,
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": [["Function"]],
+                "Dimensions": dimensions,
                 "Metrics": definitions,
             }]
         }),
     );
     doc.insert("Function".into(), json!(function));
+    if let Some((name, value)) = by {
+        doc.insert(name.into(), json!(value));
+    }
     for (name, _, value) in metrics {
         doc.insert((*name).into(), json!(value));
     }
@@ -84,18 +104,23 @@ impl EmfRecorder {
         Self::new(std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".into()))
     }
 
-    /// One notification posted by a `[[notify]]` channel (`watcher-notify`): `Notifications`,
-    /// and `NotificationFailures` when it `failed`. Totals: the metric has no channel dimension.
-    pub fn notified(&self, outcome: &str) {
-        self.print(&notification_metrics(outcome));
+    /// One notification posted by the `[[notify]]` channel `channel` (`watcher-notify`):
+    /// `Notifications`, and `NotificationFailures` when it `failed`, per function and per
+    /// function and `Channel` (as `serve`'s `a2a_watcher_notifications_total{channel, outcome}`).
+    pub fn notified(&self, channel: &str, outcome: &str) {
+        self.print_by(Some(("Channel", channel)), &notification_metrics(outcome));
     }
 
     fn print(&self, metrics: &[(&str, &str, f64)]) {
+        self.print_by(None, metrics);
+    }
+
+    fn print_by(&self, by: Option<(&str, &str)>, metrics: &[(&str, &str, f64)]) {
         if metrics.is_empty() {
             return;
         }
         let now_ms = jiff::Timestamp::now().as_millisecond();
-        let line = emf_line(&self.function, now_ms, metrics);
+        let line = emf_line_by(&self.function, now_ms, by, metrics);
         // One write per line so concurrent lines do not interleave; a closed stdout is ignored.
         let _ = writeln!(std::io::stdout().lock(), "{line}");
     }
@@ -167,6 +192,38 @@ mod tests {
                 "ExpectationsRaised": 3.0,
                 "FactsUnmatched": 1.0,
                 "LapsesSkipped": 1.0
+            })
+        );
+    }
+
+    /// A notification is counted per function and per function and channel: two dimension
+    /// sets, the channel's id as the `Channel` property.
+    #[test]
+    fn a_notification_line_has_a_channel_dimension() {
+        let line = emf_line_by(
+            "a2a-watcher-timer",
+            1_786_957_200_000,
+            Some(("Channel", "ops-slack")),
+            &notification_metrics("failed"),
+        );
+        assert_eq!(
+            line,
+            json!({
+                "_aws": {
+                    "Timestamp": 1_786_957_200_000i64,
+                    "CloudWatchMetrics": [{
+                        "Namespace": "a2a-watcher",
+                        "Dimensions": [["Function"], ["Function", "Channel"]],
+                        "Metrics": [
+                            { "Name": "Notifications", "Unit": "Count" },
+                            { "Name": "NotificationFailures", "Unit": "Count" }
+                        ]
+                    }]
+                },
+                "Function": "a2a-watcher-timer",
+                "Channel": "ops-slack",
+                "Notifications": 1.0,
+                "NotificationFailures": 1.0
             })
         );
     }

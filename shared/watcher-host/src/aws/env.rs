@@ -76,8 +76,8 @@ pub const NOTIFY_SETTLE: std::time::Duration = std::time::Duration::from_secs(30
 struct EmfNotifications(watcher_lambda::emf::EmfRecorder);
 
 impl watcher_notify::NotifyRecorder for EmfNotifications {
-    fn notified(&self, _channel: &str, outcome: &'static str) {
-        self.0.notified(outcome);
+    fn notified(&self, channel: &str, outcome: &'static str) {
+        self.0.notified(channel, outcome);
     }
 }
 
