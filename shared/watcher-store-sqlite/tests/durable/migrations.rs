@@ -1,0 +1,432 @@
+//! Files of every earlier schema version are migrated when opened; a failed migration changes nothing; a newer schema is refused.
+
+use super::*;
+
+/// An instant as v1 stored it: `as_nanos() + 10^21`, 22 digits.
+fn v1_instant_key(t: Instant) -> String {
+    format!("{:022}", t.as_nanos() + 1_000_000_000_000_000_000_000)
+}
+
+/// Writes a version 1 file at `path` as the first build left it: the v1 tables, a subject, and
+/// outbox rows with `seq` 1 and 2 (a third row, seq 3, was deleted: the AUTOINCREMENT
+/// high-water mark is 3, above the largest `seq` stored).
+fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry]) {
+    let conn = raw(path);
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.execute_batch(SCHEMA_V1).unwrap();
+    conn.pragma_update(None, "user_version", 1).unwrap();
+    conn.execute(
+        "INSERT INTO subjects (tenant, subject_type, subject_id, version, state)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        rusqlite::params![
+            tenant().as_str(),
+            subject_state.subject.subject_type,
+            subject_state.subject.id,
+            subject_state.version as i64,
+            serde_json::to_string(subject_state).unwrap()
+        ],
+    )
+    .unwrap();
+    let mut gone = entry("lapse:gone");
+    gone.agent = AgentId::parse("someone").unwrap();
+    for o in rows.iter().copied().chain([&gone]) {
+        conn.execute(
+            "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            rusqlite::params![
+                o.tenant.as_str(),
+                o.message_id,
+                o.agent.as_str(),
+                o.delivery.as_str(),
+                v1_instant_key(o.next_attempt_at),
+                serde_json::to_string(o).unwrap()
+            ],
+        )
+        .unwrap();
+    }
+    conn.execute("DELETE FROM outbox WHERE message_id = 'lapse:gone'", [])
+        .unwrap();
+    // The v1 uniqueness: one row per (tenant, messageId), whatever the agent.
+    let mut other = entry("lapse:exp-1:overdue:x");
+    other.agent = AgentId::parse("other").unwrap();
+    assert!(
+        conn.execute(
+            "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
+             VALUES (?1, ?2, ?3, 'queued', 'x', '{}')",
+            rusqlite::params![
+                other.tenant.as_str(),
+                other.message_id,
+                other.agent.as_str()
+            ],
+        )
+        .is_err(),
+        "the fixture is the v1 schema: UNIQUE (tenant, message_id)"
+    );
+}
+
+/// A version 1 file (outbox UNIQUE (tenant, message_id)) is migrated on opening: the outbox is
+/// rebuilt UNIQUE (tenant, agent, message_id) with every row, its `seq` order and its
+/// AUTOINCREMENT high-water mark kept; the other tables are untouched; the version becomes
+/// [`SCHEMA_VERSION`]; opening again changes nothing.
+#[tokio::test]
+async fn a_version_1_file_is_migrated() {
+    assert_eq!(
+        SCHEMA_VERSION, 7,
+        "this test migrates from version 1 through 2, 3, 4, 5 and 6 to the current one"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    let mut state = state_with(
+        vec![record("exp-1", "PA-1", "2026-09-10T13:00:00Z", None, 1)],
+        "PA-1",
+    );
+    state.version = 1;
+    let queued = entry("lapse:exp-1:overdue:x");
+    let mut sent = entry("lapse:exp-2:overdue:x");
+    sent.delivery = DeliveryState::Sent;
+    sent.attempts = 1;
+    sent.task_id = Some("task-7".into());
+    write_v1_file(&path, &state, &[&queued, &sent]);
+
+    let store = SqliteStore::open(&path).unwrap();
+    let conn = raw(&path);
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE name LIKE 'outbox%' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        tables,
+        [
+            "outbox",
+            "outbox_agent",
+            "outbox_agent_seq",
+            "outbox_due",
+            "outbox_follow",
+            "outbox_task",
+            "outbox_tenant"
+        ],
+        "the v1 table is gone; the new one has its indexes"
+    );
+    let ddl: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'outbox'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(ddl.contains("UNIQUE (tenant, agent, message_id)"), "{ddl}");
+
+    // Everything is still there, found under its agent.
+    assert_eq!(
+        store.subject(&t, &subject("PA-1")).await.unwrap(),
+        Some(state)
+    );
+    assert_eq!(
+        store
+            .outbox_get(&t, &agent(), &queued.message_id)
+            .await
+            .unwrap(),
+        Some(queued.clone())
+    );
+    assert_eq!(
+        store
+            .outbox_get(&t, &agent(), &sent.message_id)
+            .await
+            .unwrap(),
+        Some(sent.clone())
+    );
+    assert_eq!(
+        store.lapses(&t).await.unwrap(),
+        vec![queued.clone(), sent.clone()]
+    );
+    assert_eq!(
+        store.outbox_due(queued.next_attempt_at, 10).await.unwrap(),
+        vec![queued.clone()],
+        "the due index works on the migrated rows"
+    );
+    assert_eq!(
+        store.outbox_by_task(&t, &agent(), "task-7").await.unwrap(),
+        vec![sent.clone()],
+        "the task index holds the migrated rows' task ids"
+    );
+
+    // The same messageId for another agent is now another entry, after the old ones.
+    let mut other = queued.clone();
+    other.agent = AgentId::parse("other").unwrap();
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![other.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .outbox_get(&t, &other.agent, &other.message_id)
+            .await
+            .unwrap(),
+        Some(other.clone())
+    );
+    assert_eq!(
+        store
+            .outbox_get(&t, &agent(), &queued.message_id)
+            .await
+            .unwrap(),
+        Some(queued.clone()),
+        "booking's entry is left as it was"
+    );
+    assert_eq!(
+        store.lapses(&t).await.unwrap(),
+        vec![queued.clone(), sent.clone(), other.clone()]
+    );
+    let seqs: Vec<i64> = conn
+        .prepare("SELECT seq FROM outbox ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        seqs,
+        [1, 2, 4],
+        "rows keep their seq; a new one comes after v1's high-water mark (3)"
+    );
+    drop(store);
+
+    // Opening again migrates nothing and loses nothing.
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.lapses(&t).await.unwrap(), vec![queued, sent, other]);
+}
+
+/// A version 3 file is migrated on opening: the outbox gains `task_id` and `lapsed_at`, filled
+/// from every stored entry, and their indexes, so status updates find a lapse task by its task
+/// id and pages filter by `since` on the old rows; nothing is lost; opening again changes nothing.
+#[tokio::test]
+async fn a_version_3_file_is_migrated() {
+    assert_eq!(
+        SCHEMA_VERSION, 7,
+        "this test migrates from version 3 through 4, 5 and 6 to 7"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    let mut early = entry("lapse:exp-1:overdue:x");
+    early.task_id = Some("task-1".into());
+    early.delivery = DeliveryState::Sent;
+    let mut late = entry("lapse:exp-2:overdue:x");
+    late.lapsed_at = instant("2026-09-10T15:00:00Z");
+    late.task_id = Some("task-2".into());
+    let none = entry("lapse:exp-3:overdue:x");
+    {
+        let conn = raw(&path);
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch(SCHEMA_V3).unwrap();
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        for o in [&early, &late, &none] {
+            conn.execute(
+                "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                rusqlite::params![
+                    o.tenant.as_str(),
+                    o.message_id,
+                    o.agent.as_str(),
+                    o.delivery.as_str(),
+                    v1_instant_key(o.next_attempt_at),
+                    serde_json::to_string(o).unwrap()
+                ],
+            )
+            .unwrap();
+        }
+    }
+    for _ in 0..2 {
+        let store = SqliteStore::open(&path).unwrap();
+        let version: i64 = raw(&path)
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        assert_eq!(
+            store.outbox_by_task(&t, &agent(), "task-2").await.unwrap(),
+            vec![late.clone()]
+        );
+        assert_eq!(
+            store.outbox_by_task(&t, &agent(), "task-1").await.unwrap(),
+            vec![early.clone()]
+        );
+        let page = store
+            .lapses_page(
+                &t,
+                &watcher_runtime::store::LapseQuery {
+                    since: Some(instant("2026-09-10T14:00:00Z")),
+                    limit: 10,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let entries: Vec<OutboxEntry> = page.entries.into_iter().map(|(_, o)| o).collect();
+        assert_eq!(
+            entries,
+            vec![late.clone()],
+            "`since` reads the filled lapsed_at"
+        );
+        assert_eq!(
+            store.lapses(&t).await.unwrap(),
+            vec![early.clone(), late.clone(), none.clone()]
+        );
+    }
+}
+
+/// A version 6 file (everything but the `origins` table) is migrated on opening: the table and
+/// its index are created, the version becomes 7, and origins are followed from then on, across
+/// a reopening.
+#[tokio::test]
+async fn a_version_6_file_gets_the_origins_table() {
+    assert_eq!(SCHEMA_VERSION, 7, "this test migrates from version 6 to 7");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    drop(SqliteStore::open(&path).unwrap());
+    {
+        let conn = raw(&path);
+        conn.execute_batch("DROP INDEX origins_due; DROP TABLE origins;")
+            .unwrap();
+        conn.pragma_update(None, "user_version", 6).unwrap();
+    }
+    let origin = watcher_runtime::origins::FollowedOrigin {
+        tenant: tenant(),
+        agent: agent(),
+        task_id: "task-1".into(),
+        since: instant("2026-09-10T12:00:00Z"),
+        next_at: instant("2026-09-10T12:00:10Z"),
+    };
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        let version: i64 = raw(&path)
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 7);
+        assert!(store.origin_follow(&origin).await.unwrap());
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(
+        store
+            .origins_due(&tenant(), &agent(), instant("2026-09-10T12:01:00Z"), 10)
+            .await
+            .unwrap(),
+        vec![origin],
+        "kept across a restart"
+    );
+}
+
+/// A failed migration leaves the file at version 1 with its data: it runs in the transaction
+/// that records the new version.
+#[tokio::test]
+async fn a_failed_migration_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let state = state_with(
+        vec![record("exp-1", "PA-1", "2026-09-10T13:00:00Z", None, 1)],
+        "PA-1",
+    );
+    let queued = entry("lapse:exp-1:overdue:x");
+    write_v1_file(&path, &state, &[&queued]);
+    // Something in the way of the migration: a table with the name it sets the v1 outbox aside as.
+    raw(&path)
+        .execute_batch("CREATE TABLE outbox_v1 (x INTEGER)")
+        .unwrap();
+    assert!(SqliteStore::open(&path).is_err(), "the migration fails");
+    let conn = raw(&path);
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 1, "the file stays at version 1");
+    let rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM outbox WHERE message_id = ?1",
+            [&queued.message_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 1, "the v1 outbox keeps its row");
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    drop(SqliteStore::open(&path).unwrap());
+    raw(&path)
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    match SqliteStore::open(&path) {
+        Err(StoreError::Corrupt(why)) => assert!(why.contains("newer"), "{why}"),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+/// A version 2 file (no `follow_at`) is migrated on opening: the column is added, every row
+/// kept, and followed lapse tasks are found by the new index.
+#[tokio::test]
+async fn a_version_2_file_is_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    let queued = entry("lapse:exp-1:overdue:x");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: vec![queued.clone()],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    // Make it the version 2 file an older build left.
+    let conn = raw(&path);
+    conn.execute_batch(
+        "DROP INDEX outbox_follow; ALTER TABLE outbox DROP COLUMN follow_at;
+         DROP INDEX outbox_task; DROP INDEX outbox_agent_seq;
+         ALTER TABLE outbox DROP COLUMN task_id; ALTER TABLE outbox DROP COLUMN lapsed_at;
+         PRAGMA user_version = 2;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let store = SqliteStore::open(&path).unwrap();
+    let version: i64 = raw(&path)
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(
+        store
+            .outbox_get(&t, &agent(), &queued.message_id)
+            .await
+            .unwrap(),
+        Some(queued.clone())
+    );
+    let mut followed = queued.clone();
+    followed.delivery = DeliveryState::Sent;
+    followed.follow_at = Some(queued.next_attempt_at);
+    store.outbox_update(&followed).await.unwrap();
+    assert_eq!(
+        store
+            .outbox_following(&t, &agent(), None, 10)
+            .await
+            .unwrap(),
+        vec![followed]
+    );
+}
