@@ -83,4 +83,3 @@ fn jsonrpc_interface_skips_other_bindings_and_versions() {
     );
     assert!(none.jsonrpc_interface().is_none());
 }
-

@@ -98,4 +98,3 @@ fn invalid_params_21_request_is_rejected_with_field_name() {
         .to_string();
     assert!(err.contains("missing field `messageId`"), "{err}");
 }
-

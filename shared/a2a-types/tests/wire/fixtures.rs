@@ -44,4 +44,3 @@ fn every_wire_fixture_parses_as_its_type() {
     assert_eq!(kinds.get("invalid-params"), Some(&1));
     assert_eq!(kinds.get("v0.3 Task"), Some(&1));
 }
-

@@ -172,4 +172,3 @@ fn send_message_response_oneof_is_enforced() {
         "{err}"
     );
 }
-

@@ -263,14 +263,13 @@ fn parse_fixture(name: &str) -> Result<&'static str, String> {
     Err(format!("{name}: unclassified fixture"))
 }
 
-
-mod fixtures;
 mod agent_card;
-mod send_message;
-mod push_configs;
-mod push_bodies;
-mod sse;
-mod errors;
-mod v03_compat;
-mod leniency;
 mod encoding;
+mod errors;
+mod fixtures;
+mod leniency;
+mod push_bodies;
+mod push_configs;
+mod send_message;
+mod sse;
+mod v03_compat;

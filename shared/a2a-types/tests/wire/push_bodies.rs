@@ -167,4 +167,3 @@ fn strict_stream_response_rejects_bare_task_and_two_members() {
     .expect("message event");
     assert_eq!(ok.task_id(), None);
 }
-

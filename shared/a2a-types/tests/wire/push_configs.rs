@@ -64,4 +64,3 @@ fn cancel_12_and_push_13() {
         other => panic!("expected statusUpdate, got {other:?}"),
     }
 }
-

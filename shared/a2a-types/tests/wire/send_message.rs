@@ -178,4 +178,3 @@ fn list_tasks_28_filtered_paged() {
     assert!(artifact.extensions.is_empty());
     assert!(list.tasks.iter().all(|t| t.state() == TaskState::Completed));
 }
-

@@ -56,4 +56,3 @@ fn sse_17_subscribe_running_task() {
         Some("2026-11-29T11:02:35.764228Z")
     );
 }
-

@@ -91,4 +91,3 @@ fn headers_fixture_names_the_notification_token_header() {
         .and_then(|h| h[1].as_str());
     assert_eq!(version, Some(A2A_VERSION));
 }
-

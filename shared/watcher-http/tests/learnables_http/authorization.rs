@@ -1,0 +1,176 @@
+//! Authorization and tenancy (learnables-v1 §13.2; contracts/learnables.md "Credentials").
+
+use super::*;
+
+#[tokio::test]
+async fn sources_agents_and_operators_cannot_write() {
+    let app = memory_app();
+    for token in [SOURCE, AGENT, OPERATOR] {
+        call(
+            &app,
+            "PUT",
+            DEF,
+            token,
+            Some(json!({ "collections": customers(), "taughtBy": DANA })),
+        )
+        .await
+        .problem(StatusCode::FORBIDDEN);
+    }
+    create_definition(&app).await;
+    let writes = [
+        (format!("{DEF}/lessons"), billing_lesson()),
+        (
+            format!("{DEF}/lessons:check"),
+            json!({ "lesson": billing_lesson(), "corpus": [billing_message()] }),
+        ),
+        (
+            format!("{DEF}/activate"),
+            json!({ "definitionVersion": 1, "taughtBy": DANA }),
+        ),
+        (
+            format!("{DEF}/versions/1/tombstone"),
+            json!({ "taughtBy": DANA }),
+        ),
+    ];
+    for token in [SOURCE, AGENT, OPERATOR] {
+        for (uri, body) in &writes {
+            post(&app, uri, token, body.clone())
+                .await
+                .problem(StatusCode::FORBIDDEN);
+        }
+    }
+    // Sources and agents read nothing either; operators read.
+    for token in [SOURCE, AGENT] {
+        get(&app, DEF, token).await.problem(StatusCode::FORBIDDEN);
+        get(&app, &format!("{DEF}/history"), token)
+            .await
+            .problem(StatusCode::FORBIDDEN);
+        post(
+            &app,
+            &format!("{DEF}/show-back"),
+            token,
+            json!({ "input": billing_message() }),
+        )
+        .await
+        .problem(StatusCode::FORBIDDEN);
+    }
+    get(&app, DEF, OPERATOR).await.ok();
+    get(&app, &format!("{DEF}/versions/1"), OPERATOR).await.ok();
+    get(&app, DEF, "").await.problem(StatusCode::UNAUTHORIZED);
+    get(&app, DEF, "nobody-knows-this")
+        .await
+        .problem(StatusCode::UNAUTHORIZED);
+    assert_eq!(active_version(&app).await, 1, "nothing was written");
+    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
+    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
+async fn taught_by_must_be_the_teacher_or_someone_it_teaches_for() {
+    let app = memory_app();
+    call(
+        &app,
+        "PUT",
+        DEF,
+        TEACHER,
+        Some(json!({ "collections": customers(), "taughtBy": "mallory@elsewhere.example" })),
+    )
+    .await
+    .problem(StatusCode::FORBIDDEN);
+    create_definition(&app).await;
+    let detail = post(
+        &app,
+        &format!("{DEF}/lessons"),
+        TEACHER,
+        lesson(
+            "northgate",
+            "billing@origin\\.example",
+            "mallory@elsewhere.example",
+        ),
+    )
+    .await
+    .problem(StatusCode::FORBIDDEN);
+    assert!(detail.contains("mallory@elsewhere.example"), "{detail}");
+    post(
+        &app,
+        &format!("{DEF}/activate"),
+        TEACHER,
+        json!({ "definitionVersion": 1, "taughtBy": "mallory@elsewhere.example" }),
+    )
+    .await
+    .problem(StatusCode::FORBIDDEN);
+    assert_eq!(active_version(&app).await, 1);
+
+    // The teacher's own id is allowed, and is recorded as both author and credential.
+    let own = post(
+        &app,
+        &format!("{DEF}/lessons"),
+        TEACHER,
+        lesson("northgate", "billing@origin\\.example", "teacher-console"),
+    )
+    .await;
+    assert_eq!(own.ok()["learned"], json!(true));
+    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
+    assert_eq!(
+        history.ok()["history"][0]["taughtBy"],
+        json!("teacher-console")
+    );
+    assert_eq!(history.ok()["history"][0]["via"], json!("teacher-console"));
+}
+
+#[tokio::test]
+async fn another_tenants_definition_is_404() {
+    let app = memory_app();
+    create_definition(&app).await;
+    let t = OTHER_TENANT_TEACHER;
+    get(&app, DEF, t).await.problem(StatusCode::NOT_FOUND);
+    get(&app, &format!("{DEF}/versions/1"), t)
+        .await
+        .problem(StatusCode::NOT_FOUND);
+    get(&app, &format!("{DEF}/history"), t)
+        .await
+        .problem(StatusCode::NOT_FOUND);
+    get(&app, &format!("{DEF}/descriptors"), t)
+        .await
+        .problem(StatusCode::NOT_FOUND);
+    post(&app, &format!("{DEF}/lessons"), t, billing_lesson())
+        .await
+        .problem(StatusCode::NOT_FOUND);
+    post(
+        &app,
+        &format!("{DEF}/show-back"),
+        t,
+        json!({ "input": billing_message() }),
+    )
+    .await
+    .problem(StatusCode::NOT_FOUND);
+    post(
+        &app,
+        &format!("{DEF}/activate"),
+        t,
+        json!({ "definitionVersion": 1, "taughtBy": DANA }),
+    )
+    .await
+    .problem(StatusCode::NOT_FOUND);
+    assert_eq!(active_version(&app).await, 1);
+
+    // The same id in the other tenant is another definition.
+    let theirs = call(
+        &app,
+        "PUT",
+        DEF,
+        t,
+        Some(json!({ "collections": customers(), "taughtBy": DANA })),
+    )
+    .await;
+    assert_eq!(theirs.status, StatusCode::CREATED, "{}", theirs.body);
+    post(&app, &format!("{DEF}/lessons"), t, billing_lesson())
+        .await
+        .ok();
+    assert_eq!(get(&app, DEF, t).await.ok()["definitionVersion"], json!(2));
+    assert_eq!(
+        active_version(&app).await,
+        1,
+        "acme's definition is untouched"
+    );
+}

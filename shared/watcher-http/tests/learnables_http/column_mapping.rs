@@ -1,0 +1,76 @@
+//! One code path for a value with no `pattern` (learnables-v1 §9): a column mapping.
+
+use super::*;
+
+#[tokio::test]
+async fn a_column_mapping_goes_through_the_same_routes() {
+    let app = memory_app();
+    let uri = "/v1/definitions/sheet-import";
+    let fields = json!({
+        "fields": {
+            "learnable": "column-mapping",
+            "entry": "field",
+            "teaches": "which field a spreadsheet column holds",
+            "entries": {
+                "invoice_number": { "label": "Invoice number", "value": { "headers": ["Invoice No"] } },
+                "amount": { "label": "Amount", "value": { "headers": ["Total"] } }
+            }
+        }
+    });
+    let created = call(
+        &app,
+        "PUT",
+        uri,
+        TEACHER,
+        Some(json!({ "collections": fields, "taughtBy": DANA })),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let read = |app: Router| async move {
+        post(
+            &app,
+            &format!("{uri}/show-back"),
+            OPERATOR,
+            json!({ "input": { "header": "Inv #" } }),
+        )
+        .await
+        .ok()
+        .clone()
+    };
+    assert_eq!(read(app.clone()).await["field"]["settled"], json!(false));
+
+    let mapping = json!({
+        "collection": "fields", "entry": "invoice_number",
+        "value": { "header": "Inv #" }, "taughtBy": DANA, "reason": "the new supplier sheet"
+    });
+    let check = post(
+        &app,
+        &format!("{uri}/lessons:check"),
+        TEACHER,
+        json!({ "lesson": mapping, "corpus": [{ "header": "Inv #" }, { "header": "Total" }] }),
+    )
+    .await;
+    assert_eq!(
+        check.ok(),
+        &json!({ "matches": 1, "changes": [{ "input": 0, "from": null, "to": "invoice_number" }] })
+    );
+    let taught = post(&app, &format!("{uri}/lessons"), TEACHER, mapping.clone()).await;
+    assert_eq!(taught.ok()["learned"], json!(true));
+    assert_eq!(taught.ok()["definitionVersion"], json!(2));
+    let after = read(app.clone()).await;
+    assert_eq!(after["field"]["settled"], json!(true));
+    assert_eq!(after["field"]["winner"], json!("invoice_number"));
+    let again = post(&app, &format!("{uri}/lessons"), TEACHER, mapping).await;
+    assert_eq!(again.ok()["learned"], json!(false));
+
+    let empty_header = post(
+        &app,
+        &format!("{uri}/lessons"),
+        TEACHER,
+        json!({ "collection": "fields", "entry": "amount", "value": { "header": "  " }, "taughtBy": DANA }),
+    )
+    .await;
+    empty_header.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    let d = get(&app, &format!("{uri}/descriptors"), OPERATOR).await;
+    assert_eq!(d.ok()["learnables"][0]["collection"], json!("fields"));
+}

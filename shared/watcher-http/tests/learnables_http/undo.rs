@@ -1,0 +1,145 @@
+//! Undo and tombstones (learnables-v1 §10.3, §14).
+
+use super::*;
+
+#[tokio::test]
+async fn activating_version_1_undoes_the_lesson() {
+    let app = memory_app();
+    let v1 = create_definition(&app).await;
+    let taught = post(&app, &format!("{DEF}/lessons"), TEACHER, billing_lesson()).await;
+    let v2_id = taught.ok()["versionId"].clone();
+    assert_eq!(
+        show_back(&app, TEACHER).await["customer"]["settled"],
+        json!(true)
+    );
+
+    let undo = post(
+        &app,
+        &format!("{DEF}/activate"),
+        TEACHER,
+        json!({ "definitionVersion": 1, "taughtBy": DANA, "reason": "wrong customer" }),
+    )
+    .await;
+    assert_eq!(
+        undo.ok(),
+        &json!({
+            "activated": true,
+            "definitionVersion": 1,
+            "versionId": v1["versionId"],
+            "previousVersionId": v2_id
+        })
+    );
+    let read = show_back(&app, TEACHER).await;
+    assert_eq!(read["customer"]["settled"], json!(false));
+    assert_eq!(
+        read["customer"]["reads"],
+        json!("Still cannot tell whose this is.")
+    );
+    assert_eq!(get(&app, DEF, OPERATOR).await.ok(), &v1);
+
+    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
+    let h = &history.ok()["history"];
+    assert_eq!(h.as_array().map(Vec::len), Some(3));
+    assert_eq!(h[0]["kind"], json!("activation"));
+    assert_eq!(h[0]["definitionVersion"], json!(1));
+    assert_eq!(h[0]["taughtBy"], json!(DANA));
+    assert_eq!(h[0]["via"], json!("teacher-console"));
+    assert_eq!(h[0]["reason"], json!("wrong customer"));
+
+    let noop = post(
+        &app,
+        &format!("{DEF}/activate"),
+        TEACHER,
+        json!({ "definitionVersion": 1, "taughtBy": DANA }),
+    )
+    .await;
+    assert_eq!(noop.ok()["activated"], json!(false));
+    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
+    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(3));
+    post(
+        &app,
+        &format!("{DEF}/activate"),
+        TEACHER,
+        json!({ "definitionVersion": 9, "taughtBy": DANA }),
+    )
+    .await
+    .problem(StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_tombstoned_version_answers_410_and_stays_in_history() {
+    let app = memory_app();
+    create_definition(&app).await;
+    post(&app, &format!("{DEF}/lessons"), TEACHER, billing_lesson())
+        .await
+        .ok();
+
+    // The active version cannot be tombstoned.
+    let active = post(
+        &app,
+        &format!("{DEF}/versions/2/tombstone"),
+        TEACHER,
+        json!({ "taughtBy": DANA }),
+    )
+    .await;
+    active.problem(StatusCode::CONFLICT);
+
+    post(
+        &app,
+        &format!("{DEF}/activate"),
+        TEACHER,
+        json!({ "definitionVersion": 1, "taughtBy": DANA }),
+    )
+    .await
+    .ok();
+    let gone = post(
+        &app,
+        &format!("{DEF}/versions/2/tombstone"),
+        TEACHER,
+        json!({ "taughtBy": DANA, "reason": "holds a personal address" }),
+    )
+    .await;
+    assert_eq!(gone.ok()["tombstoned"], json!(true));
+    assert_eq!(gone.ok()["definitionVersion"], json!(2));
+
+    get(&app, &format!("{DEF}/versions/2"), OPERATOR)
+        .await
+        .problem(StatusCode::GONE);
+    post(
+        &app,
+        &format!("{DEF}/activate"),
+        TEACHER,
+        json!({ "definitionVersion": 2, "taughtBy": DANA }),
+    )
+    .await
+    .problem(StatusCode::GONE);
+    let again = post(
+        &app,
+        &format!("{DEF}/versions/2/tombstone"),
+        TEACHER,
+        json!({ "taughtBy": DANA }),
+    )
+    .await;
+    assert_eq!(again.ok()["tombstoned"], json!(false));
+
+    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
+    let h = history.ok()["history"].as_array().expect("a list").clone();
+    assert_eq!(h[0]["kind"], json!("tombstone"));
+    assert_eq!(h[0]["definitionVersion"], json!(2));
+    assert_eq!(h[0]["reason"], json!("holds a personal address"));
+    let lesson = h
+        .iter()
+        .find(|e| e["kind"] == json!("lesson"))
+        .expect("the lesson stays in history");
+    assert_eq!(lesson["definitionVersion"], json!(2));
+    assert_eq!(lesson["taughtBy"], json!(DANA));
+    assert_eq!(lesson["via"], json!("teacher-console"));
+    assert_eq!(lesson["redacted"], json!(true));
+    assert_eq!(lesson["describes"], Value::Null);
+    assert_eq!(lesson["reason"], Value::Null);
+
+    // Version 1 still serves; teaching again makes version 3 from the active version.
+    get(&app, &format!("{DEF}/versions/1"), TEACHER).await.ok();
+    let retaught = post(&app, &format!("{DEF}/lessons"), TEACHER, billing_lesson()).await;
+    assert_eq!(retaught.ok()["definitionVersion"], json!(3));
+}
