@@ -122,7 +122,7 @@ impl Service {
     pub fn shown_by(self) -> &'static str {
         match self {
             Service::HttpRoutes => "`watcher-http/tests/template_routes.rs`, `openapi.rs`",
-            Service::Deadlines => "`tests/serve_semantics.rs`; `tests/aws_local.rs`; `watcher-lambda/tests/end_to_end.rs`",
+            Service::Deadlines => "`tests/serve_semantics.rs`; `tests/aws_local.rs`; `watcher-lambda/tests/end_to_end/`",
             Service::LateTimers => "`watcher-runtime/tests/fire_due.rs`",
             Service::HandOver => "`watcher-runtime/tests/fire_hand_over.rs`; `bench` burst phase",
             Service::SendOnce => "conformance `outbox_claims_are_exclusive`; `watcher-lambda/tests/submitter_lanes.rs` `two_submitters_handed_one_batch_send_each_message_once`; `tests/serve_crash.rs`",
@@ -130,8 +130,8 @@ impl Service {
             Service::AgentLanes => "`tests/serve_delivery.rs`; `submitter_lanes.rs` `a_slow_agent_never_delays_another_agents_lapse_task_in_the_batch`",
             Service::Retries => "`submitter_lanes.rs`; `watcher-aws/tests/moto.rs` `a_handed_back_message_returns_when_its_visibility_is_changed`",
             Service::RetryNow => "`watcher-http/tests/delivery_ops.rs` `retry_hands_requeued_lapse_tasks_to_the_deployments_queue_at_once`",
-            Service::OriginReconciliation => "`tests/serve_reconcile.rs`; `watcher-lambda/tests/end_to_end.rs` `a_cancel_never_pushed_gives_no_lapse_task_on_aws`, `an_origin_followed_in_the_table_is_found_canceled_by_the_sweep`",
-            Service::Following => "`tests/serve_reconcile.rs`; `end_to_end.rs` `a_lapse_task_never_pushed_follows_get_task_to_completed_at_the_sweep`",
+            Service::OriginReconciliation => "`tests/serve_reconcile.rs`; `watcher-lambda/tests/end_to_end/following.rs` `a_cancel_never_pushed_gives_no_lapse_task_on_aws`, `an_origin_followed_in_the_table_is_found_canceled_by_the_sweep`",
+            Service::Following => "`tests/serve_reconcile.rs`; `end_to_end/following.rs` `a_lapse_task_never_pushed_follows_get_task_to_completed_at_the_sweep`",
             Service::RateLimit => "`watcher-lambda/tests/aws_rate.rs`",
             Service::CardRefresh => "`tests/serve_agents.rs` `an_unreachable_card_stops_nothing_and_is_retried_then_kept`; `watcher-lambda/tests/aws_cards.rs`",
             Service::Probe => "`tests/serve_reconcile.rs`; `watcher-lambda/tests/aws_probe.rs`",
