@@ -135,7 +135,7 @@ impl Service {
             Service::RateLimit => "`watcher-lambda/tests/aws_rate.rs`",
             Service::CardRefresh => "`tests/serve_agents.rs` `an_unreachable_card_stops_nothing_and_is_retried_then_kept`; `watcher-lambda/tests/aws_cards.rs`",
             Service::Probe => "`tests/serve_reconcile.rs`; `watcher-lambda/tests/aws_probe.rs`",
-            Service::Retention => "`tests/serve_retention.rs`; `watcher-store-dynamodb/tests/dynamodb.rs`",
+            Service::Retention => "`tests/serve_retention.rs`; `watcher-store-dynamodb/tests/dynamodb/retention.rs`",
             Service::Metrics => "`tests/serve_metrics.rs`; `watcher-lambda/src/emf.rs` tests",
             Service::Notifications => "`watcher-notify/tests/notifier.rs`; `tests/serve_notify.rs`; `watcher-lambda/tests/aws_notify.rs`",
         }

@@ -1,0 +1,379 @@
+//! No index partition or item collection written by every input: the sharded timers, due, lapse-page and outbox partitions, and those an earlier version wrote, still read.
+
+use super::*;
+
+/// The value of the string attribute `name` of `item`, if any.
+fn attribute<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Some(v),
+        _ => None,
+    }
+}
+
+/// Sets the string attribute `name` of the item (`pk`, `sk`) to `value`, as an earlier version
+/// wrote it.
+async fn set_raw(store: &DynamoStore, item: &Item, name: &str, value: &str) {
+    store
+        .client()
+        .update_item()
+        .table_name(store.table())
+        .key("pk", item["pk"].clone())
+        .key("sk", item["sk"].clone())
+        .update_expression("SET #a = :v")
+        .expression_attribute_names("#a", name)
+        .expression_attribute_values(":v", AttributeValue::S(value.into()))
+        .send()
+        .await
+        .expect("rewrite as the earlier version");
+}
+
+/// No index partition is written by every subject or every lapse task: subjects with a timer
+/// and queued lapse tasks spread over the shards of `timers` and `outbox-due`
+/// (`timers#{k}`, `queued#{k}`); reads query every shard and the earlier version's one value
+/// (`timers`, `queued`) and merge them in order, so items an earlier version wrote are still
+/// found, and move to their shard when next written (docs/dynamodb.md "Upgrading").
+#[tokio::test]
+async fn the_timer_and_due_indexes_are_sharded_and_still_read_the_unsharded_value() {
+    let store = common::store().await;
+    let t = tenant("tenant-shards");
+    // Subject i's timers: deadline at 60 + i minutes (records are raised in order i).
+    let subjects: Vec<SubjectState> = (0..24)
+        .map(|i| {
+            let mut s = subject_with_record(&t, &format!("T-{i:02}"), i + 1);
+            s.records[0].due_at = at(60 + i as u32);
+            s
+        })
+        .collect();
+    for chunk in subjects.chunks(8) {
+        store
+            .commit(&t, subjects_only(chunk.to_vec()))
+            .await
+            .expect("subjects with timers");
+    }
+    let items = raw_items(&store, "subject").await;
+    let partitions: BTreeSet<&str> = items
+        .iter()
+        .filter_map(|i| attribute(i, "timersPk"))
+        .collect();
+    assert!(
+        partitions.len() > 4 && partitions.iter().all(|p| p.starts_with("timers#")),
+        "{partitions:?}"
+    );
+    // One subject as the earlier version wrote it: in the one `timers` partition.
+    let old = raw_subject(&store, &shipment("T-05")).await;
+    set_raw(&store, &old, "timersPk", "timers").await;
+    let due = store.due_timers(at(100), 1000).await.expect("due timers");
+    let mut subjects_due: Vec<String> = Vec::new();
+    for d in &due {
+        if subjects_due.last() != Some(&d.key.subject.id) {
+            subjects_due.push(d.key.subject.id.clone());
+        }
+    }
+    let expected: Vec<String> = (0..24).map(|i| format!("T-{i:02}")).collect();
+    assert_eq!(
+        subjects_due, expected,
+        "every shard, merged in firing order"
+    );
+    assert!(due.windows(2).all(|w| w[0] <= w[1]));
+    let first_five = store.due_timers(at(100), 5).await.expect("a few");
+    assert_eq!(first_five, due[..5].to_vec(), "a limit keeps the earliest");
+    let next = store.next_timer().await.expect("next").expect("one");
+    assert_eq!(next, due[0]);
+    let old_due = store.due_timers(at(65), 100).await.expect("due at 65");
+    assert!(
+        old_due.iter().any(|d| d.key.subject.id == "T-05"),
+        "the unsharded one"
+    );
+
+    // Queued lapse tasks.
+    let entries: Vec<OutboxEntry> = (0..20)
+        .map(|i| outbox_entry(&t, &format!("lapse:{i:02}"), DeliveryState::Queued))
+        .collect();
+    for e in &entries {
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: vec![e.clone()],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("a lapse task");
+    }
+    let outbox = raw_items(&store, "outbox").await;
+    let queued: BTreeSet<&str> = outbox
+        .iter()
+        .filter_map(|i| attribute(i, "queued"))
+        .collect();
+    assert!(
+        queued.len() > 4 && queued.iter().all(|p| p.starts_with("queued#")),
+        "{queued:?}"
+    );
+    let old = outbox
+        .iter()
+        .find(|i| attribute(i, "sk") == Some("booking#lapse:07"))
+        .expect("lapse task 7");
+    set_raw(&store, old, "queued", "queued").await;
+    let due = store.outbox_due(at(61), 100).await.expect("due");
+    assert_eq!(due, entries, "every shard, oldest first");
+    let due = store.outbox_due(at(61), 8).await.expect("due");
+    assert_eq!(due, entries[..8].to_vec(), "a limit keeps the oldest");
+    // Its next update moves the earlier version's entry to its shard.
+    let mut moved = entries[7].clone();
+    moved.attempts = 1;
+    store.outbox_update(&moved).await.expect("update");
+    let after = raw_items(&store, "outbox").await;
+    let now_in = after
+        .iter()
+        .find(|i| attribute(i, "sk") == Some("booking#lapse:07"))
+        .and_then(|i| attribute(i, "queued"))
+        .expect("still queued");
+    assert!(now_in.starts_with("queued#"), "{now_in}");
+}
+
+/// No index partition is written by every lapse task of a tenant (or of an agent): lapse tasks
+/// spread over the shards of `lapses-tenant` and `lapses-agent` (`LAPSES#{tenant}#{k}`,
+/// `LAPSES#{tenant}#{agent}#{k}`); a page merges every shard and the earlier version's one
+/// partition (`LAPSES#{tenant}`, `LAPSES#{tenant}#{agent}`) in order of `seq`, pages of any size
+/// answer each lapse task once in that order, and an entry the earlier version indexed moves to
+/// its shard at its next update (docs/dynamodb.md "Upgrading").
+#[tokio::test]
+async fn the_lapse_page_indexes_are_sharded_and_still_read_the_unsharded_partition() {
+    let store = common::store().await;
+    let t = tenant("tenant-lapse-shards");
+    let entries: Vec<OutboxEntry> = (0..30)
+        .map(|i| outbox_entry(&t, &format!("lapse:{i:02}"), DeliveryState::Queued))
+        .collect();
+    for e in &entries {
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: vec![e.clone()],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .expect("a lapse task");
+    }
+    let mine = |items: Vec<Item>| -> Vec<Item> {
+        items
+            .into_iter()
+            .filter(|i| attribute(i, "tenant") == Some("tenant-lapse-shards"))
+            .collect()
+    };
+    let outbox = mine(raw_items(&store, "outbox").await);
+    assert_eq!(outbox.len(), 30);
+    let tenant_parts: BTreeSet<&str> = outbox
+        .iter()
+        .filter_map(|i| attribute(i, "lapsesTenant"))
+        .collect();
+    let agent_parts: BTreeSet<&str> = outbox
+        .iter()
+        .filter_map(|i| attribute(i, "lapsesAgent"))
+        .collect();
+    assert!(
+        tenant_parts.len() > 4
+            && tenant_parts
+                .iter()
+                .all(|p| p.starts_with("LAPSES#tenant-lapse-shards#")),
+        "{tenant_parts:?}"
+    );
+    assert!(
+        agent_parts.len() > 4
+            && agent_parts
+                .iter()
+                .all(|p| p.starts_with("LAPSES#tenant-lapse-shards#booking#")),
+        "{agent_parts:?}"
+    );
+    // Two lapse tasks as the earlier version indexed them: in the one partition each.
+    for sk in ["booking#lapse:03", "booking#lapse:17"] {
+        let old = outbox
+            .iter()
+            .find(|i| attribute(i, "sk") == Some(sk))
+            .expect("the lapse task");
+        set_raw(&store, old, "lapsesTenant", "LAPSES#tenant-lapse-shards").await;
+        set_raw(
+            &store,
+            old,
+            "lapsesAgent",
+            "LAPSES#tenant-lapse-shards#booking",
+        )
+        .await;
+    }
+    let ids = |page: &[(u64, OutboxEntry)]| -> Vec<String> {
+        page.iter().map(|(_, e)| e.message_id.clone()).collect()
+    };
+    let expected: Vec<String> = entries.iter().map(|e| e.message_id.clone()).collect();
+    for agent_filter in [None, Some(agent("booking"))] {
+        let all = store
+            .lapses_page(
+                &t,
+                &LapseQuery {
+                    agent: agent_filter.clone(),
+                    limit: 100,
+                    ..LapseQuery::default()
+                },
+            )
+            .await
+            .expect("one page");
+        assert_eq!(ids(&all.entries), expected, "every shard, merged in order");
+        assert_eq!(all.next, None);
+        assert!(all.entries.windows(2).all(|w| w[0].0 < w[1].0));
+        // Pages of 7, each after the last: the same lapse tasks, once each, in order.
+        let mut paged = Vec::new();
+        let mut after = None;
+        loop {
+            let page = store
+                .lapses_page(
+                    &t,
+                    &LapseQuery {
+                        agent: agent_filter.clone(),
+                        after,
+                        limit: 7,
+                        ..LapseQuery::default()
+                    },
+                )
+                .await
+                .expect("a page");
+            paged.extend(ids(&page.entries));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(paged, expected, "pages of 7 ({agent_filter:?})");
+        assert_eq!(
+            store.last_lapse_position(&t).await.expect("newest"),
+            all.entries.last().map(|(seq, _)| *seq)
+        );
+    }
+    // Its next update moves the earlier version's entry to its shard.
+    let mut moved = entries[3].clone();
+    moved.attempts = 1;
+    store.outbox_update(&moved).await.expect("update");
+    let after = mine(raw_items(&store, "outbox").await);
+    let item = after
+        .iter()
+        .find(|i| attribute(i, "sk") == Some("booking#lapse:03"))
+        .expect("lapse task 3");
+    let tenant_part = attribute(item, "lapsesTenant").expect("indexed");
+    assert!(
+        tenant_part.starts_with("LAPSES#tenant-lapse-shards#"),
+        "{tenant_part}"
+    );
+    let agent_part = attribute(item, "lapsesAgent").expect("indexed");
+    assert!(
+        agent_part.starts_with("LAPSES#tenant-lapse-shards#booking#"),
+        "{agent_part}"
+    );
+}
+
+/// A tenant's lapse tasks are spread over sixteen item collections (`OUTBOX#{tenant}#{k}`), not
+/// one. A lapse task an earlier version kept in the one partition `OUTBOX#{tenant}` is still
+/// found by its key, claimed and updated where it is, listed by `lapses`, and not queued a
+/// second time when the same lapse is committed again (docs/dynamodb.md "Upgrading").
+#[tokio::test]
+async fn lapse_tasks_are_sharded_and_those_in_the_earlier_partition_are_still_served() {
+    let store = common::store().await;
+    let t = tenant("tenant-outbox-shards");
+    let entries: Vec<OutboxEntry> = (0..24)
+        .map(|i| outbox_entry(&t, &format!("lapse:{i:02}"), DeliveryState::Queued))
+        .collect();
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: entries.clone(),
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("lapse tasks");
+    let mine = || async {
+        raw_items(&store, "outbox")
+            .await
+            .into_iter()
+            .filter(|i| attribute(i, "tenant") == Some("tenant-outbox-shards"))
+            .collect::<Vec<Item>>()
+    };
+    let items = mine().await;
+    let partitions: BTreeSet<&str> = items.iter().filter_map(|i| attribute(i, "pk")).collect();
+    assert!(
+        partitions.len() > 4
+            && partitions
+                .iter()
+                .all(|p| p.starts_with("OUTBOX#tenant-outbox-shards#")),
+        "{partitions:?}"
+    );
+
+    // Lapse task 5 as the earlier version kept it: in `OUTBOX#{tenant}`.
+    let five = items
+        .iter()
+        .find(|i| attribute(i, "sk") == Some("booking#lapse:05"))
+        .expect("lapse task 5")
+        .clone();
+    let mut legacy = five.clone();
+    legacy.insert(
+        "pk".into(),
+        AttributeValue::S("OUTBOX#tenant-outbox-shards".into()),
+    );
+    store
+        .client()
+        .put_item()
+        .table_name(store.table())
+        .set_item(Some(legacy))
+        .send()
+        .await
+        .expect("keep it where the earlier version did");
+    store
+        .client()
+        .delete_item()
+        .table_name(store.table())
+        .key("pk", five["pk"].clone())
+        .key("sk", five["sk"].clone())
+        .send()
+        .await
+        .expect("not in its shard");
+
+    let booking = agent("booking");
+    let got = store
+        .outbox_get(&t, &booking, "lapse:05")
+        .await
+        .expect("get")
+        .expect("found in the earlier partition");
+    assert_eq!(got, entries[5]);
+    assert_eq!(store.lapses(&t).await.expect("lapses"), entries, "in order");
+    // Committing the same lapse again queues nothing new.
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![entries[5].clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("the same lapse again");
+    assert_eq!(mine().await.len(), 24, "no second lapse task");
+    // Updated where it is.
+    let mut sent = entries[5].clone();
+    sent.delivery = DeliveryState::Sent;
+    sent.attempts = 1;
+    store.outbox_update(&sent).await.expect("update");
+    assert_eq!(
+        store
+            .outbox_get(&t, &booking, "lapse:05")
+            .await
+            .expect("get"),
+        Some(sent)
+    );
+    let after = mine().await;
+    let five_now: Vec<&str> = after
+        .iter()
+        .filter(|i| attribute(i, "sk") == Some("booking#lapse:05"))
+        .filter_map(|i| attribute(i, "pk"))
+        .collect();
+    assert_eq!(five_now, ["OUTBOX#tenant-outbox-shards"]);
+}
