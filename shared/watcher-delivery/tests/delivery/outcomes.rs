@@ -1,0 +1,334 @@
+//! What each answer does to a lapse task: delivered once, a Message, permanent and retryable errors, never sent twice, the rate limit, no endpoint.
+
+use super::*;
+
+#[tokio::test]
+async fn two_503s_then_a_task_is_delivered_exactly_once() {
+    let agent = spawn_capture_agent(Behaviour::sequence(vec![
+        Reply::status(503),
+        Reply::http(503, "<html>busy</html>"),
+        Reply::task("task-lapse-1", TaskState::Submitted),
+    ]))
+    .await;
+    let entry = lapse_entry("exp-01J8Q0MANIFEST");
+    let store = store_with(vec![entry.clone()]).await;
+    let endpoints = endpoints(agent.endpoint(Some(BEARER.into())));
+    let sub = submitter(RetryPolicy::default(), None);
+
+    // First attempt: 503, rescheduled with backoff.
+    let r = sub
+        .deliver_due(&store, &endpoints, t0(), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!((r.sent, r.retried, r.failed), (0, 1, 0));
+    let after1 = get(&store, &entry).await;
+    assert_eq!(after1.delivery, DeliveryState::Queued);
+    assert_eq!(after1.attempts, 1);
+    assert!(after1.next_attempt_at > t0());
+    assert!(after1.last_error.as_deref().unwrap().contains("503"));
+
+    // Not due yet: nothing is posted.
+    let r = sub
+        .deliver_due(&store, &endpoints, t0(), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r, DeliveryReport::default());
+    assert_eq!(agent.request_count(), 1);
+
+    // Second attempt at the scheduled instant: 503 again, backoff grows.
+    let r = sub
+        .deliver_due(&store, &endpoints, after1.next_attempt_at, LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r.retried, 1);
+    let after2 = get(&store, &entry).await;
+    assert_eq!(after2.attempts, 2);
+    assert!(after2.next_attempt_at > after1.next_attempt_at);
+    assert!(after2.last_error.as_deref().unwrap().contains("busy"));
+
+    // Third attempt: the task.
+    let r = sub
+        .deliver_due(&store, &endpoints, after2.next_attempt_at, LIMIT)
+        .await
+        .unwrap();
+    assert_eq!((r.sent, r.retried, r.failed), (1, 0, 0));
+    let done = get(&store, &entry).await;
+    assert_eq!(done.delivery, DeliveryState::Sent);
+    assert_eq!(done.attempts, 3);
+    assert_eq!(done.task_id.as_deref(), Some("task-lapse-1"));
+    assert_eq!(done.task_state.as_deref(), Some("TASK_STATE_SUBMITTED"));
+    assert!(!done.answered_with_message);
+    assert_eq!(done.last_error, None);
+
+    // Later passes post nothing.
+    let r = sub
+        .deliver_due(&store, &endpoints, plus_secs(t0(), 86_400), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r, DeliveryReport::default());
+
+    let requests = agent.requests();
+    assert_eq!(requests.len(), 3);
+    for req in &requests {
+        assert_eq!(req.method, "POST");
+        assert_eq!(req.header("a2a-version"), Some("1.0"));
+        assert_eq!(
+            req.header("A2A-Extensions"),
+            Some("https://rsaxb.com/a2a/expectations/v1")
+        );
+        assert_eq!(req.header("content-type"), Some("application/json"));
+        assert_eq!(
+            req.header("authorization"),
+            Some(format!("Bearer {BEARER}").as_str())
+        );
+        let body = req.json().expect("JSON body");
+        assert_eq!(body["jsonrpc"], "2.0");
+        assert_eq!(body["method"], "SendMessage");
+        assert_eq!(body["id"], entry.message_id.as_str());
+        assert_eq!(body["params"], entry.request);
+        assert_eq!(req.message_id().as_deref(), Some(entry.message_id.as_str()));
+    }
+}
+
+#[tokio::test]
+async fn a_message_answer_is_recorded_and_not_retried() {
+    let agent = spawn_capture_agent(Behaviour::always(Reply::message("reply-1"))).await;
+    let entry = lapse_entry("exp-msg");
+    let store = store_with(vec![entry.clone()]).await;
+    let endpoints = endpoints(agent.endpoint(None));
+    let sub = submitter(RetryPolicy::default(), None);
+
+    let r = sub
+        .deliver_due(&store, &endpoints, t0(), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!((r.sent, r.retried, r.failed), (1, 0, 0));
+    let done = get(&store, &entry).await;
+    assert_eq!(done.delivery, DeliveryState::Sent);
+    assert!(done.answered_with_message);
+    assert_eq!(done.task_id, None);
+    assert_eq!(done.attempts, 1);
+
+    let r = sub
+        .deliver_due(&store, &endpoints, plus_secs(t0(), 3600), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r, DeliveryReport::default());
+    assert_eq!(agent.request_count(), 1);
+    // No bearer configured: no Authorization header.
+    assert_eq!(agent.requests()[0].header("authorization"), None);
+}
+
+#[tokio::test]
+async fn a_permanent_json_rpc_error_fails_at_once() {
+    let agent = spawn_capture_agent(Behaviour::always(Reply::rpc_error(
+        -32602,
+        "Validation failed: message.role Field is required",
+    )))
+    .await;
+    let entry = lapse_entry("exp-bad");
+    let store = store_with(vec![entry.clone()]).await;
+    let endpoints = endpoints(agent.endpoint(None));
+    let sub = submitter(RetryPolicy::default(), None);
+
+    let r = sub
+        .deliver_due(&store, &endpoints, t0(), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!((r.sent, r.retried, r.failed), (0, 0, 1));
+    let failed = get(&store, &entry).await;
+    assert_eq!(failed.delivery, DeliveryState::Failed);
+    assert_eq!(failed.attempts, 1);
+    let error = failed.last_error.unwrap();
+    assert!(error.contains("-32602"), "{error}");
+    assert!(error.contains("Validation failed: message.role"), "{error}");
+
+    let r = sub
+        .deliver_due(&store, &endpoints, plus_secs(t0(), 3600), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r, DeliveryReport::default());
+    assert_eq!(agent.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_retryable_error_fails_once_it_is_give_up_after_old() {
+    let agent = spawn_capture_agent(Behaviour::always(Reply::rpc_error(
+        -32603,
+        "internal error",
+    )))
+    .await;
+    let entry = lapse_entry("exp-flaky");
+    let store = store_with(vec![entry.clone()]).await;
+    let endpoints = endpoints(agent.endpoint(None));
+    // base 1 s: attempts at 0, ~0.5–1, ~1.5–3, … ; 10 s of retrying is several attempts.
+    let policy = RetryPolicy {
+        give_up_after: std::time::Duration::from_secs(10),
+        ..RetryPolicy::default()
+    };
+    let sub = submitter(policy, None);
+
+    let mut now = t0();
+    let mut reports = Vec::new();
+    loop {
+        reports.push(
+            sub.deliver_due(&store, &endpoints, now, LIMIT)
+                .await
+                .unwrap(),
+        );
+        let e = get(&store, &entry).await;
+        if e.delivery != DeliveryState::Queued {
+            break;
+        }
+        assert!(e.next_attempt_at > now);
+        assert!(e.next_attempt_at <= plus_secs(now, policy.max_backoff.as_secs()));
+        now = e.next_attempt_at;
+        assert!(
+            e.next_attempt_at <= plus_secs(t0(), 10),
+            "never past the give-up age"
+        );
+        assert!(reports.len() < 20, "never gave up");
+    }
+    let retried: usize = reports.iter().map(|r| r.retried).sum();
+    let failed: usize = reports.iter().map(|r| r.failed).sum();
+    assert_eq!(failed, 1);
+    assert!(retried >= 3, "{retried}");
+    assert_eq!(
+        now,
+        plus_secs(t0(), 10),
+        "the last attempt is made at the give-up age"
+    );
+    let e = get(&store, &entry).await;
+    assert_eq!(e.delivery, DeliveryState::Failed);
+    assert_eq!(e.attempts as usize, retried + 1);
+    let error = e.last_error.unwrap();
+    assert!(
+        error.starts_with("gave up after retrying for 10.000s"),
+        "{error}"
+    );
+    assert!(error.contains("-32603"), "{error}");
+    assert_eq!(agent.request_count(), retried + 1);
+    let ids: Vec<_> = agent.requests().iter().map(|r| r.rpc_id()).collect();
+    assert!(ids.iter().all(|id| id == entry.message_id.as_str()));
+}
+
+#[tokio::test]
+async fn a_sent_entry_is_never_sent_again_even_after_a_restart() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let entry = lapse_entry("exp-once");
+    let store = store_with(vec![entry.clone()]).await;
+    let endpoints = endpoints(agent.endpoint(None));
+
+    let first = submitter(RetryPolicy::default(), None);
+    let r = first
+        .deliver_due(&store, &endpoints, t0(), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r.sent, 1);
+    let r = first
+        .deliver_due(&store, &endpoints, t0(), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r, DeliveryReport::default());
+
+    // A new process (fresh limiter and client) over the same store.
+    let restarted = submitter(RetryPolicy::default(), None);
+    let later = plus_secs(t0(), 600);
+    let r = restarted
+        .deliver_due(&store, &endpoints, later, LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r, DeliveryReport::default());
+    assert_eq!(
+        restarted
+            .deliver_one(
+                &store,
+                &endpoints,
+                &entry.tenant,
+                &entry.agent,
+                &entry.message_id,
+                later,
+            )
+            .await
+            .unwrap(),
+        EntryOutcome::Skipped {
+            delivery: Some(DeliveryState::Sent)
+        }
+    );
+    assert_eq!(agent.request_count(), 1);
+    assert_eq!(get(&store, &entry).await.task_id.as_deref(), Some("task-1"));
+}
+
+#[tokio::test]
+async fn the_rate_limit_defers_the_third_entry_without_counting_an_attempt() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let entries = vec![
+        lapse_entry("exp-a"),
+        lapse_entry("exp-b"),
+        lapse_entry("exp-c"),
+    ];
+    let store = store_with(entries.clone()).await;
+    let endpoints = endpoints(agent.endpoint(None));
+    let sub = submitter(
+        RetryPolicy::default(),
+        Some(RateLimit {
+            per_minute: 2,
+            burst: 2,
+        }),
+    );
+
+    let r = sub
+        .deliver_due(&store, &endpoints, t0(), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!((r.sent, r.deferred, r.retried, r.failed), (2, 1, 0, 0));
+    assert_eq!(get(&store, &entries[0]).await.delivery, DeliveryState::Sent);
+    assert_eq!(get(&store, &entries[1]).await.delivery, DeliveryState::Sent);
+    let third = get(&store, &entries[2]).await;
+    assert_eq!(third.delivery, DeliveryState::Queued);
+    assert_eq!(third.attempts, 0);
+    assert_eq!(third.last_error, None);
+    // 2 per minute: the next token frees 30 s later.
+    assert_eq!(third.next_attempt_at, plus_secs(t0(), 30));
+    assert_eq!(agent.request_count(), 2);
+
+    // Not before then.
+    let r = sub
+        .deliver_due(&store, &endpoints, plus_secs(t0(), 29), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(r, DeliveryReport::default());
+
+    let r = sub
+        .deliver_due(&store, &endpoints, plus_secs(t0(), 30), LIMIT)
+        .await
+        .unwrap();
+    assert_eq!((r.sent, r.deferred), (1, 0));
+    let third = get(&store, &entries[2]).await;
+    assert_eq!(third.delivery, DeliveryState::Sent);
+    assert_eq!(third.attempts, 1);
+    let sent_ids: Vec<_> = agent
+        .requests()
+        .iter()
+        .map(|r| r.message_id().unwrap())
+        .collect();
+    let expected: Vec<_> = entries.iter().map(|e| e.message_id.clone()).collect();
+    assert_eq!(sent_ids, expected);
+}
+
+#[tokio::test]
+async fn an_agent_without_an_endpoint_fails_with_a_clear_error() {
+    let entry = lapse_entry("exp-nowhere");
+    let store = store_with(vec![entry.clone()]).await;
+    let none: std::collections::HashMap<_, AgentEndpoint> = Default::default();
+    let sub = submitter(RetryPolicy::default(), None);
+
+    let r = sub.deliver_due(&store, &none, t0(), LIMIT).await.unwrap();
+    assert_eq!(r.failed, 1);
+    let e = get(&store, &entry).await;
+    assert_eq!(e.delivery, DeliveryState::Failed);
+    assert_eq!(e.attempts, 0);
+    let error = e.last_error.unwrap();
+    assert!(error.contains("no endpoint"), "{error}");
+    assert!(error.contains("booking"), "{error}");
+}
