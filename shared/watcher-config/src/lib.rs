@@ -6,6 +6,8 @@
 
 pub mod config;
 pub mod error;
+pub mod keys;
+pub mod notify;
 pub mod secrets;
 
 pub use config::Config;

@@ -13,6 +13,15 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The configuration types' source: `config.rs` and `notify.rs` of `watcher-config`.
+fn sources() -> String {
+    ["config.rs", "notify.rs"]
+        .iter()
+        .map(|f| std::fs::read_to_string(root().join("shared/watcher-config/src").join(f)).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `(field, doc, serde attribute)` of `struct name` in the source, in order.
 fn fields(source: &str, name: &str) -> Vec<(String, String, Option<String>)> {
     let start = source
@@ -48,8 +57,7 @@ fn show(v: &Value) -> String {
 }
 
 fn generate() -> String {
-    let source =
-        std::fs::read_to_string(root().join("shared/watcher-config/src/config.rs")).unwrap();
+    let source = sources();
     let d = Config::defaults();
     let top = serde_json::json!({
         "listen": d.listen, "database": d.database, "public_url": d.public_url,
@@ -68,7 +76,7 @@ fn generate() -> String {
         ("[[notify]]", "NotifyConfig", None),
     ];
     let mut out = String::from(
-        "# Configuration keys\n\nGenerated from `shared/watcher-config/src/config.rs` by \
+        "# Configuration keys\n\nGenerated from `shared/watcher-config/src/config.rs` and `notify.rs` by \
          `UPDATE_DOCS=1 cargo test -p watcher-config --test configuration_doc` (the same test fails \
          when this file is stale). The file format and examples: `docs/contracts/serve.md`, \
          `examples/watcher.toml`; carrier-webhook mappings: `docs/contracts/serve.md` \"Carrier \
@@ -124,8 +132,7 @@ fn configuration_md_is_current() {
 /// table this file documents.
 #[test]
 fn the_did_you_mean_list_is_the_structs_keys() {
-    let source =
-        std::fs::read_to_string(root().join("shared/watcher-config/src/config.rs")).unwrap();
+    let source = sources();
     for (table, name) in [
         ("", "Config"),
         ("limits", "LimitsConfig"),

@@ -2,8 +2,6 @@
 //! (fact key → subjects, expectation → subject, next deadlines) kept by the store from what it
 //! commits. Every implementation passes [`crate::conformance`].
 
-use std::collections::BTreeMap;
-
 use a2a_types::TaskState;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -15,6 +13,9 @@ use watcher_core::slice::{Scope, Slice, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
 
 use crate::origins::{FollowedOrigin, OriginKey};
+
+mod notifications;
+pub use notifications::{AgentWatch, ChannelState, Notifications};
 
 pub use crate::lease::{Claim, Lease};
 
@@ -675,127 +676,6 @@ pub trait Upkeep: Send + Sync {
     /// Backend or corrupt data; then nothing more is deleted (what earlier batches deleted
     /// stays deleted, which the retention rule allowed anyway).
     async fn purge(&self, before: Instant) -> Result<PurgeReport, StoreError>;
-}
-
-/// Where one notification channel of a tenant stands (issue 25; expectations-v1 §13.1: a lapse
-/// is worth surfacing to a person): how far along the tenant's lapse tasks it has told, and
-/// how its last deliveries went. Kept by [`Notifications`], read by the notifier and `/ui`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChannelState {
-    /// The [`Outbox::lapses_page`] position of the last lapse task this channel has dealt with
-    /// (told, or passed over by its filter); `None`: none yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after: Option<u64>,
-    /// Lapses determined before this instant (UTC) are not told: the instant the channel first
-    /// ran, so that a channel added to a deployment with a long history does not tell it all.
-    pub since: Instant,
-    /// Notifications delivered (a digest counts once).
-    #[serde(default)]
-    pub delivered: u64,
-    /// When the last one was delivered (UTC).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_delivered_at: Option<Instant>,
-    /// The event id (`webhook-id`) of the last one delivered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_event_id: Option<String>,
-    /// Failed attempts so far.
-    #[serde(default)]
-    pub failures: u64,
-    /// Since when attempts fail, while they do (UTC); `None` once one succeeds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failing_since: Option<Instant>,
-    /// The last failure, in words.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
-    /// The channel's format as last run (`standard-webhooks`, `slack`, `teams`), for `/ui`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub format: Option<String>,
-    /// Where it posts, as scheme and host only (`https://hooks.slack.com`): a URL's path may
-    /// hold a credential, so it is never kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
-    /// What the channel last saw of each agent's delivery and card, by agent id (the agents'
-    /// events: a failed lapse task, failing delivery, an unreadable card).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub agents: BTreeMap<String, AgentWatch>,
-}
-
-/// What one notification channel last saw of one agent ([`ChannelState::agents`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentWatch {
-    /// The failure instant (UTC; a failed entry's `next_attempt_at`) of the newest failed lapse
-    /// task dealt with (told, or passed over by the filter); `None`: none yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed_through: Option<Instant>,
-    /// The messageIds that failed at exactly `failed_through` and were dealt with (several
-    /// may fail at one instant).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed_at_edge: Vec<String>,
-    /// Whether the agent had failed lapse tasks when last looked at.
-    #[serde(default)]
-    pub failing: bool,
-    /// Whether its card was told unavailable and has not been read since.
-    #[serde(default)]
-    pub card_down: bool,
-}
-
-impl ChannelState {
-    /// A channel that first runs at `now`: nothing told, nothing before `now` to tell.
-    pub fn new(now: Instant) -> ChannelState {
-        ChannelState {
-            after: None,
-            since: now,
-            delivered: 0,
-            last_delivered_at: None,
-            last_event_id: None,
-            failures: 0,
-            failing_since: None,
-            last_error: None,
-            format: None,
-            target: None,
-            agents: BTreeMap::new(),
-        }
-    }
-}
-
-/// Notification channels' progress, one small item per (tenant, channel) (issue 25): the
-/// notifier reads it before and writes it after each delivery, so a restart tells nothing
-/// twice that was acknowledged, and nothing on the lapse path writes it.
-#[async_trait]
-pub trait Notifications: Send + Sync {
-    /// The state kept for `channel` of `tenant`, if it ever ran.
-    ///
-    /// # Errors
-    /// The backend's error, or [`StoreError::Corrupt`] when the kept state does not read.
-    async fn channel_state(
-        &self,
-        tenant: &Tenant,
-        channel: &str,
-    ) -> Result<Option<ChannelState>, StoreError>;
-
-    /// Every channel state kept for `tenant`, by channel id: one per channel that ever ran
-    /// (a few: the configured channels, and any since removed from the configuration). A read
-    /// of the tenant's channels alone (`/ui/notifications`), never of other records.
-    ///
-    /// # Errors
-    /// The backend's error, or [`StoreError::Corrupt`] when a kept state does not read.
-    async fn channel_states(
-        &self,
-        tenant: &Tenant,
-    ) -> Result<Vec<(String, ChannelState)>, StoreError>;
-
-    /// Keeps `state` for `channel` of `tenant`, replacing what was kept.
-    ///
-    /// # Errors
-    /// The backend's error when it cannot write.
-    async fn put_channel_state(
-        &self,
-        tenant: &Tenant,
-        channel: &str,
-        state: &ChannelState,
-    ) -> Result<(), StoreError>;
 }
 
 /// Compare-and-set storage for the watcher's record: every capability at once. Implemented for
