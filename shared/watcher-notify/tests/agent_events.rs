@@ -18,26 +18,10 @@ use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::operators::requeue_entry;
 use watcher_runtime::store::{Commit, DeliveryState, Notifications, Outbox, OutboxEntry, Records};
 
-use crate::common::{at, lapse_task, Receiver, SECRET};
+use crate::common::{at, channel_config, lapse_task, Receiver};
 
 fn config(url: &str, events: &[&str]) -> NotifyConfig {
-    NotifyConfig {
-        id: "ops".into(),
-        tenant: "default".into(),
-        url: url.into(),
-        secret: Some(SECRET.into()),
-        format: "standard-webhooks".into(),
-        agents: Vec::new(),
-        kinds: Vec::new(),
-        events: events.iter().map(|e| e.to_string()).collect(),
-        digest: None,
-        timeout_secs: 5,
-        from: None,
-        to: Vec::new(),
-        tls: "starttls".into(),
-        username: None,
-        password: None,
-    }
+    channel_config(url, events)
 }
 
 fn tenant() -> Tenant {

@@ -14,26 +14,10 @@ use watcher_runtime::clock::{Clock, FakeClock};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::{Commit, Notifications, OutboxEntry, Records};
 
-use crate::common::{at, lapse_task, Receiver, SECRET};
+use crate::common::{at, channel_config, lapse_task, Receiver};
 
 fn config(url: &str) -> NotifyConfig {
-    NotifyConfig {
-        id: "ops".into(),
-        tenant: "default".into(),
-        url: url.into(),
-        secret: Some(SECRET.into()),
-        format: "standard-webhooks".into(),
-        agents: Vec::new(),
-        kinds: Vec::new(),
-        events: Vec::new(),
-        digest: None,
-        timeout_secs: 5,
-        from: None,
-        to: Vec::new(),
-        tls: "starttls".into(),
-        username: None,
-        password: None,
-    }
+    channel_config(url, &[])
 }
 
 fn notifier(

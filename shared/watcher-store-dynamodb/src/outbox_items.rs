@@ -81,9 +81,7 @@ impl DynamoStore {
             "#la = :la",
         ];
         let mut remove = Vec::new();
-        let mut req = self
-            .client
-            .update_item()
+        let mut req = with_lapse_page_keys(self.client.update_item(), entry)
             .table_name(&self.table)
             .key(PK, s(pk))
             .key(SK, s(outbox_sk(&entry.agent, &entry.message_id)))
@@ -92,24 +90,6 @@ impl DynamoStore {
             .expression_attribute_names("#d", DELIVERY)
             .expression_attribute_names("#n", NEXT_ATTEMPT)
             .expression_attribute_names("#ad", AGENT_DELIVERY)
-            .expression_attribute_names("#lt", LAPSES_TENANT)
-            .expression_attribute_names("#la", LAPSES_AGENT)
-            .expression_attribute_values(
-                ":lt",
-                s(lapses_tenant_shard(
-                    &entry.tenant,
-                    &entry.agent,
-                    &entry.message_id,
-                )),
-            )
-            .expression_attribute_values(
-                ":la",
-                s(lapses_agent_shard(
-                    &entry.tenant,
-                    &entry.agent,
-                    &entry.message_id,
-                )),
-            )
             .expression_attribute_values(
                 ":ad",
                 s(agent_delivery(
@@ -314,33 +294,13 @@ impl DynamoStore {
             for item in out.items.unwrap_or_default() {
                 let (_, entry) = entry_of(&item)?;
                 let what = "outbox entry";
-                let update = self
-                    .client
-                    .update_item()
+                let update = with_lapse_page_keys(self.client.update_item(), &entry)
                     .table_name(&self.table)
                     .key(PK, s(get_s(&item, PK, what)?))
                     .key(SK, s(get_s(&item, SK, what)?))
                     .update_expression("SET #lt = :lt, #la = :la")
                     .condition_expression("attribute_exists(#pk)")
-                    .expression_attribute_names("#pk", PK)
-                    .expression_attribute_names("#lt", LAPSES_TENANT)
-                    .expression_attribute_names("#la", LAPSES_AGENT)
-                    .expression_attribute_values(
-                        ":lt",
-                        s(lapses_tenant_shard(
-                            &entry.tenant,
-                            &entry.agent,
-                            &entry.message_id,
-                        )),
-                    )
-                    .expression_attribute_values(
-                        ":la",
-                        s(lapses_agent_shard(
-                            &entry.tenant,
-                            &entry.agent,
-                            &entry.message_id,
-                        )),
-                    );
+                    .expression_attribute_names("#pk", PK);
                 self.count(1u64);
                 match update.send().await {
                     Ok(_) => updated += 1,
@@ -436,4 +396,30 @@ impl DynamoStore {
             .map_err(StoreError::backend)?;
         Ok(Write { put, what, bytes })
     }
+}
+
+/// `req` with `#lt`/`:lt` and `#la`/`:la` bound to the lapse-page index keys of `entry`
+/// (`lapsesTenant`, `lapsesAgent`, each in the lapse task's shard), for an update that sets them.
+fn with_lapse_page_keys(
+    req: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
+    entry: &OutboxEntry,
+) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+    req.expression_attribute_names("#lt", LAPSES_TENANT)
+        .expression_attribute_names("#la", LAPSES_AGENT)
+        .expression_attribute_values(
+            ":lt",
+            s(lapses_tenant_shard(
+                &entry.tenant,
+                &entry.agent,
+                &entry.message_id,
+            )),
+        )
+        .expression_attribute_values(
+            ":la",
+            s(lapses_agent_shard(
+                &entry.tenant,
+                &entry.agent,
+                &entry.message_id,
+            )),
+        )
 }

@@ -3,6 +3,7 @@
 pub use watcher_notify::testing::{Receiver, SECRET};
 
 use serde_json::json;
+use watcher_config::config::NotifyConfig;
 use watcher_core::ids::{AgentId, ExpectationId, Tenant};
 use watcher_core::record::LapseKind;
 use watcher_core::time::Instant;
@@ -56,4 +57,26 @@ pub fn lapse_task(
             "metadata": { EXPECTATIONS_URI: { "lapse": block } },
         }}),
     )
+}
+
+/// A Standard Webhooks channel `ops` of the default tenant posting to `url`, signed with
+/// [`SECRET`], telling `events` (empty: all), with a 5 s timeout.
+pub fn channel_config(url: &str, events: &[&str]) -> NotifyConfig {
+    NotifyConfig {
+        id: "ops".into(),
+        tenant: "default".into(),
+        url: url.into(),
+        secret: Some(SECRET.into()),
+        format: "standard-webhooks".into(),
+        agents: Vec::new(),
+        kinds: Vec::new(),
+        events: events.iter().map(|e| e.to_string()).collect(),
+        digest: None,
+        timeout_secs: 5,
+        from: None,
+        to: Vec::new(),
+        tls: "starttls".into(),
+        username: None,
+        password: None,
+    }
 }
