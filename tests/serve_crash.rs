@@ -54,17 +54,7 @@ async fn a_deadline_passed_while_down_is_submitted_late_once() {
 
     w.start().await;
     wait_for_requests(&agent, 1, PATIENCE).await;
-    let sent = wait_until(
-        || async {
-            w.lapses()
-                .await
-                .first()
-                .is_some_and(|l| l["delivery"] == "sent")
-        },
-        PATIENCE,
-    )
-    .await;
-    assert!(sent, "{:#?}", w.lapses().await);
+    w.first_lapse_sent(PATIENCE).await;
 
     let requests = agent.requests();
     assert_eq!(
@@ -145,17 +135,7 @@ async fn a_queued_lapse_task_survives_a_crash() {
     up.store(true, Ordering::SeqCst);
     w.start().await;
     wait_for_requests(&agent, failures + 1, PATIENCE).await;
-    let sent = wait_until(
-        || async {
-            w.lapses()
-                .await
-                .first()
-                .is_some_and(|l| l["delivery"] == "sent")
-        },
-        PATIENCE,
-    )
-    .await;
-    assert!(sent, "{:#?}", w.lapses().await);
+    w.first_lapse_sent(PATIENCE).await;
     assert!(
         holds_for(
             || async { agent.request_count() == failures + 1 },

@@ -367,17 +367,7 @@ backoff_max = "PT0.2S"
     .await;
     let due = origin(Duration::from_millis(500));
     raise(&w, "booking", PUSH_TOKEN, 1, due).await;
-    let sent = wait_until(
-        || async {
-            w.lapses()
-                .await
-                .first()
-                .is_some_and(|l| l["delivery"] == "sent")
-        },
-        PATIENCE,
-    )
-    .await;
-    assert!(sent, "{:#?}", w.lapses().await);
+    w.first_lapse_sent(PATIENCE).await;
     let gets = || {
         agent
             .requests()

@@ -583,18 +583,7 @@ async fn an_agent_that_is_down_is_retried_until_it_answers() {
     assert_eq!(pushed.body["raised"], json!(["exp-down"]));
 
     wait_for_requests(&agent, 3, PATIENCE).await;
-    let sent = wait_until(
-        || async {
-            w.lapses()
-                .await
-                .first()
-                .is_some_and(|l| l["delivery"] == "sent")
-        },
-        PATIENCE,
-    )
-    .await;
-    let lapses = w.lapses().await;
-    assert!(sent, "{lapses:#?}");
+    let lapses = w.first_lapse_sent(PATIENCE).await;
     assert_eq!(lapses.len(), 1);
     assert_eq!(lapses[0]["taskId"], "task-after-outage");
     assert_eq!(lapses[0]["taskState"], "TASK_STATE_SUBMITTED");
@@ -629,18 +618,7 @@ async fn a_message_answer_is_delivered_and_not_retried() {
     assert_eq!(pushed.body["raised"], json!(["exp-msg"]));
 
     wait_for_requests(&agent, 1, PATIENCE).await;
-    let sent = wait_until(
-        || async {
-            w.lapses()
-                .await
-                .first()
-                .is_some_and(|l| l["delivery"] == "sent")
-        },
-        PATIENCE,
-    )
-    .await;
-    let lapses = w.lapses().await;
-    assert!(sent, "{lapses:#?}");
+    let lapses = w.first_lapse_sent(PATIENCE).await;
     assert!(lapses[0].get("taskId").is_none(), "{lapses:#?}");
     // The first retry would come 0.5–1 s after a failure; wait well past it.
     assert!(

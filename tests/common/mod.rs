@@ -262,6 +262,24 @@ impl Watcher {
         assert_eq!(a.status, 200, "GET /v1/lapses: {a:?}");
         a.body["lapses"].as_array().cloned().unwrap_or_default()
     }
+
+    /// Waits until the first lapse task of `GET /v1/lapses` is `sent` (panics, showing the
+    /// lapse tasks, after `patience`); the lapse tasks then.
+    pub async fn first_lapse_sent(&self, patience: Duration) -> Vec<Value> {
+        let sent = wait_until(
+            || async {
+                self.lapses()
+                    .await
+                    .first()
+                    .is_some_and(|l| l["delivery"] == "sent")
+            },
+            patience,
+        )
+        .await;
+        let lapses = self.lapses().await;
+        assert!(sent, "no lapse task sent within {patience:?}: {lapses:#?}");
+        lapses
+    }
 }
 
 impl Drop for Watcher {
