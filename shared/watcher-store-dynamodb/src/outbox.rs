@@ -6,7 +6,7 @@ use watcher_runtime::store::Outbox;
 #[async_trait]
 impl Outbox for DynamoStore {
     /// The greatest of each `lapses-tenant` partition's newest position
-    /// ([`DynamoStore::newest_lapse_position`]): one item from each of its partitions.
+    /// (`DynamoStore::newest_lapse_position`): one item from each of its partitions.
     async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
         self.newest_lapse_position(tenant).await
     }
@@ -190,7 +190,7 @@ impl Outbox for DynamoStore {
         Ok(entries)
     }
 
-    /// Every partition of the tenant's lapse tasks ([`outbox_partitions`]: the shards and the
+    /// Every partition of the tenant's lapse tasks (`outbox_partitions`: the shards and the
     /// one an earlier version wrote), merged in order of `seq`.
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
         let partitions = each(outbox_partitions(tenant), |pk| async move {
@@ -206,12 +206,12 @@ impl Outbox for DynamoStore {
         Ok(entries.into_iter().map(|(_, e)| e).collect())
     }
 
-    /// Keyset pages over the sparse `lapses-tenant` index (a tenant's [`INDEX_SHARDS`]
+    /// Keyset pages over the sparse `lapses-tenant` index (a tenant's sixteen
     /// partitions `LAPSES#{tenant}#{k}` and the one `LAPSES#{tenant}` an earlier version wrote),
     /// or `lapses-agent` (`LAPSES#{tenant}#{agent}#{k}` and `LAPSES#{tenant}#{agent}`) when
     /// `query.agent` is given, each sorted by the entry's `seq` (its insertion order, the
     /// position answered) with every attribute projected, merged in order of `seq`
-    /// ([`DynamoStore::merged_lapses_page`]). `delivery` and `since` are filtered here, so every
+    /// (`DynamoStore::merged_lapses_page`). `delivery` and `since` are filtered here, so every
     /// position looked at counts towards [`lapse_scan_budget`] as in the SQLite store: a page
     /// reads at most the budget of positions and one chunk per partition, whatever the
     /// outbox's size.
