@@ -626,7 +626,7 @@ async fn notifications(State(state): State<AppState>, headers: HeaderMap) -> Res
                         tr {
                             th { "channel" } th { "format" } th { "posts to" } th { "delivered" }
                             th { "last delivered" } th { "last event" } th { "failing since" }
-                            th { "failures" } th { "last error" }
+                            th { "failures" } th { "last error" } th { "agents told failing" }
                         }
                         @for (id, c) in &channels {
                             @let v = serde_json::to_value(c).unwrap_or(Value::Null);
@@ -646,10 +646,21 @@ async fn notifications(State(state): State<AppState>, headers: HeaderMap) -> Res
                                 }
                                 td { (c.failures) }
                                 td { (text(&v["lastError"])) }
+                                td {
+                                    @for (agent, w) in c.agents.iter().filter(|(_, w)| w.failing || w.card_down) {
+                                        span.failing {
+                                            (agent) ": "
+                                            @if w.failing { "lapse tasks failing" }
+                                            @if w.failing && w.card_down { ", " }
+                                            @if w.card_down { "card unavailable" }
+                                        }
+                                        " "
+                                    }
+                                }
                             }
                         }
                     }
-                    p.note { "Each channel tells the lapses recorded since it first ran, once, and retries a receiver that fails until it takes them. The URL's path is not shown: it may hold a credential." }
+                    p.note { "Each channel tells the lapses recorded since it first ran, and the agents whose lapse tasks fail or whose card cannot be read, once, and retries a receiver that fails until it takes them. The URL's path is not shown: it may hold a credential." }
                 }
             },
         ),

@@ -288,11 +288,11 @@ async fn tables_show_instants_to_the_second_with_the_full_value_on_hover() {
 }
 
 /// `/ui/notifications` lists the tenant's notification channels from their kept state: where
-/// each posts (never the URL's path), its last delivery and its failures, escaped like every
-/// page; another tenant's channels are not shown.
+/// each posts (never the URL's path), its last delivery and its failures, the agents it has told
+/// failing, escaped like every page; another tenant's channels are not shown.
 #[tokio::test]
 async fn notifications_show_each_channels_last_delivery_and_failures() {
-    use watcher_runtime::store::{ChannelState, Notifications};
+    use watcher_runtime::store::{AgentWatch, ChannelState, Notifications};
     let store = Arc::new(MemoryStore::new());
     let app = app_on(store.clone());
     let auth = || Some(("authorization", format!("Bearer {OPERATOR}")));
@@ -315,6 +315,31 @@ async fn notifications_show_each_channels_last_delivery_and_failures() {
         last_error: Some("HTTP 503 <b>from</b> the receiver".into()),
         format: Some("standard-webhooks".into()),
         target: Some("https://hooks.example.com".into()),
+        agents: [
+            (
+                "booking".to_string(),
+                AgentWatch {
+                    failing: true,
+                    ..AgentWatch::default()
+                },
+            ),
+            (
+                "<billing>".to_string(),
+                AgentWatch {
+                    card_down: true,
+                    ..AgentWatch::default()
+                },
+            ),
+            (
+                "quiet".to_string(),
+                AgentWatch {
+                    failed_through: Some(at("2026-09-09T00:00:00Z")),
+                    ..AgentWatch::default()
+                },
+            ),
+        ]
+        .into_iter()
+        .collect(),
         ..ChannelState::new(at("2026-09-01T00:00:00Z"))
     };
     let t = Tenant::default_tenant();
@@ -343,5 +368,11 @@ async fn notifications_show_each_channels_last_delivery_and_failures() {
     );
     assert!(body.contains(r#"class="failing""#));
     assert!(body.contains("HTTP 503 &lt;b&gt;from&lt;/b&gt; the receiver"));
+    assert!(body.contains("booking: lapse tasks failing"), "{body}");
+    assert!(
+        body.contains("&lt;billing&gt;: card unavailable"),
+        "escaped: {body}"
+    );
+    assert!(!body.contains("quiet:"), "an agent that is not failing");
     assert!(!body.contains("<b>from</b>"));
 }
