@@ -293,3 +293,53 @@ async fn an_agent_refusing_its_lapse_task_is_told_as_failing_delivery() {
         receiver.seen()
     );
 }
+
+/// An agent that answers its lapse task with a Task asking for input: the channel tells that
+/// the lapse task needs a person, once (expectations-v1 §10.2).
+#[tokio::test]
+async fn a_lapse_task_asking_for_input_is_told_as_needing_a_person() {
+    let receiver = Receiver::start().await;
+    let agent = spawn_capture_agent(Behaviour::always(Reply::task(
+        "task-ask",
+        a2a_types::TaskState::InputRequired,
+    )))
+    .await;
+    let w = spawn_watcher(&agent, &channel(&receiver)).await;
+    let due = plus(Timestamp::now(), 2);
+    let push = one_expectation("task-n3", "exp-n3", "PA-N3", due, "PT0S");
+    assert_eq!(w.push(&push).await.status, 200);
+
+    let told = || {
+        receiver
+            .accepted()
+            .into_iter()
+            .filter(|n| n.body["type"] == "lapse_task.needs_person")
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        wait_until(|| async { !told().is_empty() }, PATIENCE).await,
+        "no lapse_task.needs_person within {PATIENCE:?}: {:?}\n{}",
+        receiver.seen(),
+        w.log()
+    );
+    let n = &told()[0];
+    assert!(n.verified);
+    let data = &n.body["data"];
+    assert_eq!(data["agent"], "booking");
+    assert_eq!(
+        data["lapseTask"]["messageId"],
+        format!("lapse:exp-n3:overdue:{}", fmt(due))
+    );
+    assert!(
+        data["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("its task task-ask asks for input"),
+        "{data}"
+    );
+    assert!(
+        holds_for(|| async { told().len() == 1 }, Duration::from_secs(3)).await,
+        "told once: {:?}",
+        receiver.seen()
+    );
+}

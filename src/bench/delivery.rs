@@ -399,6 +399,7 @@ pub(crate) fn sent_lapse_task(
         attempt_started_at: None,
         follow_at: None,
         follow_since: None,
+        needs_person_since: None,
         lease: None,
     })
 }

@@ -22,11 +22,12 @@ fn default_notify_tls() -> String {
 pub const NOTIFY_FORMATS: [&str; 5] = ["standard-webhooks", "slack", "teams", "email", "sns"];
 
 /// The events a `[[notify]]` channel can tell (`events`; expectations-v1 §13.1, §10.2).
-pub const NOTIFY_EVENTS: [&str; 4] = [
+pub const NOTIFY_EVENTS: [&str; 5] = [
     "lapse.recorded",
     "lapse_task.failed",
     "delivery.failing",
     "card.unavailable",
+    "lapse_task.needs_person",
 ];
 
 /// How an email channel secures its SMTP connection (`tls`).
@@ -56,7 +57,7 @@ pub struct NotifyConfig {
     /// Only these lapses: `overdue`, `skipped`, `stalled`; empty: all three.
     #[serde(default)]
     pub kinds: Vec<String>,
-    /// Only these events: `lapse.recorded` (a lapse), `lapse_task.failed` (a lapse task given up: it waits for an operator's re-queue), `delivery.failing` (an agent's first failed lapse task since its delivery last worked; told instead of that task's `lapse_task.failed`), `card.unavailable` (an agent's card could not be read for a minute); empty: all four.
+    /// Only these events: `lapse.recorded` (a lapse), `lapse_task.failed` (a lapse task given up: it waits for an operator's re-queue), `delivery.failing` (an agent's first failed lapse task since its delivery last worked; told instead of that task's `lapse_task.failed`), `card.unavailable` (an agent's card could not be read for a minute), `lapse_task.needs_person` (the task an agent created for a lapse task asks for input or authorization); empty: all five.
     #[serde(default)]
     pub events: Vec<String>,
     /// ISO 8601 duration: when set, lapses are told as one digest per window (counts and the first few) instead of one message each; the window opens at the first lapse not yet told.

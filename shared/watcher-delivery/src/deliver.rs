@@ -640,8 +640,14 @@ mod tests {
         assert_eq!(e3.follow_at, None);
         assert_eq!(e3.task_state.as_deref(), Some("TASK_STATE_INPUT_REQUIRED"));
         assert_eq!(e3.delivery, DeliveryState::Sent);
+        assert_eq!(
+            e3.needs_person_since,
+            Some(later),
+            "waiting for a person since the poll"
+        );
         let done = record_poll(&e2, &Ok(TaskState::Completed), later, &policy);
         assert_eq!(done.follow_at, None);
+        assert_eq!(done.needs_person_since, None);
         // A transient error polls again; a permanent one stops, saying why.
         let transient = Err(DeliveryError::Retryable {
             reason: "HTTP 503".into(),

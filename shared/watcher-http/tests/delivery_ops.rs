@@ -54,6 +54,7 @@ fn entry(agent: &str, id: &str, delivery: DeliveryState) -> OutboxEntry {
         attempt_started_at: None,
         follow_at: None,
         follow_since: None,
+        needs_person_since: None,
         lease: None,
     }
 }

@@ -333,7 +333,10 @@ async fn notifications_show_each_channels_last_delivery_and_failures() {
             (
                 "quiet".to_string(),
                 AgentWatch {
-                    failed_through: Some(at("2026-09-09T00:00:00Z")),
+                    failed: watcher_runtime::store::Watermark {
+                        through: Some(at("2026-09-09T00:00:00Z")),
+                        at_edge: vec!["lapse:q".into()],
+                    },
                     ..AgentWatch::default()
                 },
             ),

@@ -441,6 +441,16 @@ pub fn subject_of(body: &Value) -> String {
                 .unwrap_or(""),
             data["agent"].as_str().unwrap_or("")
         ),
+        Some("lapse_task.needs_person") => format!(
+            "a2a-watcher: needs a person: {} {} (agent {})",
+            data["lapseTask"]["block"]["subject"]["type"]
+                .as_str()
+                .unwrap_or(""),
+            data["lapseTask"]["block"]["subject"]["id"]
+                .as_str()
+                .unwrap_or(""),
+            data["agent"].as_str().unwrap_or("")
+        ),
         Some("delivery.failing") => format!(
             "a2a-watcher: delivery failing: agent {}",
             data["agent"].as_str().unwrap_or("")

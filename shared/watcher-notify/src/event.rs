@@ -28,6 +28,10 @@ pub enum EventType {
     DeliveryFailing,
     /// `card.unavailable`: an agent's card could not be read for [`CARD_GRACE_SECS`].
     CardUnavailable,
+    /// `lapse_task.needs_person`: the Task an agent created for a lapse task asks for input or
+    /// authorization (`TASK_STATE_INPUT_REQUIRED` / `TASK_STATE_AUTH_REQUIRED`,
+    /// expectations-v1 §10.2): the agent concluded that a person must act.
+    LapseTaskNeedsPerson,
 }
 
 /// How long an agent's card must have failed to read before `card.unavailable` is told, in
@@ -36,10 +40,11 @@ pub const CARD_GRACE_SECS: i64 = 60;
 
 impl EventType {
     /// The events about an agent rather than one lapse.
-    pub const AGENT: [EventType; 3] = [
+    pub const AGENT: [EventType; 4] = [
         EventType::LapseTaskFailed,
         EventType::DeliveryFailing,
         EventType::CardUnavailable,
+        EventType::LapseTaskNeedsPerson,
     ];
 
     /// Its name (`lapse.recorded`, …), as in `events` and the body's `type`.
@@ -49,6 +54,7 @@ impl EventType {
             EventType::LapseTaskFailed => "lapse_task.failed",
             EventType::DeliveryFailing => "delivery.failing",
             EventType::CardUnavailable => "card.unavailable",
+            EventType::LapseTaskNeedsPerson => "lapse_task.needs_person",
         }
     }
 
@@ -255,6 +261,49 @@ impl AgentEvent {
         }
     }
 
+    /// The `lapse_task.needs_person` event of the outbox entry `entry`, whose task waits for a
+    /// person since `since` (its `needs_person_since`).
+    pub fn needs_person(
+        entry: &OutboxEntry,
+        since: Instant,
+        public_url: Option<&str>,
+    ) -> AgentEvent {
+        let lapse = LapseEvent::of(0, entry, public_url);
+        let what = match entry.task_state.as_deref() {
+            Some("TASK_STATE_AUTH_REQUIRED") => "authorization",
+            _ => "input",
+        };
+        let task = entry.task_id.as_deref().unwrap_or("(unnamed)");
+        AgentEvent {
+            id: hashed_id(
+                "evt",
+                &[
+                    EventType::LapseTaskNeedsPerson.name(),
+                    entry.tenant.as_str(),
+                    entry.agent.as_str(),
+                    &entry.message_id,
+                    &since.to_string(),
+                ],
+            ),
+            event: EventType::LapseTaskNeedsPerson,
+            tenant: entry.tenant.clone(),
+            agent: entry.agent.clone(),
+            at: since,
+            text: format!(
+                "Agent {} needs a person for the lapse task {}: its task {task} asks for {what} \
+                 ({}). The watcher does not answer it; someone who can should, in the agent's \
+                 own channel.",
+                entry.agent,
+                lapse.headline(),
+                entry.task_state.as_deref().unwrap_or("interrupted")
+            ),
+            error: None,
+            attempts: None,
+            lapse_task: Some(lapse),
+            link: agents_page(public_url),
+        }
+    }
+
     /// The `card.unavailable` event of `agent` of `tenant`, whose card reads fail since
     /// `since` (`health.failing_since`).
     pub fn card(
@@ -307,6 +356,9 @@ impl AgentEvent {
             }
             (EventType::DeliveryFailing, _) => format!("Delivery failing: agent {}", self.agent),
             (EventType::CardUnavailable, _) => format!("Card unavailable: agent {}", self.agent),
+            (EventType::LapseTaskNeedsPerson, Some(l)) => {
+                format!("Needs a person: {} (agent {})", l.headline(), self.agent)
+            }
             _ => format!("{}: agent {}", self.event.name(), self.agent),
         }
     }

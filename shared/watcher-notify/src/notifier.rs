@@ -10,8 +10,9 @@
 //!   item; the lapse path writes nothing for it.
 //! * Agents' events: after the lapses, each agent the channel watches is looked at once a round
 //!   ([`Notifier::with_directory`]): its failed lapse tasks, oldest failure first, from the
-//!   outbox's index by (agent, delivery state, instant) (at most [`FAILED_LOOK`] a round), and its
-//!   card's health. What the channel last saw of each agent is kept in its state
+//!   outbox's index by (agent, delivery state, instant), its lapse tasks waiting for a person,
+//!   earliest first (`Outbox::outbox_needing_person`; at most [`FAILED_LOOK`] of each a round),
+//!   and its card's health. What the channel last saw of each agent is kept in its state
 //!   ([`ChannelState::agents`]), so each failure and each unreadable card is told once.
 //! * Retried by age: a failing channel waits 1 s, then twice as long after each further
 //!   failure, at most [`MAX_BACKOFF`], and keeps its cursor, so a receiver that was down gets
@@ -235,9 +236,10 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
         Ok(round)
     }
 
-    /// Tells each watched agent's new events: its card unreadable for [`CARD_GRACE_SECS`], and
-    /// its lapse tasks failed since the channel last looked (the first after none was failed as
-    /// `delivery.failing`, the others as `lapse_task.failed`). Stops at the first failed post.
+    /// Tells each watched agent's new events: its card unreadable for [`CARD_GRACE_SECS`], its
+    /// lapse tasks failed since the channel last looked (the first after none was failed as
+    /// `delivery.failing`, the others as `lapse_task.failed`), and its lapse tasks whose task
+    /// began to wait for a person (`lapse_task.needs_person`). Stops at the first failed post.
     async fn tell_agents(
         &self,
         index: usize,
@@ -273,23 +275,20 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
                         card_down: true,
                         ..watch.clone()
                     };
-                    if ch.tells(EventType::CardUnavailable) {
-                        let e = AgentEvent::card(
+                    let e = ch.tells(EventType::CardUnavailable).then(|| {
+                        AgentEvent::card(
                             &ch.tenant,
                             &agent,
                             &health,
                             since,
                             self.public_url.as_deref(),
-                        );
-                        let n = body::agent_event(ch.format, &e);
-                        if !self
-                            .deliver_agent(index, state, &key, &next, &n, now)
-                            .await?
-                        {
-                            round.failed += 1;
-                            return Ok(round);
-                        }
-                        round.delivered += 1;
+                        )
+                    });
+                    if !self
+                        .tell_agent(index, state, &key, &next, e, now, &mut round)
+                        .await?
+                    {
+                        return Ok(round);
                     }
                     watch = next;
                 }
@@ -309,15 +308,7 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
                 .await?;
             let since = state.since;
             let is_new = |w: &AgentWatch, e: &OutboxEntry| {
-                e.next_attempt_at >= since
-                    && match w.failed_through {
-                        None => true,
-                        Some(t) => {
-                            e.next_attempt_at > t
-                                || (e.next_attempt_at == t
-                                    && !w.failed_at_edge.contains(&e.message_id))
-                        }
-                    }
+                e.next_attempt_at >= since && w.failed.passes(e.next_attempt_at, &e.message_id)
             };
             // Failed lapse tasks already dealt with, or from before the channel's start, mean
             // the agent is failing already.
@@ -329,11 +320,7 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
                     continue;
                 }
                 let mut next = watch.clone();
-                if next.failed_through != Some(entry.next_attempt_at) {
-                    next.failed_through = Some(entry.next_attempt_at);
-                    next.failed_at_edge.clear();
-                }
-                next.failed_at_edge.push(entry.message_id.clone());
+                next.failed = watch.failed.after(entry.next_attempt_at, &entry.message_id);
                 next.failing = true;
                 let event = if !watch.failing && ch.tells(EventType::DeliveryFailing) {
                     Some(EventType::DeliveryFailing)
@@ -341,22 +328,45 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
                     ch.tells(EventType::LapseTaskFailed)
                         .then_some(EventType::LapseTaskFailed)
                 };
-                if let Some(event) = event {
-                    let e = AgentEvent::failed(event, entry, self.public_url.as_deref());
-                    let n = body::agent_event(ch.format, &e);
-                    if !self
-                        .deliver_agent(index, state, &key, &next, &n, now)
-                        .await?
-                    {
-                        round.failed += 1;
-                        return Ok(round);
-                    }
-                    round.delivered += 1;
+                let e = event.map(|ev| AgentEvent::failed(ev, entry, self.public_url.as_deref()));
+                if !self
+                    .tell_agent(index, state, &key, &next, e, now, &mut round)
+                    .await?
+                {
+                    return Ok(round);
                 }
                 watch = next;
             }
             if failed.is_empty() {
                 watch.failing = false;
+            }
+
+            // Its lapse tasks whose task waits for a person, earliest wait first, settled.
+            let waiting = self
+                .store
+                .outbox_needing_person(&ch.tenant, &agent, Some(edge), FAILED_LOOK)
+                .await?;
+            for entry in &waiting {
+                let Some(at) = entry.needs_person_since else {
+                    continue;
+                };
+                if at < since || !watch.person.passes(at, &entry.message_id) {
+                    continue;
+                }
+                let next = AgentWatch {
+                    person: watch.person.after(at, &entry.message_id),
+                    ..watch.clone()
+                };
+                let e = ch
+                    .tells(EventType::LapseTaskNeedsPerson)
+                    .then(|| AgentEvent::needs_person(entry, at, self.public_url.as_deref()));
+                if !self
+                    .tell_agent(index, state, &key, &next, e, now, &mut round)
+                    .await?
+                {
+                    return Ok(round);
+                }
+                watch = next;
             }
             if watch == AgentWatch::default() {
                 state.agents.remove(&key);
@@ -372,22 +382,36 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
         Ok(round)
     }
 
-    /// [`Notifier::deliver`] of an agent's event: on success the channel's watch of agent `key`
-    /// becomes `next`.
-    async fn deliver_agent(
+    /// Tells `event` (when the channel wants it) about agent `key` with [`Notifier::deliver`]:
+    /// on success the channel's watch of the agent becomes `next` and `round` counts it.
+    /// Answers whether the round goes on: `false` after a failed post (counted in `round`).
+    #[allow(clippy::too_many_arguments)]
+    async fn tell_agent(
         &self,
         index: usize,
         state: &mut ChannelState,
         key: &str,
         next: &AgentWatch,
-        n: &Notification,
+        event: Option<AgentEvent>,
         now: Instant,
+        round: &mut Round,
     ) -> Result<bool, StoreError> {
+        let Some(e) = event else {
+            return Ok(true);
+        };
+        let n = body::agent_event(self.channels[index].format, &e);
         let (key, next) = (key.to_string(), next.clone());
-        self.deliver(index, state, n, now, move |s| {
-            s.agents.insert(key, next);
-        })
-        .await
+        let delivered = self
+            .deliver(index, state, &n, now, move |s| {
+                s.agents.insert(key, next);
+            })
+            .await?;
+        if delivered {
+            round.delivered += 1;
+        } else {
+            round.failed += 1;
+        }
+        Ok(delivered)
     }
 
     fn query(&self, ch: &Channel, state: &ChannelState) -> LapseQuery {

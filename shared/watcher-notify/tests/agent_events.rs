@@ -360,7 +360,7 @@ async fn a_receiver_that_was_down_gets_the_failure_after() {
         state
             .agents
             .get("booking")
-            .is_none_or(|w| w.failed_through.is_none()),
+            .is_none_or(|w| w.failed.is_empty()),
         "nothing passed while the receiver refused: {state:?}"
     );
     receiver.answer(200);
@@ -384,4 +384,85 @@ async fn a_settle_delay_holds_failures_until_they_are_settled() {
     assert_eq!(n.round().await[0].delivered, 0, "not yet settled");
     clock.set(at(305));
     assert_eq!(n.round().await[0].delivered, 1);
+}
+
+/// A lapse task whose task asks for input is told once as `lapse_task.needs_person`, through a
+/// restart; answered and asking again later, it is a new wait, told again with a new id
+/// (expectations-v1 §10.2).
+#[tokio::test]
+async fn a_task_asking_for_input_is_told_once_per_wait() {
+    use a2a_types::TaskState;
+    let receiver = Receiver::start().await;
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(FakeClock::new(at(0)));
+    let dir = directory();
+    let n = notifier(&store, &clock, &dir, config(&receiver.url, &[]));
+    n.round().await;
+    let queued = lapse_task("booking", "exp-q", LapseKind::Overdue, "PA-Q", at(-1000));
+    store
+        .commit(
+            &tenant(),
+            Commit {
+                outbox: vec![queued.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let ask = |state: TaskState, when: i64| {
+        let store = store.clone();
+        let id = queued.message_id.clone();
+        async move {
+            store
+                .outbox_task_state(&tenant(), &agent("booking"), &id, "task-q", state, at(when))
+                .await
+                .unwrap()
+        }
+    };
+    ask(TaskState::InputRequired, 5).await;
+    clock.set(at(6));
+    assert_eq!(n.round().await[0].delivered, 1);
+    let got = receiver.accepted();
+    assert_eq!(got[0].body["type"], "lapse_task.needs_person");
+    assert_eq!(got[0].body["timestamp"], "2026-09-11T00:00:05Z");
+    let data = &got[0].body["data"];
+    assert_eq!(data["agent"], "booking");
+    assert_eq!(data["lapseTask"]["messageId"], queued.message_id.as_str());
+    assert!(
+        data["text"]
+            .as_str()
+            .unwrap()
+            .contains("its task task-q asks for input"),
+        "{data}"
+    );
+
+    // The same wait pushed again, and a restart: nothing again.
+    ask(TaskState::InputRequired, 7).await;
+    let again = notifier(&store, &clock, &dir, config(&receiver.url, &[]));
+    clock.set(at(8));
+    assert_eq!(again.round().await[0].delivered, 0);
+    assert_eq!(n.round().await[0].delivered, 0);
+
+    // Answered, then asking again: a new wait.
+    ask(TaskState::Working, 20).await;
+    ask(TaskState::AuthRequired, 30).await;
+    clock.set(at(31));
+    assert_eq!(again.round().await[0].delivered, 1);
+    let got = receiver.accepted();
+    assert_eq!(got.len(), 2);
+    assert_ne!(got[0].id, got[1].id);
+    assert!(got[1].body["data"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("asks for authorization"));
+
+    // A channel without the event tells none of it.
+    let mut quiet = config(&receiver.url, &["lapse.recorded"]);
+    quiet.id = "quiet".into();
+    let q = notifier(&store, &clock, &dir, quiet);
+    q.round().await;
+    ask(TaskState::Working, 40).await;
+    ask(TaskState::InputRequired, 50).await;
+    clock.set(at(51));
+    assert_eq!(q.round().await[0].delivered, 0);
 }

@@ -143,6 +143,7 @@ macro_rules! store_conformance {
             sequence_strictly_increases,
             outbox_by_task_id,
             lapse_task_state_never_goes_back,
+            lapse_tasks_waiting_for_a_person_are_listed,
             lapses_are_paged,
             steps_read_what_they_must,
             times_as_given_are_kept,

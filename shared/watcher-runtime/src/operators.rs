@@ -214,6 +214,7 @@ mod tests {
             attempt_started_at: None,
             follow_at: None,
             follow_since: None,
+            needs_person_since: None,
             lease: None,
         }
     }

@@ -139,7 +139,7 @@ impl<S: Store + ?Sized> Watcher<S> {
         if let (Some(task_id), true) = (event.task_id(), raised_any) {
             crate::origins::follow_origin(self, tenant, agent, task_id, now).await;
         }
-        track_lapse_task(&*self.store, tenant, agent, event).await;
+        track_lapse_task(&*self.store, tenant, agent, event, now).await;
         Ok(outcome(&applied.effects, carried, warnings))
     }
 }
@@ -195,6 +195,7 @@ pub async fn track_lapse_task<S: crate::store::Outbox + ?Sized>(
     tenant: &Tenant,
     agent: &AgentId,
     event: &StreamResponse,
+    now: Instant,
 ) {
     let (Some(task_id), Some(status)) = (event.task_id(), event.status()) else {
         return;
@@ -218,7 +219,7 @@ pub async fn track_lapse_task<S: crate::store::Outbox + ?Sized>(
     }
     for message_id in message_ids {
         if let Err(e) = store
-            .outbox_task_state(tenant, agent, &message_id, task_id, status.state)
+            .outbox_task_state(tenant, agent, &message_id, task_id, status.state, now)
             .await
         {
             tracing::warn!(error = %e, message_id, "could not record the lapse task's state");

@@ -15,7 +15,7 @@ use watcher_core::time::Instant;
 use crate::origins::{FollowedOrigin, OriginKey};
 
 mod notifications;
-pub use notifications::{AgentWatch, ChannelState, Notifications};
+pub use notifications::{AgentWatch, ChannelState, Notifications, Watermark};
 
 pub use crate::lease::{Claim, Lease};
 
@@ -126,6 +126,12 @@ pub struct OutboxEntry {
     /// When following began (the delivery), for the polls' backoff and their give-up age.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follow_since: Option<Instant>,
+    /// Since when the lapse task's Task waits for a person (`TASK_STATE_INPUT_REQUIRED` or
+    /// `TASK_STATE_AUTH_REQUIRED`, expectations-v1 §10.2; UTC): the instant the watcher first
+    /// learnt it, kept while the state stays interrupted, `None` otherwise
+    /// ([`crate::task_progress`]). [`Outbox::outbox_needing_person`] lists entries by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_person_since: Option<Instant>,
     /// The sender that claimed the entry to post it, and until when ([`crate::lease`]); `None`
     /// when nobody holds it. Written only by [`Outbox::outbox_claim`], released by its holder's
     /// [`Outbox::outbox_update`].
@@ -164,6 +170,7 @@ impl OutboxEntry {
             attempt_started_at: None,
             follow_at: None,
             follow_since: None,
+            needs_person_since: None,
             lease: None,
         }
     }
@@ -422,7 +429,7 @@ pub trait Outbox: Send + Sync {
     ) -> Result<Claim, StoreError>;
 
     /// Records that the lapse task (tenant, agent, messageId) is the agent's Task `task_id`, now
-    /// in `state` (a push about that task): the stored entry becomes
+    /// in `state` (a push about that task, received at `now`): the stored entry becomes
     /// [`crate::task_progress::with_task_state`] of itself, read and written in one atomic step,
     /// so a push never overwrites the delivery fields a concurrent delivery writes and a state
     /// never goes back. Never inserts. Answers the entry as written, or `None` when it is not
@@ -437,6 +444,7 @@ pub trait Outbox: Send + Sync {
         message_id: &str,
         task_id: &str,
         state: TaskState,
+        now: Instant,
     ) -> Result<Option<OutboxEntry>, StoreError>;
 
     /// Outbox entries of `agent` of `tenant` whose delivery state is `delivery` and, when `due_by`
@@ -465,6 +473,22 @@ pub trait Outbox: Send + Sync {
     /// # Errors
     /// Backend or corrupt data.
     async fn outbox_following(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// Outbox entries of `agent` of `tenant` whose task waits for a person
+    /// (`needs_person_since` set, expectations-v1 §10.2) and, when `due_by` is given, since at
+    /// or before it; earliest first (then order of lapse); at most `limit`. Read from an index
+    /// holding only such entries: the cost follows the entries answered. The notifier's
+    /// `lapse_task.needs_person` event reads it.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn outbox_needing_person(
         &self,
         tenant: &Tenant,
         agent: &AgentId,

@@ -11,6 +11,7 @@
 //! very same one.
 
 use a2a_types::TaskState;
+use watcher_core::time::Instant;
 
 use crate::store::OutboxEntry;
 
@@ -43,7 +44,40 @@ fn stored_is_further(stored: TaskState, incoming: Option<TaskState>) -> bool {
 /// poll for, or it is a person's turn). An `incoming` that names another task than `stored`
 /// is left as it is. Every store calls this in the transaction (or conditional write) that
 /// writes the entry.
+///
+/// `needs_person_since` follows the state kept: `None` unless it is interrupted; when `stored`
+/// was already waiting for a person on the same task, its instant is kept (the wait began
+/// then), else `incoming`'s.
 pub fn keep_task_progress(incoming: &mut OutboxEntry, stored: &OutboxEntry) {
+    merge_task_state(incoming, stored);
+    let same_wait = stored.task_id.is_some()
+        && stored.task_id == incoming.task_id
+        && interrupted(stored.task_state.as_deref());
+    if !interrupted(incoming.task_state.as_deref()) {
+        incoming.needs_person_since = None;
+    } else if same_wait {
+        incoming.needs_person_since = stored.needs_person_since.or(incoming.needs_person_since);
+    }
+}
+
+/// Marks `entry` as waiting for a person since `now` when its task state is interrupted and it
+/// was not marked yet; clears the mark otherwise. Writers that learn a state (the SendMessage
+/// answer, a `GetTask` poll, a push) call it before writing; [`keep_task_progress`] then keeps
+/// the earlier instant of a wait already recorded.
+pub fn mark_needs_person(entry: &mut OutboxEntry, now: Instant) {
+    if interrupted(entry.task_state.as_deref()) {
+        entry.needs_person_since.get_or_insert(now);
+    } else {
+        entry.needs_person_since = None;
+    }
+}
+
+fn interrupted(state: Option<&str>) -> bool {
+    parse(state).is_some_and(|s| s.is_interrupted())
+}
+
+/// The task fields of [`keep_task_progress`].
+fn merge_task_state(incoming: &mut OutboxEntry, stored: &OutboxEntry) {
     let Some(stored_task) = stored.task_id.as_deref() else {
         return;
     };
@@ -63,14 +97,17 @@ pub fn keep_task_progress(incoming: &mut OutboxEntry, stored: &OutboxEntry) {
     }
 }
 
-/// `stored` after a report that its lapse task is the Task `task_id`, now in `state` (a push
-/// about that task, or a pushed Task holding the lapse task's `messageId` in its history): the
-/// task id taken when `stored` names none, the state merged by [`keep_task_progress`], nothing
-/// else changed. `None` when `stored` names another task or nothing would change.
+/// `stored` after a report at `now` that its lapse task is the Task `task_id`, now in `state` (a
+/// push about that task, or a pushed Task holding the lapse task's `messageId` in its history):
+/// the task id taken when `stored` names none, the state merged by [`keep_task_progress`],
+/// waiting for a person since `now` when the state is newly interrupted
+/// ([`mark_needs_person`]), nothing else changed. `None` when `stored` names another task or
+/// nothing would change.
 pub fn with_task_state(
     stored: &OutboxEntry,
     task_id: &str,
     state: TaskState,
+    now: Instant,
 ) -> Option<OutboxEntry> {
     if stored.task_id.as_deref().is_some_and(|t| t != task_id) {
         return None;
@@ -79,6 +116,7 @@ pub fn with_task_state(
     updated.task_id = Some(task_id.to_owned());
     updated.task_state = Some(state.as_str().to_owned());
     keep_task_progress(&mut updated, stored);
+    mark_needs_person(&mut updated, now);
     if (state.is_terminal() || state.is_interrupted())
         && updated.task_state.as_deref() == Some(state.as_str())
     {
@@ -116,6 +154,7 @@ mod tests {
             attempt_started_at: None,
             follow_at: Some(at),
             follow_since: Some(at),
+            needs_person_since: None,
             lease: None,
         }
     }
@@ -198,7 +237,7 @@ mod tests {
     #[test]
     fn a_report_sets_only_the_task_fields_and_merges_the_state() {
         let stored = entry(None, None);
-        let e = with_task_state(&stored, "t", TaskState::Submitted).expect("a change");
+        let e = with_task_state(&stored, "t", TaskState::Submitted, now()).expect("a change");
         assert_eq!(
             (e.task_id.as_deref(), e.task_state.as_deref()),
             (Some("t"), Some(SUBMITTED))
@@ -212,23 +251,68 @@ mod tests {
             stored,
             "nothing but the task fields changed"
         );
-        let done = with_task_state(&e, "t", TaskState::Completed).expect("a change");
+        let done = with_task_state(&e, "t", TaskState::Completed, now()).expect("a change");
         assert_eq!(done.task_state.as_deref(), Some(COMPLETED));
         assert_eq!(done.follow_at, None);
         assert_eq!(
-            with_task_state(&done, "t", TaskState::Working),
+            with_task_state(&done, "t", TaskState::Working, now()),
             None,
             "a late push changes nothing"
         );
         assert_eq!(
-            with_task_state(&done, "other", TaskState::Working),
+            with_task_state(&done, "other", TaskState::Working, now()),
             None,
             "another task"
         );
         assert_eq!(
-            with_task_state(&done, "t", TaskState::Completed),
+            with_task_state(&done, "t", TaskState::Completed, now()),
             None,
             "the same state again"
         );
+    }
+
+    fn now() -> Instant {
+        Instant::parse("2026-12-01T09:00:00Z").unwrap()
+    }
+
+    /// A lapse task whose task asks for input waits for a person from the first report of it:
+    /// a second report keeps that instant, a later state clears it, and a store's merge keeps
+    /// the earlier instant of the same wait (expectations-v1 §10.2).
+    #[test]
+    fn a_task_asking_for_input_waits_for_a_person_from_the_first_report() {
+        let stored = entry(Some("t"), Some(WORKING));
+        assert_eq!(stored.needs_person_since, None);
+        let asked =
+            with_task_state(&stored, "t", TaskState::InputRequired, now()).expect("a change");
+        assert_eq!(asked.needs_person_since, Some(now()));
+        assert_eq!(asked.follow_at, None, "a person's turn: not polled");
+        let later = Instant::parse("2026-12-01T10:00:00Z").unwrap();
+        assert_eq!(
+            with_task_state(&asked, "t", TaskState::InputRequired, later),
+            None,
+            "the same wait: nothing changes"
+        );
+        let answered = with_task_state(&asked, "t", TaskState::Working, later).expect("a change");
+        assert_eq!(answered.needs_person_since, None);
+
+        // A writer that read the entry before the push marks its own, later instant: the
+        // store's merge keeps the stored one.
+        let mut incoming = asked.clone();
+        incoming.needs_person_since = Some(later);
+        keep_task_progress(&mut incoming, &asked);
+        assert_eq!(incoming.needs_person_since, Some(now()));
+        // A new state that is not interrupted clears it in the merge too.
+        let mut done = asked.clone();
+        done.task_state = Some(COMPLETED.into());
+        keep_task_progress(&mut done, &asked);
+        assert_eq!(done.needs_person_since, None);
+        // mark_needs_person: only for an interrupted state.
+        let mut e = entry(Some("t"), Some(INPUT));
+        mark_needs_person(&mut e, later);
+        assert_eq!(e.needs_person_since, Some(later));
+        let mut w = entry(Some("t"), Some(WORKING));
+        w.needs_person_since = Some(later);
+        mark_needs_person(&mut w, later);
+        assert_eq!(w.needs_person_since, None);
     }
 }

@@ -15,6 +15,7 @@ use watcher_core::ids::{AgentId, ExpectationId, FactKey, Subject, TaskRef, Tenan
 use watcher_core::record::RaiseOrder;
 use watcher_core::time::Instant;
 use watcher_runtime::sequence::{FIRST_TIME_ORDERED, TICK};
+use watcher_runtime::store::OutboxEntry;
 
 /// Largest partition key DynamoDB accepts, in bytes.
 const MAX_PARTITION_KEY: usize = 2048;
@@ -241,6 +242,31 @@ pub(crate) fn agent_delivery(tenant: &Tenant, agent: &AgentId, delivery: &str) -
         &[tenant.as_str(), agent.as_str(), delivery],
         MAX_PARTITION_KEY,
     )
+}
+
+/// `PERSON#{tenant}#{agent}`: the `outbox-follow` index partition of the agent's lapse tasks
+/// whose task waits for a person (sorted by `needs_person_since`), beside (never in) its
+/// `FOLLOW#…` partition: such a task is not followed.
+pub(crate) fn person_agent(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "PERSON",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// The `outbox-follow` index keys of `entry`: its `FOLLOW#` partition and next poll while it is
+/// followed, else its `PERSON#` partition and since when while its task waits for a person,
+/// else none.
+pub(crate) fn follow_keys(entry: &OutboxEntry) -> Option<(String, String)> {
+    match (entry.follow_at, entry.needs_person_since) {
+        (Some(at), _) => Some((follow_agent(&entry.tenant, &entry.agent), instant_key(at))),
+        (None, Some(since)) => Some((
+            person_agent(&entry.tenant, &entry.agent),
+            instant_key(since),
+        )),
+        (None, None) => None,
+    }
 }
 
 /// `FOLLOW#{tenant}#{agent}`: partition of the `outbox-follow` index (one agent's followed

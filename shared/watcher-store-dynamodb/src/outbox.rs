@@ -13,6 +13,37 @@ impl Outbox for DynamoStore {
 
     /// Through the sparse `outbox-task` index ([`DynamoStore::outbox_by_task_id`]): one query and
     /// one read, whatever the outbox's size.
+    /// The agent's `PERSON#{tenant}#{agent}` partition of the `outbox-follow` index (sorted by
+    /// `needs_person_since`), then a consistent read of each, keeping those still waiting.
+    async fn outbox_needing_person(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
+        let entries = self
+            .outbox_through_index(
+                OUTBOX_FOLLOW_INDEX,
+                (FOLLOW_AGENT, person_agent(tenant, agent)),
+                FOLLOW_AT,
+                until,
+                limit,
+            )
+            .await?;
+        let mut entries: Vec<(u64, OutboxEntry)> = entries
+            .into_iter()
+            .filter(|(_, e)| {
+                e.follow_at.is_none()
+                    && e.needs_person_since
+                        .is_some_and(|at| due_by.is_none_or(|d| at <= d))
+            })
+            .collect();
+        entries.sort_by_key(|(seq, e)| (e.needs_person_since, *seq));
+        Ok(entries.into_iter().map(|(_, e)| e).collect())
+    }
+
     async fn outbox_by_task(
         &self,
         tenant: &Tenant,
@@ -124,9 +155,10 @@ impl Outbox for DynamoStore {
         message_id: &str,
         task_id: &str,
         state: TaskState,
+        now: Instant,
     ) -> Result<Option<OutboxEntry>, StoreError> {
         self.update_outbox(tenant, agent, message_id, |stored| {
-            with_task_state(stored, task_id, state)
+            with_task_state(stored, task_id, state, now)
         })
         .await
     }

@@ -129,16 +129,13 @@ impl DynamoStore {
         req = req
             .expression_attribute_names("#fa", FOLLOW_AGENT)
             .expression_attribute_names("#ft", FOLLOW_AT);
-        match entry.follow_at {
-            Some(at) => {
+        match follow_keys(entry) {
+            Some((partition, at)) => {
                 set.push("#fa = :fa");
                 set.push("#ft = :ft");
                 req = req
-                    .expression_attribute_values(
-                        ":fa",
-                        s(follow_agent(&entry.tenant, &entry.agent)),
-                    )
-                    .expression_attribute_values(":ft", s(instant_key(at)));
+                    .expression_attribute_values(":fa", s(partition))
+                    .expression_attribute_values(":ft", s(at));
             }
             None => {
                 remove.push("#fa");
@@ -370,12 +367,9 @@ impl DynamoStore {
                 s(outbox_task(&entry.tenant, &entry.agent, task_id)),
             );
         }
-        if let Some(at) = entry.follow_at {
-            item.insert(
-                FOLLOW_AGENT.into(),
-                s(follow_agent(&entry.tenant, &entry.agent)),
-            );
-            item.insert(FOLLOW_AT.into(), s(instant_key(at)));
+        if let Some((partition, at)) = follow_keys(entry) {
+            item.insert(FOLLOW_AGENT.into(), s(partition));
+            item.insert(FOLLOW_AT.into(), s(at));
         }
         if let Some(at) = outbox_expiry(entry, self.retention_days) {
             item.insert(EXPIRES_AT.into(), n(at));

@@ -48,6 +48,7 @@ fn entry(t: &Tenant, i: usize) -> OutboxEntry {
         attempt_started_at: None,
         follow_at: None,
         follow_since: None,
+        needs_person_since: None,
         lease: None,
     }
 }

@@ -92,12 +92,13 @@ impl Outbox for SqliteStore {
         message_id: &str,
         task_id: &str,
         state: TaskState,
+        now: Instant,
     ) -> Result<Option<OutboxEntry>, StoreError> {
         let (tenant, agent) = (tenant.clone(), agent.clone());
         let (message_id, task_id) = (message_id.to_owned(), task_id.to_owned());
         self.write(move |conn| {
             let Some(updated) = outbox_row(conn, &tenant, &agent, &message_id)?
-                .and_then(|stored| with_task_state(&stored, &task_id, state))
+                .and_then(|stored| with_task_state(&stored, &task_id, state, now))
             else {
                 return Ok(None);
             };
@@ -152,6 +153,28 @@ impl Outbox for SqliteStore {
                 "SELECT entry FROM outbox INDEXED BY outbox_follow
                  WHERE tenant = ?1 AND agent = ?2 AND follow_at IS NOT NULL AND follow_at <= ?3
                  ORDER BY follow_at LIMIT ?4",
+                params![tenant.as_str(), agent.as_str(), until, limit_of(limit)],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+
+    async fn outbox_needing_person(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
+        self.read(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox INDEXED BY outbox_person
+                 WHERE tenant = ?1 AND agent = ?2 AND person_at IS NOT NULL AND person_at <= ?3
+                 ORDER BY person_at, seq LIMIT ?4",
                 params![tenant.as_str(), agent.as_str(), until, limit_of(limit)],
                 "outbox entry",
             )

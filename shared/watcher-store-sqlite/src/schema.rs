@@ -33,7 +33,10 @@ use crate::codec::{db, from_json, instant_key};
 ///   them.
 /// * 7: the `origins` table (origin tasks followed with `GetTask`, origin-task reconciliation
 ///   kept in the store) and its index by (tenant, agent, next poll), created by IF NOT EXISTS.
-pub const SCHEMA_VERSION: i64 = 7;
+/// * 8: the outbox's `person_at` (since when the lapse task's task waits for a person, copied
+///   from the entry's `needs_person_since`), indexed for the notifier's
+///   `lapse_task.needs_person` event (issue 25).
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// How long a statement waits for another connection's write lock before failing with
 /// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
@@ -158,6 +161,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     follow_at TEXT,
     task_id TEXT,
     lapsed_at TEXT,
+    person_at TEXT,
     UNIQUE (tenant, agent, message_id)
 ) STRICT;
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivery, next_attempt, seq);
@@ -168,6 +172,9 @@ CREATE INDEX IF NOT EXISTS outbox_agent ON outbox (tenant, agent, delivery, next
 -- Followed lapse tasks only (Outbox::outbox_following).
 CREATE INDEX IF NOT EXISTS outbox_follow ON outbox (tenant, agent, follow_at)
     WHERE follow_at IS NOT NULL;
+-- Lapse tasks whose task waits for a person only (Outbox::outbox_needing_person).
+CREATE INDEX IF NOT EXISTS outbox_person ON outbox (tenant, agent, person_at, seq)
+    WHERE person_at IS NOT NULL;
 
 -- A lapse task by the Task the agent created (Outbox::outbox_by_task).
 CREATE INDEX IF NOT EXISTS outbox_task ON outbox (tenant, agent, task_id)
@@ -258,6 +265,10 @@ DROP INDEX IF EXISTS outbox_tenant;
 
 /// Version 2 → 3, before [`SCHEMA`] (whose index on `follow_at` needs the column).
 const V2_TO_V3_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN follow_at TEXT;";
+
+/// Version 5, 6 or 7 → 8, before [`SCHEMA`] (whose index on `person_at` needs the column). Older
+/// files rebuild the outbox from [`SCHEMA`], which has it.
+const V7_TO_V8_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN person_at TEXT;";
 
 /// Version 3 → 4, before [`SCHEMA`] (whose indexes need the columns).
 const V3_TO_V4_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN task_id TEXT;
@@ -488,6 +499,9 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     if rebuild_v5 {
         add_subject_fact_columns(&tx)?;
         tx.execute_batch(V5_TO_V6_BEFORE).map_err(db)?;
+    }
+    if (5..=7).contains(&found) {
+        tx.execute_batch(V7_TO_V8_BEFORE).map_err(db)?;
     }
     tx.execute_batch(SCHEMA).map_err(db)?;
     if rebuild_v5 {

@@ -57,11 +57,11 @@ pub(crate) fn keep_sequence_ahead(tx: &Connection, used: Option<u64>) -> Result<
 // Reading rows.
 
 /// Writes `entry` over the stored row with its identity (tenant, agent, messageId), with the
-/// columns its indexes read; `sent` is final: a sent row only takes another `sent` update.
+/// columns its indexes read (`person_at` from `needs_person_since`); `sent` is final: a sent row only takes another `sent` update.
 pub(crate) fn write_outbox_row(conn: &Connection, entry: &OutboxEntry) -> Result<(), StoreError> {
     conn.prepare_cached(
         "UPDATE outbox SET delivery = ?4, next_attempt = ?5, entry = ?6, follow_at = ?7,
-             task_id = ?8
+             task_id = ?8, person_at = ?9
          WHERE tenant = ?1 AND message_id = ?2 AND agent = ?3
            AND (delivery <> 'sent' OR ?4 = 'sent')",
     )
@@ -74,7 +74,8 @@ pub(crate) fn write_outbox_row(conn: &Connection, entry: &OutboxEntry) -> Result
         instant_key(entry.next_attempt_at),
         to_json(entry)?,
         entry.follow_at.map(instant_key),
-        entry.task_id
+        entry.task_id,
+        entry.needs_person_since.map(instant_key)
     ])
     .map_err(db)?;
     Ok(())

@@ -55,6 +55,7 @@ pub fn record_attempt(
                 SendOutcome::Task { id, state } => {
                     e.task_id = Some(id.clone());
                     e.task_state = Some(state.as_str().to_owned());
+                    watcher_runtime::task_progress::mark_needs_person(&mut e, now);
                     start_following(&mut e, *state, now, policy);
                 }
                 SendOutcome::Message { .. } => e.answered_with_message = true,
@@ -133,6 +134,7 @@ pub fn record_found(
     e.retrying_since = None;
     e.task_id = Some(task_id.to_owned());
     e.task_state = Some(state.as_str().to_owned());
+    watcher_runtime::task_progress::mark_needs_person(&mut e, now);
     e.last_error = None;
     start_following(&mut e, state, now, policy);
     e
@@ -175,7 +177,8 @@ pub fn poll_delay(since: Instant, now: Instant, policy: &RetryPolicy) -> std::ti
 /// Records one `GetTask` poll of a followed lapse task at `now`:
 ///
 /// * a state: kept as `task_state`; following stops when it is terminal or interrupted (input
-///   or auth required, shown to operators as needing a person), or once the task has been
+///   or auth required, shown to operators as needing a person, and marked
+///   `needs_person_since`), or once the task has been
 ///   followed for `policy.give_up_after` (noted in `last_error`); else the next poll is
 ///   [`poll_delay`] later;
 /// * a retryable error: the next poll is [`poll_delay`] later (up to the same age);
@@ -203,6 +206,7 @@ pub fn record_poll(
         }
         Ok(state) => {
             e.task_state = Some(state.as_str().to_owned());
+            watcher_runtime::task_progress::mark_needs_person(&mut e, now);
             if state.is_terminal() || state.is_interrupted() {
                 e.follow_at = None;
             } else if too_old {

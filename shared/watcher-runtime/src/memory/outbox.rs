@@ -98,6 +98,7 @@ impl Outbox for MemoryStore {
         message_id: &str,
         task_id: &str,
         state: TaskState,
+        now: Instant,
     ) -> Result<Option<OutboxEntry>, StoreError> {
         self.check_write()?;
         let mut inner = self.lock()?;
@@ -109,7 +110,7 @@ impl Outbox for MemoryStore {
         let Some(old) = inner.outbox.get(&seq).cloned() else {
             return Ok(None);
         };
-        let Some(updated) = with_task_state(&old, task_id, state) else {
+        let Some(updated) = with_task_state(&old, task_id, state, now) else {
             return Ok(None);
         };
         inner.replace_outbox(seq, &old, updated.clone());
@@ -159,6 +160,31 @@ impl Outbox for MemoryStore {
             .iter()
             .filter_map(|seq| inner.outbox.get(seq).map(|o| (*seq, o)))
             .filter_map(|(seq, o)| o.follow_at.map(|at| (at, seq, o)))
+            .filter(|(at, _, _)| due_by.is_none_or(|d| *at <= d))
+            .collect();
+        found.sort_by_key(|(at, seq, _)| (*at, *seq));
+        Ok(found
+            .into_iter()
+            .take(limit)
+            .map(|(_, _, o)| o.clone())
+            .collect())
+    }
+
+    async fn outbox_needing_person(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let inner = self.lock()?;
+        let Some(seqs) = inner.outbox_agent.get(&(tenant.clone(), agent.clone())) else {
+            return Ok(Vec::new());
+        };
+        let mut found: Vec<(Instant, u64, &OutboxEntry)> = seqs
+            .iter()
+            .filter_map(|seq| inner.outbox.get(seq).map(|o| (*seq, o)))
+            .filter_map(|(seq, o)| o.needs_person_since.map(|at| (at, seq, o)))
             .filter(|(at, _, _)| due_by.is_none_or(|d| *at <= d))
             .collect();
         found.sort_by_key(|(at, seq, _)| (*at, *seq));

@@ -57,20 +57,63 @@ pub struct ChannelState {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentWatch {
-    /// The failure instant (UTC; a failed entry's `next_attempt_at`) of the newest failed lapse
-    /// task dealt with (told, or passed over by the filter); `None`: none yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed_through: Option<Instant>,
-    /// The messageIds that failed at exactly `failed_through` and were dealt with (several
-    /// may fail at one instant).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed_at_edge: Vec<String>,
+    /// How far its failed lapse tasks were dealt with, in the order they failed (a failed
+    /// entry's `next_attempt_at`).
+    #[serde(default, skip_serializing_if = "Watermark::is_empty")]
+    pub failed: Watermark,
+    /// How far its lapse tasks waiting for a person were dealt with, in the order the waits
+    /// began (`needs_person_since`).
+    #[serde(default, skip_serializing_if = "Watermark::is_empty")]
+    pub person: Watermark,
     /// Whether the agent had failed lapse tasks when last looked at.
     #[serde(default)]
     pub failing: bool,
     /// Whether its card was told unavailable and has not been read since.
     #[serde(default)]
     pub card_down: bool,
+}
+
+/// How far a channel has dealt with (told, or passed over by its filter) one list of an agent's
+/// lapse tasks ordered by an instant ([`AgentWatch`]): the instant of the last one, and the
+/// messageIds at exactly that instant (several can share it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Watermark {
+    /// The instant (UTC) of the last lapse task dealt with; `None`: none yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through: Option<Instant>,
+    /// The messageIds at exactly `through` dealt with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub at_edge: Vec<String>,
+}
+
+impl Watermark {
+    /// Nothing dealt with yet.
+    pub fn is_empty(&self) -> bool {
+        self.through.is_none() && self.at_edge.is_empty()
+    }
+
+    /// Whether the lapse task `message_id` at `at` lies past the watermark (not dealt with).
+    pub fn passes(&self, at: Instant, message_id: &str) -> bool {
+        match self.through {
+            None => true,
+            Some(t) => at > t || (at == t && !self.at_edge.iter().any(|m| m == message_id)),
+        }
+    }
+
+    /// The watermark after dealing with `message_id` at `at` (the next in order).
+    pub fn after(&self, at: Instant, message_id: &str) -> Watermark {
+        let mut next = if self.through == Some(at) {
+            self.clone()
+        } else {
+            Watermark {
+                through: Some(at),
+                at_edge: Vec::new(),
+            }
+        };
+        next.at_edge.push(message_id.to_string());
+        next
+    }
 }
 
 impl ChannelState {

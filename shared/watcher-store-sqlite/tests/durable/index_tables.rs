@@ -64,6 +64,7 @@ async fn a_version_5_file_gets_its_index_tables_rebuilt() {
     // Back to the version 5 index tables, with the same rows.
     {
         let conn = raw(&path);
+        back_to_version_7(&conn);
         conn.execute_batch(
             "ALTER TABLE fact_index RENAME TO f6; ALTER TABLE id_index RENAME TO i6;
              ALTER TABLE timers RENAME TO t6; ALTER TABLE live RENAME TO l6;
@@ -227,6 +228,7 @@ async fn a_version_4_file_is_migrated_to_take_withdrawn() {
     }
     // Back to the version 4 outbox, as a version 4 build left it.
     let conn = raw(&path);
+    back_to_version_7(&conn);
     conn.execute_batch(
         "ALTER TABLE outbox RENAME TO outbox_v5;
          CREATE TABLE outbox (

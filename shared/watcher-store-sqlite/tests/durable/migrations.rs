@@ -71,8 +71,8 @@ fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 7,
-        "this test migrates from version 1 through 2, 3, 4, 5 and 6 to the current one"
+        SCHEMA_VERSION, 8,
+        "this test migrates from version 1 through 2, 3, 4, 5, 6 and 7 to the current one"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -110,6 +110,7 @@ async fn a_version_1_file_is_migrated() {
             "outbox_agent_seq",
             "outbox_due",
             "outbox_follow",
+            "outbox_person",
             "outbox_task",
             "outbox_tenant"
         ],
@@ -215,8 +216,8 @@ async fn a_version_1_file_is_migrated() {
 #[tokio::test]
 async fn a_version_3_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 7,
-        "this test migrates from version 3 through 4, 5 and 6 to 7"
+        SCHEMA_VERSION, 8,
+        "this test migrates from version 3 through 4, 5, 6 and 7 to 8"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -287,17 +288,21 @@ async fn a_version_3_file_is_migrated() {
     }
 }
 
-/// A version 6 file (everything but the `origins` table) is migrated on opening: the table and
-/// its index are created, the version becomes 7, and origins are followed from then on, across
-/// a reopening.
+/// A version 6 file (everything but the `origins` table and the outbox's `person_at`) is
+/// migrated on opening: the table and its index are created, the version becomes the current
+/// one, and origins are followed from then on, across a reopening.
 #[tokio::test]
 async fn a_version_6_file_gets_the_origins_table() {
-    assert_eq!(SCHEMA_VERSION, 7, "this test migrates from version 6 to 7");
+    assert_eq!(
+        SCHEMA_VERSION, 8,
+        "this test migrates from version 6 through 7 to 8"
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
     drop(SqliteStore::open(&path).unwrap());
     {
         let conn = raw(&path);
+        back_to_version_7(&conn);
         conn.execute_batch("DROP INDEX origins_due; DROP TABLE origins;")
             .unwrap();
         conn.pragma_update(None, "user_version", 6).unwrap();
@@ -314,7 +319,7 @@ async fn a_version_6_file_gets_the_origins_table() {
         let version: i64 = raw(&path)
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 7);
+        assert_eq!(version, SCHEMA_VERSION);
         assert!(store.origin_follow(&origin).await.unwrap());
     }
     let store = SqliteStore::open(&path).unwrap();
@@ -429,4 +434,63 @@ async fn a_version_2_file_is_migrated() {
             .unwrap(),
         vec![followed]
     );
+}
+
+/// A version 7 file (no `person_at` on the outbox) is migrated on opening: the column and its
+/// index are added, every lapse task is kept, the version becomes 8, and a lapse task whose task
+/// then asks for input is listed as waiting for a person, across a reopening.
+#[tokio::test]
+async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
+    use a2a_types::TaskState;
+    use watcher_runtime::store::Outbox as _;
+    assert_eq!(SCHEMA_VERSION, 8, "this test migrates from version 7 to 8");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: vec![entry("lapse:1")],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    {
+        let conn = raw(&path);
+        back_to_version_7(&conn);
+        conn.pragma_update(None, "user_version", 7).unwrap();
+    }
+    let at = instant("2026-09-10T13:00:00Z");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        let version: i64 = raw(&path)
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 8);
+        assert_eq!(store.lapses(&t).await.unwrap(), vec![entry("lapse:1")]);
+        store
+            .outbox_task_state(
+                &t,
+                &agent(),
+                "lapse:1",
+                "task-1",
+                TaskState::InputRequired,
+                at,
+            )
+            .await
+            .unwrap()
+            .expect("recorded");
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let waiting = store
+        .outbox_needing_person(&t, &agent(), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].needs_person_since, Some(at));
 }

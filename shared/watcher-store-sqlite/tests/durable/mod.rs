@@ -184,6 +184,13 @@ CREATE TABLE agent_live_rows (
 ) STRICT;
 "#;
 
+/// Takes from a file of the current schema what version 8 added (the outbox's `person_at` and
+/// its index), as the first step of turning it into an older version's file.
+fn back_to_version_7(conn: &rusqlite::Connection) {
+    conn.execute_batch("DROP INDEX outbox_person; ALTER TABLE outbox DROP COLUMN person_at;")
+        .unwrap();
+}
+
 mod connections;
 mod errors;
 mod index_tables;

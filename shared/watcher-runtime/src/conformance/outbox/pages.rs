@@ -184,7 +184,7 @@ pub async fn lapse_task_state_never_goes_back<S: Store + 'static>(store: Arc<S>)
         let (store, t, booking) = (Arc::clone(&store), t.clone(), booking.clone());
         async move {
             store
-                .outbox_task_state(&t, &booking, id, task, state)
+                .outbox_task_state(&t, &booking, id, task, state, at(10))
                 .await
                 .expect("outbox_task_state")
         }
@@ -269,7 +269,7 @@ pub async fn lapse_task_state_never_goes_back<S: Store + 'static>(store: Arc<S>)
             let (t, booking) = (t.clone(), booking.clone());
             tasks.push(tokio::spawn(async move {
                 store
-                    .outbox_task_state(&t, &booking, "lapse:2", "task-race", state)
+                    .outbox_task_state(&t, &booking, "lapse:2", "task-race", state, at(10))
                     .await
                     .map(|_| ())
             }));
@@ -369,5 +369,149 @@ pub async fn lapses_are_paged<S: Store + 'static>(store: Arc<S>) {
         none,
         LapsePage::default(),
         "an empty tenant: no entries, no next"
+    );
+}
+
+/// Lapse tasks whose task waits for a person (`needs_person_since`, expectations-v1 §10.2) are
+/// listed per agent, earliest first, bounded by `due_by` and `limit`, whichever writer recorded
+/// the state (a push through `outbox_task_state`, the delivery's answer through
+/// `outbox_update`); a later state takes the entry off the list; another agent's are not listed.
+pub async fn lapse_tasks_waiting_for_a_person_are_listed<S: Store + 'static>(store: Arc<S>) {
+    use a2a_types::TaskState;
+    let t = tenant("tenant-person");
+    let (booking, billing) = (agent("booking"), agent("billing"));
+    let mut other = outbox_entry(&t, "lapse:b", t0());
+    other.agent = billing.clone();
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![
+                    outbox_entry(&t, "lapse:1", t0()),
+                    outbox_entry(&t, "lapse:2", t0()),
+                    outbox_entry(&t, "lapse:3", t0()),
+                    other,
+                ],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit");
+    let ids = |entries: Vec<OutboxEntry>| -> Vec<String> {
+        entries.into_iter().map(|e| e.message_id).collect()
+    };
+    assert!(store
+        .outbox_needing_person(&t, &booking, None, 10)
+        .await
+        .expect("none yet")
+        .is_empty());
+
+    // lapse:2 pushed input-required at minute 5; lapse:1 answered input-required at minute 7
+    // (the delivery's write); lapse:3 working.
+    store
+        .outbox_task_state(
+            &t,
+            &booking,
+            "lapse:2",
+            "task-2",
+            TaskState::InputRequired,
+            at(5),
+        )
+        .await
+        .expect("push");
+    let mut answered = store
+        .outbox_get(&t, &booking, "lapse:1")
+        .await
+        .expect("get")
+        .expect("stored");
+    answered.delivery = DeliveryState::Sent;
+    answered.task_id = Some("task-1".into());
+    answered.task_state = Some(TaskState::AuthRequired.as_str().into());
+    answered.needs_person_since = Some(at(7));
+    store.outbox_update(&answered).await.expect("answer");
+    store
+        .outbox_task_state(&t, &booking, "lapse:3", "task-3", TaskState::Working, at(6))
+        .await
+        .expect("push");
+    let mut b = store
+        .outbox_get(&t, &billing, "lapse:b")
+        .await
+        .expect("get")
+        .expect("stored");
+    b.task_id = Some("task-b".into());
+    b.task_state = Some(TaskState::InputRequired.as_str().into());
+    b.needs_person_since = Some(at(1));
+    store.outbox_update(&b).await.expect("billing's");
+
+    let waiting = store
+        .outbox_needing_person(&t, &booking, None, 10)
+        .await
+        .expect("waiting");
+    assert_eq!(
+        ids(waiting.clone()),
+        ["lapse:2", "lapse:1"],
+        "earliest first"
+    );
+    assert_eq!(waiting[0].needs_person_since, Some(at(5)));
+    assert_eq!(
+        ids(store
+            .outbox_needing_person(&t, &booking, Some(at(6)), 10)
+            .await
+            .expect("due by")),
+        ["lapse:2"]
+    );
+    assert_eq!(
+        ids(store
+            .outbox_needing_person(&t, &booking, None, 1)
+            .await
+            .expect("limit")),
+        ["lapse:2"]
+    );
+    // The same state pushed again keeps the instant the wait began.
+    store
+        .outbox_task_state(
+            &t,
+            &booking,
+            "lapse:2",
+            "task-2",
+            TaskState::InputRequired,
+            at(9),
+        )
+        .await
+        .expect("push again");
+    assert_eq!(
+        store
+            .outbox_get(&t, &booking, "lapse:2")
+            .await
+            .expect("get")
+            .expect("stored")
+            .needs_person_since,
+        Some(at(5))
+    );
+    // Answered by the person: off the list.
+    store
+        .outbox_task_state(
+            &t,
+            &booking,
+            "lapse:2",
+            "task-2",
+            TaskState::Working,
+            at(10),
+        )
+        .await
+        .expect("working again");
+    assert_eq!(
+        ids(store
+            .outbox_needing_person(&t, &booking, None, 10)
+            .await
+            .expect("waiting")),
+        ["lapse:1"]
+    );
+    assert_eq!(
+        ids(store
+            .outbox_needing_person(&t, &billing, None, 10)
+            .await
+            .expect("billing")),
+        ["lapse:b"]
     );
 }
