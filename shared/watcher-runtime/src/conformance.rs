@@ -296,6 +296,19 @@ fn subject_with_record(t: &Tenant, subject_id: &str, exp_id: &str, input: u64) -
     state
 }
 
+/// The stored outbox entry (tenant, agent, messageId), as `Outbox::outbox_get` answers it.
+async fn stored_entry<S: Store + ?Sized>(
+    store: &S,
+    t: &Tenant,
+    agent: &AgentId,
+    message_id: &str,
+) -> Option<OutboxEntry> {
+    store
+        .outbox_get(t, agent, message_id)
+        .await
+        .expect("outbox_get")
+}
+
 fn outbox_entry(t: &Tenant, message_id: &str, next_attempt: Instant) -> OutboxEntry {
     OutboxEntry::queued(
         t.clone(),

@@ -53,10 +53,7 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
         .await
         .expect("a repeated messageId is not an error");
     assert_eq!(
-        store
-            .outbox_get(&a, &first.agent, &first.message_id)
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &a, &first.agent, &first.message_id).await,
         Some(first.clone()),
         "an existing messageId of the same agent keeps its first entry"
     );
@@ -66,17 +63,11 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
         "a repeated messageId of the same agent adds no entry"
     );
     assert_eq!(
-        store
-            .outbox_get(&b, &first.agent, &first.message_id)
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &b, &first.agent, &first.message_id).await,
         Some(other_tenant.clone())
     );
     assert_eq!(
-        store
-            .outbox_get(&a, &first.agent, "lapse:none")
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &a, &first.agent, "lapse:none").await,
         None
     );
 
@@ -109,18 +100,12 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
     sent.task_state = Some("TASK_STATE_SUBMITTED".into());
     store.outbox_update(&sent).await.expect("outbox_update");
     assert_eq!(
-        store
-            .outbox_get(&a, &first.agent, &first.message_id)
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &a, &first.agent, &first.message_id).await,
         Some(sent.clone()),
         "an update replaces the delivery fields"
     );
     assert_eq!(
-        store
-            .outbox_get(&b, &first.agent, &first.message_id)
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &b, &first.agent, &first.message_id).await,
         Some(other_tenant.clone()),
         "an update touches only its own tenant's entry"
     );
@@ -130,10 +115,7 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
         undo.attempts = 7;
         store.outbox_update(&undo).await.expect("outbox_update");
         assert_eq!(
-            store
-                .outbox_get(&a, &first.agent, &first.message_id)
-                .await
-                .expect("outbox_get"),
+            stored_entry(&*store, &a, &first.agent, &first.message_id).await,
             Some(sent.clone()),
             "a sent entry is never changed back to {}",
             back.as_str()
@@ -173,10 +155,7 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
     let ghost = outbox_entry(&a, "lapse:ghost", t0());
     store.outbox_update(&ghost).await.expect("outbox_update");
     assert_eq!(
-        store
-            .outbox_get(&a, &ghost.agent, "lapse:ghost")
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &a, &ghost.agent, "lapse:ghost").await,
         None,
         "outbox_update does not insert"
     );
@@ -232,10 +211,7 @@ pub async fn outbox_identity_includes_agent<S: Store + 'static>(store: Arc<S>) {
         .expect("the same messageId for a third agent in a later commit");
     for e in [&booking, &other, &third] {
         assert_eq!(
-            store
-                .outbox_get(&t, &e.agent, message_id)
-                .await
-                .expect("outbox_get"),
+            stored_entry(&*store, &t, &e.agent, message_id).await,
             Some(e.clone()),
             "agent {}'s entry is kept and found under its own agent",
             e.agent
@@ -275,10 +251,7 @@ pub async fn outbox_identity_includes_agent<S: Store + 'static>(store: Arc<S>) {
         .await
         .expect("a repeated (agent, messageId) is not an error");
     assert_eq!(
-        store
-            .outbox_get(&t, &other.agent, message_id)
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &t, &other.agent, message_id).await,
         Some(other.clone()),
         "a repeated (tenant, agent, messageId) keeps its first entry"
     );
@@ -296,26 +269,17 @@ pub async fn outbox_identity_includes_agent<S: Store + 'static>(store: Arc<S>) {
     retry.last_error = Some("HTTP 503".into());
     store.outbox_update(&retry).await.expect("outbox_update");
     assert_eq!(
-        store
-            .outbox_get(&t, &booking.agent, message_id)
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &t, &booking.agent, message_id).await,
         Some(sent.clone()),
         "the update of booking's entry is recorded"
     );
     assert_eq!(
-        store
-            .outbox_get(&t, &other.agent, message_id)
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &t, &other.agent, message_id).await,
         Some(retry.clone()),
         "the update of other's entry is recorded on other's entry only"
     );
     assert_eq!(
-        store
-            .outbox_get(&t, &third.agent, message_id)
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &t, &third.agent, message_id).await,
         Some(third.clone()),
         "an update of another agent's entry with the same messageId leaves this one"
     );
@@ -327,10 +291,7 @@ pub async fn outbox_identity_includes_agent<S: Store + 'static>(store: Arc<S>) {
         .await
         .expect("outbox_update");
     assert_eq!(
-        store
-            .outbox_get(&t, &booking.agent, message_id)
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &t, &booking.agent, message_id).await,
         Some(sent.clone()),
         "booking's sent entry is final whatever happens to other's"
     );
@@ -349,10 +310,7 @@ pub async fn outbox_identity_includes_agent<S: Store + 'static>(store: Arc<S>) {
     ghost.agent = agent("nobody");
     store.outbox_update(&ghost).await.expect("outbox_update");
     assert_eq!(
-        store
-            .outbox_get(&t, &ghost.agent, message_id)
-            .await
-            .expect("outbox_get"),
+        stored_entry(&*store, &t, &ghost.agent, message_id).await,
         None,
         "outbox_update does not insert an entry for another agent"
     );
@@ -568,10 +526,8 @@ pub async fn withdrawn_lapse_tasks_are_kept<S: Store + 'static>(store: Arc<S>) {
         .outbox_update(&withdrawn)
         .await
         .expect("mark withdrawn");
-    let got = store
-        .outbox_get(&t, &entry.agent, &entry.message_id)
+    let got = stored_entry(&*store, &t, &entry.agent, &entry.message_id)
         .await
-        .expect("outbox_get")
         .expect("kept");
     assert_eq!(got.delivery, DeliveryState::Withdrawn);
     let listed = store

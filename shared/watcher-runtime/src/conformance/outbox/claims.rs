@@ -35,10 +35,8 @@ pub async fn outbox_claims_are_exclusive<S: Store + 'static>(store: Arc<S>) {
         )
         .await
         .expect("commit");
-    let before = store
-        .outbox_get(&t, &booking, "lapse:1")
+    let before = stored_entry(&*store, &t, &booking, "lapse:1")
         .await
-        .expect("outbox_get")
         .expect("stored");
 
     // Eight senders at once.
@@ -81,10 +79,8 @@ pub async fn outbox_claims_are_exclusive<S: Store + 'static>(store: Arc<S>) {
         }
     }
     let winner = granted[0].clone();
-    let stored = store
-        .outbox_get(&t, &booking, "lapse:1")
+    let stored = stored_entry(&*store, &t, &booking, "lapse:1")
         .await
-        .expect("outbox_get")
         .expect("stored");
     assert_eq!(stored, winner, "the claim answers the entry as written");
     assert_eq!(stored.attempt_started_at, Some(t0()));
@@ -100,10 +96,8 @@ pub async fn outbox_claims_are_exclusive<S: Store + 'static>(store: Arc<S>) {
     let mut stale = before.clone();
     stale.last_error = Some("deferred".into());
     store.outbox_update(&stale).await.expect("outbox_update");
-    let kept = store
-        .outbox_get(&t, &booking, "lapse:1")
+    let kept = stored_entry(&*store, &t, &booking, "lapse:1")
         .await
-        .expect("outbox_get")
         .expect("stored");
     assert_eq!(
         kept.lease,
@@ -127,10 +121,8 @@ pub async fn outbox_claims_are_exclusive<S: Store + 'static>(store: Arc<S>) {
     outcome.delivery = DeliveryState::Sent;
     outcome.attempt_started_at = None;
     store.outbox_update(&outcome).await.expect("outbox_update");
-    let done = store
-        .outbox_get(&t, &booking, "lapse:1")
+    let done = stored_entry(&*store, &t, &booking, "lapse:1")
         .await
-        .expect("outbox_get")
         .expect("stored");
     assert_eq!(done.lease, None, "the holder's outcome releases the lease");
     assert_eq!(done.delivery, DeliveryState::Sent);
@@ -148,10 +140,8 @@ pub async fn outbox_claims_are_exclusive<S: Store + 'static>(store: Arc<S>) {
         );
     }
     assert_eq!(
-        store
-            .outbox_get(&t, &booking, "lapse:2")
+        stored_entry(&*store, &t, &booking, "lapse:2")
             .await
-            .expect("outbox_get")
             .expect("stored"),
         sent,
         "a refused claim writes nothing"

@@ -173,10 +173,8 @@ pub async fn lapse_task_state_never_goes_back<S: Store + 'static>(store: Arc<S>)
     let stored = |id: &'static str| {
         let (store, t, booking) = (Arc::clone(&store), t.clone(), booking.clone());
         async move {
-            store
-                .outbox_get(&t, &booking, id)
+            stored_entry(&*store, &t, &booking, id)
                 .await
-                .expect("outbox_get")
                 .expect("stored")
         }
     };
