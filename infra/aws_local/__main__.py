@@ -191,8 +191,9 @@ def run(args):
         "AWS_DEFAULT_REGION": args.region,
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
     })
-    if "RUST_BACKTRACE" in os.environ:
-        base["RUST_BACKTRACE"] = os.environ["RUST_BACKTRACE"]
+    for name in ("RUST_BACKTRACE", "A2A_NOTIFY_SETTLE_SECS"):
+        if name in os.environ:
+            base[name] = os.environ[name]
     functions = {}
     for lid, _ in stack.of_type("AWS::Serverless::Function"):
         meta = stack.resources[lid].get("Metadata", {})

@@ -35,6 +35,9 @@ const VISIBILITY_CAP: u64 = 30;
 /// scenarios that rest on the sweep, following without push, minutes long).
 const SWEEP_EVERY: u64 = 5;
 
+/// The notifier's settle on aws-local, in seconds (300 on AWS).
+const NOTIFY_SETTLE_SECS: u64 = 3;
+
 /// How many agents the burst measurement spreads its lapse tasks over ([`Fixture::burst`]).
 pub const BURST_AGENTS: usize = 20;
 
@@ -122,6 +125,8 @@ pub struct Fixture {
     pub recon: Arc<CaptureAgent>,
     /// Keeps its tasks; `follow_without_push`.
     pub follow: Arc<CaptureAgent>,
+    /// Accepts everything; `notify_a_person`.
+    pub tell: Arc<CaptureAgent>,
     /// Twenty agents whose answers take 300 ms, `burst-00` … `burst-19`: the burst measurement
     /// (`burst.rs`), by hand.
     pub burst: Vec<Arc<CaptureAgent>>,
@@ -130,6 +135,9 @@ pub struct Fixture {
     /// The example agent (`a2a-watcher example-agent`), registered by its card URL: it prints
     /// `agent <- lapse task {messageId} …` for each lapse task it accepts.
     pub example: Proc,
+    /// The `[[notify]]` channel `ops`'s receiver (Standard Webhooks, signed, lapses only):
+    /// `notify_a_person`.
+    pub notified: watcher_notify::testing::Receiver,
     dir: tempfile::TempDir,
 }
 
@@ -219,8 +227,10 @@ impl Fixture {
             indep: accept().await,
             recon,
             follow: keeping().await,
+            tell: accept().await,
             partner_port,
             example,
+            notified: watcher_notify::testing::Receiver::start().await,
             dir: tempfile::Builder::new()
                 .prefix("a2a-watcher-deployments")
                 .tempdir()
@@ -255,6 +265,7 @@ impl Fixture {
                 ..c("recon", &self.recon)
             },
             c("follow", &self.follow),
+            c("tell", &self.tell),
             AgentEntry {
                 id: "example".into(),
                 card: Card::Url(self.example_url()),
@@ -319,7 +330,15 @@ subject = {{ type = "shipment", id = "{{/shipment}}" }}
 id = "ops-desk"
 token = "{OPERATOR_TOKEN}"
 
-"#
+[[notify]]
+id = "ops"
+url = "{notify_url}"
+secret = "{notify_secret}"
+events = ["lapse.recorded"]
+
+"#,
+            notify_url = self.notified.url,
+            notify_secret = watcher_notify::testing::SECRET,
         ));
         let card_template: Value =
             serde_json::from_str(include_str!("../../examples/booking-card.json"))
@@ -407,7 +426,10 @@ impl Deployment {
                     .env(
                         "CARGO_TARGET_DIR",
                         bin_dir().parent().expect("the target folder"),
-                    );
+                    )
+                    // The notifier's settle, shortened for a stack whose functions end in
+                    // milliseconds (watcher_host::aws::NOTIFY_SETTLE_ENV).
+                    .env("A2A_NOTIFY_SETTLE_SECS", NOTIFY_SETTLE_SECS.to_string());
                 let stack = Proc::spawn(cmd);
                 tokio::task::block_in_place(|| {
                     stack.wait_for("ready line", Duration::from_secs(120), |l| {

@@ -61,6 +61,7 @@ pub fn all() -> Vec<Scenario> {
         scenario!(agents_independent),
         scenario!(reconcile_a_cancel_never_pushed),
         scenario!(follow_without_push),
+        scenario!(notify_a_person),
         scenario!(kill_the_sender_mid_send, None, true),
     ]
 }
@@ -679,5 +680,45 @@ async fn follow_without_push(d: Arc<Deployment>, f: Arc<Fixture>) {
             .iter()
             .any(|r| r.rpc_method().as_deref() == Some("GetTask")),
         "followed with GetTask"
+    );
+}
+
+/// A person is told of a lapse (expectations-v1 §13.1; docs/howto/notifications.md): the
+/// `[[notify]]` channel's receiver gets one signed `lapse.recorded` for it, on `serve` within a
+/// second, on AWS at the first sweep after it settled (the local stack settles in seconds).
+async fn notify_a_person(d: Arc<Deployment>, f: Arc<Fixture>) {
+    // A channel tells what lapses after it first ran (on AWS, at the timer function's first
+    // sweep, within seconds of the start): the lapse comes well after.
+    let due = origin(Duration::from_secs(15));
+    let a = d
+        .push(
+            "tell",
+            &one_expectation("task-tell", "exp-tell", "PA-tell", due, "PT0S"),
+        )
+        .await;
+    assert_eq!(a.body["raised"], json!(["exp-tell"]), "{a:?}");
+    let mid = format!("lapse:exp-tell:overdue:{}", fmt(due));
+    let told = || {
+        f.notified
+            .accepted()
+            .into_iter()
+            .filter(|n| n.body["type"] == "lapse.recorded" && n.body["data"]["messageId"] == mid)
+            .collect::<Vec<_>>()
+    };
+    let patience = d.patience() + Duration::from_secs(30);
+    assert!(
+        wait_until(|| async { !told().is_empty() }, patience).await,
+        "no notification of {mid} within {patience:?}: {:?}\n{}",
+        f.notified.seen(),
+        d.log_tail().await
+    );
+    let n = &told()[0];
+    assert!(n.verified, "signed with the channel's secret");
+    assert_eq!(n.body["data"]["agent"], "tell");
+    assert_eq!(n.body["data"]["block"]["subject"]["id"], "PA-tell");
+    assert!(
+        holds_for(|| async { told().len() == 1 }, Duration::from_secs(3)).await,
+        "told once: {:?}",
+        told()
     );
 }

@@ -114,7 +114,7 @@ impl Service {
             Service::Probe => "The registration probe (`probe = true`)",
             Service::Retention => "Retention (§14)",
             Service::Metrics => "Metrics",
-            Service::Notifications => "A person is told of each lapse, once per channel (§13.1)",
+            Service::Notifications => "A person is told of each lapse and each agent's trouble, once per channel (§13.1)",
         }
     }
 
@@ -137,7 +137,7 @@ impl Service {
             Service::Probe => "`tests/serve_reconcile.rs`; `watcher-lambda/tests/aws_probe.rs`",
             Service::Retention => "`tests/serve_retention.rs`; `watcher-store-dynamodb/tests/dynamodb/retention.rs`",
             Service::Metrics => "`tests/serve_metrics.rs`; `watcher-lambda/src/emf.rs` tests",
-            Service::Notifications => "`watcher-notify/tests/notifier.rs`; `tests/serve_notify.rs`; `watcher-lambda/tests/aws_notify.rs`",
+            Service::Notifications => "`tests/deployments/scenarios.rs` `notify_a_person` (both deployments); `watcher-notify/tests/notifier.rs`, `agent_events.rs`; `tests/serve_notify.rs`; `watcher-lambda/tests/aws_notify.rs`",
         }
     }
 }

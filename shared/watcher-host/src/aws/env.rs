@@ -71,6 +71,20 @@ pub struct Parts {
 /// position below a settled lapse has finished or failed.
 pub const NOTIFY_SETTLE: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// The environment variable that shortens [`NOTIFY_SETTLE`], in whole seconds: for the local
+/// stack (`infra/aws-local.sh` passes it to the functions), whose functions end in
+/// milliseconds. On AWS leave it unset: the settle must exceed twice the functions' longest
+/// timeout (docs/interpretation.md, "Notification channels").
+pub const NOTIFY_SETTLE_ENV: &str = "A2A_NOTIFY_SETTLE_SECS";
+
+/// [`NOTIFY_SETTLE`], or [`NOTIFY_SETTLE_ENV`] when it is set to a whole number of seconds.
+pub fn notify_settle() -> std::time::Duration {
+    std::env::var(NOTIFY_SETTLE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(NOTIFY_SETTLE, std::time::Duration::from_secs)
+}
+
 /// Counts each notification as CloudWatch embedded metrics (`Notifications`,
 /// `NotificationFailures`).
 struct EmfNotifications(watcher_lambda::emf::EmfRecorder);
@@ -110,7 +124,7 @@ pub struct Sending {
 }
 
 impl Parts {
-    /// The notifier of the channels on `clock`, settling [`NOTIFY_SETTLE`] behind the newest
+    /// The notifier of the channels on `clock`, settling [`notify_settle`] behind the newest
     /// lapse tasks; `None` when this function tells none. Built per sweep: it keeps nothing
     /// between invocations that matters (its backoff is a courtesy within one).
     pub fn notifier(&self, clock: Arc<dyn Clock>) -> Option<watcher_notify::Notifier<dyn Store>> {
@@ -122,7 +136,7 @@ impl Parts {
             clock,
             n.public_url.clone(),
         )
-        .with_settle(NOTIFY_SETTLE)
+        .with_settle(notify_settle())
         .with_directory(self.watcher.directory.clone())
         .with_recorder(Arc::new(EmfNotifications(
             watcher_lambda::emf::EmfRecorder::from_env(),
