@@ -43,7 +43,7 @@ pub struct NotifyConfig {
     /// Tenant whose lapses it tells.
     #[serde(default = "default_tenant")]
     pub tenant: String,
-    /// Where to POST (http or https): the receiver's endpoint, a Slack or Teams incoming-webhook URL (a credential: give it as `url_file` or `url_env` to keep it out of the file); for `email` the SMTP relay, for `sns` the topic's ARN.
+    /// Where to send: for `standard-webhooks`, `slack` and `teams` the http(s) URL to POST to (the receiver's endpoint, or a Slack or Teams incoming-webhook URL: a credential, so give it as `url_file` or `url_env` to keep it out of the file); for `email` the SMTP relay, `smtp://host[:port]`; for `sns` the topic's ARN.
     pub url: String,
     /// Signing secret for the Standard Webhooks `webhook-signature` header (`whsec_` + base64, or any text); give it as `secret_file` or `secret_env` to keep it out of the file. Without it nothing is signed.
     #[serde(default)]
@@ -57,7 +57,7 @@ pub struct NotifyConfig {
     /// Only these lapses: `overdue`, `skipped`, `stalled`; empty: all three.
     #[serde(default)]
     pub kinds: Vec<String>,
-    /// Only these events: `lapse.recorded` (a lapse), `lapse_task.failed` (a lapse task given up: it waits for an operator's re-queue), `delivery.failing` (an agent's first failed lapse task since its delivery last worked; told instead of that task's `lapse_task.failed`), `card.unavailable` (an agent's card could not be read for a minute), `lapse_task.needs_person` (the task an agent created for a lapse task asks for input or authorization); empty: all five.
+    /// Only these events (absent or empty, the default: all five): `lapse.recorded` (a lapse; a `lapse.digest` per window when `digest` is set), `lapse_task.needs_person` (the task an agent created for a lapse task asks for input or authorization), `delivery.failing` (a lapse task of an agent is given up while none of its others is failed; told instead of that task's `lapse_task.failed`), `lapse_task.failed` (any further lapse task given up: it waits for an operator's re-queue), `card.unavailable` (an agent's card could not be read for a minute). `agents` filters every event; `kinds` filters lapses only.
     #[serde(default)]
     pub events: Vec<String>,
     /// ISO 8601 duration: when set, lapses are told as one digest per window (counts and the first few) instead of one message each; the window opens at the first lapse not yet told.
