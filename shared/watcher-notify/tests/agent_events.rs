@@ -16,9 +16,9 @@ use watcher_runtime::clock::{Clock, FakeClock};
 use watcher_runtime::directory::{CardHealth, CardState, Directory};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::operators::requeue_entry;
-use watcher_runtime::store::{Commit, DeliveryState, Notifications, Outbox, OutboxEntry, Records};
+use watcher_runtime::store::{DeliveryState, Notifications, Outbox, OutboxEntry};
 
-use crate::common::{at, channel_config, lapse_task, Receiver};
+use crate::common::{at, channel_config, lapse_task, record, Receiver};
 
 fn config(url: &str, events: &[&str]) -> NotifyConfig {
     channel_config(url, events)
@@ -81,16 +81,7 @@ fn notifier(
 async fn fail(store: &MemoryStore, agent: &str, exp: &str, failed_at: Instant) -> OutboxEntry {
     // Lapsed before every channel here started: only its failure is news.
     let queued = lapse_task(agent, exp, LapseKind::Overdue, exp, at(-1000));
-    store
-        .commit(
-            &tenant(),
-            Commit {
-                outbox: vec![queued.clone()],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    record(&store, vec![queued.clone()]).await;
     let mut failed = queued;
     failed.delivery = DeliveryState::Failed;
     failed.attempts = 1;
@@ -300,22 +291,17 @@ async fn the_events_filter_picks_what_is_told() {
     );
     n.round().await;
     // A lapse and an unreadable card: not told on this channel.
-    store
-        .commit(
-            &tenant(),
-            Commit {
-                outbox: vec![lapse_task(
-                    "booking",
-                    "exp-l",
-                    LapseKind::Overdue,
-                    "L",
-                    at(2),
-                )],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    record(
+        &store,
+        vec![lapse_task(
+            "booking",
+            "exp-l",
+            LapseKind::Overdue,
+            "L",
+            at(2),
+        )],
+    )
+    .await;
     dir.set_card_health(&tenant(), &agent("billing"), down_card(at(1)));
     // Without `delivery.failing`, the agent's first failure is a `lapse_task.failed`.
     fail(&store, "booking", "exp-1", at(5)).await;
@@ -399,16 +385,7 @@ async fn a_task_asking_for_input_is_told_once_per_wait() {
     let n = notifier(&store, &clock, &dir, config(&receiver.url, &[]));
     n.round().await;
     let queued = lapse_task("booking", "exp-q", LapseKind::Overdue, "PA-Q", at(-1000));
-    store
-        .commit(
-            &tenant(),
-            Commit {
-                outbox: vec![queued.clone()],
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    record(&store, vec![queued.clone()]).await;
     let ask = |state: TaskState, when: i64| {
         let store = store.clone();
         let id = queued.message_id.clone();

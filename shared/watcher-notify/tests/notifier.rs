@@ -12,9 +12,9 @@ use watcher_notify::transport::HttpTransport;
 use watcher_notify::{Channel, Notifier};
 use watcher_runtime::clock::{Clock, FakeClock};
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{Commit, Notifications, OutboxEntry, Records};
+use watcher_runtime::store::{Notifications, OutboxEntry};
 
-use crate::common::{at, channel_config, lapse_task, Receiver};
+use crate::common::{at, channel_config, lapse_task, record, Receiver};
 
 fn config(url: &str) -> NotifyConfig {
     channel_config(url, &[])
@@ -36,20 +36,6 @@ fn notifier(
         clock.clone() as Arc<dyn Clock>,
         Some("https://watcher.example".into()),
     )
-}
-
-async fn record(store: &MemoryStore, entries: Vec<OutboxEntry>) {
-    let tenant = Tenant::parse("default".to_string()).unwrap();
-    store
-        .commit(
-            &tenant,
-            Commit {
-                outbox: entries,
-                ..Commit::default()
-            },
-        )
-        .await
-        .expect("commit the lapse tasks");
 }
 
 fn tenant() -> Tenant {

@@ -80,3 +80,18 @@ pub fn channel_config(url: &str, events: &[&str]) -> NotifyConfig {
         password: None,
     }
 }
+
+/// Commits `entries` to `store` as the engine queues lapse tasks (the default tenant).
+pub async fn record(store: &watcher_runtime::memory::MemoryStore, entries: Vec<OutboxEntry>) {
+    use watcher_runtime::store::{Commit, Records as _};
+    store
+        .commit(
+            &Tenant::parse("default".to_string()).unwrap(),
+            Commit {
+                outbox: entries,
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit the lapse tasks");
+}

@@ -152,22 +152,7 @@ impl Outbox for MemoryStore {
         due_by: Option<Instant>,
         limit: usize,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let inner = self.lock()?;
-        let Some(seqs) = inner.outbox_agent.get(&(tenant.clone(), agent.clone())) else {
-            return Ok(Vec::new());
-        };
-        let mut found: Vec<(Instant, u64, &OutboxEntry)> = seqs
-            .iter()
-            .filter_map(|seq| inner.outbox.get(seq).map(|o| (*seq, o)))
-            .filter_map(|(seq, o)| o.follow_at.map(|at| (at, seq, o)))
-            .filter(|(at, _, _)| due_by.is_none_or(|d| *at <= d))
-            .collect();
-        found.sort_by_key(|(at, seq, _)| (*at, *seq));
-        Ok(found
-            .into_iter()
-            .take(limit)
-            .map(|(_, _, o)| o.clone())
-            .collect())
+        self.agent_entries_by(tenant, agent, due_by, limit, |o| o.follow_at)
     }
 
     async fn outbox_needing_person(
@@ -177,22 +162,7 @@ impl Outbox for MemoryStore {
         due_by: Option<Instant>,
         limit: usize,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let inner = self.lock()?;
-        let Some(seqs) = inner.outbox_agent.get(&(tenant.clone(), agent.clone())) else {
-            return Ok(Vec::new());
-        };
-        let mut found: Vec<(Instant, u64, &OutboxEntry)> = seqs
-            .iter()
-            .filter_map(|seq| inner.outbox.get(seq).map(|o| (*seq, o)))
-            .filter_map(|(seq, o)| o.needs_person_since.map(|at| (at, seq, o)))
-            .filter(|(at, _, _)| due_by.is_none_or(|d| *at <= d))
-            .collect();
-        found.sort_by_key(|(at, seq, _)| (*at, *seq));
-        Ok(found
-            .into_iter()
-            .take(limit)
-            .map(|(_, _, o)| o.clone())
-            .collect())
+        self.agent_entries_by(tenant, agent, due_by, limit, |o| o.needs_person_since)
     }
 
     async fn outbox_by_task(
@@ -256,6 +226,37 @@ impl Outbox for MemoryStore {
             .into_iter()
             .flatten()
             .filter_map(|seq| inner.outbox.get(seq).cloned())
+            .collect())
+    }
+}
+
+impl MemoryStore {
+    /// The entries of `agent` of `tenant` that have an instant `at_of` (the sparse indexes of
+    /// the other stores: followed, waiting for a person), at or before `due_by` when given,
+    /// earliest first (then order of lapse), at most `limit`.
+    fn agent_entries_by(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        due_by: Option<Instant>,
+        limit: usize,
+        at_of: impl Fn(&OutboxEntry) -> Option<Instant>,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let inner = self.lock()?;
+        let Some(seqs) = inner.outbox_agent.get(&(tenant.clone(), agent.clone())) else {
+            return Ok(Vec::new());
+        };
+        let mut found: Vec<(Instant, u64, &OutboxEntry)> = seqs
+            .iter()
+            .filter_map(|seq| inner.outbox.get(seq).map(|o| (*seq, o)))
+            .filter_map(|(seq, o)| at_of(o).map(|at| (at, seq, o)))
+            .filter(|(at, _, _)| due_by.is_none_or(|d| *at <= d))
+            .collect();
+        found.sort_by_key(|(at, seq, _)| (*at, *seq));
+        Ok(found
+            .into_iter()
+            .take(limit)
+            .map(|(_, _, o)| o.clone())
             .collect())
     }
 }
