@@ -81,7 +81,7 @@ fn notifier(
 async fn fail(store: &MemoryStore, agent: &str, exp: &str, failed_at: Instant) -> OutboxEntry {
     // Lapsed before every channel here started: only its failure is news.
     let queued = lapse_task(agent, exp, LapseKind::Overdue, exp, at(-1000));
-    record(&store, vec![queued.clone()]).await;
+    record(store, vec![queued.clone()]).await;
     let mut failed = queued;
     failed.delivery = DeliveryState::Failed;
     failed.attempts = 1;
