@@ -66,6 +66,11 @@ impl Backend {
 }
 
 /// The push token of agent `id` (`push-token-{id}`).
+/// The teacher of the deployment's configuration: `taughtBy` of its lessons.
+pub const TEACHER_ID: &str = "dana@warehouse.example";
+/// Its token.
+pub const TEACHER_TOKEN: &str = "teacher-token-deployments";
+
 pub fn push_token(id: &str) -> String {
     format!("push-token-{id}")
 }
@@ -330,6 +335,10 @@ subject = {{ type = "shipment", id = "{{/shipment}}" }}
 id = "ops-desk"
 token = "{OPERATOR_TOKEN}"
 
+[[teachers]]
+id = "{TEACHER_ID}"
+token = "{TEACHER_TOKEN}"
+
 [[notify]]
 id = "ops"
 url = "{notify_url}"
@@ -508,6 +517,17 @@ impl Deployment {
             self.http
                 .post(self.url(path))
                 .bearer_auth(OPERATOR_TOKEN)
+                .json(body),
+        )
+        .await
+    }
+
+    /// `method path` with `body` as the teacher (the Learnables authority's writes).
+    pub async fn as_teacher(&self, method: reqwest::Method, path: &str, body: &Value) -> Answer {
+        Answer::of(
+            self.http
+                .request(method, self.url(path))
+                .bearer_auth(TEACHER_TOKEN)
                 .json(body),
         )
         .await

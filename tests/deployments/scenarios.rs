@@ -14,7 +14,7 @@ use jiff::Timestamp;
 use serde_json::{json, Value};
 use watcher_delivery::testing::CaptureAgent;
 
-use super::harness::{Deployment, Fixture, HOOK_SOURCE, HOOK_TOKEN};
+use super::harness::{Deployment, Fixture, HOOK_SOURCE, HOOK_TOKEN, TEACHER_ID};
 use crate::common::*;
 
 /// A scenario's body.
@@ -62,6 +62,15 @@ pub fn all() -> Vec<Scenario> {
         scenario!(reconcile_a_cancel_never_pushed),
         scenario!(follow_without_push),
         scenario!(notify_a_person),
+        scenario!(
+            a_lesson_whose_end_is_noticed,
+            Some(
+                "the lesson-write function does not yet give reviews to the watcher: on AWS an \
+                 expiresAt is recorded on the version and nothing notices it (README, \"Which \
+                 deployment\")"
+            ),
+            false
+        ),
         scenario!(kill_the_sender_mid_send, None, true),
     ]
 }
@@ -720,5 +729,127 @@ async fn notify_a_person(d: Arc<Deployment>, f: Arc<Fixture>) {
         holds_for(|| async { told().len() == 1 }, Duration::from_secs(3)).await,
         "told once: {:?}",
         told()
+    );
+}
+
+/// A lesson's end is noticed (expectations-v1 §16; docs/howto/lesson-review.md): a lesson
+/// taught with `expiresAt` raises `lesson.review` on the lesson, raised by the Learnables
+/// authority; nobody looks again by then, so it lapses `overdue`, the channel tells it once, and
+/// its lapse task is listed `unaddressed` (no agent receives it). A second lesson into another
+/// entry, with an expiry, is changed again in time: its review is satisfied and never told.
+async fn a_lesson_whose_end_is_noticed(d: Arc<Deployment>, f: Arc<Fixture>) {
+    let definition = json!({
+        "collections": { "customers": {
+            "learnable": "marks", "entry": "customer",
+            "teaches": "which customer a message belongs to",
+            "entries": {
+                "northgate": { "label": "Northgate Motors", "value": { "marks": [
+                    { "pattern": "@northgate-motors\\.example", "where": "from" } ] } },
+                "alhamra": { "label": "Al Hamra Trading", "value": { "marks": [
+                    { "pattern": "alhamra\\.example" } ] } }
+            }
+        } },
+        "taughtBy": TEACHER_ID,
+        "reason": "the two customers of the pre-alert desk"
+    });
+    let put = d
+        .as_teacher(
+            reqwest::Method::PUT,
+            "/v1/definitions/review-desk",
+            &definition,
+        )
+        .await;
+    assert_eq!(put.status, 201, "{put:?}");
+    let expires = origin(Duration::from_secs(8));
+    let lesson = |entry: &str, pattern: &str| {
+        json!({
+            "collection": "customers", "entry": entry,
+            "value": { "pattern": pattern, "where": "from" },
+            "taughtBy": TEACHER_ID,
+            "reason": "until the new billing desk takes over",
+            "expiresAt": fmt(expires),
+        })
+    };
+    let taught = d
+        .as_teacher(
+            reqwest::Method::POST,
+            "/v1/definitions/review-desk/lessons",
+            &lesson("northgate", "billing@origin\\.example"),
+        )
+        .await;
+    assert_eq!(taught.status, 200, "{taught:?}");
+    assert_eq!(taught.body["definitionVersion"], 2, "{taught:?}");
+    let other = d
+        .as_teacher(
+            reqwest::Method::POST,
+            "/v1/definitions/review-desk/lessons",
+            &lesson("alhamra", "desk@alhamra\\.example"),
+        )
+        .await;
+    assert_eq!(other.body["definitionVersion"], 3, "{other:?}");
+    // alhamra's lesson is looked at again in time: a later lesson into it closes its review.
+    let again = d
+        .as_teacher(
+            reqwest::Method::POST,
+            "/v1/definitions/review-desk/lessons",
+            &json!({
+                "collection": "customers", "entry": "alhamra",
+                "value": { "pattern": "ops@alhamra\\.example", "where": "from" },
+                "taughtBy": TEACHER_ID,
+            }),
+        )
+        .await;
+    assert_eq!(again.body["definitionVersion"], 4, "{again:?}");
+    let history = d.get("/v1/definitions/review-desk/history").await;
+    assert_eq!(
+        history.body["history"][2]["expiresAt"],
+        fmt(expires),
+        "{history:?}"
+    );
+
+    let northgate = format!(
+        "lapse:lesson.review:review-desk/customers/northgate@2:overdue:{}",
+        fmt(expires)
+    );
+    let told = |mid: &str| {
+        f.notified
+            .accepted()
+            .into_iter()
+            .filter(|n| n.body["type"] == "lapse.recorded" && n.body["data"]["messageId"] == mid)
+            .collect::<Vec<_>>()
+    };
+    let patience = d.patience() + Duration::from_secs(30);
+    assert!(
+        wait_until(|| async { !told(&northgate).is_empty() }, patience).await,
+        "no notification of {northgate} within {patience:?}: {:?}\n{}",
+        f.notified.seen(),
+        d.log_tail().await
+    );
+    let n = &told(&northgate)[0];
+    assert_eq!(n.body["data"]["agent"], "learnables-authority");
+    assert_eq!(n.body["data"]["block"]["subject"]["type"], "lesson");
+    assert_eq!(
+        n.body["data"]["block"]["subject"]["id"],
+        "review-desk/customers/northgate@2"
+    );
+    let lapses = d.lapses_of("learnables-authority").await;
+    assert_eq!(
+        lapses.len(),
+        1,
+        "only northgate's review lapsed: {lapses:?}"
+    );
+    assert_eq!(lapses[0]["delivery"], "unaddressed", "{lapses:?}");
+    let alhamra = format!(
+        "lapse:lesson.review:review-desk/customers/alhamra@3:overdue:{}",
+        fmt(expires)
+    );
+    assert!(
+        holds_for(
+            || async { told(&northgate).len() == 1 && told(&alhamra).is_empty() },
+            Duration::from_secs(3)
+        )
+        .await,
+        "northgate told once, alhamra never: {:?}",
+        f.notified.seen()
     );
 }

@@ -216,5 +216,6 @@ pub fn app_with_clock(
         credentials: Arc::clone(&config.credentials),
         clock,
         registry: Arc::new(Registry::builtin()),
+        reviews: None,
     })
 }

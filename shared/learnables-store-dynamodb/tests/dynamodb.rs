@@ -78,6 +78,7 @@ fn mark_lesson(pattern: &str) -> Lesson {
         value: json!({ "pattern": pattern, "where": "from" }),
         taught_by: DANA.into(),
         reason: None,
+        expires_at: None,
     })
     .expect("a lesson")
 }
@@ -382,6 +383,7 @@ async fn a_state_over_400_kb_is_refused_and_nothing_is_written() {
         value: json!({ "header": "Total" }),
         taught_by: DANA.into(),
         reason: None,
+        expires_at: None,
     })
     .expect("a lesson");
     let taught = absorb_with_retry(&store, &acme(), &triage(), |s| {

@@ -148,6 +148,7 @@ fn mark_lesson(pattern: &str) -> Lesson {
         value: json!({ "pattern": pattern, "where": "from" }),
         taught_by: DANA.into(),
         reason: Some(format!("teaching {pattern}")),
+        expires_at: None,
     })
     .expect("a well-formed lesson")
 }
@@ -526,6 +527,7 @@ pub async fn unicode_forms_are_one_text<S: DefinitionStore>(store: Arc<S>) {
             value: json!({ "pattern": pattern, "where": "subject" }),
             taught_by: DANA.into(),
             reason: None,
+            expires_at: None,
         })
         .expect("a well-formed lesson")
     };

@@ -39,6 +39,7 @@
 //!     value: json!({ "pattern": "billing@origin\\.example", "where": "from" }),
 //!     taught_by: "dana@warehouse.example".into(),
 //!     reason: None,
+//!     expires_at: None,
 //! })?;
 //! let done = absorb_with_retry(&store, &tenant, &id, |s| teach(s, &lesson, via.clone(), now, &registry)).await?;
 //! assert!(done.written && done.output.learned);

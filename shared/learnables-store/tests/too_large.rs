@@ -98,6 +98,7 @@ async fn too_large_is_returned_at_once_and_nothing_is_written() {
         value: json!({ "pattern": "billing@origin\\.example", "where": "from" }),
         taught_by: "dana@warehouse.example".into(),
         reason: None,
+        expires_at: None,
     })
     .expect("a lesson");
     let taught = absorb_with_retry(&store, &tenant, &id, |s| {

@@ -18,7 +18,9 @@ use crate::learnable::{DecidedBy, Learnable, LessonField};
 use crate::lesson::{Lesson, LessonResult};
 use crate::names::{DefinitionId, Reason, TaughtBy, TenantId, VersionId, Via};
 use crate::registry::Registry;
+use crate::review::{review_key, Review};
 use crate::AuthorityError;
+use std::collections::BTreeMap;
 
 mod operations;
 
@@ -45,6 +47,8 @@ pub struct Version {
     describes: Option<String>,
     at: Timestamp,
     tombstoned: Option<Tombstone>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<Timestamp>,
 }
 
 impl Version {
@@ -97,6 +101,12 @@ impl Version {
     pub fn tombstoned(&self) -> Option<&Tombstone> {
         self.tombstoned.as_ref()
     }
+
+    /// When the lesson that made this version should be looked at again, if it was taught
+    /// with `expiresAt` (UTC; expectations-v1 §16).
+    pub fn expires_at(&self) -> Option<Timestamp> {
+        self.expires_at
+    }
 }
 
 /// Who tombstoned a version, when, through which credential, and why (§14).
@@ -148,6 +158,8 @@ pub struct HistoryEntry {
     at: Timestamp,
     #[serde(default, skip_serializing_if = "is_false")]
     redacted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<Timestamp>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -155,6 +167,11 @@ fn is_false(b: &bool) -> bool {
 }
 
 impl HistoryEntry {
+    /// For a lesson taught with `expiresAt`: when it should be looked at again (UTC).
+    pub fn expires_at(&self) -> Option<Timestamp> {
+        self.expires_at
+    }
+
     /// What happened.
     pub fn kind(&self) -> HistoryKind {
         self.kind
@@ -222,6 +239,8 @@ pub struct DefinitionState {
     active: u64,
     history: Vec<HistoryEntry>,
     revision: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    reviews: BTreeMap<String, Review>,
 }
 
 #[derive(Deserialize)]
@@ -233,6 +252,8 @@ struct StateWire {
     active: u64,
     history: Vec<HistoryEntry>,
     revision: u64,
+    #[serde(default)]
+    reviews: BTreeMap<String, Review>,
 }
 
 impl TryFrom<StateWire> for DefinitionState {
@@ -281,6 +302,7 @@ impl TryFrom<StateWire> for DefinitionState {
             active: w.active,
             history: w.history,
             revision: w.revision,
+            reviews: w.reviews,
         })
     }
 }
@@ -294,6 +316,12 @@ impl DefinitionState {
     /// The definition's id.
     pub fn id(&self) -> &DefinitionId {
         &self.id
+    }
+
+    /// The open reviews (expectations-v1 §16), by `{collection}/{entry}`: at most one per
+    /// entry, the latest lesson taught into it with `expiresAt` and not changed since.
+    pub fn reviews(&self) -> &BTreeMap<String, Review> {
+        &self.reviews
     }
 
     /// Every version, oldest first (tombstoned ones included, without content).

@@ -1,5 +1,6 @@
 //! The Lesson (learnables-v1 §9) and what absorbing one answers (§10.4).
 
+use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -25,6 +26,12 @@ pub struct LessonDto {
     /// Why, in the person's words.
     #[serde(default)]
     pub reason: Option<String>,
+    /// When the knowledge should be looked at again: an RFC 3339 instant with an offset
+    /// (`2027-03-01T00:00:00Z`), later than the time the lesson is taught. Optional (an optional
+    /// field is not breaking, §15); recorded on the version, and the watcher raises a
+    /// `lesson.review` expectation due then (expectations-v1 §16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
 }
 
 /// A parsed Lesson (§9): one human-supplied value addressed to one entry, with an author.
@@ -38,6 +45,8 @@ pub struct Lesson {
     value: Value,
     taught_by: TaughtBy,
     reason: Option<Reason>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires_at: Option<Timestamp>,
 }
 
 impl Lesson {
@@ -55,7 +64,20 @@ impl Lesson {
             value,
             taught_by,
             reason,
+            expires_at: None,
         }
+    }
+
+    /// The same lesson with an expiry: when its knowledge should be looked at again
+    /// (expectations-v1 §16). [`crate::teach`] refuses one not later than the time it is taught.
+    pub fn with_expires_at(mut self, at: Timestamp) -> Self {
+        self.expires_at = Some(at);
+        self
+    }
+
+    /// When the knowledge should be looked at again, if the teacher said (UTC).
+    pub fn expires_at(&self) -> Option<Timestamp> {
+        self.expires_at
     }
 
     /// The collection written into.
@@ -89,7 +111,8 @@ impl TryFrom<LessonDto> for Lesson {
 
     /// # Errors
     /// [`AuthorityError::Invalid`] with `field` = `collection`, `entry`, `taughtBy` or `reason`
-    /// when that field is empty, padded with whitespace, or too long.
+    /// when that field is empty, padded with whitespace, or too long; `expiresAt` when it is
+    /// not an RFC 3339 instant with an offset.
     fn try_from(dto: LessonDto) -> Result<Self, Self::Error> {
         let at = |field: &'static str| {
             move |e: AuthorityError| match e {
@@ -103,6 +126,20 @@ impl TryFrom<LessonDto> for Lesson {
             value: dto.value,
             taught_by: TaughtBy::parse(dto.taught_by)?,
             reason: Reason::parse_optional(dto.reason)?,
+            expires_at: dto
+                .expires_at
+                .map(|at| {
+                    at.parse::<Timestamp>().map_err(|e| {
+                        AuthorityError::invalid(
+                            "expiresAt",
+                            format!(
+                                "`{at}` is not an RFC 3339 instant with an offset \
+                                 (e.g. 2027-03-01T00:00:00Z): {e}"
+                            ),
+                        )
+                    })
+                })
+                .transpose()?,
         })
     }
 }
@@ -152,6 +189,7 @@ mod tests {
             value: json!({}),
             taught_by: "dana".into(),
             reason: None,
+            expires_at: None,
         });
         assert!(matches!(bad, Err(AuthorityError::Invalid { field, .. }) if field == "entry"));
         let nobody = Lesson::try_from(LessonDto {
@@ -160,6 +198,7 @@ mod tests {
             value: json!({}),
             taught_by: " ".into(),
             reason: None,
+            expires_at: None,
         });
         assert!(
             matches!(nobody, Err(AuthorityError::Invalid { field, .. }) if field == "taughtBy")

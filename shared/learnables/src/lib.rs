@@ -36,6 +36,7 @@
 //!     value: json!({ "pattern": "billing@origin\\.example", "where": "from" }),
 //!     taught_by: "dana@warehouse.example".into(),
 //!     reason: Some("Northgate's billing desk sends the pre-alerts".into()),
+//!     expires_at: None,
 //! })?;
 //! let (next, result) = teach(&state, &lesson, Via::parse("ops-console")?, now, &registry)?;
 //! assert!(result.learned);
@@ -55,6 +56,7 @@ mod lesson;
 mod marks;
 mod names;
 mod registry;
+mod review;
 #[cfg(feature = "schema")]
 pub mod schema;
 mod teach_block;
@@ -75,6 +77,7 @@ pub use lesson::{Lesson, LessonDto, LessonResult};
 pub use marks::{Marks, PATTERN_MAX_CHARS, PATTERN_SIZE_LIMIT, UNSETTLED};
 pub use names::{DefinitionId, Name, Reason, TaughtBy, TenantId, VersionId, Via};
 pub use registry::{LearnableSummary, Registry};
+pub use review::{review_changes, Review, ReviewChanges, LESSON_REVIEW_KIND, LESSON_SUBJECT_TYPE};
 pub use teach_block::{
     suggest_pattern_for_literal, suggest_pattern_for_reference, TeachBlock, TeachBlockBuilder,
     TeachBlockError, EXTENSION_URI,

@@ -5,6 +5,7 @@
 mod appendix_b;
 mod check_and_suggestions;
 mod common;
+mod lesson_review;
 mod one_code_path;
 mod refusals;
 mod undo_and_tombstone;

@@ -355,6 +355,18 @@ impl Config {
                 return Err(ConfigError::DuplicateAgent(a.id.clone()));
             }
         }
+        let reserved = watcher_runtime::lesson_review::AUTHORITY_AGENT;
+        let taken = |section, id: &str| {
+            (id == reserved).then(|| ConfigError::ReservedId {
+                section,
+                id: id.to_owned(),
+            })
+        };
+        let agents = self.agents.iter().map(|a| ("agents", a.id.as_str()));
+        let sources = self.sources.iter().map(|s| ("sources", s.id.as_str()));
+        if let Some(e) = agents.chain(sources).find_map(|(sec, id)| taken(sec, id)) {
+            return Err(e);
+        }
         // Webhook mappings and signatures are checked now, so a bad pointer or template stops
         // the start (contracts/serve.md "Carrier webhooks").
         for s in &self.sources {
@@ -524,6 +536,20 @@ token = "ops-token-1"
         )
         .unwrap_err();
         assert!(err.to_string().contains("used twice"), "{err}");
+    }
+
+    #[test]
+    fn the_authoritys_id_is_refused_for_an_agent_and_a_source() {
+        for toml in [
+            "[[agents]]\nid = \"learnables-authority\"\ncard = \"x\"\npush_token = \"p\"\n",
+            "[[sources]]\nid = \"learnables-authority\"\ntoken = \"t\"\n",
+        ] {
+            let err = Config::from_toml(toml).unwrap_err();
+            assert!(
+                err.to_string().contains("the Learnables authority's"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -45,6 +45,14 @@ pub enum ConfigError {
     Secret(String),
     /// Two agents share an id. What to do: give each agent its own `id`.
     DuplicateAgent(String),
+    /// An agent or a source takes the id the Learnables authority raises and reports as
+    /// (`learnables-authority`, expectations-v1 §16). What to do: give it another `id`.
+    ReservedId {
+        /// `agents` or `sources`.
+        section: &'static str,
+        /// The id.
+        id: String,
+    },
     /// A source's webhook mappings or signature do not compile (contracts/serve.md "Carrier
     /// webhooks"). What to do: correct the pointer, template or signature named.
     Webhook {
@@ -79,6 +87,11 @@ impl fmt::Display for ConfigError {
             ConfigError::TomlWrite(e) => write!(f, "{e}")?,
             ConfigError::Secret(message) => f.write_str(message)?,
             ConfigError::DuplicateAgent(id) => write!(f, "agents: the id {id:?} is used twice")?,
+            ConfigError::ReservedId { section, id } => write!(
+                f,
+                "{section}: the id {id:?} is the Learnables authority's (it raises lesson.review \
+                 expectations); choose another"
+            )?,
             ConfigError::Webhook { id, reason } => write!(f, "sources: source {id:?}: {reason}")?,
             ConfigError::SignedSourceShared(id) => write!(
                 f,

@@ -37,6 +37,7 @@ use watcher_runtime::clock::Clock;
 
 use crate::auth::{Credentials, Principal, Role};
 use crate::body::json_body;
+use crate::lesson_reviews::LessonReviews;
 use crate::limits::Limits;
 use crate::problem::ApiError;
 use crate::route_table::{route, Route};
@@ -52,6 +53,10 @@ pub struct LearnablesState {
     pub clock: Arc<dyn Clock>,
     /// The learnables definitions may use (`Registry::builtin()` in `serve`).
     pub registry: Arc<Registry>,
+    /// Where the reviews of lessons taught with `expiresAt` go (expectations-v1 §16): the
+    /// watcher beside the authority; `None` where there is none (then an expiry is recorded on
+    /// the version and nothing notices it).
+    pub reviews: Option<Arc<dyn LessonReviews>>,
 }
 
 /// The authority's routes (contracts/learnables.md "Routes"), with the default [`Limits`]
@@ -457,11 +462,48 @@ async fn post_lesson(
     let at = now_at(&state);
     let registry = state.registry.as_ref();
     let done = absorb_with_retry(state.store.as_ref(), &tenant, &id, |d| {
-        learnables::teach(d, &lesson, via.clone(), at, registry)
+        let (next, result) = learnables::teach(d, &lesson, via.clone(), at, registry)?;
+        let changes = next
+            .as_ref()
+            .map(|n| learnables::review_changes(d, n))
+            .unwrap_or_default();
+        Ok((next, (result, changes)))
     })
     .await
     .map_err(absorb_error)?;
-    Ok(Json(done.output))
+    let (result, mut changes) = done.output;
+    if !done.written {
+        // A lesson sent again after the watcher missed its review: raise the entry's open
+        // review again (the watcher keeps one).
+        let key = format!("{}/{}", lesson.collection(), lesson.entry());
+        changes
+            .opened
+            .extend(done.state.reviews().get(&key).cloned());
+    }
+    tell_reviews(&state, &tenant, &id, &changes, result.definition_version).await?;
+    Ok(Json(result))
+}
+
+/// Gives `changes` to the watcher beside the authority, if there is one. The definition is
+/// written already: a failure answers 503 saying so, and the lesson sent again raises its
+/// entry's open review again.
+async fn tell_reviews(
+    state: &LearnablesState,
+    tenant: &TenantId,
+    id: &DefinitionId,
+    changes: &learnables::ReviewChanges,
+    version: u64,
+) -> Result<(), ApiError> {
+    let Some(reviews) = state.reviews.as_ref().filter(|_| !changes.is_empty()) else {
+        return Ok(());
+    };
+    reviews.reviewed(tenant, id, changes).await.map_err(|e| {
+        tracing::error!(error = %e, definition = %id.as_str(), "lesson review not recorded");
+        ApiError::unavailable(format!(
+            "version {version} is recorded, but the watcher did not record its lesson.review ({e}); \
+             send the same request again"
+        ))
+    })
 }
 
 /// `POST /v1/definitions/{id}/lessons:check`: what the lesson would do to the corpus (§13.1);
@@ -550,16 +592,22 @@ async fn post_activate(
             author.reason.clone(),
             at,
         )?;
-        Ok((next, replaced))
+        let changes = next
+            .as_ref()
+            .map(|next| learnables::review_changes(d, next))
+            .unwrap_or_default();
+        Ok((next, (replaced, changes)))
     })
     .await
     .map_err(absorb_error)?;
+    let (replaced, changes) = done.output;
     let served = learnables::active(&done.state).map_err(authority)?;
+    tell_reviews(&state, &tenant, &id, &changes, served.definition_version).await?;
     Ok(Json(Activated {
         activated: done.written,
         definition_version: served.definition_version,
         version_id: served.version_id,
-        previous_version_id: done.written.then_some(done.output),
+        previous_version_id: done.written.then_some(replaced),
     }))
 }
 

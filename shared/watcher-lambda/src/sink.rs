@@ -9,6 +9,7 @@ use watcher_aws::{delay_seconds, TimerQueue};
 use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
 use watcher_runtime::ports::{LapseQueue, Timers};
+use watcher_runtime::store::DeliveryState;
 use watcher_runtime::watcher::{net_timers, Applied, EffectSink};
 
 /// The serverless deployment's [`EffectSink`].
@@ -94,9 +95,16 @@ impl EffectSink for AwsSink {
             .buffer_unordered(TIMER_CALLS_AT_ONCE)
             .collect::<Vec<()>>()
             .await;
-        // The lapse tasks in order, several to a request (`SendMessageBatch`).
-        let results = self.queue.enqueue_all(&applied.outbox).await;
-        for (entry, result) in applied.outbox.iter().zip(results) {
+        // The lapse tasks in order, several to a request (`SendMessageBatch`); one no agent
+        // receives (`unaddressed`, the Learnables authority's) is for the channels only.
+        let to_send: Vec<_> = applied
+            .outbox
+            .iter()
+            .filter(|e| e.delivery == DeliveryState::Queued)
+            .cloned()
+            .collect();
+        let results = self.queue.enqueue_all(&to_send).await;
+        for (entry, result) in to_send.iter().zip(results) {
             if let Err(e) = result {
                 tracing::warn!(error = %e, message_id = %entry.message_id, "enqueueing a lapse task failed; the sweep will re-queue it");
             }

@@ -6,6 +6,7 @@ pub mod directory;
 pub mod facts;
 pub mod index;
 pub mod lease;
+pub mod lesson_review;
 pub mod memory;
 pub mod metrics;
 pub mod operators;

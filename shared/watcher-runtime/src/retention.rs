@@ -99,12 +99,15 @@ pub fn subject_retention(state: &SubjectState) -> Retention {
     last_activity(state).map_or(Retention::Keep, Retention::Since)
 }
 
-/// A lapse task's retention: [`Retention::Keep`] while `queued`; once `sent` or `failed`,
-/// [`Retention::Since`] max(`lapsedAt`, `nextAttemptAt`).
+/// A lapse task's retention: [`Retention::Keep`] while `queued`; once `sent`, `failed`,
+/// `withdrawn` or `unaddressed`, [`Retention::Since`] max(`lapsedAt`, `nextAttemptAt`).
 pub fn outbox_retention(entry: &OutboxEntry) -> Retention {
     match entry.delivery {
         DeliveryState::Queued => Retention::Keep,
-        DeliveryState::Sent | DeliveryState::Failed | DeliveryState::Withdrawn => {
+        DeliveryState::Sent
+        | DeliveryState::Failed
+        | DeliveryState::Withdrawn
+        | DeliveryState::Unaddressed => {
             Retention::Since(entry.lapsed_at.max(entry.next_attempt_at))
         }
     }

@@ -55,16 +55,21 @@ pub enum DeliveryState {
     /// (canceled, failed or rejected) by `GetTask`, and its expectations were withdrawn
     /// (origin-task reconciliation, docs/agents.md). Not re-queued by operators.
     Withdrawn,
+    /// Never sent: no agent receives it. A lapse of an expectation the Learnables authority
+    /// raised (`lesson.review`, expectations-v1 §16) is recorded for the notification
+    /// channels and `GET /v1/lapses` only ([`crate::lesson_review`]).
+    Unaddressed,
 }
 
 impl DeliveryState {
-    /// `queued`, `sent` or `failed`.
+    /// `queued`, `sent`, `failed`, `withdrawn` or `unaddressed`.
     pub fn as_str(self) -> &'static str {
         match self {
             DeliveryState::Queued => "queued",
             DeliveryState::Sent => "sent",
             DeliveryState::Failed => "failed",
             DeliveryState::Withdrawn => "withdrawn",
+            DeliveryState::Unaddressed => "unaddressed",
         }
     }
 }

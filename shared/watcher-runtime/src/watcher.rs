@@ -54,6 +54,10 @@ pub enum ApplyError {
     /// Concurrent writers kept winning, or the scope kept growing; retry later.
     #[error("gave up after {0} attempts (contention)")]
     Exhausted(usize),
+    /// An input built inside the product could not be read (a `lesson.review` whose subject
+    /// id is too long, for instance): the field and why. Nothing was recorded.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// What applying one input did.
@@ -488,7 +492,8 @@ impl<S: Store + ?Sized> Watcher<S> {
         }
     }
 
-    /// Outbox entries for the lapses whose agent the watcher submits for.
+    /// Outbox entries for the lapses whose agent the watcher submits for, and for the
+    /// Learnables authority's, which no agent receives.
     fn outbox_entries(&self, effects: &[Effect], now: Instant) -> Vec<OutboxEntry> {
         effects
             .iter()
@@ -497,6 +502,9 @@ impl<S: Store + ?Sized> Watcher<S> {
                 _ => None,
             })
             .filter_map(|l| {
+                if l.agent.as_str() == crate::lesson_review::AUTHORITY_AGENT {
+                    return Some(crate::lesson_review::unaddressed(l, now));
+                }
                 let agent = self.directory.get(&l.tenant, &l.agent)?;
                 agent.submits_lapses.then(|| OutboxEntry {
                     next_attempt_at: now,

@@ -7,6 +7,7 @@ mod common;
 mod fire_due;
 mod fire_hand_over;
 mod fuzz_standin;
+mod lesson_review;
 mod memory_conformance;
 mod properties;
 mod report_facts;

@@ -36,7 +36,10 @@ use crate::codec::{db, from_json, instant_key};
 /// * 8: the outbox's `person_at` (since when the lapse task's task waits for a person, copied
 ///   from the entry's `needs_person_since`), indexed for the notifier's
 ///   `lapse_task.needs_person` event (issue 25).
-pub const SCHEMA_VERSION: i64 = 8;
+/// * 9: the outbox's `delivery` may be `unaddressed` (a lapse task no agent receives: the
+///   Learnables authority's `lesson.review`, expectations-v1 §16); the table is rebuilt for its
+///   CHECK, every row kept with its `seq`.
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// How long a statement waits for another connection's write lock before failing with
 /// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
@@ -155,7 +158,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     tenant TEXT NOT NULL,
     message_id TEXT NOT NULL,
     agent TEXT NOT NULL,
-    delivery TEXT NOT NULL CHECK (delivery IN ('queued', 'sent', 'failed', 'withdrawn')),
+    delivery TEXT NOT NULL
+        CHECK (delivery IN ('queued', 'sent', 'failed', 'withdrawn', 'unaddressed')),
     next_attempt TEXT NOT NULL,
     entry TEXT NOT NULL,
     follow_at TEXT,
@@ -269,6 +273,38 @@ const V2_TO_V3_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN follow_at TEXT;";
 /// Version 5, 6 or 7 → 8, before [`SCHEMA`] (whose index on `person_at` needs the column). Older
 /// files rebuild the outbox from [`SCHEMA`], which has it.
 const V7_TO_V8_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN person_at TEXT;";
+
+/// Version 5 to 8 → 9, before [`SCHEMA`] (after [`V7_TO_V8_BEFORE`]): the outbox (its CHECK
+/// without `unaddressed`) is set aside with its indexes dropped, so that [`SCHEMA`] creates the
+/// v9 outbox and its indexes. Older files rebuild the outbox from [`SCHEMA`] already.
+const V8_TO_V9_BEFORE: &str = r#"
+ALTER TABLE outbox RENAME TO outbox_v8;
+DROP INDEX IF EXISTS outbox_due;
+DROP INDEX IF EXISTS outbox_tenant;
+DROP INDEX IF EXISTS outbox_agent;
+DROP INDEX IF EXISTS outbox_follow;
+DROP INDEX IF EXISTS outbox_person;
+DROP INDEX IF EXISTS outbox_task;
+DROP INDEX IF EXISTS outbox_agent_seq;
+"#;
+
+/// Version 5 to 8 → 9, after [`SCHEMA`]: every row copied with its `seq`, the AUTOINCREMENT
+/// high-water mark carried over, the v8 table dropped.
+const V8_TO_V9_AFTER: &str = r#"
+INSERT INTO outbox (seq, tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
+        task_id, lapsed_at, person_at)
+    SELECT seq, tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
+        task_id, lapsed_at, person_at
+    FROM outbox_v8 ORDER BY seq;
+INSERT INTO sqlite_sequence (name, seq)
+    SELECT 'outbox', seq FROM sqlite_sequence WHERE name = 'outbox_v8'
+    AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'outbox');
+UPDATE sqlite_sequence
+    SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'outbox_v8'), 0))
+    WHERE name = 'outbox';
+DELETE FROM sqlite_sequence WHERE name = 'outbox_v8';
+DROP TABLE outbox_v8;
+"#;
 
 /// Version 3 → 4, before [`SCHEMA`] (whose indexes need the columns).
 const V3_TO_V4_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN task_id TEXT;
@@ -503,7 +539,14 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     if (5..=7).contains(&found) {
         tx.execute_batch(V7_TO_V8_BEFORE).map_err(db)?;
     }
+    let rebuild_v8 = (5..=8).contains(&found);
+    if rebuild_v8 {
+        tx.execute_batch(V8_TO_V9_BEFORE).map_err(db)?;
+    }
     tx.execute_batch(SCHEMA).map_err(db)?;
+    if rebuild_v8 {
+        tx.execute_batch(V8_TO_V9_AFTER).map_err(db)?;
+    }
     if rebuild_v5 {
         tx.execute_batch(V5_TO_V6_AFTER).map_err(db)?;
     }

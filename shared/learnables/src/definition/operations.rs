@@ -43,6 +43,7 @@ pub fn create(
         describes: Some(describes.clone()),
         at: now,
         tombstoned: None,
+        expires_at: None,
     };
     let created = HistoryEntry {
         kind: HistoryKind::Created,
@@ -55,6 +56,7 @@ pub fn create(
         describes: Some(describes),
         at: now,
         redacted: false,
+        expires_at: None,
     };
     Ok(DefinitionState {
         tenant,
@@ -63,6 +65,7 @@ pub fn create(
         active: 1,
         history: vec![created],
         revision: 1,
+        reviews: BTreeMap::new(),
     })
 }
 
@@ -155,7 +158,12 @@ impl Resolved<'_> {
 /// # Errors
 /// [`AuthorityError::Refused`] when the collection does not exist (`at` = `collection`), its
 /// learnable is unknown, or the learnable refused the value (`at` = `customers/northgate`,
-/// `reason` = the learnable's own, §10.1). The state is unchanged in every error case.
+/// `reason` = the learnable's own, §10.1); [`AuthorityError::Invalid`] (`field` = `expiresAt`)
+/// for an expiry not later than `now`. The state is unchanged in every error case.
+///
+/// A lesson that changes its entry closes the entry's open review, and one taught with
+/// `expiresAt` opens a new one ([`crate::review_changes`], expectations-v1 §16). A lesson that
+/// changes nothing changes no review either (§10.2: no new version, nothing recorded).
 pub fn teach(
     state: &DefinitionState,
     lesson: &Lesson,
@@ -163,6 +171,12 @@ pub fn teach(
     now: Timestamp,
     registry: &Registry,
 ) -> Result<(Option<DefinitionState>, LessonResult), AuthorityError> {
+    if let Some(at) = lesson.expires_at().filter(|at| *at <= now) {
+        return Err(AuthorityError::invalid(
+            "expiresAt",
+            format!("{at} is not later than the time the lesson is taught ({now})"),
+        ));
+    }
     let (active, resolved) = resolve(state, lesson, registry)?;
     let describes = resolved.absorbed.describes().to_owned();
     let Some(collections) = resolved.proposed(lesson)? else {
@@ -192,6 +206,7 @@ pub fn teach(
         describes: Some(describes.clone()),
         at: now,
         tombstoned: None,
+        expires_at: lesson.expires_at(),
     });
     next.history.push(HistoryEntry {
         kind: HistoryKind::Lesson,
@@ -204,8 +219,23 @@ pub fn teach(
         describes: Some(describes.clone()),
         at: now,
         redacted: false,
+        expires_at: lesson.expires_at(),
     });
     next.active = n;
+    let key = review_key(lesson.collection(), lesson.entry());
+    next.reviews.remove(&key);
+    if let Some(expires_at) = lesson.expires_at() {
+        next.reviews.insert(
+            key,
+            Review {
+                collection: lesson.collection().clone(),
+                entry: lesson.entry().clone(),
+                definition_version: n,
+                expires_at,
+                taught_by: lesson.taught_by().clone(),
+            },
+        );
+    }
     Ok((
         Some(next),
         LessonResult {
@@ -360,10 +390,17 @@ pub fn activate(
         describes: Some(describes),
         at: now,
         redacted: false,
+        expires_at: None,
     };
     let mut next = state.next();
     next.history.push(entry);
     next.active = version;
+    // An activation that changes an entry's value is a person's decision about it: its open
+    // review is closed (expectations-v1 §16). One that leaves the entry as it was keeps it.
+    let (_, before) = state.active_content()?;
+    let (_, after) = state.content(version)?;
+    next.reviews
+        .retain(|_, r| entry_value(before, r) == entry_value(after, r));
     Ok(Some(next))
 }
 
@@ -439,6 +476,15 @@ pub fn tombstone(
         )),
         at: now,
         redacted: false,
+        expires_at: None,
     });
     Ok(Some(next))
+}
+
+/// The value of a review's entry in `collections`, if it has one.
+fn entry_value<'a>(collections: &'a Collections, review: &Review) -> Option<&'a Value> {
+    collections
+        .get(review.collection.as_str())
+        .and_then(|c| c.entry(review.entry.as_str()))
+        .map(|e| e.value())
 }

@@ -80,6 +80,7 @@ pub fn lesson(collection: &str, entry: &str, value: Value, reason: Option<&str>)
         value,
         taught_by: DANA.into(),
         reason: reason.map(str::to_owned),
+        expires_at: None,
     })
     .expect("a well-formed lesson")
 }

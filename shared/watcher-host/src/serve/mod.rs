@@ -153,6 +153,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
                 credentials,
                 clock: clock.clone(),
                 registry: Arc::new(learnables::Registry::builtin()),
+                reviews: Some(Arc::new(watcher_http::lesson_reviews::WatcherReviews {
+                    watcher: watcher.clone(),
+                    clock: clock.clone(),
+                    wake: wake.clone(),
+                })),
             },
             limits,
         ))

@@ -80,6 +80,7 @@ fn app(store: Arc<dyn DefinitionStore>) -> Router {
             Instant::parse("2026-08-17T09:00:00Z").expect("an instant"),
         )),
         registry: Arc::new(Registry::builtin()),
+        reviews: None,
     })
 }
 

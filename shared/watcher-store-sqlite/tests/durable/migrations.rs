@@ -71,8 +71,8 @@ fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 8,
-        "this test migrates from version 1 through 2, 3, 4, 5, 6 and 7 to the current one"
+        SCHEMA_VERSION, 9,
+        "this test migrates from version 1 through 2, 3, 4, 5, 6, 7 and 8 to the current one"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -216,8 +216,8 @@ async fn a_version_1_file_is_migrated() {
 #[tokio::test]
 async fn a_version_3_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 8,
-        "this test migrates from version 3 through 4, 5, 6 and 7 to 8"
+        SCHEMA_VERSION, 9,
+        "this test migrates from version 3 through 4, 5, 6, 7 and 8 to 9"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -294,8 +294,8 @@ async fn a_version_3_file_is_migrated() {
 #[tokio::test]
 async fn a_version_6_file_gets_the_origins_table() {
     assert_eq!(
-        SCHEMA_VERSION, 8,
-        "this test migrates from version 6 through 7 to 8"
+        SCHEMA_VERSION, 9,
+        "this test migrates from version 6 through 7 and 8 to 9"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
@@ -443,7 +443,7 @@ async fn a_version_2_file_is_migrated() {
 async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
     use a2a_types::TaskState;
     use watcher_runtime::store::Outbox as _;
-    assert_eq!(SCHEMA_VERSION, 8, "this test migrates from version 7 to 8");
+    assert_eq!(SCHEMA_VERSION, 9, "this test migrates from version 7 to 9");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
     let t = tenant();
@@ -471,7 +471,7 @@ async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
         let version: i64 = raw(&path)
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 8);
+        assert_eq!(version, 9);
         assert_eq!(store.lapses(&t).await.unwrap(), vec![entry("lapse:1")]);
         store
             .outbox_task_state(
@@ -493,4 +493,77 @@ async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
         .unwrap();
     assert_eq!(waiting.len(), 1);
     assert_eq!(waiting[0].needs_person_since, Some(at));
+}
+
+/// A version 8 file (its outbox CHECK without `unaddressed`) is migrated on opening: the outbox
+/// is rebuilt with every row and its `seq` kept, the version becomes 9, and a lapse task no agent
+/// receives (the Learnables authority's, expectations-v1 §16) can then be recorded.
+#[tokio::test]
+async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
+    assert_eq!(SCHEMA_VERSION, 9, "this test migrates from version 8 to 9");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    let t = tenant();
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store
+            .commit(
+                &t,
+                Commit {
+                    outbox: vec![entry("lapse:1"), entry("lapse:2")],
+                    ..Commit::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let seqs = |conn: &rusqlite::Connection| -> Vec<(i64, String)> {
+        let mut q = conn
+            .prepare("SELECT seq, message_id FROM outbox ORDER BY seq")
+            .unwrap();
+        q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let before = {
+        let conn = raw(&path);
+        back_to_version_8(&conn);
+        conn.pragma_update(None, "user_version", 8).unwrap();
+        let mut unaddressed = entry("lapse:3");
+        unaddressed.delivery = DeliveryState::Unaddressed;
+        assert!(
+            conn.execute(
+                "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
+                 VALUES ('default', 'lapse:3', 'booking', 'unaddressed', 'x', '{}')",
+                [],
+            )
+            .is_err(),
+            "the fixture is version 8's outbox: no `unaddressed`"
+        );
+        seqs(&conn)
+    };
+    let store = SqliteStore::open(&path).unwrap();
+    let conn = raw(&path);
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 9);
+    assert_eq!(seqs(&conn), before, "every row kept with its seq");
+    let mut unaddressed = entry("lapse:3");
+    unaddressed.delivery = DeliveryState::Unaddressed;
+    store
+        .commit(
+            &t,
+            Commit {
+                outbox: vec![unaddressed.clone()],
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let lapses = store.lapses(&t).await.unwrap();
+    assert_eq!(lapses.len(), 3);
+    assert_eq!(lapses[2], unaddressed);
+    assert!(seqs(&conn)[2].0 > before[1].0, "the sequence carried over");
 }

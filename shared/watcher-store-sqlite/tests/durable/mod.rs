@@ -186,6 +186,33 @@ CREATE TABLE agent_live_rows (
 
 /// Takes from a file of the current schema what version 8 added (the outbox's `person_at` and
 /// its index), as the first step of turning it into an older version's file.
+/// Turns a current file's outbox back into version 8's: the same columns, its CHECK without
+/// `unaddressed` (every row and its `seq` kept).
+fn back_to_version_8(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "ALTER TABLE outbox RENAME TO outbox_now;
+         CREATE TABLE outbox (
+             seq INTEGER PRIMARY KEY AUTOINCREMENT,
+             tenant TEXT NOT NULL,
+             message_id TEXT NOT NULL,
+             agent TEXT NOT NULL,
+             delivery TEXT NOT NULL CHECK (delivery IN ('queued', 'sent', 'failed', 'withdrawn')),
+             next_attempt TEXT NOT NULL,
+             entry TEXT NOT NULL,
+             follow_at TEXT,
+             task_id TEXT,
+             lapsed_at TEXT,
+             person_at TEXT,
+             UNIQUE (tenant, agent, message_id)
+         ) STRICT;
+         INSERT INTO outbox SELECT * FROM outbox_now;
+         DROP TABLE outbox_now;
+         CREATE INDEX outbox_person ON outbox (tenant, agent, person_at, seq)
+             WHERE person_at IS NOT NULL;",
+    )
+    .unwrap();
+}
+
 fn back_to_version_7(conn: &rusqlite::Connection) {
     conn.execute_batch("DROP INDEX outbox_person; ALTER TABLE outbox DROP COLUMN person_at;")
         .unwrap();

@@ -1,0 +1,187 @@
+//! The Learnables authority as a raiser (expectations-v1 §16): a lesson taught with `expiresAt`
+//! raises a `lesson.review` expectation on the subject `{ "type": "lesson", "id":
+//! "{definition}/{collection}/{entry}@{version}" }`, due at the expiry; a later lesson or an
+//! activation that changes the entry reports the fact that satisfies it.
+//!
+//! The raiser is [`AUTHORITY_AGENT`], which no agent can be (the configuration refuses the
+//! id). Its lapse is recorded as any other, with a lapse task in the outbox that no agent
+//! receives ([`DeliveryState::Unaddressed`](crate::store::DeliveryState::Unaddressed)): the
+//! notification channels tell it (`lapse.recorded`), `GET /v1/lapses` and `/ui` list it.
+//! Raising and satisfying are idempotent (the engine's: the same expectation from the same
+//! task is a duplicate, a fact is recorded once), so the authority may say the same twice.
+
+use serde_json::json;
+use watcher_core::card::{ExpectationKind, ExpectationsDeclaration};
+use watcher_core::engine::{AgentProfile, Input, Origin, PushItem, ReportedFact};
+use watcher_core::expectation::Expectation;
+use watcher_core::ids::{AgentId, ContextId, FactKey, Source, Subject, TaskId, Tenant};
+use watcher_core::time::Instant;
+
+use watcher_core::lapse::{Delivery, Lapse};
+
+use crate::store::{DeliveryState, OutboxEntry, Store};
+use crate::watcher::{Applied, ApplyError, Watcher};
+
+/// The raiser of every `lesson.review` expectation, and the source of the facts that satisfy
+/// them: the Learnables authority. No configured agent or source may take this id.
+pub const AUTHORITY_AGENT: &str = "learnables-authority";
+
+/// The expectation kind (expectations-v1 §16).
+pub const LESSON_REVIEW_KIND: &str = "lesson.review";
+
+/// The subject type of a review.
+pub const LESSON_SUBJECT_TYPE: &str = "lesson";
+
+/// One lesson's review, as the authority asks the watcher to keep it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LessonReview {
+    /// The definition the lesson was taught into (the review's `contextId`).
+    pub definition: String,
+    /// `{definition}/{collection}/{entry}@{version}`: the subject's id.
+    pub subject_id: String,
+    /// When the knowledge should be looked at again (UTC): the expectation's `dueAt`.
+    pub expires_at: Instant,
+    /// Who taught it, for the person reading the lapse.
+    pub taught_by: String,
+}
+
+impl LessonReview {
+    /// `lesson.review:{subject_id}`: the expectation's id, scoped to [`AUTHORITY_AGENT`].
+    pub fn expectation_id(&self) -> String {
+        format!("{LESSON_REVIEW_KIND}:{}", self.subject_id)
+    }
+
+    /// `lesson.reviewed:{subject_id}`: the fact that satisfies it.
+    pub fn fact_key(subject_id: &str) -> String {
+        format!("lesson.reviewed:{subject_id}")
+    }
+
+    /// The expectation (expectations-v1 §8), as the authority raises it.
+    ///
+    /// # Errors
+    /// The parser's, naming the field (a subject id too long, for instance).
+    pub fn expectation(&self) -> Result<Expectation, String> {
+        Expectation::from_json(&json!({
+            "expectationId": self.expectation_id(),
+            "kind": LESSON_REVIEW_KIND,
+            "subject": { "type": LESSON_SUBJECT_TYPE, "id": self.subject_id },
+            "expects": format!(
+                "someone looks again at {} (taught by {}) by its expiry",
+                self.subject_id, self.taught_by
+            ),
+            "satisfiedBy": { "factKey": Self::fact_key(&self.subject_id) },
+            "dueAt": self.expires_at.to_string(),
+            "basis": "declared",
+        }))
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// The authority's profile as a raiser: it keeps no clock and declares one kind,
+/// `lesson.review` on subjects of type `lesson`.
+pub fn authority_profile() -> AgentProfile {
+    AgentProfile {
+        id: authority(),
+        declaration: ExpectationsDeclaration {
+            keeps_time: false,
+            lapse_skill: "lesson-review".into(),
+            kinds: vec![ExpectationKind {
+                kind: LESSON_REVIEW_KIND.into(),
+                subject_type: LESSON_SUBJECT_TYPE.into(),
+                describes: "a lesson taught with an expiry is looked at again by then".into(),
+                basis: "declared".into(),
+                skills: None,
+            }],
+        },
+    }
+}
+
+/// [`AUTHORITY_AGENT`] as an agent id.
+pub fn authority() -> AgentId {
+    AgentId::parse(AUTHORITY_AGENT).unwrap_or_else(|_| unreachable!("a valid id"))
+}
+
+/// The outbox entry of a lapse of the authority's: recorded, never sent
+/// ([`DeliveryState::Unaddressed`]); its request is the lapse task an agent would have been
+/// sent, so `GET /v1/lapses` and the notification bodies read it as any other.
+pub(crate) fn unaddressed(lapse: &Lapse, now: Instant) -> OutboxEntry {
+    OutboxEntry {
+        delivery: DeliveryState::Unaddressed,
+        next_attempt_at: now,
+        ..OutboxEntry::queued(
+            lapse.tenant.clone(),
+            lapse.agent.clone(),
+            lapse.message_id.clone(),
+            lapse.block.expectation_id.clone(),
+            lapse.block.lapse,
+            lapse.block.lapsed_at,
+            lapse.request(&Delivery::default()),
+        )
+    }
+}
+
+fn invalid(what: &str, e: String) -> ApplyError {
+    ApplyError::Invalid(format!("{what}: {e}"))
+}
+
+impl<S: Store + ?Sized> Watcher<S> {
+    /// Raises `review` for `tenant` at `now`: one push from [`AUTHORITY_AGENT`] whose task is
+    /// `lesson:{subject_id}` in the context `definition`. Raising it again changes nothing.
+    ///
+    /// # Errors
+    /// [`ApplyError::Invalid`] for a review the parser refuses; the store's failure.
+    pub async fn open_lesson_review(
+        &self,
+        tenant: &Tenant,
+        review: &LessonReview,
+        now: Instant,
+    ) -> Result<Applied, ApplyError> {
+        let expectation = review
+            .expectation()
+            .map_err(|e| invalid("expectation", e))?;
+        let origin = Origin {
+            task_id: TaskId::parse(format!("lesson:{}", review.subject_id))
+                .map_err(|e| invalid("taskId", e))?,
+            context_id: Some(
+                ContextId::parse(review.definition.clone()).map_err(|e| invalid("contextId", e))?,
+            ),
+        };
+        let input = Input::Push {
+            agent: authority_profile(),
+            items: vec![PushItem::Raise {
+                origin,
+                expectations: vec![Ok(expectation)],
+                question_at: None,
+                question_timestamp: None,
+            }],
+        };
+        self.apply(tenant, &input, now).await
+    }
+
+    /// Satisfies the review of `subject_id` for `tenant` at `now`: the fact
+    /// `lesson.reviewed:{subject_id}` from [`AUTHORITY_AGENT`], observed `now`. Reporting it
+    /// again, or for a review already lapsed, satisfies nothing more.
+    ///
+    /// # Errors
+    /// [`ApplyError::Invalid`] for a subject id the parser refuses; the store's failure.
+    pub async fn close_lesson_review(
+        &self,
+        tenant: &Tenant,
+        subject_id: &str,
+        now: Instant,
+    ) -> Result<Applied, ApplyError> {
+        let fact = ReportedFact {
+            fact_key: FactKey::parse(LessonReview::fact_key(subject_id))
+                .map_err(|e| invalid("factKey", e))?,
+            observed_at: now,
+            observed_at_given: None,
+            mapping: None,
+            subject: Some(
+                Subject::parse(LESSON_SUBJECT_TYPE, subject_id)
+                    .map_err(|e| invalid("subject", e))?,
+            ),
+            source: Source::parse(AUTHORITY_AGENT).map_err(|e| invalid("source", e))?,
+        };
+        self.apply(tenant, &Input::Facts(vec![fact]), now).await
+    }
+}
