@@ -62,15 +62,7 @@ pub fn all() -> Vec<Scenario> {
         scenario!(reconcile_a_cancel_never_pushed),
         scenario!(follow_without_push),
         scenario!(notify_a_person),
-        scenario!(
-            a_lesson_whose_end_is_noticed,
-            Some(
-                "the lesson-write function does not yet give reviews to the watcher: on AWS an \
-                 expiresAt is recorded on the version and nothing notices it (README, \"Which \
-                 deployment\")"
-            ),
-            false
-        ),
+        scenario!(a_lesson_whose_end_is_noticed),
         scenario!(kill_the_sender_mid_send, None, true),
     ]
 }

@@ -35,6 +35,7 @@ use axum::Router;
 use learnables::Registry;
 use learnables_store::DefinitionStore;
 use watcher_config::Config;
+use watcher_http::lesson_reviews::LessonReviews;
 use watcher_http::{learnables_router, Credentials, LearnablesState};
 use watcher_runtime::clock::{Clock, SystemClock};
 
@@ -205,17 +206,30 @@ pub fn app(store: Arc<dyn DefinitionStore>, config: &FunctionConfig) -> Router {
 }
 
 /// [`app`] with the clock given: `clock` stamps the `at` of every version and history entry
-/// (tests pass a `FakeClock`).
+/// (tests pass a `FakeClock`). No watcher beside it: an `expiresAt` is recorded and nothing
+/// raises its review ([`app_with_reviews`] gives them to one).
 pub fn app_with_clock(
     store: Arc<dyn DefinitionStore>,
     config: &FunctionConfig,
     clock: Arc<dyn Clock>,
+) -> Router {
+    app_with_reviews(store, config, clock, None)
+}
+
+/// The router `main` runs: [`app_with_clock`], with the reviews of lessons taught with
+/// `expiresAt` given to `reviews` (expectations-v1 §16): the watcher over the deployment's
+/// table, whose schedules lapse them.
+pub fn app_with_reviews(
+    store: Arc<dyn DefinitionStore>,
+    config: &FunctionConfig,
+    clock: Arc<dyn Clock>,
+    reviews: Option<Arc<dyn LessonReviews>>,
 ) -> Router {
     learnables_router(LearnablesState {
         store,
         credentials: Arc::clone(&config.credentials),
         clock,
         registry: Arc::new(Registry::builtin()),
-        reviews: None,
+        reviews,
     })
 }

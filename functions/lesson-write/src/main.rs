@@ -1,7 +1,10 @@
 //! `lesson-write`: the Learnables authority on AWS Lambda, behind an API Gateway HTTP API
 //! (payload format 2.0).
 //!
-//! Environment: `DEFINITIONS_TABLE_NAME` (the definitions table), `WATCHER_CONFIG_SECRET_ID`
+//! Environment: `DEFINITIONS_TABLE_NAME` (the definitions table), the watcher's variables the
+//! `api` function reads too (`TABLE_NAME`, `SCHEDULE_GROUP`, `TIMER_FUNCTION_ARN`,
+//! `SCHEDULER_ROLE_ARN`, `QUEUE_URL`, `TIMER_QUEUE_URL`: the reviews of lessons taught with
+//! `expiresAt` are raised there), `WATCHER_CONFIG_SECRET_ID`
 //! (the Secrets Manager secret whose SecretString is the deployment's TOML configuration, read
 //! once at cold start for its credentials; `WATCHER_CONFIG_SECRET_VERSION` optional), `RUST_LOG` (optional, default `info`),
 //! and the standard AWS variables the Lambda runtime sets (`AWS_ENDPOINT_URL` for an emulator).
@@ -9,8 +12,10 @@
 use std::sync::Arc;
 
 use learnables_store_dynamodb::DynamoDefinitionStore;
-use lesson_write::{app, dynamodb_client, FunctionConfig};
+use lesson_write::{app_with_reviews, dynamodb_client, FunctionConfig};
 use tracing_subscriber::EnvFilter;
+use watcher_http::lesson_reviews::WatcherReviews;
+use watcher_runtime::clock::{Clock, SystemClock};
 
 /// `error` and each of its sources, joined with ": ".
 fn cause_chain(error: &dyn std::error::Error) -> String {
@@ -40,6 +45,24 @@ async fn main() -> Result<(), lambda_http::Error> {
     })?;
     // Built once per execution environment and shared by every invocation (style item 6).
     let store = DynamoDefinitionStore::new(dynamodb_client(&aws), config.table());
+    // The watcher over the deployment's table and schedules, for the reviews of lessons taught
+    // with `expiresAt` (expectations-v1 §16).
+    let parts = watcher_host::aws::from_env(watcher_host::aws::Function::LessonWrite)
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let reviews = WatcherReviews {
+        watcher: parts.watcher.clone(),
+        clock: clock.clone(),
+        // No in-process loops to wake: the schedules carry the work.
+        wake: Arc::new(tokio::sync::Notify::new()),
+    };
     tracing::info!(table = config.table(), "lesson-write ready");
-    lambda_http::run(app(Arc::new(store), &config)).await
+    lambda_http::run(app_with_reviews(
+        Arc::new(store),
+        &config,
+        clock,
+        Some(Arc::new(reviews)),
+    ))
+    .await
 }

@@ -7,8 +7,7 @@
 
 use crate::services::{Placement, Runs, Service, AWS};
 
-/// One function of `template.yaml` built from this crate's parts (`lesson-write`, the
-/// Learnables authority, shares none of them).
+/// One function of `template.yaml` built from this crate's parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Function {
     /// `functions/api`: the routes behind the HTTP API.
@@ -17,6 +16,9 @@ pub enum Function {
     Timer,
     /// `functions/submitter`: the lapse queue's consumer.
     Submitter,
+    /// `functions/lesson-write`: the Learnables authority's routes, and the reviews of its
+    /// lessons given to the watcher (expectations-v1 §16).
+    LessonWrite,
 }
 
 /// What a function builds at its cold start, from the services it hosts.
@@ -52,8 +54,13 @@ impl Needs {
 }
 
 impl Function {
-    /// The three functions, in the template's order.
-    pub const ALL: [Function; 3] = [Function::Api, Function::Timer, Function::Submitter];
+    /// The four functions, in the template's order.
+    pub const ALL: [Function; 4] = [
+        Function::Api,
+        Function::Timer,
+        Function::Submitter,
+        Function::LessonWrite,
+    ];
 
     /// The function's name, as in `functions/` and in its cold-start log lines.
     pub fn name(self) -> &'static str {
@@ -61,6 +68,7 @@ impl Function {
             Function::Api => "api",
             Function::Timer => "timer",
             Function::Submitter => "submitter",
+            Function::LessonWrite => "lesson-write",
         }
     }
 
@@ -95,6 +103,13 @@ impl Function {
                 Service::Retries,
                 Service::OriginReconciliation,
                 Service::RateLimit,
+                Service::Metrics,
+            ],
+            // A review arms its deadline's schedule as a push does; the timer lapses it.
+            Function::LessonWrite => &[
+                Service::HttpRoutes,
+                Service::Deadlines,
+                Service::LessonReviews,
                 Service::Metrics,
             ],
         }
@@ -150,9 +165,14 @@ fn elsewhere(service: Service) -> &'static str {
     match hosted.as_slice() {
         [] => "in DynamoDB (TTL), no function",
         [Function::Api] => "in the api function",
+        [Function::LessonWrite] => "in the lesson-write function",
         [Function::Timer] => "in the timer function",
         [Function::Submitter] => "in the submitter function",
         [Function::Api, Function::Timer] => "in the api and timer functions",
+        [Function::Api, Function::LessonWrite] => "in the api and lesson-write functions",
+        [Function::Api, Function::Timer, Function::LessonWrite] => {
+            "in the api, timer and lesson-write functions"
+        }
         [Function::Timer, Function::Submitter] => "in the timer and submitter functions",
         _ => "in the other functions",
     }
@@ -229,6 +249,7 @@ mod tests {
     #[test]
     fn the_api_builds_no_a2a_client_and_reads_no_card_the_timer_reads_them() {
         assert_eq!(Function::Api.needs(), Needs::default());
+        assert_eq!(Function::LessonWrite.needs(), Needs::default());
         assert_eq!(
             Function::Timer.needs(),
             Needs {

@@ -48,11 +48,13 @@ pub enum Service {
     Metrics,
     /// A person is told of each lapse, once per channel (§13.1)
     Notifications,
+    /// A lesson taught with `expiresAt` is looked at again, or its end is told (§16)
+    LessonReviews,
 }
 
 impl Service {
     /// Every service, in the order of the table.
-    pub const ALL: [Service; 17] = [
+    pub const ALL: [Service; 18] = [
         Service::HttpRoutes,
         Service::Deadlines,
         Service::LateTimers,
@@ -70,6 +72,7 @@ impl Service {
         Service::Retention,
         Service::Metrics,
         Service::Notifications,
+        Service::LessonReviews,
     ];
 
     /// The service's name, as `serve` logs it (`service=…`).
@@ -92,6 +95,7 @@ impl Service {
             Service::Retention => "retention",
             Service::Metrics => "metrics",
             Service::Notifications => "notifications",
+            Service::LessonReviews => "lesson-reviews",
         }
     }
 
@@ -115,6 +119,7 @@ impl Service {
             Service::Retention => "Retention (§14)",
             Service::Metrics => "Metrics",
             Service::Notifications => "A person is told of each lapse and each agent's trouble, once per channel (§13.1)",
+            Service::LessonReviews => "A lesson taught with `expiresAt` raises `lesson.review`, satisfied when the entry changes, told when it lapses (expectations-v1 §16)",
         }
     }
 
@@ -138,6 +143,7 @@ impl Service {
             Service::Retention => "`tests/serve_retention.rs`; `watcher-store-dynamodb/tests/dynamodb/retention.rs`",
             Service::Metrics => "`tests/serve_metrics.rs`; `watcher-lambda/src/emf.rs` tests",
             Service::Notifications => "`tests/deployments/scenarios.rs` `notify_a_person` (both deployments); `watcher-notify/tests/notifier.rs`, `agent_events.rs`; `tests/serve_notify.rs`; `watcher-lambda/tests/aws_notify.rs`",
+            Service::LessonReviews => "`tests/deployments/scenarios.rs` `a_lesson_whose_end_is_noticed` (both deployments); `watcher-runtime/tests/lesson_review.rs`; `learnables/tests/lesson_review.rs`",
         }
     }
 }
@@ -278,6 +284,10 @@ pub const SERVE: &[Placement] = &[
         service: Service::Notifications,
         runs: Runs::At("the notifier loop: each `[[notify]]` channel reads the lapse pages after its cursor, every second"),
     },
+    Placement {
+        service: Service::LessonReviews,
+        runs: Runs::At("the authority's lesson and activate routes tell the watcher in the same process; its timer loop lapses the review"),
+    },
 ];
 
 /// The AWS functions' services ([`crate::aws`] composes their parts; `template.yaml` wires the
@@ -350,6 +360,10 @@ pub const AWS: &[Placement] = &[
     Placement {
         service: Service::Notifications,
         runs: Runs::At("the timer function's `rate(5 minutes)` sweep runs each channel, 5 minutes behind the newest lapse tasks (a settle delay behind time-ordered ids)"),
+    },
+    Placement {
+        service: Service::LessonReviews,
+        runs: Runs::At("the `lesson-write` function raises and satisfies reviews in the watcher's table, arming their schedules as the `api` function does; the timer function lapses them"),
     },
 ];
 
