@@ -83,6 +83,7 @@ pub async fn run() -> anyhow::Result<()> {
         // The example agent answers SendMessage only: no GetTask to reconcile with.
         reconcile: false,
         probe: false,
+        learnables: Vec::new(),
     });
     config.sources.push(SourceConfig {
         id: "carrier-feed:emirates".into(),

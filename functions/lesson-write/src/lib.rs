@@ -35,7 +35,7 @@ use axum::Router;
 use learnables::Registry;
 use learnables_store::DefinitionStore;
 use watcher_config::Config;
-use watcher_http::lesson_reviews::LessonReviews;
+use watcher_http::lesson_reviews::{LessonReviews, Owners};
 use watcher_http::{learnables_router, Credentials, LearnablesState};
 use watcher_runtime::clock::{Clock, SystemClock};
 
@@ -96,6 +96,7 @@ pub enum ConfigError {
 pub struct FunctionConfig {
     table: String,
     credentials: Arc<Credentials>,
+    owners: Owners,
 }
 
 impl std::fmt::Debug for FunctionConfig {
@@ -126,9 +127,12 @@ impl FunctionConfig {
             Config::from_toml(watcher_config).map_err(|e| ConfigError::Config(e.into()))?;
         let credentials =
             watcher_host::credentials(&config).map_err(|e| ConfigError::Credentials(e.into()))?;
+        let owners =
+            watcher_host::learnable_owners(&config).map_err(|e| ConfigError::Config(e.into()))?;
         Ok(FunctionConfig {
             table,
             credentials: Arc::new(credentials),
+            owners,
         })
     }
 
@@ -171,6 +175,12 @@ impl FunctionConfig {
         let table = var(DEFINITIONS_TABLE_NAME)?;
         let watcher_config = var(WATCHER_CONFIG)?;
         Self::new(table, &watcher_config)
+    }
+
+    /// Who owns each definition (`[[agents]] learnables`): the agent a `lesson.review` is
+    /// raised as when its card declares the kind.
+    pub fn owners(&self) -> &Owners {
+        &self.owners
     }
 
     /// The definitions table's name.

@@ -52,6 +52,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         .map_err(|e| format!("{e:#}"))?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let reviews = WatcherReviews {
+        owners: config.owners().clone(),
         watcher: parts.watcher.clone(),
         clock: clock.clone(),
         // No in-process loops to wake: the schedules carry the work.

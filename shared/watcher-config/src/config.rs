@@ -163,6 +163,13 @@ pub struct AgentConfig {
     /// lifecycle-trusted.
     #[serde(default)]
     pub probe: bool,
+    /// Definitions of the Learnables authority this agent owns (their ids, in its tenant): a
+    /// lesson taught into one with `expiresAt` raises its `lesson.review` as this agent, and
+    /// the lapse task goes to it, when its card declares the kind `lesson.review` on subjects
+    /// of type `lesson` (expectations-v1 §16). Otherwise the authority raises it and only the
+    /// notification channels tell it. A definition has one owner per tenant. Default: none.
+    #[serde(default)]
+    pub learnables: Vec<String>,
 }
 
 fn default_true() -> bool {
@@ -353,6 +360,18 @@ impl Config {
         for a in &self.agents {
             if !ids.insert(a.id.as_str()) {
                 return Err(ConfigError::DuplicateAgent(a.id.clone()));
+            }
+        }
+        let mut owned = std::collections::BTreeMap::new();
+        for a in &self.agents {
+            for d in &a.learnables {
+                if let Some(other) = owned.insert((a.tenant.as_str(), d.as_str()), a.id.as_str()) {
+                    return Err(ConfigError::DefinitionOwners {
+                        definition: d.clone(),
+                        tenant: a.tenant.clone(),
+                        agents: (other.to_owned(), a.id.clone()),
+                    });
+                }
             }
         }
         let reserved = watcher_runtime::lesson_review::AUTHORITY_AGENT;
@@ -550,6 +569,20 @@ token = "ops-token-1"
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn a_definition_has_one_owner_per_tenant() {
+        let two = "[[agents]]\nid = \"a\"\ncard = \"x\"\npush_token = \"p\"\nlearnables = [\"triage\"]\n\
+                   [[agents]]\nid = \"b\"\ncard = \"y\"\npush_token = \"q\"\nlearnables = [\"triage\"]\n";
+        let err = Config::from_toml(two).unwrap_err();
+        assert!(err.to_string().contains("one owner"), "{err}");
+        let other_tenant = two.replace(
+            "learnables = [\"triage\"]\n[[agents]]",
+            "learnables = [\"triage\"]\ntenant = \"t2\"\n[[agents]]",
+        );
+        let ok = Config::from_toml(&other_tenant).unwrap();
+        assert_eq!(ok.agents[0].learnables, ["triage"]);
     }
 
     #[test]

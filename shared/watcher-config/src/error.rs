@@ -45,6 +45,16 @@ pub enum ConfigError {
     Secret(String),
     /// Two agents share an id. What to do: give each agent its own `id`.
     DuplicateAgent(String),
+    /// Two agents of a tenant list the same definition in `learnables`. What to do: keep it in
+    /// one agent's list (a definition's `lesson.review` goes to one owner).
+    DefinitionOwners {
+        /// The definition's id.
+        definition: String,
+        /// The tenant.
+        tenant: String,
+        /// The two agents.
+        agents: (String, String),
+    },
     /// An agent or a source takes the id the Learnables authority raises and reports as
     /// (`learnables-authority`, expectations-v1 §16). What to do: give it another `id`.
     ReservedId {
@@ -87,6 +97,15 @@ impl fmt::Display for ConfigError {
             ConfigError::TomlWrite(e) => write!(f, "{e}")?,
             ConfigError::Secret(message) => f.write_str(message)?,
             ConfigError::DuplicateAgent(id) => write!(f, "agents: the id {id:?} is used twice")?,
+            ConfigError::DefinitionOwners {
+                definition,
+                tenant,
+                agents: (a, b),
+            } => write!(
+                f,
+                "agents: the definition {definition:?} of tenant {tenant:?} is in the learnables of \
+                 both {a:?} and {b:?}; a definition has one owner"
+            )?,
             ConfigError::ReservedId { section, id } => write!(
                 f,
                 "{section}: the id {id:?} is the Learnables authority's (it raises lesson.review \

@@ -66,6 +66,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "submit_lapses",
             "reconcile",
             "probe",
+            "learnables",
         ],
     ),
     (

@@ -8,6 +8,7 @@ use anyhow::{anyhow, Context};
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::settings::Settings;
 use watcher_delivery::endpoint::AgentEndpoint;
+use watcher_http::lesson_reviews::Owners;
 use watcher_http::{Credentials, Principal, Role, SourceWebhook};
 use watcher_runtime::directory::Directory;
 
@@ -438,6 +439,22 @@ fn tenant(t: &str, what: &str) -> anyhow::Result<Tenant> {
     Tenant::parse(t.to_string()).map_err(|r| anyhow!("{what}: tenant: {r}"))
 }
 
+/// Who owns each definition of the Learnables authority (`[[agents]] learnables`): the agent a
+/// lesson's `lesson.review` is raised as when its card declares the kind (expectations-v1 §16).
+///
+/// # Errors
+/// A tenant or agent id the watcher cannot take, named.
+pub fn learnable_owners(config: &Config) -> anyhow::Result<Owners> {
+    let mut owners = Owners::new();
+    for a in &config.agents {
+        let id = AgentId::parse(a.id.clone()).map_err(|r| anyhow!("agents: id: {r}"))?;
+        for d in &a.learnables {
+            owners.insert((tenant(&a.tenant, &a.id)?, d.clone()), id.clone());
+        }
+    }
+    Ok(owners)
+}
+
 /// Builds the credentials of every party in the configuration.
 pub fn credentials(config: &Config) -> anyhow::Result<Credentials> {
     let mut c = Credentials::new();
@@ -488,6 +505,29 @@ pub fn credentials(config: &Config) -> anyhow::Result<Credentials> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each definition an agent lists is owned by it, in the agent's tenant.
+    #[test]
+    fn learnable_owners_are_read_per_tenant() {
+        let config = Config::from_toml(
+            "[[agents]]\nid = \"triage\"\ncard = \"x\"\npush_token = \"p\"\nlearnables = [\"prealert-triage\", \"columns\"]\n\
+             [[agents]]\nid = \"other\"\ncard = \"y\"\npush_token = \"q\"\ntenant = \"t2\"\nlearnables = [\"prealert-triage\"]\n",
+        )
+        .expect("a valid configuration");
+        let owners = learnable_owners(&config).expect("owners");
+        let owner = |t: &str, d: &str| {
+            owners
+                .get(&(Tenant::parse(t).expect("tenant"), d.to_owned()))
+                .map(|a| a.as_str().to_owned())
+        };
+        assert_eq!(
+            owner("default", "prealert-triage").as_deref(),
+            Some("triage")
+        );
+        assert_eq!(owner("default", "columns").as_deref(), Some("triage"));
+        assert_eq!(owner("t2", "prealert-triage").as_deref(), Some("other"));
+        assert_eq!(owner("t2", "columns"), None);
+    }
 
     /// `[limits]`'s defaults (watcher-config, which does not depend on watcher-http) are the
     /// routers' own.

@@ -29,6 +29,6 @@ pub mod serve;
 pub mod services;
 
 pub use deployment::{
-    credentials, http_limits, lane_settings, load_deployment, retry_policy, settings, submitter,
-    Deployment,
+    credentials, http_limits, lane_settings, learnable_owners, load_deployment, retry_policy,
+    settings, submitter, Deployment,
 };

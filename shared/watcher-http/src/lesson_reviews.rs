@@ -3,11 +3,12 @@
 //! satisfied ([`watcher_runtime::lesson_review`]). A port, so the authority's routes run with
 //! or without a watcher beside them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use learnables::{DefinitionId, Review, ReviewChanges, TenantId};
 use tokio::sync::Notify;
-use watcher_core::ids::Tenant;
+use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_runtime::clock::Clock;
 use watcher_runtime::lesson_review::LessonReview;
@@ -31,9 +32,15 @@ pub trait LessonReviews: Send + Sync {
     ) -> Result<(), String>;
 }
 
+/// Who owns each definition: (tenant, definition id) → the agent a review is raised as, when
+/// its card declares `lesson.review` (`[[agents]] learnables`).
+pub type Owners = BTreeMap<(Tenant, String), AgentId>;
+
 /// [`LessonReviews`] applied by the watcher beside the authority: `serve`, and the AWS
 /// function that hosts the authority.
 pub struct WatcherReviews {
+    /// The definitions' owners ([`Owners`]).
+    pub owners: Owners,
     /// The watcher the reviews are raised in.
     pub watcher: Arc<Watcher<dyn Store>>,
     /// Its clock: when a review is raised or closed.
@@ -75,10 +82,13 @@ impl LessonReviews for WatcherReviews {
                 .await
                 .map_err(|e| e.to_string())?;
         }
+        let owner = self
+            .owners
+            .get(&(tenant.clone(), definition.as_str().to_owned()));
         for opened in &changes.opened {
             let review = lesson_review(definition, opened)?;
             self.watcher
-                .open_lesson_review(&tenant, &review, now)
+                .open_lesson_review(&tenant, &review, owner, now)
                 .await
                 .map_err(|e| e.to_string())?;
         }

@@ -3,9 +3,11 @@
 //! "{definition}/{collection}/{entry}@{version}" }`, due at the expiry; a later lesson or an
 //! activation that changes the entry reports the fact that satisfies it.
 //!
-//! The raiser is [`AUTHORITY_AGENT`], which no agent can be (the configuration refuses the
-//! id). Its lapse is recorded as any other, with a lapse task in the outbox that no agent
-//! receives ([`DeliveryState::Unaddressed`](crate::store::DeliveryState::Unaddressed)): the
+//! The raiser is the definition's owner (`[[agents]] learnables`) when its card declares the
+//! kind `lesson.review` on subjects of type `lesson`: its lapse task goes to it as any other.
+//! Otherwise it is [`AUTHORITY_AGENT`], which no agent can be (the configuration refuses the
+//! id), and the lapse task is recorded in the outbox for no agent
+//! ([`DeliveryState::Unaddressed`](crate::store::DeliveryState::Unaddressed)): the
 //! notification channels tell it (`lapse.recorded`), `GET /v1/lapses` and `/ui` list it.
 //! Raising and satisfying are idempotent (the engine's: the same expectation from the same
 //! task is a duplicate, a fact is recorded once), so the authority may say the same twice.
@@ -19,6 +21,7 @@ use watcher_core::time::Instant;
 
 use watcher_core::lapse::{Delivery, Lapse};
 
+use crate::directory::Directory;
 use crate::store::{DeliveryState, OutboxEntry, Store};
 use crate::watcher::{Applied, ApplyError, Watcher};
 
@@ -120,13 +123,30 @@ pub(crate) fn unaddressed(lapse: &Lapse, now: Instant) -> OutboxEntry {
     }
 }
 
+/// Who raises a review of a definition owned by `owner`: the owner's profile when it is
+/// registered in `tenant` and its card declares `lesson.review` on subjects of type `lesson`;
+/// otherwise [`authority_profile`].
+pub fn raiser(directory: &Directory, tenant: &Tenant, owner: Option<&AgentId>) -> AgentProfile {
+    owner
+        .and_then(|id| directory.get(tenant, id))
+        .map(|entry| entry.profile)
+        .filter(|p| {
+            p.declaration
+                .kind(LESSON_REVIEW_KIND)
+                .is_some_and(|k| k.subject_type == LESSON_SUBJECT_TYPE)
+        })
+        .unwrap_or_else(authority_profile)
+}
+
 fn invalid(what: &str, e: String) -> ApplyError {
     ApplyError::Invalid(format!("{what}: {e}"))
 }
 
 impl<S: Store + ?Sized> Watcher<S> {
-    /// Raises `review` for `tenant` at `now`: one push from [`AUTHORITY_AGENT`] whose task is
-    /// `lesson:{subject_id}` in the context `definition`. Raising it again changes nothing.
+    /// Raises `review` for `tenant` at `now`: one push whose task is `lesson:{subject_id}` in
+    /// the context `definition`, from `owner` when that agent is registered in the tenant and its
+    /// card declares `lesson.review` on subjects of type `lesson` ([`raiser`]), else from
+    /// [`AUTHORITY_AGENT`]. Raising it again changes nothing.
     ///
     /// # Errors
     /// [`ApplyError::Invalid`] for a review the parser refuses; the store's failure.
@@ -134,6 +154,7 @@ impl<S: Store + ?Sized> Watcher<S> {
         &self,
         tenant: &Tenant,
         review: &LessonReview,
+        owner: Option<&AgentId>,
         now: Instant,
     ) -> Result<Applied, ApplyError> {
         let expectation = review
@@ -147,7 +168,7 @@ impl<S: Store + ?Sized> Watcher<S> {
             ),
         };
         let input = Input::Push {
-            agent: authority_profile(),
+            agent: raiser(&self.directory, tenant, owner),
             items: vec![PushItem::Raise {
                 origin,
                 expectations: vec![Ok(expectation)],

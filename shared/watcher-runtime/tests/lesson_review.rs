@@ -4,13 +4,17 @@
 
 use std::sync::Arc;
 
+use watcher_core::card::{ExpectationKind, ExpectationsDeclaration};
+use watcher_core::engine::AgentProfile;
 use watcher_core::engine::Effect;
 use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::lapse::Delivery;
 use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
-use watcher_runtime::directory::Directory;
+use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::lesson_review::{LessonReview, AUTHORITY_AGENT};
 use watcher_runtime::memory::MemoryStore;
+use watcher_runtime::store::OutboxEntry;
 use watcher_runtime::store::{DeliveryState, LapseQuery, Outbox as _};
 use watcher_runtime::watcher::Watcher;
 
@@ -28,9 +32,93 @@ fn review() -> LessonReview {
 }
 
 fn watcher() -> (Watcher<MemoryStore>, Arc<MemoryStore>) {
+    watcher_with(Directory::new())
+}
+
+fn watcher_with(directory: Directory) -> (Watcher<MemoryStore>, Arc<MemoryStore>) {
     let store = Arc::new(MemoryStore::new());
-    let w = Watcher::new(Arc::clone(&store), Directory::new(), Settings::default());
+    let w = Watcher::new(Arc::clone(&store), directory, Settings::default());
     (w, store)
+}
+
+/// A directory with the agent `id`, its card declaring `kinds` as (kind, subject type).
+fn directory_with(id: &str, kinds: &[(&str, &str)]) -> Directory {
+    let directory = Directory::new();
+    directory.insert(AgentEntry {
+        tenant: Tenant::default_tenant(),
+        profile: AgentProfile {
+            id: AgentId::parse(id).expect("id"),
+            declaration: ExpectationsDeclaration {
+                keeps_time: false,
+                lapse_skill: "review_knowledge".into(),
+                kinds: kinds
+                    .iter()
+                    .map(|(kind, subject_type)| ExpectationKind {
+                        kind: (*kind).into(),
+                        subject_type: (*subject_type).into(),
+                        describes: "someone looks again".into(),
+                        basis: "declared".into(),
+                        skills: None,
+                    })
+                    .collect(),
+            },
+        },
+        submits_lapses: true,
+        delivery: Delivery::default(),
+    });
+    directory
+}
+
+/// The lapse tasks a review of `owner`'s definition gives at its expiry.
+async fn lapse_tasks_of_review(directory: Directory, owner: &str) -> Vec<OutboxEntry> {
+    let (w, _) = watcher_with(directory);
+    let t = Tenant::default_tenant();
+    let owner = AgentId::parse(owner).expect("id");
+    w.open_lesson_review(&t, &review(), Some(&owner), at("2026-12-02T10:00:00Z"))
+        .await
+        .expect("raised");
+    let fired = w.fire_due(at("2027-03-01T00:00:01Z")).await.expect("fired");
+    fired.iter().flat_map(|(_, a)| a.outbox.clone()).collect()
+}
+
+#[tokio::test]
+async fn an_owner_that_declares_lesson_review_raises_it_and_gets_the_lapse_task() {
+    let entries = lapse_tasks_of_review(
+        directory_with("triage", &[("lesson.review", "lesson")]),
+        "triage",
+    )
+    .await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].agent.as_str(), "triage");
+    assert_eq!(
+        entries[0].delivery,
+        DeliveryState::Queued,
+        "sent as any other"
+    );
+    assert_eq!(
+        entries[0].request["message"]["referenceTaskIds"][0],
+        "lesson:prealert-triage/customers/northgate@2"
+    );
+}
+
+#[tokio::test]
+async fn an_owner_without_the_kind_or_unregistered_leaves_the_review_to_the_authority() {
+    for (directory, owner) in [
+        (
+            directory_with("triage", &[("shipment.manifest", "shipment")]),
+            "triage",
+        ),
+        (
+            directory_with("triage", &[("lesson.review", "document")]),
+            "triage",
+        ),
+        (Directory::new(), "nobody"),
+    ] {
+        let entries = lapse_tasks_of_review(directory, owner).await;
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert_eq!(entries[0].agent.as_str(), AUTHORITY_AGENT);
+        assert_eq!(entries[0].delivery, DeliveryState::Unaddressed);
+    }
 }
 
 #[tokio::test]
@@ -38,7 +126,7 @@ async fn a_review_not_closed_by_its_expiry_lapses_overdue_with_a_task_no_agent_r
     let (w, store) = watcher();
     let t = Tenant::default_tenant();
     let raised = w
-        .open_lesson_review(&t, &review(), at("2026-12-02T10:00:00Z"))
+        .open_lesson_review(&t, &review(), None, at("2026-12-02T10:00:00Z"))
         .await
         .expect("raised");
     assert!(
@@ -51,7 +139,7 @@ async fn a_review_not_closed_by_its_expiry_lapses_overdue_with_a_task_no_agent_r
     );
     // Said twice: a duplicate, nothing new.
     let again = w
-        .open_lesson_review(&t, &review(), at("2026-12-02T10:00:01Z"))
+        .open_lesson_review(&t, &review(), None, at("2026-12-02T10:00:01Z"))
         .await
         .expect("raised again");
     assert!(
@@ -103,7 +191,7 @@ async fn a_review_not_closed_by_its_expiry_lapses_overdue_with_a_task_no_agent_r
 async fn a_review_closed_before_its_expiry_is_satisfied_and_never_lapses() {
     let (w, _) = watcher();
     let t = Tenant::default_tenant();
-    w.open_lesson_review(&t, &review(), at("2026-12-02T10:00:00Z"))
+    w.open_lesson_review(&t, &review(), None, at("2026-12-02T10:00:00Z"))
         .await
         .expect("raised");
     let closed = w

@@ -154,6 +154,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
                 clock: clock.clone(),
                 registry: Arc::new(learnables::Registry::builtin()),
                 reviews: Some(Arc::new(watcher_http::lesson_reviews::WatcherReviews {
+                    owners: crate::learnable_owners(&config)?,
                     watcher: watcher.clone(),
                     clock: clock.clone(),
                     wake: wake.clone(),
