@@ -2,23 +2,55 @@
 //! in the history, one open review per entry, closed by a later lesson or an activation that
 //! changes the entry, and what each step opened and closed.
 
-use learnables::{activate, review_changes, teach, Lesson, LessonDto, Registry, ReviewChanges};
+use learnables::{
+    activate, review_changes, teach, DefinitionState, Lesson, LessonDto, Registry, ReviewChanges,
+};
 use serde_json::json;
 
 use crate::common::*;
 
-fn expiring(collection: &str, entry: &str, pattern: &str, expires: &str) -> Lesson {
+/// northgate's review, as its subject id names it, for the lesson that made `version`.
+fn northgate(version: u64) -> String {
+    format!("prealert-triage/customers/northgate@{version}")
+}
+
+/// A lesson into `entry` of customers matching `pattern` in the from-line, expiring at
+/// `expires` (RFC 3339) when given.
+fn lesson_into(entry: &str, pattern: &str, expires: Option<&str>) -> Lesson {
     Lesson::try_from(LessonDto {
-        collection: collection.into(),
+        collection: "customers".into(),
         entry: entry.into(),
         value: json!({ "pattern": pattern, "where": "from" }),
         taught_by: DANA.into(),
         reason: Some("until the new desk takes over".into()),
-        expires_at: Some(expires.into()),
+        expires_at: expires.map(str::to_owned),
     })
     .expect("a well-formed lesson")
 }
 
+/// `state` after `lesson`, taught at minute `minute`: it changes the entry.
+fn taught(state: &DefinitionState, lesson: &Lesson, minute: i64) -> DefinitionState {
+    let registry = Registry::builtin();
+    teach(state, lesson, via(), at(minute), &registry)
+        .expect("taught")
+        .0
+        .expect("learned: the entry changed")
+}
+
+/// Version 2: the customers definition with northgate's billing desk taught, expiring
+/// 2027-03-01.
+fn with_northgate_expiring() -> (DefinitionState, DefinitionState) {
+    let v1 = new_definition(customers_json(), &Registry::builtin());
+    let first = lesson_into(
+        "northgate",
+        "billing@origin\\.example",
+        Some("2027-03-01T00:00:00Z"),
+    );
+    let v2 = taught(&v1, &first, 1);
+    (v1, v2)
+}
+
+/// The subject ids of what `c` opened and closed.
 fn opened_and_closed(c: &ReviewChanges) -> (Vec<String>, Vec<String>) {
     let id = learnables::DefinitionId::parse("prealert-triage").expect("id");
     (
@@ -29,138 +61,77 @@ fn opened_and_closed(c: &ReviewChanges) -> (Vec<String>, Vec<String>) {
 
 #[test]
 fn a_lesson_with_an_expiry_records_it_and_opens_one_review_of_its_entry() {
-    let registry = Registry::builtin();
-    let v1 = new_definition(customers_json(), &registry);
-    let lesson = expiring(
-        "customers",
-        "northgate",
-        "billing@origin\\.example",
-        "2027-03-01T00:00:00Z",
-    );
-    let (v2, result) = teach(&v1, &lesson, via(), at(1), &registry).expect("taught");
-    let v2 = v2.expect("learned");
-    assert_eq!(result.definition_version, 2);
+    let (v1, v2) = with_northgate_expiring();
     let expires: jiff::Timestamp = "2027-03-01T00:00:00Z".parse().expect("instant");
     assert_eq!(v2.versions()[1].expires_at(), Some(expires));
     let history = serde_json::to_value(&learnables::history(&v2)[0]).expect("json");
     assert_eq!(history["expiresAt"], "2027-03-01T00:00:00Z");
     let changes = review_changes(&v1, &v2);
-    assert_eq!(
-        opened_and_closed(&changes),
-        (
-            vec!["prealert-triage/customers/northgate@2".to_owned()],
-            vec![]
-        )
-    );
+    assert_eq!(opened_and_closed(&changes), (vec![northgate(2)], vec![]));
     assert_eq!(changes.opened[0].expires_at, expires);
     assert_eq!(changes.opened[0].taught_by.as_str(), DANA);
     // The stored form keeps it: read back, the same open review.
-    let back: learnables::DefinitionState =
+    let back: DefinitionState =
         serde_json::from_value(serde_json::to_value(&v2).expect("json")).expect("read back");
     assert_eq!(back.reviews(), v2.reviews());
 }
 
 #[test]
 fn a_later_lesson_into_the_entry_closes_its_review_and_another_entrys_lesson_does_not() {
-    let registry = Registry::builtin();
-    let v1 = new_definition(customers_json(), &registry);
-    let first = expiring(
-        "customers",
-        "northgate",
-        "billing@origin\\.example",
-        "2027-03-01T00:00:00Z",
-    );
-    let v2 = teach(&v1, &first, via(), at(1), &registry)
-        .expect("taught")
-        .0
-        .expect("learned");
+    let (_, v2) = with_northgate_expiring();
     // Another entry: northgate's review stays open.
-    let other = lesson(
-        "customers",
-        "alhamra",
-        json!({ "pattern": "hamra-desk\\.example" }),
-        None,
+    let v3 = taught(
+        &v2,
+        &lesson_into("alhamra", "hamra-desk\\.example", None),
+        2,
     );
-    let v3 = teach(&v2, &other, via(), at(2), &registry)
-        .expect("taught")
-        .0
-        .expect("learned");
     assert_eq!(review_changes(&v2, &v3), ReviewChanges::default());
     // The same entry, without an expiry: closed, nothing opened.
-    let again = lesson(
-        "customers",
-        "northgate",
-        json!({ "pattern": "desk@origin\\.example" }),
-        None,
+    let v4 = taught(
+        &v3,
+        &lesson_into("northgate", "desk@origin\\.example", None),
+        3,
     );
-    let v4 = teach(&v3, &again, via(), at(3), &registry)
-        .expect("taught")
-        .0
-        .expect("learned");
     assert_eq!(
         opened_and_closed(&review_changes(&v3, &v4)),
-        (
-            vec![],
-            vec!["prealert-triage/customers/northgate@2".to_owned()]
-        )
+        (vec![], vec![northgate(2)])
     );
     assert!(v4.reviews().is_empty());
     // The same entry with a new expiry: the old closed, the new opened.
-    let renewed = expiring(
-        "customers",
+    let renewed = lesson_into(
         "northgate",
         "ops@origin\\.example",
-        "2027-06-01T00:00:00Z",
+        Some("2027-06-01T00:00:00Z"),
     );
-    let v5 = teach(&v2, &renewed, via(), at(3), &registry)
-        .expect("taught")
-        .0
-        .expect("learned");
+    let v5 = taught(&v2, &renewed, 3);
     assert_eq!(
         opened_and_closed(&review_changes(&v2, &v5)),
-        (
-            vec!["prealert-triage/customers/northgate@3".to_owned()],
-            vec!["prealert-triage/customers/northgate@2".to_owned()]
-        )
+        (vec![northgate(3)], vec![northgate(2)])
     );
 }
 
 #[test]
 fn a_lesson_that_changes_nothing_changes_no_review() {
-    let registry = Registry::builtin();
-    let v1 = new_definition(customers_json(), &registry);
-    let first = expiring(
-        "customers",
+    let (_, v2) = with_northgate_expiring();
+    let same = lesson_into(
         "northgate",
         "billing@origin\\.example",
-        "2027-03-01T00:00:00Z",
+        Some("2027-09-01T00:00:00Z"),
     );
-    let v2 = teach(&v1, &first, via(), at(1), &registry)
-        .expect("taught")
-        .0
-        .expect("learned");
-    let same = expiring(
-        "customers",
-        "northgate",
-        "billing@origin\\.example",
-        "2027-09-01T00:00:00Z",
-    );
-    let (next, result) = teach(&v2, &same, via(), at(2), &registry).expect("taught");
+    let (next, result) = teach(&v2, &same, via(), at(2), &Registry::builtin()).expect("taught");
     assert!(!result.learned, "§10.2: the entry already holds it");
     assert!(next.is_none(), "no version, and so no review, is recorded");
 }
 
 #[test]
 fn an_expiry_not_later_than_the_lesson_is_refused_naming_the_field() {
-    let registry = Registry::builtin();
-    let v1 = new_definition(customers_json(), &registry);
-    let past = expiring(
-        "customers",
+    let v1 = new_definition(customers_json(), &Registry::builtin());
+    let past = lesson_into(
         "northgate",
         "billing@origin\\.example",
-        "2026-01-01T00:00:00Z",
+        Some("2026-01-01T00:00:00Z"),
     );
-    let err = teach(&v1, &past, via(), at(1), &registry).expect_err("refused");
+    let err = teach(&v1, &past, via(), at(1), &Registry::builtin()).expect_err("refused");
     assert!(
         matches!(&err, learnables::AuthorityError::Invalid { field, .. } if field == "expiresAt"),
         "{err:?}"
@@ -182,28 +153,12 @@ fn an_expiry_not_later_than_the_lesson_is_refused_naming_the_field() {
 
 #[test]
 fn an_activation_that_changes_the_entry_closes_its_review_one_that_does_not_keeps_it() {
-    let registry = Registry::builtin();
-    let v1 = new_definition(customers_json(), &registry);
-    let first = expiring(
-        "customers",
-        "northgate",
-        "billing@origin\\.example",
-        "2027-03-01T00:00:00Z",
+    let (_, v2) = with_northgate_expiring();
+    let v3 = taught(
+        &v2,
+        &lesson_into("alhamra", "hamra-desk\\.example", None),
+        2,
     );
-    let v2 = teach(&v1, &first, via(), at(1), &registry)
-        .expect("taught")
-        .0
-        .expect("learned");
-    let other = lesson(
-        "customers",
-        "alhamra",
-        json!({ "pattern": "hamra-desk\\.example" }),
-        None,
-    );
-    let v3 = teach(&v2, &other, via(), at(2), &registry)
-        .expect("taught")
-        .0
-        .expect("learned");
     // Back to version 2: alhamra changes, northgate keeps its value; its review stays.
     let to_2 = activate(&v3, 2, dana(), via(), None, at(3))
         .expect("activated")
@@ -215,9 +170,6 @@ fn an_activation_that_changes_the_entry_closes_its_review_one_that_does_not_keep
         .expect("changed");
     assert_eq!(
         opened_and_closed(&review_changes(&to_2, &to_1)),
-        (
-            vec![],
-            vec!["prealert-triage/customers/northgate@2".to_owned()]
-        )
+        (vec![], vec![northgate(2)])
     );
 }
