@@ -274,14 +274,9 @@ impl Case {
                     Some(("shipment", SUBJECTS[subject])),
                     FEED,
                 ),
-                Event::Cancel(task) => sc.push_status(
-                    &now,
-                    &format!("task-{task}"),
-                    CTX,
-                    "TASK_STATE_CANCELED",
-                    Some(&now),
-                    None,
-                ),
+                Event::Cancel(task) => {
+                    sc.push_state(&now, &format!("task-{task}"), CTX, "TASK_STATE_CANCELED")
+                }
                 Event::Status {
                     task,
                     state,

@@ -29,30 +29,9 @@ fn lines_of<'a>(out: &'a common::Outcome, ty: &str, id: &str) -> Vec<&'a Value> 
 fn a_terminal_event_delivered_twice_withdraws_once() {
     let out = scenario()
         .push_artifact(&t("10T01:00"), "task-d", CTX, &[exp("E", &t("10T05:00"))])
-        .push_status(
-            &t("10T02:00"),
-            "task-d",
-            CTX,
-            "TASK_STATE_CANCELED",
-            Some(&t("10T02:00")),
-            None,
-        )
-        .push_status(
-            &t("10T02:01"),
-            "task-d",
-            CTX,
-            "TASK_STATE_CANCELED",
-            None,
-            None,
-        )
-        .push_status(
-            &t("10T02:02"),
-            "task-d",
-            CTX,
-            "TASK_STATE_FAILED",
-            Some(&t("10T02:02")),
-            None,
-        )
+        .push_state(&t("10T02:00"), "task-d", CTX, "TASK_STATE_CANCELED")
+        .push_unstamped_state(&t("10T02:01"), "task-d", CTX, "TASK_STATE_CANCELED")
+        .push_state(&t("10T02:02"), "task-d", CTX, "TASK_STATE_FAILED")
         .run();
     assert_eq!(lines_of(&out, "withdrawn", "E").len(), 1);
     let e = out.record("E");
@@ -70,22 +49,13 @@ fn a_terminal_event_delivered_twice_withdraws_once() {
 #[test]
 fn completed_delivered_twice_answers_once() {
     let out = scenario()
-        .push_status(
+        .push_question(
             &t("10T01:00"),
             "task-d",
             CTX,
-            "TASK_STATE_INPUT_REQUIRED",
-            Some(&t("10T01:00")),
-            Some(question_metadata(&[question("Q", &t("10T04:00"))])),
+            &[question("Q", &t("10T04:00"))],
         )
-        .push_status(
-            &t("10T02:00"),
-            "task-d",
-            CTX,
-            "TASK_STATE_COMPLETED",
-            Some(&t("10T02:00")),
-            None,
-        )
+        .push_state(&t("10T02:00"), "task-d", CTX, "TASK_STATE_COMPLETED")
         .push_status(
             &t("10T02:05"),
             "task-d",

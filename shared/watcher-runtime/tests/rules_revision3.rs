@@ -5,17 +5,13 @@
 
 use crate::common;
 
-use common::{exp, key_of, question_metadata, scenario, t, URI};
+use common::{exp, key_of, lapse, question_metadata, question_of, scenario, t, URI};
 use serde_json::{json, Value};
 
 const TASK: &str = "task-1";
 const CTX: &str = "ctx-1";
 const FEED: &str = "carrier-feed:test";
 const SHIP: Option<(&str, &str)> = Some(("shipment", "PA-1"));
-
-fn lapse(id: &str, kind: &str, at: &str) -> (String, String, String) {
-    (id.to_string(), kind.to_string(), at.to_string())
-}
 
 // ------------------------------------------------------- zero-value timestamps ("Time")
 
@@ -168,15 +164,6 @@ fn a_deadline_at_exactly_now_still_counts() {
 
 // ------------------------------------------------- questions ("Questions that expire")
 
-fn question() -> common::Exp {
-    exp("Q", &t("10T04:00"))
-        .kind("question.answer")
-        .subject("task", "task-q")
-        .key("task.answered:task-q")
-        .grace("PT1H")
-        .set("basis", json!("declared"))
-}
-
 fn asked(timestamp: Option<&str>) -> common::Scenario {
     scenario().push_status(
         &t("10T01:00"),
@@ -184,7 +171,7 @@ fn asked(timestamp: Option<&str>) -> common::Scenario {
         CTX,
         "TASK_STATE_INPUT_REQUIRED",
         timestamp,
-        Some(question_metadata(&[question()])),
+        Some(question_metadata(&[question_of("task-q")])),
     )
 }
 
@@ -212,7 +199,7 @@ fn a_timestamp_less_snapshot_received_first_never_answers_a_question() {
             CTX,
             "TASK_STATE_INPUT_REQUIRED",
             Some("2026-09-10T00:59:59.999Z"),
-            Some(question_metadata(&[question()])),
+            Some(question_metadata(&[question_of("task-q")])),
         )
         .until(&t("10T06:00"))
         .run();
@@ -266,14 +253,7 @@ fn equal_timestamps_are_ordered_by_receipt() {
 #[test]
 fn input_required_to_auth_required_answers_nothing() {
     let out = asked(Some(&t("10T01:00")))
-        .push_status(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_AUTH_REQUIRED",
-            Some(&t("10T02:00")),
-            None,
-        )
+        .push_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_AUTH_REQUIRED")
         .run();
     assert_eq!(out.record("Q")["status"], "open");
     assert_eq!(out.lapses(), [lapse("Q", "overdue", &t("10T05:00"))]);
@@ -291,14 +271,7 @@ fn a_superseded_question_answer_satisfies_its_successor() {
         .supersedes("Q");
     let out = asked(Some(&t("10T01:00")))
         .push_artifact(&t("10T01:30"), "task-lapse", CTX, &[successor])
-        .push_status(
-            &t("10T03:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            None,
-            None,
-        )
+        .push_unstamped_state(&t("10T03:00"), "task-q", CTX, "TASK_STATE_WORKING")
         .until(&t("10T06:00"))
         .run();
     assert_eq!(out.record("Q")["status"], "withdrawn");
@@ -321,22 +294,8 @@ fn a_superseded_question_answer_satisfies_its_successor() {
 #[test]
 fn a_question_is_answered_once() {
     let out = asked(Some(&t("10T01:00")))
-        .push_status(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            Some(&t("10T02:00")),
-            None,
-        )
-        .push_status(
-            &t("10T02:30"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            Some(&t("10T02:30")),
-            None,
-        )
+        .push_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_WORKING")
+        .push_state(&t("10T02:30"), "task-q", CTX, "TASK_STATE_WORKING")
         .push_event(&t("10T03:00"), snapshot("TASK_STATE_COMPLETED"))
         .run();
     let lifecycle_facts: Vec<&Value> = out
@@ -353,30 +312,9 @@ fn a_question_is_answered_once() {
 fn a_withdrawing_state_is_final_for_its_task() {
     let out = scenario()
         .push_artifact(&t("10T00:30"), "task-q", CTX, &[exp("E", &t("10T04:00"))])
-        .push_status(
-            &t("10T01:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_CANCELED",
-            Some(&t("10T01:00")),
-            None,
-        )
-        .push_status(
-            &t("10T01:30"),
-            "task-q",
-            CTX,
-            "TASK_STATE_INPUT_REQUIRED",
-            Some(&t("10T01:30")),
-            Some(question_metadata(&[question()])),
-        )
-        .push_status(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            Some(&t("10T02:00")),
-            None,
-        )
+        .push_state(&t("10T01:00"), "task-q", CTX, "TASK_STATE_CANCELED")
+        .push_question(&t("10T01:30"), "task-q", CTX, &[question_of("task-q")])
+        .push_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_WORKING")
         .run();
     assert_eq!(out.record("E")["status"], "withdrawn");
     assert_eq!(out.record("Q")["status"], "withdrawn");
@@ -398,16 +336,9 @@ fn an_expectation_in_a_working_status_message_is_ordinary() {
             CTX,
             "TASK_STATE_WORKING",
             Some(&t("10T01:00")),
-            Some(question_metadata(&[question()])),
+            Some(question_metadata(&[question_of("task-q")])),
         )
-        .push_status(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_COMPLETED",
-            Some(&t("10T02:00")),
-            None,
-        )
+        .push_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_COMPLETED")
         .run();
     assert_eq!(out.record("Q")["status"], "open");
     assert_eq!(out.lapses(), [lapse("Q", "overdue", &t("10T05:00"))]);
@@ -451,7 +382,7 @@ fn a_v03_input_required_asks_a_question() {
                 "timestamp": t("10T01:00"),
                 "message": { "messageId": "m1", "role": "ROLE_AGENT",
                              "parts": [ { "text": "which?" } ],
-                             "metadata": question_metadata(&[question()]) },
+                             "metadata": question_metadata(&[question_of("task-q")]) },
             } } }),
         )
         .push_event(

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::{exp, key_of, question_metadata, scenario, t, Scenario};
+use common::{exp, key_of, lapse, question_metadata, question_of, scenario, t, Scenario};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use watcher_core::time::Instant;
@@ -15,20 +15,6 @@ use watcher_core::time::Instant;
 const CTX: &str = "ctx-1";
 const FEED: &str = "carrier-feed:test";
 const NANOS_PER_SECOND: i128 = 1_000_000_000;
-
-fn lapse(id: &str, kind: &str, at: &str) -> (String, String, String) {
-    (id.to_string(), kind.to_string(), at.to_string())
-}
-
-/// Question `Q` of `task`, due 04:00 with an hour's grace: it lapses `overdue` at 05:00.
-fn question(task: &str) -> common::Exp {
-    exp("Q", &t("10T04:00"))
-        .kind("question.answer")
-        .subject("task", task)
-        .key(&format!("task.answered:{task}"))
-        .grace("PT1H")
-        .set("basis", json!("declared"))
-}
 
 /// `utc` (an instant) written in the offset `±HH:MM`, e.g. `2026-09-10T19:30:00+05:30` for
 /// `2026-09-10T14:00:00Z` in `+05:30`.
@@ -106,7 +92,7 @@ fn a_status_stamped_ahead_answers_no_later_question() {
                         "task-q",
                         "TASK_STATE_INPUT_REQUIRED",
                         asked.as_deref(),
-                        Some(question_metadata(&[question("task-q")])),
+                        Some(question_metadata(&[question_of("task-q")])),
                     )
                     .until(&t("10T06:00"))
                     .run();
@@ -151,13 +137,11 @@ fn a_status_stamped_ahead_on_the_origin_task_or_another_task_answers_nothing() {
                 Some(&in_offset(&t("10T13:00"), "+05:30")),
                 None,
             )
-            .push_status(
+            .push_question(
                 &t("10T02:00"),
                 asking_task,
                 CTX,
-                "TASK_STATE_INPUT_REQUIRED",
-                Some(&t("10T02:00")),
-                Some(question_metadata(&[question(asking_task)])),
+                &[question_of(asking_task)],
             )
             .until(&t("10T07:00"))
             .run();
@@ -187,16 +171,9 @@ fn a_question_stamped_ahead_is_answered_by_the_next_status() {
                 CTX,
                 "TASK_STATE_INPUT_REQUIRED",
                 Some(&stamp),
-                Some(question_metadata(&[question("task-q")])),
+                Some(question_metadata(&[question_of("task-q")])),
             )
-            .push_status(
-                &t("10T02:00"),
-                "task-q",
-                CTX,
-                "TASK_STATE_WORKING",
-                Some(&t("10T02:00")),
-                None,
-            )
+            .push_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_WORKING")
             .until(&t("10T06:00"))
             .run();
         let q = out.record("Q");
@@ -219,14 +196,7 @@ fn a_status_stamped_ahead_answers_at_its_receipt() {
         "9999-12-31T23:59:60Z".to_string(),
     ] {
         let out = scenario()
-            .push_status(
-                &t("10T01:00"),
-                "task-q",
-                CTX,
-                "TASK_STATE_INPUT_REQUIRED",
-                Some(&t("10T01:00")),
-                Some(question_metadata(&[question("task-q")])),
-            )
+            .push_question(&t("10T01:00"), "task-q", CTX, &[question_of("task-q")])
             .push_status(
                 &t("10T02:00"),
                 "task-q",
@@ -274,7 +244,7 @@ fn a_question_answered_at_once_is_observed_at_the_answering_status_receipt() {
             CTX,
             "TASK_STATE_INPUT_REQUIRED",
             Some(&t("10T00:30")),
-            Some(question_metadata(&[question("task-q")])),
+            Some(question_metadata(&[question_of("task-q")])),
         )
         .until(&t("10T06:00"))
         .run();
@@ -332,7 +302,7 @@ fn the_answer_keeps_the_status_timestamp_as_given() {
                     CTX,
                     "TASK_STATE_INPUT_REQUIRED",
                     None,
-                    Some(question_metadata(&[question("task-q")])),
+                    Some(question_metadata(&[question_of("task-q")])),
                 )
                 .push_status(&t("10T02:00"), "task-q", CTX, state, Some(given), None)
                 .until(&t("10T06:00"))
@@ -371,16 +341,8 @@ fn a_leap_second_ahead_of_receipt_counts_as_the_receipt() {
         let working = |sc: Scenario, at: &str| {
             sc.push_status(at, "task-q", CTX, "TASK_STATE_WORKING", Some(given), None)
         };
-        let ask = |sc: Scenario, at: &str| {
-            sc.push_status(
-                at,
-                "task-q",
-                CTX,
-                "TASK_STATE_INPUT_REQUIRED",
-                Some(at),
-                Some(question_metadata(std::slice::from_ref(&q))),
-            )
-        };
+        let ask =
+            |sc: Scenario, at: &str| sc.push_question(at, "task-q", CTX, std::slice::from_ref(&q));
         let sc = sc.clone().until("2016-12-31T06:00:00Z");
         let out = if answers {
             working(ask(sc, "2016-12-31T01:00:00Z"), "2016-12-31T02:00:00Z")
@@ -476,14 +438,7 @@ proptest! {
         let received = if before_question { 3_600 } else { 7_200 };
         let stamp = in_offset(&after_start(received + ahead_seconds, ahead_nanos), OFFSETS[offset]);
         let ask = |sc: Scenario| {
-            sc.push_status(
-                &ask_at,
-                "task-q",
-                CTX,
-                "TASK_STATE_INPUT_REQUIRED",
-                Some(&ask_at),
-                Some(question_metadata(&[question("task-q")])),
-            )
+            sc.push_question(&ask_at, "task-q", CTX, &[question_of("task-q")])
         };
         let status = |sc: Scenario| {
             push_status(sc, snapshot, &status_at, "task-q", "TASK_STATE_WORKING", Some(&stamp), None)

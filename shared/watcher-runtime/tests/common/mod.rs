@@ -95,6 +95,22 @@ impl Exp {
     }
 }
 
+/// Question `Q` of `task`, due 04:00 with an hour's grace: it lapses `overdue` at 05:00; the
+/// task's next answering status satisfies it (`task.answered:{task}`).
+pub fn question_of(task: &str) -> Exp {
+    exp("Q", &t("10T04:00"))
+        .kind("question.answer")
+        .subject("task", task)
+        .key(&format!("task.answered:{task}"))
+        .grace("PT1H")
+        .set("basis", json!("declared"))
+}
+
+/// One lapse `(expectationId, lapse, at)` as [`Outcome::lapses`] lists it.
+pub fn lapse(id: &str, kind: &str, at: &str) -> (String, String, String) {
+    (id.to_string(), kind.to_string(), at.to_string())
+}
+
 /// `metadata` carrying `{URI: {"expectations": [...]}}`, for a status message asking a question.
 pub fn question_metadata(exps: &[Exp]) -> Value {
     json!({ URI: { "expectations": exps.iter().map(Exp::json).collect::<Vec<_>>() } })
@@ -218,6 +234,30 @@ impl Scenario {
         self.push_event(
             at,
             json!({ "statusUpdate": { "taskId": task, "contextId": ctx, "status": status } }),
+        )
+    }
+
+    /// A `statusUpdate` of `task` to `state` stamped at its receipt `at`, without a status message.
+    pub fn push_state(self, at: &str, task: &str, ctx: &str, state: &str) -> Self {
+        self.push_status(at, task, ctx, state, Some(at), None)
+    }
+
+    /// A `statusUpdate` of `task` to `state` without a `status.timestamp` or a status message.
+    pub fn push_unstamped_state(self, at: &str, task: &str, ctx: &str, state: &str) -> Self {
+        self.push_status(at, task, ctx, state, None, None)
+    }
+
+    /// `task` moving to `TASK_STATE_INPUT_REQUIRED` stamped at its receipt `at`, its status
+    /// message asking `questions`.
+    pub fn push_question(self, at: &str, task: &str, ctx: &str, questions: &[Exp]) -> Self {
+        let state = "TASK_STATE_INPUT_REQUIRED";
+        self.push_status(
+            at,
+            task,
+            ctx,
+            state,
+            Some(at),
+            Some(question_metadata(questions)),
         )
     }
 

@@ -347,7 +347,7 @@ fn a_question_asked_after_its_task_moved_on_is_answered_at_once() {
             CTX,
             "TASK_STATE_INPUT_REQUIRED",
             Some(&t("10T01:00")),
-            Some(question_metadata(&[question()])),
+            Some(question_metadata(&[question_of("task-q")])),
         )
         .run();
     let q = out.record("Q");
@@ -377,14 +377,7 @@ fn a_stale_status_does_not_answer_a_later_question() {
 #[test]
 fn a_question_is_answered_on_completion_at_the_receipt_time_without_a_timestamp() {
     let out = asked()
-        .push_status(
-            &t("10T03:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_COMPLETED",
-            None,
-            None,
-        )
+        .push_unstamped_state(&t("10T03:00"), "task-q", CTX, "TASK_STATE_COMPLETED")
         .run();
     let q = out.record("Q");
     assert_eq!(q["status"], "satisfied");

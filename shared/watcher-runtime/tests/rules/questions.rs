@@ -36,14 +36,7 @@ fn a_question_is_answered_when_its_task_is_next_seen_working() {
 #[test]
 fn a_question_is_withdrawn_when_its_task_is_canceled() {
     let out = asked()
-        .push_status(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_CANCELED",
-            None,
-            None,
-        )
+        .push_unstamped_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_CANCELED")
         .run();
     let q = out.record("Q");
     assert_eq!(q["status"], "withdrawn");

@@ -32,14 +32,7 @@ fn cancel_fail_and_reject_withdraw_and_complete_does_not() {
     }
     let out = scenario()
         .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))])
-        .push_status(
-            &t("10T01:30"),
-            TASK,
-            CTX,
-            "TASK_STATE_COMPLETED",
-            None,
-            None,
-        )
+        .push_unstamped_state(&t("10T01:30"), TASK, CTX, "TASK_STATE_COMPLETED")
         .run();
     assert_eq!(out.record("A")["status"], "open");
     assert_eq!(out.record("A")["withdrawal"], Value::Null);
@@ -56,7 +49,7 @@ fn canceling_the_origin_withdraws_its_successors_too() {
             CTX,
             &[exp("B", &t("10T05:00")).key(&key_of("A")).supersedes("A")],
         )
-        .push_status(&t("10T03:00"), TASK, CTX, "TASK_STATE_CANCELED", None, None)
+        .push_unstamped_state(&t("10T03:00"), TASK, CTX, "TASK_STATE_CANCELED")
         .run();
     let b = out.record("B");
     assert_eq!(b["status"], "withdrawn");
@@ -70,7 +63,7 @@ fn canceling_the_origin_withdraws_its_successors_too() {
 #[test]
 fn an_expectation_from_a_task_already_canceled_is_recorded_and_withdrawn() {
     let out = scenario()
-        .push_status(&t("10T01:00"), TASK, CTX, "TASK_STATE_CANCELED", None, None)
+        .push_unstamped_state(&t("10T01:00"), TASK, CTX, "TASK_STATE_CANCELED")
         .push_artifact(&t("10T01:30"), TASK, CTX, &[exp("A", &t("10T02:00"))])
         .run();
     let a = out.record("A");
