@@ -4,11 +4,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use serde_json::json;
-use watcher_core::card::declaration_from_card;
-use watcher_core::engine::{AgentProfile, Effect, Input, Origin, PushItem};
-use watcher_core::expectation::Expectation;
-use watcher_core::ids::{AgentId, TaskId, Tenant};
+use crate::common::raise;
+use watcher_core::engine::Effect;
+use watcher_core::ids::Tenant;
 use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
 use watcher_runtime::directory::Directory;
@@ -29,47 +27,6 @@ impl Recorder for Failures {
 
 fn instant(s: &str) -> Instant {
     Instant::parse(s).expect("instant")
-}
-
-fn raise(id: &str, subject: &str, due: &str) -> Input {
-    let card = json!({
-        "name": "Booking agent",
-        "skills": [{ "id": "handle_lapse", "name": "Handle lapse" }],
-        "capabilities": { "extensions": [{
-            "uri": watcher_core::EXPECTATIONS_URI,
-            "params": {
-                "keepsTime": false,
-                "lapseSkill": "handle_lapse",
-                "kinds": [{ "kind": "shipment.manifest", "subjectType": "shipment",
-                            "describes": "the airline manifest", "basis": "observed" }]
-            }
-        }]}
-    });
-    let expectation = Expectation::from_json(&json!({
-        "expectationId": id,
-        "kind": "shipment.manifest",
-        "subject": { "type": "shipment", "id": subject },
-        "expects": "the manifest",
-        "satisfiedBy": { "factKey": format!("manifest:{subject}") },
-        "dueAt": due,
-        "basis": "observed",
-    }))
-    .expect("expectation");
-    Input::Push {
-        agent: AgentProfile {
-            id: AgentId::parse("booking").expect("agent"),
-            declaration: declaration_from_card(&card).expect("card"),
-        },
-        items: vec![PushItem::Raise {
-            origin: Origin {
-                task_id: TaskId::parse("task-1").expect("task"),
-                context_id: None,
-            },
-            expectations: vec![Ok(expectation)],
-            question_at: None,
-            question_timestamp: None,
-        }],
-    }
 }
 
 fn lapses(

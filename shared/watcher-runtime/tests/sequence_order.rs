@@ -7,58 +7,14 @@
 use std::sync::Arc;
 use watcher_runtime::store::Records as _;
 
-use serde_json::json;
-use watcher_core::card::declaration_from_card;
-use watcher_core::engine::{AgentProfile, Input, Origin, PushItem};
-use watcher_core::expectation::Expectation;
-use watcher_core::ids::{AgentId, Subject, TaskId, Tenant};
+use crate::common::raise;
+use watcher_core::ids::{Subject, Tenant};
 use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
 use watcher_runtime::directory::Directory;
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::Commit;
 use watcher_runtime::watcher::Watcher;
-
-fn raise(id: &str, subject: &str, due: &str) -> Input {
-    let card = json!({
-        "name": "Booking agent",
-        "skills": [{ "id": "handle_lapse", "name": "Handle lapse" }],
-        "capabilities": { "extensions": [{
-            "uri": watcher_core::EXPECTATIONS_URI,
-            "params": {
-                "keepsTime": false,
-                "lapseSkill": "handle_lapse",
-                "kinds": [{ "kind": "shipment.manifest", "subjectType": "shipment",
-                            "describes": "the airline manifest", "basis": "observed" }]
-            }
-        }]}
-    });
-    let expectation = Expectation::from_json(&json!({
-        "expectationId": id,
-        "kind": "shipment.manifest",
-        "subject": { "type": "shipment", "id": subject },
-        "expects": "the manifest",
-        "satisfiedBy": { "factKey": format!("manifest:{subject}") },
-        "dueAt": due,
-        "basis": "observed",
-    }))
-    .expect("expectation");
-    Input::Push {
-        agent: AgentProfile {
-            id: AgentId::parse("booking").expect("agent"),
-            declaration: declaration_from_card(&card).expect("card"),
-        },
-        items: vec![PushItem::Raise {
-            origin: Origin {
-                task_id: TaskId::parse("task-1").expect("task"),
-                context_id: None,
-            },
-            expectations: vec![Ok(expectation)],
-            question_at: None,
-            question_timestamp: None,
-        }],
-    }
-}
 
 #[tokio::test]
 async fn an_input_numbered_below_one_recorded_on_its_subject_is_ordered_after_it() {

@@ -6,6 +6,10 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use watcher_core::card::declaration_from_card;
+use watcher_core::engine::{AgentProfile, Input, Origin, PushItem};
+use watcher_core::expectation::Expectation;
+use watcher_core::ids::{AgentId, TaskId};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::replay;
 
@@ -420,5 +424,48 @@ pub fn s(v: &Value) -> String {
     match v {
         Value::String(x) => x.clone(),
         other => other.to_string(),
+    }
+}
+
+/// `booking` raising expectation `id` on `shipment {subject}`, due at `due`, from `task-1`: a
+/// push input for `Watcher::apply` (the card declares `shipment.manifest`).
+pub fn raise(id: &str, subject: &str, due: &str) -> Input {
+    let card = json!({
+        "name": "Booking agent",
+        "skills": [{ "id": "handle_lapse", "name": "Handle lapse" }],
+        "capabilities": { "extensions": [{
+            "uri": watcher_core::EXPECTATIONS_URI,
+            "params": {
+                "keepsTime": false,
+                "lapseSkill": "handle_lapse",
+                "kinds": [{ "kind": "shipment.manifest", "subjectType": "shipment",
+                            "describes": "the airline manifest", "basis": "observed" }]
+            }
+        }]}
+    });
+    let expectation = Expectation::from_json(&json!({
+        "expectationId": id,
+        "kind": "shipment.manifest",
+        "subject": { "type": "shipment", "id": subject },
+        "expects": "the manifest",
+        "satisfiedBy": { "factKey": format!("manifest:{subject}") },
+        "dueAt": due,
+        "basis": "observed",
+    }))
+    .expect("expectation");
+    Input::Push {
+        agent: AgentProfile {
+            id: AgentId::parse("booking").expect("agent"),
+            declaration: declaration_from_card(&card).expect("card"),
+        },
+        items: vec![PushItem::Raise {
+            origin: Origin {
+                task_id: TaskId::parse("task-1").expect("task"),
+                context_id: None,
+            },
+            expectations: vec![Ok(expectation)],
+            question_at: None,
+            question_timestamp: None,
+        }],
     }
 }
