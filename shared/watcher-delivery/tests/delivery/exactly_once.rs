@@ -29,17 +29,8 @@ async fn an_ambiguous_lapse_task_behind_500_newer_tasks_is_found_not_sent_again(
     let mut ambiguous = entry.clone();
     ambiguous.attempt_started_at = Some(t0());
     let store = store_with(vec![ambiguous]).await;
-    let outcome = submitter(RetryPolicy::default(), None)
-        .deliver_one(
-            &store,
-            &endpoints(endpoint),
-            &tenant(),
-            &booking(),
-            &entry.message_id,
-            t0(),
-        )
-        .await
-        .unwrap();
+    let sub = submitter(RetryPolicy::default(), None);
+    let outcome = deliver_entry(&sub, &store, &endpoints(endpoint), &entry, t0()).await;
     assert!(
         matches!(&outcome, EntryOutcome::Sent(SendOutcome::Task { id, .. }) if *id == first_task),
         "{outcome:?}"
@@ -88,17 +79,9 @@ async fn an_endless_list_stops_at_the_page_bound_and_posts_again() {
     let mut ambiguous = entry.clone();
     ambiguous.attempt_started_at = Some(t0());
     let store = store_with(vec![ambiguous]).await;
-    let outcome = submitter(RetryPolicy::default(), None)
-        .deliver_one(
-            &store,
-            &endpoints(agent.endpoint(Some(BEARER.into()))),
-            &tenant(),
-            &booking(),
-            &entry.message_id,
-            t0(),
-        )
-        .await
-        .unwrap();
+    let sub = submitter(RetryPolicy::default(), None);
+    let endpoints = endpoints(agent.endpoint(Some(BEARER.into())));
+    let outcome = deliver_entry(&sub, &store, &endpoints, &entry, t0()).await;
     assert!(matches!(outcome, EntryOutcome::Sent(_)), "{outcome:?}");
     let lists = agent
         .requests()
@@ -126,18 +109,7 @@ async fn two_submitters_handed_the_same_entries_send_each_once() {
         tokio::spawn(async move {
             let mut outcomes = Vec::new();
             for e in &entries {
-                outcomes.push(
-                    sub.deliver_one(
-                        &*store,
-                        &*endpoints,
-                        &e.tenant,
-                        &e.agent,
-                        &e.message_id,
-                        t0(),
-                    )
-                    .await
-                    .unwrap(),
-                );
+                outcomes.push(deliver_entry(&sub, &*store, &*endpoints, e, t0()).await);
             }
             outcomes
         })

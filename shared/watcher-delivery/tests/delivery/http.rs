@@ -13,23 +13,16 @@ async fn http_4xx_is_permanent_but_429_is_retried_after_the_agent_asks() {
         Reply::http(401, "unknown token"),
     ]))
     .await;
-    let entry = lapse_entry("exp-auth");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-auth").await;
     let endpoints = endpoints(agent.endpoint(Some("wrong".into())));
     let sub = submitter(RetryPolicy::default(), None);
 
-    let r = sub
-        .deliver_due(&store, &endpoints, t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, t0()).await;
     assert_eq!(r.retried, 1);
     let e = get(&store, &entry).await;
     assert_eq!(e.next_attempt_at, plus_secs(t0(), 120));
 
-    let r = sub
-        .deliver_due(&store, &endpoints, e.next_attempt_at, LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, e.next_attempt_at).await;
     assert_eq!(r.failed, 1);
     let e = get(&store, &entry).await;
     assert_eq!(e.delivery, DeliveryState::Failed);
@@ -51,13 +44,9 @@ async fn an_http_date_retry_after_is_waited_for() {
         body: String::new(),
     }))
     .await;
-    let entry = lapse_entry("exp-date");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-date").await;
     let sub = submitter(RetryPolicy::default(), None);
-    let r = sub
-        .deliver_due(&store, &endpoints(agent.endpoint(None)), t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints(agent.endpoint(None)), t0()).await;
     assert_eq!(r.retried, 1);
     let e = get(&store, &entry).await;
     // The date has whole seconds and the answer took a moment: within a few seconds of an hour.
@@ -72,13 +61,9 @@ async fn an_http_date_retry_after_is_waited_for() {
 #[tokio::test]
 async fn a_2xx_that_is_not_json_rpc_fails() {
     let agent = spawn_capture_agent(Behaviour::always(Reply::http(200, "<html>ok</html>"))).await;
-    let entry = lapse_entry("exp-html");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-html").await;
     let sub = submitter(RetryPolicy::default(), None);
-    let r = sub
-        .deliver_due(&store, &endpoints(agent.endpoint(None)), t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints(agent.endpoint(None)), t0()).await;
     assert_eq!(r.failed, 1);
     let error = get(&store, &entry).await.last_error.unwrap();
     assert!(error.contains("not a JSON-RPC response"), "{error}");
@@ -93,13 +78,9 @@ async fn redirects_are_not_followed() {
         body: String::new(),
     }))
     .await;
-    let entry = lapse_entry("exp-redirect");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-redirect").await;
     let sub = submitter(RetryPolicy::default(), None);
-    let r = sub
-        .deliver_due(&store, &endpoints(agent.endpoint(None)), t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints(agent.endpoint(None)), t0()).await;
     assert_eq!(r.failed, 1);
     assert_eq!(elsewhere.request_count(), 0);
     let error = get(&store, &entry).await.last_error.unwrap();
@@ -113,14 +94,10 @@ async fn transport_failures_are_retried() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
-    let entry = lapse_entry("exp-refused");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-refused").await;
     let sub = submitter(RetryPolicy::default(), None);
     let ep = AgentEndpoint::configured(format!("http://{closed}/"), None);
-    let r = sub
-        .deliver_due(&store, &endpoints(ep), t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints(ep), t0()).await;
     assert_eq!(r.retried, 1);
     let error = get(&store, &entry).await.last_error.unwrap();
     assert!(error.contains("could not connect"), "{error}");
@@ -135,8 +112,7 @@ async fn a_silent_agent_times_out_and_is_retried() {
         ..ClientConfig::default()
     })
     .unwrap();
-    let entry = lapse_entry("exp-silent");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-silent").await;
     let limiter = RateLimiter::new(RateLimit::unlimited());
     let r = deliver_due(
         &store,
@@ -163,14 +139,10 @@ async fn card_endpoints_must_be_public() {
         agent.url(),                         // an IP literal on loopback
         format!("http://localhost:{port}/"), // a name resolving to loopback
     ] {
-        let entry = lapse_entry("exp-ssrf");
-        let store = store_with(vec![entry.clone()]).await;
+        let (entry, store) = one_lapse_task("exp-ssrf").await;
         let sub = submitter(RetryPolicy::default(), None);
         let ep = AgentEndpoint::from_card(url.clone(), None);
-        let r = sub
-            .deliver_due(&store, &endpoints(ep), t0(), LIMIT)
-            .await
-            .unwrap();
+        let r = pass(&sub, &store, &endpoints(ep), t0()).await;
         assert_eq!(r.failed, 1, "{url}");
         let error = get(&store, &entry).await.last_error.unwrap();
         assert!(error.contains("outbound address policy"), "{url}: {error}");

@@ -10,16 +10,12 @@ async fn two_503s_then_a_task_is_delivered_exactly_once() {
         Reply::task("task-lapse-1", TaskState::Submitted),
     ]))
     .await;
-    let entry = lapse_entry("exp-01J8Q0MANIFEST");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-01J8Q0MANIFEST").await;
     let endpoints = endpoints(agent.endpoint(Some(BEARER.into())));
     let sub = submitter(RetryPolicy::default(), None);
 
     // First attempt: 503, rescheduled with backoff.
-    let r = sub
-        .deliver_due(&store, &endpoints, t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, t0()).await;
     assert_eq!((r.sent, r.retried, r.failed), (0, 1, 0));
     let after1 = get(&store, &entry).await;
     assert_eq!(after1.delivery, DeliveryState::Queued);
@@ -28,18 +24,12 @@ async fn two_503s_then_a_task_is_delivered_exactly_once() {
     assert!(after1.last_error.as_deref().unwrap().contains("503"));
 
     // Not due yet: nothing is posted.
-    let r = sub
-        .deliver_due(&store, &endpoints, t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, t0()).await;
     assert_eq!(r, DeliveryReport::default());
     assert_eq!(agent.request_count(), 1);
 
     // Second attempt at the scheduled instant: 503 again, backoff grows.
-    let r = sub
-        .deliver_due(&store, &endpoints, after1.next_attempt_at, LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, after1.next_attempt_at).await;
     assert_eq!(r.retried, 1);
     let after2 = get(&store, &entry).await;
     assert_eq!(after2.attempts, 2);
@@ -47,10 +37,7 @@ async fn two_503s_then_a_task_is_delivered_exactly_once() {
     assert!(after2.last_error.as_deref().unwrap().contains("busy"));
 
     // Third attempt: the task.
-    let r = sub
-        .deliver_due(&store, &endpoints, after2.next_attempt_at, LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, after2.next_attempt_at).await;
     assert_eq!((r.sent, r.retried, r.failed), (1, 0, 0));
     let done = get(&store, &entry).await;
     assert_eq!(done.delivery, DeliveryState::Sent);
@@ -61,10 +48,7 @@ async fn two_503s_then_a_task_is_delivered_exactly_once() {
     assert_eq!(done.last_error, None);
 
     // Later passes post nothing.
-    let r = sub
-        .deliver_due(&store, &endpoints, plus_secs(t0(), 86_400), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, plus_secs(t0(), 86_400)).await;
     assert_eq!(r, DeliveryReport::default());
 
     let requests = agent.requests();
@@ -93,15 +77,11 @@ async fn two_503s_then_a_task_is_delivered_exactly_once() {
 #[tokio::test]
 async fn a_message_answer_is_recorded_and_not_retried() {
     let agent = spawn_capture_agent(Behaviour::always(Reply::message("reply-1"))).await;
-    let entry = lapse_entry("exp-msg");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-msg").await;
     let endpoints = endpoints(agent.endpoint(None));
     let sub = submitter(RetryPolicy::default(), None);
 
-    let r = sub
-        .deliver_due(&store, &endpoints, t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, t0()).await;
     assert_eq!((r.sent, r.retried, r.failed), (1, 0, 0));
     let done = get(&store, &entry).await;
     assert_eq!(done.delivery, DeliveryState::Sent);
@@ -109,10 +89,7 @@ async fn a_message_answer_is_recorded_and_not_retried() {
     assert_eq!(done.task_id, None);
     assert_eq!(done.attempts, 1);
 
-    let r = sub
-        .deliver_due(&store, &endpoints, plus_secs(t0(), 3600), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, plus_secs(t0(), 3600)).await;
     assert_eq!(r, DeliveryReport::default());
     assert_eq!(agent.request_count(), 1);
     // No bearer configured: no Authorization header.
@@ -126,15 +103,11 @@ async fn a_permanent_json_rpc_error_fails_at_once() {
         "Validation failed: message.role Field is required",
     )))
     .await;
-    let entry = lapse_entry("exp-bad");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-bad").await;
     let endpoints = endpoints(agent.endpoint(None));
     let sub = submitter(RetryPolicy::default(), None);
 
-    let r = sub
-        .deliver_due(&store, &endpoints, t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, t0()).await;
     assert_eq!((r.sent, r.retried, r.failed), (0, 0, 1));
     let failed = get(&store, &entry).await;
     assert_eq!(failed.delivery, DeliveryState::Failed);
@@ -143,10 +116,7 @@ async fn a_permanent_json_rpc_error_fails_at_once() {
     assert!(error.contains("-32602"), "{error}");
     assert!(error.contains("Validation failed: message.role"), "{error}");
 
-    let r = sub
-        .deliver_due(&store, &endpoints, plus_secs(t0(), 3600), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, plus_secs(t0(), 3600)).await;
     assert_eq!(r, DeliveryReport::default());
     assert_eq!(agent.request_count(), 1);
 }
@@ -158,8 +128,7 @@ async fn a_retryable_error_fails_once_it_is_give_up_after_old() {
         "internal error",
     )))
     .await;
-    let entry = lapse_entry("exp-flaky");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-flaky").await;
     let endpoints = endpoints(agent.endpoint(None));
     // base 1 s: attempts at 0, ~0.5–1, ~1.5–3, … ; 10 s of retrying is several attempts.
     let policy = RetryPolicy {
@@ -171,11 +140,7 @@ async fn a_retryable_error_fails_once_it_is_give_up_after_old() {
     let mut now = t0();
     let mut reports = Vec::new();
     loop {
-        reports.push(
-            sub.deliver_due(&store, &endpoints, now, LIMIT)
-                .await
-                .unwrap(),
-        );
+        reports.push(pass(&sub, &store, &endpoints, now).await);
         let e = get(&store, &entry).await;
         if e.delivery != DeliveryState::Queued {
             break;
@@ -215,42 +180,22 @@ async fn a_retryable_error_fails_once_it_is_give_up_after_old() {
 #[tokio::test]
 async fn a_sent_entry_is_never_sent_again_even_after_a_restart() {
     let agent = spawn_capture_agent(Behaviour::accept()).await;
-    let entry = lapse_entry("exp-once");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-once").await;
     let endpoints = endpoints(agent.endpoint(None));
 
     let first = submitter(RetryPolicy::default(), None);
-    let r = first
-        .deliver_due(&store, &endpoints, t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&first, &store, &endpoints, t0()).await;
     assert_eq!(r.sent, 1);
-    let r = first
-        .deliver_due(&store, &endpoints, t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&first, &store, &endpoints, t0()).await;
     assert_eq!(r, DeliveryReport::default());
 
     // A new process (fresh limiter and client) over the same store.
     let restarted = submitter(RetryPolicy::default(), None);
     let later = plus_secs(t0(), 600);
-    let r = restarted
-        .deliver_due(&store, &endpoints, later, LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&restarted, &store, &endpoints, later).await;
     assert_eq!(r, DeliveryReport::default());
     assert_eq!(
-        restarted
-            .deliver_one(
-                &store,
-                &endpoints,
-                &entry.tenant,
-                &entry.agent,
-                &entry.message_id,
-                later,
-            )
-            .await
-            .unwrap(),
+        deliver_entry(&restarted, &store, &endpoints, &entry, later).await,
         EntryOutcome::Skipped {
             delivery: Some(DeliveryState::Sent)
         }
@@ -277,10 +222,7 @@ async fn the_rate_limit_defers_the_third_entry_without_counting_an_attempt() {
         }),
     );
 
-    let r = sub
-        .deliver_due(&store, &endpoints, t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, t0()).await;
     assert_eq!((r.sent, r.deferred, r.retried, r.failed), (2, 1, 0, 0));
     assert_eq!(get(&store, &entries[0]).await.delivery, DeliveryState::Sent);
     assert_eq!(get(&store, &entries[1]).await.delivery, DeliveryState::Sent);
@@ -293,16 +235,10 @@ async fn the_rate_limit_defers_the_third_entry_without_counting_an_attempt() {
     assert_eq!(agent.request_count(), 2);
 
     // Not before then.
-    let r = sub
-        .deliver_due(&store, &endpoints, plus_secs(t0(), 29), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, plus_secs(t0(), 29)).await;
     assert_eq!(r, DeliveryReport::default());
 
-    let r = sub
-        .deliver_due(&store, &endpoints, plus_secs(t0(), 30), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, plus_secs(t0(), 30)).await;
     assert_eq!((r.sent, r.deferred), (1, 0));
     let third = get(&store, &entries[2]).await;
     assert_eq!(third.delivery, DeliveryState::Sent);
@@ -318,12 +254,11 @@ async fn the_rate_limit_defers_the_third_entry_without_counting_an_attempt() {
 
 #[tokio::test]
 async fn an_agent_without_an_endpoint_fails_with_a_clear_error() {
-    let entry = lapse_entry("exp-nowhere");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-nowhere").await;
     let none: std::collections::HashMap<_, AgentEndpoint> = Default::default();
     let sub = submitter(RetryPolicy::default(), None);
 
-    let r = sub.deliver_due(&store, &none, t0(), LIMIT).await.unwrap();
+    let r = pass(&sub, &store, &none, t0()).await;
     assert_eq!(r.failed, 1);
     let e = get(&store, &entry).await;
     assert_eq!(e.delivery, DeliveryState::Failed);

@@ -12,17 +12,7 @@ async fn deliver_one_posts_a_named_entry_when_due() {
     let endpoints = endpoints(agent.endpoint(None));
     let sub = submitter(RetryPolicy::default(), None);
 
-    let early = sub
-        .deliver_one(
-            &store,
-            &endpoints,
-            &entry.tenant,
-            &entry.agent,
-            &entry.message_id,
-            t0(),
-        )
-        .await
-        .unwrap();
+    let early = deliver_entry(&sub, &store, &endpoints, &entry, t0()).await;
     assert_eq!(
         early,
         EntryOutcome::NotDue {
@@ -43,17 +33,7 @@ async fn deliver_one_posts_a_named_entry_when_due() {
     assert_eq!(missing, EntryOutcome::Skipped { delivery: None });
     assert_eq!(agent.request_count(), 0);
 
-    let sent = sub
-        .deliver_one(
-            &store,
-            &endpoints,
-            &entry.tenant,
-            &entry.agent,
-            &entry.message_id,
-            plus_secs(t0(), 60),
-        )
-        .await
-        .unwrap();
+    let sent = deliver_entry(&sub, &store, &endpoints, &entry, plus_secs(t0(), 60)).await;
     assert_eq!(
         sent,
         EntryOutcome::Sent(SendOutcome::Task {
@@ -80,10 +60,7 @@ async fn tenants_reach_their_own_endpoints() {
     endpoints.insert((acme, booking()), agent_b.endpoint(None));
     let sub = submitter(RetryPolicy::default(), None);
 
-    let r = sub
-        .deliver_due(&store, &endpoints, t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, t0()).await;
     assert_eq!(r.sent, 2);
     assert_eq!(agent_a.requests()[0].message_id().unwrap(), mine.message_id);
     assert_eq!(
@@ -117,10 +94,7 @@ async fn two_agents_with_the_same_message_id_each_get_their_lapse_task() {
     endpoints.insert((tenant(), other_agent), agent_b.endpoint(None));
     let sub = submitter(RetryPolicy::default(), None);
 
-    let r = sub
-        .deliver_due(&store, &endpoints, t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, t0()).await;
     assert_eq!(r.sent, 2, "{r:?}");
     assert_eq!((agent_a.request_count(), agent_b.request_count()), (1, 1));
     assert_eq!(agent_a.requests()[0].message_id().unwrap(), mine.message_id);
@@ -131,16 +105,11 @@ async fn two_agents_with_the_same_message_id_each_get_their_lapse_task() {
     assert_eq!(b.task_state.as_deref(), Some("TASK_STATE_WORKING"));
 
     // Neither is sent again, by a pass or by name.
-    let r = sub
-        .deliver_due(&store, &endpoints, plus_secs(t0(), 600), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, plus_secs(t0(), 600)).await;
     assert_eq!(r, DeliveryReport::default());
     for e in [&mine, &theirs] {
         assert_eq!(
-            sub.deliver_one(&store, &endpoints, &e.tenant, &e.agent, &e.message_id, t0())
-                .await
-                .unwrap(),
+            deliver_entry(&sub, &store, &endpoints, e, t0()).await,
             EntryOutcome::Skipped {
                 delivery: Some(DeliveryState::Sent)
             }
@@ -186,17 +155,13 @@ async fn a_0_3_agent_is_sent_message_send() {
         Reply::http(200, a.to_string())
     }))
     .await;
-    let entry = lapse_entry("exp-v03");
-    let store = store_with(vec![entry.clone()]).await;
+    let (entry, store) = one_lapse_task("exp-v03").await;
     let endpoint = agent
         .endpoint(None)
         .speaking(watcher_delivery::endpoint::Protocol::V03);
     let endpoints = endpoints(endpoint);
     let sub = submitter(RetryPolicy::default(), None);
-    let r = sub
-        .deliver_due(&store, &endpoints, t0(), LIMIT)
-        .await
-        .unwrap();
+    let r = pass(&sub, &store, &endpoints, t0()).await;
     assert_eq!((r.sent, r.retried, r.failed), (1, 0, 0));
     let done = get(&store, &entry).await;
     assert_eq!(done.delivery, DeliveryState::Sent);
