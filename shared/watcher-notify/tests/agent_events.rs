@@ -60,6 +60,17 @@ fn directory() -> Directory {
     d
 }
 
+/// A started receiver, an empty store, a fake clock at `now` and the [`directory`] of `booking`
+/// and `billing`.
+async fn receiver_and_agents(
+    now: Instant,
+) -> (Receiver, Arc<MemoryStore>, Arc<FakeClock>, Directory) {
+    let receiver = Receiver::start().await;
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(FakeClock::new(now));
+    (receiver, store, clock, directory())
+}
+
 fn notifier(
     store: &Arc<MemoryStore>,
     clock: &Arc<FakeClock>,
@@ -94,10 +105,7 @@ async fn fail(store: &MemoryStore, agent: &str, exp: &str, failed_at: Instant) -
 
 #[tokio::test]
 async fn failed_lapse_tasks_are_told_once_the_first_as_failing_delivery() {
-    let receiver = Receiver::start().await;
-    let store = Arc::new(MemoryStore::new());
-    let clock = Arc::new(FakeClock::new(at(0)));
-    let dir = directory();
+    let (receiver, store, clock, dir) = receiver_and_agents(at(0)).await;
     let first = notifier(&store, &clock, &dir, config(&receiver.url, &[]));
     first.round().await;
 
@@ -180,10 +188,7 @@ async fn failed_lapse_tasks_are_told_once_the_first_as_failing_delivery() {
 
 #[tokio::test]
 async fn an_agent_whose_failed_tasks_were_all_requeued_fails_anew_as_failing_delivery() {
-    let receiver = Receiver::start().await;
-    let store = Arc::new(MemoryStore::new());
-    let clock = Arc::new(FakeClock::new(at(0)));
-    let dir = directory();
+    let (receiver, store, clock, dir) = receiver_and_agents(at(0)).await;
     let n = notifier(&store, &clock, &dir, config(&receiver.url, &[]));
     n.round().await;
     let a = fail(&store, "billing", "exp-1", at(5)).await;
@@ -210,11 +215,8 @@ async fn an_agent_whose_failed_tasks_were_all_requeued_fails_anew_as_failing_del
 
 #[tokio::test]
 async fn failures_before_the_channel_started_are_not_told_but_make_the_agent_failing() {
-    let receiver = Receiver::start().await;
-    let store = Arc::new(MemoryStore::new());
-    let clock = Arc::new(FakeClock::new(at(100)));
+    let (receiver, store, clock, dir) = receiver_and_agents(at(100)).await;
     fail(&store, "booking", "exp-old", at(50)).await;
-    let dir = directory();
     let n = notifier(&store, &clock, &dir, config(&receiver.url, &[]));
     assert_eq!(n.round().await[0].delivered, 0, "history is not told");
     fail(&store, "booking", "exp-new", at(120)).await;
@@ -226,10 +228,7 @@ async fn failures_before_the_channel_started_are_not_told_but_make_the_agent_fai
 
 #[tokio::test]
 async fn an_unreadable_card_is_told_once_after_a_minute_and_again_after_it_was_read() {
-    let receiver = Receiver::start().await;
-    let store = Arc::new(MemoryStore::new());
-    let clock = Arc::new(FakeClock::new(at(0)));
-    let dir = directory();
+    let (receiver, store, clock, dir) = receiver_and_agents(at(0)).await;
     let n = notifier(&store, &clock, &dir, config(&receiver.url, &[]));
     n.round().await;
 
@@ -279,10 +278,7 @@ async fn an_unreadable_card_is_told_once_after_a_minute_and_again_after_it_was_r
 
 #[tokio::test]
 async fn the_events_filter_picks_what_is_told() {
-    let receiver = Receiver::start().await;
-    let store = Arc::new(MemoryStore::new());
-    let clock = Arc::new(FakeClock::new(at(0)));
-    let dir = directory();
+    let (receiver, store, clock, dir) = receiver_and_agents(at(0)).await;
     let n = notifier(
         &store,
         &clock,
@@ -325,11 +321,8 @@ async fn the_events_filter_picks_what_is_told() {
 
 #[tokio::test]
 async fn a_receiver_that_was_down_gets_the_failure_after() {
-    let receiver = Receiver::start().await;
+    let (receiver, store, clock, dir) = receiver_and_agents(at(0)).await;
     receiver.answer(503);
-    let store = Arc::new(MemoryStore::new());
-    let clock = Arc::new(FakeClock::new(at(0)));
-    let dir = directory();
     let n = notifier(&store, &clock, &dir, config(&receiver.url, &[]));
     n.round().await;
     fail(&store, "booking", "exp-1", at(5)).await;
@@ -358,10 +351,7 @@ async fn a_receiver_that_was_down_gets_the_failure_after() {
 
 #[tokio::test]
 async fn a_settle_delay_holds_failures_until_they_are_settled() {
-    let receiver = Receiver::start().await;
-    let store = Arc::new(MemoryStore::new());
-    let clock = Arc::new(FakeClock::new(at(0)));
-    let dir = directory();
+    let (receiver, store, clock, dir) = receiver_and_agents(at(0)).await;
     let n = notifier(&store, &clock, &dir, config(&receiver.url, &[]))
         .with_settle(std::time::Duration::from_secs(300));
     n.round().await;
@@ -378,10 +368,7 @@ async fn a_settle_delay_holds_failures_until_they_are_settled() {
 #[tokio::test]
 async fn a_task_asking_for_input_is_told_once_per_wait() {
     use a2a_types::TaskState;
-    let receiver = Receiver::start().await;
-    let store = Arc::new(MemoryStore::new());
-    let clock = Arc::new(FakeClock::new(at(0)));
-    let dir = directory();
+    let (receiver, store, clock, dir) = receiver_and_agents(at(0)).await;
     let n = notifier(&store, &clock, &dir, config(&receiver.url, &[]));
     n.round().await;
     let queued = lapse_task("booking", "exp-q", LapseKind::Overdue, "PA-Q", at(-1000));
