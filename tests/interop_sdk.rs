@@ -19,9 +19,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
 
+use common::aws_stack::free_port;
 use common::*;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -60,6 +61,22 @@ fn sdk_python() -> Option<PathBuf> {
     None
 }
 
+/// The URL a started agent prints in its `listening on URL` line, read from its stdout `lines`
+/// within [`PATIENCE`].
+async fn listening_on(lines: &mut Lines<BufReader<ChildStdout>>) -> Option<String> {
+    tokio::time::timeout(PATIENCE, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(url) = line.strip_prefix("listening on ") {
+                return Some(url.trim().to_owned());
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
 /// examples/sdk-agent/agent.py, running. Killed when dropped.
 struct SdkAgent {
     /// `http://127.0.0.1:PORT` (the card is at `/.well-known/agent-card.json`).
@@ -80,18 +97,9 @@ impl SdkAgent {
             .spawn()
             .expect("start examples/sdk-agent/agent.py");
         let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-        let url = tokio::time::timeout(PATIENCE, async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(url) = line.strip_prefix("listening on ") {
-                    return Some(url.trim().to_owned());
-                }
-            }
-            None
-        })
-        .await
-        .ok()
-        .flatten()
-        .expect("the SDK agent prints `listening on`");
+        let url = listening_on(&mut lines)
+            .await
+            .expect("the SDK agent prints `listening on`");
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         SdkAgent { url, _child: child }
     }
@@ -107,13 +115,12 @@ struct Pair {
 /// Starts the SDK agent and a watcher reading its card over HTTP (base URL: the watcher looks it
 /// up at `/.well-known/agent-card.json`). With `public_url`, the watcher listens on a port chosen
 /// here and names itself in lapse tasks' push configs; without, it follows them with `GetTask`.
-async fn pair(python: PathBuf, public_url: bool) -> Pair {
+/// `None` (after saying why) when the venv is absent outside CI (see [`sdk_python`]).
+async fn pair(public_url: bool) -> Option<Pair> {
+    let python = sdk_python()?;
     let agent = SdkAgent::start(&python).await;
     let (listen, public) = if public_url {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = free_port();
         (
             format!("127.0.0.1:{port}"),
             format!("public_url = \"http://127.0.0.1:{port}\"\n"),
@@ -146,11 +153,11 @@ token = "{OPERATOR_TOKEN}"
         card = agent.url,
     );
     let watcher = spawn_watcher_with_config(&config).await;
-    Pair {
+    Some(Pair {
         python,
         agent,
         watcher,
-    }
+    })
 }
 
 impl Pair {
@@ -193,6 +200,19 @@ impl Pair {
             SDK_PUSH_TOKEN,
         ];
         self.client(&args).await
+    }
+
+    /// Books `shipment` due at `due` with a second's grace through the SDK client; the Task and
+    /// the id of the manifest expectation it raises.
+    async fn book(&self, shipment: &str, due: jiff::Timestamp) -> (Value, String) {
+        let task = self
+            .send(&format!(
+                "book shipment={shipment} due={} grace=PT1S",
+                fmt(due)
+            ))
+            .await;
+        let id = format!("exp-{}-manifest", task_id(&task));
+        (task, id)
     }
 
     /// The record of expectation `id` on subject `kind/subject`, once `check` holds for it.
@@ -254,8 +274,7 @@ fn task_id(task: &Value) -> String {
 
 #[tokio::test]
 async fn the_sdk_agent_raises_expectations_in_an_artifact_and_a_fact_satisfies_them() {
-    let Some(python) = sdk_python() else { return };
-    let p = pair(python, false).await;
+    let Some(p) = pair(false).await else { return };
     let due = fmt(BookingTimes::far().manifest_due);
     let task = p
         .send(&format!("book shipment=PA-SDK-1 due={due} grace=PT2H"))
@@ -296,16 +315,9 @@ async fn the_sdk_agent_raises_expectations_in_an_artifact_and_a_fact_satisfies_t
 
 #[tokio::test]
 async fn a_lapse_task_is_accepted_by_the_sdk_agent_and_its_successor_arrives_by_push() {
-    let Some(python) = sdk_python() else { return };
-    let p = pair(python, true).await;
+    let Some(p) = pair(true).await else { return };
     let due = origin(Duration::from_secs(1));
-    let task = p
-        .send(&format!(
-            "book shipment=PA-SDK-2 due={} grace=PT1S",
-            fmt(due)
-        ))
-        .await;
-    let id = format!("exp-{}-manifest", task_id(&task));
+    let (task, id) = p.book("PA-SDK-2", due).await;
 
     // The watcher submits the lapse task; the SDK agent answers with a Task (delivered).
     let lapse = p
@@ -350,16 +362,9 @@ async fn a_lapse_task_is_accepted_by_the_sdk_agent_and_its_successor_arrives_by_
 
 #[tokio::test]
 async fn without_public_url_the_lapse_task_is_followed_by_get_task() {
-    let Some(python) = sdk_python() else { return };
-    let p = pair(python, false).await;
+    let Some(p) = pair(false).await else { return };
     let due = origin(Duration::from_secs(1));
-    let task = p
-        .send(&format!(
-            "book shipment=PA-SDK-3 due={} grace=PT1S",
-            fmt(due)
-        ))
-        .await;
-    let id = format!("exp-{}-manifest", task_id(&task));
+    let (_task, id) = p.book("PA-SDK-3", due).await;
 
     let lapse = p.wait_for_lapse(&id, |l| l["delivery"] == "sent").await;
     let lapse_task = lapse["taskId"]
@@ -378,8 +383,7 @@ async fn without_public_url_the_lapse_task_is_followed_by_get_task() {
 
 #[tokio::test]
 async fn an_input_required_question_expires_and_an_answered_one_is_satisfied() {
-    let Some(python) = sdk_python() else { return };
-    let p = pair(python, true).await;
+    let Some(p) = pair(true).await else { return };
 
     // Unanswered: it lapses, and handle_lapse completes the lapse task saying why.
     let due = origin(Duration::from_secs(1));
@@ -434,8 +438,7 @@ async fn an_input_required_question_expires_and_an_answered_one_is_satisfied() {
 
 #[tokio::test]
 async fn cancel_through_the_sdk_client_withdraws() {
-    let Some(python) = sdk_python() else { return };
-    let p = pair(python, false).await;
+    let Some(p) = pair(false).await else { return };
     let due = fmt(BookingTimes::far().manifest_due);
     // `hold` keeps the booking working after its artifact; return at once with the Task.
     let push = p.push_url();
@@ -471,18 +474,7 @@ async fn cancel_through_the_sdk_client_withdraws() {
 async fn probe_prints_the_sdk_agents_lifecycle_descriptor() {
     let Some(python) = sdk_python() else { return };
     let agent = SdkAgent::start(&python).await;
-    let out = Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
-        .args(["probe", &agent.url])
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("run a2a-watcher probe");
-    assert!(
-        out.status.success(),
-        "probe failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d: Value = serde_json::from_slice(&out.stdout).expect("the descriptor is JSON");
+    let d = probe(&agent.url, "the SDK agent").await;
     assert_eq!(d["protocolVersion"], json!("1.0"), "{d:#}");
     assert_eq!(d["card"]["pushNotifications"], json!(true), "{d:#}");
     // The SDK pushes every event of the task: submitted, working, completed.
@@ -539,18 +531,9 @@ impl ExampleAgentProc {
             .spawn()
             .unwrap_or_else(|e| panic!("start {what}: {e}"));
         let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-        let url = tokio::time::timeout(PATIENCE, async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(url) = line.strip_prefix("listening on ") {
-                    return Some(url.trim().to_owned());
-                }
-            }
-            None
-        })
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("{what} prints `listening on`"));
+        let url = listening_on(&mut lines)
+            .await
+            .unwrap_or_else(|| panic!("{what} prints `listening on`"));
         let (tx, lapses) = tokio::sync::mpsc::unbounded_channel();
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
@@ -610,10 +593,7 @@ async fn send_text(agent: &str, text: &str) -> Value {
 /// lapse blocks, and the unanswered question's task is canceled (so the watcher withdraws it).
 /// Answers the agent and the watcher, both still running.
 async fn example_agent_handles_its_lapses(cmd: Command, what: &str) -> (ExampleAgentProc, Watcher) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let push = format!("{base}/v1/agents/example/push");
     let mut agent = ExampleAgentProc::start(cmd, &push, what).await;
@@ -711,18 +691,7 @@ token = "{OPERATOR_TOKEN}"
 /// `a2a-watcher probe` output against a running example agent. (Its probe tasks are pushed to
 /// the agent's watcher too, under a push config of their own; the probe counts only its own.)
 async fn probe_example_agent(agent: &ExampleAgentProc, what: &str) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
-        .args(["probe", &agent.url])
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .expect("run a2a-watcher probe");
-    assert!(
-        out.status.success(),
-        "probe of {what} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the descriptor is JSON")
+    probe(&agent.url, what).await
 }
 
 /// The README's step 7: the example agent is lifecycle-trusted.

@@ -44,19 +44,64 @@ fn get_tasks(agent: &watcher_delivery::testing::CaptureAgent) -> Vec<String> {
         .collect()
 }
 
+/// The `GetTask` answer: the task asked for, in its context `ctx-{id}`, in `state` stamped [`TS`].
+fn asked_task_in(req: &CapturedRequest, state: &str) -> Reply {
+    let id = asked_for(req).unwrap_or_default();
+    rpc_result(
+        req,
+        json!({ "id": id, "contextId": format!("ctx-{id}"),
+                "status": { "state": state, "timestamp": TS } }),
+    )
+}
+
+/// Pushes origin task `task-origin-{n}` raising `exp-{n}` about shipment `PA-{n}`, due at `due`
+/// with no grace.
+async fn raise_origin(w: &Watcher, n: u32, due: jiff::Timestamp) -> Answer {
+    let task = format!("task-origin-{n}");
+    let shipment = format!("PA-{n}");
+    w.push(&one_expectation(
+        &task,
+        &format!("exp-{n}"),
+        &shipment,
+        due,
+        "PT0S",
+    ))
+    .await
+}
+
+/// Whether the first lapse task is marked `withdrawn` within [`PATIENCE`].
+async fn first_lapse_task_withdrawn(w: &Watcher) -> bool {
+    let withdrawn = || async {
+        w.lapses()
+            .await
+            .first()
+            .is_some_and(|l| l["delivery"] == "withdrawn")
+    };
+    wait_until(withdrawn, PATIENCE).await
+}
+
+/// Whether expectation `id` about shipment `shipment` is withdrawn within [`PATIENCE`].
+async fn expectation_withdrawn(w: &Watcher, shipment: &str, id: &str) -> bool {
+    let withdrawn = || async {
+        w.shipment(shipment)
+            .await
+            .is_some_and(|s| expectation(&s, id)["status"] == "withdrawn")
+    };
+    wait_until(withdrawn, PATIENCE).await
+}
+
+/// Whether agent `booking` is lifecycle-trusted (its probe passed) within [`PATIENCE`].
+async fn booking_trusted(w: &Watcher) -> bool {
+    let trusted =
+        || async { w.get("/v1/agents").await.body["agents"][0]["lifecycleTrusted"] == true };
+    wait_until(trusted, PATIENCE).await
+}
+
 /// An agent whose every task is canceled as `GetTask` sees it (the cancel was never pushed),
 /// and which accepts lapse tasks.
 fn cancels_silently() -> Behaviour {
     Behaviour::from_fn(|_, req| match req.rpc_method().as_deref() {
-        Some("GetTask") => {
-            let id = asked_for(req).unwrap_or_default();
-            rpc_result(
-                req,
-                json!({ "id": id, "contextId": format!("ctx-{id}"),
-                        "status": { "state": "TASK_STATE_CANCELED",
-                                    "timestamp": "2026-11-30T00:00:00Z" } }),
-            )
-        }
+        Some("GetTask") => asked_task_in(req, "TASK_STATE_CANCELED"),
         _ => Reply::task("lapse-task-1", a2a_types::TaskState::Submitted),
     })
 }
@@ -74,26 +119,9 @@ async fn a_cancel_never_pushed_withdraws_instead_of_a_lapse_task() {
     )
     .await;
     let due = origin(Duration::from_millis(800));
-    let raised = w
-        .push(&one_expectation(
-            "task-origin-1",
-            "exp-1",
-            "PA-1",
-            due,
-            "PT0S",
-        ))
-        .await;
+    let raised = raise_origin(&w, 1, due).await;
     assert_eq!(raised.status, 200, "{:#}", raised.body);
-    let withdrawn = wait_until(
-        || async {
-            w.lapses()
-                .await
-                .first()
-                .is_some_and(|l| l["delivery"] == "withdrawn")
-        },
-        PATIENCE,
-    )
-    .await;
+    let withdrawn = first_lapse_task_withdrawn(&w).await;
     let lapses = w.lapses().await;
     assert!(withdrawn, "{lapses:#?}\n{}", w.log());
     assert!(
@@ -130,25 +158,9 @@ async fn a_followed_origin_task_found_canceled_withdraws() {
     )
     .await;
     let due = origin(Duration::from_secs(3600));
-    let raised = w
-        .push(&one_expectation(
-            "task-origin-2",
-            "exp-2",
-            "PA-2",
-            due,
-            "PT0S",
-        ))
-        .await;
+    let raised = raise_origin(&w, 2, due).await;
     assert_eq!(raised.status, 200, "{:#}", raised.body);
-    let withdrawn = wait_until(
-        || async {
-            w.shipment("PA-2")
-                .await
-                .is_some_and(|s| expectation(&s, "exp-2")["status"] == "withdrawn")
-        },
-        PATIENCE,
-    )
-    .await;
+    let withdrawn = expectation_withdrawn(&w, "PA-2", "exp-2").await;
     assert!(withdrawn, "{}", w.log());
     assert!(w.lapses().await.is_empty(), "{:#?}", w.lapses().await);
     let polls = get_tasks(&agent).len();
@@ -213,15 +225,7 @@ async fn a_successor_in_a_followed_lapse_task_is_recorded() {
     .await;
     let w = spawn_watcher(&agent, "[delivery]\npoll_first = \"PT0.2S\"\n").await;
     let due = origin(Duration::from_millis(500));
-    let raised = w
-        .push(&one_expectation(
-            "task-origin-3",
-            "exp-3",
-            "PA-3",
-            due,
-            "PT0S",
-        ))
-        .await;
+    let raised = raise_origin(&w, 3, due).await;
     assert_eq!(raised.status, 200, "{:#}", raised.body);
     let recorded = wait_until(
         || async {
@@ -383,11 +387,7 @@ async fn a_probe_on_registration_promotes_and_is_kept() {
         "probe = true",
     )
     .await;
-    let trusted = wait_until(
-        || async { w.get("/v1/agents").await.body["agents"][0]["lifecycleTrusted"] == true },
-        PATIENCE,
-    )
-    .await;
+    let trusted = booking_trusted(&w).await;
     let agents = w.get("/v1/agents").await.body;
     assert!(trusted, "{agents:#}\n{}", w.log());
     let booking = &agents["agents"][0];
@@ -401,15 +401,7 @@ async fn a_probe_on_registration_promotes_and_is_kept() {
     assert!(booking["lifecycle"]["probedAt"].is_string());
 
     let before = get_tasks(&agent).len();
-    let raised = w
-        .push(&one_expectation(
-            "task-origin-4",
-            "exp-4",
-            "PA-4",
-            origin(Duration::from_secs(3600)),
-            "PT0S",
-        ))
-        .await;
+    let raised = raise_origin(&w, 4, origin(Duration::from_secs(3600))).await;
     assert_eq!(raised.status, 200);
     assert!(
         holds_for(
@@ -480,33 +472,12 @@ async fn a_trusted_agents_cancel_never_pushed_gets_no_lapse_task() {
         "probe = true",
     )
     .await;
-    let trusted = wait_until(
-        || async { w.get("/v1/agents").await.body["agents"][0]["lifecycleTrusted"] == true },
-        PATIENCE,
-    )
-    .await;
+    let trusted = booking_trusted(&w).await;
     assert!(trusted, "{:#}\n{}", w.get("/v1/agents").await.body, w.log());
     let before = get_tasks(&agent).len();
-    let raised = w
-        .push(&one_expectation(
-            "task-origin-6",
-            "exp-6",
-            "PA-6",
-            origin(Duration::from_millis(800)),
-            "PT0S",
-        ))
-        .await;
+    let raised = raise_origin(&w, 6, origin(Duration::from_millis(800))).await;
     assert_eq!(raised.status, 200, "{:#}", raised.body);
-    let withdrawn = wait_until(
-        || async {
-            w.lapses()
-                .await
-                .first()
-                .is_some_and(|l| l["delivery"] == "withdrawn")
-        },
-        PATIENCE,
-    )
-    .await;
+    let withdrawn = first_lapse_task_withdrawn(&w).await;
     let lapses = w.lapses().await;
     assert!(withdrawn, "{lapses:#?}\n{}", w.log());
     let subject = w.shipment("PA-6").await.expect("the subject");
@@ -537,18 +508,7 @@ async fn a_trusted_agents_cancel_never_pushed_gets_no_lapse_task() {
 /// Runs `a2a-watcher probe` against `agent` (its card served at the well-known path) and
 /// answers the descriptor it prints.
 async fn probe_cli(agent: &watcher_delivery::testing::CaptureAgent) -> Value {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
-        .args(["probe", &agent.url()])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .expect("run a2a-watcher probe");
-    assert!(
-        out.status.success(),
-        "probe failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the descriptor is JSON")
+    probe(&agent.url(), "the stub agent").await
 }
 
 /// A 1.0 card offering pushes, its JSONRPC interface at `url`.
@@ -680,17 +640,12 @@ async fn a_followed_origin_task_survives_a_restart() {
     let agent = spawn_capture_agent(Behaviour::from_fn(move |_, req| {
         match req.rpc_method().as_deref() {
             Some("GetTask") => {
-                let id = asked_for(req).unwrap_or_default();
                 let state = if flag.load(Ordering::SeqCst) {
                     "TASK_STATE_CANCELED"
                 } else {
                     "TASK_STATE_WORKING"
                 };
-                rpc_result(
-                    req,
-                    json!({ "id": id, "contextId": format!("ctx-{id}"),
-                            "status": { "state": state, "timestamp": "2026-11-30T00:00:00Z" } }),
-                )
+                asked_task_in(req, state)
             }
             _ => Reply::task("lapse-task-1", a2a_types::TaskState::Submitted),
         }
@@ -703,15 +658,7 @@ async fn a_followed_origin_task_survives_a_restart() {
     )
     .await;
     let due = origin(Duration::from_secs(3600));
-    let raised = w
-        .push(&one_expectation(
-            "task-origin-9",
-            "exp-9",
-            "PA-9",
-            due,
-            "PT0S",
-        ))
-        .await;
+    let raised = raise_origin(&w, 9, due).await;
     assert_eq!(raised.status, 200, "{:#}", raised.body);
     assert!(
         wait_until(|| async { !get_tasks(&agent).is_empty() }, PATIENCE).await,
@@ -722,15 +669,7 @@ async fn a_followed_origin_task_survives_a_restart() {
     canceled.store(true, Ordering::SeqCst);
     let before = get_tasks(&agent).len();
     w.start().await;
-    let withdrawn = wait_until(
-        || async {
-            w.shipment("PA-9")
-                .await
-                .is_some_and(|s| expectation(&s, "exp-9")["status"] == "withdrawn")
-        },
-        PATIENCE,
-    )
-    .await;
+    let withdrawn = expectation_withdrawn(&w, "PA-9", "exp-9").await;
     assert!(withdrawn, "{}", w.log());
     assert!(
         get_tasks(&agent).len() > before,
@@ -767,18 +706,7 @@ async fn probe_against_the_example_agent_says_why_it_is_not_trusted() {
     .expect("the example agent says where it listens");
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
 
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
-        .args(["probe", &url])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .expect("run a2a-watcher probe");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d: Value = serde_json::from_slice(&out.stdout).expect("the descriptor is JSON");
+    let d = probe(&url, "the example agent").await;
     assert_eq!(d["card"]["pushNotifications"], json!(false), "{d:#}");
     assert_eq!(d["pushesArrived"], json!(0), "{d:#}");
     assert_eq!(d["timestampsOnEveryStatus"], json!(true), "{d:#}");

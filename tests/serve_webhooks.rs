@@ -87,6 +87,16 @@ async fn post(w: &Watcher, source: &str, body: &str, headers: &[(&str, String)])
     Answer::of(req).await
 }
 
+/// Posts the ONE Record `event` as JSON to the `one-record:carrier` webhook with its bearer token.
+async fn post_one_record(w: &Watcher, event: &Value) -> Answer {
+    let req = w
+        .http()
+        .post(webhook_url(w, "one-record:carrier"))
+        .bearer_auth(ONE_RECORD_TOKEN)
+        .json(event);
+    Answer::of(req).await
+}
+
 /// EasyPost's header: `hmac-sha256-hex=` and the hex HMAC of the raw body.
 fn easypost_signature(body: &str, secret: &str) -> (&'static str, String) {
     (
@@ -208,23 +218,11 @@ async fn the_shipped_formats_yield_their_facts_and_redelivery_is_a_no_op() {
     // ARR, and a PLANNED departure that is not a fact.
     let mut arr: Value = serde_json::from_str(ONE_RECORD_DEP).unwrap();
     arr["cargo:eventCode"]["cargo:code"] = json!("ARR");
-    let a = Answer::of(
-        w.http()
-            .post(webhook_url(&w, "one-record:carrier"))
-            .bearer_auth(ONE_RECORD_TOKEN)
-            .json(&arr),
-    )
-    .await;
+    let a = post_one_record(&w, &arr).await;
     assert_eq!(keys(&a), ["shipment.arrived:176-12345675"]);
     let mut planned: Value = serde_json::from_str(ONE_RECORD_DEP).unwrap();
     planned["cargo:eventTimeType"]["@id"] = json!("cargo:PLANNED");
-    let a = Answer::of(
-        w.http()
-            .post(webhook_url(&w, "one-record:carrier"))
-            .bearer_auth(ONE_RECORD_TOKEN)
-            .json(&planned),
-    )
-    .await;
+    let a = post_one_record(&w, &planned).await;
     assert_eq!(a.status, 200, "{a:?}");
     assert_eq!(a.body, json!({ "results": [], "unmatched": true }));
     assert_eq!(facts_on(&w, "awb", "176-12345675").await.len(), 3);
@@ -500,17 +498,20 @@ async fn dry_run(config: &str, source: &str, payload: &std::path::Path) -> (bool
     )
 }
 
+/// The dry run of the shipped source `source` (examples/webhooks/{its name's prefix}/source.toml)
+/// on the shipped `payload` (a path under examples/webhooks/).
+async fn dry_run_example(source: &str, payload: &str) -> (bool, Value, String) {
+    let (example, _) = source.split_once(':').expect("a shipped source id");
+    let config = format!("examples/webhooks/{example}/source.toml");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let payload = root.join("examples/webhooks").join(payload);
+    dry_run(&config, source, &payload).await
+}
+
 /// The dry run prints each shipped payload's facts, or the mapping error, and opens no store.
 #[tokio::test]
 async fn the_dry_run_prints_the_facts_and_records_nothing() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let ex = |p: &str| root.join("examples/webhooks").join(p);
-    let (ok, out, err) = dry_run(
-        "examples/webhooks/easypost/source.toml",
-        "easypost:tracker",
-        &ex("easypost/tracker-updated.json"),
-    )
-    .await;
+    let (ok, out, err) = dry_run_example("easypost:tracker", "easypost/tracker-updated.json").await;
     assert!(ok, "{err}");
     assert_eq!(
         out,
@@ -520,24 +521,16 @@ async fn the_dry_run_prints_the_facts_and_records_nothing() {
             { "mapping": "tracker.updated", "factKey": "shipment.in_transit:EZ4000000004",
               "observedAt": "2026-09-10T18:31:00Z", "subject": { "type": "shipment", "id": "EZ4000000004" } } ] })
     );
-    let (ok, out, err) = dry_run(
-        "examples/webhooks/aftership/source.toml",
-        "aftership:tracking",
-        &ex("aftership/tracking-update.json"),
-    )
-    .await;
+    let (ok, out, err) =
+        dry_run_example("aftership:tracking", "aftership/tracking-update.json").await;
     assert!(ok, "{err}");
     assert_eq!(
         out["facts"],
         json!([{ "mapping": "tracking_update", "factKey": "parcel.OutForDelivery:1Z999AA10123456784",
             "observedAt": "2026-09-11T08:13:00Z", "subject": { "type": "parcel", "id": "1Z999AA10123456784" } }])
     );
-    let (ok, out, err) = dry_run(
-        "examples/webhooks/one-record/source.toml",
-        "one-record:carrier",
-        &ex("one-record/logistics-event-dep.json"),
-    )
-    .await;
+    let (ok, out, err) =
+        dry_run_example("one-record:carrier", "one-record/logistics-event-dep.json").await;
     assert!(ok, "{err}");
     assert_eq!(
         out["facts"],
@@ -545,12 +538,7 @@ async fn the_dry_run_prints_the_facts_and_records_nothing() {
             "observedAt": "2026-09-10T20:14:00Z", "subject": { "type": "awb", "id": "176-12345675" } }])
     );
     // Another provider's payload matches nothing.
-    let (ok, out, _) = dry_run(
-        "examples/webhooks/easypost/source.toml",
-        "easypost:tracker",
-        &ex("aftership/tracking-update.json"),
-    )
-    .await;
+    let (ok, out, _) = dry_run_example("easypost:tracker", "aftership/tracking-update.json").await;
     assert!(ok);
     assert_eq!(out["unmatched"], json!(true));
 

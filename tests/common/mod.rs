@@ -546,3 +546,20 @@ pub fn expectation<'a>(subject: &'a Value, id: &str) -> &'a Value {
         .and_then(|l| l.iter().find(|e| e["expectationId"] == id))
         .unwrap_or_else(|| panic!("{id} is not in {subject:#}"))
 }
+
+/// Runs `a2a-watcher probe url` against the agent `what` and answers the lifecycle descriptor
+/// it prints.
+pub async fn probe(url: &str, what: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
+        .args(["probe", url])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run a2a-watcher probe");
+    assert!(
+        out.status.success(),
+        "probe of {what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the descriptor is JSON")
+}
