@@ -6,29 +6,19 @@
 use std::sync::Arc;
 use watcher_runtime::store::{Outbox as _, Records as _};
 
-use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
+use axum::http::StatusCode;
 use axum::Router;
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
-use tower::ServiceExt;
-use watcher_core::card::declaration_from_card;
-use watcher_core::engine::AgentProfile;
 use watcher_core::ids::{AgentId, ExpectationId, Tenant};
-use watcher_core::lapse::Delivery;
 use watcher_core::record::LapseKind;
 use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
-use watcher_http::{watcher_router, AppState, Credentials, Principal, Role};
-use watcher_runtime::clock::FakeClock;
-use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
 use watcher_runtime::watcher::{Applied, EffectSink, Watcher};
 
-const OPERATOR: &str = "ops-token";
-const CARD: &str = include_str!("../../../examples/booking-card.json");
+use crate::common::{operator_request, operator_router, three_agents};
 
 fn t0() -> Instant {
     Instant::parse("2026-09-10T12:00:00Z").unwrap()
@@ -71,45 +61,13 @@ fn harness(store: Arc<MemoryStore>) -> Harness {
 
 /// [`harness`] whose watcher hands effects to `sink`, as the serverless deployment's does.
 fn harness_with_sink(store: Arc<MemoryStore>, sink: Option<Arc<dyn EffectSink>>) -> Harness {
-    let card: Value = serde_json::from_str(CARD).unwrap();
-    let directory = Directory::new();
-    for id in ["booking", "ops-bot", "quiet"] {
-        directory.insert(AgentEntry {
-            tenant: Tenant::default_tenant(),
-            profile: AgentProfile {
-                id: AgentId::parse(id).unwrap(),
-                declaration: declaration_from_card(&card).unwrap(),
-            },
-            submits_lapses: true,
-            delivery: Delivery::default(),
-        });
-    }
-    let mut credentials = Credentials::new();
-    credentials
-        .insert(
-            OPERATOR,
-            Principal {
-                role: Role::Operator,
-                id: "ops-desk".into(),
-                tenant: Tenant::default_tenant(),
-                on_behalf_of: Vec::new(),
-            },
-        )
-        .unwrap();
     let wake = Arc::new(Notify::new());
     let dyn_store: Arc<dyn Store> = store.clone();
-    let mut watcher = Watcher::new(dyn_store, directory, Settings::default());
+    let mut watcher = Watcher::new(dyn_store, three_agents(), Settings::default());
     if let Some(sink) = sink {
         watcher = watcher.with_sink(sink);
     }
-    let app = watcher_router(AppState {
-        watcher: Arc::new(watcher),
-        credentials: Arc::new(credentials),
-        clock: Arc::new(FakeClock::new(
-            Instant::parse("2026-09-11T12:00:00Z").unwrap(),
-        )),
-        wake: wake.clone(),
-    });
+    let app = operator_router(watcher, wake.clone());
     Harness { app, store, wake }
 }
 
@@ -119,26 +77,7 @@ async fn call(
     uri: &str,
     body: Option<Value>,
 ) -> (StatusCode, String, Value) {
-    let request = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header(header::AUTHORIZATION, format!("Bearer {OPERATOR}"));
-    let request = match body {
-        Some(b) => request
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(b.to_string())),
-        None => request.body(Body::empty()),
-    }
-    .unwrap();
-    let response = app.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let content_type = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let (status, content_type, body, _) = operator_request(app, method, uri, body).await;
     (status, content_type, body)
 }
 
@@ -165,6 +104,17 @@ async fn healthz_is_503_while_the_store_cannot_write_and_200_after() {
         StatusCode::OK,
         "healthy again once the store writes"
     );
+}
+
+/// The lapse task `id` of `agent` (default tenant) as the store holds it.
+async fn stored_entry(h: &Harness, agent: &str, id: &str) -> OutboxEntry {
+    let agent = AgentId::parse(agent).unwrap();
+    let tenant = Tenant::default_tenant();
+    h.store
+        .outbox_get(&tenant, &agent, id)
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 async fn with_entries(entries: Vec<OutboxEntry>) -> Harness {
@@ -288,14 +238,7 @@ async fn retry_requeues_failed_lapse_tasks_of_one_agent() {
             .is_ok(),
         "the delivery lanes are woken"
     );
-    let t = Tenant::default_tenant();
-    let booking = AgentId::parse("booking").unwrap();
-    let f1 = h
-        .store
-        .outbox_get(&t, &booking, "f1")
-        .await
-        .unwrap()
-        .unwrap();
+    let f1 = stored_entry(&h, "booking", "f1").await;
     assert_eq!(f1.delivery, DeliveryState::Queued);
     assert_eq!(
         f1.next_attempt_at,
@@ -311,14 +254,8 @@ async fn retry_requeues_failed_lapse_tasks_of_one_agent() {
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["requeued"], 2, "every other failed one: {body}");
-    let ops = AgentId::parse("ops-bot").unwrap();
     assert_eq!(
-        h.store
-            .outbox_get(&t, &ops, "f4")
-            .await
-            .unwrap()
-            .unwrap()
-            .delivery,
+        stored_entry(&h, "ops-bot", "f4").await.delivery,
         DeliveryState::Failed,
         "another agent's failed lapse tasks stay"
     );
@@ -367,15 +304,8 @@ async fn retry_refuses_bad_input_with_problem_json() {
         let detail = answer["detail"].as_str().unwrap();
         assert!(detail.contains(needle), "{body}: {detail}");
     }
-    let t = Tenant::default_tenant();
-    let booking = AgentId::parse("booking").unwrap();
     assert_eq!(
-        h.store
-            .outbox_get(&t, &booking, "f1")
-            .await
-            .unwrap()
-            .unwrap()
-            .delivery,
+        stored_entry(&h, "booking", "f1").await.delivery,
         DeliveryState::Failed,
         "a refused request changes nothing"
     );

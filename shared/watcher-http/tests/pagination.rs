@@ -7,30 +7,21 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
+use axum::http::StatusCode;
 use axum::Router;
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
-use tower::ServiceExt;
-use watcher_core::card::declaration_from_card;
-use watcher_core::engine::{AgentProfile, Rejection};
+use watcher_core::engine::Rejection;
 use watcher_core::ids::{AgentId, ExpectationId, Tenant};
-use watcher_core::lapse::Delivery;
 use watcher_core::record::LapseKind;
 use watcher_core::settings::Settings;
 use watcher_core::time::{Instant, IsoDuration};
-use watcher_http::{watcher_router, AppState, Credentials, Principal, Role};
-use watcher_runtime::clock::FakeClock;
-use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Store};
 use watcher_runtime::watcher::Watcher;
 use watcher_store_sqlite::SqliteStore;
 
-const OPERATOR: &str = "ops-token";
-const CARD: &str = include_str!("../../../examples/booking-card.json");
+use crate::common::{operator_request, operator_router, three_agents};
 
 struct Harness {
     app: Router,
@@ -38,61 +29,14 @@ struct Harness {
 }
 
 fn harness(store: Arc<dyn Store>) -> Harness {
-    let card: Value = serde_json::from_str(CARD).unwrap();
-    let directory = Directory::new();
-    for id in ["booking", "ops-bot", "quiet"] {
-        directory.insert(AgentEntry {
-            tenant: Tenant::default_tenant(),
-            profile: AgentProfile {
-                id: AgentId::parse(id).unwrap(),
-                declaration: declaration_from_card(&card).unwrap(),
-            },
-            submits_lapses: true,
-            delivery: Delivery::default(),
-        });
-    }
-    let mut credentials = Credentials::new();
-    credentials
-        .insert(
-            OPERATOR,
-            Principal {
-                role: Role::Operator,
-                id: "ops-desk".into(),
-                tenant: Tenant::default_tenant(),
-                on_behalf_of: Vec::new(),
-            },
-        )
-        .unwrap();
-    let wake = Arc::new(Notify::new());
     let dyn_store: Arc<dyn Store> = Arc::clone(&store);
-    let app = watcher_router(AppState {
-        watcher: Arc::new(Watcher::new(dyn_store, directory, Settings::default())),
-        credentials: Arc::new(credentials),
-        clock: Arc::new(FakeClock::new(
-            Instant::parse("2026-09-11T12:00:00Z").unwrap(),
-        )),
-        wake,
-    });
+    let watcher = Watcher::new(dyn_store, three_agents(), Settings::default());
+    let app = operator_router(watcher, Arc::new(Notify::new()));
     Harness { app, store }
 }
 
 async fn get(app: &Router, uri: &str) -> (StatusCode, String, Value, usize) {
-    let request = Request::builder()
-        .method("GET")
-        .uri(uri)
-        .header(header::AUTHORIZATION, format!("Bearer {OPERATOR}"))
-        .body(Body::empty())
-        .unwrap();
-    let response = app.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let content_type = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (status, content_type, body, bytes.len())
+    operator_request(app, "GET", uri, None).await
 }
 
 fn t0() -> Instant {
