@@ -106,6 +106,11 @@ async fn healthz_is_503_while_the_store_cannot_write_and_200_after() {
     );
 }
 
+/// The operator's `POST /v1/lapses/retry` with `body`.
+async fn retry(app: &Router, body: Value) -> (StatusCode, String, Value) {
+    call(app, "POST", "/v1/lapses/retry", Some(body)).await
+}
+
 /// The lapse task `id` of `agent` (default tenant) as the store holds it.
 async fn stored_entry(h: &Harness, agent: &str, id: &str) -> OutboxEntry {
     let agent = AgentId::parse(agent).unwrap();
@@ -160,22 +165,14 @@ async fn retry_hands_requeued_lapse_tasks_to_the_deployments_queue_at_once() {
     .await;
     let handed = Arc::new(Handed::default());
     let h = harness_with_sink(store, Some(handed.clone()));
-    let (status, _, body) = call(
+    let (status, _, body) = retry(
         &h.app,
-        "POST",
-        "/v1/lapses/retry",
-        Some(json!({ "agent": "booking", "messageIds": ["f2", "s1"] })),
+        json!({ "agent": "booking", "messageIds": ["f2", "s1"] }),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(*handed.0.lock().unwrap(), ["f2"]);
-    let (status, _, body) = call(
-        &h.app,
-        "POST",
-        "/v1/lapses/retry",
-        Some(json!({ "agent": "booking" })),
-    )
-    .await;
+    let (status, _, body) = retry(&h.app, json!({ "agent": "booking" })).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(*handed.0.lock().unwrap(), ["f2", "f1"]);
 }
@@ -221,11 +218,9 @@ async fn retry_requeues_failed_lapse_tasks_of_one_agent() {
     let woken = h.wake.notified();
     tokio::pin!(woken);
     woken.as_mut().enable();
-    let (status, _, body) = call(
+    let (status, _, body) = retry(
         &h.app,
-        "POST",
-        "/v1/lapses/retry",
-        Some(json!({ "agent": "booking", "messageIds": ["f1", "s1"] })),
+        json!({ "agent": "booking", "messageIds": ["f1", "s1"] }),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -245,13 +240,7 @@ async fn retry_requeues_failed_lapse_tasks_of_one_agent() {
         Instant::parse("2026-09-11T12:00:00Z").unwrap()
     );
 
-    let (status, _, body) = call(
-        &h.app,
-        "POST",
-        "/v1/lapses/retry",
-        Some(json!({ "agent": "booking" })),
-    )
-    .await;
+    let (status, _, body) = retry(&h.app, json!({ "agent": "booking" })).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["requeued"], 2, "every other failed one: {body}");
     assert_eq!(
@@ -297,8 +286,7 @@ async fn retry_refuses_bad_input_with_problem_json() {
             "not registered",
         ),
     ] {
-        let (got, content_type, answer) =
-            call(&h.app, "POST", "/v1/lapses/retry", Some(body.clone())).await;
+        let (got, content_type, answer) = retry(&h.app, body.clone()).await;
         assert_eq!(got, status, "{body} → {answer}");
         assert_eq!(content_type, "application/problem+json");
         let detail = answer["detail"].as_str().unwrap();
