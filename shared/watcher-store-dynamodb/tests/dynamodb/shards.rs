@@ -27,6 +27,47 @@ async fn set_raw(store: &DynamoStore, item: &Item, name: &str, value: &str) {
         .expect("rewrite as the earlier version");
 }
 
+/// The string values of the attribute `name` over `items`.
+fn attribute_values<'a>(items: &'a [Item], name: &str) -> BTreeSet<&'a str> {
+    items.iter().filter_map(|i| attribute(i, name)).collect()
+}
+
+/// The item of `items` whose sort key is `sk`.
+fn item_with_sk<'a>(items: &'a [Item], sk: &str) -> &'a Item {
+    items
+        .iter()
+        .find(|i| attribute(i, "sk") == Some(sk))
+        .unwrap_or_else(|| panic!("no item {sk}"))
+}
+
+/// `n` queued lapse tasks of `booking` in tenant `t`, `lapse:00` to `lapse:{n-1}`.
+fn queued_lapse_tasks(t: &Tenant, n: usize) -> Vec<OutboxEntry> {
+    (0..n)
+        .map(|i| outbox_entry(t, &format!("lapse:{i:02}"), DeliveryState::Queued))
+        .collect()
+}
+
+/// Commits `entries` to tenant `t` in one commit, as the engine queues lapse tasks.
+async fn queue(store: &DynamoStore, t: &Tenant, entries: Vec<OutboxEntry>) {
+    let commit = Commit {
+        outbox: entries,
+        ..Commit::default()
+    };
+    store
+        .commit(t, commit)
+        .await
+        .expect("queue the lapse tasks");
+}
+
+/// The lapse-task items of the tenant `tenant` as they are stored.
+async fn tenants_lapse_items(store: &DynamoStore, tenant: &str) -> Vec<Item> {
+    raw_items(store, "outbox")
+        .await
+        .into_iter()
+        .filter(|i| attribute(i, "tenant") == Some(tenant))
+        .collect()
+}
+
 /// No index partition is written by every subject or every lapse task: subjects with a timer
 /// and queued lapse tasks spread over the shards of `timers` and `outbox-due`
 /// (`timers#{k}`, `queued#{k}`); reads query every shard and the earlier version's one value
@@ -51,10 +92,7 @@ async fn the_timer_and_due_indexes_are_sharded_and_still_read_the_unsharded_valu
             .expect("subjects with timers");
     }
     let items = raw_items(&store, "subject").await;
-    let partitions: BTreeSet<&str> = items
-        .iter()
-        .filter_map(|i| attribute(i, "timersPk"))
-        .collect();
+    let partitions = attribute_values(&items, "timersPk");
     assert!(
         partitions.len() > 4 && partitions.iter().all(|p| p.starts_with("timers#")),
         "{partitions:?}"
@@ -86,34 +124,17 @@ async fn the_timer_and_due_indexes_are_sharded_and_still_read_the_unsharded_valu
     );
 
     // Queued lapse tasks.
-    let entries: Vec<OutboxEntry> = (0..20)
-        .map(|i| outbox_entry(&t, &format!("lapse:{i:02}"), DeliveryState::Queued))
-        .collect();
+    let entries = queued_lapse_tasks(&t, 20);
     for e in &entries {
-        store
-            .commit(
-                &t,
-                Commit {
-                    outbox: vec![e.clone()],
-                    ..Commit::default()
-                },
-            )
-            .await
-            .expect("a lapse task");
+        queue(&store, &t, vec![e.clone()]).await;
     }
     let outbox = raw_items(&store, "outbox").await;
-    let queued: BTreeSet<&str> = outbox
-        .iter()
-        .filter_map(|i| attribute(i, "queued"))
-        .collect();
+    let queued = attribute_values(&outbox, "queued");
     assert!(
         queued.len() > 4 && queued.iter().all(|p| p.starts_with("queued#")),
         "{queued:?}"
     );
-    let old = outbox
-        .iter()
-        .find(|i| attribute(i, "sk") == Some("booking#lapse:07"))
-        .expect("lapse task 7");
+    let old = item_with_sk(&outbox, "booking#lapse:07");
     set_raw(&store, old, "queued", "queued").await;
     let due = store.outbox_due(at(61), 100).await.expect("due");
     assert_eq!(due, entries, "every shard, oldest first");
@@ -124,11 +145,8 @@ async fn the_timer_and_due_indexes_are_sharded_and_still_read_the_unsharded_valu
     moved.attempts = 1;
     store.outbox_update(&moved).await.expect("update");
     let after = raw_items(&store, "outbox").await;
-    let now_in = after
-        .iter()
-        .find(|i| attribute(i, "sk") == Some("booking#lapse:07"))
-        .and_then(|i| attribute(i, "queued"))
-        .expect("still queued");
+    let now_in =
+        attribute(item_with_sk(&after, "booking#lapse:07"), "queued").expect("still queued");
     assert!(now_in.starts_with("queued#"), "{now_in}");
 }
 
@@ -142,37 +160,14 @@ async fn the_timer_and_due_indexes_are_sharded_and_still_read_the_unsharded_valu
 async fn the_lapse_page_indexes_are_sharded_and_still_read_the_unsharded_partition() {
     let store = common::store().await;
     let t = tenant("tenant-lapse-shards");
-    let entries: Vec<OutboxEntry> = (0..30)
-        .map(|i| outbox_entry(&t, &format!("lapse:{i:02}"), DeliveryState::Queued))
-        .collect();
+    let entries = queued_lapse_tasks(&t, 30);
     for e in &entries {
-        store
-            .commit(
-                &t,
-                Commit {
-                    outbox: vec![e.clone()],
-                    ..Commit::default()
-                },
-            )
-            .await
-            .expect("a lapse task");
+        queue(&store, &t, vec![e.clone()]).await;
     }
-    let mine = |items: Vec<Item>| -> Vec<Item> {
-        items
-            .into_iter()
-            .filter(|i| attribute(i, "tenant") == Some("tenant-lapse-shards"))
-            .collect()
-    };
-    let outbox = mine(raw_items(&store, "outbox").await);
+    let outbox = tenants_lapse_items(&store, "tenant-lapse-shards").await;
     assert_eq!(outbox.len(), 30);
-    let tenant_parts: BTreeSet<&str> = outbox
-        .iter()
-        .filter_map(|i| attribute(i, "lapsesTenant"))
-        .collect();
-    let agent_parts: BTreeSet<&str> = outbox
-        .iter()
-        .filter_map(|i| attribute(i, "lapsesAgent"))
-        .collect();
+    let tenant_parts = attribute_values(&outbox, "lapsesTenant");
+    let agent_parts = attribute_values(&outbox, "lapsesAgent");
     assert!(
         tenant_parts.len() > 4
             && tenant_parts
@@ -189,10 +184,7 @@ async fn the_lapse_page_indexes_are_sharded_and_still_read_the_unsharded_partiti
     );
     // Two lapse tasks as the earlier version indexed them: in the one partition each.
     for sk in ["booking#lapse:03", "booking#lapse:17"] {
-        let old = outbox
-            .iter()
-            .find(|i| attribute(i, "sk") == Some(sk))
-            .expect("the lapse task");
+        let old = item_with_sk(&outbox, sk);
         set_raw(&store, old, "lapsesTenant", "LAPSES#tenant-lapse-shards").await;
         set_raw(
             &store,
@@ -253,11 +245,8 @@ async fn the_lapse_page_indexes_are_sharded_and_still_read_the_unsharded_partiti
     let mut moved = entries[3].clone();
     moved.attempts = 1;
     store.outbox_update(&moved).await.expect("update");
-    let after = mine(raw_items(&store, "outbox").await);
-    let item = after
-        .iter()
-        .find(|i| attribute(i, "sk") == Some("booking#lapse:03"))
-        .expect("lapse task 3");
+    let after = tenants_lapse_items(&store, "tenant-lapse-shards").await;
+    let item = item_with_sk(&after, "booking#lapse:03");
     let tenant_part = attribute(item, "lapsesTenant").expect("indexed");
     assert!(
         tenant_part.starts_with("LAPSES#tenant-lapse-shards#"),
@@ -278,28 +267,10 @@ async fn the_lapse_page_indexes_are_sharded_and_still_read_the_unsharded_partiti
 async fn lapse_tasks_are_sharded_and_those_in_the_earlier_partition_are_still_served() {
     let store = common::store().await;
     let t = tenant("tenant-outbox-shards");
-    let entries: Vec<OutboxEntry> = (0..24)
-        .map(|i| outbox_entry(&t, &format!("lapse:{i:02}"), DeliveryState::Queued))
-        .collect();
-    store
-        .commit(
-            &t,
-            Commit {
-                outbox: entries.clone(),
-                ..Commit::default()
-            },
-        )
-        .await
-        .expect("lapse tasks");
-    let mine = || async {
-        raw_items(&store, "outbox")
-            .await
-            .into_iter()
-            .filter(|i| attribute(i, "tenant") == Some("tenant-outbox-shards"))
-            .collect::<Vec<Item>>()
-    };
-    let items = mine().await;
-    let partitions: BTreeSet<&str> = items.iter().filter_map(|i| attribute(i, "pk")).collect();
+    let entries = queued_lapse_tasks(&t, 24);
+    queue(&store, &t, entries.clone()).await;
+    let items = tenants_lapse_items(&store, "tenant-outbox-shards").await;
+    let partitions = attribute_values(&items, "pk");
     assert!(
         partitions.len() > 4
             && partitions
@@ -309,11 +280,7 @@ async fn lapse_tasks_are_sharded_and_those_in_the_earlier_partition_are_still_se
     );
 
     // Lapse task 5 as the earlier version kept it: in `OUTBOX#{tenant}`.
-    let five = items
-        .iter()
-        .find(|i| attribute(i, "sk") == Some("booking#lapse:05"))
-        .expect("lapse task 5")
-        .clone();
+    let five = item_with_sk(&items, "booking#lapse:05").clone();
     let mut legacy = five.clone();
     legacy.insert(
         "pk".into(),
@@ -346,17 +313,14 @@ async fn lapse_tasks_are_sharded_and_those_in_the_earlier_partition_are_still_se
     assert_eq!(got, entries[5]);
     assert_eq!(store.lapses(&t).await.expect("lapses"), entries, "in order");
     // Committing the same lapse again queues nothing new.
-    store
-        .commit(
-            &t,
-            Commit {
-                outbox: vec![entries[5].clone()],
-                ..Commit::default()
-            },
-        )
-        .await
-        .expect("the same lapse again");
-    assert_eq!(mine().await.len(), 24, "no second lapse task");
+    queue(&store, &t, vec![entries[5].clone()]).await;
+    assert_eq!(
+        tenants_lapse_items(&store, "tenant-outbox-shards")
+            .await
+            .len(),
+        24,
+        "no second lapse task"
+    );
     // Updated where it is.
     let mut sent = entries[5].clone();
     sent.delivery = DeliveryState::Sent;
@@ -369,7 +333,7 @@ async fn lapse_tasks_are_sharded_and_those_in_the_earlier_partition_are_still_se
             .expect("get"),
         Some(sent)
     );
-    let after = mine().await;
+    let after = tenants_lapse_items(&store, "tenant-outbox-shards").await;
     let five_now: Vec<&str> = after
         .iter()
         .filter(|i| attribute(i, "sk") == Some("booking#lapse:05"))
