@@ -4,44 +4,23 @@
 //! health is re-read once it is older than the maximum age. Needs the emulator (`bash
 //! infra/moto.sh`, `AWS_ENDPOINT_URL`).
 
+use crate::common::{emulator_store, Nothing};
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use aws_lambda_events::event::sqs::SqsEvent;
 use serde_json::{json, Value};
 use watcher_config::Config;
-use watcher_core::engine::TimerKey;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_delivery::endpoint::Endpoints;
 use watcher_host::aws::{assemble, assemble_for, Function, Parts};
 use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::directory::CardState;
-use watcher_runtime::ports::{LapseQueue, PortError, Timers};
-use watcher_runtime::store::{OutboxEntry, Store};
+use watcher_runtime::store::Store;
 
 const CARD: &str = include_str!("../../../examples/booking-card.json");
-
-/// Timers and a queue that do nothing: these tests are about cards.
-struct Nothing;
-
-#[async_trait]
-impl Timers for Nothing {
-    async fn arm(&self, _: &Tenant, _: &TimerKey, _: Instant) -> Result<(), PortError> {
-        Ok(())
-    }
-    async fn disarm(&self, _: &Tenant, _: &TimerKey) -> Result<(), PortError> {
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl LapseQueue for Nothing {
-    async fn enqueue(&self, _: &OutboxEntry) -> Result<(), PortError> {
-        Ok(())
-    }
-}
 
 /// An agent card server on 127.0.0.1 that answers 503 until `up` is set, counting requests.
 struct CardServer {
@@ -85,24 +64,6 @@ async fn card_server_after(card: Value, delay: std::time::Duration) -> CardServe
         up,
         hits,
     }
-}
-
-async fn table(name: &str) -> Arc<dyn Store> {
-    std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL: start `bash infra/moto.sh`");
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
-    let name = format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
-    );
-    let ddb = aws_sdk_dynamodb::Client::new(&aws);
-    watcher_store_dynamodb::create_table(&ddb, &name, std::time::Duration::from_secs(30))
-        .await
-        .expect("table");
-    Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &name, 30))
 }
 
 fn config(card_url: &str) -> Config {
@@ -157,7 +118,7 @@ fn lapse_event() -> SqsEvent {
 /// card up when a lapse message names the agent.
 #[tokio::test]
 async fn the_sweep_reads_an_unreadable_card_and_every_function_picks_it_up() {
-    let store = table("cards-sweep").await;
+    let store = emulator_store("cards-sweep").await;
     let server = card_server(card()).await;
     let config = config(&server.url);
     let timer = cold_start(&store, &config).await;
@@ -210,7 +171,7 @@ async fn the_sweep_reads_an_unreadable_card_and_every_function_picks_it_up() {
 /// serves a request.
 #[tokio::test]
 async fn the_api_picks_up_a_kept_card_before_a_request() {
-    let store = table("cards-api").await;
+    let store = emulator_store("cards-api").await;
     let server = card_server(card()).await;
     let config = config(&server.url);
     let api = cold_start(&store, &config).await;
@@ -241,7 +202,7 @@ async fn the_api_picks_up_a_kept_card_before_a_request() {
 /// card kept, they read it, as the timer does.
 #[tokio::test]
 async fn only_the_function_that_refreshes_cards_reads_a_kept_card_at_cold_start() {
-    let store = table("cards-needs").await;
+    let store = emulator_store("cards-needs").await;
     let server = card_server(card()).await;
     server.up.store(true, Ordering::SeqCst);
     let config = config(&server.url);
@@ -276,7 +237,7 @@ async fn only_the_function_that_refreshes_cards_reads_a_kept_card_at_cold_start(
 /// day by default), then read again.
 #[tokio::test]
 async fn the_sweep_rereads_a_card_older_than_the_maximum_age() {
-    let store = table("cards-age").await;
+    let store = emulator_store("cards-age").await;
     let server = card_server(card()).await;
     server.up.store(true, Ordering::SeqCst);
     let config = config(&server.url);
@@ -320,7 +281,7 @@ async fn the_sweep_rereads_a_card_older_than_the_maximum_age() {
 /// at once.
 #[tokio::test]
 async fn the_sweep_reads_slow_cards_at_once() {
-    let store = table("cards-slow").await;
+    let store = emulator_store("cards-slow").await;
     let mut toml = String::from("allow_private_endpoints = true\n");
     let mut servers = Vec::new();
     for n in 0..4 {

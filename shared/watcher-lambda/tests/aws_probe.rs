@@ -5,63 +5,24 @@
 //! that started before the probe picks it up. Needs the emulator (`bash infra/moto.sh`,
 //! `AWS_ENDPOINT_URL`).
 
+use crate::common::{emulator_store, Nothing};
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::{json, Value};
 use watcher_config::Config;
-use watcher_core::engine::TimerKey;
 use watcher_core::ids::{AgentId, Tenant};
-use watcher_core::time::Instant;
 use watcher_delivery::testing::{spawn_capture_agent, Behaviour, CapturedRequest, Reply};
 use watcher_host::aws::{assemble, Parts};
 use watcher_runtime::clock::{Clock, SystemClock};
-use watcher_runtime::ports::{LapseQueue, PortError, Timers};
-use watcher_runtime::store::{OutboxEntry, Store};
+use watcher_runtime::store::Store;
 
 const CARD: &str = include_str!("../../../examples/booking-card.json");
 const PUSH_TOKEN: &str = "push-booking";
 /// Every status the stub sends carries this timestamp.
 const TS: &str = "2026-11-30T00:00:00Z";
-
-struct Nothing;
-
-#[async_trait]
-impl Timers for Nothing {
-    async fn arm(&self, _: &Tenant, _: &TimerKey, _: Instant) -> Result<(), PortError> {
-        Ok(())
-    }
-    async fn disarm(&self, _: &Tenant, _: &TimerKey) -> Result<(), PortError> {
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl LapseQueue for Nothing {
-    async fn enqueue(&self, _: &OutboxEntry) -> Result<(), PortError> {
-        Ok(())
-    }
-}
-
-async fn table(name: &str) -> Arc<dyn Store> {
-    std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL: start `bash infra/moto.sh`");
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
-    let name = format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
-    );
-    let ddb = aws_sdk_dynamodb::Client::new(&aws);
-    watcher_store_dynamodb::create_table(&ddb, &name, Duration::from_secs(30))
-        .await
-        .expect("table");
-    Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &name, 30))
-}
 
 async fn cold_start(store: &Arc<dyn Store>, config: &Config) -> Parts {
     assemble(store.clone(), Arc::new(Nothing), Arc::new(Nothing), config)
@@ -161,7 +122,7 @@ fn conforming() -> Behaviour {
 
 #[tokio::test]
 async fn the_sweep_probes_through_the_deployments_push_route_and_every_function_uses_it() {
-    let store = table("probe").await;
+    let store = emulator_store("probe").await;
     let agent = spawn_capture_agent(conforming()).await;
     let mut card: Value = serde_json::from_str(CARD).unwrap();
     card["supportedInterfaces"][0]["url"] = json!(agent.url());

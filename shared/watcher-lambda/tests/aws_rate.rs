@@ -3,6 +3,8 @@
 //! handed its own batch at the same moment, send no more than `burst` at once together. Needs the
 //! emulator (`bash infra/moto.sh`, `AWS_ENDPOINT_URL`).
 
+use crate::common::emulator_table;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use watcher_runtime::store::Records as _;
@@ -28,24 +30,6 @@ const LIMIT: RateLimit = RateLimit {
 
 fn t0() -> Instant {
     Instant::parse("2026-09-10T12:00:00Z").unwrap()
-}
-
-async fn table(name: &str) -> (aws_sdk_dynamodb::Client, String) {
-    std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL: start `bash infra/moto.sh`");
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
-    let name = format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
-    );
-    let ddb = aws_sdk_dynamodb::Client::new(&aws);
-    watcher_store_dynamodb::create_table(&ddb, &name, std::time::Duration::from_secs(30))
-        .await
-        .expect("table");
-    (ddb, name)
 }
 
 fn entry(id: &str) -> OutboxEntry {
@@ -90,7 +74,7 @@ fn submitter(buckets: Arc<dyn RateBuckets>) -> Submitter {
 /// (a minute later at one a minute), and then exactly one more goes.
 #[tokio::test]
 async fn two_submitters_sharing_the_bucket_never_exceed_burst() {
-    let (ddb, name) = table("rate-two").await;
+    let (ddb, name) = emulator_table("rate-two").await;
     let agent =
         spawn_capture_agent(Behaviour::always(Reply::task("t", TaskState::Submitted))).await;
     let ids: Vec<String> = (0..10).map(|n| format!("m{n}")).collect();
@@ -165,7 +149,7 @@ async fn two_submitters_sharing_the_bucket_never_exceed_burst() {
 /// granted, each refusal naming when the next is free; another agent's bucket is untouched.
 #[tokio::test]
 async fn concurrent_takers_get_exactly_burst_tokens() {
-    let (ddb, name) = table("rate-race").await;
+    let (ddb, name) = emulator_table("rate-race").await;
     let handles = [
         DynamoRateBuckets::new(ddb.clone(), &name, LIMIT),
         DynamoRateBuckets::new(ddb.clone(), &name, LIMIT),

@@ -19,9 +19,12 @@ use aws_smithy_types::config_bag::ConfigBag;
 use base64::Engine as _;
 use serde_json::{json, Value};
 use watcher_config::Config;
+use watcher_core::engine::TimerKey;
+use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
 use watcher_runtime::clock::FakeClock;
-use watcher_runtime::store::Store;
+use watcher_runtime::ports::{LapseQueue, PortError, Timers};
+use watcher_runtime::store::{OutboxEntry, Store};
 
 pub const TIMER_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:watcher-timer";
 pub const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/watcher-scheduler";
@@ -168,6 +171,52 @@ pub async fn emulator(name: &str) -> Emulator {
         scheduler,
         sqs,
         queues,
+    }
+}
+
+/// A fresh DynamoDB table on the emulator named after `name` (made unique to the process and
+/// the millisecond), and the client that reaches it.
+pub async fn emulator_table(name: &str) -> (aws_sdk_dynamodb::Client, String) {
+    std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL: start `bash infra/moto.sh`");
+    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .load()
+        .await;
+    let name = format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        jiff::Timestamp::now().as_millisecond()
+    );
+    let ddb = aws_sdk_dynamodb::Client::new(&aws);
+    watcher_store_dynamodb::create_table(&ddb, &name, std::time::Duration::from_secs(30))
+        .await
+        .expect("table");
+    (ddb, name)
+}
+
+/// The store over a fresh [`emulator_table`] named after `name`.
+pub async fn emulator_store(name: &str) -> Arc<dyn Store> {
+    let (ddb, name) = emulator_table(name).await;
+    Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &name, 30))
+}
+
+/// Timers and a lapse queue that do nothing: for tests about something else (cards, the probe).
+pub struct Nothing;
+
+#[async_trait::async_trait]
+impl Timers for Nothing {
+    async fn arm(&self, _: &Tenant, _: &TimerKey, _: Instant) -> Result<(), PortError> {
+        Ok(())
+    }
+    async fn disarm(&self, _: &Tenant, _: &TimerKey) -> Result<(), PortError> {
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl LapseQueue for Nothing {
+    async fn enqueue(&self, _: &OutboxEntry) -> Result<(), PortError> {
+        Ok(())
     }
 }
 
