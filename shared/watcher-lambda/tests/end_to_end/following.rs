@@ -11,6 +11,25 @@ fn rpc_result(req: &watcher_delivery::testing::CapturedRequest, result: Value) -
     }
 }
 
+/// A capture agent whose origin task `GetTask` finds canceled at `canceled_at` (the cancel never
+/// pushed), and which accepts lapse tasks.
+async fn canceled_unpushed(canceled_at: &'static str) -> CaptureAgent {
+    CaptureAgent::spawn(Behaviour::from_fn(move |_, req| {
+        match req.rpc_method().as_deref() {
+            Some("GetTask") => rpc_result(
+                req,
+                json!({ "id": req.json().unwrap_or_default()["params"]["id"],
+                        "contextId": "ctx-northgate-sep",
+                        "status": { "state": "TASK_STATE_CANCELED",
+                                    "timestamp": canceled_at } }),
+            ),
+            _ => Reply::task("lapse-task-1", TaskState::Submitted),
+        }
+    }))
+    .await
+    .expect("capture agent")
+}
+
 /// The methods the agent was called with, in order.
 fn methods(agent: &CaptureAgent) -> Vec<String> {
     agent
@@ -25,20 +44,7 @@ fn methods(agent: &CaptureAgent) -> Vec<String> {
 /// lapse task is marked `withdrawn`, never sent (serve's origin check before the first send).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancel_never_pushed_gives_no_lapse_task_on_aws() {
-    let agent = CaptureAgent::spawn(Behaviour::from_fn(|_, req| {
-        match req.rpc_method().as_deref() {
-            Some("GetTask") => rpc_result(
-                req,
-                json!({ "id": req.json().unwrap_or_default()["params"]["id"],
-                        "contextId": "ctx-northgate-sep",
-                        "status": { "state": "TASK_STATE_CANCELED",
-                                    "timestamp": "2026-09-10T02:00:00Z" } }),
-            ),
-            _ => Reply::task("lapse-task-1", TaskState::Submitted),
-        }
-    }))
-    .await
-    .expect("capture agent");
+    let agent = canceled_unpushed("2026-09-10T02:00:00Z").await;
     let d = deploy_to("e2e-origin-check", false, agent).await;
     d.push_booking("").await;
     let names = d.schedules().await;
@@ -145,20 +151,7 @@ async fn a_lapse_task_never_pushed_follows_get_task_to_completed_at_the_sweep() 
 /// longer followed, and the deadline lapses nothing.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_origin_followed_in_the_table_is_found_canceled_by_the_sweep() {
-    let agent = CaptureAgent::spawn(Behaviour::from_fn(|_, req| {
-        match req.rpc_method().as_deref() {
-            Some("GetTask") => rpc_result(
-                req,
-                json!({ "id": req.json().unwrap_or_default()["params"]["id"],
-                        "contextId": "ctx-northgate-sep",
-                        "status": { "state": "TASK_STATE_CANCELED",
-                                    "timestamp": "2026-09-10T01:00:05Z" } }),
-            ),
-            _ => Reply::task("lapse-task-1", TaskState::Submitted),
-        }
-    }))
-    .await
-    .expect("capture agent");
+    let agent = canceled_unpushed("2026-09-10T01:00:05Z").await;
     let d = deploy_to("e2e-origins", false, agent).await;
     d.push_booking("").await;
     let tenant = Tenant::default_tenant();
