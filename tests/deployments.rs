@@ -25,6 +25,8 @@
 use crate::common;
 #[path = "deployments/burst.rs"]
 mod burst;
+#[path = "deployments/durations.rs"]
+mod durations;
 #[path = "deployments/harness.rs"]
 mod harness;
 #[path = "deployments/scenarios.rs"]
@@ -156,4 +158,70 @@ async fn a_burst_over_slow_agents_on_aws_local() {
         return;
     }
     measure_burst(Backend::AwsLocal).await;
+}
+
+/// The functions' durations on the local AWS stack, by what each run does (docs/costs.md,
+/// "Durations"): a measurement, by hand, with release binaries: `cargo build --release -p
+/// watcher-fn-api -p watcher-fn-timer -p watcher-fn-submitter -p watcher-fn-lesson-write`, then
+/// `A2A_FUNCTIONS_DIR=target/release cargo test --test it
+/// deployments::lambda_durations_on_aws_local -- --ignored --nocapture`; with `UPDATE_DOCS=1` it
+/// writes `docs/lambda-durations.toml`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a measurement, run by hand: docs/costs.md"]
+async fn lambda_durations_on_aws_local() {
+    if let Some(why) = common::aws_stack::aws_missing() {
+        eprintln!("SKIPPED lambda_durations_on_aws_local: {why}");
+        return;
+    }
+    let fixture = Arc::new(Fixture::spawn().await);
+    // The sweep as deployed: its runs would otherwise be most of the timer's.
+    let deployment = Arc::new(Deployment::start_sweeping(Backend::AwsLocal, &fixture, None).await);
+    durations::drive(deployment.clone(), fixture).await;
+    let runs = durations::reports(&deployment.full_log().await);
+    for (kind, r) in &runs {
+        eprintln!(
+            "[aws-local] {kind}: {} runs, median {:.1} ms, p90 {:.1} ms",
+            r.ms.len(),
+            r.median(),
+            r.p90()
+        );
+    }
+    let median = |prefix: &str| -> f64 {
+        let all: Vec<f64> = runs
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .flat_map(|(_, r)| r.ms.clone())
+            .collect();
+        assert!(!all.is_empty(), "no run of {prefix}: {runs:?}");
+        durations::Runs { ms: all }.median()
+    };
+    let measured = [
+        ("push_ms", median("api POST /v1/agents/{agentId}/push")),
+        ("fact_ms", median("api POST /v1/facts")),
+        ("timer_ms", median("timer ")),
+        ("submitter_ms", median("submitter ")),
+    ];
+    let mut toml = String::from(
+        "# Billed durations of the functions' runs, in milliseconds: medians measured on the local AWS\n\
+         # stack (release binaries over moto, this repository's machine), by\n\
+         # `A2A_FUNCTIONS_DIR=target/release cargo test --test it deployments::lambda_durations_on_aws_local -- --ignored --nocapture`\n\
+         # with UPDATE_DOCS=1 (tests/deployments/durations.rs). Agents answer at once there: a real\n\
+         # agent's answer time is docs/prices.toml's `agent_answer_ms`, added to each delivery.\n",
+    );
+    toml.push_str(&format!(
+        "as_of = \"{}\"\nrounds = {}\n\n[measured]\n",
+        jiff::Timestamp::now().strftime("%Y-%m-%d"),
+        durations::ROUNDS
+    ));
+    for (k, v) in measured {
+        toml.push_str(&format!("{k} = {v:.1}\n"));
+    }
+    eprintln!("{toml}");
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::write(
+            common::aws_stack::root().join("docs/lambda-durations.toml"),
+            toml,
+        )
+        .expect("write docs/lambda-durations.toml");
+    }
 }

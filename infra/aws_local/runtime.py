@@ -27,9 +27,23 @@ class InvocationError(Exception):
     """The function answered with an error, timed out, or its instance died."""
 
 
+def event_kind(payload):
+    """What an invocation's event is, for its REPORT line: `POST /v1/facts` for an HTTP API
+    event (the route's method and path), `sqs:{queue}` for an SQS batch, `schedule` otherwise."""
+    if isinstance(payload, dict):
+        if "routeKey" in payload:
+            return payload["routeKey"]
+        records = payload.get("Records") or []
+        if records and records[0].get("eventSource") == "aws:sqs":
+            return "sqs:" + records[0].get("eventSourceARN", "").rsplit(":", 1)[-1]
+    return "schedule"
+
+
 class _Invocation:
     def __init__(self, payload, timeout):
         self.request_id = str(uuid.uuid4())
+        self.kind = event_kind(payload)
+        self.handed_at = None  # time.monotonic() when an instance took it
         self.body = json.dumps(payload).encode()
         self.timeout = timeout
         self.deadline_ms = 0
@@ -85,6 +99,7 @@ class _RuntimeHandler(BaseHTTPRequestHandler):
             except queue.Empty:
                 continue
             inv.deadline_ms = int((time.time() + inv.timeout) * 1000)
+            inv.handed_at = time.monotonic()
             inv.instance = instance
             instance.in_flight[inv.request_id] = inv
             try:
@@ -121,6 +136,14 @@ class _RuntimeHandler(BaseHTTPRequestHandler):
             if inv is None:
                 self._answer(400, b'{"errorMessage":"unknown request id"}')
                 return
+            if inv.handed_at is not None:
+                # As Lambda's own REPORT line, with the event's kind for the local measurement
+                # of durations (docs/costs.md, "Durations").
+                ms = (time.monotonic() - inv.handed_at) * 1000
+                fn.log(
+                    f"REPORT RequestId: {inv.request_id} Duration: {ms:.2f} ms "
+                    f"Billed Duration: {max(1, int(ms + 0.999))} ms Event: {inv.kind}"
+                )
             if parts[2] == "response":
                 inv.finish(result=body)
             else:

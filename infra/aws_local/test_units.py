@@ -311,6 +311,17 @@ class RuntimeTest(unittest.TestCase):
         self.assertNotEqual(self.fn.process.pid, first)
         self.assertIn("[fn] exited (3); starting a new instance", self.log.getvalue())
 
+    def test_each_invocation_reports_its_duration_and_event(self):
+        self.fn.invoke({"routeKey": "POST /v1/facts", "a": 1})
+        self.fn.invoke({"Records": [{"eventSource": "aws:sqs",
+                                     "eventSourceARN": "arn:aws:sqs:us-east-1:1:lapses.fifo"}]})
+        self.fn.invoke({"sweep": True})
+        reports = [l for l in self.log.getvalue().splitlines() if " REPORT RequestId: " in l]
+        self.assertEqual(len(reports), 3, reports)
+        for line, kind in zip(reports, ["POST /v1/facts", "sqs:lapses.fifo", "schedule"]):
+            self.assertRegex(line, r"Duration: \d+\.\d\d ms Billed Duration: \d+ ms Event: ")
+            self.assertTrue(line.endswith("Event: " + kind), line)
+
 
 class RuntimeTimeoutTest(unittest.TestCase):
     def test_an_invocation_past_its_timeout_fails_and_its_instance_is_replaced(self):

@@ -17,8 +17,13 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The folder `cargo test` built into (target/debug, or $CARGO_TARGET_DIR/debug).
+/// The folder the function binaries are taken from: `A2A_FUNCTIONS_DIR` when set (a release
+/// build's folder, for a measurement), else the one `cargo test` built into (target/debug, or
+/// $CARGO_TARGET_DIR/debug).
 pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("A2A_FUNCTIONS_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
     Path::new(env!("CARGO_BIN_EXE_a2a-watcher"))
         .parent()
         .expect("the binary's folder")

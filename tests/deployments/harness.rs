@@ -430,6 +430,12 @@ impl Deployment {
                             .iter()
                             .flat_map(|s| ["--rate-cap".to_string(), s.to_string()]),
                     )
+                    .args(
+                        // Release binaries when the measurement asks for them
+                        // (`A2A_FUNCTIONS_DIR`).
+                        (bin_dir().file_name() == Some(std::ffi::OsStr::new("release")))
+                            .then_some("--release"),
+                    )
                     .arg("--config")
                     .arg(&path)
                     .env(

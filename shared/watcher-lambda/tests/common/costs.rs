@@ -17,6 +17,10 @@ pub struct Prices {
     pub price: Price,
     /// What the emulator cannot measure.
     pub assumed: Assumed,
+    /// The functions' durations, measured on the local AWS stack
+    /// (`docs/lambda-durations.toml`).
+    #[serde(skip)]
+    pub durations: Durations,
 }
 
 /// Dollars per million requests or units, per GB-second, per GB.
@@ -32,22 +36,57 @@ pub struct Price {
     pub logs_per_gb: f64,
 }
 
-/// Durations (ms), memory (GB) and logs (KB) the emulator cannot measure.
+/// Memory (GB), an agent's answer time (ms) and logs (KB): what no local run measures.
 #[derive(Debug, Deserialize)]
 pub struct Assumed {
     pub lambda_memory_gb: f64,
+    /// How long an agent takes to answer a lapse task, added to each delivery's measured run.
+    pub agent_answer_ms: f64,
+    pub log_kb_per_run: f64,
+}
+
+/// `docs/lambda-durations.toml`: each kind of run's median, in milliseconds, measured on the
+/// local AWS stack (tests/deployments/durations.rs).
+#[derive(Debug, Default, Deserialize)]
+pub struct Durations {
+    /// The day they were measured.
+    pub as_of: String,
+    /// Rounds of the steps measured.
+    pub rounds: u32,
+    /// The medians.
+    pub measured: Measured,
+}
+
+/// Median durations (ms) by kind of run.
+#[derive(Debug, Default, Deserialize)]
+pub struct Measured {
     pub push_ms: f64,
     pub fact_ms: f64,
     pub timer_ms: f64,
     pub submitter_ms: f64,
-    pub log_kb_per_run: f64,
 }
 
 impl Prices {
-    /// The repository's `docs/prices.toml`.
+    /// The repository's `docs/prices.toml`, with `docs/lambda-durations.toml`.
     pub fn load() -> Prices {
         let text = std::fs::read_to_string(docs().join("prices.toml")).expect("docs/prices.toml");
-        toml::from_str(&text).expect("docs/prices.toml parses")
+        let mut prices: Prices = toml::from_str(&text).expect("docs/prices.toml parses");
+        let text = std::fs::read_to_string(docs().join("lambda-durations.toml"))
+            .expect("docs/lambda-durations.toml");
+        prices.durations = toml::from_str(&text).expect("docs/lambda-durations.toml parses");
+        prices
+    }
+
+    /// A run's billed duration, in milliseconds: as measured, a delivery with the agent's
+    /// assumed answer time.
+    pub fn run_ms(&self, r: &Run) -> f64 {
+        let m = &self.durations.measured;
+        match r {
+            Run::Push => m.push_ms,
+            Run::Fact => m.fact_ms,
+            Run::Timer => m.timer_ms,
+            Run::Submitter => m.submitter_ms + self.assumed.agent_answer_ms,
+        }
     }
 }
 
@@ -56,7 +95,7 @@ pub fn docs() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs")
 }
 
-/// Which function ran, for its assumed duration.
+/// Which function ran, for its duration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Run {
     /// The API function answering a push.
@@ -182,12 +221,7 @@ pub fn render(steps: &[Step; 3], prices: &Prices) -> String {
     }
     let met = steps[0].and(&steps[1]);
     let lapse = &steps[2];
-    let ms = |r: &Run| match r {
-        Run::Push => a.push_ms,
-        Run::Fact => a.fact_ms,
-        Run::Timer => a.timer_ms,
-        Run::Submitter => a.submitter_ms,
-    };
+    let ms = |r: &Run| prices.run_ms(r);
     // Per million of a step: each measured count is millions of the priced unit.
     type Line = (&'static str, fn(&Step) -> f64, &'static str, f64);
     let gb_s =
@@ -256,12 +290,12 @@ pub fn render(steps: &[Step; 3], prices: &Prices) -> String {
         let right = cell(q[1], unit, price, &mut totals[1]);
         let _ = writeln!(out, "| {name} | {left} | {right} |");
     };
-    row(
-        "Lambda compute (assumed durations)",
-        compute,
-        "GB-s",
-        p.lambda_per_gb_second,
+    let compute_name = format!(
+        "Lambda compute (durations measured {}, plus {} ms an agent's answer)",
+        prices.durations.as_of,
+        trim(a.agent_answer_ms)
     );
+    row(&compute_name, compute, "GB-s", p.lambda_per_gb_second);
     row(
         "CloudWatch Logs (assumed 1 KB a run)",
         logs,
@@ -281,6 +315,9 @@ pub fn render(steps: &[Step; 3], prices: &Prices) -> String {
 
 /// `q` with no needless decimals: 2, 0.5, 40,000.
 fn trim(q: f64) -> String {
+    // A quantity of a thousand or more is shown whole (a product of measured durations carries
+    // float noise: 17025.000000000004).
+    let q = if q.abs() >= 1000.0 { q.round() } else { q };
     if q.fract() == 0.0 {
         let n = q as u64;
         let s = n.to_string();
@@ -395,7 +432,6 @@ fn busiest_shared(step: &Step, own: &[&str], rate: f64) -> (String, f64) {
 /// quota of `docs/quotas.toml`. `own` names the ids the scenario's inputs have of their own.
 pub fn render_scale(steps: &[Step; 3], prices: &Prices, quotas: &Quotas, own: &[&str]) -> String {
     let q = &quotas.quota;
-    let a = &prices.assumed;
     let scenarios: [(&str, &Step, f64); 3] = [
         ("10,000 raises a second", &steps[0], 10_000.0),
         (
@@ -421,12 +457,7 @@ pub fn render_scale(steps: &[Step; 3], prices: &Prices, quotas: &Quotas, own: &[
     }
     out.push_str("\n|---|---|---|---|\n");
     let count = |s: &Step, op: &str| *s.requests.get(op).unwrap_or(&0) as f64;
-    let ms = |r: &Run| match r {
-        Run::Push => a.push_ms,
-        Run::Fact => a.fact_ms,
-        Run::Timer => a.timer_ms,
-        Run::Submitter => a.submitter_ms,
-    };
+    let ms = |r: &Run| prices.run_ms(r);
     type Load<'a> = Box<dyn Fn(&Step) -> f64 + 'a>;
     let rows: Vec<(String, Load, f64)> = vec![
         (
@@ -479,7 +510,7 @@ pub fn render_scale(steps: &[Step; 3], prices: &Prices, quotas: &Quotas, own: &[
         ),
         (
             format!(
-                "Lambda concurrency, assumed durations ({})",
+                "Lambda concurrency, measured durations ({})",
                 trim(q.lambda_concurrency)
             ),
             Box::new(move |s: &Step| s.runs.iter().map(ms).sum::<f64>() / 1000.0),
