@@ -1,6 +1,6 @@
 //! docs/openapi.json lists exactly the routes the routers mount (watcher-http's route tables and
-//! every `.route(...)` in `serve`), with the same methods; and `GET /v1/schemas/{name}.json` serves
-//! each published schema.
+//! every `.route(...)` in `serve`), with the same methods; the typed answers' schemas are the ones
+//! their Rust types generate; and `GET /v1/schemas/{name}.json` serves each published schema.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -86,6 +86,88 @@ fn every_mounted_route_is_documented_and_every_documented_route_is_mounted() {
     assert!(
         undocumented.is_empty() && unmounted.is_empty(),
         "docs/openapi.json is out of date: not documented {undocumented:?}; documented but not mounted {unmounted:?}"
+    );
+}
+
+/// The answers the handlers return as typed values: (method, path as documented, status, the
+/// answer's schema, a reference into `components.schemas` the generator collects).
+fn typed_answers(g: &mut schemars::SchemaGenerator) -> Vec<(&'static str, &'static str, Value)> {
+    use watcher_http::routes::{HealthAnswer, LapsesPage, RejectionsPage};
+    use watcher_runtime::facts::FactsOutcome;
+    use watcher_runtime::push::PushOutcome;
+    use watcher_runtime::view::{AgentsPage, SubjectView};
+    let answer = |method, path, schema: schemars::Schema| (method, path, schema.to_value());
+    vec![
+        answer("get", "/healthz", g.subschema_for::<HealthAnswer>()),
+        answer(
+            "post",
+            "/v1/agents/{agent_id}/push",
+            g.subschema_for::<PushOutcome>(),
+        ),
+        answer(
+            "get",
+            "/v1/agents/{agent_id}/rejections",
+            g.subschema_for::<RejectionsPage>(),
+        ),
+        answer("post", "/v1/facts", g.subschema_for::<FactsOutcome>()),
+        answer(
+            "get",
+            "/v1/sources/{source_id}/rejections",
+            g.subschema_for::<RejectionsPage>(),
+        ),
+        answer(
+            "get",
+            "/v1/subjects/{subject_type}/{subject_id}",
+            g.subschema_for::<SubjectView>(),
+        ),
+        answer("get", "/v1/lapses", g.subschema_for::<LapsesPage>()),
+        answer("get", "/v1/agents", g.subschema_for::<AgentsPage>()),
+    ]
+}
+
+/// issue 23 item 3: each typed answer's 200 schema in docs/openapi.json is a reference into
+/// `components.schemas`, and those components are what the Rust types generate (schemars,
+/// JSON Schema 2020-12 as OpenAPI 3.1 reads it). `UPDATE_DOCS=1 cargo test -p watcher-http
+/// --test it openapi::` rewrites them after a type changes.
+#[test]
+fn the_typed_answers_schemas_are_generated_from_their_types() {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    settings.definitions_path = "/components/schemas".into();
+    // Answers are written, not read: a member skipped when empty is not required.
+    settings.contract = schemars::generate::Contract::Serialize;
+    let mut generator = settings.into_generator();
+    let answers = typed_answers(&mut generator);
+    let definitions = generator.take_definitions(true);
+    let path = root().join("docs/openapi.json");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("docs/openapi.json"))
+            .expect("docs/openapi.json is JSON");
+    let mut want = doc.clone();
+    let schemas = want["components"]["schemas"]
+        .as_object_mut()
+        .expect("components.schemas");
+    for (name, schema) in definitions {
+        schemas.insert(name, schema);
+    }
+    for (method, route, schema) in answers {
+        let ok = &mut want["paths"][route][method]["responses"]["200"];
+        assert!(
+            ok.is_object(),
+            "docs/openapi.json has no 200 for {method} {route}"
+        );
+        ok["content"]["application/json"]["schema"] = schema;
+    }
+    if want == doc {
+        return;
+    }
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        let text = serde_json::to_string_pretty(&want).expect("JSON") + "\n";
+        std::fs::write(&path, text).expect("write docs/openapi.json");
+        return;
+    }
+    panic!(
+        "docs/openapi.json's typed answers differ from their types' schemas: run \
+         `UPDATE_DOCS=1 cargo test -p watcher-http --test it openapi::`"
     );
 }
 

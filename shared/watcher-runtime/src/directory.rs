@@ -33,6 +33,7 @@ pub struct AgentEntry {
 
 /// Where a configured agent's card stands (serve.md "Agents are independent").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CardHealth {
     /// `ok` (the card was read and is in use), `stale` (the last card read is in use because
@@ -55,6 +56,7 @@ pub struct CardHealth {
 
 /// The state in [`CardHealth`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum CardState {
     /// Read and in use.

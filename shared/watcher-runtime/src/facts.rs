@@ -14,6 +14,7 @@ use crate::watcher::{ApplyError, Watcher};
 /// What reported facts did, as `POST /v1/facts` answers it:
 /// `{ "results": [{ "factKey", "satisfied" }], "alreadyRecorded"?, "warnings"? }`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct FactsOutcome {
     /// One per fact recorded, in order.
@@ -30,6 +31,7 @@ pub struct FactsOutcome {
 
 /// One fact's result: `{ "factKey", "satisfied": [expectationId] }`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct FactResult {
     /// The fact's key.

@@ -122,6 +122,7 @@ pub async fn requeue_failed<S: Outbox + ?Sized>(
 
 /// An agent's lapse-task delivery as operators see it (`GET /v1/agents`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AgentDelivery {
     /// `ok`: nothing failed or being retried; `retrying`: a lapse task has failed retryably since

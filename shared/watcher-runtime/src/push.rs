@@ -17,6 +17,7 @@ use crate::watcher::{ApplyError, Watcher};
 /// What a push did, as `POST /v1/agents/{agentId}/push` answers it:
 /// `{ "raised", "rejected", "withdrawn", "facts", "alreadyRecorded"?, "warnings"? }`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct PushOutcome {
     /// The expectations this push raised, in order.
@@ -39,6 +40,7 @@ pub struct PushOutcome {
 
 /// One refused expectation: `{ "expectationId", "reason" }`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Refused {
     /// Its `expectationId`, when one could be read (`null` otherwise).

@@ -9,6 +9,7 @@ use watcher_core::slice::SubjectState;
 /// ExpectationRecord on it in raising order (contracts/replay.md shape) and its facts in
 /// receipt order.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SubjectView {
     /// The subject.
     pub subject: watcher_core::ids::Subject,
@@ -22,6 +23,7 @@ pub struct SubjectView {
 /// A fact on a subject as operators read it: `{ "factKey", "source", "observedAt",
 /// "receivedAt", "satisfied": [ids], "mapping"?, "claimedObservedAt"? }` (UTC instants).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct FactView {
     /// The fact's key.
@@ -45,6 +47,7 @@ pub struct FactView {
 /// `claimedObservedAt`: the text as given (kept when it was not a valid instant), or the
 /// instant claimed.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum ClaimedObservedAt {
     /// The value as given.
@@ -87,6 +90,7 @@ pub fn subject_view(state: &SubjectState) -> SubjectView {
 /// "retryingSince"?, "lastError"? }` (UTC instants). One type, so the route and the command
 /// answer alike.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LapseView {
     /// The lapse task's deterministic `messageId`.
@@ -153,6 +157,7 @@ impl LapseView {
 /// "at", "taskId", "warning"? }`, `expectationId` and `taskId` `null` when unknown, `"warning":
 /// true` on what was ignored rather than refused.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RejectionView {
     /// The refused expectation's id, when one could be read.
@@ -186,6 +191,7 @@ impl RejectionView {
 /// is at hand (the HTTP API and the web page, not `agents --db`), the [`AgentDirectoryView`]
 /// members beside them. One type, so the route and the command answer alike.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AgentView {
     /// The agent's id.
@@ -202,6 +208,7 @@ pub struct AgentView {
 /// whether its lifecycle is trusted, whether its origin tasks are reconciled with `GetTask`,
 /// its lifecycle probe, and where its card stands.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AgentDirectoryView {
     /// `submitsLapses` of its `[[agents]]` entry, when the directory has an entry for it.
@@ -222,6 +229,7 @@ pub struct AgentDirectoryView {
 /// An agent's lifecycle probe as operators read it: `{ "protocolVersion", "probedAt" (UTC),
 /// "demotions": [words], "descriptor" }`, or only `demotions` when it was never probed.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LifecycleView {
     /// The protocol version probed (e.g. `1.0`).
@@ -262,6 +270,7 @@ impl LifecycleView {
 
 /// One page of agents by id: `{ "agents": [AgentView], "nextCursor": "…" | null }`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AgentsPage {
     /// The agents of the page, by id.

@@ -11,6 +11,7 @@ use watcher_runtime::directory::CardHealth;
 /// The `GET /healthz` answer: `{ "status": "ok" }`, with `detail` and `agents` when some agent's
 /// card cannot be read (serve.md "Agents are independent").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HealthAnswer {
     /// Always `ok`: a store that cannot write answers 503 problem+json instead.
     pub status: &'static str,
@@ -24,6 +25,7 @@ pub struct HealthAnswer {
 
 /// An agent whose card cannot be read: `{ "tenant", "agentId", "card" }`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CardProblem {
     /// The agent's tenant.

@@ -174,6 +174,7 @@ pub async fn retry_lapses(
 
 /// A page of lapse tasks: `{ "lapses": [LapseView], "nextCursor": "…" | null }`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LapsesPage {
     /// The page's lapse tasks, in lapse order.

@@ -114,6 +114,7 @@ pub async fn source_rejections(
 
 /// A page of rejections: `{ "rejections": [RejectionView], "nextCursor": "…" | null }`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RejectionsPage {
     /// The page's rejections, oldest first.
