@@ -529,6 +529,31 @@ pub fn one_expectation(
     } })
 }
 
+/// [`one_expectation`] raising one expectation per `(expectationId, shipment)` of `each`, all
+/// due at `due` with `grace`, each satisfied by its shipment's manifest.
+pub fn expectations_on(
+    task_id: &str,
+    each: &[(String, String)],
+    due: Timestamp,
+    grace: &str,
+) -> Value {
+    let mut body = one_expectation(task_id, "x", "x", due, grace);
+    let template = body["artifactUpdate"]["artifact"]["metadata"][URI]["expectations"][0].clone();
+    let expectations: Vec<Value> = each
+        .iter()
+        .map(|(id, shipment)| {
+            let mut e = template.clone();
+            e["expectationId"] = json!(id);
+            e["subject"]["id"] = json!(shipment);
+            e["expects"] = json!(format!("the airline manifest for {shipment}"));
+            e["satisfiedBy"]["factKey"] = json!(format!("shipment.manifest.received:{shipment}"));
+            e
+        })
+        .collect();
+    body["artifactUpdate"]["artifact"]["metadata"][URI]["expectations"] = json!(expectations);
+    body
+}
+
 /// The departure fact of §9.2 for `shipment`, observed at `observed`.
 pub fn departure_fact(shipment: &str, observed: Timestamp) -> Value {
     json!({

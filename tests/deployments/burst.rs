@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use serde_json::json;
 
 use super::harness::{burst_agent, Deployment, Fixture};
 use crate::common::*;
@@ -44,21 +43,10 @@ pub async fn run(d: Arc<Deployment>, f: Arc<Fixture>, lead: u64, patience: Durat
     for (i, _) in f.burst.iter().enumerate() {
         let agent = burst_agent(i);
         let task = format!("task-{agent}");
-        let mut body = one_expectation(&task, "x", "x", due, "PT0S");
-        let template =
-            body["artifactUpdate"]["artifact"]["metadata"][URI]["expectations"][0].clone();
-        let exps: Vec<_> = (0..PER_AGENT)
-            .map(|j| {
-                let subject = format!("PA-{agent}-{j}");
-                let mut e = template.clone();
-                e["expectationId"] = json!(format!("exp-{agent}-{j}"));
-                e["subject"]["id"] = json!(subject);
-                e["satisfiedBy"]["factKey"] =
-                    json!(format!("shipment.manifest.received:{subject}"));
-                e
-            })
+        let each: Vec<(String, String)> = (0..PER_AGENT)
+            .map(|j| (format!("exp-{agent}-{j}"), format!("PA-{agent}-{j}")))
             .collect();
-        body["artifactUpdate"]["artifact"]["metadata"][URI]["expectations"] = json!(exps);
+        let body = expectations_on(&task, &each, due, "PT0S");
         let a = d.push(&agent, &body).await;
         assert_eq!(a.status, 200, "{a:?}");
         assert_eq!(

@@ -83,22 +83,16 @@ pub async fn drive(d: Arc<Deployment>, f: Arc<Fixture>) {
             6,
         );
         let task = format!("task-dur-{round}");
-        let mut body = one_expectation(&task, "x", "x", due, "PT0S");
-        let template =
-            body["artifactUpdate"]["artifact"]["metadata"][URI]["expectations"][0].clone();
-        let exps: Vec<_> = ["met", "late"]
+        let each: Vec<(String, String)> = ["met", "late"]
             .iter()
             .map(|which| {
-                let subject = format!("PA-dur-{round}-{which}");
-                let mut e = template.clone();
-                e["expectationId"] = json!(format!("exp-dur-{round}-{which}"));
-                e["subject"]["id"] = json!(subject);
-                e["satisfiedBy"]["factKey"] =
-                    json!(format!("shipment.manifest.received:{subject}"));
-                e
+                (
+                    format!("exp-dur-{round}-{which}"),
+                    format!("PA-dur-{round}-{which}"),
+                )
             })
             .collect();
-        body["artifactUpdate"]["artifact"]["metadata"][URI]["expectations"] = json!(exps);
+        let body = expectations_on(&task, &each, due, "PT0S");
         let a = d.push(&agent, &body).await;
         assert_eq!(a.status, 200, "{a:?}");
         let subject = format!("PA-dur-{round}-met");

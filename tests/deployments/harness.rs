@@ -286,6 +286,18 @@ impl Fixture {
         entries
     }
 
+    /// The `lapse.recorded` notifications the channel's receiver accepted for the lapse task
+    /// `message_id`.
+    pub fn lapses_told(&self, message_id: &str) -> Vec<watcher_notify::testing::Received> {
+        self.notified
+            .accepted()
+            .into_iter()
+            .filter(|n| {
+                n.body["type"] == "lapse.recorded" && n.body["data"]["messageId"] == message_id
+            })
+            .collect()
+    }
+
     /// The example agent's base URL, from its `example agent listening on URL (…)` line.
     pub fn example_url(&self) -> String {
         let line = self

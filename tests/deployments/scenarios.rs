@@ -699,13 +699,7 @@ async fn notify_a_person(d: Arc<Deployment>, f: Arc<Fixture>) {
         .await;
     assert_eq!(a.body["raised"], json!(["exp-tell"]), "{a:?}");
     let mid = format!("lapse:exp-tell:overdue:{}", fmt(due));
-    let told = || {
-        f.notified
-            .accepted()
-            .into_iter()
-            .filter(|n| n.body["type"] == "lapse.recorded" && n.body["data"]["messageId"] == mid)
-            .collect::<Vec<_>>()
-    };
+    let told = || f.lapses_told(&mid);
     let patience = d.patience() + Duration::from_secs(30);
     assert!(
         wait_until(|| async { !told().is_empty() }, patience).await,
@@ -803,13 +797,7 @@ async fn a_lesson_whose_end_is_noticed(d: Arc<Deployment>, f: Arc<Fixture>) {
         "lapse:lesson.review:review-desk/customers/northgate@2:overdue:{}",
         fmt(expires)
     );
-    let told = |mid: &str| {
-        f.notified
-            .accepted()
-            .into_iter()
-            .filter(|n| n.body["type"] == "lapse.recorded" && n.body["data"]["messageId"] == mid)
-            .collect::<Vec<_>>()
-    };
+    let told = |mid: &str| f.lapses_told(mid);
     let patience = d.patience() + Duration::from_secs(30);
     assert!(
         wait_until(|| async { !told(&northgate).is_empty() }, patience).await,

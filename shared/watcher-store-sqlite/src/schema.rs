@@ -274,71 +274,50 @@ const V2_TO_V3_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN follow_at TEXT;";
 /// files rebuild the outbox from [`SCHEMA`], which has it.
 const V7_TO_V8_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN person_at TEXT;";
 
-/// Version 5 to 8 → 9, before [`SCHEMA`] (after [`V7_TO_V8_BEFORE`]): the outbox (its CHECK
-/// without `unaddressed`) is set aside with its indexes dropped, so that [`SCHEMA`] creates the
-/// v9 outbox and its indexes. Older files rebuild the outbox from [`SCHEMA`] already.
-const V8_TO_V9_BEFORE: &str = r#"
-ALTER TABLE outbox RENAME TO outbox_v8;
-DROP INDEX IF EXISTS outbox_due;
-DROP INDEX IF EXISTS outbox_tenant;
-DROP INDEX IF EXISTS outbox_agent;
-DROP INDEX IF EXISTS outbox_follow;
-DROP INDEX IF EXISTS outbox_person;
-DROP INDEX IF EXISTS outbox_task;
-DROP INDEX IF EXISTS outbox_agent_seq;
-"#;
+/// Before [`SCHEMA`], for a migration that rebuilds the outbox for its CHECK (version 4 → 5:
+/// `withdrawn`; 5 to 8 → 9: `unaddressed`): the outbox is renamed `old` with its indexes dropped,
+/// so that [`SCHEMA`] creates the current outbox and its indexes.
+fn set_outbox_aside(old: &str) -> String {
+    format!(
+        "ALTER TABLE outbox RENAME TO {old};
+        DROP INDEX IF EXISTS outbox_due;
+        DROP INDEX IF EXISTS outbox_tenant;
+        DROP INDEX IF EXISTS outbox_agent;
+        DROP INDEX IF EXISTS outbox_follow;
+        DROP INDEX IF EXISTS outbox_person;
+        DROP INDEX IF EXISTS outbox_task;
+        DROP INDEX IF EXISTS outbox_agent_seq;"
+    )
+}
 
-/// Version 5 to 8 → 9, after [`SCHEMA`]: every row copied with its `seq`, the AUTOINCREMENT
-/// high-water mark carried over, the v8 table dropped.
-const V8_TO_V9_AFTER: &str = r#"
-INSERT INTO outbox (seq, tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
-        task_id, lapsed_at, person_at)
-    SELECT seq, tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
-        task_id, lapsed_at, person_at
-    FROM outbox_v8 ORDER BY seq;
-INSERT INTO sqlite_sequence (name, seq)
-    SELECT 'outbox', seq FROM sqlite_sequence WHERE name = 'outbox_v8'
-    AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'outbox');
-UPDATE sqlite_sequence
-    SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'outbox_v8'), 0))
-    WHERE name = 'outbox';
-DELETE FROM sqlite_sequence WHERE name = 'outbox_v8';
-DROP TABLE outbox_v8;
-"#;
+/// After [`SCHEMA`], the other half of [`set_outbox_aside`]: every row of `old` copied with its
+/// `seq` (the `columns` that version has), the AUTOINCREMENT high-water mark carried over, `old`
+/// dropped.
+fn copy_outbox_back(old: &str, columns: &str) -> String {
+    format!(
+        "INSERT INTO outbox ({columns}) SELECT {columns} FROM {old} ORDER BY seq;
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'outbox', seq FROM sqlite_sequence WHERE name = '{old}'
+            AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'outbox');
+        UPDATE sqlite_sequence
+            SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = '{old}'), 0))
+            WHERE name = 'outbox';
+        DELETE FROM sqlite_sequence WHERE name = '{old}';
+        DROP TABLE {old};"
+    )
+}
+
+/// The outbox columns of version 4 (copied into version 5's table).
+const V4_OUTBOX_COLUMNS: &str =
+    "seq, tenant, message_id, agent, delivery, next_attempt, entry, follow_at, task_id, lapsed_at";
+
+/// The outbox columns of versions 5 to 8 once [`V7_TO_V8_BEFORE`] ran (copied into version 9's).
+const V8_OUTBOX_COLUMNS: &str = "seq, tenant, message_id, agent, delivery, next_attempt, entry, \
+     follow_at, task_id, lapsed_at, person_at";
 
 /// Version 3 → 4, before [`SCHEMA`] (whose indexes need the columns).
 const V3_TO_V4_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN task_id TEXT;
     ALTER TABLE outbox ADD COLUMN lapsed_at TEXT;";
-
-/// Version 4 → 5, before [`SCHEMA`]: the v4 outbox (its CHECK without `withdrawn`) is set aside
-/// with its indexes dropped, so that [`SCHEMA`] creates the v5 outbox and its indexes.
-const V4_TO_V5_BEFORE: &str = r#"
-ALTER TABLE outbox RENAME TO outbox_v4;
-DROP INDEX IF EXISTS outbox_due;
-DROP INDEX IF EXISTS outbox_tenant;
-DROP INDEX IF EXISTS outbox_agent;
-DROP INDEX IF EXISTS outbox_follow;
-DROP INDEX IF EXISTS outbox_task;
-DROP INDEX IF EXISTS outbox_agent_seq;
-"#;
-
-/// Version 4 → 5, after [`SCHEMA`]: every row copied with its `seq`, the AUTOINCREMENT
-/// high-water mark carried over, the v4 table dropped.
-const V4_TO_V5_AFTER: &str = r#"
-INSERT INTO outbox (seq, tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
-        task_id, lapsed_at)
-    SELECT seq, tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
-        task_id, lapsed_at
-    FROM outbox_v4 ORDER BY seq;
-INSERT INTO sqlite_sequence (name, seq)
-    SELECT 'outbox', seq FROM sqlite_sequence WHERE name = 'outbox_v4'
-    AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'outbox');
-UPDATE sqlite_sequence
-    SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'outbox_v4'), 0))
-    WHERE name = 'outbox';
-DELETE FROM sqlite_sequence WHERE name = 'outbox_v4';
-DROP TABLE outbox_v4;
-"#;
 
 /// Version 5 → 6, before [`SCHEMA`]: the index tables are set aside with their indexes
 /// dropped, so that [`SCHEMA`] creates them WITHOUT ROWID; `agent_live_rows` (absent from
@@ -529,7 +508,8 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     // v1 files are rebuilt by the v1 → v2 steps straight into the current outbox.
     let rebuild_v4 = (2..=4).contains(&found);
     if rebuild_v4 {
-        tx.execute_batch(V4_TO_V5_BEFORE).map_err(db)?;
+        tx.execute_batch(&set_outbox_aside("outbox_v4"))
+            .map_err(db)?;
     }
     let rebuild_v5 = (1..=5).contains(&found);
     if rebuild_v5 {
@@ -541,11 +521,13 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     }
     let rebuild_v8 = (5..=8).contains(&found);
     if rebuild_v8 {
-        tx.execute_batch(V8_TO_V9_BEFORE).map_err(db)?;
+        tx.execute_batch(&set_outbox_aside("outbox_v8"))
+            .map_err(db)?;
     }
     tx.execute_batch(SCHEMA).map_err(db)?;
     if rebuild_v8 {
-        tx.execute_batch(V8_TO_V9_AFTER).map_err(db)?;
+        tx.execute_batch(&copy_outbox_back("outbox_v8", V8_OUTBOX_COLUMNS))
+            .map_err(db)?;
     }
     if rebuild_v5 {
         tx.execute_batch(V5_TO_V6_AFTER).map_err(db)?;
@@ -554,7 +536,8 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
         tx.execute_batch(V1_TO_V2_AFTER).map_err(db)?;
     }
     if rebuild_v4 {
-        tx.execute_batch(V4_TO_V5_AFTER).map_err(db)?;
+        tx.execute_batch(&copy_outbox_back("outbox_v4", V4_OUTBOX_COLUMNS))
+            .map_err(db)?;
     }
     if (1..4).contains(&found) {
         fill_v4_columns(&tx)?;
