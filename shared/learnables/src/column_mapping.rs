@@ -76,9 +76,11 @@ fn parse_entry(raw: &Value) -> Result<Vec<String>, Refusal> {
         Some(_) => return Err(shape()),
     };
     let mut headers: Vec<String> = Vec::with_capacity(items.len());
+    // Each heading's key computed once: linear in the entry, not quadratic.
+    let mut keys = std::collections::HashSet::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let h = parse_header(Some(item), &format!("heading {}", i + 1))?;
-        if !headers.iter().any(|known| key(known) == key(&h)) {
+        if keys.insert(key(&h)) {
             headers.push(h);
         }
     }
@@ -143,7 +145,8 @@ impl Learnable for ColumnMapping {
             None => Vec::new(),
         };
         let says = format!("reads the column headed '{header}'");
-        if headers.iter().any(|h| key(h) == key(&header)) {
+        let wanted = key(&header);
+        if headers.iter().any(|h| key(h) == wanted) {
             return Ok(Absorbed::unchanged(
                 entry_value(&headers),
                 format!("already {says}"),
