@@ -680,7 +680,7 @@ pub trait Upkeep: Send + Sync {
 
     /// Work done so far, counted by the store for tests: rows or records read and written. The
     /// conformance suite ([`crate::conformance::steps_read_what_they_must`]) checks that one
-    /// step costs the same at 1,000 and at 10,000 open expectations. `None`: not counted.
+    /// step costs the same at 400 and at 4,000 open expectations. `None`: not counted.
     fn work_done(&self) -> Option<u64> {
         None
     }

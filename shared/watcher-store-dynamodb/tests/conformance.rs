@@ -4,4 +4,4 @@
 
 use crate::common;
 
-watcher_runtime::store_conformance!(common::store().await, retention = ttl);
+watcher_runtime::store_conformance!(common::store().await.counting_work(), retention = ttl);
