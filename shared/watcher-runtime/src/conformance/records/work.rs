@@ -182,26 +182,26 @@ pub(crate) async fn one_round<S: Store + 'static>(
 /// status-update lookup by task id and a page of lapse tasks is about the same at 400 and at
 /// 4,000 open expectations and lapse tasks of the same agent (at most twice, plus a little; a
 /// read of every open expectation or lapse task would cost ten times as much). Not timing.
-/// A store that does not count its work (`work_done` is `None`) is not checked here: every
-/// store's suite counts (the DynamoDB store's too, on the emulator), and its own slow test
-/// may check larger sizes.
+/// A store that does not count its work (`work_done` is `None`) fails the check: a fixture
+/// without a counter would otherwise pass it unchecked (the DynamoDB store's did, once).
 pub async fn steps_read_what_they_must<S: Store + 'static>(store: Arc<S>) {
     steps_read_the_same_at(store, 400, 4_000).await;
 }
 
 /// [`steps_read_what_they_must`] at `small` and `large` open expectations (`large` > `small`):
 /// each step's work at `large` is at most twice its work at `small` plus 20. Answers each step's
-/// name and its work at both sizes (empty when the store does not count its work). The suite
-/// checks 1,000 against 10,000; a store's own slow test may check larger sizes.
+/// name and its work at both sizes. The suite checks 400 against 4,000; a store's own slow test
+/// may check larger sizes.
 pub async fn steps_read_the_same_at<S: Store + 'static>(
     store: Arc<S>,
     small: usize,
     large: usize,
 ) -> Vec<(&'static str, u64, u64)> {
-    if store.work_done().is_none() {
-        eprintln!("steps_read_what_they_must: this store does not count its work; not checked");
-        return Vec::new();
-    }
+    assert!(
+        store.work_done().is_some(),
+        "steps_read_what_they_must: the store does not count its work (`Upkeep::work_done` is \
+         None); give its conformance fixture a counter, or the check would pass unchecked"
+    );
     let t = tenant("tenant-a");
     grow(&*store, &t, 0, small).await;
     let at_small = one_round(&store, &t, 0, small).await;
