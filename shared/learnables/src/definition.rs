@@ -18,7 +18,7 @@ use crate::learnable::{DecidedBy, Learnable, LessonField};
 use crate::lesson::{Lesson, LessonResult};
 use crate::names::{DefinitionId, Reason, TaughtBy, TenantId, VersionId, Via};
 use crate::registry::Registry;
-use crate::review::{review_key, Review};
+use crate::review::{review_key, Review, ReviewChanges};
 use crate::AuthorityError;
 use std::collections::BTreeMap;
 
@@ -494,4 +494,23 @@ pub fn descriptors(
             })
         })
         .collect()
+}
+
+/// What changed between a definition's reviews `before` a step and `after` it: a review in
+/// `before` that `after` no longer holds (or holds for a later version) was closed; one in
+/// `after` that `before` did not hold was opened. Costs the open reviews of the two states,
+/// one per entry at most.
+pub fn review_changes(before: &DefinitionState, after: &DefinitionState) -> ReviewChanges {
+    let mut changes = ReviewChanges::default();
+    for (key, review) in before.reviews() {
+        if after.reviews().get(key) != Some(review) {
+            changes.closed.push(review.clone());
+        }
+    }
+    for (key, review) in after.reviews() {
+        if before.reviews().get(key) != Some(review) {
+            changes.opened.push(review.clone());
+        }
+    }
+    changes
 }

@@ -65,8 +65,8 @@ pub mod text;
 pub use collections::{version_id, Collection, Collections, Entry};
 pub use column_mapping::{ColumnMapping, HEADER_MAX_CHARS};
 pub use definition::{
-    activate, active, check, create, descriptors, get_version, history, show_back, teach,
-    tombstone, Change, CheckReport, DefinitionState, HistoryEntry, HistoryKind,
+    activate, active, check, create, descriptors, get_version, history, review_changes, show_back,
+    teach, tombstone, Change, CheckReport, DefinitionState, HistoryEntry, HistoryKind,
     LearnableDescriptor, ServedVersion, Tombstone, Version, MAX_CORPUS,
 };
 pub use error::AuthorityError;
@@ -77,7 +77,7 @@ pub use lesson::{Lesson, LessonDto, LessonResult};
 pub use marks::{Marks, PATTERN_MAX_CHARS, PATTERN_SIZE_LIMIT, UNSETTLED};
 pub use names::{DefinitionId, Name, Reason, TaughtBy, TenantId, VersionId, Via};
 pub use registry::{LearnableSummary, Registry};
-pub use review::{review_changes, Review, ReviewChanges, LESSON_REVIEW_KIND, LESSON_SUBJECT_TYPE};
+pub use review::{Review, ReviewChanges};
 pub use teach_block::{
     suggest_pattern_for_literal, suggest_pattern_for_reference, TeachBlock, TeachBlockBuilder,
     TeachBlockError, EXTENSION_URI,

@@ -1,20 +1,13 @@
 //! Lessons whose end is noticed (expectations-v1 §16): a lesson taught with `expiresAt` opens a
 //! review of its entry, due then; a later lesson that changes the entry, or an activation that
 //! changes its value, closes it. The definition keeps its open reviews (one per entry at most),
-//! and [`review_changes`] says what a step opened and closed, for the watcher to raise and
+//! and [`crate::review_changes`] says what a step opened and closed, for the watcher to raise and
 //! satisfy the `lesson.review` expectations.
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::definition::DefinitionState;
 use crate::names::{DefinitionId, Name, TaughtBy};
-
-/// The expectation kind a review is raised as (expectations-v1 §16).
-pub const LESSON_REVIEW_KIND: &str = "lesson.review";
-
-/// The subject type of a review: the lesson (expectations-v1 §16).
-pub const LESSON_SUBJECT_TYPE: &str = "lesson";
 
 /// One entry's open review: the version whose lesson taught it with an expiry, and when.
 ///
@@ -73,23 +66,4 @@ impl ReviewChanges {
     pub fn is_empty(&self) -> bool {
         self.opened.is_empty() && self.closed.is_empty()
     }
-}
-
-/// What changed between a definition's reviews `before` a step and `after` it: a review in
-/// `before` that `after` no longer holds (or holds for a later version) was closed; one in
-/// `after` that `before` did not hold was opened. Costs the open reviews of the two states,
-/// one per entry at most.
-pub fn review_changes(before: &DefinitionState, after: &DefinitionState) -> ReviewChanges {
-    let mut changes = ReviewChanges::default();
-    for (key, review) in before.reviews() {
-        if after.reviews().get(key) != Some(review) {
-            changes.closed.push(review.clone());
-        }
-    }
-    for (key, review) in after.reviews() {
-        if before.reviews().get(key) != Some(review) {
-            changes.opened.push(review.clone());
-        }
-    }
-    changes
 }

@@ -99,7 +99,7 @@ pub async fn ingest_task(
     }
     if out.raised > 0 {
         if let Some(task_id) = event.task_id() {
-            watcher_runtime::origins::follow_origin(watcher, tenant, agent, task_id, now).await;
+            watcher.follow_origin(tenant, agent, task_id, now).await;
         }
     }
     Ok(out)

@@ -19,15 +19,11 @@ use watcher_core::expectation::Expectation;
 use watcher_core::ids::{AgentId, ContextId, FactKey, Source, Subject, TaskId, Tenant};
 use watcher_core::time::Instant;
 
-use watcher_core::lapse::{Delivery, Lapse};
-
 use crate::directory::Directory;
-use crate::store::{DeliveryState, OutboxEntry, Store};
+use crate::store::Store;
 use crate::watcher::{Applied, ApplyError, Watcher};
 
-/// The raiser of every `lesson.review` expectation, and the source of the facts that satisfy
-/// them: the Learnables authority. No configured agent or source may take this id.
-pub const AUTHORITY_AGENT: &str = "learnables-authority";
+pub use crate::authority::AUTHORITY_AGENT;
 
 /// The expectation kind (expectations-v1 §16).
 pub const LESSON_REVIEW_KIND: &str = "lesson.review";
@@ -102,25 +98,6 @@ pub fn authority_profile() -> AgentProfile {
 /// [`AUTHORITY_AGENT`] as an agent id.
 pub fn authority() -> AgentId {
     AgentId::parse(AUTHORITY_AGENT).unwrap_or_else(|_| unreachable!("a valid id"))
-}
-
-/// The outbox entry of a lapse of the authority's: recorded, never sent
-/// ([`DeliveryState::Unaddressed`]); its request is the lapse task an agent would have been
-/// sent, so `GET /v1/lapses` and the notification bodies read it as any other.
-pub(crate) fn unaddressed(lapse: &Lapse, now: Instant) -> OutboxEntry {
-    OutboxEntry {
-        delivery: DeliveryState::Unaddressed,
-        next_attempt_at: now,
-        ..OutboxEntry::queued(
-            lapse.tenant.clone(),
-            lapse.agent.clone(),
-            lapse.message_id.clone(),
-            lapse.block.expectation_id.clone(),
-            lapse.block.lapse,
-            lapse.block.lapsed_at,
-            lapse.request(&Delivery::default()),
-        )
-    }
 }
 
 /// Who raises a review of a definition owned by `owner`: the owner's profile when it is

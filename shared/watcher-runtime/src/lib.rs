@@ -1,6 +1,7 @@
 //! The watcher's shell: the [`store::Store`] port with its indexes, the in-memory store, the
 //! agent directory, the step loop ([`watcher::Watcher`]) and replay (contracts/replay.md).
 
+pub mod authority;
 pub mod clock;
 pub mod directory;
 pub mod facts;
@@ -10,6 +11,7 @@ pub mod lesson_review;
 pub mod memory;
 pub mod metrics;
 pub mod operators;
+pub mod origin_following;
 pub mod origins;
 pub mod ports;
 pub mod push;

@@ -4,7 +4,7 @@
 //! that raised open expectations is asked for its state, backing off, until it is terminal, so a
 //! cancel whose push never came still withdraws.
 //!
-//! Both deployments keep the followed tasks in the store ([`follow_origin`],
+//! Both deployments keep the followed tasks in the store (`Watcher::follow_origin`,
 //! `Origins::origin_follow`, `Directory::set_origins_in_store`), so a restart or another function
 //! instance forgets none. [`OriginQueue`] is the earlier in-memory, bounded form
 //! ([`OriginQueue::capacity`]), used only when the store is not (nothing here survives a
@@ -235,47 +235,6 @@ impl OriginQueue {
     /// Whether no task is followed.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-/// Follows the origin task `task_id` of `agent` from `now` when the agent's origins are
-/// reconciled (issue 11 item 5: called when the task raised expectations): in the store when
-/// the directory says so ([`crate::directory::Directory::set_origins_in_store`]: the serverless
-/// deployment; first poll [`OriginQueue::first_poll`] later, a task already followed keeping
-/// its schedule), else in the directory's in-memory queue. Answers whether it is followed; a
-/// store failure is logged and answers `false` (the origin is still checked before any lapse
-/// task is sent).
-pub async fn follow_origin<S: crate::store::Store + ?Sized>(
-    watcher: &crate::watcher::Watcher<S>,
-    tenant: &Tenant,
-    agent: &AgentId,
-    task_id: &str,
-    now: Instant,
-) -> bool {
-    let directory = &watcher.directory;
-    if !directory.origins_in_store() {
-        return directory.follow_origin(tenant, agent, task_id, now);
-    }
-    if !directory.reconciles(tenant, agent) {
-        return false;
-    }
-    let first = jiff::SignedDuration::try_from(directory.origins().first_poll())
-        .unwrap_or(jiff::SignedDuration::MAX);
-    let origin = FollowedOrigin {
-        tenant: tenant.clone(),
-        agent: agent.clone(),
-        task_id: task_id.to_owned(),
-        since: now,
-        next_at: now.checked_add(first).unwrap_or(Instant::MAX),
-    };
-    match watcher.store.origin_follow(&origin).await {
-        Ok(_) => true,
-        Err(e) => {
-            tracing::warn!(%tenant, %agent, task_id, error = %e,
-                "origin-task reconciliation: following the task in the store failed (its origin \
-                 is still checked once before any lapse task is sent)");
-            false
-        }
     }
 }
 

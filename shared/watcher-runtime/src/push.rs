@@ -139,7 +139,7 @@ impl<S: Store + ?Sized> Watcher<S> {
             .iter()
             .any(|e| matches!(e, Effect::Raised { .. }));
         if let (Some(task_id), true) = (event.task_id(), raised_any) {
-            crate::origins::follow_origin(self, tenant, agent, task_id, now).await;
+            self.follow_origin(tenant, agent, task_id, now).await;
         }
         track_lapse_task(&*self.store, tenant, agent, event, now).await;
         Ok(outcome(&applied.effects, carried, warnings))

@@ -57,7 +57,7 @@ pub enum DeliveryState {
     Withdrawn,
     /// Never sent: no agent receives it. A lapse of an expectation the Learnables authority
     /// raised (`lesson.review`, expectations-v1 §16) is recorded for the notification
-    /// channels and `GET /v1/lapses` only ([`crate::lesson_review`]).
+    /// channels and `GET /v1/lapses` only (the `lesson_review` module).
     Unaddressed,
 }
 

@@ -502,8 +502,8 @@ impl<S: Store + ?Sized> Watcher<S> {
                 _ => None,
             })
             .filter_map(|l| {
-                if l.agent.as_str() == crate::lesson_review::AUTHORITY_AGENT {
-                    return Some(crate::lesson_review::unaddressed(l, now));
+                if l.agent.as_str() == crate::authority::AUTHORITY_AGENT {
+                    return Some(crate::authority::unaddressed(l, now));
                 }
                 let agent = self.directory.get(&l.tenant, &l.agent)?;
                 agent.submits_lapses.then(|| OutboxEntry {
