@@ -17,43 +17,10 @@
 //! The rules are pure functions so that the memory, SQLite and DynamoDB stores apply the very
 //! same ones, each inside its own atomic step.
 
-use serde::{Deserialize, Serialize};
 use watcher_core::time::Instant;
 
-use crate::store::{DeliveryState, OutboxEntry};
-
-/// A sender's claim on an outbox entry: `owner` posts it, and nobody else may before `until`
-/// (except the successor of a restarted sender, see [`Lease::sender`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Lease {
-    /// Names one claim (one sender process, one attempt), unique across processes:
-    /// `{incarnation}#{n}`. The writer that holds it releases it by writing the entry with this
-    /// same lease.
-    pub owner: String,
-    /// The sending process that made the claim (unique per process start).
-    pub incarnation: String,
-    /// A name the sender keeps across its restarts and that no two live senders share (`serve`:
-    /// its database file, which one process serves at a time), or `None` (the submitter
-    /// function: containers come and go). A claim by the same sender in another incarnation
-    /// is its dead predecessor's and is taken over at once, not after `until`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sender: Option<String>,
-    /// The claim holds until this instant, on the claimer's clock; after it, another sender may
-    /// take the entry over.
-    pub until: Instant,
-}
-
-impl Lease {
-    /// Whether `self` (a stored claim) still stops `next` from claiming at `now`: it has not
-    /// expired, and it is not `next`'s sender's previous incarnation.
-    pub fn holds_against(&self, next: &Lease, now: Instant) -> bool {
-        let predecessor = self.sender.is_some()
-            && self.sender == next.sender
-            && self.incarnation != next.incarnation;
-        self.until > now && !predecessor
-    }
-}
+pub use crate::outbox_entry::Lease;
+use crate::outbox_entry::{DeliveryState, OutboxEntry};
 
 /// What [`crate::store::Outbox::outbox_claim`] answered.
 // One is answered per send and matched at once, never stored: boxing the entry buys nothing.

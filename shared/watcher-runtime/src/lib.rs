@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod operators;
 pub mod origin_following;
 pub mod origins;
+pub mod outbox_entry;
 pub mod ports;
 pub mod push;
 pub mod replay;
