@@ -52,6 +52,7 @@ pub mod provision;
 pub mod scheduler;
 pub mod sdk_env;
 pub mod sqs;
+pub mod timer_input;
 pub mod timer_queue;
 
 pub use crate::error::{ConfigError, MessageError};
@@ -60,13 +61,13 @@ pub use crate::names::{
     validate_schedule_name, ScheduleInputError, MAX_SCHEDULE_NAME_LEN, SCHEDULER_RESOLUTION,
 };
 pub use crate::scheduler::{
-    parse_timer_input, SchedulerConfig, SchedulerTimers, TimerInput, DEFAULT_MAX_EVENT_AGE_SECS,
-    DEFAULT_MAX_RETRY_ATTEMPTS,
+    SchedulerConfig, SchedulerTimers, DEFAULT_MAX_EVENT_AGE_SECS, DEFAULT_MAX_RETRY_ATTEMPTS,
 };
 pub use crate::sqs::{
     deduplication_id, message_group_id, parse_queue_message, QueueMessage, SqsLapseQueue,
     MAX_DEDUPLICATION_ID_LEN, MAX_MESSAGE_GROUP_ID_LEN, MAX_VISIBILITY_SECS,
 };
+pub use crate::timer_input::{parse_timer_input, TimerInput};
 pub use crate::timer_queue::{
     delay_seconds, parse_disarm_message, DisarmMessage, SqsTimerQueue, TimerQueue, MAX_DELAY_SECS,
     SCHEDULE_LEAD,

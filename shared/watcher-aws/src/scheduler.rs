@@ -16,14 +16,14 @@ use aws_sdk_scheduler::types::{
 };
 use aws_sdk_scheduler::Client;
 use jiff::SignedDuration;
-use serde::{Deserialize, Serialize};
 use watcher_core::engine::TimerKey;
 use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
 use watcher_runtime::ports::{PortError, Timers};
 
-use crate::error::{permanent, port_error, ConfigError, MessageError};
+use crate::error::{permanent, port_error, ConfigError};
 use crate::names::{at_expression, schedule_name, validate_group_name, validate_schedule_name};
+use crate::timer_input::TimerInput;
 use crate::timer_queue::MAX_DELAY_SECS;
 
 /// Scheduler's largest retry count for a target invocation, used by default.
@@ -130,30 +130,6 @@ impl SchedulerConfig {
         }
         Ok(())
     }
-}
-
-/// The JSON a schedule hands the timer function:
-/// `{"tenant": "...", "timer": {"subject": {"type", "id"}, "expectation": {"agent", "id"},
-/// "kind": "deadline" | "horizon"}}` (the `timer` is [`TimerKey`]'s serde form). It says which
-/// timer to evaluate, never what to decide: the record does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TimerInput {
-    /// The tenant whose record to read.
-    pub tenant: Tenant,
-    /// Which timer fired.
-    pub timer: TimerKey,
-}
-
-/// Reads a schedule's target input, for the timer function.
-///
-/// # Errors
-/// [`MessageError::Malformed`] when it is not a [`TimerInput`] (an id empty or longer than
-/// [`MAX_ID_LEN`](watcher_core::ids::MAX_ID_LEN) included). Not retryable.
-pub fn parse_timer_input(input: &str) -> Result<TimerInput, MessageError> {
-    serde_json::from_str(input).map_err(|source| MessageError::Malformed {
-        what: "timer input",
-        source,
-    })
 }
 
 /// [`Timers`] over EventBridge Scheduler.
@@ -395,6 +371,8 @@ mod tests {
     use watcher_core::ids::{AgentId, ExpectationId, ExpectationRef, Subject};
 
     use super::*;
+    use crate::error::MessageError;
+    use crate::timer_input::parse_timer_input;
 
     fn key() -> TimerKey {
         TimerKey {

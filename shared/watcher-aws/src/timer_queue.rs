@@ -32,7 +32,7 @@ use watcher_runtime::ports::PortError;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{permanent, port_error};
-use crate::scheduler::TimerInput;
+use crate::timer_input::TimerInput;
 
 /// The longest delay SQS gives one message, in seconds (15 minutes).
 pub const MAX_DELAY_SECS: i64 = 900;
