@@ -206,11 +206,6 @@ impl ExpectationRecord {
         self.expectation.due_at
     }
 
-    /// Whether a status of the origin task comes after the status that asked this question.
-    pub fn asked_before(&self, status: &crate::slice::StatusSeen) -> bool {
-        self.question_at.is_some() && status.is_after(self.question_timestamp, self.order.input)
-    }
-
     /// The overdue deadline on the current due time: `dueAt + grace`.
     pub fn deadline(&self) -> Instant {
         self.due_at.plus(self.expectation.grace_or_zero())

@@ -223,6 +223,13 @@ impl StatusTime {
 }
 
 impl StatusSeen {
+    /// Whether this status of the origin task comes after the status that asked `question`
+    /// (an expectation raised by a question, §11).
+    pub fn answers_after(&self, question: &ExpectationRecord) -> bool {
+        question.question_at.is_some()
+            && self.is_after(question.question_timestamp, question.order.input)
+    }
+
     /// The agent's timestamp bounded by receipt (records kept before revision 4 may hold a
     /// timestamp later than `received_at`; it counts as `received_at` all the same).
     fn effective_timestamp(&self) -> Option<Instant> {

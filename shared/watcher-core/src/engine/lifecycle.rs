@@ -107,7 +107,7 @@ fn answer_questions(
             if rec.agent == task.agent
                 && rec.raised_by.task_id == task.task_id
                 && !rec.question_answered
-                && rec.asked_before(status)
+                && status.answers_after(rec)
             {
                 rec.question_answered = true;
                 let fact = answer_fact(rec, status);
