@@ -20,7 +20,6 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::names::{Name, VersionId};
-use crate::registry::Registry;
 use crate::AuthorityError;
 
 /// A definition's collections, by name. Keys are kept sorted, so serialization is stable.
@@ -52,6 +51,32 @@ pub struct Entry {
 
 const COLLECTION_KEYS: &str = "learnable, entry, teaches, skills, entries";
 
+/// What validates and normalizes entry values by the learnable their collection names: the
+/// [`Registry`](crate::Registry). A trait here so that collections need nothing of the
+/// learnables that read them.
+pub trait ValidatesEntries {
+    /// Whether the learnable `learnable` that the collection `collection` names is known.
+    ///
+    /// # Errors
+    /// [`AuthorityError::Refused`] naming the learnables there are (`at` =
+    /// `{collection}/learnable`).
+    fn knows(&self, learnable: &str, collection: &Name) -> Result<(), AuthorityError>;
+
+    /// `value`, of entry `entry` in the collection `collection` whose learnable is `learnable`,
+    /// as the learnable validates and normalizes it.
+    ///
+    /// # Errors
+    /// [`AuthorityError::Refused`] for an unknown learnable (`at` = the collection) or a value
+    /// the learnable refused (`at` = `{collection}/{entry}`, the learnable's own reason).
+    fn validate_entry(
+        &self,
+        learnable: &str,
+        collection: &Name,
+        entry: &Name,
+        value: &Value,
+    ) -> Result<Value, AuthorityError>;
+}
+
 impl Collections {
     /// Parses wire collections and has every entry value validated — and normalized — by the
     /// learnable its collection names (contract: "every value, including those in PUT, is
@@ -62,7 +87,7 @@ impl Collections {
     ///   (e.g. `collections.customers.teaches`);
     /// - [`AuthorityError::Refused`] for a learnable the registry does not know, or a value
     ///   its learnable refused (`at` = `customers/northgate`, `reason` = the learnable's).
-    pub fn parse(raw: &Value, registry: &Registry) -> Result<Self, AuthorityError> {
+    pub fn parse(raw: &Value, registry: &dyn ValidatesEntries) -> Result<Self, AuthorityError> {
         Self::from_json(raw)?.validated(registry)
     }
 
@@ -100,14 +125,17 @@ impl Collections {
     ///
     /// # Errors
     /// [`AuthorityError::Refused`] for an unknown learnable or a refused value.
-    pub fn validated(self, registry: &Registry) -> Result<Self, AuthorityError> {
+    pub fn validated(self, registry: &dyn ValidatesEntries) -> Result<Self, AuthorityError> {
         let mut out = BTreeMap::new();
         for (name, mut collection) in self.0 {
-            let learnable = registry.require(&collection.learnable, &name)?;
+            registry.knows(&collection.learnable, &name)?;
             for (entry_name, entry) in collection.entries.iter_mut() {
-                entry.value = learnable
-                    .validate_value(&entry.value)
-                    .map_err(|r| r.at(format!("{name}/{entry_name}")))?;
+                entry.value = registry.validate_entry(
+                    &collection.learnable,
+                    &name,
+                    entry_name,
+                    &entry.value,
+                )?;
             }
             out.insert(name, collection);
         }

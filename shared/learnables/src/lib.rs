@@ -62,7 +62,7 @@ pub mod schema;
 mod teach_block;
 pub mod text;
 
-pub use collections::{version_id, Collection, Collections, Entry};
+pub use collections::{version_id, Collection, Collections, Entry, ValidatesEntries};
 pub use column_mapping::{ColumnMapping, HEADER_MAX_CHARS};
 pub use definition::{
     activate, active, check, create, descriptors, get_version, history, review_changes, show_back,

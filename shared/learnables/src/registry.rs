@@ -5,7 +5,9 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
+use crate::collections::ValidatesEntries;
 use crate::column_mapping::ColumnMapping;
 use crate::learnable::{DecidedBy, Learnable, LessonField, Settings};
 use crate::marks::Marks;
@@ -133,6 +135,24 @@ pub struct LearnableSummary {
     pub decided_by: DecidedBy,
     /// §6.2 `lessonFields`.
     pub lesson_fields: Vec<LessonField>,
+}
+
+impl ValidatesEntries for Registry {
+    fn knows(&self, learnable: &str, collection: &Name) -> Result<(), AuthorityError> {
+        self.require(learnable, collection).map(|_| ())
+    }
+
+    fn validate_entry(
+        &self,
+        learnable: &str,
+        collection: &Name,
+        entry: &Name,
+        value: &Value,
+    ) -> Result<Value, AuthorityError> {
+        self.require(learnable, collection)?
+            .validate_value(value)
+            .map_err(|r| r.at(format!("{collection}/{entry}")))
+    }
 }
 
 #[cfg(test)]

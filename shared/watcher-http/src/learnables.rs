@@ -395,7 +395,8 @@ async fn put_definition(
     let id = definition_id(&id)?;
     let body: CreateBody = body_as(&headers, &body)?;
     let author = Author::parse(principal, body.taught_by, body.reason)?;
-    let collections = Collections::parse(&body.collections, &state.registry).map_err(authority)?;
+    let collections =
+        Collections::parse(&body.collections, state.registry.as_ref()).map_err(authority)?;
     let created = learnables::create(
         tenant.clone(),
         id.clone(),
