@@ -27,12 +27,14 @@ use crate::AuthorityError;
 /// Build one with [`Collections::parse`] (structure and every value checked by its learnable)
 /// or [`Collections::from_json`] (structure only, e.g. reading back what a store holds).
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct Collections(BTreeMap<Name, Collection>);
 
 /// One collection: which learnable owns it, the descriptor fields that are its own (§6.2
 /// `entry`, `teaches`, `skills`), and its entries.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Collection {
     learnable: String,
     entry: String,
@@ -44,6 +46,7 @@ pub struct Collection {
 
 /// One entry: a label for people and a value for its learnable.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Entry {
     label: String,
     value: Value,

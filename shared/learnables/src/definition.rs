@@ -125,6 +125,7 @@ pub struct Tombstone {
 
 /// What a history entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum HistoryKind {
     /// The definition was created (version 1).
@@ -145,6 +146,7 @@ pub enum HistoryKind {
 /// `tombstone`, null). Entries about a tombstoned version keep `taughtBy`, `via` and `at`, with
 /// `reason` and `describes` set to null and `"redacted": true`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEntry {
     kind: HistoryKind,
@@ -155,10 +157,12 @@ pub struct HistoryEntry {
     via: Via,
     reason: Option<Reason>,
     describes: Option<String>,
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
     at: Timestamp,
     #[serde(default, skip_serializing_if = "is_false")]
     redacted: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
     expires_at: Option<Timestamp>,
 }
 
@@ -381,6 +385,7 @@ impl DefinitionState {
 /// A version as served: `{ "definitionVersion", "versionId", "collections" }` (contract
 /// `GET /v1/definitions/{id}` and `.../versions/{n}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ServedVersion {
     /// The version number.
@@ -419,6 +424,7 @@ pub struct LearnableDescriptor {
 ///
 /// Wire shape: `{ "matches": n, "changes": [{ "input": i, "from": entry|null, "to": entry|null }] }`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CheckReport {
     /// How many corpus inputs the lesson's value, on its own, would match.
     pub matches: usize,
@@ -428,6 +434,7 @@ pub struct CheckReport {
 
 /// One input whose winning entry a lesson would change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Change {
     /// Index into the corpus.
     pub input: usize,

@@ -125,6 +125,7 @@ impl fmt::Debug for Registry {
 ///
 /// Wire shape: `{ "name", "how", "decidedBy", "lessonFields": [LessonField] }`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LearnableSummary {
     /// The registry name, e.g. `"marks"`.

@@ -37,6 +37,9 @@ use watcher_runtime::clock::Clock;
 
 use crate::auth::{Credentials, Principal, Role};
 use crate::body::json_body;
+pub use crate::learnables_answers::{
+    Activated, DescriptorsList, HistoryList, LearnablesList, Tombstoned,
+};
 use crate::lesson_reviews::LessonReviews;
 use crate::limits::Limits;
 use crate::problem::ApiError;
@@ -364,7 +367,7 @@ async fn list_learnables(
     headers: HeaderMap,
 ) -> Result<Json<impl Serialize>, ApiError> {
     caller(&state, &headers, READERS)?;
-    Ok(Json(Learnables {
+    Ok(Json(LearnablesList {
         learnables: state.registry.summaries(),
     }))
 }
@@ -379,7 +382,7 @@ async fn get_descriptors(
     let (_, tenant) = caller(&state, &headers, READERS)?;
     let definition = load(&state, &tenant, &definition_id(&id)?).await?;
     let descriptors = learnables::descriptors(&definition, &state.registry).map_err(authority)?;
-    Ok(Json(Learnables {
+    Ok(Json(DescriptorsList {
         learnables: descriptors,
     }))
 }
@@ -563,7 +566,7 @@ async fn get_history(
 ) -> Result<Json<impl Serialize>, ApiError> {
     let (_, tenant) = caller(&state, &headers, READERS)?;
     let definition = load(&state, &tenant, &definition_id(&id)?).await?;
-    Ok(Json(History {
+    Ok(Json(HistoryList {
         history: learnables::history(&definition),
     }))
 }
@@ -653,38 +656,4 @@ async fn post_tombstone(
         definition_version: n,
         version_id,
     }))
-}
-
-/// `{ "learnables": [...] }`: the registry's learnables (`GET /v1/learnables`) or a definition's
-/// descriptors (§6.2).
-#[derive(Serialize)]
-struct Learnables<T> {
-    learnables: T,
-}
-
-/// `{ "history": [...] }`, newest first (`GET /v1/definitions/{id}/history`).
-#[derive(Serialize)]
-struct History<T> {
-    history: T,
-}
-
-/// The answer of `POST /v1/definitions/{id}/activate` (§10.3): `previousVersionId` only when
-/// something was recorded.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Activated<V, P> {
-    activated: bool,
-    definition_version: u64,
-    version_id: V,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    previous_version_id: Option<P>,
-}
-
-/// The answer of `POST /v1/definitions/{id}/versions/{n}/tombstone` (§14).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Tombstoned<V> {
-    tombstoned: bool,
-    definition_version: u64,
-    version_id: V,
 }

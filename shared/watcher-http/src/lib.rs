@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod body;
 pub mod learnables;
+pub mod learnables_answers;
 pub mod lesson_reviews;
 pub mod limits;
 pub mod page;

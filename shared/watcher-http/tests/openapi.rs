@@ -90,42 +90,90 @@ fn every_mounted_route_is_documented_and_every_documented_route_is_mounted() {
 }
 
 /// The answers the handlers return as typed values: (method, path as documented, status, the
-/// answer's schema, a reference into `components.schemas` the generator collects).
-fn typed_answers(g: &mut schemars::SchemaGenerator) -> Vec<(&'static str, &'static str, Value)> {
+/// answer's schema: a reference into `components.schemas`, which the generator collects).
+fn typed_answers(
+    g: &mut schemars::SchemaGenerator,
+) -> Vec<(&'static str, &'static str, &'static str, Value)> {
+    use learnables::{CheckReport, ServedVersion};
+    use watcher_http::learnables::{
+        Activated, DescriptorsList, HistoryList, LearnablesList, Tombstoned,
+    };
     use watcher_http::routes::{HealthAnswer, LapsesPage, RejectionsPage};
     use watcher_runtime::facts::FactsOutcome;
     use watcher_runtime::push::PushOutcome;
     use watcher_runtime::view::{AgentsPage, SubjectView};
-    let answer = |method, path, schema: schemars::Schema| (method, path, schema.to_value());
+    let ok = |method, path, schema: schemars::Schema| (method, path, "200", schema.to_value());
     vec![
-        answer("get", "/healthz", g.subschema_for::<HealthAnswer>()),
-        answer(
+        ok("get", "/healthz", g.subschema_for::<HealthAnswer>()),
+        ok(
             "post",
             "/v1/agents/{agent_id}/push",
             g.subschema_for::<PushOutcome>(),
         ),
-        answer(
+        ok(
             "get",
             "/v1/agents/{agent_id}/rejections",
             g.subschema_for::<RejectionsPage>(),
         ),
-        answer("post", "/v1/facts", g.subschema_for::<FactsOutcome>()),
-        answer(
+        ok("post", "/v1/facts", g.subschema_for::<FactsOutcome>()),
+        ok(
             "get",
             "/v1/sources/{source_id}/rejections",
             g.subschema_for::<RejectionsPage>(),
         ),
-        answer(
+        ok(
             "get",
             "/v1/subjects/{subject_type}/{subject_id}",
             g.subschema_for::<SubjectView>(),
         ),
-        answer("get", "/v1/lapses", g.subschema_for::<LapsesPage>()),
-        answer("get", "/v1/agents", g.subschema_for::<AgentsPage>()),
+        ok("get", "/v1/lapses", g.subschema_for::<LapsesPage>()),
+        ok("get", "/v1/agents", g.subschema_for::<AgentsPage>()),
+        ok("get", "/v1/learnables", g.subschema_for::<LearnablesList>()),
+        ok(
+            "get",
+            "/v1/definitions/{id}",
+            g.subschema_for::<ServedVersion>(),
+        ),
+        (
+            "put",
+            "/v1/definitions/{id}",
+            "201",
+            g.subschema_for::<ServedVersion>().to_value(),
+        ),
+        ok(
+            "get",
+            "/v1/definitions/{id}/descriptors",
+            g.subschema_for::<DescriptorsList>(),
+        ),
+        ok(
+            "get",
+            "/v1/definitions/{id}/versions/{n}",
+            g.subschema_for::<ServedVersion>(),
+        ),
+        ok(
+            "post",
+            "/v1/definitions/{id}/lessons:check",
+            g.subschema_for::<CheckReport>(),
+        ),
+        ok(
+            "get",
+            "/v1/definitions/{id}/history",
+            g.subschema_for::<HistoryList>(),
+        ),
+        ok(
+            "post",
+            "/v1/definitions/{id}/activate",
+            g.subschema_for::<Activated>(),
+        ),
+        ok(
+            "post",
+            "/v1/definitions/{id}/versions/{n}/tombstone",
+            g.subschema_for::<Tombstoned>(),
+        ),
     ]
 }
 
-/// issue 23 item 3: each typed answer's 200 schema in docs/openapi.json is a reference into
+/// issue 23 item 3: each typed answer's schema in docs/openapi.json is a reference into
 /// `components.schemas`, and those components are what the Rust types generate (schemars,
 /// JSON Schema 2020-12 as OpenAPI 3.1 reads it). `UPDATE_DOCS=1 cargo test -p watcher-http
 /// --test it openapi::` rewrites them after a type changes.
@@ -149,11 +197,11 @@ fn the_typed_answers_schemas_are_generated_from_their_types() {
     for (name, schema) in definitions {
         schemas.insert(name, schema);
     }
-    for (method, route, schema) in answers {
-        let ok = &mut want["paths"][route][method]["responses"]["200"];
+    for (method, route, status, schema) in answers {
+        let ok = &mut want["paths"][route][method]["responses"][status];
         assert!(
             ok.is_object(),
-            "docs/openapi.json has no 200 for {method} {route}"
+            "docs/openapi.json has no {status} for {method} {route}"
         );
         ok["content"]["application/json"]["schema"] = schema;
     }
