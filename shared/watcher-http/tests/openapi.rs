@@ -98,7 +98,7 @@ fn typed_answers(
     use watcher_http::learnables::{
         Activated, DescriptorsList, HistoryList, LearnablesList, Tombstoned,
     };
-    use watcher_http::routes::{HealthAnswer, LapsesPage, RejectionsPage};
+    use watcher_http::routes::{HealthAnswer, LapsesPage, RejectionsPage, RetryAnswer};
     use watcher_runtime::facts::FactsOutcome;
     use watcher_runtime::push::PushOutcome;
     use watcher_runtime::view::{AgentsPage, SubjectView};
@@ -127,6 +127,7 @@ fn typed_answers(
             g.subschema_for::<SubjectView>(),
         ),
         ok("get", "/v1/lapses", g.subschema_for::<LapsesPage>()),
+        ok("post", "/v1/lapses/retry", g.subschema_for::<RetryAnswer>()),
         ok("get", "/v1/agents", g.subschema_for::<AgentsPage>()),
         ok("get", "/v1/learnables", g.subschema_for::<LearnablesList>()),
         ok(

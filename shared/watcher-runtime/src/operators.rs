@@ -53,6 +53,7 @@ pub struct Requeued {
 
 /// A messageId that was not re-queued.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SkippedId {
     /// The messageId.

@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::Json;
-use serde_json::{json, Value};
+use serde_json::Value;
 use watcher_core::ids::AgentId;
 use watcher_core::time::Instant;
 use watcher_runtime::store::{DeliveryState, LapseQuery};
@@ -91,7 +91,7 @@ pub async fn retry_lapses(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RetryAnswer>, ApiError> {
     let principal = state
         .credentials
         .require(&headers, &[Role::Operator], false)?;
@@ -164,12 +164,28 @@ pub async fn retry_lapses(
         // The agent's delivery lane looks at once.
         state.wake.notify_waiters();
     }
-    Ok(Json(json!({
-        "requeued": done.requeued.len(),
-        "messageIds": done.requeued,
-        "skipped": done.skipped,
-        "more": done.more,
-    })))
+    Ok(Json(RetryAnswer {
+        requeued: done.requeued.len(),
+        message_ids: done.requeued,
+        skipped: done.skipped,
+        more: done.more,
+    }))
+}
+
+/// What `POST /v1/lapses/retry` answers: `{ "requeued": n, "messageIds": [...], "skipped":
+/// [{ "messageId", "reason" }], "more": bool }`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RetryAnswer {
+    /// How many failed lapse tasks were put back in the queue.
+    pub requeued: usize,
+    /// Their messageIds.
+    pub message_ids: Vec<String>,
+    /// messageIds asked for that were not re-queued, with why.
+    pub skipped: Vec<watcher_runtime::operators::SkippedId>,
+    /// More failed lapse tasks remain than one call re-queues; call again.
+    pub more: bool,
 }
 
 /// A page of lapse tasks: `{ "lapses": [LapseView], "nextCursor": "…" | null }`.
