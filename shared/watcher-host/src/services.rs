@@ -127,7 +127,7 @@ impl Service {
     pub fn shown_by(self) -> &'static str {
         match self {
             Service::HttpRoutes => "`watcher-http/tests/template_routes.rs`, `openapi.rs`",
-            Service::Deadlines => "`tests/serve_semantics.rs`; `tests/aws_local.rs`; `watcher-lambda/tests/end_to_end/`",
+            Service::Deadlines => "`tests/deployments/scenarios.rs` `lapse_each_kind` (both deployments); `tests/aws_local.rs`; `watcher-lambda/tests/end_to_end/`",
             Service::LateTimers => "`watcher-runtime/tests/fire_due.rs`",
             Service::HandOver => "`watcher-runtime/tests/fire_hand_over.rs`; `bench` burst phase",
             Service::SendOnce => "conformance `outbox_claims_are_exclusive`; `watcher-lambda/tests/submitter_lanes.rs` `two_submitters_handed_one_batch_send_each_message_once`; `tests/serve_crash.rs`",

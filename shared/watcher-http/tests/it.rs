@@ -8,6 +8,7 @@ mod learnables_http;
 mod openapi;
 mod pagination;
 mod schemas;
+mod semantics;
 mod strict_bodies;
 mod template_routes;
 mod web_page;

@@ -100,3 +100,138 @@ pub async fn operator_request(
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     (status, content_type, body, bytes.len())
 }
+
+/// The booking agent's push token in [`InProcess`].
+pub const PUSH_TOKEN: &str = "push-token-booking";
+/// The source `carrier-feed:emirates`'s token in [`InProcess`].
+pub const SOURCE_TOKEN: &str = "src-token-carrier";
+
+/// The watcher's routes in-process, over a memory store on a simulated clock, with the agent
+/// `booking` (its push token [`PUSH_TOKEN`]), the source `carrier-feed:emirates`
+/// ([`SOURCE_TOKEN`]) and the operator `ops-desk` ([`OPERATOR`]): the end-to-end tests that
+/// need no process (the routes, the engine and the record, with no timer or delivery loop).
+pub struct InProcess {
+    app: Router,
+    /// The watcher's clock; tests move it with `set`.
+    pub clock: Arc<FakeClock>,
+}
+
+/// A route's answer: its status and its body as JSON (`Null` when it is not).
+#[derive(Debug)]
+pub struct Answer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body.
+    pub body: Value,
+}
+
+impl Answer {
+    /// Asserts a problem+json answer with `status`; gives its `detail`.
+    pub fn assert_problem(&self, status: u16) -> String {
+        assert_eq!(self.status, status, "{self:?}");
+        self.body["detail"].as_str().unwrap_or_default().to_string()
+    }
+}
+
+impl InProcess {
+    /// The routes with the clock at `at` (RFC 3339).
+    pub fn at(at: &str) -> InProcess {
+        let clock = Arc::new(FakeClock::new(Instant::parse(at).unwrap()));
+        let mut credentials = Credentials::new();
+        for (token, role, id) in [
+            (OPERATOR, Role::Operator, "ops-desk"),
+            (PUSH_TOKEN, Role::Agent, "booking"),
+            (SOURCE_TOKEN, Role::Source, "carrier-feed:emirates"),
+        ] {
+            credentials
+                .insert(
+                    token,
+                    Principal {
+                        role,
+                        id: id.into(),
+                        tenant: Tenant::default_tenant(),
+                        on_behalf_of: Vec::new(),
+                    },
+                )
+                .unwrap();
+        }
+        let store: Arc<dyn Store> = Arc::new(watcher_runtime::memory::MemoryStore::new());
+        let watcher = Watcher::new(
+            store,
+            three_agents(),
+            watcher_core::settings::Settings::default(),
+        );
+        let app = watcher_router(AppState {
+            watcher: Arc::new(watcher),
+            credentials: Arc::new(credentials),
+            clock: clock.clone(),
+            wake: Arc::new(Notify::new()),
+        });
+        InProcess { app, clock }
+    }
+
+    /// The clock's instant now.
+    pub fn now(&self) -> jiff::Timestamp {
+        use watcher_runtime::clock::Clock as _;
+        self.clock.now().timestamp().unwrap()
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        uri: &str,
+        auth: (&str, &str),
+        body: Option<&Value>,
+    ) -> Answer {
+        let request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(auth.0, auth.1);
+        let request = match body {
+            Some(b) => request
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(b.to_string())),
+            None => request.body(Body::empty()),
+        }
+        .unwrap();
+        let response = self.app.clone().oneshot(request).await.unwrap();
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        Answer {
+            status,
+            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        }
+    }
+
+    /// `POST /v1/agents/booking/push` with the agent's token in `X-A2A-Notification-Token`.
+    pub async fn push(&self, body: &Value) -> Answer {
+        self.send(
+            "POST",
+            "/v1/agents/booking/push",
+            ("X-A2A-Notification-Token", PUSH_TOKEN),
+            Some(body),
+        )
+        .await
+    }
+
+    /// `POST /v1/facts` as the source.
+    pub async fn report(&self, body: &Value) -> Answer {
+        let bearer = format!("Bearer {SOURCE_TOKEN}");
+        self.send("POST", "/v1/facts", ("Authorization", &bearer), Some(body))
+            .await
+    }
+
+    /// `GET /v1/subjects/shipment/{id}` as the operator: the body, or `None` when not 200.
+    pub async fn shipment(&self, id: &str) -> Option<Value> {
+        let bearer = format!("Bearer {OPERATOR}");
+        let a = self
+            .send(
+                "GET",
+                &format!("/v1/subjects/shipment/{id}"),
+                ("Authorization", &bearer),
+                None,
+            )
+            .await;
+        (a.status == 200).then_some(a.body)
+    }
+}
