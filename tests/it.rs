@@ -21,7 +21,6 @@ mod serve_metrics;
 mod serve_notify;
 mod serve_reconcile;
 mod serve_retention;
-mod serve_warnings;
 mod serve_warnings_once;
 mod serve_webhooks;
 mod validate_cli;

@@ -11,4 +11,5 @@ mod schemas;
 mod semantics;
 mod strict_bodies;
 mod template_routes;
+mod warnings;
 mod web_page;

@@ -6,49 +6,15 @@
 //! pinned on the engine in `shared/watcher-runtime/tests/rules_revision3.rs`,
 //! `rules_revision4.rs` and `cases.rs`.
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use serde_json::{json, Value};
 use watcher_core::time::Instant;
 
-use crate::common::InProcess;
+use crate::common::{expectation, fmt, one_expectation, plus, status_update, InProcess, URI};
 
-const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
 const MANIFEST: &str = "exp-manifest-1";
 /// The clock's start.
 const T0: &str = "2026-09-10T12:00:00Z";
-
-fn plus(t: Timestamp, secs: i64) -> Timestamp {
-    t + SignedDuration::from_secs(secs)
-}
-
-/// An instant as the watcher prints whole seconds: `2026-09-10T20:15:00Z`.
-fn fmt(t: Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-fn status_update(task: &str, status: Value) -> Value {
-    json!({ "statusUpdate": { "taskId": task, "contextId": format!("ctx-{task}"), "status": status } })
-}
-
-/// An artifact update from `task` raising one `shipment.manifest` expectation `id` about
-/// `shipment`, due at `due` with an hour's grace.
-fn one_expectation(task: &str, id: &str, shipment: &str, due: Timestamp) -> Value {
-    json!({ "artifactUpdate": {
-        "taskId": task, "contextId": format!("ctx-{task}"),
-        "artifact": {
-            "artifactId": format!("artifact-{task}"),
-            "parts": [{ "text": "booked" }],
-            "extensions": [URI],
-            "metadata": { URI: { "expectations": [{
-                "expectationId": id, "kind": "shipment.manifest",
-                "subject": { "type": "shipment", "id": shipment },
-                "expects": format!("the airline manifest for {shipment}"),
-                "satisfiedBy": { "factKey": format!("shipment.manifest.received:{shipment}") },
-                "dueAt": fmt(due), "grace": "PT1H", "basis": "observed"
-            }] } }
-        }
-    } })
-}
 
 /// A question (§11) stamped `stamp`, raising `id` about shipment `shipment`, answered by
 /// `answered:{task}`, due at `due`.
@@ -70,13 +36,6 @@ fn question(task: &str, id: &str, shipment: &str, stamp: &str, due: Timestamp) -
             },
         }),
     )
-}
-
-fn expectation<'a>(subject: &'a Value, id: &str) -> &'a Value {
-    subject["expectations"]
-        .as_array()
-        .and_then(|l| l.iter().find(|e| e["expectationId"] == id))
-        .unwrap_or_else(|| panic!("{id} is not in {subject:#}"))
 }
 
 /// The 0.3 name and the ProtoJSON number of CANCELED withdraw what the task raised; a state that

@@ -221,6 +221,20 @@ impl InProcess {
             .await
     }
 
+    /// `GET path` as the operator.
+    pub async fn get(&self, path: &str) -> Answer {
+        let bearer = format!("Bearer {OPERATOR}");
+        self.send("GET", path, ("Authorization", &bearer), None)
+            .await
+    }
+
+    /// `GET path` with `token` as the bearer.
+    pub async fn get_as(&self, path: &str, token: &str) -> Answer {
+        let bearer = format!("Bearer {token}");
+        self.send("GET", path, ("Authorization", &bearer), None)
+            .await
+    }
+
     /// `GET /v1/subjects/shipment/{id}` as the operator: the body, or `None` when not 200.
     pub async fn shipment(&self, id: &str) -> Option<Value> {
         let bearer = format!("Bearer {OPERATOR}");
@@ -234,4 +248,64 @@ impl InProcess {
             .await;
         (a.status == 200).then_some(a.body)
     }
+}
+
+// The bodies the in-process tests send.
+
+use jiff::{SignedDuration, Timestamp};
+use serde_json::json;
+
+/// The Expectations extension's URI.
+pub const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
+
+/// `t` plus `secs` seconds.
+pub fn plus(t: Timestamp, secs: i64) -> Timestamp {
+    t + SignedDuration::from_secs(secs)
+}
+
+/// An instant as the watcher prints whole seconds: `2026-09-10T20:15:00Z`.
+pub fn fmt(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// A status update of `task` (context `ctx-{task}`) carrying `status`.
+pub fn status_update(task: &str, status: Value) -> Value {
+    json!({ "statusUpdate": { "taskId": task, "contextId": format!("ctx-{task}"), "status": status } })
+}
+
+/// An artifact update from `task` raising one `shipment.manifest` expectation `id` about
+/// `shipment`, due at `due` with an hour's grace.
+pub fn one_expectation(task: &str, id: &str, shipment: &str, due: Timestamp) -> Value {
+    json!({ "artifactUpdate": {
+        "taskId": task, "contextId": format!("ctx-{task}"),
+        "artifact": {
+            "artifactId": format!("artifact-{task}"),
+            "parts": [{ "text": "booked" }],
+            "extensions": [URI],
+            "metadata": { URI: { "expectations": [{
+                "expectationId": id, "kind": "shipment.manifest",
+                "subject": { "type": "shipment", "id": shipment },
+                "expects": format!("the airline manifest for {shipment}"),
+                "satisfiedBy": { "factKey": format!("shipment.manifest.received:{shipment}") },
+                "dueAt": fmt(due), "grace": "PT1H", "basis": "observed"
+            }] } }
+        }
+    } })
+}
+
+/// The expectation `id` in a subject view.
+pub fn expectation<'a>(subject: &'a Value, id: &str) -> &'a Value {
+    subject["expectations"]
+        .as_array()
+        .and_then(|l| l.iter().find(|e| e["expectationId"] == id))
+        .unwrap_or_else(|| panic!("{id} is not in {subject:#}"))
+}
+
+/// The departure fact of §9.2 for `shipment`, observed at `observed`.
+pub fn departure_fact(shipment: &str, observed: Timestamp) -> Value {
+    serde_json::json!({
+        "factKey": format!("shipment.departed:{shipment}"),
+        "observedAt": fmt(observed),
+        "subject": { "type": "shipment", "id": shipment },
+    })
 }

@@ -1,15 +1,17 @@
 //! Tell the sender what was ignored: unknown members of an expectation, of the extension's
 //! metadata object and of a fact come back as `warnings` naming the member and the nearest known
 //! one; an artifact listing the extension without its metadata is a warning too. Nothing is
-//! refused for it.
+//! refused for it. Through the routes in-process on a simulated clock (no process adds anything
+//! here; `serve` printing each configuration warning once is `tests/serve_warnings_once.rs`).
 
-use crate::common;
-
-use jiff::Timestamp;
 use serde_json::{json, Value};
-use watcher_delivery::testing::{spawn_capture_agent, Behaviour};
 
-use common::*;
+use crate::common::{
+    departure_fact, fmt, one_expectation, plus, InProcess, PUSH_TOKEN, SOURCE_TOKEN, URI,
+};
+
+/// The source of [`SOURCE_TOKEN`].
+const SOURCE_ID: &str = "carrier-feed:emirates";
 
 fn warnings(body: &Value) -> Vec<String> {
     body["warnings"]
@@ -24,11 +26,10 @@ fn warnings(body: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn ignored_members_are_named_in_the_answer() {
-    let agent = spawn_capture_agent(Behaviour::accept()).await;
-    let w = spawn_watcher(&agent, "").await;
-    let due = plus(Timestamp::now(), 3600);
+    let w = InProcess::at("2026-09-10T12:00:00Z");
+    let due = plus(w.now(), 3600);
 
-    let mut push = one_expectation("task-w", "exp-w", "PA-W", due, "PT1H");
+    let mut push = one_expectation("task-w", "exp-w", "PA-W", due);
     let block = &mut push["artifactUpdate"]["artifact"]["metadata"][URI];
     block["expectations"][0]["horizn"] = json!(fmt(plus(due, 60)));
     block["withdrow"] = json!([]);
@@ -53,7 +54,7 @@ async fn ignored_members_are_named_in_the_answer() {
     );
 
     // Listing the extension without its metadata raises nothing, and says so.
-    let mut bare = one_expectation("task-x", "exp-x", "PA-X", due, "PT1H");
+    let mut bare = one_expectation("task-x", "exp-x", "PA-X", due);
     bare["artifactUpdate"]["artifact"]["metadata"] = json!({});
     let answer = w.push(&bare).await;
     assert_eq!(answer.status, 200, "{answer:?}");
@@ -64,7 +65,7 @@ async fn ignored_members_are_named_in_the_answer() {
     );
 
     // A fact's unknown member.
-    let mut fact = departure_fact("PA-W", Timestamp::now());
+    let mut fact = departure_fact("PA-W", w.now());
     fact["obsevedBy"] = json!("gate 4");
     let answer = w.report(&json!({ "facts": [fact] })).await;
     assert_eq!(answer.status, 200, "{answer:?}");
@@ -90,7 +91,7 @@ async fn ignored_members_are_named_in_the_answer() {
     assert_eq!(horizn.len(), 1, "{list:?}");
     assert_eq!(horizn[0]["warning"], json!(true), "{list:?}");
     assert_eq!(horizn[0]["taskId"], json!("task-w"), "{list:?}");
-    assert!(horizn[0]["at"].is_string(), "{list:?}");
+    assert_eq!(horizn[0]["at"], json!(fmt(w.now())), "{list:?}");
     assert!(
         list.iter().any(|r| r["reason"]
             .as_str()
@@ -107,7 +108,8 @@ async fn ignored_members_are_named_in_the_answer() {
         "nothing was refused: {list:?}"
     );
     // The source's ignored members, kept under the source.
-    let kept = w.get(&format!("/v1/sources/{SOURCE_ID}/rejections")).await;
+    let path = format!("/v1/sources/{SOURCE_ID}/rejections");
+    let kept = w.get(&path).await;
     assert_eq!(kept.status, 200, "{kept:?}");
     let list = kept.body["rejections"]
         .as_array()
@@ -120,24 +122,13 @@ async fn ignored_members_are_named_in_the_answer() {
         .contains("facts[0].obsevedBy"));
     assert_eq!(list[0]["warning"], json!(true));
     // The source itself may read them; another party may not.
-    let own = Answer::of(
-        w.http()
-            .get(w.url(&format!("/v1/sources/{SOURCE_ID}/rejections")))
-            .bearer_auth(SOURCE_TOKEN),
-    )
-    .await;
+    let own = w.get_as(&path, SOURCE_TOKEN).await;
     assert_eq!(own.status, 200, "{own:?}");
-    let agent = Answer::of(
-        w.http()
-            .get(w.url(&format!("/v1/sources/{SOURCE_ID}/rejections")))
-            .bearer_auth(PUSH_TOKEN),
-    )
-    .await;
-    agent.assert_problem(403);
+    w.get_as(&path, PUSH_TOKEN).await.assert_problem(403);
 
     // A clean push has no `warnings`.
     let clean = w
-        .push(&one_expectation("task-y", "exp-y", "PA-Y", due, "PT1H"))
+        .push(&one_expectation("task-y", "exp-y", "PA-Y", due))
         .await;
     assert!(clean.body.get("warnings").is_none(), "{clean:?}");
 }
