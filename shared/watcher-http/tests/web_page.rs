@@ -17,7 +17,7 @@ use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::lapse::Delivery;
 use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
-use watcher_http::{watcher_router, AppState, Credentials, Principal, Role};
+use watcher_http::{watcher_router, AppState, Role};
 use watcher_runtime::clock::FakeClock;
 use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::memory::MemoryStore;
@@ -49,24 +49,11 @@ fn app_on(store: Arc<dyn Store>) -> Router {
         submits_lapses: true,
         delivery: Delivery::default(),
     });
-    let mut credentials = Credentials::new();
-    for (token, role, id) in [
+    let credentials = crate::common::credentials(&[
         (OPERATOR, Role::Operator, "ops-desk"),
         (AGENT, Role::Agent, "booking"),
         (SOURCE, Role::Source, "carrier"),
-    ] {
-        credentials
-            .insert(
-                token,
-                Principal {
-                    role,
-                    id: id.into(),
-                    tenant: Tenant::default_tenant(),
-                    on_behalf_of: Vec::new(),
-                },
-            )
-            .unwrap();
-    }
+    ]);
     watcher_router(AppState {
         watcher: Arc::new(Watcher::new(store, directory, Settings::default())),
         credentials: Arc::new(credentials),

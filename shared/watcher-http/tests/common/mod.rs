@@ -45,21 +45,60 @@ pub fn three_agents() -> Directory {
     directory
 }
 
+/// The credentials of the default tenant's `parties`, each `(token, role, id)`.
+pub fn credentials(parties: &[(&str, Role, &str)]) -> Credentials {
+    let mut credentials = Credentials::new();
+    for (token, role, id) in parties {
+        credentials
+            .insert(
+                token,
+                Principal {
+                    role: *role,
+                    id: (*id).into(),
+                    tenant: Tenant::default_tenant(),
+                    on_behalf_of: Vec::new(),
+                },
+            )
+            .unwrap();
+    }
+    credentials
+}
+
+/// `method uri` on `app` with the header `auth` (name, value) and a JSON `body`, if any: the
+/// status, the `Content-Type` and the body's bytes.
+pub async fn send(
+    app: &Router,
+    method: &str,
+    uri: &str,
+    auth: (&str, &str),
+    body: Option<&Value>,
+) -> (StatusCode, String, axum::body::Bytes) {
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(auth.0, auth.1);
+    let request = match body {
+        Some(b) => request
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(b.to_string())),
+        None => request.body(Body::empty()),
+    }
+    .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, content_type, bytes)
+}
+
 /// The watcher's routes over `watcher` for the operator `ops-desk` of the default tenant (bearer
 /// [`OPERATOR`]), the clock at 2026-09-11T12:00:00Z, waking the delivery lanes through `wake`.
 pub fn operator_router(watcher: Watcher<dyn Store>, wake: Arc<Notify>) -> Router {
-    let mut credentials = Credentials::new();
-    credentials
-        .insert(
-            OPERATOR,
-            Principal {
-                role: Role::Operator,
-                id: "ops-desk".into(),
-                tenant: Tenant::default_tenant(),
-                on_behalf_of: Vec::new(),
-            },
-        )
-        .unwrap();
+    let credentials = credentials(&[(OPERATOR, Role::Operator, "ops-desk")]);
     watcher_router(AppState {
         watcher: Arc::new(watcher),
         credentials: Arc::new(credentials),
@@ -78,25 +117,15 @@ pub async fn operator_request(
     uri: &str,
     body: Option<Value>,
 ) -> (StatusCode, String, Value, usize) {
-    let request = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header(header::AUTHORIZATION, format!("Bearer {OPERATOR}"));
-    let request = match body {
-        Some(b) => request
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(b.to_string())),
-        None => request.body(Body::empty()),
-    }
-    .unwrap();
-    let response = app.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let content_type = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let bearer = format!("Bearer {OPERATOR}");
+    let (status, content_type, bytes) = send(
+        app,
+        method,
+        uri,
+        (header::AUTHORIZATION.as_str(), &bearer),
+        body.as_ref(),
+    )
+    .await;
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     (status, content_type, body, bytes.len())
 }
@@ -137,24 +166,11 @@ impl InProcess {
     /// The routes with the clock at `at` (RFC 3339).
     pub fn at(at: &str) -> InProcess {
         let clock = Arc::new(FakeClock::new(Instant::parse(at).unwrap()));
-        let mut credentials = Credentials::new();
-        for (token, role, id) in [
+        let credentials = credentials(&[
             (OPERATOR, Role::Operator, "ops-desk"),
             (PUSH_TOKEN, Role::Agent, "booking"),
             (SOURCE_TOKEN, Role::Source, "carrier-feed:emirates"),
-        ] {
-            credentials
-                .insert(
-                    token,
-                    Principal {
-                        role,
-                        id: id.into(),
-                        tenant: Tenant::default_tenant(),
-                        on_behalf_of: Vec::new(),
-                    },
-                )
-                .unwrap();
-        }
+        ]);
         let store: Arc<dyn Store> = Arc::new(watcher_runtime::memory::MemoryStore::new());
         let watcher = Watcher::new(
             store,
@@ -183,22 +199,9 @@ impl InProcess {
         auth: (&str, &str),
         body: Option<&Value>,
     ) -> Answer {
-        let request = Request::builder()
-            .method(method)
-            .uri(uri)
-            .header(auth.0, auth.1);
-        let request = match body {
-            Some(b) => request
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(b.to_string())),
-            None => request.body(Body::empty()),
-        }
-        .unwrap();
-        let response = self.app.clone().oneshot(request).await.unwrap();
-        let status = response.status().as_u16();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let (status, _, bytes) = send(&self.app, method, uri, auth, body).await;
         Answer {
-            status,
+            status: status.as_u16(),
             body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
         }
     }
