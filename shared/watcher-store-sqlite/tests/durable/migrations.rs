@@ -444,22 +444,8 @@ async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
     use a2a_types::TaskState;
     use watcher_runtime::store::Outbox as _;
     assert_eq!(SCHEMA_VERSION, 9, "this test migrates from version 7 to 9");
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("watcher.db");
     let t = tenant();
-    {
-        let store = SqliteStore::open(&path).unwrap();
-        store
-            .commit(
-                &t,
-                Commit {
-                    outbox: vec![entry("lapse:1")],
-                    ..Commit::default()
-                },
-            )
-            .await
-            .unwrap();
-    }
+    let (_dir, path) = file_with_lapse_tasks(&["lapse:1"]).await;
     {
         let conn = raw(&path);
         back_to_version_7(&conn);
@@ -468,10 +454,7 @@ async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
     let at = instant("2026-09-10T13:00:00Z");
     {
         let store = SqliteStore::open(&path).unwrap();
-        let version: i64 = raw(&path)
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(version, 9);
+        assert_eq!(user_version(&path), 9);
         assert_eq!(store.lapses(&t).await.unwrap(), vec![entry("lapse:1")]);
         store
             .outbox_task_state(
@@ -501,22 +484,8 @@ async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
 #[tokio::test]
 async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
     assert_eq!(SCHEMA_VERSION, 9, "this test migrates from version 8 to 9");
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("watcher.db");
     let t = tenant();
-    {
-        let store = SqliteStore::open(&path).unwrap();
-        store
-            .commit(
-                &t,
-                Commit {
-                    outbox: vec![entry("lapse:1"), entry("lapse:2")],
-                    ..Commit::default()
-                },
-            )
-            .await
-            .unwrap();
-    }
+    let (_dir, path) = file_with_lapse_tasks(&["lapse:1", "lapse:2"]).await;
     let seqs = |conn: &rusqlite::Connection| -> Vec<(i64, String)> {
         let mut q = conn
             .prepare("SELECT seq, message_id FROM outbox ORDER BY seq")
@@ -530,8 +499,6 @@ async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
         let conn = raw(&path);
         back_to_version_8(&conn);
         conn.pragma_update(None, "user_version", 8).unwrap();
-        let mut unaddressed = entry("lapse:3");
-        unaddressed.delivery = DeliveryState::Unaddressed;
         assert!(
             conn.execute(
                 "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry)
@@ -545,10 +512,7 @@ async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
     };
     let store = SqliteStore::open(&path).unwrap();
     let conn = raw(&path);
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(version, 9);
+    assert_eq!(user_version(&path), 9);
     assert_eq!(seqs(&conn), before, "every row kept with its seq");
     let mut unaddressed = entry("lapse:3");
     unaddressed.delivery = DeliveryState::Unaddressed;
@@ -566,4 +530,30 @@ async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
     assert_eq!(lapses.len(), 3);
     assert_eq!(lapses[2], unaddressed);
     assert!(seqs(&conn)[2].0 > before[1].0, "the sequence carried over");
+}
+
+/// A current file in a fresh directory holding the lapse tasks `ids` (the directory goes when
+/// the guard does).
+async fn file_with_lapse_tasks(ids: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.db");
+    SqliteStore::open(&path)
+        .unwrap()
+        .commit(
+            &tenant(),
+            Commit {
+                outbox: ids.iter().map(|id| entry(id)).collect(),
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    (dir, path)
+}
+
+/// The schema version `PRAGMA user_version` records in the file at `path`.
+fn user_version(path: &Path) -> i64 {
+    raw(path)
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
 }
