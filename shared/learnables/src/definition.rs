@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use crate::collections::{version_id, Collection, Collections};
 use crate::learnable::{DecidedBy, Learnable, LessonField};
 use crate::lesson::{Lesson, LessonResult};
-use crate::names::{DefinitionId, Reason, TaughtBy, TenantId, VersionId, Via};
+use crate::names::{DefinitionId, Name, Reason, TaughtBy, TenantId, VersionId, Via};
 use crate::registry::Registry;
 use crate::review::{review_key, Review, ReviewChanges};
 use crate::AuthorityError;
@@ -326,6 +326,11 @@ impl DefinitionState {
     /// entry, the latest lesson taught into it with `expiresAt` and not changed since.
     pub fn reviews(&self) -> &BTreeMap<String, Review> {
         &self.reviews
+    }
+
+    /// The open review of entry `entry` of collection `collection`, if it has one.
+    pub fn review_of(&self, collection: &Name, entry: &Name) -> Option<&Review> {
+        self.reviews.get(&review_key(collection, entry))
     }
 
     /// Every version, oldest first (tombstoned ones included, without content).

@@ -479,10 +479,11 @@ async fn post_lesson(
     if !done.written {
         // A lesson sent again after the watcher missed its review: raise the entry's open
         // review again (the watcher keeps one).
-        let key = format!("{}/{}", lesson.collection(), lesson.entry());
-        changes
-            .opened
-            .extend(done.state.reviews().get(&key).cloned());
+        changes.opened.extend(
+            done.state
+                .review_of(lesson.collection(), lesson.entry())
+                .cloned(),
+        );
     }
     tell_reviews(&state, &tenant, &id, &changes, result.definition_version).await?;
     Ok(Json(result))

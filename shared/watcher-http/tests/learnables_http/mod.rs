@@ -73,6 +73,14 @@ fn credentials() -> Credentials {
 }
 
 fn app(store: Arc<dyn DefinitionStore>) -> Router {
+    app_with_reviews(store, None)
+}
+
+/// [`app`], telling `reviews` what each lesson and activation did to the definition's reviews.
+fn app_with_reviews(
+    store: Arc<dyn DefinitionStore>,
+    reviews: Option<Arc<dyn watcher_http::lesson_reviews::LessonReviews>>,
+) -> Router {
     learnables_router(LearnablesState {
         store,
         credentials: Arc::new(credentials()),
@@ -80,7 +88,7 @@ fn app(store: Arc<dyn DefinitionStore>) -> Router {
             Instant::parse("2026-08-17T09:00:00Z").expect("an instant"),
         )),
         registry: Arc::new(Registry::builtin()),
-        reviews: None,
+        reviews,
     })
 }
 
@@ -244,4 +252,5 @@ mod authorization;
 mod check_and_races;
 mod column_mapping;
 mod refusals;
+mod reviews;
 mod undo;
