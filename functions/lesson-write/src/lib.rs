@@ -143,6 +143,17 @@ impl FunctionConfig {
     /// # Errors
     /// [`ConfigError::Missing`], [`ConfigError::Secret`], then as [`FunctionConfig::new`].
     pub async fn from_secret(aws: &aws_types::SdkConfig) -> Result<Self, ConfigError> {
+        Ok(Self::from_secret_text(aws).await?.0)
+    }
+
+    /// [`FunctionConfig::from_secret`], with the secret's TOML text too (`main` builds the
+    /// watcher's parts from the same text: the secret is read once).
+    ///
+    /// # Errors
+    /// As [`FunctionConfig::from_secret`].
+    pub async fn from_secret_text(
+        aws: &aws_types::SdkConfig,
+    ) -> Result<(Self, String), ConfigError> {
         let table = std::env::var(DEFINITIONS_TABLE_NAME).unwrap_or_default();
         if table.trim().is_empty() {
             return Err(ConfigError::Missing {
@@ -152,7 +163,7 @@ impl FunctionConfig {
         let toml = watcher_aws::config_secret::config_from_env(aws)
             .await
             .map_err(ConfigError::Secret)?;
-        Self::new(table, &toml)
+        Ok((Self::new(table, &toml)?, toml))
     }
 
     /// Reads and checks the configuration from `lookup`, which answers [`DEFINITIONS_TABLE_NAME`]

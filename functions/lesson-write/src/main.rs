@@ -40,16 +40,19 @@ async fn main() -> Result<(), lambda_http::Error> {
         .init();
 
     let aws = watcher_aws::sdk_env::sdk_config_from_env()?;
-    let config = FunctionConfig::from_secret(&aws).await.inspect_err(|e| {
-        tracing::error!(error.cause_chain = %cause_chain(e), "Failed to read the configuration");
-    })?;
+    let (config, toml) = FunctionConfig::from_secret_text(&aws)
+        .await
+        .inspect_err(|e| {
+            tracing::error!(error.cause_chain = %cause_chain(e), "Failed to read the configuration");
+        })?;
     // Built once per execution environment and shared by every invocation (style item 6).
     let store = DynamoDefinitionStore::new(dynamodb_client(&aws), config.table());
     // The watcher over the deployment's table and schedules, for the reviews of lessons taught
     // with `expiresAt` (expectations-v1 §16).
-    let parts = watcher_host::aws::from_env(watcher_host::aws::Function::LessonWrite)
-        .await
-        .map_err(|e| format!("{e:#}"))?;
+    let parts =
+        watcher_host::aws::from_config(watcher_host::aws::Function::LessonWrite, &aws, &toml)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let reviews = WatcherReviews {
         owners: config.owners().clone(),

@@ -204,10 +204,24 @@ fn var(name: &str) -> anyhow::Result<String> {
 /// # Errors
 /// A missing variable, an unusable configuration or card, each named.
 pub async fn from_env(function: Function) -> anyhow::Result<Parts> {
-    let needs = function.needs();
     let aws = watcher_aws::sdk_env::sdk_config_from_env()?;
     let toml = watcher_aws::config_secret::config_from_env(&aws).await?;
-    let config = Config::from_toml(&toml).context("the configuration secret")?;
+    from_config(function, &aws, &toml).await
+}
+
+/// [`from_env`] with the SDK configuration and the configuration secret's text already read
+/// (a function that reads the secret for itself too, `lesson-write`, reads it once).
+///
+/// # Errors
+/// As [`from_env`].
+pub async fn from_config(
+    function: Function,
+    aws: &aws_types::SdkConfig,
+    toml: &str,
+) -> anyhow::Result<Parts> {
+    let needs = function.needs();
+    let aws = aws.clone();
+    let config = Config::from_toml(toml).context("the configuration secret")?;
     let retention: u32 = match std::env::var("RETENTION_DAYS") {
         Ok(v) => v
             .parse()

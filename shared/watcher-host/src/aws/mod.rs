@@ -15,8 +15,8 @@ use watcher_runtime::clock::Clock;
 
 pub use crate::functions::Function;
 pub use env::{
-    assemble, assemble_for, assemble_with_timer_queue, from_env, notify_settle, Notifying, Parts,
-    Sending, NOTIFY_BUDGET, NOTIFY_SETTLE, NOTIFY_SETTLE_ENV,
+    assemble, assemble_for, assemble_with_timer_queue, from_config, from_env, notify_settle,
+    Notifying, Parts, Sending, NOTIFY_BUDGET, NOTIFY_SETTLE, NOTIFY_SETTLE_ENV,
 };
 
 /// The API function's router over `parts` on `clock` ([`watcher_lambda::api::router`]): the
