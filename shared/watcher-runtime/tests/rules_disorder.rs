@@ -56,13 +56,12 @@ fn completed_delivered_twice_answers_once() {
             &[question("Q", &t("10T04:00"))],
         )
         .push_state(&t("10T02:00"), "task-d", CTX, "TASK_STATE_COMPLETED")
-        .push_status(
+        .push_stamped_state(
             &t("10T02:05"),
             "task-d",
             CTX,
             "TASK_STATE_COMPLETED",
-            Some(&t("10T02:00")),
-            None,
+            &t("10T02:00"),
         )
         .run();
     assert_eq!(out.record("Q")["satisfaction"]["observedAt"], t("10T02:00"));
@@ -77,13 +76,12 @@ fn an_input_required_loop_answers_each_question_in_turn() {
     for stamped in [true, false] {
         let stamp = |s: &str| stamped.then(|| t(s));
         let out = scenario()
-            .push_status(
+            .push_stamped_question(
                 &t("10T01:00"),
                 "task-d",
                 CTX,
-                "TASK_STATE_INPUT_REQUIRED",
                 stamp("10T01:00").as_deref(),
-                Some(question_metadata(&[question("Q1", &t("10T06:00"))])),
+                &[question("Q1", &t("10T06:00"))],
             )
             .push_status(
                 &t("10T01:30"),
@@ -93,13 +91,12 @@ fn an_input_required_loop_answers_each_question_in_turn() {
                 stamp("10T01:30").as_deref(),
                 None,
             )
-            .push_status(
+            .push_stamped_question(
                 &t("10T02:00"),
                 "task-d",
                 CTX,
-                "TASK_STATE_INPUT_REQUIRED",
                 stamp("10T02:00").as_deref(),
-                Some(question_metadata(&[question("Q2", &t("10T06:00"))])),
+                &[question("Q2", &t("10T06:00"))],
             )
             .push_status(
                 &t("10T02:30"),
@@ -129,21 +126,19 @@ fn an_input_required_loop_answers_each_question_in_turn() {
 #[test]
 fn a_status_received_before_the_question_it_follows_answers_it() {
     let out = scenario()
-        .push_status(
+        .push_stamped_state(
             &t("10T02:00"),
             "task-d",
             CTX,
             "TASK_STATE_WORKING",
-            Some(&t("10T01:45")),
-            None,
+            &t("10T01:45"),
         )
-        .push_status(
+        .push_stamped_question(
             &t("10T02:01"),
             "task-d",
             CTX,
-            "TASK_STATE_INPUT_REQUIRED",
             Some(&t("10T01:30")),
-            Some(question_metadata(&[question("Q", &t("10T04:00"))])),
+            &[question("Q", &t("10T04:00"))],
         )
         .run();
     let q = out.record("Q");

@@ -5,13 +5,10 @@
 
 use crate::common;
 
-use common::{exp, key_of, lapse, question_metadata, question_of, scenario, t, URI};
+use common::{
+    exp, key_of, lapse, question_metadata, question_of, raised, scenario, t, CTX, FEED, TASK, URI,
+};
 use serde_json::{json, Value};
-
-const TASK: &str = "task-1";
-const CTX: &str = "ctx-1";
-const FEED: &str = "carrier-feed:test";
-const SHIP: Option<(&str, &str)> = Some(("shipment", "PA-1"));
 
 // ------------------------------------------------------- zero-value timestamps ("Time")
 
@@ -23,22 +20,16 @@ fn a_zero_value_observed_at_is_a_missing_timestamp() {
         "1970-01-01T00:00:00Z",
         "1970-01-01T01:00:00+01:00",
     ] {
-        let out = scenario()
-            .push_artifact(
-                &t("10T01:00"),
-                TASK,
-                CTX,
-                &[
-                    exp("D", &t("10T04:00")).grace("PT1H"),
-                    exp("A", &t("10T10:00"))
-                        .grace("PT2H")
-                        .anchor("D", "PT6H")
-                        .after(&["D"]),
-                ],
-            )
-            .fact(&t("10T03:00:05"), &key_of("D"), zero, SHIP, FEED)
-            .until(&t("10T14:00"))
-            .run();
+        let out = raised(&[
+            exp("D", &t("10T04:00")).grace("PT1H"),
+            exp("A", &t("10T10:00"))
+                .grace("PT2H")
+                .anchor("D", "PT6H")
+                .after(&["D"]),
+        ])
+        .report(&t("10T03:00:05"), "D", zero)
+        .until(&t("10T14:00"))
+        .run();
         let d = out.record("D");
         assert_eq!(d["status"], "satisfied", "{zero}");
         assert_eq!(d["satisfaction"]["observedAt"], t("10T03:00:05"), "{zero}");
@@ -65,13 +56,12 @@ fn a_zero_value_observed_at_is_a_missing_timestamp() {
 #[test]
 fn a_zero_value_status_timestamp_is_absent() {
     let out = asked(Some(&t("10T01:00")))
-        .push_status(
+        .push_stamped_state(
             &t("10T02:00"),
             "task-q",
             CTX,
             "TASK_STATE_WORKING",
-            Some("1970-01-01T00:00:00Z"),
-            None,
+            "1970-01-01T00:00:00Z",
         )
         .run();
     let q = out.record("Q");
@@ -84,13 +74,12 @@ fn a_zero_value_status_timestamp_is_absent() {
 #[test]
 fn an_invalid_status_timestamp_is_absent() {
     let out = asked(Some(&t("10T01:00")))
-        .push_status(
+        .push_stamped_state(
             &t("10T02:00"),
             "task-q",
             CTX,
             "TASK_STATE_WORKING",
-            Some("yesterday"),
-            None,
+            "yesterday",
         )
         .run();
     assert_eq!(out.record("Q")["status"], "satisfied");
@@ -105,10 +94,8 @@ fn an_invalid_status_timestamp_is_absent() {
 fn the_agent_bound_counts_after_earlier_items_of_the_same_event() {
     let out = scenario()
         .settings(json!({ "maxOpenPerAgent": 1 }))
-        .push_artifact(
+        .raise(
             &t("10T01:00"),
-            TASK,
-            CTX,
             &[
                 exp("E1", &t("10T00:30")).subject("shipment", "S1"),
                 exp("E2", &t("10T05:00")).subject("shipment", "S2"),
@@ -131,10 +118,8 @@ fn the_agent_bound_counts_after_earlier_items_of_the_same_event() {
 fn the_subject_bound_counts_after_earlier_items_of_the_same_event() {
     let out = scenario()
         .settings(json!({ "maxOpenPerSubject": 1 }))
-        .push_artifact(
+        .raise(
             &t("10T01:00"),
-            TASK,
-            CTX,
             &[exp("E1", &t("10T00:30")), exp("E2", &t("10T05:00"))],
         )
         .until(&t("10T06:00"))
@@ -152,8 +137,8 @@ fn a_deadline_at_exactly_now_still_counts() {
     ] {
         let out = scenario()
             .settings(settings)
-            .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("E1", &t("10T02:00"))])
-            .push_artifact(&t("10T02:00"), TASK, CTX, &[exp("E2", &t("10T05:00"))])
+            .raise(&t("10T01:00"), &[exp("E1", &t("10T02:00"))])
+            .raise(&t("10T02:00"), &[exp("E2", &t("10T05:00"))])
             .until(&t("10T06:00"))
             .run();
         let reason = out.rejection("E2");
@@ -165,13 +150,12 @@ fn a_deadline_at_exactly_now_still_counts() {
 // ------------------------------------------------- questions ("Questions that expire")
 
 fn asked(timestamp: Option<&str>) -> common::Scenario {
-    scenario().push_status(
+    scenario().push_stamped_question(
         &t("10T01:00"),
         "task-q",
         CTX,
-        "TASK_STATE_INPUT_REQUIRED",
         timestamp,
-        Some(question_metadata(&[question_of("task-q")])),
+        &[question_of("task-q")],
     )
 }
 
@@ -185,21 +169,19 @@ fn snapshot(state: &str) -> Value {
 fn a_timestamp_less_snapshot_received_first_never_answers_a_question() {
     let out = scenario()
         .push_event("2026-09-10T01:00:00.000Z", snapshot("TASK_STATE_SUBMITTED"))
-        .push_status(
+        .push_stamped_state(
             "2026-09-10T01:00:00.002Z",
             "task-q",
             CTX,
             "TASK_STATE_WORKING",
-            Some("2026-09-10T00:59:59.998Z"),
-            None,
+            "2026-09-10T00:59:59.998Z",
         )
-        .push_status(
+        .push_stamped_question(
             "2026-09-10T01:00:00.004Z",
             "task-q",
             CTX,
-            "TASK_STATE_INPUT_REQUIRED",
             Some("2026-09-10T00:59:59.999Z"),
-            Some(question_metadata(&[question_of("task-q")])),
+            &[question_of("task-q")],
         )
         .until(&t("10T06:00"))
         .run();
@@ -219,13 +201,12 @@ fn without_both_timestamps_receipt_order_decides() {
     assert_eq!(q["satisfaction"]["observedAt"], t("10T02:00"));
 
     let out = asked(None)
-        .push_status(
+        .push_stamped_state(
             &t("10T02:00"),
             "task-q",
             CTX,
             "TASK_STATE_WORKING",
-            Some(&t("10T00:10")),
-            None,
+            &t("10T00:10"),
         )
         .run();
     let q = out.record("Q");
@@ -237,13 +218,12 @@ fn without_both_timestamps_receipt_order_decides() {
 #[test]
 fn equal_timestamps_are_ordered_by_receipt() {
     let out = asked(Some(&t("10T01:00")))
-        .push_status(
+        .push_stamped_state(
             &t("10T02:00"),
             "task-q",
             CTX,
             "TASK_STATE_WORKING",
-            Some(&t("10T01:00")),
-            None,
+            &t("10T01:00"),
         )
         .run();
     assert_eq!(out.record("Q")["status"], "satisfied");
@@ -358,8 +338,7 @@ fn every_wire_form_of_a_withdrawing_state_withdraws() {
         json!("rejected"),
         json!(7),
     ] {
-        let out = scenario()
-            .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("E", &t("10T05:00"))])
+        let out = raised(&[exp("E", &t("10T05:00"))])
             .push_event(
                 &t("10T02:00"),
                 json!({ "statusUpdate": { "taskId": TASK, "contextId": CTX,
@@ -404,8 +383,7 @@ fn a_state_naming_no_state_is_refused() {
         json!("Canceled"),
         json!(42),
     ] {
-        let doc = scenario()
-            .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("E", &t("10T05:00"))])
+        let doc = raised(&[exp("E", &t("10T05:00"))])
             .push_event(
                 &t("10T02:00"),
                 json!({ "statusUpdate": { "taskId": TASK, "contextId": CTX,
@@ -422,12 +400,9 @@ fn a_state_naming_no_state_is_refused() {
 /// `supersedes` naming an expectation about another subject refuses the new one.
 #[test]
 fn supersedes_naming_another_subject_is_refused() {
-    let out = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T05:00"))])
-        .push_artifact(
+    let out = raised(&[exp("A", &t("10T05:00"))])
+        .raise(
             &t("10T01:10"),
-            TASK,
-            CTX,
             &[exp("B", &t("10T06:00"))
                 .subject("shipment", "PA-2")
                 .supersedes("A")],
@@ -446,30 +421,22 @@ fn supersedes_naming_another_subject_is_refused() {
 /// re-anchors it; its horizon still applies.
 #[test]
 fn an_anchor_resolves_on_its_own_subject_only() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[exp("A", &t("10T05:00"))
-                .anchor("D", "PT2H")
-                .horizon(&t("10T08:00"))],
-        )
-        .push_artifact(
-            &t("10T01:10"),
-            TASK,
-            CTX,
-            &[exp("D", &t("10T03:00")).subject("shipment", "PA-2")],
-        )
-        .fact(
-            &t("10T02:00"),
-            &key_of("D"),
-            &t("10T02:00"),
-            Some(("shipment", "PA-2")),
-            FEED,
-        )
-        .until(&t("10T09:00"))
-        .run();
+    let out = raised(&[exp("A", &t("10T05:00"))
+        .anchor("D", "PT2H")
+        .horizon(&t("10T08:00"))])
+    .raise(
+        &t("10T01:10"),
+        &[exp("D", &t("10T03:00")).subject("shipment", "PA-2")],
+    )
+    .fact(
+        &t("10T02:00"),
+        &key_of("D"),
+        &t("10T02:00"),
+        Some(("shipment", "PA-2")),
+        FEED,
+    )
+    .until(&t("10T09:00"))
+    .run();
     assert_eq!(out.record("D")["status"], "satisfied");
     let a = out.record("A");
     assert_eq!(a["dueAt"], t("10T05:00"), "not re-anchored");
@@ -508,20 +475,8 @@ fn raised_past_its_deadline_and_satisfied_in_the_same_event_is_late() {
 /// A leap second is read as the last nanosecond of its minute and kept as given.
 #[test]
 fn a_leap_second_is_the_last_nanosecond_of_its_minute() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[exp("A", "2026-09-10T23:59:59.999999999Z").grace("PT1H")],
-        )
-        .fact(
-            &t("11T01:00"),
-            &key_of("A"),
-            "2026-09-10T23:59:60Z",
-            SHIP,
-            FEED,
-        )
+    let out = raised(&[exp("A", "2026-09-10T23:59:59.999999999Z").grace("PT1H")])
+        .report(&t("11T01:00"), "A", "2026-09-10T23:59:60Z")
         .run();
     let sat = &out.record("A")["satisfaction"];
     assert_eq!(sat["observedAt"], "2026-09-10T23:59:59.999999999Z");
@@ -532,13 +487,7 @@ fn a_leap_second_is_the_last_nanosecond_of_its_minute() {
 /// An invalid `observedAt` on a fact an agent carries refuses that fact alone.
 #[test]
 fn an_invalid_carried_observed_at_refuses_that_fact_alone() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[exp("A", &t("10T05:00")), exp("B", &t("10T05:00"))],
-        )
+    let out = raised(&[exp("A", &t("10T05:00")), exp("B", &t("10T05:00"))])
         .push_block(
             &t("10T02:00"),
             TASK,

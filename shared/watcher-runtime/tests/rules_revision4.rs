@@ -129,13 +129,12 @@ fn a_status_stamped_ahead_on_the_origin_task_or_another_task_answers_nothing() {
                 CTX,
                 &[exp("E", &t("10T04:00")).grace("PT2H")],
             )
-            .push_status(
+            .push_stamped_state(
                 &t("10T01:00"),
                 stamped_task,
                 CTX,
                 "TASK_STATE_WORKING",
-                Some(&in_offset(&t("10T13:00"), "+05:30")),
-                None,
+                &in_offset(&t("10T13:00"), "+05:30"),
             )
             .push_question(
                 &t("10T02:00"),
@@ -165,13 +164,12 @@ fn a_status_stamped_ahead_on_the_origin_task_or_another_task_answers_nothing() {
 fn a_question_stamped_ahead_is_answered_by_the_next_status() {
     for stamp in [t("10T13:00"), in_offset(&t("10T13:00"), "+05:30")] {
         let out = scenario()
-            .push_status(
+            .push_stamped_question(
                 &t("10T01:00"),
                 "task-q",
                 CTX,
-                "TASK_STATE_INPUT_REQUIRED",
                 Some(&stamp),
-                Some(question_metadata(&[question_of("task-q")])),
+                &[question_of("task-q")],
             )
             .push_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_WORKING")
             .until(&t("10T06:00"))
@@ -197,14 +195,7 @@ fn a_status_stamped_ahead_answers_at_its_receipt() {
     ] {
         let out = scenario()
             .push_question(&t("10T01:00"), "task-q", CTX, &[question_of("task-q")])
-            .push_status(
-                &t("10T02:00"),
-                "task-q",
-                CTX,
-                "TASK_STATE_WORKING",
-                Some(&stamp),
-                None,
-            )
+            .push_stamped_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_WORKING", &stamp)
             .until(&t("10T06:00"))
             .run();
         let sat = &out.record("Q")["satisfaction"];
@@ -230,21 +221,13 @@ fn a_status_stamped_ahead_answers_at_its_receipt() {
 fn a_question_answered_at_once_is_observed_at_the_answering_status_receipt() {
     let stamp = in_offset(&t("10T03:00"), "+05:30");
     let out = scenario()
-        .push_status(
-            &t("10T01:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            Some(&stamp),
-            None,
-        )
-        .push_status(
+        .push_stamped_state(&t("10T01:00"), "task-q", CTX, "TASK_STATE_WORKING", &stamp)
+        .push_stamped_question(
             &t("10T02:00"),
             "task-q",
             CTX,
-            "TASK_STATE_INPUT_REQUIRED",
             Some(&t("10T00:30")),
-            Some(question_metadata(&[question_of("task-q")])),
+            &[question_of("task-q")],
         )
         .until(&t("10T06:00"))
         .run();
@@ -296,15 +279,14 @@ fn the_answer_keeps_the_status_timestamp_as_given() {
     for (given, observed, no_claim) in cases {
         for state in ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"] {
             let out = scenario()
-                .push_status(
+                .push_stamped_question(
                     &t("10T01:00"),
                     "task-q",
                     CTX,
-                    "TASK_STATE_INPUT_REQUIRED",
                     None,
-                    Some(question_metadata(&[question_of("task-q")])),
+                    &[question_of("task-q")],
                 )
-                .push_status(&t("10T02:00"), "task-q", CTX, state, Some(given), None)
+                .push_stamped_state(&t("10T02:00"), "task-q", CTX, state, given)
                 .until(&t("10T06:00"))
                 .run();
             let sat = &out.record("Q")["satisfaction"];
@@ -339,7 +321,7 @@ fn a_leap_second_ahead_of_receipt_counts_as_the_receipt() {
         ("2016-12-31T23:59:60Z", false),
     ] {
         let working = |sc: Scenario, at: &str| {
-            sc.push_status(at, "task-q", CTX, "TASK_STATE_WORKING", Some(given), None)
+            sc.push_stamped_state(at, "task-q", CTX, "TASK_STATE_WORKING", given)
         };
         let ask =
             |sc: Scenario, at: &str| sc.push_question(at, "task-q", CTX, std::slice::from_ref(&q));

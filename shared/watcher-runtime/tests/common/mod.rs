@@ -25,6 +25,18 @@ pub const BOOKING_CARD: &str = include_str!(concat!(
 /// The default subject of [`exp`]: `shipment PA-1`.
 pub const SUBJECT_ID: &str = "PA-1";
 
+/// The origin task of the artifacts [`Scenario::raise`] pushes.
+pub const TASK: &str = "task-1";
+
+/// The context of the artifacts [`Scenario::raise`] pushes.
+pub const CTX: &str = "ctx-1";
+
+/// The reporter of the facts [`Scenario::report`] and [`Scenario::seen`] send.
+pub const FEED: &str = "carrier-feed:test";
+
+/// The default subject of [`exp`], as [`Scenario::fact`] takes it.
+pub const SHIP: Option<(&str, &str)> = Some(("shipment", SUBJECT_ID));
+
 /// `t("10T02:00")` = `"2026-09-10T02:00:00Z"`; `t("10T02:00:30")` keeps the seconds.
 pub fn t(short: &str) -> String {
     let (day, clock) = short.split_once('T').expect("DDTHH:MM");
@@ -141,6 +153,11 @@ pub fn scenario() -> Scenario {
     }
 }
 
+/// [`scenario`] with one artifact of [`TASK`] in [`CTX`] raising `exps` at 2026-09-10T01:00:00Z.
+pub fn raised(exps: &[Exp]) -> Scenario {
+    scenario().raise(&t("10T01:00"), exps)
+}
+
 impl Scenario {
     pub fn until(mut self, until: &str) -> Self {
         self.doc["until"] = json!(until);
@@ -200,6 +217,11 @@ impl Scenario {
         self.push_block(at, task, ctx, json!({ "expectations": list }))
     }
 
+    /// An artifact of [`TASK`] in [`CTX`] raising `exps`.
+    pub fn raise(self, at: &str, exps: &[Exp]) -> Self {
+        self.push_artifact(at, TASK, CTX, exps)
+    }
+
     /// An artifact of `task` withdrawing `ids` explicitly (§8.1).
     pub fn push_withdraw(
         self,
@@ -251,18 +273,37 @@ impl Scenario {
         self.push_status(at, task, ctx, state, None, None)
     }
 
+    /// A `statusUpdate` of `task` to `state` stamped `timestamp`, without a status message.
+    pub fn push_stamped_state(
+        self,
+        at: &str,
+        task: &str,
+        ctx: &str,
+        state: &str,
+        timestamp: &str,
+    ) -> Self {
+        self.push_status(at, task, ctx, state, Some(timestamp), None)
+    }
+
     /// `task` moving to `TASK_STATE_INPUT_REQUIRED` stamped at its receipt `at`, its status
     /// message asking `questions`.
     pub fn push_question(self, at: &str, task: &str, ctx: &str, questions: &[Exp]) -> Self {
+        self.push_stamped_question(at, task, ctx, Some(at), questions)
+    }
+
+    /// `task` moving to `TASK_STATE_INPUT_REQUIRED` with an optional `status.timestamp`, its
+    /// status message asking `questions`.
+    pub fn push_stamped_question(
+        self,
+        at: &str,
+        task: &str,
+        ctx: &str,
+        timestamp: Option<&str>,
+        questions: &[Exp],
+    ) -> Self {
         let state = "TASK_STATE_INPUT_REQUIRED";
-        self.push_status(
-            at,
-            task,
-            ctx,
-            state,
-            Some(at),
-            Some(question_metadata(questions)),
-        )
+        let metadata = Some(question_metadata(questions));
+        self.push_status(at, task, ctx, state, timestamp, metadata)
     }
 
     /// A fact reported by `reporter` into tenant `default`.
@@ -275,6 +316,18 @@ impl Scenario {
         reporter: &str,
     ) -> Self {
         self.fact_in("default", at, key, observed_at, subject, reporter)
+    }
+
+    /// [`FEED`] reporting `done:{id}` (the fact [`exp`]`(id, ..)` waits on) on shipment PA-1,
+    /// received at `at` and observed at `observed_at`.
+    pub fn report(self, at: &str, id: &str, observed_at: &str) -> Self {
+        self.fact(at, &key_of(id), observed_at, SHIP, FEED)
+    }
+
+    /// [`FEED`] reporting `shipment.seen:PA-1`, a fact on shipment PA-1 that satisfies nothing,
+    /// received at `at` and observed at `observed_at`.
+    pub fn seen(self, at: &str, observed_at: &str) -> Self {
+        self.fact(at, "shipment.seen:PA-1", observed_at, SHIP, FEED)
     }
 
     /// A fact reported by `reporter` into `tenant`.
@@ -309,16 +362,10 @@ impl Scenario {
 
 /// Runs a scenario document through `replay::run` on a fresh `MemoryStore`.
 pub fn run_doc(doc: &Value) -> Vec<Value> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    rt.block_on(replay::run(doc, Arc::new(MemoryStore::new())))
-        .expect("the scenario runs")
+    try_run_doc(doc).expect("the scenario runs")
 }
 
 /// Runs a scenario document, answering the scenario error (location and reason) as text.
-#[allow(dead_code)]
 pub fn try_run_doc(doc: &Value) -> Result<Vec<Value>, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -3,13 +3,8 @@
 
 use crate::common;
 
-use common::{exp, key_of, lapse, question_metadata, question_of, s, scenario, t, URI};
+use common::{exp, key_of, lapse, question_of, raised, s, scenario, t, CTX, FEED, SHIP, TASK, URI};
 use serde_json::{json, Value};
-
-const TASK: &str = "task-1";
-const CTX: &str = "ctx-1";
-const FEED: &str = "carrier-feed:test";
-const SHIP: Option<(&str, &str)> = Some(("shipment", "PA-1"));
 
 fn pair(kind: &str, at: &str) -> (String, String) {
     (kind.to_string(), at.to_string())

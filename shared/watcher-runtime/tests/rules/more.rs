@@ -4,33 +4,19 @@ use super::*;
 
 #[test]
 fn a_fact_received_exactly_at_the_horizon_prevents_the_stall() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[exp("A", &t("10T02:00"))
-                .grace("PT1H")
-                .horizon(&t("11T00:00"))],
-        )
-        .fact(
-            &t("11T00:00"),
-            "shipment.seen:PA-1",
-            &t("10T23:00"),
-            SHIP,
-            FEED,
-        )
-        .run();
+    let out = raised(&[exp("A", &t("10T02:00"))
+        .grace("PT1H")
+        .horizon(&t("11T00:00"))])
+    .seen(&t("11T00:00"), &t("10T23:00"))
+    .run();
     assert_eq!(out.record_lapses("A"), [pair("overdue", &t("10T03:00"))]);
 }
 
 #[test]
 fn a_due_time_already_past_at_raising_lapses_at_once() {
     let out = scenario()
-        .push_artifact(
+        .raise(
             &t("10T05:00"),
-            TASK,
-            CTX,
             &[
                 exp("A", &t("10T02:00")).grace("PT1H"),
                 exp("B", &t("10T01:00")),
@@ -50,26 +36,20 @@ fn a_due_time_already_past_at_raising_lapses_at_once() {
 
 #[test]
 fn references_follow_supersession() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                exp("A", &t("10T02:00")),
-                exp("B", &t("10T06:00")).anchor("A", "PT2H"),
-                exp("C", &t("10T08:00")).after(&["A"]),
-            ],
-        )
-        .push_artifact(
-            &t("10T02:30"),
-            "task-lapse",
-            CTX,
-            &[exp("A2", &t("10T04:00")).key("done:A2").supersedes("A")],
-        )
-        // A was withdrawn by supersession: B does not fall back, it waits on A2.
-        .fact(&t("10T03:00"), "done:A2", &t("10T02:50"), SHIP, FEED)
-        .run();
+    let out = raised(&[
+        exp("A", &t("10T02:00")),
+        exp("B", &t("10T06:00")).anchor("A", "PT2H"),
+        exp("C", &t("10T08:00")).after(&["A"]),
+    ])
+    .push_artifact(
+        &t("10T02:30"),
+        "task-lapse",
+        CTX,
+        &[exp("A2", &t("10T04:00")).key("done:A2").supersedes("A")],
+    )
+    // A was withdrawn by supersession: B does not fall back, it waits on A2.
+    .fact(&t("10T03:00"), "done:A2", &t("10T02:50"), SHIP, FEED)
+    .run();
     assert_eq!(out.record("B")["dueAt"], t("10T04:50"), "re-anchored on A2");
     assert_eq!(out.record("B")["projectedDueAt"], t("10T06:00"));
     assert_eq!(
@@ -81,24 +61,16 @@ fn references_follow_supersession() {
         ]
     );
     // And `after` naming A reaches A2: satisfying C (after [A]) skips A2 if still open.
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                exp("A", &t("10T02:00")),
-                exp("C", &t("10T08:00")).after(&["A"]),
-            ],
-        )
-        .push_artifact(
-            &t("10T02:30"),
-            TASK,
-            CTX,
-            &[exp("A2", &t("10T09:00")).supersedes("A").key("done:A2")],
-        )
-        .fact(&t("10T03:00"), &key_of("C"), &t("10T03:00"), SHIP, FEED)
-        .run();
+    let out = raised(&[
+        exp("A", &t("10T02:00")),
+        exp("C", &t("10T08:00")).after(&["A"]),
+    ])
+    .raise(
+        &t("10T02:30"),
+        &[exp("A2", &t("10T09:00")).supersedes("A").key("done:A2")],
+    )
+    .report(&t("10T03:00"), "C", &t("10T03:00"))
+    .run();
     assert_eq!(
         out.lapses(),
         [
@@ -112,25 +84,17 @@ fn references_follow_supersession() {
 
 #[test]
 fn the_identity_rule_covers_the_current_due_time() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                exp("A", &t("10T02:00")),
-                exp("B", &t("10T09:00")).anchor("A", "PT1H"),
-            ],
-        )
-        .fact(&t("10T01:30"), &key_of("A"), &t("10T01:30"), SHIP, FEED)
-        // B's current due time is 02:30; a successor due then is identical.
-        .push_artifact(
-            &t("10T03:00"),
-            TASK,
-            CTX,
-            &[exp("B2", &t("10T02:30")).key(&key_of("B")).supersedes("B")],
-        )
-        .run();
+    let out = raised(&[
+        exp("A", &t("10T02:00")),
+        exp("B", &t("10T09:00")).anchor("A", "PT1H"),
+    ])
+    .report(&t("10T01:30"), "A", &t("10T01:30"))
+    // B's current due time is 02:30; a successor due then is identical.
+    .raise(
+        &t("10T03:00"),
+        &[exp("B2", &t("10T02:30")).key(&key_of("B")).supersedes("B")],
+    )
+    .run();
     assert!(out
         .rejection("B2")
         .starts_with("field `dueAt`: identical in kind, subject, satisfiedBy and dueAt to B"));
@@ -139,19 +103,11 @@ fn the_identity_rule_covers_the_current_due_time() {
 
 #[test]
 fn superseding_a_satisfied_withdrawn_or_unknown_expectation_is_refused() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[exp("A", &t("10T05:00")), exp("W", &t("10T05:00"))],
-        )
-        .fact(&t("10T01:30"), &key_of("A"), &t("10T01:30"), SHIP, FEED)
+    let out = raised(&[exp("A", &t("10T05:00")), exp("W", &t("10T05:00"))])
+        .report(&t("10T01:30"), "A", &t("10T01:30"))
         .push_withdraw(&t("10T01:40"), TASK, CTX, &["W"], "")
-        .push_artifact(
+        .raise(
             &t("10T02:00"),
-            TASK,
-            CTX,
             &[
                 exp("A2", &t("10T06:00")).supersedes("A"),
                 exp("W2", &t("10T06:00")).supersedes("W"),
@@ -181,17 +137,13 @@ fn superseding_a_satisfied_withdrawn_or_unknown_expectation_is_refused() {
 fn the_lineage_bound_is_a_setting() {
     let out = scenario()
         .settings(json!({ "lineageBound": 1 }))
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))])
-        .push_artifact(
+        .raise(&t("10T01:00"), &[exp("A", &t("10T02:00"))])
+        .raise(
             &t("10T02:10"),
-            TASK,
-            CTX,
             &[exp("B", &t("10T03:00")).key(&key_of("A")).supersedes("A")],
         )
-        .push_artifact(
+        .raise(
             &t("10T03:10"),
-            TASK,
-            CTX,
             &[exp("C", &t("10T04:00")).key(&key_of("A")).supersedes("B")],
         )
         .run();
@@ -206,10 +158,8 @@ fn the_lineage_bound_is_a_setting() {
 fn the_per_agent_bound_is_enforced() {
     let out = scenario()
         .settings(json!({ "maxOpenPerAgent": 2 }))
-        .push_artifact(
+        .raise(
             &t("10T01:00"),
-            TASK,
-            CTX,
             &[
                 exp("A", &t("10T05:00")),
                 exp("B", &t("10T05:00")).subject("shipment", "PA-2"),
@@ -245,9 +195,7 @@ fn an_agent_carries_facts_in_its_artifacts_after_its_expectations() {
 
 #[test]
 fn a_reported_fact_is_attributed_to_its_reporter() {
-    let mut sc = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T05:00"))])
-        .fact(&t("10T02:00"), &key_of("A"), &t("10T02:00"), SHIP, FEED);
+    let mut sc = raised(&[exp("A", &t("10T05:00"))]).report(&t("10T02:00"), "A", &t("10T02:00"));
     // The body claims another source; the watcher records the authenticated reporter (§13.5).
     sc.doc["steps"][1]["fact"]["source"] = json!("carrier-feed:someone-else");
     let out = sc.run();
@@ -257,12 +205,9 @@ fn a_reported_fact_is_attributed_to_its_reporter() {
 
 #[test]
 fn a_keeps_time_agent_configured_to_submit_gets_lapse_tasks() {
-    let mut sc = scenario().keeps_time(true).push_artifact(
-        &t("10T01:00"),
-        TASK,
-        CTX,
-        &[exp("A", &t("10T02:00"))],
-    );
+    let mut sc = scenario()
+        .keeps_time(true)
+        .raise(&t("10T01:00"), &[exp("A", &t("10T02:00"))]);
     sc.doc["agents"][0]["submitLapses"] = json!(true);
     let out = sc.run();
     assert_eq!(out.lapses(), [lapse("A", "overdue", &t("10T02:00"))]);
@@ -272,27 +217,18 @@ fn a_keeps_time_agent_configured_to_submit_gets_lapse_tasks() {
 fn days_and_weeks_have_a_fixed_length() {
     let out = scenario()
         .until(&t("30T00:00"))
-        .push_artifact(
+        .raise(
             &t("10T01:00"),
-            TASK,
-            CTX,
             &[
                 exp("A", &t("10T02:00")).grace("P1D"),
                 exp("B", &t("10T03:00")).anchor("A", "P1W"),
             ],
         )
-        .fact(&t("10T02:30"), &key_of("A"), &t("10T02:30"), SHIP, FEED)
+        .report(&t("10T02:30"), "A", &t("10T02:30"))
         .run();
     assert_eq!(out.record("B")["dueAt"], t("17T02:30"));
     assert_eq!(out.lapses(), [lapse("B", "overdue", &t("17T02:30"))]);
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[exp("A", &t("10T02:00")).grace("PT0.5S")],
-        )
-        .run();
+    let out = raised(&[exp("A", &t("10T02:00")).grace("PT0.5S")]).run();
     assert_eq!(
         out.lapses(),
         [lapse("A", "overdue", "2026-09-10T02:00:00.5Z")]
@@ -301,20 +237,14 @@ fn days_and_weeks_have_a_fixed_length() {
 
 #[test]
 fn malformed_fields_are_refused_naming_the_field() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                exp("NOOFFSET", "2026-09-10T02:00:00"),
-                exp("HORIZON", &t("10T05:00")).horizon(&t("10T04:00")),
-                exp("NODUE", &t("10T05:00")).set("dueAt", Value::Null),
-                exp("MISTYPED", &t("10T05:00")).set("after", json!("A")),
-                exp("BASIS", &t("10T05:00")).set("basis", json!("hearsay")),
-            ],
-        )
-        .run();
+    let out = raised(&[
+        exp("NOOFFSET", "2026-09-10T02:00:00"),
+        exp("HORIZON", &t("10T05:00")).horizon(&t("10T04:00")),
+        exp("NODUE", &t("10T05:00")).set("dueAt", Value::Null),
+        exp("MISTYPED", &t("10T05:00")).set("after", json!("A")),
+        exp("BASIS", &t("10T05:00")).set("basis", json!("hearsay")),
+    ])
+    .run();
     assert!(out.rejection("NOOFFSET").starts_with("field `dueAt`:"));
     assert!(out.rejection("HORIZON").starts_with("field `horizon`:"));
     assert_eq!(
@@ -333,21 +263,19 @@ fn malformed_fields_are_refused_naming_the_field() {
 #[test]
 fn a_question_asked_after_its_task_moved_on_is_answered_at_once() {
     let out = scenario()
-        .push_status(
+        .push_stamped_state(
             &t("10T02:00"),
             "task-q",
             CTX,
             "TASK_STATE_WORKING",
-            Some(&t("10T01:50")),
-            None,
+            &t("10T01:50"),
         )
-        .push_status(
+        .push_stamped_question(
             &t("10T02:10"),
             "task-q",
             CTX,
-            "TASK_STATE_INPUT_REQUIRED",
             Some(&t("10T01:00")),
-            Some(question_metadata(&[question_of("task-q")])),
+            &[question_of("task-q")],
         )
         .run();
     let q = out.record("Q");
@@ -361,13 +289,12 @@ fn a_question_asked_after_its_task_moved_on_is_answered_at_once() {
 #[test]
 fn a_stale_status_does_not_answer_a_later_question() {
     let out = asked()
-        .push_status(
+        .push_stamped_state(
             &t("10T02:00"),
             "task-q",
             CTX,
             "TASK_STATE_WORKING",
-            Some(&t("10T00:30")),
-            None,
+            &t("10T00:30"),
         )
         .run();
     assert_eq!(out.record("Q")["status"], "open");
@@ -431,7 +358,7 @@ fn within_one_pushed_event_raises_come_before_withdrawals_and_facts() {
 
 #[test]
 fn the_interface_tenant_is_copied_into_the_lapse_request() {
-    let mut sc = scenario().push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))]);
+    let mut sc = raised(&[exp("A", &t("10T02:00"))]);
     sc.doc["agents"][0]["card"]["supportedInterfaces"][0]["tenant"] = json!("acme");
     let out = sc.run();
     assert_eq!(out.lapse_tasks()[0]["request"]["tenant"], "acme");
@@ -439,19 +366,13 @@ fn the_interface_tenant_is_copied_into_the_lapse_request() {
 
 #[test]
 fn an_anchored_expectation_waiting_on_a_lapsed_anchor_still_stalls_at_its_horizon() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                exp("A", &t("10T02:00")),
-                exp("B", &t("10T04:00"))
-                    .anchor("A", "PT1H")
-                    .horizon(&t("11T00:00")),
-            ],
-        )
-        .run();
+    let out = raised(&[
+        exp("A", &t("10T02:00")),
+        exp("B", &t("10T04:00"))
+            .anchor("A", "PT1H")
+            .horizon(&t("11T00:00")),
+    ])
+    .run();
     assert_eq!(
         out.lapses(),
         [
@@ -472,7 +393,7 @@ fn a_subjectless_fact_redelivered_after_a_matching_raise_is_a_no_op() {
     // observedAt); receiving the same fact again is a no-op.
     let out = scenario()
         .fact(&t("10T00:30"), &key_of("A"), &t("10T00:30"), None, FEED)
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T05:00"))])
+        .raise(&t("10T01:00"), &[exp("A", &t("10T05:00"))])
         .fact(&t("10T02:00"), &key_of("A"), &t("10T00:30"), None, FEED)
         .run();
     assert_eq!(out.record("A")["status"], "open");
@@ -483,9 +404,9 @@ fn a_subjectless_fact_redelivered_after_a_matching_raise_is_a_no_op() {
 #[test]
 fn a_fact_with_a_subject_redelivered_after_a_matching_raise_is_a_no_op() {
     let out = scenario()
-        .fact(&t("10T00:30"), &key_of("A"), &t("10T00:30"), SHIP, FEED)
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T05:00"))])
-        .fact(&t("10T02:00"), &key_of("A"), &t("10T00:30"), SHIP, FEED)
+        .report(&t("10T00:30"), "A", &t("10T00:30"))
+        .raise(&t("10T01:00"), &[exp("A", &t("10T05:00"))])
+        .report(&t("10T02:00"), "A", &t("10T00:30"))
         .run();
     assert_eq!(
         out.record("A")["status"],

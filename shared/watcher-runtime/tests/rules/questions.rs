@@ -5,13 +5,12 @@ use super::*;
 #[test]
 fn a_question_is_answered_when_its_task_is_next_seen_working() {
     let out = asked()
-        .push_status(
+        .push_stamped_state(
             &t("10T02:00"),
             "task-q",
             CTX,
             "TASK_STATE_WORKING",
-            Some(&t("10T01:59:30")),
-            None,
+            &t("10T01:59:30"),
         )
         .run();
     let q = out.record("Q");

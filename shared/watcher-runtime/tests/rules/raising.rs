@@ -5,13 +5,10 @@ use super::*;
 #[test]
 fn id_reuse_is_refused_and_an_identical_redelivery_is_a_no_op() {
     let a = exp("A", &t("10T02:00"));
-    let out = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, std::slice::from_ref(&a))
-        .push_artifact(&t("10T01:10"), TASK, CTX, std::slice::from_ref(&a))
-        .push_artifact(
+    let out = raised(std::slice::from_ref(&a))
+        .raise(&t("10T01:10"), std::slice::from_ref(&a))
+        .raise(
             &t("10T01:20"),
-            TASK,
-            CTX,
             &[a.clone().set("dueAt", json!(t("10T05:00")))],
         )
         .push_artifact(&t("10T01:30"), "task-2", CTX, &[a])
@@ -41,15 +38,13 @@ fn id_reuse_is_refused_and_an_identical_redelivery_is_a_no_op() {
 #[test]
 fn a_whole_push_delivered_twice_is_a_no_op() {
     let raise = [exp("A", &t("10T02:00")), exp("B", &t("10T03:00"))];
-    let once = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &raise)
-        .fact(&t("10T01:30"), &key_of("B"), &t("10T01:29"), SHIP, FEED)
+    let once = raised(&raise)
+        .report(&t("10T01:30"), "B", &t("10T01:29"))
         .run();
-    let out = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &raise)
-        .push_artifact(&t("10T01:00"), TASK, CTX, &raise)
-        .fact(&t("10T01:30"), &key_of("B"), &t("10T01:29"), SHIP, FEED)
-        .fact(&t("10T01:30"), &key_of("B"), &t("10T01:29"), SHIP, FEED)
+    let out = raised(&raise)
+        .raise(&t("10T01:00"), &raise)
+        .report(&t("10T01:30"), "B", &t("10T01:29"))
+        .report(&t("10T01:30"), "B", &t("10T01:29"))
         .run();
     assert_eq!(out.lapses(), [lapse("A", "overdue", &t("10T02:00"))]);
     assert_eq!(

@@ -4,14 +4,7 @@ use super::*;
 
 #[test]
 fn a_kind_not_on_the_card_is_refused() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[exp("A", &t("10T02:00")).kind("shipment.customs")],
-        )
-        .run();
+    let out = raised(&[exp("A", &t("10T02:00")).kind("shipment.customs")]).run();
     assert_eq!(
         out.rejection("A"),
         "field `kind`: \"shipment.customs\" is not declared on the agent's card (expectations-v1 §6.2, §8)"
@@ -22,18 +15,12 @@ fn a_kind_not_on_the_card_is_refused() {
 
 #[test]
 fn a_cycle_through_anchor_and_after_is_refused() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                exp("A", &t("10T02:00")).after(&["B"]),
-                exp("B", &t("10T03:00")).anchor("A", "PT1H"),
-                exp("C", &t("10T03:00")).after(&["C"]),
-            ],
-        )
-        .run();
+    let out = raised(&[
+        exp("A", &t("10T02:00")).after(&["B"]),
+        exp("B", &t("10T03:00")).anchor("A", "PT1H"),
+        exp("C", &t("10T03:00")).after(&["C"]),
+    ])
+    .run();
     assert!(out.recorded("A"));
     assert_eq!(
         out.rejection("B"),
@@ -48,12 +35,9 @@ fn a_cycle_through_anchor_and_after_is_refused() {
 
 #[test]
 fn an_anchor_or_after_naming_another_subject_is_refused() {
-    let out = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))])
-        .push_artifact(
+    let out = raised(&[exp("A", &t("10T02:00"))])
+        .raise(
             &t("10T01:10"),
-            TASK,
-            CTX,
             &[
                 exp("B", &t("10T03:00"))
                     .subject("shipment", "PA-2")
@@ -79,10 +63,8 @@ fn an_anchor_or_after_naming_another_subject_is_refused() {
 fn the_per_subject_bound_is_enforced() {
     let out = scenario()
         .settings(json!({ "maxOpenPerSubject": 2 }))
-        .push_artifact(
+        .raise(
             &t("10T01:00"),
-            TASK,
-            CTX,
             &[
                 exp("A", &t("10T05:00")),
                 exp("B", &t("10T05:00")),
@@ -90,9 +72,9 @@ fn the_per_subject_bound_is_enforced() {
                 exp("X", &t("10T05:00")).subject("shipment", "PA-2"),
             ],
         )
-        .fact(&t("10T02:00"), &key_of("A"), &t("10T02:00"), SHIP, FEED)
-        .push_artifact(&t("10T02:30"), TASK, CTX, &[exp("D", &t("10T05:00"))])
-        .push_artifact(&t("10T02:40"), TASK, CTX, &[exp("E", &t("10T05:00"))])
+        .report(&t("10T02:00"), "A", &t("10T02:00"))
+        .raise(&t("10T02:30"), &[exp("D", &t("10T05:00"))])
+        .raise(&t("10T02:40"), &[exp("E", &t("10T05:00"))])
         .run();
     assert_eq!(
         out.rejection("C"),

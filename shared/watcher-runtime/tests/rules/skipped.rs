@@ -4,19 +4,13 @@ use super::*;
 
 #[test]
 fn skipped_is_raised_at_once_before_due() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                exp("A", &t("10T20:00")).grace("PT2H"),
-                exp("B", &t("10T22:00")).after(&["A"]),
-            ],
-        )
-        .fact(&t("10T05:00"), &key_of("B"), &t("10T04:59"), SHIP, FEED)
-        .until(&t("10T06:00"))
-        .run();
+    let out = raised(&[
+        exp("A", &t("10T20:00")).grace("PT2H"),
+        exp("B", &t("10T22:00")).after(&["A"]),
+    ])
+    .report(&t("10T05:00"), "B", &t("10T04:59"))
+    .until(&t("10T06:00"))
+    .run();
     assert_eq!(out.lapses(), [lapse("A", "skipped", &t("10T05:00"))]);
     let b = out.lapse_blocks()[0];
     assert_eq!(b["dueAt"], t("10T20:00"));
@@ -34,36 +28,24 @@ fn skipped_is_raised_at_once_before_due() {
 
 #[test]
 fn skipped_suppresses_the_later_overdue() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                exp("A", &t("10T20:00")).grace("PT2H"),
-                exp("B", &t("10T22:00")).after(&["A"]),
-            ],
-        )
-        .fact(&t("10T05:00"), &key_of("B"), &t("10T04:59"), SHIP, FEED)
-        .run();
+    let out = raised(&[
+        exp("A", &t("10T20:00")).grace("PT2H"),
+        exp("B", &t("10T22:00")).after(&["A"]),
+    ])
+    .report(&t("10T05:00"), "B", &t("10T04:59"))
+    .run();
     assert_eq!(out.lapses(), [lapse("A", "skipped", &t("10T05:00"))]);
     assert_eq!(out.record_lapses("A"), [pair("skipped", &t("10T05:00"))]);
 }
 
 #[test]
 fn skipped_is_raised_even_after_overdue() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                exp("A", &t("10T02:00")),
-                exp("B", &t("10T22:00")).after(&["A"]),
-            ],
-        )
-        .fact(&t("10T05:00"), &key_of("B"), &t("10T04:59"), SHIP, FEED)
-        .run();
+    let out = raised(&[
+        exp("A", &t("10T02:00")),
+        exp("B", &t("10T22:00")).after(&["A"]),
+    ])
+    .report(&t("10T05:00"), "B", &t("10T04:59"))
+    .run();
     assert_eq!(
         out.lapses(),
         [

@@ -4,16 +4,10 @@ use super::*;
 
 #[test]
 fn stalled_at_the_horizon() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[exp("A", &t("10T02:00"))
-                .grace("PT1H")
-                .horizon(&t("12T00:00"))],
-        )
-        .run();
+    let out = raised(&[exp("A", &t("10T02:00"))
+        .grace("PT1H")
+        .horizon(&t("12T00:00"))])
+    .run();
     assert_eq!(
         out.lapses(),
         [
@@ -32,23 +26,11 @@ fn stalled_at_the_horizon() {
 
 #[test]
 fn not_stalled_when_a_fact_on_the_subject_arrived_since() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[exp("A", &t("10T02:00"))
-                .grace("PT1H")
-                .horizon(&t("12T00:00"))],
-        )
-        .fact(
-            &t("11T06:00"),
-            "shipment.seen:PA-1",
-            &t("11T05:00"),
-            SHIP,
-            FEED,
-        )
-        .run();
+    let out = raised(&[exp("A", &t("10T02:00"))
+        .grace("PT1H")
+        .horizon(&t("12T00:00"))])
+    .seen(&t("11T06:00"), &t("11T05:00"))
+    .run();
     assert_eq!(out.lapses(), [lapse("A", "overdue", &t("10T03:00"))]);
     assert_eq!(out.record_lapses("A"), [pair("overdue", &t("10T03:00"))]);
 }
@@ -56,25 +38,13 @@ fn not_stalled_when_a_fact_on_the_subject_arrived_since() {
 #[test]
 fn stalled_counts_only_facts_since_the_last_satisfaction() {
     // A fact before the last satisfying fact does not keep the subject alive.
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                exp("A", &t("10T04:00")),
-                exp("B", &t("10T12:00")).horizon(&t("11T00:00")),
-            ],
-        )
-        .fact(
-            &t("10T02:00"),
-            "shipment.seen:PA-1",
-            &t("10T02:00"),
-            SHIP,
-            FEED,
-        )
-        .fact(&t("10T03:00"), &key_of("A"), &t("10T03:00"), SHIP, FEED)
-        .run();
+    let out = raised(&[
+        exp("A", &t("10T04:00")),
+        exp("B", &t("10T12:00")).horizon(&t("11T00:00")),
+    ])
+    .seen(&t("10T02:00"), &t("10T02:00"))
+    .report(&t("10T03:00"), "A", &t("10T03:00"))
+    .run();
     assert_eq!(
         out.lapses(),
         [

@@ -4,8 +4,7 @@ use super::*;
 
 #[test]
 fn supersession_withdraws_the_predecessor() {
-    let out = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))])
+    let out = raised(&[exp("A", &t("10T02:00"))])
         .push_artifact(
             &t("10T03:00"),
             "task-lapse",
@@ -54,7 +53,7 @@ fn lineage_four_is_refused() {
         if i > 0 {
             e = e.supersedes(&links[i - 1].0);
         }
-        sc = sc.push_artifact(&t(&format!("10T{:02}:30", 1 + i)), TASK, CTX, &[e]);
+        sc = sc.raise(&t(&format!("10T{:02}:30", 1 + i)), &[e]);
     }
     let out = sc.run();
     for (i, (id, _)) in links.iter().take(4).enumerate() {
@@ -75,26 +74,19 @@ fn lineage_four_is_refused() {
 
 #[test]
 fn an_identical_re_raise_in_the_lineage_is_refused() {
-    let out = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))])
+    let out = raised(&[exp("A", &t("10T02:00"))])
         // Same kind, subject, factKey and dueAt as its predecessor.
-        .push_artifact(
+        .raise(
             &t("10T03:00"),
-            TASK,
-            CTX,
             &[exp("B", &t("10T02:00")).key(&key_of("A")).supersedes("A")],
         )
-        .push_artifact(
+        .raise(
             &t("10T03:10"),
-            TASK,
-            CTX,
             &[exp("C", &t("10T05:00")).key(&key_of("A")).supersedes("A")],
         )
         // Back to the first due time, two generations on.
-        .push_artifact(
+        .raise(
             &t("10T03:20"),
-            TASK,
-            CTX,
             &[exp("D", &t("10T02:00")).key(&key_of("A")).supersedes("C")],
         )
         .run();

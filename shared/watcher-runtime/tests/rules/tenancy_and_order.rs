@@ -6,10 +6,8 @@ use super::*;
 fn facts_are_tenant_scoped() {
     let out = scenario()
         .tenant("tenant-a")
-        .push_artifact(
+        .raise(
             &t("10T01:00"),
-            TASK,
-            CTX,
             &[exp("A", &t("10T02:00")), exp("B", &t("10T03:00"))],
         )
         .fact_in(
@@ -49,7 +47,7 @@ fn facts_are_tenant_scoped() {
 fn a_keeps_time_agent_gets_no_lapse_task_but_the_lapse_is_recorded() {
     let out = scenario()
         .keeps_time(true)
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))])
+        .raise(&t("10T01:00"), &[exp("A", &t("10T02:00"))])
         .run();
     assert_eq!(out.lapse_tasks().len(), 0);
     assert_eq!(out.record_lapses("A"), [pair("overdue", &t("10T02:00"))]);
@@ -66,11 +64,9 @@ fn a_keeps_time_agent_gets_no_lapse_task_but_the_lapse_is_recorded() {
 #[test]
 fn timers_at_one_instant_fire_in_raising_order_overdue_before_stalled() {
     let out = scenario()
-        .push_artifact(&t("10T00:10"), TASK, CTX, &[exp("P", &t("10T02:00"))])
-        .push_artifact(
+        .raise(&t("10T00:10"), &[exp("P", &t("10T02:00"))])
+        .raise(
             &t("10T00:20"),
-            TASK,
-            CTX,
             &[
                 exp("Q", &t("10T01:00"))
                     .grace("PT1H")
@@ -93,16 +89,9 @@ fn timers_at_one_instant_fire_in_raising_order_overdue_before_stalled() {
 #[test]
 fn inputs_at_a_timer_instant_are_applied_before_it() {
     // Two steps at the deadline: the second satisfies; the timer fires after both.
-    let out = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))])
-        .fact(
-            &t("10T02:00"),
-            "shipment.seen:PA-1",
-            &t("10T02:00"),
-            SHIP,
-            FEED,
-        )
-        .fact(&t("10T02:00"), &key_of("A"), &t("10T02:00"), SHIP, FEED)
+    let out = raised(&[exp("A", &t("10T02:00"))])
+        .seen(&t("10T02:00"), &t("10T02:00"))
+        .report(&t("10T02:00"), "A", &t("10T02:00"))
         .run();
     assert_eq!(out.lapses(), []);
     assert_eq!(out.record("A")["status"], "satisfied");
@@ -110,9 +99,7 @@ fn inputs_at_a_timer_instant_are_applied_before_it() {
 
 #[test]
 fn lapse_task_shape() {
-    let out = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))])
-        .run();
+    let out = raised(&[exp("A", &t("10T02:00"))]).run();
     let task = out.lapse_tasks()[0];
     let message = &task["request"]["message"];
     assert_eq!(message["role"], "ROLE_USER");

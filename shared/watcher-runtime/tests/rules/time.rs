@@ -4,16 +4,10 @@ use super::*;
 
 #[test]
 fn offsets_are_normalised_to_utc() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[exp("A", "2026-09-10T04:00:00+02:00")
-                .grace("PT30M")
-                .horizon("2026-09-11T02:00:00.500+02:00")],
-        )
-        .run();
+    let out = raised(&[exp("A", "2026-09-10T04:00:00+02:00")
+        .grace("PT30M")
+        .horizon("2026-09-11T02:00:00.500+02:00")])
+    .run();
     let a = out.record("A");
     assert_eq!(a["projectedDueAt"], "2026-09-10T02:00:00Z");
     assert_eq!(a["dueAt"], "2026-09-10T02:00:00Z");
@@ -33,34 +27,21 @@ fn offsets_are_normalised_to_utc() {
 
 #[test]
 fn a_fact_observed_at_with_an_offset_is_normalised() {
-    let out = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T06:00"))])
-        .fact(
-            &t("10T05:00"),
-            &key_of("A"),
-            "2026-09-10T06:30:00+02:00",
-            SHIP,
-            FEED,
-        )
+    let out = raised(&[exp("A", &t("10T06:00"))])
+        .report(&t("10T05:00"), "A", "2026-09-10T06:30:00+02:00")
         .run();
     assert_eq!(out.record("A")["satisfaction"]["observedAt"], t("10T04:30"));
 }
 
 #[test]
 fn months_and_negative_durations_are_refused_naming_the_field() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                exp("M", &t("10T02:00")).grace("P1M"),
-                exp("N", &t("10T02:00")).grace("-PT1H"),
-                exp("O", &t("10T02:00")).anchor("M", "-PT2H"),
-                exp("Y", &t("10T02:00")).grace("P1Y"),
-            ],
-        )
-        .run();
+    let out = raised(&[
+        exp("M", &t("10T02:00")).grace("P1M"),
+        exp("N", &t("10T02:00")).grace("-PT1H"),
+        exp("O", &t("10T02:00")).anchor("M", "-PT2H"),
+        exp("Y", &t("10T02:00")).grace("P1Y"),
+    ])
+    .run();
     let m = out.rejection("M");
     assert!(
         m.starts_with("field `grace`:") && m.contains("months"),
@@ -86,20 +67,14 @@ fn months_and_negative_durations_are_refused_naming_the_field() {
 
 #[test]
 fn a_fact_observed_in_the_future_of_its_receipt_uses_the_receipt_time() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[
-                // On time by the receipt time, late by the claimed one.
-                exp("A", &t("10T06:00")),
-                exp("B", &t("10T09:00")).anchor("A", "PT1H"),
-                exp("C", &t("10T08:00")),
-            ],
-        )
-        .fact(&t("10T05:00"), &key_of("A"), &t("10T07:00"), SHIP, FEED)
-        .run();
+    let out = raised(&[
+        // On time by the receipt time, late by the claimed one.
+        exp("A", &t("10T06:00")),
+        exp("B", &t("10T09:00")).anchor("A", "PT1H"),
+        exp("C", &t("10T08:00")),
+    ])
+    .report(&t("10T05:00"), "A", &t("10T07:00"))
+    .run();
     let a = out.record("A");
     assert_eq!(
         a["satisfaction"],
@@ -131,14 +106,8 @@ fn a_fact_observed_in_the_future_of_its_receipt_uses_the_receipt_time() {
 
 #[test]
 fn a_fact_received_exactly_at_the_deadline_is_on_time() {
-    let out = scenario()
-        .push_artifact(
-            &t("10T01:00"),
-            TASK,
-            CTX,
-            &[exp("A", &t("10T02:00")).grace("PT1H")],
-        )
-        .fact(&t("10T03:00"), &key_of("A"), &t("10T01:45"), SHIP, FEED)
+    let out = raised(&[exp("A", &t("10T02:00")).grace("PT1H")])
+        .report(&t("10T03:00"), "A", &t("10T01:45"))
         .run();
     assert_eq!(out.lapses(), []);
     let a = out.record("A");

@@ -9,9 +9,8 @@ fn cancel_fail_and_reject_withdraw_and_complete_does_not() {
         "TASK_STATE_FAILED",
         "TASK_STATE_REJECTED",
     ] {
-        let out = scenario()
-            .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))])
-            .push_status(&t("10T01:30"), TASK, CTX, state, Some(&t("10T01:29")), None)
+        let out = raised(&[exp("A", &t("10T02:00"))])
+            .push_stamped_state(&t("10T01:30"), TASK, CTX, state, &t("10T01:29"))
             .run();
         let a = out.record("A");
         assert_eq!(a["status"], "withdrawn", "{state}");
@@ -30,8 +29,7 @@ fn cancel_fail_and_reject_withdraw_and_complete_does_not() {
         );
         assert_eq!(a["lapses"], json!([]));
     }
-    let out = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))])
+    let out = raised(&[exp("A", &t("10T02:00"))])
         .push_unstamped_state(&t("10T01:30"), TASK, CTX, "TASK_STATE_COMPLETED")
         .run();
     assert_eq!(out.record("A")["status"], "open");
@@ -41,8 +39,7 @@ fn cancel_fail_and_reject_withdraw_and_complete_does_not() {
 
 #[test]
 fn canceling_the_origin_withdraws_its_successors_too() {
-    let out = scenario()
-        .push_artifact(&t("10T01:00"), TASK, CTX, &[exp("A", &t("10T02:00"))])
+    let out = raised(&[exp("A", &t("10T02:00"))])
         .push_artifact(
             &t("10T02:30"),
             "task-lapse",
@@ -64,7 +61,7 @@ fn canceling_the_origin_withdraws_its_successors_too() {
 fn an_expectation_from_a_task_already_canceled_is_recorded_and_withdrawn() {
     let out = scenario()
         .push_unstamped_state(&t("10T01:00"), TASK, CTX, "TASK_STATE_CANCELED")
-        .push_artifact(&t("10T01:30"), TASK, CTX, &[exp("A", &t("10T02:00"))])
+        .raise(&t("10T01:30"), &[exp("A", &t("10T02:00"))])
         .run();
     let a = out.record("A");
     assert_eq!(a["status"], "withdrawn");
