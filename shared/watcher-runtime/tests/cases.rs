@@ -20,19 +20,23 @@ fn of_type<'a>(lines: &'a [Value], ty: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["type"] == ty).collect()
 }
 
-fn message_ids(lines: &[Value]) -> Vec<(String, String)> {
+/// `"{at} {messageId}"` of every `lapseTask` line, in order.
+fn lapse_tasks(lines: &[Value]) -> Vec<String> {
     of_type(lines, "lapseTask")
         .iter()
         .map(|l| {
-            (
-                l["at"].as_str().unwrap_or_default().to_string(),
-                l["request"]["message"]["messageId"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
+            format!(
+                "{} {}",
+                text(&l["at"]),
+                text(&l["request"]["message"]["messageId"])
             )
         })
         .collect()
+}
+
+/// A JSON string's text, or `""` for anything else.
+fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
 }
 
 fn record<'a>(lines: &'a [Value], id: &str) -> &'a Value {
@@ -43,20 +47,13 @@ fn record<'a>(lines: &'a [Value], id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{id} is recorded"))
 }
 
-fn pair(at: &str, id: &str) -> (String, String) {
-    (at.to_string(), id.to_string())
-}
-
 #[test]
 fn sdk_snapshot_question() {
     let out = run_case("sdk-snapshot-question.json");
     assert_eq!(record(&out, "q-sdk")["status"], "open");
     assert_eq!(
-        message_ids(&out),
-        [pair(
-            "2026-09-10T02:00:00Z",
-            "lapse:q-sdk:overdue:2026-09-10T02:00:00Z"
-        )]
+        lapse_tasks(&out),
+        ["2026-09-10T02:00:00Z lapse:q-sdk:overdue:2026-09-10T02:00:00Z"]
     );
 }
 
@@ -69,7 +66,7 @@ fn question_successor_answered() {
     assert_eq!(q2["satisfaction"]["source"], "watcher:task-lifecycle");
     assert_eq!(q2["satisfaction"]["observedAt"], "2026-09-10T03:00:00Z");
     assert_eq!(q2["satisfaction"]["late"], false);
-    assert_eq!(message_ids(&out), []);
+    assert_eq!(lapse_tasks(&out), Vec::<String>::new());
 }
 
 #[test]
@@ -77,16 +74,10 @@ fn agent_bound_same_event() {
     let out = run_case("agent-bound-same-event.json");
     assert!(of_type(&out, "rejected").is_empty(), "{out:?}");
     assert_eq!(
-        message_ids(&out),
+        lapse_tasks(&out),
         [
-            pair(
-                "2026-09-10T01:00:00Z",
-                "lapse:e1:overdue:2026-09-10T00:30:00Z"
-            ),
-            pair(
-                "2026-09-10T05:00:00Z",
-                "lapse:e2:overdue:2026-09-10T05:00:00Z"
-            ),
+            "2026-09-10T01:00:00Z lapse:e1:overdue:2026-09-10T00:30:00Z",
+            "2026-09-10T05:00:00Z lapse:e2:overdue:2026-09-10T05:00:00Z",
         ]
     );
 }
@@ -103,11 +94,8 @@ fn zero_observed_at() {
         "the value as given is kept on the record"
     );
     assert_eq!(
-        message_ids(&out),
-        [pair(
-            "2026-09-10T11:00:05Z",
-            "lapse:exp-za:overdue:2026-09-10T09:00:05Z"
-        )]
+        lapse_tasks(&out),
+        ["2026-09-10T11:00:05Z lapse:exp-za:overdue:2026-09-10T09:00:05Z"]
     );
 }
 
@@ -119,19 +107,20 @@ fn lowercase_canceled() {
     assert_eq!(c["withdrawal"]["withdrawnAt"], "2026-09-10T02:00:00Z");
     let reason = c["withdrawal"]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("CANCELED"), "{reason}");
-    assert_eq!(message_ids(&out), []);
+    assert_eq!(lapse_tasks(&out), Vec::<String>::new());
 }
 
-fn rejections(lines: &[Value]) -> Vec<(String, String)> {
+/// `(expectationId, reason)` of every `rejected` line, in order.
+fn rejections(lines: &[Value]) -> Vec<(&str, &str)> {
     of_type(lines, "rejected")
         .iter()
-        .map(|l| {
-            (
-                l["expectationId"].as_str().unwrap_or_default().to_string(),
-                l["reason"].as_str().unwrap_or_default().to_string(),
-            )
-        })
+        .map(|l| (text(&l["expectationId"]), text(&l["reason"])))
         .collect()
+}
+
+/// The ids of `refused`, in order.
+fn ids<'a>(refused: &[(&'a str, &str)]) -> Vec<&'a str> {
+    refused.iter().map(|(id, _)| *id).collect()
 }
 
 #[test]
@@ -141,16 +130,10 @@ fn duration_fraction_on_days() {
     assert_eq!(record(&out, "e1")["grace"], "P0.5D");
     // 12 h and 3.5 days of grace after a 02:00 due time.
     assert_eq!(
-        message_ids(&out),
+        lapse_tasks(&out),
         [
-            pair(
-                "2026-09-10T14:00:00Z",
-                "lapse:e1:overdue:2026-09-10T02:00:00Z"
-            ),
-            pair(
-                "2026-09-13T14:00:00Z",
-                "lapse:e2:overdue:2026-09-10T02:00:00Z"
-            ),
+            "2026-09-10T14:00:00Z lapse:e1:overdue:2026-09-10T02:00:00Z",
+            "2026-09-13T14:00:00Z lapse:e2:overdue:2026-09-10T02:00:00Z",
         ]
     );
 }
@@ -159,33 +142,21 @@ fn duration_fraction_on_days() {
 fn duration_invalid() {
     let out = run_case("duration-invalid.json");
     let refused = rejections(&out);
-    assert_eq!(
-        refused
-            .iter()
-            .map(|(id, _)| id.as_str())
-            .collect::<Vec<_>>(),
-        ["e1", "e2", "e3"]
-    );
+    assert_eq!(ids(&refused), ["e1", "e2", "e3"]);
     for (id, reason) in &refused {
         assert!(reason.starts_with("field `grace`"), "{id}: {reason}");
     }
     assert!(refused[0].1.contains("years"), "{}", refused[0].1);
     assert!(refused[1].1.contains("months"), "{}", refused[1].1);
     assert!(refused[2].1.contains("upper case"), "{}", refused[2].1);
-    assert_eq!(message_ids(&out), []);
+    assert_eq!(lapse_tasks(&out), Vec::<String>::new());
 }
 
 #[test]
 fn instant_not_rfc3339() {
     let out = run_case("instant-not-rfc3339.json");
     let refused = rejections(&out);
-    assert_eq!(
-        refused
-            .iter()
-            .map(|(id, _)| id.as_str())
-            .collect::<Vec<_>>(),
-        ["e1", "e2", "e3", "e4", "e5"]
-    );
+    assert_eq!(ids(&refused), ["e1", "e2", "e3", "e4", "e5"]);
     for (id, reason) in &refused {
         assert!(reason.starts_with("field `dueAt`"), "{id}: {reason}");
         assert!(
@@ -193,7 +164,7 @@ fn instant_not_rfc3339() {
             "{id} says what is wrong: {reason}"
         );
     }
-    assert_eq!(message_ids(&out), []);
+    assert_eq!(lapse_tasks(&out), Vec::<String>::new());
 }
 
 #[test]

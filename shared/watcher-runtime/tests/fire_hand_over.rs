@@ -75,19 +75,29 @@ async fn burst_on(subjects: &[String]) -> (Watcher<MemoryStore>, Tenant, AgentId
     (watcher, tenant, profile.id)
 }
 
+/// The message ids of the lapse tasks queued in the store for `agent`, in order.
+async fn queued_ids(
+    watcher: &Watcher<MemoryStore>,
+    tenant: &Tenant,
+    agent: &AgentId,
+) -> Vec<String> {
+    watcher
+        .store
+        .outbox_of_agent(tenant, agent, DeliveryState::Queued, None, usize::MAX)
+        .await
+        .expect("outbox")
+        .into_iter()
+        .map(|e| e.message_id)
+        .collect()
+}
+
 /// Lapse tasks queued in the store for `agent` now (committed ones only: the memory store
 /// shows a commit once it is done).
 fn queued(watcher: &Watcher<MemoryStore>, tenant: &Tenant, agent: &AgentId) -> usize {
     tokio::task::block_in_place(|| {
-        tokio::runtime::Handle::current().block_on(async {
-            watcher
-                .store
-                .outbox_of_agent(tenant, agent, DeliveryState::Queued, None, usize::MAX)
-                .await
-                .expect("outbox")
-                .len()
-        })
+        tokio::runtime::Handle::current().block_on(queued_ids(watcher, tenant, agent))
     })
+    .len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,14 +162,7 @@ async fn first_handed_over_before_last_committed(together: bool) {
         .collect();
     assert_eq!(all, want);
     // Queued in the store in that order too (fired together, the commits are sent in order).
-    let queued: Vec<String> = watcher
-        .store
-        .outbox_of_agent(&tenant, &agent, DeliveryState::Queued, None, usize::MAX)
-        .await
-        .expect("outbox")
-        .into_iter()
-        .map(|e| e.message_id)
-        .collect();
+    let queued = queued_ids(&watcher, &tenant, &agent).await;
     assert_eq!(queued, want, "together: {together}");
 }
 
@@ -194,14 +197,7 @@ async fn a_subjects_timers_fire_in_separate_groups() {
             vec![vec!["m-0"], vec!["m-1", "m-2", "m-3"], vec!["m-4", "m-5"]],
             "together: {together}"
         );
-        let queued: Vec<String> = watcher
-            .store
-            .outbox_of_agent(&tenant, &agent, DeliveryState::Queued, None, usize::MAX)
-            .await
-            .expect("outbox")
-            .into_iter()
-            .map(|e| e.message_id)
-            .collect();
+        let queued = queued_ids(&watcher, &tenant, &agent).await;
         assert_eq!(queued.len(), subjects.len(), "every deadline lapses once");
         queued_by_mode.push(queued);
     }

@@ -74,39 +74,18 @@ fn completed_delivered_twice_answers_once() {
 #[test]
 fn an_input_required_loop_answers_each_question_in_turn() {
     for stamped in [true, false] {
-        let stamp = |s: &str| stamped.then(|| t(s));
-        let out = scenario()
-            .push_stamped_question(
-                &t("10T01:00"),
-                "task-d",
-                CTX,
-                stamp("10T01:00").as_deref(),
-                &[question("Q1", &t("10T06:00"))],
-            )
-            .push_status(
-                &t("10T01:30"),
-                "task-d",
-                CTX,
-                "TASK_STATE_WORKING",
-                stamp("10T01:30").as_deref(),
-                None,
-            )
-            .push_stamped_question(
-                &t("10T02:00"),
-                "task-d",
-                CTX,
-                stamp("10T02:00").as_deref(),
-                &[question("Q2", &t("10T06:00"))],
-            )
-            .push_status(
-                &t("10T02:30"),
-                "task-d",
-                CTX,
-                "TASK_STATE_WORKING",
-                stamp("10T02:30").as_deref(),
-                None,
-            )
-            .run();
+        // Each status received at `at`, stamped `at` too when `stamped`.
+        let stamp = |at: &str| stamped.then(|| t(at));
+        let ask = |sc: common::Scenario, at: &str, id: &str| {
+            let q = question(id, &t("10T06:00"));
+            sc.push_stamped_question(&t(at), "task-d", CTX, stamp(at).as_deref(), &[q])
+        };
+        let work = |sc: common::Scenario, at: &str| {
+            let working = "TASK_STATE_WORKING";
+            sc.push_status(&t(at), "task-d", CTX, working, stamp(at).as_deref(), None)
+        };
+        let sc = work(ask(scenario(), "10T01:00", "Q1"), "10T01:30");
+        let out = work(ask(sc, "10T02:00", "Q2"), "10T02:30").run();
         assert_eq!(
             out.record("Q1")["satisfaction"]["observedAt"],
             t("10T01:30"),

@@ -6,7 +6,8 @@
 use crate::common;
 
 use common::{
-    exp, key_of, lapse, question_metadata, question_of, raised, scenario, t, CTX, FEED, TASK, URI,
+    asked, exp, key_of, lapse, lifecycle_answer, question, question_metadata, question_of, raised,
+    scenario, t, CTX, FEED, TASK, URI,
 };
 use serde_json::{json, Value};
 
@@ -56,13 +57,7 @@ fn a_zero_value_observed_at_is_a_missing_timestamp() {
 #[test]
 fn a_zero_value_status_timestamp_is_absent() {
     let out = asked(Some(&t("10T01:00")))
-        .push_stamped_state(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            "1970-01-01T00:00:00Z",
-        )
+        .working(&t("10T02:00"), "1970-01-01T00:00:00Z")
         .run();
     let q = out.record("Q");
     assert_eq!(q["status"], "satisfied");
@@ -74,13 +69,7 @@ fn a_zero_value_status_timestamp_is_absent() {
 #[test]
 fn an_invalid_status_timestamp_is_absent() {
     let out = asked(Some(&t("10T01:00")))
-        .push_stamped_state(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            "yesterday",
-        )
+        .working(&t("10T02:00"), "yesterday")
         .run();
     assert_eq!(out.record("Q")["status"], "satisfied");
     assert_eq!(out.record("Q")["satisfaction"]["observedAt"], t("10T02:00"));
@@ -92,17 +81,13 @@ fn an_invalid_status_timestamp_is_absent() {
 /// per-agent bound against the next one of the same event.
 #[test]
 fn the_agent_bound_counts_after_earlier_items_of_the_same_event() {
-    let out = scenario()
-        .settings(json!({ "maxOpenPerAgent": 1 }))
-        .raise(
-            &t("10T01:00"),
-            &[
-                exp("E1", &t("10T00:30")).subject("shipment", "S1"),
-                exp("E2", &t("10T05:00")).subject("shipment", "S2"),
-            ],
-        )
-        .until(&t("10T06:00"))
-        .run();
+    let out = raised(&[
+        exp("E1", &t("10T00:30")).subject("shipment", "S1"),
+        exp("E2", &t("10T05:00")).subject("shipment", "S2"),
+    ])
+    .settings(json!({ "maxOpenPerAgent": 1 }))
+    .until(&t("10T06:00"))
+    .run();
     assert_eq!(out.rejections(), []);
     assert_eq!(
         out.lapses(),
@@ -116,12 +101,8 @@ fn the_agent_bound_counts_after_earlier_items_of_the_same_event() {
 /// Both bounds count the same set: the per-subject bound refuses the same way.
 #[test]
 fn the_subject_bound_counts_after_earlier_items_of_the_same_event() {
-    let out = scenario()
+    let out = raised(&[exp("E1", &t("10T00:30")), exp("E2", &t("10T05:00"))])
         .settings(json!({ "maxOpenPerSubject": 1 }))
-        .raise(
-            &t("10T01:00"),
-            &[exp("E1", &t("10T00:30")), exp("E2", &t("10T05:00"))],
-        )
         .until(&t("10T06:00"))
         .run();
     assert_eq!(out.rejections(), []);
@@ -135,9 +116,8 @@ fn a_deadline_at_exactly_now_still_counts() {
         (json!({ "maxOpenPerSubject": 1 }), "per subject"),
         (json!({ "maxOpenPerAgent": 1 }), "per agent"),
     ] {
-        let out = scenario()
+        let out = raised(&[exp("E1", &t("10T02:00"))])
             .settings(settings)
-            .raise(&t("10T01:00"), &[exp("E1", &t("10T02:00"))])
             .raise(&t("10T02:00"), &[exp("E2", &t("10T05:00"))])
             .until(&t("10T06:00"))
             .run();
@@ -149,16 +129,6 @@ fn a_deadline_at_exactly_now_still_counts() {
 
 // ------------------------------------------------- questions ("Questions that expire")
 
-fn asked(timestamp: Option<&str>) -> common::Scenario {
-    scenario().push_stamped_question(
-        &t("10T01:00"),
-        "task-q",
-        CTX,
-        timestamp,
-        &[question_of("task-q")],
-    )
-}
-
 fn snapshot(state: &str) -> Value {
     json!({ "task": { "id": "task-q", "contextId": CTX, "status": { "state": state } } })
 }
@@ -169,13 +139,7 @@ fn snapshot(state: &str) -> Value {
 fn a_timestamp_less_snapshot_received_first_never_answers_a_question() {
     let out = scenario()
         .push_event("2026-09-10T01:00:00.000Z", snapshot("TASK_STATE_SUBMITTED"))
-        .push_stamped_state(
-            "2026-09-10T01:00:00.002Z",
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            "2026-09-10T00:59:59.998Z",
-        )
+        .working("2026-09-10T01:00:00.002Z", "2026-09-10T00:59:59.998Z")
         .push_stamped_question(
             "2026-09-10T01:00:00.004Z",
             "task-q",
@@ -200,15 +164,7 @@ fn without_both_timestamps_receipt_order_decides() {
     assert_eq!(q["status"], "satisfied", "received after the question");
     assert_eq!(q["satisfaction"]["observedAt"], t("10T02:00"));
 
-    let out = asked(None)
-        .push_stamped_state(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            &t("10T00:10"),
-        )
-        .run();
+    let out = asked(None).working(&t("10T02:00"), &t("10T00:10")).run();
     let q = out.record("Q");
     assert_eq!(q["status"], "satisfied", "the question has no stamp");
     assert_eq!(q["satisfaction"]["observedAt"], t("10T00:10"));
@@ -218,13 +174,7 @@ fn without_both_timestamps_receipt_order_decides() {
 #[test]
 fn equal_timestamps_are_ordered_by_receipt() {
     let out = asked(Some(&t("10T01:00")))
-        .push_stamped_state(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            &t("10T01:00"),
-        )
+        .working(&t("10T02:00"), &t("10T01:00"))
         .run();
     assert_eq!(out.record("Q")["status"], "satisfied");
 }
@@ -243,12 +193,7 @@ fn input_required_to_auth_required_answers_nothing() {
 /// key, raised from another task, is satisfied on time.
 #[test]
 fn a_superseded_question_answer_satisfies_its_successor() {
-    let successor = exp("Q2", &t("10T05:00"))
-        .kind("question.answer")
-        .subject("task", "task-q")
-        .key("task.answered:task-q")
-        .set("basis", json!("declared"))
-        .supersedes("Q");
+    let successor = question("Q2", "task-q", &t("10T05:00")).supersedes("Q");
     let out = asked(Some(&t("10T01:00")))
         .push_artifact(&t("10T01:30"), "task-lapse", CTX, &[successor])
         .push_unstamped_state(&t("10T03:00"), "task-q", CTX, "TASK_STATE_WORKING")
@@ -259,13 +204,7 @@ fn a_superseded_question_answer_satisfies_its_successor() {
     assert_eq!(q2["status"], "satisfied");
     assert_eq!(
         q2["satisfaction"],
-        json!({
-            "factKey": "task.answered:task-q",
-            "source": "watcher:task-lifecycle",
-            "satisfiedAt": t("10T03:00"),
-            "observedAt": t("10T03:00"),
-            "late": false,
-        })
+        lifecycle_answer(&t("10T03:00"), &t("10T03:00"))
     );
     assert_eq!(out.lapses(), []);
 }
@@ -326,6 +265,15 @@ fn an_expectation_in_a_working_status_message_is_ordinary() {
 
 // ------------------------------------------------------ task states (serve.md "Routes")
 
+/// `E` due 05:00 raised at 01:00 from [`TASK`], then a `statusUpdate` of [`TASK`] to `state`
+/// (as written on the wire: a name or a ProtoJSON number) at 02:00.
+fn raised_then_state(state: &Value) -> common::Scenario {
+    raised(&[exp("E", &t("10T05:00"))]).push_event(
+        &t("10T02:00"),
+        json!({ "statusUpdate": { "taskId": TASK, "contextId": CTX, "status": { "state": state } } }),
+    )
+}
+
 /// The 0.3 name and the ProtoJSON number of a withdrawing state withdraw like the 1.0 name.
 #[test]
 fn every_wire_form_of_a_withdrawing_state_withdraws() {
@@ -338,13 +286,7 @@ fn every_wire_form_of_a_withdrawing_state_withdraws() {
         json!("rejected"),
         json!(7),
     ] {
-        let out = raised(&[exp("E", &t("10T05:00"))])
-            .push_event(
-                &t("10T02:00"),
-                json!({ "statusUpdate": { "taskId": TASK, "contextId": CTX,
-                        "status": { "state": state } } }),
-            )
-            .run();
+        let out = raised_then_state(&state).run();
         assert_eq!(out.record("E")["status"], "withdrawn", "{state}");
         assert_eq!(out.lapses(), [], "{state}");
     }
@@ -383,13 +325,7 @@ fn a_state_naming_no_state_is_refused() {
         json!("Canceled"),
         json!(42),
     ] {
-        let doc = raised(&[exp("E", &t("10T05:00"))])
-            .push_event(
-                &t("10T02:00"),
-                json!({ "statusUpdate": { "taskId": TASK, "contextId": CTX,
-                        "status": { "state": state } } }),
-            )
-            .doc;
+        let doc = raised_then_state(&state).doc;
         let err = common::try_run_doc(&doc).expect_err("refused");
         assert!(err.contains("status.state"), "{state}: {err}");
     }

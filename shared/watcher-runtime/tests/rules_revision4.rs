@@ -7,7 +7,10 @@
 
 use crate::common;
 
-use common::{exp, key_of, lapse, question_metadata, question_of, scenario, t, Scenario};
+use common::{
+    asked, exp, key_of, lapse, lifecycle_answer, question, question_metadata, question_of,
+    scenario, t, Scenario,
+};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use watcher_core::time::Instant;
@@ -163,14 +166,7 @@ fn a_status_stamped_ahead_on_the_origin_task_or_another_task_answers_nothing() {
 #[test]
 fn a_question_stamped_ahead_is_answered_by_the_next_status() {
     for stamp in [t("10T13:00"), in_offset(&t("10T13:00"), "+05:30")] {
-        let out = scenario()
-            .push_stamped_question(
-                &t("10T01:00"),
-                "task-q",
-                CTX,
-                Some(&stamp),
-                &[question_of("task-q")],
-            )
+        let out = asked(Some(&stamp))
             .push_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_WORKING")
             .until(&t("10T06:00"))
             .run();
@@ -193,24 +189,13 @@ fn a_status_stamped_ahead_answers_at_its_receipt() {
         "2026-09-10t14:00:00.250z".to_string(),
         "9999-12-31T23:59:60Z".to_string(),
     ] {
-        let out = scenario()
-            .push_question(&t("10T01:00"), "task-q", CTX, &[question_of("task-q")])
-            .push_stamped_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_WORKING", &stamp)
+        let out = asked(Some(&t("10T01:00")))
+            .working(&t("10T02:00"), &stamp)
             .until(&t("10T06:00"))
             .run();
-        let sat = &out.record("Q")["satisfaction"];
-        assert_eq!(
-            sat,
-            &json!({
-                "factKey": "task.answered:task-q",
-                "source": "watcher:task-lifecycle",
-                "satisfiedAt": t("10T02:00"),
-                "observedAt": t("10T02:00"),
-                "claimedObservedAt": stamp,
-                "late": false,
-            }),
-            "{stamp}"
-        );
+        let mut answer = lifecycle_answer(&t("10T02:00"), &t("10T02:00"));
+        answer["claimedObservedAt"] = json!(stamp);
+        assert_eq!(out.record("Q")["satisfaction"], answer, "{stamp}");
         assert_eq!(out.lapses(), [], "{stamp}");
     }
 }
@@ -221,7 +206,7 @@ fn a_status_stamped_ahead_answers_at_its_receipt() {
 fn a_question_answered_at_once_is_observed_at_the_answering_status_receipt() {
     let stamp = in_offset(&t("10T03:00"), "+05:30");
     let out = scenario()
-        .push_stamped_state(&t("10T01:00"), "task-q", CTX, "TASK_STATE_WORKING", &stamp)
+        .working(&t("10T01:00"), &stamp)
         .push_stamped_question(
             &t("10T02:00"),
             "task-q",
@@ -278,14 +263,7 @@ fn the_answer_keeps_the_status_timestamp_as_given() {
     ];
     for (given, observed, no_claim) in cases {
         for state in ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"] {
-            let out = scenario()
-                .push_stamped_question(
-                    &t("10T01:00"),
-                    "task-q",
-                    CTX,
-                    None,
-                    &[question_of("task-q")],
-                )
+            let out = asked(None)
                 .push_stamped_state(&t("10T02:00"), "task-q", CTX, state, given)
                 .until(&t("10T06:00"))
                 .run();
@@ -309,20 +287,13 @@ fn the_answer_keeps_the_status_timestamp_as_given() {
 fn a_leap_second_ahead_of_receipt_counts_as_the_receipt() {
     let mut sc = scenario();
     sc.doc["start"] = json!("2016-12-31T00:00:00Z");
-    let q = exp("Q", "2016-12-31T04:00:00Z")
-        .kind("question.answer")
-        .subject("task", "task-q")
-        .key("task.answered:task-q")
-        .grace("PT1H")
-        .set("basis", json!("declared"));
+    let q = question("Q", "task-q", "2016-12-31T04:00:00Z").grace("PT1H");
     for (given, answers) in [
         ("2016-12-31T23:59:60Z", true),
         ("2017-01-01T00:59:60+01:00", true),
         ("2016-12-31T23:59:60Z", false),
     ] {
-        let working = |sc: Scenario, at: &str| {
-            sc.push_stamped_state(at, "task-q", CTX, "TASK_STATE_WORKING", given)
-        };
+        let working = |sc: Scenario, at: &str| sc.working(at, given);
         let ask =
             |sc: Scenario, at: &str| sc.push_question(at, "task-q", CTX, std::slice::from_ref(&q));
         let sc = sc.clone().until("2016-12-31T06:00:00Z");

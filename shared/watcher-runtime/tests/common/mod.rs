@@ -106,20 +106,54 @@ impl Exp {
     pub fn supersedes(self, id: &str) -> Self {
         self.set("supersedes", json!(id))
     }
+    /// Supersedes `predecessor`, waiting on its default fact key ([`key_of`]`(predecessor)`).
+    pub fn succeeds(self, predecessor: &str) -> Self {
+        self.key(&key_of(predecessor)).supersedes(predecessor)
+    }
     pub fn json(&self) -> Value {
         self.0.clone()
     }
 }
 
-/// Question `Q` of `task`, due 04:00 with an hour's grace: it lapses `overdue` at 05:00; the
-/// task's next answering status satisfies it (`task.answered:{task}`).
-pub fn question_of(task: &str) -> Exp {
-    exp("Q", &t("10T04:00"))
+/// Question `id` of `task`, due at `due` with no grace: kind `question.answer` on `task`, basis
+/// `declared`; the task's next answering status satisfies it (`task.answered:{task}`).
+pub fn question(id: &str, task: &str, due: &str) -> Exp {
+    exp(id, due)
         .kind("question.answer")
         .subject("task", task)
         .key(&format!("task.answered:{task}"))
-        .grace("PT1H")
         .set("basis", json!("declared"))
+}
+
+/// Question `Q` of `task`, due 04:00 with an hour's grace: it lapses `overdue` at 05:00; the
+/// task's next answering status satisfies it (`task.answered:{task}`).
+pub fn question_of(task: &str) -> Exp {
+    question("Q", task, &t("10T04:00")).grace("PT1H")
+}
+
+/// [`scenario`] with `task-q` asking [`question_of`]`("task-q")` at 2026-09-10T01:00:00Z in
+/// [`CTX`], its status stamped `timestamp`.
+pub fn asked(timestamp: Option<&str>) -> Scenario {
+    scenario().push_stamped_question(
+        &t("10T01:00"),
+        "task-q",
+        CTX,
+        timestamp,
+        &[question_of("task-q")],
+    )
+}
+
+/// The `satisfaction` of a question of `task-q` answered on time by its task's status: the
+/// watcher's lifecycle fact `task.answered:task-q`, satisfied at `satisfied_at`, observed at
+/// `observed_at` (expectations-v1 §11).
+pub fn lifecycle_answer(satisfied_at: &str, observed_at: &str) -> Value {
+    json!({
+        "factKey": "task.answered:task-q",
+        "source": "watcher:task-lifecycle",
+        "satisfiedAt": satisfied_at,
+        "observedAt": observed_at,
+        "late": false,
+    })
 }
 
 /// One lapse `(expectationId, lapse, at)` as [`Outcome::lapses`] lists it.
@@ -285,6 +319,12 @@ impl Scenario {
         self.push_status(at, task, ctx, state, Some(timestamp), None)
     }
 
+    /// `task-q` (the task [`asked`] asks from) moving to `TASK_STATE_WORKING` at `at`, stamped
+    /// `timestamp`.
+    pub fn working(self, at: &str, timestamp: &str) -> Self {
+        self.push_stamped_state(at, "task-q", CTX, "TASK_STATE_WORKING", timestamp)
+    }
+
     /// `task` moving to `TASK_STATE_INPUT_REQUIRED` stamped at its receipt `at`, its status
     /// message asking `questions`.
     pub fn push_question(self, at: &str, task: &str, ctx: &str, questions: &[Exp]) -> Self {
@@ -306,18 +346,6 @@ impl Scenario {
         self.push_status(at, task, ctx, state, timestamp, metadata)
     }
 
-    /// A fact reported by `reporter` into tenant `default`.
-    pub fn fact(
-        self,
-        at: &str,
-        key: &str,
-        observed_at: &str,
-        subject: Option<(&str, &str)>,
-        reporter: &str,
-    ) -> Self {
-        self.fact_in("default", at, key, observed_at, subject, reporter)
-    }
-
     /// [`FEED`] reporting `done:{id}` (the fact [`exp`]`(id, ..)` waits on) on shipment PA-1,
     /// received at `at` and observed at `observed_at`.
     pub fn report(self, at: &str, id: &str, observed_at: &str) -> Self {
@@ -330,10 +358,17 @@ impl Scenario {
         self.fact(at, "shipment.seen:PA-1", observed_at, SHIP, FEED)
     }
 
-    /// A fact reported by `reporter` into `tenant`.
-    pub fn fact_in(
+    /// As [`Scenario::report`], into `tenant` instead of `default`.
+    pub fn report_in(self, tenant: &str, at: &str, id: &str, observed_at: &str) -> Self {
+        let mut sc = self.report(at, id, observed_at);
+        let steps = sc.doc["steps"].as_array_mut().expect("steps");
+        steps.last_mut().expect("the fact")["tenant"] = json!(tenant);
+        sc
+    }
+
+    /// A fact reported by `reporter` into tenant `default`.
+    pub fn fact(
         self,
-        tenant: &str,
         at: &str,
         key: &str,
         observed_at: &str,
@@ -344,7 +379,7 @@ impl Scenario {
         if let Some((ty, id)) = subject {
             fact["subject"] = json!({ "type": ty, "id": id });
         }
-        self.step(json!({ "at": at, "fact": fact, "reporter": reporter, "tenant": tenant }))
+        self.step(json!({ "at": at, "fact": fact, "reporter": reporter, "tenant": "default" }))
     }
 
     /// The steps so far.

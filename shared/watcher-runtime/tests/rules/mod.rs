@@ -3,15 +3,20 @@
 
 use crate::common;
 
-use common::{exp, key_of, lapse, question_of, raised, s, scenario, t, CTX, FEED, SHIP, TASK, URI};
+use common::{
+    asked, exp, key_of, lapse, lifecycle_answer, question_of, raised, s, scenario, t, CTX, FEED,
+    SHIP, TASK, URI,
+};
 use serde_json::{json, Value};
 
 fn pair(kind: &str, at: &str) -> (String, String) {
     (kind.to_string(), at.to_string())
 }
 
-fn asked() -> common::Scenario {
-    scenario().push_question(&t("10T01:00"), "task-q", CTX, &[question_of("task-q")])
+/// `A` due 02:00 with an hour's grace (`overdue` at 03:00) and a horizon at `horizon`, raised at
+/// 01:00.
+fn a_with_horizon(horizon: &str) -> common::Scenario {
+    raised(&[exp("A", &t("10T02:00")).grace("PT1H").horizon(horizon)])
 }
 
 mod anchoring;

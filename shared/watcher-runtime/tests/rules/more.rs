@@ -4,11 +4,9 @@ use super::*;
 
 #[test]
 fn a_fact_received_exactly_at_the_horizon_prevents_the_stall() {
-    let out = raised(&[exp("A", &t("10T02:00"))
-        .grace("PT1H")
-        .horizon(&t("11T00:00"))])
-    .seen(&t("11T00:00"), &t("10T23:00"))
-    .run();
+    let out = a_with_horizon(&t("11T00:00"))
+        .seen(&t("11T00:00"), &t("10T23:00"))
+        .run();
     assert_eq!(out.record_lapses("A"), [pair("overdue", &t("10T03:00"))]);
 }
 
@@ -90,10 +88,7 @@ fn the_identity_rule_covers_the_current_due_time() {
     ])
     .report(&t("10T01:30"), "A", &t("10T01:30"))
     // B's current due time is 02:30; a successor due then is identical.
-    .raise(
-        &t("10T03:00"),
-        &[exp("B2", &t("10T02:30")).key(&key_of("B")).supersedes("B")],
-    )
+    .raise(&t("10T03:00"), &[exp("B2", &t("10T02:30")).succeeds("B")])
     .run();
     assert!(out
         .rejection("B2")
@@ -135,13 +130,9 @@ fn superseding_a_satisfied_withdrawn_or_unknown_expectation_is_refused() {
 
 #[test]
 fn the_lineage_bound_is_a_setting() {
-    let out = scenario()
+    let out = raised(&[exp("A", &t("10T02:00"))])
         .settings(json!({ "lineageBound": 1 }))
-        .raise(&t("10T01:00"), &[exp("A", &t("10T02:00"))])
-        .raise(
-            &t("10T02:10"),
-            &[exp("B", &t("10T03:00")).key(&key_of("A")).supersedes("A")],
-        )
+        .raise(&t("10T02:10"), &[exp("B", &t("10T03:00")).succeeds("A")])
         .raise(
             &t("10T03:10"),
             &[exp("C", &t("10T04:00")).key(&key_of("A")).supersedes("B")],
@@ -156,17 +147,13 @@ fn the_lineage_bound_is_a_setting() {
 
 #[test]
 fn the_per_agent_bound_is_enforced() {
-    let out = scenario()
-        .settings(json!({ "maxOpenPerAgent": 2 }))
-        .raise(
-            &t("10T01:00"),
-            &[
-                exp("A", &t("10T05:00")),
-                exp("B", &t("10T05:00")).subject("shipment", "PA-2"),
-                exp("C", &t("10T05:00")).subject("shipment", "PA-3"),
-            ],
-        )
-        .run();
+    let out = raised(&[
+        exp("A", &t("10T05:00")),
+        exp("B", &t("10T05:00")).subject("shipment", "PA-2"),
+        exp("C", &t("10T05:00")).subject("shipment", "PA-3"),
+    ])
+    .settings(json!({ "maxOpenPerAgent": 2 }))
+    .run();
     assert_eq!(
         out.rejection("C"),
         "open expectations of agent booking would exceed the bound 2 per agent (expectations-v1 §13.2)"
@@ -205,9 +192,7 @@ fn a_reported_fact_is_attributed_to_its_reporter() {
 
 #[test]
 fn a_keeps_time_agent_configured_to_submit_gets_lapse_tasks() {
-    let mut sc = scenario()
-        .keeps_time(true)
-        .raise(&t("10T01:00"), &[exp("A", &t("10T02:00"))]);
+    let mut sc = raised(&[exp("A", &t("10T02:00"))]).keeps_time(true);
     sc.doc["agents"][0]["submitLapses"] = json!(true);
     let out = sc.run();
     assert_eq!(out.lapses(), [lapse("A", "overdue", &t("10T02:00"))]);
@@ -263,13 +248,7 @@ fn malformed_fields_are_refused_naming_the_field() {
 #[test]
 fn a_question_asked_after_its_task_moved_on_is_answered_at_once() {
     let out = scenario()
-        .push_stamped_state(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            &t("10T01:50"),
-        )
+        .working(&t("10T02:00"), &t("10T01:50"))
         .push_stamped_question(
             &t("10T02:10"),
             "task-q",
@@ -288,14 +267,8 @@ fn a_question_asked_after_its_task_moved_on_is_answered_at_once() {
 
 #[test]
 fn a_stale_status_does_not_answer_a_later_question() {
-    let out = asked()
-        .push_stamped_state(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            &t("10T00:30"),
-        )
+    let out = asked(Some(&t("10T01:00")))
+        .working(&t("10T02:00"), &t("10T00:30"))
         .run();
     assert_eq!(out.record("Q")["status"], "open");
     assert_eq!(out.lapses(), [lapse("Q", "overdue", &t("10T05:00"))]);
@@ -303,7 +276,7 @@ fn a_stale_status_does_not_answer_a_later_question() {
 
 #[test]
 fn a_question_is_answered_on_completion_at_the_receipt_time_without_a_timestamp() {
-    let out = asked()
+    let out = asked(Some(&t("10T01:00")))
         .push_unstamped_state(&t("10T03:00"), "task-q", CTX, "TASK_STATE_COMPLETED")
         .run();
     let q = out.record("Q");

@@ -4,26 +4,14 @@ use super::*;
 
 #[test]
 fn a_question_is_answered_when_its_task_is_next_seen_working() {
-    let out = asked()
-        .push_stamped_state(
-            &t("10T02:00"),
-            "task-q",
-            CTX,
-            "TASK_STATE_WORKING",
-            &t("10T01:59:30"),
-        )
+    let out = asked(Some(&t("10T01:00")))
+        .working(&t("10T02:00"), &t("10T01:59:30"))
         .run();
     let q = out.record("Q");
     assert_eq!(q["status"], "satisfied");
     assert_eq!(
         q["satisfaction"],
-        json!({
-            "factKey": "task.answered:task-q",
-            "source": "watcher:task-lifecycle",
-            "satisfiedAt": t("10T02:00"),
-            "observedAt": t("10T01:59:30"),
-            "late": false,
-        })
+        lifecycle_answer(&t("10T02:00"), &t("10T01:59:30"))
     );
     assert_eq!(
         q["raisedBy"],
@@ -34,7 +22,7 @@ fn a_question_is_answered_when_its_task_is_next_seen_working() {
 
 #[test]
 fn a_question_is_withdrawn_when_its_task_is_canceled() {
-    let out = asked()
+    let out = asked(Some(&t("10T01:00")))
         .push_unstamped_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_CANCELED")
         .run();
     let q = out.record("Q");
@@ -48,7 +36,7 @@ fn a_question_is_withdrawn_when_its_task_is_canceled() {
 
 #[test]
 fn an_unanswered_question_lapses_overdue() {
-    let out = asked().run();
+    let out = asked(Some(&t("10T01:00"))).run();
     assert_eq!(out.lapses(), [lapse("Q", "overdue", &t("10T05:00"))]);
     let block = out.lapse_blocks()[0];
     assert_eq!(block["kind"], "question.answer");

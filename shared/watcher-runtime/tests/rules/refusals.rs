@@ -61,21 +61,17 @@ fn an_anchor_or_after_naming_another_subject_is_refused() {
 
 #[test]
 fn the_per_subject_bound_is_enforced() {
-    let out = scenario()
-        .settings(json!({ "maxOpenPerSubject": 2 }))
-        .raise(
-            &t("10T01:00"),
-            &[
-                exp("A", &t("10T05:00")),
-                exp("B", &t("10T05:00")),
-                exp("C", &t("10T05:00")),
-                exp("X", &t("10T05:00")).subject("shipment", "PA-2"),
-            ],
-        )
-        .report(&t("10T02:00"), "A", &t("10T02:00"))
-        .raise(&t("10T02:30"), &[exp("D", &t("10T05:00"))])
-        .raise(&t("10T02:40"), &[exp("E", &t("10T05:00"))])
-        .run();
+    let out = raised(&[
+        exp("A", &t("10T05:00")),
+        exp("B", &t("10T05:00")),
+        exp("C", &t("10T05:00")),
+        exp("X", &t("10T05:00")).subject("shipment", "PA-2"),
+    ])
+    .settings(json!({ "maxOpenPerSubject": 2 }))
+    .report(&t("10T02:00"), "A", &t("10T02:00"))
+    .raise(&t("10T02:30"), &[exp("D", &t("10T05:00"))])
+    .raise(&t("10T02:40"), &[exp("E", &t("10T05:00"))])
+    .run();
     assert_eq!(
         out.rejection("C"),
         "open expectations on shipment PA-1 would exceed the bound 2 per subject (expectations-v1 §13.2)"

@@ -2,15 +2,19 @@
 
 use super::*;
 
-#[test]
-fn skipped_is_raised_at_once_before_due() {
-    let out = raised(&[
+/// `A` due 20:00 with two hours' grace and `B` after it, raised at 01:00; `B`'s fact received at
+/// 05:00, observed 04:59, long before `A`'s due time.
+fn b_satisfied_before_a_is_due() -> common::Scenario {
+    raised(&[
         exp("A", &t("10T20:00")).grace("PT2H"),
         exp("B", &t("10T22:00")).after(&["A"]),
     ])
     .report(&t("10T05:00"), "B", &t("10T04:59"))
-    .until(&t("10T06:00"))
-    .run();
+}
+
+#[test]
+fn skipped_is_raised_at_once_before_due() {
+    let out = b_satisfied_before_a_is_due().until(&t("10T06:00")).run();
     assert_eq!(out.lapses(), [lapse("A", "skipped", &t("10T05:00"))]);
     let b = out.lapse_blocks()[0];
     assert_eq!(b["dueAt"], t("10T20:00"));
@@ -28,12 +32,7 @@ fn skipped_is_raised_at_once_before_due() {
 
 #[test]
 fn skipped_suppresses_the_later_overdue() {
-    let out = raised(&[
-        exp("A", &t("10T20:00")).grace("PT2H"),
-        exp("B", &t("10T22:00")).after(&["A"]),
-    ])
-    .report(&t("10T05:00"), "B", &t("10T04:59"))
-    .run();
+    let out = b_satisfied_before_a_is_due().run();
     assert_eq!(out.lapses(), [lapse("A", "skipped", &t("10T05:00"))]);
     assert_eq!(out.record_lapses("A"), [pair("skipped", &t("10T05:00"))]);
 }

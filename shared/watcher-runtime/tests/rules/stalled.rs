@@ -4,10 +4,7 @@ use super::*;
 
 #[test]
 fn stalled_at_the_horizon() {
-    let out = raised(&[exp("A", &t("10T02:00"))
-        .grace("PT1H")
-        .horizon(&t("12T00:00"))])
-    .run();
+    let out = a_with_horizon(&t("12T00:00")).run();
     assert_eq!(
         out.lapses(),
         [
@@ -26,11 +23,9 @@ fn stalled_at_the_horizon() {
 
 #[test]
 fn not_stalled_when_a_fact_on_the_subject_arrived_since() {
-    let out = raised(&[exp("A", &t("10T02:00"))
-        .grace("PT1H")
-        .horizon(&t("12T00:00"))])
-    .seen(&t("11T06:00"), &t("11T05:00"))
-    .run();
+    let out = a_with_horizon(&t("12T00:00"))
+        .seen(&t("11T06:00"), &t("11T05:00"))
+        .run();
     assert_eq!(out.lapses(), [lapse("A", "overdue", &t("10T03:00"))]);
     assert_eq!(out.record_lapses("A"), [pair("overdue", &t("10T03:00"))]);
 }

@@ -9,7 +9,7 @@ fn supersession_withdraws_the_predecessor() {
             &t("10T03:00"),
             "task-lapse",
             CTX,
-            &[exp("B", &t("10T06:00")).key(&key_of("A")).supersedes("A")],
+            &[exp("B", &t("10T06:00")).succeeds("A")],
         )
         .run();
     let a = out.record("A");
@@ -76,14 +76,8 @@ fn lineage_four_is_refused() {
 fn an_identical_re_raise_in_the_lineage_is_refused() {
     let out = raised(&[exp("A", &t("10T02:00"))])
         // Same kind, subject, factKey and dueAt as its predecessor.
-        .raise(
-            &t("10T03:00"),
-            &[exp("B", &t("10T02:00")).key(&key_of("A")).supersedes("A")],
-        )
-        .raise(
-            &t("10T03:10"),
-            &[exp("C", &t("10T05:00")).key(&key_of("A")).supersedes("A")],
-        )
+        .raise(&t("10T03:00"), &[exp("B", &t("10T02:00")).succeeds("A")])
+        .raise(&t("10T03:10"), &[exp("C", &t("10T05:00")).succeeds("A")])
         // Back to the first due time, two generations on.
         .raise(
             &t("10T03:20"),

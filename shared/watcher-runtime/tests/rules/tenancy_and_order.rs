@@ -4,28 +4,10 @@ use super::*;
 
 #[test]
 fn facts_are_tenant_scoped() {
-    let out = scenario()
+    let out = raised(&[exp("A", &t("10T02:00")), exp("B", &t("10T03:00"))])
         .tenant("tenant-a")
-        .raise(
-            &t("10T01:00"),
-            &[exp("A", &t("10T02:00")), exp("B", &t("10T03:00"))],
-        )
-        .fact_in(
-            "tenant-b",
-            &t("10T01:30"),
-            &key_of("A"),
-            &t("10T01:30"),
-            SHIP,
-            FEED,
-        )
-        .fact_in(
-            "tenant-a",
-            &t("10T01:40"),
-            &key_of("B"),
-            &t("10T01:40"),
-            SHIP,
-            FEED,
-        )
+        .report_in("tenant-b", &t("10T01:30"), "A", &t("10T01:30"))
+        .report_in("tenant-a", &t("10T01:40"), "B", &t("10T01:40"))
         .run();
     let a = out.record("A");
     assert_eq!(a["tenant"], "tenant-a");
@@ -45,10 +27,7 @@ fn facts_are_tenant_scoped() {
 
 #[test]
 fn a_keeps_time_agent_gets_no_lapse_task_but_the_lapse_is_recorded() {
-    let out = scenario()
-        .keeps_time(true)
-        .raise(&t("10T01:00"), &[exp("A", &t("10T02:00"))])
-        .run();
+    let out = raised(&[exp("A", &t("10T02:00"))]).keeps_time(true).run();
     assert_eq!(out.lapse_tasks().len(), 0);
     assert_eq!(out.record_lapses("A"), [pair("overdue", &t("10T02:00"))]);
     assert_eq!(

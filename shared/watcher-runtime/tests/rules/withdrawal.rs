@@ -44,7 +44,7 @@ fn canceling_the_origin_withdraws_its_successors_too() {
             &t("10T02:30"),
             "task-lapse",
             CTX,
-            &[exp("B", &t("10T05:00")).key(&key_of("A")).supersedes("A")],
+            &[exp("B", &t("10T05:00")).succeeds("A")],
         )
         .push_unstamped_state(&t("10T03:00"), TASK, CTX, "TASK_STATE_CANCELED")
         .run();
