@@ -4,7 +4,7 @@
 //! health is re-read once it is older than the maximum age. Needs the emulator (`bash
 //! infra/moto.sh`, `AWS_ENDPOINT_URL`).
 
-use crate::common::{emulator_store, Nothing};
+use crate::common::{cold_start, emulator_store, sweep, Nothing};
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -13,9 +13,8 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use serde_json::{json, Value};
 use watcher_config::Config;
 use watcher_core::ids::{AgentId, Tenant};
-use watcher_core::time::Instant;
 use watcher_delivery::endpoint::Endpoints;
-use watcher_host::aws::{assemble, assemble_for, Function, Parts};
+use watcher_host::aws::{assemble_for, Function, Parts};
 use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::directory::CardState;
 use watcher_runtime::store::Store;
@@ -73,13 +72,6 @@ fn config(card_url: &str) -> Config {
     .expect("config")
 }
 
-/// A function instance's parts at its cold start (cards read then).
-async fn cold_start(store: &Arc<dyn Store>, config: &Config) -> Parts {
-    assemble(store.clone(), Arc::new(Nothing), Arc::new(Nothing), config)
-        .await
-        .expect("parts")
-}
-
 /// `function`'s parts at its cold start ([`assemble_for`]).
 async fn cold_start_of(function: Function, store: &Arc<dyn Store>, config: &Config) -> Parts {
     assemble_for(
@@ -133,17 +125,7 @@ async fn the_sweep_reads_an_unreadable_card_and_every_function_picks_it_up() {
     }
     server.up.store(true, Ordering::SeqCst);
     let now = SystemClock.now();
-    let report = watcher_lambda::timer::handle_with_cards(
-        &timer.watcher,
-        &*timer.queue,
-        &*timer.timers,
-        &timer.cards,
-        None,
-        &json!({ "sweep": true }),
-        now,
-    )
-    .await
-    .unwrap();
+    let report = sweep(&timer, now).await;
     assert_eq!((report.cards_tried, report.cards_read), (1, 1));
     assert!(timer.watcher.directory.get(&t, &a).is_some(), "registered");
     assert_eq!(
@@ -243,31 +225,15 @@ async fn the_sweep_rereads_a_card_older_than_the_maximum_age() {
     let config = config(&server.url);
     let timer = cold_start(&store, &config).await;
     let start = SystemClock.now();
-    let sweep = |at: Instant| {
-        let timer = &timer;
-        async move {
-            watcher_lambda::timer::handle_with_cards(
-                &timer.watcher,
-                &*timer.queue,
-                &*timer.timers,
-                &timer.cards,
-                None,
-                &json!({ "sweep": true }),
-                at,
-            )
-            .await
-            .unwrap()
-        }
-    };
     let hour = start
         .checked_add(jiff::SignedDuration::from_hours(1))
         .unwrap();
-    assert_eq!(sweep(hour).await.cards_tried, 0);
+    assert_eq!(sweep(&timer, hour).await.cards_tried, 0);
     let day = start
         .checked_add(jiff::SignedDuration::from_hours(24) + jiff::SignedDuration::from_secs(5))
         .unwrap();
     let before = server.hits.load(Ordering::SeqCst);
-    let report = sweep(day).await;
+    let report = sweep(&timer, day).await;
     assert_eq!((report.cards_tried, report.cards_read), (1, 1));
     assert_eq!(server.hits.load(Ordering::SeqCst), before + 1);
     let (t, a) = booking();

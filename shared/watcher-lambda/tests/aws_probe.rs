@@ -5,7 +5,7 @@
 //! that started before the probe picks it up. Needs the emulator (`bash infra/moto.sh`,
 //! `AWS_ENDPOINT_URL`).
 
-use crate::common::{emulator_store, Nothing};
+use crate::common::{cold_start, emulator_store, sweep};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,20 +15,12 @@ use serde_json::{json, Value};
 use watcher_config::Config;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_delivery::testing::{spawn_capture_agent, Behaviour, CapturedRequest, Reply};
-use watcher_host::aws::{assemble, Parts};
 use watcher_runtime::clock::{Clock, SystemClock};
-use watcher_runtime::store::Store;
 
 const CARD: &str = include_str!("../../../examples/booking-card.json");
 const PUSH_TOKEN: &str = "push-booking";
 /// Every status the stub sends carries this timestamp.
 const TS: &str = "2026-11-30T00:00:00Z";
-
-async fn cold_start(store: &Arc<dyn Store>, config: &Config) -> Parts {
-    assemble(store.clone(), Arc::new(Nothing), Arc::new(Nothing), config)
-        .await
-        .expect("parts")
-}
 
 fn rpc_result(req: &CapturedRequest, result: Value) -> Reply {
     Reply::Http {
@@ -150,17 +142,7 @@ async fn the_sweep_probes_through_the_deployments_push_route_and_every_function_
         .unwrap()
         .is_none());
 
-    let report = watcher_lambda::timer::handle_with_cards(
-        &timer.watcher,
-        &*timer.queue,
-        &*timer.timers,
-        &timer.cards,
-        None,
-        &json!({ "sweep": true }),
-        SystemClock.now(),
-    )
-    .await
-    .unwrap();
+    let report = sweep(&timer, SystemClock.now()).await;
     assert_eq!(report.probed, 1);
     let (descriptor, _) = store
         .lifecycle_descriptor(&t, &a, "1.0")
@@ -187,17 +169,7 @@ async fn the_sweep_probes_through_the_deployments_push_route_and_every_function_
     assert!(submitter.watcher.directory.lifecycle_trusted(&t, &a));
 
     // The next sweep probes nothing again.
-    let report = watcher_lambda::timer::handle_with_cards(
-        &timer.watcher,
-        &*timer.queue,
-        &*timer.timers,
-        &timer.cards,
-        None,
-        &json!({ "sweep": true }),
-        SystemClock.now(),
-    )
-    .await
-    .unwrap();
+    let report = sweep(&timer, SystemClock.now()).await;
     assert_eq!(report.probed, 0);
     assert_eq!(sends(), 2);
 }

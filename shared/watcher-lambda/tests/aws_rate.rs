@@ -4,69 +4,53 @@
 //! emulator (`bash infra/moto.sh`, `AWS_ENDPOINT_URL`).
 
 use crate::common::emulator_table;
+use crate::common::submitting::{self, queued, sqs_event, stored, t0};
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use watcher_runtime::store::Records as _;
 
 use a2a_types::TaskState;
 use aws_lambda_events::event::sqs::SqsEvent;
-use serde_json::{json, Value};
-use watcher_core::ids::{AgentId, ExpectationId, Tenant};
-use watcher_core::record::LapseKind;
+use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
-use watcher_delivery::{
-    A2aClient, AgentEndpoint, RateBuckets, RateLimit, RetryPolicy, Submitter, SubmitterConfig,
-};
+use watcher_delivery::{AgentEndpoint, RateBuckets, RateLimit, Submitter};
 use watcher_lambda::rate::DynamoRateBuckets;
+use watcher_lambda::submitter::BatchOutcome;
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{Commit, OutboxEntry};
+use watcher_runtime::store::OutboxEntry;
 
 const LIMIT: RateLimit = RateLimit {
     per_minute: 1,
     burst: 3,
 };
 
-fn t0() -> Instant {
-    Instant::parse("2026-09-10T12:00:00Z").unwrap()
-}
-
 fn entry(id: &str) -> OutboxEntry {
-    OutboxEntry::queued(
-        Tenant::default_tenant(),
-        AgentId::parse("busy").unwrap(),
-        id.into(),
-        ExpectationId::parse(format!("exp-{id}")).unwrap(),
-        LapseKind::Overdue,
-        t0(),
-        json!({ "message": { "messageId": id, "role": "ROLE_USER", "parts": [{ "text": "lapse" }] } }),
-    )
+    queued("busy", id, &format!("exp-{id}"))
 }
 
 fn event(ids: &[String]) -> SqsEvent {
-    let records: Vec<Value> = ids
-        .iter()
-        .map(|id| {
-            json!({ "messageId": format!("sqs-{id}"), "receiptHandle": format!("r-{id}"),
-                    "body": json!({ "tenant": "default", "agent": "busy", "messageId": id }).to_string(),
-                    "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs",
-                    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lapses.fifo", "awsRegion": "us-east-1" })
-        })
-        .collect();
-    serde_json::from_value(json!({ "Records": records })).unwrap()
+    let messages: Vec<(&str, &str)> = ids.iter().map(|id| ("busy", id.as_str())).collect();
+    sqs_event(&messages)
 }
 
 fn submitter(buckets: Arc<dyn RateBuckets>) -> Submitter {
-    Submitter::new(
-        A2aClient::with_defaults().unwrap(),
-        SubmitterConfig {
-            retry: RetryPolicy::default(),
-            rate_limit: LIMIT,
-            concurrency: 4,
-        },
+    submitting::submitter(LIMIT).with_rate_buckets(buckets)
+}
+
+/// `instances` handed the first five and the rest of `ids` at `at`, at the same moment.
+async fn both(
+    store: &MemoryStore,
+    instances: [&Submitter; 2],
+    endpoints: &HashMap<(Tenant, AgentId), AgentEndpoint>,
+    ids: &[String],
+    at: Instant,
+) -> (BatchOutcome, BatchOutcome) {
+    let [one, two] = instances;
+    tokio::join!(
+        watcher_lambda::submitter::handle_batch(store, one, endpoints, None, event(&ids[..5]), at),
+        watcher_lambda::submitter::handle_batch(store, two, endpoints, None, event(&ids[5..]), at),
     )
-    .with_rate_buckets(buckets)
 }
 
 /// Two submitter instances, each with its own batch of five lapse tasks for one agent, at the
@@ -78,17 +62,7 @@ async fn two_submitters_sharing_the_bucket_never_exceed_burst() {
     let agent =
         spawn_capture_agent(Behaviour::always(Reply::task("t", TaskState::Submitted))).await;
     let ids: Vec<String> = (0..10).map(|n| format!("m{n}")).collect();
-    let store = MemoryStore::new();
-    store
-        .commit(
-            &Tenant::default_tenant(),
-            Commit {
-                outbox: ids.iter().map(|id| entry(id)).collect(),
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    let store = stored(ids.iter().map(|id| entry(id)).collect()).await;
     let mut endpoints = HashMap::new();
     endpoints.insert(
         (Tenant::default_tenant(), AgentId::parse("busy").unwrap()),
@@ -97,24 +71,7 @@ async fn two_submitters_sharing_the_bucket_never_exceed_burst() {
     // Each instance its own client and bucket handle, as two Lambda instances would have.
     let one = submitter(Arc::new(DynamoRateBuckets::new(ddb.clone(), &name, LIMIT)));
     let two = submitter(Arc::new(DynamoRateBuckets::new(ddb.clone(), &name, LIMIT)));
-    let (a, b) = tokio::join!(
-        watcher_lambda::submitter::handle_batch(
-            &store,
-            &one,
-            &endpoints,
-            None,
-            event(&ids[..5]),
-            t0()
-        ),
-        watcher_lambda::submitter::handle_batch(
-            &store,
-            &two,
-            &endpoints,
-            None,
-            event(&ids[5..]),
-            t0()
-        ),
-    );
+    let (a, b) = both(&store, [&one, &two], &endpoints, &ids, t0()).await;
     assert_eq!(agent.request_count(), 3, "the burst, across both instances");
     let handed_back = a.response.batch_item_failures.len() + b.response.batch_item_failures.len();
     assert_eq!(handed_back, 7);
@@ -124,24 +81,7 @@ async fn two_submitters_sharing_the_bucket_never_exceed_burst() {
     }
     // A minute on, one token is free for the whole deployment.
     let later = Instant::parse("2026-09-10T12:01:00Z").unwrap();
-    let (_, _) = tokio::join!(
-        watcher_lambda::submitter::handle_batch(
-            &store,
-            &one,
-            &endpoints,
-            None,
-            event(&ids[..5]),
-            later
-        ),
-        watcher_lambda::submitter::handle_batch(
-            &store,
-            &two,
-            &endpoints,
-            None,
-            event(&ids[5..]),
-            later
-        ),
-    );
+    let (_, _) = both(&store, [&one, &two], &endpoints, &ids, later).await;
     assert_eq!(agent.request_count(), 4);
 }
 

@@ -7,9 +7,7 @@
 //!
 //! Needs moto: `bash infra/moto.sh` and `AWS_ENDPOINT_URL` (infra/test-all.sh does both).
 
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 use crate::common;
 
@@ -109,13 +107,8 @@ fn gateway_event(
 }
 
 async fn call(router: &axum::Router, req: lambda_http::Request) -> (u16, Value) {
-    let resp = router.clone().oneshot(req).await.expect("router");
-    let status = resp.status().as_u16();
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    let (status, _, body) = common::call(router, req).await;
+    (status, body)
 }
 
 fn artifact(expectation_id: &str, subject_id: &str) -> Value {

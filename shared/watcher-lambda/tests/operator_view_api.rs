@@ -5,9 +5,7 @@
 //!
 //! Needs moto: `bash infra/moto.sh` and `AWS_ENDPOINT_URL` (infra/test-all.sh does both).
 
-use http_body_util::BodyExt;
 use serde_json::json;
-use tower::ServiceExt;
 
 use crate::common;
 
@@ -27,10 +25,7 @@ async fn call(
     router: &axum::Router,
     req: lambda_http::Request,
 ) -> (u16, axum::http::HeaderMap, String) {
-    let resp = router.clone().oneshot(req).await.expect("router");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    let (status, headers, bytes) = common::respond(router, req).await;
     (
         status,
         headers,

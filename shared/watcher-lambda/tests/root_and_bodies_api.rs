@@ -6,13 +6,11 @@
 //!
 //! Needs moto: `bash infra/moto.sh` and `AWS_ENDPOINT_URL` (infra/test-all.sh does both).
 
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 use crate::common;
 
-use common::{api_event, api_router};
+use common::{api_event, api_router, call};
 
 const CARD: &str = include_str!("../../../examples/booking-card.json");
 const ARTIFACT: &str = include_str!("../../../examples/booking-artifact.json");
@@ -44,21 +42,6 @@ token = "ops-1"
 "#
     );
     api_router(name, &config, "2026-09-10T12:00:00Z").await
-}
-
-async fn call(
-    router: &axum::Router,
-    req: lambda_http::Request,
-) -> (u16, axum::http::HeaderMap, Value) {
-    let resp = router.clone().oneshot(req).await.expect("router");
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    (
-        status,
-        headers,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
 }
 
 fn post(path: &str, token: &str, body: &str) -> lambda_http::Request {

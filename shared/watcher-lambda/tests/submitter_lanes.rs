@@ -3,72 +3,35 @@
 //! slow agent never delays another agent's lapse task in the same batch; a handed-back message
 //! returns at its lapse task's next attempt, not after the queue's visibility timeout.
 
+use crate::common::emulator_table;
+use crate::common::submitting::{queued, sqs_event, stored, submitter, t0};
+
 use std::collections::HashMap;
 use watcher_runtime::store::{Outbox as _, Records as _};
 
 use a2a_types::TaskState;
 use aws_lambda_events::event::sqs::SqsEvent;
-use serde_json::{json, Value};
-use watcher_core::ids::{AgentId, ExpectationId, Tenant};
-use watcher_core::record::LapseKind;
+use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
-use watcher_delivery::{
-    A2aClient, AgentEndpoint, RateLimit, RetryPolicy, Submitter, SubmitterConfig,
-};
-use watcher_runtime::memory::MemoryStore;
+use watcher_delivery::{AgentEndpoint, RateLimit};
 use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry};
 
-fn t0() -> Instant {
-    Instant::parse("2026-09-10T12:00:00Z").unwrap()
-}
-
 fn entry(agent: &str, id: &str) -> OutboxEntry {
-    OutboxEntry::queued(
-        Tenant::default_tenant(),
-        AgentId::parse(agent).unwrap(),
-        id.into(),
-        ExpectationId::parse("exp-1").unwrap(),
-        LapseKind::Overdue,
-        t0(),
-        json!({ "message": { "messageId": id, "role": "ROLE_USER", "parts": [{ "text": "lapse" }] } }),
-    )
-}
-
-fn event(messages: &[(&str, &str)]) -> SqsEvent {
-    let records: Vec<Value> = messages
-        .iter()
-        .map(|(agent, id)| {
-            json!({ "messageId": format!("sqs-{id}"), "receiptHandle": format!("r-{id}"),
-                    "body": json!({ "tenant": "default", "agent": agent, "messageId": id }).to_string(),
-                    "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs",
-                    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lapses.fifo", "awsRegion": "us-east-1" })
-        })
-        .collect();
-    serde_json::from_value(json!({ "Records": records })).unwrap()
+    queued(agent, id, "exp-1")
 }
 
 #[tokio::test]
 async fn one_agents_retry_holds_back_only_its_own_later_messages() {
     let down = spawn_capture_agent(Behaviour::always(Reply::status(503))).await;
     let up = spawn_capture_agent(Behaviour::always(Reply::task("t-1", TaskState::Submitted))).await;
-    let store = MemoryStore::new();
-    let entries = vec![
+    let store = stored(vec![
         entry("down", "d1"),
         entry("up", "u1"),
         entry("down", "d2"),
         entry("up", "u2"),
-    ];
-    store
-        .commit(
-            &Tenant::default_tenant(),
-            Commit {
-                outbox: entries,
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    ])
+    .await;
     let mut endpoints = HashMap::new();
     endpoints.insert(
         (Tenant::default_tenant(), AgentId::parse("down").unwrap()),
@@ -78,20 +41,13 @@ async fn one_agents_retry_holds_back_only_its_own_later_messages() {
         (Tenant::default_tenant(), AgentId::parse("up").unwrap()),
         AgentEndpoint::configured(up.url(), None),
     );
-    let submitter = Submitter::new(
-        A2aClient::with_defaults().unwrap(),
-        SubmitterConfig {
-            retry: RetryPolicy::default(),
-            rate_limit: RateLimit::unlimited(),
-            concurrency: 4,
-        },
-    );
+    let submitter = submitter(RateLimit::unlimited());
     let outcome = watcher_lambda::submitter::handle_batch(
         &store,
         &submitter,
         &endpoints,
         None,
-        event(&[("down", "d1"), ("up", "u1"), ("down", "d2"), ("up", "u2")]),
+        sqs_event(&[("down", "d1"), ("up", "u1"), ("down", "d2"), ("up", "u2")]),
         t0(),
     )
     .await;
@@ -128,32 +84,6 @@ async fn one_agents_retry_holds_back_only_its_own_later_messages() {
     }
 }
 
-fn submitter() -> Submitter {
-    Submitter::new(
-        A2aClient::with_defaults().unwrap(),
-        SubmitterConfig {
-            retry: RetryPolicy::default(),
-            rate_limit: RateLimit::unlimited(),
-            concurrency: 4,
-        },
-    )
-}
-
-async fn stored(entries: Vec<OutboxEntry>) -> MemoryStore {
-    let store = MemoryStore::new();
-    store
-        .commit(
-            &Tenant::default_tenant(),
-            Commit {
-                outbox: entries,
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
-    store
-}
-
 #[tokio::test]
 async fn a_slow_agent_never_delays_another_agents_lapse_task_in_the_batch() {
     let slow =
@@ -175,13 +105,13 @@ async fn a_slow_agent_never_delays_another_agents_lapse_task_in_the_batch() {
             AgentEndpoint::configured(agent.url(), None),
         );
     }
-    let submitter = submitter();
+    let submitter = submitter(RateLimit::unlimited());
     let batch = watcher_lambda::submitter::handle_batch(
         &store,
         &submitter,
         &endpoints,
         None,
-        event(&[("slow", "s1"), ("fast", "f1"), ("fast", "f2")]),
+        sqs_event(&[("slow", "s1"), ("fast", "f1"), ("fast", "f2")]),
         t0(),
     );
     let watch = async {
@@ -232,22 +162,7 @@ fn a_message_returns_at_its_next_attempt_rounded_up_within_sqs_bounds() {
 /// (`bash infra/moto.sh`, `AWS_ENDPOINT_URL`).
 #[tokio::test]
 async fn two_submitters_handed_one_batch_send_each_message_once() {
-    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
-        panic!("AWS_ENDPOINT_URL is not set: start the emulator with `bash infra/moto.sh` and export AWS_ENDPOINT_URL")
-    });
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
-    let table = format!(
-        "two-submitters-{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
-    );
-    let ddb = aws_sdk_dynamodb::Client::new(&aws);
-    watcher_store_dynamodb::create_table(&ddb, &table, std::time::Duration::from_secs(30))
-        .await
-        .expect("table");
+    let (ddb, table) = emulator_table("two-submitters").await;
     let store = std::sync::Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &table, 30));
     let ids: Vec<String> = (0..10).map(|n| format!("lapse:e{n}")).collect();
     store
@@ -272,14 +187,7 @@ async fn two_submitters_handed_one_batch_send_each_message_once() {
     let invocation = |batch: SqsEvent| {
         let (store, endpoints) = (store.clone(), endpoints.clone());
         tokio::spawn(async move {
-            let submitter = Submitter::new(
-                A2aClient::with_defaults().unwrap(),
-                SubmitterConfig {
-                    retry: RetryPolicy::default(),
-                    rate_limit: RateLimit::unlimited(),
-                    concurrency: 4,
-                },
-            );
+            let submitter = submitter(RateLimit::unlimited());
             watcher_lambda::submitter::handle(
                 &*store,
                 &submitter,
@@ -292,8 +200,8 @@ async fn two_submitters_handed_one_batch_send_each_message_once() {
             .await
         })
     };
-    let a = invocation(event(&batch));
-    let b = invocation(event(&batch));
+    let a = invocation(sqs_event(&batch));
+    let b = invocation(sqs_event(&batch));
     // Both invocations are posting, or refused, before the agent answers anything.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     agent.hold(false);

@@ -6,9 +6,7 @@
 
 use std::sync::Arc;
 
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use tower::ServiceExt;
 use watcher_core::time::Instant;
 use watcher_runtime::clock::FakeClock;
 
@@ -20,13 +18,8 @@ const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
 const CARD: &str = include_str!("../../../examples/booking-card.json");
 
 async fn call(router: &axum::Router, req: lambda_http::Request) -> (u16, Value) {
-    let resp = router.clone().oneshot(req).await.expect("router");
-    let status = resp.status().as_u16();
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    let (status, _, body) = common::call(router, req).await;
+    (status, body)
 }
 
 async fn push(router: &axum::Router, status: Value) -> Value {

@@ -7,9 +7,7 @@
 
 use base64::Engine as _;
 use hmac::{Hmac, KeyInit, Mac};
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 use crate::common;
 
@@ -44,19 +42,12 @@ async fn api(name: &str) -> axum::Router {
 }
 
 async fn call(router: &axum::Router, req: lambda_http::Request) -> (u16, Option<String>, Value) {
-    let resp = router.clone().oneshot(req).await.expect("router");
-    let status = resp.status().as_u16();
-    let ct = resp
-        .headers()
+    let (status, headers, body) = common::call(router, req).await;
+    let ct = headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    (
-        status,
-        ct,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    (status, ct, body)
 }
 
 async fn facts_on(router: &axum::Router, path: &str) -> Vec<Value> {

@@ -17,11 +17,15 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 
 use base64::Engine as _;
+use http_body_util::BodyExt;
 use serde_json::{json, Value};
+use tower::ServiceExt;
 use watcher_config::Config;
 use watcher_core::engine::TimerKey;
 use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
+use watcher_host::aws::Parts;
+use watcher_lambda::timer::TimerReport;
 use watcher_runtime::clock::FakeClock;
 use watcher_runtime::ports::{LapseQueue, PortError, Timers};
 use watcher_runtime::store::{OutboxEntry, Store};
@@ -43,6 +47,7 @@ pub struct Emulator {
 }
 
 pub mod costs;
+pub mod submitting;
 pub mod units;
 
 /// Every request an SDK client sends (each attempt), by service and operation
@@ -220,6 +225,29 @@ impl LapseQueue for Nothing {
     }
 }
 
+/// A function instance's parts at its cold start over `store` (cards read then), its timers and
+/// lapse queue doing [`Nothing`].
+pub async fn cold_start(store: &Arc<dyn Store>, config: &Config) -> Parts {
+    watcher_host::aws::assemble(store.clone(), Arc::new(Nothing), Arc::new(Nothing), config)
+        .await
+        .expect("parts")
+}
+
+/// The timer's sweep (`{"sweep": true}`) on `timer`'s parts at `at`, its cards included.
+pub async fn sweep(timer: &Parts, at: Instant) -> TimerReport {
+    watcher_lambda::timer::handle_with_cards(
+        &timer.watcher,
+        &*timer.queue,
+        &*timer.timers,
+        &timer.cards,
+        None,
+        &json!({ "sweep": true }),
+        at,
+    )
+    .await
+    .unwrap()
+}
+
 /// The API function's router for the configuration `toml`, over a table, schedule group and
 /// lapse queues named after `name` (made unique) on the emulator, its clock stopped at `now`.
 pub async fn api_router(name: &str, toml: &str, now: &str) -> axum::Router {
@@ -252,6 +280,32 @@ pub async fn api_router_on(name: &str, toml: &str, clock: Arc<FakeClock>) -> axu
         .await
         .expect("parts");
     watcher_host::aws::api_router(&parts, clock)
+}
+
+/// Sends `req` through the API function's `router`: the status, the headers and the body's
+/// bytes.
+pub async fn respond(
+    router: &axum::Router,
+    req: lambda_http::Request,
+) -> (u16, axum::http::HeaderMap, axum::body::Bytes) {
+    let resp = router.clone().oneshot(req).await.expect("router");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    (status, headers, bytes)
+}
+
+/// [`respond`] with the body as JSON (`Value::Null` when it is not).
+pub async fn call(
+    router: &axum::Router,
+    req: lambda_http::Request,
+) -> (u16, axum::http::HeaderMap, Value) {
+    let (status, headers, bytes) = respond(router, req).await;
+    (
+        status,
+        headers,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 /// An API Gateway HTTP API (payload 2.0) event; `base64` sends the body base64-encoded, as API

@@ -9,10 +9,8 @@ use std::sync::Arc;
 
 use a2a_types::TaskState;
 use aws_lambda_events::event::sqs::SqsEvent;
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
-use tower::ServiceExt;
 use watcher_config::Config;
 use watcher_core::ids::Tenant;
 use watcher_core::record::Status;
@@ -165,18 +163,7 @@ token = "ops-1"
 
 /// An API Gateway HTTP API (payload 2.0) event, as the API function receives it.
 fn api_event(method: &str, path: &str, headers: Value, body: &Value) -> lambda_http::Request {
-    let event = json!({
-        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
-        "headers": headers,
-        "requestContext": {
-            "accountId": "123456789012", "apiId": "api", "domainName": "api.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "api", "requestId": "req", "routeKey": "$default", "stage": "$default",
-            "time": "10/Sep/2026:01:00:00 +0000", "timeEpoch": 1789000000000u64,
-            "http": { "method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "test" }
-        },
-        "body": body.to_string(), "isBase64Encoded": false
-    });
-    lambda_http::request::from_str(&event.to_string()).expect("API Gateway event")
+    common::api_event(method, path, headers, &body.to_string(), false)
 }
 
 impl Deployment {
@@ -186,13 +173,8 @@ impl Deployment {
     }
 
     async fn call(&self, req: lambda_http::Request) -> (u16, Value) {
-        let resp = self.router.clone().oneshot(req).await.expect("router");
-        let status = resp.status().as_u16();
-        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
+        let (status, _, body) = common::call(&self.router, req).await;
+        (status, body)
     }
 
     async fn push_booking(&self, deadline_offset: &str) -> Value {
