@@ -38,6 +38,11 @@
 //! let store = DynamoDefinitionStore::new(client, "learnables-definitions");
 //! # Ok(()) }
 //! ```
+//!
+//! [`DefinitionStore`]: learnables_store::DefinitionStore
+//! [`DefinitionStore::create`]: learnables_store::DefinitionStore::create
+//! [`DefinitionStore::replace`]: learnables_store::DefinitionStore::replace
+//! [`DefinitionStore::get`]: learnables_store::DefinitionStore::get
 
 #![warn(missing_docs)]
 
@@ -52,7 +57,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use learnables::{DefinitionId, DefinitionState, TenantId};
-use learnables_store::{DefinitionStore, DefinitionStoreError};
+use learnables_store::{DefinitionBackend, DefinitionStoreError, Swapped};
 
 pub use crate::keys::definition_pk;
 pub use crate::table::{create_table, CREATE_TABLE_WAIT, PK, REVISION, SK, STATE, STATE_SK};
@@ -65,7 +70,8 @@ pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 /// One DynamoDB item: attribute name to value.
 type Item = HashMap<String, AttributeValue>;
 
-/// A [`DefinitionStore`] over the DynamoDB table `table` (layout: [`create_table`]).
+/// A [`DefinitionStore`](learnables_store::DefinitionStore) over the DynamoDB table `table`
+/// (layout: [`create_table`]): the [`DefinitionBackend`] whose writes are conditional puts.
 ///
 /// Build the client once (in `main`) and pass it in; cloning the store shares the client.
 #[derive(Debug, Clone)]
@@ -138,23 +144,6 @@ fn item_size(item: &Item) -> usize {
         .sum()
 }
 
-/// Refuses to store a state under a key that is not its own (it would read back corrupt).
-fn check_key(
-    tenant: &TenantId,
-    id: &DefinitionId,
-    state: &DefinitionState,
-) -> Result<(), DefinitionStoreError> {
-    if state.tenant() == tenant && state.id() == id {
-        Ok(())
-    } else {
-        Err(DefinitionStoreError::Corrupt(format!(
-            "refusing to store definition {}/{} under the key {tenant}/{id}",
-            state.tenant(),
-            state.id()
-        )))
-    }
-}
-
 /// Reads an item back, checking it is a valid state for its key and revision.
 fn from_item(
     tenant: &TenantId,
@@ -198,21 +187,23 @@ fn condition_failed(e: &SdkError<PutItemError>) -> bool {
     )
 }
 
-/// The revision of the item a failed condition found, when DynamoDB returned it
-/// (`ReturnValuesOnConditionCheckFailure::AllOld`).
-fn revision_found(e: &SdkError<PutItemError>) -> Option<String> {
+/// What a `PutItem` conditional on the revision found when its condition failed: the revision
+/// of the item DynamoDB returned (`ReturnValuesOnConditionCheckFailure::AllOld`), or no item.
+fn found(e: &SdkError<PutItemError>) -> Swapped {
     match e.as_service_error() {
-        Some(PutItemError::ConditionalCheckFailedException(c)) => match c.item()?.get(REVISION) {
-            Some(AttributeValue::N(r)) => Some(r.clone()),
-            _ => None,
-        },
-        _ => None,
+        Some(PutItemError::ConditionalCheckFailedException(c)) => {
+            match c.item().and_then(|item| item.get(REVISION)) {
+                Some(AttributeValue::N(r)) => Swapped::AtRevision(r.clone()),
+                _ => Swapped::Missing,
+            }
+        }
+        _ => Swapped::Missing,
     }
 }
 
 #[async_trait]
-impl DefinitionStore for DynamoDefinitionStore {
-    async fn get(
+impl DefinitionBackend for DynamoDefinitionStore {
+    async fn load(
         &self,
         tenant: &TenantId,
         id: &DefinitionId,
@@ -232,13 +223,7 @@ impl DefinitionStore for DynamoDefinitionStore {
             .transpose()
     }
 
-    async fn create(
-        &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
-        state: &DefinitionState,
-    ) -> Result<(), DefinitionStoreError> {
-        check_key(tenant, id, state)?;
+    async fn insert(&self, state: &DefinitionState) -> Result<bool, DefinitionStoreError> {
         let item = self.item(state)?;
         match self
             .client
@@ -250,29 +235,17 @@ impl DefinitionStore for DynamoDefinitionStore {
             .send()
             .await
         {
-            Ok(_) => Ok(()),
-            Err(e) if condition_failed(&e) => Err(DefinitionStoreError::Conflict(format!(
-                "definition {id} already exists"
-            ))),
+            Ok(_) => Ok(true),
+            Err(e) if condition_failed(&e) => Ok(false),
             Err(e) => Err(DefinitionStoreError::backend(e)),
         }
     }
 
-    async fn replace(
+    async fn swap(
         &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
         state: &DefinitionState,
         expected_revision: u64,
-    ) -> Result<(), DefinitionStoreError> {
-        check_key(tenant, id, state)?;
-        if state.revision() <= expected_revision {
-            return Err(DefinitionStoreError::Conflict(format!(
-                "the new state of {id} has revision {}, which does not advance on \
-                 {expected_revision}",
-                state.revision()
-            )));
-        }
+    ) -> Result<Swapped, DefinitionStoreError> {
         let item = self.item(state)?;
         // `#rev = :expected` is false when there is no item, so replacing a definition that
         // does not exist fails the condition too.
@@ -288,15 +261,8 @@ impl DefinitionStore for DynamoDefinitionStore {
             .send()
             .await
         {
-            Ok(_) => Ok(()),
-            Err(e) if condition_failed(&e) => {
-                Err(DefinitionStoreError::Conflict(match revision_found(&e) {
-                    Some(r) => {
-                        format!("definition {id} is at revision {r}, not {expected_revision}")
-                    }
-                    None => format!("definition {id} does not exist"),
-                }))
-            }
+            Ok(_) => Ok(Swapped::Done),
+            Err(e) if condition_failed(&e) => Ok(found(&e)),
             Err(e) => Err(DefinitionStoreError::backend(e)),
         }
     }

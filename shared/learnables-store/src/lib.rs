@@ -4,6 +4,8 @@
 //! - [`DefinitionStore`] — the port: a definition's whole [`DefinitionState`] under
 //!   `(tenant, id)`, created once and replaced only by compare-and-set on
 //!   [`DefinitionState::revision`].
+//! - [`DefinitionBackend`] — what a backend implements to be a [`DefinitionStore`]: a read and
+//!   two conditional writes; the key, revision and conflict checks are the store's, once.
 //! - [`MemoryDefinitionStore`] — in process, for tests and the demo.
 //! - [`SqliteDefinitionStore`] — one SQLite table, for `a2a-watcher serve`; it may share the
 //!   watcher's database file.
@@ -168,8 +170,110 @@ pub trait DefinitionStore: Send + Sync {
     ) -> Result<(), DefinitionStoreError>;
 }
 
+/// The conditional writes of one backend — the memory, SQLite and DynamoDB stores. Every
+/// [`DefinitionBackend`] is a [`DefinitionStore`] whose key, revision and conflict checks are
+/// these same ones, in one place.
+///
+/// Before a backend is asked to write, the [`DefinitionStore`] has checked that `state` is to be
+/// stored under its own key ([`DefinitionState::tenant`], [`DefinitionState::id`]) and, for a
+/// replacement, that it advances the revision; it turns what the backend found into the
+/// [`DefinitionStoreError::Conflict`]s [`DefinitionStore`] documents.
+#[async_trait]
+pub trait DefinitionBackend: Send + Sync {
+    /// The stored state of definition `id` in `tenant`, read back and checked, or `None` if
+    /// there is none there: [`DefinitionStore::get`].
+    ///
+    /// # Errors
+    /// [`DefinitionStoreError::Backend`] when the backend fails;
+    /// [`DefinitionStoreError::Corrupt`] when what is stored is not a valid state for this key.
+    async fn load(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+    ) -> Result<Option<DefinitionState>, DefinitionStoreError>;
+
+    /// Stores `state` under its own key only if nothing is stored there: `true` when written,
+    /// `false` (nothing changed) when a definition is there already.
+    ///
+    /// # Errors
+    /// [`DefinitionStoreError::TooLarge`] when `state` is over the backend's size limit
+    /// (nothing changes); [`DefinitionStoreError::Backend`] when the backend fails.
+    async fn insert(&self, state: &DefinitionState) -> Result<bool, DefinitionStoreError>;
+
+    /// Replaces the state stored under `state`'s key only if its revision is
+    /// `expected_revision`; [`Swapped`] says whether it did, and what it found if not.
+    ///
+    /// # Errors
+    /// As [`DefinitionBackend::insert`].
+    async fn swap(
+        &self,
+        state: &DefinitionState,
+        expected_revision: u64,
+    ) -> Result<Swapped, DefinitionStoreError>;
+}
+
+/// What [`DefinitionBackend::swap`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Swapped {
+    /// The state was written.
+    Done,
+    /// Nothing written: the stored definition is at this revision (as the backend spells it),
+    /// not the expected one.
+    AtRevision(String),
+    /// Nothing written: no definition is stored under the key.
+    Missing,
+}
+
+/// Every backend is a store: the key, revision and conflict checks of [`DefinitionStore`] around
+/// the backend's own read and conditional writes.
+#[async_trait]
+impl<B: DefinitionBackend + ?Sized> DefinitionStore for B {
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+    ) -> Result<Option<DefinitionState>, DefinitionStoreError> {
+        self.load(tenant, id).await
+    }
+
+    async fn create(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+        state: &DefinitionState,
+    ) -> Result<(), DefinitionStoreError> {
+        check_key(tenant, id, state)?;
+        if self.insert(state).await? {
+            Ok(())
+        } else {
+            Err(DefinitionStoreError::Conflict(format!(
+                "definition {id} already exists"
+            )))
+        }
+    }
+
+    async fn replace(
+        &self,
+        tenant: &TenantId,
+        id: &DefinitionId,
+        state: &DefinitionState,
+        expected_revision: u64,
+    ) -> Result<(), DefinitionStoreError> {
+        check_key(tenant, id, state)?;
+        check_advances(state, expected_revision)?;
+        let found = match self.swap(state, expected_revision).await? {
+            Swapped::Done => return Ok(()),
+            Swapped::AtRevision(r) => {
+                format!("definition {id} is at revision {r}, not {expected_revision}")
+            }
+            Swapped::Missing => format!("definition {id} does not exist"),
+        };
+        Err(DefinitionStoreError::Conflict(found))
+    }
+}
+
 /// Refuses to store a state under a key that is not its own.
-pub(crate) fn check_key(
+fn check_key(
     tenant: &TenantId,
     id: &DefinitionId,
     state: &DefinitionState,
@@ -186,7 +290,7 @@ pub(crate) fn check_key(
 }
 
 /// Refuses a replacement that does not advance the revision.
-pub(crate) fn check_advances(
+fn check_advances(
     state: &DefinitionState,
     expected_revision: u64,
 ) -> Result<(), DefinitionStoreError> {

@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use learnables::{DefinitionId, DefinitionState, TenantId};
 
-use crate::{check_advances, check_key, DefinitionStore, DefinitionStoreError};
+use crate::{DefinitionBackend, DefinitionStoreError, Swapped};
 
 type Key = (TenantId, DefinitionId);
 
-/// A [`DefinitionStore`] in process memory: for tests, the demo, and anything that may forget
-/// its definitions on restart.
+/// A [`DefinitionStore`](crate::DefinitionStore) in process memory: for tests, the demo, and
+/// anything that may forget its definitions on restart.
 ///
 /// Cloning shares the map. The lock is never held across an `.await`.
 #[derive(Debug, Clone, Default)]
@@ -35,8 +35,8 @@ impl MemoryDefinitionStore {
 }
 
 #[async_trait]
-impl DefinitionStore for MemoryDefinitionStore {
-    async fn get(
+impl DefinitionBackend for MemoryDefinitionStore {
+    async fn load(
         &self,
         tenant: &TenantId,
         id: &DefinitionId,
@@ -44,46 +44,31 @@ impl DefinitionStore for MemoryDefinitionStore {
         Ok(self.map().get(&(tenant.clone(), id.clone())).cloned())
     }
 
-    async fn create(
-        &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
-        state: &DefinitionState,
-    ) -> Result<(), DefinitionStoreError> {
-        check_key(tenant, id, state)?;
+    async fn insert(&self, state: &DefinitionState) -> Result<bool, DefinitionStoreError> {
         let mut map = self.map();
-        let key = (tenant.clone(), id.clone());
+        let key = (state.tenant().clone(), state.id().clone());
         if map.contains_key(&key) {
-            return Err(DefinitionStoreError::Conflict(format!(
-                "definition {id} already exists"
-            )));
+            return Ok(false);
         }
         map.insert(key, state.clone());
-        Ok(())
+        Ok(true)
     }
 
-    async fn replace(
+    async fn swap(
         &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
         state: &DefinitionState,
         expected_revision: u64,
-    ) -> Result<(), DefinitionStoreError> {
-        check_key(tenant, id, state)?;
-        check_advances(state, expected_revision)?;
+    ) -> Result<Swapped, DefinitionStoreError> {
         let mut map = self.map();
-        match map.get_mut(&(tenant.clone(), id.clone())) {
-            Some(stored) if stored.revision() == expected_revision => {
-                *stored = state.clone();
-                Ok(())
-            }
-            Some(stored) => Err(DefinitionStoreError::Conflict(format!(
-                "definition {id} is at revision {}, not {expected_revision}",
-                stored.revision()
-            ))),
-            None => Err(DefinitionStoreError::Conflict(format!(
-                "definition {id} does not exist"
-            ))),
-        }
+        Ok(
+            match map.get_mut(&(state.tenant().clone(), state.id().clone())) {
+                Some(stored) if stored.revision() == expected_revision => {
+                    *stored = state.clone();
+                    Swapped::Done
+                }
+                Some(stored) => Swapped::AtRevision(stored.revision().to_string()),
+                None => Swapped::Missing,
+            },
+        )
     }
 }

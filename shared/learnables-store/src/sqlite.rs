@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use learnables::{DefinitionId, DefinitionState, TenantId};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use crate::{check_advances, check_key, DefinitionStore, DefinitionStoreError};
+use crate::{DefinitionBackend, DefinitionStoreError, Swapped};
 
 /// The table definitions live in. Prefixed so the store can share a database file with the
 /// watcher's store (`a2a-watcher serve` keeps one file).
@@ -31,8 +31,9 @@ CREATE TABLE IF NOT EXISTS learnables_definitions (
 ) STRICT;
 "#;
 
-/// A [`DefinitionStore`] over SQLite (rusqlite, bundled): a file ([`SqliteDefinitionStore::open`])
-/// or a private in-memory database ([`SqliteDefinitionStore::memory`]).
+/// A [`DefinitionStore`](crate::DefinitionStore) over SQLite (rusqlite, bundled): a file
+/// ([`SqliteDefinitionStore::open`]) or a private in-memory database
+/// ([`SqliteDefinitionStore::memory`]).
 ///
 /// One table, [`TABLE`], with `(tenant, id, revision, state JSON)`; WAL journal, full
 /// `synchronous`, a busy timeout of [`BUSY_TIMEOUT`]; every write is one `BEGIN IMMEDIATE`
@@ -155,8 +156,8 @@ fn from_row(
 }
 
 #[async_trait]
-impl DefinitionStore for SqliteDefinitionStore {
-    async fn get(
+impl DefinitionBackend for SqliteDefinitionStore {
+    async fn load(
         &self,
         tenant: &TenantId,
         id: &DefinitionId,
@@ -177,16 +178,10 @@ impl DefinitionStore for SqliteDefinitionStore {
         .await
     }
 
-    async fn create(
-        &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
-        state: &DefinitionState,
-    ) -> Result<(), DefinitionStoreError> {
-        check_key(tenant, id, state)?;
+    async fn insert(&self, state: &DefinitionState) -> Result<bool, DefinitionStoreError> {
         let json = to_json(state)?;
         let revision = revision_column(state.revision())?;
-        let (tenant, id) = (tenant.clone(), id.clone());
+        let (tenant, id) = (state.tenant().clone(), state.id().clone());
         self.run(move |conn| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -199,28 +194,23 @@ impl DefinitionStore for SqliteDefinitionStore {
                 )
                 .map_err(db)?;
             if inserted == 0 {
-                return Err(DefinitionStoreError::Conflict(format!(
-                    "definition {id} already exists"
-                )));
+                return Ok(false);
             }
-            tx.commit().map_err(db)
+            tx.commit().map_err(db)?;
+            Ok(true)
         })
         .await
     }
 
-    async fn replace(
+    async fn swap(
         &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
         state: &DefinitionState,
         expected_revision: u64,
-    ) -> Result<(), DefinitionStoreError> {
-        check_key(tenant, id, state)?;
-        check_advances(state, expected_revision)?;
+    ) -> Result<Swapped, DefinitionStoreError> {
         let json = to_json(state)?;
         let revision = revision_column(state.revision())?;
         let expected = revision_column(expected_revision)?;
-        let (tenant, id) = (tenant.clone(), id.clone());
+        let (tenant, id) = (state.tenant().clone(), state.id().clone());
         self.run(move |conn| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -241,12 +231,10 @@ impl DefinitionStore for SqliteDefinitionStore {
                     )
                     .optional()
                     .map_err(db)?;
-                return Err(DefinitionStoreError::Conflict(match stored {
-                    Some(r) => format!("definition {id} is at revision {r}, not {expected}"),
-                    None => format!("definition {id} does not exist"),
-                }));
+                return Ok(stored.map_or(Swapped::Missing, |r| Swapped::AtRevision(r.to_string())));
             }
-            tx.commit().map_err(db)
+            tx.commit().map_err(db)?;
+            Ok(Swapped::Done)
         })
         .await
     }
