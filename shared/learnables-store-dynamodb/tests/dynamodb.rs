@@ -15,84 +15,22 @@ use aws_sdk_dynamodb::operation::get_item::GetItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use common::*;
 use learnables::{
-    create, history, teach, Collections, DefinitionId, DefinitionState, HistoryKind, Lesson,
-    LessonDto, Registry, TaughtBy, TenantId, Via,
+    history, teach, DefinitionId, DefinitionState, HistoryKind, Lesson, LessonDto, Registry,
+    TenantId,
 };
-use learnables_store::{absorb_with_retry, DefinitionStore, DefinitionStoreError};
+use learnables_store::conformance::{
+    active_patterns, definition, definition_id as triage, definition_with, mark_lesson, now, via,
+    DANA,
+};
+use learnables_store::{
+    absorb_with_retry, DefinitionBackend, DefinitionStore, DefinitionStoreError, Swapped,
+};
 use learnables_store_dynamodb::{create_table, DynamoDefinitionStore, MAX_ITEM_BYTES};
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::Barrier;
 
-const DANA: &str = "dana@warehouse.example";
-
-fn now(minute: i64) -> jiff::Timestamp {
-    jiff::Timestamp::from_second(1_786_957_200 + minute * 60).expect("a fixed instant")
-}
-
-fn via() -> Via {
-    Via::parse("teacher-console").expect("a credential id")
-}
-
 fn acme() -> TenantId {
-    TenantId::parse("acme").expect("a tenant")
-}
-
-fn triage() -> DefinitionId {
-    DefinitionId::parse("prealert-triage").expect("an id")
-}
-
-/// Definition `prealert-triage` of `acme` at version 1 with the given collections.
-fn definition(collections: Value, registry: &Registry) -> DefinitionState {
-    create(
-        acme(),
-        triage(),
-        Collections::parse(&collections, registry).expect("valid collections"),
-        TaughtBy::parse(DANA).expect("a person"),
-        via(),
-        None,
-        now(0),
-        registry,
-    )
-    .expect("created")
-}
-
-/// One `marks` collection, `customers`, holding `northgate` with one mark.
-fn customers(registry: &Registry) -> DefinitionState {
-    definition(
-        json!({ "customers": {
-            "learnable": "marks", "entry": "customer",
-            "teaches": "which customer a message belongs to",
-            "entries": { "northgate": { "label": "Northgate Motors Ltd", "value": { "marks": [
-                { "pattern": "@northgate-motors\\.example", "where": "from" }
-            ] } } }
-        } }),
-        registry,
-    )
-}
-
-/// A lesson adding the mark `pattern` (on `from`) to `northgate`.
-fn mark_lesson(pattern: &str) -> Lesson {
-    Lesson::try_from(LessonDto {
-        collection: "customers".into(),
-        entry: "northgate".into(),
-        value: json!({ "pattern": pattern, "where": "from" }),
-        taught_by: DANA.into(),
-        reason: None,
-        expires_at: None,
-    })
-    .expect("a lesson")
-}
-
-/// The patterns of `northgate` in the active version.
-fn active_patterns(state: &DefinitionState) -> Vec<String> {
-    let served = learnables::active(state).expect("an active version");
-    let value = serde_json::to_value(&served).expect("serializable");
-    value["collections"]["customers"]["entries"]["northgate"]["value"]["marks"]
-        .as_array()
-        .expect("marks")
-        .iter()
-        .filter_map(|m| m["pattern"].as_str().map(str::to_owned))
-        .collect()
+    learnables_store::conformance::tenant("acme")
 }
 
 /// The raw item of `prealert-triage` of `acme`.
@@ -138,38 +76,29 @@ struct MeetAfterFirstLoad {
 }
 
 #[async_trait]
-impl DefinitionStore for MeetAfterFirstLoad {
-    async fn get(
+impl DefinitionBackend for MeetAfterFirstLoad {
+    async fn load(
         &self,
         tenant: &TenantId,
         id: &DefinitionId,
     ) -> Result<Option<DefinitionState>, DefinitionStoreError> {
-        let loaded = self.inner.get(tenant, id).await;
+        let loaded = self.inner.load(tenant, id).await;
         if !self.met.swap(true, Ordering::SeqCst) {
             self.barrier.wait().await;
         }
         loaded
     }
 
-    async fn create(
-        &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
-        state: &DefinitionState,
-    ) -> Result<(), DefinitionStoreError> {
-        self.inner.create(tenant, id, state).await
+    async fn insert(&self, state: &DefinitionState) -> Result<bool, DefinitionStoreError> {
+        self.inner.insert(state).await
     }
 
-    async fn replace(
+    async fn swap(
         &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
         state: &DefinitionState,
         expected_revision: u64,
-    ) -> Result<(), DefinitionStoreError> {
-        self.inner
-            .replace(tenant, id, state, expected_revision)
-            .await
+    ) -> Result<Swapped, DefinitionStoreError> {
+        self.inner.swap(state, expected_revision).await
     }
 }
 
@@ -181,7 +110,7 @@ impl DefinitionStore for MeetAfterFirstLoad {
 async fn two_writers_racing_on_one_version_both_land() {
     let registry = Arc::new(Registry::builtin());
     let store = store().await;
-    let v1 = customers(&registry);
+    let v1 = definition("acme", &registry);
     store.create(&acme(), &triage(), &v1).await.expect("create");
 
     let barrier = Arc::new(Barrier::new(2));
@@ -259,7 +188,7 @@ async fn two_writers_racing_on_one_version_both_land() {
 async fn a_definition_is_one_item_keyed_by_tenant_and_id() {
     let registry = Registry::builtin();
     let store = store().await;
-    let v1 = customers(&registry);
+    let v1 = definition("acme", &registry);
     store.create(&acme(), &triage(), &v1).await.expect("create");
 
     let item = raw_item(&store).await.expect("the item");
@@ -290,7 +219,7 @@ async fn a_definition_is_one_item_keyed_by_tenant_and_id() {
 async fn conflicts_say_what_was_found() {
     let registry = Registry::builtin();
     let store = store().await;
-    let v1 = customers(&registry);
+    let v1 = definition("acme", &registry);
     let missing = store.replace(&acme(), &triage(), &v1, 0).await;
     match missing {
         Err(DefinitionStoreError::Conflict(m)) => {
@@ -328,8 +257,9 @@ fn column_mapping(headers: usize, registry: &Registry) -> DefinitionState {
     let headers: Vec<String> = (0..headers)
         .map(|i| format!("{i:05}{}", "h".repeat(495)))
         .collect();
-    definition(
-        json!({ "fields": {
+    definition_with(
+        "acme",
+        &json!({ "fields": {
             "learnable": "column-mapping", "entry": "field",
             "teaches": "which field a spreadsheet column holds",
             "entries": { "amount": { "label": "Amount", "value": { "headers": headers } } }
@@ -405,7 +335,7 @@ async fn a_state_over_400_kb_is_refused_and_nothing_is_written() {
 async fn a_corrupt_item_is_reported_corrupt() {
     let registry = Registry::builtin();
     let store = store().await;
-    let v1 = customers(&registry);
+    let v1 = definition("acme", &registry);
     store.create(&acme(), &triage(), &v1).await.expect("create");
     let corrupt = |r: Result<Option<DefinitionState>, DefinitionStoreError>| match r {
         Err(DefinitionStoreError::Corrupt(m)) => m,
@@ -428,7 +358,7 @@ async fn a_corrupt_item_is_reported_corrupt() {
     .await;
     corrupt(store.get(&acme(), &triage()).await);
 
-    let other_tenant = definition_of("globex", &registry);
+    let other_tenant = definition("globex", &registry);
     tamper(
         &store,
         &[(
@@ -446,27 +376,17 @@ async fn a_corrupt_item_is_reported_corrupt() {
     corrupt(store.get(&acme(), &triage()).await);
 }
 
-fn definition_of(tenant: &str, registry: &Registry) -> DefinitionState {
-    let v1 = customers(registry);
-    create(
-        TenantId::parse(tenant).expect("a tenant"),
-        triage(),
-        learnables::active(&v1)
-            .map(|s| {
-                Collections::parse(
-                    &serde_json::to_value(&s).expect("json")["collections"],
-                    registry,
-                )
-                .expect("collections")
-            })
-            .expect("active"),
-        TaughtBy::parse(DANA).expect("a person"),
-        via(),
-        None,
-        now(0),
-        registry,
-    )
-    .expect("created")
+/// The SDK error a [`DefinitionStoreError::Backend`] keeps as its source, which must be the
+/// SDK error of the operation `E` itself.
+fn sdk_source<E: std::error::Error + Send + Sync + 'static>(
+    err: &DefinitionStoreError,
+) -> &SdkError<E> {
+    let DefinitionStoreError::Backend(source) = err else {
+        panic!("expected Backend, got {err:?}");
+    };
+    source
+        .downcast_ref::<SdkError<E>>()
+        .unwrap_or_else(|| panic!("the SDK error itself is the source: {source:?}"))
 }
 
 #[tokio::test]
@@ -477,12 +397,7 @@ async fn sdk_errors_are_kept_as_sources() {
         .get(&acme(), &triage())
         .await
         .expect_err("no such table");
-    let DefinitionStoreError::Backend(source) = &err else {
-        panic!("expected Backend, got {err:?}");
-    };
-    let sdk = source
-        .downcast_ref::<SdkError<GetItemError>>()
-        .unwrap_or_else(|| panic!("the SDK error itself is the source: {source:?}"));
+    let sdk = sdk_source::<GetItemError>(&err);
     assert!(
         matches!(
             sdk.as_service_error(),
@@ -496,12 +411,7 @@ async fn sdk_errors_are_kept_as_sources() {
     let again = create_table(&client, &table)
         .await
         .expect_err("the table exists");
-    let DefinitionStoreError::Backend(source) = &again else {
-        panic!("expected Backend, got {again:?}");
-    };
-    let sdk = source
-        .downcast_ref::<SdkError<CreateTableError>>()
-        .unwrap_or_else(|| panic!("the SDK error itself is the source: {source:?}"));
+    let sdk = sdk_source::<CreateTableError>(&again);
     assert!(
         matches!(
             sdk.as_service_error(),

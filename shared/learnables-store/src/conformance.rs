@@ -94,43 +94,42 @@ macro_rules! definition_store_conformance {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Test data.
+// Test data, also for the stores' own tests.
 
-const DANA: &str = "dana@warehouse.example";
+/// The person every lesson of the suite is taught by (`taughtBy`).
+pub const DANA: &str = "dana@warehouse.example";
 
-fn now(minute: i64) -> jiff::Timestamp {
+/// `minute` minutes after 2026-08-17T09:00:00Z, the instant the suite's definitions are made.
+pub fn now(minute: i64) -> jiff::Timestamp {
     jiff::Timestamp::from_second(1_786_957_200 + minute * 60).expect("a fixed instant")
 }
 
-fn via() -> Via {
+/// The credential every write of the suite comes through, `teacher-console`.
+pub fn via() -> Via {
     Via::parse("teacher-console").expect("a credential id")
 }
 
-fn tenant(name: &str) -> TenantId {
+/// The tenant `name` (e.g. `acme`).
+pub fn tenant(name: &str) -> TenantId {
     TenantId::parse(name).expect("a tenant")
 }
 
-fn definition_id() -> DefinitionId {
+/// The one definition id of the suite, `prealert-triage`.
+pub fn definition_id() -> DefinitionId {
     DefinitionId::parse("prealert-triage").expect("an id")
 }
 
-/// A definition with one `marks` collection, `customers`, holding `northgate` with one mark.
-fn definition(tenant_name: &str, registry: &Registry) -> DefinitionState {
-    let collections = Collections::parse(
-        &json!({ "customers": {
-            "learnable": "marks", "entry": "customer",
-            "teaches": "which customer a message belongs to",
-            "entries": { "northgate": { "label": "Northgate Motors Ltd", "value": { "marks": [
-                { "pattern": "@northgate-motors\\.example", "where": "from" }
-            ] } } }
-        } }),
-        registry,
-    )
-    .expect("valid collections");
+/// Definition `prealert-triage` of `tenant_name` at version 1 with the wire `collections`,
+/// created by [`DANA`] through [`via`] at [`now`]`(0)`.
+pub fn definition_with(
+    tenant_name: &str,
+    collections: &Value,
+    registry: &Registry,
+) -> DefinitionState {
     create(
         tenant(tenant_name),
         definition_id(),
-        collections,
+        Collections::parse(collections, registry).expect("valid collections"),
         TaughtBy::parse(DANA).expect("a person"),
         via(),
         None,
@@ -140,8 +139,24 @@ fn definition(tenant_name: &str, registry: &Registry) -> DefinitionState {
     .expect("created")
 }
 
-/// A lesson adding the mark `pattern` (on `from`) to `northgate`.
-fn mark_lesson(pattern: &str) -> Lesson {
+/// [`definition_with`] one `marks` collection, `customers`, holding `northgate` with one mark
+/// (`@northgate-motors\.example` on `from`).
+pub fn definition(tenant_name: &str, registry: &Registry) -> DefinitionState {
+    definition_with(
+        tenant_name,
+        &json!({ "customers": {
+            "learnable": "marks", "entry": "customer",
+            "teaches": "which customer a message belongs to",
+            "entries": { "northgate": { "label": "Northgate Motors Ltd", "value": { "marks": [
+                { "pattern": "@northgate-motors\\.example", "where": "from" }
+            ] } } }
+        } }),
+        registry,
+    )
+}
+
+/// A lesson by [`DANA`] adding the mark `pattern` (on `from`) to `northgate` of [`definition`].
+pub fn mark_lesson(pattern: &str) -> Lesson {
     Lesson::try_from(LessonDto {
         collection: "customers".into(),
         entry: "northgate".into(),
@@ -153,8 +168,8 @@ fn mark_lesson(pattern: &str) -> Lesson {
     .expect("a well-formed lesson")
 }
 
-/// The patterns of northgate's marks in the active version.
-fn active_patterns(state: &DefinitionState) -> Vec<String> {
+/// The patterns of northgate's marks in the active version of a [`definition`].
+pub fn active_patterns(state: &DefinitionState) -> Vec<String> {
     let served = active(state).expect("an active version");
     let value: Value = served
         .collections
@@ -499,26 +514,15 @@ pub async fn unicode_forms_are_one_text<S: DefinitionStore>(store: Arc<S>) {
     const DECOMPOSED: &str = "Cafe\u{301} Rouge";
     let registry = Registry::builtin();
     let (acme, id) = (tenant("acme"), definition_id());
-    let collections = Collections::parse(
+    let v1 = definition_with(
+        "acme",
         &json!({ "customers": {
             "learnable": "marks", "entry": "customer",
             "teaches": "which customer a message belongs to",
             "entries": { COMPOSED: { "label": "Café Rouge SARL", "value": { "marks": [] } } }
         } }),
         &registry,
-    )
-    .expect("valid collections");
-    let v1 = create(
-        acme.clone(),
-        id.clone(),
-        collections,
-        TaughtBy::parse(DANA).expect("a person"),
-        via(),
-        None,
-        now(0),
-        &registry,
-    )
-    .expect("created");
+    );
     store.create(&acme, &id, &v1).await.expect("create");
     let lesson = |entry: &str, pattern: &str| {
         Lesson::try_from(LessonDto {

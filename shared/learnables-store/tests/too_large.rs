@@ -5,52 +5,39 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
-use learnables::{
-    create, teach, Collections, DefinitionId, DefinitionState, Lesson, LessonDto, Registry,
-    TaughtBy, TenantId, Via,
-};
+use learnables::{teach, DefinitionId, DefinitionState, Registry, TenantId};
+use learnables_store::conformance::{definition, definition_id, mark_lesson, now, tenant, via};
 use learnables_store::{
-    absorb_with_retry, AbsorbError, DefinitionStore, DefinitionStoreError, MemoryDefinitionStore,
+    absorb_with_retry, AbsorbError, DefinitionBackend, DefinitionStore, DefinitionStoreError,
+    MemoryDefinitionStore, Swapped,
 };
-use serde_json::json;
 
 const LIMIT: usize = 1024;
 
-/// A memory store whose `replace` refuses every state as too large, counting the calls.
+/// A memory store whose every replacement is refused as too large, counting the attempts.
 struct Cramped {
     inner: MemoryDefinitionStore,
     replaces: AtomicU32,
 }
 
 #[async_trait]
-impl DefinitionStore for Cramped {
-    async fn get(
+impl DefinitionBackend for Cramped {
+    async fn load(
         &self,
         tenant: &TenantId,
         id: &DefinitionId,
     ) -> Result<Option<DefinitionState>, DefinitionStoreError> {
-        self.inner.get(tenant, id).await
+        self.inner.load(tenant, id).await
     }
 
-    async fn create(
-        &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
-        state: &DefinitionState,
-    ) -> Result<(), DefinitionStoreError> {
-        self.inner.create(tenant, id, state).await
+    async fn insert(&self, state: &DefinitionState) -> Result<bool, DefinitionStoreError> {
+        self.inner.insert(state).await
     }
 
-    async fn replace(
-        &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
-        _state: &DefinitionState,
-        _expected_revision: u64,
-    ) -> Result<(), DefinitionStoreError> {
+    async fn swap(&self, state: &DefinitionState, _: u64) -> Result<Swapped, DefinitionStoreError> {
         self.replaces.fetch_add(1, Ordering::SeqCst);
         Err(DefinitionStoreError::TooLarge {
-            what: format!("definition {tenant}/{id}"),
+            what: format!("definition {}/{}", state.tenant(), state.id()),
             bytes: LIMIT + 1,
             limit: LIMIT,
         })
@@ -60,49 +47,17 @@ impl DefinitionStore for Cramped {
 #[tokio::test]
 async fn too_large_is_returned_at_once_and_nothing_is_written() {
     let registry = Registry::builtin();
-    let (tenant, id) = (
-        TenantId::parse("acme").expect("a tenant"),
-        DefinitionId::parse("prealert-triage").expect("an id"),
-    );
-    let now = jiff::Timestamp::from_second(1_786_957_200).expect("an instant");
-    let via = Via::parse("teacher-console").expect("a credential id");
-    let collections = Collections::parse(
-        &json!({ "customers": {
-            "learnable": "marks", "entry": "customer", "teaches": "which customer",
-            "entries": { "northgate": { "label": "Northgate Motors Ltd", "value": { "marks": [] } } }
-        } }),
-        &registry,
-    )
-    .expect("valid collections");
-    let dana = TaughtBy::parse("dana@warehouse.example").expect("a person");
-    let v1 = create(
-        tenant.clone(),
-        id.clone(),
-        collections,
-        dana,
-        via.clone(),
-        None,
-        now,
-        &registry,
-    )
-    .expect("created");
+    let (tenant, id) = (tenant("acme"), definition_id());
+    let v1 = definition("acme", &registry);
     let store = Cramped {
         inner: MemoryDefinitionStore::new(),
         replaces: AtomicU32::new(0),
     };
     store.create(&tenant, &id, &v1).await.expect("create");
 
-    let lesson = Lesson::try_from(LessonDto {
-        collection: "customers".into(),
-        entry: "northgate".into(),
-        value: json!({ "pattern": "billing@origin\\.example", "where": "from" }),
-        taught_by: "dana@warehouse.example".into(),
-        reason: None,
-        expires_at: None,
-    })
-    .expect("a lesson");
+    let lesson = mark_lesson("billing@origin\\.example");
     let taught = absorb_with_retry(&store, &tenant, &id, |s| {
-        teach(s, &lesson, via.clone(), now, &registry)
+        teach(s, &lesson, via(), now(1), &registry)
     })
     .await;
 
