@@ -18,14 +18,15 @@
 
 use crate::common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use watcher_delivery::testing::{Behaviour, CaptureAgent};
 
 use common::aws_stack::{
-    aws_missing, bin_dir, free_port, instance_pids, kill_every_instance, root, Proc, FUNCTIONS,
+    aws_missing, bin_dir, free_port, instance_pids, kill_every_instance, missing_python, root,
+    Proc, FUNCTIONS,
 };
 use common::{one_expectation, origin};
 
@@ -35,24 +36,6 @@ const OPERATOR_TOKEN: &str = "ops-token-aws-local";
 /// Seconds a record held by a dead submitter instance takes to come back
 /// (`--visibility-timeout-cap`; the template's 360 s would make the test six minutes long).
 const VISIBILITY_CAP: u64 = 4;
-
-/// Why `.venv`'s python with moto, boto3 and PyYAML is not usable here, if it is not.
-fn missing_python() -> Option<String> {
-    let python = root().join(".venv/bin/python");
-    let ok = Command::new(&python)
-        .args(["-c", "import moto, boto3, yaml"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        return Some(format!(
-            "{} with moto is missing (bash infra/moto.sh installs it)",
-            python.display()
-        ));
-    }
-    None
-}
 
 fn alive(pid: u32) -> bool {
     // A zombie has exited: only a running or sleeping process counts.

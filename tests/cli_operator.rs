@@ -7,7 +7,6 @@ use crate::common;
 use std::process::Output;
 use std::time::Duration;
 
-use jiff::Timestamp;
 use serde_json::{json, Value};
 use watcher_delivery::testing::{spawn_capture_agent, Behaviour};
 
@@ -48,14 +47,7 @@ fn json_of(out: &Output) -> Value {
 async fn operator_commands_read_the_worked_example_remotely_and_locally() {
     let agent = spawn_capture_agent(Behaviour::accept()).await;
     let w = spawn_watcher(&agent, "").await;
-    let times = BookingTimes::compressed(origin(Duration::from_millis(500)));
-    assert_eq!(w.push(&booking_artifact(times)).await.status, 200);
-    wait_for_requests(&agent, 1, PATIENCE).await;
-    let observed = Timestamp::from_second(Timestamp::now().as_second()).unwrap();
-    assert_eq!(
-        w.report(&departure_fact(SHIPMENT, observed)).await.status,
-        200
-    );
+    run_worked_example(&w, &agent, PATIENCE).await;
     // overdue(manifest), skipped(manifest), overdue(arrival), stalled(arrival), all delivered.
     wait_for_requests(&agent, 4, PATIENCE).await;
     assert!(

@@ -85,19 +85,7 @@ push_token = "{PARTNER_TOKEN}"
     // The partner, whose card was never read, is told to come back.
     let raise = one_expectation("task-p", "exp-p", "PA-P", due, "PT1H");
     let refused = partner_push(&w, &raise).await;
-    assert_eq!(refused.status().as_u16(), 503);
-    assert!(
-        refused.headers().get("retry-after").is_some(),
-        "{:?}",
-        refused.headers()
-    );
-    assert_eq!(
-        refused
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok()),
-        Some("application/problem+json")
-    );
+    assert_come_back_later(&refused);
     // The answer says why: the last read's error, naming the card's address.
     let problem: Value = refused.json().await.expect("problem+json");
     let detail = problem["detail"].as_str().unwrap_or_default();

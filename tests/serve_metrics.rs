@@ -5,7 +5,6 @@ use crate::common;
 
 use std::time::Duration;
 
-use jiff::Timestamp;
 use serde_json::{json, Value};
 use watcher_delivery::testing::{spawn_capture_agent, Behaviour};
 
@@ -75,14 +74,7 @@ async fn counters_after_the_worked_example() {
     );
 
     // The worked example on compressed times: four lapse tasks, one matched fact.
-    let times = BookingTimes::compressed(origin(Duration::from_millis(500)));
-    assert_eq!(w.push(&booking_artifact(times)).await.status, 200);
-    wait_for_requests(&agent, 1, PATIENCE).await;
-    let observed = Timestamp::from_second(Timestamp::now().as_second()).unwrap();
-    assert_eq!(
-        w.report(&departure_fact(SHIPMENT, observed)).await.status,
-        200
-    );
+    let observed = run_worked_example(&w, &agent, PATIENCE).await;
     // And one fact nothing waits for.
     let unmatched =
         json!({ "factKey": "shipment.departed:PA-NOBODY", "observedAt": fmt(observed) });

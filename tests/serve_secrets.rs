@@ -50,13 +50,7 @@ header = "X-Sig"
 algorithm = "hmac-sha256"
 encoding = "hex"
 secret_env = "A2A_TEST_SIGNING_SECRET"
-[[sources.mappings]]
-name = "departed"
-when = {{ pointer = "/event", equals = "departed" }}
-fact_key = "shipment.departed:{{/shipment}}"
-observed_at = "/at"
-subject = {{ type = "shipment", id = "{{/shipment}}" }}
-
+{DEPARTED_MAPPING}
 [[teachers]]
 id = "dana"
 token = "{TEACHER}"

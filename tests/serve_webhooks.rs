@@ -29,9 +29,9 @@ const AFTERSHIP_TOML: &str = include_str!("../examples/webhooks/aftership/source
 const AFTERSHIP_EVENT: &str = include_str!("../examples/webhooks/aftership/tracking-update.json");
 const AFTERSHIP_SECRET: &str = "replace-with-the-aftership-webhook-secret";
 
-/// A source signing with a timestamp (the contract's example), and a bearer-token source whose
-/// mapping yields the booking artifact's departure fact.
-const TEST_SOURCES: &str = r#"
+/// A source signing with a timestamp (the contract's example), and a bearer-token source, each
+/// with [`DEPARTED_MAPPING`].
+const SIGNED_SOURCE: &str = r#"
 [[sources]]
 id = "carrier-feed:signed"
 token = "src-token-signed"
@@ -42,26 +42,18 @@ encoding = "hex"
 secret = "shared-secret"
 timestamp_header = "X-Timestamp"
 tolerance = "PT5M"
-[[sources.mappings]]
-name = "departed"
-when = { pointer = "/event", equals = "departed" }
-fact_key = "shipment.departed:{/shipment}"
-observed_at = "/at"
-subject = { type = "shipment", id = "{/shipment}" }
-
+"#;
+const BEARER_SOURCE: &str = r#"
 [[sources]]
 id = "carrier-feed:bearer"
 token = "src-token-bearer"
-[[sources.mappings]]
-name = "departed"
-when = { pointer = "/event", equals = "departed" }
-fact_key = "shipment.departed:{/shipment}"
-observed_at = "/at"
-subject = { type = "shipment", id = "{/shipment}" }
 "#;
 
 fn extra() -> String {
-    format!("{ONE_RECORD_TOML}\n{EASYPOST_TOML}\n{AFTERSHIP_TOML}\n{TEST_SOURCES}")
+    format!(
+        "{ONE_RECORD_TOML}\n{EASYPOST_TOML}\n{AFTERSHIP_TOML}\n\
+         {SIGNED_SOURCE}{DEPARTED_MAPPING}{BEARER_SOURCE}{DEPARTED_MAPPING}"
+    )
 }
 
 fn hmac_sha256(secret: &str, message: &[u8]) -> Vec<u8> {

@@ -229,14 +229,7 @@ async fn the_web_page_in_headless_chromium() {
     // The worked example on compressed times: four lapse tasks, all delivered.
     let agent = spawn_capture_agent(Behaviour::accept()).await;
     let w = spawn_watcher(&agent, "").await;
-    let times = BookingTimes::compressed(origin(Duration::from_millis(500)));
-    assert_eq!(w.push(&booking_artifact(times)).await.status, 200);
-    wait_for_requests(&agent, 1, PATIENCE).await;
-    let observed = Timestamp::from_second(Timestamp::now().as_second()).unwrap();
-    assert_eq!(
-        w.report(&departure_fact(SHIPMENT, observed)).await.status,
-        200
-    );
+    run_worked_example(&w, &agent, PATIENCE).await;
     wait_for_requests(&agent, 4, PATIENCE).await;
     assert!(
         wait_until(

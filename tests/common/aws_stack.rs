@@ -38,9 +38,8 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Why the AWS stack cannot run here, if it cannot: `.venv` without moto, boto3 and PyYAML, or
-/// the function binaries not built in the target folder.
-pub fn aws_missing() -> Option<String> {
+/// Why `.venv`'s python with moto, boto3 and PyYAML is not usable here, if it is not.
+pub fn missing_python() -> Option<String> {
     let python = root().join(".venv/bin/python");
     let ok = Command::new(&python)
         .args(["-c", "import moto, boto3, yaml"])
@@ -48,11 +47,19 @@ pub fn aws_missing() -> Option<String> {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !ok {
-        return Some(format!(
+    (!ok).then(|| {
+        format!(
             "{} with moto is missing (bash infra/moto.sh installs it)",
             python.display()
-        ));
+        )
+    })
+}
+
+/// Why the AWS stack cannot run here, if it cannot: `.venv` without moto, boto3 and PyYAML, or
+/// the function binaries not built in the target folder.
+pub fn aws_missing() -> Option<String> {
+    if let Some(why) = missing_python() {
+        return Some(why);
     }
     let absent: Vec<&str> = FUNCTIONS
         .iter()

@@ -32,6 +32,16 @@ pub const OPERATOR_TOKEN: &str = "ops-token-desk";
 /// The subject of the booking artifact.
 pub const SHIPMENT: &str = "PA-2026-0901";
 
+/// A source's webhook mapping (TOML, for the source table above it) that turns
+/// `{"event": "departed", "shipment": ID, "at": INSTANT}` into the departure fact of shipment ID.
+pub const DEPARTED_MAPPING: &str = r#"[[sources.mappings]]
+name = "departed"
+when = { pointer = "/event", equals = "departed" }
+fact_key = "shipment.departed:{/shipment}"
+observed_at = "/at"
+subject = { type = "shipment", id = "{/shipment}" }
+"#;
+
 /// How long `serve` may take to print `listening on`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -70,10 +80,7 @@ pub async fn spawn_watcher_with(
     config_toml_extra: &str,
     booking_extra: &str,
 ) -> Watcher {
-    let dir = tempfile::Builder::new()
-        .prefix("a2a-watcher-serve-test")
-        .tempdir()
-        .expect("create a temporary folder");
+    let dir = temp_dir();
     let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))
         .expect("examples/booking-card.json is JSON");
     card["supportedInterfaces"][0]["url"] = json!(agent.url());
@@ -101,40 +108,39 @@ token = "{OPERATOR_TOKEN}"
 "#,
         endpoint = agent.url(),
     );
-    let config_path = dir.path().join("watcher.toml");
-    std::fs::write(&config_path, config).expect("write the configuration");
-    let mut watcher = Watcher {
-        base_url: String::new(),
-        child: None,
-        dir,
-        config: config_path,
-        http: reqwest::Client::new(),
-    };
-    watcher.start().await;
-    watcher
+    Watcher::spawn_in(dir, &config).await
 }
 
 /// Starts `serve` on `config` (a whole watcher.toml, relative paths against a new temporary
 /// folder), for tests whose agents are not the capture agent (tests/interop_sdk.rs).
 pub async fn spawn_watcher_with_config(config: &str) -> Watcher {
-    let dir = tempfile::Builder::new()
+    Watcher::spawn_in(temp_dir(), config).await
+}
+
+/// A new temporary folder for one `serve`.
+fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
         .prefix("a2a-watcher-serve-test")
         .tempdir()
-        .expect("create a temporary folder");
-    let config_path = dir.path().join("watcher.toml");
-    std::fs::write(&config_path, config).expect("write the configuration");
-    let mut watcher = Watcher {
-        base_url: String::new(),
-        child: None,
-        dir,
-        config: config_path,
-        http: reqwest::Client::new(),
-    };
-    watcher.start().await;
-    watcher
+        .expect("create a temporary folder")
 }
 
 impl Watcher {
+    /// Writes `config` as `dir/watcher.toml` and starts `serve` on it.
+    async fn spawn_in(dir: tempfile::TempDir, config: &str) -> Watcher {
+        let config_path = dir.path().join("watcher.toml");
+        std::fs::write(&config_path, config).expect("write the configuration");
+        let mut watcher = Watcher {
+            base_url: String::new(),
+            child: None,
+            dir,
+            config: config_path,
+            http: reqwest::Client::new(),
+        };
+        watcher.start().await;
+        watcher
+    }
+
     /// Starts `serve` on this watcher's configuration (and so its database), on a new port, and
     /// waits for its `listening on` line.
     ///
@@ -346,6 +352,24 @@ impl Answer {
     }
 }
 
+/// Asserts that `refused` tells the caller to come back: 503, a `Retry-After` header, and
+/// `application/problem+json`.
+#[track_caller]
+pub fn assert_come_back_later(refused: &reqwest::Response) {
+    assert_eq!(refused.status().as_u16(), 503);
+    assert!(
+        refused.headers().get("retry-after").is_some(),
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/problem+json")
+    );
+}
+
 /// Polls `check` every 50 ms until it is true or `timeout` has passed; `true` if it became true.
 pub async fn wait_until<F, Fut>(mut check: F, timeout: Duration) -> bool
 where
@@ -484,6 +508,27 @@ impl BookingTimes {
             arrival_horizon: plus(t0, 3 * 86400),
         }
     }
+}
+
+/// The worked example on compressed times, from half a second from now: pushes
+/// [`booking_artifact`] (200), waits for the agent's first lapse task (the manifest overdue) and
+/// reports the departure of [`SHIPMENT`] observed now, to the whole second (200); answers that
+/// instant. Four lapse tasks follow: overdue(manifest), skipped(manifest), overdue(arrival),
+/// stalled(arrival).
+pub async fn run_worked_example(
+    w: &Watcher,
+    agent: &CaptureAgent,
+    patience: Duration,
+) -> Timestamp {
+    let times = BookingTimes::compressed(origin(Duration::from_millis(500)));
+    assert_eq!(w.push(&booking_artifact(times)).await.status, 200);
+    wait_for_requests(agent, 1, patience).await;
+    let observed = Timestamp::from_second(Timestamp::now().as_second()).unwrap();
+    assert_eq!(
+        w.report(&departure_fact(SHIPMENT, observed)).await.status,
+        200
+    );
+    observed
 }
 
 /// The booking artifact of expectations-v1 §8 (examples/booking-artifact.json: manifest,
