@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::common::raise;
+use crate::common::apply_raise;
 use watcher_core::engine::Effect;
 use watcher_core::ids::Tenant;
 use watcher_core::settings::Settings;
@@ -57,14 +57,8 @@ async fn a_timer_that_fails_is_skipped_counted_and_fired_next_time() {
     );
     let t0 = instant("2026-09-10T12:00:00Z");
     // Tenant a's deadline comes first, then tenant b's.
-    watcher
-        .apply(&a, &raise("e-a", "PA-1", "2026-09-10T13:00:00Z"), t0)
-        .await
-        .expect("raise a");
-    watcher
-        .apply(&b, &raise("e-b", "PA-2", "2026-09-10T14:00:00Z"), t0)
-        .await
-        .expect("raise b");
+    apply_raise(&watcher, &a, ("e-a", "PA-1", "2026-09-10T13:00:00Z"), t0).await;
+    apply_raise(&watcher, &b, ("e-b", "PA-2", "2026-09-10T14:00:00Z"), t0).await;
 
     store.fail_commits_of(Some(a.clone()));
     let sweep = instant("2026-09-10T15:00:00Z");

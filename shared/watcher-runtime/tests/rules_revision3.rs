@@ -140,17 +140,10 @@ fn a_timestamp_less_snapshot_received_first_never_answers_a_question() {
     let out = scenario()
         .push_event("2026-09-10T01:00:00.000Z", snapshot("TASK_STATE_SUBMITTED"))
         .working("2026-09-10T01:00:00.002Z", "2026-09-10T00:59:59.998Z")
-        .push_stamped_question(
-            "2026-09-10T01:00:00.004Z",
-            "task-q",
-            CTX,
-            Some("2026-09-10T00:59:59.999Z"),
-            &[question_of("task-q")],
-        )
+        .ask("2026-09-10T01:00:00.004Z", Some("2026-09-10T00:59:59.999Z"))
         .until(&t("10T06:00"))
         .run();
-    assert_eq!(out.record("Q")["status"], "open");
-    assert_eq!(out.lapses(), [lapse("Q", "overdue", &t("10T05:00"))]);
+    out.assert_unanswered("");
 }
 
 /// Either status lacking a timestamp: receipt order. A later timestamp-less status answers, at
@@ -185,8 +178,7 @@ fn input_required_to_auth_required_answers_nothing() {
     let out = asked(Some(&t("10T01:00")))
         .push_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_AUTH_REQUIRED")
         .run();
-    assert_eq!(out.record("Q")["status"], "open");
-    assert_eq!(out.lapses(), [lapse("Q", "overdue", &t("10T05:00"))]);
+    out.assert_unanswered("");
 }
 
 /// The answer is recorded whatever became of the question meanwhile: a successor with the same
@@ -195,7 +187,7 @@ fn input_required_to_auth_required_answers_nothing() {
 fn a_superseded_question_answer_satisfies_its_successor() {
     let successor = question("Q2", "task-q", &t("10T05:00")).supersedes("Q");
     let out = asked(Some(&t("10T01:00")))
-        .push_artifact(&t("10T01:30"), "task-lapse", CTX, &[successor])
+        .raise_in_lapse_task(&t("10T01:30"), &[successor])
         .push_unstamped_state(&t("10T03:00"), "task-q", CTX, "TASK_STATE_WORKING")
         .until(&t("10T06:00"))
         .run();
@@ -232,7 +224,7 @@ fn a_withdrawing_state_is_final_for_its_task() {
     let out = scenario()
         .push_artifact(&t("10T00:30"), "task-q", CTX, &[exp("E", &t("10T04:00"))])
         .push_state(&t("10T01:00"), "task-q", CTX, "TASK_STATE_CANCELED")
-        .push_question(&t("10T01:30"), "task-q", CTX, &[question_of("task-q")])
+        .ask(&t("10T01:30"), Some(&t("10T01:30")))
         .push_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_WORKING")
         .run();
     assert_eq!(out.record("E")["status"], "withdrawn");
@@ -259,8 +251,7 @@ fn an_expectation_in_a_working_status_message_is_ordinary() {
         )
         .push_state(&t("10T02:00"), "task-q", CTX, "TASK_STATE_COMPLETED")
         .run();
-    assert_eq!(out.record("Q")["status"], "open");
-    assert_eq!(out.lapses(), [lapse("Q", "overdue", &t("10T05:00"))]);
+    out.assert_unanswered("");
 }
 
 // ------------------------------------------------------ task states (serve.md "Routes")
@@ -387,16 +378,11 @@ fn an_anchor_resolves_on_its_own_subject_only() {
 /// overdue.
 #[test]
 fn raised_past_its_deadline_and_satisfied_in_the_same_event_is_late() {
-    let e = exp("E", &t("10T00:30"));
     let out = scenario()
-        .push_block(
+        .raise_carrying(
             &t("10T01:00"),
-            TASK,
-            CTX,
-            json!({
-                "expectations": [e.json()],
-                "facts": [ { "factKey": key_of("E"), "observedAt": t("10T00:50") } ],
-            }),
+            &[exp("E", &t("10T00:30"))],
+            json!([ { "factKey": key_of("E"), "observedAt": t("10T00:50") } ]),
         )
         .run();
     let r = out.record("E");

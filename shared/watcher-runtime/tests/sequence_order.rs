@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use watcher_runtime::store::Records as _;
 
-use crate::common::raise;
+use crate::common::apply_raise;
 use watcher_core::ids::{Subject, Tenant};
 use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
@@ -23,10 +23,7 @@ async fn an_input_numbered_below_one_recorded_on_its_subject_is_ordered_after_it
     let t = Tenant::parse("tenant-a").expect("tenant");
     let subject = Subject::parse("shipment", "PA-1").expect("subject");
     let t0 = Instant::parse("2026-09-10T12:00:00Z").expect("instant");
-    watcher
-        .apply(&t, &raise("e-1", "PA-1", "2026-09-10T13:00:00Z"), t0)
-        .await
-        .expect("first raise");
+    apply_raise(&watcher, &t, ("e-1", "PA-1", "2026-09-10T13:00:00Z"), t0).await;
     // Another process, whose clock runs ahead, numbered that raise far above this store's count.
     let ahead = 1u64 << 61;
     let mut state = store
@@ -46,10 +43,7 @@ async fn an_input_numbered_below_one_recorded_on_its_subject_is_ordered_after_it
         .await
         .expect("rewrite the order");
 
-    watcher
-        .apply(&t, &raise("e-2", "PA-1", "2026-09-10T13:00:00Z"), t0)
-        .await
-        .expect("second raise");
+    apply_raise(&watcher, &t, ("e-2", "PA-1", "2026-09-10T13:00:00Z"), t0).await;
     let state = store
         .subject(&t, &subject)
         .await

@@ -9,9 +9,12 @@ use serde_json::{json, Value};
 use watcher_core::card::declaration_from_card;
 use watcher_core::engine::{AgentProfile, Input, Origin, PushItem};
 use watcher_core::expectation::Expectation;
-use watcher_core::ids::{AgentId, TaskId};
+use watcher_core::ids::{AgentId, TaskId, Tenant};
+use watcher_core::time::Instant;
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::replay;
+use watcher_runtime::store::Store;
+use watcher_runtime::watcher::Watcher;
 
 /// The extension URI (expectations-v1, header).
 pub const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
@@ -134,13 +137,7 @@ pub fn question_of(task: &str) -> Exp {
 /// [`scenario`] with `task-q` asking [`question_of`]`("task-q")` at 2026-09-10T01:00:00Z in
 /// [`CTX`], its status stamped `timestamp`.
 pub fn asked(timestamp: Option<&str>) -> Scenario {
-    scenario().push_stamped_question(
-        &t("10T01:00"),
-        "task-q",
-        CTX,
-        timestamp,
-        &[question_of("task-q")],
-    )
+    scenario().ask(&t("10T01:00"), timestamp)
 }
 
 /// The `satisfaction` of a question of `task-q` answered on time by its task's status: the
@@ -256,6 +253,24 @@ impl Scenario {
         self.push_artifact(at, TASK, CTX, exps)
     }
 
+    /// An artifact of `task-lapse` (a task the lapse task started, not the predecessor's origin)
+    /// in [`CTX`] raising `exps`.
+    pub fn raise_in_lapse_task(self, at: &str, exps: &[Exp]) -> Self {
+        self.push_artifact(at, "task-lapse", CTX, exps)
+    }
+
+    /// An artifact of [`TASK`] in [`CTX`] raising `exps` and carrying `facts` (a JSON list of
+    /// facts the agent reports itself, semantics.md "Facts").
+    pub fn raise_carrying(self, at: &str, exps: &[Exp], facts: Value) -> Self {
+        let list: Vec<Value> = exps.iter().map(Exp::json).collect();
+        self.push_block(
+            at,
+            TASK,
+            CTX,
+            json!({ "expectations": list, "facts": facts }),
+        )
+    }
+
     /// An artifact of `task` withdrawing `ids` explicitly (§8.1).
     pub fn push_withdraw(
         self,
@@ -317,6 +332,12 @@ impl Scenario {
         timestamp: &str,
     ) -> Self {
         self.push_status(at, task, ctx, state, Some(timestamp), None)
+    }
+
+    /// `task-q` asking [`question_of`]`("task-q")` at `at` in [`CTX`], its status stamped
+    /// `timestamp`.
+    pub fn ask(self, at: &str, timestamp: Option<&str>) -> Self {
+        self.push_stamped_question(at, "task-q", CTX, timestamp, &[question_of("task-q")])
     }
 
     /// `task-q` (the task [`asked`] asks from) moving to `TASK_STATE_WORKING` at `at`, stamped
@@ -493,6 +514,14 @@ impl Outcome {
             .collect()
     }
 
+    /// Asserts that question `Q` ([`question_of`]) went unanswered: still open, lapsed only
+    /// `overdue` at its deadline 2026-09-10T05:00:00Z. `case` names the variant in a message.
+    pub fn assert_unanswered(&self, case: &str) {
+        assert_eq!(self.record("Q")["status"], "open", "{case}");
+        let overdue = lapse("Q", "overdue", &t("10T05:00"));
+        assert_eq!(self.lapses(), [overdue], "{case}");
+    }
+
     /// The single reason `id` was refused with.
     pub fn rejection(&self, id: &str) -> String {
         let reasons = self.rejection_reasons(id);
@@ -550,4 +579,17 @@ pub fn raise(id: &str, subject: &str, due: &str) -> Input {
             question_timestamp: None,
         }],
     }
+}
+
+/// `watcher` applying [`raise`]`(id, subject, due)` into `tenant` at `now`; panics when it fails.
+pub async fn apply_raise<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    tenant: &Tenant,
+    (id, subject, due): (&str, &str, &str),
+    now: Instant,
+) {
+    watcher
+        .apply(tenant, &raise(id, subject, due), now)
+        .await
+        .unwrap_or_else(|e| panic!("raise {id}: {e:?}"));
 }

@@ -4,8 +4,7 @@
 use crate::common;
 
 use common::{
-    asked, exp, key_of, lapse, lifecycle_answer, question_of, raised, s, scenario, t, CTX, FEED,
-    SHIP, TASK, URI,
+    asked, exp, key_of, lapse, lifecycle_answer, raised, s, scenario, t, CTX, FEED, SHIP, TASK, URI,
 };
 use serde_json::{json, Value};
 

@@ -5,12 +5,7 @@ use super::*;
 #[test]
 fn supersession_withdraws_the_predecessor() {
     let out = raised(&[exp("A", &t("10T02:00"))])
-        .push_artifact(
-            &t("10T03:00"),
-            "task-lapse",
-            CTX,
-            &[exp("B", &t("10T06:00")).succeeds("A")],
-        )
+        .raise_in_lapse_task(&t("10T03:00"), &[exp("B", &t("10T06:00")).succeeds("A")])
         .run();
     let a = out.record("A");
     assert_eq!(a["status"], "withdrawn");

@@ -42,26 +42,18 @@ fn months_and_negative_durations_are_refused_naming_the_field() {
         exp("Y", &t("10T02:00")).grace("P1Y"),
     ])
     .run();
-    let m = out.rejection("M");
-    assert!(
-        m.starts_with("field `grace`:") && m.contains("months"),
-        "{m}"
-    );
-    let n = out.rejection("N");
-    assert!(
-        n.starts_with("field `grace`:") && n.contains("negative"),
-        "{n}"
-    );
-    let o = out.rejection("O");
-    assert!(
-        o.starts_with("field `anchor.offset`:") && o.contains("negative"),
-        "{o}"
-    );
-    let y = out.rejection("Y");
-    assert!(
-        y.starts_with("field `grace`:") && y.contains("years"),
-        "{y}"
-    );
+    for (id, field, why) in [
+        ("M", "field `grace`:", "months"),
+        ("N", "field `grace`:", "negative"),
+        ("O", "field `anchor.offset`:", "negative"),
+        ("Y", "field `grace`:", "years"),
+    ] {
+        let reason = out.rejection(id);
+        assert!(
+            reason.starts_with(field) && reason.contains(why),
+            "{id}: {reason}"
+        );
+    }
     assert!(out.records().is_empty());
 }
 

@@ -40,12 +40,7 @@ fn cancel_fail_and_reject_withdraw_and_complete_does_not() {
 #[test]
 fn canceling_the_origin_withdraws_its_successors_too() {
     let out = raised(&[exp("A", &t("10T02:00"))])
-        .push_artifact(
-            &t("10T02:30"),
-            "task-lapse",
-            CTX,
-            &[exp("B", &t("10T05:00")).succeeds("A")],
-        )
+        .raise_in_lapse_task(&t("10T02:30"), &[exp("B", &t("10T05:00")).succeeds("A")])
         .push_unstamped_state(&t("10T03:00"), TASK, CTX, "TASK_STATE_CANCELED")
         .run();
     let b = out.record("B");
