@@ -55,17 +55,26 @@ fn the_served_list_is_the_generated_list() {
     assert_eq!(listed.len(), generated.len(), "{listed:?}");
 }
 
-#[test]
-fn the_spec_examples_satisfy_the_required_fields() {
-    // The schemas name the spec's required fields (expectations-v1 §8, §10.1 table).
-    let expectation: Value =
-        serde_json::from_str(watcher_http::schemas::schema("Expectation").unwrap()).unwrap();
-    let required: Vec<&str> = expectation["required"]
+/// The generated schema `name`, as JSON.
+fn schema(name: &str) -> Value {
+    serde_json::from_str(watcher_http::schemas::schema(name).unwrap()).unwrap()
+}
+
+/// The members `schema` requires.
+fn required_of(schema: &Value) -> Vec<&str> {
+    schema["required"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(Value::as_str)
-        .collect();
+        .collect()
+}
+
+#[test]
+fn the_spec_examples_satisfy_the_required_fields() {
+    // The schemas name the spec's required fields (expectations-v1 §8, §10.1 table).
+    let expectation = schema("Expectation");
+    let required = required_of(&expectation);
     for f in [
         "expectationId",
         "kind",
@@ -78,14 +87,8 @@ fn the_spec_examples_satisfy_the_required_fields() {
         assert!(required.contains(&f), "{f} in {required:?}");
     }
     assert!(!required.contains(&"grace"));
-    let lapse: Value =
-        serde_json::from_str(watcher_http::schemas::schema("Lapse").unwrap()).unwrap();
-    let required: Vec<&str> = lapse["required"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let lapse = schema("Lapse");
+    let required = required_of(&lapse);
     for f in [
         "expectationId",
         "kind",

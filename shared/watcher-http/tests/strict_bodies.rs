@@ -12,57 +12,28 @@ use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tower::ServiceExt;
-use watcher_core::card::declaration_from_card;
-use watcher_core::engine::AgentProfile;
-use watcher_core::ids::{AgentId, Tenant};
-use watcher_core::lapse::Delivery;
+use watcher_core::ids::Tenant;
 use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
-use watcher_http::{watcher_router, AppState, Credentials, Principal, Role, SourceWebhook};
+use watcher_http::{watcher_router, AppState, Role, SourceWebhook};
 use watcher_runtime::clock::FakeClock;
-use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
 use watcher_webhooks::{MappingConfig, SourceHook};
 
-const CARD: &str = include_str!("../../../examples/booking-card.json");
 const ARTIFACT: &str = include_str!("../../../examples/booking-artifact.json");
 const PUSH: &str = "push-token";
 const SOURCE: &str = "source-token";
 const OPERATOR: &str = "ops-token";
 
-fn principal(role: Role, id: &str) -> Principal {
-    Principal {
-        role,
-        id: id.into(),
-        tenant: Tenant::default_tenant(),
-        on_behalf_of: Vec::new(),
-    }
-}
-
 fn app() -> Router {
-    let card: Value = serde_json::from_str(CARD).unwrap();
-    let directory = Directory::new();
-    directory.insert(AgentEntry {
-        tenant: Tenant::default_tenant(),
-        profile: AgentProfile {
-            id: AgentId::parse("booking").unwrap(),
-            declaration: declaration_from_card(&card).unwrap(),
-        },
-        submits_lapses: true,
-        delivery: Delivery::default(),
-    });
-    let mut credentials = Credentials::new();
-    credentials
-        .insert(PUSH, principal(Role::Agent, "booking"))
-        .unwrap();
-    credentials
-        .insert(SOURCE, principal(Role::Source, "carrier"))
-        .unwrap();
-    credentials
-        .insert(OPERATOR, principal(Role::Operator, "ops"))
-        .unwrap();
+    let directory = crate::common::agents(&["booking"]);
+    let mut credentials = crate::common::credentials(&[
+        (PUSH, Role::Agent, "booking"),
+        (SOURCE, Role::Source, "carrier"),
+        (OPERATOR, Role::Operator, "ops"),
+    ]);
     let mapping: MappingConfig = serde_json::from_value(json!({
         "name": "departed",
         "fact_key": "shipment.departed:{/shipment}",

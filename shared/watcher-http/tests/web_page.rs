@@ -11,15 +11,11 @@ use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tower::ServiceExt;
-use watcher_core::card::declaration_from_card;
-use watcher_core::engine::AgentProfile;
-use watcher_core::ids::{AgentId, Tenant};
-use watcher_core::lapse::Delivery;
+use watcher_core::ids::Tenant;
 use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
 use watcher_http::{watcher_router, AppState, Role};
 use watcher_runtime::clock::FakeClock;
-use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
@@ -27,7 +23,6 @@ use watcher_runtime::watcher::Watcher;
 const OPERATOR: &str = "ops-token";
 const AGENT: &str = "push-token";
 const SOURCE: &str = "src-token";
-const CARD: &str = include_str!("../../../examples/booking-card.json");
 const ARTIFACT: &str = include_str!("../../../examples/booking-artifact.json");
 const URI: &str = "https://rsaxb.com/a2a/expectations/v1";
 const HOSTILE_ID: &str = "PA-1\"><img src=x onerror=alert(1)>/leg 2";
@@ -38,17 +33,7 @@ fn app() -> Router {
 
 /// The page over `store`.
 fn app_on(store: Arc<dyn Store>) -> Router {
-    let card: Value = serde_json::from_str(CARD).unwrap();
-    let directory = Directory::new();
-    directory.insert(AgentEntry {
-        tenant: Tenant::default_tenant(),
-        profile: AgentProfile {
-            id: AgentId::parse("booking").unwrap(),
-            declaration: declaration_from_card(&card).unwrap(),
-        },
-        submits_lapses: true,
-        delivery: Delivery::default(),
-    });
+    let directory = crate::common::agents(&["booking"]);
     let credentials = crate::common::credentials(&[
         (OPERATOR, Role::Operator, "ops-desk"),
         (AGENT, Role::Agent, "booking"),

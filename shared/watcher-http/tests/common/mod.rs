@@ -29,9 +29,15 @@ const CARD: &str = include_str!("../../../../examples/booking-card.json");
 /// The agents `booking`, `ops-bot` and `quiet` of the default tenant, each with the booking card
 /// and submitting its lapse tasks.
 pub fn three_agents() -> Directory {
+    agents(&["booking", "ops-bot", "quiet"])
+}
+
+/// The agents `ids` of the default tenant, each with the booking card and submitting its lapse
+/// tasks.
+pub fn agents(ids: &[&str]) -> Directory {
     let card: Value = serde_json::from_str(CARD).unwrap();
     let directory = Directory::new();
-    for id in ["booking", "ops-bot", "quiet"] {
+    for &id in ids {
         directory.insert(AgentEntry {
             tenant: Tenant::default_tenant(),
             profile: AgentProfile {
