@@ -16,22 +16,14 @@ impl DynamoStore {
         let bound = due_key_bound(until);
         let mut start = None;
         'pages: loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(TIMERS_INDEX)
+            let query = self
+                .index_query(TIMERS_INDEX, (TIMERS_PK, partition.clone()))
                 .key_condition_expression("#p = :p AND #s < :bound")
-                .expression_attribute_names("#p", TIMERS_PK)
                 .expression_attribute_names("#s", TIMERS_SK)
-                .expression_attribute_values(":p", s(partition.clone()))
                 .expression_attribute_values(":bound", s(bound.clone()))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
+                .set_exclusive_start_key(start);
+            let page = self.query_page(query).await?;
+            for item in page.items {
                 let timers = timers_of(&item)?;
                 // Subjects come in the order of their earliest timer: once that is after the
                 // `limit`-th timer found so far, no later subject has one before it.
@@ -46,7 +38,7 @@ impl DynamoStore {
                 }
                 due.extend(timers.into_iter().filter(|t| t.at <= until));
             }
-            start = out.last_evaluated_key;
+            start = page.next;
             if start.is_none() {
                 break;
             }
@@ -69,15 +61,10 @@ impl DynamoStore {
             .query_at_least(
                 limit,
                 || {
-                    self.client
-                        .query()
-                        .table_name(&self.table)
-                        .index_name(OUTBOX_DUE_INDEX)
-                        .key_condition_expression("#q = :q")
+                    self.index_query(OUTBOX_DUE_INDEX, (QUEUED, partition.clone()))
+                        .key_condition_expression("#p = :p")
                         .filter_expression("#n <= :now")
-                        .expression_attribute_names("#q", QUEUED)
                         .expression_attribute_names("#n", NEXT_ATTEMPT)
-                        .expression_attribute_values(":q", s(partition.clone()))
                         .expression_attribute_values(":now", s(instant_key(now)))
                 },
                 |item| {

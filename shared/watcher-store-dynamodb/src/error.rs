@@ -2,7 +2,9 @@
 //! mapping of SDK errors to store errors (SDK errors are kept as sources, never stringified).
 
 use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use watcher_runtime::store::StoreError;
 
 /// Largest item DynamoDB stores, in bytes (names and values together).
@@ -79,4 +81,40 @@ pub(crate) fn transaction_error(
         }
     }
     StoreError::backend(e)
+}
+
+/// The error of a write that may carry a condition: whether it failed because the condition
+/// did not hold.
+pub(crate) trait ConditionFailed {
+    /// Whether this is DynamoDB's `ConditionalCheckFailedException`.
+    fn condition_failed(&self) -> bool;
+}
+
+impl ConditionFailed for PutItemError {
+    fn condition_failed(&self) -> bool {
+        self.is_conditional_check_failed_exception()
+    }
+}
+
+impl ConditionFailed for UpdateItemError {
+    fn condition_failed(&self) -> bool {
+        self.is_conditional_check_failed_exception()
+    }
+}
+
+/// Whether the conditional write answered by `result` landed: `Ok(false)` when its condition
+/// did not hold.
+///
+/// # Errors
+/// The backend's error for any other failure (kept as the source).
+pub(crate) fn landed<T, E, R>(result: Result<T, SdkError<E, R>>) -> Result<bool, StoreError>
+where
+    E: ConditionFailed + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(e) if e.as_service_error().is_some_and(E::condition_failed) => Ok(false),
+        Err(e) => Err(StoreError::backend(e)),
+    }
 }

@@ -6,10 +6,7 @@
 use std::collections::VecDeque;
 
 use super::*;
-use aws_sdk_dynamodb::types::AttributeValue;
-
-/// Where a query of one partition goes on from.
-type StartKey = Option<HashMap<String, AttributeValue>>;
+use crate::reads::StartKey;
 
 /// One partition of a lapse-page index, read in order of `seq`.
 struct Partition {
@@ -32,22 +29,14 @@ impl DynamoStore {
         tenant: &Tenant,
     ) -> Result<Option<u64>, StoreError> {
         let newest = each(lapses_tenant_partitions(tenant), |p| async move {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(LAPSES_TENANT_INDEX)
+            let query = self
+                .index_query(LAPSES_TENANT_INDEX, (LAPSES_TENANT, p))
                 .key_condition_expression("#p = :p")
-                .expression_attribute_names("#p", LAPSES_TENANT)
-                .expression_attribute_values(":p", s(p))
                 .scan_index_forward(false)
-                .limit(1)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            out.items
-                .unwrap_or_default()
+                .limit(1);
+            self.query_page(query)
+                .await?
+                .items
                 .first()
                 .map(|item| entry_of(item).map(|(seq, _)| seq))
                 .transpose()
@@ -185,12 +174,7 @@ impl DynamoStore {
     ) -> Result<(Vec<(u64, OutboxEntry)>, StartKey), StoreError> {
         let items = i32::try_from(items.min(budget).max(1)).unwrap_or(i32::MAX);
         let mut req = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(index)
-            .expression_attribute_names("#p", attribute)
-            .expression_attribute_values(":p", s(partition))
+            .index_query(index, (attribute, partition))
             .limit(items)
             .set_exclusive_start_key(start);
         req = match after {
@@ -200,14 +184,12 @@ impl DynamoStore {
                 .expression_attribute_values(":after", n(after)),
             None => req.key_condition_expression("#p = :p"),
         };
-        let out = req.send().await.map_err(StoreError::backend)?;
-        self.count(out.scanned_count);
-        let entries = out
+        let page = self.query_page(req).await?;
+        let entries = page
             .items
-            .unwrap_or_default()
             .iter()
             .map(entry_of)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((entries, out.last_evaluated_key))
+        Ok((entries, page.next))
     }
 }

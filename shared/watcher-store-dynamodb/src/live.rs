@@ -75,24 +75,16 @@ impl DynamoStore {
             let mut expired = 0i64;
             let mut start = None;
             loop {
-                let out = self
-                    .client
-                    .query()
-                    .table_name(&self.table)
-                    .index_name(LIVE_INDEX)
-                    .key_condition_expression("#a = :a AND #u < :now")
-                    .expression_attribute_names("#a", LIVE_AGENT)
+                let query = self
+                    .index_query(LIVE_INDEX, (LIVE_AGENT, p.clone()))
+                    .key_condition_expression("#p = :p AND #u < :now")
                     .expression_attribute_names("#u", LIVE_UNTIL)
-                    .expression_attribute_values(":a", s(p.clone()))
                     .expression_attribute_values(":now", s(instant_key(now)))
                     .select(Select::Count)
-                    .set_exclusive_start_key(start)
-                    .send()
-                    .await
-                    .map_err(StoreError::backend)?;
-                self.count(out.scanned_count);
-                expired += i64::from(out.count);
-                start = out.last_evaluated_key;
+                    .set_exclusive_start_key(start);
+                let page = self.query_page(query).await?;
+                expired += i64::from(page.count);
+                start = page.next;
                 if start.is_none() {
                     return Ok(expired);
                 }

@@ -6,6 +6,7 @@
 //! a stopped task may be followed again.
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_runtime::origins::{FollowedOrigin, OriginKey};
@@ -13,6 +14,7 @@ use watcher_runtime::store::Origins;
 use watcher_runtime::store::StoreError;
 
 use crate::codec::{expires_at, get_s, n, s, Item};
+use crate::error::landed;
 use crate::keys::{instant_key, origin_pk, origins_partition, origins_partitions, ITEM};
 use crate::table::{
     EXPIRES_AT, FOLLOW_AGENT, FOLLOW_AT, KIND, OUTBOX_FOLLOW_INDEX, PK, SK, TENANT,
@@ -36,8 +38,20 @@ fn origin_of(item: &Item) -> Result<FollowedOrigin, StoreError> {
     })
 }
 
-impl DynamoStore {
-    pub(crate) async fn follow_origin(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
+/// An update of the item of the followed origin `key`, for the caller to finish.
+fn origin_update(store: &DynamoStore, key: &OriginKey) -> UpdateItemFluentBuilder {
+    store
+        .client
+        .update_item()
+        .table_name(&store.table)
+        .key(PK, s(origin_pk(&key.0, &key.1, &key.2)))
+        .key(SK, s(ITEM))
+}
+
+// The [`Origins`](watcher_runtime::store::Origins) capability of the store port, on DynamoDB.
+#[async_trait]
+impl Origins for DynamoStore {
+    async fn origin_follow(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
         self.count(1u64);
         let put = self
             .client
@@ -76,19 +90,10 @@ impl DynamoStore {
             .expression_attribute_names("#fa", FOLLOW_AGENT)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(StoreError::backend(e)),
-        }
+        landed(result)
     }
 
-    pub(crate) async fn due_origins(
+    async fn origins_due(
         &self,
         tenant: &Tenant,
         agent: &AgentId,
@@ -102,16 +107,13 @@ impl DynamoStore {
             self.query_at_least(
                 limit,
                 || {
-                    self.client
-                        .query()
-                        .table_name(&self.table)
-                        .index_name(OUTBOX_FOLLOW_INDEX)
-                        .key_condition_expression("#p = :p AND #s <= :until")
-                        .expression_attribute_names("#p", FOLLOW_AGENT)
-                        .expression_attribute_names("#s", FOLLOW_AT)
-                        .expression_attribute_values(":p", s(partition.clone()))
-                        .expression_attribute_values(":until", s(instant_key(due_by)))
-                        .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+                    self.index_until(
+                        OUTBOX_FOLLOW_INDEX,
+                        (FOLLOW_AGENT, partition.clone()),
+                        FOLLOW_AT,
+                        instant_key(due_by),
+                        limit,
+                    )
                 },
                 |item| {
                     Ok((
@@ -145,18 +147,9 @@ impl DynamoStore {
         Ok(due)
     }
 
-    pub(crate) async fn reschedule_origin(
-        &self,
-        key: &OriginKey,
-        at: Instant,
-    ) -> Result<(), StoreError> {
+    async fn origin_reschedule(&self, key: &OriginKey, at: Instant) -> Result<(), StoreError> {
         self.count(1u64);
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(PK, s(origin_pk(&key.0, &key.1, &key.2)))
-            .key(SK, s(ITEM))
+        let result = origin_update(self, key)
             .update_expression("SET #n = :n, #f = :f")
             .condition_expression("attribute_exists(#fa)")
             .expression_attribute_names("#fa", FOLLOW_AGENT)
@@ -166,29 +159,16 @@ impl DynamoStore {
             .expression_attribute_values(":f", s(instant_key(at)))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(StoreError::backend(e)),
-        }
+        // Not followed (or gone): nothing to do.
+        landed(result).map(|_| ())
     }
 
     /// Takes the item out of the index (removes `followAgent` and `followAt`); the item itself
     /// expires by its TTL, as every item of this store does (the functions' role has no
     /// `DeleteItem`). Nothing when it does not exist.
-    pub(crate) async fn stop_origin(&self, key: &OriginKey) -> Result<(), StoreError> {
+    async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError> {
         self.count(1u64);
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(PK, s(origin_pk(&key.0, &key.1, &key.2)))
-            .key(SK, s(ITEM))
+        let result = origin_update(self, key)
             .update_expression("REMOVE #fa, #f")
             .condition_expression("attribute_exists(#pk)")
             .expression_attribute_names("#pk", PK)
@@ -196,41 +176,7 @@ impl DynamoStore {
             .expression_attribute_names("#f", FOLLOW_AT)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(StoreError::backend(e)),
-        }
-    }
-}
-
-// The [`Origins`](watcher_runtime::store::Origins) capability of the store port, on DynamoDB.
-#[async_trait]
-impl Origins for DynamoStore {
-    async fn origin_follow(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
-        self.follow_origin(origin).await
-    }
-
-    async fn origins_due(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        due_by: Instant,
-        limit: usize,
-    ) -> Result<Vec<FollowedOrigin>, StoreError> {
-        self.due_origins(tenant, agent, due_by, limit).await
-    }
-
-    async fn origin_reschedule(&self, key: &OriginKey, at: Instant) -> Result<(), StoreError> {
-        self.reschedule_origin(key, at).await
-    }
-
-    async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError> {
-        self.stop_origin(key).await
+        // Not followed (or gone): nothing to do.
+        landed(result).map(|_| ())
     }
 }

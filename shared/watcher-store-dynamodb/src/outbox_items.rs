@@ -2,6 +2,7 @@
 //! of the lapse indexes.
 
 use super::*;
+use crate::error::landed;
 
 impl DynamoStore {
     /// Read-modify-write of one outbox item: `change` maps the stored entry to the one to write
@@ -162,21 +163,12 @@ impl DynamoStore {
             "attribute_exists(#pk) AND #e = :old AND #d <> :sent".to_string()
         };
         self.count(1u64);
-        match req
-            .update_expression(update)
-            .condition_expression(condition)
-            .send()
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(StoreError::backend(e)),
-        }
+        landed(
+            req.update_expression(update)
+                .condition_expression(condition)
+                .send()
+                .await,
+        )
     }
 
     /// Up to `limit` outbox entries found through `index` where `partition` (attribute, value)
@@ -196,18 +188,7 @@ impl DynamoStore {
         let mut keys: Vec<(String, String)> = self
             .query_at_least(
                 limit,
-                || {
-                    self.client
-                        .query()
-                        .table_name(&self.table)
-                        .index_name(index)
-                        .key_condition_expression("#p = :p AND #s <= :until")
-                        .expression_attribute_names("#p", partition.0)
-                        .expression_attribute_names("#s", sort)
-                        .expression_attribute_values(":p", s(partition.1.clone()))
-                        .expression_attribute_values(":until", s(until.clone()))
-                        .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
-                },
+                || self.index_until(index, partition.clone(), sort, until.clone(), limit),
                 |item| {
                     Ok((
                         get_s(&item, PK, &what)?.to_string(),
@@ -270,25 +251,20 @@ impl DynamoStore {
         let mut updated = 0;
         let mut start = None;
         loop {
-            let out = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("#k = :outbox AND attribute_not_exists(#lt)")
-                .projection_expression("#pk, #sk, #e, #seq")
-                .expression_attribute_names("#k", KIND)
+            let scan = self
+                .kind_scan(
+                    "outbox",
+                    " AND attribute_not_exists(#lt)",
+                    "#pk, #sk, #e, #seq",
+                )
                 .expression_attribute_names("#lt", LAPSES_TENANT)
                 .expression_attribute_names("#pk", PK)
                 .expression_attribute_names("#sk", SK)
                 .expression_attribute_names("#e", ENTRY)
                 .expression_attribute_names("#seq", SEQ)
-                .expression_attribute_values(":outbox", s("outbox"))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
+                .set_exclusive_start_key(start);
+            let page = self.scan_page(scan).await?;
+            for item in page.items {
                 let (_, entry) = entry_of(&item)?;
                 let what = "outbox entry";
                 let update = with_lapse_page_keys(self.client.update_item(), &entry)
@@ -299,16 +275,12 @@ impl DynamoStore {
                     .condition_expression("attribute_exists(#pk)")
                     .expression_attribute_names("#pk", PK);
                 self.count(1u64);
-                match update.send().await {
-                    Ok(_) => updated += 1,
-                    // Deleted meanwhile (expired): nothing to index.
-                    Err(e)
-                        if e.as_service_error()
-                            .is_some_and(|se| se.is_conditional_check_failed_exception()) => {}
-                    Err(e) => return Err(StoreError::backend(e)),
+                // Not landed: deleted meanwhile (expired), nothing to index.
+                if landed(update.send().await)? {
+                    updated += 1;
                 }
             }
-            start = out.last_evaluated_key;
+            start = page.next;
             if start.is_none() {
                 return Ok(updated);
             }

@@ -218,26 +218,17 @@ impl Records for DynamoStore {
         let mut all = Vec::new();
         let mut start = None;
         loop {
-            let out = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("#k = :subject")
-                .projection_expression("#s")
-                .expression_attribute_names("#k", KIND)
+            let scan = self
+                .kind_scan("subject", "", "#s")
                 .expression_attribute_names("#s", STATE)
-                .expression_attribute_values(":subject", s("subject"))
                 .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
+                .set_exclusive_start_key(start);
+            let page = self.scan_page(scan).await?;
+            for item in page.items {
                 let state: SubjectState = from_json(get_s(&item, STATE, "subject")?, "subject")?;
                 all.extend(state.records);
             }
-            start = out.last_evaluated_key;
+            start = page.next;
             if start.is_none() {
                 break;
             }

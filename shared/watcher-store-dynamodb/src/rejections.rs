@@ -74,9 +74,8 @@ impl Rejections for DynamoStore {
                     ),
                 None => req.key_condition_expression("#pk = :pk"),
             };
-            let out = req.send().await.map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            for item in out.items.unwrap_or_default() {
+            let page = self.query_page(req).await?;
+            for item in page.items {
                 let row = row_of(get_s(&item, SK, &what)?)
                     .map_err(|sk| StoreError::Corrupt(format!("{what}: sort key {sk}")))?;
                 // Items come in order of their smallest position: once that is after the
@@ -102,7 +101,7 @@ impl Rejections for DynamoStore {
                     found.push((position, r));
                 }
             }
-            start = out.last_evaluated_key;
+            start = page.next;
             if start.is_none() {
                 found.sort_by_key(|(p, _)| *p);
                 found.truncate(limit + 1);

@@ -26,20 +26,11 @@ impl TimerIndex for DynamoStore {
     /// of them.
     async fn next_timer(&self) -> Result<Option<DueTimer>, StoreError> {
         let firsts = each(timers_partitions(), |p| async move {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(TIMERS_INDEX)
+            let query = self
+                .index_query(TIMERS_INDEX, (TIMERS_PK, p))
                 .key_condition_expression("#p = :p")
-                .expression_attribute_names("#p", TIMERS_PK)
-                .expression_attribute_values(":p", s(p))
-                .limit(1)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            self.count(out.scanned_count);
-            match out.items.unwrap_or_default().first() {
+                .limit(1);
+            match self.query_page(query).await?.items.first() {
                 None => Ok(None),
                 Some(item) => Ok(timers_of(item)?.into_iter().next()),
             }

@@ -63,15 +63,7 @@ impl DynamoStore {
         if let Some(at) = subject_expiry(&next, self.retention_days) {
             item.insert(EXPIRES_AT.into(), n(at));
         }
-        let bytes = item_size(&item);
-        if bytes > MAX_ITEM_BYTES {
-            return Err(StoreError::backend(DynamoStoreError::ItemTooLarge {
-                what,
-                bytes,
-            }));
-        }
-        let put = self.versioned_put(item, state.version)?;
-        let mut writes = vec![Write { put, what, bytes }];
+        let mut writes = vec![self.versioned_write(item, state.version, what)?];
 
         let subject_json = to_json(&state.subject)?;
         let (facts, expectations) = indexed.changed_since(stored);
@@ -128,15 +120,7 @@ impl DynamoStore {
         if let Some(at) = task_expiry(&next, self.retention_days) {
             item.insert(EXPIRES_AT.into(), n(at));
         }
-        let bytes = item_size(&item);
-        if bytes > MAX_ITEM_BYTES {
-            return Err(StoreError::backend(DynamoStoreError::ItemTooLarge {
-                what,
-                bytes,
-            }));
-        }
-        let put = self.versioned_put(item, task.version)?;
-        Ok(Write { put, what, bytes })
+        self.versioned_write(item, task.version, what)
     }
 
     pub(crate) fn rejections_write(
@@ -159,8 +143,25 @@ impl DynamoStore {
         self.plain_put(item, format!("rejections of {agent} in tenant {tenant}"))
     }
 
-    /// A put conditional on the stored version being `loaded` (not existing, for 0).
-    pub(crate) fn versioned_put(&self, item: Item, loaded: u64) -> Result<Put, StoreError> {
+    /// A put of `item` (a subject or task, named `what`) conditional on the stored version
+    /// being `loaded` (not existing, for 0).
+    ///
+    /// # Errors
+    /// [`DynamoStoreError::ItemTooLarge`] (as the backend's) when `item` is over
+    /// [`MAX_ITEM_BYTES`].
+    pub(crate) fn versioned_write(
+        &self,
+        item: Item,
+        loaded: u64,
+        what: String,
+    ) -> Result<Write, StoreError> {
+        let bytes = item_size(&item);
+        if bytes > MAX_ITEM_BYTES {
+            return Err(StoreError::backend(DynamoStoreError::ItemTooLarge {
+                what,
+                bytes,
+            }));
+        }
         let put = Put::builder().table_name(&self.table).set_item(Some(item));
         let put = if loaded == 0 {
             put.condition_expression("attribute_not_exists(#pk)")
@@ -170,7 +171,8 @@ impl DynamoStore {
                 .expression_attribute_names("#v", VERSION)
                 .expression_attribute_values(":v", n(loaded))
         };
-        put.build().map_err(StoreError::backend)
+        let put = put.build().map_err(StoreError::backend)?;
+        Ok(Write { put, what, bytes })
     }
 
     /// An unconditional put (index rows and rejections: rewriting them is harmless).
