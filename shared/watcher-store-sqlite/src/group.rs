@@ -93,6 +93,20 @@ impl Writer {
         })
     }
 
+    /// Hands `job` to the writer thread and waits for what it sends on `rx`.
+    async fn submit<T>(
+        &self,
+        job: Job,
+        rx: tokio::sync::oneshot::Receiver<Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        self.stats.sent.fetch_add(1, Ordering::Relaxed);
+        self.jobs
+            .send(job)
+            .map_err(|_| backend("the SQLite writer has stopped"))?;
+        rx.await
+            .map_err(|_| backend("the SQLite writer dropped this write (it panicked)"))?
+    }
+
     /// Runs `f` in the next group and answers once the group is committed (durable), or with
     /// the error that rolled `f` back.
     pub(crate) async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
@@ -104,12 +118,7 @@ impl Writer {
         let job = Self::job(f, move |r| {
             let _ = tx.send(r);
         });
-        self.stats.sent.fetch_add(1, Ordering::Relaxed);
-        self.jobs
-            .send(job)
-            .map_err(|_| backend("the SQLite writer has stopped"))?;
-        rx.await
-            .map_err(|_| backend("the SQLite writer dropped this write (it panicked)"))?
+        self.submit(job, rx).await
     }
 
     /// Runs `f` in the next group and answers as soon as `f` has run, before the group commits:
@@ -132,12 +141,7 @@ impl Writer {
             let reply: Reply = Box::new(|_| {});
             (ok, reply)
         });
-        self.stats.sent.fetch_add(1, Ordering::Relaxed);
-        self.jobs
-            .send(job)
-            .map_err(|_| backend("the SQLite writer has stopped"))?;
-        rx.await
-            .map_err(|_| backend("the SQLite writer dropped this write (it panicked)"))?
+        self.submit(job, rx).await
     }
 
     /// As [`Writer::write`], blocking the calling thread (outside the async paths: setup).

@@ -13,8 +13,10 @@ use watcher_runtime::store::StoreError;
 use crate::codec::{db, instant_from_key, instant_key};
 use crate::{limit_of, SqliteStore};
 
-impl SqliteStore {
-    pub(crate) async fn follow_origin(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
+// The [`Origins`](watcher_runtime::store::Origins) capability of the store port, on SQLite.
+#[async_trait]
+impl Origins for SqliteStore {
+    async fn origin_follow(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
         let (tenant, agent, task) = (
             origin.tenant.as_str().to_owned(),
             origin.agent.as_str().to_owned(),
@@ -36,7 +38,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(crate) async fn due_origins(
+    async fn origins_due(
         &self,
         tenant: &Tenant,
         agent: &AgentId,
@@ -81,11 +83,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(crate) async fn reschedule_origin(
-        &self,
-        key: &OriginKey,
-        at: Instant,
-    ) -> Result<(), StoreError> {
+    async fn origin_reschedule(&self, key: &OriginKey, at: Instant) -> Result<(), StoreError> {
         let (tenant, agent, task) = (
             key.0.as_str().to_owned(),
             key.1.as_str().to_owned(),
@@ -104,26 +102,7 @@ impl SqliteStore {
         .await
     }
 
-    /// Deletes up to `batch` origins followed since before `before`; answers how many.
-    pub(crate) async fn purge_origins(
-        &self,
-        before: Instant,
-        batch: usize,
-    ) -> Result<usize, StoreError> {
-        let cut = instant_key(before);
-        self.write(move |conn| {
-            conn.prepare_cached(
-                "DELETE FROM origins WHERE rowid IN
-                    (SELECT rowid FROM origins WHERE since < ?1 LIMIT ?2)",
-            )
-            .map_err(db)?
-            .execute(params![cut, limit_of(batch)])
-            .map_err(db)
-        })
-        .await
-    }
-
-    pub(crate) async fn stop_origin(&self, key: &OriginKey) -> Result<(), StoreError> {
+    async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError> {
         let (tenant, agent, task) = (
             key.0.as_str().to_owned(),
             key.1.as_str().to_owned(),
@@ -142,28 +121,23 @@ impl SqliteStore {
     }
 }
 
-// The [`Origins`](watcher_runtime::store::Origins) capability of the store port, on SQLite.
-#[async_trait]
-impl Origins for SqliteStore {
-    async fn origin_follow(&self, origin: &FollowedOrigin) -> Result<bool, StoreError> {
-        self.follow_origin(origin).await
-    }
-
-    async fn origins_due(
+impl SqliteStore {
+    /// Deletes up to `batch` origins followed since before `before`; answers how many.
+    pub(crate) async fn purge_origins(
         &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        due_by: Instant,
-        limit: usize,
-    ) -> Result<Vec<FollowedOrigin>, StoreError> {
-        self.due_origins(tenant, agent, due_by, limit).await
-    }
-
-    async fn origin_reschedule(&self, key: &OriginKey, at: Instant) -> Result<(), StoreError> {
-        self.reschedule_origin(key, at).await
-    }
-
-    async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError> {
-        self.stop_origin(key).await
+        before: Instant,
+        batch: usize,
+    ) -> Result<usize, StoreError> {
+        let cut = instant_key(before);
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "DELETE FROM origins WHERE rowid IN
+                    (SELECT rowid FROM origins WHERE since < ?1 LIMIT ?2)",
+            )
+            .map_err(db)?
+            .execute(params![cut, limit_of(batch)])
+            .map_err(db)
+        })
+        .await
     }
 }

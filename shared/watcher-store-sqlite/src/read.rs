@@ -55,23 +55,41 @@ pub(crate) fn kind_of(code: i64) -> Result<TimerKind, StoreError> {
     }
 }
 
-pub(crate) fn read_subject(
+/// The three columns `select` reads (its parameters: tenant, subject type, subject id) of the
+/// row of `subject` of `tenant`, if stored: one keyed read of `subjects`.
+fn subject_row<A, B, C>(
     conn: &Connection,
+    select: &str,
     tenant: &Tenant,
     subject: &Subject,
-) -> Result<Option<SubjectState>, StoreError> {
-    let row: Option<(i64, String, i64)> = conn
-        .prepare_cached(
-            "SELECT version, state, facts FROM subjects
-             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-        )
+) -> Result<Option<(A, B, C)>, StoreError>
+where
+    A: rusqlite::types::FromSql,
+    B: rusqlite::types::FromSql,
+    C: rusqlite::types::FromSql,
+{
+    conn.prepare_cached(select)
         .map_err(db)?
         .query_row(
             params![tenant.as_str(), subject.subject_type, subject.id],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()
-        .map_err(db)?;
+        .map_err(db)
+}
+
+pub(crate) fn read_subject(
+    conn: &Connection,
+    tenant: &Tenant,
+    subject: &Subject,
+) -> Result<Option<SubjectState>, StoreError> {
+    let row: Option<(i64, String, i64)> = subject_row(
+        conn,
+        "SELECT version, state, facts FROM subjects
+         WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+        tenant,
+        subject,
+    )?;
     let Some((version, json, facts)) = row else {
         return Ok(None);
     };
@@ -142,18 +160,13 @@ pub(crate) fn stored_subject(
     tenant: &Tenant,
     subject: &Subject,
 ) -> Result<StoredSubject, StoreError> {
-    let row: Option<(i64, i64, Option<Vec<u8>>)> = conn
-        .prepare_cached(
-            "SELECT version, facts, facts_digest FROM subjects
-             WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-        )
-        .map_err(db)?
-        .query_row(
-            params![tenant.as_str(), subject.subject_type, subject.id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()
-        .map_err(db)?;
+    let row: Option<(i64, i64, Option<Vec<u8>>)> = subject_row(
+        conn,
+        "SELECT version, facts, facts_digest FROM subjects
+         WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
+        tenant,
+        subject,
+    )?;
     match row {
         None => Ok(StoredSubject {
             version: 0,
