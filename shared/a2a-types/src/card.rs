@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::serde_util::empty_string_as_none;
+use crate::serde_util::nonempty;
 
 /// `protocolBinding` of the JSON-RPC binding.
 pub const PROTOCOL_BINDING_JSONRPC: &str = "JSONRPC";
@@ -33,11 +33,7 @@ pub struct AgentCard {
     /// The agent's own version (not the protocol version).
     pub version: String,
     /// Documentation link.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
     /// Optional features.
     pub capabilities: AgentCapabilities,
@@ -60,11 +56,7 @@ pub struct AgentCard {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signatures: Option<Vec<Value>>,
     /// Icon link.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub icon_url: Option<String>,
 }
 
@@ -108,11 +100,7 @@ pub struct AgentInterface {
     /// Binding name.
     pub protocol_binding: String,
     /// Tenant to copy into every request's `tenant`.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// A2A protocol version served there (Major.Minor).
     pub protocol_version: String,
@@ -163,11 +151,7 @@ pub struct AgentExtension {
     /// Extension URI (versioned).
     pub uri: String,
     /// Description.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Clients must activate it (else `-32008`).
     #[serde(default, skip_serializing_if = "is_false")]

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::serde_util::{empty_string_as_none, present_value};
+use crate::serde_util::{empty_string_as_none, nonempty, present_value};
 
 /// Sender of a [`Message`] (a2a-v1.md §2, `Message.role`).
 ///
@@ -193,18 +193,10 @@ pub struct Message {
     /// Sender-minted id (UUID suggested).
     pub message_id: String,
     /// Conversation context; set on server-originated messages.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
     /// Task this message belongs to, if any.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     /// Who sent it.
     pub role: Role,

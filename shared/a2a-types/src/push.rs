@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::serde_util::empty_string_as_none;
+use crate::serde_util::nonempty;
 
 /// Credentials the agent sends with each webhook POST (a2a-v1.md §2, `AuthenticationInfo`).
 ///
@@ -14,11 +14,7 @@ pub struct AuthenticationInfo {
     /// IANA HTTP auth scheme, case-insensitive (e.g. `"Bearer"`, `"Basic"`).
     pub scheme: String,
     /// The credentials.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub credentials: Option<String>,
 }
 
@@ -31,34 +27,18 @@ pub struct AuthenticationInfo {
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfig {
     /// Tenant copied from the chosen `AgentInterface`.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// Config id (the a2a-sdk uses the task id when omitted).
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// The task (required for the push-config RPCs).
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     /// Webhook URL the agent POSTs `StreamResponse` bodies to.
     pub url: String,
     /// Opaque token; the a2a-sdk sends it as `X-A2A-Notification-Token` (§7).
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
     /// Credentials for the `Authorization` header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,11 +65,7 @@ impl TaskPushNotificationConfig {
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfigId {
     /// Tenant copied from the chosen `AgentInterface`.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// The task.
     pub task_id: String,
@@ -103,11 +79,7 @@ pub struct TaskPushNotificationConfigId {
 #[serde(rename_all = "camelCase")]
 pub struct ListTaskPushNotificationConfigsRequest {
     /// Tenant copied from the chosen `AgentInterface`.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// The task.
     pub task_id: String,
@@ -115,11 +87,7 @@ pub struct ListTaskPushNotificationConfigsRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_size: Option<i32>,
     /// Continuation token from a previous page.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub page_token: Option<String>,
 }
 
@@ -132,10 +100,6 @@ pub struct ListTaskPushNotificationConfigsResponse {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub configs: Vec<TaskPushNotificationConfig>,
     /// Token for the next page; `None` (or `""` on the wire) on the last page.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub next_page_token: Option<String>,
 }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::serde_util::empty_string_as_none;
+use crate::serde_util::nonempty;
 use crate::task::{Task, TaskState};
 
 /// JSON-RPC method names of A2A 1.0 (a2a-v1.md §1.1): PascalCase, same as gRPC.
@@ -52,11 +52,7 @@ pub mod methods {
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskRequest {
     /// Tenant copied from the chosen `AgentInterface`.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// The task id.
     pub id: String,
@@ -70,11 +66,7 @@ pub struct GetTaskRequest {
 #[serde(rename_all = "camelCase")]
 pub struct CancelTaskRequest {
     /// Tenant copied from the chosen `AgentInterface`.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// The task id.
     pub id: String,
@@ -88,11 +80,7 @@ pub struct CancelTaskRequest {
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeToTaskRequest {
     /// Tenant copied from the chosen `AgentInterface`.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// The task id.
     pub id: String,
@@ -106,18 +94,10 @@ pub struct SubscribeToTaskRequest {
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksRequest {
     /// Tenant copied from the chosen `AgentInterface`.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// Only tasks of this context.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
     /// Only tasks in this state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,21 +106,13 @@ pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_size: Option<i32>,
     /// Continuation token from a previous page.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub page_token: Option<String>,
     /// History messages per task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i32>,
     /// Only tasks whose status timestamp is ≥ this RFC 3339 time.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub status_timestamp_after: Option<String>,
     /// Include artifacts (absent/false: no `artifacts` key in results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,11 +130,7 @@ pub struct ListTasksResponse {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<Task>,
     /// Token for the next page; `None` on the last page.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub next_page_token: Option<String>,
     /// Page size used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -177,10 +145,6 @@ pub struct ListTasksResponse {
 #[serde(rename_all = "camelCase")]
 pub struct GetExtendedAgentCardRequest {
     /// Tenant copied from the chosen `AgentInterface`.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
 }

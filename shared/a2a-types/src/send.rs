@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::message::Message;
 use crate::push::TaskPushNotificationConfig;
-use crate::serde_util::{empty_string_as_none, json_type_name, take_oneof};
+use crate::serde_util::{json_type_name, nonempty, take_oneof};
 use crate::task::Task;
 
 /// Options for a send (a2a-v1.md §2, `SendMessageConfiguration`, 1.0).
@@ -40,11 +40,7 @@ pub struct SendMessageConfiguration {
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageRequest {
     /// Tenant copied from the chosen `AgentInterface`.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     /// The message to send.
     pub message: Message,

@@ -15,6 +15,30 @@ where
     Ok(Option::<String>::deserialize(deserializer)?.filter(|s| !s.is_empty()))
 }
 
+/// `#[serde(with = "nonempty")]` for an optional string field: reads it with
+/// [`empty_string_as_none`] (`""` and `null` are absent) and writes it as-is.
+///
+/// The wire types pair it with `default` and `skip_serializing_if = "Option::is_none"`,
+/// so an unset field is neither required on input nor written on output.
+pub(crate) mod nonempty {
+    use serde::{Deserializer, Serialize, Serializer};
+
+    /// Writes the string (or `null`; callers skip `None` before it gets here).
+    pub(crate) fn serialize<S: Serializer>(
+        value: &Option<String>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        value.serialize(serializer)
+    }
+
+    /// Reads the string with [`super::empty_string_as_none`].
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<String>, D::Error> {
+        super::empty_string_as_none(deserializer)
+    }
+}
+
 /// Deserializes a JSON value keeping an explicit `null` as `Some(Value::Null)`.
 ///
 /// With `#[serde(default)]` a *missing* key stays `None`, so presence can be

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::message::{Message, Part};
-use crate::serde_util::empty_string_as_none;
+use crate::serde_util::nonempty;
 
 /// Lifecycle state of a task (a2a-v1.md §3).
 ///
@@ -173,11 +173,7 @@ pub struct TaskStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
     /// RFC 3339 UTC timestamp string (absent e.g. on the first SUBMITTED snapshot).
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
 }
 
@@ -202,18 +198,10 @@ pub struct Artifact {
     /// Unique within the task.
     pub artifact_id: String,
     /// Human-readable name.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Human-readable description.
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Content (≥1 in a valid artifact).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -236,11 +224,7 @@ pub struct Task {
     /// Server-generated task id.
     pub id: String,
     /// Conversation context (present in practice).
-    #[serde(
-        default,
-        deserialize_with = "empty_string_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "nonempty", skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
     /// Current status.
     pub status: TaskStatus,
