@@ -51,18 +51,10 @@ async fn api(name: &str) -> axum::Router {
     api_router(
         name,
         &format!(
-            r#"
-[[agents]]
-id = "booking"
-card = '''{CARD}'''
-push_token = "push-1"
-[[sources]]
-id = "carrier-feed:emirates"
-token = "src-1"
-[[operators]]
-id = "ops"
-token = "ops-1"
-"#
+            "{}{}{}",
+            common::booking_toml(CARD),
+            common::CARRIER_TOML,
+            common::OPS_TOML
         ),
         "2026-09-10T01:00:00Z",
     )

@@ -13,12 +13,7 @@ use common::{api_event, api_router};
 
 /// The API function's router with one operator (`ops-1`).
 async fn api(name: &str) -> axum::Router {
-    api_router(
-        name,
-        "[[operators]]\nid = \"ops\"\ntoken = \"ops-1\"\n",
-        "2026-09-11T09:00:00Z",
-    )
-    .await
+    api_router(name, common::OPS_TOML, "2026-09-11T09:00:00Z").await
 }
 
 async fn call(
@@ -87,17 +82,7 @@ async fn the_web_page_and_the_timeline_through_the_api_function() {
     let path = "/v1/subjects/shipment/PA-1/timeline.svg";
     let (status, _, _) = call(&router, api_event("GET", path, json!({}), "", false)).await;
     assert_eq!(status, 401);
-    let (status, headers, body) = call(
-        &router,
-        api_event(
-            "GET",
-            path,
-            json!({ "authorization": "Bearer ops-1" }),
-            "",
-            false,
-        ),
-    )
-    .await;
+    let (status, headers, body) = call(&router, common::ops_get(path)).await;
     assert_eq!(status, 404);
     assert_eq!(headers["content-type"], "application/problem+json");
     assert!(body.contains("nothing is recorded about"), "{body}");

@@ -19,12 +19,7 @@ const ARTIFACT: &str = include_str!("../../../examples/booking-artifact.json");
 /// mapping (`src-1`) and an operator (`ops-1`).
 async fn api(name: &str) -> axum::Router {
     let config = format!(
-        r#"
-[[agents]]
-id = "booking"
-card = '''{CARD}'''
-endpoint = "http://127.0.0.1:9/a2a"
-push_token = "push-1"
+        r#"{booking}endpoint = "http://127.0.0.1:9/a2a"
 
 [[sources]]
 id = "carrier"
@@ -36,10 +31,9 @@ fact_key = "shipment.departed:{{/shipment}}"
 observed_at = "/at"
 subject = {{ type = "shipment", id = "{{/shipment}}" }}
 
-[[operators]]
-id = "ops"
-token = "ops-1"
-"#
+{ops}"#,
+        booking = common::booking_toml(CARD),
+        ops = common::OPS_TOML,
     );
     api_router(name, &config, "2026-09-10T12:00:00Z").await
 }
@@ -67,13 +61,7 @@ fn assert_refused((status, headers, body): (u16, axum::http::HeaderMap, Value), 
 async fn subject(router: &axum::Router, id: &str) -> Value {
     let (status, _, body) = call(
         router,
-        api_event(
-            "GET",
-            &format!("/v1/subjects/shipment/{id}"),
-            json!({ "authorization": "Bearer ops-1" }),
-            "",
-            false,
-        ),
+        common::ops_get(&format!("/v1/subjects/shipment/{id}")),
     )
     .await;
     match status {

@@ -41,17 +41,7 @@ async fn push(router: &axum::Router, status: Value) -> Value {
 }
 
 async fn subject(router: &axum::Router) -> Value {
-    let (code, body) = call(
-        router,
-        api_event(
-            "GET",
-            "/v1/subjects/task/task-q",
-            json!({ "authorization": "Bearer ops-1" }),
-            "",
-            false,
-        ),
-    )
-    .await;
+    let (code, body) = call(router, common::ops_get("/v1/subjects/task/task-q")).await;
     assert_eq!(code, 200, "{body}");
     body
 }
@@ -64,17 +54,7 @@ async fn a_status_stamped_ahead_counts_as_its_receipt_and_is_kept_as_given() {
     let clock = Arc::new(FakeClock::new(
         Instant::parse("2026-09-10T01:00:00Z").unwrap(),
     ));
-    let toml = format!(
-        r#"
-[[agents]]
-id = "booking"
-card = '''{CARD}'''
-push_token = "push-1"
-[[operators]]
-id = "ops"
-token = "ops-1"
-"#
-    );
+    let toml = format!("{}{}", common::booking_toml(CARD), common::OPS_TOML);
     let router = api_router_on("times", &toml, Arc::clone(&clock)).await;
     push(
         &router,

@@ -33,9 +33,7 @@ fn hmac_sha256(secret: &str, body: &str) -> Vec<u8> {
 async fn api(name: &str) -> axum::Router {
     api_router(
         name,
-        &format!(
-            "{EASYPOST_TOML}\n{AFTERSHIP_TOML}\n[[operators]]\nid = \"ops\"\ntoken = \"ops-1\"\n"
-        ),
+        &format!("{EASYPOST_TOML}\n{AFTERSHIP_TOML}\n{}", common::OPS_TOML),
         "2026-09-11T09:00:00Z",
     )
     .await
@@ -51,17 +49,7 @@ async fn call(router: &axum::Router, req: lambda_http::Request) -> (u16, Option<
 }
 
 async fn facts_on(router: &axum::Router, path: &str) -> Vec<Value> {
-    let (status, _, body) = call(
-        router,
-        api_event(
-            "GET",
-            path,
-            json!({ "authorization": "Bearer ops-1" }),
-            "",
-            false,
-        ),
-    )
-    .await;
+    let (status, _, body) = call(router, common::ops_get(path)).await;
     match status {
         200 => body["facts"].as_array().cloned().unwrap_or_default(),
         404 => Vec::new(),

@@ -33,6 +33,18 @@ use watcher_runtime::store::{OutboxEntry, Store};
 pub const TIMER_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:watcher-timer";
 pub const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/watcher-scheduler";
 
+/// The operator `ops` (bearer `ops-1`), as configuration.
+pub const OPS_TOML: &str = "[[operators]]\nid = \"ops\"\ntoken = \"ops-1\"\n";
+
+/// The source `carrier-feed:emirates` (bearer `src-1`), as configuration.
+pub const CARRIER_TOML: &str = "[[sources]]\nid = \"carrier-feed:emirates\"\ntoken = \"src-1\"\n";
+
+/// The agent `booking` (push token `push-1`) with the card `card` (its JSON) inline, as
+/// configuration; more of its keys may follow.
+pub fn booking_toml(card: &str) -> String {
+    format!("[[agents]]\nid = \"booking\"\ncard = '''{card}'''\npush_token = \"push-1\"\n")
+}
+
 /// A fresh table, schedule group and lapse queues on the emulator, named after `name` (made
 /// unique), with the clients that reach them.
 pub struct Emulator {
@@ -305,6 +317,17 @@ pub async fn call(
         status,
         headers,
         serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// `GET path` as the operator `ops` ([`OPS_TOML`]).
+pub fn ops_get(path: &str) -> lambda_http::Request {
+    api_event(
+        "GET",
+        path,
+        json!({ "authorization": "Bearer ops-1" }),
+        "",
+        false,
     )
 }
 

@@ -76,21 +76,11 @@ async fn deploy_to(name: &str, timer_queue: bool, agent: CaptureAgent) -> Deploy
     let mut card: Value = serde_json::from_str(CARD).expect("card");
     card["supportedInterfaces"][0]["url"] = json!(agent.url());
     let config = Config::from_toml(&format!(
-        r#"
-[[agents]]
-id = "booking"
-card = '''{card}'''
-endpoint = "{url}"
-push_token = "push-1"
-[[sources]]
-id = "carrier-feed:emirates"
-token = "src-1"
-[[operators]]
-id = "ops"
-token = "ops-1"
-"#,
-        card = card,
-        url = agent.url()
+        "{}endpoint = \"{}\"\n{}{}",
+        common::booking_toml(&card.to_string()),
+        agent.url(),
+        common::CARRIER_TOML,
+        common::OPS_TOML,
     ))
     .expect("config");
     let store: Arc<dyn Store> = Arc::new(watcher_store_dynamodb::DynamoStore::new(
