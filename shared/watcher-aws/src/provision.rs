@@ -96,13 +96,7 @@ async fn create_fifo(
     if let Some(policy) = redrive {
         create = create.attributes(QueueAttributeName::RedrivePolicy, policy);
     }
-    let created = create
-        .send()
-        .await
-        .map_err(|e| port_error(format!("create queue {name}"), e))?;
-    let url = created.queue_url().unwrap_or_default().to_string();
-    let arn = queue_arn(client, &url, name).await?;
-    Ok((url, arn))
+    create_queue(client, create, name).await
 }
 
 /// Creates the standard queue `name` that feeds the timer function delayed timer messages
@@ -116,33 +110,32 @@ pub async fn create_timer_queue(
     client: &aws_sdk_sqs::Client,
     name: &str,
 ) -> Result<(String, String), PortError> {
-    let created = client
-        .create_queue()
-        .queue_name(name)
+    create_queue(client, client.create_queue().queue_name(name), name).await
+}
+
+/// Sends `create` (the `CreateQueue` of the queue `name`, for errors) and returns the queue's URL
+/// and ARN.
+async fn create_queue(
+    client: &aws_sdk_sqs::Client,
+    create: aws_sdk_sqs::operation::create_queue::builders::CreateQueueFluentBuilder,
+    name: &str,
+) -> Result<(String, String), PortError> {
+    let created = create
         .send()
         .await
         .map_err(|e| port_error(format!("create queue {name}"), e))?;
     let url = created.queue_url().unwrap_or_default().to_string();
-    let arn = queue_arn(client, &url, name).await?;
-    Ok((url, arn))
-}
-
-/// The ARN of the queue at `url` (named `name`, for errors).
-async fn queue_arn(
-    client: &aws_sdk_sqs::Client,
-    url: &str,
-    name: &str,
-) -> Result<String, PortError> {
     let attributes = client
         .get_queue_attributes()
-        .queue_url(url)
+        .queue_url(&url)
         .attribute_names(QueueAttributeName::QueueArn)
         .send()
         .await
         .map_err(|e| port_error(format!("get the ARN of queue {name}"), e))?;
-    Ok(attributes
+    let arn = attributes
         .attributes()
         .and_then(|a| a.get(&QueueAttributeName::QueueArn))
         .cloned()
-        .unwrap_or_default())
+        .unwrap_or_default();
+    Ok((url, arn))
 }

@@ -247,22 +247,26 @@ impl Timers for SchedulerTimers {
         let window = window_off()?;
         let description = description(tenant, key);
         let group = &self.config.group;
+        // The settings CreateSchedule and UpdateSchedule both take (UpdateSchedule replaces
+        // every setting, so both are given them all): a one-time schedule in UTC, deleted after
+        // it fires.
+        macro_rules! with_settings {
+            ($builder:expr) => {
+                $builder
+                    .name(&name)
+                    .group_name(group)
+                    .description(&description)
+                    .schedule_expression(&expression)
+                    .schedule_expression_timezone("UTC")
+                    .flexible_time_window(window.clone())
+                    .target(target.clone())
+                    .action_after_completion(ActionAfterCompletion::Delete)
+                    .state(ScheduleState::Enabled)
+            };
+        }
 
         for round in 0..ARM_ROUNDS {
-            let created = self
-                .client
-                .create_schedule()
-                .name(&name)
-                .group_name(group)
-                .description(&description)
-                .schedule_expression(&expression)
-                .schedule_expression_timezone("UTC")
-                .flexible_time_window(window.clone())
-                .target(target.clone())
-                .action_after_completion(ActionAfterCompletion::Delete)
-                .state(ScheduleState::Enabled)
-                .send()
-                .await;
+            let created = with_settings!(self.client.create_schedule()).send().await;
             match created {
                 Ok(_) => {
                     tracing::debug!(schedule = %name, %group, %expression, "schedule created");
@@ -280,21 +284,8 @@ impl Timers for SchedulerTimers {
                     ))
                 }
             }
-            // It exists: move it. UpdateSchedule replaces every setting, so all are given again.
-            let updated = self
-                .client
-                .update_schedule()
-                .name(&name)
-                .group_name(group)
-                .description(&description)
-                .schedule_expression(&expression)
-                .schedule_expression_timezone("UTC")
-                .flexible_time_window(window.clone())
-                .target(target.clone())
-                .action_after_completion(ActionAfterCompletion::Delete)
-                .state(ScheduleState::Enabled)
-                .send()
-                .await;
+            // It exists: move it, with every setting again.
+            let updated = with_settings!(self.client.update_schedule()).send().await;
             match updated {
                 Ok(_) => {
                     tracing::debug!(schedule = %name, %group, %expression, "schedule updated");

@@ -228,21 +228,37 @@ impl LapseQueue for SqsLapseQueue {
 /// The most messages one `SendMessageBatch` takes.
 pub const BATCH_MAX: usize = 10;
 
-/// Sets each entry's result from a `SendMessageBatch` whose entry ids were the positions in
-/// `results` (entries already failed were not sent): a request that failed as a whole fails
-/// every sent entry with its cause ([`PortError::for_each_of`], reason `what()`); an entry SQS
-/// reports failed gets its own error, permanent when SQS says the sender is at fault.
-pub(crate) fn settle_batch(
-    results: &mut [Result<(), PortError>],
-    sent: Result<
-        aws_sdk_sqs::operation::send_message_batch::SendMessageBatchOutput,
-        aws_sdk_sqs::error::SdkError<
-            aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError,
-            aws_sdk_sqs::config::http::HttpResponse,
-        >,
-    >,
+/// Sends the built `entries` (each entry's id its position in `entries`) in one
+/// `SendMessageBatch` to `queue_url`; one result per position, in order. An entry that failed
+/// to build keeps its error and is not sent (none sent: no request). A request that failed as a
+/// whole fails every sent entry with its cause ([`PortError::for_each_of`], reason `what()`); an
+/// entry SQS reports failed gets its own error, permanent when SQS says the sender is at fault.
+pub(crate) async fn send_batch_entries(
+    client: &Client,
+    queue_url: &str,
+    entries: Vec<Result<aws_sdk_sqs::types::SendMessageBatchRequestEntry, PortError>>,
     what: impl Fn() -> String,
-) {
+) -> Vec<Result<(), PortError>> {
+    let mut results = Vec::with_capacity(entries.len());
+    let mut batch = Vec::with_capacity(entries.len());
+    for entry in entries {
+        match entry {
+            Ok(entry) => {
+                batch.push(entry);
+                results.push(Ok(()));
+            }
+            Err(e) => results.push(Err(e)),
+        }
+    }
+    if batch.is_empty() {
+        return results;
+    }
+    let sent = client
+        .send_message_batch()
+        .queue_url(queue_url)
+        .set_entries(Some(batch))
+        .send()
+        .await;
     match sent {
         Err(e) => {
             let e = port_error(what(), e);
@@ -275,6 +291,7 @@ pub(crate) fn settle_batch(
             }
         }
     }
+    results
 }
 
 /// The queue message body for `entry`.
@@ -291,46 +308,23 @@ impl SqsLapseQueue {
     /// One `SendMessageBatch` of at most [`BATCH_MAX`] entries; one result per entry, in order.
     /// Each batch entry's id is its position in `chunk`.
     async fn send_batch(&self, chunk: &[OutboxEntry]) -> Vec<Result<(), PortError>> {
-        let mut results: Vec<Result<(), PortError>> = Vec::with_capacity(chunk.len());
-        let mut batch = Vec::with_capacity(chunk.len());
-        for (i, entry) in chunk.iter().enumerate() {
-            let body = match body_of(entry) {
-                Ok(body) => body,
-                Err(e) => {
-                    results.push(Err(e));
-                    continue;
-                }
-            };
-            let request = aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
-                .id(i.to_string())
-                .message_body(body)
-                .message_group_id(message_group_id(&entry.tenant, &entry.agent))
-                .message_deduplication_id(deduplication_id(entry))
-                .build();
-            match request {
-                Ok(request) => {
-                    batch.push(request);
-                    results.push(Ok(()));
-                }
-                Err(e) => results.push(Err(permanent(
-                    format!("batch entry for {}", entry.message_id),
-                    e,
-                ))),
-            }
-        }
-        if batch.is_empty() {
-            return results;
-        }
-        let out = self
-            .client
-            .send_message_batch()
-            .queue_url(&self.queue_url)
-            .set_entries(Some(batch))
-            .send()
-            .await;
-        settle_batch(&mut results, out, || {
+        let entries = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, entry)| {
+                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(body_of(entry)?)
+                    .message_group_id(message_group_id(&entry.tenant, &entry.agent))
+                    .message_deduplication_id(deduplication_id(entry))
+                    .build()
+                    .map_err(|e| permanent(format!("batch entry for {}", entry.message_id), e))
+            })
+            .collect();
+        let results = send_batch_entries(&self.client, &self.queue_url, entries, || {
             format!("send {} lapse tasks on {}", chunk.len(), self.queue_url)
-        });
+        })
+        .await;
         for (entry, result) in chunk.iter().zip(&results) {
             match result {
                 Ok(()) => {

@@ -189,44 +189,29 @@ impl SqsTimerQueue {
         tenant: &Tenant,
         chunk: &[TimerKey],
     ) -> Vec<Result<(), PortError>> {
-        let mut results: Vec<Result<(), PortError>> = Vec::with_capacity(chunk.len());
-        let mut batch = Vec::with_capacity(chunk.len());
-        for (i, key) in chunk.iter().enumerate() {
-            let message = DisarmMessage {
-                tenant: tenant.clone(),
-                disarm: key.clone(),
-            };
-            let entry = serde_json::to_string(&message)
-                .map_err(|e| permanent("body of the disarm message", e))
-                .and_then(|body| {
-                    aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .message_body(body)
-                        .build()
-                        .map_err(|e| permanent("disarm batch entry", e))
-                });
-            match entry {
-                Ok(entry) => {
-                    batch.push(entry);
-                    results.push(Ok(()));
-                }
-                Err(e) => results.push(Err(e)),
-            }
-        }
-        if batch.is_empty() {
-            return results;
-        }
-        let sent = self
-            .client
-            .send_message_batch()
-            .queue_url(&self.queue_url)
-            .set_entries(Some(batch))
-            .send()
-            .await;
-        crate::sqs::settle_batch(&mut results, sent, || {
+        let entries = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, key)| {
+                let message = DisarmMessage {
+                    tenant: tenant.clone(),
+                    disarm: key.clone(),
+                };
+                serde_json::to_string(&message)
+                    .map_err(|e| permanent("body of the disarm message", e))
+                    .and_then(|body| {
+                        aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                            .id(i.to_string())
+                            .message_body(body)
+                            .build()
+                            .map_err(|e| permanent("disarm batch entry", e))
+                    })
+            })
+            .collect();
+        crate::sqs::send_batch_entries(&self.client, &self.queue_url, entries, || {
             format!("send {} disarms to {}", chunk.len(), self.queue_url)
-        });
-        results
+        })
+        .await
     }
 }
 

@@ -2,37 +2,14 @@
 //! infra/moto.sh`, then `AWS_ENDPOINT_URL=… cargo test -p watcher-aws --test config_secret`.
 //! Without `AWS_ENDPOINT_URL` these tests fail (never skip).
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use aws_sdk_secretsmanager::Client;
 use watcher_aws::config_secret::{
     config_from_env, fetch_config, ConfigSecretError, CONFIG_SECRET_ID_VAR,
     CONFIG_SECRET_VERSION_VAR,
 };
 
-async fn moto_config() -> aws_config::SdkConfig {
-    let endpoint = std::env::var("AWS_ENDPOINT_URL")
-        .expect("AWS_ENDPOINT_URL is not set: these tests need moto (bash infra/moto.sh)");
-    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(aws_config::Region::new(
-            std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into()),
-        ));
-    if std::env::var("AWS_ACCESS_KEY_ID").is_err() {
-        loader = loader.test_credentials();
-    }
-    loader.load().await
-}
-
-fn unique(prefix: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "{prefix}-{}-{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
+mod common;
+use common::{moto_config, unique};
 
 const V1: &str = "[[operators]]\nid = \"ops\"\ntoken = \"ops-token-v1\"\n";
 const V2: &str = "[[operators]]\nid = \"ops\"\ntoken = \"ops-token-v2\"\n";

@@ -10,7 +10,6 @@
 //! named uniquely, so tests run in parallel on one moto and never see each other's resources.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use aws_sdk_scheduler::operation::get_schedule::GetScheduleError;
 use aws_sdk_scheduler::types::{ActionAfterCompletion, FlexibleTimeWindowMode};
@@ -27,43 +26,12 @@ use watcher_core::time::Instant;
 use watcher_runtime::ports::{LapseQueue, PortError, Timers};
 use watcher_runtime::store::OutboxEntry;
 
+mod common;
+use common::{moto_config, unique};
+
 const TARGET_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:lapse-timer";
 const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/watcher-scheduler";
 const DLQ_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:watcher-timer-dlq";
-
-/// The SDK configuration for moto, or a failure saying how to start it.
-async fn moto_config() -> aws_config::SdkConfig {
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
-        panic!(
-            "AWS_ENDPOINT_URL is not set: these tests need moto. Run `bash infra/moto.sh`, then \
-             AWS_ENDPOINT_URL=http://127.0.0.1:${{MOTO_PORT:-5005}} AWS_ACCESS_KEY_ID=test \
-             AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 cargo test -p watcher-aws"
-        )
-    });
-    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(aws_config::Region::new(
-            std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into()),
-        ));
-    if std::env::var("AWS_ACCESS_KEY_ID").is_err() {
-        loader = loader.test_credentials();
-    }
-    loader.load().await
-}
-
-/// A name no other test (or earlier run on the same moto) uses.
-fn unique(prefix: &str) -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!(
-        "{prefix}-{}-{nanos}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
-}
 
 fn key(agent: &str, id: &str, kind: TimerKind) -> TimerKey {
     TimerKey {
@@ -120,6 +88,19 @@ async fn get_schedule(
     }
 }
 
+/// The schedules in `group`.
+async fn list_schedules(
+    client: &aws_sdk_scheduler::Client,
+    group: &str,
+) -> aws_sdk_scheduler::operation::list_schedules::ListSchedulesOutput {
+    client
+        .list_schedules()
+        .group_name(group)
+        .send()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn arm_creates_rearm_updates_disarm_deletes() {
     let (timers, client, group) = spawn_timers().await;
@@ -173,12 +154,7 @@ async fn arm_creates_rearm_updates_disarm_deletes() {
         s.action_after_completion(),
         Some(&ActionAfterCompletion::Delete)
     );
-    let listed = client
-        .list_schedules()
-        .group_name(&group)
-        .send()
-        .await
-        .unwrap();
+    let listed = list_schedules(&client, &group).await;
     assert_eq!(listed.schedules().len(), 1, "updated, not duplicated");
 
     timers.disarm(&tenant, &key).await.unwrap();
@@ -208,12 +184,7 @@ async fn each_timer_has_its_own_schedule() {
     for (tenant, key) in &armed {
         timers.arm(tenant, key, at).await.unwrap();
     }
-    let listed = client
-        .list_schedules()
-        .group_name(&group)
-        .send()
-        .await
-        .unwrap();
+    let listed = list_schedules(&client, &group).await;
     let names: HashSet<&str> = listed.schedules().iter().filter_map(|s| s.name()).collect();
     let expected: HashSet<String> = armed
         .iter()
@@ -226,12 +197,7 @@ async fn each_timer_has_its_own_schedule() {
 
     // Disarming one leaves the others.
     timers.disarm(armed[0].0, &armed[0].1).await.unwrap();
-    let left = client
-        .list_schedules()
-        .group_name(&group)
-        .send()
-        .await
-        .unwrap();
+    let left = list_schedules(&client, &group).await;
     assert_eq!(left.schedules().len(), armed.len() - 1);
 }
 
@@ -569,11 +535,7 @@ async fn enqueue_all_sends_in_batches_keeping_each_agents_order() {
             .collect();
         assert_eq!(got, want, "{agent}'s lapse tasks in the order given");
     }
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap();
-    let missing = SqsLapseQueue::new(
-        client,
-        format!("{endpoint}/123456789012/{}.fifo", unique("missing")),
-    );
+    let missing = missing_lapse_queue(client);
     let results = missing.enqueue_all(&sent[..12]).await;
     assert_eq!(results.len(), 12);
     assert!(
@@ -584,14 +546,18 @@ async fn enqueue_all_sends_in_batches_keeping_each_agents_order() {
     );
 }
 
-#[tokio::test]
-async fn enqueueing_to_a_missing_queue_fails_permanently() {
-    let client = aws_sdk_sqs::Client::new(&moto_config().await);
+/// A lapse queue on `client` at a URL where moto has no queue.
+fn missing_lapse_queue(client: aws_sdk_sqs::Client) -> SqsLapseQueue {
     let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap();
-    let queue = SqsLapseQueue::new(
+    SqsLapseQueue::new(
         client,
         format!("{endpoint}/123456789012/{}.fifo", unique("missing")),
-    );
+    )
+}
+
+#[tokio::test]
+async fn enqueueing_to_a_missing_queue_fails_permanently() {
+    let queue = missing_lapse_queue(aws_sdk_sqs::Client::new(&moto_config().await));
     let e = queue
         .enqueue(&entry("acme", "planner", "lapse:exp-1:overdue:t1"))
         .await
