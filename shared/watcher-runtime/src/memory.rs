@@ -71,8 +71,9 @@ struct Inner {
     rejections: Vec<(Tenant, Rejection)>,
     sequence: u64,
     probed_at: Option<Instant>,
-    agent_cards: BTreeMap<(Tenant, AgentId), (serde_json::Value, Instant)>,
-    lifecycle: BTreeMap<(Tenant, AgentId, String), (serde_json::Value, Instant)>,
+    /// Agent cards and lifecycle descriptors (`Cards`): (tenant, agent, the descriptor's
+    /// protocol version, `None` for the card) → (document, when read or probed).
+    cards: BTreeMap<(Tenant, AgentId, Option<String>), (serde_json::Value, Instant)>,
     /// Origin tasks followed in the store (`Origins::origin_follow`).
     origins: crate::origins::OriginRows,
     /// Notification channels' progress (`Notifications`).

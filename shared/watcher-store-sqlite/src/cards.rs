@@ -1,128 +1,84 @@
 //! [`Cards`](watcher_runtime::store::Cards) on SQLite: agent cards and lifecycle descriptors ([`watcher_runtime::store::Cards`]).
 
 use super::*;
-use watcher_runtime::store::Cards;
+use serde_json::Value;
+use watcher_runtime::store::{CardKey, CardKind, Cards};
+
+/// The SQL of one kind of kept document: its upsert (tenant, agent, [protocol version,]
+/// document, instant), its keyed read (document, instant), and the instant's column as errors
+/// name it.
+struct Table {
+    upsert: &'static str,
+    select: &'static str,
+    at: &'static str,
+}
+
+const AGENT_CARDS: Table = Table {
+    upsert: "INSERT INTO agent_cards (tenant, agent, card, read_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (tenant, agent) DO UPDATE SET card = excluded.card, read_at = excluded.read_at",
+    select: "SELECT card, read_at FROM agent_cards WHERE tenant = ?1 AND agent = ?2",
+    at: "read_at",
+};
+
+const LIFECYCLE: Table = Table {
+    upsert: "INSERT INTO lifecycle (tenant, agent, protocol_version, descriptor, probed_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (tenant, agent, protocol_version) DO UPDATE
+             SET descriptor = excluded.descriptor, probed_at = excluded.probed_at",
+    select: "SELECT descriptor, probed_at FROM lifecycle
+             WHERE tenant = ?1 AND agent = ?2 AND protocol_version = ?3",
+    at: "probed_at:",
+};
+
+/// The table of `key`'s kind and the row's key (tenant, agent, and the protocol version of a
+/// lifecycle descriptor), owned for the connection's thread.
+fn row_of(key: CardKey<'_>) -> (&'static Table, Vec<String>) {
+    let mut row = vec![
+        key.tenant.as_str().to_owned(),
+        key.agent.as_str().to_owned(),
+    ];
+    match key.kind {
+        CardKind::AgentCard => (&AGENT_CARDS, row),
+        CardKind::Lifecycle(version) => {
+            row.push(version.to_owned());
+            (&LIFECYCLE, row)
+        }
+    }
+}
 
 #[async_trait]
 impl Cards for SqliteStore {
-    async fn put_agent_card(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        card: &serde_json::Value,
-        read_at: Instant,
-    ) -> Result<(), StoreError> {
-        let (tenant, agent, card, at) = (
-            tenant.as_str().to_string(),
-            agent.as_str().to_string(),
-            card.to_string(),
-            read_at.to_string(),
-        );
+    async fn keep(&self, key: CardKey<'_>, doc: &Value, at: Instant) -> Result<(), StoreError> {
+        let (table, mut row) = row_of(key);
+        row.extend([doc.to_string(), at.to_string()]);
         self.write(move |conn| {
-            conn.prepare_cached(
-                "INSERT INTO agent_cards (tenant, agent, card, read_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (tenant, agent) DO UPDATE SET card = excluded.card, read_at = excluded.read_at",
-            )
-            .map_err(db)?
-            .execute(params![tenant, agent, card, at])
-            .map_err(db)?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn put_lifecycle_descriptor(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        protocol_version: &str,
-        descriptor: &serde_json::Value,
-        probed_at: Instant,
-    ) -> Result<(), StoreError> {
-        let (tenant, agent, version, descriptor, at) = (
-            tenant.as_str().to_string(),
-            agent.as_str().to_string(),
-            protocol_version.to_string(),
-            descriptor.to_string(),
-            probed_at.to_string(),
-        );
-        self.write(move |conn| {
-            conn.prepare_cached(
-                "INSERT INTO lifecycle (tenant, agent, protocol_version, descriptor, probed_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (tenant, agent, protocol_version) DO UPDATE
-                 SET descriptor = excluded.descriptor, probed_at = excluded.probed_at",
-            )
-            .map_err(db)?
-            .execute(params![tenant, agent, version, descriptor, at])
-            .map_err(db)?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn lifecycle_descriptor(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        protocol_version: &str,
-    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
-        let (tenant, agent, version) = (
-            tenant.as_str().to_string(),
-            agent.as_str().to_string(),
-            protocol_version.to_string(),
-        );
-        self.read(move |conn| {
-            let row: Option<(String, String)> = conn
-                .prepare_cached(
-                    "SELECT descriptor, probed_at FROM lifecycle
-                     WHERE tenant = ?1 AND agent = ?2 AND protocol_version = ?3",
-                )
+            conn.prepare_cached(table.upsert)
                 .map_err(db)?
-                .query_row(params![tenant, agent, version], |r| {
+                .execute(rusqlite::params_from_iter(&row))
+                .map_err(db)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn kept(&self, key: CardKey<'_>) -> Result<Option<(Value, Instant)>, StoreError> {
+        let (table, row) = row_of(key);
+        let what = key.what();
+        self.read(move |conn| {
+            let kept: Option<(String, String)> = conn
+                .prepare_cached(table.select)
+                .map_err(db)?
+                .query_row(rusqlite::params_from_iter(&row), |r| {
                     Ok((r.get(0)?, r.get(1)?))
                 })
                 .optional()
                 .map_err(db)?;
-            row.map(|(d, at)| {
-                let d = serde_json::from_str(&d).map_err(|e| {
-                    StoreError::Corrupt(format!("the lifecycle descriptor of agent {agent}: {e}"))
-                })?;
-                let at = Instant::parse(&at).map_err(|e| {
-                    StoreError::Corrupt(format!(
-                        "the lifecycle descriptor of agent {agent}: probed_at: {e}"
-                    ))
-                })?;
-                Ok((d, at))
-            })
-            .transpose()
-        })
-        .await
-    }
-
-    async fn agent_card(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-    ) -> Result<Option<(serde_json::Value, Instant)>, StoreError> {
-        let (tenant, agent) = (tenant.as_str().to_string(), agent.as_str().to_string());
-        self.read(move |conn| {
-            let row: Option<(String, String)> = conn
-                .prepare_cached(
-                    "SELECT card, read_at FROM agent_cards WHERE tenant = ?1 AND agent = ?2",
-                )
-                .map_err(db)?
-                .query_row(params![tenant, agent], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
-                .map_err(db)?;
-            row.map(|(card, at)| {
-                let card = serde_json::from_str(&card).map_err(|e| {
-                    StoreError::Corrupt(format!("the kept card of agent {agent}: {e}"))
-                })?;
-                let at = Instant::parse(&at).map_err(|e| {
-                    StoreError::Corrupt(format!("the kept card of agent {agent}: read_at {e}"))
-                })?;
-                Ok((card, at))
+            kept.map(|(doc, at)| {
+                let doc = serde_json::from_str(&doc)
+                    .map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))?;
+                let at = Instant::parse(&at)
+                    .map_err(|e| StoreError::Corrupt(format!("{what}: {} {e}", table.at)))?;
+                Ok((doc, at))
             })
             .transpose()
         })
