@@ -340,19 +340,9 @@ impl A2aClient {
         task_id: &str,
         tenant: Option<&str>,
     ) -> Result<TaskState, DeliveryError> {
-        let mut params = serde_json::json!({ "id": task_id, "historyLength": 0 });
-        if let Some(t) = tenant {
-            params["tenant"] = Value::String(t.to_owned());
-        }
-        let method = match endpoint.protocol {
-            Protocol::V1 => methods::GET_TASK,
-            Protocol::V03 => a2a_types::v03::METHOD_GET_TASK,
-        };
         // A 0.3 answer is the bare Task (with `kind` and a lowercase state): `/status/state`
         // reads the same, and the state decoder takes the 0.3 names.
-        let result = self
-            .call(endpoint, method, &params, &format!("get:{task_id}"))
-            .await?;
+        let result = self.call_get_task(endpoint, task_id, tenant).await?;
         Ok(result
             .pointer("/status/state")
             .cloned()
@@ -373,17 +363,7 @@ impl A2aClient {
         task_id: &str,
         tenant: Option<&str>,
     ) -> Result<Value, DeliveryError> {
-        let mut params = serde_json::json!({ "id": task_id, "historyLength": 0 });
-        if let Some(t) = tenant {
-            params["tenant"] = Value::String(t.to_owned());
-        }
-        let method = match endpoint.protocol {
-            Protocol::V1 => methods::GET_TASK,
-            Protocol::V03 => a2a_types::v03::METHOD_GET_TASK,
-        };
-        let result = self
-            .call(endpoint, method, &params, &format!("get:{task_id}"))
-            .await?;
+        let result = self.call_get_task(endpoint, task_id, tenant).await?;
         let v1 = a2a_types::v03::result_to_v1(&result);
         let task = v1.get("task").cloned().unwrap_or(v1);
         if task.get("id").and_then(Value::as_str).is_none() || task.get("status").is_none() {
@@ -393,6 +373,26 @@ impl A2aClient {
             });
         }
         Ok(task)
+    }
+
+    /// `GetTask` (`tasks/get` to a 0.3 agent) of `task_id` with no history, JSON-RPC id
+    /// `get:{task_id}`; answers the raw `result`.
+    async fn call_get_task(
+        &self,
+        endpoint: &AgentEndpoint,
+        task_id: &str,
+        tenant: Option<&str>,
+    ) -> Result<Value, DeliveryError> {
+        let mut params = serde_json::json!({ "id": task_id, "historyLength": 0 });
+        if let Some(t) = tenant {
+            params["tenant"] = Value::String(t.to_owned());
+        }
+        let method = match endpoint.protocol {
+            Protocol::V1 => methods::GET_TASK,
+            Protocol::V03 => a2a_types::v03::METHOD_GET_TASK,
+        };
+        self.call(endpoint, method, &params, &format!("get:{task_id}"))
+            .await
     }
 
     /// Posts one JSON-RPC request and answers its `result`.

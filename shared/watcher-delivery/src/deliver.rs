@@ -447,6 +447,14 @@ mod tests {
         )
     }
 
+    /// The agent answered with the task `id` in `state`.
+    fn task(id: &str, state: TaskState) -> Result<SendOutcome, DeliveryError> {
+        Ok(SendOutcome::Task {
+            id: id.into(),
+            state,
+        })
+    }
+
     fn retryable() -> Result<SendOutcome, DeliveryError> {
         Err(DeliveryError::Retryable {
             reason: "HTTP 503".into(),
@@ -459,10 +467,7 @@ mod tests {
     fn a_task_answer_is_sent_with_its_id_and_state() {
         let mut e = entry();
         e.last_error = Some("HTTP 503".into());
-        let ok = Ok(SendOutcome::Task {
-            id: "t-9".into(),
-            state: TaskState::Working,
-        });
+        let ok = task("t-9", TaskState::Working);
         let (e, outcome) = record_attempt(&e, &ok, t0(), &RetryPolicy::default());
         assert_eq!(e.delivery, DeliveryState::Sent);
         assert_eq!(e.attempts, 1);
@@ -542,10 +547,7 @@ mod tests {
             now <= add(back, policy.max_backoff),
             "the first attempt after recovery, {now}, is within max_backoff of {back}"
         );
-        let ok = Ok(SendOutcome::Task {
-            id: "t-1".into(),
-            state: TaskState::Submitted,
-        });
+        let ok = task("t-1", TaskState::Submitted);
         let (sent, _) = record_attempt(&e, &ok, now, &policy);
         assert_eq!(sent.delivery, DeliveryState::Sent);
         assert_eq!(sent.retrying_since, None);
@@ -585,10 +587,7 @@ mod tests {
     fn a_reply_naming_the_origin_task_is_a_protocol_error() {
         let mut e = entry();
         e.request = json!({ "message": { "messageId": "m", "referenceTaskIds": ["task-origin"] } });
-        let ok = Ok(SendOutcome::Task {
-            id: "task-origin".into(),
-            state: TaskState::Working,
-        });
+        let ok = task("task-origin", TaskState::Working);
         let (e, outcome) = record_attempt(&e, &ok, t0(), &RetryPolicy::default());
         assert_eq!(e.delivery, DeliveryState::Failed);
         assert_eq!(e.task_id, None);
@@ -618,12 +617,7 @@ mod tests {
     #[test]
     fn a_task_without_push_is_followed_until_terminal_or_a_persons_turn() {
         let policy = RetryPolicy::default();
-        let ok = |state| {
-            Ok(SendOutcome::Task {
-                id: "t-1".into(),
-                state,
-            })
-        };
+        let ok = |state| task("t-1", state);
         let (e, _) = record_attempt(&entry(), &ok(TaskState::Submitted), t0(), &policy);
         assert_eq!(e.follow_since, Some(t0()));
         assert_eq!(e.follow_at, Some(add(t0(), policy.poll_first)));
@@ -673,12 +667,7 @@ mod tests {
     #[test]
     fn pushed_terminal_or_interrupted_tasks_are_not_followed() {
         let policy = RetryPolicy::default();
-        let ok = |state| {
-            Ok(SendOutcome::Task {
-                id: "t-1".into(),
-                state,
-            })
-        };
+        let ok = |state| task("t-1", state);
         let mut pushed = entry();
         pushed.request =
             json!({ "configuration": { "taskPushNotificationConfig": { "url": "https://w/" } } });

@@ -38,14 +38,8 @@ pub fn record_attempt(
                 "protocol error: the agent answered with task {id:?}, the origin task named in \
                  referenceTaskIds, instead of a new task for the lapse; not counted as delivered"
             );
-            e.delivery = DeliveryState::Failed;
-            e.next_attempt_at = now;
             e.retrying_since = None;
-            e.last_error = Some(error.clone());
-            EntryOutcome::Failed {
-                attempts: e.attempts,
-                error,
-            }
+            fail(&mut e, now, error)
         }
         Ok(sent) => {
             e.delivery = DeliveryState::Sent;
@@ -69,14 +63,8 @@ pub fn record_attempt(
         }
         Err(err @ DeliveryError::Permanent { .. }) => {
             let error = err.describe();
-            e.delivery = DeliveryState::Failed;
-            e.next_attempt_at = now;
             e.retrying_since = None;
-            e.last_error = Some(error.clone());
-            EntryOutcome::Failed {
-                attempts: e.attempts,
-                error,
-            }
+            fail(&mut e, now, error)
         }
         Err(err @ DeliveryError::Retryable { .. }) => {
             let since = *e.retrying_since.get_or_insert(now);
@@ -88,13 +76,7 @@ pub fn record_attempt(
                     e.attempts,
                     err.describe()
                 );
-                e.delivery = DeliveryState::Failed;
-                e.next_attempt_at = now;
-                e.last_error = Some(error.clone());
-                EntryOutcome::Failed {
-                    attempts: e.attempts,
-                    error,
-                }
+                fail(&mut e, now, error)
             } else {
                 let error = err.describe();
                 let backoff = next_attempt_at(
@@ -116,6 +98,17 @@ pub fn record_attempt(
         }
     };
     (e, outcome)
+}
+
+/// Marks `e` failed for good at `now` with `error` (the caller decides `retrying_since`).
+fn fail(e: &mut OutboxEntry, now: Instant, error: String) -> EntryOutcome {
+    e.delivery = DeliveryState::Failed;
+    e.next_attempt_at = now;
+    e.last_error = Some(error.clone());
+    EntryOutcome::Failed {
+        attempts: e.attempts,
+        error,
+    }
 }
 
 /// Records that an ambiguous entry (an attempt with no recorded outcome) was found at the agent
