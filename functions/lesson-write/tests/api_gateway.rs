@@ -8,13 +8,13 @@
 //! AWS_REGION=us-east-1`. Without `AWS_ENDPOINT_URL` every test that needs it fails, saying so.
 
 use std::ffi::OsString;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use axum::http::{header, StatusCode};
 use axum::Router;
 use lambda_http::request::RequestContext;
 use lambda_http::RequestExt;
+use learnables_store_dynamodb::testing::unique_table;
 use learnables_store_dynamodb::{create_table, DynamoDefinitionStore};
 use lesson_write::{
     app, app_with_clock, dynamodb_client, ConfigError, FunctionConfig, DEFINITIONS_TABLE_NAME,
@@ -25,12 +25,11 @@ use tower::ServiceExt;
 use watcher_core::time::Instant;
 use watcher_runtime::clock::FakeClock;
 
-const DANA: &str = "dana@warehouse.example";
-const REASON: &str = "Northgate's billing desk sends the pre-alerts";
-const TEACHER: &str = "teacher-token";
-const OPERATOR: &str = "operator-token";
-const SOURCE: &str = "source-token";
-const DEF: &str = "/v1/definitions/prealert-triage";
+// The requests, fixtures and Appendix B steps of watcher-http's own Learnables tests, sent here
+// through `call` below.
+#[path = "../../../shared/watcher-http/tests/learnables_http/scenario.rs"]
+mod scenario;
+use scenario::*;
 
 /// The deployment configuration the function gets in `WATCHER_CONFIG`.
 const CONFIG: &str = r#"
@@ -54,20 +53,6 @@ tenant = "acme-logistics"
 // ---------------------------------------------------------------------------------------------
 // Harness.
 
-/// A table name no other test of this run uses.
-fn unique_table() -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!(
-        "lesson-write-test-{}-{}-{nanos}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
 /// The function's configuration over a fresh definitions table on the emulator, and a store on
 /// it through the client `main` builds ([`dynamodb_client`], which reads `AWS_ENDPOINT_URL`).
 ///
@@ -82,7 +67,7 @@ async fn deployment() -> (FunctionConfig, Arc<DynamoDefinitionStore>) {
              cargo test -p watcher-fn-lesson-write`"
         );
     }
-    let table = unique_table();
+    let table = unique_table("lesson-write-test");
     let config = FunctionConfig::from_lookup(|name| match name {
         DEFINITIONS_TABLE_NAME => Some(OsString::from(&table)),
         WATCHER_CONFIG => Some(OsString::from(CONFIG)),
@@ -162,38 +147,10 @@ fn event_text(method: &str, path: &str, token: Option<&str>, body: Option<String
     event.to_string()
 }
 
-/// An answer as API Gateway gets it back: status, `Content-Type`, and the text body as JSON
-/// (`null` when empty).
-struct Answer {
-    status: StatusCode,
-    content_type: String,
-    body: Value,
-}
-
-impl Answer {
-    /// Asserts a problem+json answer with `status`, and gives its `detail`.
-    fn problem(&self, status: StatusCode) -> String {
-        assert_eq!(self.status, status, "{}", self.body);
-        assert_eq!(self.content_type, "application/problem+json");
-        assert_eq!(self.body["status"], json!(status.as_u16()));
-        self.body["detail"].as_str().expect("a detail").to_owned()
-    }
-
-    fn ok(&self) -> &Value {
-        assert_eq!(self.status, StatusCode::OK, "{}", self.body);
-        &self.body
-    }
-}
-
-/// Sends one request through the router as the Lambda runtime does: the event JSON is
-/// deserialized into a `lambda_http::Request`, the router answers it as a tower `Service`, and
-/// the answer goes through `lambda_http::IntoResponse`, which decides whether API Gateway gets
-/// the body as text or base64.
-async fn call(app: &Router, method: &str, path: &str, token: &str, body: Option<Value>) -> Answer {
-    call_text(app, method, path, token, body.map(|b| b.to_string())).await
-}
-
-/// [`call`] with the body as the text sent.
+/// Sends one request, its body the text sent, through the router as the Lambda runtime does: the
+/// event JSON is deserialized into a `lambda_http::Request`, the router answers it as a tower
+/// `Service`, and the answer goes through `lambda_http::IntoResponse`, which decides whether API
+/// Gateway gets the body as text or base64.
 async fn call_text(
     app: &Router,
     method: &str,
@@ -218,12 +175,8 @@ async fn call_text(
         .expect("the router never fails");
     let response = lambda_http::IntoResponse::into_response(response).await;
     let status = response.status();
-    let content_type = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let content_type = header_text(response.headers(), header::CONTENT_TYPE).unwrap_or_default();
+    let location = header_text(response.headers(), header::LOCATION);
     let body = match response.body() {
         lambda_http::Body::Empty => Value::Null,
         lambda_http::Body::Text(text) if text.is_empty() => Value::Null,
@@ -235,84 +188,9 @@ async fn call_text(
     Answer {
         status,
         content_type,
+        location,
         body,
     }
-}
-
-async fn get(app: &Router, path: &str, token: &str) -> Answer {
-    call(app, "GET", path, token, None).await
-}
-
-async fn post(app: &Router, path: &str, token: &str, body: Value) -> Answer {
-    call(app, "POST", path, token, Some(body)).await
-}
-
-// ---------------------------------------------------------------------------------------------
-// Fixtures: learnables-v1 Appendix B.
-
-fn customers() -> Value {
-    json!({
-        "customers": {
-            "learnable": "marks",
-            "entry": "customer",
-            "teaches": "which customer a message belongs to",
-            "entries": {
-                "northgate": { "label": "Northgate Motors Ltd", "value": { "marks": [
-                    { "pattern": "@northgate-motors\\.example", "where": "from" },
-                    { "pattern": "NGM-\\d{6}", "where": "subject" }
-                ] } },
-                "alhamra": { "label": "Al Hamra Trading", "value": { "marks": [
-                    { "pattern": "alhamra\\.example" }
-                ] } }
-            }
-        }
-    })
-}
-
-fn billing_message() -> Value {
-    json!({
-        "from": "billing@origin.example",
-        "subject": "Pre-alert PA-2026-0901",
-        "body": "Please find the pre-alert attached.",
-        "attachments": ["PA-2026-0901.pdf"]
-    })
-}
-
-fn lesson(pattern: &str) -> Value {
-    json!({
-        "collection": "customers",
-        "entry": "northgate",
-        "value": { "pattern": pattern, "where": "from" },
-        "taughtBy": DANA,
-        "reason": REASON
-    })
-}
-
-/// `PUT`s the Appendix B definition; gives the 201 answer's body.
-async fn create_definition(app: &Router) -> Value {
-    let created = call(
-        app,
-        "PUT",
-        DEF,
-        TEACHER,
-        Some(json!({ "collections": customers(), "taughtBy": DANA, "reason": "first cut" })),
-    )
-    .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-    assert_eq!(created.content_type, "application/json");
-    created.body
-}
-
-async fn show_back(app: &Router, token: &str) -> Value {
-    post(
-        app,
-        &format!("{DEF}/show-back"),
-        token,
-        json!({ "input": billing_message() }),
-    )
-    .await
-    .ok()
-    .clone()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,91 +208,23 @@ async fn appendix_b_through_api_gateway_events_on_dynamodb() {
     let app = app_with_clock(store.clone(), &config, clock);
 
     // 1. The definition exists at version 1.
-    let v1 = create_definition(&app).await;
-    assert_eq!(v1["definitionVersion"], json!(1));
-    let v1_id = v1["versionId"].as_str().expect("a versionId").to_owned();
-    assert!(v1_id.starts_with("sha256:"), "{v1_id}");
-    let learnables = get(&app, "/v1/learnables", OPERATOR).await;
-    let names: Vec<&str> = learnables.ok()["learnables"]
-        .as_array()
-        .expect("a list")
-        .iter()
-        .filter_map(|l| l["name"].as_str())
-        .collect();
-    assert_eq!(names, ["marks", "column-mapping"]);
+    let (v1, v1_id) = version_1(&app).await;
+    assert_builtin_learnables(&app).await;
 
     // 2. A message from billing@origin.example: no mark matches.
-    let before = show_back(&app, TEACHER).await;
-    assert_eq!(before["customer"]["settled"], json!(false));
-    assert_eq!(
-        before["customer"]["reads"],
-        json!("Still cannot tell whose this is.")
-    );
+    let before = cannot_tell_yet(&app).await;
 
     // 4-5. Dana teaches through the teacher console; version 2 is published on top of 1.
-    let taught = post(
-        &app,
-        &format!("{DEF}/lessons"),
-        TEACHER,
-        lesson("billing@origin\\.example"),
-    )
-    .await;
-    let result = taught.ok();
-    assert_eq!(result["learned"], json!(true));
-    assert_eq!(
-        result["describes"],
-        json!("matches 'billing@origin\\.example' in the from")
-    );
-    assert_eq!(result["definitionVersion"], json!(2));
-    assert_eq!(result["previousVersionId"], json!(v1_id));
-    let v2_id = result["versionId"]
-        .as_str()
-        .expect("a versionId")
-        .to_owned();
-    assert_ne!(v2_id, v1_id);
+    let v2_id = dana_teaches(&app, &v1_id).await;
 
     // 6. Show-back displays the effect, for the teacher and for an operator.
-    for token in [TEACHER, OPERATOR] {
-        let after = show_back(&app, token).await;
-        assert_eq!(after["customer"]["settled"], json!(true));
-        assert_eq!(after["customer"]["winner"], json!("northgate"));
-        assert_eq!(
-            after["customer"]["reads"],
-            json!("Reads as Northgate Motors Ltd, on billing@origin.example")
-        );
-    }
+    reads_northgate(&app).await;
 
     // §10.2: the same lesson again learns nothing and makes no version.
-    let same = post(
-        &app,
-        &format!("{DEF}/lessons"),
-        TEACHER,
-        lesson("billing@origin\\.example"),
-    )
-    .await;
-    let same = same.ok();
-    assert_eq!(same["learned"], json!(false));
-    assert_eq!(same["definitionVersion"], json!(2));
-    assert_eq!(same["versionId"], json!(v2_id));
-    assert!(same.get("previousVersionId").is_none(), "{same}");
+    the_same_lesson_learns_nothing(&app, &v2_id).await;
 
     // Undo (§10.3): activating version 1 makes the message unsettled again.
-    let undo = post(
-        &app,
-        &format!("{DEF}/activate"),
-        TEACHER,
-        json!({ "definitionVersion": 1, "taughtBy": DANA, "reason": "wrong customer" }),
-    )
-    .await;
-    assert_eq!(
-        undo.ok(),
-        &json!({
-            "activated": true,
-            "definitionVersion": 1,
-            "versionId": v1_id,
-            "previousVersionId": v2_id
-        })
-    );
+    undo_to_version_1(&app, &v1_id, &v2_id).await;
     let undone = show_back(&app, OPERATOR).await;
     assert_eq!(undone, before, "reads exactly as before the lesson");
     assert_eq!(get(&app, DEF, TEACHER).await.ok(), &v1);
@@ -443,20 +253,7 @@ async fn an_unusable_pattern_is_refused_with_422() {
     let (config, store) = deployment().await;
     let app = app(store, &config);
     let v1 = create_definition(&app).await;
-    let refused = post(
-        &app,
-        &format!("{DEF}/lessons"),
-        TEACHER,
-        lesson("billing@origin\\.example("),
-    )
-    .await;
-    assert_eq!(
-        refused.problem(StatusCode::UNPROCESSABLE_ENTITY),
-        "\"billing@origin\\\\.example(\" is not a usable pattern: unclosed group at position 24"
-    );
-    assert_eq!(get(&app, DEF, TEACHER).await.ok(), &v1, "nothing written");
-    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
-    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
+    refuses_an_unusable_pattern(&app, &v1).await;
 }
 
 /// A lesson giving a member twice is refused with problem+json naming it, whichever value
@@ -466,19 +263,11 @@ async fn a_lesson_with_a_member_twice_is_refused_by_name() {
     let (config, store) = deployment().await;
     let app = app(store, &config);
     let v1 = create_definition(&app).await;
-    let text = lesson("billing@origin\\.example").to_string();
+    let text = billing_lesson().to_string();
     let twice = text.replacen('{', r#"{"entry":"alhamra","#, 1);
     assert!(twice.contains(r#""entry":"northgate""#), "{twice}");
-    let refused = call_text(
-        &app,
-        "POST",
-        &format!("{DEF}/lessons"),
-        TEACHER,
-        Some(twice),
-    )
-    .await;
     assert_eq!(
-        refused.problem(StatusCode::BAD_REQUEST),
+        bad_request_for(&app, &format!("{DEF}/lessons"), TEACHER, twice).await,
         "the member \"entry\" appears twice"
     );
     assert_eq!(get(&app, DEF, TEACHER).await.ok(), &v1, "nothing written");
@@ -497,30 +286,6 @@ fn wide_fields(headers: usize) -> Value {
     } })
 }
 
-/// Asserts a 413 problem for `which`, over DynamoDB's item limit, saying nothing was written;
-/// gives the size it reports.
-fn too_large(answer: &Answer, which: &str) -> usize {
-    let detail = answer.problem(StatusCode::PAYLOAD_TOO_LARGE);
-    assert_eq!(answer.body["title"], json!("Payload Too Large"));
-    let prefix = format!("definition acme-logistics/{which} would be ");
-    let bytes: usize = detail
-        .strip_prefix(&prefix)
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("the detail names the definition and its size: {detail}"));
-    assert!(bytes > 400 * 1024, "{bytes}");
-    assert_eq!(
-        detail,
-        format!(
-            "{prefix}{bytes} bytes stored, over the definition store's limit of 409600 bytes; it \
-             was refused and nothing was written. Every version keeps its whole content, so \
-             retrying cannot help: tombstone versions no longer needed, or split the definition \
-             into smaller ones."
-        )
-    );
-    bytes
-}
-
 /// A definition that would outgrow DynamoDB's 400 KB item is a 413, not a 503 to retry: the
 /// lesson that would add a second 210 KB version leaves the active version and the history as
 /// they were (and is refused the same way again), and a `PUT` of a 450 KB definition creates
@@ -531,14 +296,7 @@ async fn a_definition_over_dynamodbs_item_limit_is_413_and_nothing_changes() {
     let app = app(store, &config);
     let path = "/v1/definitions/column-map";
 
-    let created = call(
-        &app,
-        "PUT",
-        path,
-        TEACHER,
-        Some(json!({ "collections": wide_fields(420), "taughtBy": DANA })),
-    )
-    .await;
+    let created = put_definition(&app, path, TEACHER, wide_fields(420)).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let v1 = created.body;
     let header = json!({
@@ -546,7 +304,7 @@ async fn a_definition_over_dynamodbs_item_limit_is_413_and_nothing_changes() {
     });
     for _ in 0..2 {
         let refused = post(&app, &format!("{path}/lessons"), TEACHER, header.clone()).await;
-        too_large(&refused, "column-map");
+        too_large(&refused, "column-map", 409_600);
     }
     assert_eq!(
         get(&app, path, OPERATOR).await.ok(),
@@ -556,15 +314,8 @@ async fn a_definition_over_dynamodbs_item_limit_is_413_and_nothing_changes() {
     let history = get(&app, &format!("{path}/history"), OPERATOR).await;
     assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
 
-    let put = call(
-        &app,
-        "PUT",
-        "/v1/definitions/wider",
-        TEACHER,
-        Some(json!({ "collections": wide_fields(900), "taughtBy": DANA })),
-    )
-    .await;
-    too_large(&put, "wider");
+    let put = put_definition(&app, "/v1/definitions/wider", TEACHER, wide_fields(900)).await;
+    too_large(&put, "wider", 409_600);
     get(&app, "/v1/definitions/wider", TEACHER)
         .await
         .problem(StatusCode::NOT_FOUND);
@@ -578,22 +329,9 @@ async fn a_sources_token_gets_403() {
     let app = app(store, &config);
     let v1 = create_definition(&app).await;
 
-    let lesson = post(
-        &app,
-        &format!("{DEF}/lessons"),
-        SOURCE,
-        lesson("billing@origin\\.example"),
-    )
-    .await;
+    let lesson = post(&app, &format!("{DEF}/lessons"), SOURCE, billing_lesson()).await;
     lesson.problem(StatusCode::FORBIDDEN);
-    let put = call(
-        &app,
-        "PUT",
-        "/v1/definitions/another",
-        SOURCE,
-        Some(json!({ "collections": customers(), "taughtBy": DANA })),
-    )
-    .await;
+    let put = put_definition(&app, "/v1/definitions/another", SOURCE, customers()).await;
     put.problem(StatusCode::FORBIDDEN);
     let read = post(
         &app,

@@ -48,6 +48,8 @@
 
 mod keys;
 mod table;
+#[cfg(feature = "test-utils")]
+pub mod testing;
 
 use std::collections::HashMap;
 

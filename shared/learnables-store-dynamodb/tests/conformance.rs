@@ -1,6 +1,4 @@
 //! The DynamoDB definition store against the definition store conformance suite, on a local moto
-//! server (see `tests/common`): each check gets a fresh table.
+//! server (see `learnables_store_dynamodb::testing`): each check gets a fresh table.
 
-use crate::common;
-
-learnables_store::definition_store_conformance!(common::store().await);
+learnables_store::definition_store_conformance!(learnables_store_dynamodb::testing::store().await);

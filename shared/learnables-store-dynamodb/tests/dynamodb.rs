@@ -1,8 +1,6 @@
-//! What the conformance suite does not check, on a local moto server (see `tests/common`): two
-//! writers on separate clients racing on one version, the item layout, the 400 KB item limit,
-//! corrupt items, and SDK errors kept as sources.
-
-use crate::common;
+//! What the conformance suite does not check, on a local moto server (see
+//! `learnables_store_dynamodb::testing`): two writers on separate clients racing on one version,
+//! the item layout, the 400 KB item limit, corrupt items, and SDK errors kept as sources.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +11,6 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::get_item::GetItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
-use common::*;
 use learnables::{
     history, teach, DefinitionId, DefinitionState, HistoryKind, Lesson, LessonDto, Registry,
     TenantId,
@@ -25,6 +22,7 @@ use learnables_store::conformance::{
 use learnables_store::{
     absorb_with_retry, DefinitionBackend, DefinitionStore, DefinitionStoreError, Swapped,
 };
+use learnables_store_dynamodb::testing::{client, second_handle, store, unique_table};
 use learnables_store_dynamodb::{create_table, DynamoDefinitionStore, MAX_ITEM_BYTES};
 use serde_json::json;
 use tokio::sync::Barrier;
@@ -392,7 +390,7 @@ fn sdk_source<E: std::error::Error + Send + Sync + 'static>(
 #[tokio::test]
 async fn sdk_errors_are_kept_as_sources() {
     let client = client().await;
-    let nowhere = DynamoDefinitionStore::new(client.clone(), unique_table());
+    let nowhere = DynamoDefinitionStore::new(client.clone(), unique_table("definitions-test"));
     let err = nowhere
         .get(&acme(), &triage())
         .await
@@ -406,7 +404,7 @@ async fn sdk_errors_are_kept_as_sources() {
         "{sdk:?}"
     );
 
-    let table = unique_table();
+    let table = unique_table("definitions-test");
     create_table(&client, &table).await.expect("create");
     let again = create_table(&client, &table)
         .await

@@ -4,28 +4,11 @@ use super::*;
 
 async fn appendix_b(app: Router) {
     // 1. The definition exists at version 1; its descriptors are ready for the card.
-    let v1 = create_definition(&app).await;
-    assert_eq!(v1["definitionVersion"], json!(1));
-    let v1_id = v1["versionId"].as_str().expect("a versionId").to_owned();
-    assert!(v1_id.starts_with("sha256:"), "{v1_id}");
-    let again = call(
-        &app,
-        "PUT",
-        DEF,
-        TEACHER,
-        Some(json!({ "collections": customers(), "taughtBy": DANA })),
-    )
-    .await;
+    let (v1, v1_id) = version_1(&app).await;
+    let again = put_definition(&app, DEF, TEACHER, customers()).await;
     again.problem(StatusCode::CONFLICT);
 
-    let learnables = get(&app, "/v1/learnables", OPERATOR).await;
-    let names: Vec<&str> = learnables.ok()["learnables"]
-        .as_array()
-        .expect("a list")
-        .iter()
-        .filter_map(|l| l["name"].as_str())
-        .collect();
-    assert_eq!(names, ["marks", "column-mapping"]);
+    assert_builtin_learnables(&app).await;
     let descriptors = get(&app, &format!("{DEF}/descriptors"), TEACHER).await;
     let d = &descriptors.ok()["learnables"][0];
     assert_eq!(d["collection"], json!("customers"));
@@ -35,39 +18,13 @@ async fn appendix_b(app: Router) {
     assert_eq!(d["lessonFields"][1]["name"], json!("where"));
 
     // 2. A message from billing@origin.example: no mark matches.
-    let before = show_back(&app, TEACHER).await;
-    assert_eq!(before["customer"]["settled"], json!(false));
-    assert_eq!(
-        before["customer"]["reads"],
-        json!("Still cannot tell whose this is.")
-    );
+    let before = cannot_tell_yet(&app).await;
 
     // 4-5. Dana teaches through the teacher console; a new version is published.
-    let taught = post(&app, &format!("{DEF}/lessons"), TEACHER, billing_lesson()).await;
-    let result = taught.ok();
-    assert_eq!(result["learned"], json!(true));
-    assert_eq!(
-        result["describes"],
-        json!("matches 'billing@origin\\.example' in the from")
-    );
-    assert_eq!(result["definitionVersion"], json!(2));
-    assert_eq!(result["previousVersionId"], json!(v1_id));
-    let v2_id = result["versionId"]
-        .as_str()
-        .expect("a versionId")
-        .to_owned();
-    assert_ne!(v2_id, v1_id);
+    let v2_id = dana_teaches(&app, &v1_id).await;
 
     // 6. Show-back displays the effect, for the teacher and for an operator.
-    for token in [TEACHER, OPERATOR] {
-        let after = show_back(&app, token).await;
-        assert_eq!(after["customer"]["settled"], json!(true));
-        assert_eq!(after["customer"]["winner"], json!("northgate"));
-        assert_eq!(
-            after["customer"]["reads"],
-            json!("Reads as Northgate Motors Ltd, on billing@origin.example")
-        );
-    }
+    reads_northgate(&app).await;
 
     // The history carries the lesson with its author, credential and reason, newest first.
     let history = get(&app, &format!("{DEF}/history"), OPERATOR).await;
@@ -102,12 +59,7 @@ async fn appendix_b(app: Router) {
     assert_eq!(pinned_read.ok(), &before);
 
     // §10.2: the same lesson again learns nothing, makes no version, is not an error.
-    let same = post(&app, &format!("{DEF}/lessons"), TEACHER, billing_lesson()).await;
-    let same = same.ok();
-    assert_eq!(same["learned"], json!(false));
-    assert_eq!(same["definitionVersion"], json!(2));
-    assert_eq!(same["versionId"], json!(v2_id));
-    assert!(same.get("previousVersionId").is_none(), "{same}");
+    the_same_lesson_learns_nothing(&app, &v2_id).await;
     let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
     assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(2));
     let missing = get(&app, &format!("{DEF}/versions/3"), TEACHER).await;

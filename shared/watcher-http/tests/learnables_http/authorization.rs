@@ -6,15 +6,9 @@ use super::*;
 async fn sources_agents_and_operators_cannot_write() {
     let app = memory_app();
     for token in [SOURCE, AGENT, OPERATOR] {
-        call(
-            &app,
-            "PUT",
-            DEF,
-            token,
-            Some(json!({ "collections": customers(), "taughtBy": DANA })),
-        )
-        .await
-        .problem(StatusCode::FORBIDDEN);
+        put_definition(&app, DEF, token, customers())
+            .await
+            .problem(StatusCode::FORBIDDEN);
     }
     create_definition(&app).await;
     let writes = [
@@ -155,14 +149,7 @@ async fn another_tenants_definition_is_404() {
     assert_eq!(active_version(&app).await, 1);
 
     // The same id in the other tenant is another definition.
-    let theirs = call(
-        &app,
-        "PUT",
-        DEF,
-        t,
-        Some(json!({ "collections": customers(), "taughtBy": DANA })),
-    )
-    .await;
+    let theirs = put_definition(&app, DEF, t, customers()).await;
     assert_eq!(theirs.status, StatusCode::CREATED, "{}", theirs.body);
     post(&app, &format!("{DEF}/lessons"), t, billing_lesson())
         .await

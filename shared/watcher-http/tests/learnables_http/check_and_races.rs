@@ -108,36 +108,27 @@ impl Limited {
 }
 
 #[async_trait]
-impl DefinitionStore for Limited {
-    async fn get(
+impl DefinitionBackend for Limited {
+    async fn load(
         &self,
         tenant: &TenantId,
         id: &DefinitionId,
     ) -> Result<Option<DefinitionState>, DefinitionStoreError> {
-        self.inner.get(tenant, id).await
+        self.inner.load(tenant, id).await
     }
 
-    async fn create(
-        &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
-        state: &DefinitionState,
-    ) -> Result<(), DefinitionStoreError> {
+    async fn insert(&self, state: &DefinitionState) -> Result<bool, DefinitionStoreError> {
         self.check(state)?;
-        self.inner.create(tenant, id, state).await
+        self.inner.insert(state).await
     }
 
-    async fn replace(
+    async fn swap(
         &self,
-        tenant: &TenantId,
-        id: &DefinitionId,
         state: &DefinitionState,
         expected_revision: u64,
-    ) -> Result<(), DefinitionStoreError> {
+    ) -> Result<Swapped, DefinitionStoreError> {
         self.check(state)?;
-        self.inner
-            .replace(tenant, id, state, expected_revision)
-            .await
+        self.inner.swap(state, expected_revision).await
     }
 }
 
@@ -156,30 +147,9 @@ async fn a_definition_too_large_for_its_store_is_413_and_nothing_changes() {
     let limit = serde_json::to_string(&stored).expect("serializes").len() + 100;
     let app = app(Arc::new(Limited { inner, limit }));
 
-    let too_large = |answer: &Answer, which: &str| {
-        let detail = answer.problem(StatusCode::PAYLOAD_TOO_LARGE);
-        assert_eq!(answer.body["title"], json!("Payload Too Large"));
-        let prefix = format!("definition acme-logistics/{which} would be ");
-        let bytes: usize = detail
-            .strip_prefix(&prefix)
-            .and_then(|rest| rest.split(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("the detail names the definition and its size: {detail}"));
-        assert!(bytes > limit, "{bytes} > {limit}");
-        assert_eq!(
-            detail,
-            format!(
-                "{prefix}{bytes} bytes stored, over the definition store's limit of {limit} \
-                 bytes; it was refused and nothing was written. Every version keeps its whole \
-                 content, so retrying cannot help: tombstone versions no longer needed, or split \
-                 the definition into smaller ones."
-            )
-        );
-    };
-
     for _ in 0..2 {
         let refused = post(&app, &format!("{DEF}/lessons"), TEACHER, billing_lesson()).await;
-        too_large(&refused, "prealert-triage");
+        too_large(&refused, "prealert-triage", limit);
     }
     assert_eq!(
         get(&app, DEF, TEACHER).await.ok(),
@@ -194,15 +164,8 @@ async fn a_definition_too_large_for_its_store_is_413_and_nothing_changes() {
 
     let mut bigger = customers();
     bigger["customers"]["entries"]["northgate"]["label"] = json!("N".repeat(200));
-    let put = call(
-        &app,
-        "PUT",
-        "/v1/definitions/another",
-        TEACHER,
-        Some(json!({ "collections": bigger, "taughtBy": DANA })),
-    )
-    .await;
-    too_large(&put, "another");
+    let put = put_definition(&app, "/v1/definitions/another", TEACHER, bigger).await;
+    too_large(&put, "another", limit);
     get(&app, "/v1/definitions/another", TEACHER)
         .await
         .problem(StatusCode::NOT_FOUND);

@@ -17,14 +17,7 @@ async fn a_column_mapping_goes_through_the_same_routes() {
             }
         }
     });
-    let created = call(
-        &app,
-        "PUT",
-        uri,
-        TEACHER,
-        Some(json!({ "collections": fields, "taughtBy": DANA })),
-    )
-    .await;
+    let created = put_definition(&app, uri, TEACHER, fields).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let read = |app: Router| async move {
         post(

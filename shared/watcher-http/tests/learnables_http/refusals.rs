@@ -6,25 +6,7 @@ use super::*;
 async fn an_unbalanced_parenthesis_is_refused_with_the_compilers_reason() {
     let app = memory_app();
     let v1 = create_definition(&app).await;
-    let refused = post(
-        &app,
-        &format!("{DEF}/lessons"),
-        TEACHER,
-        lesson("northgate", "billing@origin\\.example(", DANA),
-    )
-    .await;
-    let detail = refused.problem(StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(
-        detail,
-        "\"billing@origin\\\\.example(\" is not a usable pattern: unclosed group at position 24"
-    );
-    assert_eq!(
-        get(&app, DEF, TEACHER).await.ok(),
-        &v1,
-        "active version unchanged"
-    );
-    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
-    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
+    refuses_an_unusable_pattern(&app, &v1).await;
 }
 
 #[tokio::test]
@@ -50,14 +32,7 @@ async fn a_pattern_over_the_size_limit_is_refused() {
     // The same judgement applies to values in PUT.
     let mut bad = customers();
     bad["customers"]["entries"]["alhamra"]["value"]["marks"][0]["pattern"] = json!("(unclosed");
-    let put = call(
-        &app,
-        "PUT",
-        "/v1/definitions/another",
-        TEACHER,
-        Some(json!({ "collections": bad, "taughtBy": DANA })),
-    )
-    .await;
+    let put = put_definition(&app, "/v1/definitions/another", TEACHER, bad).await;
     let detail = put.problem(StatusCode::UNPROCESSABLE_ENTITY);
     assert!(
         detail.contains("is not a usable pattern: unclosed group"),
@@ -105,37 +80,6 @@ async fn malformed_requests_are_400_problems() {
     unknown_collection.problem(StatusCode::UNPROCESSABLE_ENTITY);
 }
 
-/// `body` sent as it is (a JSON text no `Value` can hold, such as a repeated member).
-async fn post_text(app: &Router, uri: &str, token: &str, body: &str) -> Answer {
-    let request = Request::builder()
-        .method("POST")
-        .uri(uri)
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_owned()))
-        .expect("a request");
-    let response = app.clone().oneshot(request).await.expect("an answer");
-    let status = response.status();
-    let content_type = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("a body")
-        .to_bytes();
-    Answer {
-        status,
-        content_type,
-        location: None,
-        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    }
-}
-
 #[tokio::test]
 async fn a_duplicated_member_is_refused_by_name_and_nothing_is_taught() {
     let app = memory_app();
@@ -144,24 +88,21 @@ async fn a_duplicated_member_is_refused_by_name_and_nothing_is_taught() {
     let twice = format!(
         r#"{{"collection": "customers", "entry": "northgate", "value": {{"pattern": "billing@origin\\.example", "where": "from"}}, "taughtBy": "{DANA}", "entry": "alhamra"}}"#
     );
-    let answer = post_text(&app, &format!("{DEF}/lessons"), TEACHER, &twice).await;
     assert_eq!(
-        answer.problem(StatusCode::BAD_REQUEST),
+        bad_request_for(&app, &format!("{DEF}/lessons"), TEACHER, twice).await,
         "the member \"entry\" appears twice"
     );
     // Deeper, inside the lesson's value.
     let inner = format!(
         r#"{{"collection": "customers", "entry": "northgate", "value": {{"pattern": "a\\.example", "where": "from", "pattern": "b\\.example"}}, "taughtBy": "{DANA}"}}"#
     );
-    let answer = post_text(&app, &format!("{DEF}/lessons"), TEACHER, &inner).await;
     assert_eq!(
-        answer.problem(StatusCode::BAD_REQUEST),
+        bad_request_for(&app, &format!("{DEF}/lessons"), TEACHER, inner).await,
         "the member \"pattern\" appears twice"
     );
     let show = r#"{"input": {"from": "billing@origin.example", "from": "x@alhamra.example"}}"#;
-    let answer = post_text(&app, &format!("{DEF}/show-back"), OPERATOR, show).await;
     assert_eq!(
-        answer.problem(StatusCode::BAD_REQUEST),
+        bad_request_for(&app, &format!("{DEF}/show-back"), OPERATOR, show.into()).await,
         "the member \"from\" appears twice"
     );
     assert_eq!(active_version(&app).await, 1, "nothing was taught");
@@ -183,14 +124,7 @@ async fn text_in_two_unicode_forms_is_one_text() {
             }
         }
     });
-    let created = call(
-        &app,
-        "PUT",
-        uri,
-        TEACHER,
-        Some(json!({ "collections": fields, "taughtBy": DANA })),
-    )
-    .await;
+    let created = put_definition(&app, uri, TEACHER, fields).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     // A heading taught composed matches the same heading arriving decomposed.
     let read = post(

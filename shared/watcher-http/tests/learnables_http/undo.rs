@@ -13,28 +13,9 @@ async fn activating_version_1_undoes_the_lesson() {
         json!(true)
     );
 
-    let undo = post(
-        &app,
-        &format!("{DEF}/activate"),
-        TEACHER,
-        json!({ "definitionVersion": 1, "taughtBy": DANA, "reason": "wrong customer" }),
-    )
-    .await;
-    assert_eq!(
-        undo.ok(),
-        &json!({
-            "activated": true,
-            "definitionVersion": 1,
-            "versionId": v1["versionId"],
-            "previousVersionId": v2_id
-        })
-    );
-    let read = show_back(&app, TEACHER).await;
-    assert_eq!(read["customer"]["settled"], json!(false));
-    assert_eq!(
-        read["customer"]["reads"],
-        json!("Still cannot tell whose this is.")
-    );
+    let text = |id: &Value| id.as_str().expect("a versionId").to_owned();
+    undo_to_version_1(&app, &text(&v1["versionId"]), &text(&v2_id)).await;
+    cannot_tell_yet(&app).await;
     assert_eq!(get(&app, DEF, OPERATOR).await.ok(), &v1);
 
     let history = get(&app, &format!("{DEF}/history"), TEACHER).await;

@@ -1,0 +1,74 @@
+//! Test support (feature `test-utils`): a client for the local DynamoDB emulator (moto) and a
+//! fresh table per test, for this crate's tests and those of the functions over it.
+//!
+//! The tests need moto: `bash infra/moto.sh` starts it on 127.0.0.1:5005, and the test script
+//! sets `AWS_ENDPOINT_URL=http://127.0.0.1:5005`. Without that variable [`client`] panics,
+//! saying so: a suite that skips itself is a test that cannot fail.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::{create_table, DynamoDefinitionStore};
+use aws_config::BehaviorVersion;
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use aws_sdk_dynamodb::Client;
+
+/// A client for the emulator named by `AWS_ENDPOINT_URL`, with the region and credentials of
+/// the environment (dummy ones by default: moto accepts any).
+///
+/// # Panics
+/// When `AWS_ENDPOINT_URL` is not set.
+pub async fn client() -> Client {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
+        panic!(
+            "AWS_ENDPOINT_URL is not set. The DynamoDB definition store's tests run against a \
+             local moto server: run `bash infra/moto.sh`, then \
+             `AWS_ENDPOINT_URL=http://127.0.0.1:5005 AWS_ACCESS_KEY_ID=test \
+             AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+             cargo test -p learnables-store-dynamodb`"
+        )
+    });
+    let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
+    let config = aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new(var("AWS_REGION", "us-east-1")))
+        .credentials_provider(Credentials::new(
+            var("AWS_ACCESS_KEY_ID", "test"),
+            var("AWS_SECRET_ACCESS_KEY", "test"),
+            None,
+            None,
+            "learnables-store-dynamodb tests",
+        ))
+        .load()
+        .await;
+    Client::new(&config)
+}
+
+/// A table name no other test of this run uses, starting `{prefix}-` (e.g. `definitions-test`).
+pub fn unique_table(prefix: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "{prefix}-{}-{}-{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A store over a fresh table of its own.
+pub async fn store() -> DynamoDefinitionStore {
+    let client = client().await;
+    let table = unique_table("definitions-test");
+    create_table(&client, &table).await.expect(
+        "create the test table (is moto answering at AWS_ENDPOINT_URL? `bash infra/moto.sh` starts it)",
+    );
+    DynamoDefinitionStore::new(client, table)
+}
+
+/// A second handle onto `store`'s table through a client of its own, as a second Lambda
+/// instance would have.
+pub async fn second_handle(store: &DynamoDefinitionStore) -> DynamoDefinitionStore {
+    DynamoDefinitionStore::new(client().await, store.table())
+}
