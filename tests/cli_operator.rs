@@ -45,23 +45,7 @@ fn json_of(out: &Output) -> Value {
 
 #[tokio::test]
 async fn operator_commands_read_the_worked_example_remotely_and_locally() {
-    let agent = spawn_capture_agent(Behaviour::accept()).await;
-    let w = spawn_watcher(&agent, "").await;
-    run_worked_example(&w, &agent, PATIENCE).await;
-    // overdue(manifest), skipped(manifest), overdue(arrival), stalled(arrival), all delivered.
-    wait_for_requests(&agent, 4, PATIENCE).await;
-    assert!(
-        wait_until(
-            || async {
-                let l = w.lapses().await;
-                l.len() == 4 && l.iter().all(|x| x["delivery"] == "sent")
-            },
-            PATIENCE
-        )
-        .await,
-        "four lapse tasks sent: {:#?}",
-        w.lapses().await
-    );
+    let (_agent, w) = worked_example_delivered(PATIENCE).await;
     let remote = ["--url", &w.base_url, "--token", OPERATOR_TOKEN];
     let with = |cmd: &[&str], extra: &[&str]| -> Vec<String> {
         cmd.iter()

@@ -17,7 +17,6 @@ use base64::Engine;
 use jiff::Timestamp;
 use serde_json::{json, Value};
 use tungstenite::{Message, WebSocket};
-use watcher_delivery::testing::{spawn_capture_agent, Behaviour};
 
 use common::*;
 
@@ -227,24 +226,7 @@ async fn the_web_page_in_headless_chromium() {
     };
 
     // The worked example on compressed times: four lapse tasks, all delivered.
-    let agent = spawn_capture_agent(Behaviour::accept()).await;
-    let w = spawn_watcher(&agent, "").await;
-    run_worked_example(&w, &agent, PATIENCE).await;
-    wait_for_requests(&agent, 4, PATIENCE).await;
-    assert!(
-        wait_until(
-            || async {
-                w.lapses()
-                    .await
-                    .iter()
-                    .filter(|l| l["delivery"] == "sent")
-                    .count()
-                    == 4
-            },
-            PATIENCE
-        )
-        .await
-    );
+    let (_agent, w) = worked_example_delivered(PATIENCE).await;
     // A second shipment, due tomorrow: a subject with an open deadline.
     let due = Timestamp::now() + jiff::SignedDuration::from_hours(24);
     let other = one_expectation("task-2", "exp-OTHER-1", "PA-2026-0902", due, "PT1H");

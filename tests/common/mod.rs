@@ -531,6 +531,32 @@ pub async fn run_worked_example(
     observed
 }
 
+/// A capture agent and a `serve` over it that ran [`run_worked_example`] until its four lapse
+/// tasks (overdue(manifest), skipped(manifest), overdue(arrival), stalled(arrival)) arrived at the
+/// agent and are all recorded as sent.
+pub async fn worked_example_delivered(patience: Duration) -> (CaptureAgent, Watcher) {
+    let agent = watcher_delivery::testing::spawn_capture_agent(
+        watcher_delivery::testing::Behaviour::accept(),
+    )
+    .await;
+    let w = spawn_watcher(&agent, "").await;
+    run_worked_example(&w, &agent, patience).await;
+    wait_for_requests(&agent, 4, patience).await;
+    assert!(
+        wait_until(
+            || async {
+                let l = w.lapses().await;
+                l.len() == 4 && l.iter().all(|x| x["delivery"] == "sent")
+            },
+            patience
+        )
+        .await,
+        "four lapse tasks sent: {:#?}",
+        w.lapses().await
+    );
+    (agent, w)
+}
+
 /// The booking artifact of expectations-v1 §8 (examples/booking-artifact.json: manifest,
 /// departure after it, arrival anchored on the departure) with the given due times.
 pub fn booking_artifact(t: BookingTimes) -> Value {
