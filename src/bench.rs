@@ -193,6 +193,22 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
 /// A temporary folder removed when dropped.
 struct TempDir(PathBuf);
 
+impl TempDir {
+    /// A new folder `a2a-watcher-bench-{name}-{pid}-{ms}` in `opts.dir` (else the system's
+    /// temporary folder), for one phase's `serve`.
+    fn fresh(opts: &Options, name: &str) -> anyhow::Result<TempDir> {
+        let base = opts.dir.clone().unwrap_or_else(std::env::temp_dir);
+        let dir = TempDir(base.join(format!(
+            "a2a-watcher-bench-{name}-{}-{}",
+            std::process::id(),
+            jiff::Timestamp::now().as_millisecond()
+        )));
+        std::fs::create_dir_all(&dir.0)
+            .with_context(|| format!("Failed to create {}", dir.0.display()))?;
+        Ok(dir)
+    }
+}
+
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -200,14 +216,7 @@ impl Drop for TempDir {
 }
 
 async fn run_size(n: u64, opts: &Options, measure_latency: bool) -> anyhow::Result<Value> {
-    let base = opts.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let dir = TempDir(base.join(format!(
-        "a2a-watcher-bench-{}-{n}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
-    )));
-    std::fs::create_dir_all(&dir.0)
-        .with_context(|| format!("Failed to create {}", dir.0.display()))?;
+    let dir = TempDir::fresh(opts, &n.to_string())?;
 
     // The capture agent records when each lapse task arrives.
     let arrivals: Arc<Mutex<Vec<SystemTime>>> = Arc::default();
@@ -655,25 +664,14 @@ async fn lapse_latency(
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let mut ms: Vec<f64> = arrivals
-        .lock()
-        .map(|a| {
-            a[before..]
-                .iter()
-                .map(|t| match t.duration_since(due_at) {
-                    Ok(d) => d.as_secs_f64() * 1e3,
-                    Err(e) => -e.duration().as_secs_f64() * 1e3,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    ms.sort_by(f64::total_cmp);
-    // Over all the deadlines: a percentile that falls among lapse tasks not received within
-    // the wait is null (later than the wait), never the figure of those that did arrive.
-    let pct = |p: f64| -> Value {
-        let i = ((p * LAPSES as f64).ceil() as usize).clamp(1, LAPSES) - 1;
-        ms.get(i).map_or(Value::Null, |v| json!(round(*v, 1)))
-    };
+    let ms = latencies_ms(
+        &arrivals
+            .lock()
+            .map(|a| a[before..].to_vec())
+            .unwrap_or_default(),
+        due_at,
+    );
+    let pct = |p: f64| percentile(&ms, LAPSES, p);
     Ok(json!({
         "deadlines": LAPSES,
         "received": ms.len(),

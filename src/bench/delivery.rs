@@ -15,13 +15,7 @@ pub(crate) const BURST_AGENTS: usize = 10;
 /// (a percentile among lapse tasks not received within `opts.latency_wait` is null). Target:
 /// p99 ≤ 1 s.
 pub(crate) async fn burst(opts: &Options) -> anyhow::Result<Value> {
-    let base = opts.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let dir = TempDir(base.join(format!(
-        "a2a-watcher-bench-burst-{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
-    )));
-    std::fs::create_dir_all(&dir.0)?;
+    let dir = TempDir::fresh(opts, "burst")?;
     let exe = std::env::current_exe().context("the running executable, to start the agents")?;
     let mut agents = Vec::new();
     for _ in 0..BURST_AGENTS {
@@ -46,11 +40,7 @@ per_minute = 1000000
             url = agent.url
         ));
     }
-    let path = dir.0.join("watcher.toml");
-    std::fs::write(&path, toml)?;
-    let config = watcher_config::Config::load(&path)?;
-    let running = watcher_host::serve::start(config).await?;
-    let base_url = format!("http://{}", running.addr);
+    let (running, base_url) = serve_on(&dir.0, &toml).await?;
     let http = reqwest::Client::new();
     // Pushed ahead of the deadline, one client per agent.
     let due_second = jiff::Timestamp::now().as_second() + 4;
@@ -62,12 +52,13 @@ per_minute = 1000000
         handles.push(tokio::spawn(async move {
             for p in 0..pushes {
                 let body = manifests_push(&format!("B-a{a}-{p}"), due);
-                ok(http
-                    .post(format!("{base_url}/v1/agents/a{a}/push"))
-                    .header("X-A2A-Notification-Token", format!("push-a{a}"))
-                    .json(&body)
-                    .send()
-                    .await?)
+                post_push_as(
+                    &http,
+                    &base_url,
+                    &format!("a{a}"),
+                    &format!("push-a{a}"),
+                    &body,
+                )
                 .await?;
             }
             Ok::<(), anyhow::Error>(())
@@ -93,20 +84,13 @@ per_minute = 1000000
     }
     let cpu = cpu_seconds() - cpu_at_due;
     running.shutdown().await;
-    let mut ms: Vec<f64> = agents
+    let arrived: Vec<SystemTime> = agents
         .iter()
         .flat_map(|a| a.arrivals.lock().map(|v| v.clone()).unwrap_or_default())
-        .map(|t| match t.duration_since(due_at) {
-            Ok(d) => d.as_secs_f64() * 1e3,
-            Err(e) => -e.duration().as_secs_f64() * 1e3,
-        })
         .collect();
     drop(agents);
-    ms.sort_by(f64::total_cmp);
-    let pct = |p: f64| -> Value {
-        let i = ((p * LAPSES as f64).ceil() as usize).clamp(1, LAPSES) - 1;
-        ms.get(i).map_or(Value::Null, |v| json!(round(*v, 1)))
-    };
+    let ms = latencies_ms(&arrived, due_at);
+    let pct = |p: f64| percentile(&ms, LAPSES, p);
     Ok(json!({
         "deadlines": LAPSES,
         "agents": BURST_AGENTS,
@@ -122,6 +106,19 @@ per_minute = 1000000
         "targetP99Ms": 1000,
         "cpuMicrosPerLapse": round(cpu * 1e6 / ms.len().max(1) as f64, 0),
     }))
+}
+
+/// Writes `toml` as `dir/watcher.toml` and starts `serve` on it: the server and its base URL.
+async fn serve_on(
+    dir: &Path,
+    toml: &str,
+) -> anyhow::Result<(watcher_host::serve::Running, String)> {
+    let path = dir.join("watcher.toml");
+    std::fs::write(&path, toml)?;
+    let config = watcher_config::Config::load(&path)?;
+    let running = watcher_host::serve::start(config).await?;
+    let base_url = format!("http://{}", running.addr);
+    Ok((running, base_url))
 }
 
 /// The burst phase's line of the table.
@@ -155,13 +152,7 @@ pub(crate) const SLOW_PHASE_LAPSES: usize = 20;
 /// With `held` false the second agent answers at once: the same run without a slow agent, the
 /// baseline the figure is compared with.
 pub(crate) async fn slow_agent(opts: &Options, held: bool) -> anyhow::Result<Value> {
-    let base = opts.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let dir = TempDir(base.join(format!(
-        "a2a-watcher-bench-slow-{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
-    )));
-    std::fs::create_dir_all(&dir.0)?;
+    let dir = TempDir::fresh(opts, "slow")?;
     let arrivals: Arc<Mutex<Vec<SystemTime>>> = Arc::default();
     let seen = arrivals.clone();
     let fast = BenchAgent::spawn(Some(seen)).await?;
@@ -193,11 +184,7 @@ push_token = "push-slow"
         fast = fast.url(),
         slow = slow.url(),
     );
-    let path = dir.0.join("watcher.toml");
-    std::fs::write(&path, toml)?;
-    let config = watcher_config::Config::load(&path)?;
-    let running = watcher_host::serve::start(config).await?;
-    let base_url = format!("http://{}", running.addr);
+    let (running, base_url) = serve_on(&dir.0, &toml).await?;
     let http = reqwest::Client::new();
     let slow_second = jiff::Timestamp::now().as_second() + 3;
     let due_second = slow_second + 2;
@@ -206,13 +193,7 @@ push_token = "push-slow"
         let due = jiff::Timestamp::from_second(second)?;
         for p in 0..SLOW_PHASE_LAPSES / LAPSES_PER_PUSH {
             let body = manifests_push(&format!("S-{agent}-{p}"), due);
-            ok(http
-                .post(format!("{base_url}/v1/agents/{agent}/push"))
-                .header("X-A2A-Notification-Token", format!("push-{agent}"))
-                .json(&body)
-                .send()
-                .await?)
-            .await?;
+            post_push_as(&http, &base_url, agent, &format!("push-{agent}"), &body).await?;
         }
     }
     let pushed_before_due = jiff::Timestamp::now().as_second() < slow_second;
@@ -238,22 +219,11 @@ push_token = "push-slow"
     // (the origin check's GetTask, then SendMessage), none of it answered before `release`.
     let slow_requests = slow.request_count();
     running.shutdown().await;
-    let mut ms: Vec<f64> = arrivals
-        .lock()
-        .map(|a| {
-            a.iter()
-                .map(|t| match t.duration_since(due_at) {
-                    Ok(d) => d.as_secs_f64() * 1e3,
-                    Err(e) => -e.duration().as_secs_f64() * 1e3,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    ms.sort_by(f64::total_cmp);
-    let pct = |p: f64| -> Value {
-        let i = ((p * SLOW_PHASE_LAPSES as f64).ceil() as usize).clamp(1, SLOW_PHASE_LAPSES) - 1;
-        ms.get(i).map_or(Value::Null, |v| json!(round(*v, 1)))
-    };
+    let ms = latencies_ms(
+        &arrivals.lock().map(|a| a.clone()).unwrap_or_default(),
+        due_at,
+    );
+    let pct = |p: f64| percentile(&ms, SLOW_PHASE_LAPSES, p);
     Ok(json!({
         "lapsesPerAgent": SLOW_PHASE_LAPSES,
         "slowAnswerSeconds": opts.slow_answer.as_secs(),
@@ -283,13 +253,7 @@ pub(crate) const STATUS_UPDATES: usize = 200;
 pub(crate) async fn status_updates(opts: &Options) -> anyhow::Result<Value> {
     let mut sizes = Vec::new();
     for background in STATUS_BACKGROUND {
-        let base = opts.dir.clone().unwrap_or_else(std::env::temp_dir);
-        let dir = TempDir(base.join(format!(
-            "a2a-watcher-bench-status-{}-{background}-{}",
-            std::process::id(),
-            jiff::Timestamp::now().as_millisecond()
-        )));
-        std::fs::create_dir_all(&dir.0)?;
+        let dir = TempDir::fresh(opts, &format!("status-{background}"))?;
         let agent = BenchAgent::spawn(None).await?;
         let config = write_config(&dir.0, &agent.url(), 0)?;
         {

@@ -124,9 +124,20 @@ pub(crate) async fn post_push(
     base: &str,
     body: &Value,
 ) -> anyhow::Result<()> {
+    post_push_as(http, base, "booking", PUSH_TOKEN, body).await
+}
+
+/// `body` pushed by `agent` with its push `token`; an error unless the watcher answers 2xx.
+pub(crate) async fn post_push_as(
+    http: &reqwest::Client,
+    base: &str,
+    agent: &str,
+    token: &str,
+    body: &Value,
+) -> anyhow::Result<()> {
     ok(http
-        .post(format!("{base}/v1/agents/booking/push"))
-        .header("X-A2A-Notification-Token", PUSH_TOKEN)
+        .post(format!("{base}/v1/agents/{agent}/push"))
+        .header("X-A2A-Notification-Token", token)
         .json(body)
         .send()
         .await?)

@@ -64,3 +64,24 @@ pub(crate) fn round(x: f64, digits: i32) -> f64 {
     let f = 10f64.powi(digits);
     (x * f).round() / f
 }
+
+/// Milliseconds from `due_at` to each of `arrivals` (negative for one before it), in order.
+pub(crate) fn latencies_ms(arrivals: &[SystemTime], due_at: SystemTime) -> Vec<f64> {
+    let mut ms: Vec<f64> = arrivals
+        .iter()
+        .map(|t| match t.duration_since(due_at) {
+            Ok(d) => d.as_secs_f64() * 1e3,
+            Err(e) => -e.duration().as_secs_f64() * 1e3,
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    ms
+}
+
+/// The `p` percentile (0 to 1) of sorted `ms` over all `deadlines`, to 0.1 ms: one that falls
+/// among lapse tasks not received (within the wait) is null (later than the wait), never the
+/// figure of those that did arrive.
+pub(crate) fn percentile(ms: &[f64], deadlines: usize, p: f64) -> Value {
+    let i = ((p * deadlines as f64).ceil() as usize).clamp(1, deadlines) - 1;
+    ms.get(i).map_or(Value::Null, |v| json!(round(*v, 1)))
+}
