@@ -55,6 +55,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
@@ -119,6 +120,16 @@ impl DynamoDefinitionStore {
             });
         }
         Ok(item)
+    }
+
+    /// A `PutItem` of the item storing `state` (checked against the size limit), to be given
+    /// its condition.
+    fn put(&self, state: &DefinitionState) -> Result<PutItemFluentBuilder, DefinitionStoreError> {
+        Ok(self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(self.item(state)?)))
     }
 }
 
@@ -226,12 +237,8 @@ impl DefinitionBackend for DynamoDefinitionStore {
     }
 
     async fn insert(&self, state: &DefinitionState) -> Result<bool, DefinitionStoreError> {
-        let item = self.item(state)?;
         match self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
+            .put(state)?
             .condition_expression("attribute_not_exists(#pk)")
             .expression_attribute_names("#pk", PK)
             .send()
@@ -248,14 +255,10 @@ impl DefinitionBackend for DynamoDefinitionStore {
         state: &DefinitionState,
         expected_revision: u64,
     ) -> Result<Swapped, DefinitionStoreError> {
-        let item = self.item(state)?;
         // `#rev = :expected` is false when there is no item, so replacing a definition that
         // does not exist fails the condition too.
         match self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
+            .put(state)?
             .condition_expression("#rev = :expected")
             .expression_attribute_names("#rev", REVISION)
             .expression_attribute_values(":expected", n(expected_revision))

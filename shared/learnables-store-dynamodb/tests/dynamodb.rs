@@ -16,8 +16,8 @@ use learnables::{
     TenantId,
 };
 use learnables_store::conformance::{
-    active_patterns, definition, definition_id as triage, definition_with, mark_lesson, now, via,
-    DANA,
+    assert_both_writers_landed, definition, definition_id as triage, definition_with, mark_lesson,
+    now, via, DANA,
 };
 use learnables_store::{
     absorb_with_retry, DefinitionBackend, DefinitionStore, DefinitionStoreError, Swapped,
@@ -150,15 +150,7 @@ async fn two_writers_racing_on_one_version_both_land() {
         .await
         .expect("get")
         .expect("stored");
-    assert_eq!(last.latest_version(), 3, "two lessons, two new versions");
-    assert_eq!(last.active_version(), 3);
-    let patterns = active_patterns(&last);
-    for p in ["writer-a\\.example", "writer-b\\.example"] {
-        assert!(
-            patterns.iter().any(|q| q == p),
-            "{p} is in the active version: {patterns:?}"
-        );
-    }
+    assert_both_writers_landed(&last);
     let lessons: Vec<_> = history(&last)
         .into_iter()
         .filter(|h| h.kind() == HistoryKind::Lesson)

@@ -185,6 +185,21 @@ pub fn active_patterns(state: &DefinitionState) -> Vec<String> {
         .collect()
 }
 
+/// Asserts that the lessons of two racing writers, marks `writer-a\.example` and
+/// `writer-b\.example` taught on version 1 of a [`definition`], both landed: two new versions,
+/// the last active, both marks in it.
+pub fn assert_both_writers_landed(last: &DefinitionState) {
+    assert_eq!(last.latest_version(), 3, "two lessons, two new versions");
+    assert_eq!(last.active_version(), 3);
+    let patterns = active_patterns(last);
+    for p in ["writer-a\\.example", "writer-b\\.example"] {
+        assert!(
+            patterns.iter().any(|q| q == p),
+            "{p} is in the active version: {patterns:?}"
+        );
+    }
+}
+
 /// The `describes` lines of every lesson in the history.
 fn lesson_lines(state: &DefinitionState) -> Vec<String> {
     history(state)
@@ -356,15 +371,7 @@ pub async fn racing_writers_lose_no_lesson<S: DefinitionStore + 'static>(store: 
     );
 
     let last = stored(store.as_ref(), "acme").await;
-    assert_eq!(last.latest_version(), 3, "two lessons, two new versions");
-    assert_eq!(last.active_version(), 3);
-    let patterns = active_patterns(&last);
-    for p in ["writer-a\\.example", "writer-b\\.example"] {
-        assert!(
-            patterns.iter().any(|q| q == p),
-            "{p} is in the active version: {patterns:?}"
-        );
-    }
+    assert_both_writers_landed(&last);
     let lines = lesson_lines(&last);
     assert_eq!(lines.len(), 2, "history has both lessons: {lines:?}");
     for p in ["writer-a\\.example", "writer-b\\.example"] {
