@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{json, Value};
+use watcher_core::lapse::LapseBlock;
 use watcher_core::record::LapseKind;
 use watcher_core::time::Instant;
 
@@ -166,10 +167,7 @@ pub fn agent_event(format: Format, e: &AgentEvent) -> Notification {
     let mut facts: Vec<(&str, String)> = vec![("Agent", e.agent.to_string())];
     if let Some(l) = &e.lapse_task {
         if let Some(b) = &l.block {
-            facts.push((
-                "Subject",
-                format!("{} {}", b.subject.subject_type, b.subject.id),
-            ));
+            facts.push(subject_fact(b));
         }
         facts.push(("Lapse task", l.message_id.clone()));
     }
@@ -265,13 +263,18 @@ fn mrkdwn(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// The `Subject` fact of a lapse block: `"{type} {id}"`.
+fn subject_fact(b: &LapseBlock) -> (&'static str, String) {
+    (
+        "Subject",
+        format!("{} {}", b.subject.subject_type, b.subject.id),
+    )
+}
+
 fn event_facts(e: &LapseEvent) -> Vec<(&'static str, String)> {
     let mut facts = vec![("Agent", e.agent.to_string())];
     if let Some(b) = &e.block {
-        facts.push((
-            "Subject",
-            format!("{} {}", b.subject.subject_type, b.subject.id),
-        ));
+        facts.push(subject_fact(b));
         facts.push(("Expected", b.expects.clone()));
         facts.push(("Due", b.due_at.to_string()));
     }
@@ -425,47 +428,33 @@ fn email_digest(d: &Digest) -> Value {
 /// digest in words, at most 100 characters of printable ASCII (SNS's limit), cut with `...`.
 pub fn subject_of(body: &Value) -> String {
     let data = &body["data"];
+    let agent = data["agent"].as_str().unwrap_or("");
+    // A lapse task's event: `what`, then the task's subject and agent.
+    let task = |what: &str| {
+        let subject = &data["lapseTask"]["block"]["subject"];
+        format!(
+            "a2a-watcher: {what}: {} {} (agent {agent})",
+            subject["type"].as_str().unwrap_or(""),
+            subject["id"].as_str().unwrap_or("")
+        )
+    };
     let text = match body["type"].as_str() {
         Some("lapse.digest") => format!(
             "a2a-watcher: {} lapses",
             data["count"].as_u64().unwrap_or(0)
         ),
         Some("notify.test") => "a2a-watcher: test notification".to_string(),
-        Some("lapse_task.failed") => format!(
-            "a2a-watcher: lapse task failed: {} {} (agent {})",
-            data["lapseTask"]["block"]["subject"]["type"]
-                .as_str()
-                .unwrap_or(""),
-            data["lapseTask"]["block"]["subject"]["id"]
-                .as_str()
-                .unwrap_or(""),
-            data["agent"].as_str().unwrap_or("")
-        ),
-        Some("lapse_task.needs_person") => format!(
-            "a2a-watcher: needs a person: {} {} (agent {})",
-            data["lapseTask"]["block"]["subject"]["type"]
-                .as_str()
-                .unwrap_or(""),
-            data["lapseTask"]["block"]["subject"]["id"]
-                .as_str()
-                .unwrap_or(""),
-            data["agent"].as_str().unwrap_or("")
-        ),
-        Some("delivery.failing") => format!(
-            "a2a-watcher: delivery failing: agent {}",
-            data["agent"].as_str().unwrap_or("")
-        ),
-        Some("card.unavailable") => format!(
-            "a2a-watcher: card unavailable: agent {}",
-            data["agent"].as_str().unwrap_or("")
-        ),
+        Some("lapse_task.failed") => task("lapse task failed"),
+        Some("lapse_task.needs_person") => task("needs a person"),
+        Some("delivery.failing") => format!("a2a-watcher: delivery failing: agent {agent}"),
+        Some("card.unavailable") => format!("a2a-watcher: card unavailable: agent {agent}"),
         _ => format!(
             "a2a-watcher: {} {} for {} {} (agent {})",
             data["lapse"].as_str().unwrap_or("lapse"),
             data["block"]["kind"].as_str().unwrap_or(""),
             data["block"]["subject"]["type"].as_str().unwrap_or(""),
             data["block"]["subject"]["id"].as_str().unwrap_or(""),
-            data["agent"].as_str().unwrap_or("")
+            agent
         ),
     };
     let ascii: String = text

@@ -16,6 +16,30 @@ use watcher_runtime::store::{Notifications, OutboxEntry};
 
 use crate::common::{at, channel_config, lapse_task, record, Receiver};
 
+/// The kept state of the channel `ops` of the default tenant.
+async fn ops_state(store: &MemoryStore) -> watcher_runtime::store::ChannelState {
+    store
+        .channel_state(&tenant(), "ops")
+        .await
+        .unwrap()
+        .expect("the channel's state is kept")
+}
+
+/// Commits one lapse task of agent `booking` (see [`lapse_task`]).
+async fn record_booking(
+    store: &MemoryStore,
+    exp: &str,
+    kind: LapseKind,
+    subject: &str,
+    lapsed_at: watcher_core::time::Instant,
+) {
+    record(
+        store,
+        vec![lapse_task("booking", exp, kind, subject, lapsed_at)],
+    )
+    .await;
+}
+
 fn config(url: &str) -> NotifyConfig {
     channel_config(url, &[])
 }
@@ -82,25 +106,11 @@ async fn each_lapse_is_told_once_signed_through_a_restart_and_a_duplicate() {
     assert_eq!(second.round().await[0].delivered, 0);
     assert_eq!(receiver.seen().len(), 2);
     // A new lapse is told once, by whichever runs.
-    record(
-        &store,
-        vec![lapse_task(
-            "booking",
-            "exp-3",
-            LapseKind::Skipped,
-            "PA-3",
-            at(20),
-        )],
-    )
-    .await;
+    record_booking(&store, "exp-3", LapseKind::Skipped, "PA-3", at(20)).await;
     assert_eq!(second.round().await[0].delivered, 1);
     assert_eq!(first.round().await[0].delivered, 0);
     assert_eq!(receiver.seen().len(), 3);
-    let state = store
-        .channel_state(&tenant(), "ops")
-        .await
-        .unwrap()
-        .expect("the channel's state is kept");
+    let state = ops_state(&store).await;
     assert_eq!(state.delivered, 3);
     assert_eq!(state.format.as_deref(), Some("standard-webhooks"));
     assert_eq!(
@@ -124,17 +134,7 @@ async fn a_receiver_down_for_ten_minutes_gets_everything_after_in_order() {
     n.round().await;
     let ids = ["exp-1", "exp-2", "exp-3", "exp-4"];
     for (i, id) in ids.iter().enumerate() {
-        record(
-            &store,
-            vec![lapse_task(
-                "booking",
-                id,
-                LapseKind::Overdue,
-                id,
-                at(1 + i as i64),
-            )],
-        )
-        .await;
+        record_booking(&store, id, LapseKind::Overdue, id, at(1 + i as i64)).await;
     }
     // Down: each attempt fails, the cursor stays, the channel backs off.
     let mut failed = 0;
@@ -148,11 +148,7 @@ async fn a_receiver_down_for_ten_minutes_gets_everything_after_in_order() {
         (5..=20).contains(&failed),
         "retried with backoff, not every round: {failed}"
     );
-    let state = store
-        .channel_state(&tenant(), "ops")
-        .await
-        .unwrap()
-        .unwrap();
+    let state = ops_state(&store).await;
     assert_eq!(state.after, None, "nothing acknowledged, so nothing passed");
     assert_eq!(state.failing_since, Some(at(10)));
     assert_eq!(
@@ -179,11 +175,7 @@ async fn a_receiver_down_for_ten_minutes_gets_everything_after_in_order() {
         })
         .collect();
     assert_eq!(told, ids);
-    let state = store
-        .channel_state(&tenant(), "ops")
-        .await
-        .unwrap()
-        .unwrap();
+    let state = ops_state(&store).await;
     assert_eq!(state.failing_since, None);
     assert_eq!(state.delivered, 4);
     // The retried notification kept its id (receivers deduplicate on it).
@@ -254,17 +246,7 @@ async fn a_burst_of_500_lapses_is_one_digest_per_channel_per_window() {
 
     // Nothing more to tell; the next lapse opens the next window.
     assert_eq!(n.round().await.iter().map(|r| r.delivered).sum::<u64>(), 0);
-    record(
-        &store,
-        vec![lapse_task(
-            "booking",
-            "exp-late",
-            LapseKind::Overdue,
-            "PB",
-            at(1000),
-        )],
-    )
-    .await;
+    record_booking(&store, "exp-late", LapseKind::Overdue, "PB", at(1000)).await;
     clock.set(at(1000 + 899));
     let r = n.round().await;
     assert_eq!(
@@ -283,17 +265,7 @@ async fn filters_pass_over_other_agents_and_kinds_and_history_before_the_channel
     let receiver = Receiver::start().await;
     let store = Arc::new(MemoryStore::new());
     // A lapse before the channel first ran is history: not told.
-    record(
-        &store,
-        vec![lapse_task(
-            "booking",
-            "old",
-            LapseKind::Overdue,
-            "P0",
-            at(-3600),
-        )],
-    )
-    .await;
+    record_booking(&store, "old", LapseKind::Overdue, "P0", at(-3600)).await;
     let clock = Arc::new(FakeClock::new(at(0)));
     let mut c = config(&receiver.url);
     c.agents = vec!["booking".into()];
@@ -314,11 +286,7 @@ async fn filters_pass_over_other_agents_and_kinds_and_history_before_the_channel
     let got = receiver.accepted();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].body["data"]["block"]["expectationId"], "e3");
-    let state = store
-        .channel_state(&tenant(), "ops")
-        .await
-        .unwrap()
-        .unwrap();
+    let state = ops_state(&store).await;
     assert_eq!(state.since, at(0));
 }
 
@@ -333,17 +301,7 @@ async fn slack_and_teams_bodies_carry_the_lapse_in_words_and_links() {
     (teams.id, teams.format, teams.secret) = ("teams".into(), "teams".into(), None);
     let n = notifier(&store, &clock, &[slack, teams]);
     n.round().await;
-    record(
-        &store,
-        vec![lapse_task(
-            "booking",
-            "exp-9",
-            LapseKind::Overdue,
-            "PA-9",
-            at(30),
-        )],
-    )
-    .await;
+    record_booking(&store, "exp-9", LapseKind::Overdue, "PA-9", at(30)).await;
     clock.set(at(31));
     n.round().await;
     let s = &rs.accepted()[0].body;
@@ -463,21 +421,12 @@ async fn a_settle_delay_holds_the_cursor_behind_recent_lapses() {
         1,
         "exp-a is settled, exp-b not"
     );
-    let state = store
-        .channel_state(&tenant(), "ops")
-        .await
-        .unwrap()
-        .unwrap();
+    let state = ops_state(&store).await;
     let first = state.after.expect("the cursor passed exp-a");
     clock.set(at(499));
     assert_eq!(n.round().await[0].delivered, 0);
     assert_eq!(
-        store
-            .channel_state(&tenant(), "ops")
-            .await
-            .unwrap()
-            .unwrap()
-            .after,
+        ops_state(&store).await.after,
         Some(first),
         "the cursor stays before the unsettled lapse"
     );
@@ -513,17 +462,7 @@ async fn a_new_channel_starts_after_the_history_without_reading_it() {
     let clock = Arc::new(FakeClock::new(at(0)));
     let n = notifier(&store, &clock, &[config(&receiver.url)]);
     assert_eq!(n.round().await[0].delivered, 0);
-    record(
-        &store,
-        vec![lapse_task(
-            "booking",
-            "new",
-            LapseKind::Overdue,
-            "PN",
-            at(5),
-        )],
-    )
-    .await;
+    record_booking(&store, "new", LapseKind::Overdue, "PN", at(5)).await;
     clock.set(at(6));
     assert_eq!(n.round().await[0].delivered, 1, "told in the next round");
     let got = receiver.accepted();
