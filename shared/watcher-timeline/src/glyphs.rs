@@ -288,12 +288,7 @@ pub(crate) fn step_group(i: usize, s: &Step<'_>, axis: &Axis, placer: &mut Place
     if let (Some(h), Some(xh)) = (s.horizon, xh) {
         g = g
             .add(
-                Line::new()
-                    .set("x1", xh)
-                    .set("x2", xh)
-                    .set("y1", y_cur - 8.0)
-                    .set("y2", y_cur + 8.0)
-                    .set("class", "horizon")
+                vline(xh, y_cur - 8.0, y_cur + 8.0, "horizon")
                     .add(Title::new(format!("horizon {h}"))),
             )
             .add(label(

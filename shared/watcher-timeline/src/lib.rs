@@ -290,6 +290,16 @@ fn tick_step(span: i64) -> i64 {
         .unwrap_or(91 * 86_400)
 }
 
+/// A vertical line at `x` from `y1` down to `y2`, of CSS class `class`.
+fn vline(x: f64, y1: f64, y2: f64, class: &str) -> Line {
+    Line::new()
+        .set("x1", x)
+        .set("x2", x)
+        .set("y1", y1)
+        .set("y2", y2)
+        .set("class", class)
+}
+
 fn text(x: f64, y: f64, class: &str, content: impl Into<String>) -> TextEl {
     TextEl::new(content)
         .set("x", x)
@@ -455,14 +465,7 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
         if let Ok(t) = Timestamp::from_second(tick) {
             let x = axis.x(t);
             doc = doc
-                .add(
-                    Line::new()
-                        .set("x1", x)
-                        .set("x2", x)
-                        .set("y1", TOP - 16.0)
-                        .set("y2", plot_bottom)
-                        .set("class", "grid"),
-                )
+                .add(vline(x, TOP - 16.0, plot_bottom, "grid"))
                 .add(label(
                     &mut placer,
                     (x, TOP - 22.0),
@@ -574,14 +577,7 @@ pub fn render(view: &serde_json::Value, now: Timestamp) -> Result<Document, Time
         doc = doc.add(
             Group::new()
                 .set("class", "now-marker")
-                .add(
-                    Line::new()
-                        .set("x1", x)
-                        .set("x2", x)
-                        .set("y1", TOP - 16.0)
-                        .set("y2", plot_bottom)
-                        .set("class", "now"),
-                )
+                .add(vline(x, TOP - 16.0, plot_bottom, "now"))
                 .add(label(
                     &mut placer,
                     (x + 3.0, plot_bottom + 16.0),

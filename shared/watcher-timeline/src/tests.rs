@@ -80,6 +80,18 @@ fn count(classes: &[String], class: &str) -> usize {
         .count()
 }
 
+/// Asserts that no step draws any of `classes`.
+fn assert_none_drawn(steps: &BTreeMap<String, Vec<String>>, classes: &[&str]) {
+    let all: Vec<String> = steps.values().flatten().cloned().collect();
+    for class in classes {
+        assert_eq!(
+            count(&all, class),
+            0,
+            "{class} drawn though the record has none"
+        );
+    }
+}
+
 #[tokio::test]
 async fn worked_example_draws_three_tracks_the_hole_and_each_lapse_kind() {
     let scenario: Value = serde_json::from_str(WORKED).unwrap();
@@ -164,14 +176,10 @@ async fn an_anchor_not_yet_satisfied_is_drawn_as_less_certain() {
     assert_eq!(count(&steps["step-0"], "uncertain"), 0, "fixed due time");
     assert_eq!(count(&steps["step-1"], "uncertain"), 0, "fixed due time");
     // Nothing happened yet: no hole, no lapse, no fact, no silence.
-    let all: Vec<String> = steps.values().flatten().cloned().collect();
-    for class in ["hole", "lapse", "happened", "fact", "silence", "reanchored"] {
-        assert_eq!(
-            count(&all, class),
-            0,
-            "{class} drawn though the record has none"
-        );
-    }
+    assert_none_drawn(
+        &steps,
+        &["hole", "lapse", "happened", "fact", "silence", "reanchored"],
+    );
 }
 
 #[test]
@@ -195,16 +203,12 @@ fn draws_nothing_it_was_not_told_and_escapes_what_it_is_told() {
     assert!(svg.contains("basis: declared"));
     let steps = classes_by_step(&svg);
     assert_eq!(steps.len(), 2, "one step and the rest");
-    let all: Vec<String> = steps.values().flatten().cloned().collect();
-    for class in [
-        "hole", "lapse", "happened", "fact", "silence", "grace", "horizon",
-    ] {
-        assert_eq!(
-            count(&all, class),
-            0,
-            "{class} drawn though the record has none"
-        );
-    }
+    assert_none_drawn(
+        &steps,
+        &[
+            "hole", "lapse", "happened", "fact", "silence", "grace", "horizon",
+        ],
+    );
 }
 
 #[test]
