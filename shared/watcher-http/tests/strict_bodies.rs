@@ -10,16 +10,10 @@ use axum::http::{header, Request};
 use axum::Router;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use tokio::sync::Notify;
 use tower::ServiceExt;
 use watcher_core::ids::Tenant;
-use watcher_core::settings::Settings;
-use watcher_core::time::Instant;
-use watcher_http::{watcher_router, AppState, Role, SourceWebhook};
-use watcher_runtime::clock::FakeClock;
+use watcher_http::{Role, SourceWebhook};
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::Store;
-use watcher_runtime::watcher::Watcher;
 use watcher_webhooks::{MappingConfig, SourceHook};
 
 const ARTIFACT: &str = include_str!("../../../examples/booking-artifact.json");
@@ -48,15 +42,12 @@ fn app() -> Router {
             hook: SourceHook::compile(None, &[mapping]).unwrap(),
         })
         .unwrap();
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    watcher_router(AppState {
-        watcher: Arc::new(Watcher::new(store, directory, Settings::default())),
-        credentials: Arc::new(credentials),
-        clock: Arc::new(FakeClock::new(
-            Instant::parse("2026-09-10T12:00:00Z").unwrap(),
-        )),
-        wake: Arc::new(Notify::new()),
-    })
+    crate::common::router_at(
+        Arc::new(MemoryStore::new()),
+        directory,
+        credentials,
+        "2026-09-10T12:00:00Z",
+    )
 }
 
 /// `method uri` with `token` and the body `text` as sent: status, Content-Type, JSON body.

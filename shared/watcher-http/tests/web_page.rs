@@ -9,16 +9,12 @@ use axum::http::{header, HeaderMap, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use tokio::sync::Notify;
 use tower::ServiceExt;
 use watcher_core::ids::Tenant;
-use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
-use watcher_http::{watcher_router, AppState, Role};
-use watcher_runtime::clock::FakeClock;
+use watcher_http::Role;
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::Store;
-use watcher_runtime::watcher::Watcher;
 
 const OPERATOR: &str = "ops-token";
 const AGENT: &str = "push-token";
@@ -39,14 +35,7 @@ fn app_on(store: Arc<dyn Store>) -> Router {
         (AGENT, Role::Agent, "booking"),
         (SOURCE, Role::Source, "carrier"),
     ]);
-    watcher_router(AppState {
-        watcher: Arc::new(Watcher::new(store, directory, Settings::default())),
-        credentials: Arc::new(credentials),
-        clock: Arc::new(FakeClock::new(
-            Instant::parse("2026-09-10T02:00:00Z").unwrap(),
-        )),
-        wake: Arc::new(Notify::new()),
-    })
+    crate::common::router_at(store, directory, credentials, "2026-09-10T02:00:00Z")
 }
 
 async fn send(app: &Router, request: Request<Body>) -> (StatusCode, HeaderMap, String) {

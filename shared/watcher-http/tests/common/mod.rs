@@ -101,6 +101,26 @@ pub async fn send(
     (status, content_type, bytes)
 }
 
+/// The watcher's routes over `store` with `directory`'s agents and `credentials`, on default
+/// settings, the clock stopped at `at` (RFC 3339).
+pub fn router_at(
+    store: Arc<dyn Store>,
+    directory: Directory,
+    credentials: Credentials,
+    at: &str,
+) -> Router {
+    watcher_router(AppState {
+        watcher: Arc::new(Watcher::new(
+            store,
+            directory,
+            watcher_core::settings::Settings::default(),
+        )),
+        credentials: Arc::new(credentials),
+        clock: Arc::new(FakeClock::new(Instant::parse(at).unwrap())),
+        wake: Arc::new(Notify::new()),
+    })
+}
+
 /// The watcher's routes over `watcher` for the operator `ops-desk` of the default tenant (bearer
 /// [`OPERATOR`]), the clock at 2026-09-11T12:00:00Z, waking the delivery lanes through `wake`.
 pub fn operator_router(watcher: Watcher<dyn Store>, wake: Arc<Notify>) -> Router {
