@@ -196,23 +196,29 @@ mod tests {
         Instant::parse(t).unwrap()
     }
 
-    /// The request is the A2A type, and its JSON is what semantics.md "The lapse task" gives,
-    /// member for member.
-    #[test]
-    fn the_request_is_a_typed_send_message_request() {
-        let block = LapseBlock {
+    /// Expectation `e-1`'s block (shipment S1's arrival, due 06:00), lapsed `lapse` at
+    /// `lapsed_at`.
+    fn block(lapse: LapseKind, lapsed_at: &str) -> LapseBlock {
+        LapseBlock {
             expectation_id: ExpectationId::parse("e-1").unwrap(),
             kind: "ship.arrival".into(),
             subject: Subject::parse("shipment", "S1").unwrap(),
             expects: "the arrival".into(),
-            lapse: LapseKind::Overdue,
+            lapse,
             projected_due_at: at("2026-09-10T06:00:00Z"),
             due_at: at("2026-09-10T06:00:00Z"),
-            lapsed_at: at("2026-09-10T06:00:00Z"),
+            lapsed_at: at(lapsed_at),
             last_fact_at: None,
             satisfied_after: Vec::new(),
             lineage: 0,
-        };
+        }
+    }
+
+    /// The request is the A2A type, and its JSON is what semantics.md "The lapse task" gives,
+    /// member for member.
+    #[test]
+    fn the_request_is_a_typed_send_message_request() {
+        let block = block(LapseKind::Overdue, "2026-09-10T06:00:00Z");
         let lapse = Lapse {
             tenant: Tenant::default_tenant(),
             agent: AgentId::parse("booking").unwrap(),
@@ -262,19 +268,7 @@ mod tests {
     }
 
     fn stalled_text(silent_since: &str, horizon: &str) -> String {
-        let block = LapseBlock {
-            expectation_id: ExpectationId::parse("e-1").unwrap(),
-            kind: "ship.arrival".into(),
-            subject: Subject::parse("shipment", "S1").unwrap(),
-            expects: "the arrival".into(),
-            lapse: LapseKind::Stalled,
-            projected_due_at: at("2026-09-10T06:00:00Z"),
-            due_at: at("2026-09-10T06:00:00Z"),
-            lapsed_at: at("2026-09-10T09:00:00Z"),
-            last_fact_at: None,
-            satisfied_after: Vec::new(),
-            lineage: 0,
-        };
+        let block = block(LapseKind::Stalled, "2026-09-10T09:00:00Z");
         phrase(&Phrase {
             block: &block,
             grace: None,

@@ -418,6 +418,19 @@ impl Slice {
             .ok_or_else(|| Need::Task(t.clone()))
     }
 
+    /// The subjects of the task record (`None`: never seen), each checked loaded; else the first
+    /// [`Need`]: [`Need::Task`], then [`Need::Subject`] in the record's order.
+    pub(crate) fn task_subjects(&self, t: &TaskRef) -> Result<Option<Vec<Subject>>, Need> {
+        let Some(task) = self.task(t)? else {
+            return Ok(None);
+        };
+        let subjects: Vec<Subject> = task.subjects.iter().cloned().collect();
+        for s in &subjects {
+            self.subject(s)?;
+        }
+        Ok(Some(subjects))
+    }
+
     /// The task record for writing, created if never seen; marks it dirty.
     pub fn task_mut(&mut self, t: &TaskRef) -> Result<&mut TaskRecord, Need> {
         match self.tasks.get_mut(t) {

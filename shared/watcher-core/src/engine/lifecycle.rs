@@ -10,7 +10,7 @@
 //! stamped input-required status never answers it.
 
 use super::{facts, Origin, Out, ReportedFact, StepContext};
-use crate::ids::{AgentId, Source, Subject, TaskRef};
+use crate::ids::{AgentId, Source, TaskRef};
 use crate::slice::{Lifecycle, Need, Slice, StatusSeen, StatusTime};
 use crate::time::Instant;
 
@@ -93,13 +93,9 @@ fn answer_questions(
     now: Instant,
     out: &mut Out,
 ) -> Result<(), Need> {
-    let subjects: Vec<Subject> = match slice.task(task)? {
-        Some(t) => t.subjects.iter().cloned().collect(),
-        None => return Ok(()),
+    let Some(subjects) = slice.task_subjects(task)? else {
+        return Ok(());
     };
-    for s in &subjects {
-        slice.subject(s)?;
-    }
     let mut to_report = Vec::new();
     for s in &subjects {
         let state = slice.subject_mut(s)?;

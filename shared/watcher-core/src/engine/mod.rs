@@ -349,24 +349,16 @@ pub fn step(
                         ctx,
                         &mut out,
                     )?,
-                    PushItem::Malformed { task_id, reason } => {
+                    // A malformed item is refused; an ignored one only warned about.
+                    PushItem::Malformed { task_id, reason }
+                    | PushItem::Ignored { task_id, reason } => {
                         out.push(Effect::Rejected(Rejection {
                             agent: agent.id.clone(),
                             expectation_id: None,
                             reason: reason.clone(),
                             task_id: task_id.clone(),
                             at: ctx.now,
-                            warning: false,
-                        }))
-                    }
-                    PushItem::Ignored { task_id, reason } => {
-                        out.push(Effect::Rejected(Rejection {
-                            agent: agent.id.clone(),
-                            expectation_id: None,
-                            reason: reason.clone(),
-                            task_id: task_id.clone(),
-                            at: ctx.now,
-                            warning: true,
+                            warning: matches!(item, PushItem::Ignored { .. }),
                         }))
                     }
                 }

@@ -1,6 +1,6 @@
 //! The first guess at what a step must load; the engine asks for the rest through [`Need`].
 
-use super::{Input, PushItem};
+use super::{Input, PushItem, ReportedFact};
 use crate::ids::{ExpectationRef, TaskRef};
 use crate::settings::Settings;
 use crate::slice::{Need, Scope};
@@ -64,15 +64,7 @@ pub fn initial_scope(input: &Input, settings: &Settings) -> Scope {
                             }));
                         }
                     }
-                    PushItem::Facts(facts) => {
-                        for f in facts {
-                            scope.add(Need::Subject(super::facts::unplaced_subject(&f.fact_key)));
-                            scope.add(Need::FactKey(f.fact_key.clone()));
-                            if let Some(s) = &f.subject {
-                                scope.add(Need::Subject(s.clone()));
-                            }
-                        }
-                    }
+                    PushItem::Facts(facts) => add_facts(&mut scope, facts),
                     PushItem::Status { origin, .. } => {
                         scope.add(Need::Task(TaskRef {
                             agent: agent.id.clone(),
@@ -83,18 +75,21 @@ pub fn initial_scope(input: &Input, settings: &Settings) -> Scope {
                 }
             }
         }
-        Input::Facts(facts) => {
-            for f in facts {
-                scope.add(Need::Subject(super::facts::unplaced_subject(&f.fact_key)));
-                scope.add(Need::FactKey(f.fact_key.clone()));
-                if let Some(s) = &f.subject {
-                    scope.add(Need::Subject(s.clone()));
-                }
-            }
-        }
+        Input::Facts(facts) => add_facts(&mut scope, facts),
         Input::Timer(key) => {
             scope.add(Need::Subject(key.subject.clone()));
         }
     }
     scope
+}
+
+/// What reporting `facts` touches: each fact's unplaced subject, its key and its subject if named.
+fn add_facts(scope: &mut Scope, facts: &[ReportedFact]) {
+    for f in facts {
+        scope.add(Need::Subject(super::facts::unplaced_subject(&f.fact_key)));
+        scope.add(Need::FactKey(f.fact_key.clone()));
+        if let Some(s) = &f.subject {
+            scope.add(Need::Subject(s.clone()));
+        }
+    }
 }

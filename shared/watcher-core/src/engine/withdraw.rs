@@ -2,7 +2,7 @@
 //! and by supersession (expectations-v1 §8.1, §13.6; semantics.md "Supersession, withdrawal").
 
 use super::{Effect, Origin, Out};
-use crate::ids::{AgentId, ExpectationId, ExpectationRef, Subject, TaskRef};
+use crate::ids::{AgentId, ExpectationId, ExpectationRef, TaskRef};
 use crate::record::{AnchorState, Status, Withdrawal};
 use crate::slice::{Need, Slice, SubjectState};
 use crate::time::Instant;
@@ -60,13 +60,9 @@ pub(crate) fn task_terminal(
     now: Instant,
     out: &mut Out,
 ) -> Result<(), Need> {
-    let subjects: Vec<Subject> = match slice.task(task)? {
-        Some(t) => t.subjects.iter().cloned().collect(),
-        None => return Ok(()),
+    let Some(subjects) = slice.task_subjects(task)? else {
+        return Ok(());
     };
-    for s in &subjects {
-        slice.subject(s)?;
-    }
     let reason = format!(
         "origin task {} reached {} (expectations-v1 §8.1)",
         task.task_id, state_name
