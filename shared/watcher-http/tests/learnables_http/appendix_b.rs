@@ -27,8 +27,7 @@ async fn appendix_b(app: Router) {
     reads_northgate(&app).await;
 
     // The history carries the lesson with its author, credential and reason, newest first.
-    let history = get(&app, &format!("{DEF}/history"), OPERATOR).await;
-    let h = history.ok()["history"].as_array().expect("a list").clone();
+    let h = history(&app, DEF, OPERATOR).await;
     assert_eq!(h.len(), 2);
     assert_eq!(h[0]["kind"], json!("lesson"));
     assert_eq!(h[0]["definitionVersion"], json!(2));
@@ -60,8 +59,7 @@ async fn appendix_b(app: Router) {
 
     // §10.2: the same lesson again learns nothing, makes no version, is not an error.
     the_same_lesson_learns_nothing(&app, &v2_id).await;
-    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
-    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(2));
+    assert_eq!(history(&app, DEF, TEACHER).await.len(), 2);
     let missing = get(&app, &format!("{DEF}/versions/3"), TEACHER).await;
     missing.problem(StatusCode::NOT_FOUND);
 }

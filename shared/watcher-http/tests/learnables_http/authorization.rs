@@ -55,8 +55,7 @@ async fn sources_agents_and_operators_cannot_write() {
         .await
         .problem(StatusCode::UNAUTHORIZED);
     assert_eq!(active_version(&app).await, 1, "nothing was written");
-    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
-    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
+    assert_eq!(history(&app, DEF, TEACHER).await.len(), 1);
 }
 
 #[tokio::test]
@@ -72,9 +71,8 @@ async fn taught_by_must_be_the_teacher_or_someone_it_teaches_for() {
     .await
     .problem(StatusCode::FORBIDDEN);
     create_definition(&app).await;
-    let detail = post(
+    let detail = teach(
         &app,
-        &format!("{DEF}/lessons"),
         TEACHER,
         lesson(
             "northgate",
@@ -85,9 +83,8 @@ async fn taught_by_must_be_the_teacher_or_someone_it_teaches_for() {
     .await
     .problem(StatusCode::FORBIDDEN);
     assert!(detail.contains("mallory@elsewhere.example"), "{detail}");
-    post(
+    activate(
         &app,
-        &format!("{DEF}/activate"),
         TEACHER,
         json!({ "definitionVersion": 1, "taughtBy": "mallory@elsewhere.example" }),
     )
@@ -96,20 +93,16 @@ async fn taught_by_must_be_the_teacher_or_someone_it_teaches_for() {
     assert_eq!(active_version(&app).await, 1);
 
     // The teacher's own id is allowed, and is recorded as both author and credential.
-    let own = post(
+    let own = teach(
         &app,
-        &format!("{DEF}/lessons"),
         TEACHER,
         lesson("northgate", "billing@origin\\.example", "teacher-console"),
     )
     .await;
     assert_eq!(own.ok()["learned"], json!(true));
-    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
-    assert_eq!(
-        history.ok()["history"][0]["taughtBy"],
-        json!("teacher-console")
-    );
-    assert_eq!(history.ok()["history"][0]["via"], json!("teacher-console"));
+    let h = history(&app, DEF, TEACHER).await;
+    assert_eq!(h[0]["taughtBy"], json!("teacher-console"));
+    assert_eq!(h[0]["via"], json!("teacher-console"));
 }
 
 #[tokio::test]
@@ -127,7 +120,7 @@ async fn another_tenants_definition_is_404() {
     get(&app, &format!("{DEF}/descriptors"), t)
         .await
         .problem(StatusCode::NOT_FOUND);
-    post(&app, &format!("{DEF}/lessons"), t, billing_lesson())
+    teach(&app, t, billing_lesson())
         .await
         .problem(StatusCode::NOT_FOUND);
     post(
@@ -138,22 +131,15 @@ async fn another_tenants_definition_is_404() {
     )
     .await
     .problem(StatusCode::NOT_FOUND);
-    post(
-        &app,
-        &format!("{DEF}/activate"),
-        t,
-        json!({ "definitionVersion": 1, "taughtBy": DANA }),
-    )
-    .await
-    .problem(StatusCode::NOT_FOUND);
+    activate(&app, t, json!({ "definitionVersion": 1, "taughtBy": DANA }))
+        .await
+        .problem(StatusCode::NOT_FOUND);
     assert_eq!(active_version(&app).await, 1);
 
     // The same id in the other tenant is another definition.
     let theirs = put_definition(&app, DEF, t, customers()).await;
     assert_eq!(theirs.status, StatusCode::CREATED, "{}", theirs.body);
-    post(&app, &format!("{DEF}/lessons"), t, billing_lesson())
-        .await
-        .ok();
+    teach(&app, t, billing_lesson()).await.ok();
     assert_eq!(get(&app, DEF, t).await.ok()["definitionVersion"], json!(2));
     assert_eq!(
         active_version(&app).await,

@@ -30,8 +30,7 @@ async fn lessons_check_reports_the_over_broad_pa_2026_lesson() {
         ] })
     );
     assert_eq!(active_version(&app).await, 1, "check writes nothing");
-    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
-    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
+    assert_eq!(history(&app, DEF, TEACHER).await.len(), 1);
 
     // The colon is a literal: `lessons:check` is its own route, not `lessons` nor a capture.
     let plain = post(&app, &format!("{DEF}/lessons:other"), TEACHER, json!({})).await;
@@ -148,16 +147,10 @@ async fn a_definition_too_large_for_its_store_is_413_and_nothing_changes() {
     let app = app(Arc::new(Limited { inner, limit }));
 
     for _ in 0..2 {
-        let refused = post(&app, &format!("{DEF}/lessons"), TEACHER, billing_lesson()).await;
+        let refused = teach(&app, TEACHER, billing_lesson()).await;
         too_large(&refused, "prealert-triage", limit);
     }
-    assert_eq!(
-        get(&app, DEF, TEACHER).await.ok(),
-        &v1,
-        "the active version is unchanged"
-    );
-    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
-    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
+    assert_unchanged(&app, DEF, TEACHER, &v1).await;
     get(&app, &format!("{DEF}/versions/2"), TEACHER)
         .await
         .problem(StatusCode::NOT_FOUND);

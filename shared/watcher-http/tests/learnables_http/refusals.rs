@@ -13,13 +13,7 @@ async fn an_unbalanced_parenthesis_is_refused_with_the_compilers_reason() {
 async fn a_pattern_over_the_size_limit_is_refused() {
     let app = memory_app();
     create_definition(&app).await;
-    let refused = post(
-        &app,
-        &format!("{DEF}/lessons"),
-        TEACHER,
-        lesson("northgate", "\\w{5000}", DANA),
-    )
-    .await;
+    let refused = teach(&app, TEACHER, lesson("northgate", "\\w{5000}", DANA)).await;
     let detail = refused.problem(StatusCode::UNPROCESSABLE_ENTITY);
     assert!(
         detail.starts_with(
@@ -56,9 +50,8 @@ async fn malformed_requests_are_400_problems() {
         .expect("a request");
     let answer = app.clone().oneshot(not_json).await.expect("an answer");
     assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
-    let no_value = post(
+    let no_value = teach(
         &app,
-        &format!("{DEF}/lessons"),
         TEACHER,
         json!({ "collection": "customers", "entry": "northgate", "taughtBy": DANA }),
     )
@@ -70,9 +63,8 @@ async fn malformed_requests_are_400_problems() {
     get(&app, "/v1/definitions/no-such-thing", TEACHER)
         .await
         .problem(StatusCode::NOT_FOUND);
-    let unknown_collection = post(
+    let unknown_collection = teach(
         &app,
-        &format!("{DEF}/lessons"),
         TEACHER,
         json!({ "collection": "suppliers", "entry": "x", "value": {}, "taughtBy": DANA }),
     )

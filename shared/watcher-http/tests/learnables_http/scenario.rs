@@ -73,6 +73,33 @@ pub async fn post(app: &Router, path: &str, token: &str, body: Value) -> Answer 
     call(app, "POST", path, token, Some(body)).await
 }
 
+/// `POST {DEF}/lessons` of `lesson` with `token`.
+pub async fn teach(app: &Router, token: &str, lesson: Value) -> Answer {
+    post(app, &format!("{DEF}/lessons"), token, lesson).await
+}
+
+/// `POST {DEF}/activate` of `body` (`definitionVersion`, `taughtBy`, `reason`) with `token`.
+pub async fn activate(app: &Router, token: &str, body: Value) -> Answer {
+    post(app, &format!("{DEF}/activate"), token, body).await
+}
+
+/// The entries of `GET {definition}/history`, newest first.
+pub async fn history(app: &Router, definition: &str, token: &str) -> Vec<Value> {
+    let answer = get(app, &format!("{definition}/history"), token).await;
+    answer.ok()["history"].as_array().expect("a list").clone()
+}
+
+/// Asserts that `definition` is as `v1`, its first version, left it: `v1` is active and the
+/// history holds only its creation.
+pub async fn assert_unchanged(app: &Router, definition: &str, token: &str, v1: &Value) {
+    assert_eq!(
+        get(app, definition, token).await.ok(),
+        v1,
+        "the active version is unchanged"
+    );
+    assert_eq!(history(app, definition, token).await.len(), 1);
+}
+
 /// `POST`s `text` as it is (a JSON text no `Value` can hold, such as one giving a member twice);
 /// asserts a 400 problem and gives its `detail`.
 pub async fn bad_request_for(app: &Router, path: &str, token: &str, text: String) -> String {
@@ -232,7 +259,7 @@ pub async fn cannot_tell_yet(app: &Router) -> Value {
 /// 4-5. Dana teaches through the teacher console; version 2 is published on top of `v1_id`.
 /// Gives its `versionId`.
 pub async fn dana_teaches(app: &Router, v1_id: &str) -> String {
-    let taught = post(app, &format!("{DEF}/lessons"), TEACHER, billing_lesson()).await;
+    let taught = teach(app, TEACHER, billing_lesson()).await;
     let result = taught.ok();
     assert_eq!(result["learned"], json!(true));
     assert_eq!(
@@ -264,7 +291,7 @@ pub async fn reads_northgate(app: &Router) {
 
 /// §10.2: the same lesson again learns nothing, makes no version, is not an error.
 pub async fn the_same_lesson_learns_nothing(app: &Router, v2_id: &str) {
-    let same = post(app, &format!("{DEF}/lessons"), TEACHER, billing_lesson()).await;
+    let same = teach(app, TEACHER, billing_lesson()).await;
     let same = same.ok();
     assert_eq!(same["learned"], json!(false));
     assert_eq!(same["definitionVersion"], json!(2));
@@ -274,9 +301,8 @@ pub async fn the_same_lesson_learns_nothing(app: &Router, v2_id: &str) {
 
 /// Undo (§10.3): Dana activates version 1 again ("wrong customer") in place of version 2.
 pub async fn undo_to_version_1(app: &Router, v1_id: &str, v2_id: &str) {
-    let undo = post(
+    let undo = activate(
         app,
-        &format!("{DEF}/activate"),
         TEACHER,
         json!({ "definitionVersion": 1, "taughtBy": DANA, "reason": "wrong customer" }),
     )
@@ -306,11 +332,5 @@ pub async fn refuses_an_unusable_pattern(app: &Router, v1: &Value) {
         refused.problem(StatusCode::UNPROCESSABLE_ENTITY),
         "\"billing@origin\\\\.example(\" is not a usable pattern: unclosed group at position 24"
     );
-    assert_eq!(
-        get(app, DEF, TEACHER).await.ok(),
-        v1,
-        "active version unchanged"
-    );
-    let history = get(app, &format!("{DEF}/history"), TEACHER).await;
-    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(1));
+    assert_unchanged(app, DEF, TEACHER, v1).await;
 }

@@ -6,7 +6,7 @@ use super::*;
 async fn activating_version_1_undoes_the_lesson() {
     let app = memory_app();
     let v1 = create_definition(&app).await;
-    let taught = post(&app, &format!("{DEF}/lessons"), TEACHER, billing_lesson()).await;
+    let taught = teach(&app, TEACHER, billing_lesson()).await;
     let v2_id = taught.ok()["versionId"].clone();
     assert_eq!(
         show_back(&app, TEACHER).await["customer"]["settled"],
@@ -18,28 +18,24 @@ async fn activating_version_1_undoes_the_lesson() {
     cannot_tell_yet(&app).await;
     assert_eq!(get(&app, DEF, OPERATOR).await.ok(), &v1);
 
-    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
-    let h = &history.ok()["history"];
-    assert_eq!(h.as_array().map(Vec::len), Some(3));
+    let h = history(&app, DEF, TEACHER).await;
+    assert_eq!(h.len(), 3);
     assert_eq!(h[0]["kind"], json!("activation"));
     assert_eq!(h[0]["definitionVersion"], json!(1));
     assert_eq!(h[0]["taughtBy"], json!(DANA));
     assert_eq!(h[0]["via"], json!("teacher-console"));
     assert_eq!(h[0]["reason"], json!("wrong customer"));
 
-    let noop = post(
+    let noop = activate(
         &app,
-        &format!("{DEF}/activate"),
         TEACHER,
         json!({ "definitionVersion": 1, "taughtBy": DANA }),
     )
     .await;
     assert_eq!(noop.ok()["activated"], json!(false));
-    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
-    assert_eq!(history.ok()["history"].as_array().map(Vec::len), Some(3));
-    post(
+    assert_eq!(history(&app, DEF, TEACHER).await.len(), 3);
+    activate(
         &app,
-        &format!("{DEF}/activate"),
         TEACHER,
         json!({ "definitionVersion": 9, "taughtBy": DANA }),
     )
@@ -51,9 +47,7 @@ async fn activating_version_1_undoes_the_lesson() {
 async fn a_tombstoned_version_answers_410_and_stays_in_history() {
     let app = memory_app();
     create_definition(&app).await;
-    post(&app, &format!("{DEF}/lessons"), TEACHER, billing_lesson())
-        .await
-        .ok();
+    teach(&app, TEACHER, billing_lesson()).await.ok();
 
     // The active version cannot be tombstoned.
     let active = post(
@@ -65,9 +59,8 @@ async fn a_tombstoned_version_answers_410_and_stays_in_history() {
     .await;
     active.problem(StatusCode::CONFLICT);
 
-    post(
+    activate(
         &app,
-        &format!("{DEF}/activate"),
         TEACHER,
         json!({ "definitionVersion": 1, "taughtBy": DANA }),
     )
@@ -86,9 +79,8 @@ async fn a_tombstoned_version_answers_410_and_stays_in_history() {
     get(&app, &format!("{DEF}/versions/2"), OPERATOR)
         .await
         .problem(StatusCode::GONE);
-    post(
+    activate(
         &app,
-        &format!("{DEF}/activate"),
         TEACHER,
         json!({ "definitionVersion": 2, "taughtBy": DANA }),
     )
@@ -103,8 +95,7 @@ async fn a_tombstoned_version_answers_410_and_stays_in_history() {
     .await;
     assert_eq!(again.ok()["tombstoned"], json!(false));
 
-    let history = get(&app, &format!("{DEF}/history"), TEACHER).await;
-    let h = history.ok()["history"].as_array().expect("a list").clone();
+    let h = history(&app, DEF, TEACHER).await;
     assert_eq!(h[0]["kind"], json!("tombstone"));
     assert_eq!(h[0]["definitionVersion"], json!(2));
     assert_eq!(h[0]["reason"], json!("holds a personal address"));
@@ -121,6 +112,6 @@ async fn a_tombstoned_version_answers_410_and_stays_in_history() {
 
     // Version 1 still serves; teaching again makes version 3 from the active version.
     get(&app, &format!("{DEF}/versions/1"), TEACHER).await.ok();
-    let retaught = post(&app, &format!("{DEF}/lessons"), TEACHER, billing_lesson()).await;
+    let retaught = teach(&app, TEACHER, billing_lesson()).await;
     assert_eq!(retaught.ok()["definitionVersion"], json!(3));
 }
