@@ -46,6 +46,23 @@ pub struct Principal {
     pub on_behalf_of: Vec<String>,
 }
 
+impl Principal {
+    /// Refuses (403) a `role` credential on a path that names another `what` (`agent`, `source`)
+    /// than its own id; a credential of any other role (an operator) passes.
+    ///
+    /// # Errors
+    /// 403 `this credential belongs to {what} "<own id>", not "<id>"`.
+    pub(crate) fn check_own(&self, role: Role, what: &str, id: &str) -> Result<(), ApiError> {
+        if self.role == role && self.id != id {
+            return Err(ApiError::forbidden(format!(
+                "this credential belongs to {what} {:?}, not {id:?}",
+                self.id
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Token → principal; and each source's webhook settings (contracts/serve.md "Carrier
 /// webhooks"): its signature is a credential too, and its mappings say what its calls mean.
 #[derive(Debug, Clone, Default)]

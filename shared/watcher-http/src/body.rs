@@ -9,6 +9,22 @@ use serde_json::Value;
 use crate::problem::ApiError;
 use crate::strict_json::{self, StrictJsonError};
 
+/// The media type of a `Content-Type` that is not JSON (lowercased, parameters dropped), or
+/// `None` for JSON: `application/json`, `*/*+json`, an empty media type, or no readable header.
+pub(crate) fn non_json_media_type(headers: &HeaderMap) -> Option<String> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())?;
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let is_json = mime == "application/json" || mime.ends_with("+json") || mime.is_empty();
+    (!is_json).then_some(mime)
+}
+
 /// Parses a JSON body, every member of which the watcher reads. A `Content-Type` other than
 /// JSON (`*/json` or `*/*+json`) is 415.
 ///
@@ -29,22 +45,10 @@ pub fn json_body_with(
     body: &Bytes,
     policy: strict_json::Policy,
 ) -> Result<Value, ApiError> {
-    if let Some(ct) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    {
-        let mime = ct
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        let is_json = mime == "application/json" || mime.ends_with("+json") || mime.is_empty();
-        if !is_json {
-            return Err(ApiError::unsupported_media_type(format!(
-                "Content-Type {mime:?} is not JSON; send application/json or application/a2a+json"
-            )));
-        }
+    if let Some(mime) = non_json_media_type(headers) {
+        return Err(ApiError::unsupported_media_type(format!(
+            "Content-Type {mime:?} is not JSON; send application/json or application/a2a+json"
+        )));
     }
     if body.is_empty() {
         return Err(ApiError::bad_request(

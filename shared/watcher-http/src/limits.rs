@@ -152,22 +152,7 @@ impl ApiError {
 }
 
 fn is_json(req: &Request) -> bool {
-    match req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    {
-        None => true,
-        Some(ct) => {
-            let mime = ct
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            mime.is_empty() || mime == "application/json" || mime.ends_with("+json")
-        }
-    }
+    crate::body::non_json_media_type(req.headers()).is_none()
 }
 
 enum Read {

@@ -132,12 +132,8 @@ fn authenticate(
         return Ok(hook.clone());
     }
     let principal = state.credentials.require(headers, &[Role::Source], false)?;
-    if principal.id != source_id {
-        return Err(ApiError::forbidden(format!(
-            "this credential belongs to source {:?}, not {source_id:?}",
-            principal.id
-        )));
-    }
+    // Only sources pass `require` here: the source of the path itself.
+    principal.check_own(Role::Source, "source", source_id)?;
     state
         .credentials
         .webhook(&principal.tenant, source_id)

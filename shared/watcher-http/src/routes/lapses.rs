@@ -112,16 +112,7 @@ pub async fn retry_lapses(
     };
     let agent = AgentId::parse(agent_name.clone())
         .map_err(|r| ApiError::bad_request(format!("field `agent`: {r}")))?;
-    if state
-        .watcher
-        .directory
-        .get(&principal.tenant, &agent)
-        .is_none()
-    {
-        return Err(ApiError::not_found(format!(
-            "agent {agent_name:?} is not registered in this tenant"
-        )));
-    }
+    require_registered(&state, &principal.tenant, &agent, &agent_name)?;
     let ids: Option<Vec<String>> = match obj.get("messageIds") {
         None | Some(Value::Null) => None,
         Some(Value::Array(items)) => {

@@ -22,6 +22,22 @@ pub use push::*;
 pub use rejections::*;
 pub use subjects::*;
 
+/// Refuses (404) an agent the directory does not hold in `tenant`; `name` is the id as the
+/// caller gave it.
+pub(crate) fn require_registered(
+    state: &crate::AppState,
+    tenant: &watcher_core::ids::Tenant,
+    id: &watcher_core::ids::AgentId,
+    name: &str,
+) -> Result<(), ApiError> {
+    if state.watcher.directory.get(tenant, id).is_none() {
+        return Err(ApiError::not_found(format!(
+            "agent {name:?} is not registered in this tenant"
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn unavailable(e: impl std::fmt::Display) -> ApiError {
     tracing::error!(error = %e, "store failure");
     ApiError::unavailable("the watcher's store is unavailable; retry later")

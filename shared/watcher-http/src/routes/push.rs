@@ -31,12 +31,8 @@ pub async fn push(
     body: Bytes,
 ) -> Result<Json<PushOutcome>, ApiError> {
     let principal = state.credentials.require(&headers, &[Role::Agent], true)?;
-    if principal.id != agent_id {
-        return Err(ApiError::forbidden(format!(
-            "this credential belongs to agent {:?}, not {agent_id:?}",
-            principal.id
-        )));
-    }
+    // Only agents pass `require` here: the agent of the path itself.
+    principal.check_own(Role::Agent, "agent", &agent_id)?;
     let tenant = principal.tenant.clone();
     let id = AgentId::parse(agent_id.clone())
         .map_err(|r| ApiError::bad_request(format!("agentId: {r}")))?;

@@ -27,24 +27,10 @@ pub async fn rejections(
         .credentials
         .require(&headers, &[Role::Agent, Role::Operator], true)?;
     let params = page::parse(&uri, 'r', &[])?;
-    if principal.role == Role::Agent && principal.id != agent_id {
-        return Err(ApiError::forbidden(format!(
-            "this credential belongs to agent {:?}, not {agent_id:?}",
-            principal.id
-        )));
-    }
+    principal.check_own(Role::Agent, "agent", &agent_id)?;
     let id = AgentId::parse(agent_id.clone())
         .map_err(|r| ApiError::bad_request(format!("agentId: {r}")))?;
-    if state
-        .watcher
-        .directory
-        .get(&principal.tenant, &id)
-        .is_none()
-    {
-        return Err(ApiError::not_found(format!(
-            "agent {agent_id:?} is not registered in this tenant"
-        )));
-    }
+    require_registered(&state, &principal.tenant, &id, &agent_id)?;
     Ok(Json(
         rejections_page(&state, &principal.tenant, &id, &params).await?,
     ))
@@ -95,12 +81,7 @@ pub async fn source_rejections(
         .credentials
         .require(&headers, &[Role::Source, Role::Operator], false)?;
     let params = page::parse(&uri, 'r', &[])?;
-    if principal.role == Role::Source && principal.id != source_id {
-        return Err(ApiError::forbidden(format!(
-            "this credential belongs to source {:?}, not {source_id:?}",
-            principal.id
-        )));
-    }
+    principal.check_own(Role::Source, "source", &source_id)?;
     let Some(key) = source_key(&source_id) else {
         return Err(ApiError::bad_request(format!(
             "sourceId: not a source id (at most {} bytes, no control characters)",
