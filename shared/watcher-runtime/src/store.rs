@@ -2,6 +2,8 @@
 //! (fact key → subjects, expectation → subject, next deadlines) kept by the store from what it
 //! commits. Every implementation passes [`crate::conformance`].
 
+use std::borrow::Borrow;
+
 use a2a_types::TaskState;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -105,6 +107,40 @@ impl LapseQuery {
     }
 }
 
+impl Commit {
+    /// A commit of these subjects and nothing else.
+    pub fn of_subjects(subjects: Vec<SubjectState>) -> Self {
+        Commit {
+            subjects,
+            ..Commit::default()
+        }
+    }
+
+    /// A commit of these tasks and nothing else.
+    pub fn of_tasks(tasks: Vec<TaskRecord>) -> Self {
+        Commit {
+            tasks,
+            ..Commit::default()
+        }
+    }
+
+    /// A commit of these new lapse tasks and nothing else.
+    pub fn of_outbox(outbox: Vec<OutboxEntry>) -> Self {
+        Commit {
+            outbox,
+            ..Commit::default()
+        }
+    }
+
+    /// A commit of these refusals and nothing else.
+    pub fn of_rejections(rejections: Vec<Rejection>) -> Self {
+        Commit {
+            rejections,
+            ..Commit::default()
+        }
+    }
+}
+
 impl PurgeReport {
     /// Whether nothing was deleted.
     pub fn is_empty(&self) -> bool {
@@ -145,6 +181,68 @@ pub struct LapsePage {
     pub entries: Vec<(u64, OutboxEntry)>,
     /// Where the next page starts; `None` when nothing is left after this page.
     pub next: Option<u64>,
+}
+
+/// One of an agent's outbox lanes, each read from an index of its own ([`Outbox::outbox_lane`]),
+/// and the instant an entry stands at in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Entries in this delivery state, at their next attempt ([`Outbox::outbox_of_agent`]).
+    Delivery(DeliveryState),
+    /// Followed entries, at their `follow_at` ([`Outbox::outbox_following`]).
+    Following,
+    /// Entries whose task waits for a person, since `needs_person_since`
+    /// ([`Outbox::outbox_needing_person`]).
+    NeedingPerson,
+}
+
+impl Lane {
+    /// The instant `entry` stands at in this lane; `None` when it is not in the lane.
+    pub fn at(self, entry: &OutboxEntry) -> Option<Instant> {
+        match self {
+            Lane::Delivery(d) => (entry.delivery == d).then_some(entry.next_attempt_at),
+            Lane::Following => entry.follow_at,
+            Lane::NeedingPerson => entry.needs_person_since,
+        }
+    }
+}
+
+/// A read of one of an agent's outbox lanes ([`Outbox::outbox_lane`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneQuery<'a> {
+    /// The agent's tenant.
+    pub tenant: &'a Tenant,
+    /// The agent.
+    pub agent: &'a AgentId,
+    /// Which lane.
+    pub lane: Lane,
+    /// Only entries standing at or before this instant in the lane; `None`: every entry.
+    pub due_by: Option<Instant>,
+    /// Most entries answered.
+    pub limit: usize,
+}
+
+impl LaneQuery<'_> {
+    /// What the query answers of `entries` (each an entry, owned or borrowed, with its
+    /// position, the order of lapse): those in the lane at or before `due_by`, earliest first
+    /// (then order of lapse), at most `limit`. For a store that reads candidates (an index that
+    /// may lag, the agent's entries) and keeps what matches.
+    pub fn answer<E: Borrow<OutboxEntry>>(
+        &self,
+        entries: impl IntoIterator<Item = (u64, E)>,
+    ) -> Vec<E> {
+        let mut found: Vec<(Instant, u64, E)> = entries
+            .into_iter()
+            .filter_map(|(seq, e)| self.lane.at(e.borrow()).map(|at| (at, seq, e)))
+            .filter(|(at, _, _)| self.due_by.is_none_or(|d| *at <= d))
+            .collect();
+        found.sort_by_key(|(at, seq, _)| (*at, *seq));
+        found
+            .into_iter()
+            .take(self.limit)
+            .map(|(_, _, e)| e)
+            .collect()
+    }
 }
 
 /// The record: subjects and tasks loaded and committed by compare-and-set, with the indexes
@@ -313,10 +411,22 @@ pub trait Outbox: Send + Sync {
         now: Instant,
     ) -> Result<Option<OutboxEntry>, StoreError>;
 
+    /// The entries of `query.agent` of `query.tenant` in the lane `query.lane` ([`Lane`]) and,
+    /// when `query.due_by` is given, standing at or before it; earliest first (then order of
+    /// lapse, in the delivery and person lanes); at most `query.limit`. Read from the lane's index (by tenant, agent [, delivery
+    /// state] and the lane's instant, holding only the lane's entries): the cost follows the
+    /// entries answered, not the outbox. [`Outbox::outbox_of_agent`],
+    /// [`Outbox::outbox_following`] and [`Outbox::outbox_needing_person`] are this read.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn outbox_lane(&self, query: &LaneQuery<'_>) -> Result<Vec<OutboxEntry>, StoreError>;
+
     /// Outbox entries of `agent` of `tenant` whose delivery state is `delivery` and, when `due_by`
     /// is given, whose next attempt is at or before it; earliest next attempt first (then order
     /// of lapse); at most `limit`. Read from an index by (tenant, agent, delivery state,
-    /// next attempt): the cost follows the entries answered, not the outbox.
+    /// next attempt): the cost follows the entries answered, not the outbox
+    /// ([`Outbox::outbox_lane`] of [`Lane::Delivery`]).
     ///
     /// Serves each agent's delivery lane (queued and due), an operator's re-queue of an agent's
     /// failed lapse tasks, and `GET /v1/agents`.
@@ -330,11 +440,21 @@ pub trait Outbox: Send + Sync {
         delivery: DeliveryState,
         due_by: Option<Instant>,
         limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError>;
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let lane = Lane::Delivery(delivery);
+        let query = LaneQuery {
+            tenant,
+            agent,
+            lane,
+            due_by,
+            limit,
+        };
+        self.outbox_lane(&query).await
+    }
 
     /// Outbox entries of `agent` of `tenant` whose `follow_at` is set and, when `due_by` is given,
     /// at or before it; earliest `follow_at` first; at most `limit`. Read from an index holding
-    /// only followed entries.
+    /// only followed entries ([`Outbox::outbox_lane`] of [`Lane::Following`]).
     ///
     /// # Errors
     /// Backend or corrupt data.
@@ -344,12 +464,23 @@ pub trait Outbox: Send + Sync {
         agent: &AgentId,
         due_by: Option<Instant>,
         limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError>;
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let lane = Lane::Following;
+        self.outbox_lane(&LaneQuery {
+            tenant,
+            agent,
+            lane,
+            due_by,
+            limit,
+        })
+        .await
+    }
 
     /// Outbox entries of `agent` of `tenant` whose task waits for a person
     /// (`needs_person_since` set, expectations-v1 §10.2) and, when `due_by` is given, since at
     /// or before it; earliest first (then order of lapse); at most `limit`. Read from an index
-    /// holding only such entries: the cost follows the entries answered. The notifier's
+    /// holding only such entries: the cost follows the entries answered
+    /// ([`Outbox::outbox_lane`] of [`Lane::NeedingPerson`]). The notifier's
     /// `lapse_task.needs_person` event reads it.
     ///
     /// # Errors
@@ -360,7 +491,17 @@ pub trait Outbox: Send + Sync {
         agent: &AgentId,
         due_by: Option<Instant>,
         limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError>;
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let lane = Lane::NeedingPerson;
+        self.outbox_lane(&LaneQuery {
+            tenant,
+            agent,
+            lane,
+            due_by,
+            limit,
+        })
+        .await
+    }
 
     /// All outbox entries of a tenant, in order of lapse.
     async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError>;

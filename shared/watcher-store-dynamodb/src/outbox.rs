@@ -1,7 +1,7 @@
 //! [`Outbox`](watcher_runtime::store::Outbox) on DynamoDB: the outbox: lapse tasks, their claims and delivery state, and the pages of lapses ([`watcher_runtime::store::Outbox`]).
 
 use super::*;
-use watcher_runtime::store::Outbox;
+use watcher_runtime::store::{Lane, LaneQuery, Outbox};
 
 #[async_trait]
 impl Outbox for DynamoStore {
@@ -13,37 +13,6 @@ impl Outbox for DynamoStore {
 
     /// Through the sparse `outbox-task` index ([`DynamoStore::outbox_by_task_id`]): one query and
     /// one read, whatever the outbox's size.
-    /// The agent's `PERSON#{tenant}#{agent}` partition of the `outbox-follow` index (sorted by
-    /// `needs_person_since`), then a consistent read of each, keeping those still waiting.
-    async fn outbox_needing_person(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        due_by: Option<Instant>,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        let entries = self
-            .outbox_through_index(
-                OUTBOX_FOLLOW_INDEX,
-                (FOLLOW_AGENT, person_agent(tenant, agent)),
-                FOLLOW_AT,
-                until,
-                limit,
-            )
-            .await?;
-        let mut entries: Vec<(u64, OutboxEntry)> = entries
-            .into_iter()
-            .filter(|(_, e)| {
-                e.follow_at.is_none()
-                    && e.needs_person_since
-                        .is_some_and(|at| due_by.is_none_or(|d| at <= d))
-            })
-            .collect();
-        entries.sort_by_key(|(seq, e)| (e.needs_person_since, *seq));
-        Ok(entries.into_iter().map(|(_, e)| e).collect())
-    }
-
     async fn outbox_by_task(
         &self,
         tenant: &Tenant,
@@ -163,63 +132,43 @@ impl Outbox for DynamoStore {
         .await
     }
 
-    async fn outbox_of_agent(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        delivery: DeliveryState,
-        due_by: Option<Instant>,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        // Without a bound, a key above every instant key (they are digits).
-        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        let entries = self
-            .outbox_through_index(
+    /// The lane's partition of its sparse index, then a consistent read of each entry found,
+    /// keeping those still in the lane (the index is eventually consistent): the agent's
+    /// `outbox-agent` partition of the delivery state (sorted by next attempt), or its
+    /// `FOLLOW#{tenant}#{agent}` or `PERSON#{tenant}#{agent}` partition of `outbox-follow`
+    /// (sorted by `follow_at` or `needs_person_since`). An entry followed is in its `FOLLOW#`
+    /// partition only, never in `PERSON#` (`keys::follow_keys`): the person lane answers the
+    /// entries not followed.
+    async fn outbox_lane(&self, query: &LaneQuery<'_>) -> Result<Vec<OutboxEntry>, StoreError> {
+        let (tenant, agent) = (query.tenant, query.agent);
+        let (index, partition, sort) = match query.lane {
+            Lane::Delivery(delivery) => (
                 OUTBOX_AGENT_INDEX,
                 (
                     AGENT_DELIVERY,
                     agent_delivery(tenant, agent, delivery.as_str()),
                 ),
                 NEXT_ATTEMPT,
-                until,
-                limit,
-            )
-            .await?;
-        // Keep those still in the state asked for.
-        let mut entries: Vec<(u64, OutboxEntry)> = entries
-            .into_iter()
-            .filter(|(_, e)| {
-                e.delivery == delivery && due_by.is_none_or(|d| e.next_attempt_at <= d)
-            })
-            .collect();
-        entries.sort_by_key(|(seq, e)| (e.next_attempt_at, *seq));
-        Ok(entries.into_iter().map(|(_, e)| e).collect())
-    }
-
-    async fn outbox_following(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        due_by: Option<Instant>,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        let entries = self
-            .outbox_through_index(
+            ),
+            Lane::Following => (
                 OUTBOX_FOLLOW_INDEX,
                 (FOLLOW_AGENT, follow_agent(tenant, agent)),
                 FOLLOW_AT,
-                until,
-                limit,
-            )
-            .await?;
-        let mut entries: Vec<OutboxEntry> = entries
+            ),
+            Lane::NeedingPerson => (
+                OUTBOX_FOLLOW_INDEX,
+                (FOLLOW_AGENT, person_agent(tenant, agent)),
+                FOLLOW_AT,
+            ),
+        };
+        // Without a bound, a key above every instant key (they are digits).
+        let until = query.due_by.map_or_else(|| "~".to_string(), instant_key);
+        let entries = self
+            .outbox_through_index(index, partition, sort, until, query.limit)
+            .await?
             .into_iter()
-            .map(|(_, e)| e)
-            .filter(|e| e.follow_at.is_some_and(|at| due_by.is_none_or(|d| at <= d)))
-            .collect();
-        entries.sort_by_key(|e| e.follow_at);
-        Ok(entries)
+            .filter(|(_, e)| query.lane != Lane::NeedingPerson || e.follow_at.is_none());
+        Ok(query.answer(entries))
     }
 
     /// Every partition of the tenant's lapse tasks (`outbox_partitions`: the shards and the

@@ -1,7 +1,7 @@
 //! [`Outbox`](watcher_runtime::store::Outbox) on SQLite: the outbox: lapse tasks, their claims and delivery state, and the pages of lapses ([`watcher_runtime::store::Outbox`]).
 
 use super::*;
-use watcher_runtime::store::Outbox;
+use watcher_runtime::store::{Lane, LaneQuery, Outbox};
 
 #[async_trait]
 impl Outbox for SqliteStore {
@@ -108,76 +108,42 @@ impl Outbox for SqliteStore {
         .await
     }
 
-    async fn outbox_of_agent(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        delivery: DeliveryState,
-        due_by: Option<Instant>,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let (tenant, agent) = (tenant.clone(), agent.clone());
-        // Without a bound, the largest key: every next attempt is at or before it.
-        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
+    /// The lane's own index: `outbox_agent` by (tenant, agent, delivery, next attempt, seq),
+    /// `outbox_follow` by (tenant, agent, follow_at), `outbox_person` by (tenant, agent,
+    /// person_at, seq).
+    async fn outbox_lane(&self, query: &LaneQuery<'_>) -> Result<Vec<OutboxEntry>, StoreError> {
+        let (tenant, agent) = (query.tenant.clone(), query.agent.clone());
+        let (lane, limit) = (query.lane, limit_of(query.limit));
+        // Without a bound, the largest key: every instant key is at or before it.
+        let until = query.due_by.map_or_else(|| "~".to_string(), instant_key);
         self.read(move |conn| {
-            json_rows(
-                conn,
-                "SELECT entry FROM outbox INDEXED BY outbox_agent
-                 WHERE tenant = ?1 AND agent = ?2 AND delivery = ?3 AND next_attempt <= ?4
-                 ORDER BY next_attempt, seq LIMIT ?5",
-                params![
-                    tenant.as_str(),
-                    agent.as_str(),
-                    delivery.as_str(),
-                    until,
-                    limit_of(limit)
-                ],
-                "outbox entry",
-            )
-        })
-        .await
-    }
-
-    async fn outbox_following(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        due_by: Option<Instant>,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let (tenant, agent) = (tenant.clone(), agent.clone());
-        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        self.read(move |conn| {
-            json_rows(
-                conn,
-                "SELECT entry FROM outbox INDEXED BY outbox_follow
-                 WHERE tenant = ?1 AND agent = ?2 AND follow_at IS NOT NULL AND follow_at <= ?3
-                 ORDER BY follow_at LIMIT ?4",
-                params![tenant.as_str(), agent.as_str(), until, limit_of(limit)],
-                "outbox entry",
-            )
-        })
-        .await
-    }
-
-    async fn outbox_needing_person(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        due_by: Option<Instant>,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let (tenant, agent) = (tenant.clone(), agent.clone());
-        let until = due_by.map_or_else(|| "~".to_string(), instant_key);
-        self.read(move |conn| {
-            json_rows(
-                conn,
-                "SELECT entry FROM outbox INDEXED BY outbox_person
-                 WHERE tenant = ?1 AND agent = ?2 AND person_at IS NOT NULL AND person_at <= ?3
-                 ORDER BY person_at, seq LIMIT ?4",
-                params![tenant.as_str(), agent.as_str(), until, limit_of(limit)],
-                "outbox entry",
-            )
+            let (t, a) = (tenant.as_str(), agent.as_str());
+            match lane {
+                Lane::Delivery(delivery) => json_rows(
+                    conn,
+                    "SELECT entry FROM outbox INDEXED BY outbox_agent
+                     WHERE tenant = ?1 AND agent = ?2 AND delivery = ?3 AND next_attempt <= ?4
+                     ORDER BY next_attempt, seq LIMIT ?5",
+                    params![t, a, delivery.as_str(), until, limit],
+                    "outbox entry",
+                ),
+                Lane::Following => json_rows(
+                    conn,
+                    "SELECT entry FROM outbox INDEXED BY outbox_follow
+                     WHERE tenant = ?1 AND agent = ?2 AND follow_at IS NOT NULL AND follow_at <= ?3
+                     ORDER BY follow_at LIMIT ?4",
+                    params![t, a, until, limit],
+                    "outbox entry",
+                ),
+                Lane::NeedingPerson => json_rows(
+                    conn,
+                    "SELECT entry FROM outbox INDEXED BY outbox_person
+                     WHERE tenant = ?1 AND agent = ?2 AND person_at IS NOT NULL AND person_at <= ?3
+                     ORDER BY person_at, seq LIMIT ?4",
+                    params![t, a, until, limit],
+                    "outbox entry",
+                ),
+            }
         })
         .await
     }

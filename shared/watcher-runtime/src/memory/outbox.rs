@@ -1,7 +1,7 @@
 //! [`Outbox`] on the in-memory store: the outbox: lapse tasks, their claims and delivery state, and the pages of lapses ([`crate::store::Outbox`]).
 
 use super::*;
-use crate::store::Outbox;
+use crate::store::{LaneQuery, Outbox};
 
 #[async_trait]
 impl Outbox for MemoryStore {
@@ -118,51 +118,16 @@ impl Outbox for MemoryStore {
     }
 
     /// A filter over the agent's entries (index by (tenant, agent)).
-    async fn outbox_of_agent(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        delivery: DeliveryState,
-        due_by: Option<Instant>,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
+    async fn outbox_lane(&self, query: &LaneQuery<'_>) -> Result<Vec<OutboxEntry>, StoreError> {
         let inner = self.lock()?;
-        let Some(seqs) = inner.outbox_agent.get(&(tenant.clone(), agent.clone())) else {
+        let agent = (query.tenant.clone(), query.agent.clone());
+        let Some(seqs) = inner.outbox_agent.get(&agent) else {
             return Ok(Vec::new());
         };
-        let mut found: Vec<(u64, &OutboxEntry)> = seqs
+        let entries = seqs
             .iter()
-            .filter_map(|seq| inner.outbox.get(seq).map(|o| (*seq, o)))
-            .filter(|(_, o)| {
-                o.delivery == delivery && due_by.is_none_or(|d| o.next_attempt_at <= d)
-            })
-            .collect();
-        found.sort_by_key(|(seq, o)| (o.next_attempt_at, *seq));
-        Ok(found
-            .into_iter()
-            .take(limit)
-            .map(|(_, o)| o.clone())
-            .collect())
-    }
-
-    async fn outbox_following(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        due_by: Option<Instant>,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.agent_entries_by(tenant, agent, due_by, limit, |o| o.follow_at)
-    }
-
-    async fn outbox_needing_person(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        due_by: Option<Instant>,
-        limit: usize,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.agent_entries_by(tenant, agent, due_by, limit, |o| o.needs_person_since)
+            .filter_map(|seq| inner.outbox.get(seq).map(|o| (*seq, o)));
+        Ok(query.answer(entries).into_iter().cloned().collect())
     }
 
     async fn outbox_by_task(
@@ -226,37 +191,6 @@ impl Outbox for MemoryStore {
             .into_iter()
             .flatten()
             .filter_map(|seq| inner.outbox.get(seq).cloned())
-            .collect())
-    }
-}
-
-impl MemoryStore {
-    /// The entries of `agent` of `tenant` that have an instant `at_of` (the sparse indexes of
-    /// the other stores: followed, waiting for a person), at or before `due_by` when given,
-    /// earliest first (then order of lapse), at most `limit`.
-    fn agent_entries_by(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        due_by: Option<Instant>,
-        limit: usize,
-        at_of: impl Fn(&OutboxEntry) -> Option<Instant>,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let inner = self.lock()?;
-        let Some(seqs) = inner.outbox_agent.get(&(tenant.clone(), agent.clone())) else {
-            return Ok(Vec::new());
-        };
-        let mut found: Vec<(Instant, u64, &OutboxEntry)> = seqs
-            .iter()
-            .filter_map(|seq| inner.outbox.get(seq).map(|o| (*seq, o)))
-            .filter_map(|(seq, o)| at_of(o).map(|at| (at, seq, o)))
-            .filter(|(at, _, _)| due_by.is_none_or(|d| *at <= d))
-            .collect();
-        found.sort_by_key(|(at, seq, _)| (*at, *seq));
-        Ok(found
-            .into_iter()
-            .take(limit)
-            .map(|(_, _, o)| o.clone())
             .collect())
     }
 }
