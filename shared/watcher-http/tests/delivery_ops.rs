@@ -24,28 +24,21 @@ fn t0() -> Instant {
     Instant::parse("2026-09-10T12:00:00Z").unwrap()
 }
 
+/// Lapse task `id` of `agent` in `delivery`, lapsed at [`t0`], tried twice (last error HTTP 503).
 fn entry(agent: &str, id: &str, delivery: DeliveryState) -> OutboxEntry {
     OutboxEntry {
-        tenant: Tenant::default_tenant(),
-        agent: AgentId::parse(agent).unwrap(),
-        message_id: id.into(),
-        expectation_id: ExpectationId::parse("exp-1").unwrap(),
-        lapse: LapseKind::Overdue,
-        lapsed_at: t0(),
-        request: json!({}),
         delivery,
         attempts: 2,
-        next_attempt_at: t0(),
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
         last_error: Some("HTTP 503".into()),
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        needs_person_since: None,
-        lease: None,
+        ..OutboxEntry::queued(
+            Tenant::default_tenant(),
+            AgentId::parse(agent).unwrap(),
+            id.into(),
+            ExpectationId::parse("exp-1").unwrap(),
+            LapseKind::Overdue,
+            t0(),
+            json!({}),
+        )
     }
 }
 
