@@ -6,18 +6,7 @@ use super::*;
 async fn a_column_mapping_goes_through_the_same_routes() {
     let app = memory_app();
     let uri = "/v1/definitions/sheet-import";
-    let fields = json!({
-        "fields": {
-            "learnable": "column-mapping",
-            "entry": "field",
-            "teaches": "which field a spreadsheet column holds",
-            "entries": {
-                "invoice_number": { "label": "Invoice number", "value": { "headers": ["Invoice No"] } },
-                "amount": { "label": "Amount", "value": { "headers": ["Total"] } }
-            }
-        }
-    });
-    let created = put_definition(&app, uri, TEACHER, fields).await;
+    let created = put_definition(&app, uri, TEACHER, fields()).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let read = |app: Router| async move {
         post(

@@ -15,8 +15,11 @@ use serde_json::{json, Value};
 
 use super::call_text;
 
-pub const DANA: &str = "dana@warehouse.example";
-pub const REASON: &str = "Northgate's billing desk sends the pre-alerts";
+// The spec's Appendix B as wire JSON, from the learnables core's tests.
+#[path = "../../../learnables/tests/common/appendix_b.rs"]
+mod appendix_b;
+pub use appendix_b::*;
+
 pub const TEACHER: &str = "teacher-token";
 pub const OPERATOR: &str = "operator-token";
 pub const SOURCE: &str = "source-token";
@@ -116,35 +119,6 @@ pub async fn put_definition(app: &Router, path: &str, token: &str, collections: 
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures: the spec's Appendix B.
-
-pub fn customers() -> Value {
-    json!({
-        "customers": {
-            "learnable": "marks",
-            "entry": "customer",
-            "teaches": "which customer a message belongs to",
-            "skills": ["triage_inbound", "recheck_message"],
-            "entries": {
-                "northgate": { "label": "Northgate Motors Ltd", "value": { "marks": [
-                    { "pattern": "@northgate-motors\\.example", "where": "from" },
-                    { "pattern": "NGM-\\d{6}", "where": "subject" }
-                ] } },
-                "alhamra": { "label": "Al Hamra Trading", "value": { "marks": [
-                    { "pattern": "alhamra\\.example" }
-                ] } }
-            }
-        }
-    })
-}
-
-pub fn billing_message() -> Value {
-    json!({
-        "from": "billing@origin.example",
-        "subject": "Pre-alert PA-2026-0901",
-        "body": "Please find the pre-alert attached.",
-        "attachments": ["PA-2026-0901.pdf"]
-    })
-}
 
 /// A lesson adding the mark `pattern` on `from` to `entry` of `customers`, with [`REASON`].
 pub fn lesson(entry: &str, pattern: &str, taught_by: &str) -> Value {
