@@ -391,6 +391,21 @@ pub fn rate_limit(cfg: &DeliveryConfig) -> RateLimit {
     }
 }
 
+/// The notification channels of `[[notify]]`, each built and checked (its secret, its email
+/// settings).
+///
+/// # Errors
+/// The first channel that cannot be built, in words.
+#[cfg(any(feature = "aws", feature = "serve"))]
+pub(crate) fn notify_channels(config: &Config) -> anyhow::Result<Vec<watcher_notify::Channel>> {
+    config
+        .notify
+        .iter()
+        .map(watcher_notify::Channel::from_config)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)
+}
+
 /// The retry policy of `[delivery]`.
 pub fn retry_policy(cfg: &DeliveryConfig) -> RetryPolicy {
     let std = |d: &watcher_core::time::IsoDuration| {

@@ -401,12 +401,7 @@ pub async fn assemble_for(
         .any(|f| f.runs(crate::services::Service::Notifications))
         && !config.notify.is_empty()
     {
-        let channels = config
-            .notify
-            .iter()
-            .map(watcher_notify::Channel::from_config)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(anyhow::Error::msg)?;
+        let channels = crate::deployment::notify_channels(config)?;
         let transport =
             watcher_notify::transport::HttpTransport::new().map_err(anyhow::Error::msg)?;
         Some(Notifying {

@@ -88,12 +88,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .directory
         .set_origins_in_store(config.delivery.reconcile_origins > 0);
     // Notification channels (issue 25): built now, so a bad secret stops the start.
-    let channels = config
-        .notify
-        .iter()
-        .map(watcher_notify::Channel::from_config)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(anyhow::Error::msg)?;
+    let channels = crate::deployment::notify_channels(&config)?;
     refuse_sns(&channels)?;
     for c in channels
         .iter()
