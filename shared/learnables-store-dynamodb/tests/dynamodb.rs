@@ -16,12 +16,10 @@ use learnables::{
     TenantId,
 };
 use learnables_store::conformance::{
-    assert_both_writers_landed, definition, definition_id as triage, definition_with, mark_lesson,
-    now, via, DANA,
+    absorb_lesson, assert_both_writers_landed, definition, definition_id as triage,
+    definition_with, mark_lesson, now, via, DANA,
 };
-use learnables_store::{
-    absorb_with_retry, DefinitionBackend, DefinitionStore, DefinitionStoreError, Swapped,
-};
+use learnables_store::{DefinitionBackend, DefinitionStore, DefinitionStoreError, Swapped};
 use learnables_store_dynamodb::testing::{client, second_handle, store, unique_table};
 use learnables_store_dynamodb::{create_table, DynamoDefinitionStore, MAX_ITEM_BYTES};
 use serde_json::json;
@@ -122,11 +120,9 @@ async fn two_writers_racing_on_one_version_both_land() {
         let registry = registry.clone();
         writers.push(tokio::spawn(async move {
             let lesson = mark_lesson(pattern);
-            absorb_with_retry(&handle, &acme(), &triage(), |s| {
-                teach(s, &lesson, via(), now(minute), &registry)
-            })
-            .await
-            .expect("absorbed")
+            absorb_lesson(&handle, &acme(), &lesson, minute, &registry)
+                .await
+                .expect("absorbed")
         }));
     }
     let mut attempts = Vec::new();
@@ -306,10 +302,7 @@ async fn a_state_over_400_kb_is_refused_and_nothing_is_written() {
         expires_at: None,
     })
     .expect("a lesson");
-    let taught = absorb_with_retry(&store, &acme(), &triage(), |s| {
-        teach(s, &lesson, via(), now(1), &registry)
-    })
-    .await;
+    let taught = absorb_lesson(&store, &acme(), &lesson, 1, &registry).await;
     // Matched rather than `expect_err`, whose panic would print 400 KB of state.
     // `TooLarge` is not retried: the same lesson on the same state is refused the same way.
     match taught {

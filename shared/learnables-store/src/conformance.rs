@@ -19,12 +19,12 @@ use std::sync::Arc;
 
 use learnables::{
     active, create, history, show_back, teach, Collections, DefinitionId, DefinitionState,
-    HistoryKind, Lesson, LessonDto, Registry, TaughtBy, TenantId, Via,
+    HistoryKind, Lesson, LessonDto, LessonResult, Registry, TaughtBy, TenantId, Via,
 };
 use serde_json::{json, Value};
 use tokio::sync::Barrier;
 
-use crate::{absorb_with_retry, AbsorbError, DefinitionStore, DefinitionStoreError};
+use crate::{absorb_with_retry, AbsorbError, Absorbed, DefinitionStore, DefinitionStoreError};
 
 /// What a check gets from the expression given to
 /// [`definition_store_conformance!`](crate::definition_store_conformance): the store under test
@@ -166,6 +166,24 @@ pub fn mark_lesson(pattern: &str) -> Lesson {
         expires_at: None,
     })
     .expect("a well-formed lesson")
+}
+
+/// Teaches `lesson` to definition [`definition_id`] of `tenant` through [`via`] at
+/// [`now`]`(minute)`, with [`absorb_with_retry`].
+///
+/// # Errors
+/// As [`absorb_with_retry`].
+pub async fn absorb_lesson<S: DefinitionStore + ?Sized>(
+    store: &S,
+    tenant: &TenantId,
+    lesson: &Lesson,
+    minute: i64,
+    registry: &Registry,
+) -> Result<Absorbed<LessonResult>, AbsorbError> {
+    absorb_with_retry(store, tenant, &definition_id(), |s| {
+        teach(s, lesson, via(), now(minute), registry)
+    })
+    .await
 }
 
 /// The patterns of northgate's marks in the active version of a [`definition`].
@@ -396,14 +414,11 @@ pub async fn absorb_with_retry_under_contention<S: DefinitionStore + 'static>(st
     let mut tasks = Vec::new();
     for i in 0..WRITERS {
         let (store, registry, barrier) = (store.clone(), registry.clone(), barrier.clone());
-        let (acme, id) = (acme.clone(), id.clone());
+        let acme = acme.clone();
         tasks.push(tokio::spawn(async move {
             let lesson = mark_lesson(&format!("writer-{i}\\.example"));
             barrier.wait().await;
-            absorb_with_retry(store.as_ref(), &acme, &id, |s| {
-                teach(s, &lesson, via(), now(i as i64), &registry)
-            })
-            .await
+            absorb_lesson(store.as_ref(), &acme, &lesson, i as i64, &registry).await
         }));
     }
     for task in tasks {
@@ -430,10 +445,7 @@ pub async fn absorb_with_retry_refusals_write_nothing<S: DefinitionStore>(store:
     let registry = Registry::builtin();
     let (acme, id) = (tenant("acme"), definition_id());
     let lesson = mark_lesson("billing@origin\\.example");
-    let missing = absorb_with_retry(store.as_ref(), &acme, &id, |s| {
-        teach(s, &lesson, via(), now(1), &registry)
-    })
-    .await;
+    let missing = absorb_lesson(store.as_ref(), &acme, &lesson, 1, &registry).await;
     assert!(
         matches!(
             missing,
@@ -447,10 +459,7 @@ pub async fn absorb_with_retry_refusals_write_nothing<S: DefinitionStore>(store:
     let v1 = definition("acme", &registry);
     store.create(&acme, &id, &v1).await.expect("create");
     let bad = mark_lesson("billing@origin\\.example(");
-    let refused = absorb_with_retry(store.as_ref(), &acme, &id, |s| {
-        teach(s, &bad, via(), now(1), &registry)
-    })
-    .await;
+    let refused = absorb_lesson(store.as_ref(), &acme, &bad, 1, &registry).await;
     assert!(
         matches!(
             refused,
@@ -462,17 +471,13 @@ pub async fn absorb_with_retry_refusals_write_nothing<S: DefinitionStore>(store:
     );
     assert_eq!(stored(store.as_ref(), "acme").await, v1, "nothing written");
 
-    let taught = absorb_with_retry(store.as_ref(), &acme, &id, |s| {
-        teach(s, &lesson, via(), now(2), &registry)
-    })
-    .await
-    .expect("taught");
+    let taught = absorb_lesson(store.as_ref(), &acme, &lesson, 2, &registry)
+        .await
+        .expect("taught");
     assert!(taught.written && taught.attempts == 1);
-    let again = absorb_with_retry(store.as_ref(), &acme, &id, |s| {
-        teach(s, &lesson, via(), now(3), &registry)
-    })
-    .await
-    .expect("not an error");
+    let again = absorb_lesson(store.as_ref(), &acme, &lesson, 3, &registry)
+        .await
+        .expect("not an error");
     assert!(!again.written && !again.output.learned);
     assert_eq!(again.state, taught.state);
     assert_eq!(stored(store.as_ref(), "acme").await, taught.state);
@@ -493,11 +498,9 @@ pub async fn tenants_are_separate<S: DefinitionStore>(store: Arc<S>) {
         .await
         .expect("the same id in another tenant is another definition");
     let lesson = mark_lesson("acme-only\\.example");
-    absorb_with_retry(store.as_ref(), &tenant("acme"), &id, |s| {
-        teach(s, &lesson, via(), now(1), &registry)
-    })
-    .await
-    .expect("taught");
+    absorb_lesson(store.as_ref(), &tenant("acme"), &lesson, 1, &registry)
+        .await
+        .expect("taught");
     assert_eq!(stored(store.as_ref(), "acme").await.latest_version(), 2);
     assert_eq!(
         stored(store.as_ref(), "globex").await,
@@ -543,18 +546,14 @@ pub async fn unicode_forms_are_one_text<S: DefinitionStore>(store: Arc<S>) {
         .expect("a well-formed lesson")
     };
     let first = lesson(DECOMPOSED, "Cafe\u{301} Rouge ref");
-    let taught = absorb_with_retry(store.as_ref(), &acme, &id, |s| {
-        teach(s, &first, via(), now(1), &registry)
-    })
-    .await
-    .expect("taught");
+    let taught = absorb_lesson(store.as_ref(), &acme, &first, 1, &registry)
+        .await
+        .expect("taught");
     assert!(taught.written, "the first mark is new");
     let again = lesson(COMPOSED, "Caf\u{E9} Rouge ref");
-    let same = absorb_with_retry(store.as_ref(), &acme, &id, |s| {
-        teach(s, &again, via(), now(2), &registry)
-    })
-    .await
-    .expect("not an error");
+    let same = absorb_lesson(store.as_ref(), &acme, &again, 2, &registry)
+        .await
+        .expect("not an error");
     assert!(
         !same.written && !same.output.learned,
         "a mark differing only in Unicode form is already known"

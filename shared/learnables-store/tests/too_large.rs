@@ -5,11 +5,13 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
-use learnables::{teach, DefinitionId, DefinitionState, Registry, TenantId};
-use learnables_store::conformance::{definition, definition_id, mark_lesson, now, tenant, via};
+use learnables::{DefinitionId, DefinitionState, Registry, TenantId};
+use learnables_store::conformance::{
+    absorb_lesson, definition, definition_id, mark_lesson, tenant,
+};
 use learnables_store::{
-    absorb_with_retry, AbsorbError, DefinitionBackend, DefinitionStore, DefinitionStoreError,
-    MemoryDefinitionStore, Swapped,
+    AbsorbError, DefinitionBackend, DefinitionStore, DefinitionStoreError, MemoryDefinitionStore,
+    Swapped,
 };
 
 const LIMIT: usize = 1024;
@@ -56,10 +58,7 @@ async fn too_large_is_returned_at_once_and_nothing_is_written() {
     store.create(&tenant, &id, &v1).await.expect("create");
 
     let lesson = mark_lesson("billing@origin\\.example");
-    let taught = absorb_with_retry(&store, &tenant, &id, |s| {
-        teach(s, &lesson, via(), now(1), &registry)
-    })
-    .await;
+    let taught = absorb_lesson(&store, &tenant, &lesson, 1, &registry).await;
 
     match taught {
         Err(AbsorbError::Store(DefinitionStoreError::TooLarge { what, bytes, limit })) => {
