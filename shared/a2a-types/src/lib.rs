@@ -44,7 +44,7 @@ pub use rpc::{
     ListTasksResponse, SubscribeToTaskRequest,
 };
 pub use send::{SendMessageConfiguration, SendMessageRequest, SendMessageResponse};
-pub use serde_util::{empty_string_as_none, OneofError};
+pub use serde_util::{empty_string_as_none, json_type_name, OneofError};
 pub use stream::{PushBodyError, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent};
 pub use task::{
     Artifact, Task, TaskState, TaskStatus, ALL_STATES, INTERRUPTED_STATES, TERMINAL_STATES,

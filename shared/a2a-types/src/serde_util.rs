@@ -114,8 +114,9 @@ pub(crate) fn take_oneof(
     }
 }
 
-/// Name of a JSON value's type, for error messages.
-pub(crate) fn json_type_name(value: &Value) -> &'static str {
+/// Name of a JSON value's type with its article, for error messages: `"null"`, `"a boolean"`,
+/// `"a number"`, `"a string"`, `"an array"` or `"an object"`.
+pub fn json_type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -266,16 +266,9 @@ pub(crate) fn parse_subject(v: Option<&Value>) -> Result<Subject, (String, Strin
     }
 }
 
-pub(crate) fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+/// The JSON type of a value with its article, for messages (`"a string"`, `"an object"`, `"null"`):
+/// the wire types' words, so every refusal names a type alike.
+pub use a2a_types::json_type_name as json_type;
 
 #[cfg(test)]
 mod tests {

@@ -27,17 +27,8 @@ pub struct SlotError {
     pub reason: String,
 }
 
-/// The JSON type of `v`, for messages.
-pub(crate) fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+/// The JSON type of `v`, for messages (the engine's words).
+pub(crate) use watcher_core::expectation::json_type;
 
 impl Template {
     /// Parses `text`.
