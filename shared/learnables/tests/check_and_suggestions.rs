@@ -105,9 +105,7 @@ fn the_reference_suggestion_works_with_the_marks_learnable() {
     let (next, result) = teach(&state, &l, via(), at(1), &registry).expect("accepted by marks");
     assert!(result.learned);
     let next = next.expect("learned");
-    let read = |subject: &str| {
-        show_back(&next, &json!({ "subject": subject }), None, &registry).expect("show-back")
-    };
+    let read = |subject: &str| show_back_now(&next, json!({ "subject": subject }), &registry);
     let hit = read("Pre-alert PA-2026-0901 (2 pallets)");
     assert_eq!(hit["customer"]["winner"], json!("alhamra"));
     assert_eq!(

@@ -136,13 +136,11 @@ fn three_learnables_one_teach_function() {
         state = next;
     }
 
-    let report = show_back(
+    let report = show_back_now(
         &state,
-        &json!({ "from": "billing@origin.example", "header": "INV. REF", "kg": 25 }),
-        None,
+        json!({ "from": "billing@origin.example", "header": "INV. REF", "kg": 25 }),
         &registry,
-    )
-    .expect("show-back");
+    );
     assert_eq!(report["customer"]["winner"], json!("northgate"));
     assert_eq!(report["field"]["winner"], json!("invoice_number"));
     assert_eq!(report["carrier"]["reads"], json!("Freight with DHL"));
@@ -257,8 +255,7 @@ fn invisible_characters_change_nothing() {
         let (none, result) = teach(&state, &again, via(), at(2), &registry).expect("not an error");
         assert!(none.is_none(), "{invisible:?}");
         assert!(!result.learned, "{invisible:?}");
-        let report =
-            show_back(&state, &json!({ "header": invisible }), None, &registry).expect("show-back");
+        let report = show_back_now(&state, json!({ "header": invisible }), &registry);
         assert_eq!(
             report["field"]["winner"],
             json!("invoice_number"),
@@ -267,12 +264,10 @@ fn invisible_characters_change_nothing() {
     }
     let (state, _) = teach(&state, &billing_lesson(), via(), at(3), &registry).expect("taught");
     let state = state.expect("new version");
-    let report = show_back(
+    let report = show_back_now(
         &state,
-        &json!({ "from": "\u{FEFF}billing@origin\u{200B}.example" }),
-        None,
+        json!({ "from": "\u{FEFF}billing@origin\u{200B}.example" }),
         &registry,
-    )
-    .expect("show-back");
+    );
     assert_eq!(report["customer"]["winner"], json!("northgate"));
 }

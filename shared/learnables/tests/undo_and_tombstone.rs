@@ -29,7 +29,7 @@ fn activating_version_1_restores_the_earlier_reading() {
     assert_eq!(undone.active_version(), 1);
     assert_eq!(undone.latest_version(), 2, "activation creates no version");
     assert_eq!(active(&undone), get_version(&v1, 1));
-    let read = show_back(&undone, &billing_message(), None, &registry).expect("show-back");
+    let read = show_back_now(&undone, billing_message(), &registry);
     assert_eq!(read["customer"]["settled"], json!(false));
     assert_eq!(
         read["customer"]["reads"],

@@ -60,3 +60,8 @@ pub fn billing_lesson() -> Lesson {
         Some(REASON),
     )
 }
+
+/// The active version's show-back (§11) of `input`.
+pub fn show_back_now(state: &DefinitionState, input: Value, registry: &Registry) -> Value {
+    learnables::show_back(state, &input, None, registry).expect("show-back")
+}
