@@ -1,7 +1,8 @@
-"""moto_server (moto.server.main) with requests served one at a time, and transactions that do
-not copy whole tables: the emulator `bash infra/moto.sh` starts (`python -m moto_server -H HOST
+"""moto_server (moto.server.main) with requests served one at a time, transactions that do not
+copy whole tables, and queries that read one partition: the emulator `bash infra/moto.sh` starts (`python -m moto_server -H HOST
 -p PORT` from infra/). Its header says why each change is made."""
 import copy
+import inspect
 import sys
 import threading
 
@@ -89,8 +90,108 @@ def install_journaled_transactions():
     dynamodb_models.DynamoDBBackend.transact_write_items = transact_write_items
 
 
+# Query: moto lists every item of the table and keeps those of the asked partition, so each
+# Query costs time in proportion to the table (seconds a request at 100,000 items, minutes for
+# the pages of an index sharded sixteen ways), which no real DynamoDB does: a Query reads its one
+# partition. Here moto's query is handed only the items of the asked partition: on the table's
+# own key straight from the table, on an index from a grouping of the table's items by the
+# index's partition key, made once and kept until the next request that may write (every
+# backend call but the reads named in _READS). Sorting, paging, conditions, filters and
+# projections stay moto's.
+_query = dynamodb_models.Table.query
+
+# Backend calls that never change an item; every other call drops the index groupings.
+_READS = ("get_", "describe_", "list_", "query", "scan", "batch_get_item", "transact_get_items",
+          "check_unicity", "default_vpc_endpoint_service", "iter_tagged_resources")
+
+# Bumped before and after each backend call that may write: a grouping made at another
+# count is stale.
+_writes = [0]
+
+
+def _partition_items(table, hash_key):
+    """The items of one partition of `table`, as moto's `all_items` would list them."""
+    partition = table.items.get(hash_key)
+    if partition is None:
+        return []
+    if table.range_key_attr:
+        return list(partition.values())
+    return [partition]
+
+
+def _index_partition(table, index_name, hash_key_conditions):
+    """The items of `table` whose attributes equal the index's partition key conditions, from
+    the table's grouping for that index (made again when a write came since)."""
+    cached = getattr(table, "_index_groupings", None)
+    if cached is None or cached[0] != _writes[0]:
+        cached = (_writes[0], {})
+        table._index_groupings = cached
+    groupings = cached[1]
+    index = table.get_index(index_name)
+    names = [k["AttributeName"] for k in index.schema if k["KeyType"] == "HASH"]
+    if index_name not in groupings:
+        grouping = {}
+        for item in table.all_items():
+            values = tuple(item.attrs.get(name) for name in names)
+            if all(values):
+                grouping.setdefault(values, []).append(item)
+        groupings[index_name] = grouping
+    asked = dict(hash_key_conditions)
+    if sorted(asked) != sorted(names):
+        return None
+    return list(groupings[index_name].get(tuple(asked[name] for name in names), []))
+
+
+def query(self, hash_key, *args, **kwargs):
+    """moto's `Table.query`, handed only the asked partition's items."""
+    # moto's backend passes the index's name as the eighth argument after the table.
+    index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
+    if index_name is None:
+        if hash_key is None:
+            return _query(self, hash_key, *args, **kwargs)
+        items = _partition_items(self, hash_key)
+    else:
+        conditions = kwargs.get("hash_key_conditions") or []
+        try:
+            items = _index_partition(self, index_name, conditions)
+        except Exception:  # noqa: BLE001  moto's own query reports an unknown index
+            items = None
+        if items is None:
+            return _query(self, hash_key, *args, **kwargs)
+    self.all_items = lambda: items
+    try:
+        return _query(self, hash_key, *args, **kwargs)
+    finally:
+        del self.all_items
+
+
+def _counting_writes(method):
+    def call(*args, **kwargs):
+        _writes[0] += 1
+        try:
+            return method(*args, **kwargs)
+        finally:
+            _writes[0] += 1
+
+    call.__name__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
+def install_partition_queries():
+    """moto's Query, from now on in this process, reads one partition of the table or index.
+    Install after install_journaled_transactions (it wraps the backend's calls as they are)."""
+    backend = dynamodb_models.DynamoDBBackend
+    for name, member in list(vars(backend).items()):
+        if name.startswith("_") or name.startswith(_READS) or not inspect.isfunction(member):
+            continue
+        setattr(backend, name, _counting_writes(member))
+    dynamodb_models.Table.query = query
+
+
 if __name__ == "__main__":
     install_journaled_transactions()
+    install_partition_queries()
     moto.server.run_simple = run_simple
     moto.server.main(sys.argv[1:])
 

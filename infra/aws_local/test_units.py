@@ -11,6 +11,7 @@ import tempfile
 import threading
 import time
 import unittest
+import unittest.mock
 
 import boto3
 from moto import mock_aws
@@ -402,6 +403,113 @@ class JournaledTransactionsTest(unittest.TestCase):
             c.transact_write_items(TransactItems=[put_b, delete_d, update_a("1", "9")])
             self.assertEqual(items(), {"a": "9", "b": "2"})
 
+
+class PartitionQueriesTest(unittest.TestCase):
+    """infra/moto_server.py: a base-table Query reads its one partition and answers as moto's."""
+
+    def test_a_query_answers_its_partition_in_order_and_pages_on(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+        import moto_server
+
+        moto_server.install_partition_queries()
+        with mock_aws():
+            c = boto3.client("dynamodb", region_name="us-east-1")
+            c.create_table(
+                TableName="t",
+                KeySchema=[
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
+                AttributeDefinitions=[
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "S"},
+                    {"AttributeName": "g", "AttributeType": "S"},
+                ],
+                GlobalSecondaryIndexes=[{
+                    "IndexName": "by-g",
+                    "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "ALL"},
+                }],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            for pk in ("a", "b"):
+                for sk in ("3", "1", "2", "x1"):
+                    c.put_item(TableName="t", Item={
+                        "pk": {"S": pk}, "sk": {"S": sk}, "g": {"S": "G" + sk},
+                    })
+
+            def query(**more):
+                values = {":p": {"S": "a"}, **more.pop("values", {})}
+                answer = c.query(
+                    TableName="t",
+                    KeyConditionExpression=more.pop("KeyConditionExpression", "pk = :p"),
+                    ExpressionAttributeValues=values,
+                    **more,
+                )
+                return [i["sk"]["S"] for i in answer["Items"]], answer.get("LastEvaluatedKey")
+
+            # A base-table query never lists the whole table.
+            listing = unittest.mock.patch.object(
+                moto_server.dynamodb_models.Table, "all_items",
+                side_effect=AssertionError("a Query listed every item of the table"),
+            )
+            listing.start()
+            self.addCleanup(listing.stop)
+            self.assertEqual(query(), (["1", "2", "3", "x1"], None))
+            self.assertEqual(query(ScanIndexForward=False)[0], ["x1", "3", "2", "1"])
+            first, after = query(Limit=2)
+            self.assertEqual(first, ["1", "2"])
+            self.assertEqual(after, {"pk": {"S": "a"}, "sk": {"S": "2"}})
+            self.assertEqual(query(ExclusiveStartKey=after), (["3", "x1"], None))
+            self.assertEqual(
+                query(KeyConditionExpression="pk = :p AND begins_with(sk, :s)",
+                      values={":s": {"S": "x"}})[0],
+                ["x1"],
+            )
+            self.assertEqual(
+                query(FilterExpression="g <> :g", values={":g": {"S": "G2"}})[0],
+                ["1", "3", "x1"],
+            )
+            missing = c.query(
+                TableName="t", KeyConditionExpression="pk = :p",
+                ExpressionAttributeValues={":p": {"S": "none"}},
+            )
+            self.assertEqual(missing["Items"], [])
+            listing.stop()
+
+            # An index query: from a grouping of the table by the index's key, made once and
+            # made again after a write.
+            listed = []
+            all_items = moto_server.dynamodb_models.Table.all_items
+
+            def counted(table):
+                listed.append(table.name)
+                return all_items(table)
+
+            counting = unittest.mock.patch.object(
+                moto_server.dynamodb_models.Table, "all_items", counted
+            )
+            counting.start()
+            self.addCleanup(counting.stop)
+
+            def by_g(g):
+                answer = c.query(
+                    TableName="t", IndexName="by-g", KeyConditionExpression="g = :g",
+                    ExpressionAttributeValues={":g": {"S": g}},
+                )
+                return sorted((i["pk"]["S"], i["sk"]["S"]) for i in answer["Items"])
+
+            self.assertEqual(by_g("G1"), [("a", "1"), ("b", "1")])
+            self.assertEqual(by_g("G3"), [("a", "3"), ("b", "3")])
+            self.assertEqual(by_g("none"), [])
+            self.assertEqual(listed, ["t"], "one listing serves the index until a write")
+            c.update_item(
+                TableName="t", Key={"pk": {"S": "a"}, "sk": {"S": "1"}},
+                UpdateExpression="SET g = :g", ExpressionAttributeValues={":g": {"S": "G3"}},
+            )
+            self.assertEqual(by_g("G1"), [("b", "1")])
+            self.assertEqual(by_g("G3"), [("a", "1"), ("a", "3"), ("b", "3")])
+            self.assertEqual(listed, ["t", "t"], "a write makes the grouping again, once")
 
 if __name__ == "__main__":
     unittest.main()
