@@ -165,10 +165,8 @@ endpoint = "{held_url}"
 push_token = "{HELD_TOKEN}"
 reconcile = false
 
-[[operators]]
-id = "ops"
-token = "{OPERATOR_TOKEN}"
-"#,
+{operator}"#,
+            operator = common::entry_toml("operators", "ops", OPERATOR_TOKEN),
             card = card_path.display(),
             held_url = held.url(),
         ),

@@ -26,14 +26,8 @@ backoff_max = "PT0.2S"
 /// A second agent, `other`, at `agent`.
 fn other_agent(agent: &CaptureAgent) -> String {
     format!(
-        r#"
-[[agents]]
-id = "other"
-card = "booking-card.json"
-endpoint = "{}"
-push_token = "push-token-other"
-"#,
-        agent.url()
+        "\n{}",
+        agent_toml("other", &agent.url(), "push-token-other")
     )
 }
 
@@ -71,6 +65,19 @@ fn of_agent<'a>(lapses: &'a [Value], agent: &str) -> Vec<&'a Value> {
     lapses.iter().filter(|l| l["agent"] == agent).collect()
 }
 
+/// Waits until `agent` has `n` lapse tasks, all sent; whether it did within [`PATIENCE`].
+async fn all_sent_of(w: &Watcher, agent: &str, n: usize) -> bool {
+    wait_until(
+        || async {
+            let lapses = w.lapses().await;
+            let of = of_agent(&lapses, agent);
+            of.len() == n && of.iter().all(|l| l["delivery"] == "sent")
+        },
+        PATIENCE,
+    )
+    .await
+}
+
 fn sorted(ids: &[String]) -> Vec<String> {
     let mut v = ids.to_vec();
     v.sort();
@@ -90,15 +97,7 @@ async fn a_slow_agent_does_not_hold_up_another() {
     let slow_ids = raise(&w, "booking", PUSH_TOKEN, 12, due).await;
     let fast_ids = raise(&w, "other", "push-token-other", 12, due).await;
 
-    let fast_done = wait_until(
-        || async {
-            let lapses = w.lapses().await;
-            let other = of_agent(&lapses, "other");
-            other.len() == 12 && other.iter().all(|l| l["delivery"] == "sent")
-        },
-        PATIENCE,
-    )
-    .await;
+    let fast_done = all_sent_of(&w, "other", 12).await;
     let lapses = w.lapses().await;
     assert!(fast_done, "{lapses:#?}");
     assert_eq!(sorted(&fast.sent_message_ids()), sorted(&fast_ids));
@@ -112,15 +111,7 @@ async fn a_slow_agent_does_not_hold_up_another() {
     );
 
     slow.hold(false);
-    let slow_done = wait_until(
-        || async {
-            let lapses = w.lapses().await;
-            let booking = of_agent(&lapses, "booking");
-            booking.len() == 12 && booking.iter().all(|l| l["delivery"] == "sent")
-        },
-        PATIENCE,
-    )
-    .await;
+    let slow_done = all_sent_of(&w, "booking", 12).await;
     assert!(slow_done, "{:#?}", w.lapses().await);
     assert_eq!(sorted(&slow.sent_message_ids()), sorted(&slow_ids));
 }
@@ -327,18 +318,7 @@ async fn a_reply_naming_the_origin_task_is_not_delivered() {
     let w = spawn_watcher(&agent, "").await;
     let due = origin(Duration::from_millis(500));
     raise(&w, "booking", PUSH_TOKEN, 1, due).await;
-    let failed = wait_until(
-        || async {
-            w.lapses()
-                .await
-                .first()
-                .is_some_and(|l| l["delivery"] == "failed")
-        },
-        PATIENCE,
-    )
-    .await;
-    let lapses = w.lapses().await;
-    assert!(failed, "{lapses:#?}");
+    let lapses = w.first_lapse_in("failed", PATIENCE).await;
     assert!(
         lapses[0]["lastError"]
             .as_str()

@@ -17,7 +17,6 @@ const ODD_AGENT: &str = "bo/ok?in#g 100% ü";
 const ODD_AGENT_TOKEN: &str = "push-token-odd";
 const ODD_SOURCE: &str = "feed/eu?x#1 100%25 航";
 const ODD_SOURCE_TOKEN: &str = "src-token-odd";
-const TEACHER_TOKEN: &str = "teacher-token-dana";
 
 /// Percent-encodes every byte of `id` except RFC 3986's unreserved characters (and `.` too, so
 /// no segment is a dot segment a URL parser would resolve).
@@ -36,25 +35,16 @@ fn enc(id: &str) -> String {
 fn extra(agent_url: &str) -> String {
     format!(
         r#"
-[[agents]]
-id = "{ODD_AGENT}"
-card = "booking-card.json"
-endpoint = "{agent_url}"
-push_token = "{ODD_AGENT_TOKEN}"
-
-[[sources]]
-id = "{ODD_SOURCE}"
-token = "{ODD_SOURCE_TOKEN}"
-[[sources.mappings]]
+{agent}
+{source}[[sources.mappings]]
 name = "odd"
 fact_key = "{{/key}}"
 observed_at = "/at"
 subject = {{ type = "shipment", id = "{{/sid}}" }}
 
-[[teachers]]
-id = "dana"
-token = "{TEACHER_TOKEN}"
-"#
+{TEACHER_TOML}"#,
+        agent = agent_toml(ODD_AGENT, agent_url, ODD_AGENT_TOKEN),
+        source = entry_toml("sources", ODD_SOURCE, ODD_SOURCE_TOKEN),
     )
 }
 

@@ -10,9 +10,7 @@ use watcher_delivery::testing::{spawn_capture_agent, Behaviour};
 
 use common::*;
 
-const TEACHER_TOKEN: &str = "teacher-token-dana";
-
-/// Small bounds so each can be crossed cheaply.
+/// Small bounds so each can be crossed cheaply (with [`TEACHER_TOML`] after them).
 const LIMITS: &str = r#"
 [limits]
 body_bytes = 4096
@@ -21,10 +19,6 @@ string_bytes = 200
 expectations_per_artifact = 2
 facts_per_request = 3
 check_corpus_entries = 2
-
-[[teachers]]
-id = "dana"
-token = "teacher-token-dana"
 "#;
 
 fn artifact_with(n: usize) -> Value {
@@ -49,7 +43,7 @@ fn far() -> jiff::Timestamp {
 #[tokio::test]
 async fn each_bound_is_refused_by_name_and_value_and_records_nothing() {
     let agent = spawn_capture_agent(Behaviour::accept()).await;
-    let w = spawn_watcher(&agent, LIMITS).await;
+    let w = spawn_watcher(&agent, &format!("{LIMITS}\n{TEACHER_TOML}")).await;
 
     // Body size: 413 naming the limit in bytes, whether or not the length was declared.
     let big = "x".repeat(10_000);

@@ -51,10 +51,8 @@ algorithm = "hmac-sha256"
 encoding = "hex"
 secret_env = "A2A_TEST_SIGNING_SECRET"
 {DEPARTED_MAPPING}
-[[teachers]]
-id = "dana"
-token = "{TEACHER}"
-"#,
+{teacher}"#,
+        teacher = entry_toml("teachers", "dana", TEACHER),
         url = agent.url(),
         push = push_file.display(),
     );

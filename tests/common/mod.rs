@@ -32,6 +32,25 @@ pub const OPERATOR_TOKEN: &str = "ops-token-desk";
 /// The subject of the booking artifact.
 pub const SHIPMENT: &str = "PA-2026-0901";
 
+/// The teacher `dana`'s token in [`TEACHER_TOML`].
+pub const TEACHER_TOKEN: &str = "teacher-token-dana";
+/// The teacher `dana` (bearer [`TEACHER_TOKEN`]), as configuration.
+pub const TEACHER_TOML: &str = "[[teachers]]\nid = \"dana\"\ntoken = \"teacher-token-dana\"\n";
+
+/// A `[[table]]` entry (TOML) with `id` and the bearer `token`: a source, an operator or a
+/// teacher. Keys and tables of its own may follow.
+pub fn entry_toml(table: &str, id: &str, token: &str) -> String {
+    format!("[[{table}]]\nid = \"{id}\"\ntoken = \"{token}\"\n")
+}
+
+/// An `[[agents]]` entry (TOML) for agent `id` with the card [`spawn_watcher`] writes
+/// (`booking-card.json`), at `endpoint`, pushing with `push_token`. Keys of its own may follow.
+pub fn agent_toml(id: &str, endpoint: &str, push_token: &str) -> String {
+    format!(
+        "[[agents]]\nid = \"{id}\"\ncard = \"booking-card.json\"\nendpoint = \"{endpoint}\"\npush_token = \"{push_token}\"\n"
+    )
+}
+
 /// A source's webhook mapping (TOML, for the source table above it) that turns
 /// `{"event": "departed", "shipment": ID, "at": INSTANT}` into the departure fact of shipment ID.
 pub const DEPARTED_MAPPING: &str = r#"[[sources.mappings]]
@@ -91,22 +110,13 @@ database = "watcher.db"
 
 {config_toml_extra}
 
-[[sources]]
-id = "{SOURCE_ID}"
-token = "{SOURCE_TOKEN}"
+{source}
+{booking}{booking_extra}
 
-[[agents]]
-id = "booking"
-card = "booking-card.json"
-endpoint = "{endpoint}"
-push_token = "{PUSH_TOKEN}"
-{booking_extra}
-
-[[operators]]
-id = "ops-desk"
-token = "{OPERATOR_TOKEN}"
-"#,
-        endpoint = agent.url(),
+{operator}"#,
+        source = entry_toml("sources", SOURCE_ID, SOURCE_TOKEN),
+        booking = agent_toml("booking", &agent.url(), PUSH_TOKEN),
+        operator = entry_toml("operators", "ops-desk", OPERATOR_TOKEN),
     );
     Watcher::spawn_in(dir, &config).await
 }
@@ -272,18 +282,27 @@ impl Watcher {
     /// Waits until the first lapse task of `GET /v1/lapses` is `sent` (panics, showing the
     /// lapse tasks, after `patience`); the lapse tasks then.
     pub async fn first_lapse_sent(&self, patience: Duration) -> Vec<Value> {
-        let sent = wait_until(
+        self.first_lapse_in("sent", patience).await
+    }
+
+    /// Waits until the first lapse task of `GET /v1/lapses` has `delivery` (panics, showing the
+    /// lapse tasks, after `patience`); the lapse tasks then.
+    pub async fn first_lapse_in(&self, delivery: &str, patience: Duration) -> Vec<Value> {
+        let reached = wait_until(
             || async {
                 self.lapses()
                     .await
                     .first()
-                    .is_some_and(|l| l["delivery"] == "sent")
+                    .is_some_and(|l| l["delivery"] == delivery)
             },
             patience,
         )
         .await;
         let lapses = self.lapses().await;
-        assert!(sent, "no lapse task sent within {patience:?}: {lapses:#?}");
+        assert!(
+            reached,
+            "no lapse task {delivery} within {patience:?}: {lapses:#?}"
+        );
         lapses
     }
 }

@@ -6,7 +6,7 @@
 //! configuration secret at cold start), so a [`Fixture`] spawns them all, writes one watcher.toml
 //! naming them, and the deployment starts on it.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,8 +15,10 @@ use a2a_types::TaskState;
 use serde_json::{json, Value};
 use watcher_delivery::testing::{Behaviour, CaptureAgent, CapturedRequest, Reply};
 
-use crate::common::aws_stack::{bin_dir, free_port, instance_pids, root, Proc};
-use crate::common::{Answer, Watcher, OPERATOR_TOKEN, SOURCE_ID, SOURCE_TOKEN};
+use crate::common::aws_stack::{
+    bin_dir, free_port, instance_pids, kill_every_instance, root, Proc,
+};
+use crate::common::{entry_toml, Answer, Watcher, OPERATOR_TOKEN, SOURCE_ID, SOURCE_TOKEN};
 
 /// The source whose webhook has a mapping (scenario `carrier_webhook`).
 pub const HOOK_SOURCE: &str = "carrier-feed:hooks";
@@ -329,28 +331,16 @@ poll_first = "PT0.3S"
 "#,
         );
         out.push_str(&format!(
-            r#"[[sources]]
-id = "{SOURCE_ID}"
-token = "{SOURCE_TOKEN}"
-
-[[sources]]
-id = "{HOOK_SOURCE}"
-token = "{HOOK_TOKEN}"
-[[sources.mappings]]
+            r#"{source}
+{hook_source}[[sources.mappings]]
 name = "manifest"
 when = {{ pointer = "/event", equals = "manifest.received" }}
 fact_key = "shipment.manifest.received:{{/shipment}}"
 observed_at = "/at"
 subject = {{ type = "shipment", id = "{{/shipment}}" }}
 
-[[operators]]
-id = "ops-desk"
-token = "{OPERATOR_TOKEN}"
-
-[[teachers]]
-id = "{TEACHER_ID}"
-token = "{TEACHER_TOKEN}"
-
+{operator}
+{teacher}
 [[notify]]
 id = "ops"
 url = "{notify_url}"
@@ -358,6 +348,10 @@ secret = "{notify_secret}"
 events = ["lapse.recorded"]
 
 "#,
+            source = entry_toml("sources", SOURCE_ID, SOURCE_TOKEN),
+            hook_source = entry_toml("sources", HOOK_SOURCE, HOOK_TOKEN),
+            operator = entry_toml("operators", "ops-desk", OPERATOR_TOKEN),
+            teacher = entry_toml("teachers", TEACHER_ID, TEACHER_TOKEN),
             notify_url = self.notified.url,
             notify_secret = watcher_notify::testing::SECRET,
         ));
@@ -604,17 +598,10 @@ impl Deployment {
             }
             Running::Aws(stack) => {
                 // Every instance: whichever holds the lapse task.
-                let before = instance_pids(stack, "submitter");
-                assert!(!before.is_empty(), "a submitter instance");
-                for pid in &before {
-                    let _ = Command::new("kill")
-                        .args(["-KILL", &pid.to_string()])
-                        .stderr(Stdio::null())
-                        .status();
-                }
+                let before = kill_every_instance(stack, "submitter");
                 tokio::task::block_in_place(|| {
                     stack.wait_for("a new submitter instance", Duration::from_secs(30), |_| {
-                        instance_pids(stack, "submitter").len() > before.len()
+                        instance_pids(stack, "submitter").len() > before
                     })
                 });
             }

@@ -32,7 +32,7 @@ mod push_refusals;
 mod subjects;
 mod webhooks;
 
-const TEACHER: &str = "teacher-token-dana";
+const TEACHER: &str = TEACHER_TOKEN;
 const AGENT_B: &str = "push-token-booking-b";
 const SOURCE_B: &str = "src-token-b";
 const OPERATOR_B: &str = "ops-token-b";
@@ -43,10 +43,7 @@ const SIGNED_TOKEN: &str = "src-token-signed";
 fn extra(agent_url: &str) -> String {
     format!(
         r#"
-[[sources]]
-id = "{SIGNED_SOURCE}"
-token = "{SIGNED_TOKEN}"
-[sources.signature]
+{signed}[sources.signature]
 header = "X-Hmac-Signature"
 algorithm = "hmac-sha256"
 encoding = "hex"
@@ -58,41 +55,28 @@ fact_key = "shipment.{{/status}}:{{/code}}"
 observed_at = "/datetime"
 subject = {{ type = "shipment", id = "{{/code}}" }}
 
-[[sources]]
-id = "carrier-feed:mapped"
-token = "src-token-mapped"
-[[sources.mappings]]
+{mapped}[[sources.mappings]]
 name = "mapped"
 each = "/events"
 fact_key = "shipment.{{/status}}:{{^/code}}"
 observed_at = "/at"
 
-[[teachers]]
-id = "dana"
-token = "{TEACHER}"
+{TEACHER_TOML}
+# Tenant b: an agent, a source, an operator and a teacher.
+{agent_b}tenant = "b"
 
-[[agents]]
-id = "booking-b"
-tenant = "b"
-card = "booking-card.json"
-endpoint = "{agent_url}"
-push_token = "{AGENT_B}"
+{source_b}tenant = "b"
 
-[[sources]]
-id = "carrier-feed:b"
-tenant = "b"
-token = "{SOURCE_B}"
+{operator_b}tenant = "b"
 
-[[operators]]
-id = "ops-b"
-tenant = "b"
-token = "{OPERATOR_B}"
-
-[[teachers]]
-id = "dana-b"
-tenant = "b"
-token = "{TEACHER_B}"
-"#
+{teacher_b}tenant = "b"
+"#,
+        signed = entry_toml("sources", SIGNED_SOURCE, SIGNED_TOKEN),
+        mapped = entry_toml("sources", "carrier-feed:mapped", "src-token-mapped"),
+        agent_b = agent_toml("booking-b", agent_url, AGENT_B),
+        source_b = entry_toml("sources", "carrier-feed:b", SOURCE_B),
+        operator_b = entry_toml("operators", "ops-b", OPERATOR_B),
+        teacher_b = entry_toml("teachers", "dana-b", TEACHER_B),
     )
 }
 
@@ -208,7 +192,7 @@ fn fact(observed_at: Value) -> Value {
 
 /// Every JSON-taking route with a credential it accepts (so the body is what is wrong).
 fn json_routes() -> Vec<(&'static str, &'static str, Auth)> {
-    vec![
+    [
         ("POST", "/v1/agents/booking/push", Auth::Push(PUSH_TOKEN)),
         ("POST", "/v1/facts", Auth::Bearer(SOURCE_TOKEN)),
         (
@@ -218,32 +202,19 @@ fn json_routes() -> Vec<(&'static str, &'static str, Auth)> {
         ),
         ("POST", "/v1/lapses/retry", Auth::Bearer(OPERATOR_TOKEN)),
         ("PUT", "/v1/definitions/fresh-def", Auth::Bearer(TEACHER)),
-        (
-            "POST",
-            "/v1/definitions/invoices/lessons",
-            Auth::Bearer(TEACHER),
-        ),
-        (
-            "POST",
-            "/v1/definitions/invoices/lessons:check",
-            Auth::Bearer(TEACHER),
-        ),
-        (
-            "POST",
-            "/v1/definitions/invoices/show-back",
-            Auth::Bearer(TEACHER),
-        ),
-        (
-            "POST",
-            "/v1/definitions/invoices/activate",
-            Auth::Bearer(TEACHER),
-        ),
-        (
-            "POST",
-            "/v1/definitions/invoices/versions/1/tombstone",
-            Auth::Bearer(TEACHER),
-        ),
     ]
+    .into_iter()
+    .chain(
+        [
+            "/v1/definitions/invoices/lessons",
+            "/v1/definitions/invoices/lessons:check",
+            "/v1/definitions/invoices/show-back",
+            "/v1/definitions/invoices/activate",
+            "/v1/definitions/invoices/versions/1/tombstone",
+        ]
+        .map(|path| ("POST", path, Auth::Bearer(TEACHER))),
+    )
+    .collect()
 }
 
 fn cases() -> Vec<Case> {
