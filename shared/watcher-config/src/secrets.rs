@@ -124,6 +124,11 @@ mod tests {
         text.parse().unwrap()
     }
 
+    /// Why resolving the secrets of `text` (no config directory) fails.
+    fn refusal(text: &str) -> String {
+        resolve(&mut table(text), None).unwrap_err().to_string()
+    }
+
     #[test]
     fn a_file_and_a_variable_become_the_key() {
         let dir = tempfile::tempdir().unwrap();
@@ -155,29 +160,14 @@ secret_env = "A2A_TEST_SECRET_SRC"
 
     #[test]
     fn refusals_name_the_key() {
-        let e = resolve(
-            &mut table("[[operators]]\nid='o'\ntoken='a'\ntoken_env='A2A_TEST_UNSET_1'"),
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refusal("[[operators]]\nid='o'\ntoken='a'\ntoken_env='A2A_TEST_UNSET_1'");
         assert!(e.contains("operators[0].token_env"), "{e}");
-        let e = resolve(
-            &mut table("[[operators]]\nid='o'\ntoken_env='A2A_TEST_UNSET_2'"),
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refusal("[[operators]]\nid='o'\ntoken_env='A2A_TEST_UNSET_2'");
         assert_eq!(
             e,
             "operators[0].token_env: the environment variable A2A_TEST_UNSET_2 is not set"
         );
-        let e = resolve(
-            &mut table("[[teachers]]\nid='t'\ntoken_file='/nonexistent/a2a/token'"),
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refusal("[[teachers]]\nid='t'\ntoken_file='/nonexistent/a2a/token'");
         assert!(
             e.starts_with("teachers[0].token_file: cannot read /nonexistent/a2a/token"),
             "{e}"
