@@ -22,12 +22,7 @@ fn the_over_broad_pa_2026_lesson_is_caught_before_it_is_taught() {
     let registry = Registry::builtin();
     let state = new_definition(customers_json(), &registry);
     let before = state.clone();
-    let broad = lesson(
-        "customers",
-        "alhamra",
-        json!({ "pattern": "PA-2026", "where": "subject" }),
-        None,
-    );
+    let broad = mark_lesson("alhamra", "PA-2026", "subject");
     let report = check(&state, &broad, &corpus(), &registry).expect("checked");
     assert_eq!(report.matches, 2);
     assert_eq!(
@@ -41,12 +36,7 @@ fn the_over_broad_pa_2026_lesson_is_caught_before_it_is_taught() {
 
     // The suggestion drawn from one message's reference reaches exactly that message.
     let exact = suggest_pattern_for_reference("PA-2026-0901").expect("a pattern");
-    let narrow = lesson(
-        "customers",
-        "alhamra",
-        json!({ "pattern": exact, "where": "subject" }),
-        None,
-    );
+    let narrow = mark_lesson("alhamra", &exact, "subject");
     let report = check(&state, &narrow, &corpus(), &registry).expect("checked");
     assert_eq!(report.matches, 1);
     assert_eq!(report.changes.len(), 1);
@@ -63,12 +53,7 @@ fn check_reports_readings_that_would_be_lost() {
     let now = show_back(&state, &message, None, &registry).expect("show-back");
     assert_eq!(now["customer"]["winner"], json!("alhamra"));
     // A second alhamra mark that this message lacks: alhamra 0.5 vs northgate 0.5 -> unsettled.
-    let l = lesson(
-        "customers",
-        "alhamra",
-        json!({ "pattern": "hamra-ref-\\d+", "where": "body" }),
-        None,
-    );
+    let l = mark_lesson("alhamra", "hamra-ref-\\d+", "body");
     let report = check(&state, &l, std::slice::from_ref(&message), &registry).expect("checked");
     assert_eq!(
         serde_json::to_value(&report).expect("json"),
@@ -96,12 +81,7 @@ fn the_reference_suggestion_works_with_the_marks_learnable() {
     let registry = Registry::builtin();
     let state = new_definition(customers_json(), &registry);
     let pattern = suggest_pattern_for_reference("PA-2026-0901").expect("a pattern");
-    let l = lesson(
-        "customers",
-        "alhamra",
-        json!({ "pattern": pattern, "where": "subject" }),
-        None,
-    );
+    let l = mark_lesson("alhamra", &pattern, "subject");
     let (next, result) = teach(&state, &l, via(), at(1), &registry).expect("accepted by marks");
     assert!(result.learned);
     let next = next.expect("learned");

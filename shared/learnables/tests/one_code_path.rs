@@ -108,12 +108,7 @@ fn three_learnables_one_teach_function() {
             "matches 'billing@origin\\.example' in the from",
         ),
         (
-            lesson(
-                "fields",
-                "invoice_number",
-                json!({ "header": "Inv. Ref" }),
-                Some("supplier sheet"),
-            ),
+            header_lesson("Inv. Ref", Some("supplier sheet")),
             "reads the column headed 'Inv. Ref'",
         ),
         (
@@ -192,12 +187,7 @@ fn check_and_descriptors_work_for_every_learnable() {
         json!({ "header": "Total" }),
         json!({ "header": "inv. ref " }),
     ];
-    let l = lesson(
-        "fields",
-        "invoice_number",
-        json!({ "header": "Inv. Ref" }),
-        None,
-    );
+    let l = header_lesson("Inv. Ref", None);
     let report = check(&state, &l, &corpus, &registry).expect("checked");
     assert_eq!(report.matches, 2);
     assert_eq!(
@@ -231,12 +221,7 @@ fn check_and_descriptors_work_for_every_learnable() {
 fn invisible_characters_change_nothing() {
     let registry = registry();
     let v1 = new_definition(everything(), &registry);
-    let taught = lesson(
-        "fields",
-        "invoice_number",
-        json!({ "header": "Inv. Ref" }),
-        Some("supplier sheet"),
-    );
+    let taught = header_lesson("Inv. Ref", Some("supplier sheet"));
     let (state, first) = teach(&v1, &taught, via(), at(1), &registry).expect("taught");
     assert!(first.learned);
     let state = state.expect("new version");
@@ -246,12 +231,7 @@ fn invisible_characters_change_nothing() {
         "Inv. Ref\u{200D}",
         "\u{2060}Inv. Ref ",
     ] {
-        let again = lesson(
-            "fields",
-            "invoice_number",
-            json!({ "header": invisible }),
-            Some("supplier sheet"),
-        );
+        let again = header_lesson(invisible, Some("supplier sheet"));
         let (none, result) = teach(&state, &again, via(), at(2), &registry).expect("not an error");
         assert!(none.is_none(), "{invisible:?}");
         assert!(!result.learned, "{invisible:?}");

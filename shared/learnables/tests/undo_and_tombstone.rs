@@ -71,12 +71,7 @@ fn a_lesson_after_undo_builds_on_the_active_version() {
     let undone = activate(&v2, 1, dana(), via(), None, at(10))
         .expect("ok")
         .expect("change");
-    let l = lesson(
-        "customers",
-        "alhamra",
-        json!({ "pattern": "hamra", "where": "any" }),
-        None,
-    );
+    let l = mark_lesson("alhamra", "hamra", "any");
     let (v3, result) = teach(&undone, &l, via(), at(11), &registry).expect("taught");
     let v3 = v3.expect("learned");
     assert_eq!(result.definition_version, 3, "max + 1, not active + 1");

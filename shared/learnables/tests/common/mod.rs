@@ -52,6 +52,27 @@ pub fn lesson(collection: &str, entry: &str, value: Value, reason: Option<&str>)
     .expect("a well-formed lesson")
 }
 
+/// A lesson by Dana, with no reason, adding the mark `pattern` on `place` (`from`, `subject`,
+/// `body`, `any`) to `entry` of `customers`.
+pub fn mark_lesson(entry: &str, pattern: &str, place: &str) -> Lesson {
+    lesson(
+        "customers",
+        entry,
+        json!({ "pattern": pattern, "where": place }),
+        None,
+    )
+}
+
+/// A lesson by Dana mapping the column headed `header` to `invoice_number` of `fields`.
+pub fn header_lesson(header: &str, reason: Option<&str>) -> Lesson {
+    lesson(
+        "fields",
+        "invoice_number",
+        json!({ "header": header }),
+        reason,
+    )
+}
+
 pub fn billing_lesson() -> Lesson {
     lesson(
         "customers",
