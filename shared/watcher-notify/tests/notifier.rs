@@ -330,11 +330,16 @@ async fn slack_and_teams_bodies_carry_the_lapse_in_words_and_links() {
     assert_eq!(card["content"]["actions"][1]["title"], "Timeline");
 }
 
+/// Why the channel `c` is refused.
+fn refused(c: &NotifyConfig) -> String {
+    Channel::from_config(c).unwrap_err()
+}
+
 #[test]
 fn bad_channels_are_refused_naming_the_field() {
     let mut c = config("ftp://x");
     assert_eq!(
-        Channel::from_config(&c).unwrap_err(),
+        refused(&c),
         "notify: channel \"ops\": url: \"ftp://x\" is not an http(s) URL"
     );
     c.url = "https://hooks.example.test/T0/B0/credential".into();
@@ -343,49 +348,33 @@ fn bad_channels_are_refused_naming_the_field() {
         "a URL's path is not in Debug"
     );
     c.format = "discord".into();
-    assert!(Channel::from_config(&c)
-        .unwrap_err()
-        .contains("format: \"discord\" is not one of standard-webhooks, slack, teams"));
+    assert!(
+        refused(&c).contains("format: \"discord\" is not one of standard-webhooks, slack, teams")
+    );
     c.format = "slack".into();
     c.kinds = vec!["late".into()];
-    assert!(Channel::from_config(&c)
-        .unwrap_err()
-        .contains("kinds: \"late\""));
+    assert!(refused(&c).contains("kinds: \"late\""));
     c.kinds.clear();
     c.secret = Some("whsec_!!".into());
-    assert!(Channel::from_config(&c)
-        .unwrap_err()
-        .contains("secret: a whsec_ secret must be base64"));
+    assert!(refused(&c).contains("secret: a whsec_ secret must be base64"));
 
     // Email channels: an smtp:// URL, a sender, recipients that parse, both credentials.
     let mut m = config("https://x");
     m.format = "email".into();
     m.secret = None;
-    assert!(Channel::from_config(&m)
-        .unwrap_err()
-        .contains("url: \"https://x\" is not an smtp://host[:port] URL"));
+    assert!(refused(&m).contains("url: \"https://x\" is not an smtp://host[:port] URL"));
     m.url = "smtp://127.0.0.1:2525".into();
-    assert!(Channel::from_config(&m)
-        .unwrap_err()
-        .contains("from: an email channel needs a sender"));
+    assert!(refused(&m).contains("from: an email channel needs a sender"));
     m.from = Some("watcher@example.test".into());
-    assert!(Channel::from_config(&m)
-        .unwrap_err()
-        .contains("to: an email channel"));
+    assert!(refused(&m).contains("to: an email channel"));
     m.to = vec!["not a mailbox".into()];
-    assert!(Channel::from_config(&m)
-        .unwrap_err()
-        .contains("to: \"not a mailbox\" is not a mailbox"));
+    assert!(refused(&m).contains("to: \"not a mailbox\" is not a mailbox"));
     m.to = vec!["Ops <ops@example.test>".into()];
     m.username = Some("watcher".into());
-    assert!(Channel::from_config(&m)
-        .unwrap_err()
-        .contains("username, password: give both or neither"));
+    assert!(refused(&m).contains("username, password: give both or neither"));
     m.password = Some("pw".into());
     m.tls = "ssl".into();
-    assert!(Channel::from_config(&m)
-        .unwrap_err()
-        .contains("tls: \"ssl\" is not one of starttls, implicit, none"));
+    assert!(refused(&m).contains("tls: \"ssl\" is not one of starttls, implicit, none"));
     m.tls = "none".into();
     let ch = Channel::from_config(&m).expect("a valid email channel");
     assert_eq!(ch.target(), "smtp://127.0.0.1:2525");
