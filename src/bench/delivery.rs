@@ -344,26 +344,20 @@ pub(crate) fn sent_lapse_task(
     id: &str,
     now: Instant,
 ) -> anyhow::Result<watcher_runtime::store::OutboxEntry> {
+    let message_id = format!("lapse:{id}:overdue:bench");
     Ok(watcher_runtime::store::OutboxEntry {
-        tenant: tenant.clone(),
-        agent: agent.clone(),
-        message_id: format!("lapse:{id}:overdue:bench"),
-        expectation_id: watcher_core::ids::ExpectationId::parse(id).map_err(anyhow::Error::msg)?,
-        lapse: watcher_core::record::LapseKind::Overdue,
-        lapsed_at: now,
-        request: json!({ "message": { "messageId": format!("lapse:{id}:overdue:bench") } }),
         delivery: watcher_runtime::store::DeliveryState::Sent,
         attempts: 1,
-        next_attempt_at: now,
         task_id: Some(format!("task-{id}")),
         task_state: Some("TASK_STATE_SUBMITTED".into()),
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        needs_person_since: None,
-        lease: None,
+        ..watcher_runtime::store::OutboxEntry::queued(
+            tenant.clone(),
+            agent.clone(),
+            message_id.clone(),
+            watcher_core::ids::ExpectationId::parse(id).map_err(anyhow::Error::msg)?,
+            watcher_core::record::LapseKind::Overdue,
+            now,
+            json!({ "message": { "messageId": message_id } }),
+        )
     })
 }
