@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use learnables::{DefinitionId, DefinitionState, TenantId};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use crate::{DefinitionBackend, DefinitionStoreError, Swapped};
 
@@ -125,6 +125,13 @@ impl SqliteDefinitionStore {
     }
 }
 
+/// Begins a write with `BEGIN IMMEDIATE`: the write lock is taken first, so the revision the
+/// write checks cannot change under it, on this connection or another.
+fn begin_write(conn: &mut Connection) -> Result<Transaction<'_>, DefinitionStoreError> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)
+}
+
 /// Serializes a state for the `state` column.
 fn to_json(state: &DefinitionState) -> Result<String, DefinitionStoreError> {
     serde_json::to_string(state).map_err(DefinitionStoreError::backend)
@@ -183,9 +190,7 @@ impl DefinitionBackend for SqliteDefinitionStore {
         let revision = revision_column(state.revision())?;
         let (tenant, id) = (state.tenant().clone(), state.id().clone());
         self.run(move |conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db)?;
+            let tx = begin_write(conn)?;
             let inserted = tx
                 .execute(
                     "INSERT INTO learnables_definitions (tenant, id, revision, state)
@@ -212,9 +217,7 @@ impl DefinitionBackend for SqliteDefinitionStore {
         let expected = revision_column(expected_revision)?;
         let (tenant, id) = (state.tenant().clone(), state.id().clone());
         self.run(move |conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db)?;
+            let tx = begin_write(conn)?;
             let updated = tx
                 .execute(
                     "UPDATE learnables_definitions SET revision = ?3, state = ?4
