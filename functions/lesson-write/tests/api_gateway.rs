@@ -326,13 +326,7 @@ async fn a_sources_token_gets_403() {
     lesson.problem(StatusCode::FORBIDDEN);
     let put = put_definition(&app, "/v1/definitions/another", SOURCE, customers()).await;
     put.problem(StatusCode::FORBIDDEN);
-    let read = post(
-        &app,
-        &format!("{DEF}/show-back"),
-        SOURCE,
-        json!({ "input": billing_message() }),
-    )
-    .await;
+    let read = show_back_of(&app, DEF, SOURCE, billing_message()).await;
     read.problem(StatusCode::FORBIDDEN);
 
     assert_eq!(get(&app, DEF, TEACHER).await.ok(), &v1, "nothing written");

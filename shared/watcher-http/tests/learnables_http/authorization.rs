@@ -39,14 +39,9 @@ async fn sources_agents_and_operators_cannot_write() {
         get(&app, &format!("{DEF}/history"), token)
             .await
             .problem(StatusCode::FORBIDDEN);
-        post(
-            &app,
-            &format!("{DEF}/show-back"),
-            token,
-            json!({ "input": billing_message() }),
-        )
-        .await
-        .problem(StatusCode::FORBIDDEN);
+        show_back_of(&app, DEF, token, billing_message())
+            .await
+            .problem(StatusCode::FORBIDDEN);
     }
     get(&app, DEF, OPERATOR).await.ok();
     get(&app, &format!("{DEF}/versions/1"), OPERATOR).await.ok();
@@ -123,14 +118,9 @@ async fn another_tenants_definition_is_404() {
     teach(&app, t, billing_lesson())
         .await
         .problem(StatusCode::NOT_FOUND);
-    post(
-        &app,
-        &format!("{DEF}/show-back"),
-        t,
-        json!({ "input": billing_message() }),
-    )
-    .await
-    .problem(StatusCode::NOT_FOUND);
+    show_back_of(&app, DEF, t, billing_message())
+        .await
+        .problem(StatusCode::NOT_FOUND);
     activate(&app, t, json!({ "definitionVersion": 1, "taughtBy": DANA }))
         .await
         .problem(StatusCode::NOT_FOUND);

@@ -72,13 +72,7 @@ async fn two_lessons_posted_at_once_both_land() {
         ("a@origin.example", "northgate"),
         ("b@origin.example", "alhamra"),
     ] {
-        let read = post(
-            &app,
-            &format!("{DEF}/show-back"),
-            TEACHER,
-            json!({ "input": { "from": from } }),
-        )
-        .await;
+        let read = show_back_of(&app, DEF, TEACHER, json!({ "from": from })).await;
         assert_eq!(read.ok()["customer"]["winner"], json!(winner));
     }
 }

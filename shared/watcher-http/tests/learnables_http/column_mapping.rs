@@ -9,15 +9,10 @@ async fn a_column_mapping_goes_through_the_same_routes() {
     let created = put_definition(&app, uri, TEACHER, fields()).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let read = |app: Router| async move {
-        post(
-            &app,
-            &format!("{uri}/show-back"),
-            OPERATOR,
-            json!({ "input": { "header": "Inv #" } }),
-        )
-        .await
-        .ok()
-        .clone()
+        show_back_of(&app, uri, OPERATOR, json!({ "header": "Inv #" }))
+            .await
+            .ok()
+            .clone()
     };
     assert_eq!(read(app.clone()).await["field"]["settled"], json!(false));
 

@@ -119,13 +119,7 @@ async fn text_in_two_unicode_forms_is_one_text() {
     let created = put_definition(&app, uri, TEACHER, fields).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     // A heading taught composed matches the same heading arriving decomposed.
-    let read = post(
-        &app,
-        &format!("{uri}/show-back"),
-        OPERATOR,
-        json!({ "input": { "header": DECOMPOSED } }),
-    )
-    .await;
+    let read = show_back_of(&app, uri, OPERATOR, json!({ "header": DECOMPOSED })).await;
     assert_eq!(read.ok()["field"]["winner"], json!("Montant_d\u{FB01}nal"));
     // Teaching the decomposed form, to the entry named decomposed, is the same lesson: no twin.
     let again = post(

@@ -152,17 +152,23 @@ pub async fn create_definition(app: &Router) -> Value {
     created.body
 }
 
-/// The show-back of [`billing_message`] by the active version.
-pub async fn show_back(app: &Router, token: &str) -> Value {
+/// `POST {definition}/show-back` of `input` with `token`: the active version's report.
+pub async fn show_back_of(app: &Router, definition: &str, token: &str, input: Value) -> Answer {
     post(
         app,
-        &format!("{DEF}/show-back"),
+        &format!("{definition}/show-back"),
         token,
-        json!({ "input": billing_message() }),
+        json!({ "input": input }),
     )
     .await
-    .ok()
-    .clone()
+}
+
+/// The show-back of [`billing_message`] by the active version.
+pub async fn show_back(app: &Router, token: &str) -> Value {
+    show_back_of(app, DEF, token, billing_message())
+        .await
+        .ok()
+        .clone()
 }
 
 pub async fn active_version(app: &Router) -> u64 {
