@@ -137,20 +137,16 @@ allow_private_endpoints = true
 poll_first = "PT0.5S"
 backoff_max = "PT1S"
 
-[[sources]]
-id = "{SOURCE_ID}"
-token = "{SOURCE_TOKEN}"
-
+{source}
 [[agents]]
 id = "{AGENT}"
 card = "{card}"
 push_token = "{SDK_PUSH_TOKEN}"
 
-[[operators]]
-id = "ops-desk"
-token = "{OPERATOR_TOKEN}"
-"#,
+{operator}"#,
+        source = entry_toml("sources", SOURCE_ID, SOURCE_TOKEN),
         card = agent.url,
+        operator = entry_toml("operators", "ops-desk", OPERATOR_TOKEN),
     );
     let watcher = spawn_watcher_with_config(&config).await;
     Some(Pair {
@@ -202,9 +198,11 @@ impl Pair {
         self.client(&args).await
     }
 
-    /// Books `shipment` due at `due` with a second's grace through the SDK client; the Task and
-    /// the id of the manifest expectation it raises.
-    async fn book(&self, shipment: &str, due: jiff::Timestamp) -> (Value, String) {
+    /// Books `shipment` due at the next whole second at least a second from now, with a
+    /// second's grace, through the SDK client; the Task, the id of the manifest expectation it
+    /// raises, and the due time.
+    async fn book_due_soon(&self, shipment: &str) -> (Value, String, jiff::Timestamp) {
+        let due = origin(Duration::from_secs(1));
         let task = self
             .send(&format!(
                 "book shipment={shipment} due={} grace=PT1S",
@@ -212,7 +210,7 @@ impl Pair {
             ))
             .await;
         let id = format!("exp-{}-manifest", task_id(&task));
-        (task, id)
+        (task, id, due)
     }
 
     /// The record of expectation `id` on subject `kind/subject`, once `check` holds for it.
@@ -316,8 +314,7 @@ async fn the_sdk_agent_raises_expectations_in_an_artifact_and_a_fact_satisfies_t
 #[tokio::test]
 async fn a_lapse_task_is_accepted_by_the_sdk_agent_and_its_successor_arrives_by_push() {
     let Some(p) = pair(true).await else { return };
-    let due = origin(Duration::from_secs(1));
-    let (task, id) = p.book("PA-SDK-2", due).await;
+    let (task, id, due) = p.book_due_soon("PA-SDK-2").await;
 
     // The watcher submits the lapse task; the SDK agent answers with a Task (delivered).
     let lapse = p
@@ -363,8 +360,7 @@ async fn a_lapse_task_is_accepted_by_the_sdk_agent_and_its_successor_arrives_by_
 #[tokio::test]
 async fn without_public_url_the_lapse_task_is_followed_by_get_task() {
     let Some(p) = pair(false).await else { return };
-    let due = origin(Duration::from_secs(1));
-    let (_task, id) = p.book("PA-SDK-3", due).await;
+    let (_task, id, _due) = p.book_due_soon("PA-SDK-3").await;
 
     let lapse = p.wait_for_lapse(&id, |l| l["delivery"] == "sent").await;
     let lapse_task = lapse["taskId"]
@@ -608,11 +604,9 @@ id = "example"
 card = "{card}"
 push_token = "{EXAMPLE_PUSH_TOKEN}"
 
-[[operators]]
-id = "ops-desk"
-token = "{OPERATOR_TOKEN}"
-"#,
+{operator}"#,
         card = agent.url,
+        operator = entry_toml("operators", "ops-desk", OPERATOR_TOKEN),
     );
     let watcher = spawn_watcher_with_config(&config).await;
 
