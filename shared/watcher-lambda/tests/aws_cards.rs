@@ -86,6 +86,16 @@ async fn cold_start_of(function: Function, store: &Arc<dyn Store>, config: &Conf
     .expect("parts")
 }
 
+/// A fresh table named after `name`, a card server answering the booking card (from the start
+/// when `up`, else once its `up` is set), and the configuration of the agent whose card it serves.
+async fn set_up(name: &str, up: bool) -> (Arc<dyn Store>, CardServer, Config) {
+    let store = emulator_store(name).await;
+    let server = card_server(card()).await;
+    server.up.store(up, Ordering::SeqCst);
+    let config = config(&server.url);
+    (store, server, config)
+}
+
 fn booking() -> (Tenant, AgentId) {
     (Tenant::default_tenant(), AgentId::parse("booking").unwrap())
 }
@@ -110,9 +120,7 @@ fn lapse_event() -> SqsEvent {
 /// card up when a lapse message names the agent.
 #[tokio::test]
 async fn the_sweep_reads_an_unreadable_card_and_every_function_picks_it_up() {
-    let store = emulator_store("cards-sweep").await;
-    let server = card_server(card()).await;
-    let config = config(&server.url);
+    let (store, server, config) = set_up("cards-sweep", false).await;
     let timer = cold_start(&store, &config).await;
     let submitter = cold_start(&store, &config).await;
     let (t, a) = booking();
@@ -153,9 +161,7 @@ async fn the_sweep_reads_an_unreadable_card_and_every_function_picks_it_up() {
 /// serves a request.
 #[tokio::test]
 async fn the_api_picks_up_a_kept_card_before_a_request() {
-    let store = emulator_store("cards-api").await;
-    let server = card_server(card()).await;
-    let config = config(&server.url);
+    let (store, server, config) = set_up("cards-api", false).await;
     let api = cold_start(&store, &config).await;
     let (t, a) = booking();
     assert!(api.watcher.directory.get(&t, &a).is_none());
@@ -184,10 +190,7 @@ async fn the_api_picks_up_a_kept_card_before_a_request() {
 /// card kept, they read it, as the timer does.
 #[tokio::test]
 async fn only_the_function_that_refreshes_cards_reads_a_kept_card_at_cold_start() {
-    let store = emulator_store("cards-needs").await;
-    let server = card_server(card()).await;
-    server.up.store(true, Ordering::SeqCst);
-    let config = config(&server.url);
+    let (store, server, config) = set_up("cards-needs", true).await;
     let (t, a) = booking();
     // No card kept yet: the submitter's cold start reads it, and keeps it.
     let first = cold_start_of(Function::Submitter, &store, &config).await;
@@ -219,10 +222,7 @@ async fn only_the_function_that_refreshes_cards_reads_a_kept_card_at_cold_start(
 /// day by default), then read again.
 #[tokio::test]
 async fn the_sweep_rereads_a_card_older_than_the_maximum_age() {
-    let store = emulator_store("cards-age").await;
-    let server = card_server(card()).await;
-    server.up.store(true, Ordering::SeqCst);
-    let config = config(&server.url);
+    let (store, server, config) = set_up("cards-age", true).await;
     let timer = cold_start(&store, &config).await;
     let start = SystemClock.now();
     let hour = start

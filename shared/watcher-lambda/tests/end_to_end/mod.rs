@@ -207,20 +207,32 @@ impl Deployment {
         .await;
     }
 
+    /// Up to ten visible messages of the queue at `url`, hidden again for `visibility` seconds
+    /// when given (else for the queue's visibility timeout).
+    async fn visible(
+        &self,
+        url: &str,
+        visibility: Option<i32>,
+    ) -> Vec<aws_sdk_sqs::types::Message> {
+        self.sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .set_visibility_timeout(visibility)
+            .send()
+            .await
+            .expect("receive")
+            .messages()
+            .to_vec()
+    }
+
     /// The timer queue's visible messages, as the SQS event its event source mapping hands the
     /// timer function.
     async fn timer_messages(&self) -> Value {
         let url = self.timer_queue_url.as_ref().expect("timer queue");
-        let out = self
-            .sqs
-            .receive_message()
-            .queue_url(url)
-            .max_number_of_messages(10)
-            .send()
+        let records: Vec<Value> = self
+            .visible(url, None)
             .await
-            .expect("receive");
-        let records: Vec<Value> = out
-            .messages()
             .iter()
             .map(|m| {
                 json!({ "messageId": m.message_id(), "body": m.body(), "eventSource": "aws:sqs",
@@ -291,17 +303,9 @@ impl Deployment {
 
     /// Receives what is on the lapse queue as a Lambda `SqsEvent`.
     async fn receive(&self) -> SqsEvent {
-        let out = self
-            .sqs
-            .receive_message()
-            .queue_url(&self.queue_url)
-            .max_number_of_messages(10)
-            .visibility_timeout(0)
-            .send()
+        let records: Vec<Value> = self
+            .visible(&self.queue_url, Some(0))
             .await
-            .expect("receive");
-        let records: Vec<Value> = out
-            .messages()
             .iter()
             .map(|m| json!({ "messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(),
                              "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs",
