@@ -7,7 +7,6 @@ use std::borrow::Borrow;
 use a2a_types::TaskState;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use watcher_core::engine::{Rejection, TimerKey};
 use watcher_core::ids::{AgentId, Subject, Tenant};
 use watcher_core::record::{ExpectationRecord, RaiseOrder};
@@ -16,7 +15,9 @@ use watcher_core::time::Instant;
 
 use crate::origins::{FollowedOrigin, OriginKey};
 
+mod cards;
 mod notifications;
+pub use cards::{CardKey, CardKind, Cards};
 pub use notifications::{AgentWatch, ChannelState, Notifications, Watermark};
 
 pub use crate::lease::Claim;
@@ -110,34 +111,29 @@ impl LapseQuery {
 impl Commit {
     /// A commit of these subjects and nothing else.
     pub fn of_subjects(subjects: Vec<SubjectState>) -> Self {
-        Commit {
-            subjects,
-            ..Commit::default()
-        }
+        Self::with(|c| c.subjects = subjects)
     }
 
     /// A commit of these tasks and nothing else.
     pub fn of_tasks(tasks: Vec<TaskRecord>) -> Self {
-        Commit {
-            tasks,
-            ..Commit::default()
-        }
+        Self::with(|c| c.tasks = tasks)
     }
 
     /// A commit of these new lapse tasks and nothing else.
     pub fn of_outbox(outbox: Vec<OutboxEntry>) -> Self {
-        Commit {
-            outbox,
-            ..Commit::default()
-        }
+        Self::with(|c| c.outbox = outbox)
     }
 
     /// A commit of these refusals and nothing else.
     pub fn of_rejections(rejections: Vec<Rejection>) -> Self {
-        Commit {
-            rejections,
-            ..Commit::default()
-        }
+        Self::with(|c| c.rejections = rejections)
+    }
+
+    /// The empty commit, then `fill`.
+    fn with(fill: impl FnOnce(&mut Commit)) -> Self {
+        let mut commit = Commit::default();
+        fill(&mut commit);
+        commit
     }
 }
 
@@ -611,151 +607,6 @@ pub trait Origins: Send + Sync {
     /// # Errors
     /// Backend.
     async fn origin_stop(&self, key: &OriginKey) -> Result<(), StoreError>;
-}
-
-/// Which document of an agent [`Cards`] keeps: its agent card, or the lifecycle probe's
-/// descriptor at one protocol version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CardKind<'a> {
-    /// The last agent card read for the agent (the JSON as fetched); its instant is when it
-    /// was read.
-    AgentCard,
-    /// The lifecycle probe's descriptor at this `protocolVersion`; its instant is when the
-    /// probe ran.
-    Lifecycle(&'a str),
-}
-
-/// One document [`Cards`] keeps: `kind` of `agent` of `tenant`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CardKey<'a> {
-    /// The agent's tenant.
-    pub tenant: &'a Tenant,
-    /// The agent.
-    pub agent: &'a AgentId,
-    /// Which of its documents.
-    pub kind: CardKind<'a>,
-}
-
-impl CardKey<'_> {
-    /// The document, as errors name it: "the kept card of agent {agent}", "the lifecycle
-    /// descriptor of agent {agent}".
-    pub fn what(&self) -> String {
-        match self.kind {
-            CardKind::AgentCard => format!("the kept card of agent {}", self.agent),
-            CardKind::Lifecycle(_) => format!("the lifecycle descriptor of agent {}", self.agent),
-        }
-    }
-}
-
-/// Agent cards and the lifecycle descriptors the registration probe found, kept per agent.
-///
-/// A store keeps both kinds the same way ([`Cards::keep`], [`Cards::kept`]:
-/// a JSON document and an instant under a [`CardKey`]); the named methods are those two.
-#[async_trait]
-pub trait Cards: Send + Sync {
-    /// Keeps `doc` as the document `key`, read (or probed) at `at`, replacing the one kept
-    /// before under that key: one write.
-    ///
-    /// # Errors
-    /// The backend's error when it cannot write.
-    async fn keep(&self, key: CardKey<'_>, doc: &Value, at: Instant) -> Result<(), StoreError>;
-
-    /// The document kept under `key` and its instant, if any: one keyed read.
-    ///
-    /// # Errors
-    /// The backend's error, or [`StoreError::Corrupt`] when the kept document is not JSON.
-    async fn kept(&self, key: CardKey<'_>) -> Result<Option<(Value, Instant)>, StoreError>;
-
-    /// Keeps the last agent card read for `agent` (the JSON as fetched), replacing the one
-    /// kept before (serve.md "Agents are independent": used while a fetch fails, so a restart
-    /// during a partner's outage changes nothing for it).
-    ///
-    /// # Errors
-    /// The backend's error when it cannot write.
-    async fn put_agent_card(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        card: &Value,
-        read_at: Instant,
-    ) -> Result<(), StoreError> {
-        let kind = CardKind::AgentCard;
-        self.keep(
-            CardKey {
-                tenant,
-                agent,
-                kind,
-            },
-            card,
-            read_at,
-        )
-        .await
-    }
-
-    /// The last agent card kept for `agent` and when it was read, if any.
-    ///
-    /// # Errors
-    /// The backend's error, or [`StoreError::Corrupt`] when the kept card is not JSON.
-    async fn agent_card(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-    ) -> Result<Option<(Value, Instant)>, StoreError> {
-        let kind = CardKind::AgentCard;
-        self.kept(CardKey {
-            tenant,
-            agent,
-            kind,
-        })
-        .await
-    }
-
-    /// Keeps the lifecycle probe's descriptor for `agent` at `protocol_version` (the JSON
-    /// `a2a-watcher probe` prints), replacing the one kept before for that pair
-    /// (docs/specs/agent-card-vs-lifecycle-conformance.md: the probe outcome is the
-    /// authoritative lifecycle descriptor, one per (callee, protocolVersion)).
-    ///
-    /// # Errors
-    /// The backend's error when it cannot write.
-    async fn put_lifecycle_descriptor(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        protocol_version: &str,
-        descriptor: &Value,
-        probed_at: Instant,
-    ) -> Result<(), StoreError> {
-        let kind = CardKind::Lifecycle(protocol_version);
-        self.keep(
-            CardKey {
-                tenant,
-                agent,
-                kind,
-            },
-            descriptor,
-            probed_at,
-        )
-        .await
-    }
-
-    /// The descriptor kept for `agent` at `protocol_version` and when the probe ran, if any.
-    ///
-    /// # Errors
-    /// The backend's error, or [`StoreError::Corrupt`] when the kept descriptor is not JSON.
-    async fn lifecycle_descriptor(
-        &self,
-        tenant: &Tenant,
-        agent: &AgentId,
-        protocol_version: &str,
-    ) -> Result<Option<(Value, Instant)>, StoreError> {
-        let kind = CardKind::Lifecycle(protocol_version);
-        self.kept(CardKey {
-            tenant,
-            agent,
-            kind,
-        })
-        .await
-    }
 }
 
 /// Keeping the store: the health probe's write, retention's purge (expectations-v1 §14), and the
