@@ -55,11 +55,11 @@ pub(crate) fn kind_of(code: i64) -> Result<TimerKind, StoreError> {
     }
 }
 
-/// The three columns `select` reads (its parameters: tenant, subject type, subject id) of the
-/// row of `subject` of `tenant`, if stored: one keyed read of `subjects`.
+/// The three `columns` (as in a `SELECT`) of the row of `subject` of `tenant`, if stored: one
+/// keyed read of `subjects`.
 fn subject_row<A, B, C>(
     conn: &Connection,
-    select: &str,
+    columns: &str,
     tenant: &Tenant,
     subject: &Subject,
 ) -> Result<Option<(A, B, C)>, StoreError>
@@ -68,7 +68,10 @@ where
     B: rusqlite::types::FromSql,
     C: rusqlite::types::FromSql,
 {
-    conn.prepare_cached(select)
+    let select = format!(
+        "SELECT {columns} FROM subjects WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3"
+    );
+    conn.prepare_cached(&select)
         .map_err(db)?
         .query_row(
             params![tenant.as_str(), subject.subject_type, subject.id],
@@ -83,13 +86,8 @@ pub(crate) fn read_subject(
     tenant: &Tenant,
     subject: &Subject,
 ) -> Result<Option<SubjectState>, StoreError> {
-    let row: Option<(i64, String, i64)> = subject_row(
-        conn,
-        "SELECT version, state, facts FROM subjects
-         WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-        tenant,
-        subject,
-    )?;
+    let row: Option<(i64, String, i64)> =
+        subject_row(conn, "version, state, facts", tenant, subject)?;
     let Some((version, json, facts)) = row else {
         return Ok(None);
     };
@@ -160,13 +158,8 @@ pub(crate) fn stored_subject(
     tenant: &Tenant,
     subject: &Subject,
 ) -> Result<StoredSubject, StoreError> {
-    let row: Option<(i64, i64, Option<Vec<u8>>)> = subject_row(
-        conn,
-        "SELECT version, facts, facts_digest FROM subjects
-         WHERE tenant = ?1 AND subject_type = ?2 AND subject_id = ?3",
-        tenant,
-        subject,
-    )?;
+    let row: Option<(i64, i64, Option<Vec<u8>>)> =
+        subject_row(conn, "version, facts, facts_digest", tenant, subject)?;
     match row {
         None => Ok(StoredSubject {
             version: 0,
