@@ -250,8 +250,38 @@ fn expectation(
     Expectation::from_json(&v).expect("a valid test expectation")
 }
 
-/// An open record of `e`, built by hand (for checks that do not run the engine).
-fn record(t: &Tenant, agent_name: &str, e: Expectation, order: RaiseOrder) -> ExpectationRecord {
+/// A departure expected of shipment `subject_id` one hour after expectation `anchor_id`
+/// (`dueAt` `due` until then), satisfied by fact key `key`, parsed from its JSON form.
+fn anchored_departure(
+    id: &str,
+    subject_id: &str,
+    expects: &str,
+    key: &str,
+    due: Instant,
+    anchor_id: &str,
+) -> Expectation {
+    Expectation::from_json(&json!({
+        "expectationId": id,
+        "kind": "shipment.departure",
+        "subject": { "type": "shipment", "id": subject_id },
+        "expects": expects,
+        "satisfiedBy": { "factKey": key },
+        "dueAt": due.to_string(),
+        "anchor": { "expectationId": anchor_id, "offset": "PT1H" },
+        "basis": "observed",
+    }))
+    .expect("a valid anchored expectation")
+}
+
+/// An open record of `e` of agent `agent_name` in tenant `t`, raised at the suite's epoch
+/// (2026-09-10T12:00:00Z) by task `task-1` in raising order `order`, built by hand: for checks
+/// (the suite's, a store's own tests) that do not run the engine.
+pub fn open_record(
+    t: &Tenant,
+    agent_name: &str,
+    e: Expectation,
+    order: RaiseOrder,
+) -> ExpectationRecord {
     ExpectationRecord {
         due_at: e.due_at,
         expectation: e,
@@ -291,7 +321,7 @@ fn subject_with_record(t: &Tenant, subject_id: &str, exp_id: &str, input: u64) -
     );
     state
         .records
-        .push(record(t, "booking", e, RaiseOrder { input, index: 0 }));
+        .push(open_record(t, "booking", e, RaiseOrder { input, index: 0 }));
     state.facts.push(fact("seen", &s, t0()));
     state
 }

@@ -197,40 +197,25 @@ mod tests {
     }
 
     fn entry(agent: &str, id: &str, delivery: DeliveryState) -> OutboxEntry {
-        OutboxEntry {
-            tenant: Tenant::default_tenant(),
-            agent: AgentId::parse(agent).unwrap(),
-            message_id: id.into(),
-            expectation_id: ExpectationId::parse("exp-1").unwrap(),
-            lapse: LapseKind::Overdue,
-            lapsed_at: t0(),
-            request: json!({}),
-            delivery,
-            attempts: 3,
-            next_attempt_at: t0(),
-            task_id: None,
-            task_state: None,
-            answered_with_message: false,
-            last_error: Some("HTTP 503".into()),
-            retrying_since: None,
-            attempt_started_at: None,
-            follow_at: None,
-            follow_since: None,
-            needs_person_since: None,
-            lease: None,
-        }
+        let mut entry = OutboxEntry::queued(
+            Tenant::default_tenant(),
+            AgentId::parse(agent).unwrap(),
+            id.into(),
+            ExpectationId::parse("exp-1").unwrap(),
+            LapseKind::Overdue,
+            t0(),
+            json!({}),
+        );
+        entry.delivery = delivery;
+        entry.attempts = 3;
+        entry.last_error = Some("HTTP 503".into());
+        entry
     }
 
     async fn store_with(entries: Vec<OutboxEntry>) -> MemoryStore {
         let store = MemoryStore::new();
         store
-            .commit(
-                &Tenant::default_tenant(),
-                Commit {
-                    outbox: entries,
-                    ..Commit::default()
-                },
-            )
+            .commit(&Tenant::default_tenant(), Commit::of_outbox(entries))
             .await
             .unwrap();
         store

@@ -21,36 +21,23 @@ use watcher_store_dynamodb::DynamoStore;
 fn entry(t: &Tenant, i: usize) -> OutboxEntry {
     let when = t0().plus(IsoDuration::parse(&format!("PT{i}S")).expect("a duration"));
     let message_id = format!("lapse:exp-{i}:overdue:{when}");
-    OutboxEntry {
-        tenant: t.clone(),
-        agent: agent(if i.is_multiple_of(2) {
+    let mut entry = OutboxEntry::queued(
+        t.clone(),
+        agent(if i.is_multiple_of(2) {
             "booking"
         } else {
             "billing"
         }),
-        message_id: message_id.clone(),
-        expectation_id: expectation_id(&format!("exp-{i}")),
-        lapse: LapseKind::Overdue,
-        lapsed_at: when,
-        request: json!({ "message": { "messageId": message_id } }),
-        delivery: if i.is_multiple_of(7) {
-            DeliveryState::Sent
-        } else {
-            DeliveryState::Queued
-        },
-        attempts: 0,
-        next_attempt_at: when,
-        task_id: None,
-        task_state: None,
-        answered_with_message: false,
-        last_error: None,
-        retrying_since: None,
-        attempt_started_at: None,
-        follow_at: None,
-        follow_since: None,
-        needs_person_since: None,
-        lease: None,
+        message_id.clone(),
+        expectation_id(&format!("exp-{i}")),
+        LapseKind::Overdue,
+        when,
+        json!({ "message": { "messageId": message_id } }),
+    );
+    if i.is_multiple_of(7) {
+        entry.delivery = DeliveryState::Sent;
     }
+    entry
 }
 
 /// Stores lapse tasks `from..to` of `t` (40 a commit: a transaction holds at most 100 items).
@@ -58,13 +45,7 @@ async fn grow_outbox(store: &DynamoStore, t: &Tenant, from: usize, to: usize) {
     let entries: Vec<OutboxEntry> = (from..to).map(|i| entry(t, i)).collect();
     for chunk in entries.chunks(40) {
         store
-            .commit(
-                t,
-                Commit {
-                    outbox: chunk.to_vec(),
-                    ..Commit::default()
-                },
-            )
+            .commit(t, Commit::of_outbox(chunk.to_vec()))
             .await
             .expect("commit lapse tasks");
     }
@@ -93,13 +74,7 @@ async fn grow_rejections(
     let all: Vec<Rejection> = (from..to).map(|i| rejection(who, i, at(1))).collect();
     for chunk in all.chunks(per_commit) {
         store
-            .commit(
-                t,
-                Commit {
-                    rejections: chunk.to_vec(),
-                    ..Commit::default()
-                },
-            )
+            .commit(t, Commit::of_rejections(chunk.to_vec()))
             .await
             .expect("commit rejections");
     }

@@ -375,11 +375,7 @@ mod tests {
         }))
         .unwrap();
         rec.statuses.push(seen);
-        let prepared = PreparedCommit::of(Commit {
-            tasks: vec![rec],
-            ..Commit::default()
-        })
-        .unwrap();
+        let prepared = PreparedCommit::of(Commit::of_tasks(vec![rec])).unwrap();
         assert_eq!(prepared.used_sequence, Some(7));
         let none = PreparedCommit::of(Commit::default()).unwrap();
         assert_eq!(none.used_sequence, None);
@@ -491,13 +487,7 @@ mod tests {
                 satisfied: Vec::new(),
             });
             store
-                .commit(
-                    &t,
-                    Commit {
-                        subjects: vec![state],
-                        ..Commit::default()
-                    },
-                )
+                .commit(&t, Commit::of_subjects(vec![state]))
                 .await
                 .unwrap();
             let mut scope = Scope::default();
@@ -586,15 +576,7 @@ mod tests {
                     warning: false,
                     at: Instant::parse("2026-09-10T12:00:00Z").unwrap(),
                 };
-                store
-                    .commit(
-                        &t,
-                        Commit {
-                            rejections: vec![r],
-                            ..Commit::default()
-                        },
-                    )
-                    .await
+                store.commit(&t, Commit::of_rejections(vec![r])).await
             }));
         }
         let failing = {
@@ -617,15 +599,7 @@ mod tests {
             tokio::spawn(async move {
                 let mut s = SubjectState::new(Subject::parse("shipment", "PA-1").unwrap());
                 s.version = 5;
-                store
-                    .commit(
-                        &t,
-                        Commit {
-                            subjects: vec![s],
-                            ..Commit::default()
-                        },
-                    )
-                    .await
+                store.commit(&t, Commit::of_subjects(vec![s])).await
             })
         };
         while stats.sent.load(Ordering::SeqCst) < 23 {

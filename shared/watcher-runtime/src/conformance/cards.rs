@@ -61,28 +61,37 @@ pub async fn lifecycle_descriptors_are_kept<S: Store + 'static>(store: Arc<S>) {
                 .expect("lifecycle_descriptor")
         }
     };
+    // Keeps `descriptor` for booking of tenant-a at `version`, probed at `when`.
+    let put = |version: &'static str,
+               descriptor: &serde_json::Value,
+               when: Instant,
+               what: &'static str| {
+        let (store, a, booking, descriptor) = (
+            store.clone(),
+            a.clone(),
+            booking.clone(),
+            descriptor.clone(),
+        );
+        async move {
+            store
+                .put_lifecycle_descriptor(&a, &booking, version, &descriptor, when)
+                .await
+                .expect(what)
+        }
+    };
     assert_eq!(get(a.clone(), booking.clone(), "1.0").await, None);
     let first = serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": false,
                                     "demotions": ["a status without timestamp"] });
-    store
-        .put_lifecycle_descriptor(&a, &booking, "1.0", &first, at(1))
-        .await
-        .expect("keep a descriptor");
+    put("1.0", &first, at(1), "keep a descriptor").await;
     let old = serde_json::json!({ "protocolVersion": "0.3", "lifecycleTrusted": true });
-    store
-        .put_lifecycle_descriptor(&a, &booking, "0.3", &old, at(2))
-        .await
-        .expect("keep another version's descriptor");
+    put("0.3", &old, at(2), "keep another version's descriptor").await;
     assert_eq!(
         get(a.clone(), booking.clone(), "1.0").await,
         Some((first, at(1))),
         "each protocol version has its own"
     );
     let second = serde_json::json!({ "protocolVersion": "1.0", "lifecycleTrusted": true });
-    store
-        .put_lifecycle_descriptor(&a, &booking, "1.0", &second, at(3))
-        .await
-        .expect("replace it");
+    put("1.0", &second, at(3), "replace it").await;
     assert_eq!(
         get(a.clone(), booking.clone(), "1.0").await,
         Some((second, at(3))),

@@ -18,23 +18,11 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
     let later = outbox_entry(&a, "lapse:e2:overdue:1", at(60));
     let other_tenant = outbox_entry(&b, "lapse:e1:overdue:1", t0());
     store
-        .commit(
-            &a,
-            Commit {
-                outbox: vec![first.clone(), later.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&a, Commit::of_outbox(vec![first.clone(), later.clone()]))
         .await
         .expect("commit outbox");
     store
-        .commit(
-            &b,
-            Commit {
-                outbox: vec![other_tenant.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&b, Commit::of_outbox(vec![other_tenant.clone()]))
         .await
         .expect("the same messageId in another tenant is another entry");
 
@@ -43,13 +31,7 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
     again.request = json!({ "different": true });
     again.next_attempt_at = at(500);
     store
-        .commit(
-            &a,
-            Commit {
-                outbox: vec![again],
-                ..Commit::default()
-            },
-        )
+        .commit(&a, Commit::of_outbox(vec![again]))
         .await
         .expect("a repeated messageId is not an error");
     assert_eq!(
@@ -190,23 +172,11 @@ pub async fn outbox_identity_includes_agent<S: Store + 'static>(store: Arc<S>) {
 
     // Two agents in one commit, a third in a later one.
     store
-        .commit(
-            &t,
-            Commit {
-                outbox: vec![booking.clone(), other.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_outbox(vec![booking.clone(), other.clone()]))
         .await
         .expect("the same messageId for two agents in one commit");
     store
-        .commit(
-            &t,
-            Commit {
-                outbox: vec![third.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_outbox(vec![third.clone()]))
         .await
         .expect("the same messageId for a third agent in a later commit");
     for e in [&booking, &other, &third] {
@@ -241,13 +211,7 @@ pub async fn outbox_identity_includes_agent<S: Store + 'static>(store: Arc<S>) {
     let mut again = other.clone();
     again.request = json!({ "different": true });
     store
-        .commit(
-            &t,
-            Commit {
-                outbox: vec![again],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_outbox(vec![again]))
         .await
         .expect("a repeated (agent, messageId) is not an error");
     assert_eq!(
@@ -335,26 +299,17 @@ pub async fn outbox_by_agent_and_state<S: Store + 'static>(store: Arc<S>) {
     store
         .commit(
             &t,
-            Commit {
-                outbox: vec![
-                    late.clone(),
-                    early.clone(),
-                    middle.clone(),
-                    elsewhere.clone(),
-                ],
-                ..Commit::default()
-            },
+            Commit::of_outbox(vec![
+                late.clone(),
+                early.clone(),
+                middle.clone(),
+                elsewhere.clone(),
+            ]),
         )
         .await
         .expect("commit lapse tasks");
     store
-        .commit(
-            &other_tenant,
-            Commit {
-                outbox: vec![foreign],
-                ..Commit::default()
-            },
-        )
+        .commit(&other_tenant, Commit::of_outbox(vec![foreign]))
         .await
         .expect("commit another tenant's lapse task");
     let ids = |v: Vec<OutboxEntry>| v.into_iter().map(|e| e.message_id).collect::<Vec<_>>();
@@ -465,10 +420,7 @@ pub async fn outbox_following_by_next_poll<S: Store + 'static>(store: Arc<S>) {
     store
         .commit(
             &t,
-            Commit {
-                outbox: vec![late.clone(), early.clone(), not_followed, elsewhere],
-                ..Commit::default()
-            },
+            Commit::of_outbox(vec![late.clone(), early.clone(), not_followed, elsewhere]),
         )
         .await
         .expect("commit lapse tasks");
@@ -510,13 +462,7 @@ pub async fn withdrawn_lapse_tasks_are_kept<S: Store + 'static>(store: Arc<S>) {
     let t = tenant("tenant-a");
     let entry = outbox_entry(&t, "lapse:withdrawn", at(1));
     store
-        .commit(
-            &t,
-            Commit {
-                outbox: vec![entry.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_outbox(vec![entry.clone()]))
         .await
         .expect("commit a lapse task");
     let mut withdrawn = entry.clone();
@@ -566,10 +512,11 @@ pub async fn last_lapse_position_is_the_newest<S: Store + 'static>(store: Arc<S>
         store
             .commit(
                 t,
-                Commit {
-                    outbox: vec![outbox_entry(t, &format!("lapse:exp-{i}:overdue:x"), at(i))],
-                    ..Commit::default()
-                },
+                Commit::of_outbox(vec![outbox_entry(
+                    t,
+                    &format!("lapse:exp-{i}:overdue:x"),
+                    at(i),
+                )]),
             )
             .await
             .expect("commit a lapse task");

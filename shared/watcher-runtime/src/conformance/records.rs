@@ -190,13 +190,7 @@ pub async fn load_and_commit<S: Store + 'static>(store: Arc<S>) {
     let mut next = loaded;
     next.facts.push(fact("second", &s, at(1)));
     store
-        .commit(
-            &t,
-            Commit {
-                subjects: vec![next.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_subjects(vec![next.clone()]))
         .await
         .expect("a commit at the loaded version succeeds");
     let again = load_subject(&*store, &t, &s).await;
@@ -247,17 +241,14 @@ pub async fn indexes_follow_commits<S: Store + 'static>(store: Arc<S>) {
                         at(120),
                         Some(at(120)),
                     ),
-                    Expectation::from_json(&json!({
-                        "expectationId": "e5",
-                        "kind": "shipment.departure",
-                        "subject": { "type": "shipment", "id": "PA-1" },
-                        "expects": "departure one hour after the manifest",
-                        "satisfiedBy": { "factKey": "k-dep-5" },
-                        "dueAt": at(90).to_string(),
-                        "anchor": { "expectationId": "e1", "offset": "PT1H" },
-                        "basis": "observed",
-                    }))
-                    .expect("a valid anchored expectation"),
+                    anchored_departure(
+                        "e5",
+                        "PA-1",
+                        "departure one hour after the manifest",
+                        "k-dep-5",
+                        at(90),
+                        "e1",
+                    ),
                 ],
             ),
             t0(),

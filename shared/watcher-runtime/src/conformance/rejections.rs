@@ -18,31 +18,16 @@ pub async fn rejections_per_tenant_and_agent<S: Store + 'static>(store: Arc<S>) 
     store
         .commit(
             &a,
-            Commit {
-                rejections: vec![r1.clone(), r2.clone(), r3.clone()],
-                ..Commit::default()
-            },
+            Commit::of_rejections(vec![r1.clone(), r2.clone(), r3.clone()]),
         )
         .await
         .expect("commit rejections");
     store
-        .commit(
-            &b,
-            Commit {
-                rejections: vec![r4.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&b, Commit::of_rejections(vec![r4.clone()]))
         .await
         .expect("commit rejections");
     store
-        .commit(
-            &a,
-            Commit {
-                rejections: vec![r5.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&a, Commit::of_rejections(vec![r5.clone()]))
         .await
         .expect("commit rejections");
     let got = |t: &Tenant, name: &str| {

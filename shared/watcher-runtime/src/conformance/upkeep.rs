@@ -8,10 +8,7 @@ pub async fn probe_write_writes<S: Store + 'static>(store: Arc<S>) {
     store
         .commit(
             &t,
-            Commit {
-                outbox: vec![outbox_entry(&t, "lapse:kept", t0())],
-                ..Commit::default()
-            },
+            Commit::of_outbox(vec![outbox_entry(&t, "lapse:kept", t0())]),
         )
         .await
         .expect("commit a lapse task");
@@ -61,17 +58,14 @@ pub(crate) async fn store_retention_fixture<S: Store + 'static>(store: &Arc<S>) 
         ),
         (
             "task-anchor",
-            Expectation::from_json(&json!({
-                "expectationId": "e-anchored",
-                "kind": "shipment.departure",
-                "subject": { "type": "shipment", "id": "PA-ANCHOR" },
-                "expects": "departure one hour after a manifest never raised",
-                "satisfiedBy": { "factKey": "k-anchored" },
-                "dueAt": at(30).to_string(),
-                "anchor": { "expectationId": "e-never", "offset": "PT1H" },
-                "basis": "observed",
-            }))
-            .expect("a valid anchored expectation"),
+            anchored_departure(
+                "e-anchored",
+                "PA-ANCHOR",
+                "departure one hour after a manifest never raised",
+                "k-anchored",
+                at(30),
+                "e-never",
+            ),
         ),
         (
             "task-sat",

@@ -15,10 +15,11 @@ use aws_sdk_dynamodb::config::{Credentials, Region};
 use aws_sdk_dynamodb::Client;
 use serde_json::json;
 use watcher_core::expectation::Expectation;
-use watcher_core::ids::{AgentId, ExpectationId, FactKey, Source, Subject, TaskId, Tenant};
-use watcher_core::record::{AnchorState, ExpectationRecord, RaiseOrder, RaisedBy, Status};
+use watcher_core::ids::{AgentId, ExpectationId, FactKey, Source, Subject, Tenant};
+use watcher_core::record::{ExpectationRecord, RaiseOrder};
 use watcher_core::slice::{FactEntry, SubjectState};
 use watcher_core::time::{Instant, IsoDuration};
+use watcher_runtime::conformance::open_record;
 use watcher_store_dynamodb::{create_table, DynamoStore};
 
 /// Retention the tests give the store.
@@ -137,29 +138,7 @@ pub fn record(t: &Tenant, id: &str, subject_id: &str, input: u64) -> Expectation
         "basis": "observed",
     }))
     .expect("a valid test expectation");
-    ExpectationRecord {
-        due_at: e.due_at,
-        expectation: e,
-        agent: agent("booking"),
-        tenant: t.clone(),
-        status: Status::Open,
-        lineage: 0,
-        raised_at: t0(),
-        raised_by: RaisedBy {
-            task_id: TaskId::parse("task-1").expect("a valid task id"),
-            context_id: None,
-        },
-        satisfaction: None,
-        lapses: Vec::new(),
-        withdrawal: None,
-        superseded_by: None,
-        order: RaiseOrder { input, index: 0 },
-        anchor_state: AnchorState::Unanchored,
-        horizon_checked: false,
-        question_at: None,
-        question_timestamp: None,
-        question_answered: false,
-    }
+    open_record(t, "booking", e, RaiseOrder { input, index: 0 })
 }
 
 /// A never-stored subject holding one open record and one fact.

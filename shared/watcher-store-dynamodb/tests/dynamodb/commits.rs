@@ -51,13 +51,7 @@ async fn a_concurrent_writer_makes_the_commit_conflict_and_the_retry_loses_nothi
         task_id: TaskId::parse("task-1").expect("a valid task id"),
     };
     first
-        .commit(
-            &t,
-            Commit {
-                tasks: vec![TaskRecord::new(task.clone())],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_tasks(vec![TaskRecord::new(task.clone())]))
         .await
         .expect("create the task");
     let mut scope = Scope::default();
@@ -68,13 +62,7 @@ async fn a_concurrent_writer_makes_the_commit_conflict_and_the_retry_loses_nothi
     let task_a = slice_a.tasks[&task].clone().expect("stored task");
     let mut task_b = slice_b.tasks[&task].clone().expect("stored task");
     first
-        .commit(
-            &t,
-            Commit {
-                tasks: vec![task_a],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_tasks(vec![task_a]))
         .await
         .expect("the first writer commits the task");
     let mut subject_b = slice_b.subjects[&s].clone();

@@ -77,10 +77,7 @@ async fn identifiers_too_long_for_a_key_round_trip() {
     store
         .commit(
             &t,
-            Commit {
-                outbox: vec![entry.clone(), long_agent.clone()],
-                ..Commit::default()
-            },
+            Commit::of_outbox(vec![entry.clone(), long_agent.clone()]),
         )
         .await
         .expect("outbox entries with a long messageId");

@@ -9,13 +9,7 @@ async fn a_lapse_task_is_found_by_the_task_its_agent_answered_with() {
     let first = outbox_entry(&t, "lapse:exp-1:overdue:a", DeliveryState::Queued);
     let second = outbox_entry(&t, "lapse:exp-2:overdue:b", DeliveryState::Queued);
     store
-        .commit(
-            &t,
-            Commit {
-                outbox: vec![first.clone(), second.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_outbox(vec![first.clone(), second.clone()]))
         .await
         .expect("two lapse tasks");
     assert_eq!(

@@ -73,10 +73,7 @@ fn retained_until(t: Instant) -> i64 {
 }
 
 fn subjects_only(states: Vec<SubjectState>) -> Commit {
-    Commit {
-        subjects: states,
-        ..Commit::default()
-    }
+    Commit::of_subjects(states)
 }
 
 async fn load_one(store: &DynamoStore, t: &Tenant, s: &Subject) -> SubjectState {

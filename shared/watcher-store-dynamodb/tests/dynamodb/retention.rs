@@ -113,13 +113,7 @@ async fn closed_subjects_finished_tasks_sent_lapses_and_rejections_expire() {
         given_timestamp: None,
     });
     store
-        .commit(
-            &t,
-            Commit {
-                tasks: vec![rec.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_tasks(vec![rec.clone()]))
         .await
         .expect("a running task");
     assert_eq!(expires_at(&raw_items(&store, "task").await[0]), None);
@@ -133,13 +127,7 @@ async fn closed_subjects_finished_tasks_sent_lapses_and_rejections_expire() {
         given_timestamp: None,
     });
     store
-        .commit(
-            &t,
-            Commit {
-                tasks: vec![rec],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_tasks(vec![rec]))
         .await
         .expect("a completed task");
     assert_eq!(

@@ -49,10 +49,7 @@ fn queued_lapse_tasks(t: &Tenant, n: usize) -> Vec<OutboxEntry> {
 
 /// Commits `entries` to tenant `t` in one commit, as the engine queues lapse tasks.
 async fn queue(store: &DynamoStore, t: &Tenant, entries: Vec<OutboxEntry>) {
-    let commit = Commit {
-        outbox: entries,
-        ..Commit::default()
-    };
+    let commit = Commit::of_outbox(entries);
     store
         .commit(t, commit)
         .await

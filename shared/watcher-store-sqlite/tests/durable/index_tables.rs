@@ -41,16 +41,7 @@ async fn a_version_5_file_gets_its_index_tables_rebuilt() {
     let t = tenant();
     let mut closed = record("exp-2", "PA-2", "2026-09-10T14:00:00Z", None, 2);
     closed.status = Status::Satisfied;
-    let mut open = state_with(
-        vec![record(
-            "exp-1",
-            "PA-1",
-            "2026-09-10T13:00:00Z",
-            Some("2026-09-10T15:00:00Z"),
-            1,
-        )],
-        "PA-1",
-    );
+    let mut open = pa1_with_record();
     open.facts
         .push(fact("scan:1", "PA-1", "2026-09-10T12:00:00Z"));
     let full = {
@@ -217,10 +208,7 @@ async fn a_version_4_file_is_migrated_to_take_withdrawn() {
         store
             .commit(
                 &t,
-                Commit {
-                    outbox: vec![followed.clone(), queued.clone()],
-                    ..Commit::default()
-                },
+                Commit::of_outbox(vec![followed.clone(), queued.clone()]),
             )
             .await
             .unwrap();
@@ -249,9 +237,7 @@ async fn a_version_4_file_is_migrated_to_take_withdrawn() {
     drop(conn);
 
     let store = SqliteStore::open(&path).unwrap();
-    let version: i64 = raw(&path)
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version = user_version(&path);
     assert_eq!(version, SCHEMA_VERSION);
     let lapses = store.lapses(&t).await.unwrap();
     let ids: Vec<&str> = lapses.iter().map(|e| e.message_id.as_str()).collect();

@@ -163,13 +163,7 @@ async fn a_version_1_file_is_migrated() {
     let mut other = queued.clone();
     other.agent = AgentId::parse("other").unwrap();
     store
-        .commit(
-            &t,
-            Commit {
-                outbox: vec![other.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_outbox(vec![other.clone()]))
         .await
         .unwrap();
     assert_eq!(
@@ -252,9 +246,7 @@ async fn a_version_3_file_is_migrated() {
     }
     for _ in 0..2 {
         let store = SqliteStore::open(&path).unwrap();
-        let version: i64 = raw(&path)
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
+        let version = user_version(&path);
         assert_eq!(version, SCHEMA_VERSION);
         assert_eq!(
             store.outbox_by_task(&t, &agent(), "task-2").await.unwrap(),
@@ -316,9 +308,7 @@ async fn a_version_6_file_gets_the_origins_table() {
     };
     {
         let store = SqliteStore::open(&path).unwrap();
-        let version: i64 = raw(&path)
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
+        let version = user_version(&path);
         assert_eq!(version, SCHEMA_VERSION);
         assert!(store.origin_follow(&origin).await.unwrap());
     }
@@ -390,13 +380,7 @@ async fn a_version_2_file_is_migrated() {
     {
         let store = SqliteStore::open(&path).unwrap();
         store
-            .commit(
-                &t,
-                Commit {
-                    outbox: vec![queued.clone()],
-                    ..Commit::default()
-                },
-            )
+            .commit(&t, Commit::of_outbox(vec![queued.clone()]))
             .await
             .unwrap();
     }
@@ -412,9 +396,7 @@ async fn a_version_2_file_is_migrated() {
     drop(conn);
 
     let store = SqliteStore::open(&path).unwrap();
-    let version: i64 = raw(&path)
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version = user_version(&path);
     assert_eq!(version, SCHEMA_VERSION);
     assert_eq!(
         store
@@ -517,13 +499,7 @@ async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
     let mut unaddressed = entry("lapse:3");
     unaddressed.delivery = DeliveryState::Unaddressed;
     store
-        .commit(
-            &t,
-            Commit {
-                outbox: vec![unaddressed.clone()],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_outbox(vec![unaddressed.clone()]))
         .await
         .unwrap();
     let lapses = store.lapses(&t).await.unwrap();
@@ -541,19 +517,9 @@ async fn file_with_lapse_tasks(ids: &[&str]) -> (tempfile::TempDir, std::path::P
         .unwrap()
         .commit(
             &tenant(),
-            Commit {
-                outbox: ids.iter().map(|id| entry(id)).collect(),
-                ..Commit::default()
-            },
+            Commit::of_outbox(ids.iter().map(|id| entry(id)).collect()),
         )
         .await
         .unwrap();
     (dir, path)
-}
-
-/// The schema version `PRAGMA user_version` records in the file at `path`.
-fn user_version(path: &Path) -> i64 {
-    raw(path)
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap()
 }

@@ -13,11 +13,10 @@ use serde_json::json;
 use watcher_core::engine::{Rejection, TimerKind};
 use watcher_core::expectation::Expectation;
 use watcher_core::ids::{AgentId, ExpectationId, Subject, TaskId, TaskRef, Tenant};
-use watcher_core::record::{
-    AnchorState, ExpectationRecord, LapseKind, RaiseOrder, RaisedBy, Status,
-};
+use watcher_core::record::{ExpectationRecord, LapseKind, RaiseOrder, Status};
 use watcher_core::slice::{Scope, SubjectState, TaskRecord};
 use watcher_core::time::Instant;
+use watcher_runtime::conformance::open_record;
 use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, StoreError};
 use watcher_store_sqlite::schema::SCHEMA_VERSION;
 use watcher_store_sqlite::SqliteStore;
@@ -58,29 +57,22 @@ fn record(
         v["horizon"] = json!(h);
     }
     let e = Expectation::from_json(&v).unwrap();
-    ExpectationRecord {
-        due_at: e.due_at,
-        expectation: e,
-        agent: agent(),
-        tenant: tenant(),
-        status: Status::Open,
-        lineage: 0,
-        raised_at: instant("2026-09-10T12:00:00Z"),
-        raised_by: RaisedBy {
-            task_id: TaskId::parse("task-1").unwrap(),
-            context_id: None,
-        },
-        satisfaction: None,
-        lapses: Vec::new(),
-        withdrawal: None,
-        superseded_by: None,
-        order: RaiseOrder { input, index: 0 },
-        anchor_state: AnchorState::Unanchored,
-        horizon_checked: false,
-        question_at: None,
-        question_timestamp: None,
-        question_answered: false,
-    }
+    open_record(&tenant(), "booking", e, RaiseOrder { input, index: 0 })
+}
+
+/// Subject PA-1 holding one open record, exp-1 (deadline 13:00, horizon 15:00, raising order
+/// 1).
+fn pa1_with_record() -> SubjectState {
+    state_with(
+        vec![record(
+            "exp-1",
+            "PA-1",
+            "2026-09-10T13:00:00Z",
+            Some("2026-09-10T15:00:00Z"),
+            1,
+        )],
+        "PA-1",
+    )
 }
 
 fn state_with(records: Vec<ExpectationRecord>, subject_id: &str) -> SubjectState {
@@ -119,13 +111,7 @@ fn fact(key: &str, subject_id: &str, received: &str) -> watcher_core::slice::Fac
 /// Commits `subjects` (each at the version it was loaded at) for tenant `t`, nothing else.
 async fn commit_subjects(store: &SqliteStore, t: &Tenant, subjects: Vec<SubjectState>) {
     store
-        .commit(
-            t,
-            Commit {
-                subjects,
-                ..Commit::default()
-            },
-        )
+        .commit(t, Commit::of_subjects(subjects))
         .await
         .unwrap();
 }
@@ -225,3 +211,10 @@ mod migrations;
 mod purge;
 mod reopen;
 mod writes;
+
+/// The schema version `PRAGMA user_version` records in the file at `path`.
+fn user_version(path: &Path) -> i64 {
+    raw(path)
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
+}

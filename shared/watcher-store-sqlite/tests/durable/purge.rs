@@ -42,16 +42,7 @@ async fn a_large_purge_goes_in_batches_and_requests_proceed_between_them() {
             o
         })
         .collect();
-    store
-        .commit(
-            &t,
-            Commit {
-                outbox,
-                ..Commit::default()
-            },
-        )
-        .await
-        .unwrap();
+    store.commit(&t, Commit::of_outbox(outbox)).await.unwrap();
 
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let report = store
@@ -72,13 +63,7 @@ async fn a_large_purge_goes_in_batches_and_requests_proceed_between_them() {
                     &format!("NEW-{n}"),
                 );
                 store
-                    .commit(
-                        &t,
-                        Commit {
-                            subjects: vec![live],
-                            ..Commit::default()
-                        },
-                    )
+                    .commit(&t, Commit::of_subjects(vec![live]))
                     .await
                     .expect("a commit between two batches of the purge");
                 let first = store.subject(&t, &subject("S-0")).await.unwrap().is_some();

@@ -7,16 +7,7 @@ async fn the_record_survives_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("watcher.db");
     let t = tenant();
-    let state = state_with(
-        vec![record(
-            "exp-1",
-            "PA-1",
-            "2026-09-10T13:00:00Z",
-            Some("2026-09-10T15:00:00Z"),
-            1,
-        )],
-        "PA-1",
-    );
+    let state = pa1_with_record();
     let task = TaskRef {
         agent: agent(),
         task_id: TaskId::parse("task-1").unwrap(),

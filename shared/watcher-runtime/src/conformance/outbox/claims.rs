@@ -26,13 +26,7 @@ pub async fn outbox_claims_are_exclusive<S: Store + 'static>(store: Arc<S>) {
         other_agent,
     ];
     store
-        .commit(
-            &t,
-            Commit {
-                outbox: entries,
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_outbox(entries))
         .await
         .expect("commit");
     let before = stored_entry(&*store, &t, &booking, "lapse:1")

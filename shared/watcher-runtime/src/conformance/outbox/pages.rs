@@ -34,13 +34,7 @@ pub(crate) async fn commit_outbox<S: Store + ?Sized>(
 ) {
     for chunk in entries.chunks(40) {
         store
-            .commit(
-                t,
-                Commit {
-                    outbox: chunk.to_vec(),
-                    ..Commit::default()
-                },
-            )
+            .commit(t, Commit::of_outbox(chunk.to_vec()))
             .await
             .expect("commit lapse tasks");
     }
@@ -95,21 +89,12 @@ pub async fn outbox_by_task_id<S: Store + 'static>(store: Arc<S>) {
     store
         .commit(
             &a,
-            Commit {
-                outbox: vec![queued.clone(), billing.clone(), later.clone()],
-                ..Commit::default()
-            },
+            Commit::of_outbox(vec![queued.clone(), billing.clone(), later.clone()]),
         )
         .await
         .expect("commit");
     store
-        .commit(
-            &b,
-            Commit {
-                outbox: vec![other_tenant],
-                ..Commit::default()
-            },
-        )
+        .commit(&b, Commit::of_outbox(vec![other_tenant]))
         .await
         .expect("commit");
     let found = |t: Tenant, who: &'static str, task: &'static str| {
@@ -163,10 +148,7 @@ pub async fn lapse_task_state_never_goes_back<S: Store + 'static>(store: Arc<S>)
     store
         .commit(
             &t,
-            Commit {
-                outbox: vec![queued.clone(), outbox_entry(&t, "lapse:2", t0())],
-                ..Commit::default()
-            },
+            Commit::of_outbox(vec![queued.clone(), outbox_entry(&t, "lapse:2", t0())]),
         )
         .await
         .expect("commit");
@@ -383,40 +365,50 @@ pub async fn lapse_tasks_waiting_for_a_person_are_listed<S: Store + 'static>(sto
     store
         .commit(
             &t,
-            Commit {
-                outbox: vec![
-                    outbox_entry(&t, "lapse:1", t0()),
-                    outbox_entry(&t, "lapse:2", t0()),
-                    outbox_entry(&t, "lapse:3", t0()),
-                    other,
-                ],
-                ..Commit::default()
-            },
+            Commit::of_outbox(vec![
+                outbox_entry(&t, "lapse:1", t0()),
+                outbox_entry(&t, "lapse:2", t0()),
+                outbox_entry(&t, "lapse:3", t0()),
+                other,
+            ]),
         )
         .await
         .expect("commit");
     let ids = |entries: Vec<OutboxEntry>| -> Vec<String> {
         entries.into_iter().map(|e| e.message_id).collect()
     };
-    assert!(store
-        .outbox_needing_person(&t, &booking, None, 10)
-        .await
-        .expect("none yet")
-        .is_empty());
+    // The messageIds `outbox_needing_person` answers for `agent`.
+    let waiting_ids = |agent: &AgentId, due_by: Option<Instant>, limit: usize, what: &str| {
+        let (store, t, agent, what) = (
+            Arc::clone(&store),
+            t.clone(),
+            agent.clone(),
+            what.to_owned(),
+        );
+        async move {
+            ids(store
+                .outbox_needing_person(&t, &agent, due_by, limit)
+                .await
+                .expect(&what))
+        }
+    };
+    // Booking's lapse task `message_id` is `task_id`, pushed `state` at `when`.
+    let push = |message_id: &str, task_id: &str, state: TaskState, when: Instant, what: &str| {
+        let (store, t, booking) = (Arc::clone(&store), t.clone(), booking.clone());
+        let (message_id, task_id, what) =
+            (message_id.to_owned(), task_id.to_owned(), what.to_owned());
+        async move {
+            store
+                .outbox_task_state(&t, &booking, &message_id, &task_id, state, when)
+                .await
+                .expect(&what)
+        }
+    };
+    assert!(waiting_ids(&booking, None, 10, "none yet").await.is_empty());
 
     // lapse:2 pushed input-required at minute 5; lapse:1 answered input-required at minute 7
     // (the delivery's write); lapse:3 working.
-    store
-        .outbox_task_state(
-            &t,
-            &booking,
-            "lapse:2",
-            "task-2",
-            TaskState::InputRequired,
-            at(5),
-        )
-        .await
-        .expect("push");
+    push("lapse:2", "task-2", TaskState::InputRequired, at(5), "push").await;
     let mut answered = store
         .outbox_get(&t, &booking, "lapse:1")
         .await
@@ -427,10 +419,7 @@ pub async fn lapse_tasks_waiting_for_a_person_are_listed<S: Store + 'static>(sto
     answered.task_state = Some(TaskState::AuthRequired.as_str().into());
     answered.needs_person_since = Some(at(7));
     store.outbox_update(&answered).await.expect("answer");
-    store
-        .outbox_task_state(&t, &booking, "lapse:3", "task-3", TaskState::Working, at(6))
-        .await
-        .expect("push");
+    push("lapse:3", "task-3", TaskState::Working, at(6), "push").await;
     let mut b = store
         .outbox_get(&t, &billing, "lapse:b")
         .await
@@ -452,31 +441,19 @@ pub async fn lapse_tasks_waiting_for_a_person_are_listed<S: Store + 'static>(sto
     );
     assert_eq!(waiting[0].needs_person_since, Some(at(5)));
     assert_eq!(
-        ids(store
-            .outbox_needing_person(&t, &booking, Some(at(6)), 10)
-            .await
-            .expect("due by")),
+        waiting_ids(&booking, Some(at(6)), 10, "due by").await,
         ["lapse:2"]
     );
-    assert_eq!(
-        ids(store
-            .outbox_needing_person(&t, &booking, None, 1)
-            .await
-            .expect("limit")),
-        ["lapse:2"]
-    );
+    assert_eq!(waiting_ids(&booking, None, 1, "limit").await, ["lapse:2"]);
     // The same state pushed again keeps the instant the wait began.
-    store
-        .outbox_task_state(
-            &t,
-            &booking,
-            "lapse:2",
-            "task-2",
-            TaskState::InputRequired,
-            at(9),
-        )
-        .await
-        .expect("push again");
+    push(
+        "lapse:2",
+        "task-2",
+        TaskState::InputRequired,
+        at(9),
+        "push again",
+    )
+    .await;
     assert_eq!(
         store
             .outbox_get(&t, &booking, "lapse:2")
@@ -487,29 +464,20 @@ pub async fn lapse_tasks_waiting_for_a_person_are_listed<S: Store + 'static>(sto
         Some(at(5))
     );
     // Answered by the person: off the list.
-    store
-        .outbox_task_state(
-            &t,
-            &booking,
-            "lapse:2",
-            "task-2",
-            TaskState::Working,
-            at(10),
-        )
-        .await
-        .expect("working again");
+    push(
+        "lapse:2",
+        "task-2",
+        TaskState::Working,
+        at(10),
+        "working again",
+    )
+    .await;
     assert_eq!(
-        ids(store
-            .outbox_needing_person(&t, &booking, None, 10)
-            .await
-            .expect("waiting")),
+        waiting_ids(&booking, None, 10, "waiting").await,
         ["lapse:1"]
     );
     assert_eq!(
-        ids(store
-            .outbox_needing_person(&t, &billing, None, 10)
-            .await
-            .expect("billing")),
+        waiting_ids(&billing, None, 10, "billing").await,
         ["lapse:b"]
     );
 }

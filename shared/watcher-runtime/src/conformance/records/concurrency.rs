@@ -66,29 +66,13 @@ pub async fn stale_commit_changes_nothing<S: Store + 'static>(store: Arc<S>) {
     let mut ahead = stored_x.clone();
     ahead.version = 5;
     expect_conflict(
-        store
-            .commit(
-                &t,
-                Commit {
-                    subjects: vec![ahead],
-                    ..Commit::default()
-                },
-            )
-            .await,
+        store.commit(&t, Commit::of_subjects(vec![ahead])).await,
         "a version ahead of the stored one",
     );
     let mut phantom = SubjectState::new(shipment("PA-NEVER"));
     phantom.version = 1;
     expect_conflict(
-        store
-            .commit(
-                &t,
-                Commit {
-                    subjects: vec![phantom],
-                    ..Commit::default()
-                },
-            )
-            .await,
+        store.commit(&t, Commit::of_subjects(vec![phantom])).await,
         "a non-zero version for a subject never stored",
     );
 
@@ -158,13 +142,7 @@ pub async fn stale_commit_changes_nothing<S: Store + 'static>(store: Arc<S>) {
     let mut next = stored_x;
     next.facts.push(fact("later", &x, at(5)));
     store
-        .commit(
-            &t,
-            Commit {
-                subjects: vec![next],
-                ..Commit::default()
-            },
-        )
+        .commit(&t, Commit::of_subjects(vec![next]))
         .await
         .expect("a commit at the stored version succeeds after conflicts");
     assert_eq!(load_subject(&*store, &t, &x).await.version, 2);
@@ -199,16 +177,7 @@ pub async fn concurrent_writers_across<S: Store + 'static>(handles: Vec<Arc<S>>)
                     state.facts.push(fact(&format!("w{w}-n{n}"), &s, at(1)));
                     // Let other writers load the same version before this one commits.
                     tokio::task::yield_now().await;
-                    match store
-                        .commit(
-                            &t,
-                            Commit {
-                                subjects: vec![state],
-                                ..Commit::default()
-                            },
-                        )
-                        .await
-                    {
+                    match store.commit(&t, Commit::of_subjects(vec![state])).await {
                         Ok(()) => break,
                         Err(StoreError::Conflict(_)) => {
                             conflicts += 1;

@@ -63,13 +63,7 @@ pub(crate) async fn grow<S: Store + ?Sized>(store: &S, t: &Tenant, from: usize, 
                 })
                 .collect();
             store
-                .commit(
-                    t,
-                    Commit {
-                        subjects,
-                        ..Commit::default()
-                    },
-                )
+                .commit(t, Commit::of_subjects(subjects))
                 .await
                 .expect("commit filler subjects");
             commit_outbox(store, t, numbered_entries(t, "fill-", i, end - i)).await;
@@ -186,6 +180,16 @@ pub(crate) async fn one_round<S: Store + 'static>(
 /// without a counter would otherwise pass it unchecked (the DynamoDB store's did, once).
 pub async fn steps_read_what_they_must<S: Store + 'static>(store: Arc<S>) {
     steps_read_the_same_at(store, 400, 4_000).await;
+}
+
+/// [`steps_read_the_same_at`], for a store's own slow test run by hand: checks that the store
+/// counted each of the five steps, and prints each step's work at both sizes.
+pub async fn print_steps_at<S: Store + 'static>(store: Arc<S>, small: usize, large: usize) {
+    let measured = steps_read_the_same_at(store, small, large).await;
+    assert_eq!(measured.len(), 5, "the store counts its work");
+    for (step, at_small, at_large) in measured {
+        println!("{step}: work {at_small} at {small} open, {at_large} at {large}");
+    }
 }
 
 /// [`steps_read_what_they_must`] at `small` and `large` open expectations (`large` > `small`):
