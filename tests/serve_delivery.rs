@@ -188,15 +188,7 @@ async fn kill_9_under_load_sends_no_messageid_twice_to_an_agent_with_list_tasks(
     agent.hold(false);
 
     w.start().await;
-    let all = wait_until(
-        || async {
-            let lapses = w.lapses().await;
-            lapses.len() == 16 && lapses.iter().all(|l| l["delivery"] == "sent")
-        },
-        PATIENCE,
-    )
-    .await;
-    assert!(all, "{:#?}", w.lapses().await);
+    w.all_sent(16, PATIENCE).await;
 
     let sent = agent.sent_message_ids();
     let distinct: BTreeSet<&String> = sent.iter().collect();

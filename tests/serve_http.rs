@@ -149,16 +149,7 @@ async fn the_worked_example_on_compressed_times() {
     }
 
     // The operator's view of delivery: four lapse tasks, each sent and answered with a task.
-    let all_sent = wait_until(
-        || async {
-            let l = w.lapses().await;
-            l.len() == 4 && l.iter().all(|e| e["delivery"] == "sent")
-        },
-        PATIENCE,
-    )
-    .await;
-    let lapses = w.lapses().await;
-    assert!(all_sent, "four lapses, all sent: {lapses:#?}");
+    let lapses = w.all_sent(4, PATIENCE).await;
     let mut listed: Vec<String> = lapses
         .iter()
         .map(|l| l["messageId"].as_str().unwrap().to_owned())
@@ -684,15 +675,7 @@ async fn lapse_tasks_go_to_the_raising_agent_and_its_status_pushes_update_only_i
     assert_eq!(a.body["raised"], json!(["exp-o"]), "{a:?}");
 
     wait_for_requests(&agent, 2, PATIENCE).await;
-    let sent = wait_until(
-        || async {
-            let l = w.lapses().await;
-            l.len() == 2 && l.iter().all(|e| e["delivery"] == "sent")
-        },
-        PATIENCE,
-    )
-    .await;
-    assert!(sent, "{:#?}", w.lapses().await);
+    w.all_sent(2, PATIENCE).await;
 
     let requests = agent.requests();
     let to = |exp: &str| {

@@ -199,23 +199,13 @@ async fn agent_and_source_ids_round_trip_through_their_routes() {
     assert_eq!(a.status, 200, "{a:?}");
     assert_eq!(a.body["raised"], json!(["exp-odd", "exp-odd-past"]));
     // The same credential at `booking`'s route, and booking's at the odd one: 403.
-    Answer::of(
-        w.http()
-            .post(w.url("/v1/agents/booking/push"))
-            .header("X-A2A-Notification-Token", ODD_AGENT_TOKEN)
-            .json(&push),
-    )
-    .await
-    .assert_problem(403);
+    w.push_as("booking", ODD_AGENT_TOKEN, &push)
+        .await
+        .assert_problem(403);
     // A confusable of `booking` (case) is another agent.
-    Answer::of(
-        w.http()
-            .post(w.url("/v1/agents/Booking/push"))
-            .header("X-A2A-Notification-Token", PUSH_TOKEN)
-            .json(&push),
-    )
-    .await
-    .assert_problem(403);
+    w.push_as("Booking", PUSH_TOKEN, &push)
+        .await
+        .assert_problem(403);
 
     // Its rejections, for itself and for an operator.
     for token in [ODD_AGENT_TOKEN, OPERATOR_TOKEN] {
@@ -247,13 +237,15 @@ async fn agent_and_source_ids_round_trip_through_their_routes() {
     )
     .await;
     assert!(lapsed, "{:?}", w.lapses().await);
-    let a = Answer::of(
-        w.http()
-            .post(w.url("/v1/lapses/retry"))
-            .bearer_auth(OPERATOR_TOKEN)
-            .json(&json!({ "agent": ODD_AGENT, "messageIds": ["lapse:none"] })),
-    )
-    .await;
+    let retry = json!({ "agent": ODD_AGENT, "messageIds": ["lapse:none"] });
+    let a = w
+        .send_as(
+            reqwest::Method::POST,
+            "/v1/lapses/retry",
+            OPERATOR_TOKEN,
+            &retry,
+        )
+        .await;
     assert!(a.status == 200 || a.status == 404, "{a:?}");
     assert!(
         a.status == 200

@@ -97,23 +97,22 @@ secret_env = "A2A_TEST_SIGNING_SECRET"
     .await;
     assert_eq!(a.status, 200, "{a:?}");
     // The source's token from the environment reports a fact.
-    let a = Answer::of(
-        w.http()
-            .post(w.url("/v1/facts"))
-            .bearer_auth(SIGNED_TOKEN)
-            .json(&json!({ "factKey": "shipment.manifest.received:S-SECURE",
-                "observedAt": "2026-01-01T00:00:00Z", "note": BODY_MARKER })),
-    )
-    .await;
+    let fact = json!({ "factKey": "shipment.manifest.received:S-SECURE",
+        "observedAt": "2026-01-01T00:00:00Z", "note": BODY_MARKER });
+    let a = w
+        .send_as(reqwest::Method::POST, "/v1/facts", SIGNED_TOKEN, &fact)
+        .await;
     assert_eq!(a.status, 200, "{a:?}");
     // A teacher and an operator call too.
-    let a = Answer::of(
-        w.http()
-            .put(w.url("/v1/definitions/secrets-test"))
-            .bearer_auth(TEACHER)
-            .json(&json!({ "collections": {}, "taughtBy": "dana", "reason": BODY_MARKER })),
-    )
-    .await;
+    let definition = json!({ "collections": {}, "taughtBy": "dana", "reason": BODY_MARKER });
+    let a = w
+        .send_as(
+            reqwest::Method::PUT,
+            "/v1/definitions/secrets-test",
+            TEACHER,
+            &definition,
+        )
+        .await;
     assert!(a.status < 500, "{a:?}");
     assert_eq!(w.get("/v1/lapses").await.status, 200);
     assert_eq!(w.get("/v1/subjects/shipment/S-SECURE").await.status, 200);

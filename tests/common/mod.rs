@@ -253,10 +253,22 @@ impl Watcher {
 
     /// `POST /v1/facts` as the carrier feed.
     pub async fn report(&self, body: &Value) -> Answer {
+        self.send_as(reqwest::Method::POST, "/v1/facts", SOURCE_TOKEN, body)
+            .await
+    }
+
+    /// `method path` with `token` as the bearer and the JSON `body`.
+    pub async fn send_as(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: &Value,
+    ) -> Answer {
         let req = self
             .http
-            .post(self.url("/v1/facts"))
-            .bearer_auth(SOURCE_TOKEN)
+            .request(method, self.url(path))
+            .bearer_auth(token)
             .json(body);
         Answer::of(req).await
     }
@@ -277,6 +289,25 @@ impl Watcher {
         let a = self.get("/v1/lapses").await;
         assert_eq!(a.status, 200, "GET /v1/lapses: {a:?}");
         a.body["lapses"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits until `GET /v1/lapses` lists exactly `n` lapse tasks, all `sent` (panics, showing
+    /// them, after `patience`); the lapse tasks then.
+    pub async fn all_sent(&self, n: usize, patience: Duration) -> Vec<Value> {
+        let sent = wait_until(
+            || async {
+                let l = self.lapses().await;
+                l.len() == n && l.iter().all(|x| x["delivery"] == "sent")
+            },
+            patience,
+        )
+        .await;
+        let lapses = self.lapses().await;
+        assert!(
+            sent,
+            "not {n} lapse tasks, all sent, within {patience:?}: {lapses:#?}"
+        );
+        lapses
     }
 
     /// Waits until the first lapse task of `GET /v1/lapses` is `sent` (panics, showing the
@@ -561,18 +592,7 @@ pub async fn worked_example_delivered(patience: Duration) -> (CaptureAgent, Watc
     let w = spawn_watcher(&agent, "").await;
     run_worked_example(&w, &agent, patience).await;
     wait_for_requests(&agent, 4, patience).await;
-    assert!(
-        wait_until(
-            || async {
-                let l = w.lapses().await;
-                l.len() == 4 && l.iter().all(|x| x["delivery"] == "sent")
-            },
-            patience
-        )
-        .await,
-        "four lapse tasks sent: {:#?}",
-        w.lapses().await
-    );
+    w.all_sent(4, patience).await;
     (agent, w)
 }
 
