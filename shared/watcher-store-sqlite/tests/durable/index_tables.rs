@@ -96,9 +96,7 @@ async fn a_version_5_file_gets_its_index_tables_rebuilt() {
     for _ in 0..2 {
         let store = SqliteStore::open(&path).unwrap();
         let conn = raw(&path);
-        let version: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap();
+        let version = user_version(&path);
         assert_eq!(version, SCHEMA_VERSION);
         assert_eq!(index_rows(&path), expected, "every index row kept");
         let rowid_tables: i64 = conn

@@ -91,9 +91,7 @@ async fn a_version_1_file_is_migrated() {
 
     let store = SqliteStore::open(&path).unwrap();
     let conn = raw(&path);
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version = user_version(&path);
     assert_eq!(version, SCHEMA_VERSION);
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE name LIKE 'outbox%' ORDER BY name")
@@ -341,9 +339,7 @@ async fn a_failed_migration_changes_nothing() {
         .unwrap();
     assert!(SqliteStore::open(&path).is_err(), "the migration fails");
     let conn = raw(&path);
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version = user_version(&path);
     assert_eq!(version, 1, "the file stays at version 1");
     let rows: i64 = conn
         .query_row(

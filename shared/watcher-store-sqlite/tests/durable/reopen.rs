@@ -103,8 +103,6 @@ async fn the_file_is_wal_at_the_current_schema_version() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version = user_version(&path);
     assert_eq!(version, SCHEMA_VERSION);
 }
