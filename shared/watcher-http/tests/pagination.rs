@@ -88,6 +88,16 @@ async fn fill(store: &Arc<dyn Store>, entries: Vec<OutboxEntry>) {
 /// Follows `nextCursor` from `first` until it is null; answers the messageIds in order and the
 /// number of pages. Every page is 200, at most `limit` entries, under 1 MB.
 async fn walk(app: &Router, first: &str, limit: usize) -> (Vec<String>, usize) {
+    walk_list(app, first, ("lapses", "messageId"), limit).await
+}
+
+/// [`walk`] over the array `list.0` of each page, answering each entry's `list.1`.
+async fn walk_list(
+    app: &Router,
+    first: &str,
+    (member, id): (&str, &str),
+    limit: usize,
+) -> (Vec<String>, usize) {
     let mut ids = Vec::new();
     let mut uri = first.to_string();
     let mut pages = 0;
@@ -95,13 +105,9 @@ async fn walk(app: &Router, first: &str, limit: usize) -> (Vec<String>, usize) {
         let (status, _, body, bytes) = get(app, &uri).await;
         assert_eq!(status, StatusCode::OK, "{uri}: {body}");
         assert!(bytes <= 1_000_000, "{uri}: a page of {bytes} bytes");
-        let lapses = body["lapses"].as_array().unwrap();
-        assert!(lapses.len() <= limit, "{uri}: {} entries", lapses.len());
-        ids.extend(
-            lapses
-                .iter()
-                .map(|l| l["messageId"].as_str().unwrap().to_string()),
-        );
+        let entries = body[member].as_array().unwrap();
+        assert!(entries.len() <= limit, "{uri}: {} entries", entries.len());
+        ids.extend(entries.iter().map(|l| l[id].as_str().unwrap().to_string()));
         pages += 1;
         assert!(pages < 1000, "nextCursor never ends");
         match &body["nextCursor"] {
@@ -231,43 +237,23 @@ async fn rejections_and_agents_are_paged() {
         )
         .await
         .unwrap();
-    let mut seen = Vec::new();
-    let mut uri = "/v1/agents/booking/rejections".to_string();
-    loop {
-        let (status, _, body, _) = get(&h.app, &uri).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        let page = body["rejections"].as_array().unwrap();
-        assert!(page.len() <= 100);
-        seen.extend(
-            page.iter()
-                .map(|r| r["expectationId"].as_str().unwrap().to_string()),
-        );
-        match body["nextCursor"].as_str() {
-            Some(c) => uri = format!("/v1/agents/booking/rejections?cursor={c}"),
-            None => break,
-        }
-    }
+    let (seen, _) = walk_list(
+        &h.app,
+        "/v1/agents/booking/rejections",
+        ("rejections", "expectationId"),
+        100,
+    )
+    .await;
     let expected: Vec<String> = (0..250).map(|i| format!("exp-{i}")).collect();
     assert_eq!(seen, expected, "each rejection once, oldest first");
     let (status, _, body, _) = get(&h.app, "/v1/agents/booking/rejections?limit=5000").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body["detail"].as_str().unwrap().contains("`limit`"));
 
-    // Three agents, one a page.
-    let mut agents = Vec::new();
-    let mut uri = "/v1/agents?limit=1".to_string();
-    loop {
-        let (status, _, body, _) = get(&h.app, &uri).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        let page = body["agents"].as_array().unwrap();
-        assert_eq!(page.len(), 1, "{body}");
-        agents.push(page[0]["agentId"].as_str().unwrap().to_string());
-        match body["nextCursor"].as_str() {
-            Some(c) => uri = format!("/v1/agents?limit=1&cursor={c}"),
-            None => break,
-        }
-    }
+    // Three agents, one a page: three pages of at most one.
+    let (agents, pages) = walk_list(&h.app, "/v1/agents?limit=1", ("agents", "agentId"), 1).await;
     assert_eq!(agents, ["booking", "ops-bot", "quiet"]);
+    assert_eq!(pages, 3);
     let (status, _, body, _) = get(&h.app, "/v1/agents?cursor=l1.10").await;
     assert_eq!(
         status,

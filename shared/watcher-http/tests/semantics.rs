@@ -91,10 +91,7 @@ async fn an_invalid_status_timestamp_is_a_warning() {
         ))
         .await;
     assert_eq!(answer.status, 200, "{answer:?}");
-    let warnings = answer.body["warnings"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let warnings = answer.list("warnings");
     assert_eq!(warnings.len(), 1, "{answer:?}");
     assert!(
         warnings[0]

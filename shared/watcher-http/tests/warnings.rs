@@ -76,10 +76,7 @@ async fn ignored_members_are_named_in_the_answer() {
     // Kept with the rejections on the record, marked `warning`, not counted as refusals.
     let kept = w.get("/v1/agents/booking/rejections").await;
     assert_eq!(kept.status, 200, "{kept:?}");
-    let list = kept.body["rejections"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let list = kept.list("rejections");
     let horizn: Vec<&Value> = list
         .iter()
         .filter(|r| {
@@ -111,10 +108,7 @@ async fn ignored_members_are_named_in_the_answer() {
     let path = format!("/v1/sources/{SOURCE_ID}/rejections");
     let kept = w.get(&path).await;
     assert_eq!(kept.status, 200, "{kept:?}");
-    let list = kept.body["rejections"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let list = kept.list("rejections");
     assert_eq!(list.len(), 1, "{list:?}");
     assert!(list[0]["reason"]
         .as_str()

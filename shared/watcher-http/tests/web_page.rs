@@ -58,6 +58,11 @@ fn get(uri: &str, auth: Option<(&str, String)>) -> Request<Body> {
     r.body(Body::empty()).unwrap()
 }
 
+/// `GET uri` with the operator's bearer.
+fn operator_get(uri: &str) -> Request<Body> {
+    get(uri, Some(("authorization", format!("Bearer {OPERATOR}"))))
+}
+
 fn login(token: &str, https: bool) -> Request<Body> {
     let mut r = Request::post("/ui/login")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
@@ -187,10 +192,9 @@ async fn login_sets_an_http_only_strict_cookie_and_pages_answer_html() {
 async fn agent_written_strings_are_escaped_on_every_page() {
     let app = app();
     push_hostile(&app).await;
-    let auth = || Some(("authorization", format!("Bearer {OPERATOR}")));
 
     // Open subjects: the hostile subject, its link percent-encoded, its id escaped.
-    let (status, _, body) = send(&app, get("/ui/subjects", auth())).await;
+    let (status, _, body) = send(&app, operator_get("/ui/subjects")).await;
     assert_eq!(status, 200);
     assert!(!body.contains("<img src=x"), "{body}");
     assert!(body.contains("&lt;img src=x"), "{body}");
@@ -201,7 +205,7 @@ async fn agent_written_strings_are_escaped_on_every_page() {
     assert!(body.contains(&href), "{body}");
 
     // The subject's page: record and timeline, nothing injected.
-    let (status, _, body) = send(&app, get(&href, auth())).await;
+    let (status, _, body) = send(&app, operator_get(&href)).await;
     assert_eq!(status, 200, "{body}");
     assert!(!body.contains("<script>alert"), "{body}");
     assert!(!body.contains("<img src=x"), "{body}");
@@ -211,7 +215,7 @@ async fn agent_written_strings_are_escaped_on_every_page() {
     assert!(body.contains("current uncertain"));
 
     // A subject nothing is recorded about: an HTML 404.
-    let (status, headers, _) = send(&app, get("/ui/subjects/shipment/none", auth())).await;
+    let (status, headers, _) = send(&app, operator_get("/ui/subjects/shipment/none")).await;
     assert_eq!(status, 404);
     assert!(headers[header::CONTENT_TYPE]
         .to_str()
@@ -224,10 +228,9 @@ async fn tables_show_instants_to_the_second_with_the_full_value_on_hover() {
     let app = app();
     const GIVEN: &str = "2026-09-10T20:15:00.123456789Z";
     push(&app, |exps| exps[0]["dueAt"] = json!(GIVEN)).await;
-    let auth = || Some(("authorization", format!("Bearer {OPERATOR}")));
 
     // The record's table: cut to the second, the value as given in `datetime` and `title`.
-    let (status, _, body) = send(&app, get("/ui/subjects/shipment/PA-2026-0901", auth())).await;
+    let (status, _, body) = send(&app, operator_get("/ui/subjects/shipment/PA-2026-0901")).await;
     assert_eq!(status, 200, "{body}");
     let cell = format!(r#"<time datetime="{GIVEN}" title="{GIVEN}">2026-09-10T20:15:00Z</time>"#);
     assert!(body.contains(&cell), "{body}");
@@ -244,7 +247,7 @@ async fn tables_show_instants_to_the_second_with_the_full_value_on_hover() {
     );
 
     // The open subjects, by next deadline: the same.
-    let (_, _, body) = send(&app, get("/ui/subjects", auth())).await;
+    let (_, _, body) = send(&app, operator_get("/ui/subjects")).await;
     assert!(body.contains("<time datetime="), "{body}");
 }
 
@@ -256,8 +259,7 @@ async fn notifications_show_each_channels_last_delivery_and_failures() {
     use watcher_runtime::store::{AgentWatch, ChannelState, Notifications};
     let store = Arc::new(MemoryStore::new());
     let app = app_on(store.clone());
-    let auth = || Some(("authorization", format!("Bearer {OPERATOR}")));
-    let (status, _, body) = send(&app, get("/ui/notifications", auth())).await;
+    let (status, _, body) = send(&app, operator_get("/ui/notifications")).await;
     assert_eq!(status, 200);
     assert!(body.contains("No notification channel has run"), "{body}");
 
@@ -318,7 +320,7 @@ async fn notifications_show_each_channels_last_delivery_and_failures() {
         .await
         .unwrap();
 
-    let (status, _, body) = send(&app, get("/ui/notifications", auth())).await;
+    let (status, _, body) = send(&app, operator_get("/ui/notifications")).await;
     assert_eq!(status, 200);
     let hook = body.find("ops-hook").expect("the failing channel");
     let slack = body.find("ops-slack").expect("the delivering channel");

@@ -181,6 +181,11 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// The array `member` of the body (empty when it is not one).
+    pub fn list(&self, member: &str) -> Vec<Value> {
+        self.body[member].as_array().cloned().unwrap_or_default()
+    }
+
     /// Asserts a problem+json answer with `status`; gives its `detail`.
     pub fn assert_problem(&self, status: u16) -> String {
         assert_eq!(self.status, status, "{self:?}");
