@@ -153,11 +153,7 @@ pub(crate) fn purge_batch(
             for (seq, json) in &rows {
                 let entry: OutboxEntry = from_json(json, "outbox entry")?;
                 if outbox_retention(&entry).purgeable(before) {
-                    report.outbox += tx
-                        .prepare_cached("DELETE FROM outbox WHERE seq = ?1")
-                        .map_err(db)?
-                        .execute(params![seq])
-                        .map_err(db)? as u64;
+                    report.outbox += delete_row(tx, "DELETE FROM outbox WHERE seq = ?1", *seq)?;
                 }
             }
             match rows.last() {
@@ -176,11 +172,8 @@ pub(crate) fn purge_batch(
             for (id, json) in &rows {
                 let stored: Rejection = from_json(json, "rejection")?;
                 if rejection_retention(&stored).purgeable(before) {
-                    report.rejections += tx
-                        .prepare_cached("DELETE FROM rejections WHERE id = ?1")
-                        .map_err(db)?
-                        .execute(params![id])
-                        .map_err(db)? as u64;
+                    report.rejections +=
+                        delete_row(tx, "DELETE FROM rejections WHERE id = ?1", *id)?;
                 }
             }
             return Ok((
@@ -198,6 +191,17 @@ pub(crate) fn purge_batch(
 /// Deletes the rows of a purged subject besides its own: its timer and fact rows (by the
 /// subject, their key's prefix), the expectation ids still pointing at it and its fact keys' rows for it. Every
 /// record a subject ever held stays in its state, so its index derives every row it was given.
+/// Runs `delete`, a `DELETE` of the one row keyed `?1` = `key`; answers how many rows went
+/// (0 or 1).
+fn delete_row(tx: &Connection, delete: &str, key: i64) -> Result<u64, StoreError> {
+    let deleted = tx
+        .prepare_cached(delete)
+        .map_err(db)?
+        .execute(params![key])
+        .map_err(db)?;
+    Ok(deleted as u64)
+}
+
 pub(crate) fn delete_subject_index(
     tx: &Connection,
     t: &str,
