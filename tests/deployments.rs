@@ -35,6 +35,7 @@ mod scenarios;
 use std::sync::Arc;
 use std::time::Instant;
 
+use common::aws_stack::{aws_missing, skipped};
 use harness::{Backend, Deployment, Fixture};
 
 /// Starts `backend`, runs every scenario on it, and fails naming each scenario that failed.
@@ -102,12 +103,7 @@ async fn every_scenario_on_serve() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_scenario_on_aws_local() {
-    if let Some(why) = common::aws_stack::aws_missing() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "every_scenario_on_aws_local cannot run in CI: {why}"
-        );
-        eprintln!("SKIPPED every_scenario_on_aws_local: {why}");
+    if skipped("every_scenario_on_aws_local", aws_missing(), true) {
         return;
     }
     run_suite(Backend::AwsLocal).await;
@@ -153,8 +149,11 @@ async fn a_burst_over_slow_agents_on_serve() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "a measurement, run by hand: docs/performance.md"]
 async fn a_burst_over_slow_agents_on_aws_local() {
-    if let Some(why) = common::aws_stack::aws_missing() {
-        eprintln!("SKIPPED a_burst_over_slow_agents_on_aws_local: {why}");
+    if skipped(
+        "a_burst_over_slow_agents_on_aws_local",
+        aws_missing(),
+        false,
+    ) {
         return;
     }
     measure_burst(Backend::AwsLocal).await;
@@ -169,8 +168,7 @@ async fn a_burst_over_slow_agents_on_aws_local() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "a measurement, run by hand: docs/costs.md"]
 async fn lambda_durations_on_aws_local() {
-    if let Some(why) = common::aws_stack::aws_missing() {
-        eprintln!("SKIPPED lambda_durations_on_aws_local: {why}");
+    if skipped("lambda_durations_on_aws_local", aws_missing(), false) {
         return;
     }
     let fixture = Arc::new(Fixture::spawn().await);

@@ -75,6 +75,20 @@ pub fn aws_missing() -> Option<String> {
     })
 }
 
+/// Whether `test` is skipped because `why` is set (saying so); with `required_in_ci`, in CI
+/// it fails instead.
+pub fn skipped(test: &str, why: Option<String>, required_in_ci: bool) -> bool {
+    let Some(why) = why else { return false };
+    if required_in_ci {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test} cannot run in CI: {why}"
+        );
+    }
+    eprintln!("SKIPPED {test}: {why}");
+    true
+}
+
 /// The pids of every instance of function `name` the stack started (`[name] started (pid N)`),
 /// in order, the replaced ones included.
 pub fn instance_pids(stack: &Proc, name: &str) -> Vec<u32> {
