@@ -78,18 +78,8 @@ async fn live(store: &DynamoStore, t: &Tenant) -> u64 {
 
 /// The live-count items of the table: (partition key, value).
 async fn counter_items(store: &DynamoStore) -> Vec<(String, i64)> {
-    let out = store
-        .client()
-        .scan()
-        .table_name(store.table())
-        .filter_expression("#k = :k")
-        .expression_attribute_names("#k", "kind")
-        .expression_attribute_values(":k", AttributeValue::S("live-count".into()))
-        .send()
+    raw_items(store, "live-count")
         .await
-        .expect("scan");
-    out.items
-        .unwrap_or_default()
         .iter()
         .map(|item| match (item.get("pk"), item.get("value")) {
             (Some(AttributeValue::S(pk)), Some(AttributeValue::N(v))) => {

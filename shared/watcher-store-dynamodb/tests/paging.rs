@@ -416,16 +416,10 @@ async fn every_page(
 async fn rejections_of_two_instances_at_one_moment_interleave_and_page_once() {
     use std::sync::Arc;
     use watcher_runtime::clock::FakeClock;
-    use watcher_runtime::sequence::TimeOrdered;
 
     let store = common::store().await;
     let clock = Arc::new(FakeClock::new(at(0)));
-    let a = store
-        .clone()
-        .with_ids(TimeOrdered::with_instance(clock.clone(), 1));
-    let b = store
-        .clone()
-        .with_ids(TimeOrdered::with_instance(clock.clone(), 2));
+    let (a, b) = two_instances(&store, &clock);
     let t = tenant("tenant-two");
     let booking = agent("booking");
     let mut kept = Vec::new();

@@ -14,12 +14,15 @@ use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use aws_sdk_dynamodb::Client;
 use serde_json::json;
+use std::sync::Arc;
 use watcher_core::expectation::Expectation;
 use watcher_core::ids::{AgentId, ExpectationId, FactKey, Source, Subject, Tenant};
 use watcher_core::record::{ExpectationRecord, RaiseOrder};
 use watcher_core::slice::{FactEntry, SubjectState};
 use watcher_core::time::{Instant, IsoDuration};
+use watcher_runtime::clock::FakeClock;
 use watcher_runtime::conformance::open_record;
+use watcher_runtime::sequence::TimeOrdered;
 use watcher_store_dynamodb::{create_table, DynamoStore};
 
 /// Retention the tests give the store.
@@ -154,4 +157,38 @@ pub fn subject_with_record(t: &Tenant, subject_id: &str, input: u64) -> SubjectS
 
 pub fn expectation_id(id: &str) -> ExpectationId {
     ExpectationId::parse(id).expect("a valid expectation id")
+}
+
+/// An item of the table, as the SDK answers it.
+pub type Item = std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>;
+
+/// Every item of the store's table whose `kind` is `kind` (a scan: the tables here are small).
+pub async fn raw_items(store: &DynamoStore, kind: &str) -> Vec<Item> {
+    let out = store
+        .client()
+        .scan()
+        .table_name(store.table())
+        .filter_expression("#k = :k")
+        .expression_attribute_names("#k", "kind")
+        .expression_attribute_values(
+            ":k",
+            aws_sdk_dynamodb::types::AttributeValue::S(kind.into()),
+        )
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("scan the test table");
+    assert!(out.last_evaluated_key.is_none(), "test tables fit one page");
+    out.items.unwrap_or_default()
+}
+
+/// Two handles on `store` that number inputs as instances 1 and 2 of one `clock`
+/// ([`TimeOrdered`]): two processes sharing the table.
+pub fn two_instances(store: &DynamoStore, clock: &Arc<FakeClock>) -> (DynamoStore, DynamoStore) {
+    let instance = |n| {
+        store
+            .clone()
+            .with_ids(TimeOrdered::with_instance(clock.clone(), n))
+    };
+    (instance(1), instance(2))
 }

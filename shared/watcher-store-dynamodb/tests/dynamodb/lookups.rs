@@ -92,18 +92,13 @@ async fn a_followed_origin_expires_after_the_retention() {
 #[tokio::test]
 async fn two_instances_number_inputs_with_no_write_and_in_time_order() {
     use watcher_runtime::clock::FakeClock;
-    use watcher_runtime::sequence::{TimeOrdered, FIRST_TIME_ORDERED};
+    use watcher_runtime::sequence::FIRST_TIME_ORDERED;
 
     let store = common::store().await.counting_work();
     let clock = Arc::new(FakeClock::new(
         Instant::parse("2026-09-10T12:00:00Z").unwrap(),
     ));
-    let a = store
-        .clone()
-        .with_ids(TimeOrdered::with_instance(clock.clone(), 1));
-    let b = store
-        .clone()
-        .with_ids(TimeOrdered::with_instance(clock.clone(), 2));
+    let (a, b) = two_instances(&store, &clock);
     let mut all = BTreeSet::new();
     let (mut last_a, mut last_b) = (0, 0);
     for _ in 0..50 {

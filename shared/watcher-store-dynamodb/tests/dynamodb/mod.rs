@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use watcher_runtime::store::{
     Origins as _, Outbox as _, Records as _, TimerIndex as _, Upkeep as _,
@@ -22,25 +22,6 @@ use watcher_runtime::store::{Commit, DeliveryState, LapseQuery, OutboxEntry, Sto
 use watcher_store_dynamodb::{
     DynamoStore, DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_ITEMS,
 };
-
-type Item = HashMap<String, AttributeValue>;
-
-/// Every item of the store's table whose `kind` is `kind` (a scan: the tables here are small).
-async fn raw_items(store: &DynamoStore, kind: &str) -> Vec<Item> {
-    let out = store
-        .client()
-        .scan()
-        .table_name(store.table())
-        .filter_expression("#k = :k")
-        .expression_attribute_names("#k", "kind")
-        .expression_attribute_values(":k", AttributeValue::S(kind.into()))
-        .consistent_read(true)
-        .send()
-        .await
-        .expect("scan the test table");
-    assert!(out.last_evaluated_key.is_none(), "test tables fit one page");
-    out.items.unwrap_or_default()
-}
 
 /// The stored item of `subject`, found by its `state`.
 async fn raw_subject(store: &DynamoStore, subject: &Subject) -> Item {
