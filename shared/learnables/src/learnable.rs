@@ -406,6 +406,7 @@ pub struct Settings {
 /// Wire shape: `{ "name", "label", "score", "matched": [text] }`; `score` is in `[0, 1]`,
 /// rounded to 3 decimals (1 of 3 marks → `0.333`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Candidate {
     name: String,
     label: String,
@@ -459,8 +460,10 @@ impl Candidate {
 /// What a learnable makes of one input under one collection (§11).
 ///
 /// Wire shape: `{ "settled": bool, "winner"?: entry, "reads": text, "candidates": [Candidate] }`;
-/// `winner` is present exactly when settled; candidates are best first.
+/// `winner` is present exactly when settled; candidates are best first. `POST .../show-back`
+/// answers one per collection, keyed by the collection's `entry` noun.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Reading {
     settled: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -40,6 +40,9 @@ use crate::body::json_body;
 pub use crate::learnables_answers::{
     Activated, DescriptorsList, HistoryList, LearnablesList, Tombstoned,
 };
+use crate::learnables_requests::{
+    ActivateRequest, CreateDefinitionRequest, ShowBackRequest, TombstoneRequest,
+};
 use crate::lesson_reviews::LessonReviews;
 use crate::limits::Limits;
 use crate::problem::ApiError;
@@ -292,49 +295,11 @@ impl Author {
     }
 }
 
-/// `PUT /v1/definitions/{id}` body.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CreateBody {
-    collections: Value,
-    taught_by: String,
-    #[serde(default)]
-    reason: Option<String>,
-}
-
 /// `POST .../lessons:check` body.
 #[derive(Deserialize)]
 struct CheckBody {
     lesson: LessonDto,
     corpus: Vec<Value>,
-}
-
-/// `POST .../show-back` body.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ShowBackBody {
-    input: Value,
-    #[serde(default)]
-    definition_version: Option<u64>,
-}
-
-/// `POST .../activate` body.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ActivateBody {
-    definition_version: u64,
-    taught_by: String,
-    #[serde(default)]
-    reason: Option<String>,
-}
-
-/// `POST .../versions/{n}/tombstone` body.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct TombstoneBody {
-    taught_by: String,
-    #[serde(default)]
-    reason: Option<String>,
 }
 
 /// A lesson from the wire, whose `taughtBy` this teacher may write for.
@@ -396,7 +361,7 @@ async fn put_definition(
 ) -> Result<Response, ApiError> {
     let (principal, tenant) = caller(&state, &headers, WRITERS)?;
     let id = definition_id(&id)?;
-    let body: CreateBody = body_as(&headers, &body)?;
+    let body: CreateDefinitionRequest = body_as(&headers, &body)?;
     let author = Author::parse(principal, body.taught_by, body.reason)?;
     let collections =
         Collections::parse(&body.collections, state.registry.as_ref()).map_err(authority)?;
@@ -547,7 +512,7 @@ async fn post_show_back(
 ) -> Result<Json<Value>, ApiError> {
     let (_, tenant) = caller(&state, &headers, READERS)?;
     let id = definition_id(&id)?;
-    let body: ShowBackBody = body_as(&headers, &body)?;
+    let body: ShowBackRequest = body_as(&headers, &body)?;
     let definition = load(&state, &tenant, &id).await?;
     let report = learnables::show_back(
         &definition,
@@ -582,7 +547,7 @@ async fn post_activate(
 ) -> Result<Json<impl Serialize>, ApiError> {
     let (principal, tenant) = caller(&state, &headers, WRITERS)?;
     let id = definition_id(&id)?;
-    let body: ActivateBody = body_as(&headers, &body)?;
+    let body: ActivateRequest = body_as(&headers, &body)?;
     let author = Author::parse(principal, body.taught_by, body.reason)?;
     let via = via_of(principal)?;
     let at = now_at(&state);
@@ -627,7 +592,7 @@ async fn post_tombstone(
     let (principal, tenant) = caller(&state, &headers, WRITERS)?;
     let id = definition_id(&id)?;
     let n = version_number(&n)?;
-    let body: TombstoneBody = body_as(&headers, &body)?;
+    let body: TombstoneRequest = body_as(&headers, &body)?;
     let author = Author::parse(principal, body.taught_by, body.reason)?;
     let via = via_of(principal)?;
     let at = now_at(&state);

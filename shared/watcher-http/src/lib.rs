@@ -6,6 +6,7 @@ pub mod auth;
 pub mod body;
 pub mod learnables;
 pub mod learnables_answers;
+pub mod learnables_requests;
 pub mod lesson_reviews;
 pub mod limits;
 pub mod page;

@@ -153,6 +153,11 @@ fn typed_answers(
         ),
         ok(
             "post",
+            "/v1/definitions/{id}/show-back",
+            g.subschema_for::<std::collections::BTreeMap<String, learnables::Reading>>(),
+        ),
+        ok(
+            "post",
             "/v1/definitions/{id}/lessons:check",
             g.subschema_for::<CheckReport>(),
         ),
@@ -174,19 +179,60 @@ fn typed_answers(
     ]
 }
 
-/// issue 23 item 3: each typed answer's schema in docs/openapi.json is a reference into
-/// `components.schemas`, and those components are what the Rust types generate (schemars,
-/// JSON Schema 2020-12 as OpenAPI 3.1 reads it). `UPDATE_DOCS=1 cargo test -p watcher-http
-/// --test it openapi::` rewrites them after a type changes.
-#[test]
-fn the_typed_answers_schemas_are_generated_from_their_types() {
+/// The request bodies the handlers parse into types: (method, path as documented, the body's
+/// schema: a reference into `components.schemas`).
+fn typed_requests(g: &mut schemars::SchemaGenerator) -> Vec<(&'static str, &'static str, Value)> {
+    use watcher_http::learnables_requests::{
+        ActivateRequest, CreateDefinitionRequest, ShowBackRequest, TombstoneRequest,
+    };
+    vec![
+        (
+            "put",
+            "/v1/definitions/{id}",
+            g.subschema_for::<CreateDefinitionRequest>().to_value(),
+        ),
+        (
+            "post",
+            "/v1/definitions/{id}/show-back",
+            g.subschema_for::<ShowBackRequest>().to_value(),
+        ),
+        (
+            "post",
+            "/v1/definitions/{id}/activate",
+            g.subschema_for::<ActivateRequest>().to_value(),
+        ),
+        (
+            "post",
+            "/v1/definitions/{id}/versions/{n}/tombstone",
+            g.subschema_for::<TombstoneRequest>().to_value(),
+        ),
+    ]
+}
+
+/// A JSON Schema 2020-12 generator whose definitions go to `components.schemas`, for answers
+/// (written: a member skipped when empty is not required) or requests (read: a member with a
+/// default is not required).
+fn generator(contract: schemars::generate::Contract) -> schemars::SchemaGenerator {
     let mut settings = schemars::generate::SchemaSettings::draft2020_12();
     settings.definitions_path = "/components/schemas".into();
-    // Answers are written, not read: a member skipped when empty is not required.
-    settings.contract = schemars::generate::Contract::Serialize;
-    let mut generator = settings.into_generator();
-    let answers = typed_answers(&mut generator);
-    let definitions = generator.take_definitions(true);
+    settings.contract = contract;
+    settings.into_generator()
+}
+
+/// issue 23 item 3: each typed answer's and request body's schema in docs/openapi.json is a
+/// reference into `components.schemas`, and those components are what the Rust types generate
+/// (schemars, JSON Schema 2020-12 as OpenAPI 3.1 reads it). `UPDATE_DOCS=1 cargo test -p watcher-http
+/// --test it openapi::` rewrites them after a type changes.
+#[test]
+fn the_typed_answers_and_requests_schemas_are_generated_from_their_types() {
+    let mut answers_generator = generator(schemars::generate::Contract::Serialize);
+    let answers = typed_answers(&mut answers_generator);
+    let mut requests_generator = generator(schemars::generate::Contract::Deserialize);
+    let requests = typed_requests(&mut requests_generator);
+    let definitions = answers_generator
+        .take_definitions(true)
+        .into_iter()
+        .chain(requests_generator.take_definitions(true));
     let path = root().join("docs/openapi.json");
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("docs/openapi.json"))
@@ -206,6 +252,14 @@ fn the_typed_answers_schemas_are_generated_from_their_types() {
         );
         ok["content"]["application/json"]["schema"] = schema;
     }
+    for (method, route, schema) in requests {
+        let body = &mut want["paths"][route][method]["requestBody"];
+        assert!(
+            body.is_object(),
+            "docs/openapi.json has no request body for {method} {route}"
+        );
+        body["content"]["application/json"]["schema"] = schema;
+    }
     if want == doc {
         return;
     }
@@ -215,7 +269,7 @@ fn the_typed_answers_schemas_are_generated_from_their_types() {
         return;
     }
     panic!(
-        "docs/openapi.json's typed answers differ from their types' schemas: run \
+        "docs/openapi.json's typed answers or request bodies differ from their types' schemas: run \
          `UPDATE_DOCS=1 cargo test -p watcher-http --test it openapi::`"
     );
 }
