@@ -134,6 +134,14 @@ async fn measure_burst(backend: Backend) {
         b.arrived,
         b.duplicates
     );
+    let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("burst-{}.log", backend.name()));
+    std::fs::write(&log, deployment.full_log().await).expect("write the deployment's log");
+    eprintln!(
+        "[{}] the deployment's log: {}",
+        backend.name(),
+        log.display()
+    );
     assert_eq!((b.arrived, b.duplicates), (200, 0), "{b:?}");
 }
 

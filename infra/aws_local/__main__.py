@@ -102,15 +102,15 @@ def capped_lease(env, visibility_cap):
 
 
 def max_concurrency(stack, lid):
-    """How many invocations of function `lid` run at once: the largest
-    `ScalingConfig.MaximumConcurrency` of the event source mappings feeding it, else 1."""
-    from .triggers import _function_lid
+    """How many invocations of function `lid` run at once: the most batches any event source
+    mapping feeding it runs at once (`triggers.concurrency_of`), else 1."""
+    from .triggers import _function_lid, concurrency_of
 
     most = 1
     for _, props in stack.of_type("AWS::Lambda::EventSourceMapping"):
         props = stack.resolve(props)
         if _function_lid(stack, props) == lid:
-            most = max(most, int((props.get("ScalingConfig") or {}).get("MaximumConcurrency", 1)))
+            most = max(most, concurrency_of(props))
     return most
 
 

@@ -3,8 +3,8 @@ Lambda Runtime API (`/2018-06-01/runtime/invocation/next`, `/invocation/{id}/res
 `/invocation/{id}/error`, `/init/error`), as `lambda_runtime` speaks it over
 `AWS_LAMBDA_RUNTIME_API`.
 
-A function runs `instances` processes (one by default; the submitter as many as its event
-source's `ScalingConfig.MaximumConcurrency`), each with a Runtime API of its own, taking
+A function runs `instances` processes (one by default; a function fed by an SQS event source
+as many as that source's batches at once: `ScalingConfig.MaximumConcurrency`, else five), each with a Runtime API of its own, taking
 invocations from one queue in arrival order, one at a time each, as Lambda's execution
 environments do. An instance that exits (a crash, a kill, an init error) fails the invocation it
 held and is started again, as Lambda starts a new execution environment; an invocation past the

@@ -175,6 +175,18 @@ class TriggersTest(unittest.TestCase):
         self.assertEqual(redrive["maxReceiveCount"], int(want["maxReceiveCount"]))
         self.assertEqual(redrive["deadLetterTargetArn"], self.stack.arn("LapseDeadLetterQueue"))
 
+    def test_each_function_runs_as_many_instances_as_its_sources_run_batches(self):
+        from .__main__ import max_concurrency
+        from .triggers import concurrency_of
+
+        self.assertEqual(concurrency_of({}), 5, "Lambda's first step for an SQS source")
+        self.assertEqual(concurrency_of({"ScalingConfig": {"MaximumConcurrency": 20}}), 20)
+        # The template: the submitter at SubmitterConcurrency (default 20), the timer at five
+        # (its timer queue has no ScalingConfig), a function no queue feeds at one.
+        self.assertEqual(max_concurrency(self.stack, "SubmitterFunction"), 20)
+        self.assertEqual(max_concurrency(self.stack, "TimerFunction"), 5)
+        self.assertEqual(max_concurrency(self.stack, "ApiFunction"), 1)
+
     def test_a_one_time_schedule_fires_once_at_its_time_and_is_deleted(self):
         timer = FakeFunction()
         functions = {"TimerFunction": timer}

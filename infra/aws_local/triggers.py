@@ -131,6 +131,20 @@ class Scheduler:
         self.stopping.set()
 
 
+# Batches an SQS event source mapping without a ScalingConfig receives and invokes at once:
+# "Lambda starts processing five batches at a time with five concurrent invocations of your
+# function" (Lambda developer guide, "Scaling behavior" of SQS event sources). AWS adds more
+# while messages remain; the local stack stays at five.
+INITIAL_BATCHES = 5
+
+
+def concurrency_of(props):
+    """How many batches an event source mapping (its resolved properties) runs at once:
+    `ScalingConfig.MaximumConcurrency`, else `INITIAL_BATCHES`."""
+    scaling = props.get("ScalingConfig") or {}
+    return max(1, int(scaling.get("MaximumConcurrency", INITIAL_BATCHES)))
+
+
 class QueueSource:
     """One `AWS::Lambda::EventSourceMapping` from an SQS queue: receives up to `BatchSize`
     messages (a FIFO queue hands each message group's messages in order and holds the group
@@ -138,8 +152,10 @@ class QueueSource:
     record the answer's `batchItemFailures` does not name (all of them stay when the invocation
     fails). The records left come back after the queue's visibility timeout, and go to its
     redrive queue after `maxReceiveCount`, as SQS does. Up to `ScalingConfig.MaximumConcurrency`
-    batches are received and invoked at once (one by default), each by a poller of its own; a
-    FIFO queue never hands two of them the same message group. As Lambda's pollers scale with
+    batches are received and invoked at once, each by a poller of its own; without a
+    `ScalingConfig`, `INITIAL_BATCHES` (Lambda's first scaling step for an SQS source, which it
+    raises further on AWS while messages remain); a FIFO queue never hands two of them the same
+    message group. As Lambda's pollers scale with
     the queue, only the first poller polls an empty queue every `idle` seconds; the others poll
     every `IDLE_OTHERS` seconds until the first receives a batch, which wakes them."""
 
@@ -160,9 +176,7 @@ class QueueSource:
         self.stopping = threading.Event()
         self.idle = 0.25  # seconds between the first poller's polls of an empty queue
         self.work = threading.Event()  # set when a poll received a batch: wakes the others
-        self.concurrency = max(
-            1, int((props.get("ScalingConfig") or {}).get("MaximumConcurrency", 1))
-        )
+        self.concurrency = concurrency_of(props)
 
     def start(self):
         if self.enabled:

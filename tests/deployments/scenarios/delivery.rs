@@ -1,0 +1,262 @@
+//! The scenarios after a lapse task is handed over: a failed send retried, a slow agent beside a
+//! quick one, a sender killed mid-send, agents that do not wait for each other, origin tasks
+//! reconciled and followed, and a person told. Written once against [`Deployment`] like the
+//! others (`scenarios.rs`, whose helpers they use).
+
+use super::*;
+
+/// A lapse task the agent refuses permanently is `failed` (serve.md "Routes"); once the agent
+/// is fixed, `POST /v1/lapses/retry` re-queues it and it is delivered with the same messageId.
+/// A malformed retry body is 400 problem+json naming the field.
+pub(super) async fn retry_a_failed_lapse_task(d: Arc<Deployment>, f: Arc<Fixture>) {
+    let due = origin(Duration::from_secs(2));
+    let a = d
+        .push(
+            "retry",
+            &one_expectation("task-retry", "exp-retry", "PA-retry", due, "PT0S"),
+        )
+        .await;
+    assert_eq!(a.body["raised"], json!(["exp-retry"]), "{a:?}");
+    let failed = lapse_in(&d, "retry", "exp-retry", "failed").await;
+    assert!(
+        failed["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("-32602")),
+        "{failed:#}"
+    );
+    let mid = failed["messageId"].as_str().unwrap().to_owned();
+    assert_eq!(mid, format!("lapse:exp-retry:overdue:{}", fmt(due)));
+
+    let bad = d
+        .post_as_operator(
+            "/v1/lapses/retry",
+            &json!({ "agent": "retry", "messageIds": "all" }),
+        )
+        .await;
+    assert!(bad.assert_problem(400).contains("messageIds"), "{bad:?}");
+
+    f.retry_broken.store(false, Ordering::SeqCst);
+    let a = d
+        .post_as_operator(
+            "/v1/lapses/retry",
+            &json!({ "agent": "retry", "messageIds": [mid] }),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(a.body["requeued"], json!(1), "{a:?}");
+    assert_eq!(a.body["messageIds"], json!([mid]), "{a:?}");
+    let sent = lapse_in(&d, "retry", "exp-retry", "sent").await;
+    assert!(sent["taskId"].is_string(), "{sent:#}");
+    assert_eq!(f.retry.sent_message_ids(), [mid.clone(), mid]);
+}
+
+/// A slow agent does not delay another agent's lapse task: with the slow agent holding its
+/// answer, the quick agent's lapse task, due at the same instant, is delivered; the slow one's
+/// is delivered once it answers, each once.
+pub(super) async fn slow_neighbour(d: Arc<Deployment>, f: Arc<Fixture>) {
+    f.slow.hold(true);
+    let due = origin(Duration::from_secs(2));
+    for (agent, id) in [("slow", "exp-slow"), ("quick", "exp-quick")] {
+        let a = d
+            .push(
+                agent,
+                &one_expectation(&format!("task-{id}"), id, &format!("PA-{id}"), due, "PT0S"),
+            )
+            .await;
+        assert_eq!(a.body["raised"], json!([id]), "{a:?}");
+    }
+    // The slow agent has the lapse task and holds its answer.
+    first_sent(&d, &f.slow, "exp-slow").await;
+    let quick = lapse_in(&d, "quick", "exp-quick", "sent").await;
+    let slow = d.lapses_of("slow").await;
+    assert!(
+        slow.iter().all(|l| l["delivery"] == "queued"),
+        "the slow agent has answered nothing yet: {slow:#?} (quick: {quick:#})"
+    );
+    f.slow.hold(false);
+    lapse_in(&d, "slow", "exp-slow", "sent").await;
+    assert_eq!(f.quick.sent_message_ids().len(), 1);
+    assert_eq!(f.slow.sent_message_ids().len(), 1);
+}
+
+/// The process sending lapse tasks is killed while the agent holds its answer: a new one takes
+/// over, finds the agent's task (`ListTasks`) instead of sending again, and records the lapse as
+/// sent with that task: exactly one lapse task reaches the agent.
+pub(super) async fn kill_the_sender_mid_send(d: Arc<Deployment>, f: Arc<Fixture>) {
+    f.crash.hold(true);
+    let due = origin(Duration::from_secs(2));
+    let a = d
+        .push(
+            "crash",
+            &one_expectation("task-crash", "exp-crash", "PA-crash", due, "PT0S"),
+        )
+        .await;
+    assert_eq!(a.body["raised"], json!(["exp-crash"]), "{a:?}");
+    let mid = first_sent(&d, &f.crash, "exp-crash").await;
+    d.kill_sender().await;
+    f.crash.hold(false);
+    let lapse = lapse_in(&d, "crash", "exp-crash", "sent").await;
+    assert!(
+        holds_for(
+            || async { f.crash.sent_message_ids().len() == 1 },
+            Duration::from_secs(2)
+        )
+        .await,
+        "one lapse task, not two: {:?}",
+        f.crash.sent_message_ids()
+    );
+    assert_eq!(lapse["messageId"], json!(mid));
+    assert_eq!(f.crash.sent_message_ids(), [mid]);
+    let task = f
+        .crash
+        .tasks()
+        .into_iter()
+        .next()
+        .expect("the agent's task");
+    assert_eq!(lapse["taskId"], task["id"], "{lapse:#}");
+}
+
+/// Agents are independent (serve.md "Routes"): an agent whose card cannot be read answers its
+/// pushes 503 problem+json with `Retry-After` and is reported `unavailable`, while another
+/// agent's expectation is raised and its lapse task delivered.
+pub(super) async fn agents_independent(d: Arc<Deployment>, f: Arc<Fixture>) {
+    let due = origin(Duration::from_secs(2));
+    let refused = d
+        .http()
+        .post(d.url("/v1/agents/partner/push"))
+        .header(
+            "X-A2A-Notification-Token",
+            super::super::harness::push_token("partner"),
+        )
+        .json(&one_expectation("task-p", "exp-p", "PA-p", due, "PT0S"))
+        .send()
+        .await
+        .expect("the watcher answers");
+    assert_come_back_later(&refused);
+
+    let a = d
+        .push(
+            "indep",
+            &one_expectation("task-indep", "exp-indep", "PA-indep", due, "PT0S"),
+        )
+        .await;
+    assert_eq!(a.body["raised"], json!(["exp-indep"]), "{a:?}");
+    lapse_in(&d, "indep", "exp-indep", "sent").await;
+    assert_eq!(f.indep.sent_message_ids().len(), 1);
+
+    let agents = d.get("/v1/agents?limit=100").await;
+    let partner = agents.body["agents"]
+        .as_array()
+        .and_then(|l| l.iter().find(|a| a["agentId"] == "partner").cloned())
+        .unwrap_or_else(|| panic!("partner is not listed: {agents:?}"));
+    assert_eq!(partner["card"]["state"], "unavailable", "{partner:#}");
+    assert!(
+        partner["card"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(&f.partner_port.to_string())),
+        "{partner:#}"
+    );
+}
+
+/// An origin task canceled without a push (the agent only answers `GetTask`) is found by
+/// reconciliation: the expectation is withdrawn and no lapse task is sent.
+pub(super) async fn reconcile_a_cancel_never_pushed(d: Arc<Deployment>, f: Arc<Fixture>) {
+    let due = origin(Duration::from_secs(2));
+    let a = d
+        .push(
+            "recon",
+            &one_expectation("task-recon", "exp-recon", "PA-recon", due, "PT0S"),
+        )
+        .await;
+    assert_eq!(a.body["raised"], json!(["exp-recon"]), "{a:?}");
+    let withdrawn = wait_until(
+        || async {
+            d.shipment("PA-recon")
+                .await
+                .is_some_and(|s| expectation(&s, "exp-recon")["status"] == "withdrawn")
+        },
+        d.patience(),
+    )
+    .await;
+    assert!(withdrawn, "{:#?}", d.shipment("PA-recon").await);
+    crate::common::wait_past(plus(due, 1)).await;
+    assert!(
+        holds_for(
+            || async { f.recon.sent_message_ids().is_empty() },
+            Duration::from_secs(1)
+        )
+        .await,
+        "no lapse task for canceled work: {:?}",
+        f.recon.sent_message_ids()
+    );
+    assert!(
+        d.lapses_of("recon")
+            .await
+            .iter()
+            .all(|l| l["delivery"] == "withdrawn"),
+        "{:#?}",
+        d.lapses_of("recon").await
+    );
+}
+
+/// A lapse task sent to an agent that pushes nothing is followed with `GetTask`: its state shows
+/// at `GET /v1/lapses`, and once it needs a person that is marked.
+pub(super) async fn follow_without_push(d: Arc<Deployment>, f: Arc<Fixture>) {
+    let due = origin(Duration::from_secs(2));
+    let a = d
+        .push(
+            "follow",
+            &one_expectation("task-follow", "exp-follow", "PA-follow", due, "PT0S"),
+        )
+        .await;
+    assert_eq!(a.body["raised"], json!(["exp-follow"]), "{a:?}");
+    let sent = lapse_in(&d, "follow", "exp-follow", "sent").await;
+    let task = sent["taskId"].as_str().expect("the task").to_owned();
+    f.follow.set_task_state(&task, TaskState::InputRequired);
+    let marked = d
+        .lapse_when("follow", "exp-follow", |l| l["needsPerson"] == true)
+        .await
+        .unwrap_or_else(|| panic!("not marked: {:#?}", f.follow.tasks()));
+    assert_eq!(marked["taskState"], "TASK_STATE_INPUT_REQUIRED");
+    assert!(
+        f.follow
+            .requests()
+            .iter()
+            .any(|r| r.rpc_method().as_deref() == Some("GetTask")),
+        "followed with GetTask"
+    );
+}
+
+/// A person is told of a lapse (expectations-v1 §13.1; docs/howto/notifications.md): the
+/// `[[notify]]` channel's receiver gets one signed `lapse.recorded` for it, on `serve` within a
+/// second, on AWS at the first sweep after it settled (the local stack settles in seconds).
+pub(super) async fn notify_a_person(d: Arc<Deployment>, f: Arc<Fixture>) {
+    // A channel tells what lapses after it first ran (on AWS, at the timer function's first
+    // sweep, within seconds of the start): the lapse comes well after.
+    let due = origin(Duration::from_secs(15));
+    let a = d
+        .push(
+            "tell",
+            &one_expectation("task-tell", "exp-tell", "PA-tell", due, "PT0S"),
+        )
+        .await;
+    assert_eq!(a.body["raised"], json!(["exp-tell"]), "{a:?}");
+    let mid = format!("lapse:exp-tell:overdue:{}", fmt(due));
+    let told = || f.lapses_told(&mid);
+    let patience = d.patience() + Duration::from_secs(30);
+    assert!(
+        wait_until(|| async { !told().is_empty() }, patience).await,
+        "no notification of {mid} within {patience:?}: {:?}\n{}",
+        f.notified.seen(),
+        d.log_tail().await
+    );
+    let n = &told()[0];
+    assert!(n.verified, "signed with the channel's secret");
+    assert_eq!(n.body["data"]["agent"], "tell");
+    assert_eq!(n.body["data"]["block"]["subject"]["id"], "PA-tell");
+    assert!(
+        holds_for(|| async { told().len() == 1 }, Duration::from_secs(3)).await,
+        "told once: {:?}",
+        told()
+    );
+}
