@@ -1,7 +1,9 @@
 """moto_server (moto.server.main) with requests served one at a time, transactions that do not
-copy whole tables, and queries that read one partition: the emulator `bash infra/moto.sh` starts (`python -m moto_server -H HOST
--p PORT` from infra/). Its header says why each change is made."""
+copy whole tables, and queries that read one partition: the emulator `bash infra/moto.sh`
+starts (`python -m moto_server -H HOST -p PORT` from infra/). Its header says why each change
+is made."""
 import copy
+import functools
 import inspect
 import sys
 import threading
@@ -129,6 +131,9 @@ def _index_partition(table, index_name, hash_key_conditions):
     groupings = cached[1]
     index = table.get_index(index_name)
     names = [k["AttributeName"] for k in index.schema if k["KeyType"] == "HASH"]
+    asked = dict(hash_key_conditions)
+    if sorted(asked) != sorted(names):
+        return None
     if index_name not in groupings:
         grouping = {}
         for item in table.all_items():
@@ -136,9 +141,6 @@ def _index_partition(table, index_name, hash_key_conditions):
             if all(values):
                 grouping.setdefault(values, []).append(item)
         groupings[index_name] = grouping
-    asked = dict(hash_key_conditions)
-    if sorted(asked) != sorted(names):
-        return None
     return list(groupings[index_name].get(tuple(asked[name] for name in names), []))
 
 
@@ -166,6 +168,9 @@ def query(self, hash_key, *args, **kwargs):
 
 
 def _counting_writes(method):
+    """`method`, bumping `_writes` before and after it runs."""
+
+    @functools.wraps(method)
     def call(*args, **kwargs):
         _writes[0] += 1
         try:
@@ -173,8 +178,6 @@ def _counting_writes(method):
         finally:
             _writes[0] += 1
 
-    call.__name__ = method.__name__
-    call.__doc__ = method.__doc__
     return call
 
 
