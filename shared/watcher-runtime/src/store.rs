@@ -198,7 +198,11 @@ impl Lane {
         match self {
             Lane::Delivery(d) => (entry.delivery == d).then_some(entry.next_attempt_at),
             Lane::Following => entry.follow_at,
-            Lane::NeedingPerson => entry.needs_person_since,
+            // A lapse task still followed waits for its next poll, not for a person (the rules
+            // stop following an interrupted task; this keeps the lanes apart in every store).
+            Lane::NeedingPerson => entry
+                .needs_person_since
+                .filter(|_| entry.follow_at.is_none()),
         }
     }
 }
@@ -473,7 +477,7 @@ pub trait Outbox: Send + Sync {
     }
 
     /// Outbox entries of `agent` of `tenant` whose task waits for a person
-    /// (`needs_person_since` set, expectations-v1 §10.2) and, when `due_by` is given, since at
+    /// (`needs_person_since` set, expectations-v1 §10.2, and no longer followed) and, when `due_by` is given, since at
     /// or before it; earliest first (then order of lapse); at most `limit`. Read from an index
     /// holding only such entries: the cost follows the entries answered
     /// ([`Outbox::outbox_lane`] of [`Lane::NeedingPerson`]). The notifier's

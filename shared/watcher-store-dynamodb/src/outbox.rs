@@ -165,9 +165,7 @@ impl Outbox for DynamoStore {
         let until = query.due_by.map_or_else(|| "~".to_string(), instant_key);
         let entries = self
             .outbox_through_index(index, partition, sort, until, query.limit)
-            .await?
-            .into_iter()
-            .filter(|(_, e)| query.lane != Lane::NeedingPerson || e.follow_at.is_none());
+            .await?;
         Ok(query.answer(entries))
     }
 

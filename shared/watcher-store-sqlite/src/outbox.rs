@@ -139,6 +139,7 @@ impl Outbox for SqliteStore {
                     conn,
                     "SELECT entry FROM outbox INDEXED BY outbox_person
                      WHERE tenant = ?1 AND agent = ?2 AND person_at IS NOT NULL AND person_at <= ?3
+                       AND follow_at IS NULL
                      ORDER BY person_at, seq LIMIT ?4",
                     params![t, a, until, limit],
                     "outbox entry",

@@ -480,4 +480,14 @@ pub async fn lapse_tasks_waiting_for_a_person_are_listed<S: Store + 'static>(sto
         waiting_ids(&billing, None, 10, "billing").await,
         ["lapse:b"]
     );
+    // A lapse task still followed is in the following lane, not this one (`Lane::at`), in
+    // every store alike.
+    let mut followed = store
+        .outbox_get(&t, &booking, "lapse:1")
+        .await
+        .expect("get")
+        .expect("stored");
+    followed.follow_at = Some(at(20));
+    store.outbox_update(&followed).await.expect("followed");
+    assert!(waiting_ids(&booking, None, 10, "followed").await.is_empty());
 }
