@@ -305,7 +305,7 @@ impl Submitter {
     /// submitter's claim on it is granted (the SQS-fed submitter: one message per lapse task,
     /// naming all three; serve's lanes). Returns what happened;
     /// [`EntryOutcome::Retried`], [`EntryOutcome::Deferred`] and [`EntryOutcome::NotDue`] mean
-    /// "try again at the instant given".
+    /// "try again at the instant given". Reads the entry, then [`Submitter::deliver_read`].
     ///
     /// # Errors
     /// A [`StoreError`] reading or updating the entry.
@@ -322,13 +322,38 @@ impl Submitter {
         S: Outbox + ?Sized,
         E: Endpoints + ?Sized,
     {
-        match prepare(
+        let found = store.outbox_get(tenant, agent, message_id).await?;
+        self.deliver_read(store, endpoints, (tenant, agent, message_id), found, now)
+            .await
+    }
+
+    /// [`Submitter::deliver_one`] of the entry (tenant, agent, messageId) the caller has just
+    /// read (`found`; `None` when it is not stored), without reading it again: the claim is
+    /// tried against it (`Outbox::outbox_claim_read`), and the outcome written against the
+    /// entry as claimed (`Outbox::outbox_update_read`), so a send costs the store no read when
+    /// nothing else writes the entry meanwhile. A stale `found` costs a read, never a second
+    /// send: the claim judges the stored entry whenever it differs from `found`.
+    ///
+    /// # Errors
+    /// A [`StoreError`] reading or updating the entry.
+    pub async fn deliver_read<S, E>(
+        &self,
+        store: &S,
+        endpoints: &E,
+        (tenant, agent, message_id): (&Tenant, &AgentId, &str),
+        found: Option<OutboxEntry>,
+        now: Instant,
+    ) -> Result<EntryOutcome, StoreError>
+    where
+        S: Outbox + ?Sized,
+        E: Endpoints + ?Sized,
+    {
+        match prepare_read(
             store,
             endpoints,
             self.buckets(),
-            tenant,
-            agent,
-            message_id,
+            (tenant, agent, message_id),
+            found,
             now,
         )
         .await?

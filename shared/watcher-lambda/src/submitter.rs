@@ -20,7 +20,7 @@ use watcher_delivery::deliver::{EntryOutcome, Submitter};
 use watcher_delivery::endpoint::Endpoints;
 use watcher_delivery::reconcile::Reconciler;
 use watcher_runtime::ports::PortError;
-use watcher_runtime::store::{DeliveryState, Store, StoreError};
+use watcher_runtime::store::{DeliveryState, OutboxEntry, Store, StoreError};
 
 /// What one batch came to: the answer for SQS, and when each handed-back message should be
 /// received again.
@@ -125,9 +125,10 @@ pub async fn pick_up_cards(
 /// expired). A message received again after a send whose outcome was not recorded is looked for
 /// with `ListTasks` before it is sent again (`Submitter::deliver_one`).
 ///
-/// With `reconciler` (the function's, from `env::Parts`), a queued lapse task due at `now` and
-/// never attempted has its origin checked first ([`check_origin`]); `None` sends without the
-/// check.
+/// Each lapse task is read once (`Outbox::outbox_get`): with `reconciler` (the function's, from
+/// `env::Parts`), a queued lapse task due at `now` and never attempted has its origin checked
+/// first ([`check_origin`]; `None` sends without the check), and the send goes by the same read
+/// (`Submitter::deliver_read`).
 pub async fn handle_batch<S, E>(
     store: &S,
     submitter: &Submitter,
@@ -249,8 +250,19 @@ where
         }
         let span = tracing::info_span!("lapse_message", sqs_message_id = %id);
         let _guard = span.enter();
-        if let Some(reconciler) = reconciler {
-            match check_origin(store, reconciler, &tenant, &agent, &message_id, now).await {
+        // The entry is read once: the origin check and the send both go by this read (a
+        // stale one costs the claim a read, never a second send).
+        let found = match store.outbox_get(&tenant, &agent, &message_id).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "store failure reading the lapse task; the message will be redelivered");
+                stopped = Some(None);
+                handed_back.push(back(None));
+                continue;
+            }
+        };
+        if let (Some(reconciler), Some(entry)) = (reconciler, &found) {
+            match check_origin(reconciler, entry, now).await {
                 Ok(true) => {}
                 Ok(false) => {
                     tracing::info!(message_id = %message_id, "lapse message handled: withdrawn before sending");
@@ -265,7 +277,7 @@ where
             }
         }
         let next = match submitter
-            .deliver_one(store, endpoints, &tenant, &agent, &message_id, now)
+            .deliver_read(store, endpoints, (&tenant, &agent, &message_id), found, now)
             .await
         {
             Ok(EntryOutcome::Retried {
@@ -291,32 +303,26 @@ where
     handed_back
 }
 
-/// The origin check before a lapse task's first send, as serve's lanes make it: for an agent
-/// whose origins are checked (`Reconciler::checks_before_send`), reads the entry and, when it is
-/// queued, due at `now` and never attempted, asks for its origin task
+/// The origin check before a lapse task's first send, as serve's lanes make it, of `entry` as
+/// just read: for an agent whose origins are checked (`Reconciler::checks_before_send`), when
+/// the entry is queued, due at `now` and never attempted, asks for its origin task
 /// (`Reconciler::check_before_send`). Answers whether to go on and send; `false` when the origin
 /// ended canceled, failed or rejected (the entry is then `withdrawn`).
 ///
 /// # Errors
-/// A [`StoreError`] reading or marking the entry.
-pub async fn check_origin<S: Store + ?Sized>(
-    store: &S,
+/// A [`StoreError`] marking the entry.
+pub async fn check_origin(
     reconciler: &Reconciler,
-    tenant: &Tenant,
-    agent: &AgentId,
-    message_id: &str,
+    entry: &OutboxEntry,
     now: Instant,
 ) -> Result<bool, StoreError> {
-    if !reconciler.checks_before_send(tenant, agent) {
+    if !reconciler.checks_before_send(&entry.tenant, &entry.agent)
+        || entry.delivery != DeliveryState::Queued
+        || entry.next_attempt_at > now
+    {
         return Ok(true);
     }
-    let Some(entry) = store.outbox_get(tenant, agent, message_id).await? else {
-        return Ok(true);
-    };
-    if entry.delivery != DeliveryState::Queued || entry.next_attempt_at > now {
-        return Ok(true);
-    }
-    reconciler.check_before_send(&entry).await
+    reconciler.check_before_send(entry).await
 }
 
 /// Whole seconds from `now` until `at`, rounded up, at least 1 (a message made visible at once

@@ -132,6 +132,7 @@ macro_rules! store_conformance {
             outbox_following_by_next_poll,
             origins_followed_by_next_poll,
             outbox_claims_are_exclusive,
+            claims_and_updates_by_a_read,
             probe_write_writes,
             agent_cards_are_kept,
             lifecycle_descriptors_are_kept,

@@ -392,6 +392,43 @@ pub trait Outbox: Send + Sync {
         now: Instant,
     ) -> Result<Claim, StoreError>;
 
+    /// [`Outbox::outbox_claim`] of `read`'s identity, where `read` is the entry as the caller
+    /// has just read it (from [`Outbox::outbox_get`] or [`Outbox::outbox_due`]). The answer is
+    /// the same; a store whose claim is a write conditional on the entry as read (DynamoDB) may
+    /// try that write against `read` first and read the entry itself only when the write finds
+    /// it changed, which saves a read when nothing else wrote the entry meanwhile. By default,
+    /// [`Outbox::outbox_claim`].
+    ///
+    /// # Errors
+    /// As [`Outbox::outbox_claim`].
+    async fn outbox_claim_read(
+        &self,
+        read: &OutboxEntry,
+        lease: &Lease,
+        now: Instant,
+    ) -> Result<Claim, StoreError> {
+        self.outbox_claim(&read.tenant, &read.agent, &read.message_id, lease, now)
+            .await
+    }
+
+    /// [`Outbox::outbox_update`] of `entry`, where `read` is the same entry as the caller last
+    /// read or wrote it (the claim's answer, before the send). The stored entry is the same
+    /// afterwards; a store whose update is a write conditional on the entry as read may try
+    /// that write against `read` first (merged with it as [`Outbox::outbox_update`] merges with
+    /// the stored entry) and read the entry itself only when the write finds it changed. By
+    /// default, [`Outbox::outbox_update`].
+    ///
+    /// # Errors
+    /// As [`Outbox::outbox_update`].
+    async fn outbox_update_read(
+        &self,
+        read: &OutboxEntry,
+        entry: &OutboxEntry,
+    ) -> Result<(), StoreError> {
+        let _ = read;
+        self.outbox_update(entry).await
+    }
+
     /// Records that the lapse task (tenant, agent, messageId) is the agent's Task `task_id`, now
     /// in `state` (a push about that task, received at `now`): the stored entry becomes
     /// [`crate::task_progress::with_task_state`] of itself, read and written in one atomic step,

@@ -72,13 +72,26 @@ impl Outbox for DynamoStore {
     /// the entry actually replaced.
     async fn outbox_update(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
         self.update_outbox(&entry.tenant, &entry.agent, &entry.message_id, |stored| {
-            if stored.delivery == DeliveryState::Sent && entry.delivery != DeliveryState::Sent {
-                return None;
-            }
-            let mut updated = entry.clone();
-            keep_task_progress(&mut updated, stored);
-            keep_lease(&mut updated, stored);
-            Some(updated)
+            merged_update(entry, stored)
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// [`Outbox::outbox_update`] tried first as one write conditional on the stored entry being
+    /// `read` (`DynamoStore::update_outbox_from`): no read when nothing else wrote the entry
+    /// since the caller read or wrote it.
+    async fn outbox_update_read(
+        &self,
+        read: &OutboxEntry,
+        entry: &OutboxEntry,
+    ) -> Result<(), StoreError> {
+        let (tenant, agent, message_id) = (&entry.tenant, &entry.agent, &entry.message_id);
+        if (&read.tenant, &read.agent, &read.message_id) != (tenant, agent, message_id) {
+            return self.outbox_update(entry).await;
+        }
+        self.update_outbox_from(Some(read), tenant, agent, message_id, |stored| {
+            merged_update(entry, stored)
         })
         .await
         .map(|_| ())
@@ -95,26 +108,29 @@ impl Outbox for DynamoStore {
         lease: &Lease,
         now: Instant,
     ) -> Result<Claim, StoreError> {
-        for _ in 0..OUTBOX_CAS_TRIES {
-            let Some((pk, item)) = self.find_outbox(tenant, agent, message_id).await? else {
-                return Ok(Claim::Gone);
-            };
-            let (_, stored) = entry_of(&item)?;
-            let decided = claim(&stored, lease, now);
-            let Claim::Claimed { entry, .. } = &decided else {
-                return Ok(decided);
-            };
-            if self
-                .replace_outbox(&pk, entry, get_s(&item, ENTRY, "outbox entry")?)
-                .await?
-            {
-                return Ok(decided);
-            }
-        }
-        Err(StoreError::Conflict(format!(
-            "outbox entry {message_id:?} of agent {:?} (changed {OUTBOX_CAS_TRIES} times while being claimed)",
-            agent.as_str()
-        )))
+        self.claim_outbox(None, tenant, agent, message_id, lease, now)
+            .await
+    }
+
+    /// [`Outbox::outbox_claim`] whose first try is the claim `read` is judged to grant, written
+    /// on condition that the stored entry is still `read` (no read); when that write finds it
+    /// changed, or `read` is not granted (it may be stale), the entry is read and judged as
+    /// [`Outbox::outbox_claim`] judges it.
+    async fn outbox_claim_read(
+        &self,
+        read: &OutboxEntry,
+        lease: &Lease,
+        now: Instant,
+    ) -> Result<Claim, StoreError> {
+        self.claim_outbox(
+            Some(read),
+            &read.tenant,
+            &read.agent,
+            &read.message_id,
+            lease,
+            now,
+        )
+        .await
     }
 
     async fn outbox_task_state(
@@ -204,4 +220,64 @@ impl Outbox for DynamoStore {
     ) -> Result<LapsePage, StoreError> {
         self.merged_lapses_page(tenant, query).await
     }
+}
+
+impl DynamoStore {
+    /// The claim behind [`Outbox::outbox_claim`] and [`Outbox::outbox_claim_read`]: with
+    /// `read`, first the conditional write of what `read` grants (in the entry's shard,
+    /// [`outbox_pk`]); then, or without `read`, a consistent read of the stored entry judged by
+    /// `lease::claim` and written on condition it is unchanged, at most [`OUTBOX_CAS_TRIES`]
+    /// times.
+    async fn claim_outbox(
+        &self,
+        read: Option<&OutboxEntry>,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        lease: &Lease,
+        now: Instant,
+    ) -> Result<Claim, StoreError> {
+        if let Some(read) = read {
+            let decided = claim(read, lease, now);
+            if let Claim::Claimed { entry, .. } = &decided {
+                let pk = outbox_pk(tenant, agent, message_id);
+                if self.replace_outbox(&pk, entry, &to_json(read)?).await? {
+                    return Ok(decided);
+                }
+            }
+        }
+        for _ in 0..OUTBOX_CAS_TRIES {
+            let Some((pk, item)) = self.find_outbox(tenant, agent, message_id).await? else {
+                return Ok(Claim::Gone);
+            };
+            let (_, stored) = entry_of(&item)?;
+            let decided = claim(&stored, lease, now);
+            let Claim::Claimed { entry, .. } = &decided else {
+                return Ok(decided);
+            };
+            if self
+                .replace_outbox(&pk, entry, get_s(&item, ENTRY, "outbox entry")?)
+                .await?
+            {
+                return Ok(decided);
+            }
+        }
+        Err(StoreError::Conflict(format!(
+            "outbox entry {message_id:?} of agent {:?} (changed {OUTBOX_CAS_TRIES} times while being claimed)",
+            agent.as_str()
+        )))
+    }
+}
+
+/// `entry` to be written over `stored` by [`Outbox::outbox_update`]: `None` when `stored` is
+/// sent and `entry` is not (a sent entry is never changed back); else `entry` with `stored`'s
+/// task progress (`keep_task_progress`) and lease (`keep_lease`) kept.
+fn merged_update(entry: &OutboxEntry, stored: &OutboxEntry) -> Option<OutboxEntry> {
+    if stored.delivery == DeliveryState::Sent && entry.delivery != DeliveryState::Sent {
+        return None;
+    }
+    let mut updated = entry.clone();
+    keep_task_progress(&mut updated, stored);
+    keep_lease(&mut updated, stored);
+    Some(updated)
 }

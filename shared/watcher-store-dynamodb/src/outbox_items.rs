@@ -18,6 +18,36 @@ impl DynamoStore {
         message_id: &str,
         change: impl Fn(&OutboxEntry) -> Option<OutboxEntry>,
     ) -> Result<Option<OutboxEntry>, StoreError> {
+        self.update_outbox_from(None, tenant, agent, message_id, change)
+            .await
+    }
+
+    /// [`DynamoStore::update_outbox`], whose first try, with `read` (the entry as the caller
+    /// read or wrote it), skips the read: `change(read)` is written on condition that the stored
+    /// entry's JSON is `read`'s, in its shard ([`outbox_pk`]). When that condition fails (the
+    /// entry changed since, or sits in the partition an earlier version wrote), or
+    /// `change(read)` is `None`, the entry is read and the usual tries follow: the answer is the
+    /// one [`DynamoStore::update_outbox`] gives, at one conditional write instead of a read and
+    /// a write when nothing else wrote the entry.
+    ///
+    /// # Errors
+    /// As [`DynamoStore::update_outbox`].
+    pub(crate) async fn update_outbox_from(
+        &self,
+        read: Option<&OutboxEntry>,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        change: impl Fn(&OutboxEntry) -> Option<OutboxEntry>,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        if let Some(read) = read {
+            if let Some(updated) = change(read) {
+                let pk = outbox_pk(tenant, agent, message_id);
+                if self.replace_outbox(&pk, &updated, &to_json(read)?).await? {
+                    return Ok(Some(updated));
+                }
+            }
+        }
         for _ in 0..OUTBOX_CAS_TRIES {
             let Some((pk, item)) = self.find_outbox(tenant, agent, message_id).await? else {
                 return Ok(None);

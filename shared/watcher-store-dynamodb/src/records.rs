@@ -52,69 +52,66 @@ impl Records for DynamoStore {
     }
 
     async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
-        // 1. What each subject contributed to the indexes at its stored version. A version that
-        //    moved already is a conflict without writing anything.
-        let loaded: Vec<(String, u64, String)> = commit
-            .subjects
-            .iter()
-            .map(|state| {
-                (
-                    subject_pk(tenant, &state.subject),
-                    state.version,
-                    format!("subject {} of tenant {tenant}", state.subject),
-                )
-            })
-            .collect();
-        let stored = each(loaded, |(pk, loaded, what)| async move {
-            let item = self.get_projected(pk, ITEM, &[VERSION, INDEXED]).await?;
-            let (version, indexed) = match &item {
-                None => (0, Indexed::default()),
-                Some(item) => (
-                    get_u64(item, VERSION, &what)?,
-                    from_json(get_s(item, INDEXED, &what)?, &what)?,
-                ),
-            };
-            if version != loaded {
-                return Err(StoreError::Conflict(what));
-            }
-            Ok(indexed)
-        })
-        .await?;
-
-        // 2. New outbox entries: the first of each (tenant, agent, messageId) not stored yet.
+        // 1. What each subject contributed to the indexes at its stored version, and 2. which
+        //    new outbox entries are stored already: one batch read of the subjects' versions
+        //    and the entries' keys (`get_projected_batch`). A version that moved already is a
+        //    conflict without writing anything.
         let mut seen = BTreeSet::new();
         let candidates: Vec<&OutboxEntry> = commit
             .outbox
             .iter()
             .filter(|o| seen.insert((o.tenant.clone(), o.agent.clone(), o.message_id.clone())))
             .collect();
-        // Its shard, and (a lapse task an earlier version kept) the tenant's one former
+        // An entry's shard, and (a lapse task an earlier version kept) the tenant's one former
         // partition: a lapse task stored there is not queued twice.
-        let keys: Vec<([String; 2], String)> = candidates
+        let outbox_keys: Vec<[(String, String); 2]> = candidates
             .iter()
             .map(|o| {
-                (
-                    [
-                        outbox_pk(&o.tenant, &o.agent, &o.message_id),
-                        legacy_outbox_pk(&o.tenant),
-                    ],
-                    outbox_sk(&o.agent, &o.message_id),
-                )
+                let sk = outbox_sk(&o.agent, &o.message_id);
+                [
+                    (outbox_pk(&o.tenant, &o.agent, &o.message_id), sk.clone()),
+                    (legacy_outbox_pk(&o.tenant), sk),
+                ]
             })
             .collect();
-        let exists = each(keys, |(pks, sk)| async move {
-            for pk in pks {
-                if self.get_projected(pk, &sk, &[PK]).await?.is_some() {
-                    return Ok(true);
+        let subject_keys: Vec<(String, String)> = commit
+            .subjects
+            .iter()
+            .map(|state| (subject_pk(tenant, &state.subject), ITEM.to_string()))
+            .collect();
+        let found = self
+            .get_projected_batch(
+                subject_keys
+                    .iter()
+                    .cloned()
+                    .chain(outbox_keys.iter().flatten().cloned())
+                    .collect(),
+                &[VERSION, INDEXED],
+            )
+            .await?;
+        let stored: Vec<Indexed> = commit
+            .subjects
+            .iter()
+            .zip(&subject_keys)
+            .map(|(state, key)| {
+                let what = format!("subject {} of tenant {tenant}", state.subject);
+                let (version, indexed) = match found.get(key) {
+                    None => (0, Indexed::default()),
+                    Some(item) => (
+                        get_u64(item, VERSION, &what)?,
+                        from_json(get_s(item, INDEXED, &what)?, &what)?,
+                    ),
+                };
+                if version != state.version {
+                    return Err(StoreError::Conflict(what));
                 }
-            }
-            Ok(false)
-        })
-        .await?;
+                Ok(indexed)
+            })
+            .collect::<Result<_, StoreError>>()?;
         let new_outbox: Vec<&OutboxEntry> = candidates
             .into_iter()
-            .zip(exists)
-            .filter_map(|(o, exists)| (!exists).then_some(o))
+            .zip(&outbox_keys)
+            .filter_map(|(o, keys)| (!keys.iter().any(|k| found.contains_key(k))).then_some(o))
             .collect();
 
         // 3. Rejections, grouped per agent (oldest first within each) and chunked.

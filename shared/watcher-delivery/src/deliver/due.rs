@@ -75,13 +75,18 @@ where
     // deferred does not depend on how the posts interleave.
     let mut posts = Vec::new();
     for entry in due {
-        match prepare(
+        // `outbox_due` has just read the entry: no second read.
+        let (tenant, agent, message_id) = (
+            entry.tenant.clone(),
+            entry.agent.clone(),
+            entry.message_id.clone(),
+        );
+        match prepare_read(
             store,
             endpoints,
             limiter,
-            &entry.tenant,
-            &entry.agent,
-            &entry.message_id,
+            (&tenant, &agent, &message_id),
+            Some(entry),
             now,
         )
         .await?
@@ -120,26 +125,26 @@ where
 pub(crate) enum Prepared {
     /// Settled without posting.
     Done(EntryOutcome),
-    /// Post it (the freshly re-read entry) to this endpoint.
+    /// Post it (the entry as just read) to this endpoint.
     Post(Box<(OutboxEntry, AgentEndpoint)>),
 }
 
-/// Re-reads the entry (tenant, agent, messageId), checks it is queued and due, finds its endpoint
-/// and takes a rate-limit token; records the no-endpoint failure and the deferral.
-pub(crate) async fn prepare<S, E>(
+/// Given the entry (tenant, agent, messageId) as just read (`found`, `None` when it is not
+/// stored), checks it is queued and due, finds its endpoint and takes a rate-limit token;
+/// records the no-endpoint failure and the deferral.
+pub(crate) async fn prepare_read<S, E>(
     store: &S,
     endpoints: &E,
     limiter: &dyn RateBuckets,
-    tenant: &Tenant,
-    agent: &AgentId,
-    message_id: &str,
+    (tenant, agent, message_id): (&Tenant, &AgentId, &str),
+    found: Option<OutboxEntry>,
     now: Instant,
 ) -> Result<Prepared, StoreError>
 where
     S: Outbox + ?Sized,
     E: Endpoints + ?Sized,
 {
-    let Some(mut entry) = store.outbox_get(tenant, agent, message_id).await? else {
+    let Some(mut entry) = found else {
         tracing::debug!(message_id, %tenant, %agent, "lapse task gone; skipped");
         return Ok(Prepared::Done(EntryOutcome::Skipped { delivery: None }));
     };
@@ -229,9 +234,9 @@ where
         attempt = entry.attempts.saturating_add(1),
     );
     async move {
-        let claimed = store
-            .outbox_claim(&entry.tenant, &entry.agent, &entry.message_id, &lease, now)
-            .await?;
+        // `entry` is as `prepare_read` was handed it: the store may claim it without reading it
+        // again (`Outbox::outbox_claim_read`).
+        let claimed = store.outbox_claim_read(&entry, &lease, now).await?;
         let (marked, ambiguous) = match claimed {
             Claim::Claimed { entry: claimed, ambiguous } => (claimed, ambiguous),
             Claim::Taken {
@@ -253,7 +258,7 @@ where
             if let Some(found) = look_for(client, &endpoint, &marked).await {
                 let (task_id, state) = found;
                 let updated = record_found(&marked, &task_id, state, now, policy);
-                store.outbox_update(&updated).await?;
+                store.outbox_update_read(&marked, &updated).await?;
                 let outcome = EntryOutcome::Sent(SendOutcome::Task { id: task_id, state });
                 tracing::info!(
                     message_id = %marked.message_id,
@@ -279,7 +284,8 @@ where
             EntryOutcome::Failed { .. } => recorder.attempt(AttemptOutcome::Failed, None),
             _ => {}
         }
-        if let Err(e) = store.outbox_update(&updated).await {
+        // `marked` is the entry as the claim wrote it (`Outbox::outbox_update_read`).
+        if let Err(e) = store.outbox_update_read(&marked, &updated).await {
             tracing::error!(
                 error = %e,
                 outcome = outcome_name(&outcome),

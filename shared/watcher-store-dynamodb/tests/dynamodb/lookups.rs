@@ -123,3 +123,89 @@ async fn two_instances_number_inputs_with_no_write_and_in_time_order() {
     );
     assert!(raw_items(&store, "counter").await.is_empty());
 }
+
+/// A send by the read it was handed (`Outbox::outbox_claim_read`, `Outbox::outbox_update_read`)
+/// writes without reading: the claim is one conditional `UpdateItem`, the outcome another,
+/// where the plain calls read the item before each. A read gone stale (another writer changed
+/// the entry) costs the failed write and a read, and the claim still judges the stored entry.
+#[tokio::test]
+async fn a_send_by_its_read_writes_without_reading_again() {
+    use watcher_runtime::lease::{Claim, Lease};
+    let store = common::store().await.counting_work();
+    let t = tenant("tenant-read");
+    let booking = agent("booking");
+    let entries = ["lapse:a", "lapse:b"]
+        .map(|id| outbox_entry(&t, id, DeliveryState::Queued))
+        .to_vec();
+    store
+        .commit(&t, Commit::of_outbox(entries))
+        .await
+        .expect("two lapse tasks");
+    let lease = |owner: &str| Lease {
+        owner: owner.into(),
+        incarnation: owner.into(),
+        sender: None,
+        until: instant("2026-09-10T12:05:00Z"),
+    };
+    let now = instant("2026-09-10T12:00:00Z");
+    let work = || store.work_done().expect("counted");
+
+    let read = store
+        .outbox_get(&t, &booking, "lapse:a")
+        .await
+        .expect("get")
+        .expect("stored");
+    let before = work();
+    let Claim::Claimed { entry: marked, .. } = store
+        .outbox_claim_read(&read, &lease("s#0"), now)
+        .await
+        .expect("claim")
+    else {
+        panic!("a queued entry is claimed");
+    };
+    assert_eq!(work() - before, 1, "the claim is one write, no read");
+    let mut sent = marked.clone();
+    sent.delivery = DeliveryState::Sent;
+    sent.attempts = 1;
+    sent.attempt_started_at = None;
+    let before = work();
+    store
+        .outbox_update_read(&marked, &sent)
+        .await
+        .expect("sent");
+    assert_eq!(work() - before, 1, "the outcome is one write, no read");
+    let stored = store
+        .outbox_get(&t, &booking, "lapse:a")
+        .await
+        .expect("get")
+        .expect("stored");
+    assert_eq!(stored.delivery, DeliveryState::Sent);
+    assert_eq!(stored.lease, None);
+
+    // Stale: another sender claimed `lapse:b` after it was read.
+    let stale = store
+        .outbox_get(&t, &booking, "lapse:b")
+        .await
+        .expect("get")
+        .expect("stored");
+    assert!(matches!(
+        store
+            .outbox_claim(&t, &booking, "lapse:b", &lease("other#0"), now)
+            .await
+            .expect("claim"),
+        Claim::Claimed { .. }
+    ));
+    let before = work();
+    assert_eq!(
+        store
+            .outbox_claim_read(&stale, &lease("s#0"), now)
+            .await
+            .expect("claim"),
+        Claim::Taken {
+            delivery: DeliveryState::Queued,
+            leased_until: Some(instant("2026-09-10T12:05:00Z"))
+        },
+        "the stored entry, not the stale read, is judged"
+    );
+    assert_eq!(work() - before, 2, "the failed write and a read");
+}

@@ -213,6 +213,191 @@ pub async fn outbox_claims_are_exclusive<S: Store + 'static>(store: Arc<S>) {
     );
 }
 
+/// Claims and updates by a read ([`Outbox::outbox_claim_read`], [`Outbox::outbox_update_read`])
+/// answer and write what the plain ones do, whatever the read: of eight claims of one entry
+/// handed the same fresh read at once, exactly one is granted; a read made stale by a send
+/// answers `Taken` and writes nothing; an update by the claim's answer after a push recorded
+/// the task's state meanwhile keeps that state, releases the lease and is sent; a stale read's
+/// update never changes a sent entry back; an entry not stored answers `Gone`. By a fresh read,
+/// neither costs more work than the plain call (`Upkeep::work_done`).
+pub async fn claims_and_updates_by_a_read<S: Store + 'static>(store: Arc<S>) {
+    use crate::lease::Claim;
+    use a2a_types::TaskState;
+    let t = tenant("tenant-a");
+    let booking = agent("booking");
+    let entries = ["lapse:1", "lapse:2", "lapse:3", "lapse:4"]
+        .into_iter()
+        .map(|id| outbox_entry(&t, id, t0()))
+        .collect();
+    store
+        .commit(&t, Commit::of_outbox(entries))
+        .await
+        .expect("commit");
+    let read = |id: &'static str| {
+        let (store, t, booking) = (Arc::clone(&store), t.clone(), booking.clone());
+        async move {
+            stored_entry(&*store, &t, &booking, id)
+                .await
+                .expect("stored")
+        }
+    };
+
+    // Eight senders handed the same read at once: one claim is granted.
+    let fresh = read("lapse:1").await;
+    let claims = futures_join_all((0..8).map(|i| {
+        let (store, fresh) = (Arc::clone(&store), fresh.clone());
+        tokio::spawn(async move {
+            store
+                .outbox_claim_read(&fresh, &lease_of(&format!("sender-{i}#0"), at(5)), t0())
+                .await
+                .expect("outbox_claim_read")
+        })
+    }))
+    .await;
+    let granted: Vec<OutboxEntry> = claims
+        .iter()
+        .filter_map(|c| match c {
+            Claim::Claimed { entry, ambiguous } => {
+                assert!(!ambiguous, "a fresh entry is not ambiguous");
+                Some(entry.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(granted.len(), 1, "exactly one claim is granted: {claims:?}");
+    for c in claims
+        .iter()
+        .filter(|c| !matches!(c, Claim::Claimed { .. }))
+    {
+        assert_eq!(
+            c,
+            &Claim::Taken {
+                delivery: DeliveryState::Queued,
+                leased_until: Some(at(5))
+            }
+        );
+    }
+    let marked = granted[0].clone();
+    assert_eq!(
+        read("lapse:1").await,
+        marked,
+        "the claim answers the entry as written"
+    );
+
+    // A push records the task's state between the claim and the sender's outcome: the outcome,
+    // written by the claim's answer, keeps it and releases the lease.
+    store
+        .outbox_task_state(
+            &t,
+            &booking,
+            "lapse:1",
+            "task-1",
+            TaskState::Completed,
+            at(1),
+        )
+        .await
+        .expect("outbox_task_state")
+        .expect("the push is recorded");
+    let mut outcome = marked.clone();
+    outcome.delivery = DeliveryState::Sent;
+    outcome.attempts = 1;
+    outcome.attempt_started_at = None;
+    outcome.task_id = Some("task-1".into());
+    outcome.task_state = Some(TaskState::Submitted.as_str().into());
+    store
+        .outbox_update_read(&marked, &outcome)
+        .await
+        .expect("outbox_update_read");
+    let sent = read("lapse:1").await;
+    assert_eq!(sent.delivery, DeliveryState::Sent);
+    assert_eq!(sent.attempts, 1);
+    assert_eq!(
+        sent.task_state.as_deref(),
+        Some(TaskState::Completed.as_str()),
+        "the pushed state, further on, is kept"
+    );
+    assert_eq!(sent.lease, None, "the holder's outcome releases the lease");
+
+    // The read from before the send is stale: claiming by it is refused, writing nothing, and
+    // an update by it never changes the sent entry back.
+    assert_eq!(
+        store
+            .outbox_claim_read(&fresh, &lease_of("late#0", at(15)), at(10))
+            .await
+            .expect("outbox_claim_read"),
+        Claim::Taken {
+            delivery: DeliveryState::Sent,
+            leased_until: None
+        }
+    );
+    let mut deferred = fresh.clone();
+    deferred.next_attempt_at = at(30);
+    store
+        .outbox_update_read(&fresh, &deferred)
+        .await
+        .expect("outbox_update_read");
+    assert_eq!(
+        read("lapse:1").await,
+        sent,
+        "a sent entry is never changed back"
+    );
+
+    // By a fresh read, no more work than the plain calls (`lapse:2` plainly, `lapse:3` by a read).
+    let work = || store.work_done().unwrap_or(0);
+    let claim_and_send = |claimed: &OutboxEntry| {
+        let mut done = claimed.clone();
+        done.delivery = DeliveryState::Sent;
+        done.attempts = 1;
+        done.attempt_started_at = None;
+        done
+    };
+    let start = work();
+    let Claim::Claimed { entry: plain, .. } = store
+        .outbox_claim(&t, &booking, "lapse:2", &lease_of("plain#0", at(5)), t0())
+        .await
+        .expect("outbox_claim")
+    else {
+        panic!("a queued entry is claimed");
+    };
+    store
+        .outbox_update(&claim_and_send(&plain))
+        .await
+        .expect("outbox_update");
+    let plain_work = work() - start;
+    let fresh = read("lapse:3").await;
+    let start = work();
+    let Claim::Claimed { entry: by_read, .. } = store
+        .outbox_claim_read(&fresh, &lease_of("read#0", at(5)), t0())
+        .await
+        .expect("outbox_claim_read")
+    else {
+        panic!("a queued entry is claimed");
+    };
+    store
+        .outbox_update_read(&by_read, &claim_and_send(&by_read))
+        .await
+        .expect("outbox_update_read");
+    let read_work = work() - start;
+    assert!(
+        read_work <= plain_work,
+        "by a read: {read_work} units of work, plainly: {plain_work}"
+    );
+    let mut expected = claim_and_send(&by_read);
+    expected.lease = None;
+    assert_eq!(read("lapse:3").await, expected);
+
+    // An entry not stored.
+    let mut ghost = fresh.clone();
+    ghost.message_id = "lapse:none".into();
+    assert_eq!(
+        store
+            .outbox_claim_read(&ghost, &lease_of("x#0", at(5)), t0())
+            .await
+            .expect("outbox_claim_read"),
+        Claim::Gone
+    );
+}
+
 /// A claim's lease by `owner` (its own incarnation, no sender name) until `until`.
 pub(crate) fn lease_of(owner: &str, until: Instant) -> crate::lease::Lease {
     crate::lease::Lease {
