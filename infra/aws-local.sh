@@ -13,6 +13,11 @@
 #   --port N       the HTTP API's port on 127.0.0.1 (default 3000)
 #   --moto-port N  the emulator's port on 127.0.0.1 (default 5010); an emulator already
 #                  answering there is used and left running, one started here is stopped at the end
+#   --dynamodb-port N
+#                  the port of a second emulator, for DynamoDB alone (default: a free port); the
+#                  same rule. `--dynamodb-port shared` keeps DynamoDB in the first emulator.
+#                  Why two: the emulator serves one request at a time on one core, and a burst of
+#                  lapses is mostly DynamoDB requests; on AWS each service scales on its own.
 #
 #   --visibility-timeout-cap SECONDS
 #                  cap every queue's visibility timeout (tests of crashes: a record a dead
@@ -32,6 +37,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 profile=debug
 build=true
 moto_port=5010
+dynamodb_port=
 pass=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -39,6 +45,10 @@ while [[ $# -gt 0 ]]; do
         --no-build) build=false ;;
         --moto-port)
             moto_port="${2:?--moto-port needs a port}"
+            shift
+            ;;
+        --dynamodb-port)
+            dynamodb_port="${2:?--dynamodb-port needs a port, or shared}"
             shift
             ;;
         --config)
@@ -64,12 +74,24 @@ if $build; then
 fi
 
 stop_moto=()
-if ! python3 -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)" \
-    "http://127.0.0.1:$moto_port/moto-api/" >/dev/null 2>&1; then
-    MOTO_PORT="$moto_port" bash "$ROOT/infra/moto.sh"
-    stop_moto=(--stop-moto-port "$moto_port")
+# An emulator on `$1`: the one answering there, else one started here (and stopped at the end).
+emulator_on() {
+    if ! python3 -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)" \
+        "http://127.0.0.1:$1/moto-api/" >/dev/null 2>&1; then
+        MOTO_PORT="$1" bash "$ROOT/infra/moto.sh"
+        stop_moto+=(--stop-moto-port "$1")
+    fi
+}
+emulator_on "$moto_port"
+dynamodb=()
+if [[ "$dynamodb_port" != shared ]]; then
+    if [[ -z "$dynamodb_port" ]]; then
+        dynamodb_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    fi
+    emulator_on "$dynamodb_port"
+    dynamodb=(--dynamodb-endpoint "http://127.0.0.1:$dynamodb_port")
 fi
 
 export PYTHONPATH="$ROOT/infra${PYTHONPATH:+:$PYTHONPATH}"
 exec "$ROOT/.venv/bin/python" -u -m aws_local --bin-dir "$bin_dir" \
-    --endpoint "http://127.0.0.1:$moto_port" "${stop_moto[@]}" "${pass[@]}"
+    --endpoint "http://127.0.0.1:$moto_port" "${dynamodb[@]}" "${stop_moto[@]}" "${pass[@]}"

@@ -45,6 +45,10 @@ def parse_args(argv):
     p.add_argument("--bin-dir", required=True, help="folder of the api, timer, ... binaries")
     p.add_argument("--port", type=int, default=3000, help="the HTTP API's port on 127.0.0.1")
     p.add_argument("--endpoint", required=True, help="the emulator's URL (AWS_ENDPOINT_URL)")
+    p.add_argument(
+        "--dynamodb-endpoint",
+        help="an emulator for DynamoDB alone (AWS_ENDPOINT_URL_DYNAMODB; default: --endpoint)",
+    )
     p.add_argument("--region", default="us-east-1")
     p.add_argument("--stack-name", default="a2a-watcher-local")
     p.add_argument(
@@ -63,10 +67,18 @@ def parse_args(argv):
         "5 minutes (tests of what the sweep does: card re-reads, probes, following)",
     )
     p.add_argument(
-        "--stop-moto-port", type=int,
-        help="stop the emulator on this port (infra/moto.sh stop) when done",
+        "--stop-moto-port", type=int, action="append", default=[],
+        help="stop the emulator on this port (infra/moto.sh stop) when done; may be repeated",
     )
     return p.parse_args(argv)
+
+
+def service_endpoints(args):
+    """Each service's emulator URL: `--endpoint`, DynamoDB's `--dynamodb-endpoint` when given."""
+    endpoints = {n: args.endpoint for n in ("dynamodb", "sqs", "scheduler", "secretsmanager")}
+    if args.dynamodb_endpoint:
+        endpoints["dynamodb"] = args.dynamodb_endpoint
+    return endpoints
 
 
 def make_resources(stack, clients, config_text, visibility_cap=None):
@@ -146,8 +158,8 @@ def main(argv):
         log(f"error: {type(e).__name__}: {e}")
         sys.exit(1)
     finally:
-        if args.stop_moto_port:
-            env = dict(os.environ, MOTO_PORT=str(args.stop_moto_port))
+        for port in args.stop_moto_port:
+            env = dict(os.environ, MOTO_PORT=str(port))
             subprocess.run(["bash", os.path.join(ROOT, "infra", "moto.sh"), "stop"], env=env,
                            check=False)
     log("stopped")
@@ -177,14 +189,17 @@ def run(args):
         aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"],
         region_name=args.region,
     )
-    clients = {
-        n: session.client(n, endpoint_url=args.endpoint)
-        for n in ("dynamodb", "sqs", "scheduler", "secretsmanager")
-    }
+    endpoints = service_endpoints(args)
+    clients = {n: session.client(n, endpoint_url=url) for n, url in endpoints.items()}
     make_resources(stack, clients, config_text, args.visibility_timeout_cap)
-    log(f"resources of {args.template} made at {args.endpoint}")
+    where = args.endpoint
+    if endpoints["dynamodb"] != args.endpoint:
+        where += f" (DynamoDB at {endpoints['dynamodb']})"
+    log(f"resources of {args.template} made at {where}")
 
     base = dict(creds)
+    if endpoints["dynamodb"] != args.endpoint:
+        base["AWS_ENDPOINT_URL_DYNAMODB"] = endpoints["dynamodb"]
     base.update({
         "AWS_ENDPOINT_URL": args.endpoint,
         "AWS_REGION": args.region,

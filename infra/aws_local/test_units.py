@@ -212,6 +212,42 @@ class TriggersTest(unittest.TestCase):
         time.sleep(0.3)
         self.assertEqual(len(timer.payloads), 1)
 
+    def test_a_schedule_is_read_once_per_version(self):
+        timer = FakeFunction()
+        group = "st-timers"
+        target = {"Arn": self.stack.arn("TimerFunction"), "RoleArn": "arn:aws:iam::1:role/r",
+                  "Input": '{"tenant": "t", "timer": "d-1"}'}
+        for name in ("d-1", "d-2"):
+            self.scheduler.create_schedule(
+                Name=name, GroupName=group, ScheduleExpression="at(2026-09-10T20:15:00)",
+                FlexibleTimeWindow={"Mode": "OFF"}, Target=target,
+                ActionAfterCompletion="DELETE",
+            )
+        s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
+                      lambda line: None)
+        reads = []
+        real = self.scheduler.get_schedule
+
+        def counted(**kw):
+            reads.append(kw["Name"])
+            return real(**kw)
+
+        at = parse_expression("at(2026-09-10T20:15:00)")[1]
+        with unittest.mock.patch.object(self.scheduler, "get_schedule", side_effect=counted):
+            s.poll(at - 10)
+            s.poll(at - 9)
+            self.assertEqual(sorted(reads), ["d-1", "d-2", "sweep"], "read once, not per poll")
+            time.sleep(0.01)
+            self.scheduler.update_schedule(
+                Name="d-2", GroupName=group, ScheduleExpression="at(2026-09-10T20:14:00)",
+                FlexibleTimeWindow={"Mode": "OFF"}, Target=target,
+                ActionAfterCompletion="DELETE",
+            )
+            s.poll(at - 8)
+            self.assertEqual(sorted(reads), ["d-1", "d-2", "d-2", "sweep"], "changed: read again")
+            self.assertTrue(timer.called.wait(5), "the changed time is the one kept")
+        self.assertEqual(timer.payloads, [{"tenant": "t", "timer": "d-1"}])
+
     def test_the_sweep_fires_at_its_rate(self):
         timer = FakeFunction()
         s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
@@ -248,6 +284,40 @@ class TriggersTest(unittest.TestCase):
         # m1 is in flight until its visibility timeout; m0 and m2 are gone.
         self.assertEqual(attrs["ApproximateNumberOfMessages"], "0")
         self.assertEqual(attrs["ApproximateNumberOfMessagesNotVisible"], "1")
+
+    def test_a_batch_wakes_the_other_pollers_before_its_invocation_ends(self):
+        url = self.stack.queue_urls["LapseQueue"]
+        release = threading.Event()
+        started = []
+
+        def answer(event):
+            started.append(time.monotonic())
+            if len(started) == 2:
+                release.set()
+            release.wait(10)  # the first batch's invocation holds until the second has begun
+            return b"null"
+
+        submitter = FakeFunction(answer)
+        mapping = self.stack.resolve(
+            self.stack.resources["SubmitterLapseQueueSource"]["Properties"]
+        )
+        source = QueueSource(self.stack, self.sqs, "SubmitterLapseQueueSource", mapping,
+                             {"SubmitterFunction": submitter}, lambda line: None)
+        source.IDLE_OTHERS = 30.0  # a poller that is not woken would not poll again in time
+        source.start()
+        try:
+            time.sleep(0.5)  # every poller has found the queue empty and waits
+            self.sqs.send_message(QueueUrl=url, MessageBody="a", MessageGroupId="a",
+                                  MessageDeduplicationId="a")
+            self.assertTrue(submitter.called.wait(5))
+            # While the first batch's invocation runs, another message arrives.
+            self.sqs.send_message(QueueUrl=url, MessageBody="b", MessageGroupId="b",
+                                  MessageDeduplicationId="b")
+            self.assertTrue(release.wait(5), "the second batch began while the first ran")
+            self.assertLess(started[1] - started[0], 2.0)
+        finally:
+            release.set()
+            source.stop()
 
     def test_a_schedule_whose_target_keeps_failing_goes_to_its_dead_letter_queue(self):
         def fail(payload):
@@ -373,6 +443,22 @@ class BadInputTest(unittest.TestCase):
             self.assertIn("[aws-local] error: ", out.getvalue())
             self.assertIn(reason, out.getvalue())
             self.assertNotIn("Traceback", out.getvalue())
+
+
+class EndpointsTest(unittest.TestCase):
+    def test_dynamodb_may_have_an_emulator_of_its_own(self):
+        from . import __main__ as program
+
+        shared = program.parse_args(["--bin-dir", "/x", "--endpoint", "http://127.0.0.1:1"])
+        self.assertEqual(set(program.service_endpoints(shared).values()), {"http://127.0.0.1:1"})
+        own = program.parse_args(["--bin-dir", "/x", "--endpoint", "http://127.0.0.1:1",
+                                  "--dynamodb-endpoint", "http://127.0.0.1:2",
+                                  "--stop-moto-port", "1", "--stop-moto-port", "2"])
+        endpoints = program.service_endpoints(own)
+        self.assertEqual(endpoints["dynamodb"], "http://127.0.0.1:2")
+        self.assertEqual(endpoints["sqs"], "http://127.0.0.1:1")
+        self.assertEqual(endpoints["scheduler"], "http://127.0.0.1:1")
+        self.assertEqual(own.stop_moto_port, [1, 2])
 
 
 class JournaledTransactionsTest(unittest.TestCase):
@@ -525,3 +611,39 @@ class PartitionQueriesTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class GroupFirstReceivesTest(unittest.TestCase):
+    """infra/moto_server.py: a FIFO receive hands out one group's messages together, as SQS."""
+
+    def test_a_receive_takes_as_many_of_one_group_as_it_can(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+        import moto_server
+
+        with mock_aws():
+            sqs = boto3.client("sqs", region_name="us-east-1")
+            url = sqs.create_queue(
+                QueueName="q.fifo",
+                Attributes={"FifoQueue": "true", "VisibilityTimeout": "60"},
+            )["QueueUrl"]
+            for body in ("a1", "b1", "a2", "c1", "b2", "a3"):
+                sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=body[0],
+                                 MessageDeduplicationId=body)
+
+            def receive(n):
+                got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=n)
+                return [m["Body"] for m in got.get("Messages", [])]
+
+            self.assertEqual(receive(2), ["a1", "b1"], "moto's own: the oldest, any group")
+            sqs.purge_queue(QueueUrl=url)
+            for body in ("a1", "b1", "a2", "c1", "b2", "a3"):
+                sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=body[0],
+                                 MessageDeduplicationId=body + "-again")
+            moto_server.install_group_first_receives()
+            try:
+                self.assertEqual(receive(2), ["a1", "a2"])
+                # Group a is in flight: the next receive starts with b, then c.
+                self.assertEqual(receive(10), ["b1", "b2", "c1"])
+                self.assertEqual(receive(10), [], "every group in flight")
+            finally:
+                moto_server.sqs_models.Queue.messages = moto_server._visible

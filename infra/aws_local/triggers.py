@@ -54,6 +54,7 @@ class Scheduler:
         self.fired = set()  # (group, name, expression) of fired one-time schedules
         self.next_rate = {}  # (group, name) -> epoch seconds of the next rate() fire
         self.warned = set()
+        self.details = {}  # (group, name) -> ((created, modified), GetSchedule's answer)
         self.stopping = threading.Event()
 
     def start(self):
@@ -67,18 +68,36 @@ class Scheduler:
                 self.log(f"scheduler poll failed: {e}")
 
     def poll(self, now):
+        # A schedule's details are read once per version (its creation and last modification
+        # dates, which ListSchedules answers): a poll of 200 waiting schedules is then a few
+        # ListSchedules pages, not 200 GetSchedules every half second queueing in the emulator
+        # before the functions' own requests.
+        listed = {}
         for group in self.groups:
             pages = self.client.get_paginator("list_schedules").paginate(GroupName=group)
             for page in pages:
                 for summary in page.get("Schedules", []):
-                    if summary.get("State", "ENABLED") == "ENABLED":
-                        self._consider(group, summary["Name"], now)
+                    if summary.get("State", "ENABLED") != "ENABLED":
+                        continue
+                    key = (group, summary["Name"])
+                    stamp = (summary.get("CreationDate"), summary.get("LastModificationDate"))
+                    listed[key] = self._details(key, stamp)
+        self.details = {k: v for k, v in listed.items() if v is not None}
+        for (group, name), (_, s) in self.details.items():
+            self._consider(group, name, s, now)
 
-    def _consider(self, group, name, now):
+    def _details(self, key, stamp):
+        """`(stamp, GetSchedule's answer)` of schedule `key` at version `stamp`: the one read
+        before when the version is the same, else read now; None when it is gone meanwhile."""
+        known = self.details.get(key)
+        if known is not None and stamp[1] is not None and known[0] == stamp:
+            return known
         try:
-            s = self.client.get_schedule(GroupName=group, Name=name)
+            return stamp, self.client.get_schedule(GroupName=key[0], Name=key[1])
         except ClientError:
-            return  # deleted meanwhile
+            return None  # deleted meanwhile
+
+    def _consider(self, group, name, s, now):
         expr = s["ScheduleExpression"]
         try:
             kind, value = parse_expression(expr, s.get("ScheduleExpressionTimezone"))
@@ -157,9 +176,13 @@ class QueueSource:
     raises further on AWS while messages remain); a FIFO queue never hands two of them the same
     message group. As Lambda's pollers scale with
     the queue, only the first poller polls an empty queue every `idle` seconds; the others poll
-    every `IDLE_OTHERS` seconds until the first receives a batch, which wakes them."""
+    every `IDLE_OTHERS` seconds while the queue is quiet. A batch received wakes them at once
+    (before its invocation, which may take seconds), and for `ACTIVE` seconds after any batch
+    every poller polls every `idle` seconds, as Lambda's pollers, each always waiting on a
+    long poll, pick up a message as soon as one of them is free."""
 
-    IDLE_OTHERS = 2.0  # seconds between an extra poller's polls of an empty queue
+    IDLE_OTHERS = 2.0  # seconds between an extra poller's polls of a quiet queue
+    ACTIVE = 2.0  # seconds after a batch during which every poller polls every `idle` seconds
 
     def __init__(self, stack, sqs, lid, props, functions, log):
         self.sqs = sqs
@@ -176,6 +199,7 @@ class QueueSource:
         self.stopping = threading.Event()
         self.idle = 0.25  # seconds between the first poller's polls of an empty queue
         self.work = threading.Event()  # set when a poll received a batch: wakes the others
+        self.last_batch = 0.0  # time.monotonic() of the last batch received
         self.concurrency = concurrency_of(props)
 
     def start(self):
@@ -187,8 +211,8 @@ class QueueSource:
         while not self.stopping.is_set():
             try:
                 if self.poll_once():
-                    self.work.set()
-                elif k == 0:
+                    continue
+                if k == 0 or time.monotonic() - self.last_batch < self.ACTIVE:
                     # Short polls with a pause, never a long poll: the emulator serves one
                     # request at a time (infra/moto.sh), so a long poll would hold up the
                     # functions' own calls for its whole wait.
@@ -212,6 +236,9 @@ class QueueSource:
         ).get("Messages", [])
         if not got:
             return 0
+        # Wake the other pollers now: more may be waiting behind this batch's message groups.
+        self.last_batch = time.monotonic()
+        self.work.set()
         event = {"Records": [self._record(m) for m in got]}
         try:
             answer = json.loads(self.function.invoke(event) or b"null")

@@ -205,19 +205,11 @@ impl FunctionConfig {
     }
 }
 
-/// The DynamoDB client of the function, from its SDK configuration
-/// ([`watcher_aws::sdk_env::sdk_config_from_env`]: the Lambda role's credentials and region,
-/// `AWS_ENDPOINT_URL` when set), or `AWS_ENDPOINT_URL_DYNAMODB` when that is set, as for a
-/// local emulator. Call it once, in `main`, and share the client.
+/// The DynamoDB client of the function ([`watcher_aws::sdk_env::dynamodb_client`]: the SDK
+/// configuration's endpoint, or `AWS_ENDPOINT_URL_DYNAMODB` when that is set, as for a local
+/// emulator). Call it once, in `main`, and share the client.
 pub fn dynamodb_client(aws: &aws_types::SdkConfig) -> aws_sdk_dynamodb::Client {
-    let mut config = aws_sdk_dynamodb::config::Builder::from(aws);
-    if let Some(url) = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
-        .ok()
-        .filter(|u| !u.is_empty())
-    {
-        config = config.endpoint_url(url);
-    }
-    aws_sdk_dynamodb::Client::from_conf(config.build())
+    watcher_aws::sdk_env::dynamodb_client(aws)
 }
 
 /// The authority's router over `store`, with the credentials of `config`, the system clock and

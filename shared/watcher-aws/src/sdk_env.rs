@@ -33,8 +33,9 @@ fn read(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
 /// * credentials: `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (required), with
 ///   `AWS_SESSION_TOKEN` when set;
 /// * endpoint: `AWS_ENDPOINT_URL` when set (a local emulator such as moto), for every service;
-///   aws-config's per-service `AWS_ENDPOINT_URL_<SERVICE>` are not read (on Lambda neither is
-///   set; `lesson-write` still reads `AWS_ENDPOINT_URL_DYNAMODB`);
+///   of aws-config's per-service `AWS_ENDPOINT_URL_<SERVICE>`, only `AWS_ENDPOINT_URL_DYNAMODB`
+///   is read, by [`dynamodb_client`] (on Lambda neither is set; the local stack runs DynamoDB in
+///   an emulator of its own);
 /// * standard retries (3 attempts) and a 3.1 s connect timeout, as aws-config's defaults.
 ///
 /// # Errors
@@ -75,6 +76,32 @@ pub fn sdk_config_with(env: &dyn Fn(&str) -> Option<String>) -> Result<SdkConfig
 /// As [`sdk_config_with`].
 pub fn sdk_config_from_env() -> Result<SdkConfig, MissingVariable> {
     sdk_config_with(&|name| std::env::var(name).ok())
+}
+
+/// The DynamoDB client of `aws` ([`sdk_config_from_env`]), sent to `AWS_ENDPOINT_URL_DYNAMODB`
+/// instead when that is set and not empty (aws-config's per-service variable; the local stack,
+/// `infra/aws-local.sh`, serves DynamoDB from an emulator process of its own so that it does
+/// not queue behind SQS and Scheduler requests). Build it once, in `main`, and share it.
+pub fn dynamodb_client(aws: &SdkConfig) -> aws_sdk_dynamodb::Client {
+    dynamodb_client_with(aws, &|name| std::env::var(name).ok())
+}
+
+/// [`dynamodb_client`] with the environment read through `env`.
+pub fn dynamodb_client_with(
+    aws: &SdkConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> aws_sdk_dynamodb::Client {
+    let mut config = aws_sdk_dynamodb::config::Builder::from(aws);
+    if let Some(url) = dynamodb_endpoint(aws, env) {
+        config = config.endpoint_url(url);
+    }
+    aws_sdk_dynamodb::Client::from_conf(config.build())
+}
+
+/// Where [`dynamodb_client_with`] sends requests: `AWS_ENDPOINT_URL_DYNAMODB` when set and not
+/// empty, else `aws`'s endpoint (`AWS_ENDPOINT_URL`), else `None` (AWS's own).
+pub fn dynamodb_endpoint(aws: &SdkConfig, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    read(env, "AWS_ENDPOINT_URL_DYNAMODB").or_else(|| aws.endpoint_url().map(str::to_owned))
 }
 
 #[cfg(test)]
@@ -127,6 +154,29 @@ mod tests {
         let config = sdk_config_with(&env).unwrap();
         assert_eq!(config.region().map(|r| r.as_ref()), Some("us-east-1"));
         assert_eq!(config.endpoint_url(), None);
+    }
+
+    #[test]
+    fn dynamodb_may_have_an_endpoint_of_its_own() {
+        let base = [
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "a"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:5000"),
+        ];
+        let config = sdk_config_with(&env_of(&base)).unwrap();
+        let own = env_of(&[("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:5001")]);
+        assert_eq!(
+            dynamodb_endpoint(&config, &own).as_deref(),
+            Some("http://127.0.0.1:5001")
+        );
+        assert_eq!(
+            dynamodb_endpoint(&config, &env_of(&[("AWS_ENDPOINT_URL_DYNAMODB", "")])).as_deref(),
+            Some("http://127.0.0.1:5000"),
+            "without its own, the shared endpoint"
+        );
+        let on_aws = sdk_config_with(&env_of(&base[..3])).unwrap();
+        assert_eq!(dynamodb_endpoint(&on_aws, &env_of(&[])), None);
     }
 
     #[test]

@@ -4,9 +4,13 @@
 //! `[delivery] per_minute` and `burst` (expectations-v1 §13.2) hold for an agent across
 //! concurrent submitter instances, not per instance (docs/dynamodb.md "Rate buckets").
 //!
-//! A token is taken with a strongly consistent read and a conditional write (`tat` unchanged
-//! since the read, or the item absent); a lost race reads again. The arithmetic is
-//! `watcher_delivery::rate::gcra`, the same as serve's in-memory limiter.
+//! A token is taken with conditional writes and no read: first as if the bucket were idle (`tat`
+//! absent or not after `now`, when the new `tat` is `now` plus one interval whatever it was), which
+//! is one `PutItem` for an agent sent to less often than its rate; when that condition fails, the
+//! write answers the stored `tat` (`ReturnValuesOnConditionCheckFailure`), and the token is
+//! taken from it by a write conditional on `tat` unchanged; a lost race learns the newer `tat`
+//! the same way. The arithmetic is `watcher_delivery::rate::gcra`, the same as serve's in-memory
+//! limiter.
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -42,6 +46,30 @@ impl DynamoRateBuckets {
     }
 }
 
+impl DynamoRateBuckets {
+    /// The `PutItem` of the bucket item `pk` of `agent` of `tenant` with `tat` = `next`
+    /// (nanoseconds) and its expiry, to be given its condition.
+    fn put(
+        &self,
+        pk: &str,
+        tenant: &Tenant,
+        agent: &AgentId,
+        next: i128,
+    ) -> aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder {
+        let expires = next.div_euclid(1_000_000_000) + IDLE_EXPIRY_SECS;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", AttributeValue::S(pk.to_owned()))
+            .item("sk", AttributeValue::S("#".into()))
+            .item("kind", AttributeValue::S("rate".into()))
+            .item("tenant", AttributeValue::S(tenant.as_str().into()))
+            .item("agent", AttributeValue::S(agent.as_str().into()))
+            .item("tat", AttributeValue::N(next.to_string()))
+            .item("expiresAt", AttributeValue::N(expires.to_string()))
+    }
+}
+
 fn failed(e: impl std::fmt::Display) -> BucketError {
     BucketError(e.to_string())
 }
@@ -58,55 +86,61 @@ impl RateBuckets for DynamoRateBuckets {
             return Ok(Ok(()));
         }
         let pk = watcher_store_dynamodb::rate_pk(tenant, agent);
+        // The stored `tat`, once a failed write has told it (`None`: not known yet, so the first
+        // write assumes an idle bucket).
+        let mut known: Option<i128> = None;
         for _ in 0..MAX_ROUNDS {
-            let got = self
-                .client
-                .get_item()
-                .table_name(&self.table)
-                .key("pk", AttributeValue::S(pk.clone()))
-                .key("sk", AttributeValue::S("#".into()))
-                .consistent_read(true)
+            let put = match known {
+                None => {
+                    // Idle (or absent): gcra gives `now + interval` whatever the stored `tat`.
+                    let Ok(Some(next)) = gcra(self.limit, None, now) else {
+                        return Ok(Ok(()));
+                    };
+                    self.put(&pk, tenant, agent, next)
+                        .condition_expression("attribute_not_exists(pk) OR tat <= :now")
+                        .expression_attribute_values(
+                            ":now",
+                            AttributeValue::N(now.as_nanos().to_string()),
+                        )
+                }
+                Some(old) => {
+                    let next = match gcra(self.limit, Some(old), now) {
+                        Err(at) => return Ok(Err(at)),
+                        Ok(None) => return Ok(Ok(())),
+                        Ok(Some(next)) => next,
+                    };
+                    self.put(&pk, tenant, agent, next)
+                        .condition_expression("tat = :old")
+                        .expression_attribute_values(":old", AttributeValue::N(old.to_string()))
+                }
+            };
+            match put
+                .return_values_on_condition_check_failure(
+                    aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+                )
                 .send()
                 .await
-                .map_err(|e| failed(aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
-            let old: Option<i128> = match got.item().and_then(|i| i.get("tat")) {
-                Some(AttributeValue::N(n)) => Some(
-                    n.parse()
-                        .map_err(|_| failed(format!("{pk}: tat {n:?} is not a number")))?,
-                ),
-                Some(_) => return Err(failed(format!("{pk}: tat is not a number"))),
-                None => None,
-            };
-            let next = match gcra(self.limit, old, now) {
-                Err(at) => return Ok(Err(at)),
-                Ok(None) => return Ok(Ok(())),
-                Ok(Some(next)) => next,
-            };
-            let expires = next.div_euclid(1_000_000_000) + IDLE_EXPIRY_SECS;
-            let put = self
-                .client
-                .put_item()
-                .table_name(&self.table)
-                .item("pk", AttributeValue::S(pk.clone()))
-                .item("sk", AttributeValue::S("#".into()))
-                .item("kind", AttributeValue::S("rate".into()))
-                .item("tenant", AttributeValue::S(tenant.as_str().into()))
-                .item("agent", AttributeValue::S(agent.as_str().into()))
-                .item("tat", AttributeValue::N(next.to_string()))
-                .item("expiresAt", AttributeValue::N(expires.to_string()));
-            let put = match old {
-                Some(old) => put
-                    .condition_expression("tat = :old")
-                    .expression_attribute_values(":old", AttributeValue::N(old.to_string())),
-                None => put.condition_expression("attribute_not_exists(pk)"),
-            };
-            match put.send().await {
+            {
                 Ok(_) => return Ok(Ok(())),
                 Err(e)
                     if e.as_service_error()
                         .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
                 {
-                    continue
+                    let stored = e.as_service_error().and_then(|se| match se {
+                        aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {
+                            c.item().and_then(|i| i.get("tat")).cloned()
+                        }
+                        _ => None,
+                    });
+                    known = match stored {
+                        Some(AttributeValue::N(n)) => Some(
+                            n.parse()
+                                .map_err(|_| failed(format!("{pk}: tat {n:?} is not a number")))?,
+                        ),
+                        Some(_) => return Err(failed(format!("{pk}: tat is not a number"))),
+                        // Gone meanwhile (expired): idle again.
+                        None => None,
+                    };
                 }
                 Err(e) => return Err(failed(aws_sdk_dynamodb::error::DisplayErrorContext(e))),
             }

@@ -207,53 +207,40 @@ pub async fn handle<S: Store + ?Sized>(
 /// ([`disarm`]). A body that is neither is dropped with an error log (it can never succeed,
 /// and the sweep covers every deadline); a store failure, or a delete that may succeed later,
 /// reports the record for redelivery.
+///
+/// The records are handled at once, not one after another: each is its own input, committed on
+/// its own conditions (two of one subject conflict and the loser applies again, as two
+/// invocations' would), and the timer queue is a standard queue with no order to keep. A batch
+/// of ten deadlines due together then takes about one record's time, not ten.
 async fn from_queue<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     timers: &dyn Timers,
     records: &[Value],
     now: Instant,
 ) -> Result<TimerReport, TimerError> {
+    let outcomes = futures_util::future::join_all(
+        records
+            .iter()
+            .map(|record| from_queue_record(watcher, timers, record, now)),
+    )
+    .await;
     let mut report = TimerReport::default();
-    for record in records {
-        let id = record
-            .get("messageId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let body = record.get("body").and_then(Value::as_str).unwrap_or("");
-        if let Some(message) = watcher_aws::parse_disarm_message(body) {
-            match disarm(watcher, timers, &message, now).await {
-                Ok(applied) => {
-                    report.disarmed += 1;
-                    report.lapses += lapses_in(&applied);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, sqs_message_id = %id, "schedule delete failed; redelivered");
-                    if !id.is_empty() {
-                        report.batch_item_failures.push(ItemFailure {
-                            item_identifier: id.to_string(),
-                        });
-                    }
-                }
+    for (record, outcome) in records.iter().zip(outcomes) {
+        match outcome {
+            RecordOutcome::Disarmed { lapses } => {
+                report.disarmed += 1;
+                report.lapses += lapses;
             }
-            continue;
-        }
-        let input = match watcher_aws::parse_timer_input(body) {
-            Ok(input) => input,
-            Err(e) => {
-                tracing::error!(error = %e, sqs_message_id = %id, "not a timer message; dropped");
-                continue;
-            }
-        };
-        match watcher
-            .apply(&input.tenant, &Input::Timer(input.timer), now)
-            .await
-        {
-            Ok(applied) => {
+            RecordOutcome::Evaluated { lapses } => {
                 report.evaluated += 1;
-                report.lapses += lapses_in(&applied);
+                report.lapses += lapses;
             }
-            Err(e) => {
-                tracing::warn!(error = %e, sqs_message_id = %id, "timer message failed; redelivered");
+            RecordOutcome::Dropped => {}
+            RecordOutcome::Redeliver => {
+                let id = record
+                    .get("messageId")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 if !id.is_empty() {
                     report.batch_item_failures.push(ItemFailure {
                         item_identifier: id.to_string(),
@@ -263,6 +250,62 @@ async fn from_queue<S: Store + ?Sized>(
         }
     }
     Ok(report)
+}
+
+/// What one timer-queue record came to.
+enum RecordOutcome {
+    /// A deferred schedule delete, done, and its timer evaluated: lapses determined.
+    Disarmed { lapses: usize },
+    /// A timer evaluated: lapses determined.
+    Evaluated { lapses: usize },
+    /// Neither shape: dropped (logged).
+    Dropped,
+    /// To be received again (logged).
+    Redeliver,
+}
+
+/// One record of [`from_queue`]'s batch.
+async fn from_queue_record<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    timers: &dyn Timers,
+    record: &Value,
+    now: Instant,
+) -> RecordOutcome {
+    let id = record
+        .get("messageId")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let body = record.get("body").and_then(Value::as_str).unwrap_or("");
+    if let Some(message) = watcher_aws::parse_disarm_message(body) {
+        return match disarm(watcher, timers, &message, now).await {
+            Ok(applied) => RecordOutcome::Disarmed {
+                lapses: lapses_in(&applied),
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, sqs_message_id = %id, "schedule delete failed; redelivered");
+                RecordOutcome::Redeliver
+            }
+        };
+    }
+    let input = match watcher_aws::parse_timer_input(body) {
+        Ok(input) => input,
+        Err(e) => {
+            tracing::error!(error = %e, sqs_message_id = %id, "not a timer message; dropped");
+            return RecordOutcome::Dropped;
+        }
+    };
+    match watcher
+        .apply(&input.tenant, &Input::Timer(input.timer), now)
+        .await
+    {
+        Ok(applied) => RecordOutcome::Evaluated {
+            lapses: lapses_in(&applied),
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, sqs_message_id = %id, "timer message failed; redelivered");
+            RecordOutcome::Redeliver
+        }
+    }
 }
 
 /// A schedule delete an input's commit deferred to the timer queue: deletes the schedule, then
@@ -459,7 +502,7 @@ mod tests {
 
     use serde_json::json;
     use watcher_core::card::declaration_from_card;
-    use watcher_core::engine::AgentProfile;
+    use watcher_core::engine::{AgentProfile, TimerKey};
     use watcher_core::ids::{AgentId, ExpectationId, Tenant};
     use watcher_core::lapse::Delivery;
     use watcher_core::record::LapseKind;
@@ -519,6 +562,69 @@ mod tests {
             at,
             json!({}),
         )
+    }
+
+    /// Schedule deletes that wait until five are under way at once: handled one after
+    /// another, the first would wait for ever.
+    struct Gathering(tokio::sync::Barrier);
+
+    #[async_trait::async_trait]
+    impl Timers for Gathering {
+        async fn arm(&self, _: &Tenant, _: &TimerKey, _: Instant) -> Result<(), PortError> {
+            Ok(())
+        }
+
+        async fn disarm(&self, _: &Tenant, _: &TimerKey) -> Result<(), PortError> {
+            self.0.wait().await;
+            Ok(())
+        }
+    }
+
+    /// A timer-queue batch's records are handled at once: five schedule deletes each waiting
+    /// for the other four all finish (the batch takes one record's time, not five).
+    #[tokio::test]
+    async fn a_timer_queue_batch_is_handled_at_once() {
+        let t = Tenant::default_tenant();
+        let watcher = Watcher::new(
+            Arc::new(MemoryStore::new()),
+            Directory::new(),
+            Settings::default(),
+        );
+        let records: Vec<Value> = (0..5)
+            .map(|n| {
+                let message = watcher_aws::DisarmMessage {
+                    tenant: t.clone(),
+                    disarm: TimerKey {
+                        subject: watcher_core::ids::Subject::parse("shipment", &format!("S-{n}"))
+                            .unwrap(),
+                        expectation: watcher_core::ids::ExpectationRef {
+                            agent: AgentId::parse("booking").unwrap(),
+                            id: ExpectationId::parse(format!("e-{n}")).unwrap(),
+                        },
+                        kind: watcher_core::engine::TimerKind::Deadline,
+                    },
+                };
+                json!({ "messageId": format!("m-{n}"), "body": serde_json::to_string(&message).unwrap() })
+            })
+            .collect();
+        let timers = Gathering(tokio::sync::Barrier::new(5));
+        let now = Instant::parse("2026-09-10T13:00:00Z").unwrap();
+        let report = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            handle(
+                &watcher,
+                &Kept::default(),
+                &timers,
+                None,
+                &json!({ "Records": records }),
+                now,
+            ),
+        )
+        .await
+        .expect("the five deletes run at once")
+        .unwrap();
+        assert_eq!(report.disarmed, 5);
+        assert!(report.batch_item_failures.is_empty());
     }
 
     /// One agent with 5,000 lapse tasks queued (lapsed first), another with one lost message:

@@ -115,3 +115,53 @@ async fn concurrent_takers_get_exactly_burst_tokens() {
         Ok(Ok(()))
     ));
 }
+
+/// A token costs no read: an agent sent to less often than its rate takes one with one
+/// `PutItem`; within a burst, the failed write tells the stored `tat` and a second write takes
+/// the token from it; an empty bucket answers after the failed write alone, taking nothing.
+#[tokio::test]
+async fn a_token_is_taken_without_reading_the_bucket() {
+    let e = crate::common::emulator("rate-requests").await;
+    let buckets = DynamoRateBuckets::new(e.ddb.clone(), &e.name, LIMIT);
+    let t = Tenant::default_tenant();
+    let busy = AgentId::parse("busy").unwrap();
+    e.requests.take();
+    let count = |requests: std::collections::BTreeMap<String, u64>| -> Vec<(String, u64)> {
+        requests.into_iter().collect()
+    };
+    let put = |n: u64| vec![("DynamoDB PutItem".to_string(), n)];
+    assert!(matches!(
+        buckets.try_acquire(&t, &busy, t0()).await,
+        Ok(Ok(()))
+    ));
+    assert_eq!(
+        count(e.requests.take()),
+        put(1),
+        "an idle bucket: one write"
+    );
+    for _ in 0..2 {
+        assert!(matches!(
+            buckets.try_acquire(&t, &busy, t0()).await,
+            Ok(Ok(()))
+        ));
+        assert_eq!(
+            count(e.requests.take()),
+            put(2),
+            "within the burst: two writes"
+        );
+    }
+    let refused = buckets.try_acquire(&t, &busy, t0()).await;
+    assert!(matches!(refused, Ok(Err(at)) if at > t0()), "{refused:?}");
+    assert_eq!(
+        count(e.requests.take()),
+        put(1),
+        "empty: the failed write alone"
+    );
+    // Three minutes on, at one a minute, the bucket is idle again.
+    let later = Instant::parse("2026-09-10T12:03:00Z").unwrap();
+    assert!(matches!(
+        buckets.try_acquire(&t, &busy, later).await,
+        Ok(Ok(()))
+    ));
+    assert_eq!(count(e.requests.take()), put(1));
+}

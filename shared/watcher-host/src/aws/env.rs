@@ -228,7 +228,7 @@ pub async fn from_config(
             .context("RETENTION_DAYS must be a whole number of days")?,
         Err(_) => config.retention_days,
     };
-    let ddb = aws_sdk_dynamodb::Client::new(&aws);
+    let ddb = watcher_aws::sdk_env::dynamodb_client(&aws);
     let table = var("TABLE_NAME")?;
     let store: Arc<dyn Store> = Arc::new(DynamoStore::new(ddb.clone(), table.clone(), retention));
     let mut scheduler = watcher_aws::SchedulerConfig::new(
