@@ -307,13 +307,17 @@ class TriggersTest(unittest.TestCase):
         source.start()
         try:
             time.sleep(0.5)  # every poller has found the queue empty and waits
-            self.sqs.send_message(QueueUrl=url, MessageBody="a", MessageGroupId="a",
-                                  MessageDeduplicationId="a")
-            self.assertTrue(submitter.called.wait(5))
-            # While the first batch's invocation runs, another message arrives.
-            self.sqs.send_message(QueueUrl=url, MessageBody="b", MessageGroupId="b",
-                                  MessageDeduplicationId="b")
+            # Eleven of group a, then one of b: the first batch takes ten of a; b waits
+            # behind it for a poller.
+            bodies = [f"a{n}" for n in range(11)] + ["b"]
+            self.sqs.send_message_batch(QueueUrl=url, Entries=[
+                {"Id": str(i), "MessageBody": body, "MessageGroupId": body[0],
+                 "MessageDeduplicationId": body} for i, body in enumerate(bodies[:10])])
+            self.sqs.send_message_batch(QueueUrl=url, Entries=[
+                {"Id": str(i), "MessageBody": body, "MessageGroupId": body[0],
+                 "MessageDeduplicationId": body} for i, body in enumerate(bodies[10:])])
             self.assertTrue(release.wait(5), "the second batch began while the first ran")
+            self.assertEqual([r["body"] for r in submitter.payloads[1]["Records"]], ["b"])
             self.assertLess(started[1] - started[0], 2.0)
         finally:
             release.set()

@@ -176,13 +176,10 @@ class QueueSource:
     raises further on AWS while messages remain); a FIFO queue never hands two of them the same
     message group. As Lambda's pollers scale with
     the queue, only the first poller polls an empty queue every `idle` seconds; the others poll
-    every `IDLE_OTHERS` seconds while the queue is quiet. A batch received wakes them at once
-    (before its invocation, which may take seconds), and for `ACTIVE` seconds after any batch
-    every poller polls every `idle` seconds, as Lambda's pollers, each always waiting on a
-    long poll, pick up a message as soon as one of them is free."""
+    every `IDLE_OTHERS` seconds until a batch is received, which wakes them at once (before its
+    invocation, which may take seconds: more messages may wait behind its message groups)."""
 
-    IDLE_OTHERS = 2.0  # seconds between an extra poller's polls of a quiet queue
-    ACTIVE = 2.0  # seconds after a batch during which every poller polls every `idle` seconds
+    IDLE_OTHERS = 2.0  # seconds between an extra poller's polls of an empty queue
 
     def __init__(self, stack, sqs, lid, props, functions, log):
         self.sqs = sqs
@@ -199,7 +196,6 @@ class QueueSource:
         self.stopping = threading.Event()
         self.idle = 0.25  # seconds between the first poller's polls of an empty queue
         self.work = threading.Event()  # set when a poll received a batch: wakes the others
-        self.last_batch = 0.0  # time.monotonic() of the last batch received
         self.concurrency = concurrency_of(props)
 
     def start(self):
@@ -212,7 +208,7 @@ class QueueSource:
             try:
                 if self.poll_once():
                     continue
-                if k == 0 or time.monotonic() - self.last_batch < self.ACTIVE:
+                if k == 0:
                     # Short polls with a pause, never a long poll: the emulator serves one
                     # request at a time (infra/moto.sh), so a long poll would hold up the
                     # functions' own calls for its whole wait.
@@ -237,7 +233,6 @@ class QueueSource:
         if not got:
             return 0
         # Wake the other pollers now: more may be waiting behind this batch's message groups.
-        self.last_batch = time.monotonic()
         self.work.set()
         event = {"Records": [self._record(m) for m in got]}
         try:
