@@ -74,21 +74,37 @@ if $build; then
 fi
 
 stop_moto=()
+answers() {
+    python3 -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)" \
+        "http://127.0.0.1:$1/moto-api/" >/dev/null 2>&1
+}
 # An emulator on `$1`: the one answering there, else one started here (and stopped at the end).
 emulator_on() {
-    if ! python3 -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)" \
-        "http://127.0.0.1:$1/moto-api/" >/dev/null 2>&1; then
+    if ! answers "$1"; then
         MOTO_PORT="$1" bash "$ROOT/infra/moto.sh"
         stop_moto+=(--stop-moto-port "$1")
     fi
 }
 emulator_on "$moto_port"
 dynamodb=()
-if [[ "$dynamodb_port" != shared ]]; then
-    if [[ -z "$dynamodb_port" ]]; then
-        dynamodb_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-    fi
+if [[ "$dynamodb_port" == shared ]]; then
+    :
+elif [[ -n "$dynamodb_port" ]]; then
     emulator_on "$dynamodb_port"
+else
+    # A free port, and an emulator of this run's own there: a port another process took
+    # between the choice and the start (or an emulator already there) means another choice.
+    for _ in 1 2 3 4 5; do
+        dynamodb_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+        if ! answers "$dynamodb_port" && MOTO_PORT="$dynamodb_port" bash "$ROOT/infra/moto.sh"; then
+            stop_moto+=(--stop-moto-port "$dynamodb_port")
+            break
+        fi
+        dynamodb_port=
+    done
+    [[ -n "$dynamodb_port" ]] || { echo "aws-local: no emulator for DynamoDB could start" >&2; exit 1; }
+fi
+if [[ "$dynamodb_port" != shared ]]; then
     dynamodb=(--dynamodb-endpoint "http://127.0.0.1:$dynamodb_port")
 fi
 

@@ -167,11 +167,12 @@ reconcile = false
     )
     .expect("write the configuration");
 
-    let (api_port, moto_port) = (free_port(), free_port());
+    let (api_port, moto_port, dynamodb_port) = (free_port(), free_port(), free_port());
     let mut cmd = Command::new("bash");
     cmd.arg(root().join("infra/aws-local.sh"))
         .args(["--no-build", "--port", &api_port.to_string()])
         .args(["--moto-port", &moto_port.to_string()])
+        .args(["--dynamodb-port", &dynamodb_port.to_string()])
         .args(["--visibility-timeout-cap", &VISIBILITY_CAP.to_string()])
         .arg("--config")
         .arg(&config)

@@ -32,10 +32,21 @@ pub fn bin_dir() -> PathBuf {
 
 /// A free port on 127.0.0.1.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
+    // Never the same port twice in this process: tests that start stacks at once hand each
+    // process its ports (API, emulators) before any binds them, and the kernel may offer a
+    // port released a moment ago again.
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// Why `.venv`'s python with moto, boto3 and PyYAML is not usable here, if it is not.

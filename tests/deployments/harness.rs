@@ -425,11 +425,12 @@ impl Deployment {
             Backend::AwsLocal => {
                 let path = fixture.dir.path().join("watcher.toml");
                 std::fs::write(&path, config).expect("write the configuration");
-                let moto_port = free_port();
+                let (moto_port, dynamodb_port) = (free_port(), free_port());
                 let mut cmd = Command::new("bash");
                 cmd.arg(root().join("infra/aws-local.sh"))
                     .args(["--no-build", "--port", &api_port.to_string()])
                     .args(["--moto-port", &moto_port.to_string()])
+                    .args(["--dynamodb-port", &dynamodb_port.to_string()])
                     .args(["--visibility-timeout-cap", &VISIBILITY_CAP.to_string()])
                     .args(
                         sweep_every
