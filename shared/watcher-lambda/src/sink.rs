@@ -10,7 +10,7 @@ use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
 use watcher_runtime::ports::{LapseQueue, Timers};
 use watcher_runtime::store::DeliveryState;
-use watcher_runtime::watcher::{net_timers, Applied, EffectSink};
+use watcher_runtime::watcher::{net_timers, passed_disarms, Applied, EffectSink};
 
 /// The serverless deployment's [`EffectSink`].
 ///
@@ -49,10 +49,16 @@ impl EffectSink for AwsSink {
         // With `disarm_later`, deletes go to the timer queue, when there is one, ten to a
         // `SendMessageBatch`: the answer waits for that, not for each `DeleteSchedule` (the
         // timer function deletes them). A delete the queue did not take is made here.
+        // A timer disarmed after its instant passed needs no delete: its one-time schedule
+        // (armed for that instant less the lead) has fired and deleted itself, or will, and
+        // then finds nothing pending (`ActionAfterCompletion: DELETE`). So a lapse, which ends
+        // the timer that fired it, costs no `DeleteSchedule` (docs/costs.md).
+        let passed = passed_disarms(&applied.effects, now);
         let mut moves = Vec::new();
         let mut deletes = Vec::new();
         for (key, at) in net_timers(&applied.effects) {
             match at {
+                None if passed.contains(&key) => {}
                 None => deletes.push(key),
                 Some(at) if at > now => moves.push((key, at)),
                 Some(_) => {}

@@ -104,13 +104,40 @@ pub fn net_timers(effects: &[Effect]) -> std::collections::BTreeMap<TimerKey, Op
             Effect::ArmTimer { key, at } => {
                 net.insert(key.clone(), Some(*at));
             }
-            Effect::DisarmTimer { key } => {
+            Effect::DisarmTimer { key, .. } => {
                 net.insert(key.clone(), None);
             }
             _ => {}
         }
     }
     net
+}
+
+/// The timers of `effects` that end disarmed having been armed, before and during the commit,
+/// only for instants at or before `now`: `effects` disarm them and arm none of them, and each
+/// disarm's previous instant (`was`) has passed. A timer adapter whose timers end themselves
+/// once they fire (an EventBridge one-time schedule fires and is deleted, or was already) need
+/// not delete these; one armed again in the same commit is left out, since its earlier instant
+/// is not known here.
+pub fn passed_disarms(effects: &[Effect], now: Instant) -> std::collections::BTreeSet<TimerKey> {
+    let mut passed = std::collections::BTreeSet::new();
+    let mut armed = std::collections::BTreeSet::new();
+    for e in effects {
+        match e {
+            Effect::ArmTimer { key, .. } => {
+                armed.insert(key);
+            }
+            Effect::DisarmTimer { key, was } if *was <= now => {
+                passed.insert(key.clone());
+            }
+            Effect::DisarmTimer { key, .. } => {
+                armed.insert(key);
+            }
+            _ => {}
+        }
+    }
+    passed.retain(|k| !armed.contains(k));
+    passed
 }
 
 impl<S: Store + ?Sized> Watcher<S> {

@@ -16,4 +16,5 @@ mod rules_disorder;
 mod rules_revision3;
 mod rules_revision4;
 mod sequence_order;
+mod timer_effects;
 mod worked_example;

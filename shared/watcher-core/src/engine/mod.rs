@@ -232,6 +232,10 @@ pub enum Effect {
     DisarmTimer {
         /// Which timer.
         key: TimerKey,
+        /// The instant it was armed for before this step (UTC): a timer adapter whose timers
+        /// end themselves once their instant passes (EventBridge's one-time schedules) need not
+        /// delete one whose instant is behind it.
+        was: Instant,
     },
 }
 

@@ -333,9 +333,12 @@ pub(crate) fn diff(before: &BTreeMap<TimerKey, Instant>, slice: &Slice, out: &mu
             });
         }
     }
-    for key in before.keys() {
+    for (key, was) in before {
         if !after.contains_key(key) {
-            out.push(Effect::DisarmTimer { key: key.clone() });
+            out.push(Effect::DisarmTimer {
+                key: key.clone(),
+                was: *was,
+            });
         }
     }
 }

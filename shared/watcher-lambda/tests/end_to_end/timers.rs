@@ -152,8 +152,13 @@ async fn a_fact_and_a_timer_racing_on_one_expectation_give_one_lapse_at_most() {
     assert_eq!(event.records.len(), 1);
     d.submit(event, t("2026-09-10T22:15:31Z")).await;
     assert_eq!(d.delivered(), [OVERDUE]);
-    // The satisfied expectation's schedule is gone.
-    assert!(d.schedules().await.is_empty());
+    // Its schedule's time (a minute before the deadline) had passed: on AWS it fired and was
+    // deleted (`ActionAfterCompletion: DELETE`), so neither commit deleted it (the emulator keeps
+    // it, never firing it). A late firing evaluates the timer and lapses nothing more.
+    assert_eq!(d.schedules().await.len(), 1);
+    let late = d.fire(&input, t("2026-09-10T22:16:00Z")).await;
+    assert_eq!((late.evaluated, late.lapses), (1, 0));
+    assert_eq!(d.delivered(), [OVERDUE]);
 }
 
 /// `ApproximateNumberOfMessages` and `ApproximateNumberOfMessagesDelayed` of the queue at `url`.
