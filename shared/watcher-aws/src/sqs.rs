@@ -2,7 +2,10 @@
 //! agent (ordered per agent, agents in parallel), deduplicated by the task's (tenant, agent,
 //! `messageId`) and the instant it was queued for ([`deduplication_id`]).
 //!
-//! The queue carries a reference, not the task: the submitter re-reads the outbox entry. FIFO
+//! The queue carries the entry's identity and, when it is small, a copy of the entry as it was
+//! queued ([`QueueMessage::entry`]): the submitter claims the entry by that copy, one write
+//! conditional on the stored entry being the copy, with no read, and reads the entry only when
+//! the write finds it changed. The copy decides nothing the store has not confirmed. FIFO
 //! deduplication lasts five minutes only; the durable outbox, whose entries are keyed by
 //! (tenant, agent, `messageId`) and never sent again once `sent`, is what guarantees one lapse
 //! task per agent and `messageId`. (The agent is part of the key because expectation ids, and so
@@ -38,10 +41,11 @@ const GROUP_TAG: &str = "a2a-watcher/message-group/v1";
 const DEDUP_TAG: &str = "a2a-watcher/deduplication/v1";
 
 /// The lapse queue's message body, for the submitter:
-/// `{"tenant": "...", "agent": "...", "messageId": "lapse:..."}`: the three make the outbox
-/// entry's identity. The submitter reads the entry `(tenant, agent, messageId)` and sends it to
-/// `agent` unless it was sent already.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `{"tenant": "...", "agent": "...", "messageId": "lapse:...", "entry": {...}}`: the first
+/// three make the outbox entry's identity; `entry`, when present, is the whole outbox entry as it
+/// was queued (its stored JSON form). The submitter claims the entry `(tenant, agent, messageId)`
+/// and sends it to `agent` unless it was sent already.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueMessage {
     /// The tenant of the outbox entry.
@@ -50,14 +54,29 @@ pub struct QueueMessage {
     pub agent: AgentId,
     /// The outbox entry's `messageId` (unique per tenant and agent, not per tenant).
     pub message_id: String,
+    /// The entry as it was when the message was sent, when its JSON is at most
+    /// [`ENTRY_COPY_MAX_BYTES`]; absent in messages of earlier versions and for larger entries.
+    /// A copy, not the truth: the submitter claims by it only on condition that the stored entry
+    /// is still the same (`Outbox::outbox_claim_copy`). [`parse_queue_message`] drops a copy
+    /// whose identity is not the message's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<OutboxEntry>,
 }
 
+/// The largest entry, as JSON in bytes, a queue message carries a copy of: ten to a
+/// `SendMessageBatch` stay far below SQS's 256 KiB per request. A lapse task's entry is about
+/// 2 KB; a larger one goes by its identity alone and the submitter reads it.
+pub const ENTRY_COPY_MAX_BYTES: usize = 16 * 1024;
+
 impl From<&OutboxEntry> for QueueMessage {
+    /// The message for `entry`, with its copy when the copy is small enough.
     fn from(entry: &OutboxEntry) -> Self {
+        let small = serde_json::to_vec(entry).is_ok_and(|json| json.len() <= ENTRY_COPY_MAX_BYTES);
         QueueMessage {
             tenant: entry.tenant.clone(),
             agent: entry.agent.clone(),
             message_id: entry.message_id.clone(),
+            entry: small.then(|| entry.clone()),
         }
     }
 }
@@ -82,6 +101,14 @@ pub fn parse_queue_message(body: &str) -> Result<QueueMessage, MessageError> {
                 message.message_id.len()
             ),
         });
+    }
+    let mut message = message;
+    if message.entry.as_ref().is_some_and(|e| {
+        (&e.tenant, &e.agent, &e.message_id)
+            != (&message.tenant, &message.agent, &message.message_id)
+    }) {
+        tracing::warn!(message_id = %message.message_id, "lapse queue message carries another entry's copy; ignored");
+        message.entry = None;
     }
     Ok(message)
 }
@@ -447,6 +474,7 @@ mod tests {
             tenant: tenant("acme"),
             agent: agent("planner"),
             message_id: "lapse:exp-1:overdue:2026-09-10T20:15:00Z".into(),
+            entry: None,
         };
         let json = serde_json::to_value(&m).unwrap();
         assert_eq!(
@@ -458,6 +486,50 @@ mod tests {
             })
         );
         assert_eq!(parse_queue_message(&json.to_string()).unwrap(), m);
+    }
+
+    /// A message carries the entry as queued, in its stored JSON form, and reads back to the
+    /// same entry; an entry too large for a copy goes by its identity alone.
+    #[test]
+    fn queue_messages_carry_a_copy_of_a_small_entry() {
+        let entry = queued(
+            "acme",
+            "planner",
+            "lapse:exp-1:overdue:2026-09-10T20:15:00Z",
+        );
+        let body = body_of(&entry).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            json["messageId"],
+            "lapse:exp-1:overdue:2026-09-10T20:15:00Z"
+        );
+        assert_eq!(json["entry"], serde_json::to_value(&entry).unwrap());
+        let read = parse_queue_message(&body).unwrap();
+        assert_eq!(read.entry.as_ref(), Some(&entry));
+        assert_eq!(
+            serde_json::to_string(read.entry.as_ref().unwrap()).unwrap(),
+            serde_json::to_string(&entry).unwrap(),
+            "the copy serializes to the stored form, byte for byte"
+        );
+
+        let mut large = entry.clone();
+        large.request = serde_json::json!({ "text": "x".repeat(ENTRY_COPY_MAX_BYTES) });
+        let read = parse_queue_message(&body_of(&large).unwrap()).unwrap();
+        assert_eq!(read.entry, None);
+        assert_eq!(read.message_id, large.message_id);
+    }
+
+    /// A copy of another entry than the one the message names is ignored, never trusted.
+    #[test]
+    fn a_copy_of_another_entry_is_dropped() {
+        let entry = queued("acme", "planner", "lapse:a");
+        let mut json = serde_json::to_value(QueueMessage::from(&entry)).unwrap();
+        json["messageId"] = "lapse:b".into();
+        let read = parse_queue_message(&json.to_string()).unwrap();
+        assert_eq!((read.message_id.as_str(), read.entry), ("lapse:b", None));
+        let mut json = serde_json::to_value(QueueMessage::from(&entry)).unwrap();
+        json["agent"] = "booking".into();
+        assert_eq!(parse_queue_message(&json.to_string()).unwrap().entry, None);
     }
 
     #[test]

@@ -353,7 +353,7 @@ impl Submitter {
             endpoints,
             self.buckets(),
             (tenant, agent, message_id),
-            found,
+            Found::Read(found),
             now,
         )
         .await?
@@ -362,6 +362,8 @@ impl Submitter {
                 count_unposted(self.recorder.as_ref(), &outcome);
                 Ok(outcome)
             }
+            // Only a copy is unsure; a read is what the store holds.
+            Prepared::Unsure => Ok(EntryOutcome::Skipped { delivery: None }),
             Prepared::Post(post_it) => {
                 let (entry, endpoint) = *post_it;
                 post(
@@ -381,6 +383,75 @@ impl Submitter {
 }
 
 impl Submitter {
+    /// [`Submitter::deliver_read`] of `copy`, the entry as it was when its lapse-queue message
+    /// was sent, for a send with no read at all: when `copy` is queued, due at `now`, has an
+    /// endpoint and gets a rate-limit token, it is claimed by a write conditional on the stored
+    /// entry being `copy` (`Outbox::outbox_claim_copy`), posted and recorded as
+    /// [`Submitter::deliver_read`] does. Answers `None`, having written nothing, when the copy
+    /// cannot be acted on: it would settle the entry otherwise (not queued, not due, no
+    /// endpoint, over the rate) or the store's entry is no longer the copy. The caller then
+    /// reads the entry and goes by [`Submitter::deliver_read`]. A stale copy costs that fallback
+    /// a conditional write and, at most, one rate-limit token of the agent's; it is never sent.
+    ///
+    /// # Errors
+    /// A [`StoreError`] claiming or updating the entry.
+    pub async fn deliver_copy<S, E>(
+        &self,
+        store: &S,
+        endpoints: &E,
+        copy: OutboxEntry,
+        now: Instant,
+    ) -> Result<Option<EntryOutcome>, StoreError>
+    where
+        S: Outbox + ?Sized,
+        E: Endpoints + ?Sized,
+    {
+        let (tenant, agent, message_id) = (
+            copy.tenant.clone(),
+            copy.agent.clone(),
+            copy.message_id.clone(),
+        );
+        let prepared = prepare_read(
+            store,
+            endpoints,
+            self.buckets(),
+            (&tenant, &agent, &message_id),
+            Found::Copy(copy),
+            now,
+        )
+        .await?;
+        let (entry, endpoint) = match prepared {
+            Prepared::Post(post_it) => *post_it,
+            Prepared::Done(_) | Prepared::Unsure => return Ok(None),
+        };
+        let lease = self.claims.next(now);
+        let Some(claimed) = store.outbox_claim_copy(&entry, &lease, now).await? else {
+            tracing::debug!(message_id = %entry.message_id, "the lapse task changed since it was queued; read again");
+            return Ok(None);
+        };
+        let span = tracing::info_span!(
+            "lapse_task",
+            messageId = %entry.message_id,
+            expectationId = %entry.expectation_id,
+            tenant = %entry.tenant,
+            agent = %entry.agent,
+            attempt = entry.attempts.saturating_add(1),
+        );
+        post_claimed(
+            store,
+            &self.client,
+            &self.policy,
+            self.recorder.as_ref(),
+            &entry,
+            claimed,
+            endpoint,
+            now,
+        )
+        .instrument(span)
+        .await
+        .map(Some)
+    }
+
     /// Polls the followed lapse task `entry` with `GetTask` at `now` and records what it says
     /// ([`record_poll`]); answers the entry as written.
     ///

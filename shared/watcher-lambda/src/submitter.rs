@@ -1,4 +1,4 @@
-//! The submitter function: SQS messages `{"tenant","agent","messageId"}` → the outbox entry →
+//! The submitter function: SQS messages `{"tenant","agent","messageId","entry"}` → the outbox entry →
 //! `SendMessage` to the agent. Reports partial batch failures, so one agent's retry does not
 //! redeliver the others (`ReportBatchItemFailures` must be on the event source mapping).
 //!
@@ -125,10 +125,13 @@ pub async fn pick_up_cards(
 /// expired). A message received again after a send whose outcome was not recorded is looked for
 /// with `ListTasks` before it is sent again (`Submitter::deliver_one`).
 ///
-/// Each lapse task is read once (`Outbox::outbox_get`): with `reconciler` (the function's, from
-/// `env::Parts`), a queued lapse task due at `now` and never attempted has its origin checked
-/// first ([`check_origin`]; `None` sends without the check), and the send goes by the same read
-/// (`Submitter::deliver_read`).
+/// On a message's first receive, a lapse task is sent by the copy the message carries
+/// (`watcher_aws::QueueMessage::entry`) with no read: its origin is checked by the copy, and it
+/// is claimed on condition that the stored entry is still that copy (`Submitter::deliver_copy`).
+/// Otherwise, and whenever the copy is not confirmed, it is read once (`Outbox::outbox_get`):
+/// with `reconciler` (the function's, from `env::Parts`), a queued lapse task due at `now` and
+/// never attempted has its origin checked first ([`check_origin`]; `None` sends without the
+/// check), and the send goes by the same read (`Submitter::deliver_read`).
 pub async fn handle_batch<S, E>(
     store: &S,
     submitter: &Submitter,
@@ -157,10 +160,17 @@ where
             }
         };
         let lane = (message.tenant, message.agent);
+        // The copy is as the entry was queued: on the message's first receive it is most likely
+        // the stored entry still; a message received again follows an attempt that changed it.
+        let first_receive = record
+            .attributes
+            .get("ApproximateReceiveCount")
+            .is_some_and(|n| n == "1");
         let item = LaneItem {
             position,
             record,
             message_id: message.message_id,
+            copy: message.entry.filter(|_| first_receive),
         };
         match lanes.iter_mut().find(|(l, _)| *l == lane) {
             Some((_, items)) => items.push(item),
@@ -202,6 +212,8 @@ struct LaneItem {
     record: SqsMessage,
     /// The lapse task's messageId.
     message_id: String,
+    /// The entry as queued, carried by the message, when it is the message's first receive.
+    copy: Option<OutboxEntry>,
 }
 
 /// A message handed back to the queue.
@@ -235,6 +247,7 @@ where
         position,
         record,
         message_id,
+        copy,
     } in items
     {
         let id = record.message_id.clone().unwrap_or_default();
@@ -250,6 +263,34 @@ where
         }
         let span = tracing::info_span!("lapse_message", sqs_message_id = %id);
         let _guard = span.enter();
+        // First by the message's copy, with no read: the origin check goes by it (a stale copy
+        // costs at most a needless `GetTask`; a withdrawal re-reads the entry it marks), and the
+        // claim's write confirms it. A copy the claim does not confirm falls through to the read
+        // below.
+        if let Some(copy) = copy {
+            let origin_ok = match reconciler {
+                Some(reconciler) => check_origin(reconciler, &copy, now).await,
+                None => Ok(true),
+            };
+            let delivered = match origin_ok {
+                Ok(true) => submitter
+                    .deliver_copy(store, endpoints, copy, now)
+                    .await
+                    .transpose(),
+                Ok(false) => {
+                    tracing::info!(message_id = %message_id, "lapse message handled: withdrawn before sending");
+                    continue;
+                }
+                Err(e) => Some(Err(e)),
+            };
+            if let Some(delivered) = delivered {
+                if let Some(seconds) = next_of(delivered, &message_id, now) {
+                    stopped = Some(seconds);
+                    handed_back.push(back(seconds));
+                }
+                continue;
+            }
+        }
         // The entry is read once: the origin check and the send both go by this read (a
         // stale one costs the claim a read, never a second send).
         let found = match store.outbox_get(&tenant, &agent, &message_id).await {
@@ -276,31 +317,42 @@ where
                 }
             }
         }
-        let next = match submitter
+        let delivered = submitter
             .deliver_read(store, endpoints, (&tenant, &agent, &message_id), found, now)
-            .await
-        {
-            Ok(EntryOutcome::Retried {
-                next_attempt_at: at,
-                ..
-            })
-            | Ok(EntryOutcome::Deferred { until: at })
-            | Ok(EntryOutcome::NotDue { at }) => Some(Some(seconds_until(now, at))),
-            Ok(outcome) => {
-                tracing::info!(?outcome, message_id = %message_id, "lapse message handled");
-                None
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "store failure; the message will be redelivered");
-                Some(None)
-            }
-        };
-        if let Some(seconds) = next {
+            .await;
+        if let Some(seconds) = next_of(delivered, &message_id, now) {
             stopped = Some(seconds);
             handed_back.push(back(seconds));
         }
     }
     handed_back
+}
+
+/// Whether a lapse message whose delivery came to `delivered` (logged here) goes back to the
+/// queue: `Some(Some(seconds))` to come back at the lapse task's next attempt (a retry, a
+/// deferral, an entry not due or claimed by another sender), `Some(None)` after a store failure
+/// (the queue's visibility timeout), `None` when it is done with.
+fn next_of(
+    delivered: Result<EntryOutcome, StoreError>,
+    message_id: &str,
+    now: Instant,
+) -> Option<Option<u32>> {
+    match delivered {
+        Ok(EntryOutcome::Retried {
+            next_attempt_at: at,
+            ..
+        })
+        | Ok(EntryOutcome::Deferred { until: at })
+        | Ok(EntryOutcome::NotDue { at }) => Some(Some(seconds_until(now, at))),
+        Ok(outcome) => {
+            tracing::info!(?outcome, message_id = %message_id, "lapse message handled");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "store failure; the message will be redelivered");
+            Some(None)
+        }
+    }
 }
 
 /// The origin check before a lapse task's first send, as serve's lanes make it, of `entry` as

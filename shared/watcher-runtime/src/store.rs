@@ -411,6 +411,27 @@ pub trait Outbox: Send + Sync {
             .await
     }
 
+    /// [`Outbox::outbox_claim`] of `copy`'s identity by `copy` alone, where `copy` is the entry
+    /// as it was when its lapse-queue message was sent (not read now): the claim `copy` is judged
+    /// to grant ([`crate::lease::claim`]), written on condition that the stored entry is still
+    /// exactly `copy`. Answers that claim when the write lands, and `None` when it does not (the
+    /// entry changed since the copy was made, is not stored where the copy says, or the copy
+    /// grants nothing): the caller then reads the entry and goes by what it reads. Nothing is
+    /// judged from a copy that the write does not confirm. By default, `None` (a store whose
+    /// claims are not conditional writes reads instead).
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn outbox_claim_copy(
+        &self,
+        copy: &OutboxEntry,
+        lease: &Lease,
+        now: Instant,
+    ) -> Result<Option<Claim>, StoreError> {
+        let _ = (copy, lease, now);
+        Ok(None)
+    }
+
     /// [`Outbox::outbox_update`] of `entry`, where `read` is the same entry as the caller last
     /// read or wrote it (the claim's answer, before the send). The stored entry is the same
     /// afterwards; a store whose update is a write conditional on the entry as read may try

@@ -133,6 +133,26 @@ impl Outbox for DynamoStore {
         .await
     }
 
+    /// The claim `copy` grants, as one `UpdateItem` conditional on the stored entry being `copy`
+    /// to the byte (in the entry's shard, [`outbox_pk`]): no read. `None` when the condition
+    /// fails or `copy` grants nothing.
+    async fn outbox_claim_copy(
+        &self,
+        copy: &OutboxEntry,
+        lease: &Lease,
+        now: Instant,
+    ) -> Result<Option<Claim>, StoreError> {
+        let decided = claim(copy, lease, now);
+        let Claim::Claimed { entry, .. } = &decided else {
+            return Ok(None);
+        };
+        let pk = outbox_pk(&copy.tenant, &copy.agent, &copy.message_id);
+        Ok(self
+            .replace_outbox(&pk, entry, &to_json(copy)?)
+            .await?
+            .then_some(decided))
+    }
+
     async fn outbox_task_state(
         &self,
         tenant: &Tenant,

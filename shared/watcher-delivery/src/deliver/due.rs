@@ -86,7 +86,7 @@ where
             endpoints,
             limiter,
             (&tenant, &agent, &message_id),
-            Some(entry),
+            Found::Read(Some(entry)),
             now,
         )
         .await?
@@ -96,6 +96,8 @@ where
                 report.count(&outcome);
             }
             Prepared::Post(post_it) => posts.push(*post_it),
+            // Only a copy is unsure.
+            Prepared::Unsure => {}
         }
     }
     let results: Vec<Result<EntryOutcome, StoreError>> = stream::iter(posts)
@@ -127,23 +129,51 @@ pub(crate) enum Prepared {
     Done(EntryOutcome),
     /// Post it (the entry as just read) to this endpoint.
     Post(Box<(OutboxEntry, AgentEndpoint)>),
+    /// The entry was a copy ([`Found::Copy`]) that would have settled it without a post: read
+    /// the stored entry and decide by that.
+    Unsure,
+}
+
+/// The entry [`prepare_read`] decides by.
+pub(crate) enum Found {
+    /// As the store answered it just now (`None`: not stored).
+    Read(Option<OutboxEntry>),
+    /// As it was when its lapse-queue message was sent: trusted only to be posted, and only
+    /// once its claim's write confirms it (`Outbox::outbox_claim_copy`); anything else it
+    /// would decide is [`Prepared::Unsure`].
+    Copy(OutboxEntry),
 }
 
 /// Given the entry (tenant, agent, messageId) as just read (`found`, `None` when it is not
 /// stored), checks it is queued and due, finds its endpoint and takes a rate-limit token;
-/// records the no-endpoint failure and the deferral.
+/// records the no-endpoint failure and the deferral. Given a copy ([`Found::Copy`]), records
+/// nothing: an outcome but a post is [`Prepared::Unsure`] (a copy may be stale, and the
+/// deferral and the failure are written from the entry).
 pub(crate) async fn prepare_read<S, E>(
     store: &S,
     endpoints: &E,
     limiter: &dyn RateBuckets,
     (tenant, agent, message_id): (&Tenant, &AgentId, &str),
-    found: Option<OutboxEntry>,
+    found: Found,
     now: Instant,
 ) -> Result<Prepared, StoreError>
 where
     S: Outbox + ?Sized,
     E: Endpoints + ?Sized,
 {
+    let (found, copy) = match found {
+        Found::Read(found) => (found, false),
+        Found::Copy(entry) => (Some(entry), true),
+    };
+    if copy
+        && found.as_ref().is_none_or(|e| {
+            e.delivery != DeliveryState::Queued
+                || e.next_attempt_at > now
+                || endpoints.endpoint(&e.tenant, &e.agent).is_none()
+        })
+    {
+        return Ok(Prepared::Unsure);
+    }
     let Some(mut entry) = found else {
         tracing::debug!(message_id, %tenant, %agent, "lapse task gone; skipped");
         return Ok(Prepared::Done(EntryOutcome::Skipped { delivery: None }));
@@ -188,6 +218,9 @@ where
         .await
         .map_err(StoreError::backend)?
     {
+        if copy {
+            return Ok(Prepared::Unsure);
+        }
         entry.next_attempt_at = until;
         store.outbox_update(&entry).await?;
         let outcome = EntryOutcome::Deferred { until };
@@ -237,67 +270,91 @@ where
         // `entry` is as `prepare_read` was handed it: the store may claim it without reading it
         // again (`Outbox::outbox_claim_read`).
         let claimed = store.outbox_claim_read(&entry, &lease, now).await?;
-        let (marked, ambiguous) = match claimed {
-            Claim::Claimed { entry: claimed, ambiguous } => (claimed, ambiguous),
-            Claim::Taken {
-                leased_until: Some(until),
-                ..
-            } => {
-                tracing::debug!(message_id = %entry.message_id, %until, "lapse task claimed by another sender; not posted");
-                return Ok(EntryOutcome::NotDue { at: until });
-            }
-            Claim::Taken { delivery, .. } => {
-                tracing::debug!(message_id = %entry.message_id, delivery = delivery.as_str(), "lapse task no longer queued; not posted");
-                return Ok(EntryOutcome::Skipped {
-                    delivery: Some(delivery),
-                });
-            }
-            Claim::Gone => return Ok(EntryOutcome::Skipped { delivery: None }),
-        };
-        if ambiguous {
-            if let Some(found) = look_for(client, &endpoint, &marked).await {
-                let (task_id, state) = found;
-                let updated = record_found(&marked, &task_id, state, now, policy);
-                store.outbox_update_read(&marked, &updated).await?;
-                let outcome = EntryOutcome::Sent(SendOutcome::Task { id: task_id, state });
-                tracing::info!(
-                    message_id = %marked.message_id,
-                    "an attempt without a recorded outcome had reached the agent (found by ListTasks); recorded as sent, not posted again"
-                );
-                log_outcome(&updated, &outcome);
-                return Ok(outcome);
-            }
-        }
-        let result = client
-            .send_message(&endpoint, &marked.request, &marked.message_id)
-            .await;
-        // A push about the new task may beat the answer (the official SDKs push the Task and
-        // its statuses while the answer is on its way): the store keeps the state it recorded
-        // (`outbox_update` merges the task fields, watcher_runtime::task_progress).
-        let (updated, outcome) = record_attempt(&marked, &result, now, policy);
-        match &outcome {
-            EntryOutcome::Sent(_) => recorder.attempt(
-                AttemptOutcome::Delivered,
-                Some(seconds_between(updated.lapsed_at, now)),
-            ),
-            EntryOutcome::Retried { .. } => recorder.attempt(AttemptOutcome::Retried, None),
-            EntryOutcome::Failed { .. } => recorder.attempt(AttemptOutcome::Failed, None),
-            _ => {}
-        }
-        // `marked` is the entry as the claim wrote it (`Outbox::outbox_update_read`).
-        if let Err(e) = store.outbox_update_read(&marked, &updated).await {
-            tracing::error!(
-                error = %e,
-                outcome = outcome_name(&outcome),
-                "could not record the lapse task's delivery; it is looked for with ListTasks before it is posted again"
-            );
-            return Err(e);
-        }
-        log_outcome(&updated, &outcome);
-        Ok(outcome)
+        post_claimed(
+            store, client, policy, recorder, &entry, claimed, endpoint, now,
+        )
+        .await
     }
     .instrument(span)
     .await
+}
+
+/// [`post`] once the claim is made: `claimed` is what the store answered the claim of `entry`.
+#[allow(clippy::too_many_arguments)] // private; every argument is a distinct dependency
+pub(crate) async fn post_claimed<S>(
+    store: &S,
+    client: &A2aClient,
+    policy: &RetryPolicy,
+    recorder: &dyn Recorder,
+    entry: &OutboxEntry,
+    claimed: Claim,
+    endpoint: AgentEndpoint,
+    now: Instant,
+) -> Result<EntryOutcome, StoreError>
+where
+    S: Outbox + ?Sized,
+{
+    let (marked, ambiguous) = match claimed {
+        Claim::Claimed {
+            entry: claimed,
+            ambiguous,
+        } => (claimed, ambiguous),
+        Claim::Taken {
+            leased_until: Some(until),
+            ..
+        } => {
+            tracing::debug!(message_id = %entry.message_id, %until, "lapse task claimed by another sender; not posted");
+            return Ok(EntryOutcome::NotDue { at: until });
+        }
+        Claim::Taken { delivery, .. } => {
+            tracing::debug!(message_id = %entry.message_id, delivery = delivery.as_str(), "lapse task no longer queued; not posted");
+            return Ok(EntryOutcome::Skipped {
+                delivery: Some(delivery),
+            });
+        }
+        Claim::Gone => return Ok(EntryOutcome::Skipped { delivery: None }),
+    };
+    if ambiguous {
+        if let Some(found) = look_for(client, &endpoint, &marked).await {
+            let (task_id, state) = found;
+            let updated = record_found(&marked, &task_id, state, now, policy);
+            store.outbox_update_read(&marked, &updated).await?;
+            let outcome = EntryOutcome::Sent(SendOutcome::Task { id: task_id, state });
+            tracing::info!(
+                message_id = %marked.message_id,
+                "an attempt without a recorded outcome had reached the agent (found by ListTasks); recorded as sent, not posted again"
+            );
+            log_outcome(&updated, &outcome);
+            return Ok(outcome);
+        }
+    }
+    let result = client
+        .send_message(&endpoint, &marked.request, &marked.message_id)
+        .await;
+    // A push about the new task may beat the answer (the official SDKs push the Task and
+    // its statuses while the answer is on its way): the store keeps the state it recorded
+    // (`outbox_update` merges the task fields, watcher_runtime::task_progress).
+    let (updated, outcome) = record_attempt(&marked, &result, now, policy);
+    match &outcome {
+        EntryOutcome::Sent(_) => recorder.attempt(
+            AttemptOutcome::Delivered,
+            Some(seconds_between(updated.lapsed_at, now)),
+        ),
+        EntryOutcome::Retried { .. } => recorder.attempt(AttemptOutcome::Retried, None),
+        EntryOutcome::Failed { .. } => recorder.attempt(AttemptOutcome::Failed, None),
+        _ => {}
+    }
+    // `marked` is the entry as the claim wrote it (`Outbox::outbox_update_read`).
+    if let Err(e) = store.outbox_update_read(&marked, &updated).await {
+        tracing::error!(
+            error = %e,
+            outcome = outcome_name(&outcome),
+            "could not record the lapse task's delivery; it is looked for with ListTasks before it is posted again"
+        );
+        return Err(e);
+    }
+    log_outcome(&updated, &outcome);
+    Ok(outcome)
 }
 
 /// Looks for an ambiguous entry's task at the agent: `Some((task id, state))` when a task in the

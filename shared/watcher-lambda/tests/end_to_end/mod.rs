@@ -219,6 +219,7 @@ impl Deployment {
             .queue_url(url)
             .max_number_of_messages(10)
             .set_visibility_timeout(visibility)
+            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
             .send()
             .await
             .expect("receive")
@@ -301,14 +302,19 @@ impl Deployment {
         }
     }
 
-    /// Receives what is on the lapse queue as a Lambda `SqsEvent`.
+    /// Receives what is on the lapse queue as a Lambda `SqsEvent`, each record's `attributes`
+    /// the message's system attributes as SQS answered them (`ApproximateReceiveCount` among
+    /// them), as the event source mapping hands them over.
     async fn receive(&self) -> SqsEvent {
         let records: Vec<Value> = self
             .visible(&self.queue_url, Some(0))
             .await
             .iter()
             .map(|m| json!({ "messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(),
-                             "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs",
+                             "attributes": m.attributes().into_iter().flatten()
+                                 .map(|(k, v)| (k.as_str().to_string(), Value::from(v.as_str())))
+                                 .collect::<serde_json::Map<String, Value>>(),
+                             "messageAttributes": {}, "eventSource": "aws:sqs",
                              "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lapses.fifo", "awsRegion": "us-east-1" }))
             .collect();
         serde_json::from_value(json!({ "Records": records })).expect("SqsEvent")
@@ -354,6 +360,7 @@ impl Deployment {
 
 const OVERDUE: &str = "lapse:exp-01J8Q0MANIFEST:overdue:2026-09-10T20:15:00Z";
 
+mod copies;
 mod costs_and_partitions;
 mod following;
 mod schedule_deletes;

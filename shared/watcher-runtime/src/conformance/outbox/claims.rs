@@ -418,3 +418,108 @@ pub(crate) async fn futures_join_all<T: Send + 'static>(
     }
     out
 }
+
+/// Claims by a copy ([`Outbox::outbox_claim_copy`]) trust nothing the store does not confirm:
+/// a copy that is the stored entry is claimed as [`Outbox::outbox_claim`] would claim it, or
+/// answers `None` (a store that reads instead); of eight claims by one copy at once, at most one
+/// is granted; a copy the stored entry has moved on from (an attempt recorded, a send), or of an
+/// entry not stored, answers `None` and writes nothing.
+pub async fn claims_by_a_copy_trust_only_what_is_stored<S: Store + 'static>(store: Arc<S>) {
+    use crate::lease::Claim;
+    let t = tenant("tenant-a");
+    let booking = agent("booking");
+    let entries = ["lapse:1", "lapse:2"]
+        .into_iter()
+        .map(|id| outbox_entry(&t, id, t0()))
+        .collect();
+    store
+        .commit(&t, Commit::of_outbox(entries))
+        .await
+        .expect("commit");
+    let copy = stored_entry(&*store, &t, &booking, "lapse:1")
+        .await
+        .expect("stored");
+
+    // Eight claims by the same copy at once: at most one is granted, as the plain claim grants.
+    let claims = futures_join_all((0..8).map(|i| {
+        let (store, copy) = (Arc::clone(&store), copy.clone());
+        tokio::spawn(async move {
+            store
+                .outbox_claim_copy(&copy, &lease_of(&format!("sender-{i}#0"), at(5)), t0())
+                .await
+                .expect("outbox_claim_copy")
+        })
+    }))
+    .await;
+    let granted: Vec<&Claim> = claims.iter().flatten().collect();
+    assert!(
+        granted.len() <= 1,
+        "at most one claim by a copy: {claims:?}"
+    );
+    if let Some(Claim::Claimed { entry, ambiguous }) = granted.first() {
+        assert!(!ambiguous);
+        assert_eq!(entry.lease.as_ref().map(|l| l.until), Some(at(5)));
+        assert_eq!(entry.attempt_started_at, Some(t0()));
+        assert_eq!(
+            &stored_entry(&*store, &t, &booking, "lapse:1")
+                .await
+                .expect("stored"),
+            entry,
+            "the claim answers the entry as written"
+        );
+    } else {
+        assert!(granted.is_empty(), "{granted:?}");
+        assert_eq!(
+            stored_entry(&*store, &t, &booking, "lapse:1")
+                .await
+                .expect("stored"),
+            copy,
+            "nothing granted, nothing written"
+        );
+    }
+
+    // The stored entry moves on (an attempt failed and is retried later): the copy of before
+    // claims nothing and writes nothing.
+    let before = stored_entry(&*store, &t, &booking, "lapse:2")
+        .await
+        .expect("stored");
+    let mut retried = before.clone();
+    retried.attempts = 1;
+    retried.next_attempt_at = at(30);
+    retried.last_error = Some("HTTP 503".into());
+    store.outbox_update(&retried).await.expect("outbox_update");
+    let now_stored = stored_entry(&*store, &t, &booking, "lapse:2")
+        .await
+        .expect("stored");
+    assert_eq!(
+        store
+            .outbox_claim_copy(&before, &lease_of("stale#0", at(9)), at(1))
+            .await
+            .expect("outbox_claim_copy"),
+        None,
+        "a stale copy is not claimed"
+    );
+    assert_eq!(
+        stored_entry(&*store, &t, &booking, "lapse:2")
+            .await
+            .expect("stored"),
+        now_stored,
+        "and writes nothing"
+    );
+
+    // A copy of an entry not stored claims nothing and stores nothing.
+    let mut missing = before.clone();
+    missing.message_id = "lapse:missing".into();
+    assert_eq!(
+        store
+            .outbox_claim_copy(&missing, &lease_of("ghost#0", at(9)), at(1))
+            .await
+            .expect("outbox_claim_copy"),
+        None
+    );
+    assert_eq!(
+        stored_entry(&*store, &t, &booking, "lapse:missing").await,
+        None,
+        "a claim never inserts"
+    );
+}
