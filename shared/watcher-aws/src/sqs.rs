@@ -54,8 +54,9 @@ pub struct QueueMessage {
     pub agent: AgentId,
     /// The outbox entry's `messageId` (unique per tenant and agent, not per tenant).
     pub message_id: String,
-    /// The entry as it was when the message was sent, when its JSON is at most
-    /// [`ENTRY_COPY_MAX_BYTES`]; absent in messages of earlier versions and for larger entries.
+    /// The entry as it was when the message was sent, when the message's body with it is at
+    /// most [`ENTRY_COPY_MAX_BYTES`]; absent in messages of earlier versions and for larger
+    /// entries.
     /// A copy, not the truth: the submitter claims by it only on condition that the stored entry
     /// is still the same (`Outbox::outbox_claim_copy`). [`parse_queue_message`] drops a copy
     /// whose identity is not the message's.
@@ -63,20 +64,20 @@ pub struct QueueMessage {
     pub entry: Option<OutboxEntry>,
 }
 
-/// The largest entry, as JSON in bytes, a queue message carries a copy of: ten to a
+/// The largest body, in bytes, a queue message carrying a copy of its entry may have: ten to a
 /// `SendMessageBatch` stay far below SQS's 256 KiB per request. A lapse task's entry is about
 /// 2 KB; a larger one goes by its identity alone and the submitter reads it.
 pub const ENTRY_COPY_MAX_BYTES: usize = 16 * 1024;
 
 impl From<&OutboxEntry> for QueueMessage {
-    /// The message for `entry`, with its copy when the copy is small enough.
+    /// The message for `entry`, carrying its copy (the body sent drops it when too large:
+    /// [`ENTRY_COPY_MAX_BYTES`]).
     fn from(entry: &OutboxEntry) -> Self {
-        let small = serde_json::to_vec(entry).is_ok_and(|json| json.len() <= ENTRY_COPY_MAX_BYTES);
         QueueMessage {
             tenant: entry.tenant.clone(),
             agent: entry.agent.clone(),
             message_id: entry.message_id.clone(),
-            entry: small.then(|| entry.clone()),
+            entry: Some(entry.clone()),
         }
     }
 }
@@ -321,14 +322,24 @@ pub(crate) async fn send_batch_entries(
     results
 }
 
-/// The queue message body for `entry`.
+/// The queue message body for `entry`: with its copy, or, when that body would be over
+/// [`ENTRY_COPY_MAX_BYTES`], without it (serialized once more, for large entries only).
 fn body_of(entry: &OutboxEntry) -> Result<String, PortError> {
-    serde_json::to_string(&QueueMessage::from(entry)).map_err(|e| {
-        permanent(
-            format!("body of the queue message for {}", entry.message_id),
-            e,
-        )
-    })
+    let mut message = QueueMessage::from(entry);
+    let to_body = |message: &QueueMessage| {
+        serde_json::to_string(message).map_err(|e| {
+            permanent(
+                format!("body of the queue message for {}", entry.message_id),
+                e,
+            )
+        })
+    };
+    let body = to_body(&message)?;
+    if body.len() <= ENTRY_COPY_MAX_BYTES {
+        return Ok(body);
+    }
+    message.entry = None;
+    to_body(&message)
 }
 
 impl SqsLapseQueue {

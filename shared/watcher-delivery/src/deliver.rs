@@ -429,14 +429,7 @@ impl Submitter {
             tracing::debug!(message_id = %entry.message_id, "the lapse task changed since it was queued; read again");
             return Ok(None);
         };
-        let span = tracing::info_span!(
-            "lapse_task",
-            messageId = %entry.message_id,
-            expectationId = %entry.expectation_id,
-            tenant = %entry.tenant,
-            agent = %entry.agent,
-            attempt = entry.attempts.saturating_add(1),
-        );
+        let span = lapse_task_span(&entry);
         post_claimed(
             store,
             &self.client,

@@ -165,20 +165,15 @@ where
         Found::Read(found) => (found, false),
         Found::Copy(entry) => (Some(entry), true),
     };
-    if copy
-        && found.as_ref().is_none_or(|e| {
-            e.delivery != DeliveryState::Queued
-                || e.next_attempt_at > now
-                || endpoints.endpoint(&e.tenant, &e.agent).is_none()
-        })
-    {
-        return Ok(Prepared::Unsure);
-    }
+    // Each outcome but a post is the stored entry's to decide, never a copy's.
     let Some(mut entry) = found else {
         tracing::debug!(message_id, %tenant, %agent, "lapse task gone; skipped");
         return Ok(Prepared::Done(EntryOutcome::Skipped { delivery: None }));
     };
     if entry.delivery != DeliveryState::Queued {
+        if copy {
+            return Ok(Prepared::Unsure);
+        }
         tracing::debug!(
             message_id,
             %tenant,
@@ -191,11 +186,17 @@ where
         }));
     }
     if entry.next_attempt_at > now {
+        if copy {
+            return Ok(Prepared::Unsure);
+        }
         return Ok(Prepared::Done(EntryOutcome::NotDue {
             at: entry.next_attempt_at,
         }));
     }
     let Some(endpoint) = endpoints.endpoint(&entry.tenant, &entry.agent) else {
+        if copy {
+            return Ok(Prepared::Unsure);
+        }
         let error = format!(
             "no endpoint is configured for agent {:?} of tenant {:?}; add `endpoint` (or a card \
              with a JSONRPC interface) to its [[agents]] entry",
@@ -258,14 +259,7 @@ pub(crate) async fn post<S>(
 where
     S: Outbox + ?Sized,
 {
-    let span = tracing::info_span!(
-        "lapse_task",
-        messageId = %entry.message_id,
-        expectationId = %entry.expectation_id,
-        tenant = %entry.tenant,
-        agent = %entry.agent,
-        attempt = entry.attempts.saturating_add(1),
-    );
+    let span = lapse_task_span(&entry);
     async move {
         // `entry` is as `prepare_read` was handed it: the store may claim it without reading it
         // again (`Outbox::outbox_claim_read`).
@@ -277,6 +271,19 @@ where
     }
     .instrument(span)
     .await
+}
+
+/// The span of one attempt at `entry` ([`post`], [`post_claimed`]): its ids and the attempt's
+/// number.
+pub(crate) fn lapse_task_span(entry: &OutboxEntry) -> tracing::Span {
+    tracing::info_span!(
+        "lapse_task",
+        messageId = %entry.message_id,
+        expectationId = %entry.expectation_id,
+        tenant = %entry.tenant,
+        agent = %entry.agent,
+        attempt = entry.attempts.saturating_add(1),
+    )
 }
 
 /// [`post`] once the claim is made: `claimed` is what the store answered the claim of `entry`.

@@ -41,6 +41,21 @@ fn received_first(mut event: SqsEvent) -> SqsEvent {
     event
 }
 
+/// The overdue lapse task of `booking` as the table holds it.
+async fn stored(d: &Deployment) -> watcher_runtime::store::OutboxEntry {
+    d.parts
+        .watcher
+        .store
+        .outbox_get(
+            &Tenant::default_tenant(),
+            &watcher_core::ids::AgentId::parse("booking").unwrap(),
+            OVERDUE,
+        )
+        .await
+        .unwrap()
+        .expect("entry")
+}
+
 fn sends(d: &Deployment) -> usize {
     d.agent
         .requests()
@@ -61,18 +76,7 @@ async fn a_first_receive_sends_by_the_copy_with_no_read() {
     assert_eq!(d.delivered(), [OVERDUE]);
     assert_eq!(made.get("DynamoDB GetItem"), None, "{made:?}");
     assert_eq!(made.get("DynamoDB UpdateItem"), Some(&2), "{made:?}");
-    let entry = d
-        .parts
-        .watcher
-        .store
-        .outbox_get(
-            &Tenant::default_tenant(),
-            &watcher_core::ids::AgentId::parse("booking").unwrap(),
-            OVERDUE,
-        )
-        .await
-        .unwrap()
-        .expect("entry");
+    let entry = stored(&d).await;
     assert_eq!(entry.delivery, DeliveryState::Sent);
     assert_eq!(entry.attempts, 1);
 }
@@ -116,15 +120,7 @@ async fn a_stale_copy_of_a_retried_lapse_task_waits_for_its_retry() {
     let event = lapsed(&d).await;
     // The first send fails: handed back for its retry.
     assert_eq!(d.submit(event.clone(), t("2026-09-10T22:15:21Z")).await, 1);
-    let booking = watcher_core::ids::AgentId::parse("booking").unwrap();
-    let retried = d
-        .parts
-        .watcher
-        .store
-        .outbox_get(&Tenant::default_tenant(), &booking, OVERDUE)
-        .await
-        .unwrap()
-        .expect("entry");
+    let retried = stored(&d).await;
     assert_eq!(
         (retried.delivery, retried.attempts),
         (DeliveryState::Queued, 1)
@@ -144,14 +140,7 @@ async fn a_stale_copy_of_a_retried_lapse_task_waits_for_its_retry() {
         1,
         "not sent before its retry"
     );
-    let kept = d
-        .parts
-        .watcher
-        .store
-        .outbox_get(&Tenant::default_tenant(), &booking, OVERDUE)
-        .await
-        .unwrap()
-        .expect("entry");
+    let kept = stored(&d).await;
     assert_eq!(kept, retried);
 
     // At its retry, sent once.
