@@ -651,3 +651,51 @@ class GroupFirstReceivesTest(unittest.TestCase):
                 self.assertEqual(receive(10), [], "every group in flight")
             finally:
                 moto_server.sqs_models.Queue.messages = moto_server._visible
+
+
+class LeanLookupsTest(unittest.TestCase):
+    """infra/moto_server.py: moto's clock and service list, the same answers at less cost."""
+
+    def test_the_clock_answers_as_motos(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+        import datetime as dt
+
+        import moto_server
+
+        for when in (dt.datetime(1970, 1, 1), dt.datetime(2026, 12, 3, 8, 30, 15, 123456),
+                     dt.datetime(1969, 12, 31, 23, 59, 59)):
+            self.assertEqual(moto_server.unix_time(when), moto_server.moto_utils.unix_time(when))
+            self.assertEqual(moto_server.unix_time_millis(when),
+                             moto_server.moto_utils.unix_time_millis(when))
+        before = moto_server.moto_utils.unix_time()
+        now = moto_server.unix_time()
+        self.assertLess(abs(now - before), 1.0, "now, as moto's now")
+
+    def test_messages_are_delayed_and_visible_as_before(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+        import moto_server
+
+        originals = (moto_server.moto_utils.unix_time, moto_server.moto_utils.unix_time_millis,
+                     moto_server.sqs_models.unix_time_millis, moto_server.moto.backends.list_of_moto_modules)
+        modules = list(moto_server._list_of_moto_modules())
+        moto_server.install_lean_lookups()
+        try:
+            self.assertIs(moto_server.sqs_models.unix_time_millis, moto_server.unix_time_millis)
+            self.assertEqual(list(moto_server.moto.backends.list_of_moto_modules()), modules)
+            with mock_aws():
+                sqs = boto3.client("sqs", region_name="us-east-1")
+                url = sqs.create_queue(QueueName="q", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+                sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=5)
+                sqs.send_message(QueueUrl=url, MessageBody="now")
+                got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+                self.assertEqual([m["Body"] for m in got["Messages"]], ["now"])
+                self.assertNotIn("Messages", sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10),
+                                 "one delayed, one in flight")
+                attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+                self.assertEqual(attrs["ApproximateNumberOfMessagesDelayed"], "1")
+                self.assertEqual(attrs["ApproximateNumberOfMessagesNotVisible"], "1")
+        finally:
+            moto_server.moto_utils.unix_time, moto_server.moto_utils.unix_time_millis = originals[:2]
+            moto_server.sqs_models.unix_time_millis = originals[2]
+            moto_server.sqs_models.unix_time = originals[0]
+            moto_server.moto.backends.list_of_moto_modules = originals[3]

@@ -23,11 +23,13 @@
 
 mod cards;
 mod codec;
+mod commit;
 mod due;
 mod error;
 mod keys;
 mod lapse_pages;
 mod live;
+mod loaded;
 mod notify;
 mod origins;
 mod outbox;
@@ -121,11 +123,14 @@ pub struct DynamoStore {
     work: Option<Arc<AtomicU64>>,
     /// Raising-order numbers and row ids, with no write ([`Records::next_sequence`](watcher_runtime::store::Records::next_sequence)).
     ids: TimeOrdered,
+    /// What loads saw of subjects' index rows, so their commits need no read (`loaded.rs`;
+    /// shared by this store's clones).
+    loaded: Arc<loaded::Loaded>,
 }
 
 /// One write of a transaction, with what it is in words for a conflict message.
 pub(crate) struct Write {
-    pub(crate) put: Put,
+    pub(crate) op: TransactWriteItem,
     pub(crate) what: String,
     pub(crate) bytes: usize,
 }
@@ -144,6 +149,7 @@ impl DynamoStore {
             // in time across function instances (docs/interpretation.md "Raising order without a
             // counter"); tests set another with `with_id_clock`.
             ids: TimeOrdered::new(Arc::new(SystemClock)),
+            loaded: Arc::default(),
         }
     }
 

@@ -390,7 +390,11 @@ impl DynamoStore {
             .expression_attribute_names("#pk", PK)
             .build()
             .map_err(StoreError::backend)?;
-        Ok(Write { put, what, bytes })
+        Ok(Write {
+            op: TransactWriteItem::builder().put(put).build(),
+            what,
+            bytes,
+        })
     }
 }
 

@@ -259,12 +259,22 @@ impl DynamoStore {
         tenant: &Tenant,
         subject: &Subject,
     ) -> Result<Option<SubjectState>, StoreError> {
-        match self.get(subject_pk(tenant, subject), ITEM).await? {
-            None => Ok(None),
+        let pk = subject_pk(tenant, subject);
+        match self.get(pk.clone(), ITEM).await? {
+            None => {
+                self.loaded.saw(pk, 0, None);
+                Ok(None)
+            }
             Some(item) => {
                 let what = format!("subject {subject} of tenant {tenant}");
                 let mut state: SubjectState = from_json(get_s(&item, STATE, &what)?, &what)?;
                 state.version = get_u64(&item, VERSION, &what)?;
+                // An item without `indexed` is not remembered: its commit reads, and says
+                // what is wrong with it.
+                if let Ok(indexed) = get_s(&item, INDEXED, &what) {
+                    self.loaded
+                        .saw(pk, state.version, Some(indexed.to_string()));
+                }
                 Ok(Some(state))
             }
         }

@@ -172,7 +172,11 @@ impl DynamoStore {
                 .expression_attribute_values(":v", n(loaded))
         };
         let put = put.build().map_err(StoreError::backend)?;
-        Ok(Write { put, what, bytes })
+        Ok(Write {
+            op: TransactWriteItem::builder().put(put).build(),
+            what,
+            bytes,
+        })
     }
 
     /// An unconditional put (index rows and rejections: rewriting them is harmless).
@@ -183,6 +187,10 @@ impl DynamoStore {
             .set_item(Some(item))
             .build()
             .map_err(StoreError::backend)?;
-        Ok(Write { put, what, bytes })
+        Ok(Write {
+            op: TransactWriteItem::builder().put(put).build(),
+            what,
+            bytes,
+        })
     }
 }

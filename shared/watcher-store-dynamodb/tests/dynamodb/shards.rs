@@ -56,6 +56,30 @@ async fn queue(store: &DynamoStore, t: &Tenant, entries: Vec<OutboxEntry>) {
         .expect("queue the lapse tasks");
 }
 
+/// Moves the lapse-task item `item` of tenant `t` from its shard to the one partition an earlier
+/// version kept a tenant's lapse tasks in (`OUTBOX#{tenant}`).
+async fn keep_in_earlier_partition(store: &DynamoStore, item: &Item, t: &Tenant) {
+    let mut legacy = item.clone();
+    legacy.insert("pk".into(), AttributeValue::S(format!("OUTBOX#{t}")));
+    store
+        .client()
+        .put_item()
+        .table_name(store.table())
+        .set_item(Some(legacy))
+        .send()
+        .await
+        .expect("keep it where the earlier version did");
+    store
+        .client()
+        .delete_item()
+        .table_name(store.table())
+        .key("pk", item["pk"].clone())
+        .key("sk", item["sk"].clone())
+        .send()
+        .await
+        .expect("not in its shard");
+}
+
 /// The lapse-task items of the tenant `tenant` as they are stored.
 async fn tenants_lapse_items(store: &DynamoStore, tenant: &str) -> Vec<Item> {
     raw_items(store, "outbox")
@@ -277,29 +301,7 @@ async fn lapse_tasks_are_sharded_and_those_in_the_earlier_partition_are_still_se
     );
 
     // Lapse task 5 as the earlier version kept it: in `OUTBOX#{tenant}`.
-    let five = item_with_sk(&items, "booking#lapse:05").clone();
-    let mut legacy = five.clone();
-    legacy.insert(
-        "pk".into(),
-        AttributeValue::S("OUTBOX#tenant-outbox-shards".into()),
-    );
-    store
-        .client()
-        .put_item()
-        .table_name(store.table())
-        .set_item(Some(legacy))
-        .send()
-        .await
-        .expect("keep it where the earlier version did");
-    store
-        .client()
-        .delete_item()
-        .table_name(store.table())
-        .key("pk", five["pk"].clone())
-        .key("sk", five["sk"].clone())
-        .send()
-        .await
-        .expect("not in its shard");
+    keep_in_earlier_partition(&store, item_with_sk(&items, "booking#lapse:05"), &t).await;
 
     let booking = agent("booking");
     let got = store
@@ -337,4 +339,49 @@ async fn lapse_tasks_are_sharded_and_those_in_the_earlier_partition_are_still_se
         .filter_map(|i| attribute(i, "pk"))
         .collect();
     assert_eq!(five_now, ["OUTBOX#tenant-outbox-shards"]);
+}
+
+/// A commit learns that a lapse task is stored already from its transaction's conditions, with
+/// no read (docs/dynamodb.md "Commit"), and still queues nothing twice: with a few lapse tasks
+/// (the earlier partition checked inside the transaction) and with so many that the checks
+/// would not fit in one transaction (the earlier partition read first). One stored in its shard
+/// and one stored in the earlier partition are each kept as first written; the others are
+/// queued.
+#[tokio::test]
+async fn a_commit_queues_no_lapse_task_twice_whether_its_checks_fit_or_not() {
+    for (name, n) in [("tenant-checks-fit", 4), ("tenant-checks-read", 60)] {
+        let store = common::store().await;
+        let t = tenant(name);
+        let entries = queued_lapse_tasks(&t, n);
+        queue(&store, &t, vec![entries[1].clone(), entries[2].clone()]).await;
+        let items = tenants_lapse_items(&store, name).await;
+        keep_in_earlier_partition(&store, item_with_sk(&items, "booking#lapse:02"), &t).await;
+
+        // Both stored ones committed again, changed: each stays as first written.
+        let mut again = entries.clone();
+        for e in &mut again[1..=2] {
+            e.request = serde_json::json!({ "changed": true });
+        }
+        queue(&store, &t, again).await;
+        let after = tenants_lapse_items(&store, name).await;
+        assert_eq!(after.len(), n, "{name}: one item per lapse task");
+        assert_eq!(store.lapses(&t).await.expect("lapses").len(), n, "{name}");
+        let booking = agent("booking");
+        for (i, first) in entries.iter().enumerate().take(3).skip(1) {
+            assert_eq!(
+                store
+                    .outbox_get(&t, &booking, &format!("lapse:{i:02}"))
+                    .await
+                    .expect("get"),
+                Some(first.clone()),
+                "{name}: lapse task {i} as first written"
+            );
+        }
+        let in_earlier: Vec<&str> = after
+            .iter()
+            .filter(|i| attribute(i, "pk") == Some(&format!("OUTBOX#{name}")))
+            .filter_map(|i| attribute(i, "sk"))
+            .collect();
+        assert_eq!(in_earlier, ["booking#lapse:02"], "{name}");
+    }
 }

@@ -1,0 +1,291 @@
+//! A commit on DynamoDB: one `TransactWriteItems` of the subjects' and tasks' versioned puts,
+//! the index rows they add or change, the new lapse tasks, the rejections and the live-row
+//! counter deltas. Everything lands or nothing does.
+//!
+//! No read on the way, in the usual case:
+//! - what each subject's stored version contributed to the index rows comes from the load the
+//!   commit follows (`loaded.rs`); only a subject no load of this process saw at this version is
+//!   read (one `BatchGetItem` for all such subjects);
+//! - a lapse task already stored is found by the transaction itself: its put is conditional on
+//!   the item not existing in its shard, and a `ConditionCheck` asks the same of the one
+//!   partition an earlier version wrote lapse tasks to ([`legacy_outbox_pk`]). When only such
+//!   conditions fail, the lapse tasks they name are stored already: the transaction is sent
+//!   again without them (a lapse task is never queued twice, docs/interpretation.md "Lapse
+//!   tasks queued once"), at most once per lapse task of the commit.
+
+use super::*;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::ConditionCheck;
+
+/// What one item of the transaction is, for reading its cancellation reason.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// A subject or task put, an index row, rejections, a counter delta.
+    Record,
+    /// The put of new lapse task `i` of the commit, or the check that the earlier version's
+    /// partition does not hold it.
+    LapseTask(usize),
+}
+
+impl DynamoStore {
+    /// [`Records::commit`](watcher_runtime::store::Records::commit) on DynamoDB (see the
+    /// module's documentation).
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when a version moved since the load, or another transaction
+    /// held one of the items; [`DynamoStoreError::ItemTooLarge`] and
+    /// [`DynamoStoreError::TransactionTooLarge`] (as the backend's) before anything is sent;
+    /// other backend errors.
+    pub(crate) async fn commit_transaction(
+        &self,
+        tenant: &Tenant,
+        commit: Commit,
+    ) -> Result<(), StoreError> {
+        let stored = self.stored_indexes(tenant, &commit.subjects).await?;
+
+        // 1. The records' writes, the same on every try.
+        let mut records: Vec<Write> = Vec::new();
+        let mut live_deltas: BTreeMap<AgentId, i64> = BTreeMap::new();
+        for (state, stored) in commit.subjects.iter().zip(&stored) {
+            records.extend(self.subject_writes(tenant, state, stored, &mut live_deltas)?);
+        }
+        live_deltas.retain(|_, d| *d != 0);
+        for task in &commit.tasks {
+            records.push(self.task_write(tenant, task)?);
+        }
+
+        // 2. The new lapse tasks (one per (tenant, agent, messageId)) and the rejections,
+        //    grouped per agent (oldest first within each) and chunked.
+        let mut seen = BTreeSet::new();
+        let lapse_tasks: Vec<&OutboxEntry> = commit
+            .outbox
+            .iter()
+            .filter(|o| seen.insert((o.tenant.clone(), o.agent.clone(), o.message_id.clone())))
+            .collect();
+        let mut per_agent: BTreeMap<&AgentId, Vec<&Rejection>> = BTreeMap::new();
+        for r in &commit.rejections {
+            per_agent.entry(&r.agent).or_default().push(r);
+        }
+        let chunks: Vec<(&AgentId, &[&Rejection])> = per_agent
+            .iter()
+            .flat_map(|(agent, list)| list.chunks(REJECTIONS_PER_ITEM).map(move |c| (*agent, c)))
+            .collect();
+
+        // Refused before anything is sent when they cannot be one transaction.
+        let items = records.len() + lapse_tasks.len() + chunks.len() + live_deltas.len();
+        if items == 0 {
+            return Ok(());
+        }
+        if items > MAX_TRANSACTION_ITEMS {
+            return Err(StoreError::backend(DynamoStoreError::TransactionTooLarge {
+                items,
+                bytes: records.iter().map(|w| w.bytes).sum(),
+            }));
+        }
+        // The earlier version's partition is checked in the transaction when the checks fit
+        // in it; otherwise it is read first (one `BatchGetItem`), so that the checks never
+        // lower how many lapse tasks one commit may queue.
+        let mut stored_already = vec![false; lapse_tasks.len()];
+        let check_in_transaction = items + lapse_tasks.len() <= MAX_TRANSACTION_ITEMS;
+        if !check_in_transaction {
+            let keys: Vec<(String, String)> = lapse_tasks
+                .iter()
+                .map(|o| {
+                    (
+                        legacy_outbox_pk(&o.tenant),
+                        outbox_sk(&o.agent, &o.message_id),
+                    )
+                })
+                .collect();
+            let found = self.get_projected_batch(keys.clone(), &[]).await?;
+            for (i, key) in keys.iter().enumerate() {
+                stored_already[i] = found.contains_key(key);
+            }
+        }
+
+        // The live-row deltas go to one shard of each agent's counter, the shard of the
+        // commit's first subject: commits of one agent on subjects of different shards do not
+        // touch the same item (no `TransactionConflict` between them), and the count is the sum
+        // of the shards (docs/dynamodb.md "Items").
+        let shard = commit.subjects.first().map_or(0, |s| {
+            shard_of(&subject_pk(tenant, &s.subject), LIVE_COUNT_SHARDS)
+        });
+        let mut counters: Vec<(TransactWriteItem, String)> = Vec::new();
+        for (agent, delta) in &live_deltas {
+            counters.push((
+                self.live_count_update(tenant, agent, shard, *delta)?,
+                format!("live-row counter of agent {agent} (shard {shard})"),
+            ));
+        }
+
+        // 3. The transaction; again without the lapse tasks found stored, until it lands.
+        loop {
+            let mut parts: Vec<(TransactWriteItem, String, Part)> = records
+                .iter()
+                .map(|w| (w.op.clone(), w.what.clone(), Part::Record))
+                .collect();
+            let mut bytes: usize = records.iter().map(|w| w.bytes).sum();
+            // Row ids are time-ordered ids, taken with no write (docs/dynamodb.md "Items"): a
+            // lapse task's id orders `GET /v1/lapses` and the `outbox-due` index; a
+            // rejections item reserves one id per rejection, the first its sort key.
+            for (i, o) in lapse_tasks.iter().enumerate() {
+                if stored_already[i] {
+                    continue;
+                }
+                let put = self.outbox_write(o, self.ids.next())?;
+                bytes += put.bytes;
+                if check_in_transaction {
+                    parts.push((
+                        self.legacy_absent(o)?,
+                        format!("{} (the earlier version's partition)", put.what),
+                        Part::LapseTask(i),
+                    ));
+                }
+                parts.push((put.op, put.what, Part::LapseTask(i)));
+            }
+            for (agent, chunk) in &chunks {
+                let first = self.ids.next_block(chunk.len() as u64);
+                let w = self.rejections_write(tenant, agent, chunk, first)?;
+                bytes += w.bytes;
+                parts.push((w.op, w.what, Part::Record));
+            }
+            if bytes > MAX_TRANSACTION_BYTES {
+                return Err(StoreError::backend(DynamoStoreError::TransactionTooLarge {
+                    items,
+                    bytes,
+                }));
+            }
+            parts.extend(
+                counters
+                    .iter()
+                    .map(|(op, what)| (op.clone(), what.clone(), Part::Record)),
+            );
+            if parts.is_empty() {
+                return Ok(());
+            }
+            self.count(parts.len());
+            let (ops, rest): (Vec<TransactWriteItem>, Vec<(String, Part)>) = parts
+                .into_iter()
+                .map(|(op, what, part)| (op, (what, part)))
+                .unzip();
+            let Err(e) = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(ops))
+                .send()
+                .await
+            else {
+                return Ok(());
+            };
+            let found = lapse_tasks_stored(&e, &rest);
+            if found.is_empty() {
+                return Err(error::transaction_error(e, |i| {
+                    rest.get(i)
+                        .map(|(what, _)| what.clone())
+                        .unwrap_or_else(|| format!("write {i}"))
+                }));
+            }
+            for i in found {
+                stored_already[i] = true;
+            }
+        }
+    }
+
+    /// What each of `subjects` contributed to the index rows at the version it was loaded at:
+    /// from the loads of this process where they saw that version, otherwise read (one
+    /// `BatchGetItem` of the versions and `indexed` attributes of the others).
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when a subject read is no longer at the version loaded;
+    /// [`StoreError::Corrupt`] for an `indexed` attribute that does not parse; backend errors.
+    async fn stored_indexes(
+        &self,
+        tenant: &Tenant,
+        subjects: &[SubjectState],
+    ) -> Result<Vec<Indexed>, StoreError> {
+        let mut known: Vec<Option<Indexed>> = Vec::with_capacity(subjects.len());
+        for state in subjects {
+            let what = format!("subject {} of tenant {tenant}", state.subject);
+            let pk = subject_pk(tenant, &state.subject);
+            known.push(match self.loaded.take(&pk, state.version) {
+                Some(None) => Some(Indexed::default()),
+                Some(Some(text)) => Some(from_json(&text, &what)?),
+                None => None,
+            });
+        }
+        let missing: Vec<(String, String)> = subjects
+            .iter()
+            .zip(&known)
+            .filter(|(_, k)| k.is_none())
+            .map(|(state, _)| (subject_pk(tenant, &state.subject), ITEM.to_string()))
+            .collect();
+        if missing.is_empty() {
+            return Ok(known.into_iter().flatten().collect());
+        }
+        let found = self
+            .get_projected_batch(missing, &[VERSION, INDEXED])
+            .await?;
+        subjects
+            .iter()
+            .zip(known)
+            .map(|(state, known)| {
+                if let Some(indexed) = known {
+                    return Ok(indexed);
+                }
+                let what = format!("subject {} of tenant {tenant}", state.subject);
+                let key = (subject_pk(tenant, &state.subject), ITEM.to_string());
+                let (version, indexed) = match found.get(&key) {
+                    None => (0, Indexed::default()),
+                    Some(item) => (
+                        get_u64(item, VERSION, &what)?,
+                        from_json(get_s(item, INDEXED, &what)?, &what)?,
+                    ),
+                };
+                // A version that moved already is a conflict without writing anything.
+                if version != state.version {
+                    return Err(StoreError::Conflict(what));
+                }
+                Ok(indexed)
+            })
+            .collect()
+    }
+
+    /// A `ConditionCheck` that the partition an earlier version wrote a tenant's lapse tasks to
+    /// ([`legacy_outbox_pk`]) holds no item for `entry`'s agent and `messageId`.
+    fn legacy_absent(&self, entry: &OutboxEntry) -> Result<TransactWriteItem, StoreError> {
+        let check = ConditionCheck::builder()
+            .table_name(&self.table)
+            .key(PK, s(legacy_outbox_pk(&entry.tenant)))
+            .key(SK, s(outbox_sk(&entry.agent, &entry.message_id)))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .build()
+            .map_err(StoreError::backend)?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+}
+
+/// The lapse tasks (indexes into the commit's new ones) a canceled transaction found stored:
+/// non-empty only when every item that failed is a lapse task's put or check and failed its
+/// condition. Any other failure (a version moved, a `TransactionConflict`, throttling) answers
+/// none, and the error stands.
+fn lapse_tasks_stored<R>(
+    e: &aws_sdk_dynamodb::error::SdkError<TransactWriteItemsError, R>,
+    parts: &[(String, Part)],
+) -> BTreeSet<usize> {
+    let Some(TransactWriteItemsError::TransactionCanceledException(cancel)) = e.as_service_error()
+    else {
+        return BTreeSet::new();
+    };
+    let mut found = BTreeSet::new();
+    for (i, reason) in cancel.cancellation_reasons().iter().enumerate() {
+        match (reason.code(), parts.get(i).map(|(_, part)| *part)) {
+            (None | Some("None"), _) => {}
+            (Some("ConditionalCheckFailed"), Some(Part::LapseTask(k))) => {
+                found.insert(k);
+            }
+            _ => return BTreeSet::new(),
+        }
+    }
+    found
+}
