@@ -12,6 +12,17 @@ use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use aws_sdk_dynamodb::Client;
 
+/// The SDK's hyper 1 client on rustls with ring (the workspace's SDK crates carry no HTTPS client
+/// of their own; the watcher's functions use the same one, `watcher_aws::sdk_env::https_client`,
+/// which this crate does not depend on).
+fn https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+            aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https()
+}
+
 /// A client for the emulator named by `AWS_ENDPOINT_URL`, with the region and credentials of
 /// the environment (dummy ones by default: moto accepts any).
 ///
@@ -29,6 +40,7 @@ pub async fn client() -> Client {
     });
     let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
     let config = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(https_client())
         .endpoint_url(endpoint)
         .region(Region::new(var("AWS_REGION", "us-east-1")))
         .credentials_provider(Credentials::new(

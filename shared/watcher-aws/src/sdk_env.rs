@@ -6,8 +6,8 @@
 //! function fits issue 10's 15 MB. Lambda puts the execution role's credentials and the region
 //! in the environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
 //! `AWS_REGION`), valid for the execution environment's life, which is what is read here. The
-//! HTTP client, sleep and time source are the SDK clients' own defaults (the `rustls` and
-//! `rt-tokio` features); retries and timeouts are set as aws-config sets them.
+//! HTTP client is [`https_client`]; sleep and time source are the SDK clients' own defaults (the
+//! `rt-tokio` feature); retries and timeouts are set as aws-config sets them.
 
 use std::time::Duration;
 
@@ -15,6 +15,21 @@ use aws_sdk_dynamodb::config::BehaviorVersion;
 use aws_types::region::Region;
 use aws_types::sdk_config::{RetryConfig, SharedCredentialsProvider, TimeoutConfig};
 use aws_types::SdkConfig;
+
+/// The HTTPS client of every SDK configuration the watcher makes: the SDK's hyper 1 client on
+/// rustls with ring, and the system's root certificates.
+///
+/// Why not the SDK's default: it is rustls on aws-lc-rs, a second cryptography library beside
+/// the ring that reqwest (the A2A client) already links, and a long C build; the SDK's `rustls`
+/// feature is its hyper 0.14 client, deprecated (it logs a warning at every start). Connections
+/// are pooled per client, as the SDK's default does; build the configuration once per process.
+pub fn https_client() -> aws_types::sdk_config::SharedHttpClient {
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+            aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https()
+}
 
 /// A variable the SDK configuration needs is missing or empty.
 #[derive(Debug, thiserror::Error)]
@@ -36,7 +51,8 @@ fn read(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
 ///   of aws-config's per-service `AWS_ENDPOINT_URL_<SERVICE>`, only `AWS_ENDPOINT_URL_DYNAMODB`
 ///   is read, by [`dynamodb_client`] (on Lambda neither is set; the local stack runs DynamoDB in
 ///   an emulator of its own);
-/// * standard retries (3 attempts) and a 3.1 s connect timeout, as aws-config's defaults.
+/// * standard retries (3 attempts) and a 3.1 s connect timeout, as aws-config's defaults;
+/// * the HTTP client [`https_client`].
 ///
 /// # Errors
 /// [`MissingVariable`] naming the first required variable that is missing.
@@ -58,6 +74,7 @@ pub fn sdk_config_with(env: &dyn Fn(&str) -> Option<String>) -> Result<SdkConfig
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(region))
         .credentials_provider(SharedCredentialsProvider::new(credentials))
+        .http_client(https_client())
         .retry_config(RetryConfig::standard())
         .timeout_config(
             TimeoutConfig::builder()
@@ -154,6 +171,12 @@ mod tests {
         let config = sdk_config_with(&env).unwrap();
         assert_eq!(config.region().map(|r| r.as_ref()), Some("us-east-1"));
         assert_eq!(config.endpoint_url(), None);
+        // The SDK crates carry no HTTPS client of their own (Cargo.toml): without this one
+        // every client would fail its first request.
+        assert!(
+            config.http_client().is_some(),
+            "the configuration has its HTTPS client"
+        );
     }
 
     #[test]

@@ -396,7 +396,7 @@ pub fn rate_limit(cfg: &DeliveryConfig) -> RateLimit {
 ///
 /// # Errors
 /// The first channel that cannot be built, in words.
-#[cfg(any(feature = "aws", feature = "serve"))]
+#[cfg(any(feature = "aws-notify", feature = "serve"))]
 pub(crate) fn notify_channels(config: &Config) -> anyhow::Result<Vec<watcher_notify::Channel>> {
     config
         .notify

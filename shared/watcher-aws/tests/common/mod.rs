@@ -12,6 +12,7 @@ pub async fn moto_config() -> aws_config::SdkConfig {
         )
     });
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(watcher_aws::sdk_env::https_client())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new(
             std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into()),

@@ -60,7 +60,8 @@ pub struct Parts {
     /// from [`assemble`]).
     pub redelivery: Arc<dyn Redelivery>,
     /// The `[[notify]]` channels, in the function whose sweep tells them (the timer); `None`
-    /// elsewhere or when none is configured.
+    /// elsewhere or when none is configured. Only in a build with the `aws-notify` feature.
+    #[cfg(feature = "aws-notify")]
     pub notifying: Option<Notifying>,
 }
 
@@ -87,8 +88,10 @@ pub fn notify_settle() -> std::time::Duration {
 
 /// Counts each notification as CloudWatch embedded metrics (`Notifications`,
 /// `NotificationFailures`).
+#[cfg(feature = "aws-notify")]
 struct EmfNotifications(watcher_lambda::emf::EmfRecorder);
 
+#[cfg(feature = "aws-notify")]
 impl watcher_notify::NotifyRecorder for EmfNotifications {
     fn notified(&self, channel: &str, outcome: &'static str) {
         self.0.notified(channel, outcome);
@@ -100,6 +103,7 @@ impl watcher_notify::NotifyRecorder for EmfNotifications {
 pub const NOTIFY_BUDGET: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// What the timer function's sweep tells people with (issue 25).
+#[cfg(feature = "aws-notify")]
 pub struct Notifying {
     /// The channels, checked at the cold start.
     pub channels: Vec<watcher_notify::Channel>,
@@ -127,6 +131,7 @@ impl Parts {
     /// The notifier of the channels on `clock`, settling [`notify_settle`] behind the newest
     /// lapse tasks; `None` when this function tells none. Built per sweep: it keeps nothing
     /// between invocations that matters (its backoff is a courtesy within one).
+    #[cfg(feature = "aws-notify")]
     pub fn notifier(&self, clock: Arc<dyn Clock>) -> Option<watcher_notify::Notifier<dyn Store>> {
         let n = self.notifying.as_ref()?;
         let notifier = watcher_notify::Notifier::new(
@@ -289,6 +294,7 @@ pub async fn from_config(
         }
         parts.sending = Some(sending);
     }
+    #[cfg(feature = "aws-notify")]
     if let Some(n) = &mut parts.notifying {
         n.publisher = Some(Arc::new(super::sns::SnsPublisher::new(
             aws_sdk_sns::Client::new(&aws),
@@ -396,11 +402,12 @@ pub async fn assemble_for(
             .with_recorder(recorder.clone())
             .evaluating_due_at_once(),
     );
-    let notifying = if functions
+    let tells = functions
         .iter()
         .any(|f| f.runs(crate::services::Service::Notifications))
-        && !config.notify.is_empty()
-    {
+        && !config.notify.is_empty();
+    #[cfg(feature = "aws-notify")]
+    let notifying = if tells {
         let channels = crate::deployment::notify_channels(config)?;
         let transport =
             watcher_notify::transport::HttpTransport::new().map_err(anyhow::Error::msg)?;
@@ -413,6 +420,15 @@ pub async fn assemble_for(
     } else {
         None
     };
+    // A function that tells the channels is built with them (the timer function's crate turns
+    // the feature on); a build without them refuses to start rather than tell nobody.
+    #[cfg(not(feature = "aws-notify"))]
+    if tells {
+        anyhow::bail!(
+            "this function runs the notification channels, but its binary was built without \
+             them (watcher-host's `aws-notify` feature)"
+        );
+    }
     let sending = if needs.a2a_client {
         let submitter = crate::deployment::submitter(&config.delivery)?.with_recorder(recorder);
         let reconciler = reconciler(&watcher, &submitter, &endpoints, Arc::new(SystemClock));
@@ -433,6 +449,7 @@ pub async fn assemble_for(
         sending,
         limits: crate::deployment::http_limits(&config.limits),
         redelivery: Arc::new(QueueTimeout),
+        #[cfg(feature = "aws-notify")]
         notifying,
     })
 }

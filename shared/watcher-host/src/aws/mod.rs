@@ -5,6 +5,7 @@
 
 pub mod cards;
 pub mod env;
+#[cfg(feature = "aws-notify")]
 pub mod sns;
 
 use std::sync::Arc;
@@ -14,9 +15,11 @@ use watcher_http::AppState;
 use watcher_runtime::clock::Clock;
 
 pub use crate::functions::Function;
+#[cfg(feature = "aws-notify")]
+pub use env::Notifying;
 pub use env::{
-    assemble, assemble_for, assemble_with_timer_queue, from_config, from_env, notify_settle,
-    Notifying, Parts, Sending, NOTIFY_BUDGET, NOTIFY_SETTLE, NOTIFY_SETTLE_ENV,
+    assemble, assemble_for, assemble_with_timer_queue, from_config, from_env, notify_settle, Parts,
+    Sending, NOTIFY_BUDGET, NOTIFY_SETTLE, NOTIFY_SETTLE_ENV,
 };
 
 /// The API function's router over `parts` on `clock` ([`watcher_lambda::api::router`]): the

@@ -145,6 +145,7 @@ pub async fn emulator(name: &str) -> Emulator {
         panic!("AWS_ENDPOINT_URL is not set: start the emulator with `bash infra/moto.sh` and export AWS_ENDPOINT_URL (infra/test-all.sh does both)")
     });
     let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(watcher_aws::sdk_env::https_client())
         .region(aws_config::Region::new("us-east-1"))
         .load()
         .await;
@@ -196,6 +197,7 @@ pub async fn emulator(name: &str) -> Emulator {
 pub async fn emulator_table(name: &str) -> (aws_sdk_dynamodb::Client, String) {
     std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL: start `bash infra/moto.sh`");
     let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(watcher_aws::sdk_env::https_client())
         .region(aws_config::Region::new("us-east-1"))
         .load()
         .await;

@@ -44,6 +44,7 @@ pub async fn client() -> Client {
     });
     let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
     let config = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(watcher_aws::sdk_env::https_client())
         .endpoint_url(endpoint)
         .region(Region::new(var("AWS_REGION", "us-east-1")))
         .credentials_provider(Credentials::new(
