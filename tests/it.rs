@@ -9,6 +9,7 @@ mod deployments;
 mod docs;
 mod hostile;
 mod interop_sdk;
+mod release_profile;
 mod replay_cli;
 mod serve_agents;
 mod serve_crash;
