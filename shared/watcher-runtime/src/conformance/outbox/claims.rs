@@ -34,9 +34,9 @@ pub async fn outbox_claims_are_exclusive<S: Store + 'static>(store: Arc<S>) {
         .expect("stored");
 
     // Eight senders at once.
-    let claims = futures_join_all((0..8).map(|i| {
-        let (store, t, booking) = (Arc::clone(&store), t.clone(), booking.clone());
-        tokio::spawn(async move {
+    let claims = eight_at_once(&store, |store, i| {
+        let (t, booking) = (t.clone(), booking.clone());
+        async move {
             store
                 .outbox_claim(
                     &t,
@@ -47,32 +47,10 @@ pub async fn outbox_claims_are_exclusive<S: Store + 'static>(store: Arc<S>) {
                 )
                 .await
                 .expect("outbox_claim")
-        })
-    }))
-    .await;
-    let granted: Vec<&OutboxEntry> = claims
-        .iter()
-        .filter_map(|c| match c {
-            Claim::Claimed { entry, ambiguous } => {
-                assert!(!ambiguous, "a fresh entry is not ambiguous");
-                Some(entry)
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(granted.len(), 1, "exactly one claim is granted: {claims:?}");
-    for c in &claims {
-        if !matches!(c, Claim::Claimed { .. }) {
-            assert_eq!(
-                c,
-                &Claim::Taken {
-                    delivery: DeliveryState::Queued,
-                    leased_until: Some(at(5))
-                }
-            );
         }
-    }
-    let winner = granted[0].clone();
+    })
+    .await;
+    let winner = the_one_granted(&claims, at(5));
     let stored = stored_entry(&*store, &t, &booking, "lapse:1")
         .await
         .expect("stored");
@@ -244,40 +222,17 @@ pub async fn claims_and_updates_by_a_read<S: Store + 'static>(store: Arc<S>) {
 
     // Eight senders handed the same read at once: one claim is granted.
     let fresh = read("lapse:1").await;
-    let claims = futures_join_all((0..8).map(|i| {
-        let (store, fresh) = (Arc::clone(&store), fresh.clone());
-        tokio::spawn(async move {
+    let claims = eight_at_once(&store, |store, i| {
+        let fresh = fresh.clone();
+        async move {
             store
                 .outbox_claim_read(&fresh, &lease_of(&format!("sender-{i}#0"), at(5)), t0())
                 .await
                 .expect("outbox_claim_read")
-        })
-    }))
+        }
+    })
     .await;
-    let granted: Vec<OutboxEntry> = claims
-        .iter()
-        .filter_map(|c| match c {
-            Claim::Claimed { entry, ambiguous } => {
-                assert!(!ambiguous, "a fresh entry is not ambiguous");
-                Some(entry.clone())
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(granted.len(), 1, "exactly one claim is granted: {claims:?}");
-    for c in claims
-        .iter()
-        .filter(|c| !matches!(c, Claim::Claimed { .. }))
-    {
-        assert_eq!(
-            c,
-            &Claim::Taken {
-                delivery: DeliveryState::Queued,
-                leased_until: Some(at(5))
-            }
-        );
-    }
-    let marked = granted[0].clone();
+    let marked = the_one_granted(&claims, at(5));
     assert_eq!(
         read("lapse:1").await,
         marked,
@@ -408,6 +363,51 @@ pub(crate) fn lease_of(owner: &str, until: Instant) -> crate::lease::Lease {
     }
 }
 
+/// `claim(store, i)` for eight senders `i` at once, each on a task of its own, answered in
+/// sender order (a check's "eight claims at once").
+async fn eight_at_once<S, T, F, Fut>(store: &Arc<S>, claim: F) -> Vec<T>
+where
+    S: Store + 'static,
+    T: Send + 'static,
+    F: Fn(Arc<S>, usize) -> Fut,
+    Fut: std::future::Future<Output = T> + Send + 'static,
+{
+    futures_join_all((0..8).map(|i| tokio::spawn(claim(Arc::clone(store), i)))).await
+}
+
+/// The one entry `claims` granted: exactly one is `Claimed` (not ambiguous, a fresh entry), and
+/// every other answers `Taken` of a queued entry leased until `until`.
+///
+/// # Panics
+/// When they are otherwise.
+fn the_one_granted(claims: &[crate::lease::Claim], until: Instant) -> OutboxEntry {
+    use crate::lease::Claim;
+    let granted: Vec<&OutboxEntry> = claims
+        .iter()
+        .filter_map(|c| match c {
+            Claim::Claimed { entry, ambiguous } => {
+                assert!(!ambiguous, "a fresh entry is not ambiguous");
+                Some(entry)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(granted.len(), 1, "exactly one claim is granted: {claims:?}");
+    for c in claims
+        .iter()
+        .filter(|c| !matches!(c, Claim::Claimed { .. }))
+    {
+        assert_eq!(
+            c,
+            &Claim::Taken {
+                delivery: DeliveryState::Queued,
+                leased_until: Some(until)
+            }
+        );
+    }
+    granted[0].clone()
+}
+
 /// Awaits every spawned task, panicking when one panicked.
 pub(crate) async fn futures_join_all<T: Send + 'static>(
     handles: impl Iterator<Item = tokio::task::JoinHandle<T>>,
@@ -441,15 +441,15 @@ pub async fn claims_by_a_copy_trust_only_what_is_stored<S: Store + 'static>(stor
         .expect("stored");
 
     // Eight claims by the same copy at once: at most one is granted, as the plain claim grants.
-    let claims = futures_join_all((0..8).map(|i| {
-        let (store, copy) = (Arc::clone(&store), copy.clone());
-        tokio::spawn(async move {
+    let claims = eight_at_once(&store, |store, i| {
+        let copy = copy.clone();
+        async move {
             store
                 .outbox_claim_copy(&copy, &lease_of(&format!("sender-{i}#0"), at(5)), t0())
                 .await
                 .expect("outbox_claim_copy")
-        })
-    }))
+        }
+    })
     .await;
     let granted: Vec<&Claim> = claims.iter().flatten().collect();
     assert!(
