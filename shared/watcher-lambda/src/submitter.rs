@@ -268,19 +268,12 @@ where
         // claim's write confirms it. A copy the claim does not confirm falls through to the read
         // below.
         if let Some(copy) = copy {
-            let origin_ok = match reconciler {
-                Some(reconciler) => check_origin(reconciler, &copy, now).await,
-                None => Ok(true),
-            };
-            let delivered = match origin_ok {
+            let delivered = match origin_allows(reconciler, &copy, now).await {
+                Ok(false) => continue,
                 Ok(true) => submitter
                     .deliver_copy(store, endpoints, copy, now)
                     .await
                     .transpose(),
-                Ok(false) => {
-                    tracing::info!(message_id = %message_id, "lapse message handled: withdrawn before sending");
-                    continue;
-                }
                 Err(e) => Some(Err(e)),
             };
             if let Some(delivered) = delivered {
@@ -302,24 +295,19 @@ where
                 continue;
             }
         };
-        if let (Some(reconciler), Some(entry)) = (reconciler, &found) {
-            match check_origin(reconciler, entry, now).await {
-                Ok(true) => {}
-                Ok(false) => {
-                    tracing::info!(message_id = %message_id, "lapse message handled: withdrawn before sending");
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "store failure checking the origin; the message will be redelivered");
-                    stopped = Some(None);
-                    handed_back.push(back(None));
-                    continue;
-                }
+        let checked = match &found {
+            Some(entry) => origin_allows(reconciler, entry, now).await,
+            None => Ok(true),
+        };
+        let delivered = match checked {
+            Ok(false) => continue,
+            Ok(true) => {
+                submitter
+                    .deliver_read(store, endpoints, (&tenant, &agent, &message_id), found, now)
+                    .await
             }
-        }
-        let delivered = submitter
-            .deliver_read(store, endpoints, (&tenant, &agent, &message_id), found, now)
-            .await;
+            Err(e) => Err(e),
+        };
         if let Some(seconds) = next_of(delivered, &message_id, now) {
             stopped = Some(seconds);
             handed_back.push(back(seconds));
@@ -353,6 +341,28 @@ fn next_of(
             Some(None)
         }
     }
+}
+
+/// [`check_origin`] of `entry` (a read, or a lapse message's copy) where `reconciler` checks
+/// origins, the same for both: `Ok(true)` to go on and send, `Ok(false)` when the origin ended
+/// and the entry is withdrawn (logged here). A stale copy costs at most a needless `GetTask`: a
+/// withdrawal re-reads the entry it marks.
+///
+/// # Errors
+/// A [`StoreError`] marking the entry: the message goes back to the queue ([`next_of`]).
+async fn origin_allows(
+    reconciler: Option<&Reconciler>,
+    entry: &OutboxEntry,
+    now: Instant,
+) -> Result<bool, StoreError> {
+    let Some(reconciler) = reconciler else {
+        return Ok(true);
+    };
+    let allowed = check_origin(reconciler, entry, now).await?;
+    if !allowed {
+        tracing::info!(message_id = %entry.message_id, "lapse message handled: withdrawn before sending");
+    }
+    Ok(allowed)
 }
 
 /// The origin check before a lapse task's first send, as serve's lanes make it, of `entry` as
