@@ -120,11 +120,22 @@ impl DynamoStore {
 
         // 3. The transaction; again without the lapse tasks found stored, until it lands.
         loop {
-            let mut parts: Vec<(TransactWriteItem, String, Part)> = records
-                .iter()
-                .map(|w| (w.op.clone(), w.what.clone(), Part::Record))
-                .collect();
+            // The SDK takes the items it sends, so a try that may be followed by another (one
+            // that puts lapse tasks) sends copies; the last possible try (no lapse task left to
+            // put: most pushes and facts) sends the records themselves, uncopied.
+            let may_retry = stored_already.iter().any(|stored| !stored);
             let mut bytes: usize = records.iter().map(|w| w.bytes).sum();
+            let mut parts: Vec<(TransactWriteItem, String, Part)> = if may_retry {
+                records
+                    .iter()
+                    .map(|w| (w.op.clone(), w.what.clone(), Part::Record))
+                    .collect()
+            } else {
+                std::mem::take(&mut records)
+                    .into_iter()
+                    .map(|w| (w.op, w.what, Part::Record))
+                    .collect()
+            };
             // Row ids are time-ordered ids, taken with no write (docs/dynamodb.md "Items"): a
             // lapse task's id orders `GET /v1/lapses` and the `outbox-due` index; a
             // rejections item reserves one id per rejection, the first its sort key.
