@@ -2,28 +2,27 @@
 //! the index rows they add or change, the new lapse tasks, the rejections and the live-row
 //! counter deltas. Everything lands or nothing does.
 //!
-//! No read on the way, in the usual case:
+//! No read on the way for a commit that queues no lapse task:
 //! - what each subject's stored version contributed to the index rows comes from the load the
 //!   commit follows (`loaded.rs`); only a subject no load of this process saw at this version is
 //!   read (one `BatchGetItem` for all such subjects);
-//! - a lapse task already stored is found by the transaction itself: its put is conditional on
-//!   the item not existing in its shard, and a `ConditionCheck` asks the same of the one
-//!   partition an earlier version wrote lapse tasks to ([`legacy_outbox_pk`]). When only such
-//!   conditions fail, the lapse tasks they name are stored already: the transaction is sent
-//!   again without them (a lapse task is never queued twice, docs/interpretation.md "Lapse
-//!   tasks queued once"), at most once per lapse task of the commit.
+//! - a lapse task already stored in its shard is found by the transaction itself: its put is
+//!   conditional on the item not existing, and when only such conditions fail, those lapse
+//!   tasks are stored already: the transaction is sent again without them (a lapse task is never
+//!   queued twice), at most once per lapse task of the commit. The one partition an earlier
+//!   version wrote lapse tasks to ([`legacy_outbox_pk`]) is read for a commit that queues lapse
+//!   tasks (one `BatchGetItem`), since a check inside the transaction would be a write to it by
+//!   every lapse of the tenant.
 
 use super::*;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::ConditionCheck;
 
 /// What one item of the transaction is, for reading its cancellation reason.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Part {
     /// A subject or task put, an index row, rejections, a counter delta.
     Record,
-    /// The put of new lapse task `i` of the commit, or the check that the earlier version's
-    /// partition does not hold it.
+    /// The put of new lapse task `i` of the commit.
     LapseTask(usize),
 }
 
@@ -82,12 +81,12 @@ impl DynamoStore {
                 bytes: records.iter().map(|w| w.bytes).sum(),
             }));
         }
-        // The earlier version's partition is checked in the transaction when the checks fit
-        // in it; otherwise it is read first (one `BatchGetItem`), so that the checks never
-        // lower how many lapse tasks one commit may queue.
+        // The one partition an earlier version wrote a tenant's lapse tasks to is read (one
+        // `BatchGetItem` of their keys), not checked in the transaction: a `ConditionCheck` is
+        // billed as a write to the partition it checks, and every lapse task of the tenant
+        // would write that one partition (docs/dynamodb.md "Commit").
         let mut stored_already = vec![false; lapse_tasks.len()];
-        let check_in_transaction = items + lapse_tasks.len() <= MAX_TRANSACTION_ITEMS;
-        if !check_in_transaction {
+        if !lapse_tasks.is_empty() {
             let keys: Vec<(String, String)> = lapse_tasks
                 .iter()
                 .map(|o| {
@@ -145,13 +144,6 @@ impl DynamoStore {
                 }
                 let put = self.outbox_write(o, self.ids.next())?;
                 bytes += put.bytes;
-                if check_in_transaction {
-                    parts.push((
-                        self.legacy_absent(o)?,
-                        format!("{} (the earlier version's partition)", put.what),
-                        Part::LapseTask(i),
-                    ));
-                }
                 parts.push((put.op, put.what, Part::LapseTask(i)));
             }
             for (agent, chunk) in &chunks {
@@ -259,20 +251,6 @@ impl DynamoStore {
                 Ok(indexed)
             })
             .collect()
-    }
-
-    /// A `ConditionCheck` that the partition an earlier version wrote a tenant's lapse tasks to
-    /// ([`legacy_outbox_pk`]) holds no item for `entry`'s agent and `messageId`.
-    fn legacy_absent(&self, entry: &OutboxEntry) -> Result<TransactWriteItem, StoreError> {
-        let check = ConditionCheck::builder()
-            .table_name(&self.table)
-            .key(PK, s(legacy_outbox_pk(&entry.tenant)))
-            .key(SK, s(outbox_sk(&entry.agent, &entry.message_id)))
-            .condition_expression("attribute_not_exists(#pk)")
-            .expression_attribute_names("#pk", PK)
-            .build()
-            .map_err(StoreError::backend)?;
-        Ok(TransactWriteItem::builder().condition_check(check).build())
     }
 }
 
