@@ -408,20 +408,27 @@ const SHARDED: [&str; 8] = [
     "lapses-agent LAPSES#",
 ];
 
+/// Whether `partition` is one shard of a sharded family: it starts with one of [`SHARDED`] and
+/// ends in `#<shard number>`. The unsharded partition an earlier version wrote in the same
+/// family (`OUTBOX#{tenant}`, `LIVE#{tenant}#{agent}`) is not, so units charged to it are not
+/// spread over shards it does not have.
+fn is_shard(partition: &str) -> bool {
+    SHARDED.iter().any(|f| partition.starts_with(f))
+        && partition
+            .rsplit_once('#')
+            .is_some_and(|(_, k)| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The busiest partition `step` writes that other inputs write too, and the units a second it
 /// takes at `rate` steps a second: a partition named after nothing of the step's own (`own`:
 /// its subject, task, expectation and artifact ids) is shared; a sharded family's partition
-/// takes its sixteenth.
+/// ([`is_shard`]) takes its sixteenth.
 fn busiest_shared(step: &Step, own: &[&str], rate: f64) -> (String, f64) {
     step.partition_units
         .iter()
         .filter(|(p, _)| !own.iter().any(|o| p.contains(o)))
         .map(|(p, n)| {
-            let shards = if SHARDED.iter().any(|f| p.starts_with(f)) {
-                16.0
-            } else {
-                1.0
-            };
+            let shards = if is_shard(p) { 16.0 } else { 1.0 };
             (p.clone(), *n as f64 * rate / shards)
         })
         .max_by(|a, b| a.1.total_cmp(&b.1))
@@ -558,4 +565,22 @@ pub fn render_scale(steps: &[Step; 3], prices: &Prices, quotas: &Quotas, own: &[
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_shard;
+
+    /// A shard of a sharded family is divided over its sixteen; the family's unsharded
+    /// partition of an earlier version, and a partition of no family, are not.
+    #[test]
+    fn only_numbered_shards_count_as_shards() {
+        assert!(is_shard("table OUTBOX#tenant-a#7"));
+        assert!(is_shard("timers timers#15"));
+        assert!(is_shard("table LIVECOUNT#tenant-a#booking#0"));
+        assert!(!is_shard("table OUTBOX#tenant-a"));
+        assert!(!is_shard("live LIVE#tenant-a#agent-7"));
+        assert!(!is_shard("table RATE#tenant-a#booking"));
+        assert!(!is_shard("table SUBJECT#tenant-a#shipment#12"));
+    }
 }

@@ -348,17 +348,18 @@ impl Schema {
 }
 
 impl Schema {
-    /// The partitions `writes` wrote, given the table `before` and `after` them: `table <pk>`
-    /// for each item written (a `ConditionCheck` writes nothing), `<index> <partition key>` for
-    /// each index entry put, changed or deleted.
+    /// The partitions `writes` take write units from, given the table `before` and `after`
+    /// them: `table <pk>` for each item written or checked (a `ConditionCheck` changes nothing
+    /// but is billed as a write to the partition it checks, so it counts against that
+    /// partition's 1,000 units a second like a put), `<index> <partition key>` for each index
+    /// entry put, changed or deleted.
     pub fn partitions_written(
         &self,
         writes: &[Write],
         before: &BTreeMap<String, Item>,
         after: &BTreeMap<String, Item>,
     ) -> BTreeSet<String> {
-        let writes: Vec<Write> = writes.iter().filter(|w| !w.check_only).cloned().collect();
-        self.partition_units(&writes, before, after)
+        self.partition_units(writes, before, after)
             .into_keys()
             .collect()
     }
@@ -445,5 +446,41 @@ mod tests {
         assert_eq!(number_size("-0.00120"), 2);
         assert_eq!(units(0, 1024), 1);
         assert_eq!(units(1025, 1024), 2);
+    }
+
+    /// A `ConditionCheck` takes a write unit from the partition it checks (DynamoDB bills it
+    /// as a write), twice in a transaction, though it changes no item and no index entry.
+    #[test]
+    fn a_condition_check_takes_units_from_its_partition() {
+        let schema = Schema {
+            key: vec!["pk".into(), "sk".into()],
+            indexes: vec![],
+        };
+        let key = |pk: &str| -> Item {
+            [
+                ("pk".to_string(), AttributeValue::S(pk.into())),
+                ("sk".to_string(), AttributeValue::S("x".into())),
+            ]
+            .into()
+        };
+        let check = Write {
+            attrs: key("OUTBOX#t"),
+            transactional: true,
+            check_only: true,
+        };
+        let put = Write {
+            attrs: key("OUTBOX#t#3"),
+            transactional: true,
+            check_only: false,
+        };
+        let empty = BTreeMap::new();
+        let mut after = BTreeMap::new();
+        after.insert(schema.key_of(&put.attrs), put.attrs.clone());
+        let writes = [check, put];
+        let units = schema.partition_units(&writes, &empty, &after);
+        assert_eq!(units.get("table OUTBOX#t"), Some(&2));
+        assert_eq!(units.get("table OUTBOX#t#3"), Some(&2));
+        let written = schema.partitions_written(&writes, &empty, &after);
+        assert!(written.contains("table OUTBOX#t"), "{written:?}");
     }
 }
