@@ -2,7 +2,7 @@
 # A local AWS emulator (moto) for the DynamoDB store's tests.
 #
 #   bash infra/moto.sh          # install moto into .venv if needed, start it, wait until it answers
-#   bash infra/moto.sh stop     # stop the server this script started
+#   bash infra/moto.sh stop     # stop the server this script started, and remove its log
 #
 # Idempotent: a server already answering on the port is left running. Binds only 127.0.0.1.
 # The port is ${MOTO_PORT:-5005}; the tests read the endpoint from AWS_ENDPOINT_URL:
@@ -67,6 +67,9 @@ stop() {
             sleep 0.1
         done
         echo "moto: stopped (pid $pid)"
+        # Its log goes with it: infra/aws-local.sh starts an emulator on a free port each run,
+        # and one log per port would pile up in .venv. A server that died keeps its log.
+        rm -f "$LOG_FILE"
     else
         echo "moto: not running (no live pid in $PID_FILE)"
     fi

@@ -292,6 +292,14 @@ def install_lean_lookups():
 
 
 if __name__ == "__main__":
+    # A session of its own: a Ctrl-C at the terminal that started it (infra/aws-local.sh runs in
+    # the foreground, in the same process group) does not reach it. The stack stops its
+    # emulators itself after its pollers and functions (`infra/moto.sh stop`), so nothing is
+    # left asking a server that is gone.
+    try:
+        os.setsid()
+    except OSError:
+        pass  # already a session leader
     install_journaled_transactions()
     install_partition_queries()
     install_group_first_receives()

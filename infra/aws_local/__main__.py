@@ -263,7 +263,9 @@ def run(args):
         gateway.shutdown()
         gateway.server_close()
     finally:
-        for part in parts:
+        # The schedules and event sources first, then the functions they invoke: an invocation
+        # cut short by the stop is the stop's, not a failure to report.
+        for part in reversed(parts):
             part.stop()
 
 

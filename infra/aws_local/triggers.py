@@ -65,6 +65,8 @@ class Scheduler:
             try:
                 self.poll(time.time())
             except Exception as e:  # noqa: BLE001 (a poll failure is logged; the next one runs)
+                if self.stopping.is_set():
+                    return  # the emulator may be going away with the stack: nothing to say
                 self.log(f"scheduler poll failed: {e}")
 
     def poll(self, now):
@@ -138,6 +140,8 @@ class Scheduler:
                 self.functions[lid].invoke(payload)
                 return
             except InvocationError as e:
+                if self.stopping.is_set():
+                    return  # the stack is stopping, the function with it
                 self.log(f"schedule {name}: invocation failed (attempt {attempt + 1}): {e}")
                 time.sleep(1)
         dlq = (target.get("DeadLetterConfig") or {}).get("Arn")
@@ -218,6 +222,8 @@ class QueueSource:
                     self.work.clear()
                     self.work.wait(self.IDLE_OTHERS)
             except Exception as e:  # noqa: BLE001
+                if self.stopping.is_set():
+                    return  # the emulator may be going away with the stack: nothing to say
                 self.log(f"{self.name}: poll failed: {e}")
                 self.stopping.wait(1)
 
@@ -238,7 +244,8 @@ class QueueSource:
         try:
             answer = json.loads(self.function.invoke(event) or b"null")
         except InvocationError as e:
-            self.log(f"{self.name}: batch of {len(got)} failed, left on the queue: {e}")
+            if not self.stopping.is_set():
+                self.log(f"{self.name}: batch of {len(got)} failed, left on the queue: {e}")
             return len(got)
         failed = set()
         if self.partial and isinstance(answer, dict):

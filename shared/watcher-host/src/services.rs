@@ -460,9 +460,73 @@ pub fn log_placements(deployment: &str, placements: &[Placement]) {
     }
 }
 
+/// A function's placements at its cold start, in one `info` line: the services it `runs` here
+/// and those that run `elsewhere` (each with the function that hosts it), by name; a `warn`
+/// line for each one the deployment does not run. A Lambda function starts many instances,
+/// each logging this once: one line each keeps a burst's cold starts readable (twenty lines
+/// per instance made some 500 lines at the local stack's start) and costs one log event.
+pub fn log_placements_in_one_line(deployment: &str, placements: &[Placement]) {
+    let (runs, elsewhere) = placements_in_words(placements);
+    tracing::info!(deployment, runs, elsewhere, "services of this function");
+    for p in placements {
+        if let Runs::NotRun(reason) = p.runs {
+            tracing::warn!(
+                deployment,
+                service = p.service.name(),
+                reason,
+                "service not run: {reason}"
+            );
+        }
+    }
+}
+
+/// The `runs` and `elsewhere` fields of [`log_placements_in_one_line`]: the names of the
+/// services that run here (or that the configuration turns off, with `(off)`), comma-separated,
+/// and `name (where)` of each one that runs elsewhere.
+fn placements_in_words(placements: &[Placement]) -> (String, String) {
+    let mut runs = Vec::new();
+    let mut elsewhere = Vec::new();
+    for p in placements {
+        match p.runs {
+            Runs::At(_) => runs.push(p.service.name().to_string()),
+            Runs::Off(_) => runs.push(format!("{} (off)", p.service.name())),
+            Runs::Elsewhere(at) => elsewhere.push(format!("{} ({at})", p.service.name())),
+            Runs::NotRun(_) => {}
+        }
+    }
+    (runs.join(", "), elsewhere.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A function's one cold-start line names each service once: here, or elsewhere with the
+    /// function that hosts it.
+    #[test]
+    fn one_line_names_each_service_once_here_or_elsewhere() {
+        let placements = [
+            Placement {
+                service: Service::HttpRoutes,
+                runs: Runs::At("the api function"),
+            },
+            Placement {
+                service: Service::Retention,
+                runs: Runs::Off("retention_days = 0"),
+            },
+            Placement {
+                service: Service::Probe,
+                runs: Runs::Elsewhere("in the timer function"),
+            },
+            Placement {
+                service: Service::Following,
+                runs: Runs::NotRun("no reason"),
+            },
+        ];
+        let (runs, elsewhere) = placements_in_words(&placements);
+        assert_eq!(runs, "http-routes, retention (off)");
+        assert_eq!(elsewhere, "probe (in the timer function)");
+    }
 
     /// Every deployment declares every service once, in [`Service::ALL`]'s order: a service is
     /// never absent from a deployment, only "not run" with its reason.

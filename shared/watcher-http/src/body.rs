@@ -4,6 +4,7 @@
 
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::problem::ApiError;
@@ -66,6 +67,23 @@ pub fn json_body_with(
         StrictJsonError::Duplicate { .. } => ApiError::bad_request(e.to_string()),
         StrictJsonError::Syntax(e) => {
             ApiError::bad_request(format!("the body is not valid JSON: {e}"))
+        }
+    })
+}
+
+/// Parses a JSON body ([`json_body`]) as `T`, naming the member at fault.
+///
+/// # Errors
+/// As [`json_body`]; 400 `the body: field `{path}`: {what serde says}` for a member of the
+/// wrong type or value (path as `messageIds[1]`), `the body: missing field ...` for one absent.
+pub fn typed_body<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes) -> Result<T, ApiError> {
+    let value = json_body(headers, body)?;
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            ApiError::bad_request(format!("the body: {}", e.into_inner()))
+        } else {
+            ApiError::bad_request(format!("the body: field `{path}`: {}", e.into_inner()))
         }
     })
 }

@@ -30,13 +30,12 @@ use learnables::{
     Registry, TaughtBy, TenantId, Via,
 };
 use learnables_store::{absorb_with_retry, AbsorbError, DefinitionStore, DefinitionStoreError};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use watcher_runtime::clock::Clock;
 
 use crate::auth::{Credentials, Principal, Role};
-use crate::body::json_body;
+use crate::body::typed_body as body_as;
 pub use crate::learnables_answers::{
     Activated, DescriptorsList, HistoryList, LearnablesList, Tombstoned,
 };
@@ -259,19 +258,6 @@ fn version_number(raw: &str) -> Result<u64, ApiError> {
         ApiError::bad_request(format!(
             "version {raw:?}: a version number is a whole number from 1"
         ))
-    })
-}
-
-/// The JSON body as `T`, naming the fault in a 400.
-fn body_as<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes) -> Result<T, ApiError> {
-    let value = json_body(headers, body)?;
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            ApiError::bad_request(format!("the body: {}", e.into_inner()))
-        } else {
-            ApiError::bad_request(format!("the body: field `{path}`: {}", e.into_inner()))
-        }
     })
 }
 

@@ -248,11 +248,7 @@ async fn retry_refuses_bad_input_with_problem_json() {
     let h = with_entries(vec![entry("booking", "f1", DeliveryState::Failed)]).await;
     for (body, status, needle) in [
         (json!([]), StatusCode::BAD_REQUEST, "must be an object"),
-        (
-            json!({}),
-            StatusCode::BAD_REQUEST,
-            "field `agent`: is required",
-        ),
+        (json!({}), StatusCode::BAD_REQUEST, "missing field `agent`"),
         (
             json!({ "agent": 7 }),
             StatusCode::BAD_REQUEST,
@@ -271,7 +267,17 @@ async fn retry_refuses_bad_input_with_problem_json() {
         (
             json!({ "agent": "booking", "messageIds": ["f1", 3] }),
             StatusCode::BAD_REQUEST,
-            "messageIds[1]",
+            "field `messageIds[1]`",
+        ),
+        (
+            json!({ "agent": "booking", "messageIds": ["f1", ""] }),
+            StatusCode::BAD_REQUEST,
+            "field `messageIds[1]`: must be a non-empty string",
+        ),
+        (
+            json!({ "agent": "" }),
+            StatusCode::BAD_REQUEST,
+            "field `agent`: must be a non-empty string",
         ),
         (
             json!({ "agent": "nobody" }),

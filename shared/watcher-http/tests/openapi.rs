@@ -187,6 +187,12 @@ fn typed_requests(g: &mut schemars::SchemaGenerator) -> Vec<(&'static str, &'sta
     };
     vec![
         (
+            "post",
+            "/v1/lapses/retry",
+            g.subschema_for::<watcher_http::routes::RetryRequest>()
+                .to_value(),
+        ),
+        (
             "put",
             "/v1/definitions/{id}",
             g.subschema_for::<CreateDefinitionRequest>().to_value(),

@@ -313,7 +313,10 @@ pub async fn from_config(
         .with_max_age(jiff::SignedDuration::from_secs(secs));
         parts.cards = Arc::new(cards);
     }
-    crate::services::log_placements(&format!("aws/{}", function.name()), &function.placements());
+    crate::services::log_placements_in_one_line(
+        &format!("aws/{}", function.name()),
+        &function.placements(),
+    );
     Ok(parts)
 }
 

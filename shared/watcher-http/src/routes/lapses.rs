@@ -9,7 +9,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::Json;
-use serde_json::Value;
 use watcher_core::ids::AgentId;
 use watcher_core::time::Instant;
 use watcher_runtime::store::{DeliveryState, LapseQuery};
@@ -96,56 +95,46 @@ pub async fn retry_lapses(
         .credentials
         .require(&headers, &[Role::Operator], false)?;
     let value = json_body(&headers, &body)?;
-    let Some(obj) = value.as_object() else {
+    if !value.is_object() {
         return Err(ApiError::bad_request(
             "the body must be an object {\"agent\": \"…\", \"messageIds\": [\"…\"]}",
         ));
-    };
-    let agent_name = match obj.get("agent") {
-        Some(Value::String(a)) if !a.is_empty() => a.clone(),
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "field `agent`: must be a non-empty string",
-            ))
+    }
+    let request: RetryRequest = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        match path.as_str() {
+            "." => ApiError::bad_request(format!("the body: {}", e.into_inner())),
+            _ => ApiError::bad_request(format!("field `{path}`: {}", e.into_inner())),
         }
-        None => return Err(ApiError::bad_request("field `agent`: is required")),
-    };
+    })?;
+    let agent_name = request.agent;
+    if agent_name.is_empty() {
+        return Err(ApiError::bad_request(
+            "field `agent`: must be a non-empty string",
+        ));
+    }
     let agent = AgentId::parse(agent_name.clone())
         .map_err(|r| ApiError::bad_request(format!("field `agent`: {r}")))?;
     require_registered(&state, &principal.tenant, &agent, &agent_name)?;
-    let ids: Option<Vec<String>> = match obj.get("messageIds") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(items)) => {
-            if items.is_empty() {
-                return Err(ApiError::bad_request(
-                    "field `messageIds`: must not be empty; leave it out to re-queue every failed lapse task of the agent",
-                ));
-            }
-            if items.len() > MAX_RETRY_IDS {
-                return Err(ApiError::bad_request(format!(
-                    "field `messageIds`: {} ids exceed the limit of {MAX_RETRY_IDS}",
-                    items.len()
-                )));
-            }
-            let mut ids = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                match item.as_str() {
-                    Some(id) if !id.is_empty() => ids.push(id.to_string()),
-                    _ => {
-                        return Err(ApiError::bad_request(format!(
-                            "field `messageIds[{i}]`: must be a non-empty string"
-                        )))
-                    }
-                }
-            }
-            Some(ids)
-        }
-        Some(_) => {
+    let ids = request.message_ids;
+    if let Some(ids) = &ids {
+        if ids.is_empty() {
             return Err(ApiError::bad_request(
-                "field `messageIds`: must be an array of messageIds",
-            ))
+                "field `messageIds`: must not be empty; leave it out to re-queue every failed lapse task of the agent",
+            ));
         }
-    };
+        if ids.len() > MAX_RETRY_IDS {
+            return Err(ApiError::bad_request(format!(
+                "field `messageIds`: {} ids exceed the limit of {MAX_RETRY_IDS}",
+                ids.len()
+            )));
+        }
+        if let Some(i) = ids.iter().position(String::is_empty) {
+            return Err(ApiError::bad_request(format!(
+                "field `messageIds[{i}]`: must be a non-empty string"
+            )));
+        }
+    }
     let done = state
         .watcher
         .requeue_failed(&principal.tenant, &agent, ids.as_deref(), state.clock.now())
@@ -161,6 +150,29 @@ pub async fn retry_lapses(
         skipped: done.skipped,
         more: done.more,
     }))
+}
+
+// `docs/openapi.json`'s request body for the route is generated from this type; the schema's
+// `maxItems` is a literal, held to the limit here.
+const _: () = assert!(MAX_RETRY_IDS == 1000);
+
+/// The body of `POST /v1/lapses/retry`: `{ "agent": "…", "messageIds"?: ["…"] }`, the agent and
+/// which of its failed lapse tasks to put back in the queue.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RetryRequest {
+    /// The registered agent whose failed lapse tasks are put back in the queue.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
+    pub agent: String,
+    /// The messageIds to re-queue, 1 to 1,000, each non-empty; absent or `null`: every failed
+    /// lapse task of the agent (as many as one call re-queues, `more` says when others remain).
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(length(min = 1, max = 1000), inner(length(min = 1)))
+    )]
+    pub message_ids: Option<Vec<String>>,
 }
 
 /// What `POST /v1/lapses/retry` answers: `{ "requeued": n, "messageIds": [...], "skipped":
