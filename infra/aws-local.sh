@@ -22,7 +22,9 @@
 #   --visibility-timeout-cap SECONDS
 #                  cap every queue's visibility timeout (tests of crashes: a record a dead
 #                  instance held comes back after SECONDS, not the template's 6 or 12 minutes),
-#                  and the submitter's claim on a lapse task (SENDER_LEASE_SECONDS) below it
+#                  the submitter's claim on a lapse task (SENDER_LEASE_SECONDS) below it, and
+#                  the submitter's timeout below its claim (as on AWS: a live send never
+#                  outlasts its claim)
 #   --rate-cap SECONDS
 #                  fire the sweep (every rate() schedule) at least every SECONDS, not every
 #                  5 minutes (tests of what the sweep does: card re-reads, probes, following)

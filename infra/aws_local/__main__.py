@@ -58,8 +58,9 @@ def parse_args(argv):
     p.add_argument(
         "--visibility-timeout-cap", type=int, metavar="SECONDS",
         help="cap every queue's VisibilityTimeout (tests of crashes: a record held by a dead "
-        "instance comes back after SECONDS, not the template's minutes), and a function's "
-        "SENDER_LEASE_SECONDS to SECONDS - 1, which must stay below it",
+        "instance comes back after SECONDS, not the template's minutes), a function's "
+        "SENDER_LEASE_SECONDS to SECONDS - 1, which must stay below it, and that function's "
+        "timeout below its lease, as on AWS",
     )
     p.add_argument(
         "--rate-cap", type=int, metavar="SECONDS",
@@ -111,6 +112,16 @@ def capped_lease(env, visibility_cap):
             max(1, min(int(env["SENDER_LEASE_SECONDS"]), visibility_cap - 1))
         )
     return env
+
+
+def capped_timeout(env, timeout, visibility_cap):
+    """`timeout` (seconds) below the function's capped send lease when a cap is given: on AWS
+    the function's timeout keeps a live send under its lease (infra/template-timeouts.py), so a
+    second submitter never sends while the first still waits on the agent; the cap shortens
+    the lease, and the timeout goes with it. A function without a lease keeps its timeout."""
+    if visibility_cap is not None and "SENDER_LEASE_SECONDS" in env:
+        return max(1, min(timeout, int(env["SENDER_LEASE_SECONDS"]) - 1))
+    return timeout
 
 
 def max_concurrency(stack, lid):
@@ -215,11 +226,14 @@ def run(args):
         binary = os.path.join(args.bin_dir, meta["BuildProperties"]["Binary"])
         if not os.access(binary, os.X_OK):
             raise ValueError(f"{binary} is not built (bash infra/aws-local.sh builds it)")
+        env = capped_lease(function_env(stack, lid, base), args.visibility_timeout_cap)
         functions[lid] = Function(
             name=meta["BuildProperties"]["Binary"],
             binary=binary,
-            env=capped_lease(function_env(stack, lid, base), args.visibility_timeout_cap),
-            timeout=int(setting(stack, lid, "Timeout", 3)),
+            env=env,
+            timeout=capped_timeout(
+                env, int(setting(stack, lid, "Timeout", 3)), args.visibility_timeout_cap
+            ),
             memory=int(setting(stack, lid, "MemorySize", 128)),
             arn=stack.arn(lid),
             instances=max_concurrency(stack, lid),

@@ -449,6 +449,20 @@ class BadInputTest(unittest.TestCase):
             self.assertNotIn("Traceback", out.getvalue())
 
 
+class CapsTest(unittest.TestCase):
+    def test_a_capped_lease_keeps_the_function_timeout_below_it(self):
+        from aws_local.__main__ import capped_lease, capped_timeout
+
+        env = capped_lease({"SENDER_LEASE_SECONDS": "70"}, 30)
+        self.assertEqual(env["SENDER_LEASE_SECONDS"], "29")
+        # The submitter's 60 s would let a held send outlast its 29 s claim.
+        self.assertEqual(capped_timeout(env, 60, 30), 28)
+        self.assertEqual(capped_timeout(env, 10, 30), 10)
+        # No cap, or no lease: the template's timeout.
+        self.assertEqual(capped_timeout({"SENDER_LEASE_SECONDS": "70"}, 60, None), 60)
+        self.assertEqual(capped_timeout({}, 60, 30), 60)
+
+
 class EndpointsTest(unittest.TestCase):
     def test_dynamodb_may_have_an_emulator_of_its_own(self):
         from . import __main__ as program

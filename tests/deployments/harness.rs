@@ -27,7 +27,8 @@ pub const HOOK_TOKEN: &str = "src-token-hooks";
 /// Seconds a record held by a dead submitter instance takes to come back on AWS
 /// (`--visibility-timeout-cap`; the template's minutes would make the suite minutes longer).
 /// The send lease sits just below it, and a live send must never outlast its lease (on AWS the
-/// function's timeout keeps it under): the scenarios hold an agent's answer for a few seconds
+/// function's timeout keeps it under; the local stack caps the submitter's timeout below the
+/// capped lease likewise): the scenarios hold an agent's answer for a few seconds
 /// (a slow neighbour) while the local stack, whose emulator serves one request at a time,
 /// delivers the others: 12 s was too short once in CI with both deployments' suites running,
 /// so the cap leaves them half a minute.

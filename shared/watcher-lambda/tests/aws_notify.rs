@@ -214,11 +214,7 @@ async fn functions_other_than_the_timer_tell_nobody() {
 #[tokio::test]
 async fn an_sns_channel_publishes_the_event_with_its_id_and_type_as_attributes() {
     let e = common::emulator("notify-sns").await;
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(watcher_aws::sdk_env::https_client())
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
+    let aws = common::emulator_config().await;
     let sns = aws_sdk_sns::Client::new(&aws);
     let topic = sns
         .create_topic()

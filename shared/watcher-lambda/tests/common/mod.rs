@@ -139,16 +139,23 @@ impl Intercept for Requests {
     }
 }
 
+/// The SDK configuration the tests reach the emulator with: the functions' HTTPS client
+/// (`watcher_aws::sdk_env::https_client`), us-east-1, and the endpoint and credentials of the
+/// environment (`AWS_ENDPOINT_URL`, set by `infra/test-all.sh`).
+pub async fn emulator_config() -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(watcher_aws::sdk_env::https_client())
+        .region(aws_config::Region::new("us-east-1"))
+        .load()
+        .await
+}
+
 /// Creates an [`Emulator`] set-up; panics naming what to start when `AWS_ENDPOINT_URL` is unset.
 pub async fn emulator(name: &str) -> Emulator {
     std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
         panic!("AWS_ENDPOINT_URL is not set: start the emulator with `bash infra/moto.sh` and export AWS_ENDPOINT_URL (infra/test-all.sh does both)")
     });
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(watcher_aws::sdk_env::https_client())
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
+    let aws = emulator_config().await;
     // Unique within the test binary too: its tests run at once, in one process.
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = format!(
@@ -196,11 +203,7 @@ pub async fn emulator(name: &str) -> Emulator {
 /// the millisecond), and the client that reaches it.
 pub async fn emulator_table(name: &str) -> (aws_sdk_dynamodb::Client, String) {
     std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL: start `bash infra/moto.sh`");
-    let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(watcher_aws::sdk_env::https_client())
-        .region(aws_config::Region::new("us-east-1"))
-        .load()
-        .await;
+    let aws = emulator_config().await;
     let name = format!(
         "{name}-{}-{}",
         std::process::id(),
