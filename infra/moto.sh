@@ -13,7 +13,7 @@
 # moto keeps everything in memory: stopping it forgets every table.
 #
 # The server is moto_server's own (moto.server.main: the same application, request handler and
-# -H/-p options), run by infra/moto_server.py with three changes. First, requests are served one
+# -H/-p options), run by infra/moto_server.py with changes; each is described above it there. First, requests are served one
 # at a time. moto_server serves each request on its own thread without locking its backends, so
 # two concurrent conditional writes (two UpdateItem ADDs on one counter, two TransactWriteItems
 # on one item) can both pass their check and one update is lost. DynamoDB never does that, and
@@ -26,7 +26,9 @@
 # reasons are moto's. Third, a Query is handed only the items of the partition it asks for (of
 # the table, or of an index, from a grouping kept until the next write), where moto lists every
 # item of the table for each Query: seconds a request at 100,000 items. Sorting, paging,
-# conditions and filters are moto's.
+# conditions and filters are moto's. Among the others: a TransactWriteItems sent again with the
+# ClientRequestToken of one that succeeded is answered as that success and not applied twice,
+# as DynamoDB does (the SDK sends the same token when it retries).
 set -euo pipefail
 
 # The exact version the store's tests were checked against (DynamoDB conditions, transactions

@@ -1,6 +1,7 @@
 """moto_server (moto.server.main) with requests served one at a time over kept-alive
 connections, transactions that do not copy whole tables, queries that read one partition, and
-FIFO receives that hand out one message group's messages together, as SQS does, and a clock and
+FIFO receives that hand out one message group's messages together, as SQS does, transactions
+that honour their ClientRequestToken as DynamoDB does, and a clock and
 a service lookup that cost no more than they must: the emulator
 `bash infra/moto.sh` starts (`python -m moto_server -H HOST -p PORT` from infra/). The comment
 above each change says why it is made."""
@@ -8,6 +9,7 @@ import copy
 import datetime
 import functools
 import inspect
+import json
 import os
 import sys
 import threading
@@ -15,7 +17,10 @@ import time
 
 import moto.backends
 import moto.core.utils as moto_utils
+import moto.dynamodb.exceptions as dynamodb_exceptions
 import moto.dynamodb.models as dynamodb_models
+import moto.dynamodb.responses as dynamodb_responses
+from moto.core.responses import ActionResult
 import moto.server
 import moto.sqs.models as sqs_models
 from werkzeug.serving import WSGIRequestHandler, run_simple as werkzeug_run_simple
@@ -111,11 +116,56 @@ def transact_write_items(self, transact_items):
         raise
 
 
+# ClientRequestToken: DynamoDB answers a TransactWriteItems sent again with the token of one
+# that succeeded within ten minutes as a success and changes nothing ("Making idempotent
+# requests", TransactWriteItems), and refuses the token with other items
+# (IdempotentParameterMismatchException). The Rust SDK gives every TransactWriteItems a token
+# and sends the same one again when it retries a request whose answer it lost (a connection
+# that broke after the emulator applied it). moto ignores the token, so that retry applied the
+# transaction twice and its conditions failed: a commit that had landed came back a conflict
+# (seen once in a million filler commits of the scale run). Kept per server, a token's entry
+# for IDEMPOTENCY_WINDOW seconds.
+IDEMPOTENCY_WINDOW = 600.0
+_tokens = {}  # token -> (the request's items as JSON, time of success)
+
+
+class IdempotentParameterMismatch(dynamodb_exceptions.DynamodbException):
+    def __init__(self):
+        super().__init__(
+            dynamodb_exceptions.ERROR_TYPE_PREFIX + "IdempotentParameterMismatchException",
+            message="The request uses the same client token as a previous, but non-identical request.",
+        )
+
+
+_transact_response = dynamodb_responses.DynamoHandler.transact_write_items
+
+
+def transact_write_items_once(self):
+    """moto's TransactWriteItems handler, answering a token seen with the same items within
+    the window as the success it was, without applying it again."""
+    token = self.body.get("ClientRequestToken")
+    if not token:
+        return _transact_response(self)
+    now = time.monotonic()
+    for old in [t for t, (_, at) in _tokens.items() if now - at > IDEMPOTENCY_WINDOW]:
+        del _tokens[old]
+    items = json.dumps(self.body.get("TransactItems"), sort_keys=True)
+    seen = _tokens.get(token)
+    if seen is not None:
+        if seen[0] != items:
+            raise IdempotentParameterMismatch()
+        return ActionResult({"ConsumedCapacity": [], "ItemCollectionMetrics": {}})
+    answer = _transact_response(self)
+    _tokens[token] = (items, now)
+    return answer
+
+
 def install_journaled_transactions():
     """moto's DynamoDB backend, from now on in this process, rolls a failed transaction back
     from the journal above instead of from copies of its tables."""
     dynamodb_models.copy = _TablesUncopied()
     dynamodb_models.DynamoDBBackend.transact_write_items = transact_write_items
+    dynamodb_responses.DynamoHandler.transact_write_items = transact_write_items_once
 
 
 # Query: moto lists every item of the table and keeps those of the asked partition, so each

@@ -520,6 +520,43 @@ class JournaledTransactionsTest(unittest.TestCase):
             self.assertEqual(items(), {"a": "9", "b": "2"})
 
 
+class ClientRequestTokenTest(unittest.TestCase):
+    """infra/moto_server.py: a transaction sent again with its ClientRequestToken is answered
+    as the success it was and applied once, as DynamoDB does; the token with other items is
+    refused."""
+
+    def test_a_transaction_sent_again_with_its_token_is_applied_once(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+        import moto_server
+
+        moto_server.install_journaled_transactions()
+        with mock_aws():
+            c = boto3.client("dynamodb", region_name="us-east-1")
+            c.create_table(
+                TableName="t",
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            new_a = {"Put": {
+                "TableName": "t", "Item": {"pk": {"S": "a"}, "v": {"N": "1"}},
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }}
+            c.transact_write_items(TransactItems=[new_a], ClientRequestToken="tok-1")
+            # The same request again, as the SDK retries one whose answer it lost: a success,
+            # though its condition no longer holds, and nothing changes.
+            c.transact_write_items(TransactItems=[new_a], ClientRequestToken="tok-1")
+            self.assertEqual(len(c.scan(TableName="t")["Items"]), 1)
+            # Another request: its condition is checked.
+            with self.assertRaises(c.exceptions.TransactionCanceledException):
+                c.transact_write_items(TransactItems=[new_a], ClientRequestToken="tok-2")
+            # The first token with other items.
+            new_b = {"Put": {"TableName": "t", "Item": {"pk": {"S": "b"}, "v": {"N": "2"}}}}
+            with self.assertRaises(c.exceptions.IdempotentParameterMismatchException):
+                c.transact_write_items(TransactItems=[new_b], ClientRequestToken="tok-1")
+            self.assertEqual(len(c.scan(TableName="t")["Items"]), 1)
+
+
 class PartitionQueriesTest(unittest.TestCase):
     """infra/moto_server.py: a base-table Query reads its one partition and answers as moto's."""
 
