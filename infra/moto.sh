@@ -68,7 +68,14 @@ stop() {
             kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
-        echo "moto: stopped (pid $pid)"
+        if kill -0 "$pid" 2>/dev/null; then
+            # Still exiting after 5 s: a server holding millions of items (the scale runs)
+            # takes minutes to free them one by one. It keeps nothing worth the wait.
+            kill -9 "$pid" 2>/dev/null || true
+            echo "moto: killed (pid $pid), still exiting 5 s after SIGTERM"
+        else
+            echo "moto: stopped (pid $pid)"
+        fi
         # Its log goes with it: infra/aws-local.sh starts an emulator on a free port each run,
         # and one log per port would pile up in .venv. A server that died keeps its log.
         rm -f "$LOG_FILE"

@@ -425,7 +425,7 @@ impl Deployment {
             }
             Backend::AwsLocal => {
                 let path = fixture.dir.path().join("watcher.toml");
-                std::fs::write(&path, config).expect("write the configuration");
+                std::fs::write(&path, &config).expect("write the configuration");
                 let (moto_port, dynamodb_port) = (free_port(), free_port());
                 let mut cmd = Command::new("bash");
                 cmd.arg(root().join("infra/aws-local.sh"))
@@ -459,6 +459,17 @@ impl Deployment {
                         l.starts_with("[aws-local] ready at ")
                     })
                 });
+                if sweep_every.is_some() && config.contains("[[notify]]") {
+                    // A channel starts after the newest lapse task there is when it first runs,
+                    // at the end of the first sweep (docs/howto/notifications.md, "History is
+                    // not told"): the scenarios start once it has, or a lapse of theirs before
+                    // a slow first sweep would be history to the channel.
+                    tokio::task::block_in_place(|| {
+                        stack.wait_for("the notifier's first run", Duration::from_secs(120), |l| {
+                            l.starts_with("[timer]") && l.contains("notification channels told")
+                        })
+                    });
+                }
                 Running::Aws(stack)
             }
         };

@@ -37,11 +37,12 @@ async fn steps_read_the_same_at_100k_open() {
     steps_at(99_000).await;
 }
 
-/// 1,000,000 open (the §13.2 bound raised for the run by the conformance step): about an hour
-/// on the emulator in a release build, and some 16 GB of the emulator's memory (moto keeps
-/// every item in one Python process). The figures are in `docs/performance.md`.
+/// 1,000,000 open (the §13.2 bound raised for the run by the conformance step): about 75
+/// minutes on the emulator in a release build, and some 12 GB of the emulator's memory (moto
+/// keeps every item in one Python process, about 12 KB per open expectation with its lapse
+/// task). How far it got is in `docs/performance.md`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "slow: 1,000,000 open expectations on the emulator (about an hour, 16 GB); run by hand (docs/testing.md)"]
+#[ignore = "slow: 1,000,000 open expectations on the emulator (about 75 minutes, 12 GB); run by hand (docs/testing.md)"]
 async fn steps_read_the_same_at_1m_open() {
     steps_at(1_000_000).await;
 }
