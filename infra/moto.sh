@@ -13,8 +13,8 @@
 # moto keeps everything in memory: stopping it forgets every table.
 #
 # The server is moto_server's own (moto.server.main: the same application, request handler and
-# -H/-p options), run by infra/moto_server.py with changes; each is described above it there. First, requests are served one
-# at a time. moto_server serves each request on its own thread without locking its backends, so
+# -H/-p options), run by infra/moto_server.py with changes, each described above it there.
+# First, requests are served one at a time. moto_server serves each request on its own thread without locking its backends, so
 # two concurrent conditional writes (two UpdateItem ADDs on one counter, two TransactWriteItems
 # on one item) can both pass their check and one update is lost. DynamoDB never does that, and
 # the store's concurrency tests would fail on the emulator rather than on the store. The server

@@ -479,22 +479,30 @@ class EndpointsTest(unittest.TestCase):
         self.assertEqual(own.stop_moto_port, [1, 2])
 
 
+@contextlib.contextmanager
+def transactions_table():
+    """A DynamoDB client on moto's in-process mock with infra/moto_server.py's transactions
+    installed, and table `t` keyed by `pk` made."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    import moto_server
+
+    moto_server.install_journaled_transactions()
+    with mock_aws():
+        c = boto3.client("dynamodb", region_name="us-east-1")
+        c.create_table(
+            TableName="t",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield c
+
+
 class JournaledTransactionsTest(unittest.TestCase):
     """infra/moto_server.py: transactions roll back from a journal, not from table copies."""
 
     def test_a_canceled_transaction_leaves_every_item_as_it_was(self):
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-        import moto_server
-
-        moto_server.install_journaled_transactions()
-        with mock_aws():
-            c = boto3.client("dynamodb", region_name="us-east-1")
-            c.create_table(
-                TableName="t",
-                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                BillingMode="PAY_PER_REQUEST",
-            )
+        with transactions_table() as c:
             c.put_item(TableName="t", Item={"pk": {"S": "a"}, "v": {"N": "1"}})
             c.put_item(TableName="t", Item={"pk": {"S": "d"}, "v": {"N": "7"}})
 
@@ -526,18 +534,7 @@ class ClientRequestTokenTest(unittest.TestCase):
     refused."""
 
     def test_a_transaction_sent_again_with_its_token_is_applied_once(self):
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-        import moto_server
-
-        moto_server.install_journaled_transactions()
-        with mock_aws():
-            c = boto3.client("dynamodb", region_name="us-east-1")
-            c.create_table(
-                TableName="t",
-                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                BillingMode="PAY_PER_REQUEST",
-            )
+        with transactions_table() as c:
             new_a = {"Put": {
                 "TableName": "t", "Item": {"pk": {"S": "a"}, "v": {"N": "1"}},
                 "ConditionExpression": "attribute_not_exists(pk)",

@@ -438,12 +438,7 @@ pub fn log_placements(deployment: &str, placements: &[Placement]) {
                     "service runs"
                 )
             }
-            Runs::NotRun(reason) => tracing::warn!(
-                deployment,
-                service = p.service.name(),
-                reason,
-                "service not run: {reason}"
-            ),
+            Runs::NotRun(reason) => warn_not_run(deployment, p.service, reason),
             Runs::Off(reason) => tracing::info!(
                 deployment,
                 service = p.service.name(),
@@ -470,14 +465,19 @@ pub fn log_placements_in_one_line(deployment: &str, placements: &[Placement]) {
     tracing::info!(deployment, runs, elsewhere, "services of this function");
     for p in placements {
         if let Runs::NotRun(reason) = p.runs {
-            tracing::warn!(
-                deployment,
-                service = p.service.name(),
-                reason,
-                "service not run: {reason}"
-            );
+            warn_not_run(deployment, p.service, reason);
         }
     }
+}
+
+/// The `warn` line of a service `deployment` does not run, with why.
+fn warn_not_run(deployment: &str, service: Service, reason: &str) {
+    tracing::warn!(
+        deployment,
+        service = service.name(),
+        reason,
+        "service not run: {reason}"
+    );
 }
 
 /// The `runs` and `elsewhere` fields of [`log_placements_in_one_line`]: the names of the

@@ -71,13 +71,20 @@ pub fn json_body_with(
     })
 }
 
-/// Parses a JSON body ([`json_body`]) as `T`, naming the member at fault.
+/// Parses a JSON body ([`json_body`]) as `T`, naming the member at fault ([`typed_value`]).
 ///
 /// # Errors
-/// As [`json_body`]; 400 `the body: field `{path}`: {what serde says}` for a member of the
-/// wrong type or value (path as `messageIds[1]`), `the body: missing field ...` for one absent.
+/// As [`json_body`] and [`typed_value`].
 pub fn typed_body<T: DeserializeOwned>(headers: &HeaderMap, body: &Bytes) -> Result<T, ApiError> {
-    let value = json_body(headers, body)?;
+    typed_value(json_body(headers, body)?)
+}
+
+/// `value` (a parsed body) as `T`, naming the member at fault.
+///
+/// # Errors
+/// 400 `the body: field `{path}`: {what serde says}` for a member of the wrong type or value
+/// (path as `messageIds[1]`), `the body: missing field ...` for one absent.
+pub fn typed_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         if path == "." {

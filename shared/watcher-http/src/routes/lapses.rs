@@ -1,7 +1,7 @@
 //! `GET /v1/lapses` and `POST /v1/lapses/retry`: lapse tasks and their delivery, for operators.
 
 use crate::auth::Role;
-use crate::body::json_body;
+use crate::body::{json_body, typed_value};
 use crate::page;
 use crate::problem::ApiError;
 use crate::AppState;
@@ -100,13 +100,7 @@ pub async fn retry_lapses(
             "the body must be an object {\"agent\": \"…\", \"messageIds\": [\"…\"]}",
         ));
     }
-    let request: RetryRequest = serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        match path.as_str() {
-            "." => ApiError::bad_request(format!("the body: {}", e.into_inner())),
-            _ => ApiError::bad_request(format!("field `{path}`: {}", e.into_inner())),
-        }
-    })?;
+    let request: RetryRequest = typed_value(value)?;
     let agent_name = request.agent;
     if agent_name.is_empty() {
         return Err(ApiError::bad_request(
