@@ -5,6 +5,7 @@ that honour their ClientRequestToken as DynamoDB does, and a clock and
 a service lookup that cost no more than they must: the emulator
 `bash infra/moto.sh` starts (`python -m moto_server -H HOST -p PORT` from infra/). The comment
 above each change says why it is made."""
+import collections
 import copy
 import datetime
 import functools
@@ -126,7 +127,26 @@ def transact_write_items(self, transact_items):
 # (seen once in a million filler commits of the scale run). Kept per server, a token's entry
 # for IDEMPOTENCY_WINDOW seconds.
 IDEMPOTENCY_WINDOW = 600.0
-_tokens = {}  # token -> (the request's items as JSON, time of success)
+# token -> (the request's items as JSON, time of success), oldest first: a token is added once,
+# at its success, so the order of insertion is the order of time and the expired ones are at
+# the front. Dropping them costs what expired, not what is kept (tens of thousands of tokens in
+# ten minutes of a scale run).
+_tokens = collections.OrderedDict()
+_tokens_lock = threading.Lock()
+
+
+def expire_tokens(now, tokens=None):
+    """Drops the tokens older than IDEMPOTENCY_WINDOW at `now` (time.monotonic() seconds) from
+    the front of `tokens` (this server's by default); answers how many were dropped."""
+    tokens = _tokens if tokens is None else tokens
+    dropped = 0
+    while tokens:
+        _, (_, at) = next(iter(tokens.items()))
+        if now - at <= IDEMPOTENCY_WINDOW:
+            break
+        tokens.popitem(last=False)
+        dropped += 1
+    return dropped
 
 
 class IdempotentParameterMismatch(dynamodb_exceptions.DynamodbException):
@@ -146,17 +166,17 @@ def transact_write_items_once(self):
     token = self.body.get("ClientRequestToken")
     if not token:
         return _transact_response(self)
-    now = time.monotonic()
-    for old in [t for t, (_, at) in _tokens.items() if now - at > IDEMPOTENCY_WINDOW]:
-        del _tokens[old]
     items = json.dumps(self.body.get("TransactItems"), sort_keys=True)
-    seen = _tokens.get(token)
+    with _tokens_lock:
+        expire_tokens(time.monotonic())
+        seen = _tokens.get(token)
     if seen is not None:
         if seen[0] != items:
             raise IdempotentParameterMismatch()
         return ActionResult({"ConsumedCapacity": [], "ItemCollectionMetrics": {}})
     answer = _transact_response(self)
-    _tokens[token] = (items, now)
+    with _tokens_lock:
+        _tokens[token] = (items, time.monotonic())
     return answer
 
 

@@ -553,6 +553,24 @@ class ClientRequestTokenTest(unittest.TestCase):
                 c.transact_write_items(TransactItems=[new_b], ClientRequestToken="tok-1")
             self.assertEqual(len(c.scan(TableName="t")["Items"]), 1)
 
+    def test_expired_tokens_are_dropped_from_the_front_and_the_rest_kept(self):
+        import collections
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+        import moto_server
+
+        window = moto_server.IDEMPOTENCY_WINDOW
+        tokens = collections.OrderedDict(
+            (f"tok-{k}", ("[]", float(k))) for k in range(10)
+        )
+        # At window + 3.5, the tokens of 0, 1, 2 and 3 are older than the window.
+        self.assertEqual(moto_server.expire_tokens(window + 3.5, tokens), 4)
+        self.assertEqual(list(tokens), [f"tok-{k}" for k in range(4, 10)])
+        # A token exactly the window old is kept, as the handler's check is "older than".
+        self.assertEqual(moto_server.expire_tokens(window + 4.0, tokens), 0)
+        self.assertEqual(moto_server.expire_tokens(window + 100.0, tokens), 6)
+        self.assertEqual(len(tokens), 0)
+        self.assertEqual(moto_server.expire_tokens(window + 200.0, tokens), 0)
+
 
 class PartitionQueriesTest(unittest.TestCase):
     """infra/moto_server.py: a base-table Query reads its one partition and answers as moto's."""

@@ -20,6 +20,7 @@ use watcher_core::time::Instant;
 use watcher_delivery::deliver::Submitter;
 use watcher_delivery::endpoint::Endpoints;
 use watcher_delivery::reconcile::Reconciler;
+use watcher_runtime::directory::AgentEntry;
 use watcher_runtime::ports::{LapseQueue, Timers};
 use watcher_runtime::store::{DeliveryState, OutboxEntry, Store};
 use watcher_runtime::watcher::{ApplyError, Watcher};
@@ -39,6 +40,9 @@ pub const FOLLOW_PER_AGENT: usize = 100;
 
 /// `GetTask` polls in flight at once during a sweep, over all agents.
 const FOLLOW_IN_FLIGHT: usize = 8;
+
+/// How many agents' reads a sweep makes at once (re-queueing, the open gauge, following).
+const AGENTS_AT_ONCE: usize = 8;
 
 /// What the sweep needs to follow lapse tasks with `GetTask` (the timer function's `env::Parts`).
 pub struct Following<'a> {
@@ -366,53 +370,42 @@ pub async fn sweep<S: Store + ?Sized>(
     let stale_before = now
         .checked_sub(jiff::SignedDuration::from_secs(REQUEUE_AFTER_SECS))
         .unwrap_or(now);
-    for agent in watcher.directory.entries() {
-        if !agent.submits_lapses {
-            continue;
-        }
-        let stuck = match watcher
-            .store
-            .outbox_of_agent(
+    // Each agent's reads are by key and bounded; AGENTS_AT_ONCE agents at a time, so a sweep
+    // over many agents takes about what its slowest reads take, not their sum.
+    let submitting: Vec<_> = watcher
+        .directory
+        .entries()
+        .into_iter()
+        .filter(|a| a.submits_lapses)
+        .collect();
+    let requeued: Vec<usize> = stream::iter(&submitting)
+        .map(|agent| requeue_stuck(watcher, queue, agent, stale_before))
+        .buffer_unordered(AGENTS_AT_ONCE)
+        .collect()
+        .await;
+    report.requeued = requeued.into_iter().sum();
+    // The open-expectations gauge: one counter read per configured agent, never a listing.
+    // Read after `fire_due` closed what was due, the counter is the live count but for what
+    // could not be fired (`open_expectations_by_counter`).
+    let everyone = watcher.directory.entries();
+    let counts: Vec<u64> = stream::iter(&everyone)
+        .map(|agent| async move {
+            watcher_runtime::metrics::open_expectations_by_counter(
+                &*watcher.store,
                 &agent.tenant,
                 &agent.profile.id,
-                DeliveryState::Queued,
-                Some(stale_before),
-                REQUEUE_PER_AGENT,
+                now,
             )
             .await
-        {
-            Ok(stuck) => stuck,
-            Err(e) => {
-                tracing::warn!(error = %e, agent = %agent.profile.id, "reading the agent's queued lapse tasks failed; next sweep");
-                continue;
-            }
-        };
-        for (entry, result) in stuck.iter().zip(queue.enqueue_all(&stuck).await) {
-            match result {
-                Ok(()) => report.requeued += 1,
-                Err(e) => {
-                    tracing::warn!(error = %e, message_id = %entry.message_id, "re-queueing failed; next sweep")
-                }
-            }
-        }
-    }
-    // The open-expectations gauge: one counter read per configured agent, never a listing.
-    let mut open = 0u64;
-    for agent in watcher.directory.entries() {
-        match watcher_runtime::metrics::open_expectations(
-            &*watcher.store,
-            &agent.tenant,
-            &agent.profile.id,
-            now,
-        )
-        .await
-        {
-            Ok(n) => open += n,
-            Err(e) => {
-                tracing::warn!(error = %e, agent = %agent.profile.id, "cannot read the agent's live count")
-            }
-        }
-    }
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, agent = %agent.profile.id, "cannot read the agent's live count");
+                0
+            })
+        })
+        .buffer_unordered(AGENTS_AT_ONCE)
+        .collect()
+        .await;
+    let open: u64 = counts.into_iter().sum();
     watcher.recorder().open_expectations(open);
     // Last, each pass within its budget: a slow agent delays only the polls after it.
     if let Some(following) = following {
@@ -436,6 +429,44 @@ pub async fn sweep<S: Store + ?Sized>(
     Ok(report)
 }
 
+/// Re-queues `agent`'s lapse tasks still queued with their next attempt before `stale_before`,
+/// at most [`REQUEUE_PER_AGENT`]; answers how many were re-queued. Failures are logged and left
+/// to the next sweep.
+async fn requeue_stuck<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
+    agent: &AgentEntry,
+    stale_before: Instant,
+) -> usize {
+    let stuck = match watcher
+        .store
+        .outbox_of_agent(
+            &agent.tenant,
+            &agent.profile.id,
+            DeliveryState::Queued,
+            Some(stale_before),
+            REQUEUE_PER_AGENT,
+        )
+        .await
+    {
+        Ok(stuck) => stuck,
+        Err(e) => {
+            tracing::warn!(error = %e, agent = %agent.profile.id, "reading the agent's queued lapse tasks failed; next sweep");
+            return 0;
+        }
+    };
+    let mut requeued = 0;
+    for (entry, result) in stuck.iter().zip(queue.enqueue_all(&stuck).await) {
+        match result {
+            Ok(()) => requeued += 1,
+            Err(e) => {
+                tracing::warn!(error = %e, message_id = %entry.message_id, "re-queueing failed; next sweep")
+            }
+        }
+    }
+    requeued
+}
+
 /// Polls, with `GetTask`, the followed lapse tasks whose next poll is due by `now`: for each agent
 /// the watcher submits for, at most [`FOLLOW_PER_AGENT`] from the outbox's follow index
 /// (`Outbox::outbox_following`, a keyed read: a pass costs what is due, never the outbox's size),
@@ -449,27 +480,27 @@ pub async fn follow_due<S: Store + ?Sized>(
     following: &Following<'_>,
     now: Instant,
 ) -> usize {
-    let mut due: Vec<OutboxEntry> = Vec::new();
-    for agent in watcher.directory.entries() {
-        if !agent.submits_lapses {
-            continue;
-        }
-        match watcher
-            .store
-            .outbox_following(
-                &agent.tenant,
-                &agent.profile.id,
-                Some(now),
-                FOLLOW_PER_AGENT,
-            )
-            .await
-        {
-            Ok(entries) => due.extend(entries),
-            Err(e) => {
-                tracing::warn!(error = %e, agent = %agent.profile.id, "reading the agent's followed lapse tasks failed; next sweep")
-            }
-        }
-    }
+    let submitting: Vec<_> = watcher
+        .directory
+        .entries()
+        .into_iter()
+        .filter(|a| a.submits_lapses)
+        .collect();
+    let read: Vec<Vec<OutboxEntry>> = stream::iter(&submitting)
+        .map(|agent| async move {
+            watcher
+                .store
+                .outbox_following(&agent.tenant, &agent.profile.id, Some(now), FOLLOW_PER_AGENT)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, agent = %agent.profile.id, "reading the agent's followed lapse tasks failed; next sweep");
+                    Vec::new()
+                })
+        })
+        .buffer_unordered(AGENTS_AT_ONCE)
+        .collect()
+        .await;
+    let due: Vec<OutboxEntry> = read.into_iter().flatten().collect();
     let polled = due.len();
     stream::iter(due)
         .for_each_concurrent(FOLLOW_IN_FLIGHT, |entry| async move {

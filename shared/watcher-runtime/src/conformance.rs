@@ -126,6 +126,7 @@ macro_rules! store_conformance {
             stale_commit_changes_nothing,
             concurrent_writers_lose_nothing,
             indexes_follow_commits,
+            live_counter_is_exact_once_due_timers_fired,
             outbox_rules,
             outbox_identity_includes_agent,
             outbox_by_agent_and_state,

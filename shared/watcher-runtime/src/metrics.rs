@@ -139,3 +139,27 @@ pub async fn open_expectations<S: Records + ?Sized>(
     let slice = store.load(tenant, &scope, now).await?;
     Ok(slice.agent_live.get(agent).copied().unwrap_or(0))
 }
+
+/// The agent's open expectations as its live-row counter holds them, without counting: every
+/// expectation made live less every one closed ([`Scope::live_enough`] with no ceiling). This
+/// is [`open_expectations`] plus the expectations whose last due time passed and whose firing
+/// has not been committed yet. Read right after a sweep fired everything due, that is only
+/// what the sweep could not fire (logged and counted as timer failures, fired at the next
+/// sweep). On DynamoDB, one `BatchGetItem` of the counter's shards instead of that and a count
+/// over each of the agent's 16 `live` index partitions; a store without a counter answers
+/// the exact count.
+///
+/// # Errors
+/// The store's.
+pub async fn open_expectations_by_counter<S: Records + ?Sized>(
+    store: &S,
+    tenant: &Tenant,
+    agent: &AgentId,
+    now: Instant,
+) -> Result<u64, StoreError> {
+    let mut scope = Scope::default();
+    scope.agents.insert(agent.clone());
+    scope.live_enough.insert(agent.clone(), u64::MAX);
+    let slice = store.load(tenant, &scope, now).await?;
+    Ok(slice.agent_live.get(agent).copied().unwrap_or(0))
+}

@@ -7,6 +7,7 @@ use crate::AppState;
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::Json;
+use futures_util::stream::{self, StreamExt};
 use watcher_core::ids::AgentId;
 use watcher_runtime::view::{AgentDirectoryView, AgentView, AgentsPage, LifecycleView};
 
@@ -36,6 +37,9 @@ pub async fn agents(
     ))
 }
 
+/// How many agents' delivery states `GET /v1/agents` reads at once.
+const CONCURRENT_READS: usize = 8;
+
 /// The `GET /v1/agents` body for `tenant`: agents by id after `after`, at most `limit`, as
 /// `{ "agents": [{ "agentId", "delivery", "submitsLapses"?, "retryingSince"?, "lastError"?,
 /// "lifecycleTrusted", "reconciled", "lifecycle", "card"? }], "nextCursor": "…" | null }`, the
@@ -60,19 +64,31 @@ pub async fn agents_view(
         directory.configured(tenant).into_iter().collect();
     let ids: std::collections::BTreeSet<AgentId> =
         entries.keys().chain(cards.keys()).cloned().collect();
-    // The directory is in memory (the configured agents); each agent shown costs two index reads.
-    let mut ids = ids
+    // The directory is in memory (the configured agents); each agent shown costs two index reads,
+    // made for CONCURRENT_READS agents at a time (a page of 50 agents is 100 reads: one after
+    // another they add up to a second on DynamoDB).
+    let page_ids: Vec<AgentId> = ids
         .into_iter()
         .filter(|id| after.is_none_or(|a| id.as_str() > a))
-        .peekable();
+        .take(limit.saturating_add(1))
+        .collect();
+    let more = page_ids.len() > limit;
+    let store = &*state.watcher.store;
+    // Owned ids: the handler's future must be `Send`, which a closure over `&AgentId` cannot show.
+    let deliveries: Vec<_> =
+        stream::iter(page_ids.iter().take(limit).cloned())
+            .map(|id| async move {
+                watcher_runtime::operators::agent_delivery(store, tenant, &id).await
+            })
+            .buffered(CONCURRENT_READS)
+            .collect()
+            .await;
+    let mut ids = page_ids.into_iter().zip(deliveries).peekable();
     let mut agents = Vec::new();
     let mut bytes = 0usize;
     let mut next = None;
-    while let Some(id) = ids.next() {
-        let delivery =
-            watcher_runtime::operators::agent_delivery(&*state.watcher.store, tenant, &id)
-                .await
-                .map_err(unavailable)?;
+    while let Some((id, delivery)) = ids.next() {
+        let delivery = delivery.map_err(unavailable)?;
         // docs/specs/agent-card-vs-lifecycle-conformance.md: only a probe promotes; the card
         // alone never does. Untrusted agents' origin tasks are reconciled with GetTask.
         let lifecycle = directory.lifecycle(tenant, &id);
@@ -90,7 +106,9 @@ pub async fn agents_view(
         };
         bytes += serde_json::to_string(&view).map_or(0, |s| s.len()) + 1;
         agents.push(view);
-        if ids.peek().is_some() && (agents.len() >= limit || bytes > page::MAX_PAGE_BYTES / 2) {
+        if (ids.peek().is_some() || more)
+            && (agents.len() >= limit || bytes > page::MAX_PAGE_BYTES / 2)
+        {
             next = agents.last().map(|last| {
                 page::encode(
                     'a',

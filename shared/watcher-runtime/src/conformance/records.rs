@@ -198,6 +198,64 @@ pub async fn load_and_commit<S: Store + 'static>(store: Arc<S>) {
     assert_eq!(again.facts, next.facts);
 }
 
+/// An agent's live-row counter read without counting
+/// ([`crate::metrics::open_expectations_by_counter`]) is never below the exact live count, and
+/// equals it once every due timer fired ([`Watcher::fire_due`]): what the AWS sweep's
+/// `OpenExpectations` gauge, read after the sweep fired, relies on.
+pub async fn live_counter_is_exact_once_due_timers_fired<S: Store + 'static>(store: Arc<S>) {
+    use crate::metrics::{open_expectations, open_expectations_by_counter};
+    let t = tenant("tenant-live");
+    let booking = agent("booking");
+    let watcher = Watcher::new(Arc::clone(&store), Directory::new(), Settings::default());
+    watcher
+        .apply(
+            &t,
+            &raise(
+                "task-live",
+                vec![
+                    expectation(
+                        "early",
+                        "shipment.manifest",
+                        "PA-L",
+                        "k-early",
+                        at(10),
+                        None,
+                    ),
+                    expectation(
+                        "later",
+                        "shipment.departure",
+                        "PA-L",
+                        "k-later",
+                        at(1000),
+                        None,
+                    ),
+                ],
+            ),
+            t0(),
+        )
+        .await
+        .expect("raise");
+    let exact = |now| open_expectations(&*store, &t, &booking, now);
+    let counter = |now| open_expectations_by_counter(&*store, &t, &booking, now);
+    assert_eq!(exact(at(5)).await.expect("count"), 2);
+    assert_eq!(counter(at(5)).await.expect("counter"), 2);
+    // At 20 `early` passed its deadline (no horizon), not yet fired: no longer live.
+    assert_eq!(exact(at(20)).await.expect("count"), 1);
+    let before = counter(at(20)).await.expect("counter");
+    assert!(
+        (1..=2).contains(&before),
+        "the counter before firing: {before}, at least the live count 1"
+    );
+    let fired = watcher.fire_due(at(20)).await.expect("fire");
+    assert_eq!(fired.len(), 1, "early's deadline");
+    assert_eq!(
+        counter(at(20)).await.expect("counter"),
+        1,
+        "exact once fired"
+    );
+    assert_eq!(exact(at(20)).await.expect("count"), 1);
+}
+
 /// The indexes follow what is committed (raised through the real [`Watcher`]): fact key →
 /// subjects, expectation → subject (`None` when unknown), due timers in firing order (instant,
 /// raising order, deadline before horizon) and dropped once a record is satisfied, the earliest
