@@ -37,12 +37,12 @@ async fn steps_read_the_same_at_100k_open() {
     steps_at(99_000).await;
 }
 
-/// 1,000,000 open (the §13.2 bound raised for the run by the conformance step): about 75
-/// minutes on the emulator in a release build, and some 12 GB of the emulator's memory (moto
-/// keeps every item in one Python process, about 12 KB per open expectation with its lapse
-/// task). How far it got is in `docs/performance.md`.
+/// 1,000,000 open (the §13.2 bound raised for the run by the conformance step): 61 minutes on
+/// the emulator in a release build, and some 13 GB of the emulator's memory (moto keeps every
+/// item in one Python process, about 13 KB per open expectation with its lapse task). Figures in
+/// `docs/performance.md`, "At 1,000,000 open on DynamoDB".
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "slow: 1,000,000 open expectations on the emulator (about 75 minutes, 12 GB); run by hand (docs/testing.md)"]
+#[ignore = "slow: 1,000,000 open expectations on the emulator (about an hour, 13 GB); run by hand (docs/testing.md)"]
 async fn steps_read_the_same_at_1m_open() {
     steps_at(1_000_000).await;
 }
