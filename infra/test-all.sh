@@ -46,7 +46,7 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
 # Packages whose tests run on the AWS emulator: left out of `cargo test` when it cannot start.
-aws_packages=(watcher-store-dynamodb learnables-store-dynamodb watcher-aws watcher-lambda lesson-write)
+aws_packages=(watcher-store-dynamodb learnables-store-dynamodb watcher-aws watcher-lambda watcher-fn-lesson-write)
 exclude=()
 
 if $python_ok; then

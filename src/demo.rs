@@ -6,53 +6,13 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use watcher_config::config::{AgentConfig, Config, PartyConfig, SourceConfig};
 
 const PUSH_TOKEN: &str = "demo-push-token";
 const SOURCE_TOKEN: &str = "demo-source-token";
 const OPERATOR_TOKEN: &str = "demo-operator-token";
-
-/// `base + secs` in the contract's output form (jiff prints a whole-second UTC timestamp the same
-/// way: `2026-09-10T20:15:00Z`).
-fn at(base: jiff::Timestamp, secs: i64) -> String {
-    (base + jiff::SignedDuration::from_secs(secs)).to_string()
-}
-
-/// The booking artifact of expectations-v1 §8 with due times `secs` seconds from `base`:
-/// manifest due +4 s (grace 2 s), departure due +8 s after it, arrival projected +10 s,
-/// anchored 2 s after departure with 3 s grace, horizon +14 s.
-fn booking_artifact(base: jiff::Timestamp) -> Value {
-    json!({ "artifactUpdate": {
-        "taskId": "task-booking-7f3a", "contextId": "ctx-northgate-sep",
-        "artifact": {
-            "artifactId": "booking-7f3a", "name": "Booking confirmation",
-            "parts": [{ "text": "Booked on EK203 departing DXB" }],
-            "extensions": [watcher_core::EXPECTATIONS_URI],
-            "metadata": { watcher_core::EXPECTATIONS_URI: { "expectations": [
-                { "expectationId": "exp-01J8Q0MANIFEST", "kind": "shipment.manifest",
-                  "subject": { "type": "shipment", "id": "PA-2026-0901" },
-                  "expects": "the airline manifest for PA-2026-0901",
-                  "satisfiedBy": { "factKey": "shipment.manifest.received:PA-2026-0901" },
-                  "dueAt": at(base, 2), "grace": "PT2S", "basis": "observed" },
-                { "expectationId": "exp-01J8Q0DEPART", "kind": "shipment.departure",
-                  "subject": { "type": "shipment", "id": "PA-2026-0901" },
-                  "expects": "a departure event for EK203",
-                  "satisfiedBy": { "factKey": "shipment.departed:PA-2026-0901" },
-                  "dueAt": at(base, 8), "grace": "PT6S", "basis": "observed",
-                  "after": ["exp-01J8Q0MANIFEST"] },
-                { "expectationId": "exp-01J8Q0ARRIVE", "kind": "shipment.arrival",
-                  "subject": { "type": "shipment", "id": "PA-2026-0901" },
-                  "expects": "an arrival event at DOH",
-                  "satisfiedBy": { "factKey": "shipment.arrived:PA-2026-0901" },
-                  "dueAt": at(base, 10), "grace": "PT3S",
-                  "anchor": { "expectationId": "exp-01J8Q0DEPART", "offset": "PT2S" },
-                  "basis": "observed", "after": ["exp-01J8Q0DEPART"], "horizon": at(base, 14) }
-            ] } }
-        }
-    } })
-}
 
 /// Runs the demo; prints as it goes.
 ///
@@ -111,7 +71,10 @@ pub async fn run() -> anyhow::Result<()> {
     let pushed: Value = http
         .post(format!("{base_url}/v1/agents/booking/push"))
         .header("X-A2A-Notification-Token", PUSH_TOKEN)
-        .json(&booking_artifact(t0))
+        .json(&crate::example::booking_artifact(
+            t0,
+            jiff::SignedDuration::from_secs(1),
+        ))
         .send()
         .await?
         .json()
@@ -126,8 +89,10 @@ pub async fn run() -> anyhow::Result<()> {
     // The departure, observed at +4 s (reported a moment later; an observation may not postdate
     // its receipt): the arrival re-anchors to +6 s (+3 s grace), and the
     // manifest, named in the departure's `after` and still open, lapses `skipped` at once.
-    let fact = json!({ "factKey": "shipment.departed:PA-2026-0901", "observedAt": at(t0, 4),
-                       "source": "carrier-feed:emirates", "subject": { "type": "shipment", "id": "PA-2026-0901" } });
+    let fact = crate::example::departure_fact(
+        t0 + jiff::SignedDuration::from_secs(4),
+        Some("carrier-feed:emirates"),
+    );
     let reported: Value = http
         .post(format!("{base_url}/v1/facts"))
         .bearer_auth(SOURCE_TOKEN)

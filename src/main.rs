@@ -4,6 +4,8 @@
 //! * `a2a-watcher serve [--config watcher.toml]` — the watcher as one process (docs/contracts/serve.md).
 //! * `a2a-watcher demo` — the worked example live against the example agent.
 //! * `a2a-watcher example-agent` — a small agent that prints the lapse tasks it receives.
+//! * `a2a-watcher example-artifact|example-fact` — the worked example's request bodies, with
+//!   `--from now`/`--at now` on today's clock.
 //! * `a2a-watcher webhook test --config F --source ID PAYLOAD.json` — the facts a carrier's
 //!   payload would yield through the source's mappings, recording nothing.
 //! * `a2a-watcher retry --agent ID` — re-queue an agent's failed lapse tasks on a running watcher.
@@ -14,6 +16,7 @@
 mod bench;
 mod bench_agent;
 mod demo;
+mod example;
 mod example_agent;
 mod notify;
 mod operator;
@@ -67,6 +70,24 @@ enum Command {
         /// The card to serve (defaults to examples/booking-card.json, built in).
         #[arg(long)]
         card: Option<PathBuf>,
+    },
+    /// Print the worked example's booking artifact (expectations-v1 §8), the body an agent's push
+    /// posts to /v1/agents/{agentId}/push, as JSON.
+    ExampleArtifact {
+        /// Without it, the worked example's own due times (September 2026: posted after them,
+        /// all of them lapse at once). With it (`now` or an RFC 3339 instant), the same
+        /// story from that instant in 20-second steps: the manifest due 40 s later (grace 40 s),
+        /// the departure at 2 min 40 s, the arrival 40 s after the departure (grace 1 min), the
+        /// horizon at 4 min 40 s.
+        #[arg(long, value_name = "now|INSTANT")]
+        from: Option<String>,
+    },
+    /// Print the worked example's departure fact, the body of POST /v1/facts, as JSON.
+    ExampleFact {
+        /// When the carrier observed the departure: `now` or an RFC 3339 instant; the worked
+        /// example's 2026-09-11T02:41:00Z without it.
+        #[arg(long, value_name = "now|INSTANT")]
+        at: Option<String>,
     },
     /// Send two probe tasks through an agent's lifecycle, in the protocol its card offers (1.0,
     /// or 0.3), and print its lifecycle descriptor (JSON): timestamps on every status, exactly
@@ -475,6 +496,14 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::ExampleArtifact { from } => exit_on(
+            example::artifact_text(from.as_deref()).map(|text| println!("{text}")),
+            "example-artifact",
+        ),
+        Command::ExampleFact { at } => exit_on(
+            example::fact_text(at.as_deref()).map(|text| println!("{text}")),
+            "example-fact",
+        ),
         Command::Replay { scenario, format } => match run_replay(&scenario, format) {
             Ok(code) => code,
             Err(e) => {

@@ -13,7 +13,8 @@
 //! scenarios run side by side (each with its own agent and expectations), then the one that
 //! kills the sender runs alone. A scenario that does not run on a deployment prints
 //! `SKIPPED on aws-local: {reason}`. Each scenario's time and the whole run's are printed
-//! (`cargo test --test it deployments:: -- --nocapture`).
+//! (`cargo test --test it deployments:: -- --nocapture`), and on aws-local the pace the stack
+//! kept ([`pace`]).
 //!
 //! On aws-local the stand-ins cap the queues' visibility (30 s, and the submitter's send lease
 //! below it) and run the sweep every 5 s, so crashes and what the sweep does take seconds.
@@ -87,13 +88,62 @@ async fn run_suite(backend: Backend) {
     );
     let log =
         std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("deployments-{name}.log"));
-    std::fs::write(&log, deployment.full_log().await).expect("write the deployment's log");
+    let full_log = deployment.full_log().await;
+    std::fs::write(&log, &full_log).expect("write the deployment's log");
     eprintln!("[{name}] the deployment's log: {}", log.display());
+    // The pace the stack kept: on a failure in CI, where the log file is out of reach, this says
+    // whether the deployment itself was slow (e.g. sweeps running for a minute) or a rule broke.
+    for line in pace(&full_log) {
+        eprintln!("[{name}] {line}");
+    }
     assert!(
         failed.is_empty(),
         "scenarios failed on {name}: {failed:?}\n{}",
         deployment.log_tail().await
     );
+}
+
+/// One line per kind of invocation in `log`'s `REPORT` lines (the local AWS stack's; none for
+/// `serve`): `{function} {event}: N runs, median M ms, longest L ms`, then how many invocations
+/// timed out or failed.
+fn pace(log: &str) -> Vec<String> {
+    let mut lines: Vec<String> = durations::reports(log)
+        .into_iter()
+        .map(|(kind, runs)| {
+            let longest = runs.ms.iter().copied().fold(0.0, f64::max);
+            format!(
+                "{kind}: {} runs, median {:.0} ms, longest {longest:.0} ms",
+                runs.ms.len(),
+                runs.median()
+            )
+        })
+        .collect();
+    if !lines.is_empty() {
+        let count = |what: &str| log.lines().filter(|l| l.contains(what)).count();
+        lines.push(format!(
+            "invocations timed out: {}; failed: {}",
+            count("timed out after"),
+            count("invocation failed") + count("failed, left on the queue")
+        ));
+    }
+    lines
+}
+
+#[test]
+fn pace_sums_up_the_report_lines() {
+    let log = "[timer] REPORT RequestId: a Duration: 100.0 ms Billed Duration: 100 ms Event: schedule\n\
+               [timer] REPORT RequestId: b Duration: 75000.4 ms Billed Duration: 75001 ms Event: schedule\n\
+               [timer] REPORT RequestId: c Duration: 300.0 ms Billed Duration: 300 ms Event: schedule\n\
+               [submitter] invocation x timed out after 28 s\n\
+               [aws-local] SubmitterLapseQueueSource: batch of 2 failed, left on the queue: x";
+    assert_eq!(
+        pace(log),
+        [
+            "timer schedule: 3 runs, median 300 ms, longest 75000 ms",
+            "invocations timed out: 1; failed: 1",
+        ]
+    );
+    assert!(pace("serve's log has no REPORT line").is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -7,6 +7,7 @@ mod cli_operator;
 mod common;
 mod deployments;
 mod docs;
+mod example_cli;
 mod hostile;
 mod interop_sdk;
 mod release_profile;

@@ -36,6 +36,14 @@ def stack():
     return s
 
 
+def wait_for(condition, seconds=5):
+    """Polls `condition` every 10 ms until it holds or `seconds` pass; its last value."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
 def route_for(routes, method, path):
     for r in routes:
         params = r.match(method, path)
@@ -258,6 +266,46 @@ class TriggersTest(unittest.TestCase):
         s.poll(1300.0)
         self.assertTrue(timer.called.wait(5))
         self.assertEqual(timer.payloads, [{"sweep": True}])
+
+    def test_a_capped_sweep_never_runs_beside_itself(self):
+        release = threading.Event()
+
+        def slow(payload):
+            release.wait(10)  # a sweep slowed by a busy machine, past the capped rate
+            return b"null"
+
+        timer = FakeFunction(slow)
+        lines = []
+        s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
+                      lines.append, rate_cap=5)
+        s.poll(1000.0)  # first seen: due 5 s on
+        s.poll(1005.0)
+        self.assertTrue(timer.called.wait(5))
+        # Three periods pass while it runs: none fires a second sweep beside it.
+        for now in (1010.0, 1015.0, 1020.0):
+            s.poll(now)
+        time.sleep(0.3)
+        self.assertEqual(len(timer.payloads), 1)
+        release.set()
+        wait_for(lambda: not s.running)
+        self.assertEqual(s.running, set(), "the ended sweep is no longer marked running")
+        # Ended: the next poll past its time fires it again, once.
+        s.poll(1021.0)
+        wait_for(lambda: len(timer.payloads) >= 2)
+        self.assertEqual(timer.payloads, [{"sweep": True}, {"sweep": True}])
+        self.assertEqual(sum("fires" in line for line in lines), 2)
+
+    def test_an_uncapped_rate_fires_at_its_rate_whatever_runs(self):
+        release = threading.Event()
+        timer = FakeFunction(lambda payload: release.wait(10) and b"null")
+        s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
+                      lambda line: None)
+        s.poll(1000.0)
+        s.poll(1300.0)
+        s.poll(1600.0)  # the first still runs: AWS fires a rate regardless
+        wait_for(lambda: len(timer.payloads) >= 2)
+        release.set()
+        self.assertEqual(len(timer.payloads), 2)
 
     def test_a_batch_keeps_only_the_failed_records(self):
         url = self.stack.queue_urls["LapseQueue"]
@@ -535,8 +583,9 @@ class ClientRequestTokenTest(unittest.TestCase):
 
     def test_a_transaction_sent_again_with_its_token_is_applied_once(self):
         with transactions_table() as c:
+            # A binary value too: the token's items are compared as JSON, bytes in base64.
             new_a = {"Put": {
-                "TableName": "t", "Item": {"pk": {"S": "a"}, "v": {"N": "1"}},
+                "TableName": "t", "Item": {"pk": {"S": "a"}, "v": {"N": "1"}, "b": {"B": b"\x00"}},
                 "ConditionExpression": "attribute_not_exists(pk)",
             }}
             c.transact_write_items(TransactItems=[new_a], ClientRequestToken="tok-1")
@@ -765,3 +814,117 @@ class LeanLookupsTest(unittest.TestCase):
             moto_server.sqs_models.unix_time_millis = originals[2]
             moto_server.sqs_models.unix_time = originals[0]
             moto_server.moto.backends.list_of_moto_modules = originals[3]
+
+
+class PlainItemAnswersTest(unittest.TestCase):
+    """infra/moto_server.py: DynamoDB's item operations answer exactly as moto's serializer
+    would, each answer dumped as it is built."""
+
+    def test_every_item_operation_answers_as_moto_serializes(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+        import moto_server
+        from moto.core.responses import ActionResult
+
+        compared, differing = [], []
+        moto_own = moto_server._execute_result
+
+        def both(result, context):
+            operation = context.operation_model.name
+            members = context.operation_model.output_shape.members
+            plain = moto_server.plain_answer(operation, result.result, members)
+            _, _, body = moto_own(result, context)
+            if plain is not None:
+                compared.append(operation)
+                if json.loads(plain) != json.loads(body):
+                    differing.append((operation, plain, body))
+            return 200, {"Content-Type": "application/x-amz-json-1.0"}, body
+
+        item = {
+            "pk": {"S": "p"}, "sk": {"S": "1"}, "s": {"S": "text é"}, "n": {"N": "12.50"},
+            "b": {"B": b"\x00\x01binary"}, "ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1", "2"]},
+            "bs": {"BS": [b"x", b"y"]}, "t": {"BOOL": True}, "nul": {"NULL": True},
+            "m": {"M": {"in": {"L": [{"S": "x"}, {"N": "3"}, {"M": {}}]}}}, "l": {"L": []},
+        }
+        with unittest.mock.patch.object(ActionResult, "execute_result", both), mock_aws():
+            c = boto3.client("dynamodb", region_name="us-east-1")
+            c.create_table(
+                TableName="t",
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                           {"AttributeName": "sk", "KeyType": "RANGE"}],
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                      {"AttributeName": "sk", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            total = {"ReturnConsumedCapacity": "TOTAL"}
+            c.put_item(TableName="t", Item=item)
+            c.put_item(TableName="t", Item={**item, "sk": {"S": "2"}}, ReturnValues="ALL_OLD", **total)
+            c.put_item(TableName="t", Item={**item, "sk": {"S": "2"}}, ReturnValues="ALL_OLD")
+            c.get_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "1"}})
+            c.get_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "1"}},
+                       ProjectionExpression="#m, b", ExpressionAttributeNames={"#m": "m"},
+                       ConsistentRead=True, **total)
+            c.get_item(TableName="t", Key={"pk": {"S": "none"}, "sk": {"S": "1"}})
+            c.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "1"}},
+                          UpdateExpression="SET n = n + :one ADD ss :more REMOVE nul",
+                          ExpressionAttributeValues={":one": {"N": "1"}, ":more": {"SS": ["c"]}},
+                          ReturnValues="ALL_NEW", **total)
+            c.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "1"}},
+                          UpdateExpression="SET s = :s", ExpressionAttributeValues={":s": {"S": "new"}},
+                          ReturnValues="UPDATED_OLD")
+            c.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "3"}},
+                          UpdateExpression="SET s = :s", ExpressionAttributeValues={":s": {"S": "x"}})
+            c.query(TableName="t", KeyConditionExpression="pk = :p",
+                    ExpressionAttributeValues={":p": {"S": "p"}}, Limit=1, **total)
+            c.query(TableName="t", KeyConditionExpression="pk = :p",
+                    ExpressionAttributeValues={":p": {"S": "p"}}, Select="COUNT")
+            c.query(TableName="t", KeyConditionExpression="pk = :p",
+                    ExpressionAttributeValues={":p": {"S": "none"}})
+            c.scan(TableName="t", FilterExpression="attribute_exists(b)", **total)
+            c.scan(TableName="t", Limit=2)
+            c.batch_get_item(RequestItems={"t": {"Keys": [
+                {"pk": {"S": "p"}, "sk": {"S": "1"}}, {"pk": {"S": "none"}, "sk": {"S": "1"}}]}},
+                **total)
+            c.batch_write_item(RequestItems={"t": [
+                {"PutRequest": {"Item": {**item, "sk": {"S": "4"}}}},
+                {"DeleteRequest": {"Key": {"pk": {"S": "p"}, "sk": {"S": "3"}}}}]}, **total)
+            c.transact_get_items(TransactItems=[
+                {"Get": {"TableName": "t", "Key": {"pk": {"S": "p"}, "sk": {"S": "1"}}}},
+                {"Get": {"TableName": "t", "Key": {"pk": {"S": "none"}, "sk": {"S": "1"}}}}],
+                **total)
+            c.transact_write_items(TransactItems=[
+                {"Put": {"TableName": "t", "Item": {**item, "sk": {"S": "5"}}}},
+                {"Update": {"TableName": "t", "Key": {"pk": {"S": "p"}, "sk": {"S": "1"}},
+                            "UpdateExpression": "SET s = :s",
+                            "ExpressionAttributeValues": {":s": {"S": "t"}}}}], **total)
+            c.delete_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "4"}},
+                          ReturnValues="ALL_OLD", **total)
+            c.delete_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "5"}})
+            with self.assertRaises(c.exceptions.ConditionalCheckFailedException):
+                c.put_item(TableName="t", Item=item, ConditionExpression="attribute_not_exists(pk)")
+        self.maxDiff = None
+        self.assertEqual(differing, [])
+        self.assertEqual(set(compared), moto_server.ITEM_OPERATIONS, compared)
+
+
+class CachedMethodNamesTest(unittest.TestCase):
+    """infra/moto_server.py: a handler class's method names are listed once, and are moto's."""
+
+    def test_the_names_are_motos_and_listed_once(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+        import moto.core.utils as moto_utils
+        import moto.dynamodb.responses as dynamodb_responses
+        import moto.sqs.responses as sqs_responses
+        import moto_server
+
+        for handler in (dynamodb_responses.DynamoHandler, sqs_responses.SQSResponse):
+            self.assertEqual(
+                sorted(moto_server.method_names_from_class(handler)),
+                sorted(moto_utils.method_names_from_class(handler)),
+            )
+        with unittest.mock.patch.object(
+            moto_utils, "method_names_from_class", wraps=moto_utils.method_names_from_class
+        ) as listed:
+            moto_server.method_names_from_class.cache_clear()
+            for _ in range(3):
+                moto_server.method_names_from_class(dynamodb_responses.DynamoHandler)
+            self.assertEqual(listed.call_count, 1)

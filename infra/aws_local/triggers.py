@@ -38,7 +38,12 @@ class Scheduler:
     keeps its new schedule), a `rate()` one every period from when it was first seen. The target
     function gets the schedule's `Input`, asynchronously; a failed invocation is retried as the
     target's RetryPolicy allows (at most 3 times here, 1 s apart) and then sent to its
-    DeadLetterConfig queue."""
+    DeadLetterConfig queue.
+
+    A rate that `rate_cap` shortened fires again only once its previous invocation has ended:
+    the sweep's 5 minutes are far above its longest run (its timeout), so on AWS it never runs
+    beside itself, while at a capped 5 s a sweep slowed by a busy machine would, and sweeps
+    piling up would take every instance of the timer function from the deadlines it serves."""
 
     def __init__(self, stack, scheduler, sqs, functions, log, interval=0.5, rate_cap=None):
         self.stack = stack
@@ -55,6 +60,8 @@ class Scheduler:
         self.next_rate = {}  # (group, name) -> epoch seconds of the next rate() fire
         self.warned = set()
         self.details = {}  # (group, name) -> ((created, modified), GetSchedule's answer)
+        self.running = set()  # (group, name) of capped rate() schedules whose invocation runs
+        self.lock = threading.Lock()
         self.stopping = threading.Event()
 
     def start(self):
@@ -101,6 +108,7 @@ class Scheduler:
 
     def _consider(self, group, name, s, now):
         expr = s["ScheduleExpression"]
+        fire, args = self._fire, (name, s["Target"])
         try:
             kind, value = parse_expression(expr, s.get("ScheduleExpressionTimezone"))
         except ValueError as e:
@@ -119,14 +127,29 @@ class Scheduler:
                 except ClientError:
                     pass
         else:
-            if self.rate_cap is not None:
-                value = min(value, self.rate_cap)
+            capped = self.rate_cap is not None and self.rate_cap < value
+            if capped:
+                value = self.rate_cap
             due = self.next_rate.setdefault((group, name), now + value)
             if now < due:
                 return
+            if capped:
+                with self.lock:
+                    if (group, name) in self.running:
+                        return  # fires at the first poll after its invocation ends
+                    self.running.add((group, name))
+                fire, args = self._fire_once, ((group, name), s["Target"])
             self.next_rate[(group, name)] = now + value
         self.log(f"schedule {group}/{name} ({expr}) fires")
-        threading.Thread(target=self._fire, args=(name, s["Target"]), daemon=True).start()
+        threading.Thread(target=fire, args=args, daemon=True).start()
+
+    def _fire_once(self, key, target):
+        """`_fire` of a capped rate schedule `key`, marked running until it ends."""
+        try:
+            self._fire(key[1], target)
+        finally:
+            with self.lock:
+                self.running.discard(key)
 
     def _fire(self, name, target):
         lid = self.stack.lid_by_arn(target["Arn"])

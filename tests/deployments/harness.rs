@@ -117,7 +117,8 @@ pub struct Fixture {
     pub retry: Arc<CaptureAgent>,
     /// While set, the `retry` agent refuses lapse tasks permanently (`-32602`).
     pub retry_broken: Arc<AtomicBool>,
-    /// The slow neighbour (answers held) and the quick one.
+    /// The slow neighbour (answers held; keeps its tasks, so a hold past the sender's timeout is
+    /// looked up, not sent again).
     pub slow: Arc<CaptureAgent>,
     /// The agent beside the slow one.
     pub quick: Arc<CaptureAgent>,
@@ -227,7 +228,7 @@ impl Fixture {
             withdraw: accept().await,
             retry,
             retry_broken,
-            slow: accept().await,
+            slow: keeping().await,
             quick: accept().await,
             crash: keeping().await,
             hooks: accept().await,
@@ -499,6 +500,18 @@ impl Deployment {
         }
     }
 
+    /// How long a lapse task may take to be recorded after the process sending it was killed
+    /// ([`Deployment::kill_sender`]): [`Deployment::patience`] plus the time the killed send's
+    /// record takes to come back (serve restarts on its database at once; on AWS the lapse
+    /// message returns only after the queue's visibility timeout, capped here at
+    /// `VISIBILITY_CAP`).
+    pub fn patience_after_a_kill(&self) -> Duration {
+        match self.backend {
+            Backend::Serve => self.patience(),
+            Backend::AwsLocal => self.patience() + Duration::from_secs(VISIBILITY_CAP),
+        }
+    }
+
     /// The HTTP client.
     pub fn http(&self) -> &reqwest::Client {
         &self.http
@@ -582,7 +595,18 @@ impl Deployment {
         id: &str,
         pred: impl Fn(&Value) -> bool,
     ) -> Option<Value> {
-        let end = Instant::now() + self.patience();
+        self.lapse_within(agent, id, pred, self.patience()).await
+    }
+
+    /// [`Deployment::lapse_when`] waiting up to `patience`.
+    pub async fn lapse_within(
+        &self,
+        agent: &str,
+        id: &str,
+        pred: impl Fn(&Value) -> bool,
+        patience: Duration,
+    ) -> Option<Value> {
+        let end = Instant::now() + patience;
         loop {
             if let Some(l) = self
                 .lapses_of(agent)

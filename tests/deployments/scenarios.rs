@@ -98,7 +98,21 @@ async fn first_sent(d: &Deployment, agent: &CaptureAgent, id: &str) -> String {
 
 /// The lapse of `id` once `GET /v1/lapses` shows it `delivery` (panics after the patience).
 async fn lapse_in(d: &Deployment, agent: &str, id: &str, delivery: &str) -> Value {
-    match d.lapse_when(agent, id, |l| l["delivery"] == delivery).await {
+    lapse_within(d, agent, id, delivery, d.patience()).await
+}
+
+/// [`lapse_in`] waiting up to `patience`.
+async fn lapse_within(
+    d: &Deployment,
+    agent: &str,
+    id: &str,
+    delivery: &str,
+    patience: Duration,
+) -> Value {
+    match d
+        .lapse_within(agent, id, |l| l["delivery"] == delivery, patience)
+        .await
+    {
         Some(l) => l,
         None => panic!(
             "{id} not {delivery} at GET /v1/lapses: {:#?}\n{}",

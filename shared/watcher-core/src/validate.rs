@@ -51,9 +51,13 @@ pub fn artifact(doc: &Value, declared: Option<&ExpectationsDeclaration>) -> Find
     let mut out = Findings::default();
     let carriers = carriers(doc);
     if carriers.is_empty() {
-        out.errors.push(
-            "(document): is not an Artifact, an artifactUpdate or a task (a JSON object with `parts`, `artifactUpdate.artifact` or `task`)".into(),
-        );
+        let mut error = "(document): is not an Artifact, an artifactUpdate or a task (a JSON object with `parts`, `artifactUpdate.artifact` or `task`)".to_string();
+        if doc.get("factKey").is_some() || doc.get("facts").is_some() {
+            error.push_str(
+                "; it looks like a fact report (`factKey`), which is posted to /v1/facts and not validated here",
+            );
+        }
+        out.errors.push(error);
         return out;
     }
     let mut seen_metadata = false;
@@ -228,6 +232,20 @@ mod tests {
     fn a_valid_artifact_has_no_errors() {
         let f = artifact(&artifact_with(json!([manifest()])), None);
         assert_eq!(f, Findings::default());
+    }
+
+    #[test]
+    fn a_fact_given_as_an_artifact_is_named_a_fact() {
+        let f = artifact(
+            &json!({ "factKey": "k", "observedAt": "2026-09-10T20:15:00Z",
+                     "subject": { "type": "shipment", "id": "PA-1" } }),
+            None,
+        );
+        assert_eq!(f.errors.len(), 1, "{f:?}");
+        assert!(f.errors[0].starts_with("(document): is not an Artifact"));
+        assert!(f.errors[0].contains("looks like a fact report"), "{f:?}");
+        let f = artifact(&json!({ "name": "x" }), None);
+        assert!(!f.errors[0].contains("fact report"), "{f:?}");
     }
 
     #[test]

@@ -72,6 +72,9 @@ pub struct Credentials {
     /// look-up's timing depends on a digest the caller cannot steer, and the match is confirmed
     /// with a constant-time comparison (`subtle`).
     tokens: HashMap<[u8; 32], Principal>,
+    /// The operator page's session value of each token ([`session_digest`]) → the token's
+    /// digest: the cookie carries the session value, never the token.
+    sessions: HashMap<[u8; 32], [u8; 32]>,
     /// (tenant, source id) → the source's webhook.
     hooks: HashMap<(Tenant, String), Arc<SourceWebhook>>,
     /// Source id → its webhook, for sources with a signature (the path alone names them).
@@ -115,8 +118,42 @@ impl Credentials {
                 principal.id
             ));
         }
+        self.sessions.insert(session_digest(&digest), digest);
         self.tokens.insert(digest, principal);
         Ok(())
+    }
+
+    /// The session value (64 lowercase hex digits) the operator page's cookie carries for
+    /// `token`, when the token is known: derived from the token's digest, so a cookie that leaks
+    /// names the session but not the token, and every instance (every Lambda) derives the same
+    /// one with no session kept anywhere. `None` for an unknown token.
+    pub fn session_of(&self, token: &str) -> Option<String> {
+        let digest = token_digest(token.trim());
+        self.tokens
+            .contains_key(&digest)
+            .then(|| hex::encode(session_digest(&digest)))
+    }
+
+    /// The holder of the session value `value` (as [`Credentials::session_of`] gave it), with
+    /// one of `roles`.
+    ///
+    /// # Errors
+    /// 401 when the value names no known token (a token removed from the configuration ends its
+    /// sessions); 403 for a holder of another kind, as [`Credentials::require`] answers it.
+    pub fn by_session(&self, value: &str, roles: &[Role]) -> Result<&Principal, ApiError> {
+        let unknown = || ApiError::unauthorized("the session is not known to this watcher");
+        let presented: [u8; 32] = hex::decode(value.trim())
+            .ok()
+            .and_then(|bytes| bytes.try_into().ok())
+            .ok_or_else(unknown)?;
+        let (stored, digest) = self
+            .sessions
+            .get_key_value(&presented)
+            .ok_or_else(unknown)?;
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(&stored[..], &presented[..])) {
+            return Err(unknown());
+        }
+        of_role(self.tokens.get(digest).ok_or_else(unknown)?, roles)
     }
 
     /// Registers a source's webhook settings.
@@ -203,18 +240,35 @@ impl Credentials {
         roles: &[Role],
         notification_token: bool,
     ) -> Result<&Principal, ApiError> {
-        let p = self.authenticate(headers, notification_token)?;
-        if roles.contains(&p.role) {
-            Ok(p)
-        } else {
-            let wanted: Vec<&str> = roles.iter().map(|r| r.noun()).collect();
-            Err(ApiError::forbidden(format!(
-                "this route is for {}; the credential is {}'s",
-                wanted.join(" or "),
-                p.role.noun()
-            )))
-        }
+        of_role(self.authenticate(headers, notification_token)?, roles)
     }
+}
+
+/// `p` when it holds one of `roles`.
+///
+/// # Errors
+/// 403 naming the roles wanted and the one held.
+fn of_role<'a>(p: &'a Principal, roles: &[Role]) -> Result<&'a Principal, ApiError> {
+    if roles.contains(&p.role) {
+        Ok(p)
+    } else {
+        let wanted: Vec<&str> = roles.iter().map(|r| r.noun()).collect();
+        Err(ApiError::forbidden(format!(
+            "this route is for {}; the credential is {}'s",
+            wanted.join(" or "),
+            p.role.noun()
+        )))
+    }
+}
+
+/// The operator page's session value for a token's digest: SHA-256 of a label of its own and
+/// the digest, so it is neither the token nor the digest the look-up keys on.
+fn session_digest(token_digest: &[u8; 32]) -> [u8; 32] {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(b"a2a-watcher operator-page session v1\0");
+    h.update(token_digest);
+    h.finalize().into()
 }
 
 /// SHA-256 of a token: how tokens are kept and looked up.

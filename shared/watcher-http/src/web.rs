@@ -169,7 +169,7 @@ fn login_page(status: StatusCode, message: Option<&str>) -> Response {
                     " "
                     button type="submit" { "Log in" }
                 }
-                p.note { "The token is kept in a cookie for this page only (HttpOnly, SameSite=Strict). Tools may send it as Authorization: Bearer instead." }
+                p.note { "Logging in keeps a session value derived from the token (not the token) in a cookie for this page only (HttpOnly, SameSite=Strict). Tools may send the token as Authorization: Bearer instead." }
             },
         ),
     )
@@ -182,23 +182,8 @@ fn error_page(who: &Principal, e: ApiError) -> Response {
     )
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<String> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    let bytes: Option<Vec<u8>> = (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect();
-    String::from_utf8(bytes?).ok()
-}
-
-/// The session cookie's token, if the request carries one.
-fn cookie_token(headers: &HeaderMap) -> Option<String> {
+/// The session cookie's value, if the request carries one.
+fn cookie_session(headers: &HeaderMap) -> Option<&str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -206,7 +191,7 @@ fn cookie_token(headers: &HeaderMap) -> Option<String> {
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == SESSION_COOKIE)
-        .and_then(|(_, value)| unhex(value))
+        .map(|(_, value)| value)
 }
 
 /// The operator behind the request: its `Authorization` header, else the session cookie.
@@ -217,9 +202,12 @@ fn operator(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError
             .require(headers, &[Role::Operator], false)
             .cloned();
     }
-    let token = cookie_token(headers)
+    let session = cookie_session(headers)
         .ok_or_else(|| ApiError::unauthorized("log in with an operator's token"))?;
-    as_operator(state, &token)
+    state
+        .credentials
+        .by_session(session, &[Role::Operator])
+        .cloned()
 }
 
 fn as_operator(state: &AppState, token: &str) -> Result<Principal, ApiError> {
@@ -302,9 +290,12 @@ async fn login(
     match as_operator(&state, &form.token) {
         Ok(_) => {
             let secure = if over_https(&headers) { "; Secure" } else { "" };
+            let session = state
+                .credentials
+                .session_of(&form.token)
+                .unwrap_or_default();
             let cookie = format!(
-                "{SESSION_COOKIE}={}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={COOKIE_MAX_AGE_SECS}{secure}",
-                hex(form.token.trim().as_bytes())
+                "{SESSION_COOKIE}={session}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={COOKIE_MAX_AGE_SECS}{secure}"
             );
             let mut r = Redirect::to("/ui").into_response();
             if let Ok(v) = HeaderValue::from_str(&cookie) {

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use tower::ServiceExt;
 use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
+use watcher_http::web::SESSION_COOKIE;
 use watcher_http::Role;
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::Store;
@@ -146,10 +147,33 @@ async fn login_sets_an_http_only_strict_cookie_and_pages_answer_html() {
         assert!(cookie.contains(part), "{cookie}");
     }
     assert!(!cookie.contains("Secure"));
-    assert!(
-        !cookie.contains(OPERATOR),
-        "the token is not kept as written"
-    );
+    // The cookie carries a session value: neither the token, nor its hex, nor its SHA-256.
+    let value = cookie
+        .split(';')
+        .next()
+        .and_then(|pair| pair.split_once('='))
+        .map(|(_, v)| v.to_string())
+        .unwrap();
+    assert_eq!(value.len(), 64, "{cookie}");
+    for leak in [
+        OPERATOR.to_string(),
+        hex::encode(OPERATOR),
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(OPERATOR)),
+    ] {
+        assert!(!cookie.contains(&leak), "the cookie shows {leak}: {cookie}");
+    }
+    // A session value made up, or the token's hex (what a cookie once carried), logs nobody in.
+    for forged in [hex::encode(OPERATOR), "ab".repeat(32), OPERATOR.to_string()] {
+        let (status, _, _) = send(
+            &app,
+            get(
+                "/ui/agents",
+                Some(("cookie", format!("{SESSION_COOKIE}={forged}"))),
+            ),
+        )
+        .await;
+        assert_eq!(status, 401, "{forged}");
+    }
     let (_, headers, _) = send(&app, login(OPERATOR, true)).await;
     assert!(headers[header::SET_COOKIE]
         .to_str()

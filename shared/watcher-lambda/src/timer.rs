@@ -372,12 +372,7 @@ pub async fn sweep<S: Store + ?Sized>(
         .unwrap_or(now);
     // Each agent's reads are by key and bounded; AGENTS_AT_ONCE agents at a time, so a sweep
     // over many agents takes about what its slowest reads take, not their sum.
-    let submitting: Vec<_> = watcher
-        .directory
-        .entries()
-        .into_iter()
-        .filter(|a| a.submits_lapses)
-        .collect();
+    let submitting = submitting_agents(watcher);
     let requeued: Vec<usize> = stream::iter(&submitting)
         .map(|agent| requeue_stuck(watcher, queue, agent, stale_before))
         .buffer_unordered(AGENTS_AT_ONCE)
@@ -427,6 +422,16 @@ pub async fn sweep<S: Store + ?Sized>(
         }
     }
     Ok(report)
+}
+
+/// The agents the watcher submits lapse tasks for, from its directory.
+fn submitting_agents<S: Store + ?Sized>(watcher: &Watcher<S>) -> Vec<AgentEntry> {
+    watcher
+        .directory
+        .entries()
+        .into_iter()
+        .filter(|a| a.submits_lapses)
+        .collect()
 }
 
 /// Re-queues `agent`'s lapse tasks still queued with their next attempt before `stale_before`,
@@ -480,12 +485,7 @@ pub async fn follow_due<S: Store + ?Sized>(
     following: &Following<'_>,
     now: Instant,
 ) -> usize {
-    let submitting: Vec<_> = watcher
-        .directory
-        .entries()
-        .into_iter()
-        .filter(|a| a.submits_lapses)
-        .collect();
+    let submitting = submitting_agents(watcher);
     let read: Vec<Vec<OutboxEntry>> = stream::iter(&submitting)
         .map(|agent| async move {
             watcher

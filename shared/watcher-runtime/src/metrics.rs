@@ -134,10 +134,7 @@ pub async fn open_expectations<S: Records + ?Sized>(
     agent: &AgentId,
     now: Instant,
 ) -> Result<u64, StoreError> {
-    let mut scope = Scope::default();
-    scope.agents.insert(agent.clone());
-    let slice = store.load(tenant, &scope, now).await?;
-    Ok(slice.agent_live.get(agent).copied().unwrap_or(0))
+    live_count(store, tenant, agent, now, None).await
 }
 
 /// The agent's open expectations as its live-row counter holds them, without counting: every
@@ -157,9 +154,23 @@ pub async fn open_expectations_by_counter<S: Records + ?Sized>(
     agent: &AgentId,
     now: Instant,
 ) -> Result<u64, StoreError> {
+    live_count(store, tenant, agent, now, Some(u64::MAX)).await
+}
+
+/// The agent's live count as the store's load answers it; with `live_enough`, the store may
+/// answer from its counter when the counter is at least that ([`Scope::live_enough`]).
+async fn live_count<S: Records + ?Sized>(
+    store: &S,
+    tenant: &Tenant,
+    agent: &AgentId,
+    now: Instant,
+    live_enough: Option<u64>,
+) -> Result<u64, StoreError> {
     let mut scope = Scope::default();
     scope.agents.insert(agent.clone());
-    scope.live_enough.insert(agent.clone(), u64::MAX);
+    if let Some(enough) = live_enough {
+        scope.live_enough.insert(agent.clone(), enough);
+    }
     let slice = store.load(tenant, &scope, now).await?;
     Ok(slice.agent_live.get(agent).copied().unwrap_or(0))
 }
