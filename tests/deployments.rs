@@ -184,6 +184,13 @@ async fn measure_burst(backend: Backend) {
         b.arrived,
         b.duplicates
     );
+    for (i, (first, last)) in b.agents.iter().enumerate() {
+        eprintln!(
+            "[{}] agent {i:2}: first {first:.2} s, last {last:.2} s ({:.2} s apart)",
+            backend.name(),
+            last - first
+        );
+    }
     let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("burst-{}.log", backend.name()));
     std::fs::write(&log, deployment.full_log().await).expect("write the deployment's log");

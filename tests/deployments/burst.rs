@@ -29,6 +29,8 @@ pub struct Burst {
     pub arrived: usize,
     /// `SendMessage` requests beyond one per `messageId`.
     pub duplicates: usize,
+    /// Per agent, in fixture order: when its first and its last lapse task arrived.
+    pub agents: Vec<(f64, f64)>,
 }
 
 /// Raises 10 expectations on each burst agent (each on its own subject, one push per agent),
@@ -68,14 +70,19 @@ pub async fn run(d: Arc<Deployment>, f: Arc<Fixture>, lead: u64, patience: Durat
     let want = f.burst.len() * PER_AGENT;
     let mut arrivals: Vec<f64> = Vec::new();
     let mut seen = BTreeSet::new();
+    let mut agents = vec![(f64::NAN, f64::NAN); f.burst.len()];
     let end = deadline + patience;
     while seen.len() < want && Instant::now() < end {
         let now = Instant::now();
         let since = now.saturating_duration_since(deadline).as_secs_f64();
-        for a in &f.burst {
+        for (a, (first, last)) in f.burst.iter().zip(agents.iter_mut()) {
             for id in a.sent_message_ids() {
                 if seen.insert(id) {
                     arrivals.push(since);
+                    if first.is_nan() {
+                        *first = since;
+                    }
+                    *last = since;
                 }
             }
         }
@@ -91,5 +98,6 @@ pub async fn run(d: Arc<Deployment>, f: Arc<Fixture>, lead: u64, patience: Durat
         last: at(arrivals.len().saturating_sub(1)),
         arrived: seen.len(),
         duplicates: sends - seen.len(),
+        agents,
     }
 }

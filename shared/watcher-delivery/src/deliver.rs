@@ -258,7 +258,7 @@ impl Submitter {
     }
 
     /// Where rate tokens are taken: the shared buckets when given, else [`Self::limiter`].
-    fn buckets(&self) -> &dyn RateBuckets {
+    pub fn buckets(&self) -> &dyn RateBuckets {
         match &self.buckets {
             Some(b) => b.as_ref(),
             None => &self.limiter,
@@ -340,6 +340,28 @@ impl Submitter {
         &self,
         store: &S,
         endpoints: &E,
+        key: (&Tenant, &AgentId, &str),
+        found: Option<OutboxEntry>,
+        now: Instant,
+    ) -> Result<EntryOutcome, StoreError>
+    where
+        S: Outbox + ?Sized,
+        E: Endpoints + ?Sized,
+    {
+        self.deliver_read_with(store, endpoints, self.buckets(), key, found, now)
+            .await
+    }
+
+    /// [`Submitter::deliver_read`] taking its rate token from `buckets` (tokens the caller took
+    /// for a batch at once, [`crate::rate::Prepaid`]) instead of [`Submitter::buckets`].
+    ///
+    /// # Errors
+    /// As [`Submitter::deliver_read`].
+    pub async fn deliver_read_with<S, E>(
+        &self,
+        store: &S,
+        endpoints: &E,
+        buckets: &dyn RateBuckets,
         (tenant, agent, message_id): (&Tenant, &AgentId, &str),
         found: Option<OutboxEntry>,
         now: Instant,
@@ -351,7 +373,7 @@ impl Submitter {
         match prepare_read(
             store,
             endpoints,
-            self.buckets(),
+            buckets,
             (tenant, agent, message_id),
             Found::Read(found),
             now,
@@ -406,6 +428,56 @@ impl Submitter {
         S: Outbox + ?Sized,
         E: Endpoints + ?Sized,
     {
+        self.deliver_copy_with(store, endpoints, self.buckets(), copy, now)
+            .await
+    }
+
+    /// [`Submitter::deliver_copy`] taking its rate token from `buckets` (tokens the caller took
+    /// for a batch at once, [`crate::rate::Prepaid`]) instead of [`Submitter::buckets`].
+    ///
+    /// # Errors
+    /// As [`Submitter::deliver_copy`].
+    pub async fn deliver_copy_with<S, E>(
+        &self,
+        store: &S,
+        endpoints: &E,
+        buckets: &dyn RateBuckets,
+        copy: OutboxEntry,
+        now: Instant,
+    ) -> Result<Option<EntryOutcome>, StoreError>
+    where
+        S: Outbox + ?Sized,
+        E: Endpoints + ?Sized,
+    {
+        match self
+            .deliver_copy_unrecorded(store, endpoints, buckets, copy, now)
+            .await?
+        {
+            None => Ok(None),
+            Some(Posted::Done(outcome)) => Ok(Some(outcome)),
+            Some(Posted::Unrecorded(unrecorded)) => (*unrecorded).record(store).await.map(Some),
+        }
+    }
+
+    /// [`Submitter::deliver_copy_with`] up to the agent's answer: a lapse task posted comes back
+    /// [`Posted::Unrecorded`], for the caller to write ([`Unrecorded::record`]) while it goes on
+    /// to the next (the SQS-fed submitter's lanes write one lapse task's record while claiming
+    /// the next).
+    ///
+    /// # Errors
+    /// A [`StoreError`] claiming the entry.
+    pub async fn deliver_copy_unrecorded<S, E>(
+        &self,
+        store: &S,
+        endpoints: &E,
+        buckets: &dyn RateBuckets,
+        copy: OutboxEntry,
+        now: Instant,
+    ) -> Result<Option<Posted>, StoreError>
+    where
+        S: Outbox + ?Sized,
+        E: Endpoints + ?Sized,
+    {
         let (tenant, agent, message_id) = (
             copy.tenant.clone(),
             copy.agent.clone(),
@@ -414,7 +486,7 @@ impl Submitter {
         let prepared = prepare_read(
             store,
             endpoints,
-            self.buckets(),
+            buckets,
             (&tenant, &agent, &message_id),
             Found::Copy(copy),
             now,
@@ -430,7 +502,7 @@ impl Submitter {
             return Ok(None);
         };
         let span = lapse_task_span(&entry);
-        post_claimed(
+        post_unrecorded(
             store,
             &self.client,
             &self.policy,

@@ -71,6 +71,37 @@ pub fn gcra(limit: RateLimit, tat: Option<i128>, now: Instant) -> Result<Option<
     Ok(Some(tat + interval))
 }
 
+/// Up to `n` GCRA steps at once, pure: what `n` calls of [`gcra`] at `now` would take, stopping
+/// at the first refusal. Answers `Ok((k, Some(tat')))` when `k` tokens (1 ≤ `k` ≤ `n`) are taken
+/// (keep `tat'`), `Ok((n, None))` when `limit` is unlimited, or `Err(at)`, the earliest instant a
+/// token is free, when not even one is (keep nothing). `n` of 0 counts as 1.
+///
+/// # Errors
+/// `Err(at)` as above.
+pub fn gcra_many(
+    limit: RateLimit,
+    tat: Option<i128>,
+    now: Instant,
+    n: u32,
+) -> Result<(u32, Option<i128>), Instant> {
+    let n = n.max(1);
+    let Some(interval) = limit.interval_nanos() else {
+        return Ok((n, None));
+    };
+    let tolerance = interval * i128::from(limit.burst.max(1) - 1);
+    let t = now.as_nanos();
+    let tat = tat.unwrap_or(t).max(t);
+    // The j-th token (from 0) is free when `tat + j * interval - tolerance <= t`.
+    let room = t + tolerance - tat;
+    if room < 0 {
+        return Err(Instant::from_nanos(tat - tolerance).unwrap_or(now));
+    }
+    let k = u32::try_from(room / interval + 1)
+        .unwrap_or(u32::MAX)
+        .min(n);
+    Ok((k, Some(tat + i128::from(k) * interval)))
+}
+
 /// Why a shared bucket could not be consulted.
 #[derive(Debug, thiserror::Error)]
 #[error("rate bucket unavailable: {0}")]
@@ -91,6 +122,81 @@ pub trait RateBuckets: Send + Sync {
         agent: &AgentId,
         now: Instant,
     ) -> Result<Result<(), Instant>, BucketError>;
+
+    /// Takes up to `n` tokens at once for submissions to `agent` of `tenant` at `now`, as `n`
+    /// calls of [`RateBuckets::try_acquire`] would, stopping at the first refusal: `Ok(Ok(k))`,
+    /// `1 ≤ k ≤ n`, tokens taken. The default asks one token at a time; a shared store answers
+    /// with one conditional write ([`gcra_many`]). A token taken and not used is spent: the
+    /// agent is sent less, never more, than its rate.
+    ///
+    /// # Errors
+    /// As [`RateBuckets::try_acquire`]: `Ok(Err(at))` when not even one token is free.
+    async fn try_acquire_many(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        n: u32,
+        now: Instant,
+    ) -> Result<Result<u32, Instant>, BucketError> {
+        let mut taken = 0;
+        while taken < n.max(1) {
+            match self.try_acquire(tenant, agent, now).await? {
+                Ok(()) => taken += 1,
+                Err(at) if taken == 0 => return Ok(Err(at)),
+                Err(_) => break,
+            }
+        }
+        Ok(Ok(taken))
+    }
+}
+
+/// Tokens already taken for one (tenant, agent) ([`RateBuckets::try_acquire_many`]), handed out
+/// before `inner` is asked: the SQS-fed submitter takes a batch's tokens for an agent at once
+/// rather than one write per lapse task.
+pub struct Prepaid<'a> {
+    inner: &'a dyn RateBuckets,
+    tenant: Tenant,
+    agent: AgentId,
+    left: std::sync::atomic::AtomicU32,
+}
+
+impl<'a> Prepaid<'a> {
+    /// `left` tokens of `agent` of `tenant`, then `inner`'s.
+    pub fn new(inner: &'a dyn RateBuckets, tenant: Tenant, agent: AgentId, left: u32) -> Self {
+        Prepaid {
+            inner,
+            tenant,
+            agent,
+            left: std::sync::atomic::AtomicU32::new(left),
+        }
+    }
+
+    /// Tokens not handed out yet.
+    pub fn left(&self) -> u32 {
+        self.left.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+#[async_trait::async_trait]
+impl RateBuckets for Prepaid<'_> {
+    async fn try_acquire(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        now: Instant,
+    ) -> Result<Result<(), Instant>, BucketError> {
+        use std::sync::atomic::Ordering;
+        if *tenant == self.tenant
+            && *agent == self.agent
+            && self
+                .left
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Ok(Ok(()));
+        }
+        self.inner.try_acquire(tenant, agent, now).await
+    }
 }
 
 #[async_trait::async_trait]
@@ -102,6 +208,16 @@ impl RateBuckets for RateLimiter {
         now: Instant,
     ) -> Result<Result<(), Instant>, BucketError> {
         Ok(RateLimiter::try_acquire(self, tenant, agent, now))
+    }
+
+    async fn try_acquire_many(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        n: u32,
+        now: Instant,
+    ) -> Result<Result<u32, Instant>, BucketError> {
+        Ok(RateLimiter::try_acquire_many(self, tenant, agent, n, now))
     }
 }
 
@@ -158,6 +274,27 @@ impl RateLimiter {
             map.insert(key, next);
         }
         Ok(())
+    }
+
+    /// Takes up to `n` tokens at once for `agent` of `tenant` at `now` ([`gcra_many`]): the
+    /// number taken, at least 1.
+    ///
+    /// # Errors
+    /// `Err(at)` when not even one token is free: `at` is the earliest instant one is.
+    pub fn try_acquire_many(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        n: u32,
+        now: Instant,
+    ) -> Result<u32, Instant> {
+        let mut map = self.tat.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (tenant.clone(), agent.clone());
+        let (k, next) = gcra_many(self.limit, map.get(&key).copied(), now, n)?;
+        if let Some(next) = next {
+            map.insert(key, next);
+        }
+        Ok(k)
     }
 
     /// Time until a token is free for `agent` at `now` (zero when one is free now).
@@ -275,6 +412,109 @@ mod tests {
             Ok(Some(at("2026-09-10T21:00:01Z").as_nanos()))
         );
         assert_eq!(gcra(RateLimit::unlimited(), None, t0), Ok(None));
+    }
+
+    /// Many tokens at once take exactly what as many single steps would, and stop where they
+    /// would be refused.
+    #[test]
+    fn many_at_once_is_many_single_steps() {
+        let limit = RateLimit {
+            per_minute: 60,
+            burst: 3,
+        };
+        let t0 = at("2026-09-10T20:00:00Z");
+        let second = 1_000_000_000i128;
+        assert_eq!(
+            gcra_many(limit, None, t0, 2),
+            Ok((2, Some(t0.as_nanos() + 2 * second)))
+        );
+        // Three of ten: the bucket holds three.
+        assert_eq!(
+            gcra_many(limit, None, t0, 10),
+            Ok((3, Some(t0.as_nanos() + 3 * second)))
+        );
+        assert_eq!(
+            gcra_many(limit, Some(t0.as_nanos() + 3 * second), t0, 10),
+            Err(at("2026-09-10T20:00:01Z"))
+        );
+        assert_eq!(
+            gcra_many(RateLimit::unlimited(), None, t0, 7),
+            Ok((7, None))
+        );
+        let (t, a) = key();
+        let rl = RateLimiter::new(limit);
+        assert_eq!(rl.try_acquire_many(&t, &a, 2, t0), Ok(2));
+        assert_eq!(rl.try_acquire_many(&t, &a, 2, t0), Ok(1));
+        assert_eq!(rl.try_acquire(&t, &a, t0), Err(at("2026-09-10T20:00:01Z")));
+    }
+
+    proptest::proptest! {
+        /// `gcra_many` of n is n steps of `gcra`, stopping at the first refusal, for any limit,
+        /// state and instant.
+        #[test]
+        fn many_equals_steps(
+            per_minute in 1u32..10_000,
+            burst in 0u32..50,
+            offset in -5_000_000_000i128..5_000_000_000i128,
+            seen in proptest::bool::ANY,
+            n in 1u32..60,
+        ) {
+            let limit = RateLimit { per_minute, burst };
+            let now = at("2026-09-10T20:00:00Z");
+            let start = seen.then(|| now.as_nanos() + offset);
+            let mut tat = start;
+            let mut taken = 0u32;
+            let mut refused = None;
+            while taken < n {
+                match gcra(limit, tat, now) {
+                    Ok(next) => {
+                        tat = next;
+                        taken += 1;
+                    }
+                    Err(at) => {
+                        refused = Some(at);
+                        break;
+                    }
+                }
+            }
+            let many = gcra_many(limit, start, now, n);
+            if taken == 0 {
+                proptest::prop_assert_eq!(many, Err(refused.unwrap()));
+            } else {
+                proptest::prop_assert_eq!(many, Ok((taken, tat)));
+            }
+        }
+    }
+
+    /// Prepaid tokens go first, to their own agent only; then the inner buckets answer.
+    #[tokio::test]
+    async fn prepaid_tokens_go_first() {
+        let (t, a) = key();
+        let other = AgentId::parse("ops").unwrap();
+        let inner = RateLimiter::new(RateLimit {
+            per_minute: 60,
+            burst: 1,
+        });
+        let t0 = at("2026-09-10T20:00:00Z");
+        let prepaid = Prepaid::new(&inner, t.clone(), a.clone(), 2);
+        for _ in 0..2 {
+            assert!(matches!(prepaid.try_acquire(&t, &a, t0).await, Ok(Ok(()))));
+        }
+        assert_eq!(prepaid.left(), 0);
+        // Now the inner bucket's one token, then a refusal.
+        assert!(matches!(prepaid.try_acquire(&t, &a, t0).await, Ok(Ok(()))));
+        assert!(matches!(prepaid.try_acquire(&t, &a, t0).await, Ok(Err(_))));
+        // Another agent never takes the prepaid ones.
+        let prepaid = Prepaid::new(&inner, t.clone(), a.clone(), 5);
+        assert!(matches!(
+            prepaid.try_acquire(&t, &other, t0).await,
+            Ok(Ok(()))
+        ));
+        assert!(matches!(
+            prepaid.try_acquire(&t, &other, t0).await,
+            Ok(Err(_))
+        ));
+        assert_eq!(prepaid.left(), 5);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
-use watcher_delivery::rate::{gcra, BucketError, RateBuckets, RateLimit};
+use watcher_delivery::rate::{gcra_many, BucketError, RateBuckets, RateLimit};
 
 /// Reads and conditional writes one token may take before the caller is told to wait a token's
 /// interval instead (only under heavy contention on one agent).
@@ -82,36 +82,64 @@ impl RateBuckets for DynamoRateBuckets {
         agent: &AgentId,
         now: Instant,
     ) -> Result<Result<(), Instant>, BucketError> {
+        Ok(self.take(tenant, agent, 1, now).await?.map(|_| ()))
+    }
+
+    async fn try_acquire_many(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        n: u32,
+        now: Instant,
+    ) -> Result<Result<u32, Instant>, BucketError> {
+        self.take(tenant, agent, n, now).await
+    }
+}
+
+impl DynamoRateBuckets {
+    /// Takes up to `n` tokens of `agent` of `tenant` at `now` ([`gcra_many`]) by the conditional
+    /// writes the module describes: `Ok(Ok(k))` tokens taken, `Ok(Err(at))` when none is free.
+    async fn take(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        n: u32,
+        now: Instant,
+    ) -> Result<Result<u32, Instant>, BucketError> {
         if self.limit.per_minute == 0 {
-            return Ok(Ok(()));
+            return Ok(Ok(n.max(1)));
         }
         let pk = watcher_store_dynamodb::rate_pk(tenant, agent);
         // The stored `tat`, once a failed write has told it (`None`: not known yet, so the first
         // write assumes an idle bucket).
         let mut known: Option<i128> = None;
         for _ in 0..MAX_ROUNDS {
-            let put = match known {
+            let (taken, put) = match known {
                 None => {
-                    // Idle (or absent): gcra gives `now + interval` whatever the stored `tat`.
-                    let Ok(Some(next)) = gcra(self.limit, None, now) else {
-                        return Ok(Ok(()));
+                    // Idle (or absent): gcra gives the same whatever the stored `tat` up to now.
+                    let Ok((k, Some(next))) = gcra_many(self.limit, None, now, n) else {
+                        return Ok(Ok(n.max(1)));
                     };
-                    self.put(&pk, tenant, agent, next)
+                    let put = self
+                        .put(&pk, tenant, agent, next)
                         .condition_expression("attribute_not_exists(pk) OR tat <= :now")
                         .expression_attribute_values(
                             ":now",
                             AttributeValue::N(now.as_nanos().to_string()),
-                        )
+                        );
+                    (k, put)
                 }
                 Some(old) => {
-                    let next = match gcra(self.limit, Some(old), now) {
+                    let (k, next) = match gcra_many(self.limit, Some(old), now, n) {
                         Err(at) => return Ok(Err(at)),
-                        Ok(None) => return Ok(Ok(())),
-                        Ok(Some(next)) => next,
+                        Ok((k, None)) => return Ok(Ok(k)),
+                        Ok((k, Some(next))) => (k, next),
                     };
-                    self.put(&pk, tenant, agent, next)
+                    let put = self
+                        .put(&pk, tenant, agent, next)
                         .condition_expression("tat = :old")
-                        .expression_attribute_values(":old", AttributeValue::N(old.to_string()))
+                        .expression_attribute_values(":old", AttributeValue::N(old.to_string()));
+                    (k, put)
                 }
             };
             match put
@@ -121,7 +149,7 @@ impl RateBuckets for DynamoRateBuckets {
                 .send()
                 .await
             {
-                Ok(_) => return Ok(Ok(())),
+                Ok(_) => return Ok(Ok(taken)),
                 Err(e)
                     if e.as_service_error()
                         .is_some_and(|se| se.is_conditional_check_failed_exception()) =>

@@ -16,8 +16,9 @@ use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
-use watcher_delivery::deliver::{EntryOutcome, Submitter};
+use watcher_delivery::deliver::{EntryOutcome, Posted, Submitter, Unrecorded};
 use watcher_delivery::endpoint::Endpoints;
+use watcher_delivery::rate::Prepaid;
 use watcher_delivery::reconcile::Reconciler;
 use watcher_runtime::ports::PortError;
 use watcher_runtime::store::{DeliveryState, OutboxEntry, Store, StoreError};
@@ -241,8 +242,13 @@ where
     E: Endpoints + ?Sized,
 {
     let mut handed_back = Vec::new();
+    // The lane's rate tokens at once: one conditional write for its first receives, not one or
+    // two for each (a token taken and not used is spent: the agent is sent less, never more).
+    let buckets = prepay(submitter, &tenant, &agent, &items, now).await;
     // Once a message is handed back, the lane stops: later ones come back with it, at its time.
     let mut stopped: Option<Option<u32>> = None;
+    // The last lapse task posted by its copy, its record written while the next is claimed.
+    let mut pending: Option<Pending> = None;
     for LaneItem {
         position,
         record,
@@ -266,23 +272,66 @@ where
         // First by the message's copy, with no read: the origin check goes by it (a stale copy
         // costs at most a needless `GetTask`; a withdrawal re-reads the entry it marks), and the
         // claim's write confirms it. A copy the claim does not confirm falls through to the read
-        // below.
+        // below. The previous lapse task's record is written meanwhile: its answer is known, so
+        // the agent's order holds whatever the write comes to.
         if let Some(copy) = copy {
-            let delivered = match origin_allows(reconciler, &copy, now).await {
-                Ok(false) => continue,
-                Ok(true) => submitter
-                    .deliver_copy(store, endpoints, copy, now)
-                    .await
-                    .transpose(),
-                Err(e) => Some(Err(e)),
-            };
-            if let Some(delivered) = delivered {
-                if let Some(seconds) = next_of(delivered, &message_id, now) {
-                    stopped = Some(seconds);
-                    handed_back.push(back(seconds));
+            let step = async {
+                match origin_allows(reconciler, &copy, now).await {
+                    Ok(false) => Ok(None),
+                    Ok(true) => submitter
+                        .deliver_copy_unrecorded(store, endpoints, &buckets, copy, now)
+                        .await
+                        .map(|posted| Some(posted.map_or(Step::Unconfirmed, Step::Posted))),
+                    Err(e) => Err(e),
                 }
-                continue;
+            };
+            let (previous, step) =
+                futures_util::future::join(flush(store, pending.take()), step).await;
+            if let Some(failed) = previous {
+                // Its record failed: the store is failing; this one goes on, no more after it.
+                handed_back.extend(failed);
+                stopped = Some(None);
             }
+            match step {
+                // Withdrawn before sending.
+                Ok(None) => continue,
+                Ok(Some(Step::Posted(Posted::Done(outcome)))) => {
+                    if let Some(seconds) = next_of(Ok(outcome), &message_id, now) {
+                        stopped = Some(seconds);
+                        handed_back.push(back(seconds));
+                    }
+                    continue;
+                }
+                Ok(Some(Step::Posted(Posted::Unrecorded(unrecorded)))) => {
+                    let on_failure =
+                        match next_of(Ok(unrecorded.outcome().clone()), &message_id, now) {
+                            Some(seconds) => {
+                                stopped = Some(seconds);
+                                handed_back.push(back(seconds));
+                                None
+                            }
+                            None => Some(back(None)),
+                        };
+                    pending = Some(Pending {
+                        unrecorded,
+                        on_failure,
+                    });
+                    continue;
+                }
+                Ok(Some(Step::Unconfirmed)) => {}
+                Err(e) => {
+                    if let Some(seconds) = next_of(Err(e), &message_id, now) {
+                        stopped = Some(seconds);
+                        handed_back.push(back(seconds));
+                    }
+                    continue;
+                }
+            }
+        } else if let Some(failed) = flush(store, pending.take()).await {
+            handed_back.extend(failed);
+            stopped = Some(None);
+            handed_back.push(back(None));
+            continue;
         }
         // The entry is read once: the origin check and the send both go by this read (a
         // stale one costs the claim a read, never a second send).
@@ -303,7 +352,14 @@ where
             Ok(false) => continue,
             Ok(true) => {
                 submitter
-                    .deliver_read(store, endpoints, (&tenant, &agent, &message_id), found, now)
+                    .deliver_read_with(
+                        store,
+                        endpoints,
+                        &buckets,
+                        (&tenant, &agent, &message_id),
+                        found,
+                        now,
+                    )
                     .await
             }
             Err(e) => Err(e),
@@ -313,7 +369,74 @@ where
             handed_back.push(back(seconds));
         }
     }
+    if let Some(failed) = flush(store, pending.take()).await {
+        handed_back.extend(failed);
+    }
     handed_back
+}
+
+/// What a lane's step by a message's copy came to.
+enum Step {
+    /// Claimed by the copy, and posted or settled.
+    Posted(Posted),
+    /// The claim did not confirm the copy: the entry is read.
+    Unconfirmed,
+}
+
+/// A lapse task posted and not yet recorded ([`Unrecorded`]), and the message's hand-back should
+/// its record fail (`None` when it was handed back already).
+struct Pending {
+    unrecorded: Box<Unrecorded>,
+    on_failure: Option<HandedBack>,
+}
+
+/// Writes `pending`'s record: `None` when there was none or it was written; `Some` with the
+/// message to hand back (if not handed back already) when the write failed (logged by
+/// [`Unrecorded::record`]; the entry stays claimed with its attempt started, and is looked for
+/// with `ListTasks` when the message comes back).
+async fn flush<S>(store: &S, pending: Option<Pending>) -> Option<Option<HandedBack>>
+where
+    S: Store + ?Sized,
+{
+    let Pending {
+        unrecorded,
+        on_failure,
+    } = pending?;
+    match (*unrecorded).record(store).await {
+        Ok(_) => None,
+        Err(_) => Some(on_failure),
+    }
+}
+
+/// The rate tokens of a lane of `agent` of `tenant` ([`Prepaid`]): as many as its messages whose
+/// copies are queued and due at `now` (those about to be sent), taken at once from the
+/// submitter's buckets when there are two or more; none when the bucket is empty or cannot be
+/// reached (each message then asks for its own, as before, and is deferred or handed back).
+async fn prepay<'a>(
+    submitter: &'a Submitter,
+    tenant: &Tenant,
+    agent: &AgentId,
+    items: &[LaneItem],
+    now: Instant,
+) -> Prepaid<'a> {
+    let due = items
+        .iter()
+        .filter_map(|i| i.copy.as_ref())
+        .filter(|c| c.delivery == DeliveryState::Queued && c.next_attempt_at <= now)
+        .count();
+    let buckets = submitter.buckets();
+    let taken = match u32::try_from(due) {
+        Ok(n) if n >= 2 => match buckets.try_acquire_many(tenant, agent, n, now).await {
+            Ok(Ok(k)) => k,
+            Ok(Err(_)) => 0,
+            Err(e) => {
+                tracing::debug!(error = %e, "could not take the lane's rate tokens at once; one at a time");
+                0
+            }
+        },
+        _ => 0,
+    };
+    Prepaid::new(buckets, tenant.clone(), agent.clone(), taken)
 }
 
 /// Whether a lapse message whose delivery came to `delivered` (logged here) goes back to the

@@ -165,3 +165,47 @@ async fn a_token_is_taken_without_reading_the_bucket() {
     ));
     assert_eq!(count(e.requests.take()), put(1));
 }
+
+/// A batch's tokens for an agent are taken at once (the submitter's lanes): an idle bucket
+/// grants up to `burst` with one `PutItem`, a bucket in use with two; concurrent takers of
+/// several tokens each are granted exactly `burst` in all.
+#[tokio::test]
+async fn many_tokens_are_taken_with_one_write_and_never_beyond_burst() {
+    let e = crate::common::emulator("rate-many").await;
+    let buckets = DynamoRateBuckets::new(e.ddb.clone(), &e.name, LIMIT);
+    let t = Tenant::default_tenant();
+    let busy = AgentId::parse("busy").unwrap();
+    e.requests.take();
+    let puts = |n: u64| vec![("DynamoDB PutItem".to_string(), n)];
+    let taken = buckets.try_acquire_many(&t, &busy, 2, t0()).await;
+    assert!(matches!(taken, Ok(Ok(2))), "{taken:?}");
+    assert_eq!(e.requests.take().into_iter().collect::<Vec<_>>(), puts(1));
+    // One left of the burst of three: asking five takes it, with the failed write and one more.
+    let taken = buckets.try_acquire_many(&t, &busy, 5, t0()).await;
+    assert!(matches!(taken, Ok(Ok(1))), "{taken:?}");
+    assert_eq!(e.requests.take().into_iter().collect::<Vec<_>>(), puts(2));
+    let refused = buckets.try_acquire_many(&t, &busy, 5, t0()).await;
+    assert!(matches!(refused, Ok(Err(at)) if at > t0()), "{refused:?}");
+
+    let handles = [
+        DynamoRateBuckets::new(e.ddb.clone(), &e.name, LIMIT),
+        DynamoRateBuckets::new(e.ddb.clone(), &e.name, LIMIT),
+    ];
+    let racing = AgentId::parse("racing").unwrap();
+    let results = futures_util::future::join_all(
+        (0..12).map(|n| handles[n % 2].try_acquire_many(&t, &racing, 2, t0())),
+    )
+    .await;
+    let granted: u32 = results
+        .iter()
+        .map(|r| match r {
+            Ok(Ok(k)) => *k,
+            Ok(Err(at)) => {
+                assert!(*at > t0(), "a refusal names a later instant");
+                0
+            }
+            Err(e) => panic!("bucket failed: {e}"),
+        })
+        .sum();
+    assert_eq!(granted, LIMIT.burst, "exactly the burst across every taker");
+}

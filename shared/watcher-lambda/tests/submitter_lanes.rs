@@ -162,7 +162,20 @@ fn a_message_returns_at_its_next_attempt_rounded_up_within_sqs_bounds() {
 /// (`bash infra/moto.sh`, `AWS_ENDPOINT_URL`).
 #[tokio::test]
 async fn two_submitters_handed_one_batch_send_each_message_once() {
-    let (ddb, table) = emulator_table("two-submitters").await;
+    two_submitters_handed_one_batch("two-submitters", false).await;
+}
+
+/// The same with the batch's first receives, sent by their copies (a lapse task's record
+/// written while the next is claimed).
+#[tokio::test]
+async fn two_submitters_handed_one_batch_of_copies_send_each_message_once() {
+    two_submitters_handed_one_batch("two-submitters-copies", true).await;
+}
+
+/// Two invocations handed the same batch of ten lapse tasks of one agent at once (`copies`: as
+/// first receives carrying their entries).
+async fn two_submitters_handed_one_batch(name: &str, copies: bool) {
+    let (ddb, table) = emulator_table(name).await;
     let store = std::sync::Arc::new(watcher_store_dynamodb::DynamoStore::new(ddb, &table, 30));
     let ids: Vec<String> = (0..10).map(|n| format!("lapse:e{n}")).collect();
     store
@@ -200,8 +213,19 @@ async fn two_submitters_handed_one_batch_send_each_message_once() {
             .await
         })
     };
-    let a = invocation(sqs_event(&batch));
-    let b = invocation(sqs_event(&batch));
+    let event = || {
+        if copies {
+            first_receives(
+                &ids.iter()
+                    .map(|id| entry("booking", id))
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            sqs_event(&batch)
+        }
+    };
+    let a = invocation(event());
+    let b = invocation(event());
     // Both invocations are posting, or refused, before the agent answers anything.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     agent.hold(false);
@@ -229,4 +253,168 @@ async fn two_submitters_handed_one_batch_send_each_message_once() {
         assert_eq!(stored.delivery, DeliveryState::Sent, "{id}");
         assert_eq!(stored.lease, None, "{id}: released");
     }
+}
+
+/// The lapse queue's SQS event handing over `entries` as their messages' first receives: each
+/// body carries its entry as queued (`QueueMessage::entry`), `ApproximateReceiveCount` 1.
+fn first_receives(entries: &[OutboxEntry]) -> SqsEvent {
+    let records: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|e| {
+            let body = serde_json::to_string(&watcher_aws::QueueMessage::from(e)).unwrap();
+            serde_json::json!({ "messageId": format!("sqs-{}", e.message_id),
+                    "receiptHandle": format!("r-{}", e.message_id), "body": body,
+                    "attributes": { "ApproximateReceiveCount": "1" }, "messageAttributes": {},
+                    "eventSource": "aws:sqs", "awsRegion": "us-east-1",
+                    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lapses.fifo" })
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({ "Records": records })).unwrap()
+}
+
+/// An agent's first receives take the lane's rate tokens at once, and each lapse task's record
+/// is written while the next is claimed: within the burst they go in order and are recorded
+/// `sent`; beyond it the next waits for a token (handed back to come back when one is free),
+/// and so does every later one of the agent's. Needs the emulator (`bash infra/moto.sh`,
+/// `AWS_ENDPOINT_URL`): the copies are claimed by DynamoDB's conditional writes.
+#[tokio::test]
+async fn a_lanes_tokens_are_taken_at_once_and_every_send_is_recorded() {
+    let agent =
+        spawn_capture_agent(Behaviour::always(Reply::task("t-1", TaskState::Submitted))).await;
+    let entries: Vec<OutboxEntry> = ["m1", "m2", "m3", "m4"]
+        .iter()
+        .map(|id| entry("busy", id))
+        .collect();
+    let e = crate::common::emulator("lane-tokens").await;
+    let store = watcher_store_dynamodb::DynamoStore::new(e.ddb.clone(), &e.name, 30);
+    store
+        .commit(
+            &Tenant::default_tenant(),
+            Commit {
+                outbox: entries.clone(),
+                ..Commit::default()
+            },
+        )
+        .await
+        .unwrap();
+    let endpoints = HashMap::from([(
+        (Tenant::default_tenant(), AgentId::parse("busy").unwrap()),
+        AgentEndpoint::configured(agent.url(), None),
+    )]);
+    // Two at once, then one a second, in the agent's bucket in the table.
+    let limit = RateLimit {
+        per_minute: 60,
+        burst: 2,
+    };
+    let submitter = submitter(limit).with_rate_buckets(std::sync::Arc::new(
+        watcher_lambda::rate::DynamoRateBuckets::new(e.ddb.clone(), &e.name, limit),
+    ));
+    e.requests.take();
+    let outcome = watcher_lambda::submitter::handle_batch(
+        &store,
+        &submitter,
+        &endpoints,
+        None,
+        first_receives(&entries),
+        t0(),
+    )
+    .await;
+    assert_eq!(
+        agent.sent_message_ids(),
+        ["m1", "m2"],
+        "the burst, in order: {outcome:?}"
+    );
+    // The bucket's writes: one for the lane's two tokens (an idle bucket), then m3's two
+    // refusals, by its copy and by its read (one write each, answering the stored state). One at
+    // a time, m1 and m2 would have taken three.
+    assert_eq!(
+        e.requests.take().get("DynamoDB PutItem"),
+        Some(&3),
+        "the lane's tokens in one write"
+    );
+    assert_eq!(
+        outcome.redeliver_after,
+        [("r-m3".to_string(), 1), ("r-m4".to_string(), 1)],
+        "m3 waits a token's interval, m4 behind it"
+    );
+    let t = Tenant::default_tenant();
+    let busy = AgentId::parse("busy").unwrap();
+    for (id, delivery) in [
+        ("m1", DeliveryState::Sent),
+        ("m2", DeliveryState::Sent),
+        ("m3", DeliveryState::Queued),
+        ("m4", DeliveryState::Queued),
+    ] {
+        let stored = store.outbox_get(&t, &busy, id).await.unwrap().unwrap();
+        assert_eq!(stored.delivery, delivery, "{id}");
+        assert_eq!(stored.lease, None, "{id}: no claim left");
+    }
+}
+
+/// A lapse task whose record cannot be written after its send (the store failing from the
+/// agent's answer on): its message is handed back, and no later lapse task of the agent is
+/// sent; the entry stays claimed with its attempt started, so that its next receive looks for
+/// it with `ListTasks` before posting it again.
+#[tokio::test]
+async fn a_record_that_fails_hands_its_message_back_and_stops_the_lane() {
+    let store = std::sync::Arc::new(
+        stored(
+            ["m1", "m2", "m3"]
+                .iter()
+                .map(|id| entry("busy", id))
+                .collect(),
+        )
+        .await,
+    );
+    let failing = store.clone();
+    let agent = spawn_capture_agent(Behaviour::from_fn(move |_, _| {
+        failing.fail_writes(true);
+        Reply::task("t-1", TaskState::Submitted)
+    }))
+    .await;
+    let endpoints = HashMap::from([(
+        (Tenant::default_tenant(), AgentId::parse("busy").unwrap()),
+        AgentEndpoint::configured(agent.url(), None),
+    )]);
+    let entries: Vec<OutboxEntry> = ["m1", "m2", "m3"]
+        .iter()
+        .map(|id| entry("busy", id))
+        .collect();
+    let outcome = watcher_lambda::submitter::handle_batch(
+        &*store,
+        &submitter(RateLimit::unlimited()),
+        &endpoints,
+        None,
+        first_receives(&entries),
+        t0(),
+    )
+    .await;
+    assert_eq!(agent.sent_message_ids(), ["m1"]);
+    let failed: Vec<&str> = outcome
+        .response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.as_str())
+        .collect();
+    assert_eq!(failed, ["sqs-m1", "sqs-m2", "sqs-m3"], "all come back");
+    assert!(
+        outcome.redeliver_after.is_empty(),
+        "after a store failure the queue's visibility timeout applies"
+    );
+    store.fail_writes(false);
+    let m1 = store
+        .outbox_get(
+            &Tenant::default_tenant(),
+            &AgentId::parse("busy").unwrap(),
+            "m1",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(m1.delivery, DeliveryState::Queued);
+    assert_eq!(
+        m1.attempt_started_at,
+        Some(t0()),
+        "claimed, its outcome unknown"
+    );
 }

@@ -301,6 +301,91 @@ pub(crate) async fn post_claimed<S>(
 where
     S: Outbox + ?Sized,
 {
+    match post_unrecorded(
+        store, client, policy, recorder, entry, claimed, endpoint, now,
+    )
+    .await?
+    {
+        Posted::Done(outcome) => Ok(outcome),
+        Posted::Unrecorded(unrecorded) => (*unrecorded).record(store).await,
+    }
+}
+
+/// What [`post_unrecorded`] came to.
+#[derive(Debug)]
+pub enum Posted {
+    /// Settled and written (nothing posted, or an earlier attempt found with `ListTasks`).
+    Done(EntryOutcome),
+    /// Posted: the agent's answer is known, its record not yet written.
+    Unrecorded(Box<Unrecorded>),
+}
+
+/// A posted lapse task whose answer is known and not yet written to the store
+/// ([`Unrecorded::record`]). Until it is, the entry stands claimed with its attempt started: a
+/// record never written leaves it ambiguous, looked for with `ListTasks` before it is posted
+/// again.
+#[derive(Debug)]
+pub struct Unrecorded {
+    /// The entry as the claim wrote it.
+    marked: OutboxEntry,
+    /// The entry with the answer recorded.
+    updated: OutboxEntry,
+    /// What the answer came to.
+    outcome: EntryOutcome,
+}
+
+impl Unrecorded {
+    /// What the agent's answer came to, as it will be recorded.
+    pub fn outcome(&self) -> &EntryOutcome {
+        &self.outcome
+    }
+
+    /// Writes the answer against the entry as claimed (`Outbox::outbox_update_read`), which
+    /// releases the claim; answers the outcome.
+    ///
+    /// # Errors
+    /// A [`StoreError`] writing it (logged here): the entry stays claimed with its attempt
+    /// started, and is looked for with `ListTasks` before it is posted again.
+    pub async fn record<S>(self, store: &S) -> Result<EntryOutcome, StoreError>
+    where
+        S: Outbox + ?Sized,
+    {
+        let Unrecorded {
+            marked,
+            updated,
+            outcome,
+        } = self;
+        // `marked` is the entry as the claim wrote it (`Outbox::outbox_update_read`).
+        if let Err(e) = store.outbox_update_read(&marked, &updated).await {
+            tracing::error!(
+                message_id = %marked.message_id,
+                error = %e,
+                outcome = outcome_name(&outcome),
+                "could not record the lapse task's delivery; it is looked for with ListTasks before it is posted again"
+            );
+            return Err(e);
+        }
+        log_outcome(&updated, &outcome);
+        Ok(outcome)
+    }
+}
+
+/// [`post_claimed`] up to the agent's answer, its record left to the caller
+/// ([`Posted::Unrecorded`]).
+#[allow(clippy::too_many_arguments)] // private; every argument is a distinct dependency
+pub(crate) async fn post_unrecorded<S>(
+    store: &S,
+    client: &A2aClient,
+    policy: &RetryPolicy,
+    recorder: &dyn Recorder,
+    entry: &OutboxEntry,
+    claimed: Claim,
+    endpoint: AgentEndpoint,
+    now: Instant,
+) -> Result<Posted, StoreError>
+where
+    S: Outbox + ?Sized,
+{
     let (marked, ambiguous) = match claimed {
         Claim::Claimed {
             entry: claimed,
@@ -311,15 +396,15 @@ where
             ..
         } => {
             tracing::debug!(message_id = %entry.message_id, %until, "lapse task claimed by another sender; not posted");
-            return Ok(EntryOutcome::NotDue { at: until });
+            return Ok(Posted::Done(EntryOutcome::NotDue { at: until }));
         }
         Claim::Taken { delivery, .. } => {
             tracing::debug!(message_id = %entry.message_id, delivery = delivery.as_str(), "lapse task no longer queued; not posted");
-            return Ok(EntryOutcome::Skipped {
+            return Ok(Posted::Done(EntryOutcome::Skipped {
                 delivery: Some(delivery),
-            });
+            }));
         }
-        Claim::Gone => return Ok(EntryOutcome::Skipped { delivery: None }),
+        Claim::Gone => return Ok(Posted::Done(EntryOutcome::Skipped { delivery: None })),
     };
     if ambiguous {
         if let Some(found) = look_for(client, &endpoint, &marked).await {
@@ -332,7 +417,7 @@ where
                 "an attempt without a recorded outcome had reached the agent (found by ListTasks); recorded as sent, not posted again"
             );
             log_outcome(&updated, &outcome);
-            return Ok(outcome);
+            return Ok(Posted::Done(outcome));
         }
     }
     let result = client
@@ -351,17 +436,11 @@ where
         EntryOutcome::Failed { .. } => recorder.attempt(AttemptOutcome::Failed, None),
         _ => {}
     }
-    // `marked` is the entry as the claim wrote it (`Outbox::outbox_update_read`).
-    if let Err(e) = store.outbox_update_read(&marked, &updated).await {
-        tracing::error!(
-            error = %e,
-            outcome = outcome_name(&outcome),
-            "could not record the lapse task's delivery; it is looked for with ListTasks before it is posted again"
-        );
-        return Err(e);
-    }
-    log_outcome(&updated, &outcome);
-    Ok(outcome)
+    Ok(Posted::Unrecorded(Box::new(Unrecorded {
+        marked,
+        updated,
+        outcome,
+    })))
 }
 
 /// Looks for an ambiguous entry's task at the agent: `Some((task id, state))` when a task in the
