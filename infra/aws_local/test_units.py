@@ -371,6 +371,46 @@ class TriggersTest(unittest.TestCase):
             release.set()
             source.stop()
 
+    def test_messages_queued_while_the_scouts_batch_runs_are_received_within_its_idle(self):
+        url = self.stack.queue_urls["LapseQueue"]
+        release = threading.Event()
+        started = []
+
+        def answer(event):
+            started.append(time.monotonic())
+            if len(started) == 2:
+                release.set()
+            release.wait(10)  # the first batch's invocation holds until the second has begun
+            return b"null"
+
+        def send(body):
+            self.sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=body,
+                                  MessageDeduplicationId=body)
+
+        submitter = FakeFunction(answer)
+        mapping = self.stack.resolve(
+            self.stack.resources["SubmitterLapseQueueSource"]["Properties"]
+        )
+        source = QueueSource(self.stack, self.sqs, "SubmitterLapseQueueSource", mapping,
+                             {"SubmitterFunction": submitter}, lambda line: None)
+        source.IDLE_OTHERS = 30.0  # a poller that is not woken would not poll again in time
+        source.start()
+        try:
+            time.sleep(0.5)  # every poller has found the queue empty and waits
+            send("a")
+            wait_for(lambda: len(started) == 1)
+            # The wake of a's batch has come and gone; b is queued after it, while a's
+            # invocation still runs: the poller that took the scout's role receives it.
+            time.sleep(0.8)
+            queued = time.monotonic()
+            send("b")
+            self.assertTrue(release.wait(5), "b's batch began while a's ran")
+            self.assertEqual([r["body"] for r in submitter.payloads[1]["Records"]], ["b"])
+            self.assertLess(started[1] - queued, 1.0)
+        finally:
+            release.set()
+            source.stop()
+
     def test_a_schedule_whose_target_keeps_failing_goes_to_its_dead_letter_queue(self):
         def fail(payload):
             raise InvocationError("boom")

@@ -414,6 +414,8 @@ impl Submitter {
     /// endpoint, over the rate) or the store's entry is no longer the copy. The caller then
     /// reads the entry and goes by [`Submitter::deliver_read`]. A stale copy costs that fallback
     /// a conditional write and, at most, one rate-limit token of the agent's; it is never sent.
+    /// On a store that cannot claim by a copy ([`Outbox::outbox_claims_copies`] `false`) it
+    /// answers `None` at once, having taken nothing.
     ///
     /// # Errors
     /// A [`StoreError`] claiming or updating the entry.
@@ -478,6 +480,10 @@ impl Submitter {
         S: Outbox + ?Sized,
         E: Endpoints + ?Sized,
     {
+        if !store.outbox_claims_copies() {
+            // The claim could not come: read now, before a rate-limit token is spent on it.
+            return Ok(None);
+        }
         let (tenant, agent, message_id) = (
             copy.tenant.clone(),
             copy.agent.clone(),

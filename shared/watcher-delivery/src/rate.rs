@@ -58,17 +58,7 @@ impl RateLimit {
 /// # Errors
 /// `Err(at)` as above.
 pub fn gcra(limit: RateLimit, tat: Option<i128>, now: Instant) -> Result<Option<i128>, Instant> {
-    let Some(interval) = limit.interval_nanos() else {
-        return Ok(None);
-    };
-    let tolerance = interval * i128::from(limit.burst.max(1) - 1);
-    let t = now.as_nanos();
-    let tat = tat.unwrap_or(t).max(t);
-    let allowed_at = tat - tolerance;
-    if allowed_at > t {
-        return Err(Instant::from_nanos(allowed_at).unwrap_or(now));
-    }
-    Ok(Some(tat + interval))
+    gcra_many(limit, tat, now, 1).map(|(_, next)| next)
 }
 
 /// Up to `n` GCRA steps at once, pure: what `n` calls of [`gcra`] at `now` would take, stopping
@@ -258,22 +248,7 @@ impl RateLimiter {
         agent: &AgentId,
         now: Instant,
     ) -> Result<(), Instant> {
-        if self.limit.interval_nanos().is_none() {
-            return Ok(());
-        }
-        let t = now.as_nanos();
-        // A poisoned lock only means another thread panicked mid-update of a plain map of
-        // instants; the data is still usable.
-        let mut map = self.tat.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() > PRUNE_ABOVE {
-            // A key whose arrival time has passed holds a full bucket: same as absent.
-            map.retain(|_, tat| *tat > t);
-        }
-        let key = (tenant.clone(), agent.clone());
-        if let Some(next) = gcra(self.limit, map.get(&key).copied(), now)? {
-            map.insert(key, next);
-        }
-        Ok(())
+        self.try_acquire_many(tenant, agent, 1, now).map(|_| ())
     }
 
     /// Takes up to `n` tokens at once for `agent` of `tenant` at `now` ([`gcra_many`]): the
@@ -288,7 +263,17 @@ impl RateLimiter {
         n: u32,
         now: Instant,
     ) -> Result<u32, Instant> {
+        if self.limit.interval_nanos().is_none() {
+            return Ok(n.max(1));
+        }
+        let t = now.as_nanos();
+        // A poisoned lock only means another thread panicked mid-update of a plain map of
+        // instants; the data is still usable.
         let mut map = self.tat.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() > PRUNE_ABOVE {
+            // A key whose arrival time has passed holds a full bucket: same as absent.
+            map.retain(|_, tat| *tat > t);
+        }
         let key = (tenant.clone(), agent.clone());
         let (k, next) = gcra_many(self.limit, map.get(&key).copied(), now, n)?;
         if let Some(next) = next {
@@ -448,9 +433,28 @@ mod tests {
         assert_eq!(rl.try_acquire(&t, &a, t0), Err(at("2026-09-10T20:00:01Z")));
     }
 
+    /// One GCRA step written out on its own (the textbook form: a token is free when
+    /// `tat - tolerance <= now`), the oracle `gcra_many` is checked against.
+    fn reference_step(
+        limit: RateLimit,
+        tat: Option<i128>,
+        now: Instant,
+    ) -> Result<Option<i128>, Instant> {
+        let Some(interval) = limit.interval_nanos() else {
+            return Ok(None);
+        };
+        let tolerance = interval * i128::from(limit.burst.max(1) - 1);
+        let t = now.as_nanos();
+        let tat = tat.unwrap_or(t).max(t);
+        if tat - tolerance > t {
+            return Err(Instant::from_nanos(tat - tolerance).unwrap_or(now));
+        }
+        Ok(Some(tat + interval))
+    }
+
     proptest::proptest! {
-        /// `gcra_many` of n is n steps of `gcra`, stopping at the first refusal, for any limit,
-        /// state and instant.
+        /// `gcra_many` of n is n textbook GCRA steps, stopping at the first refusal, for any
+        /// limit, state and instant; `gcra` is the first of them.
         #[test]
         fn many_equals_steps(
             per_minute in 1u32..10_000,
@@ -465,8 +469,9 @@ mod tests {
             let mut tat = start;
             let mut taken = 0u32;
             let mut refused = None;
+            proptest::prop_assert_eq!(gcra(limit, start, now), reference_step(limit, start, now));
             while taken < n {
-                match gcra(limit, tat, now) {
+                match reference_step(limit, tat, now) {
                     Ok(next) => {
                         tat = next;
                         taken += 1;

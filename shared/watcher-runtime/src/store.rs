@@ -411,6 +411,13 @@ pub trait Outbox: Send + Sync {
             .await
     }
 
+    /// Whether [`Outbox::outbox_claim_copy`] can grant a claim here (a store whose claims are
+    /// conditional writes); by default `false`, and then a caller holding a copy reads the entry
+    /// at once, before it takes anything (a rate-limit token) for a claim that cannot come.
+    fn outbox_claims_copies(&self) -> bool {
+        false
+    }
+
     /// [`Outbox::outbox_claim`] of `copy`'s identity by `copy` alone, where `copy` is the entry
     /// as it was when its lapse-queue message was sent (not read now): the claim `copy` is judged
     /// to grant ([`crate::lease::claim`]), written on condition that the stored entry is still

@@ -136,6 +136,10 @@ impl Outbox for DynamoStore {
     /// The claim `copy` grants, as one `UpdateItem` conditional on the stored entry being `copy`
     /// to the byte (in the entry's shard, [`outbox_pk`]): no read. `None` when the condition
     /// fails or `copy` grants nothing.
+    fn outbox_claims_copies(&self) -> bool {
+        true
+    }
+
     async fn outbox_claim_copy(
         &self,
         copy: &OutboxEntry,

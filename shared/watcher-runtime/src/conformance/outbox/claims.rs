@@ -421,7 +421,8 @@ pub(crate) async fn futures_join_all<T: Send + 'static>(
 
 /// Claims by a copy ([`Outbox::outbox_claim_copy`]) trust nothing the store does not confirm:
 /// a copy that is the stored entry is claimed as [`Outbox::outbox_claim`] would claim it, or
-/// answers `None` (a store that reads instead); of eight claims by one copy at once, at most one
+/// answers `None` (a store that reads instead, [`Outbox::outbox_claims_copies`] `false`); of
+/// eight claims by one copy at once, at most one
 /// is granted; a copy the stored entry has moved on from (an attempt recorded, a send), or of an
 /// entry not stored, answers `None` and writes nothing.
 pub async fn claims_by_a_copy_trust_only_what_is_stored<S: Store + 'static>(store: Arc<S>) {
@@ -455,6 +456,11 @@ pub async fn claims_by_a_copy_trust_only_what_is_stored<S: Store + 'static>(stor
     assert!(
         granted.len() <= 1,
         "at most one claim by a copy: {claims:?}"
+    );
+    assert_eq!(
+        granted.len(),
+        usize::from(store.outbox_claims_copies()),
+        "a store that claims by copies grants one of eight; one that does not grants none: {claims:?}"
     );
     if let Some(Claim::Claimed { entry, ambiguous }) = granted.first() {
         assert!(!ambiguous);
