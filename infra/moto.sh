@@ -18,7 +18,7 @@
 # two concurrent conditional writes (two UpdateItem ADDs on one counter, two TransactWriteItems
 # on one item) can both pass their check and one update is lost. DynamoDB never does that, and
 # the store's concurrency tests would fail on the emulator rather than on the store. The server
-# stays threaded (HTTP/1.1 keep-alive works); a lock around the application makes each request
+# stays threaded (HTTP/1.1 connections are kept, which werkzeug alone would close); a lock around the application makes each request
 # atomic. Second, TransactWriteItems keeps a journal of the items it names for its rollback,
 # where moto copies every table it touches: that copy made each transaction cost in proportion
 # to the table's size (300 ms at a few thousand items), so the emulator, not the deployment,

@@ -1,5 +1,5 @@
 """moto_server (moto.server.main) with requests served one at a time over kept-alive
-connections, transactions that do not copy whole tables, queries that read one partition, and
+connections (werkzeug alone closes each), transactions that do not copy whole tables, queries that read one partition, and
 FIFO receives that hand out one message group's messages together, as SQS does, transactions
 that honour their ClientRequestToken as DynamoDB does, item answers written as they are built,
 and a clock and a service lookup that cost no more than they must: the emulator
@@ -26,6 +26,7 @@ import moto.dynamodb.responses as dynamodb_responses
 from moto.core.responses import ActionResult
 import moto.server
 import moto.sqs.models as sqs_models
+import werkzeug.serving as werkzeug_serving
 from werkzeug.serving import WSGIRequestHandler, run_simple as werkzeug_run_simple
 
 LOCK = threading.Lock()
@@ -47,14 +48,47 @@ def serialised(app):
 # under a burst of lapses (py-spy), moto's own work was 15% of the emulator's time, the
 # connection, its thread and the log line most of the rest. Here connections are kept alive
 # (HTTP/1.1, as the SDKs ask) and request lines are logged only with MOTO_REQUEST_LOG=1.
+#
+# Werkzeug closes every connection even over HTTP/1.1: it adds `Connection: close` to each
+# answer, then reads whatever the client sent after its request for up to 10 ms and throws it
+# away, which on a kept connection would be the next request. So the header is not sent, and
+# that read finds nothing (`_NoDrain`): moto reads each request's body whole (its
+# Content-Length), so nothing of a request is left to drain.
 REQUEST_LOG = os.environ.get("MOTO_REQUEST_LOG") == "1"
+
+
+class _NoDrain:
+    """Stands in for the `selectors` module in werkzeug.serving, whose only use there is the
+    read after each answer: a selector that never finds anything to read."""
+
+    EVENT_READ = 1
+
+    class DefaultSelector:
+        def register(self, *args, **kwargs):
+            pass
+
+        def select(self, timeout=None):
+            return []
+
+        def close(self):
+            pass
 
 
 def run_simple(host, port, app, **kwargs):
     handler = kwargs.get("request_handler") or WSGIRequestHandler
+    werkzeug_serving.selectors = _NoDrain
 
     class KeptAlive(handler):
         protocol_version = "HTTP/1.1"
+        # An answer's head and body leave in one write, and nothing waits for the client's
+        # delayed ACK (40 ms a request on a kept connection otherwise: Nagle's algorithm).
+        wbufsize = -1
+        disable_nagle_algorithm = True
+
+        def send_header(self, keyword, value):
+            if keyword.lower() == "connection" and value.lower() == "close":
+                return  # werkzeug's; the client's own `Connection: close` still ends it
+            super().send_header(keyword, value)
 
         def log_request(self, *args, **kw):
             if REQUEST_LOG:

@@ -371,46 +371,6 @@ class TriggersTest(unittest.TestCase):
             release.set()
             source.stop()
 
-    def test_messages_queued_while_the_scouts_batch_runs_are_received_within_its_idle(self):
-        url = self.stack.queue_urls["LapseQueue"]
-        release = threading.Event()
-        started = []
-
-        def answer(event):
-            started.append(time.monotonic())
-            if len(started) == 2:
-                release.set()
-            release.wait(10)  # the first batch's invocation holds until the second has begun
-            return b"null"
-
-        def send(body):
-            self.sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=body,
-                                  MessageDeduplicationId=body)
-
-        submitter = FakeFunction(answer)
-        mapping = self.stack.resolve(
-            self.stack.resources["SubmitterLapseQueueSource"]["Properties"]
-        )
-        source = QueueSource(self.stack, self.sqs, "SubmitterLapseQueueSource", mapping,
-                             {"SubmitterFunction": submitter}, lambda line: None)
-        source.IDLE_OTHERS = 30.0  # a poller that is not woken would not poll again in time
-        source.start()
-        try:
-            time.sleep(0.5)  # every poller has found the queue empty and waits
-            send("a")
-            wait_for(lambda: len(started) == 1)
-            # The wake of a's batch has come and gone; b is queued after it, while a's
-            # invocation still runs: the poller that took the scout's role receives it.
-            time.sleep(0.8)
-            queued = time.monotonic()
-            send("b")
-            self.assertTrue(release.wait(5), "b's batch began while a's ran")
-            self.assertEqual([r["body"] for r in submitter.payloads[1]["Records"]], ["b"])
-            self.assertLess(started[1] - queued, 1.0)
-        finally:
-            release.set()
-            source.stop()
-
     def test_a_schedule_whose_target_keeps_failing_goes_to_its_dead_letter_queue(self):
         def fail(payload):
             raise InvocationError("boom")
@@ -968,3 +928,53 @@ class CachedMethodNamesTest(unittest.TestCase):
             for _ in range(3):
                 moto_server.method_names_from_class(dynamodb_responses.DynamoHandler)
             self.assertEqual(listed.call_count, 1)
+
+
+class KeptConnectionsTest(unittest.TestCase):
+    """infra/moto_server.py: the emulator keeps a client's connection open across requests
+    (werkzeug would close each one), and a request sent as soon as the last answer is read is
+    answered, not thrown away as left-over input."""
+
+    def test_one_connection_serves_request_after_request(self):
+        import http.client
+        import socket
+        import subprocess
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        infra = os.path.join(os.path.dirname(__file__), "..")
+        server = subprocess.Popen(
+            [sys.executable, "-m", "moto_server", "-H", "127.0.0.1", "-p", str(port)],
+            cwd=infra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            def up():
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    return True
+                except OSError:
+                    return False
+
+            self.assertTrue(wait_for(up, 30), "the emulator started")
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            headers = {
+                "X-Amz-Target": "DynamoDB_20120810.ListTables",
+                "Content-Type": "application/x-amz-json-1.0",
+                "Authorization": "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/"
+                                 "dynamodb/aws4_request, SignedHeaders=host, Signature=x",
+            }
+            first_socket = None
+            for _ in range(20):
+                c.request("POST", "/", body="{}", headers=headers)
+                r = c.getresponse()
+                self.assertEqual(r.status, 200)
+                self.assertEqual(json.loads(r.read()), {"TableNames": []})
+                self.assertIsNone(r.getheader("Connection"))
+                self.assertIsNotNone(c.sock, "the connection is kept")
+                first_socket = first_socket or c.sock
+                self.assertIs(c.sock, first_socket, "every request on the one connection")
+            c.close()
+        finally:
+            server.terminate()
+            server.wait(10)

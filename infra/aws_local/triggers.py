@@ -202,14 +202,9 @@ class QueueSource:
     `ScalingConfig`, `INITIAL_BATCHES` (Lambda's first scaling step for an SQS source, which it
     raises further on AWS while messages remain); a FIFO queue never hands two of them the same
     message group. As Lambda's pollers scale with
-    the queue, one idle poller, the scout, polls an empty queue every `idle` seconds; the others
-    poll every `IDLE_OTHERS` seconds until a batch is received, which wakes them at once (before
-    its invocation, which may take seconds: more messages may wait behind its message groups).
-    A scout that receives a batch hands the role to the first poller idle again, so messages
-    that arrive while every batch so far is still being invoked (a burst queued over a few
-    seconds by the timer function) wait at most `idle`, as behind Lambda's long polls, not
-    `IDLE_OTHERS`; at most one poller polls an empty queue that often, since the emulator
-    serves one request at a time."""
+    the queue, only the first poller polls an empty queue every `idle` seconds; the others poll
+    every `IDLE_OTHERS` seconds until a batch is received, which wakes them at once (before its
+    invocation, which may take seconds: more messages may wait behind its message groups)."""
 
     IDLE_OTHERS = 2.0  # seconds between an extra poller's polls of an empty queue
 
@@ -228,10 +223,6 @@ class QueueSource:
         self.stopping = threading.Event()
         self.idle = 0.25  # seconds between the first poller's polls of an empty queue
         self.work = threading.Event()  # set when a poll received a batch: wakes the others
-        # The poller polling an empty queue every `idle` seconds; None while the last scout's
-        # batch runs, until the first poller to find the queue empty takes the role.
-        self.scout = 0
-        self.scout_lock = threading.Lock()
         self.concurrency = concurrency_of(props)
 
     def start(self):
@@ -242,13 +233,9 @@ class QueueSource:
     def _run(self, k):
         while not self.stopping.is_set():
             try:
-                if self.poll_once(k):
+                if self.poll_once():
                     continue
-                with self.scout_lock:
-                    if self.scout is None:
-                        self.scout = k
-                    scouting = self.scout == k
-                if scouting:
+                if k == 0:
                     # Short polls with a pause, never a long poll: the emulator serves one
                     # request at a time (infra/moto.sh), so a long poll would hold up the
                     # functions' own calls for its whole wait.
@@ -263,9 +250,8 @@ class QueueSource:
                 self.log(f"{self.name}: poll failed: {e}")
                 self.stopping.wait(1)
 
-    def poll_once(self, k=None):
-        """One receive by poller `k`, and the invocation of its batch; the number of messages
-        received. A scout that receives a batch gives up the role before its invocation."""
+    def poll_once(self):
+        """One receive, and the invocation of its batch; the number of messages received."""
         got = self.sqs.receive_message(
             QueueUrl=self.url,
             MaxNumberOfMessages=min(self.batch, 10),
@@ -275,9 +261,6 @@ class QueueSource:
         ).get("Messages", [])
         if not got:
             return 0
-        with self.scout_lock:
-            if self.scout == k:
-                self.scout = None
         # Wake the other pollers now: more may be waiting behind this batch's message groups.
         self.work.set()
         event = {"Records": [self._record(m) for m in got]}
