@@ -93,6 +93,10 @@ push_token = "{PARTNER_TOKEN}"
         detail.contains("the last read failed") && detail.contains(&port.to_string()),
         "{problem}"
     );
+    assert!(
+        detail.starts_with("agent \"partner\"'s card has not been read yet"),
+        "the agent is named by its id: {problem}"
+    );
 
     // It is reported, and the watcher stays healthy for everyone else.
     let health = w.get("/healthz").await;

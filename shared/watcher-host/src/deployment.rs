@@ -121,6 +121,14 @@ pub struct Refreshed {
     pub endpoint: Option<((Tenant, AgentId), AgentEndpoint)>,
 }
 
+/// A card that could not be read is read again this long after the first failure, by `serve`'s
+/// refresh loop and by the AWS API function at an agent's push (serve.md "Agents are
+/// independent"); each wait after that doubles.
+pub const CARD_FIRST_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The waits between reads of a card that cannot be read stop doubling at this: 5 minutes.
+pub const CARD_MAX_RETRY: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Reads `a`'s card now and registers the agent in `directory`, keeping the card in `store`;
 /// when the card cannot be read, falls back to the card kept in `store` (state `stale`) or
 /// leaves the agent out (state `unavailable`). Records the card health either way, with

@@ -343,7 +343,7 @@ pub const AWS: &[Placement] = &[
     },
     Placement {
         service: Service::CardRefresh,
-        runs: Runs::At("the sweep re-reads unreadable and day-old cards, keeps them in the table; every function picks them up"),
+        runs: Runs::At("the sweep re-reads unreadable and day-old cards, keeps them in the table; every function picks them up; a push reads a card its API instance never read, on `serve`'s backoff"),
     },
     Placement {
         service: Service::Probe,

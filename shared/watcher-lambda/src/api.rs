@@ -37,6 +37,9 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'
 /// Before each request, cards other functions kept for agents this instance does not hold in
 /// good health are picked up ([`crate::cards::AgentCards::pick_up_all`]): an agent whose card
 /// the sweep read since this instance's cold start is served (its pushes no longer answer 503).
+/// Before a push for an agent whose card this instance never read, the card is read again when
+/// a read is due ([`crate::cards::AgentCards::read_for_push`], backing off as `serve` does), so
+/// "push again later" is served as soon as the agent's card can be read.
 pub fn router(state: AppState, limits: watcher_http::Limits, cards: Arc<dyn AgentCards>) -> Router {
     let pick_up_clock = state.clock.clone();
     let routes = watcher_router_with(state, limits)
@@ -51,10 +54,34 @@ pub fn router(state: AppState, limits: watcher_http::Limits, cards: Arc<dyn Agen
                 let now = pick_up_clock.now();
                 async move {
                     cards.pick_up_all(now).await;
+                    if let Some(agent) = pushed_agent(&req) {
+                        cards.read_for_push(&agent, now).await;
+                    }
                     next.run(req).await
                 }
             },
         ))
+}
+
+/// The agent a request pushes for: `POST /v1/agents/{agentId}/push`, its id from API Gateway's
+/// decoded `pathParameters` when the event has them, else from the path (percent-decoded).
+fn pushed_agent<B>(req: &http::Request<B>) -> Option<watcher_core::ids::AgentId> {
+    if req.method() != http::Method::POST {
+        return None;
+    }
+    let rest = req.uri().path().strip_prefix("/v1/agents/")?;
+    let raw = rest.strip_suffix("/push")?;
+    let id = match req
+        .path_parameters_ref()
+        .and_then(|p| p.first("agentId").map(str::to_owned))
+    {
+        Some(id) => id,
+        None => percent_encoding::percent_decode_str(raw)
+            .decode_utf8()
+            .ok()?
+            .into_owned(),
+    };
+    watcher_core::ids::AgentId::parse(id).ok()
 }
 
 /// The request with its path rebuilt from API Gateway's route key and decoded path parameters

@@ -37,6 +37,15 @@ pub trait AgentCards: Send + Sync {
     /// [`AgentCards::pick_up`] for every configured agent this instance does not hold in good
     /// health; answers how many were picked up.
     async fn pick_up_all(&self, now: Instant) -> usize;
+
+    /// At a push for `agent` at `now`, when this instance never read its card (so the push
+    /// would answer 503): reads the card from the agent again if a read is due, backing off as
+    /// `serve` does (5 s after the first failure, then doubling, at most 5 minutes apart).
+    /// Answers whether the card was read. By default, nothing (the sweep re-reads cards).
+    async fn read_for_push(&self, agent: &AgentId, now: Instant) -> bool {
+        let _ = (agent, now);
+        false
+    }
 }
 
 #[async_trait::async_trait]
@@ -51,5 +60,9 @@ impl<T: AgentCards + ?Sized> AgentCards for Arc<T> {
 
     async fn pick_up_all(&self, now: Instant) -> usize {
         (**self).pick_up_all(now).await
+    }
+
+    async fn read_for_push(&self, agent: &AgentId, now: Instant) -> bool {
+        (**self).read_for_push(agent, now).await
     }
 }

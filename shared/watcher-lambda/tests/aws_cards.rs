@@ -272,3 +272,114 @@ async fn the_sweep_reads_slow_cards_at_once() {
         "four 1.5 s card servers read one after another would take 6 s; took {took:?}"
     );
 }
+
+/// A push through the API function for an agent whose card it never read: answered 503 while
+/// no read is due (5 s after the cold start's failed read, then doubling, as `serve` retries),
+/// and once one is due the card is read at the push, kept in the table, and the same push is
+/// served, without waiting for the timer's sweep.
+#[tokio::test]
+async fn a_push_reads_a_card_never_read_once_a_read_is_due() {
+    let (store, server, config) = set_up("cards-push", false).await;
+    let api = cold_start_of(Function::Api, &store, &config).await;
+    let (t, a) = booking();
+    let health = api.watcher.directory.card_health(&t, &a).expect("health");
+    assert_eq!(health.state, CardState::Unavailable);
+    let failed = health.failing_since.expect("failing since the cold start");
+    let clock = Arc::new(watcher_runtime::clock::FakeClock::new(failed));
+    let router = watcher_host::aws::api_router(&api, clock.clone());
+    let push = || {
+        axum::http::Request::builder()
+            .method("POST")
+            .uri("/v1/agents/booking/push")
+            .header("X-A2A-Notification-Token", "push-1")
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(
+                json!({ "statusUpdate": { "taskId": "task-1", "contextId": "ctx-1",
+                    "status": { "state": "TASK_STATE_WORKING", "timestamp": "2026-09-10T20:00:00Z" } } })
+                .to_string(),
+            ))
+            .unwrap()
+    };
+    let at = |secs: i64| {
+        failed
+            .checked_add(jiff::SignedDuration::from_secs(secs))
+            .unwrap()
+    };
+    server.up.store(true, Ordering::SeqCst);
+    let hits = server.hits.load(Ordering::SeqCst);
+
+    // 4 s after the failed read: no read is due, the push is refused as before.
+    clock.set(at(4));
+    let refused = tower::ServiceExt::oneshot(router.clone(), push())
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(
+        server.hits.load(Ordering::SeqCst),
+        hits,
+        "no read before 5 s"
+    );
+
+    // 6 s after: the read is due, the card is read at the push, and the push is served.
+    clock.set(at(6));
+    let served = tower::ServiceExt::oneshot(router.clone(), push())
+        .await
+        .unwrap();
+    assert_eq!(served.status(), 200);
+    assert_eq!(server.hits.load(Ordering::SeqCst), hits + 1, "one read");
+    assert!(api.watcher.directory.get(&t, &a).is_some(), "registered");
+    assert_eq!(
+        api.watcher.directory.card_health(&t, &a).map(|h| h.state),
+        Some(CardState::Ok)
+    );
+    let (kept, read_at) = store.agent_card(&t, &a).await.unwrap().expect("kept");
+    assert_eq!(kept["name"], "Booking agent");
+    assert_eq!(read_at, at(6));
+
+    // Registered now: later pushes read nothing.
+    clock.set(at(600));
+    let again = tower::ServiceExt::oneshot(router, push()).await.unwrap();
+    assert_eq!(again.status(), 200);
+    assert_eq!(server.hits.load(Ordering::SeqCst), hits + 1);
+}
+
+/// While the card still cannot be read, reads at pushes back off from the first failure: one
+/// read is due 5 s after it, the next 5 s after that, then 10 s, 20 s (the wait is as long as
+/// the card has been failing, at most 5 minutes), and each refusal says when the next read is.
+#[tokio::test]
+async fn reads_at_pushes_back_off_while_the_card_cannot_be_read() {
+    let (store, server, config) = set_up("cards-push-backoff", false).await;
+    let api = cold_start_of(Function::Api, &store, &config).await;
+    let (t, a) = booking();
+    let failed = api
+        .watcher
+        .directory
+        .card_health(&t, &a)
+        .and_then(|h| h.failing_since)
+        .expect("failing since the cold start");
+    let at = |secs: i64| {
+        failed
+            .checked_add(jiff::SignedDuration::from_secs(secs))
+            .unwrap()
+    };
+    let hits = server.hits.load(Ordering::SeqCst);
+    let cards = &api.cards;
+    // Pushes every second for 45 s: reads at 5, 10, 20 and 40 s.
+    let mut read_at = Vec::new();
+    for s in 0..=45 {
+        let before = server.hits.load(Ordering::SeqCst);
+        assert!(!cards.read_for_push(&a, at(s)).await, "the card is down");
+        if server.hits.load(Ordering::SeqCst) > before {
+            read_at.push(s);
+        }
+    }
+    assert_eq!(read_at, [5, 10, 20, 40]);
+    assert_eq!(server.hits.load(Ordering::SeqCst), hits + 4);
+    let health = api.watcher.directory.card_health(&t, &a).unwrap();
+    assert_eq!(health.state, CardState::Unavailable);
+    assert_eq!(health.next_try_at, Some(at(80)), "said in the 503's detail");
+    assert_eq!(
+        watcher_host::aws::cards::push_retry_wait(at(0), at(1_000)),
+        jiff::SignedDuration::from_secs(300)
+    );
+}

@@ -53,14 +53,14 @@ pub struct Refused {
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {
     /// The agent is not configured in this tenant.
-    #[error("agent {agent:?} is not registered with this watcher")]
+    #[error("agent {:?} is not registered with this watcher", .agent.as_str())]
     UnknownAgent {
         /// The agent named by the route.
         agent: AgentId,
     },
     /// The agent is configured but its card was never read, so its expectations cannot be
     /// checked against it (serve.md "Agents are independent"): push again later.
-    #[error("agent {agent:?}'s card has not been read yet")]
+    #[error("agent {:?}'s card has not been read yet", .agent.as_str())]
     CardNotRead {
         /// The agent.
         agent: AgentId,

@@ -122,6 +122,8 @@ pub struct Cards {
     looked: Mutex<HashMap<(Tenant, AgentId), Instant>>,
     /// When this instance last probed each agent without keeping a descriptor.
     probe_failed: Mutex<HashMap<(Tenant, AgentId), Instant>>,
+    /// When this instance last read each never-read agent's card at a push.
+    read_at_push: Mutex<HashMap<(Tenant, AgentId), Instant>>,
 }
 
 impl Cards {
@@ -141,6 +143,7 @@ impl Cards {
             max_age: DEFAULT_MAX_AGE,
             looked: Mutex::new(HashMap::new()),
             probe_failed: Mutex::new(HashMap::new()),
+            read_at_push: Mutex::new(HashMap::new()),
         }
     }
 
@@ -345,6 +348,74 @@ impl Cards {
     }
 }
 
+impl Cards {
+    /// At a push for `agent` at `now`: when this instance never read the agent's card (the push
+    /// would answer 503 "card not read yet"), reads it from the agent again if a read is due
+    /// ([`push_retry_wait`] after the last try, counted from the first failure), keeps it in the
+    /// store and registers the agent, so the push is served. The card's health then says when
+    /// the next read is tried. Answers whether the card was read. An agent registered here (its
+    /// card read, or a kept one in use), or not configured, costs nothing.
+    pub async fn read_for_push(&self, agent: &AgentId, now: Instant) -> bool {
+        let Some(a) = self.config.agents.iter().find(|a| a.id == agent.as_str()) else {
+            return false;
+        };
+        let Some((tenant, id)) = Self::key(a) else {
+            return false;
+        };
+        if self.directory.get(&tenant, &id).is_some() {
+            return false;
+        }
+        let first = self
+            .directory
+            .card_health(&tenant, &id)
+            .and_then(|h| h.failing_since)
+            .unwrap_or(now);
+        {
+            let mut tried = self.read_at_push.lock().unwrap_or_else(|p| p.into_inner());
+            let key = (tenant.clone(), id.clone());
+            // Before any read here, the cold start's failed read was the last try.
+            let last = tried.get(&key).copied().unwrap_or(first);
+            if last
+                .checked_add(push_retry_wait(first, last))
+                .is_some_and(|due| due > now)
+            {
+                return false;
+            }
+            tried.insert(key, now);
+        }
+        let next_try = now.checked_add(push_retry_wait(first, now));
+        let refreshed = refresh_agent(
+            a,
+            &self.config,
+            &*self.store,
+            &self.directory,
+            now,
+            next_try,
+        )
+        .await;
+        if let Some(((tenant, agent), endpoint)) = refreshed.endpoint {
+            self.endpoints.insert(tenant, agent, endpoint);
+        }
+        if refreshed.current {
+            tracing::info!(agent = %a.id, "the agent card was read at a push; the agent is served");
+        }
+        refreshed.current
+    }
+}
+
+/// The wait after a read tried at `last` of a card failing since `first`: as long as it has
+/// been failing, at least 5 s and at most 5 minutes (`serve`'s backoff, counted from the
+/// failure rather than from a count of tries: reads at 5, 10, 20, 40 s... after the first).
+pub fn push_retry_wait(first: Instant, last: Instant) -> jiff::SignedDuration {
+    let at_least = jiff::SignedDuration::try_from(crate::deployment::CARD_FIRST_RETRY)
+        .unwrap_or(jiff::SignedDuration::from_secs(5));
+    let at_most = jiff::SignedDuration::try_from(crate::deployment::CARD_MAX_RETRY)
+        .unwrap_or(jiff::SignedDuration::from_secs(300));
+    let failing = last.as_nanos().saturating_sub(first.as_nanos());
+    let failing = jiff::SignedDuration::from_nanos(i64::try_from(failing).unwrap_or(i64::MAX));
+    failing.clamp(at_least, at_most)
+}
+
 /// The handlers' view of [`Cards`]: its inherent methods.
 #[async_trait::async_trait]
 impl AgentCards for Cards {
@@ -358,5 +429,9 @@ impl AgentCards for Cards {
 
     async fn pick_up_all(&self, now: Instant) -> usize {
         Cards::pick_up_all(self, now).await
+    }
+
+    async fn read_for_push(&self, agent: &AgentId, now: Instant) -> bool {
+        Cards::read_for_push(self, agent, now).await
     }
 }

@@ -16,10 +16,10 @@ use watcher_runtime::directory::Directory;
 use watcher_runtime::store::Store;
 
 /// The first retry comes this long after the failed read.
-pub const FIRST_RETRY: Duration = Duration::from_secs(5);
+pub const FIRST_RETRY: Duration = crate::deployment::CARD_FIRST_RETRY;
 
 /// Retries back off, doubling, up to this long apart.
-pub const MAX_RETRY: Duration = Duration::from_secs(300);
+pub const MAX_RETRY: Duration = crate::deployment::CARD_MAX_RETRY;
 
 /// The wait before retry `n` (0-based): 5 s, 10 s, 20 s, … capped at 5 minutes.
 pub fn backoff(n: u32) -> Duration {

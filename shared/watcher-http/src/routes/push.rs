@@ -61,7 +61,8 @@ pub async fn push(
 fn push_error(e: PushError) -> ApiError {
     match e {
         PushError::UnknownAgent { agent } => ApiError::not_found(format!(
-            "agent {agent:?} is not registered with this watcher"
+            "agent {:?} is not registered with this watcher",
+            agent.as_str()
         )),
         PushError::CardNotRead {
             agent,
@@ -75,7 +76,8 @@ fn push_error(e: PushError) -> ApiError {
                 .map(|at| format!(" at {at}"))
                 .unwrap_or_default();
             ApiError::unavailable(format!(
-                "agent {agent:?}'s card has not been read yet{why}, so its expectations cannot be checked against it; the watcher reads it again{next}: push again later"
+                "agent {:?}'s card has not been read yet{why}, so its expectations cannot be checked against it; the watcher reads it again{next}: push again later",
+                agent.as_str()
             ))
             .with_retry_after(CARD_RETRY_AFTER_SECS)
         }
