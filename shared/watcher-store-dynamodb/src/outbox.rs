@@ -133,13 +133,14 @@ impl Outbox for DynamoStore {
         .await
     }
 
-    /// The claim `copy` grants, as one `UpdateItem` conditional on the stored entry being `copy`
-    /// to the byte (in the entry's shard, [`outbox_pk`]): no read. `None` when the condition
-    /// fails or `copy` grants nothing.
+    /// Always: [`Outbox::outbox_claim_copy`] is one conditional write here.
     fn outbox_claims_copies(&self) -> bool {
         true
     }
 
+    /// The claim `copy` grants, as one `UpdateItem` conditional on the stored entry being `copy`
+    /// to the byte (in the entry's shard, [`outbox_pk`]): no read. `None` when the condition
+    /// fails or `copy` grants nothing.
     async fn outbox_claim_copy(
         &self,
         copy: &OutboxEntry,

@@ -422,9 +422,9 @@ pub(crate) async fn futures_join_all<T: Send + 'static>(
 /// Claims by a copy ([`Outbox::outbox_claim_copy`]) trust nothing the store does not confirm:
 /// a copy that is the stored entry is claimed as [`Outbox::outbox_claim`] would claim it, or
 /// answers `None` (a store that reads instead, [`Outbox::outbox_claims_copies`] `false`); of
-/// eight claims by one copy at once, at most one
-/// is granted; a copy the stored entry has moved on from (an attempt recorded, a send), or of an
-/// entry not stored, answers `None` and writes nothing.
+/// eight claims by one copy at once, exactly one is granted where the store claims by copies and
+/// none where it does not; a copy the stored entry has moved on from (an attempt recorded, a
+/// send), or of an entry not stored, answers `None` and writes nothing.
 pub async fn claims_by_a_copy_trust_only_what_is_stored<S: Store + 'static>(store: Arc<S>) {
     use crate::lease::Claim;
     let t = tenant("tenant-a");
