@@ -7,7 +7,7 @@
 # at .venv-a2a (or at $A2A_SDK_VENV) and run examples/sdk-agent/agent.py with its Python.
 set -euo pipefail
 
-# The versions the interop tests were checked against (README "Interoperability").
+# The versions the interop tests were checked against (docs/interop.md).
 A2A_SDK_VERSION="1.3.0"
 UVICORN_VERSION="0.54.0"
 

@@ -2,9 +2,10 @@
 # The serverless shape on this machine, as processes: the four function binaries (api, timer,
 # submitter, lesson-write), each behind a local Lambda Runtime API, over the moto emulator with
 # the resources template.yaml defines, behind a local HTTP API, Scheduler and SQS event sources.
-# README.md, "Try the AWS shape locally"; the program is infra/aws_local/.
+# docs/howto/aws-local.md, "Run the AWS shape locally"; the program is infra/aws_local/.
 #
 #   bash infra/aws-local.sh [--release] [--no-build] [--config FILE] [--port N] [--moto-port N]
+#                           [--log FILE]
 #
 #   --release      build and run the release binaries (default: debug, as `cargo test` builds)
 #   --no-build     run the binaries already in the target folder
@@ -28,6 +29,13 @@
 #   --rate-cap SECONDS
 #                  fire the sweep (every rate() schedule) at least every SECONDS, not every
 #                  5 minutes (tests of what the sweep does: card re-reads, probes, following)
+#   --log FILE     where the start-up output (the build, the emulators) and every function's
+#                  lines go, made afresh each start (default ${CARGO_TARGET_DIR:-target}/aws-local.log);
+#                  `--log -` leaves them all on standard output (the tests read them there)
+#
+# The terminal shows a line a step while it starts, then a banner with the API URL, the tokens,
+# the emulator, the log and how to stop, ending with `[aws-local] ready at URL`: the last thing
+# it prints until it stops (errors, and the stop, are printed too).
 #
 # Other options go to the program (python -m aws_local --help). Binaries are read from
 # ${CARGO_TARGET_DIR:-target}/{debug,release}. Needs python3 with venv (infra/moto.sh installs
@@ -40,10 +48,15 @@ profile=debug
 build=true
 moto_port=5010
 dynamodb_port=
+log_file=
 pass=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --release) profile=release ;;
+        --log)
+            log_file="${2:?--log needs a file, or - for standard output}"
+            shift
+            ;;
         --no-build) build=false ;;
         --moto-port)
             moto_port="${2:?--moto-port needs a port}"
@@ -67,11 +80,30 @@ target="${CARGO_TARGET_DIR:-target}"
 [[ "$target" = /* ]] || target="$ROOT/$target"
 bin_dir="$target/$profile"
 
+# The start-up output and the functions' lines: a file made afresh each start, or stdout (`-`).
+[[ -n "$log_file" ]] || log_file="$target/aws-local.log"
+if [[ "$log_file" != - ]]; then
+    [[ "$log_file" = /* ]] || log_file="$PWD/$log_file"
+    mkdir -p "$(dirname "$log_file")"
+    : >"$log_file"
+fi
+# Runs a command with its output in the log (a failure says so and shows the log's end).
+quiet() {
+    if [[ "$log_file" == - ]]; then
+        "$@"
+    elif ! "$@" >>"$log_file" 2>&1; then
+        echo "aws-local: failed: $*; the end of $log_file:" >&2
+        tail -n 20 "$log_file" >&2
+        return 1
+    fi
+}
+[[ "$log_file" == - ]] || echo "aws-local: starting; the start-up output and the functions' lines go to $log_file"
+
 if $build; then
     flags=()
     [[ $profile == release ]] && flags+=(--release)
     echo "aws-local: building the function binaries ($profile)"
-    (cd "$ROOT" && cargo build "${flags[@]}" -p watcher-fn-api -p watcher-fn-timer \
+    (cd "$ROOT" && quiet cargo build "${flags[@]}" -p watcher-fn-api -p watcher-fn-timer \
         -p watcher-fn-submitter -p watcher-fn-lesson-write)
 fi
 
@@ -83,10 +115,11 @@ answers() {
 # An emulator on `$1`: the one answering there, else one started here (and stopped at the end).
 emulator_on() {
     if ! answers "$1"; then
-        MOTO_PORT="$1" bash "$ROOT/infra/moto.sh"
+        quiet env MOTO_PORT="$1" bash "$ROOT/infra/moto.sh"
         stop_moto+=(--stop-moto-port "$1")
     fi
 }
+echo "aws-local: starting the emulators"
 emulator_on "$moto_port"
 dynamodb=()
 if [[ "$dynamodb_port" == shared ]]; then
@@ -98,7 +131,7 @@ else
     # between the choice and the start (or an emulator already there) means another choice.
     for _ in 1 2 3 4 5; do
         dynamodb_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-        if ! answers "$dynamodb_port" && MOTO_PORT="$dynamodb_port" bash "$ROOT/infra/moto.sh"; then
+        if ! answers "$dynamodb_port" && quiet env MOTO_PORT="$dynamodb_port" bash "$ROOT/infra/moto.sh"; then
             stop_moto+=(--stop-moto-port "$dynamodb_port")
             break
         fi
@@ -111,5 +144,6 @@ if [[ "$dynamodb_port" != shared ]]; then
 fi
 
 export PYTHONPATH="$ROOT/infra${PYTHONPATH:+:$PYTHONPATH}"
-exec "$ROOT/.venv/bin/python" -u -m aws_local --bin-dir "$bin_dir" \
+echo "aws-local: starting the functions, the HTTP API, Scheduler and the queues' event sources"
+exec "$ROOT/.venv/bin/python" -u -m aws_local --bin-dir "$bin_dir" --log "$log_file" \
     --endpoint "http://127.0.0.1:$moto_port" "${dynamodb[@]}" "${stop_moto[@]}" "${pass[@]}"

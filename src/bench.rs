@@ -233,7 +233,7 @@ async fn run_size(n: u64, opts: &Options, measure_latency: bool) -> anyhow::Resu
     let deployment = watcher_host::load_deployment(
         &config,
         &*store,
-        watcher_runtime::clock::Clock::now(&watcher_runtime::clock::SystemClock),
+        watcher_runtime::clock::Clock::now(&SystemClock),
     )
     .await?;
     let watcher = Arc::new(Watcher::new(
@@ -263,7 +263,7 @@ async fn run_size(n: u64, opts: &Options, measure_latency: bool) -> anyhow::Resu
         }
     })
     .await?;
-    let source = Source::parse(SOURCE_ID.to_string()).map_err(anyhow::Error::msg)?;
+    let source = Source::parse(SOURCE_ID.to_owned()).map_err(anyhow::Error::msg)?;
     let w = watcher.clone();
     let t2 = tenant.clone();
     let engine_fact = drive(opts, move |i| {
@@ -482,6 +482,16 @@ async fn preload(
                     Need::Task(t) => {
                         slice.tasks.insert(t, None);
                     }
+                    Need::Tasks(ts) => {
+                        for t in ts {
+                            slice.tasks.insert(t, None);
+                        }
+                    }
+                    Need::Subjects(ss) => {
+                        for s in ss {
+                            slice.subjects.insert(s.clone(), SubjectState::new(s));
+                        }
+                    }
                     Need::AgentLive(a) => {
                         slice.agent_live.insert(a, live);
                     }
@@ -642,7 +652,7 @@ async fn lapse_latency(
     let mut handles = Vec::new();
     let clients = 8;
     for c in 0..clients {
-        let (http, base) = (http.clone(), base.to_string());
+        let (http, base) = (http.clone(), base.to_owned());
         handles.push(tokio::spawn(async move {
             for p in (c..pushes).step_by(clients) {
                 let body = manifests_push(&format!("L{tag}-{p}"), due);

@@ -219,7 +219,9 @@ mod tests {
         ] {
             let resp = call(method).send().await.unwrap();
             assert_eq!(
-                resp.headers().get(header::CONNECTION).map(|v| v.as_bytes()),
+                resp.headers()
+                    .get(header::CONNECTION)
+                    .map(axum::http::HeaderValue::as_bytes),
                 Some(&b"close"[..]),
                 "{method}"
             );

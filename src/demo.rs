@@ -67,6 +67,8 @@ pub async fn run() -> anyhow::Result<()> {
 
     // Whole seconds, so the instants printed below are easy to read.
     let t0 = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() + 1)
+        .ok()
+        .and_then(watcher_core::time::Instant::from_timestamp)
         .context("the clock is out of range")?;
     let pushed: Value = http
         .post(format!("{base_url}/v1/agents/booking/push"))
@@ -89,10 +91,10 @@ pub async fn run() -> anyhow::Result<()> {
     // The departure, observed at +4 s (reported a moment later; an observation may not postdate
     // its receipt): the arrival re-anchors to +6 s (+3 s grace), and the
     // manifest, named in the departure's `after` and still open, lapses `skipped` at once.
-    let fact = crate::example::departure_fact(
-        t0 + jiff::SignedDuration::from_secs(4),
-        Some("carrier-feed:emirates"),
-    );
+    let observed = t0
+        .checked_add(jiff::SignedDuration::from_secs(4))
+        .context("the clock is out of range")?;
+    let fact = crate::example::departure_fact(observed, Some("carrier-feed:emirates"));
     let reported: Value = http
         .post(format!("{base_url}/v1/facts"))
         .bearer_auth(SOURCE_TOKEN)
@@ -120,7 +122,7 @@ pub async fn run() -> anyhow::Result<()> {
             params["message"]["metadata"][watcher_core::EXPECTATIONS_URI]["lapse"]["lapse"]
                 .as_str()
                 .unwrap_or("?")
-                .to_string(),
+                .to_owned(),
         );
     }
     println!("\nthe agent received 4 lapse tasks: {}", kinds.join(", "));

@@ -10,6 +10,7 @@
 use anyhow::{bail, Context};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
+use watcher_core::time::Instant;
 
 /// The worked example's booking artifact as the repository keeps it (due times in September 2026).
 pub const WORKED_ARTIFACT: &str = include_str!("../examples/booking-artifact.json");
@@ -23,10 +24,12 @@ pub const SHIPMENT: &str = "PA-2026-0901";
 /// Steps of `a2a-watcher example-artifact --from`: the story takes 14 of them.
 pub const BY_HAND_STEP: SignedDuration = SignedDuration::from_secs(20);
 
-/// `base + n` steps, in the contract's output form (jiff prints a whole-second UTC instant as
-/// `2026-09-10T20:15:00Z`).
-fn at(base: Timestamp, step: SignedDuration, n: i32) -> String {
-    (base + step * n).to_string()
+/// `base + n` steps, in the contract's output form (`2026-09-10T20:15:00Z`); the last instant
+/// when past it ([`artifact_text`] refuses a start that far out first).
+fn at(base: Instant, step: SignedDuration, n: i32) -> String {
+    base.checked_add(step * n)
+        .unwrap_or(Instant::MAX)
+        .to_string()
 }
 
 /// `n` steps as an ISO 8601 duration (`PT40S`, `PT2M`), the form the extension's `grace` and
@@ -41,7 +44,7 @@ fn span(step: SignedDuration, n: i32) -> String {
 /// departed after the manifest's grace, the manifest lapses `overdue` then `skipped`, the
 /// arrival re-anchors to the departure plus 2 steps and lapses `overdue` 3 steps later, and
 /// `stalled` at the horizon: the four lapse tasks of Appendix B.
-pub fn booking_artifact(base: Timestamp, step: SignedDuration) -> Value {
+pub fn booking_artifact(base: Instant, step: SignedDuration) -> Value {
     json!({ "artifactUpdate": {
         "taskId": "task-booking-7f3a", "contextId": "ctx-northgate-sep",
         "artifact": {
@@ -75,7 +78,7 @@ pub fn booking_artifact(base: Timestamp, step: SignedDuration) -> Value {
 
 /// The carrier's departure fact (the body of `POST /v1/facts`), observed at `observed_at`.
 /// Without `source`, the watcher takes the source from the bearer token.
-pub fn departure_fact(observed_at: Timestamp, source: Option<&str>) -> Value {
+pub fn departure_fact(observed_at: Instant, source: Option<&str>) -> Value {
     let mut fact = json!({ "factKey": "shipment.departed:PA-2026-0901",
                            "observedAt": observed_at.to_string(),
                            "subject": { "type": "shipment", "id": SHIPMENT } });
@@ -85,20 +88,22 @@ pub fn departure_fact(observed_at: Timestamp, source: Option<&str>) -> Value {
     fact
 }
 
-/// `now` (the clock, to the whole second) or an RFC 3339 instant with an offset.
+/// `now` (the clock, to the whole second) or an RFC 3339 instant with an offset, read as every
+/// instant the watcher reads ([`Instant::parse`]: the one grammar, range and leap-second rule of
+/// semantics.md "Time"; no spaces around it).
 ///
 /// # Errors
-/// When `text` is neither, naming what was given.
-pub fn instant(text: &str) -> anyhow::Result<Timestamp> {
+/// When `text` is neither, naming what was given and, for an instant, what is wrong with it.
+pub fn instant(text: &str) -> anyhow::Result<Instant> {
     if text.trim().eq_ignore_ascii_case("now") {
         return Timestamp::from_second(Timestamp::now().as_second())
+            .ok()
+            .and_then(Instant::from_timestamp)
             .context("the clock is out of range");
     }
-    match text.trim().parse::<Timestamp>() {
+    match Instant::parse(text) {
         Ok(t) => Ok(t),
-        Err(e) => bail!(
-            "{text:?} is not `now` or an RFC 3339 instant with an offset such as 2026-09-10T20:15:00Z ({e})"
-        ),
+        Err(e) => bail!("{text:?} is not `now` or an RFC 3339 instant: {e}"),
     }
 }
 
@@ -108,10 +113,10 @@ pub fn instant(text: &str) -> anyhow::Result<Timestamp> {
 /// When `from` is not an instant.
 pub fn artifact_text(from: Option<&str>) -> anyhow::Result<String> {
     match from {
-        None => Ok(WORKED_ARTIFACT.trim_end().to_string()),
+        None => Ok(WORKED_ARTIFACT.trim_end().to_owned()),
         Some(from) => {
             let base = instant(from)?;
-            if base.checked_add(BY_HAND_STEP * 14).is_err() {
+            if base.checked_add(BY_HAND_STEP * 14).is_none() {
                 bail!("{from:?} is too late: the story's horizon, 4 min 40 s after it, is past the last instant the watcher can hold");
             }
             Ok(serde_json::to_string_pretty(&booking_artifact(
@@ -150,7 +155,7 @@ mod tests {
 
     #[test]
     fn the_by_hand_story_runs_in_twenty_second_steps_from_its_start() {
-        let base: Timestamp = "2026-12-03T18:00:00Z".parse().unwrap();
+        let base = Instant::parse("2026-12-03T18:00:00Z").unwrap();
         let a = booking_artifact(base, BY_HAND_STEP);
         let manifest = expectation(&a, "exp-01J8Q0MANIFEST");
         assert_eq!(manifest["dueAt"], "2026-12-03T18:00:40Z");
@@ -167,7 +172,7 @@ mod tests {
 
     #[test]
     fn the_demo_story_runs_in_one_second_steps() {
-        let base: Timestamp = "2026-12-03T18:00:00Z".parse().unwrap();
+        let base = Instant::parse("2026-12-03T18:00:00Z").unwrap();
         let a = booking_artifact(base, SignedDuration::from_secs(1));
         assert_eq!(expectation(&a, "exp-01J8Q0MANIFEST")["grace"], "PT2S");
         assert_eq!(
@@ -196,18 +201,54 @@ mod tests {
             instant("2026-12-03T19:00:00+01:00").unwrap().to_string(),
             "2026-12-03T18:00:00Z"
         );
-        let now = instant("now").unwrap();
-        assert_eq!(now.subsec_nanosecond(), 0);
-        assert_eq!(instant(" NOW ").unwrap().subsec_nanosecond(), 0);
+        let whole = |t: Instant| t.as_nanos() % 1_000_000_000 == 0;
+        assert!(whole(instant("now").unwrap()));
+        assert!(whole(instant(" NOW ").unwrap()));
         let e = instant("tomorrow").unwrap_err().to_string();
         assert!(
             e.contains("\"tomorrow\" is not `now` or an RFC 3339 instant"),
             "{e}"
         );
-        let e = artifact_text(Some("9999-12-30T21:59:00Z"))
+        let e = artifact_text(Some("9999-12-31T23:56:00Z"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("is too late"), "{e}");
         assert!(instant("2026-12-03T18:00:00").is_err(), "no offset");
+    }
+
+    /// The flags read instants as every route does (semantics.md "Time"): the range runs to the
+    /// last nanosecond of 9999, a leap second is the last nanosecond of its minute, and what
+    /// the contract refuses is refused with its reason.
+    #[test]
+    fn the_flags_read_instants_with_the_one_grammar() {
+        let fact =
+            |at: &str| -> Value { serde_json::from_str(&fact_text(Some(at)).unwrap()).unwrap() };
+        assert_eq!(
+            fact("9999-12-31T23:59:59Z")["observedAt"],
+            "9999-12-31T23:59:59Z"
+        );
+        assert_eq!(
+            fact("2016-12-31T23:59:60Z")["observedAt"],
+            "2016-12-31T23:59:59.999999999Z"
+        );
+        assert_eq!(
+            fact("2026-09-10t20:15:00z")["observedAt"],
+            "2026-09-10T20:15:00Z"
+        );
+        let a: Value =
+            serde_json::from_str(&artifact_text(Some("9999-12-30T23:00:00Z")).unwrap()).unwrap();
+        assert_eq!(
+            expectation(&a, "exp-01J8Q0ARRIVE")["horizon"],
+            "9999-12-30T23:04:40Z"
+        );
+        for (text, why) in [
+            (" 2026-09-10T20:15:00Z", "spaces around"),
+            ("2026-09-10 20:15:00Z", "space"),
+            ("2026-09-10T20:15:00+0500", "without a colon"),
+            ("2026-09-10T20:15:00,5Z", "comma"),
+        ] {
+            let e = fact_text(Some(text)).unwrap_err().to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
     }
 }

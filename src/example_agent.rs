@@ -158,7 +158,7 @@ pub async fn run(listen: &str, card: Option<&std::path::Path>) -> anyhow::Result
         Some(p) => {
             std::fs::read_to_string(p).with_context(|| format!("Failed to read {}", p.display()))?
         }
-        None => BOOKING_CARD.to_string(),
+        None => BOOKING_CARD.to_owned(),
     };
     let mut agent = start(listen, &text, false).await?;
     println!(

@@ -23,6 +23,7 @@ mod operator;
 mod probe;
 mod report;
 mod retry;
+mod table;
 mod validate;
 mod webhook;
 
@@ -287,6 +288,10 @@ fn exit_on(result: anyhow::Result<()>, what: &str) -> ExitCode {
 /// other command-line tools do: Rust ignores SIGPIPE, so every `println!` after the reader closed
 /// would panic. Our own two lines because std offers no way to set a signal's disposition. Not
 /// for the long-running commands (`serve`, the agents), whose log lines must never end them.
+#[allow(
+    unsafe_code,
+    reason = "std has no safe way to set a signal's disposition"
+)]
 fn quiet_on_closed_pipe() {
     // SAFETY: called once at start, before any thread is spawned; SIG_DFL is always valid.
     unsafe {

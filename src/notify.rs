@@ -15,7 +15,9 @@ use watcher_runtime::clock::{Clock, SystemClock};
 ///
 /// # Errors
 /// An unreadable or invalid configuration, an unknown or ambiguous channel, or the receiver's
-/// failure (`HTTP 4xx from the receiver`, a connection error).
+/// failure (`HTTP 4xx from the receiver`, a connection error, or a redirect: `redirect (301) to
+/// https://new.example/… not followed; …`, for a notification is posted to the channel's URL
+/// only).
 pub async fn test(config: &Path, id: &str, tenant: Option<&str>) -> anyhow::Result<String> {
     let config = Config::load(config)?;
     let matching: Vec<_> = config

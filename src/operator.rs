@@ -1,19 +1,21 @@
-//! Operators' commands (README "Operating"): `subject`, `lapses`, `timeline` and `agents`, read
-//! from a running watcher (`--url`, `--token` or `A2A_WATCHER_URL`, `A2A_WATCHER_TOKEN`) over
+//! Operators' commands (docs/howto/operator-view.md): `subject`, `lapses`, `timeline` and `agents`,
+//! read from a running watcher (`--url`, `--token` or `A2A_WATCHER_URL`, `A2A_WATCHER_TOKEN`) over
 //! its operator routes (contracts/serve.md), or from the local SQLite database (`--db PATH`, or
 //! `--config watcher.toml` for its `database` and agents). Readable tables by default; `--json`
 //! prints the routes' JSON bodies for scripts.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use watcher_runtime::store::{Outbox as _, Records as _};
 
+use crate::table::{output_width, render, table};
 use anyhow::{bail, Context};
-use clap::{Args, Subcommand};
-use comfy_table::{presets::UTF8_BORDERS_ONLY, ContentArrangement, Table};
+use clap::builder::PossibleValue;
+use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 use watcher_core::ids::{AgentId, Subject, Tenant};
-use watcher_runtime::store::DeliveryState;
+use watcher_core::time::Instant;
+use watcher_runtime::store::{DeliveryState, LapseQuery};
 use watcher_runtime::view::{AgentView, AgentsPage};
 use watcher_store_sqlite::SqliteStore;
 
@@ -57,16 +59,17 @@ pub enum OperatorCommand {
         /// Only this agent's.
         #[arg(long)]
         agent: Option<String>,
-        /// Only lapses at or after this RFC 3339 instant.
-        #[arg(long)]
-        since: Option<String>,
-        /// Only this delivery state: queued, sent or failed.
-        #[arg(long)]
-        delivery: Option<String>,
+        /// Only lapses at or after this RFC 3339 instant (`2026-09-10T20:15:00Z`, or with an
+        /// offset `±HH:MM`), read as every instant the watcher reads.
+        #[arg(long, value_parser = parse_instant)]
+        since: Option<Instant>,
+        /// Only this delivery state (any state the list shows).
+        #[arg(long, value_enum)]
+        delivery: Option<DeliveryArg>,
         #[command(flatten)]
         source: Source,
     },
-    /// Write a subject's timeline picture (SVG; README "Timeline") to a file.
+    /// Write a subject's timeline picture (SVG; docs/howto/operator-view.md "Timeline") to a file.
     Timeline {
         /// The subject's type.
         subject_type: String,
@@ -107,7 +110,7 @@ pub async fn run(command: OperatorCommand) -> anyhow::Result<()> {
             if source.json {
                 print_json(&view)
             } else {
-                print!("{}", subject_tables(&view));
+                print!("{}", subject_tables(&view, output_width()));
                 Ok(())
             }
         }
@@ -117,7 +120,11 @@ pub async fn run(command: OperatorCommand) -> anyhow::Result<()> {
             delivery,
             source,
         } => {
-            let filter = LapseFilter::new(agent, since, delivery)?;
+            let filter = LapseFilter {
+                agent,
+                since,
+                delivery: delivery.map(|d| d.0),
+            };
             let lapses = match Reader::new(&source)? {
                 Reader::Remote(r) => r.lapses(&filter).await?,
                 Reader::Local(l) => l.lapses(&filter).await?,
@@ -126,7 +133,7 @@ pub async fn run(command: OperatorCommand) -> anyhow::Result<()> {
             if source.json {
                 print_json(&json!({ "lapses": lapses }))
             } else {
-                print!("{}", lapses_table(&lapses));
+                print!("{}", lapses_table(&lapses, output_width()));
                 Ok(())
             }
         }
@@ -163,7 +170,7 @@ pub async fn run(command: OperatorCommand) -> anyhow::Result<()> {
             if source.json {
                 print_json(&body)
             } else {
-                print!("{}", agents_table(&body));
+                print!("{}", agents_table(&body, output_width()));
                 Ok(())
             }
         }
@@ -175,44 +182,41 @@ fn print_json(v: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A command-line instant: read by [`Instant::parse`], the one grammar, range and leap-second
+/// rule of every instant the watcher reads (semantics.md "Time"); clap names the flag when it
+/// is refused.
+fn parse_instant(text: &str) -> Result<Instant, String> {
+    Instant::parse(text)
+}
+
+/// `--delivery`: one of [`DeliveryState::ALL`], the states the lapse list shows and
+/// `GET /v1/lapses?delivery=` accepts (clap lists them in `--help` and refuses anything else,
+/// naming the flag and the values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeliveryArg(pub DeliveryState);
+
+impl ValueEnum for DeliveryArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        static VARIANTS: LazyLock<Vec<DeliveryArg>> =
+            LazyLock::new(|| DeliveryState::ALL.into_iter().map(DeliveryArg).collect());
+        &VARIANTS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.as_str()))
+    }
+}
+
 /// `--agent`, `--since`, `--delivery`: sent to the server as query parameters and applied here
 /// too, so a server that ignores them answers the same.
 #[derive(Debug, Default)]
 struct LapseFilter {
     agent: Option<String>,
-    since: Option<jiff::Timestamp>,
-    since_text: Option<String>,
+    since: Option<Instant>,
     delivery: Option<DeliveryState>,
 }
 
 impl LapseFilter {
-    fn new(
-        agent: Option<String>,
-        since: Option<String>,
-        delivery: Option<String>,
-    ) -> anyhow::Result<Self> {
-        let since_at = since
-            .as_deref()
-            .map(|s| {
-                s.parse::<jiff::Timestamp>()
-                    .with_context(|| format!("--since {s:?}: not an RFC 3339 instant"))
-            })
-            .transpose()?;
-        let delivery = match delivery.as_deref() {
-            None => None,
-            Some("queued") => Some(DeliveryState::Queued),
-            Some("sent") => Some(DeliveryState::Sent),
-            Some("failed") => Some(DeliveryState::Failed),
-            Some(other) => bail!("--delivery {other:?}: must be queued, sent or failed"),
-        };
-        Ok(LapseFilter {
-            agent,
-            since: since_at,
-            since_text: since,
-            delivery,
-        })
-    }
-
     fn keeps(&self, lapse: &Value) -> bool {
         let agent_ok = self
             .agent
@@ -224,7 +228,7 @@ impl LapseFilter {
         let since_ok = self.since.is_none_or(|since| {
             lapse["lapsedAt"]
                 .as_str()
-                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .and_then(|t| Instant::parse(t).ok())
                 .is_some_and(|t| t >= since)
         });
         agent_ok && delivery_ok && since_ok
@@ -329,7 +333,8 @@ impl Remote {
             if let Some(a) = &filter.agent {
                 query.push(("agent", a));
             }
-            if let Some(s) = &filter.since_text {
+            let since = filter.since.map(|s| s.to_string());
+            if let Some(s) = &since {
                 query.push(("since", s));
             }
             if let Some(d) = filter.delivery {
@@ -345,7 +350,7 @@ impl Remote {
             }
             match page["nextCursor"].as_str() {
                 Some(next) if !next.is_empty() && cursor.as_deref() != Some(next) => {
-                    cursor = Some(next.to_string())
+                    cursor = Some(next.to_owned());
                 }
                 _ => return Ok(out),
             }
@@ -377,7 +382,7 @@ impl Local {
                         ))
                     })
                     .collect::<anyhow::Result<Vec<_>>>()?;
-                (cfg.database.clone(), Some(agents))
+                (cfg.database, Some(agents))
             }
             (None, None) => unreachable!("Reader::new checks"),
         };
@@ -406,25 +411,33 @@ impl Local {
     }
 
     async fn lapses(&self, filter: &LapseFilter) -> anyhow::Result<Vec<Value>> {
-        // With an agent and a delivery state the store's index answers; otherwise the tenant's
-        // lapse tasks are read whole (an offline command, not a request path).
-        let entries = match (&filter.agent, filter.delivery) {
-            (Some(agent), Some(delivery)) => {
-                let agent = AgentId::parse(agent.clone()).map_err(anyhow::Error::msg)?;
-                let mut list = self
-                    .store
-                    .outbox_of_agent(&self.tenant, &agent, delivery, None, 100_000)
-                    .await?;
-                list.sort_by_key(|e| e.lapsed_at);
-                list
-            }
-            _ => self.store.lapses(&self.tenant).await?,
+        // The pages `GET /v1/lapses` reads, with the same filters, followed to the end.
+        let mut query = LapseQuery {
+            agent: filter
+                .agent
+                .clone()
+                .map(AgentId::parse)
+                .transpose()
+                .map_err(|r| anyhow::anyhow!("--agent: {r}"))?,
+            delivery: filter.delivery,
+            since: filter.since,
+            after: None,
+            limit: 1000,
         };
-        // The same view as `GET /v1/lapses` answers.
-        Ok(entries
-            .iter()
-            .map(|o| serde_json::to_value(watcher_runtime::view::LapseView::of(o)))
-            .collect::<Result<_, _>>()?)
+        let mut out = Vec::new();
+        loop {
+            let page = self.store.lapses_page(&self.tenant, &query).await?;
+            // The same view as `GET /v1/lapses` answers.
+            for (_, o) in &page.entries {
+                out.push(serde_json::to_value(watcher_runtime::view::LapseView::of(
+                    o,
+                ))?);
+            }
+            match page.next {
+                Some(next) => query.after = Some(next),
+                None => return Ok(out),
+            }
+        }
     }
 
     async fn agents(&self) -> anyhow::Result<Value> {
@@ -448,21 +461,6 @@ impl Local {
     }
 }
 
-/// The widest a table is drawn, in columns: a terminal narrower than this narrows it further.
-pub const TABLE_WIDTH: u16 = 100;
-
-/// A box table with `header` that fits [`TABLE_WIDTH`] columns (or the terminal, if narrower):
-/// cells wrap at spaces, so an instant (`2026-09-11 02:41:07Z`) wraps as date over time.
-pub fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header.to_vec());
-    let width = t.width().map_or(TABLE_WIDTH, |w| w.min(TABLE_WIDTH));
-    t.set_width(width);
-    t
-}
-
 /// A string member, or `-`.
 fn s(v: &Value) -> String {
     match v {
@@ -473,16 +471,19 @@ fn s(v: &Value) -> String {
 }
 
 /// An instant to the second, in UTC, for a table: `2026-09-11 02:41:07Z` (RFC 3339 allows the
-/// space, and a narrow column wraps there, date over time); `--json` keeps every digit.
+/// space, and a narrow column wraps there, date over time); `--json` keeps every digit. Read as
+/// every instant is ([`Instant::parse`]: to `9999-12-31T23:59:59.999999999Z`); anything else is
+/// shown as given.
 fn at(v: &Value) -> String {
     v.as_str()
-        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        .map(|t| t.strftime("%Y-%m-%d %H:%M:%SZ").to_string())
+        .and_then(|t| Instant::parse(t).ok())
+        .map(|t| t.to_civil_utc().strftime("%Y-%m-%d %H:%M:%SZ").to_string())
         .unwrap_or_else(|| s(v))
 }
 
-/// The subject view as two tables: expectations, then facts.
-pub fn subject_tables(view: &Value) -> String {
+/// The subject view as two tables drawn to `width` columns ([`render`]): expectations, then
+/// facts.
+pub fn subject_tables(view: &Value, width: usize) -> String {
     let mut t = table(&[
         "expectation / kind",
         "status / basis",
@@ -492,7 +493,7 @@ pub fn subject_tables(view: &Value) -> String {
     ]);
     for e in view["expectations"].as_array().into_iter().flatten() {
         let satisfied = match &e["satisfaction"] {
-            Value::Null => "-".to_string(),
+            Value::Null => "-".to_owned(),
             sat => format!(
                 "{}{}",
                 at(&sat["observedAt"]),
@@ -538,7 +539,6 @@ pub fn subject_tables(view: &Value) -> String {
             },
         ]);
     }
-    keep_whole(&mut t, &[0]);
     let mut f = table(&["observed", "fact", "source", "satisfied"]);
     for fact in view["facts"].as_array().into_iter().flatten() {
         let satisfied: Vec<String> = fact["satisfied"]
@@ -559,15 +559,18 @@ pub fn subject_tables(view: &Value) -> String {
         ]);
     }
     format!(
-        "{} {}\n{t}\nfacts\n{f}\n",
+        "{} {}\n{}\nfacts\n{}\n",
         s(&view["subject"]["type"]),
-        s(&view["subject"]["id"])
+        s(&view["subject"]["id"]),
+        render(t, width),
+        render(f, width)
     )
 }
 
-/// Lapse tasks as one table. Ids are never cut (their columns keep their width); the task state
-/// drops its `TASK_STATE_` prefix (`--json` keeps it).
-pub fn lapses_table(lapses: &[Value]) -> String {
+/// Lapse tasks as one table drawn to `width` columns ([`render`]: no word is broken, so ids are
+/// whole); the task state drops its `TASK_STATE_` prefix and the last error is cut after its
+/// first 60 characters, at a space (`--json` keeps both whole).
+pub fn lapses_table(lapses: &[Value], width: usize) -> String {
     let mut t = table(&[
         "lapse / lapsed at",
         "agent",
@@ -577,10 +580,7 @@ pub fn lapses_table(lapses: &[Value]) -> String {
         "last error",
     ]);
     for l in lapses {
-        let mut err = s(&l["lastError"]);
-        if err.chars().count() > 60 {
-            err = err.chars().take(57).collect::<String>() + "...";
-        }
+        let err = shortened(&s(&l["lastError"]), 60);
         let state = s(&l["taskState"]);
         t.add_row(vec![
             format!("{}\n{}", s(&l["lapse"]), at(&l["lapsedAt"])),
@@ -590,29 +590,46 @@ pub fn lapses_table(lapses: &[Value]) -> String {
             state
                 .strip_prefix("TASK_STATE_")
                 .unwrap_or(&state)
-                .to_string(),
+                .to_owned(),
             err,
         ]);
     }
-    keep_whole(&mut t, &[1, 2]);
-    format!("{t}\n{} lapse task(s)\n", lapses.len())
+    format!("{}\n{} lapse task(s)\n", render(t, width), lapses.len())
 }
 
-/// Columns `indexes` of `t` keep their content's width: an id is never cut across lines.
-fn keep_whole(t: &mut Table, indexes: &[usize]) {
-    for &i in indexes {
-        if let Some(c) = t.column_mut(i) {
-            c.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+/// `text` cut to its words within `limit` characters, `...` after them; a first word longer than
+/// `limit` is kept whole (a word is never broken).
+fn shortened(text: &str, limit: usize) -> String {
+    if text.chars().count() <= limit {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    for word in text.split(' ') {
+        let next = if out.is_empty() {
+            word.chars().count()
+        } else {
+            out.chars().count() + 1 + word.chars().count()
+        };
+        if next > limit.saturating_sub(4) && !out.is_empty() {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+        if next > limit.saturating_sub(4) {
+            break;
         }
     }
+    out + " ..."
 }
 
-/// `GET /v1/agents` as one table.
-pub fn agents_table(body: &Value) -> String {
+/// `GET /v1/agents` as one table drawn to `width` columns ([`render`]).
+pub fn agents_table(body: &Value, width: usize) -> String {
     let mut t = table(&["agent", "delivery", "retrying since", "card", "last error"]);
     for a in body["agents"].as_array().into_iter().flatten() {
         let card = match &a["card"] {
-            Value::Null => "-".to_string(),
+            Value::Null => "-".to_owned(),
             Value::Object(c) => c
                 .get("status")
                 .or_else(|| c.get("state"))
@@ -639,100 +656,8 @@ pub fn agents_table(body: &Value) -> String {
             why.push_str(&format!("card of {}: {}{next}\n", s(&a["agentId"]), error));
         }
     }
-    format!("{t}\n{why}")
+    format!("{}\n{why}", render(t, width))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_agents_table_says_why_a_card_is_not_in_use() {
-        let body = serde_json::json!({ "agents": [
-            { "agentId": "booking", "delivery": "ok", "card": { "state": "ok" } },
-            { "agentId": "partner", "delivery": "ok", "card": {
-                "state": "unavailable",
-                "error": "card http://127.0.0.1:9/: connection refused",
-                "nextTryAt": "2026-09-10T12:00:30Z" } }
-        ]});
-        let out = agents_table(&body);
-        assert!(out.contains("unavailable"), "{out}");
-        assert!(
-            out.contains("card of partner: card http://127.0.0.1:9/: connection refused (read again at 2026-09-10T12:00:30Z)"),
-            "{out}"
-        );
-        assert!(!out.contains("card of booking"), "{out}");
-    }
-
-    /// The worked example's subject on a compressed clock, as `GET /v1/subjects/…` answers it.
-    fn worked_view() -> Value {
-        let lapse = |kind: &str, at: &str| json!({ "lapse": kind, "lapsedAt": at, "dueAt": at });
-        json!({
-            "subject": { "type": "shipment", "id": "PA-2026-0901" },
-            "expectations": [
-                { "expectationId": "exp-01J8Q0MANIFEST", "kind": "shipment.manifest", "status": "open",
-                  "projectedDueAt": "2026-12-01T00:22:01Z", "dueAt": "2026-12-01T00:22:01.123456789Z",
-                  "basis": "observed", "satisfaction": null,
-                  "lapses": [lapse("overdue", "2026-12-01T00:22:02Z"), lapse("skipped", "2026-12-01T00:22:02Z")] },
-                { "expectationId": "exp-01J8Q0ARRIVE", "kind": "shipment.arrival", "status": "open",
-                  "projectedDueAt": "2026-12-01T00:22:05Z", "dueAt": "2026-12-01T00:22:03Z",
-                  "basis": "observed", "satisfaction": { "observedAt": "2026-12-01T00:22:09Z", "late": true },
-                  "lapses": [lapse("overdue", "2026-12-01T00:22:04Z"), lapse("stalled", "2026-12-01T00:22:06Z")] }
-            ],
-            "facts": [
-                { "observedAt": "2026-12-01T00:22:02Z", "factKey": "shipment.departed:PA-2026-0901",
-                  "source": "carrier-feed:emirates", "satisfied": ["exp-01J8Q0DEPART"] }
-            ]
-        })
-    }
-
-    /// The widest line of `out`, in characters (the box drawing is one column each).
-    fn widest(out: &str) -> usize {
-        out.lines().map(|l| l.chars().count()).max().unwrap_or(0)
-    }
-
-    #[test]
-    fn tables_fit_a_hundred_columns_and_keep_what_they_show() {
-        let subject = subject_tables(&worked_view());
-        assert!(
-            widest(&subject) <= 100,
-            "{} columns:\n{subject}",
-            widest(&subject)
-        );
-        for whole in [
-            "exp-01J8Q0MANIFEST",
-            "shipment.departed:PA-2026-0901",
-            "carrier-feed:emirates",
-            "2026-12-01 00:22:02Z",
-            "(projected",
-            "basis: observed",
-        ] {
-            assert!(subject.contains(whole), "{whole:?} in\n{subject}");
-        }
-        // Instants to the second: the fraction is --json's.
-        assert!(!subject.contains(".123"), "{subject}");
-
-        let lapses: Vec<Value> = (0..3)
-            .map(|i| json!({ "lapsedAt": "2026-12-01T00:22:02Z", "lapse": "overdue",
-                "agent": "booking", "expectationId": format!("exp-01J8Q0MANIFEST-{i}"),
-                "delivery": "failed", "attempts": 12, "taskState": "TASK_STATE_SUBMITTED",
-                "lastError": "transport: error sending request for url (http://127.0.0.1:9/): connection refused" }))
-            .collect();
-        let table = lapses_table(&lapses);
-        assert!(
-            widest(&table) <= 100,
-            "{} columns:\n{table}",
-            widest(&table)
-        );
-
-        let agents = agents_table(
-            &json!({ "agents": [{ "agentId": "booking", "delivery": "retrying",
-            "retryingSince": "2026-12-01T00:22:02Z", "card": { "state": "stale" },
-            "lastError": "HTTP 503 Service Unavailable from http://booking.example/a2a" }] }),
-        );
-        assert!(
-            widest(agents.split("\ncard of").next().unwrap_or_default()) <= 100,
-            "{agents}"
-        );
-    }
-}
+mod tests;

@@ -85,7 +85,7 @@ pub fn basis(records: &[ExpectationRecord]) -> Vec<BasisRow> {
                 .into_iter()
                 .map(|k| {
                     let n = rs.iter().filter(|r| r.has_lapsed(k)).count();
-                    (k.as_str().to_string(), n as f64 / rs.len() as f64)
+                    (k.as_str().to_owned(), n as f64 / rs.len() as f64)
                 })
                 .collect();
             BasisRow {
@@ -118,7 +118,12 @@ fn human(s: Option<f64>) -> String {
 /// negative: expectations raised after their own due time (pushed late, or recorded while the
 /// watcher caught up), so `dueAt − raisedAt` is below zero and says nothing about what to promise.
 pub fn table(rows: &[BasisRow]) -> String {
-    let mut t = crate::operator::table(&[
+    table_to(rows, crate::table::output_width())
+}
+
+/// [`table`] drawn to `width` columns (`crate::table::render`: no word broken).
+fn table_to(rows: &[BasisRow], width: usize) -> String {
+    let mut t = crate::table::table(&[
         "kind / basis",
         "count",
         "on time",
@@ -155,7 +160,7 @@ pub fn table(rows: &[BasisRow]) -> String {
             human(r.observed_offset_p90_seconds),
         ]);
     }
-    let mut out = format!("{t}\n");
+    let mut out = format!("{}\n", crate::table::render(t, width));
     if rows
         .iter()
         .any(|r| r.promised_offset_p50_seconds.is_some_and(|s| s < 0.0))
@@ -245,7 +250,7 @@ mod tests {
         );
         assert_eq!(o.lapse_rate["skipped"], 1.0);
         assert_eq!(o.observed_offset_p90_seconds, None);
-        let t = table(&rows);
+        let t = table_to(&rows, 100);
         let row: Vec<&str> = t
             .lines()
             .find(|l| l.contains("lane.delivery"))
@@ -285,8 +290,7 @@ mod tests {
             .map(|(_, t)| t)
             .expect("the example's end");
         let want = format!(
-            "{head}{EXAMPLE_MARK}\n```console\n$ a2a-watcher report basis --config watcher.toml\n{}```\n{tail}",
-            t
+            "{head}{EXAMPLE_MARK}\n```console\n$ a2a-watcher report basis --config watcher.toml\n{t}```\n{tail}"
         );
         if std::env::var_os("UPDATE_DOCS").is_some() {
             std::fs::write(doc_path, &want).expect("write docs/reference/cli.md");
@@ -309,7 +313,7 @@ mod tests {
         .expect("in range");
         let rows = basis(&[r]);
         assert_eq!(rows[0].promised_offset_p50_seconds, Some(-2.0 * DAY));
-        let t = table(&rows);
+        let t = table_to(&rows, 100);
         assert!(t.contains("-2.0d"), "{t}");
         assert!(t.contains("A negative promised p50"), "{t}");
     }

@@ -33,7 +33,7 @@ pub fn dry_run(config: &Path, source: &str, payload: &Path) -> anyhow::Result<Va
         Ok(Outcome::Unmatched) => Ok(json!({ "source": source, "facts": [], "unmatched": true })),
         Ok(Outcome::Facts(facts)) => Ok(json!({
             "source": source,
-            "facts": facts.iter().map(|f| f.to_json()).collect::<Vec<_>>(),
+            "facts": facts.iter().map(watcher_webhooks::MappedFact::to_json).collect::<Vec<_>>(),
         })),
         Err(e) => Err(anyhow!(
             "{e} (the webhook would answer 422 and record nothing)"

@@ -128,7 +128,7 @@ async fn lapse_tasks_travel_through_the_function_processes_once() {
         .split_whitespace()
         .next()
         .expect("the agent's URL")
-        .to_string();
+        .to_owned();
 
     // A second agent that keeps its tasks (ListTasks) and can hold its answers, for the crash
     // in flight. Its card is a file: the function processes run on this machine.
@@ -169,8 +169,9 @@ reconcile = false
 
     let (api_port, moto_port, dynamodb_port) = (free_port(), free_port(), free_port());
     let mut cmd = Command::new("bash");
+    // `--log -`: every function's lines on the stack's stdout, where the test reads them.
     cmd.arg(root().join("infra/aws-local.sh"))
-        .args(["--no-build", "--port", &api_port.to_string()])
+        .args(["--no-build", "--log", "-", "--port", &api_port.to_string()])
         .args(["--moto-port", &moto_port.to_string()])
         .args(["--dynamodb-port", &dynamodb_port.to_string()])
         .args(["--visibility-timeout-cap", &VISIBILITY_CAP.to_string()])
@@ -311,7 +312,7 @@ reconcile = false
     let sent = held.sent_message_ids();
     assert_eq!(
         sent,
-        vec![lapse["messageId"].as_str().unwrap().to_string()],
+        vec![lapse["messageId"].as_str().unwrap().to_owned()],
         "{lapse:#}"
     );
     let listed = held

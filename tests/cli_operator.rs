@@ -19,7 +19,8 @@ fn cli(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_a2a-watcher"));
     cmd.args(args)
         .env_remove("A2A_WATCHER_URL")
-        .env_remove("A2A_WATCHER_TOKEN");
+        .env_remove("A2A_WATCHER_TOKEN")
+        .env_remove("COLUMNS");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -50,7 +51,7 @@ async fn operator_commands_read_the_worked_example_remotely_and_locally() {
     let with = |cmd: &[&str], extra: &[&str]| -> Vec<String> {
         cmd.iter()
             .chain(extra.iter())
-            .map(|s| s.to_string())
+            .map(ToString::to_string)
             .collect()
     };
     let run = |args: Vec<String>| cli(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
@@ -237,4 +238,205 @@ async fn the_timeline_route_is_for_operators_and_answers_svg() {
         .await
         .unwrap();
     assert_eq!(unknown.status(), 404);
+}
+
+/// The states `GET /v1/lapses?delivery=` filters by, as docs/openapi.json declares them (the
+/// values of the component its `delivery` parameter refers to).
+fn documented_delivery_states() -> Vec<String> {
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.json"))
+            .expect("docs/openapi.json"),
+    )
+    .expect("JSON");
+    let parameter = doc["paths"]["/v1/lapses"]["get"]["parameters"]
+        .as_array()
+        .expect("parameters")
+        .iter()
+        .find(|p| p["name"] == "delivery")
+        .expect("the delivery parameter")
+        .clone();
+    let name = parameter["schema"]["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+        .expect("a reference into components.schemas");
+    let component = &doc["components"]["schemas"][name];
+    let listed: Vec<Value> = match component["oneOf"].as_array() {
+        Some(one_of) => one_of.iter().map(|v| v["const"].clone()).collect(),
+        None => component["enum"].as_array().cloned().unwrap_or_default(),
+    };
+    listed
+        .iter()
+        .map(|v| v.as_str().expect("a string").to_owned())
+        .collect()
+}
+
+/// Writes two lapse tasks of the booking agent in each delivery state `states` names into the
+/// stopped watcher's database: long ids, a completed task and a long last error, for the tables;
+/// the queued ones not due for a long time, so the running `serve` leaves them queued.
+async fn lapse_tasks_in_every_state(w: &Watcher, states: &[String]) -> Vec<(String, String)> {
+    use watcher_core::ids::{AgentId, ExpectationId, Tenant};
+    use watcher_core::record::LapseKind;
+    use watcher_core::time::Instant;
+    use watcher_runtime::store::{Commit, DeliveryState, OutboxEntry, Records as _};
+
+    let store = watcher_store_sqlite::SqliteStore::open(w.dir.path().join("watcher.db"))
+        .expect("open the stopped watcher's database");
+    let lapsed = Instant::parse("2026-12-01T00:22:02Z").unwrap();
+    let mut written = Vec::new();
+    let mut entries = Vec::new();
+    for (i, state) in states.iter().enumerate() {
+        let delivery = DeliveryState::parse(state).expect("a state of the schema");
+        for copy in 0..2 {
+            let id = format!("exp-01J8Q0{}-{copy}-{i}", state.to_uppercase());
+            let message_id = format!("lapse:{id}:overdue:2026-12-01T00:22:00Z");
+            let mut o = OutboxEntry::queued(
+                Tenant::default_tenant(),
+                AgentId::parse("booking").unwrap(),
+                message_id.clone(),
+                ExpectationId::parse(id).unwrap(),
+                LapseKind::Overdue,
+                lapsed,
+                json!({}),
+            );
+            o.delivery = delivery;
+            o.attempts = 12;
+            o.task_state = Some("TASK_STATE_COMPLETED".into());
+            o.last_error = Some(
+                "transport: error sending request for url (http://127.0.0.1:9/): connection refused"
+                    .into(),
+            );
+            o.next_attempt_at = Instant::parse("9999-12-31T23:59:59Z").unwrap();
+            entries.push(o);
+            written.push((state.clone(), message_id));
+        }
+    }
+    store
+        .commit(&Tenant::default_tenant(), Commit::of_outbox(entries))
+        .await
+        .expect("commit the lapse tasks");
+    written
+}
+
+/// issue 39 item 7: every delivery state the lapse list shows is a filter, on `serve`'s route
+/// and in `a2a-watcher lapses --delivery` (over `--url` and `--db`), and the values accepted are
+/// docs/openapi.json's (generated from the type the answer's `delivery` is).
+#[tokio::test]
+async fn every_state_the_lapse_list_shows_filters_on_serve_and_in_the_cli() {
+    let states = documented_delivery_states();
+    for shown in ["queued", "sent", "failed", "withdrawn", "unaddressed"] {
+        assert!(states.iter().any(|s| s == shown), "{shown} in {states:?}");
+    }
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let mut w = spawn_watcher(&agent, "").await;
+    w.kill().await;
+    let written = lapse_tasks_in_every_state(&w, &states).await;
+    w.start().await;
+    let db = w.dir.path().join("watcher.db");
+    let remote = ["--url", w.base_url.as_str(), "--token", OPERATOR_TOKEN];
+    let local = ["--db", db.to_str().unwrap()];
+    let ids = |body: &Value| -> Vec<String> {
+        body["lapses"]
+            .as_array()
+            .expect("lapses")
+            .iter()
+            .map(|l| l["messageId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for state in &states {
+        let want: Vec<String> = written
+            .iter()
+            .filter(|(s, _)| s == state)
+            .map(|(_, id)| id.clone())
+            .collect();
+        let served = w.get(&format!("/v1/lapses?delivery={state}")).await;
+        assert_eq!(served.status, 200, "delivery={state}: {:?}", served.body);
+        assert_eq!(ids(&served.body), want, "GET /v1/lapses?delivery={state}");
+        for source in [&remote[..], &local[..]] {
+            let mut args = vec!["lapses", "--delivery", state, "--json"];
+            args.extend_from_slice(source);
+            assert_eq!(ids(&json_of(&cli(&args, &[]))), want, "{args:?}");
+        }
+    }
+    let bad = cli(
+        &["lapses", "--delivery", "lost", "--db", db.to_str().unwrap()],
+        &[],
+    );
+    assert!(!bad.status.success());
+    let why = String::from_utf8_lossy(&bad.stderr);
+    for state in &states {
+        assert!(why.contains(state.as_str()), "{state} listed in: {why}");
+    }
+}
+
+/// issue 39 item 11: `a2a-watcher lapses` fits the width `COLUMNS` gives and never breaks a
+/// word (no `COMPLE`/`TED`); where even the longest words side by side do not fit, its lines
+/// are wider rather than a word broken.
+#[tokio::test]
+async fn the_lapses_table_fits_columns_and_never_breaks_a_word() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let mut w = spawn_watcher(&agent, "").await;
+    w.kill().await;
+    let states = documented_delivery_states();
+    let written = lapse_tasks_in_every_state(&w, &states).await;
+    let db = w.dir.path().join("watcher.db");
+    let table = |columns: &str| -> String {
+        ok(&cli(
+            &["lapses", "--db", db.to_str().unwrap()],
+            &[("COLUMNS", columns)],
+        ))
+    };
+    let widest = |out: &str| out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    let words: Vec<String> = written
+        .iter()
+        .map(|(_, id)| {
+            id.strip_prefix("lapse:")
+                .and_then(|rest| rest.split(':').next())
+                .unwrap()
+                .to_owned()
+        })
+        .chain(
+            [
+                "COMPLETED",
+                "attempt(s)",
+                "transport:",
+                "unaddressed",
+                "2026-12-01",
+            ]
+            .map(String::from),
+        )
+        .collect();
+    let least = widest(&table("1"));
+    for columns in [220, 160, 120, 100, least] {
+        let out = table(&columns.to_string());
+        eprintln!("$ COLUMNS={columns} a2a-watcher lapses\n{out}");
+        assert!(
+            widest(&out) <= columns,
+            "COLUMNS={columns}: {} wide",
+            widest(&out)
+        );
+        for word in &words {
+            assert!(
+                out.lines().any(|l| l.contains(word.as_str())),
+                "COLUMNS={columns}: {word:?} broken"
+            );
+        }
+        assert!(out.contains(&format!("{} lapse task(s)", written.len())));
+    }
+    for columns in [least - 1, 40] {
+        let out = table(&columns.to_string());
+        assert_eq!(
+            widest(&out),
+            least,
+            "COLUMNS={columns}: wider, not broken\n{out}"
+        );
+        for word in &words {
+            assert!(
+                out.lines().any(|l| l.contains(word.as_str())),
+                "COLUMNS={columns}: {word:?} broken"
+            );
+        }
+    }
+    // Without COLUMNS and not on a terminal: the default width.
+    let piped = ok(&cli(&["lapses", "--db", db.to_str().unwrap()], &[]));
+    assert!(widest(&piped) <= 100.max(least), "{piped}");
 }

@@ -7,12 +7,13 @@
 //! Scenarios: raise, satisfy in time (no lapse task), lapse each kind (overdue, skipped,
 //! stalled), withdraw (the origin task canceled by push), retry a failed lapse task, slow
 //! neighbour, kill the sender mid-send (exactly one lapse task), carrier webhooks, operator
-//! routes, agents independent, reconcile a cancel never pushed, follow without push.
+//! routes, agents independent, reconcile a cancel never pushed, withdraw along the lineage,
+//! follow without push.
 //!
 //! Each deployment starts once with every scenario's agents in its configuration; the
 //! scenarios run side by side (each with its own agent and expectations), then the one that
-//! kills the sender runs alone. A scenario that does not run on a deployment prints
-//! `SKIPPED on aws-local: {reason}`. Each scenario's time and the whole run's are printed
+//! kills the sender runs alone. A scenario that does not run on a deployment is reported
+//! skipped, with its reason (`common::skip`). Each scenario's time and the whole run's are printed
 //! (`cargo test --test it deployments:: -- --nocapture`), and on aws-local the pace the stack
 //! kept ([`pace`]).
 //!
@@ -58,7 +59,7 @@ async fn run_suite(backend: Backend) {
         let mut running = Vec::new();
         for s in batch {
             if let (Backend::AwsLocal, Some(why)) = (backend, s.skip_on_aws) {
-                eprintln!("[{name}] {}: SKIPPED on aws-local: {why}", s.name);
+                common::skip::skip(&format!("scenario {} on aws-local: {why}", s.name));
                 continue;
             }
             let (d, f) = (deployment.clone(), fixture.clone());

@@ -1,7 +1,11 @@
 //! The documentation: the README and the book under `docs/` (mdBook; `docs/SUMMARY.md` is its
 //! table of contents). Every cited path exists ([`paths`]), every route is in the routes table
-//! ([`routes`]), every page is in the book and every JSON example parses ([`book`]), and the
-//! command reference is the binary's own `--help` ([`cli`]).
+//! ([`routes`]), every page is in the book and every JSON example parses ([`book`]), the
+//! command reference is the binary's own `--help` ([`cli`]), every configuration file reads and
+//! every file a command is handed is in the repository ([`configs`]), every section a reference
+//! names (`README "Run it"`, `operating.md#delivering-lapse-tasks`), in the docs or the code,
+//! exists ([`sections`]), every `serve` log line the docs quote is one `serve` prints
+//! ([`log_lines`]), and the README runs no tool that only a script installs ([`tools`]).
 
 use std::path::PathBuf;
 
@@ -9,10 +13,18 @@ use std::path::PathBuf;
 mod book;
 #[path = "docs/cli.rs"]
 mod cli;
+#[path = "docs/configs.rs"]
+mod configs;
+#[path = "docs/log_lines.rs"]
+mod log_lines;
 #[path = "docs/paths.rs"]
 mod paths;
 #[path = "docs/routes.rs"]
 mod routes;
+#[path = "docs/sections.rs"]
+mod sections;
+#[path = "docs/tools.rs"]
+mod tools;
 
 /// The repository's root.
 fn root() -> PathBuf {

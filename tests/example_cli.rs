@@ -89,3 +89,71 @@ async fn the_walkthrough_bodies_tell_the_story_from_now() {
         (observed + SignedDuration::from_secs(40)).to_string()
     );
 }
+
+/// The README's "Run it" a second time on the same database: the walkthrough's artifact, from a
+/// later instant, carries the same expectationIds with other due times, so every expectation
+/// is refused (an expectationId is never reused, expectations-v1 §8). The answer says so in
+/// `summary` beside each refusal's reason, and serve logs one warning naming the ids and why.
+#[tokio::test]
+async fn the_walkthrough_run_again_on_the_same_database_says_why_nothing_is_raised() {
+    let agent = watcher_delivery::testing::spawn_capture_agent(
+        watcher_delivery::testing::Behaviour::accept(),
+    )
+    .await;
+    let mut w = spawn_watcher(&agent, "").await;
+    let first_run = Timestamp::now();
+    let pushed = w
+        .push(&printed(&[
+            "example-artifact",
+            "--from",
+            &first_run.to_string(),
+        ]))
+        .await;
+    assert_eq!(
+        pushed.body["raised"].as_array().map(Vec::len),
+        Some(3),
+        "{pushed:?}"
+    );
+
+    // The second run: serve started again on its database, the artifact from a minute later.
+    w.restart().await;
+    let second_run = first_run + SignedDuration::from_secs(60);
+    let again = w
+        .push(&printed(&[
+            "example-artifact",
+            "--from",
+            &second_run.to_string(),
+        ]))
+        .await;
+    assert_eq!(again.status, 200, "{again:?}");
+    assert_eq!(again.body["raised"], serde_json::json!([]), "{again:?}");
+    let ids = ["exp-01J8Q0MANIFEST", "exp-01J8Q0DEPART", "exp-01J8Q0ARRIVE"];
+    let refused: Vec<&str> = again.body["rejected"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|e| e["expectationId"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(refused, ids, "{again:?}");
+    let summary = again.body["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.starts_with("nothing was raised: all 3 expectations this push carried were refused: their expectationIds were already recorded for this agent"),
+        "{summary}"
+    );
+    let warned = common::wait_until(
+        || async {
+            w.log().lines().any(|l| {
+                l.contains("WARN")
+                    && l.contains(
+                        "push refused 3 expectation(s) whose expectationId was already recorded",
+                    )
+                    && ids.iter().all(|id| l.contains(id))
+            })
+        },
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(warned, "no warning in serve's log:\n{}", w.log());
+}

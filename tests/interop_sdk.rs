@@ -53,11 +53,11 @@ fn sdk_python() -> Option<PathBuf> {
         "CI=true and the a2a-sdk venv is missing at {}: run `bash infra/a2a-sdk.sh`",
         venv.display()
     );
-    eprintln!(
-        "SKIPPED: the a2a-sdk venv is missing at {}; run `bash infra/a2a-sdk.sh` (CI=true makes \
-         this a failure)",
+    skip::skip(&format!(
+        "the a2a-sdk venv is missing at {}; run `bash infra/a2a-sdk.sh` (CI=true makes this a \
+         failure)",
         venv.display()
-    );
+    ));
     None
 }
 
@@ -556,7 +556,7 @@ async fn send_text(agent: &str, text: &str) -> Value {
         .get(format!("{agent}/.well-known/agent-card.json"))
         .send()
         .await
-        .and_then(|r| r.error_for_status())
+        .and_then(reqwest::Response::error_for_status)
         .expect("the card")
         .json()
         .await
@@ -727,9 +727,9 @@ fn typescript_agent() -> Option<Command> {
         !ci || told_to_skip,
         "CI=true and examples/typescript-agent/node_modules is missing: run `bash infra/a2a-js.sh`"
     );
-    eprintln!(
-        "SKIPPED: examples/typescript-agent/node_modules is missing; run `bash infra/a2a-js.sh` \
-         (CI=true makes this a failure)"
+    skip::skip(
+        "examples/typescript-agent/node_modules is missing; run `bash infra/a2a-js.sh` (CI=true \
+         makes this a failure)",
     );
     None
 }

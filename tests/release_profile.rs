@@ -20,7 +20,7 @@ fn functions() -> Vec<String> {
             let manifest = e.ok()?.path().join("Cargo.toml");
             let text = std::fs::read_to_string(manifest).ok()?;
             let value: toml::Value = toml::from_str(&text).ok()?;
-            Some(value.get("package")?.get("name")?.as_str()?.to_string())
+            Some(value.get("package")?.get("name")?.as_str()?.to_owned())
         })
         .collect();
     names.sort();

@@ -82,7 +82,10 @@ async fn the_worked_example_on_compressed_times() {
         (ARRIVE, "stalled", arrival_due.clone()),
     ];
     let requests = agent.requests();
-    let ids: Vec<Option<String>> = requests.iter().map(|r| r.message_id()).collect();
+    let ids: Vec<Option<String>> = requests
+        .iter()
+        .map(watcher_delivery::testing::CapturedRequest::message_id)
+        .collect();
     let want: Vec<Option<String>> = expected
         .iter()
         .map(|(id, kind, due)| Some(format!("lapse:{id}:{kind}:{due}")))

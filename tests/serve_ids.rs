@@ -153,7 +153,7 @@ async fn subject_ids_round_trip_and_stay_distinct() {
 
     // Control characters and one byte over the maximum: refused, naming the field.
     for bad in [
-        "a\u{0}b".to_string(),
+        "a\u{0}b".to_owned(),
         "a\nb".into(),
         "a\u{7F}b".into(),
         "a\u{85}b".into(),
@@ -389,7 +389,7 @@ async fn definition_ids_round_trip_through_every_learnables_route() {
     // Definition ids have a grammar (contracts/learnables.md): `/`, spaces, unicode, control
     // characters and one character over the maximum are refused naming `id`, never a 404.
     for bad in [
-        "sheet/import".to_string(),
+        "sheet/import".to_owned(),
         "two words".into(),
         "naïve".into(),
         "a\u{0}b".into(),

@@ -11,7 +11,7 @@ use watcher_delivery::testing::{spawn_capture_agent, Behaviour};
 use common::*;
 
 /// Small bounds so each can be crossed cheaply (with [`TEACHER_TOML`] after them).
-const LIMITS: &str = r#"
+const LIMITS: &str = r"
 [limits]
 body_bytes = 4096
 json_depth = 8
@@ -19,7 +19,7 @@ string_bytes = 200
 expectations_per_artifact = 2
 facts_per_request = 3
 check_corpus_entries = 2
-"#;
+";
 
 fn artifact_with(n: usize) -> Value {
     let mut a = one_expectation("task-limits", "exp-0", SHIPMENT, far(), "PT1S");

@@ -34,7 +34,7 @@ fn sample(text: &str, name: &str) -> f64 {
 async fn scrape(w: &Watcher) -> String {
     let res = w.http().get(w.url("/metrics")).send().await.unwrap();
     assert_eq!(res.status(), 200);
-    let ctype = res.headers()["content-type"].to_str().unwrap().to_string();
+    let ctype = res.headers()["content-type"].to_str().unwrap().to_owned();
     assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
     res.text().await.unwrap()
 }

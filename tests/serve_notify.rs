@@ -134,7 +134,7 @@ impl SmtpSink {
         use tokio::io::AsyncBufReadExt;
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let python = root.join(".venv/bin/python");
-        let has_it = std::process::Command::new(&python)
+        let has_it = Command::new(&python)
             .args(["-c", "import aiosmtpd"])
             .output()
             .is_ok_and(|o| o.status.success());
@@ -144,7 +144,7 @@ impl SmtpSink {
                 !ci || std::env::var_os("A2A_SKIP_SMTP").is_some(),
                 "aiosmtpd is missing in .venv: run `bash infra/moto.sh` (CI=true makes this a failure)"
             );
-            eprintln!("SKIPPED: aiosmtpd is missing in .venv; run `bash infra/moto.sh`");
+            skip::skip("aiosmtpd is missing in .venv; run `bash infra/moto.sh`");
             return None;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -342,4 +342,186 @@ async fn a_lapse_task_asking_for_input_is_told_as_needing_a_person() {
         "told once: {:?}",
         receiver.seen()
     );
+}
+
+/// A channel to a receiver that answers a redirect: not followed (the URL redirected to gets
+/// nothing), and a failure named as a redirect in `/ui/notifications` and in the metrics'
+/// `redirected` outcome; `a2a-watcher notify test` fails saying so.
+#[tokio::test]
+async fn a_redirect_is_not_followed_and_is_named_in_ui_metrics_and_notify_test() {
+    let elsewhere = Receiver::start().await;
+    let url = watcher_notify::testing::redirecting(301, &elsewhere.url).await;
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let extra = format!("[[notify]]\nid = \"ops\"\nurl = \"{url}\"\nsecret = \"{SECRET}\"\n");
+    let w = spawn_watcher(&agent, &extra).await;
+    let to = format!(
+        "http://{}/…",
+        elsewhere
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches("/hook")
+    );
+    let said = format!(
+        "redirect (301) to {to} not followed; give the channel the URL the receiver redirects to"
+    );
+
+    let config = w.dir.path().join("watcher.toml");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
+            .args(["notify", "test", "--channel", "ops", "--config"])
+            .arg(&config)
+            .output()
+            .expect("run a2a-watcher notify test")
+    })
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!("a2a-watcher notify test: channel \"ops\": {said}")
+    );
+
+    let due = plus(Timestamp::now(), 2);
+    let push = one_expectation("task-r1", "exp-r1", "PA-R1", due, "PT0S");
+    assert_eq!(w.push(&push).await.status, 200);
+    let counted = "a2a_watcher_notifications_total{channel=\"ops\",outcome=\"redirected\"} 1\n";
+    let scrape = || async {
+        let res = w.http().get(w.url("/metrics")).send().await.unwrap();
+        res.text().await.unwrap()
+    };
+    assert!(
+        wait_until(|| async { scrape().await.contains(counted) }, PATIENCE).await,
+        "{}\n{}",
+        scrape().await,
+        w.log()
+    );
+    let page = w
+        .http()
+        .get(w.url("/ui/notifications"))
+        .bearer_auth(OPERATOR_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains(&said), "{said:?} not in\n{page}");
+    assert!(
+        elsewhere.seen().is_empty(),
+        "followed: {:?}",
+        elsewhere.seen()
+    );
+}
+
+/// Two channels, the first to a receiver that takes the request and never answers: the second
+/// gets each lapse before the first channel's request has ended (its failure is not yet
+/// counted), for the first lapse and for one recorded after it (each channel runs in its own
+/// loop).
+#[tokio::test]
+async fn a_hanging_channel_does_not_hold_up_another() {
+    let hang = watcher_notify::testing::Hanging::start().await;
+    let ok = Receiver::start().await;
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let extra = format!(
+        "[[notify]]\nid = \"hang\"\nurl = \"{}\"\ntimeout_secs = 120\n\n[[notify]]\nid = \"ok\"\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
+        hang.url, ok.url
+    );
+    let w = spawn_watcher(&agent, &extra).await;
+    let scrape = || async {
+        let res = w.http().get(w.url("/metrics")).send().await.unwrap();
+        res.text().await.unwrap()
+    };
+    let not_failed = "a2a_watcher_notifications_total{channel=\"hang\",outcome=\"failed\"} 0\n";
+    for (i, exp) in ["exp-h1", "exp-h2"].into_iter().enumerate() {
+        let due = plus(Timestamp::now(), 2);
+        let push = one_expectation(&format!("task-{exp}"), exp, exp, due, "PT0S");
+        assert_eq!(w.push(&push).await.status, 200);
+        assert!(
+            wait_until(|| async { ok.accepted().len() == i + 1 }, PATIENCE).await,
+            "the healthy channel did not get {exp}: {:?}\n{}",
+            ok.seen(),
+            w.log()
+        );
+        assert!(
+            wait_until(|| async { hang.held() == 1 }, PATIENCE).await,
+            "the hanging receiver holds the first lapse's request"
+        );
+        let text = scrape().await;
+        assert!(
+            text.contains(not_failed),
+            "the hanging channel's request ended before the healthy channel got {exp}:\n{text}"
+        );
+    }
+}
+
+/// Agent text reaches a Slack channel as text: a subject id holding a broadcast mention and a
+/// Markdown link is escaped in the message's `text` and blocks, and its URL is defanged.
+#[tokio::test]
+async fn agent_text_reaches_slack_escaped() {
+    let receiver = Receiver::start().await;
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let extra = format!(
+        "[[notify]]\nid = \"ops-slack\"\nformat = \"slack\"\nurl = \"{}\"\n",
+        receiver.url
+    );
+    let w = spawn_watcher(&agent, &extra).await;
+    let subject = "<!channel> [re-confirm](https://evil.example)";
+    let due = plus(Timestamp::now(), 2);
+    let push = one_expectation("task-s1", "exp-s1", subject, due, "PT0S");
+    assert_eq!(w.push(&push).await.status, 200);
+    assert!(
+        wait_until(|| async { !receiver.accepted().is_empty() }, PATIENCE).await,
+        "no notification within {PATIENCE:?}:\n{}",
+        w.log()
+    );
+    let body = &receiver.accepted()[0].body;
+    let shown = "&lt;!channel&gt; [re-confirm](https[:]//evil[.]example)";
+    assert_eq!(
+        body["text"],
+        format!("Overdue: shipment.manifest for shipment {shown} (agent booking)")
+    );
+    assert_eq!(body["mrkdwn"], false);
+    assert_eq!(
+        body["blocks"][0]["text"],
+        serde_json::json!({ "type": "plain_text", "text": format!("Overdue: shipment.manifest for shipment {shown}") })
+    );
+    let all = body.to_string();
+    assert!(
+        !all.contains("<!channel>") && !all.contains("https://evil"),
+        "{all}"
+    );
+}
+
+/// A channel whose `agents` filter names no agent of its tenant stops `serve` at start, naming
+/// the channel, the key and the closest agent id.
+#[tokio::test]
+async fn serve_refuses_a_channel_naming_an_unknown_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watcher.toml");
+    std::fs::write(
+        &path,
+        "listen = \"127.0.0.1:0\"\ndatabase = \"w.db\"\n[[agents]]\nid = \"booking\"\ncard = \"card.json\"\npush_token = \"p\"\n[[notify]]\nid = \"ops\"\nurl = \"https://hooks.example/h\"\nagents = [\"bookng\"]\n",
+    )
+    .unwrap();
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2a-watcher"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&path)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    // A serve that accepted the configuration runs until killed: dropped (and killed) here.
+    let out = tokio::time::timeout(PATIENCE, run)
+        .await
+        .expect("serve started with the channel instead of refusing it")
+        .expect("run serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "serve started:\n{stderr}");
+    assert!(
+        stderr.contains(
+            "notify: channel \"ops\": agents: \"bookng\" is not an agent of tenant \"default\" (did you mean \"booking\"?)"
+        ),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("listening on"));
 }

@@ -611,7 +611,7 @@ async fn probe_speaks_0_3_to_a_0_3_only_agent() {
     let methods: Vec<String> = agent
         .requests()
         .iter()
-        .filter_map(|r| r.rpc_method())
+        .filter_map(CapturedRequest::rpc_method)
         .collect();
     assert_eq!(
         methods

@@ -21,6 +21,10 @@ const TEACHER: &str = "teacher-secret-0a6f3e88";
 const BODY_MARKER: &str = "PAYLOAD-MARKER-e1d5";
 
 #[tokio::test]
+#[allow(
+    unsafe_code,
+    reason = "the test sets the variables serve reads; set_var is unsafe"
+)]
 async fn a_whole_run_at_trace_logs_no_secret_and_no_body() {
     let secrets = tempfile::tempdir().unwrap();
     let push_file = secrets.path().join("secure.push-token");

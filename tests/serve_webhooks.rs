@@ -588,7 +588,7 @@ async fn a_webhook_observed_at_is_kept_as_given() {
         let local = fmt(plus(Timestamp::now(), 6 * 3600 + 5 * 3600 + 30 * 60));
         format!("{}+05:30", local.trim_end_matches('Z'))
     };
-    let with = vec![("Authorization", "Bearer src-token-bearer".to_string())];
+    let with = vec![("Authorization", "Bearer src-token-bearer".to_owned())];
     for (i, given) in [
         ahead.as_str(),
         "2016-12-31T23:59:60Z",

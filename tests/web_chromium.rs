@@ -79,7 +79,7 @@ impl Browser {
             if let (Some(Ok(port)), Some(path)) =
                 (lines.next().map(|l| l.trim().parse::<u16>()), lines.next())
             {
-                break (port, path.trim().to_string());
+                break (port, path.trim().to_owned());
             }
             assert!(
                 Instant::now() < deadline,
@@ -114,7 +114,7 @@ impl Browser {
             attached["sessionId"]
                 .as_str()
                 .expect("a session")
-                .to_string(),
+                .to_owned(),
         );
         cdp
     }
@@ -211,7 +211,7 @@ impl Cdp {
         self.eval("document.body.innerText")
             .as_str()
             .unwrap_or_default()
-            .to_string()
+            .to_owned()
     }
 }
 
@@ -219,7 +219,7 @@ impl Cdp {
 async fn the_web_page_in_headless_chromium() {
     let Some(binary) = chromium() else {
         if std::env::var_os("A2A_SKIP_CHROMIUM").is_some() {
-            eprintln!("SKIPPED: no Chromium at /usr/bin/chromium (or $CHROMIUM), and A2A_SKIP_CHROMIUM is set; run infra/chromium.sh to install it");
+            skip::skip("no Chromium at /usr/bin/chromium (or $CHROMIUM), and A2A_SKIP_CHROMIUM is set; run infra/chromium.sh to install it");
             return;
         }
         panic!("no Chromium at /usr/bin/chromium (or $CHROMIUM): run infra/chromium.sh, or set A2A_SKIP_CHROMIUM=1 to skip this test locally");

@@ -27,11 +27,36 @@ from .triggers import QueueSource, Scheduler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOG_LOCK = threading.Lock()
+# Where the stack's and the functions' lines go (`--log`): standard output, or a file, so that the
+# terminal shows only what a person needs (errors, the ready banner, the stop).
+LOG = {"stream": None, "path": None}
+
+
+def use_log(path):
+    """Sends every later `log` line, and the functions' lines, to `path` (appended), or to
+    standard output for `-` or None."""
+    if path in (None, "-"):
+        LOG.update(stream=None, path=None)
+    else:
+        LOG.update(stream=open(path, "a", buffering=1, encoding="utf-8"), path=path)
+
+
+def log_stream():
+    """The log's stream: the file, or standard output as it is now."""
+    return LOG["stream"] if LOG["path"] is not None else sys.stdout
 
 
 def log(line):
     with LOG_LOCK:
-        print(f"[aws-local] {line}", flush=True)
+        print(f"[aws-local] {line}", file=log_stream(), flush=True)
+
+
+def say(line):
+    """`log`, and on the terminal too when the log is a file: what a person must see."""
+    log(line)
+    if LOG["path"] is not None:
+        with LOG_LOCK:
+            print(f"[aws-local] {line}", flush=True)
 
 
 def parse_args(argv):
@@ -66,6 +91,12 @@ def parse_args(argv):
         "--rate-cap", type=int, metavar="SECONDS",
         help="fire every rate() schedule (the sweep) at least every SECONDS, not the template's "
         "5 minutes (tests of what the sweep does: card re-reads, probes, following)",
+    )
+    p.add_argument(
+        "--log", default="-", metavar="FILE",
+        help="where the stack's and the functions' lines go: FILE (appended), or - for standard "
+        "output (the default here; infra/aws-local.sh gives target/aws-local.log). The ready "
+        "banner, errors and the stop are printed on standard output either way",
     )
     p.add_argument(
         "--stop-moto-port", type=int, action="append", default=[],
@@ -143,8 +174,11 @@ def setting(stack, lid, key, default):
     return stack.resolve(own.get(key, glob.get(key, default)))
 
 
-def print_ready(url, config):
-    lines = [f"API URL: {url}"]
+def ready_banner(url, config, emulator=None, log_path=None):
+    """The lines printed once the stack is up, the ready line last: the API URL, each party's
+    route and token, the emulator, where the log is, and how to stop."""
+    rule = "=" * 78
+    lines = ["", rule, "a2a-watcher, the AWS shape on this machine: ready", f"API URL: {url}"]
     for a in config.get("agents", []):
         lines.append(f"  agent {a['id']}: push {url}/v1/agents/{a['id']}/push  "
                      f"X-A2A-Notification-Token: {a.get('push_token', '')}")
@@ -154,26 +188,44 @@ def print_ready(url, config):
         lines.append(f"  operator {o['id']}: Authorization: Bearer {o.get('token', '')}")
     for t in config.get("teachers", []):
         lines.append(f"  teacher {t['id']}: Authorization: Bearer {t.get('token', '')}")
+    if emulator:
+        lines.append(f"Emulator: {emulator}")
+    if log_path:
+        lines.append(f"Log: {log_path} (every function's lines; tail -f to follow)")
+    lines.append("Stop: Ctrl-C stops everything it started")
+    lines.append(rule)
+    lines.append(f"[aws-local] ready at {url} (Ctrl-C stops everything)")
+    return lines
+
+
+def print_ready(url, config, emulator=None):
+    """Prints the ready banner on standard output, the last thing the start prints (the log
+    file, when there is one, gets it too)."""
+    lines = ready_banner(url, config, emulator, LOG["path"])
     with LOG_LOCK:
+        if LOG["path"] is not None:
+            print("\n".join(lines), file=log_stream(), flush=True)
         print("\n".join(lines), flush=True)
-    log(f"ready at {url} (Ctrl-C stops everything)")
 
 
 def main(argv):
     args = parse_args(argv)
     try:
+        use_log(args.log)
         run(args)
     except (OSError, ValueError, KeyError, yaml.YAMLError, BotoCoreError, ClientError) as e:
         # Bad input (a missing file, a template or configuration that does not read, an
         # emulator that refuses a resource): one clear line, no traceback.
-        log(f"error: {type(e).__name__}: {e}")
+        say(f"error: {type(e).__name__}: {e}")
         sys.exit(1)
     finally:
         for port in args.stop_moto_port:
             env = dict(os.environ, MOTO_PORT=str(port))
             subprocess.run(["bash", os.path.join(ROOT, "infra", "moto.sh"), "stop"], env=env,
-                           check=False)
-    log("stopped")
+                           check=False,
+                           stdout=None if LOG["path"] is None else LOG["stream"],
+                           stderr=None if LOG["path"] is None else subprocess.STDOUT)
+    say("stopped")
 
 
 def run(args):
@@ -236,6 +288,7 @@ def run(args):
             ),
             memory=int(setting(stack, lid, "MemorySize", 128)),
             arn=stack.arn(lid),
+            log_stream=log_stream() if LOG["path"] is not None else None,
             instances=max_concurrency(stack, lid),
         )
 
@@ -267,13 +320,13 @@ def run(args):
         for fn in functions.values():
             while not fn.ready.wait(0.2) and not stopping.is_set():
                 if time.time() > deadline:
-                    log(f"{fn.name} has not finished its cold start after 120 s; see its log")
+                    say(f"{fn.name} has not finished its cold start after 120 s; see its log")
                     break
         host, port = gateway.server_address
         if not stopping.is_set():
-            print_ready(f"http://{host}:{port}", config)
+            print_ready(f"http://{host}:{port}", config, where)
         stopping.wait()
-        log("stopping")
+        say("stopping")
         gateway.shutdown()
         gateway.server_close()
     finally:

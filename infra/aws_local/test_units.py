@@ -497,6 +497,71 @@ class BadInputTest(unittest.TestCase):
             self.assertNotIn("Traceback", out.getvalue())
 
 
+class ReadyBannerTest(unittest.TestCase):
+    """The terminal's last line at start is the ready line, under a banner naming what to use
+    and how to stop; with a log file, the stack's and the functions' lines go there."""
+
+    def tearDown(self):
+        from . import __main__ as program
+
+        program.use_log("-")
+
+    def test_the_ready_line_ends_a_banner_with_the_urls_the_log_and_the_stop(self):
+        from . import __main__ as program
+
+        config = {"agents": [{"id": "booking", "push_token": "push-token-1"}],
+                  "operators": [{"id": "ops-desk", "token": "ops-token-1"}]}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "aws-local.log")
+            program.use_log(path)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                program.log("resources made")
+                Function("api", "/bin/true", {}, 3, 128,
+                         "arn:aws:lambda:us-east-1:1:function:api",
+                         log_stream=program.log_stream()).log("a function's line")
+                program.print_ready("http://127.0.0.1:3000", config, "http://127.0.0.1:5010")
+            program.use_log("-")
+            with open(path, encoding="utf-8") as f:
+                logged = f.read()
+        shown = out.getvalue().splitlines()
+        self.assertEqual(
+            shown[-1], "[aws-local] ready at http://127.0.0.1:3000 (Ctrl-C stops everything)")
+        text = "\n".join(shown)
+        for expected in (
+            "API URL: http://127.0.0.1:3000",
+            "agent booking: push http://127.0.0.1:3000/v1/agents/booking/push  "
+            "X-A2A-Notification-Token: push-token-1",
+            "operator ops-desk: Authorization: Bearer ops-token-1",
+            "Emulator: http://127.0.0.1:5010",
+            f"Log: {path} (every function's lines; tail -f to follow)",
+            "Stop: Ctrl-C stops everything it started",
+        ):
+            self.assertIn(expected, text)
+        # The start-up lines are in the log, not on the terminal; the banner is in both.
+        self.assertNotIn("resources made", text)
+        self.assertNotIn("a function's line", text)
+        self.assertIn("[aws-local] resources made", logged)
+        self.assertIn("[api] a function's line", logged)
+        self.assertIn("[aws-local] ready at http://127.0.0.1:3000", logged)
+
+    def test_without_a_log_file_everything_stays_on_standard_output(self):
+        from . import __main__ as program
+
+        program.use_log("-")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            program.log("resources made")
+            program.say("stopping")
+            program.print_ready("http://127.0.0.1:3000", {})
+        shown = out.getvalue().splitlines()
+        self.assertEqual(shown[0], "[aws-local] resources made")
+        self.assertEqual(shown.count("[aws-local] stopping"), 1)
+        self.assertEqual(
+            shown[-1], "[aws-local] ready at http://127.0.0.1:3000 (Ctrl-C stops everything)")
+        self.assertNotIn("Log:", out.getvalue())
+
+
 class CapsTest(unittest.TestCase):
     def test_a_capped_lease_keeps_the_function_timeout_below_it(self):
         from aws_local.__main__ import capped_lease, capped_timeout

@@ -76,7 +76,10 @@ per_minute = 1000000
     // The watcher's CPU over the burst (this process: `serve` and the bench's polling).
     let cpu_at_due = cpu_seconds();
     loop {
-        let got: usize = agents.iter().map(|a| a.received()).sum();
+        let got: usize = agents
+            .iter()
+            .map(super::super::bench_agent::AgentProcess::received)
+            .sum();
         if got >= LAPSES || SystemTime::now() > give_up {
             break;
         }

@@ -73,8 +73,7 @@ pub(crate) fn push_input(
         .directory
         .get(tenant, agent)
         .context("the booking agent is registered")?
-        .profile
-        .clone();
+        .profile;
     let items = watcher_core::ingest::push_items(&event, agent, SystemClock.now());
     Ok(Input::Push {
         agent: profile,

@@ -1,7 +1,10 @@
 //! What the tests that run the AWS shape as processes (`infra/aws-local.sh`) share: a child
 //! process whose output lines are collected, the function instances it started, and whether the
 //! stack can run here at all.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary uses its own part of this module"
+)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -41,7 +44,9 @@ pub fn free_port() -> u16 {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        let mut given = GIVEN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if !given.contains(&port) {
             given.push(port);
             return port;
@@ -86,8 +91,8 @@ pub fn aws_missing() -> Option<String> {
     })
 }
 
-/// Whether `test` is skipped because `why` is set (saying so); with `required_in_ci`, in CI
-/// it fails instead.
+/// Whether `test` is skipped because `why` is set (saying so through [`super::skip::skip`], so
+/// the run's summary lists it); with `required_in_ci`, in CI it fails instead.
 pub fn skipped(test: &str, why: Option<String>, required_in_ci: bool) -> bool {
     let Some(why) = why else { return false };
     if required_in_ci {
@@ -96,7 +101,7 @@ pub fn skipped(test: &str, why: Option<String>, required_in_ci: bool) -> bool {
             "{test} cannot run in CI: {why}"
         );
     }
-    eprintln!("SKIPPED {test}: {why}");
+    super::skip::skip(&why);
     true
 }
 

@@ -3,9 +3,13 @@
 //! agent, polling helpers instead of sleeps, and builders for artifacts due a few seconds from now.
 //!
 //! Each test binary uses a different subset of these helpers.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary uses its own part of this module"
+)]
 
 pub mod aws_stack;
+pub mod skip;
 
 use std::future::Future;
 use std::path::PathBuf;

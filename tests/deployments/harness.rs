@@ -134,6 +134,12 @@ pub struct Fixture {
     pub recon: Arc<CaptureAgent>,
     /// Keeps its tasks; `follow_without_push`.
     pub follow: Arc<CaptureAgent>,
+    /// `withdraw_along_the_lineage` (`reconcile` on, never pushes): `GetTask` answers every task
+    /// working, except `task-lin-1` failed once [`Fixture::lineage_failed`] is set; `SendMessage`
+    /// creates `lin-lapse-{n}`.
+    pub lineage: Arc<CaptureAgent>,
+    /// While set, the `lineage` agent's `task-lin-1` is failed as `GetTask` sees it.
+    pub lineage_failed: Arc<AtomicBool>,
     /// Accepts everything; `notify_a_person`.
     pub tell: Arc<CaptureAgent>,
     /// Twenty agents whose answers take 300 ms, `burst-00` … `burst-19`: the burst measurement
@@ -203,6 +209,33 @@ impl Fixture {
             .await
             .expect("capture agent"),
         );
+        let lineage_failed = Arc::new(AtomicBool::new(false));
+        let failed = lineage_failed.clone();
+        let lineage = Arc::new(
+            CaptureAgent::spawn(Behaviour::from_fn(move |n, req| {
+                match req.rpc_method().as_deref() {
+                    Some("GetTask") => {
+                        let id = req
+                            .json()
+                            .and_then(|v| v.pointer("/params/id").cloned())
+                            .unwrap_or(Value::Null);
+                        let state = if id == "task-lin-1" && failed.load(Ordering::SeqCst) {
+                            "TASK_STATE_FAILED"
+                        } else {
+                            "TASK_STATE_WORKING"
+                        };
+                        rpc_result(
+                            req,
+                            json!({ "id": id, "contextId": format!("ctx-{}", id.as_str().unwrap_or("")),
+                                    "status": { "state": state } }),
+                        )
+                    }
+                    _ => Reply::task(format!("lin-lapse-{n}"), TaskState::Submitted),
+                }
+            }))
+            .await
+            .expect("capture agent"),
+        );
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_a2a-watcher"));
         cmd.args(["example-agent", "--listen", "127.0.0.1:0"]);
         let example = Proc::spawn(cmd);
@@ -236,6 +269,8 @@ impl Fixture {
             indep: accept().await,
             recon,
             follow: keeping().await,
+            lineage,
+            lineage_failed,
             tell: accept().await,
             partner_port,
             example,
@@ -249,7 +284,7 @@ impl Fixture {
 
     fn entries(&self) -> Vec<AgentEntry> {
         let c = |id: &str, a: &Arc<CaptureAgent>| AgentEntry {
-            id: id.to_string(),
+            id: id.to_owned(),
             card: Card::Capture(a.clone()),
             reconcile: false,
         };
@@ -274,6 +309,10 @@ impl Fixture {
                 ..c("recon", &self.recon)
             },
             c("follow", &self.follow),
+            AgentEntry {
+                reconcile: true,
+                ..c("lineage", &self.lineage)
+            },
             c("tell", &self.tell),
             AgentEntry {
                 id: "example".into(),
@@ -314,7 +353,7 @@ impl Fixture {
             .split_whitespace()
             .next()
             .expect("its URL")
-            .to_string()
+            .to_owned()
     }
 
     /// The watcher.toml both deployments read (serve adds `listen` and `database`): short
@@ -429,15 +468,16 @@ impl Deployment {
                 std::fs::write(&path, &config).expect("write the configuration");
                 let (moto_port, dynamodb_port) = (free_port(), free_port());
                 let mut cmd = Command::new("bash");
+                // `--log -`: the functions' lines on stdout, where the harness reads them.
                 cmd.arg(root().join("infra/aws-local.sh"))
-                    .args(["--no-build", "--port", &api_port.to_string()])
+                    .args(["--no-build", "--log", "-", "--port", &api_port.to_string()])
                     .args(["--moto-port", &moto_port.to_string()])
                     .args(["--dynamodb-port", &dynamodb_port.to_string()])
                     .args(["--visibility-timeout-cap", &VISIBILITY_CAP.to_string()])
                     .args(
                         sweep_every
                             .iter()
-                            .flat_map(|s| ["--rate-cap".to_string(), s.to_string()]),
+                            .flat_map(|s| ["--rate-cap".to_owned(), s.to_string()]),
                     )
                     .args(
                         // Release binaries when the measurement asks for them

@@ -22,6 +22,7 @@ mod delivery;
 use delivery::{
     agents_independent, follow_without_push, kill_the_sender_mid_send, notify_a_person,
     reconcile_a_cancel_never_pushed, retry_a_failed_lapse_task, slow_neighbour,
+    withdraw_along_the_lineage,
 };
 
 /// A scenario's body.
@@ -33,7 +34,8 @@ pub struct Scenario {
     pub name: &'static str,
     /// The body.
     pub run: Run,
-    /// `Some(reason)`: printed as `SKIPPED on aws-local: {reason}` instead of running there.
+    /// `Some(reason)`: reported skipped on aws-local with the reason (`common::skip`) instead of
+    /// running there.
     pub skip_on_aws: Option<&'static str>,
     /// Runs after the others, alone (it kills the deployment's sender).
     pub alone: bool,
@@ -67,6 +69,7 @@ pub fn all() -> Vec<Scenario> {
         scenario!(operator_routes),
         scenario!(agents_independent),
         scenario!(reconcile_a_cancel_never_pushed),
+        scenario!(withdraw_along_the_lineage),
         scenario!(follow_without_push),
         scenario!(notify_a_person),
         scenario!(a_lesson_whose_end_is_noticed),
@@ -597,7 +600,7 @@ async fn a_lesson_whose_end_is_noticed(d: Arc<Deployment>, f: Arc<Fixture>) {
         before_the_deadline("a_lesson_whose_end_is_noticed", |suffix, expires| {
             let d = d.clone();
             async move {
-                teach_two_lessons_ending_at(&d, &format!("review-desk{suffix}"), expires).await
+                teach_two_lessons_ending_at(&d, &format!("review-desk{suffix}"), expires).await;
             }
         })
         .await;

@@ -32,7 +32,7 @@ fn documented() -> BTreeSet<(String, String)> {
                 continue;
             }
             let (m, path) = match item.split_once(' ') {
-                Some((m, p)) if m.chars().all(|c| c.is_ascii_uppercase()) => (m.to_string(), p),
+                Some((m, p)) if m.chars().all(|c| c.is_ascii_uppercase()) => (m.to_owned(), p),
                 _ => (method.clone(), item),
             };
             if path.starts_with('/') && !m.is_empty() {
@@ -49,8 +49,8 @@ fn answered() -> BTreeSet<(String, String)> {
         .into_iter()
         .chain(watcher_http::web::web_routes())
         .chain(watcher_http::learnables::learnables_routes())
-        .map(|(m, p)| (m.as_str().to_string(), shape(p)))
-        .chain([("GET".to_string(), "/metrics".to_string())])
+        .map(|(m, p)| (m.as_str().to_owned(), shape(p)))
+        .chain([("GET".to_owned(), "/metrics".to_owned())])
         .collect()
 }
 
@@ -77,7 +77,7 @@ fn the_table_reader_finds_shared_cells_and_methods() {
         ("GET", "/v1/schemas/{}"),
     ] {
         assert!(
-            documented.contains(&(m.to_string(), p.to_string())),
+            documented.contains(&(m.to_owned(), p.to_owned())),
             "{m} {p} not read from {documented:?}"
         );
     }

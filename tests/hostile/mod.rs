@@ -109,7 +109,7 @@ struct Case {
 }
 
 fn needles(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
+    list.iter().map(ToString::to_string).collect()
 }
 
 fn case(

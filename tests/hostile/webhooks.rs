@@ -39,7 +39,7 @@ pub(super) fn cases(out: &mut Vec<Case>) {
         case(
             "webhook: a bearer token instead of the signature",
             "POST",
-            signed.clone(),
+            signed,
             Auth::Bearer(SIGNED_TOKEN),
         )
         .json(&payload)

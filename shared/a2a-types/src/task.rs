@@ -135,13 +135,13 @@ impl TaskState {
 
     /// Reads any wire form of a state: 1.0 name, enum number, or 0.3 name. `None` for a value
     /// that names no state (which is not the same as a value naming `TASK_STATE_UNSPECIFIED`).
-    pub fn from_wire_value(v: &serde_json::Value) -> Option<TaskState> {
+    pub fn from_wire_value(v: &Value) -> Option<TaskState> {
         match v {
-            serde_json::Value::String(s) => ALL_STATES
+            Value::String(s) => ALL_STATES
                 .into_iter()
                 .find(|state| state.as_str() == s)
                 .or_else(|| TaskState::from_v03_name(s)),
-            serde_json::Value::Number(n) => n.as_i64().and_then(TaskState::from_number),
+            Value::Number(n) => n.as_i64().and_then(TaskState::from_number),
             _ => None,
         }
     }

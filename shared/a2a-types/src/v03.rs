@@ -148,19 +148,19 @@ pub fn card_to_v1(card: Value) -> Value {
     let Value::Object(mut map) = card else {
         return card;
     };
-    let Some(url) = map.get("url").and_then(Value::as_str).map(str::to_string) else {
+    let Some(url) = map.get("url").and_then(Value::as_str).map(str::to_owned) else {
         return Value::Object(map);
     };
     let transport = map
         .get("preferredTransport")
         .and_then(Value::as_str)
         .unwrap_or("JSONRPC")
-        .to_string();
+        .to_owned();
     let version = map
         .get("protocolVersion")
         .and_then(Value::as_str)
         .unwrap_or("0.3")
-        .to_string();
+        .to_owned();
     let mut implied =
         vec![json!({ "url": url, "protocolBinding": transport, "protocolVersion": version })];
     if let Some(Value::Array(more)) = map.get("additionalInterfaces") {

@@ -91,7 +91,7 @@ impl LapseTask {
             .and_then(Value::as_str)
             .filter(|s| !s.trim().is_empty())
             .ok_or_else(|| fail("messageId", "is required".into()))?
-            .to_string();
+            .to_owned();
         let block_path = format!("metadata[\"{EXPECTATIONS_URI}\"].lapse");
         let raw = message
             .get("metadata")
@@ -123,13 +123,13 @@ impl LapseTask {
             context_id: message
                 .get("contextId")
                 .and_then(Value::as_str)
-                .map(str::to_string),
+                .map(str::to_owned),
             origin_task_id: message
                 .get("referenceTaskIds")
                 .and_then(Value::as_array)
                 .and_then(|l| l.first())
                 .and_then(Value::as_str)
-                .map(str::to_string),
+                .map(str::to_owned),
             text,
             block,
         })
@@ -207,6 +207,7 @@ mod tests {
             raised_by: watcher_core::record::RaisedBy {
                 task_id: watcher_core::ids::TaskId::parse("t-1").unwrap(),
                 context_id: Some(watcher_core::ids::ContextId::parse("ctx").unwrap()),
+                lineage: Vec::new(),
             },
             message_id: "lapse:e:overdue:2026-09-10T20:15:00Z".into(),
             block: block.clone(),

@@ -171,9 +171,8 @@ fn from_item(
             .map_err(|_| corrupt(&format!("the revision {text:?} is not a whole number")))?,
         _ => return Err(corrupt("the item has no numeric `revision`")),
     };
-    let json = match item.get(STATE) {
-        Some(AttributeValue::S(json)) => json,
-        _ => return Err(corrupt("the item has no string `state`")),
+    let Some(AttributeValue::S(json)) = item.get(STATE) else {
+        return Err(corrupt("the item has no string `state`"));
     };
     let state: DefinitionState = serde_json::from_str(json).map_err(|e| corrupt(&e.to_string()))?;
     if state.tenant() != tenant || state.id() != id {

@@ -155,7 +155,7 @@ async fn two_writers_racing_on_one_version_both_land() {
     assert_eq!(
         lessons
             .iter()
-            .map(|h| h.definition_version())
+            .map(learnables::HistoryEntry::definition_version)
             .collect::<Vec<_>>(),
         [3, 2],
         "newest first"
@@ -209,7 +209,7 @@ async fn conflicts_say_what_was_found() {
     let missing = store.replace(&acme(), &triage(), &v1, 0).await;
     match missing {
         Err(DefinitionStoreError::Conflict(m)) => {
-            assert_eq!(m, "definition prealert-triage does not exist")
+            assert_eq!(m, "definition prealert-triage does not exist");
         }
         other => panic!("expected a conflict: {other:?}"),
     }
@@ -217,7 +217,7 @@ async fn conflicts_say_what_was_found() {
     store.create(&acme(), &triage(), &v1).await.expect("create");
     match store.create(&acme(), &triage(), &v1).await {
         Err(DefinitionStoreError::Conflict(m)) => {
-            assert_eq!(m, "definition prealert-triage already exists")
+            assert_eq!(m, "definition prealert-triage already exists");
         }
         other => panic!("expected a conflict: {other:?}"),
     }

@@ -26,6 +26,9 @@ use tokio::sync::Barrier;
 
 use crate::{absorb_with_retry, AbsorbError, Absorbed, DefinitionStore, DefinitionStoreError};
 
+pub mod reviews;
+pub use reviews::reviews_follow_the_entrys_history;
+
 /// What a check gets from the expression given to
 /// [`definition_store_conformance!`](crate::definition_store_conformance): the store under test
 /// and a guard kept alive until the check ends.
@@ -80,6 +83,7 @@ macro_rules! definition_store_conformance {
             absorb_with_retry_refusals_write_nothing,
             tenants_are_separate,
             unicode_forms_are_one_text,
+            reviews_follow_the_entrys_history,
         );
     };
     (@checks $make:expr; $($check:ident),+ $(,)?) => {
@@ -566,7 +570,7 @@ pub async fn unicode_forms_are_one_text<S: DefinitionStore>(store: Arc<S>) {
         .get("customers")
         .map(|c| c.entries().map(|(n, _)| n.to_string()).collect())
         .expect("customers");
-    assert_eq!(entries, vec![COMPOSED.to_string()], "one entry, no twin");
+    assert_eq!(entries, vec![COMPOSED.to_owned()], "one entry, no twin");
     let value = served
         .collections
         .get("customers")

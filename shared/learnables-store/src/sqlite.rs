@@ -21,7 +21,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The one table: the key, the revision compare-and-set checks, and the state as the JSON serde
 /// form of [`DefinitionState`]. Idempotent, and touches nothing else in the file (in particular
 /// not `PRAGMA user_version`, which belongs to whichever store owns the file's main schema).
-const SCHEMA: &str = r#"
+const SCHEMA: &str = r"
 CREATE TABLE IF NOT EXISTS learnables_definitions (
     tenant TEXT NOT NULL,
     id TEXT NOT NULL,
@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS learnables_definitions (
     state TEXT NOT NULL,
     PRIMARY KEY (tenant, id)
 ) STRICT;
-"#;
+";
 
 /// A [`DefinitionStore`](crate::DefinitionStore) over SQLite (rusqlite, bundled): a file
 /// ([`SqliteDefinitionStore::open`]) or a private in-memory database

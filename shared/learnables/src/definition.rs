@@ -9,6 +9,7 @@
 //!
 //! Nothing here reads a key inside an entry value: values go to the learnable that owns them.
 
+use instants::Instant;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -48,8 +49,18 @@ pub struct Version {
     at: Timestamp,
     tombstoned: Option<Tombstone>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    expires_at: Option<Timestamp>,
+    expires_at: Option<Instant>,
+    /// The expiring values in force in this version, by `{collection}/{entry}`: for each entry
+    /// whose value came from a lesson taught with `expiresAt`, that lesson's version, expiry and
+    /// teacher (as a [`Review`] with no `sinceHistory`). Inherited by the versions built from
+    /// it, so it survives a tombstone of the version that taught it. `None` only in a state
+    /// stored before it was kept (filled in when read, [`DefinitionState`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expiring: Option<BTreeMap<String, Review>>,
 }
+
+/// No expiring values.
+static NONE_EXPIRING: BTreeMap<String, Review> = BTreeMap::new();
 
 impl Version {
     /// The version number: 1, 2, ...
@@ -104,8 +115,14 @@ impl Version {
 
     /// When the lesson that made this version should be looked at again, if it was taught
     /// with `expiresAt` (UTC; expectations-v1 §16).
-    pub fn expires_at(&self) -> Option<Timestamp> {
+    pub fn expires_at(&self) -> Option<Instant> {
         self.expires_at
+    }
+
+    /// The expiring values in force in this version, by `{collection}/{entry}` (see the field);
+    /// empty once the version is tombstoned.
+    pub fn expiring(&self) -> &BTreeMap<String, Review> {
+        self.expiring.as_ref().unwrap_or(&NONE_EXPIRING)
     }
 }
 
@@ -162,8 +179,7 @@ pub struct HistoryEntry {
     #[serde(default, skip_serializing_if = "is_false")]
     redacted: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(with = "Option<String>"))]
-    expires_at: Option<Timestamp>,
+    expires_at: Option<Instant>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -172,7 +188,7 @@ fn is_false(b: &bool) -> bool {
 
 impl HistoryEntry {
     /// For a lesson taught with `expiresAt`: when it should be looked at again (UTC).
-    pub fn expires_at(&self) -> Option<Timestamp> {
+    pub fn expires_at(&self) -> Option<Instant> {
         self.expires_at
     }
 
@@ -262,7 +278,7 @@ struct StateWire {
 
 impl TryFrom<StateWire> for DefinitionState {
     type Error = AuthorityError;
-    fn try_from(w: StateWire) -> Result<Self, Self::Error> {
+    fn try_from(mut w: StateWire) -> Result<Self, Self::Error> {
         let bad = |reason: String| AuthorityError::invalid("state", reason);
         if w.versions.is_empty() {
             return Err(bad("a definition has at least one version".into()));
@@ -299,6 +315,25 @@ impl TryFrom<StateWire> for DefinitionState {
         if w.revision == 0 {
             return Err(bad("revision starts at 1".into()));
         }
+        // A state stored before versions kept their expiring values: the active version's are
+        // its open reviews; an older version's are unknown, and taken as none.
+        for v in &mut w.versions {
+            if v.expiring.is_none() {
+                let open = (v.definition_version == w.active).then(|| {
+                    w.reviews
+                        .iter()
+                        .map(|(k, r)| {
+                            let value = Review {
+                                since_history: None,
+                                ..r.clone()
+                            };
+                            (k.clone(), value)
+                        })
+                        .collect()
+                });
+                v.expiring = Some(open.unwrap_or_default());
+            }
+        }
         Ok(Self {
             tenant: w.tenant,
             id: w.id,
@@ -323,7 +358,8 @@ impl DefinitionState {
     }
 
     /// The open reviews (expectations-v1 §16), by `{collection}/{entry}`: at most one per
-    /// entry, the latest lesson taught into it with `expiresAt` and not changed since.
+    /// entry, for each entry whose value in force came from a lesson taught with `expiresAt`
+    /// (the active version's [`Version::expiring`]), one review per period in force.
     pub fn reviews(&self) -> &BTreeMap<String, Review> {
         &self.reviews
     }

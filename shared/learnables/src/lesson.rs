@@ -1,6 +1,6 @@
 //! The Lesson (learnables-v1 §9) and what absorbing one answers (§10.4).
 
-use jiff::Timestamp;
+use instants::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -27,10 +27,13 @@ pub struct LessonDto {
     #[serde(default)]
     pub reason: Option<String>,
     /// When the knowledge should be looked at again: an RFC 3339 instant with an offset
-    /// (`2027-03-01T00:00:00Z`), later than the time the lesson is taught. Optional (an optional
-    /// field is not breaking, §15); recorded on the version, and the watcher raises a
-    /// `lesson.review` expectation due then (expectations-v1 §16).
+    /// (`2027-03-01T00:00:00Z`), later than the time the lesson is taught, read as every instant
+    /// the watcher reads (semantics.md "Time": up to `9999-12-31T23:59:59.999999999Z`, a leap
+    /// second the last nanosecond of its minute). Optional (an optional field is not breaking,
+    /// §15); recorded on the version, and the watcher raises a `lesson.review` expectation due
+    /// then (expectations-v1 §16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<Instant>"))]
     pub expires_at: Option<String>,
 }
 
@@ -46,7 +49,7 @@ pub struct Lesson {
     taught_by: TaughtBy,
     reason: Option<Reason>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    expires_at: Option<Timestamp>,
+    expires_at: Option<Instant>,
 }
 
 impl Lesson {
@@ -70,13 +73,13 @@ impl Lesson {
 
     /// The same lesson with an expiry: when its knowledge should be looked at again
     /// (expectations-v1 §16). [`crate::teach`] refuses one not later than the time it is taught.
-    pub fn with_expires_at(mut self, at: Timestamp) -> Self {
+    pub fn with_expires_at(mut self, at: Instant) -> Self {
         self.expires_at = Some(at);
         self
     }
 
     /// When the knowledge should be looked at again, if the teacher said (UTC).
-    pub fn expires_at(&self) -> Option<Timestamp> {
+    pub fn expires_at(&self) -> Option<Instant> {
         self.expires_at
     }
 
@@ -111,8 +114,8 @@ impl TryFrom<LessonDto> for Lesson {
 
     /// # Errors
     /// [`AuthorityError::Invalid`] with `field` = `collection`, `entry`, `taughtBy` or `reason`
-    /// when that field is empty, padded with whitespace, or too long; `expiresAt` when it is
-    /// not an RFC 3339 instant with an offset.
+    /// when that field is empty, padded with whitespace, or too long; `expiresAt` when
+    /// [`Instant::parse`] refuses it (the reason says what is wrong: the grammar, or the range).
     fn try_from(dto: LessonDto) -> Result<Self, Self::Error> {
         let at = |field: &'static str| {
             move |e: AuthorityError| match e {
@@ -128,17 +131,7 @@ impl TryFrom<LessonDto> for Lesson {
             reason: Reason::parse_optional(dto.reason)?,
             expires_at: dto
                 .expires_at
-                .map(|at| {
-                    at.parse::<Timestamp>().map_err(|e| {
-                        AuthorityError::invalid(
-                            "expiresAt",
-                            format!(
-                                "`{at}` is not an RFC 3339 instant with an offset \
-                                 (e.g. 2027-03-01T00:00:00Z): {e}"
-                            ),
-                        )
-                    })
-                })
+                .map(|at| Instant::parse(&at).map_err(|e| AuthorityError::invalid("expiresAt", e)))
                 .transpose()?,
         })
     }
@@ -185,7 +178,7 @@ mod tests {
 
         let bad = Lesson::try_from(LessonDto {
             collection: "customers".into(),
-            entry: "".into(),
+            entry: String::new(),
             value: json!({}),
             taught_by: "dana".into(),
             reason: None,

@@ -227,7 +227,7 @@ impl Marks {
         // A panic elsewhere while holding the lock leaves a cache that is still consistent.
         self.cache
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Parses one mark (a lesson value or an item of an entry's `marks`), applying the default

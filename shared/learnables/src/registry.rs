@@ -67,7 +67,7 @@ impl Registry {
         self.learnables
             .iter()
             .find(|l| l.name() == name)
-            .map(|l| l.as_ref())
+            .map(AsRef::as_ref)
     }
 
     /// The names of every registered learnable, in registration order.

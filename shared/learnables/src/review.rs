@@ -1,18 +1,25 @@
-//! Lessons whose end is noticed (expectations-v1 §16): a lesson taught with `expiresAt` opens a
-//! review of its entry, due then; a later lesson that changes the entry, or an activation that
-//! changes its value, closes it. The definition keeps its open reviews (one per entry at most),
-//! and [`crate::review_changes`] says what a step opened and closed, for the watcher to raise and
-//! satisfy the `lesson.review` expectations.
+//! Lessons whose end is noticed (expectations-v1 §16): while an entry's value in force came from
+//! a lesson taught with `expiresAt`, the entry has one open review, due then. The value in force
+//! is the entry's value in the active version, and its expiry is that of the lesson that last
+//! changed the entry on the chain of versions the active one was built from (each version keeps
+//! its entries' expiring values, [`crate::Version::expiring`]); a lesson, an undo or an
+//! activation that brings another value into force closes the review, and one that brings an
+//! expiring value into force opens one (a value back in force by an activation is a new review,
+//! [`Review::since_history`]). A tombstone changes no review. The definition keeps its open
+//! reviews (one per entry at most), and [`crate::review_changes`] says what a step opened and
+//! closed, for the watcher to raise and satisfy the `lesson.review` expectations.
 
-use jiff::Timestamp;
+use instants::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::names::{DefinitionId, Name, TaughtBy};
 
-/// One entry's open review: the version whose lesson taught it with an expiry, and when.
+/// One entry's open review: the version whose lesson taught the value in force with an expiry,
+/// and when; one *period* of that value in force (docs/interpretation.md "Lessons whose end is
+/// noticed").
 ///
 /// Stored form (camelCase): `{ "collection", "entry", "definitionVersion", "expiresAt",
-/// "taughtBy" }`, `expiresAt` an RFC 3339 UTC instant.
+/// "taughtBy", "sinceHistory"? }`, `expiresAt` an RFC 3339 UTC instant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Review {
@@ -23,9 +30,14 @@ pub struct Review {
     /// The version the lesson made.
     pub definition_version: u64,
     /// When the knowledge should be looked at again (UTC).
-    pub expires_at: Timestamp,
+    pub expires_at: Instant,
     /// Who taught it.
     pub taught_by: TaughtBy,
+    /// The history line (1 = the creation, oldest first) of the activation that brought the
+    /// value back into force, when the period began with an undo or an activation rather than
+    /// with the lesson: a value back in force is reviewed again, as a new review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_history: Option<u64>,
 }
 
 impl Review {
@@ -35,15 +47,30 @@ impl Review {
     }
 
     /// The review's subject id: `{definition}/{collection}/{entry}@{definitionVersion}`, unique
-    /// in a tenant (a definition id is), e.g. `prealert-triage/customers/northgate@3`.
+    /// in a tenant (a definition id is), e.g. `prealert-triage/customers/northgate@3`; for a
+    /// period begun by an activation, `~{sinceHistory}` follows, e.g.
+    /// `prealert-triage/customers/northgate@3~7`.
     pub fn subject_id(&self, definition: &DefinitionId) -> String {
-        format!(
+        let base = format!(
             "{}/{}/{}@{}",
             definition.as_str(),
             self.collection.as_str(),
             self.entry.as_str(),
             self.definition_version
-        )
+        );
+        match self.since_history {
+            Some(line) => format!("{base}~{line}"),
+            None => base,
+        }
+    }
+
+    /// Whether `self` and `other` are the same expiring value: taught into the same entry by
+    /// the same version's lesson, with the same expiry (whichever period they belong to).
+    pub(crate) fn same_value(&self, other: &Review) -> bool {
+        self.collection == other.collection
+            && self.entry == other.entry
+            && self.definition_version == other.definition_version
+            && self.expires_at == other.expires_at
     }
 }
 

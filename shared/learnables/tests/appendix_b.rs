@@ -99,7 +99,7 @@ fn appendix_b_flow() {
     assert_eq!(h[0].kind(), HistoryKind::Lesson);
     assert_eq!(h[0].definition_version(), 2);
     assert_eq!(h[0].taught_by().as_str(), DANA);
-    assert_eq!(h[0].reason().map(|r| r.as_str()), Some(REASON));
+    assert_eq!(h[0].reason().map(learnables::Reason::as_str), Some(REASON));
     assert_eq!(
         h[0].describes(),
         Some("matches 'billing@origin\\.example' in the from")

@@ -62,7 +62,7 @@ fn opened_and_closed(c: &ReviewChanges) -> (Vec<String>, Vec<String>) {
 #[test]
 fn a_lesson_with_an_expiry_records_it_and_opens_one_review_of_its_entry() {
     let (v1, v2) = with_northgate_expiring();
-    let expires: jiff::Timestamp = "2027-03-01T00:00:00Z".parse().expect("instant");
+    let expires = instants::Instant::parse("2027-03-01T00:00:00Z").expect("instant");
     assert_eq!(v2.versions()[1].expires_at(), Some(expires));
     let history = serde_json::to_value(&learnables::history(&v2)[0]).expect("json");
     assert_eq!(history["expiresAt"], "2027-03-01T00:00:00Z");
@@ -172,4 +172,86 @@ fn an_activation_that_changes_the_entry_closes_its_review_one_that_does_not_keep
         opened_and_closed(&review_changes(&to_2, &to_1)),
         (vec![], vec![northgate(2)])
     );
+}
+
+/// An expiring value brought back into force by an undo is reviewed again (docs/interpretation.md
+/// "Lessons whose end is noticed"): northgate's lesson of version 2 expires; version 3 replaces
+/// it without an expiry (closing the review); undoing version 3 puts version 2's value back in
+/// force, with its expiry, as a new review named by the activation's history line; redoing
+/// version 3 closes it again, and a tombstone of version 2 changes nothing for a version built
+/// from it.
+#[test]
+fn an_expiring_value_back_in_force_is_reviewed_again() {
+    let (_, v2) = with_northgate_expiring();
+    let v3 = taught(
+        &v2,
+        &lesson_into("northgate", "desk@origin\\.example", None),
+        2,
+    );
+    assert!(v3.reviews().is_empty());
+    let undone = activate(&v3, 2, dana(), via(), None, at(3))
+        .expect("activated")
+        .expect("changed");
+    // History: created, lesson, lesson, activation: line 4.
+    let again = format!("{}~4", northgate(2));
+    assert_eq!(
+        opened_and_closed(&review_changes(&v3, &undone)),
+        (vec![again.clone()], vec![])
+    );
+    assert_eq!(
+        undone
+            .reviews()
+            .values()
+            .next()
+            .map(|r| r.expires_at.to_string()),
+        Some("2027-03-01T00:00:00Z".to_owned()),
+        "due at the lesson's own expiry"
+    );
+    let redone = activate(&undone, 3, dana(), via(), None, at(4))
+        .expect("activated")
+        .expect("changed");
+    assert_eq!(
+        opened_and_closed(&review_changes(&undone, &redone)),
+        (vec![], vec![again])
+    );
+    // Version 4 built on version 2 (another entry): northgate's value, and its review, live on
+    // when version 2 is tombstoned.
+    let back = activate(&redone, 2, dana(), via(), None, at(5))
+        .expect("activated")
+        .expect("changed");
+    let v4 = taught(
+        &back,
+        &lesson_into("alhamra", "hamra-desk\\.example", None),
+        6,
+    );
+    let gone = learnables::tombstone(&v4, 2, dana(), via(), None, at(7))
+        .expect("tombstoned")
+        .expect("changed");
+    assert_eq!(review_changes(&v4, &gone), ReviewChanges::default());
+    assert_eq!(gone.reviews().len(), 1);
+    let read_back: DefinitionState =
+        serde_json::from_value(serde_json::to_value(&gone).expect("json")).expect("read back");
+    assert_eq!(
+        read_back, gone,
+        "the stored form keeps every version's expiring values"
+    );
+}
+
+/// A state stored before versions kept their expiring values reads with its open reviews as the
+/// active version's, so the next step does not close them.
+#[test]
+fn a_state_stored_before_expiring_values_were_kept_keeps_its_reviews() {
+    let (_, v2) = with_northgate_expiring();
+    let mut stored = serde_json::to_value(&v2).expect("json");
+    for v in stored["versions"].as_array_mut().expect("versions") {
+        v.as_object_mut().expect("a version").remove("expiring");
+    }
+    let old: DefinitionState = serde_json::from_value(stored).expect("read back");
+    let v3 = taught(
+        &old,
+        &lesson_into("alhamra", "hamra-desk\\.example", None),
+        2,
+    );
+    assert_eq!(review_changes(&old, &v3), ReviewChanges::default());
+    assert_eq!(v3.reviews(), v2.reviews());
 }

@@ -119,8 +119,8 @@ proptest! {
         }
         let state = new_definition(both, &registry);
         for l in [
-            lesson("customers", entry, value.clone(), None),
-            lesson("fields", field, json!({ "header": header.clone() }), None),
+            lesson("customers", entry, value, None),
+            lesson("fields", field, json!({ "header": header }), None),
         ] {
             let (first, r1) = teach(&state, &l, via(), at(1), &registry).expect("accepted");
             let once = first.unwrap_or_else(|| state.clone());

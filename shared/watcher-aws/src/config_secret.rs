@@ -50,12 +50,12 @@ pub async fn fetch_config(
         req = req.version_id(v);
     }
     let out = req.send().await.map_err(|e| ConfigSecretError::Fetch {
-        id: id.to_string(),
+        id: id.to_owned(),
         reason: aws_sdk_secretsmanager::error::DisplayErrorContext(&e).to_string(),
     })?;
     out.secret_string()
-        .map(str::to_string)
-        .ok_or_else(|| ConfigSecretError::NotText { id: id.to_string() })
+        .map(str::to_owned)
+        .ok_or_else(|| ConfigSecretError::NotText { id: id.to_owned() })
 }
 
 /// [`fetch_config`] for the secret the environment names ([`CONFIG_SECRET_ID_VAR`],

@@ -133,7 +133,7 @@ pub fn validate_group_name(name: &str) -> Result<(), ScheduleInputError> {
 
 fn check_name(name: &str) -> Result<(), ScheduleInputError> {
     let refuse = |reason: String| ScheduleInputError::Name {
-        name: name.to_string(),
+        name: name.to_owned(),
         reason,
     };
     if name.is_empty() {
@@ -191,8 +191,8 @@ pub fn at_expression(at: Instant) -> Result<String, ScheduleInputError> {
 /// [`ScheduleInputError::Expression`] naming what is wrong.
 pub fn validate_at_expression(expression: &str) -> Result<(), ScheduleInputError> {
     let refuse = |reason: &str| ScheduleInputError::Expression {
-        expression: expression.to_string(),
-        reason: reason.to_string(),
+        expression: expression.to_owned(),
+        reason: reason.to_owned(),
     };
     let inner = expression
         .strip_prefix("at(")

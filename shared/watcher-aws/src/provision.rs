@@ -24,7 +24,7 @@ pub async fn ensure_schedule_group(
 ) -> Result<String, PortError> {
     validate_group_name(name).map_err(|e| permanent("schedule group name", e))?;
     match client.get_schedule_group().name(name).send().await {
-        Ok(group) => return Ok(group.arn().unwrap_or_default().to_string()),
+        Ok(group) => return Ok(group.arn().unwrap_or_default().to_owned()),
         Err(e)
             if matches!(
                 e.as_service_error(),
@@ -38,7 +38,7 @@ pub async fn ensure_schedule_group(
         .send()
         .await
         .map_err(|e| port_error(format!("create schedule group {name}"), e))?;
-    Ok(created.schedule_group_arn().to_string())
+    Ok(created.schedule_group_arn().to_owned())
 }
 
 /// A FIFO lapse queue and its dead-letter queue.
@@ -124,7 +124,7 @@ async fn create_queue(
         .send()
         .await
         .map_err(|e| port_error(format!("create queue {name}"), e))?;
-    let url = created.queue_url().unwrap_or_default().to_string();
+    let url = created.queue_url().unwrap_or_default().to_owned();
     let attributes = client
         .get_queue_attributes()
         .queue_url(&url)

@@ -146,7 +146,7 @@ mod tests {
             ("AWS_ENDPOINT_URL", "http://127.0.0.1:5000"),
         ]);
         let config = sdk_config_with(&env).unwrap();
-        assert_eq!(config.region().map(|r| r.as_ref()), Some("eu-west-1"));
+        assert_eq!(config.region().map(AsRef::as_ref), Some("eu-west-1"));
         assert_eq!(config.endpoint_url(), Some("http://127.0.0.1:5000"));
         let creds = config
             .credentials_provider()
@@ -157,7 +157,10 @@ mod tests {
         assert_eq!(creds.access_key_id(), "AKIDEXAMPLE");
         assert_eq!(creds.secret_access_key(), "secret");
         assert_eq!(creds.session_token(), Some("token"));
-        assert_eq!(config.retry_config().map(|r| r.max_attempts()), Some(3));
+        assert_eq!(
+            config.retry_config().map(RetryConfig::max_attempts),
+            Some(3)
+        );
     }
 
     #[test]
@@ -169,7 +172,7 @@ mod tests {
             ("AWS_ENDPOINT_URL", ""),
         ]);
         let config = sdk_config_with(&env).unwrap();
-        assert_eq!(config.region().map(|r| r.as_ref()), Some("us-east-1"));
+        assert_eq!(config.region().map(AsRef::as_ref), Some("us-east-1"));
         assert_eq!(config.endpoint_url(), None);
         // The SDK crates carry no HTTPS client of their own (Cargo.toml): without this one
         // every client would fail its first request.

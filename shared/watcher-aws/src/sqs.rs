@@ -366,10 +366,10 @@ impl SqsLapseQueue {
         for (entry, result) in chunk.iter().zip(&results) {
             match result {
                 Ok(()) => {
-                    tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, "lapse task queued")
+                    tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, "lapse task queued");
                 }
                 Err(e) => {
-                    tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, error = %e, "lapse task not queued")
+                    tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, error = %e, "lapse task not queued");
                 }
             }
         }
@@ -429,7 +429,7 @@ mod tests {
         OutboxEntry::queued(
             tenant(t),
             agent(a),
-            m.to_string(),
+            m.to_owned(),
             watcher_core::ids::ExpectationId::parse("e").unwrap(),
             watcher_core::record::LapseKind::Overdue,
             watcher_core::time::Instant::parse("2030-01-01T00:00:00Z").unwrap(),
@@ -523,7 +523,7 @@ mod tests {
             "the copy serializes to the stored form, byte for byte"
         );
 
-        let mut large = entry.clone();
+        let mut large = entry;
         large.request = serde_json::json!({ "text": "x".repeat(ENTRY_COPY_MAX_BYTES) });
         let read = parse_queue_message(&body_of(&large).unwrap()).unwrap();
         assert_eq!(read.entry, None);
@@ -556,7 +556,7 @@ mod tests {
             assert!(matches!(e, MessageError::Malformed { .. }), "{bad:?}: {e}");
         }
         for bad in [
-            r#"{"tenant":"acme","agent":"planner","messageId":" "}"#.to_string(),
+            r#"{"tenant":"acme","agent":"planner","messageId":" "}"#.to_owned(),
             format!(
                 r#"{{"tenant":"acme","agent":"planner","messageId":"{}"}}"#,
                 "m".repeat(MAX_MESSAGE_ID_LEN + 1)

@@ -15,6 +15,10 @@ const V1: &str = "[[operators]]\nid = \"ops\"\ntoken = \"ops-token-v1\"\n";
 const V2: &str = "[[operators]]\nid = \"ops\"\ntoken = \"ops-token-v2\"\n";
 
 #[tokio::test]
+#[allow(
+    unsafe_code,
+    reason = "the test sets the variables a cold start reads; set_var is unsafe"
+)]
 async fn the_configuration_is_read_from_the_secret_current_or_pinned() {
     let aws = moto_config().await;
     let client = Client::new(&aws);
@@ -26,7 +30,7 @@ async fn the_configuration_is_read_from_the_secret_current_or_pinned() {
         .send()
         .await
         .expect("create the secret");
-    let v1 = created.version_id().expect("a version id").to_string();
+    let v1 = created.version_id().expect("a version id").to_owned();
     assert_eq!(fetch_config(&client, &name, None).await.unwrap(), V1);
     client
         .put_secret_value()
@@ -48,8 +52,10 @@ async fn the_configuration_is_read_from_the_secret_current_or_pinned() {
         std::env::set_var(CONFIG_SECRET_VERSION_VAR, &v1);
     }
     assert_eq!(config_from_env(&aws).await.unwrap(), V1);
+    // SAFETY: as above, the only test of this binary that touches these variables.
     unsafe { std::env::remove_var(CONFIG_SECRET_VERSION_VAR) };
     assert_eq!(config_from_env(&aws).await.unwrap(), V2);
+    // SAFETY: as above.
     unsafe { std::env::remove_var(CONFIG_SECRET_ID_VAR) };
     assert!(matches!(
         config_from_env(&aws).await,

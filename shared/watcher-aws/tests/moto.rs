@@ -120,7 +120,8 @@ async fn arm_creates_rearm_updates_disarm_deletes() {
         Some(&ActionAfterCompletion::Delete)
     );
     assert_eq!(
-        s.flexible_time_window().map(|w| w.mode()),
+        s.flexible_time_window()
+            .map(aws_sdk_scheduler::types::FlexibleTimeWindow::mode),
         Some(&FlexibleTimeWindowMode::Off)
     );
     let target = s.target().expect("target");
@@ -299,7 +300,7 @@ async fn drain(client: &aws_sdk_sqs::Client, queue_url: &str) -> Vec<Received> {
                 .await
                 .unwrap();
             out.push(Received {
-                body: m.body().unwrap_or_default().to_string(),
+                body: m.body().unwrap_or_default().to_owned(),
                 group: m
                     .attributes()
                     .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
@@ -519,10 +520,7 @@ async fn enqueue_all_sends_in_batches_keeping_each_agents_order() {
         "each once, the second send deduplicated"
     );
     for agent in ["carrier", "planner"] {
-        let group = message_group_id(
-            &sent[0].tenant,
-            &watcher_core::ids::AgentId::parse(agent).unwrap(),
-        );
+        let group = message_group_id(&sent[0].tenant, &AgentId::parse(agent).unwrap());
         let got: Vec<String> = received
             .iter()
             .filter(|r| r.group == group)
@@ -531,7 +529,7 @@ async fn enqueue_all_sends_in_batches_keeping_each_agents_order() {
         let want: Vec<String> = sent
             .iter()
             .filter(|e| e.agent.as_str() == agent)
-            .map(|e| e.message_id.to_string())
+            .map(|e| e.message_id.clone())
             .collect();
         assert_eq!(got, want, "{agent}'s lapse tasks in the order given");
     }
@@ -609,7 +607,8 @@ async fn a_schedule_with_a_lead_fires_a_minute_before_its_instant() {
     // 22:15:00.250 less 60 s, rounded up to the second.
     assert_eq!(s.schedule_expression(), Some("at(2026-09-10T22:14:01)"));
     assert_eq!(
-        s.flexible_time_window().map(|w| w.mode()),
+        s.flexible_time_window()
+            .map(aws_sdk_scheduler::types::FlexibleTimeWindow::mode),
         Some(&FlexibleTimeWindowMode::Off)
     );
     // The input names the timer, not the early instant: the record holds the deadline.
@@ -663,7 +662,7 @@ async fn a_timer_message_is_delayed_to_its_instant() {
             .await
             .unwrap();
         if let Some(m) = out.messages().first() {
-            break m.body().unwrap().to_string();
+            break m.body().unwrap().to_owned();
         }
         assert!(
             sent.elapsed().as_secs() < 10,

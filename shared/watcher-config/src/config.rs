@@ -95,7 +95,7 @@ impl SourceConfig {
         watcher_webhooks::SourceHook::compile(self.signature.as_ref(), &self.mappings).map_err(
             |e| ConfigError::Webhook {
                 id: self.id.clone(),
-                reason: e.to_string(),
+                reason: e,
             },
         )
     }
@@ -349,6 +349,7 @@ impl Config {
         let mut channels = std::collections::BTreeSet::new();
         for n in &self.notify {
             n.check()?;
+            n.check_in(&self.agents, &self.teachers)?;
             if !channels.insert((n.tenant.as_str(), n.id.as_str())) {
                 return Err(ConfigError::Notify {
                     id: n.id.clone(),
@@ -420,7 +421,7 @@ fn parse_warning_unknown(
     for key in &unknown {
         let hint = match did_you_mean(key) {
             Some(known) => format!("did you mean `{known}`?"),
-            None => "a typo?".to_string(),
+            None => "a typo?".to_owned(),
         };
         // Once: through the log when one is set up (serve's log is on stderr too, so both would
         // print it twice), else on stderr.
@@ -442,14 +443,12 @@ impl Config {
         let mut out = Vec::new();
         if self.agents.is_empty() {
             out.push(
-                "no [[agents]] in the configuration: no agent can push, so no expectation can be raised"
-                    .to_string(),
+                "no [[agents]] in the configuration: no agent can push, so no expectation can be raised".to_owned(),
             );
         }
         if self.operators.is_empty() {
             out.push(
-                "no [[operators]] in the configuration: the operator routes (/v1/subjects, /v1/lapses, /v1/agents) and the web page (/ui) refuse everyone"
-                    .to_string(),
+                "no [[operators]] in the configuration: the operator routes (/v1/subjects, /v1/lapses, /v1/agents) and the web page (/ui) refuse everyone".to_owned(),
             );
         }
         out

@@ -90,7 +90,7 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::Read { path, .. } => write!(f, "Failed to read {}", path.display())?,
             ConfigError::InvalidFile { path, .. } => {
-                write!(f, "{} is not a valid configuration", path.display())?
+                write!(f, "{} is not a valid configuration", path.display())?;
             }
             ConfigError::Invalid { .. } => f.write_str("the configuration is not valid")?,
             ConfigError::Toml(e) => write!(f, "{e}")?,

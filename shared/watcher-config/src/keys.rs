@@ -112,15 +112,24 @@ pub fn did_you_mean(key: &str) -> Option<String> {
         .collect();
     let table = table.join(".");
     let keys = KNOWN_KEYS.iter().find(|(t, _)| *t == table)?.1;
-    let bound = (last.chars().count() / 3).clamp(1, 3);
-    keys.iter()
-        .map(|k| (strsim::damerau_levenshtein(last, k), *k))
+    closest(last, keys.iter().copied()).map(|k| match key.rsplit_once('.') {
+        Some((p, _)) => format!("{p}.{k}"),
+        None => k.to_owned(),
+    })
+}
+
+/// The candidate closest to `word` by edit distance (Damerau–Levenshtein), when one is within a
+/// small distance: at most a third of `word`'s length, and at most 3 edits; the first in sort
+/// order among equally close ones. For "did you mean" on an unknown key ([`did_you_mean`]), an
+/// unknown agent or tenant of a `[[notify]]` channel.
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let bound = (word.chars().count() / 3).clamp(1, 3);
+    candidates
+        .into_iter()
+        .map(|k| (strsim::damerau_levenshtein(word, k), k))
         .filter(|(d, _)| *d <= bound)
         .min()
-        .map(|(_, k)| match key.rsplit_once('.') {
-            Some((p, _)) => format!("{p}.{k}"),
-            None => k.to_string(),
-        })
+        .map(|(_, k)| k)
 }
 
 /// The keys of `text` that [`Config`] does not read, as dotted paths (`agents.0.tokn`).
@@ -130,7 +139,7 @@ pub fn did_you_mean(key: &str) -> Option<String> {
 pub fn unknown_keys(text: &str) -> Result<Vec<String>, ConfigError> {
     let mut unknown = Vec::new();
     let _: Config = serde_ignored::deserialize(toml::Deserializer::new(text), |path| {
-        unknown.push(path.to_string())
+        unknown.push(path.to_string());
     })?;
     Ok(unknown)
 }

@@ -1,11 +1,13 @@
 //! `[[notify]]`: a notification channel's configuration (issue 25; expectations-v1 §13.1), its
 //! formats, events and TLS modes, and the checks that need no network.
 
+use base64::Engine as _;
 use serde::Deserialize;
 use watcher_core::time::IsoDuration;
 
-use crate::config::default_tenant;
+use crate::config::{default_tenant, AgentConfig, TeacherConfig};
 use crate::error::ConfigError;
+use crate::keys::closest;
 
 fn default_notify_format() -> String {
     "standard-webhooks".into()
@@ -40,33 +42,33 @@ pub struct NotifyConfig {
     /// The channel's id, unique within its tenant (kept with its progress; named in logs,
     /// metrics and `a2a-watcher notify test --channel`).
     pub id: String,
-    /// Tenant whose lapses it tells.
+    /// Tenant whose lapses it tells; it must have an `[[agents]]` or `[[teachers]]` entry (else the configuration is refused: no lapse of it could be told).
     #[serde(default = "default_tenant")]
     pub tenant: String,
-    /// Where to send: for `standard-webhooks`, `slack` and `teams` the http(s) URL to POST to (the receiver's endpoint, or a Slack or Teams incoming-webhook URL: a credential, so give it as `url_file` or `url_env` to keep it out of the file); for `email` the SMTP relay, `smtp://host[:port]`; for `sns` the topic's ARN.
+    /// Where to send: for `standard-webhooks`, `slack` and `teams` the http(s) URL to POST to (the receiver's endpoint, or a Slack or Teams incoming-webhook URL: a credential, so give it as `url_file` or `url_env` to keep it out of the file); for `email` the SMTP relay, `smtp://host[:port]`; for `sns` the topic's ARN. A URL without a host, with a port that is not a number, or that the HTTP client cannot parse is refused. A receiver's redirect (3xx) is not followed: it is a failure, retried.
     pub url: String,
-    /// Signing secret for the Standard Webhooks `webhook-signature` header (`whsec_` + base64, or any text); give it as `secret_file` or `secret_env` to keep it out of the file. Without it nothing is signed.
+    /// Signing secret for the Standard Webhooks `webhook-signature` header (`whsec_` + base64, or any text); give it as `secret_file` or `secret_env` to keep it out of the file. Without it nothing is signed. Refused when empty, when a `whsec_` secret has no base64 key after the prefix, and on `email` and `sns` channels (not signed).
     #[serde(default)]
     pub secret: Option<String>,
     /// `standard-webhooks` (JSON: `type`, `timestamp`, `data`), `slack` (`text` and blocks), `teams` (an Adaptive Card message), `email` (a plain-text message over SMTP to `to`; `url` is then `smtp://host[:port]`) or `sns` (the AWS deployment only: the Standard Webhooks JSON published to the SNS topic whose ARN is `url`).
     #[serde(default = "default_notify_format")]
     pub format: String,
-    /// Only lapses of these agents (ids); empty: every agent of the tenant.
+    /// Only lapses of these agents (ids); empty: every agent of the tenant. Each must be an `[[agents]]` id of the channel's tenant (or `learnables-authority`, for lesson reviews), else the configuration is refused, naming the closest id.
     #[serde(default)]
     pub agents: Vec<String>,
-    /// Only these lapses: `overdue`, `skipped`, `stalled`; empty: all three.
+    /// Only these lapses: `overdue`, `skipped`, `stalled`; empty: all three. Refused when `events` leaves out `lapse.recorded`.
     #[serde(default)]
     pub kinds: Vec<String>,
     /// Only these events (absent or empty, the default: all five): `lapse.recorded` (a lapse; a `lapse.digest` per window when `digest` is set), `lapse_task.needs_person` (the task an agent created for a lapse task asks for input or authorization), `delivery.failing` (a lapse task of an agent is given up while none of its others is failed; told instead of that task's `lapse_task.failed`), `lapse_task.failed` (any further lapse task given up: it waits for an operator's re-queue), `card.unavailable` (an agent's card could not be read for a minute). `agents` filters every event; `kinds` filters lapses only.
     #[serde(default)]
     pub events: Vec<String>,
-    /// ISO 8601 duration: when set, lapses are told as one digest per window (counts and the first few) instead of one message each; the window opens at the first lapse not yet told.
+    /// ISO 8601 duration: when set, lapses are told as one digest per window (counts and the first few) instead of one message each; the window opens at the first lapse not yet told. Refused when `events` leaves out `lapse.recorded`.
     #[serde(default)]
     pub digest: Option<IsoDuration>,
     /// Per-request timeout in seconds. Default 10.
     #[serde(default = "default_notify_timeout")]
     pub timeout_secs: u64,
-    /// Email: the sender, `Name <address>` or an address.
+    /// Email: the sender, `Name <address>` or an address. `from`, `to`, `username` and `password` are refused on the other formats.
     #[serde(default)]
     pub from: Option<String>,
     /// Email: the recipients, each `Name <address>` or an address.
@@ -84,11 +86,16 @@ pub struct NotifyConfig {
 }
 
 impl NotifyConfig {
-    /// Checks what can be checked without building the channel: the id, the URL's scheme, the
-    /// format, the lapse kinds, the events and the digest window.
+    /// Checks what can be checked of the channel alone, without building it: the id, the URL
+    /// (its scheme, a host, a port that is a number), the format, the lapse kinds, the events,
+    /// the digest window, the secret's form (not empty; a `whsec_` secret has a base64 key
+    /// after the prefix), and that no key is set that the format does not use (`from`, `to`,
+    /// `username`, `password` outside email; `secret` on email and sns, which are not signed;
+    /// `kinds` or `digest` when `events` leaves out `lapse.recorded`). What needs the rest of
+    /// the configuration (the tenant, the `agents` filter) is [`NotifyConfig::check_in`].
     ///
     /// # Errors
-    /// [`ConfigError::Notify`] naming the channel and the field.
+    /// [`ConfigError::Notify`] naming the channel and the key.
     pub fn check(&self) -> Result<(), ConfigError> {
         let bad = |reason: String| ConfigError::Notify {
             id: self.id.clone(),
@@ -140,6 +147,37 @@ impl NotifyConfig {
         } else if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
             return Err(bad(format!("url: {:?} is not an http(s) URL", self.url)));
         }
+        if self.format != "sns" {
+            check_authority(&self.url).map_err(|e| bad(format!("url: {e}")))?;
+        }
+        if self.format != "sns" && self.format != "email" {
+            // What the HTTP client will refuse on every attempt (a space in the host, …).
+            url::Url::parse(&self.url)
+                .map_err(|e| bad(format!("url: not a URL the client can post to ({e})")))?;
+        }
+        if self.format != "email" {
+            let given = [
+                ("from", self.from.is_some()),
+                ("to", !self.to.is_empty()),
+                ("username", self.username.is_some()),
+                ("password", self.password.is_some()),
+            ];
+            if let Some((key, _)) = given.iter().find(|(_, set)| *set) {
+                return Err(bad(format!(
+                    "{key}: only an email channel takes it (this channel's format is {:?})",
+                    self.format
+                )));
+            }
+        }
+        if let Some(secret) = &self.secret {
+            if self.format == "email" || self.format == "sns" {
+                return Err(bad(format!(
+                    "secret: a channel of format {:?} is not signed; remove the secret",
+                    self.format
+                )));
+            }
+            check_secret(secret).map_err(|e| bad(format!("secret: {e}")))?;
+        }
         for k in &self.kinds {
             if !["overdue", "skipped", "stalled"].contains(&k.as_str()) {
                 return Err(bad(format!(
@@ -160,9 +198,299 @@ impl NotifyConfig {
                 return Err(bad("digest: the window must be longer than zero".into()));
             }
         }
+        if !self.events.is_empty() && !self.events.iter().any(|e| e == "lapse.recorded") {
+            // `kinds` and `digest` act on lapses only.
+            let given = [
+                ("kinds", !self.kinds.is_empty()),
+                ("digest", self.digest.is_some()),
+            ];
+            if let Some((key, _)) = given.iter().find(|(_, set)| *set) {
+                return Err(bad(format!(
+                    "{key}: applies to lapses, but events leaves out \"lapse.recorded\"; add it to events or remove {key}"
+                )));
+            }
+        }
         if self.timeout_secs == 0 {
             return Err(bad("timeout_secs: must be at least 1".into()));
         }
         Ok(())
+    }
+
+    /// Checks the channel against the rest of the configuration: its tenant has an agent or a
+    /// teacher (else no lapse can ever be told), and each id in its `agents` filter is an agent
+    /// of that tenant (or the Learnables authority, which raises `lesson.review` in every
+    /// tenant), with "did you mean" naming the closest id when one is close.
+    ///
+    /// # Errors
+    /// [`ConfigError::Notify`] naming the channel, the key and what is wrong: `tenant: "acme"
+    /// has no [[agents]] or [[teachers]] …`, `agents: "billing" is an agent of tenant "t2", not
+    /// of the channel's tenant "default"`, `agents: "bokking" is not an agent of tenant
+    /// "default" (did you mean "booking"?)`.
+    pub fn check_in(
+        &self,
+        agents: &[AgentConfig],
+        teachers: &[TeacherConfig],
+    ) -> Result<(), ConfigError> {
+        let bad = |reason: String| ConfigError::Notify {
+            id: self.id.clone(),
+            reason,
+        };
+        let tenant = self.tenant.as_str();
+        let known = agents
+            .iter()
+            .map(|a| a.tenant.as_str())
+            .chain(teachers.iter().map(|t| t.tenant.as_str()));
+        if !known.clone().any(|t| t == tenant) {
+            let mut tenants: Vec<&str> = known.collect();
+            tenants.sort_unstable();
+            tenants.dedup();
+            let hint = closest(tenant, tenants.iter().copied())
+                .map(|t| format!(" (did you mean {t:?}?)"))
+                .unwrap_or_default();
+            return Err(bad(format!(
+                "tenant: {tenant:?} has no [[agents]] or [[teachers]], so no lapse of it can be told{hint}"
+            )));
+        }
+        let own: Vec<&str> = agents
+            .iter()
+            .filter(|a| a.tenant == tenant)
+            .map(|a| a.id.as_str())
+            .collect();
+        let authority = watcher_runtime::lesson_review::AUTHORITY_AGENT;
+        for id in &self.agents {
+            if id == authority || own.contains(&id.as_str()) {
+                continue;
+            }
+            let mut reason = match agents.iter().find(|a| a.id == *id) {
+                Some(other) => format!(
+                    "agents: {id:?} is an agent of tenant {:?}, not of the channel's tenant {tenant:?}",
+                    other.tenant
+                ),
+                None => format!("agents: {id:?} is not an agent of tenant {tenant:?}"),
+            };
+            if let Some(near) = closest(id, own.iter().copied()) {
+                reason.push_str(&format!(" (did you mean {near:?}?)"));
+            }
+            return Err(bad(reason));
+        }
+        Ok(())
+    }
+}
+
+/// Checks that `url` (`scheme://[user@]host[:port]/…`) names a host, and a port that is a
+/// number when it names one. Says what is wrong without the URL's path, which may hold a
+/// credential.
+fn check_authority(url: &str) -> Result<(), String> {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    let (host, port) = match host_port.rsplit_once(':') {
+        // An IPv6 literal's colons are inside its brackets.
+        Some((h, p)) if !p.contains(']') => (h, Some(p)),
+        _ => (host_port, None),
+    };
+    if host.is_empty() || host == "[]" {
+        return Err(format!("\"{scheme}://\" names no host"));
+    }
+    if let Some(p) = port {
+        if p.parse::<u16>().is_err() {
+            return Err(format!("{p:?} is not a port"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a signing secret's form: not empty, and a `whsec_` secret (Standard Webhooks' form)
+/// has a base64 key after the prefix. Any other text is a key as it is. Says what is wrong
+/// without the secret.
+fn check_secret(secret: &str) -> Result<(), String> {
+    if secret.is_empty() {
+        return Err("must not be empty; remove it to send unsigned".into());
+    }
+    let Some(key) = secret.strip_prefix("whsec_") else {
+        return Ok(());
+    };
+    if key.is_empty() {
+        return Err(
+            "a whsec_ secret needs its key, in base64, after the prefix; nothing follows whsec_"
+                .into(),
+        );
+    }
+    match base64::engine::general_purpose::STANDARD.decode(key) {
+        Ok(bytes) if !bytes.is_empty() => Ok(()),
+        Ok(_) => Err("a whsec_ secret needs its key, in base64, after the prefix; the key is empty".into()),
+        Err(base64::DecodeError::InvalidByte(at, byte)) => Err(format!(
+            "a whsec_ secret must be base64 after the prefix: {:?} at position {at} is not a base64 character",
+            char::from(byte)
+        )),
+        Err(e) => Err(format!("a whsec_ secret must be base64 after the prefix: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Config;
+
+    /// Two agents of `default`, one of `t2`, a teacher of `t3`.
+    const PARTIES: &str = "[[agents]]\nid = \"booking\"\ncard = \"x\"\npush_token = \"p1\"\n\
+        [[agents]]\nid = \"billing\"\ncard = \"x\"\npush_token = \"p2\"\n\
+        [[agents]]\nid = \"customs\"\ncard = \"x\"\npush_token = \"p3\"\ntenant = \"t2\"\n\
+        [[teachers]]\nid = \"teacher\"\ntoken = \"t\"\ntenant = \"t3\"\n";
+
+    /// Why the configuration of [`PARTIES`] and the channel `ops` with `keys` (after `id`) is
+    /// refused, as `serve` and the functions print it.
+    fn refused(keys: &str) -> String {
+        let text = format!("{PARTIES}[[notify]]\nid = \"ops\"\n{keys}");
+        Config::from_toml(&text).expect_err("refused").to_string()
+    }
+
+    fn accepted(keys: &str) -> Config {
+        Config::from_toml(&format!("{PARTIES}[[notify]]\nid = \"ops\"\n{keys}")).expect("accepted")
+    }
+
+    const URL: &str = "url = \"https://hooks.example/h\"\n";
+
+    #[test]
+    fn an_agents_filter_names_agents_of_the_channels_tenant() {
+        assert_eq!(
+            refused(&format!("{URL}agents = [\"bookng\"]\n")),
+            "notify: channel \"ops\": agents: \"bookng\" is not an agent of tenant \"default\" (did you mean \"booking\"?)"
+        );
+        assert_eq!(
+            refused(&format!("{URL}agents = [\"booking\", \"customs\"]\n")),
+            "notify: channel \"ops\": agents: \"customs\" is an agent of tenant \"t2\", not of the channel's tenant \"default\""
+        );
+        assert_eq!(
+            refused(&format!("{URL}agents = [\"zzz-unrelated\"]\n")),
+            "notify: channel \"ops\": agents: \"zzz-unrelated\" is not an agent of tenant \"default\""
+        );
+        // An agent of another tenant, and one of the channel's is close: both said.
+        assert_eq!(
+            refused(&format!("{URL}agents = [\"booking\"]\ntenant = \"t2\"\n")),
+            "notify: channel \"ops\": agents: \"booking\" is an agent of tenant \"default\", not of the channel's tenant \"t2\""
+        );
+        assert_eq!(
+            refused(&format!("{URL}agents = [\"billin\"]\n")),
+            "notify: channel \"ops\": agents: \"billin\" is not an agent of tenant \"default\" (did you mean \"billing\"?)"
+        );
+        let ok = accepted(&format!(
+            "{URL}agents = [\"booking\", \"billing\", \"learnables-authority\"]\n"
+        ));
+        assert_eq!(ok.notify[0].agents.len(), 3);
+        accepted(&format!("{URL}tenant = \"t2\"\nagents = [\"customs\"]\n"));
+    }
+
+    #[test]
+    fn a_channels_tenant_has_an_agent_or_a_teacher() {
+        assert_eq!(
+            refused(&format!("{URL}tenant = \"t22\"\n")),
+            "notify: channel \"ops\": tenant: \"t22\" has no [[agents]] or [[teachers]], so no lapse of it can be told (did you mean \"t2\"?)"
+        );
+        assert_eq!(
+            refused(&format!("{URL}tenant = \"acme-logistics\"\n")),
+            "notify: channel \"ops\": tenant: \"acme-logistics\" has no [[agents]] or [[teachers]], so no lapse of it can be told"
+        );
+        // A teacher's tenant: the Learnables authority raises lesson reviews there.
+        accepted(&format!("{URL}tenant = \"t3\"\n"));
+        // Nobody at all: the default tenant too.
+        let err = Config::from_toml(&format!("[[notify]]\nid = \"ops\"\n{URL}"))
+            .expect_err("refused")
+            .to_string();
+        assert_eq!(
+            err,
+            "notify: channel \"ops\": tenant: \"default\" has no [[agents]] or [[teachers]], so no lapse of it can be told"
+        );
+    }
+
+    #[test]
+    fn a_secret_that_cannot_sign_is_refused() {
+        assert_eq!(
+            refused(&format!("{URL}secret = \"whsec_\"\n")),
+            "notify: channel \"ops\": secret: a whsec_ secret needs its key, in base64, after the prefix; nothing follows whsec_"
+        );
+        assert_eq!(
+            refused(&format!("{URL}secret = \"whsec_not*base64\"\n")),
+            "notify: channel \"ops\": secret: a whsec_ secret must be base64 after the prefix: '*' at position 3 is not a base64 character"
+        );
+        assert_eq!(
+            refused(&format!("{URL}secret = \"whsec_QUJD=\"\n")),
+            "notify: channel \"ops\": secret: a whsec_ secret must be base64 after the prefix: '=' at position 4 is not a base64 character"
+        );
+        assert_eq!(
+            refused(&format!("{URL}secret = \"\"\n")),
+            "notify: channel \"ops\": secret: must not be empty; remove it to send unsigned"
+        );
+        accepted(&format!(
+            "{URL}secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
+        ));
+        accepted(&format!("{URL}secret = \"any text is a key\"\n"));
+    }
+
+    #[test]
+    fn keys_the_format_does_not_use_are_refused() {
+        assert_eq!(
+            refused("format = \"email\"\nurl = \"smtp://relay.example\"\nfrom = \"w@example.test\"\nto = [\"o@example.test\"]\nsecret = \"k\"\n"),
+            "notify: channel \"ops\": secret: a channel of format \"email\" is not signed; remove the secret"
+        );
+        assert_eq!(
+            refused("format = \"sns\"\nurl = \"arn:aws:sns:us-east-1:123456789012:ops\"\nsecret = \"k\"\n"),
+            "notify: channel \"ops\": secret: a channel of format \"sns\" is not signed; remove the secret"
+        );
+        assert_eq!(
+            refused(&format!("{URL}format = \"slack\"\nto = [\"o@example.test\"]\n")),
+            "notify: channel \"ops\": to: only an email channel takes it (this channel's format is \"slack\")"
+        );
+        assert_eq!(
+            refused(&format!("{URL}events = [\"delivery.failing\"]\nkinds = [\"overdue\"]\n")),
+            "notify: channel \"ops\": kinds: applies to lapses, but events leaves out \"lapse.recorded\"; add it to events or remove kinds"
+        );
+        assert_eq!(
+            refused(&format!("{URL}events = [\"card.unavailable\"]\ndigest = \"PT15M\"\n")),
+            "notify: channel \"ops\": digest: applies to lapses, but events leaves out \"lapse.recorded\"; add it to events or remove digest"
+        );
+        accepted(&format!(
+            "{URL}events = [\"lapse.recorded\", \"delivery.failing\"]\nkinds = [\"overdue\"]\ndigest = \"PT15M\"\n"
+        ));
+    }
+
+    #[test]
+    fn a_url_without_a_host_or_port_is_refused() {
+        for (url, why) in [
+            ("https://", "\"https://\" names no host"),
+            ("https:///hook", "\"https://\" names no host"),
+            ("http://user:pw@:8080/hook", "\"http://\" names no host"),
+            ("https://hooks.example:99999/h", "\"99999\" is not a port"),
+            ("https://hooks.example:/h", "\"\" is not a port"),
+            (
+                "https://hooks .example/h",
+                "not a URL the client can post to (invalid international domain name)",
+            ),
+        ] {
+            assert_eq!(
+                refused(&format!("url = \"{url}\"\n")),
+                format!("notify: channel \"ops\": url: {why}"),
+                "{url}"
+            );
+        }
+        assert_eq!(
+            refused("format = \"email\"\nurl = \"smtp://:25\"\nfrom = \"w@example.test\"\nto = [\"o@example.test\"]\n"),
+            "notify: channel \"ops\": url: \"smtp://\" names no host"
+        );
+        accepted("url = \"http://[::1]:8080/hook\"\n");
+        accepted("url = \"https://user@hooks.example/h?k=v\"\n");
+    }
+
+    /// `serve` reads the file with `Config::load`, the functions their secret with
+    /// `Config::from_toml`: both refuse the same channel with the same words.
+    #[test]
+    fn both_deployments_refuse_the_same_channel() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("watcher.toml");
+        let text = format!("{PARTIES}[[notify]]\nid = \"ops\"\n{URL}agents = [\"bookng\"]\n");
+        std::fs::write(&path, &text).unwrap();
+        let serve = Config::load(&path).expect_err("refused").to_string();
+        let aws = Config::from_toml(&text).expect_err("refused").to_string();
+        assert_eq!(serve, aws);
+        assert!(serve.contains("did you mean \"booking\"?"), "{serve}");
     }
 }

@@ -66,7 +66,7 @@ fn resolve_at(table: &mut Table, base: Option<&Path>, at: &str) -> Result<bool, 
                 let text = std::fs::read_to_string(&full).map_err(|e| {
                     secret!("{}: cannot read {}: {e}", name(&file_key), full.display())
                 })?;
-                let text = text.trim().to_string();
+                let text = text.trim().to_owned();
                 if text.is_empty() {
                     bail!("{}: the file {} is empty", name(&file_key), full.display());
                 }
@@ -88,7 +88,7 @@ fn resolve_at(table: &mut Table, base: Option<&Path>, at: &str) -> Result<bool, 
                         name(&env_key)
                     );
                 }
-                v.trim().to_string()
+                v.trim().to_owned()
             }
         };
         if table.contains_key(key) {
@@ -97,7 +97,7 @@ fn resolve_at(table: &mut Table, base: Option<&Path>, at: &str) -> Result<bool, 
                 name(key)
             );
         }
-        table.insert(key.to_string(), Value::String(value));
+        table.insert(key.to_owned(), Value::String(value));
         changed = true;
     }
     for (k, v) in table.iter_mut() {
@@ -130,6 +130,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        unsafe_code,
+        reason = "the test sets the variable it reads; std::env::set_var is unsafe"
+    )]
     fn a_file_and_a_variable_become_the_key() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("push.token"), "s3cret-push\n").unwrap();
@@ -177,6 +181,10 @@ secret_env = "A2A_TEST_SECRET_SRC"
     /// A notification channel's URL and secret come from a file or the environment too: a
     /// Slack or Teams incoming-webhook URL is a credential.
     #[test]
+    #[allow(
+        unsafe_code,
+        reason = "the test sets the variable it reads; std::env::set_var is unsafe"
+    )]
     fn a_notify_channels_url_and_secret_are_read_as_credentials() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notify.secret"), "whsec_abcd\n").unwrap();

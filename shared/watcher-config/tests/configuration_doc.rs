@@ -36,9 +36,9 @@ fn fields(source: &str, name: &str) -> Vec<(String, String, Option<String>)> {
     for line in body.lines().skip(1) {
         let t = line.trim();
         if let Some(d) = t.strip_prefix("///") {
-            doc.push(d.trim().to_string());
+            doc.push(d.trim().to_owned());
         } else if t.starts_with("#[serde(") {
-            attr = Some(t.to_string());
+            attr = Some(t.to_owned());
         } else if let Some(c) = field.captures(line) {
             out.push((c[1].to_string(), doc.join(" "), attr.take()));
             doc.clear();

@@ -98,8 +98,8 @@ pub fn declaration_from_card(card: &Value) -> Result<ExpectationsDeclaration, Ve
     let err = |errors: &mut Vec<CardError>, field: String, reason: &str| {
         errors.push(CardError {
             field,
-            reason: reason.to_string(),
-        })
+            reason: reason.to_owned(),
+        });
     };
     let Some(extensions) = card
         .get("capabilities")
@@ -173,7 +173,7 @@ pub fn declaration_from_card(card: &Value) -> Result<ExpectationsDeclaration, Ve
                     ),
                 });
             }
-            s.to_string()
+            s.to_owned()
         }
         _ => {
             err(
@@ -230,7 +230,7 @@ fn parse_kind(item: &Value, path: &str) -> Result<ExpectationKind, Vec<CardError
     let mut errors = Vec::new();
     let mut text = |name: &str| -> String {
         match item.get(name).and_then(Value::as_str) {
-            Some(s) if !s.trim().is_empty() => s.to_string(),
+            Some(s) if !s.trim().is_empty() => s.to_owned(),
             _ => {
                 errors.push(CardError {
                     field: format!("{path}.{name}"),
@@ -257,7 +257,7 @@ fn parse_kind(item: &Value, path: &str) -> Result<ExpectationKind, Vec<CardError
             let mut out = Vec::new();
             for (j, s) in a.iter().enumerate() {
                 match s.as_str() {
-                    Some(s) => out.push(s.to_string()),
+                    Some(s) => out.push(s.to_owned()),
                     None => errors.push(CardError {
                         field: format!("{path}.skills[{j}]"),
                         reason: "must be a skill id string (expectations-v1 §6.2)".into(),

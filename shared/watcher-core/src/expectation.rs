@@ -102,10 +102,10 @@ impl Expectation {
         let raw_id = obj
             .get("expectationId")
             .and_then(Value::as_str)
-            .map(str::to_string);
+            .map(str::to_owned);
         let fail = |field: &str, reason: String| ParseError {
             expectation_id: raw_id.clone(),
-            field: field.to_string(),
+            field: field.to_owned(),
             reason,
         };
         let id = ExpectationId::parse(
@@ -255,9 +255,9 @@ pub(crate) fn parse_subject(v: Option<&Value>) -> Result<Subject, (String, Strin
     match present(v) {
         None => Err(("subject".into(), "is required".into())),
         Some(Value::Object(m)) => {
-            let t = required_str(m, "type").map_err(|r| ("subject.type".to_string(), r))?;
-            let id = required_str(m, "id").map_err(|r| ("subject.id".to_string(), r))?;
-            Subject::parse(&t, &id).map_err(|r| ("subject".to_string(), r))
+            let t = required_str(m, "type").map_err(|r| ("subject.type".to_owned(), r))?;
+            let id = required_str(m, "id").map_err(|r| ("subject.id".to_owned(), r))?;
+            Subject::parse(&t, &id).map_err(|r| ("subject".to_owned(), r))
         }
         Some(_) => Err((
             "subject".into(),

@@ -161,8 +161,8 @@ impl Subject {
             }
         }
         Ok(Subject {
-            subject_type: subject_type.to_string(),
-            id: id.to_string(),
+            subject_type: subject_type.to_owned(),
+            id: id.to_owned(),
         })
     }
 }

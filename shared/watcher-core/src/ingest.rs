@@ -1,9 +1,10 @@
 //! Translates what an agent pushes (an A2A 1.0 `StreamResponse`, or a bare `Task`) into engine
 //! items, in the order semantics.md fixes: within one pushed event, expectations are raised
 //! first, then withdrawals, then facts; within each of those, a Task's artifacts in array order,
-//! then its status message; the status itself last.
+//! then its status message; the status itself last. The task's lineage, when the event shows it
+//! ([`PushItem::Lineage`]), comes before all of them.
 
-use a2a_types::{Artifact, Message, StreamResponse, TaskState, TaskStatus};
+use a2a_types::{Artifact, Message, Role, StreamResponse, TaskState, TaskStatus};
 use serde_json::{Map, Value};
 
 use crate::engine::{Origin, PushItem};
@@ -29,7 +30,10 @@ pub fn push_items(event: &StreamResponse, agent: &AgentId, now: Instant) -> Vec<
             }),
         },
         StreamResponse::StatusUpdate(u) => match origin(&u.task_id, Some(&u.context_id)) {
-            Ok(o) => status_items(&u.status, &o, &source, now, &mut items),
+            Ok(o) => {
+                lineage_item(&o, u.status.message.iter(), &mut items);
+                status_items(&u.status, &o, &source, now, &mut items);
+            }
             Err(reason) => items.push(PushItem::Malformed {
                 task_id: None,
                 reason,
@@ -37,8 +41,10 @@ pub fn push_items(event: &StreamResponse, agent: &AgentId, now: Instant) -> Vec<
         },
         StreamResponse::Task(t) => match origin(&t.id, t.context_id.as_deref()) {
             Ok(o) => {
-                // Every artifact's and the status message's expectations, then every withdrawal,
-                // then every fact (semantics.md, "Facts"), then the status.
+                // The lineage the request shows, then every artifact's and the status message's
+                // expectations, then every withdrawal, then every fact (semantics.md, "Facts"),
+                // then the status.
+                lineage_item(&o, t.history.iter().chain(&t.status.message), &mut items);
                 let mut phased = Vec::new();
                 for a in &t.artifacts {
                     artifact_items(a, &o, &source, &mut phased);
@@ -53,15 +59,59 @@ pub fn push_items(event: &StreamResponse, agent: &AgentId, now: Instant) -> Vec<
                 reason,
             }),
         },
-        StreamResponse::Message(m) => message_facts(m, &source, &mut items),
+        StreamResponse::Message(m) => {
+            if let Some(Ok(o)) = m
+                .task_id
+                .as_deref()
+                .map(|t| origin(t, m.context_id.as_deref()))
+            {
+                lineage_item(&o, std::iter::once(m), &mut items);
+            }
+            message_facts(m, &source, &mut items);
+        }
     }
     items
 }
 
-/// Raise 0, withdraw 1, facts 2, status 3; unreadable metadata is reported with the raises.
+/// The task's lineage as its messages show it (docs/interpretation.md "Withdrawal follows the
+/// lineage"): the first entry of `referenceTaskIds`, other than the task itself, of the first
+/// user message (`ROLE_USER`: the request that started the task, or a later one) that has one.
+/// A lapse task's request names the task that raised the lapsed expectation (semantics.md "The
+/// lapse task"). An entry that is not a task id is warned about and the lineage not recorded.
+fn lineage_item<'a>(
+    o: &Origin,
+    messages: impl Iterator<Item = &'a Message>,
+    items: &mut Vec<PushItem>,
+) {
+    let first = messages
+        .filter(|m| m.role == Role::User)
+        .flat_map(|m| m.reference_task_ids.iter())
+        .find(|id| id.as_str() != o.task_id.as_str());
+    let Some(parent) = first else {
+        return;
+    };
+    match TaskId::parse(parent.as_str()) {
+        Ok(parent) => items.push(PushItem::Lineage {
+            origin: o.clone(),
+            parent,
+        }),
+        Err(reason) => items.push(PushItem::Ignored {
+            task_id: Some(o.task_id.clone()),
+            reason: format!(
+                "field `referenceTaskIds`: {reason}; the task's lineage is not recorded (expectations-v1 §8.1)"
+            ),
+        }),
+    }
+}
+
+/// Raise 0, withdraw 1, facts 2, status 3; unreadable metadata is reported with the raises (a
+/// lineage is put before all of them by [`push_items`]).
 fn item_phase(item: &PushItem) -> u8 {
     match item {
-        PushItem::Raise { .. } | PushItem::Malformed { .. } | PushItem::Ignored { .. } => 0,
+        PushItem::Lineage { .. }
+        | PushItem::Raise { .. }
+        | PushItem::Malformed { .. }
+        | PushItem::Ignored { .. } => 0,
         PushItem::Withdraw { .. } => 1,
         PushItem::Facts(_) => 2,
         PushItem::Status { .. } => 3,
@@ -132,7 +182,7 @@ fn withdrawals(block: &Map<String, Value>, o: &Origin, items: &mut Vec<PushItem>
     let reason = block
         .get("reason")
         .and_then(Value::as_str)
-        .map(str::to_string);
+        .map(str::to_owned);
     match block.get("withdraw") {
         None | Some(Value::Null) => {}
         Some(Value::Array(list)) => {
@@ -285,8 +335,7 @@ pub fn push_warnings(event: &StreamResponse) -> Vec<String> {
 pub fn check_state(event: &StreamResponse) -> Result<(), String> {
     match event_status(event) {
         Some(s) if s.state == TaskState::Unspecified => Err(
-            "field `status.state`: not a task state; expected an A2A 1.0 TaskState name (TASK_STATE_WORKING), its enum number (2), or an A2A 0.3 name (working); TASK_STATE_UNSPECIFIED is not a state (a2a-v1 §3)"
-                .to_string(),
+            "field `status.state`: not a task state; expected an A2A 1.0 TaskState name (TASK_STATE_WORKING), its enum number (2), or an A2A 0.3 name (working); TASK_STATE_UNSPECIFIED is not a state (a2a-v1 §3)".to_owned(),
         ),
         _ => Ok(()),
     }
@@ -317,7 +366,7 @@ fn status_items(
     }
     items.push(PushItem::Status {
         origin: o.clone(),
-        state: status.state.as_str().to_string(),
+        state: status.state.as_str().to_owned(),
         timestamp,
         given_timestamp: status.timestamp.clone(),
     });

@@ -92,15 +92,15 @@ impl Lapse {
         );
         message.context_id = self.raised_by.context_id.as_ref().map(ToString::to_string);
         message.reference_task_ids = vec![self.raised_by.task_id.to_string()];
-        message.extensions = vec![EXPECTATIONS_URI.to_string()];
+        message.extensions = vec![EXPECTATIONS_URI.to_owned()];
         let mut lapse = Map::new();
         // A `LapseBlock` is strings, instants and numbers: its serialization cannot fail.
         lapse.insert(
-            "lapse".to_string(),
+            "lapse".to_owned(),
             serde_json::to_value(&self.block).unwrap_or_default(),
         );
         let mut metadata = Map::new();
-        metadata.insert(EXPECTATIONS_URI.to_string(), Value::Object(lapse));
+        metadata.insert(EXPECTATIONS_URI.to_owned(), Value::Object(lapse));
         message.metadata = Some(metadata);
         let push = delivery.push.as_ref().map(|(url, token)| {
             let mut config = TaskPushNotificationConfig::new(url.clone());
@@ -158,7 +158,7 @@ pub(crate) fn phrase(p: &Phrase<'_>) -> String {
         }
         LapseKind::Skipped => {
             let later = if p.revealed_by.is_empty() {
-                "a later step".to_string()
+                "a later step".to_owned()
             } else {
                 p.revealed_by.join("; ")
             };
@@ -225,6 +225,7 @@ mod tests {
             raised_by: RaisedBy {
                 task_id: TaskId::parse("task-1").unwrap(),
                 context_id: Some(ContextId::parse("ctx-1").unwrap()),
+                lineage: Vec::new(),
             },
             message_id: message_id(&block.expectation_id, block.lapse, block.due_at),
             block: block.clone(),

@@ -56,6 +56,12 @@ pub struct RaisedBy {
     pub task_id: TaskId,
     /// That task's contextId, when the agent gave one.
     pub context_id: Option<ContextId>,
+    /// That task's lineage as the watcher knows it (the tasks of the same agent its work
+    /// descends from, nearest first, at most `lineage_bound + 1`; [`crate::engine::lineage`]):
+    /// a lapse task carries it, so the check before its first send asks those tasks too with no
+    /// read of the record. Empty when none is known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lineage: Vec<TaskId>,
 }
 
 /// How the expectation was satisfied (expectations-v1 §9.2; replay.md).

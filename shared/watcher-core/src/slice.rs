@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{AgentId, ExpectationRef, FactKey, Source, Subject, TaskRef, Tenant};
+use crate::ids::{AgentId, ExpectationRef, FactKey, Source, Subject, TaskId, TaskRef, Tenant};
 use crate::record::ExpectationRecord;
 use crate::time::Instant;
 
@@ -217,7 +217,7 @@ impl StatusTime {
         StatusTime {
             timestamp,
             at,
-            given: given.filter(|_| !exact).map(str::to_string),
+            given: given.filter(|_| !exact).map(str::to_owned),
         }
     }
 }
@@ -276,6 +276,36 @@ pub struct TaskRecord {
     pub withdrawn_by: Option<StatusSeen>,
     /// Subjects of the expectations this task raised.
     pub subjects: BTreeSet<Subject>,
+    /// The task's lineage: the tasks of the same agent its work descends from, nearest first
+    /// (the task a lapse task was sent about, or the task the first `referenceTaskIds` of the
+    /// task's request names; then that task's own lineage), at most `lineage_bound + 1` of them
+    /// (docs/interpretation.md "Withdrawal follows the lineage"). Empty when none is known.
+    /// Set once, by the first link recorded ([`crate::engine::lineage`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lineage: Vec<TaskId>,
+    /// The tasks whose [`TaskRecord::lineage`] holds this one, as far as this record keeps them:
+    /// the first [`crate::engine::lineage::DESCENDANTS_KEPT`] linked below it, whose
+    /// expectations this task's cancellation, failure or rejection withdraws at once
+    /// (expectations-v1 §8.1). A task linked below it later is not listed; it is
+    /// [`TaskRecord::unlisted`], and this task's end reaches what it raised through the checks
+    /// upward instead (docs/interpretation.md "Withdrawal follows the lineage").
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub descendants: BTreeSet<TaskId>,
+    /// `true` when a task of [`TaskRecord::lineage`] does not list this one among its
+    /// [`TaskRecord::descendants`] (it already listed
+    /// [`crate::engine::lineage::DESCENDANTS_KEPT`] when this one was linked): that task's end
+    /// is not written here, so before this task raises, the engine reads its lineage's records
+    /// itself ([`crate::engine::lineage`]). Absent from the stored form when `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unlisted: bool,
+    /// The first task of the lineage seen canceled, failed or rejected, when one was: everything
+    /// this task raises is withdrawn, as if it had ended itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lineage_ended: Option<LineageEnd>,
+    /// When a lineage link last changed this record (UTC): its last activity for retention when
+    /// it reported no status of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lineage_at: Option<Instant>,
 }
 
 impl TaskRecord {
@@ -287,8 +317,37 @@ impl TaskRecord {
             statuses: Vec::new(),
             withdrawn_by: None,
             subjects: BTreeSet::new(),
+            lineage: Vec::new(),
+            descendants: BTreeSet::new(),
+            unlisted: false,
+            lineage_ended: None,
+            lineage_at: None,
         }
     }
+
+    /// The withdrawing end that closes what this task raises: its own canceled, failed or
+    /// rejected state (`None` for the task), else the first such state seen in its lineage
+    /// (`Some(ancestor)`), with the state's name.
+    pub fn ended(&self) -> Option<(Option<&TaskId>, &str)> {
+        match (&self.withdrawn_by, &self.lineage_ended) {
+            (Some(own), _) => Some((None, own.state.as_str())),
+            (None, Some(end)) => Some((Some(&end.task_id), end.state.as_str())),
+            (None, None) => None,
+        }
+    }
+}
+
+/// A task of a lineage seen ending withdrawing (canceled, failed or rejected), as its
+/// descendants keep it ([`TaskRecord::lineage_ended`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LineageEnd {
+    /// The ancestor that ended.
+    pub task_id: TaskId,
+    /// Its `TaskState` name.
+    pub state: String,
+    /// When the watcher learnt it (UTC).
+    pub at: Instant,
 }
 
 /// Something the engine needs that the slice does not hold.
@@ -302,6 +361,10 @@ pub enum Need {
     Expectation(ExpectationRef),
     /// A task record.
     Task(TaskRef),
+    /// Several task records at once (a task's lineage or descendants).
+    Tasks(BTreeSet<TaskRef>),
+    /// Several subjects at once (what the tasks of a lineage raised on).
+    Subjects(BTreeSet<Subject>),
     /// How many expectations of the agent can still lapse (bounds, §13.2).
     AgentLive(AgentId),
 }
@@ -336,6 +399,12 @@ impl Scope {
             Need::FactKey(k) => self.fact_keys.insert(k),
             Need::Expectation(e) => self.expectations.insert(e),
             Need::Task(t) => self.tasks.insert(t),
+            Need::Tasks(ts) => ts
+                .into_iter()
+                .fold(false, |new, t| self.tasks.insert(t) | new),
+            Need::Subjects(ss) => ss
+                .into_iter()
+                .fold(false, |new, s| self.subjects.insert(s) | new),
             Need::AgentLive(a) => self.agents.insert(a),
         }
     }
@@ -419,16 +488,51 @@ impl Slice {
     }
 
     /// The subjects of the task record (`None`: never seen), each checked loaded; else the first
-    /// [`Need`]: [`Need::Task`], then [`Need::Subject`] in the record's order.
+    /// [`Need`]: [`Need::Task`], then those of its subjects not loaded ([`Self::subjects_loaded`]).
     pub(crate) fn task_subjects(&self, t: &TaskRef) -> Result<Option<Vec<Subject>>, Need> {
         let Some(task) = self.task(t)? else {
             return Ok(None);
         };
         let subjects: Vec<Subject> = task.subjects.iter().cloned().collect();
-        for s in &subjects {
-            self.subject(s)?;
-        }
+        self.subjects_loaded(subjects.iter())?;
         Ok(Some(subjects))
+    }
+
+    /// `Ok` when every subject of `subjects` is loaded; else one [`Need`] naming all that are
+    /// not ([`Need::Subject`] for one, [`Need::Subjects`] for more), so the shell loads them in
+    /// one round.
+    pub(crate) fn subjects_loaded<'a>(
+        &self,
+        subjects: impl IntoIterator<Item = &'a Subject>,
+    ) -> Result<(), Need> {
+        let missing: BTreeSet<Subject> = subjects
+            .into_iter()
+            .filter(|s| !self.subjects.contains_key(*s))
+            .cloned()
+            .collect();
+        match (missing.len(), missing.first()) {
+            (0, _) => Ok(()),
+            (1, Some(one)) => Err(Need::Subject(one.clone())),
+            _ => Err(Need::Subjects(missing)),
+        }
+    }
+
+    /// `Ok` when every task of `tasks` is loaded (seen or not); else one [`Need`] naming all
+    /// that are not ([`Need::Task`] for one, [`Need::Tasks`] for more).
+    pub(crate) fn tasks_loaded<'a>(
+        &self,
+        tasks: impl IntoIterator<Item = &'a TaskRef>,
+    ) -> Result<(), Need> {
+        let missing: BTreeSet<TaskRef> = tasks
+            .into_iter()
+            .filter(|t| !self.tasks.contains_key(*t))
+            .cloned()
+            .collect();
+        match (missing.len(), missing.first()) {
+            (0, _) => Ok(()),
+            (1, Some(one)) => Err(Need::Task(one.clone())),
+            _ => Err(Need::Tasks(missing)),
+        }
     }
 
     /// The task record for writing, created if never seen; marks it dirty.
@@ -552,7 +656,7 @@ mod tests {
                 StatusTime {
                     timestamp: timestamp.map(at),
                     at: at(effective),
-                    given: kept.map(str::to_string),
+                    given: kept.map(str::to_owned),
                 },
                 "{given:?}"
             );

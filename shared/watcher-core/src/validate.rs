@@ -51,7 +51,7 @@ pub fn artifact(doc: &Value, declared: Option<&ExpectationsDeclaration>) -> Find
     let mut out = Findings::default();
     let carriers = carriers(doc);
     if carriers.is_empty() {
-        let mut error = "(document): is not an Artifact, an artifactUpdate or a task (a JSON object with `parts`, `artifactUpdate.artifact` or `task`)".to_string();
+        let mut error = "(document): is not an Artifact, an artifactUpdate or a task (a JSON object with `parts`, `artifactUpdate.artifact` or `task`)".to_owned();
         if doc.get("factKey").is_some() || doc.get("facts").is_some() {
             error.push_str(
                 "; it looks like a fact report (`factKey`), which is posted to /v1/facts and not validated here",
@@ -106,7 +106,7 @@ fn carriers(doc: &Value) -> Vec<(String, &Map<String, Value>)> {
         .and_then(|u| u.get("artifact"))
         .and_then(Value::as_object)
     {
-        out.push(("artifactUpdate.artifact".to_string(), a));
+        out.push(("artifactUpdate.artifact".to_owned(), a));
     } else if let Some(task) = doc.get("task").and_then(Value::as_object) {
         if let Some(list) = task.get("artifacts").and_then(Value::as_array) {
             for (i, a) in list.iter().enumerate() {
@@ -120,10 +120,10 @@ fn carriers(doc: &Value) -> Vec<(String, &Map<String, Value>)> {
             .and_then(|s| s.get("message"))
             .and_then(Value::as_object)
         {
-            out.push(("task.status.message".to_string(), m));
+            out.push(("task.status.message".to_owned(), m));
         }
     } else if let Some(a) = doc.as_object().filter(|a| a.contains_key("parts")) {
-        out.push(("artifact".to_string(), a));
+        out.push(("artifact".to_owned(), a));
     }
     out
 }

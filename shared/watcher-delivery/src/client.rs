@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_types::{
-    methods, JsonRpcRequest, JsonRpcResponse, SendMessageResponse, TaskState,
+    methods, JsonRpcError, JsonRpcRequest, JsonRpcResponse, SendMessageResponse, TaskState,
     A2A_EXTENSIONS_HEADER, A2A_VERSION, A2A_VERSION_HEADER,
 };
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
@@ -137,6 +137,18 @@ impl DeliveryError {
                 reason
             }
         }
+    }
+
+    /// The JSON-RPC error the agent answered (in a 2xx answer or another status), when it
+    /// answered one; `None` for a transport failure, a timeout or an answer that is not
+    /// JSON-RPC.
+    pub fn rpc_error(&self) -> Option<&JsonRpcError> {
+        let source = match self {
+            DeliveryError::Retryable { source, .. } | DeliveryError::Permanent { source, .. } => {
+                source.as_ref()?
+            }
+        };
+        source.downcast_ref::<JsonRpcError>()
     }
 
     /// The agent's `Retry-After`, if any.
@@ -395,6 +407,48 @@ impl A2aClient {
             .await
     }
 
+    /// One A2A request other than a lapse task's own, for tools that speak to an agent (the
+    /// lifecycle probe's `SendMessage`, `GetTask`, `CancelTask` and `ListTasks`): 1.0 `method`
+    /// with its typed 1.0 `params` ([`a2a_types::SendMessageRequest`],
+    /// [`a2a_types::rpc::GetTaskRequest`], [`a2a_types::rpc::CancelTaskRequest`],
+    /// [`a2a_types::rpc::ListTasksRequest`]) as JSON-RPC request `id`, in the endpoint's
+    /// protocol: to a 0.3 agent the method's 0.3 name (`message/send`, `tasks/get`,
+    /// `tasks/cancel`) and `SendMessage`'s params through the 0.3 adapter. Answers the JSON-RPC
+    /// `result`, a 0.3 result (a bare `Task` or `Message` with `kind`, whichever protocol the
+    /// agent claims) read into 1.0 shape.
+    ///
+    /// # Errors
+    /// As [`A2aClient::send_message`]; [`DeliveryError::rpc_error`] gives the agent's JSON-RPC
+    /// error when it answered one. [`DeliveryError::Permanent`], with nothing sent, for a
+    /// method A2A 0.3 does not have (`ListTasks`) or params that do not encode.
+    pub async fn request<P: serde::Serialize>(
+        &self,
+        endpoint: &AgentEndpoint,
+        method: &str,
+        params: &P,
+        id: &str,
+    ) -> Result<Value, DeliveryError> {
+        let params = serde_json::to_value(params)
+            .map_err(|e| DeliveryError::permanent("could not encode the request", e))?;
+        let (name, params) = match (endpoint.protocol, method) {
+            (Protocol::V1, _) => (method, params),
+            (Protocol::V03, methods::SEND_MESSAGE) => (
+                a2a_types::v03::METHOD_SEND_MESSAGE,
+                a2a_types::v03::send_params_to_v03(&params),
+            ),
+            (Protocol::V03, methods::GET_TASK) => (a2a_types::v03::METHOD_GET_TASK, params),
+            (Protocol::V03, methods::CANCEL_TASK) => (a2a_types::v03::METHOD_CANCEL_TASK, params),
+            (Protocol::V03, other) => {
+                return Err(DeliveryError::Permanent {
+                    reason: format!("an A2A 0.3 agent offers no {other}"),
+                    source: None,
+                })
+            }
+        };
+        let result = self.call(endpoint, name, &params, id).await?;
+        Ok(a2a_types::v03::result_to_v1(&result))
+    }
+
     /// Posts one JSON-RPC request and answers its `result`.
     async fn call(
         &self,
@@ -557,12 +611,16 @@ fn rpc_result(
     message_id: &str,
 ) -> Result<Value, DeliveryError> {
     if !status.is_success() {
-        let detail = match serde_json::from_slice::<JsonRpcResponse>(body) {
-            Ok(JsonRpcResponse {
-                error: Some(err), ..
-            }) => err.to_string(),
-            _ => snippet(body),
+        // A JSON-RPC error in the answer is named, and kept as the source
+        // ([`DeliveryError::rpc_error`]).
+        let rpc_error = serde_json::from_slice::<JsonRpcResponse>(body)
+            .ok()
+            .and_then(|r| r.error);
+        let detail = match &rpc_error {
+            Some(err) => err.to_string(),
+            None => snippet(body),
         };
+        let source = || rpc_error.clone().map(|e| Box::new(e) as BoxError);
         let reason = if detail.is_empty() {
             format!("HTTP {status}")
         } else {
@@ -576,7 +634,7 @@ fn rpc_result(
                 DeliveryError::Retryable {
                     reason,
                     retry_after: retry_after(headers, std::time::SystemTime::now()),
-                    source: None,
+                    source: source(),
                 }
             } else if status.is_redirection() {
                 let location = headers
@@ -590,7 +648,7 @@ fn rpc_result(
             } else {
                 DeliveryError::Permanent {
                     reason,
-                    source: None,
+                    source: source(),
                 }
             },
         );

@@ -106,7 +106,7 @@ impl SharedEndpoints {
     pub fn insert(&self, tenant: Tenant, agent: AgentId, endpoint: AgentEndpoint) {
         self.0
             .write()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert((tenant, agent), endpoint);
     }
 }
@@ -115,7 +115,7 @@ impl Endpoints for SharedEndpoints {
     fn endpoint(&self, tenant: &Tenant, agent: &AgentId) -> Option<AgentEndpoint> {
         self.0
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&(tenant.clone(), agent.clone()))
             .cloned()
     }

@@ -269,7 +269,10 @@ impl RateLimiter {
         let t = now.as_nanos();
         // A poisoned lock only means another thread panicked mid-update of a plain map of
         // instants; the data is still usable.
-        let mut map = self.tat.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self
+            .tat
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if map.len() > PRUNE_ABOVE {
             // A key whose arrival time has passed holds a full bucket: same as absent.
             map.retain(|_, tat| *tat > t);
@@ -289,7 +292,10 @@ impl RateLimiter {
         };
         let tolerance = interval * i128::from(self.limit.burst.max(1) - 1);
         let t = now.as_nanos();
-        let map = self.tat.lock().unwrap_or_else(|p| p.into_inner());
+        let map = self
+            .tat
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let tat = map
             .get(&(tenant.clone(), agent.clone()))
             .copied()

@@ -11,11 +11,13 @@
 //!   is terminal, `GetTask` fails for good, or it has been followed for `give_up_after`. Every
 //!   snapshot goes through the same ingest path as a pushed `Task` ([`ingest_task`]), so a
 //!   cancel whose push never came withdraws.
-//! * Before a lapse task is first sent, its origin (`referenceTaskIds[0]`) is asked for once
-//!   ([`Reconciler::check_before_send`]), for every agent that answers `GetTask`, trusted or not
-//!   ([`watcher_runtime::directory::Directory::checks_origin_before_send`]); canceled, failed or
-//!   rejected: the snapshot is ingested (withdrawing) and the lapse task is marked `withdrawn`,
-//!   never sent.
+//! * Before a lapse task is first sent, its origin (`referenceTaskIds[0]`) and each task of the
+//!   origin's lineage the lapse task carries ([`kept_lineage`], at most `lineage_bound + 1`) are
+//!   asked for once ([`Reconciler::check_before_send`]), for every agent that answers `GetTask`,
+//!   trusted or not ([`watcher_runtime::directory::Directory::checks_origin_before_send`]);
+//!   one canceled, failed or rejected (or already recorded so): its snapshot is ingested
+//!   (withdrawing what it and every task below it raised) and the lapse task is marked
+//!   `withdrawn`, never sent.
 //! * A followed lapse task's `GetTask` answer is ingested the same way
 //!   ([`Reconciler::poll_lapse_task`]), so a successor it raised without pushing is recorded.
 
@@ -27,7 +29,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use tokio::sync::{watch, Notify};
 use watcher_core::engine::{Effect, Input};
-use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::ids::{AgentId, TaskId, TaskRef, Tenant};
 use watcher_core::time::Instant;
 use watcher_runtime::clock::Clock;
 use watcher_runtime::origins::FollowedOrigin;
@@ -56,9 +58,10 @@ pub struct Ingested {
 }
 
 /// Feeds a Task snapshot (1.0 shape, as `GetTask` answers it) through the push ingest path, as if
-/// `agent` had pushed `{"task": …}`: its artifacts' expectations and withdrawals, its facts, and
-/// its status (canceled, failed, rejected withdraw). When it raised expectations, the task is
-/// followed like any origin task.
+/// `agent` had pushed `{"task": …}`: its lineage (as the snapshot shows it, and as the outbox
+/// knows it, [`watcher_runtime::push::outbox_lineage`]), its artifacts' expectations and
+/// withdrawals, its facts, and its status (canceled, failed, rejected withdraw). When it raised
+/// expectations, the task is followed like any origin task.
 ///
 /// # Errors
 /// The agent is not registered, the snapshot is not a Task, or the store failed; in words.
@@ -77,7 +80,10 @@ pub async fn ingest_task(
     let event = StreamResponse::from_push_body(json!({ "task": task }))
         .map_err(|e| format!("the GetTask answer is not a Task: {e}"))?;
     watcher_core::ingest::check_state(&event)?;
-    let items = watcher_core::ingest::push_items(&event, agent, now);
+    let mut items = watcher_core::ingest::push_items(&event, agent, now);
+    let (known, _) =
+        watcher_runtime::push::outbox_lineage(&*watcher.store, tenant, agent, &event, &items).await;
+    items.splice(0..0, known);
     let applied = watcher
         .apply(
             tenant,
@@ -103,6 +109,73 @@ pub async fn ingest_task(
         }
     }
     Ok(out)
+}
+
+/// What the record keeps of a lapse task's origin's lineage, for the check before sending.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeptLineage {
+    /// A task of the lineage the record shows ended withdrawing, and the state's name: the
+    /// lapse task is withdrawn without asking.
+    pub ended: Option<(String, String)>,
+    /// The origin's ancestors to ask for, nearest first: those the record does not show
+    /// terminal.
+    pub ask: Vec<String>,
+}
+
+/// The records of `ancestors`, the lineage of a lapse task's origin task as the lapse task
+/// carries it (`OutboxEntry::origin_lineage`, at most `lineage_bound + 1` tasks of `agent`;
+/// docs/interpretation.md "Withdrawal follows the lineage"): one keyed read, none when the
+/// lineage is empty. A read that fails is logged and taken as nothing known (each ancestor is
+/// then asked for).
+pub async fn kept_lineage(
+    store: &(impl Store + ?Sized),
+    tenant: &Tenant,
+    agent: &AgentId,
+    ancestors: &[String],
+    now: Instant,
+) -> KeptLineage {
+    let ids: Vec<TaskId> = ancestors
+        .iter()
+        .filter_map(|a| TaskId::parse(a.as_str()).ok())
+        .collect();
+    if ids.is_empty() {
+        return KeptLineage::default();
+    }
+    let of = |id: &TaskId| TaskRef {
+        agent: agent.clone(),
+        task_id: id.clone(),
+    };
+    let scope = watcher_core::slice::Scope {
+        tasks: ids.iter().map(of).collect(),
+        ..Default::default()
+    };
+    let mut records = match store.load(tenant, &scope, now).await {
+        Ok(slice) => slice.tasks,
+        Err(e) => {
+            tracing::warn!(agent = %agent, error = %e, "origin check before sending: the lineage's records could not be read; each is asked for");
+            Default::default()
+        }
+    };
+    let mut kept = KeptLineage::default();
+    for a in &ids {
+        match records.remove(&of(a)).flatten() {
+            Some(rec) if rec.withdrawn_by.is_some() => {
+                let state = rec.withdrawn_by.map(|s| s.state).unwrap_or_default();
+                return KeptLineage {
+                    ended: Some((a.to_string(), state)),
+                    ask: Vec::new(),
+                };
+            }
+            // A terminal state is final: a completed task never ends withdrawing.
+            Some(rec)
+                if rec.statuses.iter().any(|s| {
+                    watcher_core::slice::Lifecycle::of(&s.state)
+                        == watcher_core::slice::Lifecycle::Completed
+                }) => {}
+            _ => kept.ask.push(a.to_string()),
+        }
+    }
+    kept
 }
 
 /// Whether `state` withdraws what its task raised (semantics.md: canceled, failed, rejected).
@@ -190,10 +263,19 @@ impl Reconciler {
 
     /// Before the first attempt of `entry` (a queued lapse task) of an agent whose origins are
     /// checked ([`watcher_runtime::directory::Directory::checks_origin_before_send`]: every agent
-    /// that answers `GetTask`, lifecycle-trusted or not): asks for the origin task once. Canceled, failed or rejected: the snapshot is ingested (its
-    /// expectations are withdrawn), the entry is marked `withdrawn` with the reason, and the
-    /// answer is `false` (do not send). Anything else, a later attempt, or a check that cannot
-    /// be made (logged): `true`.
+    /// that answers `GetTask`, lifecycle-trusted or not): asks for the origin task once, and for
+    /// each task of its lineage (docs/interpretation.md "Withdrawal follows the lineage").
+    ///
+    /// The lineage is the one the lapse task carries (`OutboxEntry::origin_lineage`: the
+    /// origin's lineage when the lapse was determined), at most `lineage_bound + 1` tasks, so
+    /// the check costs at most that many `GetTask`s more than the origin's, and one keyed read
+    /// of their records ([`kept_lineage`]; none when the origin has no lineage). A task the
+    /// record already shows ended is not asked for: the entry is withdrawn at once. Nor is one
+    /// the record shows completed (a terminal state is final). The first task found canceled, failed or rejected: its
+    /// snapshot is ingested (its expectations, and those of every task below it, are
+    /// withdrawn), the entry is marked `withdrawn` with the reason, and the answer is `false`
+    /// (do not send). Anything else, a later attempt, or a check that cannot be made (logged;
+    /// a task that cannot be asked for is passed over): `true`.
     ///
     /// # Errors
     /// A [`StoreError`] marking the entry.
@@ -214,42 +296,86 @@ impl Reconciler {
         else {
             return Ok(true);
         };
+        let kept = kept_lineage(
+            &*self.watcher.store,
+            &entry.tenant,
+            &entry.agent,
+            &entry.origin_lineage,
+            self.clock.now(),
+        )
+        .await;
+        if let Some((task, state)) = &kept.ended {
+            tracing::info!(message_id = %entry.message_id, agent = %entry.agent, origin, task = %task,
+                state = %state, "origin check before sending: a task of the origin's lineage ended; the lapse task is not sent");
+            let why = format!(
+                "not sent: the task {task:?} of the origin task {origin:?}'s lineage had reached \
+                 {state}; the expectations of its lineage were withdrawn (expectations-v1 §8.1)"
+            );
+            return self.mark_withdrawn(entry, why).await;
+        }
         let interface_tenant = entry.request.get("tenant").and_then(Value::as_str);
-        let task = match self
-            .get_task(&entry.tenant, &entry.agent, origin, interface_tenant)
-            .await
-        {
-            Ok(task) => task,
-            Err(e) => {
-                tracing::info!(message_id = %entry.message_id, agent = %entry.agent, origin,
-                    error = %e.describe(), "origin check before sending: GetTask failed; sending the lapse task");
-                return Ok(true);
+        for task_id in std::iter::once(origin).chain(kept.ask.iter().map(String::as_str)) {
+            let task = match self
+                .get_task(&entry.tenant, &entry.agent, task_id, interface_tenant)
+                .await
+            {
+                Ok(task) => task,
+                Err(e) => {
+                    tracing::info!(message_id = %entry.message_id, agent = %entry.agent, origin, task_id,
+                        error = %e.describe(), "origin check before sending: GetTask failed; passed over");
+                    continue;
+                }
+            };
+            let state = state_of(&task);
+            if !withdraws(state) {
+                continue;
             }
-        };
-        let state = state_of(&task);
-        if !withdraws(state) {
-            return Ok(true);
+            let now = self.clock.now();
+            match ingest_task(&self.watcher, &entry.tenant, &entry.agent, &task, now).await {
+                Ok(ingested) => {
+                    tracing::info!(message_id = %entry.message_id, agent = %entry.agent, origin, task_id,
+                    state = state.as_str(), withdrawn = ingested.withdrawn,
+                    "origin check before sending: a task of the origin's lineage ended without a push; withdrawn, the lapse task is not sent");
+                }
+                Err(e) => {
+                    tracing::warn!(message_id = %entry.message_id, origin, task_id, error = %e,
+                        "origin check before sending: the snapshot could not be recorded; the lapse task is not sent");
+                }
+            }
+            let key = (
+                entry.tenant.clone(),
+                entry.agent.clone(),
+                task_id.to_owned(),
+            );
+            self.watcher.directory.origins().stop(&key);
+            if self.watcher.directory.origins_in_store() {
+                if let Err(e) = self.watcher.store.origin_stop(&key).await {
+                    tracing::warn!(task_id, error = %e,
+                        "origin check before sending: could not stop following the task; the next poll stops it");
+                }
+            }
+            let why = if task_id == origin {
+                format!(
+                    "not sent: GetTask before sending found the origin task {origin:?} {}; its \
+                     expectations were withdrawn (origin-task reconciliation)",
+                    state.as_str()
+                )
+            } else {
+                format!(
+                    "not sent: GetTask before sending found the task {task_id:?} of the origin \
+                     task {origin:?}'s lineage {}; the expectations of its lineage were withdrawn \
+                     (origin-task reconciliation)",
+                    state.as_str()
+                )
+            };
+            return self.mark_withdrawn(entry, why).await;
         }
-        let now = self.clock.now();
-        match ingest_task(&self.watcher, &entry.tenant, &entry.agent, &task, now).await {
-            Ok(ingested) => {
-                tracing::info!(message_id = %entry.message_id, agent = %entry.agent, origin,
-                state = state.as_str(), withdrawn = ingested.withdrawn,
-                "origin check before sending: the origin task ended without a push; withdrawn, the lapse task is not sent")
-            }
-            Err(e) => {
-                tracing::warn!(message_id = %entry.message_id, origin, error = %e,
-                    "origin check before sending: the origin's snapshot could not be recorded; the lapse task is not sent");
-            }
-        }
-        let key = (entry.tenant.clone(), entry.agent.clone(), origin.to_owned());
-        self.watcher.directory.origins().stop(&key);
-        if self.watcher.directory.origins_in_store() {
-            if let Err(e) = self.watcher.store.origin_stop(&key).await {
-                tracing::warn!(origin, error = %e,
-                    "origin check before sending: could not stop following the origin; the next poll stops it");
-            }
-        }
+        Ok(true)
+    }
+
+    /// Marks `entry` `withdrawn` with `why` (read again: only a lapse task still `queued` is
+    /// marked); answers `false` (do not send).
+    async fn mark_withdrawn(&self, entry: &OutboxEntry, why: String) -> Result<bool, StoreError> {
         let Some(mut current) = self
             .watcher
             .store
@@ -263,11 +389,7 @@ impl Reconciler {
         }
         current.delivery = DeliveryState::Withdrawn;
         current.follow_at = None;
-        current.last_error = Some(format!(
-            "not sent: GetTask before sending found the origin task {origin:?} {}; its \
-             expectations were withdrawn (origin-task reconciliation)",
-            state.as_str()
-        ));
+        current.last_error = Some(why);
         self.watcher.store.outbox_update(&current).await?;
         Ok(false)
     }
@@ -296,7 +418,7 @@ impl Reconciler {
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!(message_id = %entry.message_id, task_id, error = %e,
-                    "the followed lapse task's snapshot could not be recorded")
+                    "the followed lapse task's snapshot could not be recorded");
             }
         }
         Ok(state_of(&task))

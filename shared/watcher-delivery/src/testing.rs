@@ -393,7 +393,7 @@ impl CaptureAgent {
     pub fn requests(&self) -> Vec<CapturedRequest> {
         self.requests
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 
@@ -401,7 +401,7 @@ impl CaptureAgent {
     pub fn request_count(&self) -> usize {
         self.requests
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .len()
     }
 
@@ -449,7 +449,11 @@ impl CaptureAgent {
     /// as `GetTask` and `ListTasks` then show it).
     pub fn set_task_state(&self, task_id: &str, state: TaskState) {
         if let Some(tasks) = &self.controls.tasks {
-            for t in tasks.lock().unwrap_or_else(|p| p.into_inner()).iter_mut() {
+            for t in tasks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter_mut()
+            {
                 if t["id"].as_str() == Some(task_id) {
                     t["status"]["state"] = json!(state.as_str());
                 }
@@ -462,7 +466,11 @@ impl CaptureAgent {
         self.controls
             .tasks
             .as_ref()
-            .map(|t| t.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            .map(|t| {
+                t.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone()
+            })
             .unwrap_or_default()
     }
 }
@@ -531,7 +539,10 @@ async fn capture(
         return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
     }
     let n = {
-        let mut requests = state.requests.lock().unwrap_or_else(|p| p.into_inner());
+        let mut requests = state
+            .requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         requests.push(request.clone());
         requests.len() - 1
     };
@@ -582,10 +593,13 @@ fn keep_task(tasks: &Mutex<Vec<Value>>, request: &CapturedRequest, id: &str, sta
         .and_then(Value::as_str)
         .unwrap_or("ctx-capture")
         .to_owned();
-    tasks.lock().unwrap_or_else(|p| p.into_inner()).push(json!({
-        "id": id, "contextId": context, "status": { "state": state.as_str() },
-        "history": [message],
-    }));
+    tasks
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(json!({
+            "id": id, "contextId": context, "status": { "state": state.as_str() },
+            "history": [message],
+        }));
 }
 
 /// Answers `ListTasks` (filtered by `contextId`, newest first, in pages) or `GetTask` from the
@@ -594,7 +608,10 @@ fn from_tasks(tasks: &Mutex<Vec<Value>>, request: &CapturedRequest) -> Response 
     let body = request.json().unwrap_or(Value::Null);
     let id = body.get("id").cloned().unwrap_or(Value::Null);
     let params = body.get("params").cloned().unwrap_or(Value::Null);
-    let tasks = tasks.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let tasks = tasks
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
     let result = if request.rpc_method().as_deref() == Some("GetTask") {
         let want = params.get("id").and_then(Value::as_str);
         match tasks.iter().rev().find(|t| t["id"].as_str() == want) {

@@ -5,4 +5,5 @@
 mod common;
 mod delivery;
 mod lanes;
+mod lineage;
 mod reconcile_store;

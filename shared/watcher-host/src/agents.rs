@@ -180,7 +180,7 @@ pub fn agent_from_card(
                 .join("\n  ")
         )
     })?;
-    let parsed: a2a_types::AgentCard = serde_json::from_value(card.clone())
+    let parsed: a2a_types::AgentCard = serde_json::from_value(card)
         .with_context(|| format!("{who}: the card is not an A2A 1.0 AgentCard"))?;
     let (interface, protocol) = match jsonrpc_interface(&parsed) {
         Some((i, p)) => (Some(i), p),

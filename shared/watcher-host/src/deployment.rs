@@ -357,11 +357,11 @@ async fn load_lifecycle(
     let version = card_protocol_version(card);
     match store.lifecycle_descriptor(tenant, id, &version).await {
         Ok(Some((descriptor, at))) => {
-            directory.set_lifecycle(tenant, id, Lifecycle::from_descriptor(descriptor, at))
+            directory.set_lifecycle(tenant, id, Lifecycle::from_descriptor(descriptor, at));
         }
         Ok(None) => directory.clear_lifecycle(tenant, id),
         Err(e) => {
-            tracing::warn!(agent = %id, error = %e, "could not read the kept lifecycle descriptor")
+            tracing::warn!(agent = %id, error = %e, "could not read the kept lifecycle descriptor");
         }
     }
 }
@@ -459,7 +459,7 @@ pub fn settings(config: &Config) -> Settings {
 }
 
 fn tenant(t: &str, what: &str) -> anyhow::Result<Tenant> {
-    Tenant::parse(t.to_string()).map_err(|r| anyhow!("{what}: tenant: {r}"))
+    Tenant::parse(t.to_owned()).map_err(|r| anyhow!("{what}: tenant: {r}"))
 }
 
 /// Who owns each definition of the Learnables authority (`[[agents]] learnables`): the agent a
@@ -489,7 +489,7 @@ pub fn credentials(config: &Config) -> anyhow::Result<Credentials> {
      -> anyhow::Result<()> {
         let principal = Principal {
             role,
-            id: id.to_string(),
+            id: id.to_owned(),
             tenant: tenant(t, id)?,
             on_behalf_of,
         };

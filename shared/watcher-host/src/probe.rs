@@ -13,9 +13,11 @@
 //!
 //! The probe speaks to the interface lapse tasks go to ([`crate::agents::jsonrpc_interface`]:
 //! the card's first A2A 1.x JSONRPC interface, else its first 0.3 one) in that interface's
-//! protocol: 1.0 `SendMessage`, `GetTask`, `CancelTask` and `ListTasks` with `A2A-Version: 1.0`,
-//! or 0.3 `message/send`, `tasks/get` and `tasks/cancel` through the 0.3 adapter (0.3 has no
-//! method to list tasks). Pushes go to a [`PushInbox`]: for `a2a-watcher probe` and `serve`, a
+//! protocol, through the client lapse tasks go through
+//! ([`watcher_delivery::client::A2aClient::request`]) with the typed requests of `a2a_types`:
+//! 1.0 `SendMessage`, `GetTask`, `CancelTask` and `ListTasks` with `A2A-Version: 1.0`, or 0.3
+//! `message/send`, `tasks/get` and `tasks/cancel` through the 0.3 adapter (0.3 has no method to
+//! list tasks). Pushes go to a [`PushInbox`]: for `a2a-watcher probe` and `serve`, a
 //! webhook served on 127.0.0.1 ([`LocalInbox`]), so they can only arrive from an agent that can
 //! reach this machine; for the AWS functions, the deployment's own push route, read back from
 //! the store ([`crate::aws::cards`]).
@@ -23,11 +25,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2a_types::{methods, v03, TaskState, A2A_VERSION, A2A_VERSION_HEADER};
+use a2a_types::rpc::{CancelTaskRequest, GetTaskRequest, ListTasksRequest};
+use a2a_types::{
+    methods, v03, Message, Part, Role, SendMessageConfiguration, SendMessageRequest,
+    TaskPushNotificationConfig, TaskState,
+};
 use anyhow::Context;
 use axum::{extract::State, routing::post, Json, Router};
 use serde_json::{json, Value};
-use watcher_delivery::endpoint::Protocol;
+use watcher_delivery::client::{A2aClient, ClientConfig};
+use watcher_delivery::endpoint::{AgentEndpoint, Protocol};
 
 /// The two legs of a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,9 +48,9 @@ pub enum Leg {
 /// Where a probe's pushes go, and how the probe reads them back.
 #[async_trait::async_trait]
 pub trait PushInbox: Send + Sync {
-    /// The `taskPushNotificationConfig` (`{"url", "token"}`) the probe task of `leg` asks for;
-    /// `None` when no push can be received.
-    fn config(&self, leg: Leg) -> Option<Value>;
+    /// The `taskPushNotificationConfig` (its `url` and `token`) the probe task of `leg` asks
+    /// for; `None` when no push can be received.
+    fn config(&self, leg: Leg) -> Option<TaskPushNotificationConfig>;
 
     /// The statuses pushed so far for the task `task_id` of `leg`, in receipt order, each
     /// `{"from": "push", "state", "timestamp"?}`.
@@ -88,12 +95,14 @@ impl Drop for LocalInbox {
 
 #[async_trait::async_trait]
 impl PushInbox for LocalInbox {
-    fn config(&self, leg: Leg) -> Option<Value> {
+    fn config(&self, leg: Leg) -> Option<TaskPushNotificationConfig> {
         let path = match leg {
             Leg::Complete => COMPLETE_PATH,
             Leg::Cancel => CANCEL_PATH,
         };
-        Some(json!({ "url": format!("{}{path}", self.base), "token": "probe" }))
+        let mut config = TaskPushNotificationConfig::new(format!("{}{path}", self.base));
+        config.token = Some("probe".to_owned());
+        Some(config)
     }
 
     async fn pushed(&self, leg: Leg, _task_id: &str) -> Vec<Value> {
@@ -129,11 +138,10 @@ pub async fn run(agent_url: &str) -> anyhow::Result<Value> {
     run_with_card(agent_url, &card, None).await
 }
 
-fn client() -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()?)
+/// The client the probe speaks through: lapse tasks' own ([`A2aClient`]: no redirect
+/// followed, 10 s to connect and 10 s per exchange).
+fn client() -> anyhow::Result<A2aClient> {
+    Ok(A2aClient::new(&ClientConfig::default())?)
 }
 
 /// Probes the agent whose card (1.0 or 0.3 shape) is `card`, named `agent` in the descriptor,
@@ -181,11 +189,12 @@ pub async fn run_with_inbox(
         .context("the card is not an A2A AgentCard (1.0, or 0.3 read through the adapter)")?;
     let (iface, protocol) = crate::agents::jsonrpc_interface(&parsed)
         .context("the card names no JSONRPC interface of A2A 1.x or 0.3")?;
+    // The interface as the card gives it, used as given (the probe is asked for this agent),
+    // with the agent's bearer when configured.
     let peer = Peer {
-        http: client()?,
-        endpoint: iface.url.clone(),
-        protocol,
-        bearer,
+        client: client()?,
+        endpoint: AgentEndpoint::configured(iface.url.clone(), bearer.map(str::to_owned))
+            .speaking(protocol),
     };
     let version = iface.protocol_version.clone();
     let push_capable = parsed.capabilities.push_notifications == Some(true);
@@ -197,7 +206,7 @@ pub async fn run_with_inbox(
     let sent = peer
         .call(
             methods::SEND_MESSAGE,
-            send_params(webhook(Leg::Complete), "complete"),
+            &send_params(webhook(Leg::Complete), "complete"),
         )
         .await?
         .map_err(|e| anyhow::anyhow!("SendMessage answered an error: {e}"))?;
@@ -212,7 +221,13 @@ pub async fn run_with_inbox(
         // A2A 0.3 has no method to list tasks.
         Protocol::V03 => false,
         Protocol::V1 => peer
-            .call(methods::LIST_TASKS, json!({ "pageSize": 1 }))
+            .call(
+                methods::LIST_TASKS,
+                &ListTasksRequest {
+                    page_size: Some(1),
+                    ..ListTasksRequest::default()
+                },
+            )
             .await?
             .is_ok(),
     };
@@ -276,7 +291,7 @@ pub async fn run_with_inbox(
         "agent": agent,
         "protocolVersion": version,
         "protocolSpoken": match protocol { Protocol::V1 => "1.0", Protocol::V03 => "0.3" },
-        "endpoint": peer.endpoint,
+        "endpoint": peer.endpoint.url,
         "card": { "pushNotifications": push_capable,
                   "streaming": parsed.capabilities.streaming == Some(true) },
         "taskId": task_id,
@@ -330,7 +345,7 @@ fn demotions(o: &Observed) -> Vec<String> {
     }
     match o.terminal_events {
         None if o.push_capable => {
-            out.push("the card says pushNotifications: true, but no push arrived".to_owned())
+            out.push("the card says pushNotifications: true, but no push arrived".to_owned());
         }
         None => out.push(
             "no push arrived (the card offers none): terminal events cannot be counted".to_owned(),
@@ -374,14 +389,17 @@ struct CancelLeg {
 ///
 /// # Errors
 /// The agent cannot be reached or answers no JSON.
-async fn cancel_leg(peer: &Peer<'_>, push_config: Option<Value>) -> anyhow::Result<CancelLeg> {
+async fn cancel_leg(
+    peer: &Peer,
+    push_config: Option<TaskPushNotificationConfig>,
+) -> anyhow::Result<CancelLeg> {
     let mut leg = CancelLeg {
         task_id: None,
         statuses: Vec::new(),
         error: None,
     };
     let sent = match peer
-        .call(methods::SEND_MESSAGE, send_params(push_config, "cancel"))
+        .call(methods::SEND_MESSAGE, &send_params(push_config, "cancel"))
         .await?
     {
         Ok(sent) => sent,
@@ -406,7 +424,14 @@ async fn cancel_leg(peer: &Peer<'_>, push_config: Option<Value>) -> anyhow::Resu
     }
     let method = peer.name(methods::CANCEL_TASK);
     match peer
-        .call(methods::CANCEL_TASK, json!({ "id": task_id }))
+        .call(
+            methods::CANCEL_TASK,
+            &CancelTaskRequest {
+                tenant: None,
+                id: task_id.clone(),
+                metadata: None,
+            },
+        )
         .await?
     {
         Ok(r) => leg.statuses.push(status(method, &task_of(&r)["status"])),
@@ -420,18 +445,17 @@ async fn cancel_leg(peer: &Peer<'_>, push_config: Option<Value>) -> anyhow::Resu
 }
 
 /// The agent's JSON-RPC interface as the probe speaks to it.
-struct Peer<'a> {
-    http: reqwest::Client,
-    endpoint: String,
-    protocol: Protocol,
-    bearer: Option<&'a str>,
+struct Peer {
+    client: A2aClient,
+    /// The interface's URL, protocol and the agent's bearer.
+    endpoint: AgentEndpoint,
 }
 
-impl Peer<'_> {
+impl Peer {
     /// The name of 1.0 `method` in the peer's protocol (`tasks/cancel` for `CancelTask` to a 0.3
-    /// agent).
+    /// agent), as the descriptor's statuses name where they came from.
     fn name(&self, method: &'static str) -> &'static str {
-        match (self.protocol, method) {
+        match (self.endpoint.protocol, method) {
             (Protocol::V03, methods::SEND_MESSAGE) => v03::METHOD_SEND_MESSAGE,
             (Protocol::V03, methods::GET_TASK) => v03::METHOD_GET_TASK,
             (Protocol::V03, methods::CANCEL_TASK) => v03::METHOD_CANCEL_TASK,
@@ -439,41 +463,33 @@ impl Peer<'_> {
         }
     }
 
-    /// One JSON-RPC call of 1.0 `method` with 1.0 `params`, in the peer's protocol (0.3: the
-    /// method's 0.3 name, `message/send` params through the adapter, no `A2A-Version`):
-    /// `Ok(result)` in 1.0 shape, or `Err(error object)`; transport failures are errors of the
-    /// outer result.
-    async fn call(
+    /// One request of 1.0 `method` with its typed 1.0 `params`, in the peer's protocol (0.3:
+    /// the method's 0.3 name, `message/send` params through the adapter, no `A2A-Version`), the
+    /// JSON-RPC id the method's name in that protocol: `Ok(result)` in 1.0 shape, or
+    /// `Err(the JSON-RPC error object)` the agent answered (whatever the HTTP status); failing
+    /// to exchange the request, or an answer that is not JSON-RPC, is an error of the outer
+    /// result.
+    async fn call<P: serde::Serialize>(
         &self,
         method: &'static str,
-        params: Value,
+        params: &P,
     ) -> anyhow::Result<Result<Value, Value>> {
         let name = self.name(method);
-        let params = match (self.protocol, method) {
-            (Protocol::V03, methods::SEND_MESSAGE) => v03::send_params_to_v03(&params),
-            _ => params,
-        };
-        let body = json!({ "jsonrpc": "2.0", "id": name, "method": name, "params": params });
-        let mut request = self.http.post(&self.endpoint);
-        if self.protocol == Protocol::V1 {
-            request = request.header(A2A_VERSION_HEADER, A2A_VERSION);
-        }
-        if let Some(b) = self.bearer {
-            request = request.bearer_auth(b);
-        }
-        let endpoint = &self.endpoint;
-        let answer: Value = request
-            .json(&body)
-            .send()
+        match self
+            .client
+            .request(&self.endpoint, method, params, name)
             .await
-            .with_context(|| format!("{name} to {endpoint}"))?
-            .json()
-            .await
-            .with_context(|| format!("{name} to {endpoint} answered no JSON"))?;
-        Ok(match answer.get("result") {
-            Some(r) => Ok(v03::result_to_v1(r)),
-            None => Err(answer.get("error").cloned().unwrap_or(answer)),
-        })
+        {
+            Ok(result) => Ok(Ok(result)),
+            Err(e) => match e.rpc_error() {
+                Some(error) => Ok(Err(serde_json::to_value(error)?)),
+                None => Err(anyhow::anyhow!(
+                    "{name} to {}: {}",
+                    self.endpoint.url,
+                    e.describe()
+                )),
+            },
+        }
     }
 
     /// Follows `task_id` with `GetTask` every 200 ms, adding each new status to `statuses`,
@@ -493,10 +509,12 @@ impl Peer<'_> {
                 return Ok(true);
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
-            match self
-                .call(methods::GET_TASK, json!({ "id": task_id }))
-                .await?
-            {
+            let get = GetTaskRequest {
+                tenant: None,
+                id: task_id.to_owned(),
+                history_length: None,
+            };
+            match self.call(methods::GET_TASK, &get).await? {
                 Ok(t) => {
                     let s = status(from, &task_of(&t)["status"]);
                     if statuses.last().map(|l| (&l["state"], &l["timestamp"]))
@@ -513,20 +531,21 @@ impl Peer<'_> {
 
 /// `SendMessage` params of a probe task: `returnImmediately`, `push_config` as its
 /// `taskPushNotificationConfig` when given, the text `probe` and a `messageId` unique to this
-/// leg.
-fn send_params(push_config: Option<Value>, leg: &str) -> Value {
-    let mut configuration = json!({ "returnImmediately": true });
-    if let Some(config) = push_config {
-        configuration["taskPushNotificationConfig"] = config;
+/// leg (`probe:{leg}:{nanoseconds}`).
+fn send_params(push_config: Option<TaskPushNotificationConfig>, leg: &str) -> SendMessageRequest {
+    let message = Message::new(
+        format!("probe:{leg}:{}", jiff::Timestamp::now().as_nanosecond()),
+        Role::User,
+        vec![Part::text("probe")],
+    );
+    SendMessageRequest {
+        configuration: Some(SendMessageConfiguration {
+            return_immediately: Some(true),
+            task_push_notification_config: push_config,
+            ..SendMessageConfiguration::default()
+        }),
+        ..SendMessageRequest::new(message)
     }
-    json!({
-        "message": {
-            "messageId": format!("probe:{leg}:{}", jiff::Timestamp::now().as_nanosecond()),
-            "role": "ROLE_USER",
-            "parts": [{ "text": "probe" }],
-        },
-        "configuration": configuration,
-    })
 }
 
 /// The Task of a 1.0 result (`{"task": …}` or the bare Task `GetTask` answers).
@@ -724,10 +743,8 @@ mod tests {
     #[test]
     fn the_peers_protocol_names_its_methods() {
         let peer = |protocol| Peer {
-            http: reqwest::Client::new(),
-            endpoint: String::new(),
-            protocol,
-            bearer: None,
+            client: client().expect("a client"),
+            endpoint: AgentEndpoint::configured("http://127.0.0.1:1/", None).speaking(protocol),
         };
         let v03 = peer(Protocol::V03);
         assert_eq!(v03.name(methods::SEND_MESSAGE), "message/send");

@@ -2,7 +2,9 @@
 //! for AWS, where it runs, or that it is not run there and why. `docs/deployments.md`'s table is
 //! [`table`] (`tests/deployments_table.rs` fails when the two differ, and prints the table to
 //! put there); `serve` logs every service of [`SERVE`] at start ([`log_placements`]), so a
-//! service missing from a deployment is a visible line with its reason, never an absence.
+//! service missing from a deployment is a visible line with its reason, never an absence, and
+//! starts exactly the loops of the services that run ([`serve_at_start`]; `serve::loops`), as
+//! each AWS function builds what its services need.
 //!
 //! Each deployment's list names every [`Service`] once, in [`Service::ALL`]'s order (checked
 //! below): adding a service means saying where it runs in both.
@@ -169,7 +171,7 @@ impl Runs {
     /// The table's cell: where it runs, or `not run: {reason}`.
     pub fn cell(self) -> String {
         match self {
-            Runs::At(at) => at.to_string(),
+            Runs::At(at) => at.to_owned(),
             Runs::NotRun(reason) => format!("not run: {reason}"),
             Runs::Off(reason) => format!("off: {reason}"),
             Runs::Elsewhere(at) => format!("elsewhere: {at}"),
@@ -376,7 +378,7 @@ pub fn table() -> String {
         let cell = |d: Deployment| {
             d.runs(service)
                 .map(Runs::cell)
-                .unwrap_or_else(|| "not declared".to_string())
+                .unwrap_or_else(|| "not declared".to_owned())
         };
         let _ = writeln!(
             out,
@@ -424,6 +426,24 @@ pub fn serve_as_configured(config: &Config) -> Vec<Placement> {
         .collect()
 }
 
+/// [`serve_as_configured`] as `serve` found it at start: the card refresh is off when no
+/// agent's card is waiting to be read (`cards_unread` is 0: every card was read, or there is no
+/// `[[agents]]` entry). What `serve` logs at start and starts its loops from
+/// ([`crate::serve::loops::loops_for`], feature `serve`).
+pub fn serve_at_start(config: &Config, cards_unread: usize) -> Vec<Placement> {
+    let mut placements = serve_as_configured(config);
+    for p in &mut placements {
+        if p.service == Service::CardRefresh && cards_unread == 0 {
+            p.runs = Runs::Off(if config.agents.is_empty() {
+                "no [[agents]] entry: no card to read"
+            } else {
+                "every agent's card was read at start"
+            });
+        }
+    }
+    placements
+}
+
 /// Logs every placement of `placements` at start, one line each: `info` for a service that
 /// runs (where), runs in another part of the deployment (where) or that the configuration turns
 /// off (why), `warn` for one the deployment does not run (why). `deployment` names the deployment in each line.
@@ -436,7 +456,7 @@ pub fn log_placements(deployment: &str, placements: &[Placement]) {
                     service = p.service.name(),
                     runs = at,
                     "service runs"
-                )
+                );
             }
             Runs::NotRun(reason) => warn_not_run(deployment, p.service, reason),
             Runs::Off(reason) => tracing::info!(
@@ -488,7 +508,7 @@ fn placements_in_words(placements: &[Placement]) -> (String, String) {
     let mut elsewhere = Vec::new();
     for p in placements {
         match p.runs {
-            Runs::At(_) => runs.push(p.service.name().to_string()),
+            Runs::At(_) => runs.push(p.service.name().to_owned()),
             Runs::Off(_) => runs.push(format!("{} (off)", p.service.name())),
             Runs::Elsewhere(at) => elsewhere.push(format!("{} ({at})", p.service.name())),
             Runs::NotRun(_) => {}
@@ -569,6 +589,34 @@ mod tests {
         );
         let defaults = serve_as_configured(&Config::defaults());
         assert_eq!(defaults.len(), SERVE.len());
+    }
+
+    /// The card refresh runs only while a card waits to be read, saying why when it does not.
+    #[test]
+    fn serve_runs_the_card_refresh_only_while_a_card_is_unread() {
+        let card_refresh = |config: &Config, unread| {
+            serve_at_start(config, unread)
+                .into_iter()
+                .find(|p| p.service == Service::CardRefresh)
+                .map(|p| p.runs)
+        };
+        let none = Config::defaults();
+        assert_eq!(
+            card_refresh(&none, 0),
+            Some(Runs::Off("no [[agents]] entry: no card to read"))
+        );
+        let agent = Config::from_toml(
+            "[[agents]]\nid = \"booking\"\ncard = \"card.json\"\npush_token = \"t\"\n",
+        )
+        .expect("a configuration");
+        assert_eq!(
+            card_refresh(&agent, 0),
+            Some(Runs::Off("every agent's card was read at start"))
+        );
+        assert_eq!(
+            card_refresh(&agent, 1),
+            Deployment::Serve.runs(Service::CardRefresh)
+        );
     }
 
     #[test]

@@ -186,7 +186,7 @@ impl Credentials {
 
     /// The webhook of source `id` in `tenant`.
     pub fn webhook(&self, tenant: &Tenant, id: &str) -> Option<&Arc<SourceWebhook>> {
-        self.hooks.get(&(tenant.clone(), id.to_string()))
+        self.hooks.get(&(tenant.clone(), id.to_owned()))
     }
 
     /// The caller, from `Authorization: Bearer …` or, where `notification_token` allows it,

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use learnables::{DefinitionId, Review, ReviewChanges, TenantId};
 use tokio::sync::Notify;
 use watcher_core::ids::{AgentId, Tenant};
-use watcher_core::time::Instant;
 use watcher_runtime::clock::Clock;
 use watcher_runtime::lesson_review::LessonReview;
 use watcher_runtime::store::Store;
@@ -49,18 +48,16 @@ pub struct WatcherReviews {
     pub wake: Arc<Notify>,
 }
 
-/// The watcher's form of `review` of `definition`.
-///
-/// # Errors
-/// An expiry outside the watcher's instants.
-pub fn lesson_review(definition: &DefinitionId, review: &Review) -> Result<LessonReview, String> {
-    Ok(LessonReview {
+/// The watcher's form of `review` of `definition`: its `expiresAt` is already an instant of
+/// the watcher's range (the authority reads it with the watcher's grammar, `instants`), so
+/// every expiry the authority accepts can be raised, `9999-12-31T23:59:59Z` included.
+pub fn lesson_review(definition: &DefinitionId, review: &Review) -> LessonReview {
+    LessonReview {
         definition: definition.as_str().to_owned(),
         subject_id: review.subject_id(definition),
-        expires_at: Instant::from_timestamp(review.expires_at)
-            .ok_or_else(|| format!("expiresAt {} is out of range", review.expires_at))?,
+        expires_at: review.expires_at,
         taught_by: review.taught_by.as_str().to_owned(),
-    })
+    }
 }
 
 #[async_trait::async_trait]
@@ -86,7 +83,7 @@ impl LessonReviews for WatcherReviews {
             .owners
             .get(&(tenant.clone(), definition.as_str().to_owned()));
         for opened in &changes.opened {
-            let review = lesson_review(definition, opened)?;
+            let review = lesson_review(definition, opened);
             self.watcher
                 .open_lesson_review(&tenant, &review, owner, now)
                 .await

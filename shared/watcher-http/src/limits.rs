@@ -263,12 +263,12 @@ async fn as_problem(response: Response, limits: &Limits) -> Response {
     }
     let (parts, body) = response.into_parts();
     let text = match axum::body::to_bytes(body, 4096).await {
-        Ok(b) => String::from_utf8_lossy(&b).trim().to_string(),
+        Ok(b) => String::from_utf8_lossy(&b).trim().to_owned(),
         Err(_) => String::new(),
     };
     let reason = status.canonical_reason().unwrap_or("Error");
     let detail = if text.is_empty() {
-        reason.to_string()
+        reason.to_owned()
     } else {
         text
     };
@@ -375,7 +375,7 @@ mod tests {
         let ct = resp
             .headers()
             .get(header::CONTENT_TYPE)
-            .map(|v| v.to_str().unwrap_or_default().to_string())
+            .map(|v| v.to_str().unwrap_or_default().to_owned())
             .unwrap_or_default();
         let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
             .await

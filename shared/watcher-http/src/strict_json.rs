@@ -285,7 +285,7 @@ mod tests {
             .as_ref()
             .and_then(Value::as_object)
             .map(|o| o.keys().collect());
-        assert_eq!(keys, Some(vec![&"b".to_string(), &"a".to_string()]));
+        assert_eq!(keys, Some(vec![&"b".to_owned(), &"a".to_owned()]));
         // The same member in two different objects is not a repeat.
         assert_eq!(
             from_str(r#"{"x": {"k": 1}, "y": {"k": 2}}"#).ok(),

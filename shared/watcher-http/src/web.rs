@@ -499,7 +499,7 @@ fn agent_ids(state: &AppState, tenant: &Tenant) -> Vec<AgentId> {
         .entries()
         .into_iter()
         .filter(|a| a.tenant == *tenant)
-        .map(|a| a.profile.id.clone())
+        .map(|a| a.profile.id)
         .chain(directory.configured(tenant).into_iter().map(|(id, _)| id))
         .collect();
     ids.into_iter().collect()

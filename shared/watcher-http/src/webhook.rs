@@ -2,7 +2,7 @@
 //! its own JSON; the source's mappings (watcher-webhooks) turn it into facts, recorded exactly as
 //! `POST /v1/facts` records them.
 //!
-//! Credentials (docs/interpretation.md "Carrier webhooks: bearer token or signature"): a source
+//! Credentials (docs/interpretation.md "Bearer token or signature"): a source
 //! with `[sources.signature]` must sign every request, and the signature replaces its bearer
 //! token; a source without one presents its bearer token, as on `/v1/facts`.
 

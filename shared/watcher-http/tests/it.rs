@@ -4,9 +4,11 @@
 
 mod common;
 mod delivery_ops;
+mod instants;
 mod learnables_http;
 mod openapi;
 mod pagination;
+mod reused_ids;
 mod schemas;
 mod semantics;
 mod strict_bodies;

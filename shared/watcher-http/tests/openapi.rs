@@ -31,7 +31,7 @@ fn mounted() -> BTreeSet<(String, String)> {
     let mut out: BTreeSet<(String, String)> = watcher_http::api_routes()
         .into_iter()
         .chain(watcher_http::learnables::learnables_routes())
-        .map(|(m, p)| (m.as_str().to_string(), p.to_string()))
+        .map(|(m, p)| (m.as_str().to_owned(), p.to_owned()))
         .collect();
     let route = regex::Regex::new(r#"\.route\(\s*"([^"]+)",\s*((?:[a-z_:]+\([^()]*\)\.?)+)"#)
         .expect("regex");
@@ -76,7 +76,7 @@ fn every_mounted_route_is_documented_and_every_documented_route_is_mounted() {
         ("GET", "/metrics"),
     ] {
         assert!(
-            mounted.contains(&(known.0.to_string(), known.1.to_string())),
+            mounted.contains(&(known.0.to_owned(), known.1.to_owned())),
             "{known:?} not found in {mounted:?}"
         );
     }
@@ -215,6 +215,21 @@ fn typed_requests(g: &mut schemars::SchemaGenerator) -> Vec<(&'static str, &'sta
     ]
 }
 
+/// The query parameters the handlers parse into types: (method, path as documented, parameter,
+/// its schema: a reference into `components.schemas`). `delivery` is the very type the answer's
+/// `delivery` member is, so the list filters by every state it shows.
+fn typed_parameters(
+    g: &mut schemars::SchemaGenerator,
+) -> Vec<(&'static str, &'static str, &'static str, Value)> {
+    use watcher_runtime::store::DeliveryState;
+    vec![(
+        "get",
+        "/v1/lapses",
+        "delivery",
+        g.subschema_for::<DeliveryState>().to_value(),
+    )]
+}
+
 /// A JSON Schema 2020-12 generator whose definitions go to `components.schemas`, for answers
 /// (written: a member skipped when empty is not required) or requests (read: a member with a
 /// default is not required).
@@ -225,14 +240,16 @@ fn generator(contract: schemars::generate::Contract) -> schemars::SchemaGenerato
     settings.into_generator()
 }
 
-/// issue 23 item 3: each typed answer's and request body's schema in docs/openapi.json is a
-/// reference into `components.schemas`, and those components are what the Rust types generate
+/// issue 23 item 3: each typed answer's, request body's and typed query parameter's schema in
+/// docs/openapi.json is a reference into `components.schemas`, and those components are what the
+/// Rust types generate
 /// (schemars, JSON Schema 2020-12 as OpenAPI 3.1 reads it). `UPDATE_DOCS=1 cargo test -p watcher-http
 /// --test it openapi::` rewrites them after a type changes.
 #[test]
 fn the_typed_answers_and_requests_schemas_are_generated_from_their_types() {
     let mut answers_generator = generator(schemars::generate::Contract::Serialize);
     let answers = typed_answers(&mut answers_generator);
+    let parameters = typed_parameters(&mut answers_generator);
     let mut requests_generator = generator(schemars::generate::Contract::Deserialize);
     let requests = typed_requests(&mut requests_generator);
     let definitions = answers_generator
@@ -257,6 +274,15 @@ fn the_typed_answers_and_requests_schemas_are_generated_from_their_types() {
             "docs/openapi.json has no {status} for {method} {route}"
         );
         ok["content"]["application/json"]["schema"] = schema;
+    }
+    for (method, route, name, schema) in parameters {
+        let parameter = want["paths"][route][method]["parameters"]
+            .as_array_mut()
+            .and_then(|ps| ps.iter_mut().find(|p| p["name"] == name));
+        let Some(parameter) = parameter else {
+            panic!("docs/openapi.json has no parameter `{name}` for {method} {route}");
+        };
+        parameter["schema"] = schema;
     }
     for (method, route, schema) in requests {
         let body = &mut want["paths"][route][method]["requestBody"];

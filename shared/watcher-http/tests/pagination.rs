@@ -99,7 +99,7 @@ async fn walk_list(
     limit: usize,
 ) -> (Vec<String>, usize) {
     let mut ids = Vec::new();
-    let mut uri = first.to_string();
+    let mut uri = first.to_owned();
     let mut pages = 0;
     loop {
         let (status, _, body, bytes) = get(app, &uri).await;
@@ -107,7 +107,7 @@ async fn walk_list(
         assert!(bytes <= 1_000_000, "{uri}: a page of {bytes} bytes");
         let entries = body[member].as_array().unwrap();
         assert!(entries.len() <= limit, "{uri}: {} entries", entries.len());
-        ids.extend(entries.iter().map(|l| l[id].as_str().unwrap().to_string()));
+        ids.extend(entries.iter().map(|l| l[id].as_str().unwrap().to_owned()));
         pages += 1;
         assert!(pages < 1000, "nextCursor never ends");
         match &body["nextCursor"] {
@@ -261,4 +261,111 @@ async fn rejections_and_agents_are_paged() {
         "a lapse cursor is not an agents cursor"
     );
     assert!(body["detail"].as_str().unwrap().contains("`cursor`"));
+}
+
+/// The states `GET /v1/lapses?delivery=` filters by, as docs/openapi.json declares them: the
+/// values of the component the parameter's schema refers to, and of the one the answer's
+/// `delivery` member refers to.
+fn documented_delivery_states() -> (Vec<String>, Vec<String>) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openapi.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let values = |schema: &Value| -> Vec<String> {
+        let name = schema["$ref"]
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/components/schemas/"))
+            .unwrap_or_else(|| panic!("not a reference into components.schemas: {schema}"));
+        let component = &doc["components"]["schemas"][name];
+        let listed = match component["oneOf"].as_array() {
+            Some(one_of) => one_of.iter().map(|v| v["const"].clone()).collect(),
+            None => component["enum"].as_array().cloned().unwrap_or_default(),
+        };
+        listed
+            .iter()
+            .map(|v| v.as_str().expect("a state is a string").to_owned())
+            .collect()
+    };
+    let parameter = doc["paths"]["/v1/lapses"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "delivery")
+        .expect("the delivery parameter")["schema"]
+        .clone();
+    let member = doc["components"]["schemas"]["LapseView"]["properties"]["delivery"].clone();
+    (values(&parameter), values(&member))
+}
+
+/// Every delivery state the list shows is a filter, and the filter accepts exactly the values
+/// docs/openapi.json declares for it (the same as the answer's `delivery` member may take):
+/// each gives exactly its lapse tasks, on the memory and the SQLite store; anything else is a 400
+/// naming `delivery`.
+async fn every_shown_state_filters(store: Arc<dyn Store>) {
+    let (filterable, shown) = documented_delivery_states();
+    assert_eq!(
+        filterable, shown,
+        "the filter's values are the states the list shows"
+    );
+    let names: Vec<&str> = DeliveryState::ALL.iter().map(|d| d.as_str()).collect();
+    assert_eq!(
+        filterable, names,
+        "docs/openapi.json is generated from DeliveryState"
+    );
+    assert!(
+        filterable.contains(&"withdrawn".to_owned())
+            && filterable.contains(&"unaddressed".to_owned())
+    );
+
+    let h = harness(store);
+    // Lapse task i is in state ALL[i % 5], for both agents.
+    let all: Vec<OutboxEntry> = (0..40)
+        .map(|i| OutboxEntry {
+            delivery: DeliveryState::ALL[i % DeliveryState::ALL.len()],
+            ..entry(i)
+        })
+        .collect();
+    fill(&h.store, all.clone()).await;
+    for state in &filterable {
+        let (ids, _) = walk(&h.app, &format!("/v1/lapses?delivery={state}&limit=3"), 3).await;
+        let want: Vec<String> = all
+            .iter()
+            .filter(|o| o.delivery.as_str() == state)
+            .map(|o| o.message_id.clone())
+            .collect();
+        assert_eq!(ids, want, "delivery={state}");
+        assert_eq!(ids.len(), 8, "delivery={state}");
+        let (status, _, body, _) = get(
+            &h.app,
+            &format!("/v1/lapses?delivery={state}&agent=ops-bot"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let shown: Vec<&str> = body["lapses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["delivery"].as_str().unwrap())
+            .collect();
+        assert_eq!(shown, [state.as_str(); 4], "delivery={state}&agent=ops-bot");
+    }
+    for bad in ["lost", "Withdrawn", "UNADDRESSED", ""] {
+        let (status, content_type, body, _) =
+            get(&h.app, &format!("/v1/lapses?delivery={bad}")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad:?}: {body}");
+        assert_eq!(content_type, "application/problem+json");
+        let detail = body["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("`delivery`") && detail.contains("unaddressed"),
+            "{bad:?}: {detail}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_shown_state_filters_over_the_memory_store() {
+    every_shown_state_filters(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn every_shown_state_filters_over_sqlite() {
+    every_shown_state_filters(Arc::new(SqliteStore::memory().unwrap())).await;
 }

@@ -48,7 +48,7 @@ fn the_served_list_is_the_generated_list() {
     assert_eq!(served, generated);
     let listed: Vec<String> = std::fs::read_dir(dir())
         .expect("docs/schemas exists")
-        .filter_map(|e| e.ok())
+        .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".json"))
         .collect();

@@ -22,7 +22,7 @@ fn template_events(function: &str) -> Vec<(String, String)> {
         } else if current == function {
             if let Some(c) = event.captures(line) {
                 let path = c.get(2).or_else(|| c.get(3)).map_or("", |m| m.as_str());
-                out.push((c[1].to_string(), path.to_string()));
+                out.push((c[1].to_string(), path.to_owned()));
             }
         }
     }

@@ -18,7 +18,7 @@ fn warnings(body: &Value) -> Vec<String> {
         .as_array()
         .map(|l| {
             l.iter()
-                .filter_map(|w| w.as_str().map(str::to_string))
+                .filter_map(|w| w.as_str().map(str::to_owned))
                 .collect()
         })
         .unwrap_or_default()

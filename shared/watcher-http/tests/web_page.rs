@@ -142,7 +142,7 @@ async fn login_sets_an_http_only_strict_cookie_and_pages_answer_html() {
     let (status, headers, _) = send(&app, login(OPERATOR, false)).await;
     assert_eq!(status, 303);
     assert_eq!(headers[header::LOCATION], "/ui");
-    let cookie = headers[header::SET_COOKIE].to_str().unwrap().to_string();
+    let cookie = headers[header::SET_COOKIE].to_str().unwrap().to_owned();
     for part in ["HttpOnly", "SameSite=Strict", "Path=/ui", "Max-Age=43200"] {
         assert!(cookie.contains(part), "{cookie}");
     }
@@ -152,18 +152,18 @@ async fn login_sets_an_http_only_strict_cookie_and_pages_answer_html() {
         .split(';')
         .next()
         .and_then(|pair| pair.split_once('='))
-        .map(|(_, v)| v.to_string())
+        .map(|(_, v)| v.to_owned())
         .unwrap();
     assert_eq!(value.len(), 64, "{cookie}");
     for leak in [
-        OPERATOR.to_string(),
+        OPERATOR.to_owned(),
         hex::encode(OPERATOR),
         hex::encode(<sha2::Sha256 as sha2::Digest>::digest(OPERATOR)),
     ] {
         assert!(!cookie.contains(&leak), "the cookie shows {leak}: {cookie}");
     }
     // A session value made up, or the token's hex (what a cookie once carried), logs nobody in.
-    for forged in [hex::encode(OPERATOR), "ab".repeat(32), OPERATOR.to_string()] {
+    for forged in [hex::encode(OPERATOR), "ab".repeat(32), OPERATOR.to_owned()] {
         let (status, _, _) = send(
             &app,
             get(
@@ -181,7 +181,7 @@ async fn login_sets_an_http_only_strict_cookie_and_pages_answer_html() {
         .contains("; Secure"));
 
     // The cookie logs in; so does the Authorization header.
-    let session = cookie.split(';').next().unwrap().to_string();
+    let session = cookie.split(';').next().unwrap().to_owned();
     let (status, _, body) = send(&app, get("/ui/agents", Some(("cookie", session.clone())))).await;
     assert_eq!(status, 200);
     assert!(
@@ -304,21 +304,21 @@ async fn notifications_show_each_channels_last_delivery_and_failures() {
         target: Some("https://hooks.example.com".into()),
         agents: [
             (
-                "booking".to_string(),
+                "booking".to_owned(),
                 AgentWatch {
                     failing: true,
                     ..AgentWatch::default()
                 },
             ),
             (
-                "<billing>".to_string(),
+                "<billing>".to_owned(),
                 AgentWatch {
                     card_down: true,
                     ..AgentWatch::default()
                 },
             ),
             (
-                "quiet".to_string(),
+                "quiet".to_owned(),
                 AgentWatch {
                     failed: watcher_runtime::store::Watermark {
                         through: Some(at("2026-09-09T00:00:00Z")),

@@ -93,7 +93,7 @@ pub fn from_api_gateway<B>(mut req: http::Request<B>) -> http::Request<B> {
     };
     let query = req
         .query_string_parameters_ref()
-        .map(|q| q.to_query_string())
+        .map(aws_lambda_events::query_map::QueryMap::to_query_string)
         .filter(|q| !q.is_empty());
     let path_and_query = match query {
         Some(q) => format!("{path}?{q}"),

@@ -11,7 +11,7 @@
 //! | `DeliveryAttempts`, `DeliveryFailures` | Count | per posting |
 //! | `LapseDeliveryLateness` | Seconds | delivery instant − `lapsedAt`, per delivered task |
 //! | `OpenExpectations` | Count | after each sweep, from the per-agent live counters |
-//! | `Notifications`, `NotificationFailures` | Count | per notification, also by `Channel` |
+//! | `Notifications`, `NotificationFailures`, `NotificationRedirects` | Count | per notification, also by `Channel`; a redirect (3xx, not followed) is a failure too |
 
 use std::io::Write;
 
@@ -105,8 +105,8 @@ impl EmfRecorder {
     }
 
     /// One notification posted by the `[[notify]]` channel `channel` (`watcher-notify`):
-    /// `Notifications`, and `NotificationFailures` when it `failed`, per function and per
-    /// function and `Channel` (as `serve`'s `a2a_watcher_notifications_total{channel, outcome}`).
+    /// [`notification_metrics`] of its `outcome`, per function and per function and `Channel`
+    /// (as `serve`'s `a2a_watcher_notifications_total{channel, outcome}`).
     pub fn notified(&self, channel: &str, outcome: &str) {
         self.print_by(Some(("Channel", channel)), &notification_metrics(outcome));
     }
@@ -126,11 +126,16 @@ impl EmfRecorder {
     }
 }
 
-/// The metrics of one notification with `outcome` (`delivered` or `failed`).
+/// The metrics of one notification with `outcome` (`delivered`, `redirected` or `failed`,
+/// `watcher_notify::transport::PostError::outcome`): `Notifications`; `NotificationFailures`
+/// unless delivered; `NotificationRedirects` for a redirect (3xx, not followed).
 pub fn notification_metrics(outcome: &str) -> Vec<(&'static str, &'static str, f64)> {
     let mut m = vec![("Notifications", "Count", 1.0)];
-    if outcome == "failed" {
+    if outcome != "delivered" {
         m.push(("NotificationFailures", "Count", 1.0));
+    }
+    if outcome == "redirected" {
+        m.push(("NotificationRedirects", "Count", 1.0));
     }
     m
 }
@@ -240,6 +245,14 @@ mod tests {
         assert_eq!(
             names("failed"),
             [("Notifications", 1.0), ("NotificationFailures", 1.0)]
+        );
+        assert_eq!(
+            names("redirected"),
+            [
+                ("Notifications", 1.0),
+                ("NotificationFailures", 1.0),
+                ("NotificationRedirects", 1.0)
+            ]
         );
     }
 

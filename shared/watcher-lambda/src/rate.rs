@@ -152,7 +152,7 @@ impl DynamoRateBuckets {
                 Ok(_) => return Ok(Ok(taken)),
                 Err(e)
                     if e.as_service_error()
-                        .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+                        .is_some_and(aws_sdk_dynamodb::operation::put_item::PutItemError::is_conditional_check_failed_exception) =>
                 {
                     let stored = e.as_service_error().and_then(|se| match se {
                         aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {

@@ -8,9 +8,10 @@
 //! invocation handed the same message, is not sent, however often and to however many
 //! invocations SQS delivers it.
 //!
-//! Before a lapse task's first send, its origin task is asked for with `GetTask`, exactly as
-//! serve's lanes do (`Reconciler::check_before_send`): found canceled, failed or rejected, its
-//! expectations are withdrawn and the lapse task is marked `withdrawn`, never sent.
+//! Before a lapse task's first send, its origin task and the tasks of the origin's lineage are
+//! asked for with `GetTask`, exactly as serve's lanes do (`Reconciler::check_before_send`): one
+//! found canceled, failed or rejected withdraws the expectations of its lineage, and the lapse
+//! task is marked `withdrawn`, never sent.
 
 use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
@@ -449,12 +450,14 @@ fn next_of(
     now: Instant,
 ) -> Option<Option<u32>> {
     match delivered {
-        Ok(EntryOutcome::Retried {
-            next_attempt_at: at,
-            ..
-        })
-        | Ok(EntryOutcome::Deferred { until: at })
-        | Ok(EntryOutcome::NotDue { at }) => Some(Some(seconds_until(now, at))),
+        Ok(
+            EntryOutcome::Retried {
+                next_attempt_at: at,
+                ..
+            }
+            | EntryOutcome::Deferred { until: at }
+            | EntryOutcome::NotDue { at },
+        ) => Some(Some(seconds_until(now, at))),
         Ok(outcome) => {
             tracing::info!(?outcome, message_id = %message_id, "lapse message handled");
             None
@@ -490,9 +493,9 @@ async fn origin_allows(
 
 /// The origin check before a lapse task's first send, as serve's lanes make it, of `entry` as
 /// just read: for an agent whose origins are checked (`Reconciler::checks_before_send`), when
-/// the entry is queued, due at `now` and never attempted, asks for its origin task
-/// (`Reconciler::check_before_send`). Answers whether to go on and send; `false` when the origin
-/// ended canceled, failed or rejected (the entry is then `withdrawn`).
+/// the entry is queued, due at `now` and never attempted, asks for its origin task and the tasks
+/// of the origin's lineage (`Reconciler::check_before_send`). Answers whether to go on and send;
+/// `false` when one of them ended canceled, failed or rejected (the entry is then `withdrawn`).
 ///
 /// # Errors
 /// A [`StoreError`] marking the entry.

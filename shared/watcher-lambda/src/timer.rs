@@ -247,7 +247,7 @@ async fn from_queue<S: Store + ?Sized>(
                     .unwrap_or_default();
                 if !id.is_empty() {
                     report.batch_item_failures.push(ItemFailure {
-                        item_identifier: id.to_string(),
+                        item_identifier: id.to_owned(),
                     });
                 }
             }
@@ -330,7 +330,7 @@ async fn disarm<S: Store + ?Sized>(
         Ok(()) => {}
         Err(e) if e.is_retryable() => return Err(e.to_string()),
         Err(e) => {
-            tracing::error!(error = %e, timer = ?message.disarm, "schedule delete refused; dropped")
+            tracing::error!(error = %e, timer = ?message.disarm, "schedule delete refused; dropped");
         }
     }
     watcher
@@ -465,7 +465,7 @@ async fn requeue_stuck<S: Store + ?Sized>(
         match result {
             Ok(()) => requeued += 1,
             Err(e) => {
-                tracing::warn!(error = %e, message_id = %entry.message_id, "re-queueing failed; next sweep")
+                tracing::warn!(error = %e, message_id = %entry.message_id, "re-queueing failed; next sweep");
             }
         }
     }

@@ -138,7 +138,7 @@ async fn the_sweep_reads_an_unreadable_card_and_every_function_picks_it_up() {
     assert!(timer.watcher.directory.get(&t, &a).is_some(), "registered");
     assert_eq!(
         timer.endpoints.endpoint(&t, &a).map(|e| e.url),
-        Some("http://127.0.0.1:9/a2a".to_string())
+        Some("http://127.0.0.1:9/a2a".to_owned())
     );
     let (kept, read_at) = store.agent_card(&t, &a).await.unwrap().expect("kept");
     assert_eq!(kept["name"], "Booking agent");

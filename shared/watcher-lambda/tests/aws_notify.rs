@@ -33,7 +33,7 @@ fn at(secs: i64) -> Instant {
 }
 
 fn tenant() -> Tenant {
-    Tenant::parse("default".to_string()).unwrap()
+    Tenant::parse("default".to_owned()).unwrap()
 }
 
 /// A lapse task as the engine writes it: the lapse block in the request's metadata.
@@ -41,9 +41,9 @@ fn lapse_task(exp: &str, lapsed_at: Instant) -> OutboxEntry {
     let message_id = format!("lapse:{exp}:overdue:{lapsed_at}");
     OutboxEntry::queued(
         tenant(),
-        AgentId::parse("booking".to_string()).unwrap(),
+        AgentId::parse("booking".to_owned()).unwrap(),
         message_id.clone(),
-        ExpectationId::parse(exp.to_string()).unwrap(),
+        ExpectationId::parse(exp.to_owned()).unwrap(),
         LapseKind::Overdue,
         lapsed_at,
         json!({ "message": {
@@ -100,11 +100,15 @@ async fn parts_for(e: &common::Emulator, toml: &str, functions: &[Function]) -> 
         .expect("the functions' parts")
 }
 
+/// A teacher of the default tenant: a channel's tenant must have an agent or a teacher (else
+/// the configuration is refused), and a teacher adds no agent to the directory.
+const TEACHER: &str = "[[teachers]]\nid = \"teacher\"\ntoken = \"teacher-token\"\n";
+
 /// The timer function's parts over a fresh table, with one `[[notify]]` channel to `receiver`.
 async fn timer_parts(receiver: &Receiver) -> Parts {
     let e = common::emulator("notify").await;
     let toml = format!(
-        "public_url = \"https://watcher.example\"\n[[notify]]\nid = \"ops\"\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
+        "public_url = \"https://watcher.example\"\n{TEACHER}[[notify]]\nid = \"ops\"\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
         receiver.url
     );
     parts_for(&e, &toml, &[Function::Timer]).await
@@ -206,7 +210,10 @@ async fn a_failed_lapse_task_is_told_once_settled_through_a_cold_start() {
 async fn functions_other_than_the_timer_tell_nobody() {
     let receiver = Receiver::start().await;
     let e = common::emulator("notify-api").await;
-    let toml = format!("[[notify]]\nid = \"ops\"\nurl = \"{}\"\n", receiver.url);
+    let toml = format!(
+        "{TEACHER}[[notify]]\nid = \"ops\"\nurl = \"{}\"\n",
+        receiver.url
+    );
     let parts = parts_for(&e, &toml, &[Function::Api]).await;
     assert!(parts.notifier(Arc::new(FakeClock::new(at(0)))).is_none());
 }
@@ -252,7 +259,8 @@ async fn an_sns_channel_publishes_the_event_with_its_id_and_type_as_attributes()
         .await
         .expect("subscribe the queue");
 
-    let toml = format!("[[notify]]\nid = \"topic\"\nformat = \"sns\"\nurl = \"{topic}\"\n");
+    let toml =
+        format!("{TEACHER}[[notify]]\nid = \"topic\"\nformat = \"sns\"\nurl = \"{topic}\"\n");
     let mut parts = parts_for(&e, &toml, &[Function::Timer]).await;
     parts.notifying.as_mut().expect("the channel").publisher = Some(Arc::new(
         watcher_host::aws::sns::SnsPublisher::new(sns.clone()),

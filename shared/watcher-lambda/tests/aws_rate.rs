@@ -129,7 +129,7 @@ async fn a_token_is_taken_without_reading_the_bucket() {
     let count = |requests: std::collections::BTreeMap<String, u64>| -> Vec<(String, u64)> {
         requests.into_iter().collect()
     };
-    let put = |n: u64| vec![("DynamoDB PutItem".to_string(), n)];
+    let put = |n: u64| vec![("DynamoDB PutItem".to_owned(), n)];
     assert!(matches!(
         buckets.try_acquire(&t, &busy, t0()).await,
         Ok(Ok(()))
@@ -176,7 +176,7 @@ async fn many_tokens_are_taken_with_one_write_and_never_beyond_burst() {
     let t = Tenant::default_tenant();
     let busy = AgentId::parse("busy").unwrap();
     e.requests.take();
-    let puts = |n: u64| vec![("DynamoDB PutItem".to_string(), n)];
+    let puts = |n: u64| vec![("DynamoDB PutItem".to_owned(), n)];
     let taken = buckets.try_acquire_many(&t, &busy, 2, t0()).await;
     assert!(matches!(taken, Ok(Ok(2))), "{taken:?}");
     assert_eq!(e.requests.take().into_iter().collect::<Vec<_>>(), puts(1));

@@ -72,7 +72,7 @@ fn gateway_event(
     headers: Value,
     body: &Value,
 ) -> lambda_http::Request {
-    let mut raw_path = route.to_string();
+    let mut raw_path = route.to_owned();
     let mut path_parameters = serde_json::Map::new();
     for (name, value) in params {
         let placeholder = if raw_path.contains(&format!("{{{name}+}}")) {
@@ -81,7 +81,7 @@ fn gateway_event(
             format!("{{{name}}}")
         };
         raw_path = raw_path.replace(&placeholder, value);
-        path_parameters.insert((*name).to_string(), json!(value));
+        path_parameters.insert((*name).to_owned(), json!(value));
     }
     let route_key = format!("{method} {route}");
     let event = json!({

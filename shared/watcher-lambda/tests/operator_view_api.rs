@@ -53,14 +53,14 @@ async fn the_web_page_and_the_timeline_through_the_api_function() {
     )
     .await;
     assert_eq!(status, 303);
-    let cookie = headers["set-cookie"].to_str().unwrap().to_string();
+    let cookie = headers["set-cookie"].to_str().unwrap().to_owned();
     assert!(
         cookie.contains("HttpOnly")
             && cookie.contains("SameSite=Strict")
             && cookie.contains("; Secure"),
         "{cookie}"
     );
-    let session = cookie.split(';').next().unwrap().to_string();
+    let session = cookie.split(';').next().unwrap().to_owned();
     let (status, _, body) = call(
         &router,
         api_event(

@@ -54,7 +54,7 @@ async fn one_agents_retry_holds_back_only_its_own_later_messages() {
     // The first retry waits the backoff's first step (1 s); d2, held back behind d1, with it.
     assert_eq!(
         outcome.redeliver_after,
-        [("r-d1".to_string(), 1), ("r-d2".to_string(), 1)]
+        [("r-d1".to_owned(), 1), ("r-d2".to_owned(), 1)]
     );
     let failed: Vec<&str> = outcome
         .response
@@ -334,7 +334,7 @@ async fn a_lanes_tokens_are_taken_at_once_and_every_send_is_recorded() {
     );
     assert_eq!(
         outcome.redeliver_after,
-        [("r-m3".to_string(), 1), ("r-m4".to_string(), 1)],
+        [("r-m3".to_owned(), 1), ("r-m4".to_owned(), 1)],
         "m3 waits a token's interval, m4 behind it"
     );
     let t = Tenant::default_tenant();

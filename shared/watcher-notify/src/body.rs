@@ -4,10 +4,18 @@
 //!   | "delivery.failing" | "card.unavailable" | "notify.test", "timestamp": UTC instant,
 //!   "data": … }` (the structure the Standard Webhooks specification
 //!   recommends);
-//! * Slack: `{ "text", "blocks" }`, `text` being what notifications and screen readers show;
+//! * Slack: `{ "text", "mrkdwn": false, "blocks" }`, `text` being what notifications and screen
+//!   readers show;
 //! * Teams: `{ "type": "message", "attachments": [Adaptive Card 1.4] }`, as Teams incoming
 //!   webhooks (Workflows) take it;
 //! * email: `{ "subject", "text" }`, sent as a plain-text message (`transport::send_email`).
+//!
+//! Agent text (subject ids and types, kinds, `expects`, the lapse task's text, agents' answers)
+//! is made inert for the format it lands in ([`crate::escape`]): the Slack, Teams and email
+//! bodies pass every text they show through it, so no agent text becomes a mention, a link or
+//! formatting. The only links are the watcher's own (the operator page, the timeline). The
+//! Standard Webhooks and SNS bodies carry the event as JSON data, unchanged: a receiver that
+//! shows it to a person escapes it for its own format.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +26,7 @@ use watcher_core::record::LapseKind;
 use watcher_core::time::Instant;
 
 use crate::channel::Format;
+use crate::escape;
 use crate::event::{hashed_id, AgentEvent, LapseEvent};
 
 /// How many lapses a digest lists by name; the rest are counted.
@@ -67,7 +76,7 @@ impl Digest {
         let mut by_agent = BTreeMap::new();
         for e in events {
             *by_kind.entry(kind_name(e.lapse)).or_insert(0) += 1;
-            *by_agent.entry(e.agent.as_str().to_string()).or_insert(0) += 1;
+            *by_agent.entry(e.agent.as_str().to_owned()).or_insert(0) += 1;
         }
         let (from, to) = events
             .iter()
@@ -84,7 +93,7 @@ impl Digest {
                     &last.position.to_string(),
                 ],
             ),
-            channel: channel.to_string(),
+            channel: channel.to_owned(),
             count: events.len() as u64,
             by_kind,
             by_agent,
@@ -180,24 +189,20 @@ pub fn agent_event(format: Format, e: &AgentEvent) -> Notification {
         }),
         Format::Slack => {
             let mut blocks = vec![
-                json!({ "type": "header", "text": { "type": "plain_text", "text": title } }),
-                json!({ "type": "section", "text": { "type": "mrkdwn", "text": mrkdwn(&e.text) } }),
-                json!({ "type": "section", "fields": facts.iter().map(|(k, v)| json!({ "type": "mrkdwn", "text": format!("*{k}*\n{}", mrkdwn(v)) })).collect::<Vec<_>>() }),
+                json!({ "type": "header", "text": slack_plain(&title) }),
+                json!({ "type": "section", "text": slack_plain(&e.text) }),
+                slack_facts(&facts),
             ];
             if let Some(link) = &e.link {
                 blocks.push(json!({ "type": "context", "elements": [{ "type": "mrkdwn", "text": format!("<{link}|Agents>") }] }));
             }
-            json!({ "text": title, "blocks": blocks })
+            slack_message(&title, blocks)
         }
         Format::Teams => {
-            let facts: Vec<Value> = facts
-                .iter()
-                .map(|(k, v)| json!({ "title": k, "value": v }))
-                .collect();
             let body = vec![
                 text_block(&title, true),
                 text_block(&e.text, false),
-                json!({ "type": "FactSet", "facts": facts }),
+                fact_set(&facts),
             ];
             let links = e
                 .link
@@ -207,14 +212,14 @@ pub fn agent_event(format: Format, e: &AgentEvent) -> Notification {
             teams_card(body, links)
         }
         Format::Email => {
-            let mut text = format!("{}\n\n", e.text);
+            let mut text = format!("{}\n\n", escape::email(&e.text));
             for (k, v) in &facts {
-                text.push_str(&format!("{k}: {v}\n"));
+                text.push_str(&format!("{k}: {}\n", escape::email(v)));
             }
             if let Some(link) = &e.link {
                 text.push_str(&format!("\nAgents: {link}\n"));
             }
-            json!({ "subject": format!("[a2a-watcher] {title}"), "text": text })
+            json!({ "subject": format!("[a2a-watcher] {}", escape::email(&title)), "text": text })
         }
     };
     Notification {
@@ -234,10 +239,10 @@ pub fn test(format: Format, channel: &str, now: Instant) -> Notification {
             "timestamp": now.to_string(),
             "data": { "channel": channel, "text": text },
         }),
-        Format::Slack => json!({
-            "text": text,
-            "blocks": [{ "type": "section", "text": { "type": "mrkdwn", "text": text } }],
-        }),
+        Format::Slack => slack_message(
+            &text,
+            vec![json!({ "type": "section", "text": slack_plain(&text) })],
+        ),
         Format::Teams => teams_card(vec![text_block(&text, true)], Vec::new()),
         Format::Email => json!({
             "subject": "[a2a-watcher] Test notification",
@@ -256,11 +261,34 @@ fn lapse_line(e: &LapseEvent) -> String {
     )
 }
 
-/// Slack's mrkdwn escapes `&`, `<` and `>`.
-fn mrkdwn(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// A Slack message: `text` (what notifications and screen readers show) escaped and shown
+/// without mrkdwn formatting, and the blocks.
+fn slack_message(text: &str, blocks: Vec<Value>) -> Value {
+    json!({ "text": escape::slack(text), "mrkdwn": false, "blocks": blocks })
+}
+
+/// A Slack `plain_text` object showing `text` as written ([`escape::slack`]): Slack applies no
+/// formatting to plain text, so `*`, `_`, `~` and backticks stay characters.
+fn slack_plain(text: &str) -> Value {
+    json!({ "type": "plain_text", "text": escape::slack(text) })
+}
+
+/// A Slack section of `facts`, one `plain_text` field each: `Agent: booking`.
+fn slack_facts(facts: &[(&str, String)]) -> Value {
+    let fields: Vec<Value> = facts
+        .iter()
+        .map(|(k, v)| slack_plain(&format!("{k}: {v}")))
+        .collect();
+    json!({ "type": "section", "fields": fields })
+}
+
+/// A Teams `FactSet` of `facts`, each value escaped ([`escape::teams`]).
+fn fact_set(facts: &[(&str, String)]) -> Value {
+    let facts: Vec<Value> = facts
+        .iter()
+        .map(|(k, v)| json!({ "title": k, "value": escape::teams(v) }))
+        .collect();
+    json!({ "type": "FactSet", "facts": facts })
 }
 
 /// The `Subject` fact of a lapse block: `"{type} {id}"`.
@@ -284,37 +312,43 @@ fn event_facts(e: &LapseEvent) -> Vec<(&'static str, String)> {
 
 fn slack_lapse(e: &LapseEvent) -> Value {
     let mut blocks = vec![
-        json!({ "type": "header", "text": { "type": "plain_text", "text": format!("{}: {}", capitalised(e.lapse), e.headline()) } }),
-        json!({ "type": "section", "text": { "type": "mrkdwn", "text": mrkdwn(e.text.as_deref().unwrap_or(&e.headline())) } }),
-        json!({ "type": "section", "fields": event_facts(e).iter().map(|(k, v)| json!({ "type": "mrkdwn", "text": format!("*{k}*\n{}", mrkdwn(v)) })).collect::<Vec<_>>() }),
+        json!({ "type": "header", "text": slack_plain(&format!("{}: {}", capitalised(e.lapse), e.headline())) }),
+        json!({ "type": "section", "text": slack_plain(e.text.as_deref().unwrap_or(&e.headline())) }),
+        slack_facts(&event_facts(e)),
     ];
     if let Some(l) = &e.links {
         blocks.push(json!({ "type": "context", "elements": [{ "type": "mrkdwn", "text": format!("<{}|Operator page> · <{}|Timeline>", l.operator, l.timeline) }] }));
     }
-    json!({ "text": lapse_line(e), "blocks": blocks })
+    slack_message(&lapse_line(e), blocks)
 }
 
 fn slack_digest(d: &Digest) -> Value {
     let mut list: Vec<String> = d
         .first
         .iter()
-        .map(|e| format!("• {}", mrkdwn(&lapse_line(e))))
+        .map(|e| format!("• {}", lapse_line(e)))
         .collect();
     if d.count > d.first.len() as u64 {
         list.push(format!("…and {} more", d.count - d.first.len() as u64));
     }
     let mut blocks = vec![
-        json!({ "type": "header", "text": { "type": "plain_text", "text": format!("{} from {} to {}", d.summary(), d.from, d.to) } }),
-        json!({ "type": "section", "text": { "type": "mrkdwn", "text": list.join("\n") } }),
+        json!({ "type": "header", "text": slack_plain(&format!("{} from {} to {}", d.summary(), d.from, d.to)) }),
+        json!({ "type": "section", "text": slack_plain(&list.join("\n")) }),
     ];
     if let Some(link) = &d.link {
         blocks.push(json!({ "type": "context", "elements": [{ "type": "mrkdwn", "text": format!("<{link}|All lapse tasks>") }] }));
     }
-    json!({ "text": format!("a2a-watcher: {}", d.summary()), "blocks": blocks })
+    slack_message(&format!("a2a-watcher: {}", d.summary()), blocks)
 }
 
+/// A `TextBlock` showing `text` as written ([`escape::teams`]).
 fn text_block(text: &str, bold: bool) -> Value {
-    let mut b = json!({ "type": "TextBlock", "text": text, "wrap": true });
+    markdown_block(escape::teams(text), bold)
+}
+
+/// A `TextBlock` of `markdown`, the watcher's own (agent text in it already escaped).
+fn markdown_block(markdown: String, bold: bool) -> Value {
+    let mut b = json!({ "type": "TextBlock", "text": markdown, "wrap": true });
     if bold {
         b["weight"] = json!("Bolder");
         b["size"] = json!("Medium");
@@ -344,10 +378,6 @@ fn teams_card(body: Vec<Value>, links: Vec<(&str, &str)>) -> Value {
 }
 
 fn teams_lapse(e: &LapseEvent) -> Value {
-    let facts: Vec<Value> = event_facts(e)
-        .into_iter()
-        .map(|(k, v)| json!({ "title": k, "value": v }))
-        .collect();
     let mut body = vec![text_block(
         &format!("{}: {}", capitalised(e.lapse), e.headline()),
         true,
@@ -355,7 +385,7 @@ fn teams_lapse(e: &LapseEvent) -> Value {
     if let Some(t) = &e.text {
         body.push(text_block(t, false));
     }
-    body.push(json!({ "type": "FactSet", "facts": facts }));
+    body.push(fact_set(&event_facts(e)));
     let links = e
         .links
         .as_ref()
@@ -375,7 +405,11 @@ fn teams_digest(d: &Digest) -> Value {
         true,
     )];
     for e in &d.first {
-        body.push(text_block(&format!("- {}", lapse_line(e)), false));
+        // A list item: the `- ` is the watcher's; the line is escaped.
+        body.push(markdown_block(
+            format!("- {}", escape::teams(&lapse_line(e))),
+            false,
+        ));
     }
     if d.count > d.first.len() as u64 {
         body.push(text_block(
@@ -394,26 +428,26 @@ fn teams_digest(d: &Digest) -> Value {
 fn email_lapse(e: &LapseEvent) -> Value {
     let mut text = String::new();
     if let Some(t) = &e.text {
-        text.push_str(t);
+        text.push_str(&escape::email(t));
         text.push_str("\n\n");
     }
     for (k, v) in event_facts(e) {
-        text.push_str(&format!("{k}: {v}\n"));
+        text.push_str(&format!("{k}: {}\n", escape::email(&v)));
     }
-    text.push_str(&format!("Lapse task: {}\n", e.message_id));
+    text.push_str(&format!("Lapse task: {}\n", escape::email(&e.message_id)));
     if let Some(l) = &e.links {
         text.push_str(&format!(
             "\nOperator page: {}\nTimeline: {}\n",
             l.operator, l.timeline
         ));
     }
-    json!({ "subject": format!("[a2a-watcher] {}", lapse_line(e)), "text": text })
+    json!({ "subject": format!("[a2a-watcher] {}", escape::email(&lapse_line(e))), "text": text })
 }
 
 fn email_digest(d: &Digest) -> Value {
     let mut text = format!("{} from {} to {}:\n\n", d.summary(), d.from, d.to);
     for e in &d.first {
-        text.push_str(&format!("- {}\n", lapse_line(e)));
+        text.push_str(&format!("- {}\n", escape::email(&lapse_line(e))));
     }
     if d.count > d.first.len() as u64 {
         text.push_str(&format!("…and {} more\n", d.count - d.first.len() as u64));
@@ -443,7 +477,7 @@ pub fn subject_of(body: &Value) -> String {
             "a2a-watcher: {} lapses",
             data["count"].as_u64().unwrap_or(0)
         ),
-        Some("notify.test") => "a2a-watcher: test notification".to_string(),
+        Some("notify.test") => "a2a-watcher: test notification".to_owned(),
         Some("lapse_task.failed") => task("lapse task failed"),
         Some("lapse_task.needs_person") => task("needs a person"),
         Some("delivery.failing") => format!("a2a-watcher: delivery failing: agent {agent}"),

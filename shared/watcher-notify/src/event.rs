@@ -128,7 +128,7 @@ impl LapseEvent {
             .request
             .pointer("/message/parts/0/text")
             .and_then(Value::as_str)
-            .map(str::to_string);
+            .map(str::to_owned);
         let links = public_url
             .zip(block.as_ref())
             .map(|(base, b)| Links::of(base, &b.subject));
@@ -215,7 +215,7 @@ impl AgentEvent {
         let lapse = LapseEvent::of(0, entry, public_url);
         let error = entry.last_error.clone();
         let tries = match entry.attempts {
-            1 => "1 attempt".to_string(),
+            1 => "1 attempt".to_owned(),
             n => format!("{n} attempts"),
         };
         let why = error
@@ -394,10 +394,10 @@ mod tests {
 
     #[test]
     fn ids_are_deterministic_and_distinct_per_agent() {
-        let t = Tenant::parse("default".to_string()).unwrap();
+        let t = Tenant::parse("default".to_owned()).unwrap();
         let (a, b) = (
-            AgentId::parse("booking".to_string()).unwrap(),
-            AgentId::parse("billing".to_string()).unwrap(),
+            AgentId::parse("booking".to_owned()).unwrap(),
+            AgentId::parse("billing".to_owned()).unwrap(),
         );
         let m = "lapse:exp-1:overdue:2026-09-11T02:15:00Z";
         assert_eq!(event_id(&t, &a, m), event_id(&t, &a, m));

@@ -12,6 +12,7 @@
 //! * [`event`]: a lapse as an event, with its deterministic id;
 //! * [`body`]: the body per format (Standard Webhooks JSON, Slack, Microsoft Teams) for one
 //!   event or a digest;
+//! * [`escape`]: agent text made inert for the format it lands in (no markup, no link);
 //! * [`transport`]: the HTTP post, behind a trait;
 //! * [`notifier`]: the loop: read after the cursor, filter, post, move the cursor.
 //!
@@ -22,6 +23,7 @@
 
 pub mod body;
 pub mod channel;
+pub mod escape;
 pub mod event;
 pub mod notifier;
 pub mod sign;

@@ -16,7 +16,13 @@
 //!   ([`ChannelState::agents`]), so each failure and each unreadable card is told once.
 //! * Retried by age: a failing channel waits 1 s, then twice as long after each further
 //!   failure, at most [`MAX_BACKOFF`], and keeps its cursor, so a receiver that was down gets
-//!   everything after, in order. Other channels go on.
+//!   everything after, in order. A redirect (3xx) is such a failure: it is not followed
+//!   ([`PostError::Redirect`]).
+//! * Channels are independent: [`Notifier::round`] tells every channel at once and
+//!   [`Notifier::run`] gives each channel its own loop, so a receiver that takes a connection and
+//!   never answers holds only its own channel, for its timeout. Each channel has at most one
+//!   notification in flight (its own bound: its cursor moves in order, past one delivered
+//!   notification at a time); channels do not share one.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -35,7 +41,7 @@ use watcher_runtime::store::{
 use crate::body::{self, Digest, Notification};
 use crate::channel::Channel;
 use crate::event::{AgentEvent, EventType, LapseEvent, CARD_GRACE_SECS};
-use crate::transport::{Publish, Transport};
+use crate::transport::{PostError, Publish, Transport};
 
 /// Lapse tasks read per page.
 pub const PAGE: usize = 100;
@@ -55,7 +61,9 @@ pub const FAILED_LOOK: usize = 100;
 
 /// Counts notifications for `/metrics`.
 pub trait NotifyRecorder: Send + Sync {
-    /// One notification posted on `channel`: `outcome` is `delivered` or `failed`.
+    /// One notification posted on `channel`: `outcome` is `delivered`, `redirected` (the
+    /// receiver answered 3xx, not followed: a failure, retried) or `failed` (any other
+    /// failure; [`PostError::outcome`]).
     fn notified(&self, channel: &str, outcome: &'static str);
 }
 
@@ -163,10 +171,18 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
         &self.channels
     }
 
-    /// Runs rounds every [`TICK`] until `stop` changes.
-    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+    /// Runs each channel in its own loop until `stop` changes: a round of the channel
+    /// ([`Notifier::tell`]), then [`TICK`], then the next. A channel whose receiver is slow or
+    /// hangs delays only its own next round; the others go on.
+    pub async fn run(self: Arc<Self>, stop: watch::Receiver<bool>) {
+        let loops = (0..self.channels.len()).map(|i| self.run_channel(i, stop.clone()));
+        futures_util::future::join_all(loops).await;
+    }
+
+    /// Channel `index`'s loop ([`Notifier::run`]).
+    async fn run_channel(&self, index: usize, mut stop: watch::Receiver<bool>) {
         loop {
-            self.round().await;
+            self.tell_logged(index).await;
             tokio::select! {
                 () = tokio::time::sleep(TICK) => {},
                 _ = stop.changed() => return,
@@ -174,20 +190,24 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
         }
     }
 
-    /// One round over every channel; a channel whose store read or write fails is logged and
-    /// tried again next round.
+    /// One round over every channel, all at once (each channel's round on its own, so one
+    /// that waits for its receiver does not hold the others up); answers each channel's
+    /// [`Round`] in the channels' order. A channel whose store read or write fails is logged
+    /// and tried again next round.
     pub async fn round(&self) -> Vec<Round> {
-        let mut out = Vec::with_capacity(self.channels.len());
-        for i in 0..self.channels.len() {
-            match self.tell(i).await {
-                Ok(r) => out.push(r),
-                Err(e) => {
-                    tracing::error!(channel = %self.channels[i].id, error = %e, "notification channel: the store failed; will retry");
-                    out.push(Round::default());
-                }
+        let rounds = (0..self.channels.len()).map(|i| self.tell_logged(i));
+        futures_util::future::join_all(rounds).await
+    }
+
+    /// [`Notifier::tell`], a store failure logged (and the round counted as nothing).
+    async fn tell_logged(&self, index: usize) -> Round {
+        match self.tell(index).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(channel = %self.channels[index].id, error = %e, "notification channel: the store failed; will retry");
+                Round::default()
             }
         }
-        out
     }
 
     /// One round of channel `index`.
@@ -214,7 +234,7 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
             },
         };
         // What `/ui` shows of the channel: its format and where it posts (never the URL's path).
-        state.format = Some(ch.format.name().to_string());
+        state.format = Some(ch.format.name().to_owned());
         state.target = Some(ch.target());
         if kept.as_ref() != Some(&state) {
             self.store
@@ -261,7 +281,7 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
             if !ch.watches(&agent) {
                 continue;
             }
-            let key = agent.as_str().to_string();
+            let key = agent.as_str().to_owned();
             let mut watch = state.agents.get(&key).cloned().unwrap_or_default();
 
             // The card.
@@ -385,7 +405,10 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
     /// Tells `event` (when the channel wants it) about agent `key` with [`Notifier::deliver`]:
     /// on success the channel's watch of the agent becomes `next` and `round` counts it.
     /// Answers whether the round goes on: `false` after a failed post (counted in `round`).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each argument is a distinct dependency"
+    )]
     async fn tell_agent(
         &self,
         index: usize,
@@ -400,7 +423,7 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
             return Ok(true);
         };
         let n = body::agent_event(self.channels[index].format, &e);
-        let (key, next) = (key.to_string(), next.clone());
+        let (key, next) = (key.to_owned(), next.clone());
         let delivered = self
             .deliver(index, state, &n, now, move |s| {
                 s.agents.insert(key, next);
@@ -602,9 +625,9 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
                 state.failures += 1;
                 state.failing_since.get_or_insert(now);
                 self.back_off(index, now);
-                self.record(ch, "failed");
+                self.record(ch, e.outcome());
                 tracing::warn!(channel = %ch.id, id = %n.id, error = %e, "notification failed; will retry");
-                state.last_error = Some(e);
+                state.last_error = Some(e.to_string());
                 false
             }
         };
@@ -617,14 +640,21 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
     /// Posts `n` on `ch` ([`post`]).
     ///
     /// # Errors
-    /// The transport's, in words.
-    pub async fn post(&self, ch: &Channel, n: &Notification, now: Instant) -> Result<(), String> {
+    /// The transport's ([`PostError`]).
+    pub async fn post(
+        &self,
+        ch: &Channel,
+        n: &Notification,
+        now: Instant,
+    ) -> Result<(), PostError> {
         if ch.format == crate::channel::Format::Sns {
             let publisher = self.publisher.as_deref().ok_or_else(|| {
-                "an sns channel publishes only in the AWS deployment (no SNS client here)"
-                    .to_string()
+                PostError::Failed(
+                    "an sns channel publishes only in the AWS deployment (no SNS client here)"
+                        .to_owned(),
+                )
             })?;
-            return publish(publisher, ch, n).await;
+            return publish(publisher, ch, n).await.map_err(PostError::Failed);
         }
         post(&*self.transport, ch, n, now).await
     }
@@ -636,7 +666,9 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
     }
 
     fn backoff_lock(&self) -> std::sync::MutexGuard<'_, HashMap<usize, (u32, Instant)>> {
-        self.backoff.lock().unwrap_or_else(|p| p.into_inner())
+        self.backoff
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn backing_off(&self, index: usize, now: Instant) -> bool {
@@ -662,17 +694,20 @@ impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
 /// ([`crate::transport::send_email`]).
 ///
 /// # Errors
-/// The transport's, in words (`HTTP 503 from the receiver`, a connection error).
+/// The transport's: [`PostError::Redirect`] for a 3xx (not followed), else
+/// [`PostError::Failed`] in words (`HTTP 503 from the receiver`, a connection error).
 pub async fn post(
     transport: &dyn Transport,
     ch: &Channel,
     n: &Notification,
     now: Instant,
-) -> Result<(), String> {
+) -> Result<(), PostError> {
     if let Some(target) = &ch.email {
-        return crate::transport::send_email(target, &n.id, &n.body).await;
+        return crate::transport::send_email(target, &n.id, &n.body)
+            .await
+            .map_err(PostError::Failed);
     }
-    let body = serde_json::to_vec(&n.body).map_err(|e| e.to_string())?;
+    let body = serde_json::to_vec(&n.body).map_err(|e| PostError::Failed(e.to_string()))?;
     let timestamp = now.as_second();
     let mut headers = vec![
         ("webhook-id", n.id.clone()),
@@ -696,7 +731,7 @@ pub async fn publish(
 ) -> Result<(), String> {
     let message = serde_json::to_string(&n.body).map_err(|e| e.to_string())?;
     let event_type = n.body["type"].as_str().unwrap_or("lapse.recorded");
-    let subject = crate::body::subject_of(&n.body);
+    let subject = body::subject_of(&n.body);
     publisher
         .publish(&ch.url, &subject, &message, &n.id, event_type)
         .await

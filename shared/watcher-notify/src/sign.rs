@@ -26,12 +26,17 @@ impl Secret {
     /// Reads a configured secret.
     ///
     /// # Errors
-    /// An empty secret, or a `whsec_` secret whose rest is not base64 (the reason in words).
+    /// An empty secret, or a `whsec_` secret whose rest is empty or not base64 (the reason in
+    /// words): signatures made with an empty key would prove nothing.
     pub fn parse(text: &str) -> Result<Secret, String> {
         if text.is_empty() {
             return Err("must not be empty".into());
         }
         match text.strip_prefix("whsec_") {
+            Some("") => Err(
+                "a whsec_ secret needs its key, in base64, after the prefix; nothing follows whsec_"
+                    .into(),
+            ),
             Some(b64) => base64::engine::general_purpose::STANDARD
                 .decode(b64)
                 .map(Secret)
@@ -88,6 +93,10 @@ mod tests {
     #[test]
     fn bad_secrets_are_refused_with_a_reason() {
         assert_eq!(Secret::parse("").unwrap_err(), "must not be empty");
+        assert_eq!(
+            Secret::parse("whsec_").unwrap_err(),
+            "a whsec_ secret needs its key, in base64, after the prefix; nothing follows whsec_"
+        );
         assert_eq!(
             Secret::parse("whsec_not*base64").unwrap_err(),
             "a whsec_ secret must be base64 after the prefix: '*' at position 3 is not a base64 character"

@@ -1,10 +1,11 @@
-//! A receiver for tests (feature `test-utils`): a real HTTP server on 127.0.0.1 that records
-//! each notification and checks its Standard Webhooks signature on its own (HMAC-SHA256 over
-//! `{id}.{timestamp}.{body}`, written here, apart from [`crate::sign`], so a mistake there is
-//! not repeated here).
+//! Receivers for tests (feature `test-utils`): [`Receiver`], a real HTTP server on 127.0.0.1
+//! that records each notification and checks its Standard Webhooks signature on its own
+//! (HMAC-SHA256 over `{id}.{timestamp}.{body}`, written here, apart from [`crate::sign`], so a
+//! mistake there is not repeated here); [`Hanging`], one that takes the request and never
+//! answers; [`redirecting`], one that answers a redirect.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -73,7 +74,7 @@ async fn take(State(st): State<RecvState>, headers: HeaderMap, body: Bytes) -> S
             .get("webhook-id")
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
-            .to_string(),
+            .to_owned(),
         verified: verify(&headers, &body),
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
         status,
@@ -121,4 +122,75 @@ impl Receiver {
             .filter(|r| (200..300).contains(&r.status))
             .collect()
     }
+}
+
+/// A receiver on 127.0.0.1 that takes each connection, reads the request and never answers:
+/// the sender waits for its timeout.
+pub struct Hanging {
+    /// Its URL.
+    pub url: String,
+    held: Arc<AtomicUsize>,
+}
+
+impl Hanging {
+    /// Starts one.
+    pub async fn start() -> Hanging {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let held = Arc::new(AtomicUsize::new(0));
+        let count = held.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let count = count.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let mut counted = false;
+                    // Read until the sender closes; answer nothing.
+                    while socket.readable().await.is_ok() {
+                        match socket.try_read(&mut buf) {
+                            Ok(0) => break,
+                            Ok(_) if !counted => {
+                                counted = true;
+                                count.fetch_add(1, Ordering::SeqCst);
+                            }
+                            Ok(_) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                            Err(_) => break,
+                        }
+                    }
+                    if counted {
+                        count.fetch_sub(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        Hanging { url, held }
+    }
+
+    /// How many requests it holds now (taken, not answered, not closed by the sender).
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::SeqCst)
+    }
+}
+
+/// Starts a receiver on 127.0.0.1 answering every POST to `/hook` with `status` (a 3xx) and
+/// `Location: {location}`; answers its URL.
+pub async fn redirecting(status: u16, location: &str) -> String {
+    let location = location.to_owned();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let location = location.clone();
+            async move {
+                (
+                    StatusCode::from_u16(status).unwrap(),
+                    [(axum::http::header::LOCATION, location)],
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
 }

@@ -25,11 +25,11 @@ fn config(url: &str, events: &[&str]) -> NotifyConfig {
 }
 
 fn tenant() -> Tenant {
-    Tenant::parse("default".to_string()).unwrap()
+    Tenant::parse("default".to_owned()).unwrap()
 }
 
 fn agent(id: &str) -> AgentId {
-    AgentId::parse(id.to_string()).unwrap()
+    AgentId::parse(id.to_owned()).unwrap()
 }
 
 fn ok_card() -> CardHealth {
@@ -208,7 +208,7 @@ async fn an_agent_whose_failed_tasks_were_all_requeued_fails_anew_as_failing_del
     let types: Vec<String> = receiver
         .accepted()
         .iter()
-        .map(|r| r.body["type"].as_str().unwrap().to_string())
+        .map(|r| r.body["type"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(types, ["delivery.failing", "delivery.failing"]);
 }

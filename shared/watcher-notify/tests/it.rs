@@ -2,5 +2,8 @@
 
 mod agent_events;
 mod common;
+mod escaping;
+mod independence;
 mod notifier;
 mod preview;
+mod redirects;

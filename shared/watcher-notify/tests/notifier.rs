@@ -63,7 +63,7 @@ fn notifier(
 }
 
 fn tenant() -> Tenant {
-    Tenant::parse("default".to_string()).unwrap()
+    Tenant::parse("default".to_owned()).unwrap()
 }
 
 #[tokio::test]
@@ -171,7 +171,7 @@ async fn a_receiver_down_for_ten_minutes_gets_everything_after_in_order() {
             r.body["data"]["block"]["expectationId"]
                 .as_str()
                 .unwrap()
-                .to_string()
+                .to_owned()
         })
         .collect();
     assert_eq!(told, ids);
@@ -482,6 +482,8 @@ async fn a_refusal_says_what_the_receiver_answered() {
         .unwrap_err();
     assert_eq!(
         e,
-        "HTTP 401 from the receiver: bad signature: webhook-signature does not verify"
+        watcher_notify::transport::PostError::Failed(
+            "HTTP 401 from the receiver: bad signature: webhook-signature does not verify".into()
+        )
     );
 }

@@ -75,9 +75,9 @@ fn mrkdwn(s: &str) -> String {
         .map(|c| match c {
             '*' => {
                 bold = !bold;
-                if bold { "<b>" } else { "</b>" }.to_string()
+                if bold { "<b>" } else { "</b>" }.to_owned()
             }
-            '\n' => "<br>".to_string(),
+            '\n' => "<br>".to_owned(),
             c => c.to_string(),
         })
         .collect()
@@ -93,32 +93,34 @@ h3 { margin: 4px 0; font-size: 17px; } .fields { display: grid; grid-template-co
 .head div { margin: 2px 0; } .head .subject { font-size: 16px; font-weight: bold; margin-bottom: 6px; } pre { margin: 0; padding: 14px; font: 13px/1.5 Menlo, Consolas, monospace; white-space: pre-wrap; }
 </style></head><body>";
 
+/// A Slack text object as Slack shows it: `mrkdwn` formatted ([`mrkdwn`]), `plain_text` as
+/// written (Slack-escaped already, which is HTML too), line breaks kept.
+fn text_object(t: &Value) -> String {
+    let text = t["text"].as_str().unwrap();
+    match t["type"].as_str().unwrap() {
+        "mrkdwn" => mrkdwn(text),
+        "plain_text" => text.replace('\n', "<br>"),
+        other => panic!("a text object this preview does not draw: {other}"),
+    }
+}
+
 fn slack_html(b: &Value) -> String {
     let blocks = b["blocks"].as_array().unwrap();
     let mut inner = String::new();
     for block in blocks {
         match block["type"].as_str().unwrap() {
-            "header" => inner.push_str(&format!(
-                "<h3>{}</h3>",
-                escape(block["text"]["text"].as_str().unwrap())
-            )),
+            "header" => inner.push_str(&format!("<h3>{}</h3>", text_object(&block["text"]))),
             "section" if block.get("fields").is_some() => {
                 inner.push_str("<div class=\"fields\">");
                 for f in block["fields"].as_array().unwrap() {
-                    inner.push_str(&format!(
-                        "<div>{}</div>",
-                        mrkdwn(f["text"].as_str().unwrap())
-                    ));
+                    inner.push_str(&format!("<div>{}</div>", text_object(f)));
                 }
                 inner.push_str("</div>");
             }
-            "section" => inner.push_str(&format!(
-                "<div>{}</div>",
-                mrkdwn(block["text"]["text"].as_str().unwrap())
-            )),
+            "section" => inner.push_str(&format!("<div>{}</div>", text_object(&block["text"]))),
             "context" => inner.push_str(&format!(
                 "<div class=\"context\">{}</div>",
-                mrkdwn(block["elements"][0]["text"].as_str().unwrap())
+                text_object(&block["elements"][0])
             )),
             other => panic!("a block this preview does not draw: {other}"),
         }

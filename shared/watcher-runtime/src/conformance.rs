@@ -148,6 +148,7 @@ macro_rules! store_conformance {
             lapse_task_state_never_goes_back,
             lapse_tasks_waiting_for_a_person_are_listed,
             lapses_are_paged,
+            lapses_filter_by_every_delivery_state,
             steps_read_what_they_must,
             times_as_given_are_kept,
             $retention,
@@ -296,6 +297,7 @@ pub fn open_record(
         raised_by: RaisedBy {
             task_id: TaskId::parse("task-1").expect("a valid task id"),
             context_id: None,
+            lineage: Vec::new(),
         },
         satisfaction: None,
         lapses: Vec::new(),
@@ -346,7 +348,7 @@ fn outbox_entry(t: &Tenant, message_id: &str, next_attempt: Instant) -> OutboxEn
     OutboxEntry::queued(
         t.clone(),
         agent("booking"),
-        message_id.to_string(),
+        message_id.to_owned(),
         ExpectationId::parse("exp-1").expect("a valid expectation id"),
         LapseKind::Overdue,
         next_attempt,
@@ -358,7 +360,7 @@ fn rejection(agent_name: &str, reason: &str, when: Instant) -> Rejection {
     Rejection {
         agent: agent(agent_name),
         expectation_id: Some(format!("exp-{reason}")),
-        reason: reason.to_string(),
+        reason: reason.to_owned(),
         task_id: Some(TaskId::parse("task-1").expect("a valid task id")),
         at: when,
         warning: false,

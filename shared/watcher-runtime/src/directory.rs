@@ -106,7 +106,9 @@ impl Lifecycle {
                     .collect()
             })
             .unwrap_or_default();
-        let cancel_leg = descriptor.get("cancel").is_some_and(|c| c.is_object());
+        let cancel_leg = descriptor
+            .get("cancel")
+            .is_some_and(serde_json::Value::is_object);
         if !cancel_leg {
             demotions.push(Self::NO_CANCEL_LEG.to_owned());
         }
@@ -161,7 +163,7 @@ impl Directory {
         let key = (entry.tenant.clone(), entry.profile.id.clone());
         self.agents
             .write()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(key, entry);
     }
 
@@ -169,7 +171,7 @@ impl Directory {
     pub fn get(&self, tenant: &Tenant, id: &AgentId) -> Option<AgentEntry> {
         self.agents
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&(tenant.clone(), id.clone()))
             .cloned()
     }
@@ -178,7 +180,7 @@ impl Directory {
     pub fn find(&self, id: &AgentId) -> Option<AgentEntry> {
         self.agents
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .values()
             .find(|a| &a.profile.id == id)
             .cloned()
@@ -188,7 +190,7 @@ impl Directory {
     pub fn entries(&self) -> Vec<AgentEntry> {
         self.agents
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .values()
             .cloned()
             .collect()
@@ -198,7 +200,7 @@ impl Directory {
     pub fn set_card_health(&self, tenant: &Tenant, agent: &AgentId, health: CardHealth) {
         self.cards
             .write()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert((tenant.clone(), agent.clone()), health);
     }
 
@@ -206,7 +208,7 @@ impl Directory {
     pub fn card_health(&self, tenant: &Tenant, agent: &AgentId) -> Option<CardHealth> {
         self.cards
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&(tenant.clone(), agent.clone()))
             .cloned()
     }
@@ -215,7 +217,7 @@ impl Directory {
     pub fn card_problems(&self) -> Vec<(Tenant, AgentId, CardHealth)> {
         self.cards
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .iter()
             .filter(|(_, h)| h.state != CardState::Ok)
             .map(|((t, a), h)| (t.clone(), a.clone(), h.clone()))
@@ -226,7 +228,7 @@ impl Directory {
     pub fn configured(&self, tenant: &Tenant) -> Vec<(AgentId, CardHealth)> {
         self.cards
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .iter()
             .filter(|((t, _), _)| t == tenant)
             .map(|((_, a), h)| (a.clone(), h.clone()))
@@ -237,7 +239,7 @@ impl Directory {
     pub fn set_lifecycle(&self, tenant: &Tenant, agent: &AgentId, lifecycle: Lifecycle) {
         self.lifecycle
             .write()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert((tenant.clone(), agent.clone()), lifecycle);
     }
 
@@ -246,7 +248,7 @@ impl Directory {
     pub fn clear_lifecycle(&self, tenant: &Tenant, agent: &AgentId) {
         self.lifecycle
             .write()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(&(tenant.clone(), agent.clone()));
     }
 
@@ -254,7 +256,7 @@ impl Directory {
     pub fn lifecycle(&self, tenant: &Tenant, agent: &AgentId) -> Option<Lifecycle> {
         self.lifecycle
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&(tenant.clone(), agent.clone()))
             .cloned()
     }
@@ -269,7 +271,10 @@ impl Directory {
     /// Records whether `agent`'s origin tasks may be reconciled (`[[agents]] reconcile`, default
     /// `true`; `false` is an operator's choice, e.g. for an agent without `GetTask`).
     pub fn set_reconciled(&self, tenant: &Tenant, agent: &AgentId, on: bool) {
-        let mut off = self.unreconciled.write().unwrap_or_else(|p| p.into_inner());
+        let mut off = self
+            .unreconciled
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let key = (tenant.clone(), agent.clone());
         if on {
             off.remove(&key);
@@ -287,7 +292,7 @@ impl Directory {
             && !self
                 .unreconciled
                 .read()
-                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .contains(&(tenant.clone(), agent.clone()))
     }
 
@@ -307,7 +312,7 @@ impl Directory {
             && !self
                 .unreconciled
                 .read()
-                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .contains(&key)
             && !self
                 .lifecycle(tenant, agent)

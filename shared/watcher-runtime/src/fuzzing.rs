@@ -205,10 +205,10 @@ fn lapses(lines: &[Value]) -> Vec<(String, String, String, String)> {
                 .as_str()
                 .or(l["messageId"].as_str())?;
             Some((
-                block["expectationId"].as_str()?.to_string(),
-                block["lapse"].as_str()?.to_string(),
-                message_id.to_string(),
-                block["lapsedAt"].as_str()?.to_string(),
+                block["expectationId"].as_str()?.to_owned(),
+                block["lapse"].as_str()?.to_owned(),
+                message_id.to_owned(),
+                block["lapsedAt"].as_str()?.to_owned(),
             ))
         })
         .collect()

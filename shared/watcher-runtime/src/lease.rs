@@ -23,8 +23,10 @@ pub use crate::outbox_entry::Lease;
 use crate::outbox_entry::{DeliveryState, OutboxEntry};
 
 /// What [`crate::store::Outbox::outbox_claim`] answered.
-// One is answered per send and matched at once, never stored: boxing the entry buys nothing.
-#[allow(clippy::large_enum_variant)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one is answered per send and matched at once, never stored: boxing the entry buys nothing"
+)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {
     /// The claim was written: post `entry` (the entry as written: `lease` and

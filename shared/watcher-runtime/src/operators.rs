@@ -237,7 +237,7 @@ mod tests {
             &store,
             &t,
             &booking,
-            Some(&["f1".to_string(), "s1".to_string(), "nope".to_string()]),
+            Some(&["f1".to_owned(), "s1".to_owned(), "nope".to_owned()]),
             later,
         )
         .await

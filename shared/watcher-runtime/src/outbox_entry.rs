@@ -8,9 +8,15 @@ use watcher_core::ids::{AgentId, ExpectationId, Tenant};
 use watcher_core::record::LapseKind;
 use watcher_core::time::Instant;
 
-/// Delivery state of a lapse task (serve.md, `GET /v1/lapses`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Delivery state of a lapse task (serve.md, `GET /v1/lapses`): `queued`, `sent`, `failed`,
+/// `withdrawn` or `unaddressed`.
+///
+/// The one list of the states the lapse list shows: the answer's `delivery` member, the values
+/// `GET /v1/lapses?delivery=` accepts, their schema in `docs/openapi.json` (generated from this
+/// type) and the values of `a2a-watcher lapses --delivery` all come from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum DeliveryState {
     /// Waiting to be (re)sent.
     Queued,
@@ -29,6 +35,15 @@ pub enum DeliveryState {
 }
 
 impl DeliveryState {
+    /// Every delivery state, in the order the docs list them.
+    pub const ALL: [DeliveryState; 5] = [
+        DeliveryState::Queued,
+        DeliveryState::Sent,
+        DeliveryState::Failed,
+        DeliveryState::Withdrawn,
+        DeliveryState::Unaddressed,
+    ];
+
     /// `queued`, `sent`, `failed`, `withdrawn` or `unaddressed`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -38,6 +53,42 @@ impl DeliveryState {
             DeliveryState::Withdrawn => "withdrawn",
             DeliveryState::Unaddressed => "unaddressed",
         }
+    }
+
+    /// The state named `text` exactly as [`DeliveryState::as_str`] writes it (lower case).
+    ///
+    /// # Errors
+    /// When `text` names no state: the reason quotes it and lists the states.
+    ///
+    /// # Example
+    /// ```
+    /// # use watcher_runtime::store::DeliveryState;
+    /// assert_eq!(DeliveryState::parse("withdrawn"), Ok(DeliveryState::Withdrawn));
+    /// assert!(DeliveryState::parse("lost").unwrap_err().contains("unaddressed"));
+    /// ```
+    pub fn parse(text: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|d| d.as_str() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|d| d.as_str()).collect();
+                format!("{text:?} is not one of {}", names.join(", "))
+            })
+    }
+}
+
+impl std::fmt::Display for DeliveryState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for DeliveryState {
+    type Err = String;
+
+    /// As [`DeliveryState::parse`].
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::parse(text)
     }
 }
 
@@ -61,7 +112,7 @@ pub struct OutboxEntry {
     pub lapsed_at: Instant,
     /// The `SendMessage` params to post.
     pub request: Value,
-    /// queued / sent / failed / withdrawn.
+    /// queued / sent / failed / withdrawn / unaddressed.
     pub delivery: DeliveryState,
     /// Attempts made so far.
     pub attempts: u32,
@@ -109,6 +160,12 @@ pub struct OutboxEntry {
     /// [`Outbox::outbox_update`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
+    /// The lineage of the task that raised the lapsed expectation, when it was determined: the
+    /// tasks of the same agent its work descends from, nearest first (`RaisedBy::lineage`).
+    /// The check before the first send asks them too (docs/interpretation.md "Withdrawal
+    /// follows the lineage"). Empty when none is known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origin_lineage: Vec<String>,
 }
 
 impl OutboxEntry {
@@ -144,6 +201,7 @@ impl OutboxEntry {
             follow_since: None,
             needs_person_since: None,
             lease: None,
+            origin_lineage: Vec::new(),
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::store::Store;
 use crate::watcher::{ApplyError, Watcher};
 
 /// What a push did, as `POST /v1/agents/{agentId}/push` answers it:
-/// `{ "raised", "rejected", "withdrawn", "facts", "alreadyRecorded"?, "warnings"? }`.
+/// `{ "raised", "rejected", "withdrawn", "facts", "alreadyRecorded"?, "warnings"?, "summary"? }`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
@@ -36,6 +36,23 @@ pub struct PushOutcome {
     /// rejections as warnings.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Why nothing was raised, when every expectation the push carried was refused because its
+    /// `expectationId` was already recorded for this agent (an id is never reused,
+    /// expectations-v1 §8): how many, the rule, and how to start afresh. Absent otherwise; each
+    /// refusal's own reason is in `rejected`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+impl PushOutcome {
+    /// The `expectationId`s refused because they were already recorded for this agent with
+    /// other content or from another task (id reuse, expectations-v1 §8), in answer order.
+    pub fn reused(&self) -> impl Iterator<Item = &str> {
+        self.rejected.iter().filter_map(|r| {
+            let id = r.expectation_id.as_deref()?;
+            (r.reason == watcher_core::engine::raise::id_reused_reason(id)).then_some(id)
+        })
+    }
 }
 
 /// One refused expectation: `{ "expectationId", "reason" }`.
@@ -78,10 +95,11 @@ impl<S: Store + ?Sized> Watcher<S> {
     /// Applies `event`, pushed by `agent` of `tenant`, at `now`, and answers what it did.
     ///
     /// The event's items ([`push_items`]) and its warnings ([`push_warnings`], kept as the
-    /// agent's rejections marked `warning`) are one input, so one commit. After it: an origin
-    /// task that raised expectations is followed with `GetTask` in case its cancel is never
-    /// pushed ([`crate::origins::follow_origin`]); a push about a lapse task the watcher
-    /// created records that task's state ([`track_lapse_task`]).
+    /// agent's rejections marked `warning`) are one input, so one commit; what the outbox knows
+    /// of the task's lineage comes first ([`outbox_lineage`]: at most two keyed reads). After
+    /// it: an origin task that raised expectations is followed with `GetTask` in case its
+    /// cancel is never pushed ([`crate::origins::follow_origin`]); a push about a lapse task the
+    /// watcher created records that task's state ([`track_lapse_task`]).
     ///
     /// # Errors
     /// [`PushError::UnknownAgent`], [`PushError::CardNotRead`], or the store's failure.
@@ -124,6 +142,11 @@ impl<S: Store + ?Sized> Watcher<S> {
             task_id: warned_task.clone(),
             reason: w.clone(),
         }));
+        // What the outbox knows of the lineage: a lapse task's work descends from the task the
+        // lapse was about, whether or not the event shows the request (docs/interpretation.md
+        // "Withdrawal follows the lineage").
+        let (known, lapse_tasks) = outbox_lineage(&*self.store, tenant, agent, event, &items).await;
+        items.splice(0..0, known);
         let applied = self
             .apply(
                 tenant,
@@ -141,9 +164,98 @@ impl<S: Store + ?Sized> Watcher<S> {
         if let (Some(task_id), true) = (event.task_id(), raised_any) {
             self.follow_origin(tenant, agent, task_id, now).await;
         }
-        track_lapse_task(&*self.store, tenant, agent, event, now).await;
+        record_lapse_task_state(&*self.store, tenant, agent, event, lapse_tasks, now).await;
         Ok(outcome(&applied.effects, carried, warnings))
     }
+}
+
+/// The lapse tasks the outbox knows by task id `task_id` (from the index by (tenant, agent,
+/// taskId): the cost does not grow with the outbox); none when there is no task id or the read
+/// fails (logged: the lapse task's state is also followed with `GetTask`).
+async fn lapse_tasks_of<S: crate::store::Outbox + ?Sized>(
+    store: &S,
+    tenant: &Tenant,
+    agent: &AgentId,
+    task_id: Option<&str>,
+) -> Vec<crate::store::OutboxEntry> {
+    let Some(task_id) = task_id else {
+        return Vec::new();
+    };
+    store
+        .outbox_by_task(tenant, agent, task_id)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, task_id, "could not look the pushed task up among the lapse tasks");
+            Vec::new()
+        })
+}
+
+/// What the outbox knows of the lineage of a pushed event whose own items are `items`
+/// (docs/interpretation.md "Withdrawal follows the lineage"): a lapse task the watcher sent
+/// descends from the task its request names first in `referenceTaskIds` (the task that raised
+/// the lapsed expectation, semantics.md "The lapse task"). Answers the [`PushItem::Lineage`]s to
+/// put before `items` (for the event's task, when it is a lapse task; and for the task its
+/// request names, when that is a lapse task that never pushed anything itself), and the lapse
+/// tasks the outbox knows by the event's task id. At most two keyed reads of the outbox by task
+/// id, whatever its size: one when the event raises or reports a status, one more when it shows
+/// a request naming an earlier task; none otherwise.
+pub async fn outbox_lineage<S: crate::store::Outbox + ?Sized>(
+    store: &S,
+    tenant: &Tenant,
+    agent: &AgentId,
+    event: &StreamResponse,
+    items: &[PushItem],
+) -> (Vec<PushItem>, Vec<crate::store::OutboxEntry>) {
+    // Only what raises or reports a status needs it (and a status also updates the lapse
+    // task's state): a push of facts or withdrawals costs no read.
+    let needed = items
+        .iter()
+        .any(|i| matches!(i, PushItem::Raise { .. } | PushItem::Status { .. }));
+    let lapse_tasks = match needed {
+        true => lapse_tasks_of(store, tenant, agent, event.task_id()).await,
+        false => Vec::new(),
+    };
+    let mut known = Vec::new();
+    // The request's parent first, so that the event's task is linked below a known lineage.
+    if let Some(parent) = items.iter().find_map(|i| match i {
+        PushItem::Lineage { parent, .. } => Some(parent),
+        _ => None,
+    }) {
+        let above = lapse_tasks_of(store, tenant, agent, Some(parent.as_str())).await;
+        known.extend(lapse_origin(&above).map(|grandparent| PushItem::Lineage {
+            origin: watcher_core::engine::Origin {
+                task_id: parent.clone(),
+                context_id: None,
+            },
+            parent: grandparent,
+        }));
+    }
+    let own = event.task_id().and_then(|t| TaskId::parse(t).ok());
+    if let (Some(task_id), Some(parent)) = (own, lapse_origin(&lapse_tasks)) {
+        let context_id = event
+            .context_id()
+            .filter(|c| !c.is_empty())
+            .and_then(|c| watcher_core::ids::ContextId::parse(c).ok());
+        known.push(PushItem::Lineage {
+            origin: watcher_core::engine::Origin {
+                task_id,
+                context_id,
+            },
+            parent,
+        });
+    }
+    (known, lapse_tasks)
+}
+
+/// The task a lapse task's request names first in `referenceTaskIds`, for the first of
+/// `lapse_tasks` that names one.
+fn lapse_origin(lapse_tasks: &[crate::store::OutboxEntry]) -> Option<TaskId> {
+    lapse_tasks.iter().find_map(|e| {
+        e.request
+            .pointer("/message/referenceTaskIds/0")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|p| TaskId::parse(p).ok())
+    })
 }
 
 /// The answer from the step's effects: what was raised, refused (warnings aside), withdrawn,
@@ -178,7 +290,26 @@ fn outcome(effects: &[Effect], carried: Vec<String>, warnings: Vec<String>) -> P
         .filter(|id| !decided.contains(id))
         .collect();
     out.already_recorded.dedup();
+    let reused = out.reused().count();
+    if out.raised.is_empty() && reused > 0 && reused == out.rejected.len() {
+        out.summary = Some(reused_summary(reused));
+    }
     out
+}
+
+/// [`PushOutcome::summary`] when all `n` refusals of a push that raised nothing were id reuse.
+fn reused_summary(n: usize) -> String {
+    let each = if n == 1 {
+        "the one expectation this push carried was refused: its expectationId was".to_owned()
+    } else {
+        format!("all {n} expectations this push carried were refused: their expectationIds were")
+    };
+    format!(
+        "nothing was raised: {each} already recorded for this agent, with other content or from \
+         another task, and an expectationId is never reused (expectations-v1 §8). New work needs \
+         new expectationIds; to run the same artifact again from the start, use a fresh record \
+         (for serve, a new `database` file)"
+    )
 }
 
 /// Pushes about a lapse task the watcher created update that task's state in `/v1/lapses`.
@@ -199,11 +330,24 @@ pub async fn track_lapse_task<S: crate::store::Outbox + ?Sized>(
     event: &StreamResponse,
     now: Instant,
 ) {
-    let (Some(task_id), Some(status)) = (event.task_id(), event.status()) else {
+    if event.status().is_none() {
         return;
-    };
-    // From the index by (tenant, agent, taskId): the cost does not grow with the outbox.
-    let Ok(known) = store.outbox_by_task(tenant, agent, task_id).await else {
+    }
+    let known = lapse_tasks_of(store, tenant, agent, event.task_id()).await;
+    record_lapse_task_state(store, tenant, agent, event, known, now).await;
+}
+
+/// [`track_lapse_task`] with the lapse tasks the outbox knows by the event's task id already
+/// read (`known`).
+async fn record_lapse_task_state<S: crate::store::Outbox + ?Sized>(
+    store: &S,
+    tenant: &Tenant,
+    agent: &AgentId,
+    event: &StreamResponse,
+    known: Vec<crate::store::OutboxEntry>,
+    now: Instant,
+) {
+    let (Some(task_id), Some(status)) = (event.task_id(), event.status()) else {
         return;
     };
     let mut message_ids: Vec<String> = known.into_iter().map(|e| e.message_id).collect();

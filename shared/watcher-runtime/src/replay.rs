@@ -134,7 +134,7 @@ fn parse_scenario(doc: &Value) -> Result<Scenario, ScenarioError> {
             .and_then(|i| i.get("tenant"))
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
-            .map(str::to_string);
+            .map(str::to_owned);
         directory.insert(AgentEntry {
             tenant,
             submits_lapses: !declaration.keeps_time || submit,
@@ -265,7 +265,7 @@ pub async fn run<S: Store + ?Sized>(doc: &Value, store: Arc<S>) -> Result<Vec<Va
     let records = store.all_records().await.map_err(ApplyError::from)?;
     lines.push(json!({
         "type": "record",
-        "expectations": records.iter().map(|r| r.to_contract_json()).collect::<Vec<_>>(),
+        "expectations": records.iter().map(watcher_core::record::ExpectationRecord::to_contract_json).collect::<Vec<_>>(),
     }));
     Ok(lines)
 }
@@ -331,7 +331,7 @@ fn report<S: Store + ?Sized>(
                         "lapse": l.block,
                         "submitted": false,
                         "why": if keeps_time { "the agent keeps time itself (keepsTime: true)" } else { "the agent is not registered" },
-                    }))
+                    }));
                 }
             },
             Effect::Rejected(r) => lines.push(json!({

@@ -12,7 +12,7 @@
 //! * A task record is kept while it can still matter: until its last status is terminal
 //!   (no later status can withdraw or answer anything), unless none of the subjects it raised
 //!   expectations on is stored any more. Then it is kept for the retention period after its
-//!   latest status receipt.
+//!   latest status receipt, or after its lineage last changed when that is later.
 //! * A rejection is kept for the retention period after it was made.
 //!
 //! Last activity is read from the data, never from a clock.
@@ -116,10 +116,13 @@ pub fn outbox_retention(entry: &OutboxEntry) -> Retention {
 /// A task record's retention. `subjects_stored`: whether any subject in `task.subjects` is
 /// still stored (a store that cannot tell passes `true`).
 ///
-/// Its last activity is its latest status receipt. It may be forgotten after that once its last
-/// status is terminal (completed, or withdrawing: no later status changes anything), or once
+/// Its last activity is its latest status receipt, or the last change of its lineage
+/// (`lineageAt`) when that is later. It may be forgotten after that once its last status is
+/// terminal (completed, or withdrawing: no later status changes anything), or once
 /// `subjects_stored` is false (nothing is left for a later status to withdraw or answer). A task
-/// that never reported a status and whose subjects are gone is [`Retention::Unreferenced`].
+/// that never reported a status, has no lineage, and whose subjects are gone is
+/// [`Retention::Unreferenced`]; one that only has a lineage (a lapse task that raised nothing,
+/// an ancestor of later work) is kept for the retention period after its lineage last changed.
 pub fn task_retention(task: &TaskRecord, subjects_stored: bool) -> Retention {
     let terminal = task.withdrawn_by.is_some()
         || task.statuses.last().is_some_and(|s| {
@@ -131,9 +134,15 @@ pub fn task_retention(task: &TaskRecord, subjects_stored: bool) -> Retention {
     if subjects_stored && !terminal {
         return Retention::Keep;
     }
-    match task.statuses.iter().map(|s| s.received_at).max() {
+    match task
+        .statuses
+        .iter()
+        .map(|s| s.received_at)
+        .chain(task.lineage_at)
+        .max()
+    {
         Some(at) => Retention::Since(at),
-        // Terminal implies a status, so here the subjects are gone.
+        // Terminal implies a status, so here the subjects are gone and there is no lineage.
         None => Retention::Unreferenced,
     }
 }
@@ -215,6 +224,25 @@ mod tests {
         let silent = task(&[], &["PA-1"]);
         assert_eq!(task_retention(&silent, true), Retention::Keep);
         assert_eq!(task_retention(&silent, false), Retention::Unreferenced);
+    }
+
+    /// A task known only by its lineage (a lapse task that raised nothing, an ancestor of later
+    /// work) is not forgotten at once: its descendants' withdrawal goes through it.
+    #[test]
+    fn a_task_of_a_lineage_counts_from_its_last_link() {
+        let mut lapse_task = task(&[], &[]);
+        lapse_task.lineage = vec![TaskId::parse("task-0").expect("task id")];
+        lapse_task.lineage_at = Some(at("2026-09-10T15:00:00Z"));
+        assert_eq!(
+            task_retention(&lapse_task, false),
+            Retention::Since(at("2026-09-10T15:00:00Z"))
+        );
+        let mut linked_later = task(&[("TASK_STATE_COMPLETED", "2026-09-10T13:00:00Z")], &[]);
+        linked_later.lineage_at = Some(at("2026-09-10T15:00:00Z"));
+        assert_eq!(
+            task_retention(&linked_later, false),
+            Retention::Since(at("2026-09-10T15:00:00Z"))
+        );
     }
 
     #[test]

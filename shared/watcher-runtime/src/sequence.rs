@@ -149,7 +149,7 @@ mod tests {
     #[test]
     fn ids_hold_the_microsecond_and_the_instance() {
         let c = clock("2026-09-10T12:00:00.000001Z");
-        let g = TimeOrdered::with_instance(c.clone(), 5);
+        let g = TimeOrdered::with_instance(c, 5);
         let id = g.next();
         let micros = Instant::parse("2026-09-10T12:00:00.000001Z")
             .unwrap()

@@ -73,7 +73,7 @@ pub fn mark_needs_person(entry: &mut OutboxEntry, now: Instant) {
 }
 
 fn interrupted(state: Option<&str>) -> bool {
-    parse(state).is_some_and(|s| s.is_interrupted())
+    parse(state).is_some_and(TaskState::is_interrupted)
 }
 
 /// The task fields of [`keep_task_progress`].
@@ -156,6 +156,7 @@ mod tests {
             follow_since: Some(at),
             needs_person_since: None,
             lease: None,
+            origin_lineage: Vec::new(),
         }
     }
 

@@ -79,7 +79,11 @@ pub fn subject_view(state: &SubjectState) -> SubjectView {
         .collect();
     SubjectView {
         subject: state.subject.clone(),
-        expectations: state.records.iter().map(|r| r.to_contract_json()).collect(),
+        expectations: state
+            .records
+            .iter()
+            .map(watcher_core::record::ExpectationRecord::to_contract_json)
+            .collect(),
         facts,
     }
 }
@@ -103,8 +107,9 @@ pub struct LapseView {
     pub lapsed_at: watcher_core::time::Instant,
     /// The agent the lapse task is for.
     pub agent: watcher_core::ids::AgentId,
-    /// `queued`, `sent` or `failed` ([`crate::store::DeliveryState`]).
-    pub delivery: &'static str,
+    /// `queued`, `sent`, `failed`, `withdrawn` or `unaddressed`: every value
+    /// `GET /v1/lapses?delivery=` filters by.
+    pub delivery: crate::store::DeliveryState,
     /// Send attempts so far.
     pub attempts: u32,
     /// The agent's task for it, once known.
@@ -137,7 +142,7 @@ impl LapseView {
             lapse: o.lapse,
             lapsed_at: o.lapsed_at,
             agent: o.agent.clone(),
-            delivery: o.delivery.as_str(),
+            delivery: o.delivery,
             attempts: o.attempts,
             task_id: o.task_id.clone(),
             task_state: o.task_state.clone(),

@@ -535,6 +535,12 @@ impl<S: Store + ?Sized> Watcher<S> {
                 let agent = self.directory.get(&l.tenant, &l.agent)?;
                 agent.submits_lapses.then(|| OutboxEntry {
                     next_attempt_at: now,
+                    origin_lineage: l
+                        .raised_by
+                        .lineage
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect(),
                     ..OutboxEntry::queued(
                         l.tenant.clone(),
                         l.agent.clone(),

@@ -62,7 +62,7 @@ async fn burst_on(subjects: &[String]) -> (Watcher<MemoryStore>, Tenant, AgentId
         agent: profile.clone(),
         items: vec![PushItem::Raise {
             origin: Origin {
-                task_id: TaskId::parse("task-1".to_string()).expect("task"),
+                task_id: TaskId::parse("task-1".to_owned()).expect("task"),
                 context_id: None,
             },
             expectations,
@@ -116,9 +116,7 @@ async fn first_handed_over_before_last_committed(together: bool) {
         let mut hand_over = |group: &[(watcher_runtime::store::DueTimer, _)]| {
             let ids = group
                 .iter()
-                .flat_map(|(_, a): &(_, watcher_runtime::watcher::Applied)| {
-                    a.outbox.iter().map(|e| e.message_id.clone())
-                })
+                .flat_map(|(_, a): &(_, Applied)| a.outbox.iter().map(|e| e.message_id.clone()))
                 .collect();
             handed.push((ids, queued(&watcher, &tenant, &agent)));
         };
@@ -173,7 +171,7 @@ async fn a_subjects_timers_fire_in_separate_groups() {
     // m-0 and m-1 on S-a, m-2 on S-b, m-3 and m-4 on S-c, m-5 on S-a again.
     let subjects: Vec<String> = ["S-a", "S-a", "S-b", "S-c", "S-c", "S-a"]
         .iter()
-        .map(|s| s.to_string())
+        .map(ToString::to_string)
         .collect();
     let mut queued_by_mode = Vec::new();
     for together in [true, false] {
@@ -184,7 +182,7 @@ async fn a_subjects_timers_fire_in_separate_groups() {
             groups.push(
                 group
                     .iter()
-                    .map(|(t, _)| t.key.expectation.id.as_str().to_string())
+                    .map(|(t, _)| t.key.expectation.id.as_str().to_owned())
                     .collect(),
             );
         };

@@ -14,9 +14,9 @@ fn push_seeds() -> Vec<String> {
         format!(
             r#"{{"artifactUpdate":{{"taskId":"t","contextId":"c","artifact":{{"artifactId":"a","parts":[{{"text":"x"}}],"extensions":["{URI}"],"metadata":{{"{URI}":{{"expectations":[{{"expectationId":"e1","kind":"shipment.manifest","subject":{{"type":"shipment","id":"PA-1"}},"expects":"x","satisfiedBy":{{"factKey":"k"}},"dueAt":"2026-09-10T20:15:00Z","grace":"PT1H","anchor":{{"expectationId":"e0","offset":"PT1H"}},"after":["e0"],"horizon":"2026-09-12T00:00:00Z"}}],"withdraw":["e0"],"reason":"r","facts":[{{"factKey":"k","observedAt":"2026-09-10T20:15:00Z"}}]}}}}}}}}}}"#
         ),
-        r#"{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-09-10T20:15:00Z","message":{"messageId":"m","role":"ROLE_AGENT","parts":[]}}}}"#.to_string(),
-        r#"{"id":"t","contextId":"c","status":{"state":"canceled"},"artifacts":[]}"#.to_string(),
-        r#"{"kind":"status-update","taskId":"t","contextId":"c","status":{"state":"input-required"},"final":false}"#.to_string(),
+        r#"{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-09-10T20:15:00Z","message":{"messageId":"m","role":"ROLE_AGENT","parts":[]}}}}"#.to_owned(),
+        r#"{"id":"t","contextId":"c","status":{"state":"canceled"},"artifacts":[]}"#.to_owned(),
+        r#"{"kind":"status-update","taskId":"t","contextId":"c","status":{"state":"input-required"},"final":false}"#.to_owned(),
         format!(r#"{{"message":{{"messageId":"m","role":"ROLE_AGENT","parts":[],"metadata":{{"{URI}":{{"facts":[{{"factKey":"k","observedAt":"1970-01-01T00:00:00Z"}}]}}}}}}}}"#),
     ]
 }
@@ -45,7 +45,7 @@ fn time_seeds() -> Vec<String> {
         "PT0.000000001S",
     ]
     .iter()
-    .map(|s| s.to_string())
+    .map(ToString::to_string)
     .collect()
 }
 

@@ -183,8 +183,8 @@ impl Event {
 fn edge_instant(form: u8, m: i64) -> String {
     let receipt = at(m);
     match form {
-        0 => "0001-01-01T00:00:00Z".to_string(),
-        1 => "1970-01-01T00:00:00Z".to_string(),
+        0 => "0001-01-01T00:00:00Z".to_owned(),
+        1 => "1970-01-01T00:00:00Z".to_owned(),
         2 => format!("{}T23:59:60Z", &at(m - 1440)[..10]),
         3 => {
             let t = Instant::parse(&receipt).expect("an instant");

@@ -1,5 +1,6 @@
 //! `Watcher::report_facts`: a request's warnings are kept in the facts' own commit, so both are
-//! recorded or neither (expectations-v1 §9; serve.md "Warnings").
+//! recorded or neither (expectations-v1 §9; docs/interpretation.md "Warnings are kept with the
+//! rejections").
 
 use std::sync::Arc;
 
@@ -29,7 +30,7 @@ async fn warnings_are_recorded_with_the_facts_or_not_at_all() {
     let tenant = Tenant::parse("default").expect("tenant");
     let source = Source::parse("carrier-feed").expect("source");
     let now = Instant::parse("2026-09-10T10:00:00Z").expect("instant");
-    let warnings = vec!["member `colour` of a fact is not defined; ignored".to_string()];
+    let warnings = vec!["member `colour` of a fact is not defined; ignored".to_owned()];
     let key = source_key(source.as_str()).expect("source key");
 
     store.fail_writes(true);

@@ -63,12 +63,12 @@ fn push_status(
 #[test]
 fn a_status_stamped_ahead_answers_no_later_question() {
     let ahead = [
-        "2026-09-10T13:00:00Z".to_string(),
+        "2026-09-10T13:00:00Z".to_owned(),
         in_offset(&t("10T13:00"), "+05:30"),
         in_offset(&t("10T13:00"), "-03:00"),
-        "2026-09-10T01:00:00.000000001Z".to_string(),
-        "2026-09-10t13:00:00.5z".to_string(),
-        "9999-12-31T23:59:59Z".to_string(),
+        "2026-09-10T01:00:00.000000001Z".to_owned(),
+        "2026-09-10t13:00:00.5z".to_owned(),
+        "9999-12-31T23:59:59Z".to_owned(),
     ];
     let question_stamps = [Some(t("10T02:00")), Some(t("10T01:30")), None];
     for stamp in &ahead {
@@ -181,8 +181,8 @@ fn a_status_stamped_ahead_answers_at_its_receipt() {
         t("10T14:00"),
         in_offset(&t("10T14:00"), "+05:30"),
         in_offset("2026-09-10T02:00:00.000000001Z", "-09:30"),
-        "2026-09-10t14:00:00.250z".to_string(),
-        "9999-12-31T23:59:60Z".to_string(),
+        "2026-09-10t14:00:00.250z".to_owned(),
+        "9999-12-31T23:59:60Z".to_owned(),
     ] {
         let out = asked(Some(&t("10T01:00")))
             .working(&t("10T02:00"), &stamp)
@@ -317,11 +317,11 @@ fn a_fact_keeps_its_observed_at_as_given() {
         (in_offset(&t("10T09:00"), "+05:30"), "2026-09-10T03:00:00Z"),
         (in_offset(&t("10T09:00"), "-04:00"), "2026-09-10T03:00:00Z"),
         (
-            "1970-01-01T05:30:00+05:30".to_string(),
+            "1970-01-01T05:30:00+05:30".to_owned(),
             "2026-09-10T03:00:00Z",
         ),
         (
-            "2026-09-10T05:29:60+05:30".to_string(),
+            "2026-09-10T05:29:60+05:30".to_owned(),
             "2026-09-09T23:59:59.999999999Z",
         ),
     ] {

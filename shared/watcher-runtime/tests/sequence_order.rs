@@ -55,10 +55,10 @@ async fn an_input_numbered_below_one_recorded_on_its_subject_is_ordered_after_it
         .map(|r| (r.expectation.expectation_id.to_string(), r.order.input))
         .collect();
     assert_eq!(orders.len(), 2, "{orders:?}");
-    assert_eq!(orders[0], ("e-1".to_string(), ahead));
+    assert_eq!(orders[0], ("e-1".to_owned(), ahead));
     assert_eq!(
         orders[1],
-        ("e-2".to_string(), ahead + 1),
+        ("e-2".to_owned(), ahead + 1),
         "the later raise is ordered after the earlier one on its subject"
     );
 }

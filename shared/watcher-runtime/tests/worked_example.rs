@@ -162,7 +162,7 @@ fn the_text_parts_state_each_lapse() {
             l["request"]["message"]["parts"][0]["text"]
                 .as_str()
                 .unwrap_or("")
-                .to_string()
+                .to_owned()
         })
         .collect();
     assert!(
@@ -204,8 +204,8 @@ fn the_final_record() {
     assert_eq!(
         out.record_lapses(ARRIVE),
         [
-            ("overdue".to_string(), "2026-09-11T10:26:00Z".to_string()),
-            ("stalled".to_string(), "2026-09-13T05:00:00Z".to_string()),
+            ("overdue".to_owned(), "2026-09-11T10:26:00Z".to_owned()),
+            ("stalled".to_owned(), "2026-09-13T05:00:00Z".to_owned()),
         ]
     );
     assert_eq!(
@@ -221,8 +221,8 @@ fn the_final_record() {
     assert_eq!(
         out.record_lapses(MANIFEST),
         [
-            ("overdue".to_string(), "2026-09-10T22:15:00Z".to_string()),
-            ("skipped".to_string(), "2026-09-11T02:41:07Z".to_string()),
+            ("overdue".to_owned(), "2026-09-10T22:15:00Z".to_owned()),
+            ("skipped".to_owned(), "2026-09-11T02:41:07Z".to_owned()),
         ],
         "the manifest has no horizon and so does not stall"
     );

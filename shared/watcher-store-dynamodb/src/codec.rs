@@ -176,7 +176,7 @@ impl Indexed {
 fn live_key(until: LiveUntil) -> Option<String> {
     match until {
         LiveUntil::Closed => None,
-        LiveUntil::Indefinite => Some(AFTER_EVERY_INSTANT.to_string()),
+        LiveUntil::Indefinite => Some(AFTER_EVERY_INSTANT.to_owned()),
         LiveUntil::Until(t) => Some(instant_key(t)),
     }
 }
@@ -282,7 +282,7 @@ mod tests {
         let e = |id: &str, live: Option<&str>| IndexedExpectation {
             agent: agent.clone(),
             id: ExpectationId::parse(id).unwrap(),
-            live_until: live.map(str::to_string),
+            live_until: live.map(str::to_owned),
         };
         let k = |v: &str| FactKey::parse(v).unwrap();
         let stored = Indexed {

@@ -220,7 +220,7 @@ impl DynamoStore {
             .iter()
             .zip(&known)
             .filter(|(_, k)| k.is_none())
-            .map(|(state, _)| (subject_pk(tenant, &state.subject), ITEM.to_string()))
+            .map(|(state, _)| (subject_pk(tenant, &state.subject), ITEM.to_owned()))
             .collect();
         if missing.is_empty() {
             return Ok(known.into_iter().flatten().collect());
@@ -236,7 +236,7 @@ impl DynamoStore {
                     return Ok(indexed);
                 }
                 let what = format!("subject {} of tenant {tenant}", state.subject);
-                let key = (subject_pk(tenant, &state.subject), ITEM.to_string());
+                let key = (subject_pk(tenant, &state.subject), ITEM.to_owned());
                 let (version, indexed) = match found.get(&key) {
                     None => (0, Indexed::default()),
                     Some(item) => (

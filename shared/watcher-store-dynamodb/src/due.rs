@@ -70,8 +70,8 @@ impl DynamoStore {
                 |item| {
                     Ok((
                         get_u64(&item, SEQ, what)?,
-                        get_s(&item, PK, what)?.to_string(),
-                        get_s(&item, SK, what)?.to_string(),
+                        get_s(&item, PK, what)?.to_owned(),
+                        get_s(&item, SK, what)?.to_owned(),
                     ))
                 },
             )

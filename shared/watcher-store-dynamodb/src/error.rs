@@ -67,13 +67,13 @@ pub(crate) fn transaction_error(
         let lost = reasons.iter().position(|r| {
             matches!(
                 r.code(),
-                Some("ConditionalCheckFailed") | Some("TransactionConflict")
+                Some("ConditionalCheckFailed" | "TransactionConflict")
             )
         });
         let other = reasons.iter().any(|r| {
             !matches!(
                 r.code(),
-                None | Some("None") | Some("ConditionalCheckFailed") | Some("TransactionConflict")
+                None | Some("None" | "ConditionalCheckFailed" | "TransactionConflict")
             )
         });
         if let (Some(i), false) = (lost, other) {

@@ -65,7 +65,7 @@ pub(crate) fn queued_partition(pk: &str, sk: &str) -> String {
 /// Every partition value of the `timers` index a read queries: the [`INDEX_SHARDS`] shards and
 /// the one value of an earlier version (a subject it wrote moves to its shard when next written).
 pub(crate) fn timers_partitions() -> Vec<String> {
-    std::iter::once(TIMERS_PARTITION.to_string())
+    std::iter::once(TIMERS_PARTITION.to_owned())
         .chain((0..INDEX_SHARDS).map(|k| format!("{TIMERS_PARTITION}#{k}")))
         .collect()
 }
@@ -73,7 +73,7 @@ pub(crate) fn timers_partitions() -> Vec<String> {
 /// Every partition value of the `outbox-due` index a read queries: the shards and the one value
 /// of an earlier version (an entry it wrote moves to its shard at its next update).
 pub(crate) fn queued_partitions() -> Vec<String> {
-    std::iter::once(QUEUED_PARTITION.to_string())
+    std::iter::once(QUEUED_PARTITION.to_owned())
         .chain((0..INDEX_SHARDS).map(|k| format!("{QUEUED_PARTITION}#{k}")))
         .collect()
 }
@@ -134,7 +134,7 @@ pub(crate) fn fact_pk(tenant: &Tenant, key: &FactKey) -> String {
 pub(crate) fn fact_sk(subject: &Subject) -> String {
     // The prefix is empty: the sort key is only ever compared within its partition.
     let key = join("", &[&subject.subject_type, &subject.id], MAX_SORT_KEY);
-    key.trim_start_matches('#').to_string()
+    key.trim_start_matches('#').to_owned()
 }
 
 /// `EXP#{tenant}#{agent}#{expectationId}`: the id-index row.
@@ -486,7 +486,7 @@ pub(crate) fn outbox_partitions(tenant: &Tenant) -> Vec<String> {
 pub(crate) fn outbox_sk(agent: &AgentId, message_id: &str) -> String {
     // The prefix is empty: the sort key is only ever compared within its partition.
     let key = join("", &[agent.as_str(), message_id], MAX_SORT_KEY);
-    key.trim_start_matches('#').to_string()
+    key.trim_start_matches('#').to_owned()
 }
 
 /// `REJECT#{tenant}#{agent}`: refusals reported to an agent, one row per commit and agent.
@@ -509,9 +509,9 @@ pub(crate) fn row_sk(seq: u64) -> String {
 /// The sort key when it is not 20 digits (not written by [`row_sk`]).
 pub(crate) fn row_of(sk: &str) -> Result<u64, String> {
     if sk.len() == 20 && sk.bytes().all(|b| b.is_ascii_digit()) {
-        sk.parse().map_err(|_| sk.to_string())
+        sk.parse().map_err(|_| sk.to_owned())
     } else {
-        Err(sk.to_string())
+        Err(sk.to_owned())
     }
 }
 

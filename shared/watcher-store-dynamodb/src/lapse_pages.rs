@@ -161,7 +161,10 @@ impl DynamoStore {
 
     /// Up to `items` (at most `budget`) lapse tasks of one index partition past `after`, in
     /// order of `seq`, and where the next query goes on (`None`: nothing left).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each argument is a distinct dependency"
+    )]
     async fn lapse_chunk(
         &self,
         index: &str,

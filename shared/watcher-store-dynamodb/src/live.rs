@@ -26,8 +26,8 @@ impl DynamoStore {
         let keys: Vec<Item> = (0..LIVE_COUNT_SHARDS)
             .map(|k| {
                 HashMap::from([
-                    (PK.to_string(), s(live_count_shard_pk(tenant, agent, k))),
-                    (SK.to_string(), s(ITEM)),
+                    (PK.to_owned(), s(live_count_shard_pk(tenant, agent, k))),
+                    (SK.to_owned(), s(ITEM)),
                 ])
             })
             .collect();

@@ -203,7 +203,7 @@ impl Outbox for DynamoStore {
             ),
         };
         // Without a bound, a key above every instant key (they are digits).
-        let until = query.due_by.map_or_else(|| "~".to_string(), instant_key);
+        let until = query.due_by.map_or_else(|| "~".to_owned(), instant_key);
         let entries = self
             .outbox_through_index(index, partition, sort, until, query.limit)
             .await?;

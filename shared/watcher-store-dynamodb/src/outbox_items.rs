@@ -187,10 +187,10 @@ impl DynamoStore {
         // Never inserts; a sent entry is never changed back; compare-and-set on the entry read.
         req = req.expression_attribute_values(":old", s(expected));
         let condition = if entry.delivery == DeliveryState::Sent {
-            "attribute_exists(#pk) AND #e = :old".to_string()
+            "attribute_exists(#pk) AND #e = :old".to_owned()
         } else {
             req = req.expression_attribute_values(":sent", s(DeliveryState::Sent.as_str()));
-            "attribute_exists(#pk) AND #e = :old AND #d <> :sent".to_string()
+            "attribute_exists(#pk) AND #e = :old AND #d <> :sent".to_owned()
         };
         self.count(1u64);
         landed(
@@ -221,8 +221,8 @@ impl DynamoStore {
                 || self.index_until(index, partition.clone(), sort, until.clone(), limit),
                 |item| {
                     Ok((
-                        get_s(&item, PK, &what)?.to_string(),
-                        get_s(&item, SK, &what)?.to_string(),
+                        get_s(&item, PK, &what)?.to_owned(),
+                        get_s(&item, SK, &what)?.to_owned(),
                     ))
                 },
             )
@@ -259,7 +259,7 @@ impl DynamoStore {
                 (TASK_KEY, outbox_task(tenant, agent, task_id)),
                 SK,
                 // Above every outbox sort key.
-                "~".to_string(),
+                "~".to_owned(),
                 1,
             )
             .await?;

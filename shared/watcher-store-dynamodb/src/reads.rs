@@ -78,16 +78,16 @@ impl DynamoStore {
     ) -> Result<Vec<((String, String), Item)>, StoreError> {
         let keys: Vec<Item> = chunk
             .into_iter()
-            .map(|(pk, sk)| HashMap::from([(PK.to_string(), s(pk)), (SK.to_string(), s(sk))]))
+            .map(|(pk, sk)| HashMap::from([(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))]))
             .collect();
         let mut names: HashMap<String, String> = HashMap::from([
-            ("#pk".to_string(), PK.to_string()),
-            ("#sk".to_string(), SK.to_string()),
+            ("#pk".to_owned(), PK.to_owned()),
+            ("#sk".to_owned(), SK.to_owned()),
         ]);
-        let mut projection = vec!["#pk".to_string(), "#sk".to_string()];
+        let mut projection = vec!["#pk".to_owned(), "#sk".to_owned()];
         for (i, a) in attributes.iter().enumerate() {
             let name = format!("#a{i}");
-            names.insert(name.clone(), (*a).to_string());
+            names.insert(name.clone(), (*a).to_owned());
             projection.push(name);
         }
         let mut request = Some(
@@ -116,8 +116,8 @@ impl DynamoStore {
             {
                 self.count(1u64);
                 let key = (
-                    get_s(&item, PK, "batch-read item")?.to_string(),
-                    get_s(&item, SK, "batch-read item")?.to_string(),
+                    get_s(&item, PK, "batch-read item")?.to_owned(),
+                    get_s(&item, SK, "batch-read item")?.to_owned(),
                 );
                 found.push((key, item));
             }
@@ -272,8 +272,7 @@ impl DynamoStore {
                 // An item without `indexed` is not remembered: its commit reads, and says
                 // what is wrong with it.
                 if let Ok(indexed) = get_s(&item, INDEXED, &what) {
-                    self.loaded
-                        .saw(pk, state.version, Some(indexed.to_string()));
+                    self.loaded.saw(pk, state.version, Some(indexed.to_owned()));
                 }
                 Ok(Some(state))
             }

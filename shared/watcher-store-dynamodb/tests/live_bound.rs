@@ -133,7 +133,7 @@ async fn prepared(store: &DynamoStore, t: &Tenant, input: &Input, settings: &Set
 /// shard 0) is part of it.
 #[tokio::test]
 async fn the_live_count_sums_the_shards_and_the_earlier_counter_item() {
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-shards");
     // A table written by the counting version: 5 live rows counted in the one item.
     store
@@ -231,7 +231,7 @@ async fn scan_kind(
 /// raised. The next step reads 3 and refuses.
 #[tokio::test]
 async fn concurrent_steps_of_one_agent_overshoot_the_bound_by_what_the_others_raise() {
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-bound");
     let settings = Settings {
         max_open_per_agent: 2,

@@ -149,7 +149,7 @@ async fn page_costs(store: &DynamoStore, t: &Tenant, middle: u64, reject_middle:
 /// `next`. A rejections page reads one or two items.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_reads_a_bounded_number_of_items() {
-    let store = common::store().await.counting_work();
+    let store = store().await.counting_work();
     let t = tenant("tenant-paged");
     let booking = agent("booking");
     grow_outbox(&store, &t, 0, 300).await;
@@ -237,7 +237,7 @@ async fn a_page_reads_a_bounded_number_of_items() {
 /// answer each once, oldest first, starting in the middle of an item where the last ended.
 #[tokio::test]
 async fn rejection_pages_cross_items() {
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-rejections");
     let (booking, billing) = (agent("booking"), agent("billing"));
     let mut kept = Vec::new();
@@ -296,7 +296,7 @@ async fn rejection_pages_cross_items() {
 /// `seq`); `backfill_lapse_indexes` writes them on the others, once.
 #[tokio::test]
 async fn lapse_tasks_written_before_the_indexes_enter_them_when_updated_or_backfilled() {
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-old");
     grow_outbox(&store, &t, 0, 5).await;
     let old = entry(&t, 2);
@@ -417,7 +417,7 @@ async fn rejections_of_two_instances_at_one_moment_interleave_and_page_once() {
     use std::sync::Arc;
     use watcher_runtime::clock::FakeClock;
 
-    let store = common::store().await;
+    let store = store().await;
     let clock = Arc::new(FakeClock::new(at(0)));
     let (a, b) = two_instances(&store, &clock);
     let t = tenant("tenant-two");
@@ -454,7 +454,7 @@ async fn rejections_of_two_instances_at_one_moment_interleave_and_page_once() {
 /// the first kind to the second.
 #[tokio::test]
 async fn rejections_kept_by_the_counting_version_come_first_and_page_on() {
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-upgraded");
     let booking = agent("booking");
     let old: Vec<Rejection> = (0..5).map(|i| rejection(&booking, i, at(1))).collect();

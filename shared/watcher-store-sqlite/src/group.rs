@@ -34,7 +34,7 @@ type Reply = Box<dyn FnOnce(Option<&str>) + Send>;
 type Job = Box<dyn FnOnce(Result<&mut Connection, &str>) -> (bool, Reply) + Send>;
 
 fn backend(msg: &str) -> StoreError {
-    StoreError::backend(std::io::Error::other(msg.to_string()))
+    StoreError::backend(std::io::Error::other(msg.to_owned()))
 }
 
 /// How many groups and writes the writer committed (for tests: writes waiting together are

@@ -41,7 +41,7 @@ pub(crate) fn lapses_page_body(
     } else {
         LAPSE_WINDOW_TENANT
     };
-    let agent = query.agent.as_ref().map(|a| a.as_str().to_string());
+    let agent = query.agent.as_ref().map(|a| a.as_str().to_owned());
     let mut page = LapsePage::default();
     {
         let mut stmt = tx.prepare_cached(window).map_err(db)?;

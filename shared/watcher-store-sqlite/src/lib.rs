@@ -85,20 +85,17 @@ pub struct SqliteStore {
     readers: Option<Arc<group::Readers>>,
     /// SQLite virtual-machine instructions run so far ([`Upkeep::work_done`](watcher_runtime::store::Upkeep::work_done)), while counted
     /// ([`SqliteStore::counting_work`]).
-    work: Option<Arc<std::sync::atomic::AtomicU64>>,
+    work: Option<Arc<AtomicU64>>,
 }
 
 /// Counts every instruction of `conn`'s virtual machine into `work` (SQLite's progress
 /// handler, called once per instruction; never interrupts). For tests: it slows SQLite down.
-fn count_work(
-    conn: &mut Connection,
-    work: &Arc<std::sync::atomic::AtomicU64>,
-) -> Result<(), StoreError> {
+fn count_work(conn: &mut Connection, work: &Arc<AtomicU64>) -> Result<(), StoreError> {
     let work = Arc::clone(work);
     conn.progress_handler(
         1,
         Some(move || {
-            work.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            work.fetch_add(1, Ordering::Relaxed);
             false
         }),
     )
@@ -165,7 +162,7 @@ impl SqliteStore {
     /// # Errors
     /// [`StoreError::Backend`] if the handler cannot be installed.
     pub fn counting_work(mut self) -> Result<Self, StoreError> {
-        let work = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let work = Arc::new(AtomicU64::new(0));
         let counted = Arc::clone(&work);
         self.writer
             .write_blocking(move |conn| count_work(conn, &counted))?;
@@ -214,7 +211,7 @@ fn open_error(path: &Path, e: rusqlite::Error) -> StoreError {
     let why = if !folder.is_dir() {
         format!("the folder {} does not exist", folder.display())
     } else if path.is_dir() {
-        "it is a folder, not a database file".to_string()
+        "it is a folder, not a database file".to_owned()
     } else if path.exists()
         && std::fs::OpenOptions::new()
             .read(true)
@@ -222,7 +219,7 @@ fn open_error(path: &Path, e: rusqlite::Error) -> StoreError {
             .open(path)
             .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
     {
-        "permission denied: the file cannot be opened for writing by this user".to_string()
+        "permission denied: the file cannot be opened for writing by this user".to_owned()
     } else if !path.exists() && folder_denies_new_files(folder) {
         format!(
             "permission denied: a file cannot be created in the folder {}",
@@ -439,6 +436,10 @@ mod tests {
     /// time: the writer is held until all 22 writes are queued.
     /// How many times the statements `conn` holds were planned again since they were prepared
     /// (`SQLITE_STMTSTATUS_REPREPARE`, summed over every statement of the connection).
+    #[allow(
+        unsafe_code,
+        reason = "SQLite's statement counters have no safe rusqlite API"
+    )]
     fn replanned(conn: &Connection) -> i64 {
         use rusqlite::ffi;
         let mut total = 0;

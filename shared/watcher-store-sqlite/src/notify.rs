@@ -11,7 +11,7 @@ impl Notifications for SqliteStore {
         tenant: &Tenant,
         channel: &str,
     ) -> Result<Option<ChannelState>, StoreError> {
-        let (tenant, channel) = (tenant.as_str().to_string(), channel.to_string());
+        let (tenant, channel) = (tenant.as_str().to_owned(), channel.to_owned());
         self.read(move |conn| {
             let row: Option<String> = conn
                 .prepare_cached(
@@ -35,7 +35,7 @@ impl Notifications for SqliteStore {
         &self,
         tenant: &Tenant,
     ) -> Result<Vec<(String, ChannelState)>, StoreError> {
-        let tenant = tenant.as_str().to_string();
+        let tenant = tenant.as_str().to_owned();
         self.read(move |conn| {
             let rows: Vec<(String, String)> = conn
                 .prepare_cached(
@@ -67,7 +67,7 @@ impl Notifications for SqliteStore {
         state: &ChannelState,
     ) -> Result<(), StoreError> {
         let state = serde_json::to_string(state).map_err(StoreError::backend)?;
-        let (tenant, channel) = (tenant.as_str().to_string(), channel.to_string());
+        let (tenant, channel) = (tenant.as_str().to_owned(), channel.to_owned());
         self.write(move |conn| {
             conn.prepare_cached(
                 "INSERT INTO notify_channels (tenant, channel, state) VALUES (?1, ?2, ?3)

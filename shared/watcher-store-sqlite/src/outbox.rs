@@ -6,7 +6,7 @@ use watcher_runtime::store::{Lane, LaneQuery, Outbox};
 #[async_trait]
 impl Outbox for SqliteStore {
     async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
-        let tenant = tenant.as_str().to_string();
+        let tenant = tenant.as_str().to_owned();
         self.read(move |conn| {
             // The index by (tenant, seq): one seek to the tenant's last row.
             let seq: Option<i64> = conn
@@ -39,7 +39,7 @@ impl Outbox for SqliteStore {
         agent: &AgentId,
         message_id: &str,
     ) -> Result<Option<OutboxEntry>, StoreError> {
-        let (tenant, agent, message_id) = (tenant.clone(), agent.clone(), message_id.to_string());
+        let (tenant, agent, message_id) = (tenant.clone(), agent.clone(), message_id.to_owned());
         self.read(move |conn| outbox_row(conn, &tenant, &agent, &message_id))
             .await
     }
@@ -115,7 +115,7 @@ impl Outbox for SqliteStore {
         let (tenant, agent) = (query.tenant.clone(), query.agent.clone());
         let (lane, limit) = (query.lane, limit_of(query.limit));
         // Without a bound, the largest key: every instant key is at or before it.
-        let until = query.due_by.map_or_else(|| "~".to_string(), instant_key);
+        let until = query.due_by.map_or_else(|| "~".to_owned(), instant_key);
         self.read(move |conn| {
             let (t, a) = (tenant.as_str(), agent.as_str());
             match lane {
@@ -168,7 +168,7 @@ impl Outbox for SqliteStore {
         agent: &AgentId,
         task_id: &str,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let (tenant, agent, task_id) = (tenant.clone(), agent.clone(), task_id.to_string());
+        let (tenant, agent, task_id) = (tenant.clone(), agent.clone(), task_id.to_owned());
         self.read(move |conn| {
             json_rows(
                 conn,

@@ -253,19 +253,19 @@ INSERT INTO sequence (id, value) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
 
 /// Recounts `agent_live_rows` from `live` (at open: one pass over the live index, not on any
 /// request path).
-pub(crate) const REBUILD_AGENT_LIVE_ROWS: &str = r#"
+pub(crate) const REBUILD_AGENT_LIVE_ROWS: &str = r"
 DELETE FROM agent_live_rows;
 INSERT INTO agent_live_rows (tenant, agent, rows)
     SELECT tenant, agent, COUNT(*) FROM live GROUP BY tenant, agent;
-"#;
+";
 
 /// Version 1 → 2, before [`SCHEMA`]: the v1 outbox (UNIQUE (tenant, message_id)) is set aside
 /// with its indexes dropped, so that [`SCHEMA`] creates the v2 outbox and its indexes.
-const V1_TO_V2_BEFORE: &str = r#"
+const V1_TO_V2_BEFORE: &str = r"
 ALTER TABLE outbox RENAME TO outbox_v1;
 DROP INDEX IF EXISTS outbox_due;
 DROP INDEX IF EXISTS outbox_tenant;
-"#;
+";
 
 /// Version 2 → 3, before [`SCHEMA`] (whose index on `follow_at` needs the column).
 const V2_TO_V3_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN follow_at TEXT;";
@@ -322,7 +322,7 @@ const V3_TO_V4_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN task_id TEXT;
 /// Version 5 → 6, before [`SCHEMA`]: the index tables are set aside with their indexes
 /// dropped, so that [`SCHEMA`] creates them WITHOUT ROWID; `agent_live_rows` (absent from
 /// files older than it) is recounted at open anyway.
-const V5_TO_V6_BEFORE: &str = r#"
+const V5_TO_V6_BEFORE: &str = r"
 ALTER TABLE fact_index RENAME TO fact_index_v5;
 ALTER TABLE id_index RENAME TO id_index_v5;
 ALTER TABLE timers RENAME TO timers_v5;
@@ -333,7 +333,7 @@ DROP INDEX IF EXISTS id_index_subject;
 DROP INDEX IF EXISTS timers_due;
 DROP INDEX IF EXISTS live_agent;
 DROP INDEX IF EXISTS live_subject;
-"#;
+";
 
 /// Version 5 → 6, before [`SCHEMA`]: the subject's `facts` and `facts_digest` columns, added
 /// where missing (their defaults say "no fact rows": a version 5 row keeps its facts inline
@@ -369,7 +369,7 @@ fn add_subject_fact_columns(tx: &Connection) -> Result<(), StoreError> {
 
 /// Version 5 → 6, after [`SCHEMA`]: every row copied into the new tables, the old ones
 /// dropped.
-const V5_TO_V6_AFTER: &str = r#"
+const V5_TO_V6_AFTER: &str = r"
 INSERT INTO fact_index (tenant, fact_key, subject_type, subject_id)
     SELECT tenant, fact_key, subject_type, subject_id FROM fact_index_v5;
 INSERT INTO id_index (tenant, agent, expectation_id, subject_type, subject_id)
@@ -384,12 +384,12 @@ DROP TABLE fact_index_v5;
 DROP TABLE id_index_v5;
 DROP TABLE timers_v5;
 DROP TABLE live_v5;
-"#;
+";
 
 /// Version 1 → 2, after [`SCHEMA`]: every v1 row is copied with its `seq` (so the order of lapse
 /// is kept), the AUTOINCREMENT high-water mark is carried over (so no `seq` is handed out twice),
 /// and the v1 table is dropped. v1's uniqueness is stricter than v2's, so every row fits.
-const V1_TO_V2_AFTER: &str = r#"
+const V1_TO_V2_AFTER: &str = r"
 INSERT INTO outbox (seq, tenant, message_id, agent, delivery, next_attempt, entry)
     SELECT seq, tenant, message_id, agent, delivery, next_attempt, entry
     FROM outbox_v1 ORDER BY seq;
@@ -400,7 +400,7 @@ UPDATE sqlite_sequence
     SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'outbox_v1'), 0))
     WHERE name = 'outbox';
 DROP TABLE outbox_v1;
-"#;
+";
 
 /// Version 3 → 4, after [`SCHEMA`]: copies each entry's `taskId` and `lapsedAt` into the new
 /// columns (one pass over the outbox, at open only).

@@ -21,9 +21,7 @@ impl Upkeep for SqliteStore {
     }
 
     fn work_done(&self) -> Option<u64> {
-        self.work
-            .as_ref()
-            .map(|w| w.load(std::sync::atomic::Ordering::Relaxed))
+        self.work.as_ref().map(|w| w.load(Ordering::Relaxed))
     }
 
     /// In batches of [`PURGE_BATCH`] rows, each its own transaction, yielding between them

@@ -58,7 +58,7 @@ async fn fire_burst(together: bool) -> Vec<String> {
         agent: profile.clone(),
         items: vec![PushItem::Raise {
             origin: Origin {
-                task_id: TaskId::parse("task-1".to_string()).unwrap(),
+                task_id: TaskId::parse("task-1".to_owned()).unwrap(),
                 context_id: None,
             },
             expectations,

@@ -58,7 +58,7 @@ pub(crate) fn lapse_marker(
     let (x, y) = glyph;
     let class = match kind {
         "overdue" | "skipped" | "stalled" => format!("lapse lapse-{kind}"),
-        _ => "lapse".to_string(),
+        _ => "lapse".to_owned(),
     };
     // A shape per kind, so the kinds differ without colour too.
     let shape: Box<dyn svg::Node> = match kind {
@@ -105,7 +105,7 @@ pub(crate) fn lapse_marker(
             Anchor::Middle,
             "small",
             &LAPSE_LANES,
-            kind.to_string(),
+            kind.to_owned(),
         ))
         .add(Title::new(format!("{kind} lapse at {at}")))
 }

@@ -159,11 +159,16 @@ struct FactView {
     observed_at: String,
 }
 
+/// An instant of the view, read as every instant is (`watcher_core::time::Instant::parse`:
+/// the one grammar, range and leap-second rule of semantics.md "Time"). The picture is drawn on
+/// jiff timestamps, which end at `9999-12-30T22:00:00.999999999Z`: a later instant (the
+/// "never" value `9999-12-31T23:59:59Z`) is drawn at that end.
 fn instant(field: impl FnOnce() -> String, value: &str) -> Result<Timestamp, TimelineError> {
-    value.parse().map_err(|_| TimelineError::Instant {
+    let at = watcher_core::time::Instant::parse(value).map_err(|_| TimelineError::Instant {
         field: field(),
-        value: value.to_string(),
-    })
+        value: value.to_owned(),
+    })?;
+    Ok(at.timestamp().unwrap_or(Timestamp::MAX))
 }
 
 /// One step, its instants parsed.

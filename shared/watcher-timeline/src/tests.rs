@@ -45,12 +45,12 @@ fn classes_by_step(svg: &str) -> BTreeMap<String, Vec<String>> {
             Event::Tag(name, ty, attrs) => {
                 let step = attrs
                     .get("id")
-                    .map(|v| v.to_string())
+                    .map(ToString::to_string)
                     .filter(|id| id.starts_with("step-"));
                 let current = stack
                     .iter()
                     .rev()
-                    .find_map(|s| s.clone())
+                    .find_map(Clone::clone)
                     .or_else(|| step.clone())
                     .unwrap_or_else(|| "-".into());
                 if matches!(ty, Type::Start | Type::Empty) {
@@ -271,7 +271,7 @@ fn boxes(svg: &str) -> (Boxes, Boxes) {
     for event in svg::read(svg).expect("the SVG parses") {
         match event {
             Event::Tag(name, ty, attrs) => {
-                let class = attrs.get("class").map(|c| c.to_string());
+                let class = attrs.get("class").map(ToString::to_string);
                 let start = matches!(ty, Type::Start | Type::Empty);
                 match (name, start) {
                     ("g", true) if ty == Type::Start => {
@@ -279,7 +279,7 @@ fn boxes(svg: &str) -> (Boxes, Boxes) {
                     }
                     ("g", false) => {
                         if let Some(Some(Some(r))) = groups.pop() {
-                            glyphs.push(("withdrawn".to_string(), r));
+                            glyphs.push(("withdrawn".to_owned(), r));
                         }
                     }
                     ("text", true) => {
@@ -311,7 +311,7 @@ fn boxes(svg: &str) -> (Boxes, Boxes) {
                             x1: pts.iter().map(|p| p.0).fold(f64::MIN, f64::max),
                             y1: pts.iter().map(|p| p.1).fold(f64::MIN, f64::max),
                         };
-                        glyphs.push(("polygon".to_string(), r));
+                        glyphs.push(("polygon".to_owned(), r));
                     }
                     // Not glyphs: the background (filled) and the grace window (a bar).
                     ("rect", true)
@@ -339,7 +339,7 @@ fn boxes(svg: &str) -> (Boxes, Boxes) {
                         };
                         if class.as_deref() == Some("horizon") {
                             glyphs.push((
-                                "horizon".to_string(),
+                                "horizon".to_owned(),
                                 Rect {
                                     x0: r.x0 - 1.0,
                                     x1: r.x1 + 1.0,
@@ -361,7 +361,7 @@ fn boxes(svg: &str) -> (Boxes, Boxes) {
             Event::Text(content) => {
                 if let Some((x, y, size, anchor)) = pending.take() {
                     let content = content.trim();
-                    texts.push((content.to_string(), text_box(x, y, size, anchor, content)));
+                    texts.push((content.to_owned(), text_box(x, y, size, anchor, content)));
                 }
             }
             Event::Error(e) => panic!("the SVG does not parse: {e}"),

@@ -45,7 +45,7 @@ impl<'de> Deserialize<'de> for WhenConfig {
         struct V;
         impl<'de> serde::de::Visitor<'de> for V {
             type Value = WhenConfig;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("{ pointer, equals } or a list of them")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, a: A) -> Result<WhenConfig, A::Error> {
@@ -273,7 +273,7 @@ impl Mapping {
             mapping: self.name.clone(),
             field: field.into(),
             pointer,
-            at: at.to_string(),
+            at: at.to_owned(),
             reason,
         };
         let whole = |t: &Template| {
@@ -307,7 +307,7 @@ impl Mapping {
                     .map_err(|r| fail("observed_at", self.observed_at.to_string(), r))?,
                 v.as_str()
                     .filter(|text| !is_numeric(text.trim()))
-                    .map(str::to_string),
+                    .map(str::to_owned),
             ),
         };
         let subject = match &self.subject {
@@ -599,7 +599,7 @@ observed_at = "/at"
         };
         let keys: Vec<&str> = f.iter().map(|f| f.fact_key.as_str()).collect();
         assert_eq!(keys, ["shipment.departed:176-1", "seen:176-1"]);
-        let mut planned = p.clone();
+        let mut planned = p;
         planned["type"] = json!("PLANNED");
         let Outcome::Facts(f) = m.apply(&planned).unwrap() else {
             panic!()
@@ -612,7 +612,7 @@ observed_at = "/at"
     fn a_when_without_equals_is_named() {
         #[derive(Deserialize, Debug)]
         struct File {
-            #[allow(dead_code)]
+            #[allow(dead_code, reason = "read only to make the mapping deserialize")]
             mappings: Vec<MappingConfig>,
         }
         let e = toml::from_str::<File>(

@@ -52,8 +52,8 @@ impl Pointer {
         }
         Ok(Pointer {
             anchor,
-            path: path.to_string(),
-            written: text.to_string(),
+            path: path.to_owned(),
+            written: text.to_owned(),
         })
     }
 

@@ -144,7 +144,7 @@ impl Signature {
                     ));
                 }
                 let t = IsoDuration::parse(tolerance.as_deref().unwrap_or(DEFAULT_TOLERANCE))
-                    .map_err(|e| ("tolerance".to_string(), e))?;
+                    .map_err(|e| ("tolerance".to_owned(), e))?;
                 Some((h.clone(), t))
             }
         };
@@ -395,7 +395,7 @@ mod tests {
         assert_eq!(run(s.sign(body, Some(&ts_ok)), ts_ok.clone()), Ok(()));
         // Signed without the timestamp: refused.
         assert!(matches!(
-            run(s.sign(body, None), ts_ok.clone()),
+            run(s.sign(body, None), ts_ok),
             Err(SignatureError::Mismatch(_))
         ));
         assert!(matches!(
@@ -403,12 +403,12 @@ mod tests {
             Err(SignatureError::Stale { seconds: 301, .. })
         ));
         // From the future, too.
-        let future = "2026-09-10T20:21:00Z".to_string();
+        let future = "2026-09-10T20:21:00Z".to_owned();
         assert!(matches!(
             run(s.sign(body, Some(&future)), future),
             Err(SignatureError::Stale { .. })
         ));
-        let rfc = "2026-09-10T22:14:00+02:00".to_string();
+        let rfc = "2026-09-10T22:14:00+02:00".to_owned();
         assert_eq!(run(s.sign(body, Some(&rfc)), rfc), Ok(()));
     }
 

@@ -182,7 +182,7 @@ pub(super) async fn reconcile_a_cancel_never_pushed(d: Arc<Deployment>, f: Arc<F
     )
     .await;
     assert!(withdrawn, "{:#?}", d.shipment("PA-recon").await);
-    crate::common::wait_past(plus(due, 1)).await;
+    wait_past(plus(due, 1)).await;
     assert!(
         holds_for(
             || async { f.recon.sent_message_ids().is_empty() },
@@ -199,6 +199,77 @@ pub(super) async fn reconcile_a_cancel_never_pushed(d: Arc<Deployment>, f: Arc<F
             .all(|l| l["delivery"] == "withdrawn"),
         "{:#?}",
         d.lapses_of("recon").await
+    );
+}
+
+/// Withdrawal follows the lineage (docs/interpretation.md "Withdrawal follows the lineage"):
+/// `task-lin-1` raises A, whose lapse task the agent takes as `lin-lapse-{n}`; while handling
+/// it, the agent starts `task-lin-3` (its request names the lapse task in `referenceTaskIds`),
+/// which raises C. `task-lin-1` then fails without a push: whether the watcher finds it by
+/// following `task-lin-1` or by the check before C's first send, C is withdrawn and its lapse
+/// task never sent.
+pub(super) async fn withdraw_along_the_lineage(d: Arc<Deployment>, f: Arc<Fixture>) {
+    let due = origin(Duration::from_secs(2));
+    let a = d
+        .push(
+            "lineage",
+            &one_expectation("task-lin-1", "exp-lin-a", "PA-lin-a", due, "PT0S"),
+        )
+        .await;
+    assert_eq!(a.body["raised"], json!(["exp-lin-a"]), "{a:?}");
+    let sent = lapse_in(&d, "lineage", "exp-lin-a", "sent").await;
+    let lapse_task = sent["taskId"].as_str().expect("the lapse task's task");
+    let due_c = origin(Duration::from_secs(3));
+    let mut raised = one_expectation("task-lin-3", "exp-lin-c", "PA-lin-c", due_c, "PT0S");
+    let artifact = raised["artifactUpdate"]["artifact"].take();
+    let c = d
+        .push(
+            "lineage",
+            &json!({ "task": {
+                "id": "task-lin-3", "contextId": "ctx-task-lin-1",
+                "status": { "state": "TASK_STATE_WORKING" },
+                "history": [{ "messageId": "m-lin-3", "role": "ROLE_USER",
+                              "parts": [{ "text": "while handling the lapse task" }],
+                              "referenceTaskIds": [lapse_task] }],
+                "artifacts": [artifact],
+            } }),
+        )
+        .await;
+    assert_eq!(c.body["raised"], json!(["exp-lin-c"]), "{c:?}");
+    f.lineage_failed.store(true, Ordering::SeqCst);
+    let withdrawn = wait_until(
+        || async {
+            d.shipment("PA-lin-c")
+                .await
+                .is_some_and(|s| expectation(&s, "exp-lin-c")["status"] == "withdrawn")
+        },
+        d.patience(),
+    )
+    .await;
+    assert!(
+        withdrawn,
+        "{:#?}\n{}",
+        d.shipment("PA-lin-c").await,
+        d.log_tail().await
+    );
+    wait_past(plus(due_c, 1)).await;
+    assert!(
+        holds_for(
+            || async { sent_for(&f.lineage, "exp-lin-c").is_empty() },
+            Duration::from_secs(1)
+        )
+        .await,
+        "no lapse task for work whose original failed: {:?}",
+        f.lineage.sent_message_ids()
+    );
+    assert!(
+        d.lapses_of("lineage")
+            .await
+            .iter()
+            .filter(|l| l["expectationId"] == "exp-lin-c")
+            .all(|l| l["delivery"] == "withdrawn"),
+        "{:#?}",
+        d.lapses_of("lineage").await
     );
 }
 

@@ -155,11 +155,9 @@ fn send_message_response_oneof_is_enforced() {
         "{err}"
     );
     let msg = json!({"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]});
-    let err = serde_json::from_value::<SendMessageResponse>(
-        json!({"task": task, "message": msg.clone()}),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = serde_json::from_value::<SendMessageResponse>(json!({"task": task, "message": msg}))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("found task and message"), "{err}");
     let reply: SendMessageResponse = typed("reply", json!({"message": msg, "other": 1}));
     assert!(reply.task().is_none());

@@ -14,7 +14,10 @@ use super::*;
 /// - [`AuthorityError::Invalid`] if the content cannot be canonicalized.
 ///
 /// Whether the id already exists (409) is the store's check.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each argument is a distinct dependency"
+)]
 pub fn create(
     tenant: TenantId,
     id: DefinitionId,
@@ -44,6 +47,7 @@ pub fn create(
         at: now,
         tombstoned: None,
         expires_at: None,
+        expiring: Some(BTreeMap::new()),
     };
     let created = HistoryEntry {
         kind: HistoryKind::Created,
@@ -98,7 +102,9 @@ pub(crate) fn resolve<'a>(
         })?;
     let learnable = registry.require(collection.learnable(), lesson.collection())?;
     let at = format!("{}/{}", lesson.collection(), lesson.entry());
-    let current = collection.entry(lesson.entry().as_str()).map(|e| e.value());
+    let current = collection
+        .entry(lesson.entry().as_str())
+        .map(super::super::collections::Entry::value);
     let absorbed = learnable
         .absorb(current, lesson.value())
         .map_err(|r| r.at(at.clone()))?;
@@ -171,7 +177,12 @@ pub fn teach(
     now: Timestamp,
     registry: &Registry,
 ) -> Result<(Option<DefinitionState>, LessonResult), AuthorityError> {
-    if let Some(at) = lesson.expires_at().filter(|at| *at <= now) {
+    // `now` before year 1 (never, from a clock) is earlier than every expiry.
+    let taught = Instant::from_timestamp(now);
+    if let Some(at) = lesson
+        .expires_at()
+        .filter(|at| taught.is_some_and(|t| *at <= t))
+    {
         return Err(AuthorityError::invalid(
             "expiresAt",
             format!("{at} is not later than the time the lesson is taught ({now})"),
@@ -194,6 +205,23 @@ pub fn teach(
     let vid = version_id(&collections)?;
     let n = state.latest_version() + 1;
     let previous = active.version_id.clone();
+    // The entry's value is the lesson's now: its expiry (or none) replaces the one inherited.
+    let key = review_key(lesson.collection(), lesson.entry());
+    let mut expiring = active.expiring().clone();
+    expiring.remove(&key);
+    if let Some(expires_at) = lesson.expires_at() {
+        expiring.insert(
+            key,
+            Review {
+                collection: lesson.collection().clone(),
+                entry: lesson.entry().clone(),
+                definition_version: n,
+                expires_at,
+                taught_by: lesson.taught_by().clone(),
+                since_history: None,
+            },
+        );
+    }
     let mut next = state.next();
     next.versions.push(Version {
         definition_version: n,
@@ -207,6 +235,7 @@ pub fn teach(
         at: now,
         tombstoned: None,
         expires_at: lesson.expires_at(),
+        expiring: Some(expiring.clone()),
     });
     next.history.push(HistoryEntry {
         kind: HistoryKind::Lesson,
@@ -222,20 +251,7 @@ pub fn teach(
         expires_at: lesson.expires_at(),
     });
     next.active = n;
-    let key = review_key(lesson.collection(), lesson.entry());
-    next.reviews.remove(&key);
-    if let Some(expires_at) = lesson.expires_at() {
-        next.reviews.insert(
-            key,
-            Review {
-                collection: lesson.collection().clone(),
-                entry: lesson.entry().clone(),
-                definition_version: n,
-                expires_at,
-                taught_by: lesson.taught_by().clone(),
-            },
-        );
-    }
+    next.reviews = reviews_in_force(&state.reviews, &expiring, None);
     Ok((
         Some(next),
         LessonResult {
@@ -359,6 +375,11 @@ pub fn show_back(
 ///
 /// Returns `None` when `version` is already active (nothing recorded).
 ///
+/// The open reviews follow the values it brings into force (expectations-v1 §16): a review
+/// whose expiring value stays in force goes on, one whose entry gets another value is closed,
+/// and an expiring value brought back into force (an undo of the lesson that replaced it) is
+/// reviewed again: due at its expiry, at once if that has passed ([`crate::review_changes`]).
+///
 /// # Errors
 /// [`AuthorityError::NotFound`] for a version that does not exist; [`AuthorityError::Gone`] for
 /// a tombstoned one.
@@ -395,12 +416,11 @@ pub fn activate(
     let mut next = state.next();
     next.history.push(entry);
     next.active = version;
-    // An activation that changes an entry's value is a person's decision about it: its open
-    // review is closed (expectations-v1 §16). One that leaves the entry as it was keeps it.
-    let (_, before) = state.active_content()?;
-    let (_, after) = state.content(version)?;
-    next.reviews
-        .retain(|_, r| entry_value(before, r) == entry_value(after, r));
+    // The reviews follow the values now in force (expectations-v1 §16): a review goes on while
+    // its expiring value stays in force, closes when another value comes into force, and an
+    // expiring value brought back into force is reviewed again, from this history line.
+    let line = next.history.len() as u64;
+    next.reviews = reviews_in_force(&state.reviews, target.expiring(), Some(line));
     Ok(Some(next))
 }
 
@@ -447,6 +467,8 @@ pub fn tombstone(
         v.collections = None;
         v.reason = None;
         v.describes = None;
+        // Never in force again: its expiring values live on in the versions built from it.
+        v.expiring = Some(BTreeMap::new());
         v.tombstoned = Some(Tombstone {
             at: now,
             taught_by: taught_by.clone(),
@@ -481,10 +503,26 @@ pub fn tombstone(
     Ok(Some(next))
 }
 
-/// The value of a review's entry in `collections`, if it has one.
-fn entry_value<'a>(collections: &'a Collections, review: &Review) -> Option<&'a Value> {
-    collections
-        .get(review.collection.as_str())
-        .and_then(|c| c.entry(review.entry.as_str()))
-        .map(|e| e.value())
+/// The open reviews once `expiring` (the active version's expiring values) is in force, after
+/// `before` (the open reviews until now): a review of the same value goes on; any other value
+/// opens a review beginning at the history line `since` (`None`: with the lesson that taught
+/// it).
+fn reviews_in_force(
+    before: &BTreeMap<String, Review>,
+    expiring: &BTreeMap<String, Review>,
+    since: Option<u64>,
+) -> BTreeMap<String, Review> {
+    expiring
+        .iter()
+        .map(|(key, value)| {
+            let review = match before.get(key) {
+                Some(open) if open.same_value(value) => open.clone(),
+                _ => Review {
+                    since_history: since,
+                    ..value.clone()
+                },
+            };
+            (key.clone(), review)
+        })
+        .collect()
 }

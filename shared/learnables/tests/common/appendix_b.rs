@@ -3,7 +3,7 @@
 //! included by path, by the HTTP tests (watcher-http's `learnables_http/scenario.rs`, and
 //! through it lesson-write's), which cannot depend on a test crate.
 
-#![allow(dead_code)] // Each includer uses its own part.
+#![allow(dead_code, reason = "each includer uses its own part")]
 
 use serde_json::{json, Value};
 

@@ -1,5 +1,8 @@
 //! Shared fixtures for the integration tests: the spec's Appendix B definition and helpers.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary uses its own part of this module"
+)]
 
 use learnables::{
     create, Collections, DefinitionId, DefinitionState, Lesson, LessonDto, Registry, TaughtBy,

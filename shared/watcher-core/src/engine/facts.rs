@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Effect, Out, ReportedFact};
+use super::{Effect, Out, ReportedFact, StepContext};
 use crate::ids::{ExpectationId, ExpectationRef, Subject};
 use crate::record::{AnchorState, LapseKind, RaiseOrder, Satisfaction, Status};
 use crate::slice::{FactEntry, Need, Slice};
@@ -15,16 +15,19 @@ use crate::time::Instant;
 /// nothing. Otherwise it is recorded on every subject it is "on" (its own subject, and every
 /// subject with an expectation keyed by it), satisfies every open expectation with that key,
 /// re-anchors their dependents, and lapses `skipped` every open expectation named in a newly
-/// satisfied one's `after`.
+/// satisfied one's `after` (or withdraws it, when its lineage ended withdrawing:
+/// [`super::lineage::withdraw_before_lapse`]), all at `ctx.now`.
 ///
 /// # Errors
-/// [`Need`] for the fact-key index entry and every subject involved.
+/// [`Need`] for the fact-key index entry and every subject involved, and for the task records
+/// of the lineages of the expectations it lapses.
 pub(crate) fn report(
     slice: &mut Slice,
     fact: &ReportedFact,
-    now: Instant,
+    ctx: &StepContext<'_>,
     out: &mut Out,
 ) -> Result<(), Need> {
+    let now = ctx.now;
     let mut subjects: BTreeSet<Subject> = slice.subjects_for_key(&fact.fact_key)?;
     if let Some(s) = &fact.subject {
         subjects.insert(s.clone());
@@ -116,7 +119,7 @@ pub(crate) fn report(
     for (s, idx) in &satisfied {
         reanchor_dependents(slice, s, *idx, out)?;
     }
-    lapse_skipped(slice, &satisfied, now, out)?;
+    lapse_skipped(slice, &satisfied, ctx, out)?;
 
     out.push(Effect::FactRecorded {
         fact_key: fact.fact_key.clone(),
@@ -150,7 +153,7 @@ pub fn effective_observed_at(fact: &ReportedFact, now: Instant) -> (Instant, Opt
                 Ok(r) => r.leap_second || r.instant != effective,
                 Err(_) => effective != claimed,
             };
-            (effective, differs.then(|| given.to_string()))
+            (effective, differs.then(|| given.to_owned()))
         }
         None => (
             effective,
@@ -166,8 +169,8 @@ pub const UNPLACED_FACTS_TYPE: &str = "$unplaced-facts";
 /// per fact key (semantics.md "Identity and tenancy": receiving the same fact again is a no-op).
 pub fn unplaced_subject(key: &crate::ids::FactKey) -> Subject {
     Subject {
-        subject_type: UNPLACED_FACTS_TYPE.to_string(),
-        id: key.as_str().to_string(),
+        subject_type: UNPLACED_FACTS_TYPE.to_owned(),
+        id: key.as_str().to_owned(),
     }
 }
 
@@ -217,11 +220,13 @@ fn reanchor_dependents(
 }
 
 /// For each newly satisfied X, every still-open expectation named (through supersession) in X's
-/// `after` lapses `skipped` now, once, with `satisfiedAfter` = every X of this fact naming it.
+/// `after` lapses `skipped` now, once, with `satisfiedAfter` = every X of this fact naming it;
+/// one whose lineage ended withdrawing is withdrawn instead
+/// ([`super::lineage::withdraw_before_lapse`]).
 fn lapse_skipped(
     slice: &mut Slice,
     satisfied: &[(Subject, usize)],
-    now: Instant,
+    ctx: &StepContext<'_>,
     out: &mut Out,
 ) -> Result<(), Need> {
     // (subject, index of the skipped record) → the satisfied expectations that reveal it.
@@ -245,13 +250,23 @@ fn lapse_skipped(
             }
         }
     }
+    let records: Vec<(Subject, usize)> = skipped.keys().cloned().collect();
+    super::lineage::withdraw_before_lapse(slice, &records, ctx, out)?;
     for ((s, y), mut revealed) in skipped {
+        if !slice.subject(&s)?.records[y].is_open() {
+            continue;
+        }
         revealed.sort();
         revealed.dedup();
         let ids = revealed.into_iter().map(|(_, id)| id).collect();
         let state = slice.subject_mut(&s)?;
-        out.lapses
-            .push(super::timers::lapse(state, y, LapseKind::Skipped, now, ids));
+        out.lapses.push(super::timers::lapse(
+            state,
+            y,
+            LapseKind::Skipped,
+            ctx.now,
+            ids,
+        ));
     }
     Ok(())
 }
@@ -265,7 +280,7 @@ mod tests {
         ReportedFact {
             fact_key: FactKey::parse("k").expect("a key"),
             observed_at: Instant::parse(observed_at).expect("an instant"),
-            observed_at_given: given.map(str::to_string),
+            observed_at_given: given.map(str::to_owned),
             mapping: None,
             subject: None,
             source: Source::lifecycle(),
@@ -334,7 +349,7 @@ mod tests {
                 effective_observed_at(&fact(observed, given), now),
                 (
                     Instant::parse(effective).expect("an instant"),
-                    kept.map(str::to_string)
+                    kept.map(str::to_owned)
                 ),
                 "{observed} given {given:?}"
             );

@@ -54,12 +54,12 @@ pub(crate) fn status(
         return Ok(());
     }
     let given = match seen.given_timestamp {
-        Some(text) => Some(text.to_string()),
+        Some(text) => Some(text.to_owned()),
         None => seen.timestamp.map(|t| t.to_string()),
     };
     let time = StatusTime::of(given.as_deref(), ctx.now);
     let status = StatusSeen {
-        state: seen.state.to_string(),
+        state: seen.state.to_owned(),
         at: time.at,
         received_at: ctx.now,
         timestamp: time.timestamp,
@@ -78,7 +78,7 @@ pub(crate) fn status(
         Lifecycle::Withdrawing => {
             super::withdraw::task_terminal(slice, &task, seen.state, ctx.now, out)
         }
-        l if l.answers_question() => answer_questions(slice, &task, &status, ctx.now, out),
+        l if l.answers_question() => answer_questions(slice, &task, &status, ctx, out),
         _ => Ok(()),
     }
 }
@@ -90,7 +90,7 @@ fn answer_questions(
     slice: &mut Slice,
     task: &TaskRef,
     status: &StatusSeen,
-    now: Instant,
+    ctx: &StepContext<'_>,
     out: &mut Out,
 ) -> Result<(), Need> {
     let Some(subjects) = slice.task_subjects(task)? else {
@@ -114,7 +114,7 @@ fn answer_questions(
         }
     }
     for fact in &to_report {
-        facts::report(slice, fact, now, out)?;
+        facts::report(slice, fact, ctx, out)?;
     }
     Ok(())
 }
@@ -130,7 +130,7 @@ pub(crate) fn answer_fact(
     ReportedFact {
         fact_key: rec.expectation.satisfied_by.fact_key.clone(),
         observed_at: status.effective_at(),
-        observed_at_given: status.claimed_timestamp().map(str::to_string),
+        observed_at_given: status.claimed_timestamp().map(str::to_owned),
         mapping: None,
         subject: Some(rec.expectation.subject.clone()),
         source: Source::lifecycle(),

@@ -9,11 +9,14 @@
 //! * [`raise`]: raising, every refusal rule, supersession and lineage (§8, §10.3, §13.2);
 //! * [`facts`]: satisfaction, lateness, re-anchoring, skipped lapses (§9.2, §9.3, §9.1);
 //! * [`withdraw`]: withdrawal on terminal origin tasks and explicit withdrawal (§8.1, §13.6);
+//! * [`lineage`]: which earlier task a task's work descends from, so that withdrawal follows it
+//!   (§8.1, §10.2, §13.6);
 //! * [`lifecycle`]: task statuses and questions that expire (§11);
 //! * [`timers`]: deadlines, horizons, overdue and stalled lapses, timer effects (§9.1, §10.1).
 
 pub mod facts;
 pub mod lifecycle;
+pub mod lineage;
 pub mod raise;
 pub mod scope;
 pub mod timers;
@@ -73,9 +76,22 @@ pub struct ReportedFact {
 }
 
 /// One thing a pushed event carries, in the order semantics.md gives: expectations are raised
-/// first, then withdrawals, then facts; a Task's artifacts in array order, then its status.
+/// first, then withdrawals, then facts; a Task's artifacts in array order, then its status. A
+/// task's lineage, when the event shows it, comes before everything else, so that what the task
+/// raises is raised knowing whose work it is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PushItem {
+    /// The task's work follows from `parent`, an earlier task of the same agent: the task was
+    /// started by a request whose first `referenceTaskIds` entry names `parent` (a lapse task
+    /// names the task that raised the lapsed expectation, semantics.md "The lapse task"), or it
+    /// is a lapse task the watcher sent about `parent` (docs/interpretation.md "Withdrawal
+    /// follows the lineage"; [`lineage`]).
+    Lineage {
+        /// The task whose lineage it is.
+        origin: Origin,
+        /// The task it descends from.
+        parent: TaskId,
+    },
     /// `metadata[URI].expectations` of an artifact, or of a status message asking a question.
     Raise {
         /// The raising task.
@@ -295,12 +311,15 @@ pub fn step(
     let before = timers::snapshot(&slice);
     let baseline = raise::LiveBaseline::of(&slice, ctx.now);
     let mut out = Out::new();
-    timers::catch_up(&mut slice, ctx.now, &mut out);
+    timers::catch_up(&mut slice, ctx, &mut out)?;
     match input {
         Input::Push { agent, items } => {
             let mut index: u32 = 0;
             for item in items {
                 match item {
+                    PushItem::Lineage { origin, parent } => {
+                        lineage::link(&mut slice, &agent.id, origin, parent, ctx, &mut out)?;
+                    }
                     PushItem::Raise {
                         origin,
                         expectations,
@@ -333,7 +352,7 @@ pub fn step(
                     )?,
                     PushItem::Facts(facts) => {
                         for f in facts {
-                            facts::report(&mut slice, f, ctx.now, &mut out)?;
+                            facts::report(&mut slice, f, ctx, &mut out)?;
                         }
                     }
                     PushItem::Status {
@@ -363,19 +382,19 @@ pub fn step(
                             task_id: task_id.clone(),
                             at: ctx.now,
                             warning: matches!(item, PushItem::Ignored { .. }),
-                        }))
+                        }));
                     }
                 }
             }
         }
         Input::Facts(facts) => {
             for f in facts {
-                facts::report(&mut slice, f, ctx.now, &mut out)?;
+                facts::report(&mut slice, f, ctx, &mut out)?;
             }
         }
-        Input::Timer(key) => timers::fire(&mut slice, key, ctx.now, &mut out)?,
+        Input::Timer(key) => timers::fire(&mut slice, key, ctx, &mut out)?,
     }
-    timers::lapse_newly_due(&mut slice, ctx.now, &mut out);
+    timers::lapse_newly_due(&mut slice, ctx, &mut out)?;
     out.flush_lapses();
     timers::diff(&before, &slice, &mut out);
     Ok((slice, out.effects))

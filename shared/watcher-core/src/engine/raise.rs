@@ -77,7 +77,10 @@ impl LiveBaseline {
 }
 
 /// Raises the expectations of one artifact or question, in array order.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each argument is a distinct dependency"
+)]
 pub(crate) fn raise(
     slice: &mut Slice,
     agent: &AgentProfile,
@@ -94,6 +97,8 @@ pub(crate) fn raise(
         task_id: origin.task_id.clone(),
     };
     slice.task(&task)?;
+    // An unlisted task learns of an end above it from its lineage's records first.
+    super::lineage::learn_end_above(slice, &task, ctx)?;
     for parsed in expectations {
         let order = RaiseOrder {
             input: ctx.seq,
@@ -108,7 +113,7 @@ pub(crate) fn raise(
                 task_id: Some(origin.task_id.clone()),
                 at: ctx.now,
                 warning: false,
-            }))
+            }));
         };
         let e = match parsed {
             Ok(e) => e,
@@ -121,13 +126,21 @@ pub(crate) fn raise(
             Verdict::Refuse(reason) => reject(out, Some(e.expectation_id.to_string()), reason),
             Verdict::Duplicate(key) => out.push(Effect::Duplicate { expectation: key }),
             Verdict::Record { lineage } => {
-                record(
-                    slice, agent, origin, e, lineage, order, question, ctx.now, out,
-                )?;
+                record(slice, agent, origin, e, lineage, order, question, ctx, out)?;
             }
         }
     }
     Ok(())
+}
+
+/// The reason an expectation is refused when its `expectationId` was already raised by the
+/// agent with other content or from another task (expectations-v1 §8; semantics.md "Raising":
+/// id reuse), as [`Rejection::reason`] and the push answer's `rejected[].reason` give it: a
+/// caller tells this refusal from the others by comparing with it (the push answer's `summary`).
+pub fn id_reused_reason(expectation_id: &str) -> String {
+    format!(
+        "field `expectationId`: {expectation_id} was already raised by this agent with other content or from another task; an expectationId must never be reused (expectations-v1 §8)"
+    )
 }
 
 enum Verdict {
@@ -162,10 +175,7 @@ fn check(
                 return Ok(Verdict::Duplicate(key));
             }
         }
-        return Ok(Verdict::Refuse(format!(
-            "field `expectationId`: {} was already raised by this agent with other content or from another task; an expectationId must never be reused (expectations-v1 §8)",
-            e.expectation_id
-        )));
+        return Ok(Verdict::Refuse(id_reused_reason(e.expectation_id.as_str())));
     }
     let state = slice.subject(&e.subject)?;
 
@@ -275,7 +285,7 @@ fn check(
 fn references(e: &Expectation) -> Vec<(String, &ExpectationId)> {
     let mut refs = Vec::new();
     if let Some(a) = &e.anchor {
-        refs.push(("anchor.expectationId".to_string(), &a.expectation_id));
+        refs.push(("anchor.expectationId".to_owned(), &a.expectation_id));
     }
     for (i, id) in e.after.iter().enumerate() {
         refs.push((format!("after[{i}]"), id));
@@ -355,7 +365,7 @@ fn cycle(
     while let Some((node, path)) = stack.pop() {
         for next in edges.get(&node).into_iter().flatten() {
             if next == &start {
-                let mut p = path.clone();
+                let mut p = path;
                 p.push(start.to_string());
                 return Some(p);
             }
@@ -370,9 +380,12 @@ fn cycle(
 }
 
 /// Records an accepted expectation: re-anchors at once on an anchor already satisfied,
-/// supersedes its predecessor, withdraws at once if its task already ended withdrawing, and
-/// answers at once a question whose task already moved on.
-#[allow(clippy::too_many_arguments)]
+/// supersedes its predecessor, withdraws at once if its task (or a task of its lineage) already
+/// ended withdrawing, and answers at once a question whose task already moved on.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each argument is a distinct dependency"
+)]
 fn record(
     slice: &mut Slice,
     agent: &AgentProfile,
@@ -381,17 +394,23 @@ fn record(
     lineage: u32,
     order: RaiseOrder,
     question: Option<Asked>,
-    now: Instant,
+    ctx: &StepContext<'_>,
     out: &mut Out,
 ) -> Result<(), Need> {
+    let now = ctx.now;
     let task = TaskRef {
         agent: agent.id.clone(),
         task_id: origin.task_id.clone(),
     };
-    let withdrawn_by = slice
+    let task_lineage = slice
         .task(&task)?
-        .and_then(|t| t.withdrawn_by.as_ref())
-        .map(|s| s.state.clone());
+        .map(|t| t.lineage.clone())
+        .unwrap_or_default();
+    // The task's own withdrawing end, else one its lineage met (`lineage`).
+    let ended = slice.task(&task)?.and_then(|t| {
+        t.ended()
+            .map(|(ancestor, state)| (ancestor.cloned(), state.to_owned()))
+    });
     let answered_at = match question {
         Some(q) => super::lifecycle::earliest_answer(slice, &task, q.timestamp, order.input)?,
         None => None,
@@ -409,6 +428,7 @@ fn record(
         raised_by: RaisedBy {
             task_id: origin.task_id.clone(),
             context_id: origin.context_id.clone(),
+            lineage: task_lineage,
         },
         satisfaction: None,
         lapses: Vec::new(),
@@ -449,7 +469,7 @@ fn record(
         });
     }
     out.push(Effect::Raised {
-        expectation: key.clone(),
+        expectation: key,
         subject: e.subject.clone(),
     });
     if let Some(sup) = &e.supersedes {
@@ -466,11 +486,14 @@ fn record(
             super::withdraw::withdraw_record(state, sidx, reason, now, out);
         }
     }
-    if let Some(state_name) = &withdrawn_by {
-        let reason = format!(
-            "origin task {} had already reached {} (expectations-v1 §8.1)",
-            origin.task_id, state_name
-        );
+    if let Some((ancestor, state_name)) = &ended {
+        let reason = match ancestor {
+            None => format!(
+                "origin task {} had already reached {} (expectations-v1 §8.1)",
+                origin.task_id, state_name
+            ),
+            Some(ancestor) => super::lineage::reason(&origin.task_id, ancestor, state_name),
+        };
         super::withdraw::withdraw_record(state, new_idx, reason, now, out);
     }
     let rec = state.records[new_idx].clone();
@@ -478,7 +501,7 @@ fn record(
     slice.task_mut(&task)?.subjects.insert(e.subject.clone());
     if let Some(status) = &answered_at {
         let fact = super::lifecycle::answer_fact(&rec, status);
-        super::facts::report(slice, &fact, now, out)?;
+        super::facts::report(slice, &fact, ctx, out)?;
     }
     Ok(())
 }

@@ -56,6 +56,14 @@ pub fn initial_scope(input: &Input, settings: &Settings) -> Scope {
                             }
                         }
                     }
+                    PushItem::Lineage { origin, parent } => {
+                        for task_id in [&origin.task_id, parent] {
+                            scope.add(Need::Task(TaskRef {
+                                agent: agent.id.clone(),
+                                task_id: task_id.clone(),
+                            }));
+                        }
+                    }
                     PushItem::Withdraw { ids, .. } => {
                         for id in ids {
                             scope.add(Need::Expectation(ExpectationRef {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Effect, Out};
+use super::{Effect, Out, StepContext};
 use crate::ids::{ExpectationRef, Subject};
 use crate::lapse::{message_id, phrase, Lapse, LapseBlock, Phrase};
 use crate::record::{AnchorState, ExpectationRecord, LapseEntry, LapseKind};
@@ -162,7 +162,11 @@ pub(crate) fn lapse(
     };
     let text = phrase(&Phrase {
         block: &block,
-        grace: rec.expectation.grace.as_ref().map(|g| g.as_str()),
+        grace: rec
+            .expectation
+            .grace
+            .as_ref()
+            .map(instants::IsoDuration::as_str),
         horizon: rec.expectation.horizon,
         revealed_by: revealed_by.iter().map(String::as_str).collect(),
         silent_since: last.or(since).unwrap_or(rec.raised_at),
@@ -231,8 +235,17 @@ fn due_before(
 }
 
 /// Fires, late, every timer of the loaded subjects that fell due strictly before `now`, before
-/// the input is applied (§10.1: a missed sweep submits late, never skips).
-pub(crate) fn catch_up(slice: &mut Slice, now: Instant, out: &mut Out) {
+/// the input is applied (§10.1: a missed sweep submits late, never skips). A record whose
+/// lineage ended withdrawing is withdrawn instead ([`super::lineage::withdraw_before_lapse`]).
+///
+/// # Errors
+/// [`Need`] for the task records of the due records' lineages.
+pub(crate) fn catch_up(
+    slice: &mut Slice,
+    ctx: &StepContext<'_>,
+    out: &mut Out,
+) -> Result<(), Need> {
+    let now = ctx.now;
     let mut due_all = Vec::new();
     for (subject, state) in &slice.subjects {
         for (at, order, kind, idx) in due_before(state, now) {
@@ -240,6 +253,11 @@ pub(crate) fn catch_up(slice: &mut Slice, now: Instant, out: &mut Out) {
         }
     }
     due_all.sort();
+    let records: Vec<(Subject, usize)> = due_all
+        .iter()
+        .map(|(_, _, _, subject, idx)| (subject.clone(), *idx))
+        .collect();
+    super::lineage::withdraw_before_lapse(slice, &records, ctx, out)?;
     for (_, _, kind, subject, idx) in due_all {
         if let Ok(state) = slice.subject_mut(&subject) {
             if let Some(l) = fire_due(state, idx, kind, now) {
@@ -247,20 +265,35 @@ pub(crate) fn catch_up(slice: &mut Slice, now: Instant, out: &mut Out) {
             }
         }
     }
+    Ok(())
 }
 
 /// After the input: anything it made due strictly before `now` (a re-anchor or fallback into the
-/// past, a raise with a past due time) lapses at once, held for raising-order emission.
-pub(crate) fn lapse_newly_due(slice: &mut Slice, now: Instant, out: &mut Out) {
-    let subjects: Vec<Subject> = slice.subjects.keys().cloned().collect();
-    for subject in subjects {
-        let due = match slice.subjects.get(&subject) {
-            Some(state) => due_before(state, now),
-            None => continue,
-        };
-        if due.is_empty() {
-            continue;
+/// past, a raise with a past due time) lapses at once, held for raising-order emission; a record
+/// whose lineage ended withdrawing is withdrawn instead
+/// ([`super::lineage::withdraw_before_lapse`]).
+///
+/// # Errors
+/// [`Need`] for the task records of the due records' lineages.
+pub(crate) fn lapse_newly_due(
+    slice: &mut Slice,
+    ctx: &StepContext<'_>,
+    out: &mut Out,
+) -> Result<(), Need> {
+    let now = ctx.now;
+    let mut due_all = Vec::new();
+    for (subject, state) in &slice.subjects {
+        let due = due_before(state, now);
+        if !due.is_empty() {
+            due_all.push((subject.clone(), due));
         }
+    }
+    let records: Vec<(Subject, usize)> = due_all
+        .iter()
+        .flat_map(|(subject, due)| due.iter().map(|d| (subject.clone(), d.3)))
+        .collect();
+    super::lineage::withdraw_before_lapse(slice, &records, ctx, out)?;
+    for (subject, due) in due_all {
         if let Ok(state) = slice.subject_mut(&subject) {
             for (_, _, kind, idx) in due {
                 if let Some(l) = fire_due(state, idx, kind, now) {
@@ -269,16 +302,22 @@ pub(crate) fn lapse_newly_due(slice: &mut Slice, now: Instant, out: &mut Out) {
             }
         }
     }
+    Ok(())
 }
 
-/// A timer firing: evaluates that deadline or horizon at `now`. An early wake lapses nothing and
-/// re-arms the timer.
+/// A timer firing: evaluates that deadline or horizon at `ctx.now`. An early wake lapses nothing
+/// and re-arms the timer. A record whose lineage ended withdrawing is withdrawn instead of
+/// lapsing ([`super::lineage::withdraw_before_lapse`]).
+///
+/// # Errors
+/// [`Need`] for the subject, then for the task records of the record's lineage.
 pub(crate) fn fire(
     slice: &mut Slice,
     key: &TimerKey,
-    now: Instant,
+    ctx: &StepContext<'_>,
     out: &mut Out,
 ) -> Result<(), Need> {
+    let now = ctx.now;
     let state = slice.subject(&key.subject)?;
     let Some(idx) = state.position(&key.expectation) else {
         return Ok(());
@@ -288,6 +327,7 @@ pub(crate) fn fire(
         .find(|(k, _)| *k == key.kind);
     match pending {
         Some((_, at)) if at <= now => {
+            super::lineage::withdraw_before_lapse(slice, &[(key.subject.clone(), idx)], ctx, out)?;
             let state = slice.subject_mut(&key.subject)?;
             if let Some(l) = fire_due(state, idx, key.kind, now) {
                 out.lapses.push(l);

@@ -1,5 +1,6 @@
-//! Withdrawal: on the origin task's cancellation, failure or rejection, explicitly by the agent,
-//! and by supersession (expectations-v1 §8.1, §13.6; semantics.md "Supersession, withdrawal").
+//! Withdrawal: on the origin task's cancellation, failure or rejection (and on that of a task of
+//! its lineage, [`super::lineage`]), explicitly by the agent, and by supersession
+//! (expectations-v1 §8.1, §13.6; semantics.md "Supersession, withdrawal").
 
 use super::{Effect, Origin, Out};
 use crate::ids::{AgentId, ExpectationId, ExpectationRef, TaskRef};
@@ -52,7 +53,8 @@ pub(crate) fn withdraw_record(
 }
 
 /// Withdraws every open expectation the task raised, and every open successor of those, with a
-/// reason naming the state (§8.1, §13.6).
+/// reason naming the state (§8.1, §13.6); then the same for every task of its lineage below it
+/// ([`super::lineage::ended`]).
 pub(crate) fn task_terminal(
     slice: &mut Slice,
     task: &TaskRef,
@@ -60,13 +62,26 @@ pub(crate) fn task_terminal(
     now: Instant,
     out: &mut Out,
 ) -> Result<(), Need> {
-    let Some(subjects) = slice.task_subjects(task)? else {
-        return Ok(());
-    };
     let reason = format!(
         "origin task {} reached {} (expectations-v1 §8.1)",
         task.task_id, state_name
     );
+    withdraw_raised(slice, task, &reason, now, out)?;
+    super::lineage::ended(slice, task, state_name, now, out)
+}
+
+/// Withdraws every open expectation `task` raised, and every open successor of those, with
+/// `reason`.
+pub(crate) fn withdraw_raised(
+    slice: &mut Slice,
+    task: &TaskRef,
+    reason: &str,
+    now: Instant,
+    out: &mut Out,
+) -> Result<(), Need> {
+    let Some(subjects) = slice.task_subjects(task)? else {
+        return Ok(());
+    };
     for s in &subjects {
         let state = slice.subject_mut(s)?;
         let raised: Vec<usize> = state
@@ -94,7 +109,7 @@ pub(crate) fn task_terminal(
                 }
             }
             for i in chain {
-                withdraw_record(state, i, reason.clone(), now, out);
+                withdraw_record(state, i, reason.to_owned(), now, out);
             }
         }
     }
@@ -128,7 +143,7 @@ pub(crate) fn explicit(
                 Some(r) if !r.trim().is_empty() => {
                     format!("withdrawn by the agent: {r} (expectations-v1 §8.1)")
                 }
-                _ => "withdrawn by the agent (expectations-v1 §8.1)".to_string(),
+                _ => "withdrawn by the agent (expectations-v1 §8.1)".to_owned(),
             };
             withdraw_record(state, idx, why, now, out);
         }

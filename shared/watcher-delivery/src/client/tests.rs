@@ -50,7 +50,7 @@ fn json_rpc_errors_follow_is_permanent() {
         assert!(!e.is_retryable(), "{code}");
         assert!(e.describe().contains("boom"), "{}", e.describe());
         let source = e.source().expect("source kept");
-        assert!(source.downcast_ref::<a2a_types::JsonRpcError>().is_some());
+        assert!(source.downcast_ref::<JsonRpcError>().is_some());
     }
     for code in [-32603, -32000, -32050, 1] {
         assert!(interpret(200, &rpc_error(code)).unwrap_err().is_retryable());
@@ -77,6 +77,49 @@ fn http_statuses_are_classified() {
     let e = interpret(500, &rpc_error(-32602)).unwrap_err();
     assert!(e.is_retryable());
     assert!(e.reason().contains("-32602"), "{}", e.reason());
+}
+
+/// The agent's JSON-RPC error is at hand whatever the HTTP status (the lifecycle probe records
+/// it as the method's answer); a transport failure or an answer that is not JSON-RPC has none.
+#[test]
+fn the_json_rpc_error_the_agent_answered_is_kept_whatever_the_status() {
+    for status in [200, 404, 500] {
+        let e = interpret(status, &rpc_error(-32001)).unwrap_err();
+        let error = e.rpc_error().unwrap_or_else(|| panic!("{status}: {e:?}"));
+        assert_eq!((error.code, error.message.as_str()), (-32001, "boom"));
+        // Named once in the description, the source not repeated.
+        assert_eq!(
+            e.describe().matches("JSON-RPC error -32001").count(),
+            1,
+            "{}",
+            e.describe()
+        );
+    }
+    for (status, body) in [(404, "<html>nope</html>"), (200, "not json"), (503, "")] {
+        assert!(
+            interpret(status, body).unwrap_err().rpc_error().is_none(),
+            "{status} {body}"
+        );
+    }
+}
+
+/// A method A2A 0.3 has no name for is refused before anything is sent.
+#[tokio::test]
+async fn a_request_0_3_has_no_method_for_is_refused_unsent() {
+    let client = A2aClient::with_defaults().unwrap();
+    // Nothing listens on port 1: a request sent would be a transport error, not this one.
+    let endpoint = AgentEndpoint::configured("http://127.0.0.1:1/", None).speaking(Protocol::V03);
+    let e = client
+        .request(
+            &endpoint,
+            methods::LIST_TASKS,
+            &a2a_types::rpc::ListTasksRequest::default(),
+            "list",
+        )
+        .await
+        .unwrap_err();
+    assert!(!e.is_retryable());
+    assert_eq!(e.reason(), "an A2A 0.3 agent offers no ListTasks");
 }
 
 #[test]

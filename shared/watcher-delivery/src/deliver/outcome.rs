@@ -254,3 +254,6 @@ pub(crate) fn human(d: std::time::Duration) -> String {
         format!("{}.{:03}s", s, d.subsec_millis())
     }
 }
+
+#[cfg(test)]
+mod tests;

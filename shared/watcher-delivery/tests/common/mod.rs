@@ -1,7 +1,7 @@
 //! Fixtures shared by the delivery tests: a seeded memory store, lapse-task entries and the
 //! capture agent (re-exported from `watcher_delivery::testing`, where serve's tests find it too).
 
-#![allow(dead_code)] // each test binary uses a different part
+#![allow(dead_code, reason = "each test binary uses a different part")]
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use watcher_delivery::{
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::{Commit, OutboxEntry};
 
-#[allow(unused_imports)] // not every test binary replies by hand
+#[allow(unused_imports, reason = "not every test binary replies by hand")]
 pub use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
 
 /// The bearer the watcher presents to agents in these tests.

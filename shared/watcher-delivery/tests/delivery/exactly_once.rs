@@ -104,7 +104,7 @@ async fn two_submitters_handed_the_same_entries_send_each_once() {
     let entries: Vec<_> = (0..10).map(|n| lapse_entry(&format!("exp-{n}"))).collect();
     let store = std::sync::Arc::new(store_with(entries.clone()).await);
     let endpoints = std::sync::Arc::new(endpoints(agent.endpoint(Some(BEARER.into()))));
-    let run = |sub: watcher_delivery::Submitter| {
+    let run = |sub: Submitter| {
         let (store, endpoints, entries) = (store.clone(), endpoints.clone(), entries.clone());
         tokio::spawn(async move {
             let mut outcomes = Vec::new();

@@ -132,7 +132,7 @@ async fn a_retryable_error_fails_once_it_is_give_up_after_old() {
     let endpoints = endpoints(agent.endpoint(None));
     // base 1 s: attempts at 0, ~0.5–1, ~1.5–3, … ; 10 s of retrying is several attempts.
     let policy = RetryPolicy {
-        give_up_after: std::time::Duration::from_secs(10),
+        give_up_after: Duration::from_secs(10),
         ..RetryPolicy::default()
     };
     let sub = submitter(policy, None);
@@ -173,7 +173,11 @@ async fn a_retryable_error_fails_once_it_is_give_up_after_old() {
     );
     assert!(error.contains("-32603"), "{error}");
     assert_eq!(agent.request_count(), retried + 1);
-    let ids: Vec<_> = agent.requests().iter().map(|r| r.rpc_id()).collect();
+    let ids: Vec<_> = agent
+        .requests()
+        .iter()
+        .map(watcher_delivery::testing::CapturedRequest::rpc_id)
+        .collect();
     assert!(ids.iter().all(|id| id == entry.message_id.as_str()));
 }
 

@@ -123,11 +123,11 @@ async fn two_agents_with_the_same_message_id_each_get_their_lapse_task() {
 #[test]
 fn passes_are_send_over_trait_objects() {
     fn assert_send<T: Send>(_: &T) {}
-    let store = watcher_runtime::memory::MemoryStore::new();
+    let store = MemoryStore::new();
     let store: &dyn watcher_runtime::store::Store = &store;
-    let endpoints: std::sync::Arc<dyn watcher_delivery::Endpoints> = std::sync::Arc::new(
-        endpoints(AgentEndpoint::configured("http://127.0.0.1:9/", None)),
-    );
+    let endpoints: std::sync::Arc<dyn Endpoints> = std::sync::Arc::new(endpoints(
+        AgentEndpoint::configured("http://127.0.0.1:9/", None),
+    ));
     let sub = submitter(RetryPolicy::default(), None);
     let pass = sub.deliver_due(store, &*endpoints, t0(), LIMIT);
     assert_send(&pass);

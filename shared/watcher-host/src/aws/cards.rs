@@ -69,8 +69,10 @@ pub struct StoreInbox<'a> {
 
 #[async_trait::async_trait]
 impl PushInbox for StoreInbox<'_> {
-    fn config(&self, _: Leg) -> Option<Value> {
-        Some(json!({ "url": self.url, "token": self.token }))
+    fn config(&self, _: Leg) -> Option<a2a_types::TaskPushNotificationConfig> {
+        let mut config = a2a_types::TaskPushNotificationConfig::new(self.url.clone());
+        config.token = Some(self.token.clone());
+        Some(config)
     }
 
     async fn pushed(&self, _: Leg, task_id: &str) -> Vec<Value> {
@@ -242,7 +244,7 @@ impl Cards {
             if self
                 .probe_failed
                 .lock()
-                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .get(&key)
                 .and_then(|at| at.checked_add(PROBE_RETRY))
                 .is_some_and(|next| next > now)
@@ -273,7 +275,7 @@ impl Cards {
             }
             self.probe_failed
                 .lock()
-                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .insert(key, now);
             return 0;
         }
@@ -305,7 +307,10 @@ impl Cards {
             return false;
         }
         {
-            let mut looked = self.looked.lock().unwrap_or_else(|p| p.into_inner());
+            let mut looked = self
+                .looked
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let key = (tenant.clone(), agent.clone());
             if looked
                 .get(&key)
@@ -371,7 +376,10 @@ impl Cards {
             .and_then(|h| h.failing_since)
             .unwrap_or(now);
         {
-            let mut tried = self.read_at_push.lock().unwrap_or_else(|p| p.into_inner());
+            let mut tried = self
+                .read_at_push
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let key = (tenant.clone(), id.clone());
             // Before any read here, the cold start's failed read was the last try.
             let last = tried.get(&key).copied().unwrap_or(first);

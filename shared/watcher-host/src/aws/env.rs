@@ -87,7 +87,7 @@ pub fn notify_settle() -> std::time::Duration {
 }
 
 /// Counts each notification as CloudWatch embedded metrics (`Notifications`,
-/// `NotificationFailures`).
+/// `NotificationFailures`, `NotificationRedirects`).
 #[cfg(feature = "aws-notify")]
 struct EmfNotifications(watcher_lambda::emf::EmfRecorder);
 

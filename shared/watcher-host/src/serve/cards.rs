@@ -29,7 +29,10 @@ pub fn backoff(n: u32) -> Duration {
 }
 
 /// Retries each agent of `pending` until its card is read or `stop` flips.
-#[allow(clippy::too_many_arguments)] // one call site; each argument is a distinct dependency
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site; each argument is a distinct dependency"
+)]
 pub async fn refresh_loop(
     config: Config,
     pending: Vec<AgentConfig>,
@@ -48,7 +51,7 @@ pub async fn refresh_loop(
         .collect();
     while let Some(next) = waiting.iter().map(|(_, _, due)| *due).min() {
         tokio::select! {
-            _ = tokio::time::sleep_until(next) => {}
+            () = tokio::time::sleep_until(next) => {}
             _ = stop.changed() => return,
         }
         let mut still = Vec::new();

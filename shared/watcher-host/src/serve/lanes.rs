@@ -20,7 +20,10 @@ use watcher_runtime::store::Store;
 /// every agent with an endpoint; they run until `stop` flips. Endpoints are looked up at each
 /// send, so an agent whose card is read after an outage is served by its lane at once. An agent
 /// without an endpoint when a lapse task is due has it marked `failed` with the reason.
-#[allow(clippy::too_many_arguments)] // one call site; each argument is a distinct dependency
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site; each argument is a distinct dependency"
+)]
 pub fn start_lanes(
     store: Arc<dyn Store>,
     submitter: Submitter,
@@ -37,7 +40,7 @@ pub fn start_lanes(
         .entries()
         .into_iter()
         .filter(|a| a.submits_lapses)
-        .map(|a| (a.tenant.clone(), a.profile.id.clone()))
+        .map(|a| (a.tenant.clone(), a.profile.id))
         .chain(configured)
         .collect();
     tracing::info!(lanes = agents.len(), ?settings, "lapse-task delivery lanes");

@@ -16,7 +16,7 @@
 //! | `a2a_watcher_lapse_delivery_lateness_seconds` | | histogram: delivery instant − `lapsedAt` |
 //! | `a2a_watcher_open_expectations` | | gauge: live expectations (that can still lapse) over all agents |
 //! | `a2a_watcher_timer_failures_total` | | due timers whose firing failed (skipped, fired again next time) |
-//! | `a2a_watcher_notifications_total` | `channel` (a `[[notify]]` id), `outcome` = `delivered` / `failed` | notifications posted to a person's channel (issue 25) |
+//! | `a2a_watcher_notifications_total` | `channel` (a `[[notify]]` id), `outcome` = `delivered` / `redirected` / `failed` | notifications posted to a person's channel (issue 25); `redirected`: the receiver answered 3xx, not followed (a failure, retried) |
 //!
 //! Unauthenticated like `/healthz`, and therefore without tenant or agent labels: totals only
 //! (docs/interpretation.md). The one label naming something configured is a notification
@@ -180,9 +180,9 @@ impl Prometheus {
     /// Shows every outcome of each of `channels` at zero from the start.
     pub fn with_channels<'a>(self, channels: impl IntoIterator<Item = &'a str>) -> Self {
         for channel in channels {
-            for outcome in ["delivered", "failed"] {
+            for outcome in ["delivered", "redirected", "failed"] {
                 let _ = self.notifications.get_or_create(&ChannelLabel {
-                    channel: channel.to_string(),
+                    channel: channel.to_owned(),
                     outcome,
                 });
             }
@@ -250,7 +250,7 @@ impl watcher_notify::NotifyRecorder for Prometheus {
     fn notified(&self, channel: &str, outcome: &'static str) {
         self.notifications
             .get_or_create(&ChannelLabel {
-                channel: channel.to_string(),
+                channel: channel.to_owned(),
                 outcome,
             })
             .inc();
@@ -277,7 +277,7 @@ pub async fn metrics(State(state): State<MetricsState>) -> Response {
         {
             Ok(n) => open += n,
             Err(e) => {
-                tracing::warn!(error = %e, agent = %entry.profile.id, "metrics: cannot read the agent's live count")
+                tracing::warn!(error = %e, agent = %entry.profile.id, "metrics: cannot read the agent's live count");
             }
         }
     }
@@ -318,6 +318,7 @@ mod tests {
         p.notified("ops", "delivered");
         p.notified("ops", "delivered");
         p.notified("ops", "failed");
+        p.notified("ops", "redirected");
         let text = p.encode(0);
         assert!(
             text.contains(
@@ -328,6 +329,12 @@ mod tests {
         assert!(
             text.contains(
                 "a2a_watcher_notifications_total{channel=\"ops\",outcome=\"failed\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "a2a_watcher_notifications_total{channel=\"ops\",outcome=\"redirected\"} 1\n"
             ),
             "{text}"
         );

@@ -1,10 +1,13 @@
 //! `a2a-watcher serve` (feature `serve`): the whole watcher as one process (contracts/serve.md):
-//! the HTTP API, the SQLite store, timers that survive restarts ([`timers`]), the delivery lanes
-//! ([`lanes`]), origin reconciliation, the card refresh ([`cards`]), the probe on registration,
-//! retention ([`retention`]) and `GET /metrics` ([`metrics`]).
+//! the HTTP API, the SQLite store (one `serve` per database: [`lock`]), timers that survive
+//! restarts ([`timers`]), the delivery lanes ([`lanes`]), origin reconciliation, the card refresh
+//! ([`cards`]), the probe on registration, retention ([`retention`]) and `GET /metrics`
+//! ([`metrics`]). Which loops start is the service list's to say ([`loops`]).
 
 pub mod cards;
 pub mod lanes;
+pub mod lock;
+pub mod loops;
 pub mod metrics;
 pub mod retention;
 pub mod timers;
@@ -25,25 +28,44 @@ use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
 use watcher_store_sqlite::SqliteStore;
 
+use crate::services::Placement;
 use lanes::start_lanes;
+use lock::DatabaseLock;
+use loops::Loop;
 use retention::retention_loop;
 use timers::timer_loop;
 
-/// A watcher started by [`start`].
+/// A watcher started by [`start`]. It holds its database's lock ([`lock`]) until it is shut
+/// down or dropped.
 pub struct Running {
     /// The bound address.
     pub addr: std::net::SocketAddr,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    placements: Vec<Placement>,
+    loops: Vec<Loop>,
+    _lock: DatabaseLock,
 }
 
 impl Running {
-    /// Stops serving, lets in-flight requests finish, and stops the loops.
+    /// Stops serving, lets in-flight requests finish, and stops the loops; then frees the
+    /// database for the next `serve`.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         for t in self.tasks {
             let _ = t.await;
         }
+    }
+
+    /// Every service of `serve` as this start placed it (logged at start, one line each).
+    pub fn placements(&self) -> &[Placement] {
+        &self.placements
+    }
+
+    /// The loops this start started, in order: exactly [`loops::loops_for`] of
+    /// [`Running::placements`].
+    pub fn loops(&self) -> &[Loop] {
+        &self.loops
     }
 }
 
@@ -68,12 +90,19 @@ pub async fn run(config: Config, used_defaults: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Opens the store, loads the agents, binds, and starts the HTTP server, the timer loop, the
-/// delivery loop and (unless `retention_days` is 0) the retention loop.
+/// Takes the database's lock, opens the store, loads the agents, binds, and starts the loops of
+/// the services that run ([`crate::services::serve_at_start`], [`loops::loops_for`]): the HTTP
+/// server, the timer loop and the delivery lanes always; origin reconciliation unless
+/// `[delivery] reconcile_origins = 0`; the registration probe when an agent has
+/// `probe = true`; retention unless `retention_days = 0`; the card refresh while a card is
+/// unread; the notifier when a `[[notify]]` channel is configured.
 ///
 /// # Errors
-/// Configuration, card, database or bind failures, each naming what failed.
+/// Another `serve` holds the database ([`lock::LockError::InUse`], naming its pid);
+/// configuration, card, database or bind failures, each naming what failed.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
+    // One serve per database, refused before the database is touched.
+    let database_lock = DatabaseLock::acquire(&config.database, jiff::Timestamp::now())?;
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(&config.database).with_context(|| {
             format!("Failed to open the database {}", config.database.display())
@@ -175,8 +204,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .local_addr()
         .context("Failed to read the bound address")?;
     tracing::info!(%addr, "a2a-watcher serving");
-    // Every declared service, one line each; one the configuration turns off says why.
-    crate::services::log_placements("serve", &crate::services::serve_as_configured(&config));
+    // Every declared service, one line each; one the configuration turns off says why. The
+    // same list says which loops start below.
+    let placements = crate::services::serve_at_start(&config, pending.len());
+    crate::services::log_placements("serve", &placements);
+    let wanted = loops::loops_for(&placements);
+    let mut started: Vec<Loop> = Vec::new();
+    let mut tasks = Vec::new();
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let reconciler = Arc::new(watcher_delivery::reconcile::Reconciler::new(
@@ -187,55 +221,67 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         clock.clone(),
         wake.clone(),
     ));
-    let mut server_stop = stop_rx.clone();
-    let server = tokio::spawn(async move {
-        let result = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = server_stop.changed().await;
-            })
-            .await;
-        if let Err(e) = result {
-            tracing::error!(error = %e, "the HTTP server failed");
-        }
-    });
-    let timers = tokio::spawn(timer_loop(
-        watcher.clone(),
-        clock.clone(),
-        wake.clone(),
-        stop_rx.clone(),
-    ));
-    let mut tasks = vec![server, timers];
-    tasks.push(tokio::spawn(reconciler.clone().run(stop_rx.clone())));
+    if wanted.contains(&Loop::Http) {
+        let mut server_stop = stop_rx.clone();
+        tasks.push(tokio::spawn(async move {
+            let result = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = server_stop.changed().await;
+                })
+                .await;
+            if let Err(e) = result {
+                tracing::error!(error = %e, "the HTTP server failed");
+            }
+        }));
+        started.push(Loop::Http);
+    }
+    if wanted.contains(&Loop::Timers) {
+        tasks.push(tokio::spawn(timer_loop(
+            watcher.clone(),
+            clock.clone(),
+            wake.clone(),
+            stop_rx.clone(),
+        )));
+        started.push(Loop::Timers);
+    }
+    if wanted.contains(&Loop::Reconciler) {
+        tasks.push(tokio::spawn(reconciler.clone().run(stop_rx.clone())));
+        started.push(Loop::Reconciler);
+    }
     // The lifecycle probe on registration (`probe = true`), for agents whose card was read now;
     // the others are probed when the card refresh reads their card.
-    for a in config.agents.iter().filter(|a| a.probe) {
-        let registered = Tenant::parse(a.tenant.clone())
-            .ok()
-            .zip(AgentId::parse(a.id.clone()).ok())
-            .is_some_and(|(t, id)| lane_directory.get(&t, &id).is_some());
-        if registered {
-            let (a, store, directory, clock) = (
-                a.clone(),
-                store.clone(),
-                lane_directory.clone(),
-                clock.clone(),
-            );
-            tasks.push(tokio::spawn(async move {
-                crate::probe::on_registration(&a, &*store, &directory, &*clock).await;
-            }));
+    if wanted.contains(&Loop::Probe) {
+        for a in config.agents.iter().filter(|a| a.probe) {
+            let registered = Tenant::parse(a.tenant.clone())
+                .ok()
+                .zip(AgentId::parse(a.id.clone()).ok())
+                .is_some_and(|(t, id)| lane_directory.get(&t, &id).is_some());
+            if registered {
+                let (a, store, directory, clock) = (
+                    a.clone(),
+                    store.clone(),
+                    lane_directory.clone(),
+                    clock.clone(),
+                );
+                tasks.push(tokio::spawn(async move {
+                    crate::probe::on_registration(&a, &*store, &directory, &*clock).await;
+                }));
+            }
         }
+        started.push(Loop::Probe);
     }
-    if config.retention_days > 0 {
+    if wanted.contains(&Loop::Retention) {
         tasks.push(tokio::spawn(retention_loop(
             store.clone(),
             clock.clone(),
             config.retention_days,
             stop_rx.clone(),
         )));
+        started.push(Loop::Retention);
     } else {
         tracing::info!("retention_days = 0: keeping every record forever");
     }
-    if !pending.is_empty() {
+    if wanted.contains(&Loop::CardRefresh) {
         tasks.push(tokio::spawn(cards::refresh_loop(
             config.clone(),
             pending,
@@ -246,8 +292,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             wake.clone(),
             stop_rx.clone(),
         )));
+        started.push(Loop::CardRefresh);
     }
-    if !channels.is_empty() {
+    if wanted.contains(&Loop::Notifier) {
         let transport =
             watcher_notify::transport::HttpTransport::new().map_err(anyhow::Error::msg)?;
         let notifier = Arc::new(
@@ -262,23 +309,34 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             .with_recorder(prometheus.clone()),
         );
         tasks.push(tokio::spawn(notifier.run(stop_rx.clone())));
+        started.push(Loop::Notifier);
     }
-    tasks.extend(start_lanes(
-        store.clone(),
-        submitter,
-        endpoints,
-        configured,
-        &lane_directory,
-        clock.clone(),
-        wake.clone(),
-        stop_rx,
-        lanes,
-        Some(reconciler),
-    ));
+    if wanted.contains(&Loop::Lanes) {
+        tasks.extend(start_lanes(
+            store.clone(),
+            submitter,
+            endpoints,
+            configured,
+            &lane_directory,
+            clock.clone(),
+            wake.clone(),
+            stop_rx,
+            lanes,
+            Some(reconciler),
+        ));
+        started.push(Loop::Lanes);
+    }
+    tracing::info!(
+        loops = %started.iter().map(|l| l.name()).collect::<Vec<_>>().join(", "),
+        "loops started from the service list"
+    );
     Ok(Running {
         addr,
         stop: stop_tx,
         tasks,
+        placements,
+        loops: started,
+        _lock: database_lock,
     })
 }
 
@@ -321,11 +379,138 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::services::{Runs, Service};
+    use std::collections::BTreeSet;
+
+    /// `text` (TOML) listening on a free port, with its database in a new folder.
+    fn config_in_new_folder(text: &str) -> Config {
+        let dir = std::env::temp_dir().join(format!(
+            "a2a-watcher-serve-unit-{}-{}",
+            std::process::id(),
+            jiff::Timestamp::now().as_nanosecond()
+        ));
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        let mut config = Config::from_toml(&format!("listen = \"127.0.0.1:0\"\n{text}"))
+            .expect("a configuration");
+        config.database = dir.join("watcher.db");
+        config
+    }
+
+    /// A second `serve` on the database of a running one is refused at start, naming the
+    /// database and the first's pid; once the first stops, the database is free again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_second_serve_on_one_database_is_refused_naming_the_first() {
+        let config = config_in_new_folder("");
+        let first = start(config.clone()).await.expect("the first serve");
+        let Err(refused) = start(config.clone()).await else {
+            panic!("a second serve started on the same database")
+        };
+        match refused.downcast_ref::<lock::LockError>() {
+            Some(lock::LockError::InUse {
+                database, holder, ..
+            }) => {
+                assert_eq!(
+                    database,
+                    &std::fs::canonicalize(&config.database).expect("the database exists")
+                );
+                assert_eq!(holder.as_ref().map(|h| h.pid), Some(std::process::id()));
+            }
+            _ => panic!("not refused for the lock: {refused:#}"),
+        }
+        let text = format!("{refused:#}");
+        assert!(
+            text.contains("watcher.db") && text.contains(&format!("pid {}", std::process::id())),
+            "{text}"
+        );
+        first.shutdown().await;
+        let again = start(config.clone())
+            .await
+            .expect("free once the first stopped");
+        again.shutdown().await;
+        if let Some(dir) = config.database.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    /// The loops `serve` starts are exactly those of the services its list runs: each loop
+    /// started carries a service that runs, each service that runs has its loop started, and a
+    /// service the configuration (or the start) turns off starts none.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_loops_started_are_those_of_the_services_the_list_runs() {
+        let defaults = config_in_new_folder("");
+        // An agent whose card cannot be read now (nothing listens on port 1), probed when it
+        // registers, a notification channel, and the two settings that turn services off.
+        let turned = config_in_new_folder(concat!(
+            "retention_days = 0\n",
+            "allow_private_endpoints = true\n",
+            "[delivery]\nreconcile_origins = 0\n",
+            "[[agents]]\nid = \"booking\"\ncard = \"http://127.0.0.1:1/card.json\"\n",
+            "endpoint = \"http://127.0.0.1:1/\"\npush_token = \"push\"\nprobe = true\n",
+            "[[notify]]\nid = \"hook\"\nurl = \"http://127.0.0.1:1/hook\"\n",
+        ));
+        let cases = [
+            (
+                defaults,
+                vec![
+                    Loop::Http,
+                    Loop::Timers,
+                    Loop::Reconciler,
+                    Loop::Retention,
+                    Loop::Lanes,
+                ],
+                vec![Service::CardRefresh, Service::Probe, Service::Notifications],
+            ),
+            (
+                turned,
+                vec![
+                    Loop::Http,
+                    Loop::Timers,
+                    Loop::Probe,
+                    Loop::CardRefresh,
+                    Loop::Notifier,
+                    Loop::Lanes,
+                ],
+                vec![Service::OriginReconciliation, Service::Retention],
+            ),
+        ];
+        for (config, loops, off) in cases {
+            let running = start(config.clone()).await.expect("serve starts");
+            assert_eq!(running.loops(), loops.as_slice());
+            let started: BTreeSet<Loop> = running.loops().iter().copied().collect();
+            assert_eq!(started, loops::loops_for(running.placements()));
+            for p in running.placements() {
+                let carried = Loop::ALL
+                    .into_iter()
+                    .filter(|l| l.carries().contains(&p.service));
+                match p.runs {
+                    Runs::At(_) => assert!(
+                        carried.clone().any(|l| started.contains(&l)),
+                        "{:?} runs but none of its loops started",
+                        p.service
+                    ),
+                    _ => assert!(off.contains(&p.service), "{:?} is {:?}", p.service, p.runs),
+                }
+            }
+            for l in running.loops() {
+                assert!(
+                    running
+                        .placements()
+                        .iter()
+                        .any(|p| matches!(p.runs, Runs::At(_)) && l.carries().contains(&p.service)),
+                    "{l:?} started for no service that runs"
+                );
+            }
+            running.shutdown().await;
+            if let Some(dir) = config.database.parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
 
     #[test]
     fn an_sns_channel_stops_serve_saying_where_it_runs() {
         let config = Config::from_toml(
-            "[[notify]]\nid = \"hook\"\nurl = \"https://hooks.example.test/x\"\n[[notify]]\nid = \"topic\"\nformat = \"sns\"\nurl = \"arn:aws:sns:us-east-1:123456789012:lapses\"\n",
+            "[[agents]]\nid = \"booking\"\ncard = \"card.json\"\npush_token = \"t\"\n[[notify]]\nid = \"hook\"\nurl = \"https://hooks.example.test/x\"\n[[notify]]\nid = \"topic\"\nformat = \"sns\"\nurl = \"arn:aws:sns:us-east-1:123456789012:lapses\"\n",
         )
         .unwrap();
         let channels: Vec<_> = config

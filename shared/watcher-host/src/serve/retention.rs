@@ -35,7 +35,7 @@ pub async fn retention_loop(
                     "retention purge"
                 ),
                 Err(e) => {
-                    tracing::error!(error = %e, %before, "retention purge failed; will retry")
+                    tracing::error!(error = %e, %before, "retention purge failed; will retry");
                 }
             }
         }

@@ -110,10 +110,7 @@ pub async fn agents_view(
             && (agents.len() >= limit || bytes > page::MAX_PAGE_BYTES / 2)
         {
             next = agents.last().map(|last| {
-                page::encode(
-                    'a',
-                    &page::Cursor::Agent(last.agent_id.as_str().to_string()),
-                )
+                page::encode('a', &page::Cursor::Agent(last.agent_id.as_str().to_owned()))
             });
             break;
         }

@@ -17,8 +17,15 @@ use super::*;
 
 /// `GET /v1/lapses`: the lapse tasks of the caller's tenant and their delivery, in order of
 /// lapse, one page at a time (`crate::page`): `limit`, `cursor`, and the filters `agent` (an
-/// agent id), `delivery` (`queued`, `sent` or `failed`) and `since` (lapsed at or after, an
-/// RFC 3339 instant). Answers `{ "lapses": [...], "nextCursor": "…" | null }`. For operators.
+/// agent id), `delivery` (any state the list shows: `queued`, `sent`, `failed`, `withdrawn` or
+/// `unaddressed`, [`DeliveryState`]) and `since` (lapsed at or after, an RFC 3339 instant read
+/// as every instant is, `watcher_core::time::Instant::parse`). Answers
+/// `{ "lapses": [...], "nextCursor": "…" | null }`. For operators.
+///
+/// # Errors
+/// 400 problem+json naming the query parameter and why (an unknown state lists the five, an
+/// instant names what is wrong with it); 401/403 for a missing or another party's credential;
+/// 503 when the store fails.
 pub async fn lapses(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -43,16 +50,12 @@ pub async fn lapses(
         );
     }
     if let Some(d) = params.filters.get("delivery") {
-        query.delivery = Some(match d.as_str() {
-            "queued" => DeliveryState::Queued,
-            "sent" => DeliveryState::Sent,
-            "failed" => DeliveryState::Failed,
-            other => {
-                return Err(ApiError::bad_request(format!(
-                    "query parameter `delivery`: {other:?} is not one of queued, sent, failed"
-                )))
-            }
-        });
+        // The one list of states (`DeliveryState::ALL`), the same the answer's `delivery`
+        // member and docs/openapi.json's schema are made from.
+        query.delivery = Some(
+            DeliveryState::parse(d)
+                .map_err(|r| ApiError::bad_request(format!("query parameter `delivery`: {r}")))?,
+        );
     }
     if let Some(since) = params.filters.get("since") {
         query.since = Some(

@@ -49,9 +49,42 @@ pub async fn push(
         .push(&tenant, &id, &event, state.clock.now())
         .await
         .map_err(push_error)?;
+    warn_reused(&id, &outcome);
     // New deadlines or queued lapse tasks: wake the timer and delivery loops.
     state.wake.notify_waiters();
     Ok(Json(outcome))
+}
+
+/// At most this many `expectationId`s are named in [`warn_reused`]'s line; the count is always
+/// given.
+const REUSED_NAMED: usize = 10;
+
+/// One `warn` line when a push had expectations refused because their `expectationId` was
+/// already recorded for the agent (id reuse, expectations-v1 §8): the agent, how many, the
+/// first [`REUSED_NAMED`] ids, and why. A second run of the same artifact on the same record
+/// raises nothing; the log says so as the answer's `summary` does.
+fn warn_reused(agent: &AgentId, outcome: &PushOutcome) {
+    let reused: Vec<&str> = outcome.reused().collect();
+    if reused.is_empty() {
+        return;
+    }
+    let mut named = reused
+        .iter()
+        .take(REUSED_NAMED)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if reused.len() > REUSED_NAMED {
+        named.push_str(&format!(" and {} more", reused.len() - REUSED_NAMED));
+    }
+    tracing::warn!(
+        agent = %agent.as_str(),
+        refused = reused.len(),
+        raised = outcome.raised.len(),
+        expectation_ids = %named,
+        "push refused {} expectation(s) whose expectationId was already recorded for this agent with other content or from another task (an expectationId is never reused, expectations-v1 §8): {named}; new work needs new expectationIds, and running the same artifact again from the start needs a fresh record (for serve, a new `database` file)",
+        reused.len()
+    );
 }
 
 /// A push the watcher did not apply, as problem+json: 404 for an agent not configured, 503 with

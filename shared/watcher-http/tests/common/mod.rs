@@ -95,7 +95,7 @@ pub async fn send(
     let content_type = response
         .headers()
         .get(header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_string())
+        .map(|v| v.to_str().unwrap().to_owned())
         .unwrap_or_default();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     (status, content_type, bytes)
@@ -189,7 +189,7 @@ impl Answer {
     /// Asserts a problem+json answer with `status`; gives its `detail`.
     pub fn assert_problem(&self, status: u16) -> String {
         assert_eq!(self.status, status, "{self:?}");
-        self.body["detail"].as_str().unwrap_or_default().to_string()
+        self.body["detail"].as_str().unwrap_or_default().to_owned()
     }
 }
 
@@ -218,7 +218,7 @@ impl InProcess {
     }
 
     /// The clock's instant now.
-    pub fn now(&self) -> jiff::Timestamp {
+    pub fn now(&self) -> Timestamp {
         use watcher_runtime::clock::Clock as _;
         self.clock.now().timestamp().unwrap()
     }

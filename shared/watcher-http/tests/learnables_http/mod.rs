@@ -35,7 +35,7 @@ fn principal(role: Role, id: &str, tenant: &str, on_behalf_of: &[&str]) -> Princ
         role,
         id: id.into(),
         tenant: Tenant::parse(tenant).expect("a tenant"),
-        on_behalf_of: on_behalf_of.iter().map(|p| p.to_string()).collect(),
+        on_behalf_of: on_behalf_of.iter().map(ToString::to_string).collect(),
     }
 }
 
@@ -139,6 +139,7 @@ mod appendix_b;
 mod authorization;
 mod check_and_races;
 mod column_mapping;
+mod noticed_once;
 mod refusals;
 mod reviews;
 mod scenario;

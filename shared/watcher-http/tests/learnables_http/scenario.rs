@@ -7,7 +7,7 @@
 //! its parent module, sending the body as the text given; everything here is built on it: the spec's Appendix B fixtures (learnables-v1), the requests
 //! made of them, and the steps of the Appendix B walk-through whose answers both check.
 
-#![allow(dead_code)] // Each harness uses its own part.
+#![allow(dead_code, reason = "each harness uses its own part")]
 
 use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::Router;

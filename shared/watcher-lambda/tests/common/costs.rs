@@ -273,7 +273,7 @@ pub fn render(steps: &[Step; 3], prices: &Prices) -> String {
         let dollars = q * price;
         *total += dollars;
         if q == 0.0 {
-            "—".to_string()
+            "—".to_owned()
         } else {
             format!("{} {unit} × ${price} = ${dollars:.2}", trim(q))
         }
@@ -466,7 +466,7 @@ pub fn render_scale(steps: &[Step; 3], prices: &Prices, quotas: &Quotas, own: &[
     let count = |s: &Step, op: &str| *s.requests.get(op).unwrap_or(&0) as f64;
     let ms = |r: &Run| prices.run_ms(r);
     type Load<'a> = Box<dyn Fn(&Step) -> f64 + 'a>;
-    let rows: Vec<(String, Load, f64)> = vec![
+    let rows: Vec<(String, Load<'_>, f64)> = vec![
         (
             format!(
                 "DynamoDB table writes ({} WRU/s)",

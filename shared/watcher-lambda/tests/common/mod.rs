@@ -1,7 +1,10 @@
 //! What the API function's tests share: its router over a fresh table, schedule group and
 //! queue on the emulator, and the API Gateway event of a request.
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary uses its own part of this module"
+)]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -436,9 +436,9 @@ mod tests {
     #[test]
     fn sizes_follow_dynamodbs_rules() {
         let item: Item = [
-            ("pk".to_string(), AttributeValue::S("SUBJ#a".into())),
-            ("n".to_string(), AttributeValue::N("12345".into())),
-            ("ok".to_string(), AttributeValue::Bool(true)),
+            ("pk".to_owned(), AttributeValue::S("SUBJ#a".into())),
+            ("n".to_owned(), AttributeValue::N("12345".into())),
+            ("ok".to_owned(), AttributeValue::Bool(true)),
         ]
         .into();
         // 2 + 6, 1 + (3 + 1), 2 + 1.
@@ -458,8 +458,8 @@ mod tests {
         };
         let key = |pk: &str| -> Item {
             [
-                ("pk".to_string(), AttributeValue::S(pk.into())),
-                ("sk".to_string(), AttributeValue::S("x".into())),
+                ("pk".to_owned(), AttributeValue::S(pk.into())),
+                ("sk".to_owned(), AttributeValue::S("x".into())),
             ]
             .into()
         };

@@ -35,7 +35,7 @@ fn methods(agent: &CaptureAgent) -> Vec<String> {
     agent
         .requests()
         .iter()
-        .filter_map(|r| r.rpc_method())
+        .filter_map(watcher_delivery::testing::CapturedRequest::rpc_method)
         .collect()
 }
 

@@ -253,7 +253,7 @@ impl Deployment {
             .expect("list schedules");
         out.schedules()
             .iter()
-            .filter_map(|s| s.name().map(str::to_string))
+            .filter_map(|s| s.name().map(str::to_owned))
             .collect()
     }
 
@@ -271,10 +271,10 @@ impl Deployment {
             .target()
             .and_then(|t| t.input())
             .expect("input")
-            .to_string();
+            .to_owned();
         (
             serde_json::from_str(&input).expect("json input"),
-            s.schedule_expression().unwrap_or_default().to_string(),
+            s.schedule_expression().unwrap_or_default().to_owned(),
         )
     }
 
@@ -312,7 +312,7 @@ impl Deployment {
             .iter()
             .map(|m| json!({ "messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(),
                              "attributes": m.attributes().into_iter().flatten()
-                                 .map(|(k, v)| (k.as_str().to_string(), Value::from(v.as_str())))
+                                 .map(|(k, v)| (k.as_str().to_owned(), Value::from(v.as_str())))
                                  .collect::<serde_json::Map<String, Value>>(),
                              "messageAttributes": {}, "eventSource": "aws:sqs",
                              "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:lapses.fifo", "awsRegion": "us-east-1" }))
@@ -341,7 +341,7 @@ impl Deployment {
             .requests()
             .iter()
             .find(|r| r.rpc_method().as_deref() == Some("SendMessage"))
-            .and_then(|r| r.json())
+            .and_then(watcher_delivery::testing::CapturedRequest::json)
             .expect("a SendMessage with a JSON-RPC body")
     }
 
@@ -352,7 +352,7 @@ impl Deployment {
             .filter_map(|r| {
                 r.json().unwrap_or_default()["params"]["message"]["messageId"]
                     .as_str()
-                    .map(str::to_string)
+                    .map(str::to_owned)
             })
             .collect()
     }

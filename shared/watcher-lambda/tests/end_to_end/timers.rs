@@ -147,7 +147,7 @@ async fn a_fact_and_a_timer_racing_on_one_expectation_give_one_lapse_at_most() {
         .expect("subject")
         .records;
     assert_eq!(records[0].lapses.len(), 1);
-    assert_eq!(records[0].status, watcher_core::record::Status::Satisfied);
+    assert_eq!(records[0].status, Status::Satisfied);
     let event = d.receive().await;
     assert_eq!(event.records.len(), 1);
     d.submit(event, t("2026-09-10T22:15:31Z")).await;

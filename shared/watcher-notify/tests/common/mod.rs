@@ -45,10 +45,10 @@ pub fn lapse_task(
         "lineage": 0,
     });
     OutboxEntry::queued(
-        Tenant::parse("default".to_string()).unwrap(),
-        AgentId::parse(agent.to_string()).unwrap(),
+        Tenant::parse("default".to_owned()).unwrap(),
+        AgentId::parse(agent.to_owned()).unwrap(),
         message_id.clone(),
-        ExpectationId::parse(exp.to_string()).unwrap(),
+        ExpectationId::parse(exp.to_owned()).unwrap(),
         kind,
         lapsed_at,
         json!({ "message": {
@@ -70,7 +70,7 @@ pub fn channel_config(url: &str, events: &[&str]) -> NotifyConfig {
         format: "standard-webhooks".into(),
         agents: Vec::new(),
         kinds: Vec::new(),
-        events: events.iter().map(|e| e.to_string()).collect(),
+        events: events.iter().map(ToString::to_string).collect(),
         digest: None,
         timeout_secs: 5,
         from: None,
@@ -86,7 +86,7 @@ pub async fn record(store: &watcher_runtime::memory::MemoryStore, entries: Vec<O
     use watcher_runtime::store::{Commit, Records as _};
     store
         .commit(
-            &Tenant::parse("default".to_string()).unwrap(),
+            &Tenant::parse("default".to_owned()).unwrap(),
             Commit {
                 outbox: entries,
                 ..Commit::default()

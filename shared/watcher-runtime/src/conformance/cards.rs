@@ -76,7 +76,7 @@ pub async fn lifecycle_descriptors_are_kept<S: Store + 'static>(store: Arc<S>) {
             store
                 .put_lifecycle_descriptor(&a, &booking, version, &descriptor, when)
                 .await
-                .expect(what)
+                .expect(what);
         }
     };
     assert_eq!(get(a.clone(), booking.clone(), "1.0").await, None);

@@ -34,7 +34,7 @@ pub async fn times_as_given_are_kept<S: Store + 'static>(store: Arc<S>) {
         origin: origin.clone(),
         state: state.into(),
         timestamp: None,
-        given_timestamp: given.map(str::to_string),
+        given_timestamp: given.map(str::to_owned),
     };
     let ask = Input::Push {
         agent: booking_profile(),
@@ -60,7 +60,7 @@ pub async fn times_as_given_are_kept<S: Store + 'static>(store: Arc<S>) {
     let fact_ahead = Input::Facts(vec![ReportedFact {
         fact_key: fact_key("k-ahead"),
         observed_at: instant(claim),
-        observed_at_given: Some(claim.to_string()),
+        observed_at_given: Some(claim.to_owned()),
         mapping: None,
         subject: Some(shipment("PA-Q")),
         source: source(),

@@ -33,7 +33,7 @@ pub async fn rejections_per_tenant_and_agent<S: Store + 'static>(store: Arc<S>) 
     let got = |t: &Tenant, name: &str| {
         let store = Arc::clone(&store);
         let t = t.clone();
-        let name = name.to_string();
+        let name = name.to_owned();
         async move {
             store
                 .rejections(&t, &agent(&name))

@@ -14,7 +14,7 @@ impl Notifications for MemoryStore {
         Ok(self
             .lock()?
             .channels
-            .get(&(tenant.clone(), channel.to_string()))
+            .get(&(tenant.clone(), channel.to_owned()))
             .cloned())
     }
 
@@ -40,7 +40,7 @@ impl Notifications for MemoryStore {
         self.check_write()?;
         self.lock()?
             .channels
-            .insert((tenant.clone(), channel.to_string()), state.clone());
+            .insert((tenant.clone(), channel.to_owned()), state.clone());
         Ok(())
     }
 }

@@ -35,7 +35,7 @@ impl Outbox for MemoryStore {
         self.touched(1);
         Ok(inner
             .outbox_ids
-            .get(&(tenant.clone(), agent.clone(), message_id.to_string()))
+            .get(&(tenant.clone(), agent.clone(), message_id.to_owned()))
             .and_then(|seq| inner.outbox.get(seq))
             .cloned())
     }
@@ -75,7 +75,7 @@ impl Outbox for MemoryStore {
         self.check_write()?;
         let mut inner = self.lock()?;
         self.touched(1);
-        let id = (tenant.clone(), agent.clone(), message_id.to_string());
+        let id = (tenant.clone(), agent.clone(), message_id.to_owned());
         let Some(old) = inner
             .outbox_ids
             .get(&id)
@@ -103,7 +103,7 @@ impl Outbox for MemoryStore {
         self.check_write()?;
         let mut inner = self.lock()?;
         self.touched(1);
-        let id = (tenant.clone(), agent.clone(), message_id.to_string());
+        let id = (tenant.clone(), agent.clone(), message_id.to_owned());
         let Some(seq) = inner.outbox_ids.get(&id).copied() else {
             return Ok(None);
         };
@@ -137,7 +137,7 @@ impl Outbox for MemoryStore {
         task_id: &str,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
         let inner = self.lock()?;
-        let key = (tenant.clone(), agent.clone(), task_id.to_string());
+        let key = (tenant.clone(), agent.clone(), task_id.to_owned());
         let found: Vec<OutboxEntry> = inner
             .outbox_tasks
             .get(&key)

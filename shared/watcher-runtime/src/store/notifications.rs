@@ -111,7 +111,7 @@ impl Watermark {
                 at_edge: Vec::new(),
             }
         };
-        next.at_edge.push(message_id.to_string());
+        next.at_edge.push(message_id.to_owned());
         next
     }
 }

@@ -1,7 +1,10 @@
 //! Scenario builders for the watcher's integration tests: an agent with the booking card, steps
 //! built from compact calls, and a run through `watcher_runtime::replay::run` on a fresh
 //! `MemoryStore` (contracts/replay.md).
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary uses its own part of this module"
+)]
 
 use std::sync::Arc;
 
@@ -46,7 +49,7 @@ pub fn t(short: &str) -> String {
     let clock = if clock.len() == 5 {
         format!("{clock}:00")
     } else {
-        clock.to_string()
+        clock.to_owned()
     };
     format!("2026-09-{day}T{clock}Z")
 }
@@ -155,7 +158,7 @@ pub fn lifecycle_answer(satisfied_at: &str, observed_at: &str) -> Value {
 
 /// One lapse `(expectationId, lapse, at)` as [`Outcome::lapses`] lists it.
 pub fn lapse(id: &str, kind: &str, at: &str) -> (String, String, String) {
-    (id.to_string(), kind.to_string(), at.to_string())
+    (id.to_owned(), kind.to_owned(), at.to_owned())
 }
 
 /// `metadata` carrying `{URI: {"expectations": [...]}}`, for a status message asking a question.

@@ -9,7 +9,7 @@ use common::{
 use serde_json::{json, Value};
 
 fn pair(kind: &str, at: &str) -> (String, String) {
-    (kind.to_string(), at.to_string())
+    (kind.to_owned(), at.to_owned())
 }
 
 /// `A` due 02:00 with an hour's grace (`overdue` at 03:00) and a horizon at `horizon`, raised at
@@ -19,6 +19,7 @@ fn a_with_horizon(horizon: &str) -> common::Scenario {
 }
 
 mod anchoring;
+mod lineage;
 mod more;
 mod questions;
 mod raising;

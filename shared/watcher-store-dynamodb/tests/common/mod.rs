@@ -5,7 +5,10 @@
 //! sets `AWS_ENDPOINT_URL=http://127.0.0.1:5005`. Without that variable every test fails,
 //! saying so: a suite that skips itself is a test that cannot fail.
 
-#![allow(dead_code)] // Each test binary uses its own part of this module.
+#![allow(
+    dead_code,
+    reason = "each test binary uses its own part of this module"
+)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

@@ -4,7 +4,7 @@ use super::*;
 
 #[tokio::test]
 async fn a_concurrent_writer_makes_the_commit_conflict_and_the_retry_loses_nothing() {
-    let first = common::store().await;
+    let first = store().await;
     let second = second_handle(&first).await;
     let t = tenant("tenant-a");
     let s = shipment("PA-1");
@@ -98,7 +98,7 @@ async fn a_concurrent_writer_makes_the_commit_conflict_and_the_retry_loses_nothi
 
 #[tokio::test]
 async fn writers_on_two_clients_lose_nothing() {
-    let first = common::store().await;
+    let first = store().await;
     let second = second_handle(&first).await;
     watcher_runtime::conformance::concurrent_writers_across(vec![
         Arc::new(first),
@@ -109,7 +109,7 @@ async fn writers_on_two_clients_lose_nothing() {
 
 #[tokio::test]
 async fn commits_of_many_subjects_fit_one_transaction() {
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-a");
     let per_new_subject = 3; // the subject, its fact-key row and its expectation row
 

@@ -4,7 +4,7 @@ use super::*;
 
 #[tokio::test]
 async fn a_subject_past_the_item_limit_is_refused_and_left_as_stored() {
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-a");
     let s = shipment("PA-BIG");
     store
@@ -41,7 +41,7 @@ async fn a_subject_past_the_item_limit_is_refused_and_left_as_stored() {
 
 #[tokio::test]
 async fn identifiers_too_long_for_a_key_round_trip() {
-    let store = common::store().await;
+    let store = store().await;
     // 512-byte identifiers full of `#` and `%`: the natural keys pass DynamoDB's limits, so
     // they are hashed.
     let long = |c: &str| c.repeat(512);

@@ -26,7 +26,7 @@ async fn live_of_booking(store: &DynamoStore, t: &Tenant, now: Instant) -> u64 {
 async fn the_live_count_is_a_counter_kept_in_the_commit_less_the_expired_range() {
     // Issue 10, item 1: the per-agent live count comes from a counter item written in the same
     // transaction as the rows, not from counting the agent's rows.
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-live");
     store
         .commit(

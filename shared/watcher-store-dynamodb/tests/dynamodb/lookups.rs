@@ -4,7 +4,7 @@ use super::*;
 
 #[tokio::test]
 async fn a_lapse_task_is_found_by_the_task_its_agent_answered_with() {
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-task");
     let first = outbox_entry(&t, "lapse:exp-1:overdue:a", DeliveryState::Queued);
     let second = outbox_entry(&t, "lapse:exp-2:overdue:b", DeliveryState::Queued);
@@ -64,7 +64,7 @@ async fn a_lapse_task_is_found_by_the_task_its_agent_answered_with() {
 /// reschedule keeps that expiry.
 #[tokio::test]
 async fn a_followed_origin_expires_after_the_retention() {
-    let store = common::store().await;
+    let store = store().await;
     let since = Instant::parse("2026-09-10T12:00:00Z").unwrap();
     let origin = watcher_runtime::origins::FollowedOrigin {
         tenant: tenant("tenant-a"),
@@ -94,7 +94,7 @@ async fn two_instances_number_inputs_with_no_write_and_in_time_order() {
     use watcher_runtime::clock::FakeClock;
     use watcher_runtime::sequence::FIRST_TIME_ORDERED;
 
-    let store = common::store().await.counting_work();
+    let store = store().await.counting_work();
     let clock = Arc::new(FakeClock::new(
         Instant::parse("2026-09-10T12:00:00Z").unwrap(),
     ));
@@ -131,7 +131,7 @@ async fn two_instances_number_inputs_with_no_write_and_in_time_order() {
 #[tokio::test]
 async fn a_send_by_its_read_writes_without_reading_again() {
     use watcher_runtime::lease::{Claim, Lease};
-    let store = common::store().await.counting_work();
+    let store = store().await.counting_work();
     let t = tenant("tenant-read");
     let booking = agent("booking");
     let entries = ["lapse:a", "lapse:b"]

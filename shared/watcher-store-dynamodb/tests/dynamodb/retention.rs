@@ -4,7 +4,7 @@ use super::*;
 
 #[tokio::test]
 async fn closed_subjects_finished_tasks_sent_lapses_and_rejections_expire() {
-    let store = common::store().await;
+    let store = store().await;
     let ttl = store
         .client()
         .describe_time_to_live()

@@ -96,7 +96,7 @@ async fn tenants_lapse_items(store: &DynamoStore, tenant: &str) -> Vec<Item> {
 /// found, and move to their shard when next written (docs/dynamodb.md "Upgrading").
 #[tokio::test]
 async fn the_timer_and_due_indexes_are_sharded_and_still_read_the_unsharded_value() {
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-shards");
     // Subject i's timers: deadline at 60 + i minutes (records are raised in order i).
     let subjects: Vec<SubjectState> = (0..24)
@@ -179,7 +179,7 @@ async fn the_timer_and_due_indexes_are_sharded_and_still_read_the_unsharded_valu
 /// its shard at its next update (docs/dynamodb.md "Upgrading").
 #[tokio::test]
 async fn the_lapse_page_indexes_are_sharded_and_still_read_the_unsharded_partition() {
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-lapse-shards");
     let entries = queued_lapse_tasks(&t, 30);
     for e in &entries {
@@ -286,7 +286,7 @@ async fn the_lapse_page_indexes_are_sharded_and_still_read_the_unsharded_partiti
 /// second time when the same lapse is committed again (docs/dynamodb.md "Upgrading").
 #[tokio::test]
 async fn lapse_tasks_are_sharded_and_those_in_the_earlier_partition_are_still_served() {
-    let store = common::store().await;
+    let store = store().await;
     let t = tenant("tenant-outbox-shards");
     let entries = queued_lapse_tasks(&t, 24);
     queue(&store, &t, entries.clone()).await;
@@ -349,7 +349,7 @@ async fn lapse_tasks_are_sharded_and_those_in_the_earlier_partition_are_still_se
 #[tokio::test]
 async fn a_commit_queues_no_lapse_task_twice_with_few_or_many() {
     for (name, n) in [("tenant-few", 4), ("tenant-many", 60)] {
-        let store = common::store().await;
+        let store = store().await;
         let t = tenant(name);
         let entries = queued_lapse_tasks(&t, n);
         queue(&store, &t, vec![entries[1].clone(), entries[2].clone()]).await;

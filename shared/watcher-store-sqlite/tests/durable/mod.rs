@@ -128,7 +128,7 @@ const SCHEMA_V3: &str = include_str!("../fixtures/schema_v3.sql");
 
 /// The version 5 index tables (rowid tables with foreign keys and indexes by subject), as a
 /// version 5 build created them.
-const INDEX_TABLES_V5: &str = r#"
+const INDEX_TABLES_V5: &str = r"
 CREATE TABLE fact_index (
     tenant TEXT NOT NULL, fact_key TEXT NOT NULL, subject_type TEXT NOT NULL,
     subject_id TEXT NOT NULL,
@@ -168,7 +168,7 @@ CREATE TABLE agent_live_rows (
     tenant TEXT NOT NULL, agent TEXT NOT NULL, rows INTEGER NOT NULL,
     PRIMARY KEY (tenant, agent)
 ) STRICT;
-"#;
+";
 
 /// Takes from a file of the current schema what version 8 added (the outbox's `person_at` and
 /// its index), as the first step of turning it into an older version's file.

@@ -46,7 +46,7 @@ async fn a_commit_leaves_unchanged_index_rows_alone() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    let own = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
+    let own = |a: &str, b: &str, c: &str| (a.to_owned(), b.to_owned(), c.to_owned());
     assert_eq!(
         touched,
         vec![

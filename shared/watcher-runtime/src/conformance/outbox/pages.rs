@@ -352,6 +352,55 @@ pub async fn lapses_are_paged<S: Store + 'static>(store: Arc<S>) {
     );
 }
 
+/// Every delivery state the lapse list shows ([`DeliveryState::ALL`]) is a filter of
+/// `lapses_page`, alone and with `agent`: 100 lapse tasks, `i` in state `ALL[i % 5]` (the
+/// `unaddressed` ones committed so, as the authority's lapses are; the others queued, then moved
+/// by `outbox_update` as delivery and reconciliation move them), paged 4 at a time, give exactly
+/// the matching ones in order of lapse. The filter is applied within the page's bounded look
+/// ([`crate::store::lapse_scan_budget`]), never by reading the whole outbox.
+pub async fn lapses_filter_by_every_delivery_state<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("tenant-states");
+    let mut entries = numbered_entries(&t, "s", 0, 100);
+    for (i, o) in entries.iter_mut().enumerate() {
+        if DeliveryState::ALL[i % DeliveryState::ALL.len()] == DeliveryState::Unaddressed {
+            o.delivery = DeliveryState::Unaddressed;
+        }
+    }
+    commit_outbox(&*store, &t, entries.clone()).await;
+    for (i, o) in entries.iter_mut().enumerate() {
+        let state = DeliveryState::ALL[i % DeliveryState::ALL.len()];
+        if o.delivery != state {
+            o.delivery = state;
+            store.outbox_update(o).await.expect("update");
+        }
+    }
+    for state in DeliveryState::ALL {
+        for who in [None, Some(agent("billing"))] {
+            let query = LapseQuery {
+                limit: 4,
+                delivery: Some(state),
+                agent: who.clone(),
+                ..LapseQuery::default()
+            };
+            let (got, _) = all_pages(&*store, &t, query.clone(), 100).await;
+            let want: Vec<&OutboxEntry> = entries.iter().filter(|o| query.matches(o)).collect();
+            assert_eq!(
+                ids(&got),
+                want.iter()
+                    .map(|o| o.message_id.clone())
+                    .collect::<Vec<_>>(),
+                "delivery {state}, agent {who:?}: exactly the matching lapse tasks, in order"
+            );
+            assert_eq!(
+                got.len(),
+                if who.is_some() { 10 } else { 20 },
+                "delivery {state}, agent {who:?}"
+            );
+            assert!(got.iter().all(|o| o.delivery == state));
+        }
+    }
+}
+
 /// Lapse tasks whose task waits for a person (`needs_person_since`, expectations-v1 §10.2) are
 /// listed per agent, earliest first, bounded by `due_by` and `limit`, whichever writer recorded
 /// the state (a push through `outbox_task_state`, the delivery's answer through

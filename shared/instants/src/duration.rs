@@ -83,7 +83,7 @@ impl IsoDuration {
     ///
     /// # Example
     /// ```
-    /// # use watcher_core::time::IsoDuration;
+    /// # use instants::IsoDuration;
     /// assert_eq!(IsoDuration::parse("PT1,5H").unwrap().as_nanos(), 5_400_000_000_000);
     /// assert!(IsoDuration::parse("P1M").unwrap_err().contains("months"));
     /// ```
@@ -111,7 +111,7 @@ impl IsoDuration {
             return Err(too_large());
         }
         Ok(IsoDuration {
-            text: text.to_string(),
+            text: text.to_owned(),
             nanos,
         })
     }

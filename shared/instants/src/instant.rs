@@ -69,7 +69,7 @@ impl Instant {
     ///
     /// # Example
     /// ```
-    /// # use watcher_core::time::Instant;
+    /// # use instants::Instant;
     /// let t = Instant::parse("2026-09-10T22:15:00+02:00").unwrap();
     /// assert_eq!(t.to_string(), "2026-09-10T20:15:00Z");
     /// assert!(Instant::parse("2026-09-10 20:15:00Z").unwrap_err().contains("space"));
@@ -88,7 +88,7 @@ impl Instant {
     ///
     /// # Example
     /// ```
-    /// # use watcher_core::time::Instant;
+    /// # use instants::Instant;
     /// let r = Instant::parse_reading("2017-01-01T00:59:60+01:00").unwrap();
     /// assert!(r.leap_second);
     /// assert_eq!(r.instant.to_string(), "2016-12-31T23:59:59.999999999Z");
@@ -204,7 +204,7 @@ impl Fields {
         }
         let b = text.as_bytes();
         let digits_at = |range: std::ops::Range<usize>| {
-            b.get(range.clone())
+            b.get(range)
                 .filter(|s| s.iter().all(u8::is_ascii_digit))
                 .map(|s| s.iter().fold(0i32, |n, d| n * 10 + i32::from(d - b'0')))
         };
