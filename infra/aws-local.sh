@@ -29,6 +29,8 @@
 #   --rate-cap SECONDS
 #                  fire the sweep (every rate() schedule) at least every SECONDS, not every
 #                  5 minutes (tests of what the sweep does: card re-reads, probes, following)
+#   --iam on|off   evaluate every call a function makes against its role in template.yaml
+#                  (default: on when node is there; infra/iam.sh installs the evaluator)
 #   --log FILE     where the start-up output (the build, the emulators) and every function's
 #                  lines go, made afresh each start (default ${CARGO_TARGET_DIR:-target}/aws-local.log);
 #                  `--log -` leaves them all on standard output (the tests read them there)
@@ -119,6 +121,11 @@ emulator_on() {
         stop_moto+=(--stop-moto-port "$1")
     fi
 }
+# The IAM evaluator (infra/iam.sh: npm ci, once per lock file). Without it the stack runs with
+# IAM off and says so (`--iam on` then fails; `--iam off` skips this).
+if [[ " ${pass[*]-} " != *" --iam off "* ]] && ! quiet bash "$ROOT/infra/iam.sh"; then
+    echo "aws-local: the IAM evaluator could not be installed (see $log_file); IAM is not enforced"
+fi
 echo "aws-local: starting the emulators"
 emulator_on "$moto_port"
 dynamodb=()

@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+import aws_model
+import aws_model.limits
 import moto.backends
 import moto.core.responses as moto_core_responses
 import moto.core.utils as moto_utils
@@ -95,7 +97,7 @@ def run_simple(host, port, app, **kwargs):
                 super().log_request(*args, **kw)
 
     kwargs["request_handler"] = KeptAlive
-    werkzeug_run_simple(host, port, serialised(app), **kwargs)
+    werkzeug_run_simple(host, port, serialised(aws_model.modelled(app)), **kwargs)
 
 
 # TransactWriteItems: moto keeps a deep copy of every table a transaction touches, to roll back
@@ -418,21 +420,50 @@ def install_cached_method_names():
 _visible = sqs_models.Queue.messages
 
 
+# A receive looks only at the first messages of a FIFO queue for groups it can serve ("FIFO
+# queues scan the first 120,000 messages to determine available message groups", Amazon SQS
+# Developer Guide): the model's limits part says how many (120,000 / K, None when it is not
+# configured), and only while a receive runs (`_receiving`); counts of a queue's messages see
+# them all.
+_receiving = [False]
+
+
 def _group_first(queue):
-    """The queue's visible messages, a FIFO queue's ordered group by group."""
-    visible = _visible.fget(queue)
+    """The queue's visible messages, a FIFO queue's ordered group by group (within the limits
+    part's backlog window, during a receive)."""
     if not queue.fifo_queue:
-        return visible
+        return _visible.fget(queue)
+    window = None
+    if _receiving[0]:
+        window = aws_model.limits.PART.fifo_window(queue.name, len(queue._messages))
+    if window is not None and len(queue._messages) > window:
+        # As moto's own `messages`, over the window's messages only.
+        visible = [m for m in queue._messages[:window] if m.visible and not m.delayed]
+    else:
+        visible = _visible.fget(queue)
     groups = {}
     for message in visible:
         groups.setdefault(message.group_id, []).append(message)
     return [message for group in groups.values() for message in group]
 
 
+_receive = sqs_models.SQSBackend.receive_message
+
+
+def receive_message(self, *args, **kwargs):
+    """moto's receive, with `_receiving` set while it runs."""
+    _receiving[0] = True
+    try:
+        return _receive(self, *args, **kwargs)
+    finally:
+        _receiving[0] = False
+
+
 def install_group_first_receives():
     """moto's SQS, from now on in this process, receives a FIFO queue's messages group by
-    group."""
+    group, within the limits part's backlog window."""
     sqs_models.Queue.messages = property(_group_first)
+    sqs_models.SQSBackend.receive_message = receive_message
 
 
 # moto's clock: `unix_time` makes the epoch a datetime again (importing `datetime.UTC`) on each
@@ -496,6 +527,7 @@ if __name__ == "__main__":
     install_lean_lookups()
     install_plain_item_answers()
     install_cached_method_names()
+    aws_model.install_parts()
     moto.server.run_simple = run_simple
     moto.server.main(sys.argv[1:])
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, every test of every crate, and a `bench --quick` smoke run.
+# The whole test suite: formatting, lints, every test of every crate, the goal load's short
+# version on the scale model of AWS, the least-privilege check of template.yaml, and a
+# `bench --quick` smoke run.
 # Installs and starts what the tests need itself (a Python venv with the moto AWS emulator,
 # .venv-a2a with the pinned a2a-sdk for the interop tests, and the TypeScript example agent's
 # node_modules with the pinned @a2a-js/sdk) and binds only to 127.0.0.1.
@@ -10,7 +12,9 @@
 #   .venv-a2a. Without them: the template checks are skipped, the crates whose tests run on the
 #   AWS emulator are left out of `cargo test`, and the SDK interop tests skip.
 # - Node.js 20 or later with npm, and the npm registry: @a2a-js/sdk in
-#   examples/typescript-agent/node_modules. Without them: the TypeScript example agent's tests skip.
+#   examples/typescript-agent/node_modules, and @cloud-copilot/iam-simulate in infra/iam/node_modules.
+#   Without them: the TypeScript example agent's tests skip, and the local AWS stack runs without
+#   IAM (its IAM tests and the least-privilege check skip).
 # - root and apt-get (Debian) for Chromium, unless /usr/bin/chromium is there already. Without
 #   them: the browser test of the web page skips.
 # - crates.io for mdbook (infra/book.sh installs it into .tools/). Without it: the book is not
@@ -128,8 +132,31 @@ if $python_ok; then
     cargo build --workspace --all-features --bins
 fi
 
+echo "== the IAM evaluator of the local AWS stack (infra/iam, @cloud-copilot/iam-simulate)"
+iam_on=false
+if $python_ok && bash infra/iam.sh; then
+    iam_on=true
+    # Every IAM decision the local stacks make during `cargo test`, for the least-privilege check.
+    export A2A_IAM_DECISIONS="$PWD/target/iam-decisions.jsonl"
+    : >"$A2A_IAM_DECISIONS"
+else
+    skip "IAM enforcement on the local AWS stack and the least-privilege check (infra/iam_coverage.py): ${python_why:-the evaluator did not install, see above}"
+fi
+
 echo "== cargo test"
 cargo test --workspace --all-features "${exclude[@]}"
+
+if $python_ok; then
+    # Ignored by the default run for its length (about 5 minutes): the goal load's short
+    # version against the scale model of AWS (docs/performance.md, "The goal load on the scale model").
+    echo "== the goal load's short version on the scale model of AWS (lost 0, sent twice 0)"
+    cargo test --all-features --test it goal_load -- --ignored
+fi
+
+if $iam_on; then
+    echo "== least privilege: every statement and action of template.yaml is needed by a call the tests made"
+    .venv/bin/python infra/iam_coverage.py "$A2A_IAM_DECISIONS"
+fi
 
 echo "== a2a-watcher bench --quick (smoke test: it runs and prints its JSON line; no timing is asserted)"
 # The debug binary `cargo test` just built (a release build would add minutes); about 90 s.

@@ -108,6 +108,43 @@ fn the_stand_ins_pass_their_unit_tests() {
     );
 }
 
+/// The scale model's own unit tests (infra/aws_model/test_*.py): how a call is read and
+/// refused in each protocol, and each part (IAM, faults, limits) on calls built by hand.
+#[test]
+fn the_model_of_aws_passes_its_unit_tests() {
+    if skip("the_model_of_aws_passes_its_unit_tests", missing_python()) {
+        return;
+    }
+    let out = Command::new(root().join(".venv/bin/python"))
+        .args([
+            "-m",
+            "unittest",
+            "discover",
+            "-v",
+            "-s",
+            "aws_model",
+            "-t",
+            ".",
+        ])
+        .current_dir(root().join("infra"))
+        .env_remove("AWS_ENDPOINT_URL")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .output()
+        .expect("run python");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    // Discovery that finds nothing also succeeds: the calls' own tests must have run.
+    assert!(
+        text.contains("test_a_json_protocol_call_names_its_operation_and_caller"),
+        "{text}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn lapse_tasks_travel_through_the_function_processes_once() {
     if skip(

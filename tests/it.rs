@@ -2,12 +2,15 @@
 //! `tests/` a module: one link of the crate and its dependencies instead of one per file.
 //! Run one file's tests with `cargo test --test it <file>::`.
 
+mod aws_faults;
+mod aws_iam;
 mod aws_local;
 mod cli_operator;
 mod common;
 mod deployments;
 mod docs;
 mod example_cli;
+mod goal_load;
 mod hostile;
 mod instants_cli;
 mod interop_sdk;

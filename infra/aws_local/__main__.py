@@ -19,7 +19,9 @@ import boto3
 import yaml
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import resources
+from . import resources, roles as iam_roles
+from . import faults as local_faults
+from . import scale
 from .gateway import Gateway, routes_of
 from .runtime import Function
 from .template import Stack, load
@@ -93,10 +95,39 @@ def parse_args(argv):
         "5 minutes (tests of what the sweep does: card re-reads, probes, following)",
     )
     p.add_argument(
+        "--faults", metavar="SEED[:SPEC]",
+        help="inject faults as AWS makes them, seeded: throttles, 500s and 503s, transaction "
+        "conflicts and lost answers in every emulator, and function instances killed "
+        "mid-invocation (docs/howto/aws-local.md, \"Faults\"; SPEC: aws_local/faults.py)",
+    )
+    p.add_argument(
         "--log", default="-", metavar="FILE",
         help="where the stack's and the functions' lines go: FILE (appended), or - for standard "
         "output (the default here; infra/aws-local.sh gives target/aws-local.log). The ready "
         "banner, errors and the stop are printed on standard output either way",
+    )
+    p.add_argument(
+        "--iam", choices=("on", "off"),
+        help="evaluate every call a function makes against its role in the template "
+        "(docs/howto/aws-local.md, \"IAM on the local stack\"); default: on when the "
+        "evaluator is installed (bash infra/iam.sh), else off, saying so",
+    )
+    p.add_argument(
+        "--scale", type=scale.scale_of, default=os.environ.get("A2A_AWS_SCALE", "1"),
+        metavar="K",
+        help="AWS's quotas and partition limits divided by K (default 1, or A2A_AWS_SCALE): "
+        "the emulators' limits part, Lambda's concurrency and Scheduler's invocation rate "
+        "(docs/howto/aws-local.md, \"Limits and the scale factor\")",
+    )
+    p.add_argument(
+        "--cold-start-ms", type=int, default=0, metavar="MS",
+        help="what a new Lambda execution environment's cold start costs before its first "
+        "invocation, beyond the binary's own start (default 0)",
+    )
+    p.add_argument(
+        "--transaction-window-ms", type=float, metavar="MS",
+        help="how long a DynamoDB transaction holds its items after it applied (the limits "
+        "part's default: 25)",
     )
     p.add_argument(
         "--stop-moto-port", type=int, action="append", default=[],
@@ -166,6 +197,56 @@ def max_concurrency(stack, lid):
         if _function_lid(stack, props) == lid:
             most = max(most, concurrency_of(props))
     return most
+
+
+def iam_wanted(args):
+    """(on, why-not): whether IAM is enforced (`--iam`, else whether the evaluator is
+    installed), and the reason when it is not. `--iam on` without the evaluator is an error."""
+    from aws_model.iam import evaluator_missing
+
+    missing = evaluator_missing()
+    if args.iam == "off":
+        return False, "--iam off"
+    if missing:
+        if args.iam == "on":
+            raise ValueError(f"--iam on: {missing}")
+        return False, missing
+    return True, None
+
+
+def record_iam_skip(why):
+    """Appends `aws-local IAM: why` to A2A_SKIPPED_LOG (tests/common/skip.rs) once per reason,
+    so the test run's summary says the stack ran without IAM."""
+    path = os.environ.get("A2A_SKIPPED_LOG")
+    if not path:
+        return
+    line = f"aws-local (IAM not enforced): {why}\n"
+    try:
+        with open(path, "a+", encoding="utf-8") as f:
+            f.seek(0)
+            if line not in f.read():
+                f.write(line)
+    except OSError:
+        pass
+
+
+def enforce_iam(args, stack, endpoints):
+    """Sets up the iam part of every emulator the stack uses with the template's roles; the
+    roles (`roles.build`), or None when IAM is off (said in the log, and recorded as a skip
+    when it is off because the evaluator is missing)."""
+    on, why = iam_wanted(args)
+    if not on:
+        say(f"IAM not enforced: {why}")
+        if args.iam != "off":
+            record_iam_skip(why)
+        return None
+    built = iam_roles.build(stack)
+    settings = iam_roles.iam_settings(stack, built, os.environ.get("A2A_IAM_DECISIONS") or None)
+    for url in sorted(set(endpoints.values())):
+        iam_roles.post_model(url, "iam", settings)
+    log(f"IAM enforced for {len(built)} roles of the template "
+        f"({', '.join(sorted(built))}) at {', '.join(sorted(set(endpoints.values())))}")
+    return built
 
 
 def setting(stack, lid, key, default):
@@ -253,12 +334,16 @@ def run(args):
         region_name=args.region,
     )
     endpoints = service_endpoints(args)
+    faults = local_faults.Faults.from_flag(args.faults, log)  # before the clients: retries
     clients = {n: session.client(n, endpoint_url=url) for n, url in endpoints.items()}
     make_resources(stack, clients, config_text, args.visibility_timeout_cap)
     where = args.endpoint
     if endpoints["dynamodb"] != args.endpoint:
         where += f" (DynamoDB at {endpoints['dynamodb']})"
     log(f"resources of {args.template} made at {where}")
+    roles = enforce_iam(args, stack, endpoints)
+    if faults is not None:
+        faults.configure(endpoints)
 
     base = dict(creds)
     if endpoints["dynamodb"] != args.endpoint:
@@ -279,6 +364,9 @@ def run(args):
         if not os.access(binary, os.X_OK):
             raise ValueError(f"{binary} is not built (bash infra/aws-local.sh builds it)")
         env = capped_lease(function_env(stack, lid, base), args.visibility_timeout_cap)
+        role = iam_roles.role_of_function(roles, lid) if roles else None
+        if role is not None:
+            env.update(role.env())  # its execution role's credentials, as Lambda gives them
         functions[lid] = Function(
             name=meta["BuildProperties"]["Binary"],
             binary=binary,
@@ -292,6 +380,10 @@ def run(args):
             instances=max_concurrency(stack, lid),
         )
 
+    scale.configure(args.scale, endpoints, stack, functions, args.cold_start_ms,
+                    args.transaction_window_ms, log)
+    if faults is not None:
+        faults.attach(functions)
     stopping = threading.Event()
     parts = []
 
@@ -309,10 +401,27 @@ def run(args):
         scheduler = Scheduler(
             stack, clients["scheduler"], clients["sqs"], functions, log, rate_cap=args.rate_cap
         )
+        if roles:
+            scheduler.as_role = lambda arn: _as_role(roles, arn, args, session)
+        scheduler.invocation_rate = scale.invocation_rate(args.scale)
         scheduler.start()
         parts.append(scheduler)
         for lid, props in stack.of_type("AWS::Lambda::EventSourceMapping"):
-            source = QueueSource(stack, clients["sqs"], lid, stack.resolve(props), functions, log)
+            props = stack.resolve(props)
+            sqs = clients["sqs"]
+            if roles:
+                # Lambda's poller receives, deletes and reads attributes as the function's
+                # execution role; it reads the queue's attributes as it when the mapping is made.
+                from .triggers import _function_lid
+
+                role = iam_roles.role_of_function(roles, _function_lid(stack, props))
+                sqs = _client_as(role, "sqs", endpoints["sqs"], args.region)
+                queue = stack.queue_urls[stack.lid_by_arn(props["EventSourceArn"])]
+                try:
+                    sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"])
+                except ClientError as e:
+                    say(f"{lid}: the event source cannot read its queue as {role.principal}: {e}")
+            source = QueueSource(stack, sqs, lid, props, functions, log)
             source.start()
             parts.append(source)
         # Ready once every function has asked for its first invocation (its cold start done).
@@ -327,6 +436,9 @@ def run(args):
             print_ready(f"http://{host}:{port}", config, where)
         stopping.wait()
         say("stopping")
+        scale.report(endpoints, say)
+        if faults is not None:
+            faults.report()
         gateway.shutdown()
         gateway.server_close()
     finally:
@@ -334,6 +446,26 @@ def run(args):
         # cut short by the stop is the stop's, not a failure to report.
         for part in reversed(parts):
             part.stop()
+
+
+def _client_as(role, service, endpoint, region):
+    """A boto3 client signing with `role`'s credentials."""
+    return boto3.session.Session(
+        aws_access_key_id=role.access_key, aws_secret_access_key=role.secret_key,
+        aws_session_token=role.session_token, region_name=region,
+    ).client(service, endpoint_url=endpoint)
+
+
+def _as_role(roles, role_arn, args, session):
+    """The Scheduler stand-in's (may, sqs) acting as `role_arn`: decisions asked of the
+    emulator's iam part, and an SQS client with the role's credentials. A role that is not the
+    template's is refused every action, as Scheduler cannot assume it."""
+    for role in roles.values():
+        if role.arn == role_arn:
+            return (iam_roles.checker(args.endpoint, role.arn),
+                    _client_as(role, "sqs", args.endpoint, args.region))
+    return ((lambda action, resource: (False, f"{role_arn} is no role of the stack")),
+            session.client("sqs", endpoint_url=args.endpoint))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,86 @@ class InvocationError(Exception):
     """The function answered with an error, timed out, or its instance died."""
 
 
+class Throttled(InvocationError):
+    """Lambda refused the invocation (TooManyRequestsException, 429): the account's
+    concurrency, or the function's reserved concurrency, is all in use (`CONCURRENCY`)."""
+
+
+class Concurrency:
+    """Lambda's concurrency over the stack's functions (`--scale`, aws_local/scale.py): at most
+    `account` invocations in flight at once (None: unbounded); a function with reserved
+    concurrency has that many of its own, the others share what is left. An invocation beyond
+    is `Throttled`. In flight counts from the call to its answer, waiting for a local instance
+    included: on AWS each would have an execution environment of its own. An invocation in
+    flight beyond the environments the function had so far makes a new one, which costs
+    `cold_start` seconds first (an instance that died takes its environment with it)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.account = None
+        self.cold_start = 0.0
+        self.reserved = {}  # function name -> its reserved concurrency
+        self.running = {}  # function name -> invocations in flight
+        self.warm = {}  # function name -> execution environments it has
+        self.stats = {}  # function name -> counts
+        self.peak = 0
+        self.since = time.monotonic()
+        self.first = None  # (function, seconds after configure) of the first throttle
+
+    def configure(self, account=None, cold_start=0.0, reserved=None):
+        with self.lock:
+            self.account, self.cold_start = account, cold_start
+            self.reserved = dict(reserved or {})
+            self.since, self.first = time.monotonic(), None
+
+    def enter(self, name):
+        """Takes a place for one invocation of function `name`; True when it needs a new
+        environment (a cold start). Raises Throttled when there is none."""
+        with self.lock:
+            s = self.stats.setdefault(
+                name, {"invocations": 0, "throttles": 0, "cold_starts": 0, "peak": 0})
+            s["invocations"] += 1
+            running = self.running.get(name, 0)
+            if name in self.reserved:
+                full = running >= self.reserved[name]
+            elif self.account is not None:
+                shared = sum(n for f, n in self.running.items() if f not in self.reserved)
+                full = shared >= self.account - sum(self.reserved.values())
+            else:
+                full = False
+            if full:
+                s["throttles"] += 1
+                if self.first is None:
+                    self.first = (name, round(time.monotonic() - self.since, 3))
+                raise Throttled(f"TooManyRequestsException: Rate Exceeded. ({name}: "
+                                f"{running} in flight, account {self.account})")
+            self.running[name] = running + 1
+            self.peak = max(self.peak, sum(self.running.values()))
+            s["peak"] = max(s["peak"], running + 1)
+            cold = running + 1 > self.warm.get(name, 0)
+            if cold:
+                self.warm[name] = running + 1
+                s["cold_starts"] += 1
+            return cold
+
+    def leave(self, name):
+        with self.lock:
+            self.running[name] = max(0, self.running.get(name, 0) - 1)
+
+    def lost(self, name):
+        """An instance of `name` died: its environment is gone."""
+        with self.lock:
+            self.warm[name] = max(0, self.warm.get(name, 0) - 1)
+
+    def report(self):
+        with self.lock:
+            return {"account": self.account, "peak": self.peak, "first_throttle": self.first,
+                    "functions": {n: dict(s) for n, s in self.stats.items()}}
+
+
+CONCURRENCY = Concurrency()
+
+
 def event_kind(payload):
     """What an invocation's event is, for its REPORT line: `POST /v1/facts` for an HTTP API
     event (the route's method and path), `sqs:{queue}` for an SQS batch, `schedule` otherwise."""
@@ -102,6 +182,10 @@ class _RuntimeHandler(BaseHTTPRequestHandler):
             inv.handed_at = time.monotonic()
             inv.instance = instance
             instance.in_flight[inv.request_id] = inv
+            # `--faults`: the killer (aws_local/faults.py) may kill this instance partway.
+            on_handed = getattr(fn, "on_handed", None)
+            if on_handed is not None:
+                on_handed(instance, inv)
             try:
                 self._answer(
                     200,
@@ -204,6 +288,7 @@ class _Instance:
             if fn.stopping.is_set():
                 return
             fn.log(f"exited ({code}); starting a new instance")
+            CONCURRENCY.lost(fn.name)
             for rid in list(self.in_flight):
                 inv = self.in_flight.pop(rid, None)
                 if inv:
@@ -278,6 +363,19 @@ class Function:
                 self.log(raw.decode(errors="replace").rstrip())
 
     def invoke(self, payload):
+        """Runs the function on `payload` (JSON data) and returns its answer's bytes.
+
+        Raises `Throttled` (an InvocationError) when Lambda's concurrency is in use
+        (`CONCURRENCY`); a new environment's cold start is waited for first.
+        """
+        if CONCURRENCY.enter(self.name) and CONCURRENCY.cold_start > 0:
+            time.sleep(CONCURRENCY.cold_start)
+        try:
+            return self._invoke(payload)
+        finally:
+            CONCURRENCY.leave(self.name)
+
+    def _invoke(self, payload):
         """Runs the function on `payload` (JSON data) and returns its answer's bytes.
 
         Raises `InvocationError` on a function error, an exited instance, or a timeout.

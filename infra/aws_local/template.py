@@ -102,6 +102,11 @@ class Stack:
             return f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{name}"
         if kind == "AWS::Logs::LogGroup":
             return f"arn:aws:logs:{self.region}:{ACCOUNT}:log-group:{name}"
+        if kind == "AWS::SNS::Topic":
+            return f"arn:aws:sns:{self.region}:{ACCOUNT}:{name}"
+        if kind == "AWS::KMS::Key":
+            # A key's id is a UUID AWS chooses; locally the stack's name and the logical id.
+            return f"arn:aws:kms:{self.region}:{ACCOUNT}:key/{name}"
         return f"arn:aws:local:{self.region}:{ACCOUNT}:{lid}"
 
     def lid_by_arn(self, arn):
@@ -132,6 +137,8 @@ class Stack:
             if name not in self.queue_urls:
                 raise ValueError(f"!Ref {name}: the queue is not made yet")
             return self.queue_urls[name]
+        if kind == "AWS::SNS::Topic":
+            return self.arn(name)  # a topic's Ref is its ARN
         return self.physical_name(name)
 
     def _get_att(self, lid, attr):

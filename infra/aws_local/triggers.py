@@ -11,7 +11,7 @@ import time
 
 from botocore.exceptions import ClientError
 
-from .runtime import InvocationError
+from .runtime import InvocationError, Throttled
 
 _RATE_UNITS = {"minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "day": 86400, "days": 86400}
 
@@ -63,6 +63,14 @@ class Scheduler:
         self.running = set()  # (group, name) of capped rate() schedules whose invocation runs
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        # IAM (aws_local/__main__.py): `as_role(role_arn)` -> (may(action, resource) ->
+        # (allowed, message), the role's SQS client); None: every target is invoked and
+        # dead-lettered with `sqs`, unchecked.
+        self.as_role = None
+        # Invocations a second (Scheduler's invocation quota / K: aws_local/scale.py); None:
+        # unpaced. `next_slot` is when the next invocation may start.
+        self.invocation_rate = None
+        self.next_slot = 0.0
 
     def start(self):
         threading.Thread(target=self._run, daemon=True).start()
@@ -158,9 +166,16 @@ class Scheduler:
             return
         payload = json.loads(target.get("Input") or "{}")
         retries = min(int((target.get("RetryPolicy") or {}).get("MaximumRetryAttempts", 185)), 3)
+        # Scheduler acts as the target's RoleArn: it invokes, and dead-letters, as that role.
+        may, sqs = (self.as_role(target.get("RoleArn", "")) if self.as_role
+                    else (None, self.sqs))
         for attempt in range(retries + 1):
             try:
-                self.functions[lid].invoke(payload)
+                if may is not None:
+                    allowed, message = may("lambda:InvokeFunction", target["Arn"])
+                    if not allowed:
+                        raise InvocationError(f"AccessDeniedException: {message}")
+                self._invoke(self.functions[lid], payload)
                 return
             except InvocationError as e:
                 if self.stopping.is_set():
@@ -170,8 +185,40 @@ class Scheduler:
         dlq = (target.get("DeadLetterConfig") or {}).get("Arn")
         if dlq:
             url = self.sqs.get_queue_url(QueueName=dlq.rsplit(":", 1)[1])["QueueUrl"]
-            self.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(payload))
+            try:
+                sqs.send_message(QueueUrl=url, MessageBody=json.dumps(payload))
+            except ClientError as e:
+                self.log(f"schedule {name}: could not send to its dead-letter queue: {e}")
+                return
             self.log(f"schedule {name}: sent to its dead-letter queue")
+
+    # A throttled asynchronous invocation goes back to Lambda's queue and is tried again "for
+    # up to 6 hours", 1 s after the first attempt and then exponentially up to 5 minutes apart
+    # (Lambda developer guide, "How Lambda handles errors and retries with asynchronous
+    # invocation"): a throttle is not one of the target's RetryPolicy attempts.
+    ASYNC_THROTTLE_RETRY_SECONDS = 6 * 3600
+    ASYNC_THROTTLE_MAX_DELAY = 300.0
+
+    def _invoke(self, function, payload):
+        """`function.invoke(payload)` at Scheduler's invocation rate, its throttles retried as
+        Lambda retries an asynchronous invocation's; raises the last Throttled after 6 hours
+        (or when the stack stops)."""
+        if self.invocation_rate:
+            with self.lock:
+                now = time.monotonic()
+                slot = max(now, self.next_slot)
+                self.next_slot = slot + 1.0 / self.invocation_rate
+            if slot > now:
+                self.stopping.wait(slot - now)
+        delay, give_up = 1.0, time.monotonic() + self.ASYNC_THROTTLE_RETRY_SECONDS
+        while True:
+            try:
+                return function.invoke(payload)
+            except Throttled:
+                if self.stopping.is_set() or time.monotonic() + delay > give_up:
+                    raise
+                self.stopping.wait(delay)
+                delay = min(delay * 2, self.ASYNC_THROTTLE_MAX_DELAY)
 
     def stop(self):
         self.stopping.set()
@@ -224,6 +271,7 @@ class QueueSource:
         self.idle = 0.25  # seconds between the first poller's polls of an empty queue
         self.work = threading.Event()  # set when a poll received a batch: wakes the others
         self.concurrency = concurrency_of(props)
+        self.visibility = None  # the queue's VisibilityTimeout, read at the first throttle
 
     def start(self):
         if self.enabled:
@@ -265,7 +313,7 @@ class QueueSource:
         self.work.set()
         event = {"Records": [self._record(m) for m in got]}
         try:
-            answer = json.loads(self.function.invoke(event) or b"null")
+            answer = json.loads(self._invoke(event) or b"null")
         except InvocationError as e:
             if not self.stopping.is_set():
                 self.log(f"{self.name}: batch of {len(got)} failed, left on the queue: {e}")
@@ -284,6 +332,35 @@ class QueueSource:
         if failed:
             self.log(f"{self.name}: {len(failed)} of {len(got)} handed back")
         return len(got)
+
+    # A throttled batch: Lambda "gradually backs off retries" and "continues to retry the
+    # message until the message's timestamp exceeds your queue's visibility timeout" (Lambda
+    # developer guide, "Handling errors for an SQS event source in Lambda"); the batch is then
+    # left on the queue. The first retry comes THROTTLE_FIRST_DELAY s later, doubling up to
+    # THROTTLE_MAX_DELAY.
+    THROTTLE_FIRST_DELAY = 0.1
+    THROTTLE_MAX_DELAY = 5.0
+
+    def _invoke(self, event):
+        """`self.function.invoke(event)`, a throttle retried with backoff until the batch's
+        visibility timeout has run out (then the last Throttled is raised)."""
+        received = time.monotonic()
+        delay = self.THROTTLE_FIRST_DELAY
+        while True:
+            try:
+                return self.function.invoke(event)
+            except Throttled:
+                if self.visibility is None:
+                    try:
+                        self.visibility = int(self.sqs.get_queue_attributes(
+                            QueueUrl=self.url, AttributeNames=["VisibilityTimeout"]
+                        )["Attributes"]["VisibilityTimeout"])
+                    except (ClientError, KeyError, ValueError):
+                        self.visibility = 30
+                if self.stopping.is_set() or time.monotonic() + delay > received + self.visibility:
+                    raise
+                self.stopping.wait(delay)
+                delay = min(delay * 2, self.THROTTLE_MAX_DELAY)
 
     def _record(self, m):
         attrs = {}

@@ -59,7 +59,9 @@ use async_trait::async_trait;
 use learnables::{DefinitionId, DefinitionState, TenantId};
 
 pub use memory::MemoryDefinitionStore;
-pub use retry::{absorb_with_retry, AbsorbError, Absorbed, OpOutcome, MAX_ATTEMPTS};
+pub use retry::{
+    absorb_with_retry, absorb_with_retry_using, AbsorbError, Absorbed, OpOutcome, MAX_ATTEMPTS,
+};
 pub use sqlite::{SqliteDefinitionStore, BUSY_TIMEOUT, TABLE};
 
 /// Why a [`DefinitionStore`] did not do what it was asked.

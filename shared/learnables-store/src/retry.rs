@@ -3,6 +3,8 @@
 
 use learnables::{AuthorityError, DefinitionId, DefinitionState, TenantId};
 
+use backoff::{Backoff, Retry};
+
 use crate::{DefinitionStore, DefinitionStoreError};
 
 /// How many times [`absorb_with_retry`] runs the operation before giving up on a definition that
@@ -109,6 +111,27 @@ where
     S: DefinitionStore + ?Sized,
     O: OpOutcome,
 {
+    let retry = Retry::new(Backoff::CONFLICT.with_attempts(MAX_ATTEMPTS));
+    absorb_with_retry_using(store, tenant, id, &retry, op).await
+}
+
+/// [`absorb_with_retry`], waiting per `retry` after each lost race (the one retry policy of the
+/// workspace, `backoff`: exponential backoff with full jitter; before, the next
+/// attempt followed at once). At most [`MAX_ATTEMPTS`] attempts whatever `retry` allows.
+///
+/// # Errors
+/// As [`absorb_with_retry`].
+pub async fn absorb_with_retry_using<S, O>(
+    store: &S,
+    tenant: &TenantId,
+    id: &DefinitionId,
+    retry: &Retry,
+    op: impl Fn(&DefinitionState) -> Result<O, AuthorityError>,
+) -> Result<Absorbed<O::Output>, AbsorbError>
+where
+    S: DefinitionStore + ?Sized,
+    O: OpOutcome,
+{
     for attempt in 1..=MAX_ATTEMPTS {
         let current = store
             .get(tenant, id)
@@ -135,7 +158,12 @@ where
                     attempts: attempt,
                 })
             }
-            Err(DefinitionStoreError::Conflict(_)) => tokio::task::yield_now().await,
+            // Lost to another writer: wait (full jitter, growing), then load again. No wait
+            // after the last attempt.
+            Err(DefinitionStoreError::Conflict(_)) if attempt < MAX_ATTEMPTS => {
+                retry.pause(attempt).await;
+            }
+            Err(DefinitionStoreError::Conflict(_)) => {}
             // Not retried: re-running `op` on the same stored state computes the same state,
             // which is refused the same way.
             Err(e @ DefinitionStoreError::TooLarge { .. }) => return Err(AbsorbError::Store(e)),

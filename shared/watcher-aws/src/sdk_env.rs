@@ -51,7 +51,12 @@ fn read(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
 ///   of aws-config's per-service `AWS_ENDPOINT_URL_<SERVICE>`, only `AWS_ENDPOINT_URL_DYNAMODB`
 ///   is read, by [`dynamodb_client`] (on Lambda neither is set; the local stack runs DynamoDB in
 ///   an emulator of its own);
-/// * standard retries (3 attempts) and a 3.1 s connect timeout, as aws-config's defaults;
+/// * standard retries (3 attempts, exponential backoff with full jitter, throttling retried
+///   under the client's retry quota), set explicitly rather than left to `BehaviorVersion`'s
+///   default, and a 3.1 s connect timeout, as aws-config's defaults. Every client the functions
+///   build comes from this configuration. What the SDK answers rather than retries (a
+///   cancelled transaction, a failed condition, unprocessed keys) is retried by the callers
+///   with the same policy, written once: `watcher_runtime::retry`;
 /// * the HTTP client [`https_client`].
 ///
 /// # Errors

@@ -181,8 +181,26 @@ fn store_error(e: DefinitionStoreError) -> ApiError {
             ApiError::new(StatusCode::CONFLICT, "Conflict", reason)
         }
         DefinitionStoreError::Backend(_) => {
-            tracing::error!(error = %e, "definition store failure");
-            ApiError::unavailable("the definition store is unavailable; retry later")
+            // Throttling, a 5xx, a timeout: the request is answered 503 with `Retry-After` and
+            // the reason when the store said (`BackendFailure` in the error's chain).
+            match watcher_runtime::store::unavailability_of(&e) {
+                Some(kind) => {
+                    tracing::warn!(error = %e, reason = kind.reason(), "definition store unavailable");
+                    ApiError::unavailable(format!(
+                        "the definition store cannot serve the request now: {}; nothing was \
+                         written: send it again after the Retry-After seconds",
+                        kind.reason()
+                    ))
+                    .with_retry_after(kind.retry_after_secs())
+                }
+                None => {
+                    tracing::error!(error = %e, "definition store failure");
+                    ApiError::unavailable(
+                        "the definition store failed; nothing was written: send the request \
+                         again after the Retry-After seconds",
+                    )
+                }
+            }
         }
         DefinitionStoreError::Corrupt(_) => {
             tracing::error!(error = %e, "corrupt definition");
@@ -202,6 +220,7 @@ fn absorb_error(e: AbsorbError) -> ApiError {
         AbsorbError::Contended { .. } => {
             tracing::warn!(error = %e, "definition contended");
             ApiError::unavailable(e.to_string())
+                .with_retry_after(watcher_runtime::store::Unavailable::Contended.retry_after_secs())
         }
     }
 }

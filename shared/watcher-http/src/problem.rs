@@ -4,6 +4,9 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+/// `Retry-After` of a 503 ([`ApiError::unavailable`]) that names no other.
+pub const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 5;
+
 /// An HTTP error answered as `application/problem+json` with `title`, `status`, and a `detail`
 /// that names the field and the rule. Internal causes are logged, never shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,13 +51,17 @@ impl ApiError {
         )
     }
 
-    /// 503: the store failed; the request may be retried.
+    /// 503: the deployment cannot serve the request now (a dependency throttled, failed, timed
+    /// out, or other writers kept winning); the request may be sent again. Always with
+    /// `Retry-After` ([`UNAVAILABLE_RETRY_AFTER_SECS`] unless [`ApiError::with_retry_after`]
+    /// says otherwise): a client is told when, not only that.
     pub fn unavailable(detail: impl Into<String>) -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "Temporarily unavailable",
             detail,
         )
+        .with_retry_after(UNAVAILABLE_RETRY_AFTER_SECS)
     }
 
     /// Any status.

@@ -17,6 +17,7 @@
 pub mod api;
 pub mod cards;
 pub mod emf;
+pub mod handover;
 pub mod rate;
 pub mod sink;
 pub mod submitter;

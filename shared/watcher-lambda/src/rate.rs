@@ -18,6 +18,7 @@ use aws_sdk_dynamodb::Client;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_delivery::rate::{gcra_many, BucketError, RateBuckets, RateLimit};
+use watcher_runtime::retry::{Backoff, Retry};
 
 /// Reads and conditional writes one token may take before the caller is told to wait a token's
 /// interval instead (only under heavy contention on one agent).
@@ -33,6 +34,9 @@ pub struct DynamoRateBuckets {
     client: Client,
     table: String,
     limit: RateLimit,
+    /// How a lost race waits before the next round ([`Backoff::CONFLICT`] over
+    /// [`MAX_ROUNDS`] rounds).
+    retry: Retry,
 }
 
 impl DynamoRateBuckets {
@@ -42,7 +46,15 @@ impl DynamoRateBuckets {
             client,
             table: table.into(),
             limit,
+            retry: Retry::new(Backoff::CONFLICT.with_attempts(MAX_ROUNDS as u32)),
         }
+    }
+
+    /// These buckets, a lost race waiting per `retry` (tests: a recording sleeper).
+    #[must_use]
+    pub fn with_retry(mut self, retry: Retry) -> Self {
+        self.retry = retry;
+        self
     }
 }
 
@@ -113,7 +125,17 @@ impl DynamoRateBuckets {
         // The stored `tat`, once a failed write has told it (`None`: not known yet, so the first
         // write assumes an idle bucket).
         let mut known: Option<i128> = None;
+        // Races lost so far: a write conditional on a `tat` another instance had just moved.
+        // Each waits before the next round (the one retry policy, `watcher_runtime::retry`:
+        // backoff with full jitter), so that instances contending for one agent's bucket
+        // spread out instead of failing again in step. The first failed write of a take (the
+        // idle guess, answered with the stored `tat`) is the ordinary path within a burst, not
+        // a lost race, and does not wait.
+        let mut lost = 0u32;
         for _ in 0..MAX_ROUNDS {
+            if lost > 0 {
+                self.retry.pause(lost).await;
+            }
             let (taken, put) = match known {
                 None => {
                     // Idle (or absent): gcra gives the same whatever the stored `tat` up to now.
@@ -160,6 +182,9 @@ impl DynamoRateBuckets {
                         }
                         _ => None,
                     });
+                    if known.is_some() {
+                        lost += 1;
+                    }
                     known = match stored {
                         Some(AttributeValue::N(n)) => Some(
                             n.parse()

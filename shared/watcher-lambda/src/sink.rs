@@ -40,6 +40,25 @@ pub struct AwsSink {
     pub disarm_later: bool,
 }
 
+/// What a failed timer effect leaves behind, for its log line: what really happens next.
+///
+/// - An arm (a new or moved deadline) that failed: the timer is in the record, and the sweep
+///   (every 5 minutes) fires every deadline and horizon due, whatever happened to its schedule,
+///   so the lapse is late by at most a sweep, never lost.
+/// - A disarm (a withdrawal, satisfaction or move) whose `DeleteSchedule` failed, after the
+///   timer queue did not take it either: nothing catches up, and nothing needs to. The
+///   one-time schedule stays armed and fires at its instant (less the lead); the timer function
+///   evaluates the timer against the record, which no longer holds it (withdrawn, met), so it
+///   lapses nothing and arms nothing; and Scheduler deletes the schedule after that invocation
+///   (`ActionAfterCompletion: DELETE`). The cost is one needless invocation.
+pub fn effect_failed_note(arm: bool) -> &'static str {
+    if arm {
+        "arming the timer failed; the record holds it, and the sweep fires it when due (late by at most one sweep, never lost)"
+    } else {
+        "deleting the timer's schedule failed; it stays armed until its instant, when the timer function finds the record no longer holds the timer and does nothing, and Scheduler deletes the one-time schedule after that run (ActionAfterCompletion DELETE)"
+    }
+}
+
 /// The most Scheduler or timer-queue calls one commit's effects have in flight at once.
 pub const TIMER_CALLS_AT_ONCE: usize = 8;
 
@@ -94,7 +113,7 @@ impl EffectSink for AwsSink {
                     None => self.timers.disarm(tenant, &key).await,
                 };
                 if let Err(e) = result {
-                    tracing::warn!(error = %e, timer = ?key, "timer effect failed; the sweep will catch up");
+                    tracing::warn!(error = %e, timer = ?key, "{}", effect_failed_note(at.is_some()));
                 }
             });
         futures_util::stream::iter(calls)

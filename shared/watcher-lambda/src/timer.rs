@@ -77,6 +77,9 @@ pub struct TimerReport {
     pub lapses: usize,
     /// Lapse tasks re-queued by the sweep.
     pub requeued: usize,
+    /// Unsent lapse tasks a replayed timer handed over again ([`crate::handover`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub handed_over: usize,
     /// Agent cards the sweep tried to read (unavailable, stale, or older than the maximum age:
     /// [`crate::cards`]).
     #[serde(skip_serializing_if = "is_zero")]
@@ -192,16 +195,19 @@ pub async fn handle<S: Store + ?Sized>(
         return sweep(watcher, queue, following, now).await;
     }
     if let Some(records) = event.get("Records").and_then(Value::as_array) {
-        return from_queue(watcher, timers, records, now).await;
+        return from_queue(watcher, queue, timers, records, now).await;
     }
     let input = watcher_aws::parse_timer_input(&event.to_string())
         .map_err(|e| TimerError::Malformed(e.to_string()))?;
-    let applied = watcher
-        .apply(&input.tenant, &Input::Timer(input.timer), now)
-        .await?;
+    let input_timer = Input::Timer(input.timer.clone());
+    let applied = watcher.apply(&input.tenant, &input_timer, now).await?;
+    let handed_over =
+        crate::handover::finish_hand_over(watcher, queue, &input.tenant, &input.timer, &applied)
+            .await;
     Ok(TimerReport {
         evaluated: 1,
         lapses: lapses_in(&applied),
+        handed_over,
         ..TimerReport::default()
     })
 }
@@ -218,6 +224,7 @@ pub async fn handle<S: Store + ?Sized>(
 /// of ten deadlines due together then takes about one record's time, not ten.
 async fn from_queue<S: Store + ?Sized>(
     watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
     timers: &dyn Timers,
     records: &[Value],
     now: Instant,
@@ -225,7 +232,7 @@ async fn from_queue<S: Store + ?Sized>(
     let outcomes = futures_util::future::join_all(
         records
             .iter()
-            .map(|record| from_queue_record(watcher, timers, record, now)),
+            .map(|record| from_queue_record(watcher, queue, timers, record, now)),
     )
     .await;
     let mut report = TimerReport::default();
@@ -235,9 +242,13 @@ async fn from_queue<S: Store + ?Sized>(
                 report.disarmed += 1;
                 report.lapses += lapses;
             }
-            RecordOutcome::Evaluated { lapses } => {
+            RecordOutcome::Evaluated {
+                lapses,
+                handed_over,
+            } => {
                 report.evaluated += 1;
                 report.lapses += lapses;
+                report.handed_over += handed_over;
             }
             RecordOutcome::Dropped => {}
             RecordOutcome::Redeliver => {
@@ -260,8 +271,9 @@ async fn from_queue<S: Store + ?Sized>(
 enum RecordOutcome {
     /// A deferred schedule delete, done, and its timer evaluated: lapses determined.
     Disarmed { lapses: usize },
-    /// A timer evaluated: lapses determined.
-    Evaluated { lapses: usize },
+    /// A timer evaluated: lapses determined, and unsent lapse tasks of a replay handed over
+    /// again ([`crate::handover`]).
+    Evaluated { lapses: usize, handed_over: usize },
     /// Neither shape: dropped (logged).
     Dropped,
     /// To be received again (logged).
@@ -271,6 +283,7 @@ enum RecordOutcome {
 /// One record of [`from_queue`]'s batch.
 async fn from_queue_record<S: Store + ?Sized>(
     watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
     timers: &dyn Timers,
     record: &Value,
     now: Instant,
@@ -299,11 +312,19 @@ async fn from_queue_record<S: Store + ?Sized>(
         }
     };
     match watcher
-        .apply(&input.tenant, &Input::Timer(input.timer), now)
+        .apply(&input.tenant, &Input::Timer(input.timer.clone()), now)
         .await
     {
         Ok(applied) => RecordOutcome::Evaluated {
             lapses: lapses_in(&applied),
+            handed_over: crate::handover::finish_hand_over(
+                watcher,
+                queue,
+                &input.tenant,
+                &input.timer,
+                &applied,
+            )
+            .await,
         },
         Err(e) => {
             tracing::warn!(error = %e, sqs_message_id = %id, "timer message failed; redelivered");

@@ -209,3 +209,164 @@ async fn many_tokens_are_taken_with_one_write_and_never_beyond_burst() {
         .sum();
     assert_eq!(granted, LIMIT.burst, "exactly the burst across every taker");
 }
+
+/// Makes the next `n` writes of a take conditional on a stored `tat` (`tat = :old`) lose their
+/// race, as when another instance has just moved the `tat`: their `:old` is changed to a `tat` no
+/// bucket holds before the request is built, so DynamoDB refuses the write and answers the
+/// stored item, exactly as for a real lost race. Counts every `PutItem` too.
+#[derive(Debug, Clone, Default)]
+struct LoseRaces {
+    to_lose: Arc<std::sync::atomic::AtomicU32>,
+    puts: Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl LoseRaces {
+    /// The next `n` conditional writes on a known `tat` lose.
+    fn lose(&self, n: u32) {
+        self.to_lose.store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The `PutItem`s sent since the last call.
+    fn puts(&self) -> u32 {
+        self.puts.swap(0, std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl aws_smithy_runtime_api::client::interceptors::Intercept for LoseRaces {
+    fn name(&self) -> &'static str {
+        "lose-races"
+    }
+
+    fn modify_before_serialization(
+        &self,
+        context: &mut aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextMut<'_>,
+        _: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        _: &mut aws_smithy_types::config_bag::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let Some(put) = context
+            .input_mut()
+            .downcast_mut::<aws_sdk_dynamodb::operation::put_item::PutItemInput>()
+        else {
+            return Ok(());
+        };
+        self.puts.fetch_add(1, SeqCst);
+        if let Some(old) = put
+            .expression_attribute_values
+            .as_mut()
+            .and_then(|values| values.get_mut(":old"))
+        {
+            if self
+                .to_lose
+                .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                *old = aws_sdk_dynamodb::types::AttributeValue::N("-1".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A take that loses its conditional write again and again waits before each next round, with
+/// the one retry policy (`watcher_runtime::retry`, `Backoff::CONFLICT`: full jitter, the wait
+/// before retry n drawn from [0, 5 ms × 2^(n−1)], capped at 320 ms). The first failed write of a
+/// take (the idle guess, answered with the stored `tat`) does not wait, nor does the last lost
+/// race: after `MAX_ROUNDS` (8) writes the take gives up, naming the next token's instant (a
+/// minute on, at one a minute).
+#[tokio::test]
+async fn lost_races_wait_with_growing_bounded_backoff() {
+    use std::time::Duration;
+    use watcher_lambda::rate::MAX_ROUNDS;
+    use watcher_runtime::retry::{Backoff, RecordingSleeper, Retry};
+    const ROOMY: RateLimit = RateLimit {
+        per_minute: 1,
+        burst: 100,
+    };
+    // The ceilings of retries 1 to 6 under `Backoff::CONFLICT`.
+    let ceilings = [5, 10, 20, 40, 80, 160].map(Duration::from_millis);
+
+    let (_, name) = emulator_table("rate-backoff").await;
+    let races = LoseRaces::default();
+    let ddb = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&crate::common::emulator_config().await)
+            .interceptor(races.clone())
+            .build(),
+    );
+    let sleeper = Arc::new(RecordingSleeper::new());
+    let buckets = DynamoRateBuckets::new(ddb, &name, ROOMY).with_retry(Retry::with_sleeper(
+        Backoff::CONFLICT.with_attempts(MAX_ROUNDS as u32),
+        sleeper.clone(),
+    ));
+    let t = Tenant::default_tenant();
+    let busy = AgentId::parse("busy").unwrap();
+    let mut seen = 0;
+    let mut waits = || {
+        let all = sleeper.waits();
+        let new = all[seen..].to_vec();
+        seen = all.len();
+        new
+    };
+
+    // An idle bucket: one write, no wait.
+    assert!(matches!(
+        buckets.try_acquire(&t, &busy, t0()).await,
+        Ok(Ok(()))
+    ));
+    assert_eq!((races.puts(), waits()), (1, vec![]));
+    // In use: the idle guess fails (the ordinary path, not a lost race), the write from the
+    // stored `tat` takes the token. No wait.
+    assert!(matches!(
+        buckets.try_acquire(&t, &busy, t0()).await,
+        Ok(Ok(()))
+    ));
+    assert_eq!((races.puts(), waits()), (2, vec![]));
+    // One race lost: one wait, of at most the first ceiling, before the write that takes it.
+    races.lose(1);
+    assert!(matches!(
+        buckets.try_acquire(&t, &busy, t0()).await,
+        Ok(Ok(()))
+    ));
+    assert_eq!(races.puts(), 3);
+    let once = waits();
+    assert!(once.len() == 1 && once[0] <= ceilings[0], "{once:?}");
+
+    // Six lost (the most a take can lose and still take, in 8 rounds): six waits, the n-th at
+    // most the n-th ceiling. Over 24 takes, the longest n-th wait exceeds the (n−1)-th ceiling
+    // (which a wait at retry n − 1 never could), for each n: the waits grow with the races lost.
+    // (Each of those 5 comparisons fails by chance with probability 2^-24: every draw in the
+    // lower half of its range.)
+    let mut longest = [Duration::ZERO; 6];
+    for _ in 0..24 {
+        races.lose(6);
+        let taken = buckets.try_acquire(&t, &busy, t0()).await;
+        assert!(matches!(taken, Ok(Ok(()))), "{taken:?}");
+        assert_eq!(races.puts(), MAX_ROUNDS as u32);
+        let six = waits();
+        assert_eq!(six.len(), 6, "{six:?}");
+        for (n, wait) in six.iter().enumerate() {
+            assert!(*wait <= ceilings[n], "retry {}: {six:?}", n + 1);
+            longest[n] = longest[n].max(*wait);
+        }
+    }
+    for n in 1..6 {
+        assert!(longest[n] > ceilings[n - 1], "retry {}: {longest:?}", n + 1);
+    }
+
+    // Every race lost: 8 writes, 6 waits (none after the first failed write, none after the
+    // last), then the caller is told to wait a token's interval.
+    races.lose(u32::MAX);
+    let refused = buckets.try_acquire(&t, &busy, t0()).await;
+    let minute_on = Instant::parse("2026-09-10T12:01:00Z").unwrap();
+    assert!(
+        matches!(refused, Ok(Err(at)) if at == minute_on),
+        "{refused:?}"
+    );
+    assert_eq!(races.puts(), MAX_ROUNDS as u32);
+    let all_lost = waits();
+    assert_eq!(all_lost.len(), 6, "{all_lost:?}");
+    assert!(
+        all_lost.iter().zip(ceilings).all(|(w, c)| *w <= c),
+        "{all_lost:?}"
+    );
+}

@@ -18,6 +18,8 @@ pub mod ports;
 pub mod push;
 pub mod replay;
 pub mod retention;
+/// The one retry policy (the `backoff` crate): exponential backoff with full jitter.
+pub use backoff as retry;
 pub mod sequence;
 pub mod store;
 pub mod task_progress;

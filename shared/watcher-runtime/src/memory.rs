@@ -194,6 +194,9 @@ pub struct MemoryStore {
     tenant_fault: Mutex<Option<Tenant>>,
     /// Records and index entries touched so far ([`Upkeep::work_done`]).
     work: AtomicU64,
+    /// The next this many commits lose to a writer that is not there
+    /// ([`MemoryStore::conflict_next_commits`]).
+    conflicts_left: AtomicU64,
 }
 
 impl MemoryStore {
@@ -217,6 +220,25 @@ impl MemoryStore {
             .tenant_fault
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = tenant;
+    }
+
+    /// Makes the next `n` commits fail with [`StoreError::Conflict`], writing nothing, as if
+    /// another writer had moved what they loaded: for tests of how callers retry a lost
+    /// compare-and-set (`Watcher`'s backoff).
+    pub fn conflict_next_commits(&self, n: u64) {
+        self.conflicts_left.store(n, Ordering::SeqCst);
+    }
+
+    fn check_injected_conflict(&self) -> Result<(), StoreError> {
+        let took = self
+            .conflicts_left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if took.is_ok() {
+            return Err(StoreError::Conflict(
+                "a subject (conflict injected by the test)".into(),
+            ));
+        }
+        Ok(())
     }
 
     fn check_tenant(&self, tenant: &Tenant) -> Result<(), StoreError> {

@@ -16,34 +16,14 @@ use watcher_core::time::Instant;
 use crate::origins::{FollowedOrigin, OriginKey};
 
 mod cards;
+mod error;
 mod notifications;
 pub use cards::{CardKey, CardKind, Cards};
+pub use error::{unavailability_of, BackendFailure, StoreError, Unavailable};
 pub use notifications::{AgentWatch, ChannelState, Notifications, Watermark};
 
 pub use crate::lease::Claim;
 pub use crate::outbox_entry::{DeliveryState, Lease, OutboxEntry};
-
-/// A store failure.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// A conditional write lost: something changed since it was loaded. Reload and retry.
-    #[error("conflict: {0} changed since it was loaded")]
-    Conflict(String),
-    /// The backend failed. Retrying may help; the cause says. The cause is in the message and
-    /// not also the error's `source`, so a chain printed whole (`{:#}`) says it once.
-    #[error("store backend failed: {0}")]
-    Backend(Box<dyn std::error::Error + Send + Sync>),
-    /// Stored data could not be read back. Not retryable; the record needs attention.
-    #[error("stored data is corrupt: {0}")]
-    Corrupt(String),
-}
-
-impl StoreError {
-    /// Wraps a backend error.
-    pub fn backend(e: impl std::error::Error + Send + Sync + 'static) -> Self {
-        StoreError::Backend(Box::new(e))
-    }
-}
 
 /// A timer that is due, with what orders it (semantics.md, "Order at one instant").
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

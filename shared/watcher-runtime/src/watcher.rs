@@ -27,6 +27,8 @@ pub const FIRE_GROUP: usize = 8;
 struct Attempt {
     scope: watcher_core::slice::Scope,
     tries: usize,
+    /// Commits of this input lost to another writer so far (each waits before the next try).
+    conflicts: u32,
     /// Rejections the caller keeps in the input's commit (a request's warnings).
     keep: Vec<watcher_core::engine::Rejection>,
 }
@@ -36,6 +38,7 @@ impl Attempt {
         Attempt {
             scope: initial_scope(input, settings),
             tries: 0,
+            conflicts: 0,
             keep: Vec::new(),
         }
     }
@@ -58,6 +61,21 @@ pub enum ApplyError {
     /// id is too long, for instance): the field and why. Nothing was recorded.
     #[error("{0}")]
     Invalid(String),
+}
+
+impl ApplyError {
+    /// Why the input could not be applied now, when that is known and passes: the store's
+    /// class ([`StoreError::unavailability`]), or [`Unavailable::Contended`] for a conflict that
+    /// outlasted the retries. `None` for invalid input and failures of no known class.
+    pub fn unavailability(&self) -> Option<crate::store::Unavailable> {
+        match self {
+            ApplyError::Store(StoreError::Conflict(_)) | ApplyError::Exhausted(_) => {
+                Some(crate::store::Unavailable::Contended)
+            }
+            ApplyError::Store(e) => e.unavailability(),
+            ApplyError::Invalid(_) => None,
+        }
+    }
 }
 
 /// What applying one input did.
@@ -83,6 +101,9 @@ pub struct Watcher<S: Store + ?Sized> {
     evaluate_due_at_once: bool,
     /// Counts what each committed input did (crate::metrics).
     recorder: Arc<dyn Recorder>,
+    /// How a step that lost its commit to another writer waits before stepping again
+    /// ([`crate::retry::Backoff::CONFLICT`] by default).
+    retry: crate::retry::Retry,
 }
 
 /// Carries out, after a commit, what the record alone does not: arming and disarming external
@@ -150,7 +171,16 @@ impl<S: Store + ?Sized> Watcher<S> {
             sink: None,
             evaluate_due_at_once: false,
             recorder: crate::metrics::none(),
+            retry: crate::retry::Retry::default(),
         }
+    }
+
+    /// Steps that lose their commit to another writer (`StoreError::Conflict`) wait per `retry`
+    /// before stepping again (exponential backoff with full jitter, [`crate::retry`]); the
+    /// attempts stay bounded by the step's own limit (32 loads).
+    pub fn with_retry(mut self, retry: crate::retry::Retry) -> Self {
+        self.retry = retry;
+        self
     }
 
     /// Counts what each committed input does with `recorder` ([`crate::metrics`]).
@@ -325,7 +355,16 @@ impl<S: Store + ?Sized> Watcher<S> {
             match self.store.commit(tenant, commit).await {
                 Ok(()) => return Ok(applied),
                 Err(StoreError::Conflict(what)) => {
-                    tracing::debug!(%what, "conflict; retrying step");
+                    // Another writer holds or moved what this step read: wait (full jitter,
+                    // growing with each loss) so that colliding writers spread out instead of
+                    // colliding again in step, then load and step again. `prepare` stops after
+                    // the step's `MAX_ATTEMPTS` loads (`ApplyError::Exhausted`).
+                    if attempt.tries >= MAX_ATTEMPTS {
+                        return Err(ApplyError::Exhausted(MAX_ATTEMPTS));
+                    }
+                    attempt.conflicts += 1;
+                    let waited = self.retry.pause(attempt.conflicts).await;
+                    tracing::debug!(%what, conflicts = attempt.conflicts, waited_ms = waited.as_millis(), "conflict; retrying step");
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -398,7 +437,9 @@ impl<S: Store + ?Sized> Watcher<S> {
                 match self.store.commit(&t.tenant, commit).await {
                     Ok(()) => Ok(applied),
                     Err(StoreError::Conflict(what)) => {
-                        tracing::debug!(%what, "conflict; retrying step");
+                        attempt.conflicts += 1;
+                        let waited = self.retry.pause(attempt.conflicts).await;
+                        tracing::debug!(%what, waited_ms = waited.as_millis(), "conflict; retrying step");
                         self.step_and_commit(&t.tenant, input, now, seq, &mut attempt)
                             .await
                     }

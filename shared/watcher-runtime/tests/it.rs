@@ -4,6 +4,7 @@
 
 mod cases;
 mod common;
+mod conflict_backoff;
 mod fire_due;
 mod fire_hand_over;
 mod fuzz_standin;

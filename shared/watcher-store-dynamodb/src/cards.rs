@@ -42,7 +42,7 @@ impl Cards for DynamoStore {
             .item(at_name, s(at.to_string()))
             .send()
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(error::backend)?;
         Ok(())
     }
 

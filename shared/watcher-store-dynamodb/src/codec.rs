@@ -84,7 +84,7 @@ pub(crate) fn get_u64(item: &Item, name: &str, what: &str) -> Result<u64, StoreE
 /// # Errors
 /// [`StoreError::Backend`] if serde refuses it (not expected for the record's types).
 pub(crate) fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
-    serde_json::to_string(v).map_err(StoreError::backend)
+    serde_json::to_string(v).map_err(crate::error::backend)
 }
 
 /// JSON text read back.

@@ -1,11 +1,12 @@
 //! This store's own failures, carried as the source of a [`StoreError::Backend`], and the
 //! mapping of SDK errors to store errors (SDK errors are kept as sources, never stringified).
 
-use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{BuildError, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use watcher_runtime::store::StoreError;
+use watcher_runtime::store::{StoreError, Unavailable};
 
 /// Largest item DynamoDB stores, in bytes (names and values together).
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
@@ -79,8 +80,99 @@ pub(crate) fn transaction_error(
         if let (Some(i), false) = (lost, other) {
             return StoreError::Conflict(describe(i));
         }
+        // An item throttled inside the transaction (its partition's throughput in use).
+        if reasons.iter().any(|r| {
+            matches!(
+                r.code(),
+                Some("ThrottlingError" | "ProvisionedThroughputExceeded")
+            )
+        }) {
+            return StoreError::unavailable(Unavailable::Throttled, e);
+        }
     }
-    StoreError::backend(e)
+    if let Some(TransactWriteItemsError::TransactionInProgressException(_)) = e.as_service_error() {
+        return StoreError::unavailable(Unavailable::Contended, e);
+    }
+    backend(e)
+}
+
+/// DynamoDB error codes that mean "throttled": the request may succeed once the partition's or
+/// the account's throughput is free again (the SDK's standard mode retried it already).
+const THROTTLING_CODES: &[&str] = &[
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "Throttling",
+    "TooManyRequestsException",
+];
+
+/// Why `e` means DynamoDB cannot serve the request now, when it does: throttling, a server
+/// error (5xx, an unreadable response), a timeout, or no connection. `None` for an error
+/// retrying cannot mend (validation, access denied, a missing table, a failed condition).
+pub(crate) fn classify<E: ProvideErrorMetadata>(
+    e: &SdkError<E, HttpResponse>,
+) -> Option<Unavailable> {
+    match e {
+        SdkError::TimeoutError(_) => Some(Unavailable::TimedOut),
+        SdkError::DispatchFailure(d) if d.is_timeout() => Some(Unavailable::TimedOut),
+        SdkError::DispatchFailure(d) if d.is_io() || d.is_other() => Some(Unavailable::Unreachable),
+        SdkError::ResponseError(_) => Some(Unavailable::Failed),
+        SdkError::ServiceError(s) => {
+            if s.err()
+                .code()
+                .is_some_and(|c| THROTTLING_CODES.contains(&c))
+            {
+                Some(Unavailable::Throttled)
+            } else if s.raw().status().is_server_error()
+                || matches!(
+                    s.err().code(),
+                    Some("InternalServerError" | "ServiceUnavailable")
+                )
+            {
+                Some(Unavailable::Failed)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// What can become a [`StoreError::Backend`]: an SDK error (classified: [`classify`]) or a
+/// request that could not be built.
+pub(crate) trait IntoBackend {
+    /// The store error, with `self` as the source.
+    fn into_backend(self) -> StoreError;
+}
+
+impl<E> IntoBackend for SdkError<E, HttpResponse>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    fn into_backend(self) -> StoreError {
+        match classify(&self) {
+            Some(kind) => StoreError::unavailable(kind, self),
+            None => StoreError::backend(self),
+        }
+    }
+}
+
+impl IntoBackend for serde_json::Error {
+    fn into_backend(self) -> StoreError {
+        StoreError::backend(self)
+    }
+}
+
+impl IntoBackend for BuildError {
+    fn into_backend(self) -> StoreError {
+        StoreError::backend(self)
+    }
+}
+
+/// `e` as a [`StoreError::Backend`], a transient one marked with its class
+/// ([`watcher_runtime::store::BackendFailure`]) so that callers answer 503 with the reason.
+pub(crate) fn backend(e: impl IntoBackend) -> StoreError {
+    e.into_backend()
 }
 
 /// The error of a write that may carry a condition: whether it failed because the condition
@@ -107,14 +199,80 @@ impl ConditionFailed for UpdateItemError {
 ///
 /// # Errors
 /// The backend's error for any other failure (kept as the source).
-pub(crate) fn landed<T, E, R>(result: Result<T, SdkError<E, R>>) -> Result<bool, StoreError>
+pub(crate) fn landed<T, E>(result: Result<T, SdkError<E, HttpResponse>>) -> Result<bool, StoreError>
 where
-    E: ConditionFailed + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug + Send + Sync + 'static,
+    E: ConditionFailed + ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
     match result {
         Ok(_) => Ok(true),
         Err(e) if e.as_service_error().is_some_and(E::condition_failed) => Ok(false),
-        Err(e) => Err(StoreError::backend(e)),
+        Err(e) => Err(backend(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+    use aws_sdk_dynamodb::operation::get_item::GetItemError;
+    use aws_smithy_runtime_api::client::result::ConnectorError;
+    use aws_smithy_runtime_api::http::StatusCode;
+    use aws_smithy_types::body::SdkBody;
+
+    use super::*;
+
+    fn service(status: u16, code: &str) -> SdkError<GetItemError, HttpResponse> {
+        SdkError::service_error(
+            GetItemError::generic(ErrorMetadata::builder().code(code).message("m").build()),
+            HttpResponse::new(StatusCode::try_from(status).unwrap(), SdkBody::empty()),
+        )
+    }
+
+    /// Each way DynamoDB says "not now" becomes a store error of that class (the API's 503
+    /// reason and `Retry-After`); one retrying cannot mend stays unclassified.
+    #[test]
+    fn sdk_errors_are_classified_as_dynamodb_answers_them() {
+        let cases: Vec<(SdkError<GetItemError, HttpResponse>, Option<Unavailable>)> = vec![
+            (
+                service(400, "ProvisionedThroughputExceededException"),
+                Some(Unavailable::Throttled),
+            ),
+            (
+                service(400, "ThrottlingException"),
+                Some(Unavailable::Throttled),
+            ),
+            (
+                service(400, "RequestLimitExceeded"),
+                Some(Unavailable::Throttled),
+            ),
+            (
+                service(500, "InternalServerError"),
+                Some(Unavailable::Failed),
+            ),
+            (
+                service(503, "ServiceUnavailable"),
+                Some(Unavailable::Failed),
+            ),
+            (
+                SdkError::timeout_error("operation timed out"),
+                Some(Unavailable::TimedOut),
+            ),
+            (
+                SdkError::dispatch_failure(ConnectorError::timeout("read timed out".into())),
+                Some(Unavailable::TimedOut),
+            ),
+            (
+                SdkError::dispatch_failure(ConnectorError::io("connection reset".into())),
+                Some(Unavailable::Unreachable),
+            ),
+            (service(400, "ValidationException"), None),
+            (service(400, "AccessDeniedException"), None),
+            (service(400, "ResourceNotFoundException"), None),
+        ];
+        for (e, want) in cases {
+            let text = format!("{e:?}");
+            let got = backend(e);
+            assert_eq!(got.unavailability(), want, "{text}");
+            assert!(matches!(got, StoreError::Backend(_)), "{text}");
+        }
     }
 }

@@ -61,6 +61,7 @@ use watcher_core::time::Instant;
 use watcher_runtime::clock::{Clock, SystemClock};
 use watcher_runtime::index::subject_index;
 use watcher_runtime::lease::{claim, keep_lease, Lease};
+use watcher_runtime::retry::{Backoff, Retry, Sleeper, TokioSleeper};
 use watcher_runtime::sequence::TimeOrdered;
 use watcher_runtime::store::{
     cut_page, lapse_scan_budget, Claim, Commit, DeliveryState, DueTimer, LapsePage, LapseQuery,
@@ -126,6 +127,13 @@ pub struct DynamoStore {
     /// What loads saw of subjects' index rows, so their commits need no read (`loaded.rs`;
     /// shared by this store's clones).
     loaded: Arc<loaded::Loaded>,
+    /// How retry loops wait (`watcher_runtime::retry`: a batch read's unprocessed keys, a
+    /// lapse task's read-merge-write lost to another writer): tokio's timer, or a recorder in
+    /// tests ([`DynamoStore::with_sleeper`]).
+    sleeper: Arc<dyn Sleeper>,
+    /// Recent live counts of agents far below their bound, so that a raise need not read the
+    /// counter shards each time (`live.rs`; shared by this store's clones).
+    live_memo: Arc<live::LiveMemo>,
 }
 
 /// One write of a transaction, with what it is in words for a conflict message.
@@ -150,7 +158,21 @@ impl DynamoStore {
             // counter"); tests set another with `with_id_clock`.
             ids: TimeOrdered::new(Arc::new(SystemClock)),
             loaded: Arc::default(),
+            sleeper: Arc::new(TokioSleeper),
+            live_memo: Arc::default(),
         }
+    }
+
+    /// This store, its retry loops waiting through `sleeper` (tests: a
+    /// [`RecordingSleeper`](watcher_runtime::retry::RecordingSleeper) sees each backoff).
+    pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.sleeper = sleeper;
+        self
+    }
+
+    /// A retry loop's policy `backoff`, waiting through this store's sleeper.
+    pub(crate) fn retry(&self, backoff: Backoff) -> Retry {
+        Retry::with_sleeper(backoff, self.sleeper.clone())
     }
 
     /// This store, numbering inputs and rows by `clock` (an instance number drawn at random)

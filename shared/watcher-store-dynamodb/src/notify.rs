@@ -56,7 +56,7 @@ impl Notifications for DynamoStore {
         channel: &str,
         state: &ChannelState,
     ) -> Result<(), StoreError> {
-        let state = serde_json::to_string(state).map_err(StoreError::backend)?;
+        let state = serde_json::to_string(state).map_err(error::backend)?;
         self.count(1u64);
         self.client
             .put_item()
@@ -69,7 +69,7 @@ impl Notifications for DynamoStore {
             .item("state", s(state))
             .send()
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(error::backend)?;
         Ok(())
     }
 }

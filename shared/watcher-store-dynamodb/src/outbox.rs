@@ -262,6 +262,8 @@ impl DynamoStore {
         lease: &Lease,
         now: Instant,
     ) -> Result<Claim, StoreError> {
+        // Writes lost to another writer so far.
+        let mut lost = 0u32;
         if let Some(read) = read {
             let decided = claim(read, lease, now);
             if let Claim::Claimed { entry, .. } = &decided {
@@ -269,9 +271,17 @@ impl DynamoStore {
                 if self.replace_outbox(&pk, entry, &to_json(read)?).await? {
                     return Ok(decided);
                 }
+                lost = 1;
             }
         }
+        // Each try after a lost write waits first (the one retry policy: backoff with full
+        // jitter, `watcher_runtime::retry`), so that writers of one lapse task that collided
+        // do not collide again in step.
+        let retry = self.retry(Backoff::CONFLICT);
         for _ in 0..OUTBOX_CAS_TRIES {
+            if lost > 0 {
+                retry.pause(lost).await;
+            }
             let Some((pk, item)) = self.find_outbox(tenant, agent, message_id).await? else {
                 return Ok(Claim::Gone);
             };
@@ -286,6 +296,7 @@ impl DynamoStore {
             {
                 return Ok(decided);
             }
+            lost += 1;
         }
         Err(StoreError::Conflict(format!(
             "outbox entry {message_id:?} of agent {:?} (changed {OUTBOX_CAS_TRIES} times while being claimed)",

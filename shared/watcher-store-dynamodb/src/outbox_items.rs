@@ -40,15 +40,25 @@ impl DynamoStore {
         message_id: &str,
         change: impl Fn(&OutboxEntry) -> Option<OutboxEntry>,
     ) -> Result<Option<OutboxEntry>, StoreError> {
+        // Writes lost to another writer so far.
+        let mut lost = 0u32;
         if let Some(read) = read {
             if let Some(updated) = change(read) {
                 let pk = outbox_pk(tenant, agent, message_id);
                 if self.replace_outbox(&pk, &updated, &to_json(read)?).await? {
                     return Ok(Some(updated));
                 }
+                lost = 1;
             }
         }
+        // Each try after a lost write waits first (the one retry policy: backoff with full
+        // jitter, `watcher_runtime::retry`), so that writers of one lapse task that collided
+        // do not collide again in step.
+        let retry = self.retry(Backoff::CONFLICT);
         for _ in 0..OUTBOX_CAS_TRIES {
+            if lost > 0 {
+                retry.pause(lost).await;
+            }
             let Some((pk, item)) = self.find_outbox(tenant, agent, message_id).await? else {
                 return Ok(None);
             };
@@ -62,6 +72,7 @@ impl DynamoStore {
             {
                 return Ok(Some(updated));
             }
+            lost += 1;
         }
         Err(StoreError::Conflict(format!(
             "outbox entry {message_id:?} of agent {:?} (changed {OUTBOX_CAS_TRIES} times while being written)",
@@ -389,7 +400,7 @@ impl DynamoStore {
             .condition_expression("attribute_not_exists(#pk)")
             .expression_attribute_names("#pk", PK)
             .build()
-            .map_err(StoreError::backend)?;
+            .map_err(error::backend)?;
         Ok(Write {
             op: TransactWriteItem::builder().put(put).build(),
             what,

@@ -34,7 +34,7 @@ impl DynamoStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(error::backend)?;
         self.count(1u64);
         Ok(out.item)
     }
@@ -52,6 +52,27 @@ impl DynamoStore {
         keys: Vec<(String, String)>,
         attributes: &[&str],
     ) -> Result<HashMap<(String, String), Item>, StoreError> {
+        self.get_projected_batch_as(keys, attributes, true).await
+    }
+
+    /// [`DynamoStore::get_projected_batch`], eventually consistent (half the read units): for
+    /// items no current writer changes (the earlier version's `OUTBOX#{tenant}`, which this
+    /// version only reads and updates in place, so a lagging replica answers what a consistent
+    /// read would).
+    pub(crate) async fn get_projected_batch_eventually(
+        &self,
+        keys: Vec<(String, String)>,
+        attributes: &[&str],
+    ) -> Result<HashMap<(String, String), Item>, StoreError> {
+        self.get_projected_batch_as(keys, attributes, false).await
+    }
+
+    async fn get_projected_batch_as(
+        &self,
+        keys: Vec<(String, String)>,
+        attributes: &[&str],
+        consistent: bool,
+    ) -> Result<HashMap<(String, String), Item>, StoreError> {
         let mut unique: Vec<(String, String)> = Vec::new();
         for key in keys {
             if !unique.contains(&key) {
@@ -63,7 +84,7 @@ impl DynamoStore {
             .map(<[(String, String)]>::to_vec)
             .collect();
         let found = each(chunks, |chunk| async move {
-            self.batch_get_chunk(chunk, attributes).await
+            self.batch_get_chunk(chunk, attributes, consistent).await
         })
         .await?;
         Ok(found.into_iter().flatten().collect())
@@ -75,6 +96,7 @@ impl DynamoStore {
         &self,
         chunk: Vec<(String, String)>,
         attributes: &[&str],
+        consistent: bool,
     ) -> Result<Vec<((String, String), Item)>, StoreError> {
         let keys: Vec<Item> = chunk
             .into_iter()
@@ -90,24 +112,58 @@ impl DynamoStore {
             names.insert(name.clone(), (*a).to_owned());
             projection.push(name);
         }
-        let mut request = Some(
-            KeysAndAttributes::builder()
-                .set_keys(Some(keys))
-                .consistent_read(true)
-                .projection_expression(projection.join(", "))
-                .set_expression_attribute_names(Some(names))
-                .build()
-                .map_err(StoreError::backend)?,
-        );
+        let request = KeysAndAttributes::builder()
+            .set_keys(Some(keys))
+            .consistent_read(consistent)
+            .projection_expression(projection.join(", "))
+            .set_expression_attribute_names(Some(names))
+            .build()
+            .map_err(error::backend)?;
         let mut found = Vec::new();
+        for item in self.batch_get(request).await? {
+            let key = (
+                get_s(&item, PK, "batch-read item")?.to_owned(),
+                get_s(&item, SK, "batch-read item")?.to_owned(),
+            );
+            found.push((key, item));
+        }
+        Ok(found)
+    }
+
+    /// Every item one `BatchGetItem` of `request` (at most 100 keys) answers. Keys DynamoDB
+    /// leaves unprocessed (throttling, or a response over 16 MB) are asked again after a wait,
+    /// as DynamoDB asks (exponential backoff with full jitter, [`Backoff::THROTTLED`]); keys
+    /// still unprocessed after its attempts fail the read as throttled
+    /// ([`Unavailable::Throttled`](watcher_runtime::store::Unavailable::Throttled): the caller
+    /// answers 503 with `Retry-After`). Before, they were asked again at once, without end.
+    pub(crate) async fn batch_get(
+        &self,
+        request: KeysAndAttributes,
+    ) -> Result<Vec<Item>, StoreError> {
+        let retry = self.retry(Backoff::THROTTLED);
+        let mut request = Some(request);
+        let mut found = Vec::new();
+        let mut retries = 0u32;
         while let Some(keys) = request.take() {
+            if retries > 0 {
+                if !retry.allows(retries) {
+                    return Err(StoreError::unavailable(
+                        watcher_runtime::store::Unavailable::Throttled,
+                        std::io::Error::other(format!(
+                            "{} keys of a BatchGetItem still unprocessed after {retries} retries",
+                            keys.keys.len()
+                        )),
+                    ));
+                }
+                retry.pause(retries).await;
+            }
             let out = self
                 .client
                 .batch_get_item()
                 .request_items(&self.table, keys)
                 .send()
                 .await
-                .map_err(StoreError::backend)?;
+                .map_err(error::backend)?;
             for item in out
                 .responses
                 .unwrap_or_default()
@@ -115,17 +171,14 @@ impl DynamoStore {
                 .unwrap_or_default()
             {
                 self.count(1u64);
-                let key = (
-                    get_s(&item, PK, "batch-read item")?.to_owned(),
-                    get_s(&item, SK, "batch-read item")?.to_owned(),
-                );
-                found.push((key, item));
+                found.push(item);
             }
             request = out
                 .unprocessed_keys
                 .unwrap_or_default()
                 .remove(&self.table)
                 .filter(|k| !k.keys.is_empty());
+            retries += 1;
         }
         Ok(found)
     }
@@ -203,7 +256,7 @@ impl DynamoStore {
     /// # Errors
     /// The backend's.
     pub(crate) async fn query_page(&self, query: QueryFluentBuilder) -> Result<Page, StoreError> {
-        let out = query.send().await.map_err(StoreError::backend)?;
+        let out = query.send().await.map_err(error::backend)?;
         self.count(out.scanned_count);
         Ok(Page {
             items: out.items.unwrap_or_default(),
@@ -231,7 +284,7 @@ impl DynamoStore {
     /// # Errors
     /// The backend's.
     pub(crate) async fn scan_page(&self, scan: ScanFluentBuilder) -> Result<Page, StoreError> {
-        let out = scan.send().await.map_err(StoreError::backend)?;
+        let out = scan.send().await.map_err(error::backend)?;
         self.count(out.scanned_count);
         Ok(Page {
             items: out.items.unwrap_or_default(),

@@ -105,7 +105,7 @@ fn key(name: &str, key_type: KeyType) -> Result<KeySchemaElement, StoreError> {
         .attribute_name(name)
         .key_type(key_type)
         .build()
-        .map_err(StoreError::backend)
+        .map_err(crate::error::backend)
 }
 
 fn attribute(name: &str, t: ScalarAttributeType) -> Result<AttributeDefinition, StoreError> {
@@ -113,7 +113,7 @@ fn attribute(name: &str, t: ScalarAttributeType) -> Result<AttributeDefinition, 
         .attribute_name(name)
         .attribute_type(t)
         .build()
-        .map_err(StoreError::backend)
+        .map_err(crate::error::backend)
 }
 
 fn index(
@@ -128,7 +128,7 @@ fn index(
         .key_schema(key(range, KeyType::Range)?)
         .projection(projection)
         .build()
-        .map_err(StoreError::backend)
+        .map_err(crate::error::backend)
 }
 
 /// Creates the watcher's table `table` (on-demand billing, eight GSIs), waits until it is
@@ -230,7 +230,7 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
         )?)
         .send()
         .await
-        .map_err(StoreError::backend)?;
+        .map_err(crate::error::backend)?;
     client
         .wait_until_table_exists()
         .table_name(table)
@@ -245,10 +245,10 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
                 .enabled(true)
                 .attribute_name(EXPIRES_AT)
                 .build()
-                .map_err(StoreError::backend)?,
+                .map_err(crate::error::backend)?,
         )
         .send()
         .await
-        .map_err(StoreError::backend)?;
+        .map_err(crate::error::backend)?;
     Ok(())
 }

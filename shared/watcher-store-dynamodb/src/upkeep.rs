@@ -16,7 +16,7 @@ impl Upkeep for DynamoStore {
             .item("probedAt", s(instant_key(now)))
             .send()
             .await
-            .map_err(StoreError::backend)?;
+            .map_err(error::backend)?;
         Ok(())
     }
 

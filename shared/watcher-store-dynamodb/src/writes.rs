@@ -171,7 +171,7 @@ impl DynamoStore {
                 .expression_attribute_names("#v", VERSION)
                 .expression_attribute_values(":v", n(loaded))
         };
-        let put = put.build().map_err(StoreError::backend)?;
+        let put = put.build().map_err(error::backend)?;
         Ok(Write {
             op: TransactWriteItem::builder().put(put).build(),
             what,
@@ -186,7 +186,7 @@ impl DynamoStore {
             .table_name(&self.table)
             .set_item(Some(item))
             .build()
-            .map_err(StoreError::backend)?;
+            .map_err(error::backend)?;
         Ok(Write {
             op: TransactWriteItem::builder().put(put).build(),
             what,

@@ -264,3 +264,48 @@ async fn a_deadline_within_fifteen_minutes_goes_straight_to_a_delayed_message() 
     assert!(d.schedules().await.is_empty());
     assert_eq!(visible_and_delayed(&d.sqs, &timer_queue).await, (0, 1));
 }
+
+/// A timer function that died between committing a lapse and sending its lapse task to the
+/// lapse queue leaves the task in the table only. The timer's message comes back (Scheduler's
+/// retry, the timer queue's visibility timeout); its evaluation finds the lapse recorded and
+/// hands the unsent task over then, not a sweep later. A timer fired again after the task was
+/// sent hands nothing over.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replayed_timer_hands_over_the_lapse_task_its_first_run_never_sent() {
+    let d = deploy("e2e-handover").await;
+    d.push_booking("").await;
+    let names = d.schedules().await;
+    let (input, _) = d.schedule_input(&names[0]).await;
+    let timer: watcher_core::engine::TimerKey =
+        serde_json::from_value(input["timer"].clone()).expect("timer key");
+    // The first run: committed, then killed before its send (a watcher with no sink commits
+    // and carries out nothing).
+    let first_run = watcher_runtime::watcher::Watcher::new(
+        Arc::clone(&d.parts.watcher.store),
+        d.parts.watcher.directory.clone(),
+        d.parts.watcher.settings,
+    );
+    let applied = first_run
+        .apply(
+            &Tenant::default_tenant(),
+            &watcher_core::engine::Input::Timer(timer),
+            t("2026-09-10T22:15:20Z"),
+        )
+        .await
+        .expect("the first run's commit");
+    assert_eq!(applied.outbox.len(), 1);
+    assert_eq!(d.receive().await.records.len(), 0, "nothing was sent");
+
+    // The replay: nothing lapses again, the unsent task is handed over.
+    let report = d.fire(&input, t("2026-09-10T22:15:50Z")).await;
+    assert_eq!((report.lapses, report.handed_over), (0, 1));
+    let event = d.receive().await;
+    assert_eq!(event.records.len(), 1);
+    d.submit(event, t("2026-09-10T22:15:51Z")).await;
+    assert_eq!(d.delivered(), [OVERDUE]);
+
+    // Fired once more after the send: nothing is handed over, nothing more is delivered.
+    let report = d.fire(&input, t("2026-09-10T22:16:30Z")).await;
+    assert_eq!((report.lapses, report.handed_over), (0, 0));
+    assert_eq!(d.delivered(), [OVERDUE]);
+}

@@ -54,6 +54,7 @@ impl Records for MemoryStore {
     async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
         self.check_write()?;
         self.check_tenant(tenant)?;
+        self.check_injected_conflict()?;
         let mut inner = self.lock()?;
         let mut touched = 0u64;
         for s in &commit.subjects {

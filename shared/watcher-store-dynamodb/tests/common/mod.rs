@@ -37,6 +37,14 @@ pub const RETENTION_DAYS: u32 = 30;
 /// # Panics
 /// When `AWS_ENDPOINT_URL` is not set.
 pub async fn client() -> Client {
+    Client::new(&sdk_config().await)
+}
+
+/// The SDK configuration [`client`] is built from.
+///
+/// # Panics
+/// When `AWS_ENDPOINT_URL` is not set.
+pub async fn sdk_config() -> aws_config::SdkConfig {
     let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
         panic!(
             "AWS_ENDPOINT_URL is not set. The DynamoDB store's tests run against a local moto \
@@ -46,7 +54,7 @@ pub async fn client() -> Client {
         )
     });
     let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
-    let config = aws_config::defaults(BehaviorVersion::latest())
+    aws_config::defaults(BehaviorVersion::latest())
         .http_client(watcher_aws::sdk_env::https_client())
         .endpoint_url(endpoint)
         .region(Region::new(var("AWS_REGION", "us-east-1")))
@@ -58,8 +66,7 @@ pub async fn client() -> Client {
             "watcher-store-dynamodb tests",
         ))
         .load()
-        .await;
-    Client::new(&config)
+        .await
 }
 
 /// A table name no other test of this run uses.
@@ -195,4 +202,79 @@ pub fn two_instances(store: &DynamoStore, clock: &Arc<FakeClock>) -> (DynamoStor
             .with_ids(TimeOrdered::with_instance(clock.clone(), n))
     };
     (instance(1), instance(2))
+}
+
+/// One request of an agent's live count as the client sent it (seen by [`LiveReads`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveRead {
+    /// A `BatchGetItem` of live-row counter shards (`LIVECOUNT#…`): its `ConsistentRead` (absent
+    /// is `false`, DynamoDB's default) and how many keys it asked for.
+    Shards { consistent: bool, keys: usize },
+    /// A `Query` of the `live` index (the rows already past).
+    Past,
+}
+
+/// Records, by an interceptor on the client, every request of a live count the client sends:
+/// what the store asked DynamoDB for, including each read's consistency, which no answer shows.
+/// Other requests (a commit's reads of subjects, its transaction) are not recorded.
+#[derive(Debug, Clone, Default)]
+pub struct LiveReads(Arc<std::sync::Mutex<Vec<LiveRead>>>);
+
+impl LiveReads {
+    /// The requests since the last take, in the order sent; none from now on.
+    pub fn take(&self) -> Vec<LiveRead> {
+        std::mem::take(&mut *self.0.lock().expect("live reads"))
+    }
+}
+
+impl aws_smithy_runtime_api::client::interceptors::Intercept for LiveReads {
+    fn name(&self) -> &'static str {
+        "record-live-reads"
+    }
+
+    fn read_before_serialization(
+        &self,
+        context: &aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef<'_>,
+        _: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        _: &mut aws_smithy_types::config_bag::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        use aws_sdk_dynamodb::operation::batch_get_item::BatchGetItemInput;
+        use aws_sdk_dynamodb::operation::query::QueryInput;
+        use aws_sdk_dynamodb::types::AttributeValue;
+        let input = context.input();
+        let mut seen = self.0.lock().expect("live reads");
+        if let Some(batch) = input.downcast_ref::<BatchGetItemInput>() {
+            for asked in batch.request_items.iter().flat_map(|items| items.values()) {
+                let counters = asked.keys.iter().all(|key| {
+                    matches!(key.get("pk"), Some(AttributeValue::S(pk)) if pk.starts_with("LIVECOUNT#"))
+                });
+                if counters && !asked.keys.is_empty() {
+                    seen.push(LiveRead::Shards {
+                        consistent: asked.consistent_read.unwrap_or(false),
+                        keys: asked.keys.len(),
+                    });
+                }
+            }
+        } else if let Some(query) = input.downcast_ref::<QueryInput>() {
+            if query.index_name.as_deref() == Some("live") {
+                seen.push(LiveRead::Past);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A store over a fresh table of its own whose client records its live-count requests.
+pub async fn recorded_store() -> (DynamoStore, LiveReads) {
+    let reads = LiveReads::default();
+    let config = aws_sdk_dynamodb::config::Builder::from(&sdk_config().await)
+        .interceptor(reads.clone())
+        .build();
+    let client = Client::from_conf(config);
+    let table = unique_table();
+    create_table(&client, &table, Duration::from_secs(60))
+        .await
+        .expect("create the test table (is moto answering at AWS_ENDPOINT_URL? `bash infra/moto.sh` starts it)");
+    reads.take();
+    (DynamoStore::new(client, table, RETENTION_DAYS), reads)
 }
