@@ -49,11 +49,13 @@ NOT_EXERCISED = {
         "UpdateSchedule (shared/watcher-aws/src/scheduler.rs arm); " + LATER,
     ("ApiFunctionRole", "ArmAndDisarmTimers", "scheduler:DeleteSchedule"):
         "a disarm the timer queue did not take is deleted at once (sink.rs carry_out)",
-    ("LessonWriteFunctionRole", "ArmAndDisarmTimers"):
-        "a lesson.review due more than 15 minutes ahead is armed as a schedule, withdrawn or "
-        "moved with it (lesson-write raises it as the api does); " + LATER,
-    ("LessonWriteFunctionRole", "PassSchedulerRole"):
-        "CreateSchedule's iam:PassRole of SchedulerRole, with ArmAndDisarmTimers; " + LATER,
+    # CreateSchedule and its PassRole: tests/aws_iam.rs, a lesson ending two hours ahead.
+    ("LessonWriteFunctionRole", "ArmAndDisarmTimers", "scheduler:UpdateSchedule"):
+        "a lesson.review's schedule armed again while it exists: CreateSchedule answers "
+        "Conflict, then UpdateSchedule (shared/watcher-aws/src/scheduler.rs arm); " + LATER,
+    ("LessonWriteFunctionRole", "ArmAndDisarmTimers", "scheduler:DeleteSchedule"):
+        "a closed review's disarm the timer queue did not take is deleted at once "
+        "(shared/watcher-lambda/src/sink.rs carry_out)",
     ("SchedulerRole", "DeadLetter"):
         "a run-time schedule whose invocation Scheduler gave up on (DeadLetterConfig); the "
         "sweep has none, and a run-time schedule is " + LATER,
@@ -63,15 +65,6 @@ NOT_EXERCISED = {
     ("SubmitterFunctionRole", "RetryAtBackoff"):
         "a lapse task handed back is made visible at its next attempt "
         "(shared/watcher-aws/src/sqs.rs redeliver_after)",
-    ("TimerFunctionRole", "ArmAndDisarmTimers", "scheduler:CreateSchedule"):
-        "the timer re-arms a timer still ahead (a horizon, an anchored deadline moved); " + LATER,
-    ("TimerFunctionRole", "ArmAndDisarmTimers", "scheduler:UpdateSchedule"):
-        "as CreateSchedule, on a schedule that exists; " + LATER,
-    ("TimerFunctionRole", "PassSchedulerRole"):
-        "CreateSchedule's iam:PassRole of SchedulerRole, with ArmAndDisarmTimers; " + LATER,
-    ("TimerFunctionRole", "FinishTimers"):
-        "a schedule's early fire (a minute before the instant) re-arms as a delayed timer-queue "
-        "message; " + LATER,
     ("TimerFunctionRole", "PublishNotifications"):
         "a [[notify]] channel of format sns (shared/watcher-host/src/aws/sns.rs); the local "
         "stack makes no SNS topic",

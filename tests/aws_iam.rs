@@ -16,6 +16,10 @@
 //! model lists the denial), the fallback `DeleteSchedule` still removes the schedule, and the
 //! sweep's invocation is denied to Scheduler, which says so and retries.
 //!
+//! A second test runs `template.yaml` alone through the timers more than 15 minutes ahead
+//! (schedules armed, re-armed after an early fire, disarmed) by the api, timer and lesson-write
+//! roles: infra/iam_coverage.py counts on it for those statements.
+//!
 //! Needs what tests/aws_local.rs needs, and the IAM evaluator (`bash infra/iam.sh`: node and
 //! npm); without it the test says so and passes, unless `CI=true`, where it fails.
 
@@ -30,11 +34,13 @@ use serde_json::{json, Value};
 use watcher_delivery::testing::{Behaviour, CaptureAgent, CapturedRequest, Reply};
 
 use common::aws_stack::{aws_missing, bin_dir, free_port, root, Proc};
-use common::{fmt, one_expectation, origin, wait_until};
+use common::{fmt, one_expectation, origin, wait_until, TEACHER_TOKEN};
 
 const PUSH_TOKEN: &str = "push-token-iam";
 const OPERATOR_TOKEN: &str = "ops-token-iam";
 const GROUP: &str = "a2a-watcher-local-timers";
+/// The teacher of [`common::TEACHER_TOML`].
+const TEACHER_ID: &str = "dana";
 
 /// Why the IAM evaluator cannot run here, if it cannot.
 fn evaluator_missing() -> Option<String> {
@@ -370,4 +376,434 @@ async fn a_statement_removed_from_the_template_is_denied_as_aws_denies_it() {
     );
     assert!(stack.terminate(Duration::from_secs(30)));
     assert!(bare.terminate(Duration::from_secs(30)));
+}
+
+/// An `Authorization` header naming the deployer (`test`) for `service`: the model lets the
+/// deployer through, and the emulator routes the request by the service it names.
+fn as_deployer(service: &str) -> String {
+    format!(
+        "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/{service}/aws4_request, \
+         SignedHeaders=host, Signature=0"
+    )
+}
+
+/// Schedule `name` of the timers' group as `GetSchedule` answers it (`None` when it is gone).
+async fn schedule(http: &reqwest::Client, emulator: &str, name: &str) -> Option<Value> {
+    let answer = http
+        .get(format!("{emulator}/schedules/{name}?groupName={GROUP}"))
+        .header("Authorization", as_deployer("scheduler"))
+        .send()
+        .await
+        .expect("the emulator answers");
+    if !answer.status().is_success() {
+        return None;
+    }
+    answer.json().await.ok()
+}
+
+/// The one-time schedules of the timers' group, each with the timer input it hands the timer
+/// function (`{"tenant", "timer": {"subject", "expectation", "kind"}}`).
+async fn armed(http: &reqwest::Client, emulator: &str) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for name in schedules(http, emulator).await {
+        if !(name.starts_with("d-") || name.starts_with("h-")) {
+            continue;
+        }
+        if let Some(s) = schedule(http, emulator, &name).await {
+            let input = s["Target"]["Input"]
+                .as_str()
+                .and_then(|i| serde_json::from_str(i).ok())
+                .unwrap_or(Value::Null);
+            out.push((name, input));
+        }
+    }
+    out
+}
+
+/// The name of the schedule armed for the `kind` timer of expectation `id`, if any.
+async fn armed_for(http: &reqwest::Client, emulator: &str, id: &str, kind: &str) -> Option<String> {
+    armed(http, emulator)
+        .await
+        .into_iter()
+        .find(|(_, i)| i["timer"]["expectation"]["id"] == id && i["timer"]["kind"] == kind)
+        .map(|(name, _)| name)
+}
+
+/// Creates, as the deployer, a one-time schedule `name` in the timers' group firing at the next
+/// whole second but one with `target` (the timer function, as SchedulerRole, with `input`): the
+/// early fire of a schedule, which on AWS comes a minute before its instant (the lead).
+async fn fire_early(
+    http: &reqwest::Client,
+    emulator: &str,
+    name: &str,
+    target: &Value,
+    input: &Value,
+) {
+    let at = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(2);
+    let mut target = target.clone();
+    target["Input"] = json!(input.to_string());
+    let answer = http
+        .post(format!("{emulator}/schedules/{name}"))
+        .header("Authorization", as_deployer("scheduler"))
+        .json(&json!({
+            "GroupName": GROUP,
+            "ScheduleExpression": format!("at({})", at.strftime("%Y-%m-%dT%H:%M:%S")),
+            "ScheduleExpressionTimezone": "UTC",
+            "FlexibleTimeWindow": { "Mode": "OFF" },
+            "ActionAfterCompletion": "DELETE",
+            "Target": target,
+        }))
+        .send()
+        .await
+        .expect("the emulator answers");
+    let status = answer.status();
+    assert!(
+        status.is_success(),
+        "CreateSchedule {name}: {status} {}",
+        answer.text().await.unwrap_or_default()
+    );
+}
+
+/// How many messages of the timer queue wait out their delay (`ApproximateNumberOfMessagesDelayed`).
+async fn delayed_timer_messages(http: &reqwest::Client, emulator: &str) -> Option<u64> {
+    let call = |target: &'static str, body: Value| {
+        http.post(format!("{emulator}/"))
+            .header("Authorization", as_deployer("sqs"))
+            .header("X-Amz-Target", format!("AmazonSQS.{target}"))
+            .header("Content-Type", "application/x-amz-json-1.0")
+            .body(body.to_string())
+            .send()
+    };
+    let url: Value = call(
+        "GetQueueUrl",
+        json!({ "QueueName": "a2a-watcher-local-TimerQueue" }),
+    )
+    .await
+    .ok()?
+    .json()
+    .await
+    .ok()?;
+    let attributes: Value = call(
+        "GetQueueAttributes",
+        json!({ "QueueUrl": url["QueueUrl"], "AttributeNames": ["ApproximateNumberOfMessagesDelayed"] }),
+    )
+    .await
+    .ok()?
+    .json()
+    .await
+    .ok()?;
+    attributes["Attributes"]["ApproximateNumberOfMessagesDelayed"]
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+/// Timers more than 15 minutes ahead (the timer queue takes the last 900 s), on `template.yaml`
+/// under IAM, with nothing denied (infra/iam_coverage.py counts on this test for the statements
+/// it reaches):
+///
+/// - the api arms a schedule for a deadline an hour ahead and one for a horizon 30 days ahead
+///   (`CreateSchedule`, `iam:PassRole` of SchedulerRole); a fact meets that expectation and both
+///   are disarmed (a timer-queue message; the timer function's `DeleteSchedule`);
+/// - a schedule fires early while it still exists, as on AWS, where `ActionAfterCompletion:
+///   DELETE` removes it only after the invocation: the timer function re-arms the deadline,
+///   still an hour ahead (`CreateSchedule` answers Conflict, then `UpdateSchedule`; PassRole);
+/// - a schedule's early fire for a deadline 10 minutes ahead re-arms it as a delayed timer-queue
+///   message (the timer's `sqs:SendMessage`, FinishTimers);
+/// - a lesson taught with `expiresAt` two hours ahead arms its lesson.review's schedule through
+///   lesson-write (`CreateSchedule`, PassRole), and a later lesson into the entry closes the
+///   review, whose schedule goes.
+///
+/// The early fires are schedules the test creates as the deployer with a timer's input: the
+/// local Scheduler fires a one-time schedule at its instant only, and these deadlines are an
+/// hour away.
+#[tokio::test(flavor = "multi_thread")]
+async fn timers_beyond_the_timer_queue_are_armed_and_disarmed_under_iam() {
+    let test = "timers_beyond_the_timer_queue_are_armed_and_disarmed_under_iam";
+    if common::aws_stack::skipped(test, aws_missing().or_else(evaluator_missing), true) {
+        return;
+    }
+    let agent = CaptureAgent::spawn(Behaviour::accept())
+        .await
+        .expect("capture agent");
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let mut card: Value = serde_json::from_str(include_str!("../examples/booking-card.json"))
+        .expect("examples/booking-card.json is JSON");
+    card["supportedInterfaces"][0]["url"] = json!(agent.url());
+    let card_path = dir.path().join("booking-card.json");
+    std::fs::write(&card_path, card.to_string()).expect("write the card");
+    let config = dir.path().join("watcher.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "allow_private_endpoints = true\n\n[[agents]]\nid = \"booking\"\ncard = \"{card}\"\n\
+             endpoint = \"{url}\"\npush_token = \"{PUSH_TOKEN}\"\n\n{operator}\n{source}\n{teacher}",
+            card = card_path.display(),
+            url = agent.url(),
+            operator = common::entry_toml("operators", "ops", OPERATOR_TOKEN),
+            source = common::entry_toml("sources", common::SOURCE_ID, common::SOURCE_TOKEN),
+            teacher = common::TEACHER_TOML,
+        ),
+    )
+    .expect("write the configuration");
+    let (stack, api, emulator) = start_stack(&root().join("template.yaml"), &config);
+    stack.wait_for("ready line", Duration::from_secs(180), |l| {
+        l.starts_with("[aws-local] ready at ")
+    });
+    let http = reqwest::Client::new();
+
+    // f-met: due in an hour, horizon in 30 days; f-open: due in an hour; f-soon: due in 10
+    // minutes (a delayed timer-queue message, no schedule).
+    let hour = origin(Duration::from_secs(3600));
+    let mut body = one_expectation("task-f", "f-met", "PA-f1", hour, "PT0S");
+    let list = &mut body["artifactUpdate"]["artifact"]["metadata"][common::URI]["expectations"];
+    list[0]["horizon"] = json!(fmt(origin(Duration::from_secs(30 * 86_400))));
+    for (id, shipment, due) in [
+        ("f-open", "PA-f2", hour),
+        ("f-soon", "PA-f3", origin(Duration::from_secs(600))),
+    ] {
+        let mut e = list[0].clone();
+        e.as_object_mut().expect("an object").remove("horizon");
+        e["expectationId"] = json!(id);
+        e["subject"]["id"] = json!(shipment);
+        e["satisfiedBy"]["factKey"] = json!(format!("shipment.manifest.received:{shipment}"));
+        e["dueAt"] = json!(fmt(due));
+        list.as_array_mut().expect("a list").push(e);
+    }
+    let answer = http
+        .post(format!("{api}/v1/agents/booking/push"))
+        .header("X-A2A-Notification-Token", PUSH_TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .expect("the local HTTP API answers");
+    assert_eq!(answer.status().as_u16(), 200, "{}", stack.tail());
+    let pushed: Value = answer.json().await.expect("JSON");
+    assert_eq!(
+        pushed["raised"],
+        json!(["f-met", "f-open", "f-soon"]),
+        "{pushed}"
+    );
+
+    // The api armed three schedules (f-met's deadline and horizon, f-open's deadline), and
+    // f-soon waits in the timer queue.
+    let three = wait_until(
+        || async { armed(&http, &emulator).await.len() == 3 },
+        Duration::from_secs(20),
+    )
+    .await;
+    let now_armed = armed(&http, &emulator).await;
+    assert!(three, "{now_armed:?}");
+    for (id, kind) in [
+        ("f-met", "deadline"),
+        ("f-met", "horizon"),
+        ("f-open", "deadline"),
+    ] {
+        assert!(
+            armed_for(&http, &emulator, id, kind).await.is_some(),
+            "no {kind} schedule for {id}: {now_armed:?}"
+        );
+    }
+    assert_eq!(delayed_timer_messages(&http, &emulator).await, Some(1));
+    let open = armed_for(&http, &emulator, "f-open", "deadline")
+        .await
+        .expect("f-open's schedule");
+    let open_schedule = schedule(&http, &emulator, &open)
+        .await
+        .expect("f-open's schedule");
+    // Armed for the deadline less the lead (a minute): docs/aws-latency.md.
+    let lead = hour - jiff::SignedDuration::from_secs(60);
+    assert_eq!(
+        open_schedule["ScheduleExpression"],
+        format!("at({})", lead.strftime("%Y-%m-%dT%H:%M:%S")),
+        "{open_schedule:#}"
+    );
+    assert_eq!(
+        open_schedule["Target"]["RoleArn"]
+            .as_str()
+            .map(|r| r.ends_with("-SchedulerRole")),
+        Some(true),
+        "{open_schedule:#}"
+    );
+
+    // A fact meets f-met: both its schedules are disarmed.
+    let fact = json!({
+        "factKey": "shipment.manifest.received:PA-f1",
+        "observedAt": fmt(jiff::Timestamp::now()),
+        "subject": { "type": "shipment", "id": "PA-f1" },
+    });
+    let answer = http
+        .post(format!("{api}/v1/facts"))
+        .bearer_auth(common::SOURCE_TOKEN)
+        .json(&fact)
+        .send()
+        .await
+        .expect("the local HTTP API answers");
+    assert_eq!(answer.status().as_u16(), 200, "{}", stack.tail());
+    let reported: Value = answer.json().await.expect("JSON");
+    assert_eq!(
+        reported["results"][0]["satisfied"],
+        json!(["f-met"]),
+        "{reported}"
+    );
+    let disarmed = wait_until(
+        || async {
+            let left = armed(&http, &emulator).await;
+            left.len() == 1 && left[0].0 == open
+        },
+        Duration::from_secs(30),
+    )
+    .await;
+    assert!(
+        disarmed,
+        "f-met's schedules stayed: {:?}",
+        armed(&http, &emulator).await
+    );
+
+    // f-open's schedule fires early while it exists: the timer re-arms the deadline an hour
+    // ahead, and updates the schedule that is there.
+    let before = open_schedule["LastModificationDate"]
+        .as_f64()
+        .unwrap_or_default();
+    let input: Value =
+        serde_json::from_str(open_schedule["Target"]["Input"].as_str().unwrap_or(""))
+            .expect("the schedule's input is JSON");
+    fire_early(
+        &http,
+        &emulator,
+        "early-f-open",
+        &open_schedule["Target"],
+        &input,
+    )
+    .await;
+    // And f-soon's: ten minutes ahead, the timer re-arms it as a delayed message.
+    let mut soon = input.clone();
+    soon["timer"]["subject"]["id"] = json!("PA-f3");
+    soon["timer"]["expectation"]["id"] = json!("f-soon");
+    fire_early(
+        &http,
+        &emulator,
+        "early-f-soon",
+        &open_schedule["Target"],
+        &soon,
+    )
+    .await;
+    let updated = wait_until(
+        || async {
+            schedule(&http, &emulator, &open)
+                .await
+                .and_then(|s| s["LastModificationDate"].as_f64())
+                .is_some_and(|t| t > before)
+        },
+        Duration::from_secs(30),
+    )
+    .await;
+    assert!(
+        updated,
+        "the timer did not re-arm f-open's schedule: {}",
+        stack.tail()
+    );
+    let after = schedule(&http, &emulator, &open)
+        .await
+        .expect("f-open's schedule");
+    assert_eq!(
+        after["ScheduleExpression"], open_schedule["ScheduleExpression"],
+        "{after:#}"
+    );
+    let requeued = wait_until(
+        || async { delayed_timer_messages(&http, &emulator).await == Some(2) },
+        Duration::from_secs(30),
+    )
+    .await;
+    assert!(
+        requeued,
+        "f-soon not re-armed in the timer queue: {}",
+        stack.tail()
+    );
+    assert_eq!(
+        status_of(&http, &api, "PA-f2", "f-open").await.as_deref(),
+        Some("open")
+    );
+
+    // A lesson ending in two hours: lesson-write arms its review's schedule; a later lesson
+    // into the entry closes the review, and the schedule goes.
+    let definition = format!("{api}/v1/definitions/iam-desk");
+    let put = http
+        .put(&definition)
+        .bearer_auth(TEACHER_TOKEN)
+        .json(&json!({
+            "collections": { "customers": {
+                "learnable": "marks", "entry": "customer",
+                "teaches": "which customer a message belongs to",
+                "entries": { "northgate": { "label": "Northgate Motors", "value": { "marks": [
+                    { "pattern": "@northgate-motors\\.example", "where": "from" } ] } } }
+            } },
+            "taughtBy": TEACHER_ID,
+            "reason": "the customer of the pre-alert desk"
+        }))
+        .send()
+        .await
+        .expect("the local HTTP API answers");
+    assert_eq!(put.status().as_u16(), 201, "{}", stack.tail());
+    let expires = origin(Duration::from_secs(7200));
+    let teach = |pattern: &str, expires: Option<jiff::Timestamp>| {
+        let mut lesson = json!({
+            "collection": "customers", "entry": "northgate",
+            "value": { "pattern": pattern, "where": "from" },
+            "taughtBy": TEACHER_ID,
+            "reason": "until the new billing desk takes over",
+        });
+        if let Some(at) = expires {
+            lesson["expiresAt"] = json!(fmt(at));
+        }
+        http.post(format!("{definition}/lessons"))
+            .bearer_auth(TEACHER_TOKEN)
+            .json(&lesson)
+            .send()
+    };
+    let taught = teach("billing@origin\\.example", Some(expires))
+        .await
+        .expect("the local HTTP API answers");
+    assert_eq!(taught.status().as_u16(), 200, "{}", stack.tail());
+    let review = |http: &reqwest::Client| {
+        let (http, emulator) = (http.clone(), emulator.clone());
+        async move {
+            armed(&http, &emulator)
+                .await
+                .into_iter()
+                .find(|(_, i)| {
+                    i["timer"]["subject"]["type"] == "lesson" && i["timer"]["kind"] == "deadline"
+                })
+                .map(|(name, _)| name)
+        }
+    };
+    let reviewed = wait_until(
+        || async { review(&http).await.is_some() },
+        Duration::from_secs(20),
+    )
+    .await;
+    assert!(
+        reviewed,
+        "no lesson.review schedule: {:?}",
+        armed(&http, &emulator).await
+    );
+    let again = teach("ops@origin\\.example", None)
+        .await
+        .expect("the local HTTP API answers");
+    assert_eq!(again.status().as_u16(), 200, "{}", stack.tail());
+    let closed = wait_until(
+        || async { review(&http).await.is_none() },
+        Duration::from_secs(30),
+    )
+    .await;
+    assert!(
+        closed,
+        "the closed review's schedule stayed: {:?}",
+        armed(&http, &emulator).await
+    );
+
+    let state = iam_state(&http, &emulator).await;
+    assert_eq!(state["counts"]["denied"], 0, "{state:#}");
+    assert!(state["counts"]["allowed"].as_u64() > Some(0), "{state:#}");
+    assert!(stack.terminate(Duration::from_secs(30)));
 }
