@@ -65,6 +65,10 @@ NOT_EXERCISED = {
     ("SubmitterFunctionRole", "RetryAtBackoff"):
         "a lapse task handed back is made visible at its next attempt "
         "(shared/watcher-aws/src/sqs.rs redeliver_after)",
+    ("TimerFunctionRole", "RetryTimerAtBackoff"):
+        "a timer message handed back for a passing failure returns after its backoff "
+        "(shared/watcher-lambda/src/timer.rs redeliver; shared/watcher-aws/src/timer_queue.rs "
+        "redeliver_after); the suite's firings do not fail",
     ("TimerFunctionRole", "PublishNotifications"):
         "a [[notify]] channel of format sns (shared/watcher-host/src/aws/sns.rs); the local "
         "stack makes no SNS topic",

@@ -111,20 +111,14 @@ fn config(dir: &std::path::Path, agents: &[Arc<CaptureAgent>]) -> String {
         entry_toml("sources", common::SOURCE_ID, SOURCE_TOKEN),
         entry_toml("operators", "ops-desk", OPERATOR_TOKEN),
     );
-    let template: Value = serde_json::from_str(include_str!("../examples/booking-card.json"))
-        .expect("examples/booking-card.json is JSON");
     for (i, agent) in agents.iter().enumerate() {
         let id = agent_id(i);
-        let mut card = template.clone();
-        card["supportedInterfaces"][0]["url"] = json!(agent.url());
-        let path = dir.join(format!("{id}-card.json"));
-        std::fs::write(&path, card.to_string()).expect("write a card");
-        out.push_str(&format!(
-            "[[agents]]\nid = \"{id}\"\ncard = \"{}\"\nendpoint = \"{}\"\npush_token = \"{}\"\n\
-             reconcile = false\n\n",
-            path.display(),
-            agent.url(),
-            push_token(&id)
+        out.push_str(&common::agent_with_card(
+            dir,
+            &id,
+            &agent.url(),
+            &push_token(&id),
+            "reconcile = false",
         ));
     }
     out

@@ -238,19 +238,18 @@ async fn a_statement_removed_from_the_template_is_denied_as_aws_denies_it() {
     .await
     .expect("capture agent");
     let dir = tempfile::tempdir().expect("a temporary folder");
-    let mut card: Value = serde_json::from_str(include_str!("../examples/booking-card.json"))
-        .expect("examples/booking-card.json is JSON");
-    card["supportedInterfaces"][0]["url"] = json!(agent.url());
-    let card_path = dir.path().join("recon-card.json");
-    std::fs::write(&card_path, card.to_string()).expect("write the card");
     let config = dir.path().join("watcher.toml");
     std::fs::write(
         &config,
         format!(
-            "allow_private_endpoints = true\n\n[[agents]]\nid = \"recon\"\ncard = \"{card}\"\n\
-             endpoint = \"{url}\"\npush_token = \"{PUSH_TOKEN}\"\nreconcile = true\n\n{operator}",
-            card = card_path.display(),
-            url = agent.url(),
+            "allow_private_endpoints = true\n\n{agent}\n{operator}",
+            agent = common::agent_with_card(
+                dir.path(),
+                "recon",
+                &agent.url(),
+                PUSH_TOKEN,
+                "reconcile = true"
+            ),
             operator = common::entry_toml("operators", "ops", OPERATOR_TOKEN),
         ),
     )
@@ -527,19 +526,12 @@ async fn timers_beyond_the_timer_queue_are_armed_and_disarmed_under_iam() {
         .await
         .expect("capture agent");
     let dir = tempfile::tempdir().expect("a temporary folder");
-    let mut card: Value = serde_json::from_str(include_str!("../examples/booking-card.json"))
-        .expect("examples/booking-card.json is JSON");
-    card["supportedInterfaces"][0]["url"] = json!(agent.url());
-    let card_path = dir.path().join("booking-card.json");
-    std::fs::write(&card_path, card.to_string()).expect("write the card");
     let config = dir.path().join("watcher.toml");
     std::fs::write(
         &config,
         format!(
-            "allow_private_endpoints = true\n\n[[agents]]\nid = \"booking\"\ncard = \"{card}\"\n\
-             endpoint = \"{url}\"\npush_token = \"{PUSH_TOKEN}\"\n\n{operator}\n{source}\n{teacher}",
-            card = card_path.display(),
-            url = agent.url(),
+            "allow_private_endpoints = true\n\n{agent}\n{operator}\n{source}\n{teacher}",
+            agent = common::agent_with_card(dir.path(), "booking", &agent.url(), PUSH_TOKEN, ""),
             operator = common::entry_toml("operators", "ops", OPERATOR_TOKEN),
             source = common::entry_toml("sources", common::SOURCE_ID, common::SOURCE_TOKEN),
             teacher = common::TEACHER_TOML,

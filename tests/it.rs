@@ -2,6 +2,7 @@
 //! `tests/` a module: one link of the crate and its dependencies instead of one per file.
 //! Run one file's tests with `cargo test --test it <file>::`.
 
+mod aws_concurrency;
 mod aws_faults;
 mod aws_iam;
 mod aws_local;

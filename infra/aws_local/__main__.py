@@ -120,6 +120,14 @@ def parse_args(argv):
         "(docs/howto/aws-local.md, \"Limits and the scale factor\")",
     )
     p.add_argument(
+        "--api-throttle", choices=("on", "off"), default="off",
+        help="the HTTP API's stage throttle: each route's requests beyond the template's "
+        "DefaultRouteSettings (ApiThrottleRate, ApiThrottleBurst; divided by --scale K) are "
+        "answered 429 as API Gateway answers them (default off: the test suite's clients read a "
+        "429 as the functions' own, with Retry-After; docs/howto/aws-local.md, \"Limits and the "
+        "scale factor\")",
+    )
+    p.add_argument(
         "--cold-start-ms", type=int, default=0, metavar="MS",
         help="what a new Lambda execution environment's cold start costs before its first "
         "invocation, beyond the binary's own start (default 0)",
@@ -186,16 +194,16 @@ def capped_timeout(env, timeout, visibility_cap):
     return timeout
 
 
-def max_concurrency(stack, lid):
+def max_concurrency(stack, lid, k=1):
     """How many invocations of function `lid` run at once: the most batches any event source
-    mapping feeding it runs at once (`triggers.concurrency_of`), else 1."""
+    mapping feeding it runs at once at scale K (`triggers.concurrency_of`), else 1."""
     from .triggers import _function_lid, concurrency_of
 
     most = 1
     for _, props in stack.of_type("AWS::Lambda::EventSourceMapping"):
         props = stack.resolve(props)
         if _function_lid(stack, props) == lid:
-            most = max(most, concurrency_of(props))
+            most = max(most, concurrency_of(props, k))
     return most
 
 
@@ -377,11 +385,11 @@ def run(args):
             memory=int(setting(stack, lid, "MemorySize", 128)),
             arn=stack.arn(lid),
             log_stream=log_stream() if LOG["path"] is not None else None,
-            instances=max_concurrency(stack, lid),
+            instances=max_concurrency(stack, lid, args.scale),
         )
 
     scale.configure(args.scale, endpoints, stack, functions, args.cold_start_ms,
-                    args.transaction_window_ms, log)
+                    args.transaction_window_ms, log, api_throttle=args.api_throttle == "on")
     if faults is not None:
         faults.attach(functions)
     stopping = threading.Event()
@@ -421,7 +429,7 @@ def run(args):
                     sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"])
                 except ClientError as e:
                     say(f"{lid}: the event source cannot read its queue as {role.principal}: {e}")
-            source = QueueSource(stack, sqs, lid, props, functions, log)
+            source = QueueSource(stack, sqs, lid, props, functions, log, k=args.scale)
             source.start()
             parts.append(source)
         # Ready once every function has asked for its first invocation (its cold start done).

@@ -6,6 +6,10 @@ with more, a greedy variable last, an exact method before ANY. The path is match
 the event carries it decoded in `rawPath` and `pathParameters` (docs: the api function rebuilds
 ids from `pathParameters`). An unmatched request is 404 `{"message":"Not Found"}`; a function
 error is 500 `{"message":"Internal Server Error"}`, as API Gateway answers.
+
+The stage throttle (`THROTTLE`, `StageThrottle`), when the stack turns it on (`--api-throttle`,
+aws_local/scale.py), refuses a route's request beyond its token bucket with API Gateway's own 429
+`{"message":"Too Many Requests"}` before any function runs.
 """
 
 import base64
@@ -19,6 +23,84 @@ from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .runtime import InvocationError
+
+
+class TokenBucket:
+    """API Gateway's throttle: a bucket of `burst` tokens, refilled at `rate` a second, one token
+    a request; a request finding less than one token is refused ("Throttle requests to your HTTP
+    APIs for better throughput in API Gateway": a token bucket, where a token counts for a
+    request, https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-throttling.html).
+    It starts full. `clock` gives seconds (time.monotonic; a test's own)."""
+
+    def __init__(self, rate, burst, clock=time.monotonic):
+        self.rate = float(rate)
+        self.burst = float(burst)
+        self.clock = clock
+        self.tokens = self.burst
+        self.last = clock()
+
+    def take(self):
+        """Takes a token: True when there was one, False when the request is throttled."""
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + max(0.0, now - self.last) * self.rate)
+        self.last = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+# What API Gateway answers a request its throttle refuses: 429 and this body, with no
+# Retry-After (an HTTP API cannot customize its gateway responses: "Choose between REST APIs and
+# HTTP APIs", https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-vs-rest.html).
+THROTTLED_BODY = b'{"message":"Too Many Requests"}'
+
+
+class StageThrottle:
+    """The HTTP API stage's route throttling: every route has a bucket of its own
+    (`TokenBucket`), with the stage's `DefaultRouteSettings` rate and burst, as API Gateway
+    applies the default route settings to each route. Off (everything passes) until `configure`
+    gives a rate. Counts each route's requests and refusals for the stack's report."""
+
+    def __init__(self, clock=time.monotonic):
+        self.lock = threading.Lock()
+        self.clock = clock
+        self.rate = None
+        self.burst = None
+        self.buckets = {}  # route key -> TokenBucket
+        self.requests = {}  # route key -> requests seen while on
+        self.throttled = {}  # route key -> requests refused
+
+    def configure(self, rate=None, burst=None):
+        """`rate` a second and `burst` for every route (None: off); the counts start afresh."""
+        with self.lock:
+            self.rate, self.burst = rate, burst
+            self.buckets, self.requests, self.throttled = {}, {}, {}
+
+    def admit(self, route_key):
+        """True when a request on `route_key` may go on; False when it is throttled (429)."""
+        with self.lock:
+            if self.rate is None:
+                return True
+            bucket = self.buckets.get(route_key)
+            if bucket is None:
+                bucket = self.buckets[route_key] = TokenBucket(self.rate, self.burst, self.clock)
+            self.requests[route_key] = self.requests.get(route_key, 0) + 1
+            if bucket.take():
+                return True
+            self.throttled[route_key] = self.throttled.get(route_key, 0) + 1
+            return False
+
+    def report(self):
+        """{"rate", "burst", "requests", "throttled", "by_route": {route key: refused}}."""
+        with self.lock:
+            return {"rate": self.rate, "burst": self.burst,
+                    "requests": sum(self.requests.values()),
+                    "throttled": sum(self.throttled.values()),
+                    "by_route": dict(self.throttled)}
+
+
+THROTTLE = StageThrottle()
 
 
 class Route:
@@ -167,6 +249,8 @@ class _GatewayHandler(BaseHTTPRequestHandler):
                 self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Date", formatdate(usegmt=True))
+        # As an HTTP API names each request in its answer (and its access log).
+        self.send_header("apigw-requestid", uuid.uuid4().hex[:16])
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -184,6 +268,9 @@ class _GatewayHandler(BaseHTTPRequestHandler):
                 break
         else:
             self._send(404, [("Content-Type", "application/json")], b'{"message":"Not Found"}')
+            return
+        if not THROTTLE.admit(route.key):
+            self._send(429, [("Content-Type", "application/json")], THROTTLED_BODY)
             return
         event = event_for(
             route, params, method, path, query, dict(self.headers.items()), body,

@@ -135,6 +135,126 @@ class GatewayTest(unittest.TestCase):
         self.assertEqual(response_of(b'{"a": 1}')[0], 200)
 
 
+class StageThrottleTest(unittest.TestCase):
+    """The HTTP API's stage throttle (gateway.TokenBucket, StageThrottle, the 429 answer) and
+    the figures --scale gives it and Lambda (scale.scaled, stage_throttle, configure)."""
+
+    def setUp(self):
+        self.now = [1000.0]
+        self.clock = lambda: self.now[0]
+
+    def tearDown(self):
+        from .gateway import THROTTLE
+        from .runtime import CONCURRENCY
+
+        THROTTLE.configure(rate=None)
+        CONCURRENCY.configure(account=None)
+
+    def test_a_bucket_takes_its_burst_then_its_rate(self):
+        from .gateway import TokenBucket
+
+        bucket = TokenBucket(rate=2, burst=3, clock=self.clock)
+        self.assertEqual([bucket.take() for _ in range(4)], [True, True, True, False])
+        self.now[0] += 0.25  # half a token
+        self.assertFalse(bucket.take())
+        self.now[0] += 0.25  # one token
+        self.assertEqual([bucket.take(), bucket.take()], [True, False])
+        self.now[0] += 60  # a quiet minute refills it to its burst, never past it
+        self.assertEqual(sum(bucket.take() for _ in range(10)), 3)
+
+    def test_each_route_has_its_own_bucket_and_off_passes_everything(self):
+        from .gateway import StageThrottle
+
+        throttle = StageThrottle(clock=self.clock)
+        self.assertTrue(all(throttle.admit("POST /v1/facts") for _ in range(1000)))
+        throttle.configure(rate=1, burst=2)
+        push = "POST /v1/agents/{agentId}/push"
+        self.assertEqual([throttle.admit(push) for _ in range(3)], [True, True, False])
+        self.assertEqual([throttle.admit("POST /v1/facts") for _ in range(3)],
+                         [True, True, False])
+        self.now[0] += 1.0
+        self.assertTrue(throttle.admit(push))
+        self.assertEqual(throttle.report(), {
+            "rate": 1, "burst": 2, "requests": 7, "throttled": 2,
+            "by_route": {push: 1, "POST /v1/facts": 1}})
+
+    def test_a_throttled_request_is_answered_as_api_gateway_answers_it(self):
+        import http.client
+
+        from .gateway import THROTTLE, Gateway
+
+        api = FakeFunction(lambda payload: json.dumps(
+            {"statusCode": 200, "headers": {"Content-Type": "application/json"},
+             "body": "{}"}).encode())
+        gateway = Gateway(0, routes_of(stack()), {"ApiFunction": api}, lambda line: None)
+        gateway.start()
+        self.addCleanup(gateway.server_close)
+        self.addCleanup(gateway.shutdown)
+        THROTTLE.configure(rate=0.001, burst=1)  # one request, then none for 1,000 s
+        answers = []
+        for _ in range(2):
+            conn = http.client.HTTPConnection(*gateway.server_address, timeout=10)
+            conn.request("POST", "/v1/facts", body=b"{}",
+                         headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            answers.append((resp.status, dict(resp.getheaders()), resp.read()))
+            conn.close()
+        self.assertEqual(answers[0][0], 200)
+        status, headers, body = answers[1]
+        self.assertEqual(status, 429)
+        self.assertEqual(body, b'{"message":"Too Many Requests"}')
+        self.assertEqual(headers["Content-Type"], "application/json")
+        self.assertIn("apigw-requestid", headers)
+        self.assertNotIn("Retry-After", headers)  # API Gateway's own 429 names no wait
+        self.assertEqual(len(api.payloads), 1, "a throttled request never reaches the function")
+
+    def test_counts_at_scale_round_up_to_at_least_one(self):
+        from .scale import scaled
+
+        self.assertEqual(scaled(1000, 100), 10)
+        self.assertEqual(scaled(20, 100), 1)
+        self.assertEqual(scaled(20, 3), 7)
+        self.assertEqual(scaled(10, 0.1), 100)
+        self.assertEqual(scaled(1, 1000), 1)
+        self.assertEqual(scaled(200, 1), 200)
+
+    def test_the_stage_throttle_is_the_templates_default_route_settings_at_scale(self):
+        from .scale import stage_throttle
+
+        self.assertEqual(stage_throttle(stack(), 1), (100.0, 200))
+        self.assertEqual(stage_throttle(stack(), 100), (1.0, 2))
+        self.assertEqual(stage_throttle(stack(), 1000), (1.0, 1))
+        s = Stack(load(TEMPLATE), "st", "us-east-1", {
+            "WatcherConfigSecret": "st-config", "ApiThrottleRate": "450",
+            "ApiThrottleBurst": "250"})
+        self.assertEqual(stage_throttle(s, 100), (4.5, 3))
+
+    def test_configure_divides_lambdas_concurrency_and_sets_the_throttle(self):
+        from . import scale
+        from .gateway import THROTTLE
+        from .runtime import CONCURRENCY
+
+        class Named:
+            def __init__(self, name):
+                self.name = name
+
+        functions = {lid: Named(name) for lid, name in [
+            ("ApiFunction", "api"), ("TimerFunction", "timer"),
+            ("SubmitterFunction", "submitter"), ("LessonWriteFunction", "lesson-write")]}
+        lines = []
+        scale.configure(3, {}, stack(), functions, log=lines.append, api_throttle=True)
+        self.assertEqual(CONCURRENCY.account, 334)  # 1,000 / 3, rounded up
+        self.assertEqual(CONCURRENCY.reserved, {"timer": 4, "submitter": 7})
+        self.assertEqual((THROTTLE.rate, THROTTLE.burst), (100 / 3, 67))
+        scale.configure(100, {}, stack(), functions, log=lines.append)
+        self.assertEqual(CONCURRENCY.account, 10)
+        self.assertEqual(CONCURRENCY.reserved, {"timer": 1, "submitter": 1})
+        self.assertIsNone(THROTTLE.rate, "off unless asked for")
+        self.assertIn("8 unreserved", lines[-1])
+        scale.configure(1000, {}, stack(), functions, log=lines.append)
+        self.assertTrue(any(line.startswith("warning: the reserves") for line in lines), lines)
+
+
 class ScheduleTest(unittest.TestCase):
     def test_expressions(self):
         self.assertEqual(parse_expression("at(2026-09-10T20:15:00)"), ("at", 1789071300.0))
@@ -189,11 +309,16 @@ class TriggersTest(unittest.TestCase):
 
         self.assertEqual(concurrency_of({}), 5, "Lambda's first step for an SQS source")
         self.assertEqual(concurrency_of({"ScalingConfig": {"MaximumConcurrency": 20}}), 20)
-        # The template: the submitter at SubmitterConcurrency (default 20), the timer at five
-        # (its timer queue has no ScalingConfig), a function no queue feeds at one.
+        # The template: the submitter at SubmitterConcurrency (default 20), the timer at
+        # TimerQueueConcurrency (default 8), a function no queue feeds at one.
         self.assertEqual(max_concurrency(self.stack, "SubmitterFunction"), 20)
-        self.assertEqual(max_concurrency(self.stack, "TimerFunction"), 5)
+        self.assertEqual(max_concurrency(self.stack, "TimerFunction"), 8)
         self.assertEqual(max_concurrency(self.stack, "ApiFunction"), 1)
+        # At scale K each is divided by K, rounded up, at least 1: 20 / 100 is one poller.
+        self.assertEqual(max_concurrency(self.stack, "SubmitterFunction", 100), 1)
+        self.assertEqual(max_concurrency(self.stack, "TimerFunction", 3), 3)
+        self.assertEqual(concurrency_of({"ScalingConfig": {"MaximumConcurrency": 20}}, 3), 7)
+        self.assertEqual(concurrency_of({}, 2), 3)
 
     def test_a_one_time_schedule_fires_once_at_its_time_and_is_deleted(self):
         timer = FakeFunction()

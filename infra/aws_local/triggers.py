@@ -12,6 +12,7 @@ import time
 from botocore.exceptions import ClientError
 
 from .runtime import InvocationError, Throttled
+from .scale import scaled
 
 _RATE_UNITS = {"minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "day": 86400, "days": 86400}
 
@@ -231,11 +232,13 @@ class Scheduler:
 INITIAL_BATCHES = 5
 
 
-def concurrency_of(props):
+def concurrency_of(props, k=1):
     """How many batches an event source mapping (its resolved properties) runs at once:
-    `ScalingConfig.MaximumConcurrency`, else `INITIAL_BATCHES`."""
+    `ScalingConfig.MaximumConcurrency`, else `INITIAL_BATCHES`; at scale K (`--scale`) that
+    divided by K, rounded up, at least 1 (`scale.scaled`), as the account's concurrency and the
+    functions' reserves are: a source's pollers are concurrent invocations like any other."""
     scaling = props.get("ScalingConfig") or {}
-    return max(1, int(scaling.get("MaximumConcurrency", INITIAL_BATCHES)))
+    return scaled(int(scaling.get("MaximumConcurrency", INITIAL_BATCHES)), k)
 
 
 class QueueSource:
@@ -247,15 +250,16 @@ class QueueSource:
     redrive queue after `maxReceiveCount`, as SQS does. Up to `ScalingConfig.MaximumConcurrency`
     batches are received and invoked at once, each by a poller of its own; without a
     `ScalingConfig`, `INITIAL_BATCHES` (Lambda's first scaling step for an SQS source, which it
-    raises further on AWS while messages remain); a FIFO queue never hands two of them the same
-    message group. As Lambda's pollers scale with
+    raises further on AWS while messages remain), divided by the scale factor `k` (`--scale`,
+    `concurrency_of`); a FIFO queue never hands two of them the same message group. As Lambda's
+    pollers scale with
     the queue, only the first poller polls an empty queue every `idle` seconds; the others poll
     every `IDLE_OTHERS` seconds until a batch is received, which wakes them at once (before its
     invocation, which may take seconds: more messages may wait behind its message groups)."""
 
     IDLE_OTHERS = 2.0  # seconds between an extra poller's polls of an empty queue
 
-    def __init__(self, stack, sqs, lid, props, functions, log):
+    def __init__(self, stack, sqs, lid, props, functions, log, k=1):
         self.sqs = sqs
         self.log = log
         self.arn = props["EventSourceArn"]
@@ -270,7 +274,7 @@ class QueueSource:
         self.stopping = threading.Event()
         self.idle = 0.25  # seconds between the first poller's polls of an empty queue
         self.work = threading.Event()  # set when a poll received a batch: wakes the others
-        self.concurrency = concurrency_of(props)
+        self.concurrency = concurrency_of(props, k)  # divided by the scale factor K
         self.visibility = None  # the queue's VisibilityTimeout, read at the first throttle
 
     def start(self):

@@ -3,8 +3,10 @@ size limits, each AWS's own figure divided by a scale factor K (docs/howto/aws-l
 "Limits and the scale factor"; each figure's public source is cited in docs/quotas.toml).
 
 `configure({"k": K, ...})` turns it on (K = 1: AWS's own figures); a part never configured lets
-every call through. Settings besides `k`: `transaction_window_ms` (25), and any figure of
-`FIGURES` or `SIZES` by name to override it (an override is taken as given, not divided by K).
+every call through. Settings besides `k`: `transaction_window_ms` (how long a transaction holds
+its items, below; 25 by default, 0 for no conflicts, not divided by K: it stands for the time
+two transactions overlap, not for a rate), and any figure of `FIGURES` or `SIZES` by name to
+override it (an override is taken as given, not divided by K).
 
 What it enforces, per call (the emulator serves one request at a time, so every check below
 sees the calls in the order they were served):
@@ -26,7 +28,9 @@ sees the calls in the order they were served):
   partition or table is in debt; AWS too only learns a Query's cost by running it. A refusal is
   `ProvisionedThroughputExceededException` (HTTP 400; on-demand tables answer it too, with the
   on-demand message), and `TransactionCanceledException` with `ThrottlingError` reasons for a
-  transaction.
+  transaction. A BatchGetItem or BatchWriteItem serves the items that have room and hands the
+  throttled ones back in a 200 answer (`UnprocessedKeys`, `UnprocessedItems`); only a batch none
+  of whose items has room is refused whole (`_admit_batch` cites AWS's API reference).
 - Transaction conflicts. A TransactWriteItems that succeeded holds its items for
   `transaction_window_ms` after it applied: requests are served one at a time here, so that
   window is how two transactions overlapping on AWS are represented. Another transaction on one
@@ -47,9 +51,15 @@ sees the calls in the order they were served):
 - EventBridge Scheduler: CreateSchedule, UpdateSchedule and DeleteSchedule requests a second
   / K, refused as `ThrottlingException` (HTTP 429).
 
-`state()` (GET /_model/limits) answers, per resource: calls, refusals by kind, the limit with
-its unit, the peak use in any one second and its share of the limit; the hottest partitions;
-the first refusal.
+`state()` (GET /_model/limits) answers, per resource: calls, refusals by kind and by reason,
+the limit with its unit, the peak use in any one second and its share of the limit, the use in
+all (`total`); the hottest partitions; the refusals of the callers' requests in all, by kind and
+by reason (`throttle`: the caller may come back after a wait, a 429 in spirit whatever status
+the service answers; `conflict`: a transaction conflict; `size`: a size or count the service
+never takes; `window`: a FIFO receive the backlog window hid messages from; a batch's item
+handed back unprocessed counts one throttle); the first refusal, with its reason; and
+`dynamodb_units`: the read and write request units consumed in all and by table and global
+index (`table/index`), what DynamoDB on demand bills (docs/prices.toml).
 """
 
 import base64
@@ -174,14 +184,16 @@ class Bucket:
 
 
 class Meter:
-    """What one resource saw: calls, refusals by kind, and its use per whole second (the peak
-    one), against `limit` (None: not limited, only counted) in `unit`."""
+    """What one resource saw: calls, refusals by kind and by reason, its use per whole second
+    (the peak one) and in all, against `limit` (None: not limited, only counted) in `unit`."""
 
     def __init__(self, limit, unit):
         self.limit, self.unit = limit, unit
         self.calls = 0
         self.refusals = {}
+        self.reasons = {}
         self.second, self.used, self.peak = None, 0.0, 0.0
+        self.total = 0.0
 
     def use(self, now, amount):
         second = int(now)
@@ -189,6 +201,7 @@ class Meter:
             self.peak = max(self.peak, self.used)
             self.second, self.used = second, 0.0
         self.used += amount
+        self.total += amount
 
     def peak_use(self):
         return max(self.peak, self.used)
@@ -198,11 +211,39 @@ class Meter:
         return {
             "calls": self.calls,
             "refusals": dict(self.refusals),
+            "refusals_by_reason": dict(self.reasons),
             "limit": self.limit,
             "unit": self.unit,
             "peak": round(peak, 3),
             "peak_share": round(peak / self.limit, 4) if self.limit else None,
+            # `unit` a second, summed over the run: for a table's read and write meters, the
+            # request units it and its indexes consumed (what on-demand bills).
+            "total": round(self.total, 3),
         }
+
+
+# Why a request was refused, by the kind its meter counts: a throttle (the caller may retry after
+# a wait: a 429 in spirit, whatever status the service answers), a transaction conflict, a size
+# the service never takes, or a FIFO receive the backlog window hid messages from.
+_REASONS = {
+    "ProvisionedThroughputExceededException": "throttle",
+    "ThrottlingError": "throttle",
+    "ThrottlingException": "throttle",
+    "UnprocessedItems": "throttle",
+    "UnprocessedKeys": "throttle",
+    "TransactionConflict": "conflict",
+    "TransactionConflictException": "conflict",
+    "ValidationException": "size",
+    "InvalidParameterValue": "size",
+    "BatchRequestTooLong": "size",
+    "hidden": "window",
+}
+
+
+def reason_of(kind):
+    """The reason (`throttle`, `conflict`, `size`, `window`) a refusal of `kind` counts under;
+    `other` for a kind not listed."""
+    return _REASONS.get(kind, "other")
 
 
 def av_size(value):
@@ -280,6 +321,12 @@ class _Run:
         self.first = None
         self.pending_read = None  # (charges) of the Query/Scan being served
         self.queues = {}  # queue name -> (fifo, high throughput)
+        # Request units consumed, by table or `table/index`: [read, write]. What on-demand bills:
+        # every unit charged to a request the model let through (a Query's after it ran), an
+        # index's own included; a write whose condition failed keeps its table's units and gives
+        # back its indexes' (nothing was written to them).
+        self.units = {}
+        self.pending_write = None  # the index charges of the PutItem/UpdateItem/DeleteItem served
 
     # -- bookkeeping ---------------------------------------------------------------------
     def meter(self, name, limit=None, unit=""):
@@ -294,11 +341,15 @@ class _Run:
             b = self.buckets[name] = Bucket(rate, rate, self.clock())
         return b
 
-    def refuse(self, meter_name, kind, refusal):
+    def refuse(self, meter_name, kind, refusal, count=1):
+        """Counts `count` refusals of `kind` at `meter_name` (and under its reason), notes the
+        first refusal of the run, and answers `refusal`."""
         m = self.meter(meter_name)
-        m.refusals[kind] = m.refusals.get(kind, 0) + 1
+        m.refusals[kind] = m.refusals.get(kind, 0) + count
+        reason = reason_of(kind)
+        m.reasons[reason] = m.reasons.get(reason, 0) + count
         if self.first is None:
-            self.first = {"resource": meter_name, "kind": kind,
+            self.first = {"resource": meter_name, "kind": kind, "reason": reason,
                           "seconds": round(self.clock() - self.started, 3)}
         return refusal
 
@@ -349,6 +400,9 @@ class _Run:
 
     def charge(self, charges, now):
         for table, index, key, rru, wru in charges:
+            units = self.units.setdefault(f"{table}/{index}" if index else table, [0.0, 0.0])
+            units[0] += rru
+            units[1] += wru
             r, w = self.table_meters(table)
             if rru:
                 self.bucket(f"dynamodb:{table}:read",
@@ -379,6 +433,7 @@ class _Part:
             raise ValueError("limits settings must be a JSON object")
         run = _Run(settings, self.clock)
         _install_read_meter()
+        _install_batch_split()
         self.run = run
 
     def state(self):
@@ -403,6 +458,7 @@ class _Part:
             ],
             "refusals": _totals(run.meters),
             "first_refusal": run.first,
+            "dynamodb_units": _units(run.units),
         }
 
     def admit(self, call):
@@ -426,7 +482,15 @@ class _Part:
         if run is None or call.service != "dynamodb":
             return
         now = run.clock()
-        if call.operation in ("Query", "Scan"):
+        _PENDING_BATCH[0] = None
+        written, run.pending_write = run.pending_write, None
+        if call.operation in _WRITE_OPS and written and status != 200:
+            # Nothing was written (a condition failed): the table keeps the units AWS charges
+            # for a failed conditional write; its indexes give theirs back.
+            for table, index, _, _, wru in written:
+                run.units[f"{table}/{index}"][1] -= wru
+                run.meters[f"dynamodb:{table}:write"].total -= wru
+        elif call.operation in ("Query", "Scan"):
             charges, run.pending_read = run.pending_read, None
             read = _LAST_READ[0]
             _LAST_READ[0] = None
@@ -452,19 +516,30 @@ class _Part:
         m.calls += 1
         m.peak = max(m.peak, float(length))
         if length > window:
-            m.refusals["hidden"] = m.refusals.get("hidden", 0) + 1
-            if run.first is None:
-                run.first = {"resource": f"sqs:{queue_name}:backlog-window", "kind": "hidden",
-                             "seconds": round(run.clock() - run.started, 3)}
+            run.refuse(f"sqs:{queue_name}:backlog-window", "hidden", None)
         return window
 
 
 def _totals(meters):
-    by_kind = {}
+    """Every meter's refusals: the total, by kind and by reason (`reason_of`)."""
+    by_kind, by_reason = {}, {}
     for m in meters.values():
         for kind, n in m.refusals.items():
             by_kind[kind] = by_kind.get(kind, 0) + n
-    return {"total": sum(by_kind.values()), "by_kind": by_kind}
+            by_reason[reason_of(kind)] = by_reason.get(reason_of(kind), 0) + n
+    return {"total": sum(by_kind.values()), "by_kind": by_kind, "by_reason": by_reason}
+
+
+def _units(units):
+    """The request units consumed: `read` and `write` in all, and `by_table` (a table's own
+    under its name, each global index's under `table/index`)."""
+    by_table = {name: {"read": round(r, 3), "write": round(w, 3)}
+                for name, (r, w) in sorted(units.items())}
+    return {
+        "read": round(sum(r for r, _ in units.values()), 3),
+        "write": round(sum(w for _, w in units.values()), 3),
+        "by_table": by_table,
+    }
 
 
 # -- moto's backends, read cheaply ---------------------------------------------------------
@@ -632,6 +707,8 @@ def _dynamodb(run, call):
     op = call.operation
     p = call.params
     now = run.clock()
+    _PENDING_BATCH[0] = None
+    run.pending_write = None
     if op in ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem",
               "BatchWriteItem", "TransactWriteItems", "TransactGetItems"):
         run.meter(f"dynamodb:{op}").calls += 1
@@ -646,7 +723,10 @@ def _dynamodb(run, call):
             run.meter("dynamodb:transaction-conflicts").calls += 1
             return run.refuse("dynamodb:transaction-conflicts", "TransactionConflictException",
                               Refusal(400, "TransactionConflictException", _CONFLICT))
-        return _admit_charges(run, charges, now)
+        refused = _admit_charges(run, charges, now)
+        if refused is None:
+            run.pending_write = [c for c in charges if c[1]]
+        return refused
     if op in ("Query", "Scan"):
         table_name = p["TableName"]
         table = _table(call, table_name)
@@ -664,11 +744,12 @@ def _dynamodb(run, call):
         _LAST_READ[0] = None
         return None
     if op == "BatchGetItem":
-        charges = []
+        items = []
         for table_name, req in (p.get("RequestItems") or {}).items():
-            for key in req.get("Keys") or []:
-                charges.append(_read_charge(call, table_name, key, req.get("ConsistentRead")))
-        return _admit_batch(run, charges, now)
+            for position, key in enumerate(req.get("Keys") or []):
+                items.append((table_name, position, [
+                    _read_charge(call, table_name, key, req.get("ConsistentRead"))]))
+        return _admit_batch(run, op, items, now)
     if op == "BatchWriteItem":
         requests = [(t, r) for t, rs in (p.get("RequestItems") or {}).items() for r in rs or []]
         if len(requests) > run.sizes["dynamodb_batch_write_requests"]:
@@ -678,12 +759,15 @@ def _dynamodb(run, call):
             return run.refuse("dynamodb:BatchWriteItem", "ValidationException", Refusal(
                 400, "ValidationException",
                 "Size of BatchWriteItem request exceeds the maximum allowed size"))
-        charges = []
+        items = []
+        positions = {}
         for table_name, request in requests:
             kind, body = next(iter(request.items()))
             op_name = "PutItem" if kind == "PutRequest" else "DeleteItem"
-            charges.extend(_write_charges(run, call, table_name, op_name, body, False)[0])
-        return _admit_batch(run, charges, now)
+            position = positions[table_name] = positions.get(table_name, -1) + 1
+            items.append((table_name, position,
+                          _write_charges(run, call, table_name, op_name, body, False)[0]))
+        return _admit_batch(run, op, items, now)
     if op == "TransactWriteItems":
         return _transact_write(run, call, now)
     if op == "TransactGetItems":
@@ -722,16 +806,113 @@ def _count_partitions(run, charges):
             run.meters[run.partition_meter_name(table, index)].calls += 1
 
 
-def _admit_batch(run, charges, now):
-    """A batch is refused only when every one of its items is throttled; otherwise every item is
-    served and charged. (AWS hands the throttled items back in UnprocessedKeys or
-    UnprocessedItems; the model does not rewrite moto's answer, so it serves them.)"""
-    _count_partitions(run, charges)
-    wheres = [run.throughput([c], now) for c in charges]
-    if charges and all(w is not None for w in wheres):
-        return _throttle(run, wheres[0])
-    run.charge(charges, now)
+def _admit_batch(run, operation, items, now):
+    """A BatchGetItem or BatchWriteItem of `items` ([(table, position in its table's list,
+    charges)]), as DynamoDB answers one over partitions some of which are throttled: each item is
+    served while its partitions and tables have room (charged at once, so a later item of the
+    batch on the same partition meets what the earlier ones took); the others are handed back
+    unprocessed in a 200 answer (`UnprocessedKeys`, `UnprocessedItems`: `_install_batch_split`
+    takes them out of moto's request and adds them to its answer). Only when no item can be
+    served is the whole call refused, with `ProvisionedThroughputExceededException`.
+
+    AWS's API reference: "If none of the items can be processed due to insufficient provisioned
+    throughput on all of the tables in the request, then BatchGetItem returns a
+    ProvisionedThroughputExceededException. If at least one of the items is successfully
+    processed, then BatchGetItem completes successfully, while returning the keys of the unread
+    items in UnprocessedKeys"
+    (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html); "If
+    BatchWriteItem cannot process any items due to throttling (for example, insufficient
+    provisioned throughput on the tables in the request, or partition-level or account-level
+    limits), it returns a ProvisionedThroughputExceededException or a ThrottlingException"
+    (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html; the
+    model answers the former, with its `ThrottlingReasons`, as for a single item)."""
+    _count_partitions(run, [c for _, _, charges in items for c in charges])
+    throttled = {}  # table -> positions handed back
+    first = None
+    for table, position, charges in items:
+        where = run.throughput(charges, now)
+        if where is None:
+            run.charge(charges, now)
+            continue
+        throttled.setdefault(table, set()).add(position)
+        first = first or where
+    if first is None:
+        return None
+    count = sum(len(p) for p in throttled.values())
+    if count == len(items):
+        return _throttle(run, first)
+    kind = "UnprocessedKeys" if operation == "BatchGetItem" else "UnprocessedItems"
+    run.refuse(first[0], kind, None, count)
+    _PENDING_BATCH[0] = (operation, throttled)
     return None
+
+
+# The batch being served whose throttled items moto must not serve: (operation, {table:
+# {positions}}), set by `_admit_batch` and taken by the handler `_install_batch_split` wraps
+# (the emulator serves one request at a time, so the two meet in order).
+_PENDING_BATCH = [None]
+_BATCH_SPLIT = [False]
+
+
+def _install_batch_split():
+    """Wraps moto's BatchGetItem and BatchWriteItem handlers so that the items `_admit_batch`
+    found throttled are taken out of the request moto serves and handed back in the answer's
+    `UnprocessedKeys` / `UnprocessedItems`, in the form of the request (a table's
+    `ProjectionExpression`, `ExpressionAttributeNames` and `ConsistentRead` kept with its keys),
+    merged with whatever moto leaves unprocessed itself (its 16 MB answer limit)."""
+    if _BATCH_SPLIT[0]:
+        return
+    from moto.dynamodb.responses import DynamoHandler
+
+    def split(method, operation):
+        def run(self):
+            pending, _PENDING_BATCH[0] = _PENDING_BATCH[0], None
+            if pending is None or pending[0] != operation:
+                return method(self)
+            requests = self.body.get("RequestItems") or {}
+            unprocessed = {}
+            for table, positions in pending[1].items():
+                if table not in requests:
+                    continue
+                if operation == "BatchGetItem":
+                    request = requests[table]
+                    keys = request.get("Keys") or []
+                    kept = [k for i, k in enumerate(keys) if i not in positions]
+                    unprocessed[table] = dict(request, Keys=[
+                        k for i, k in enumerate(keys) if i in positions])
+                    if kept:
+                        request["Keys"] = kept
+                    else:
+                        del requests[table]
+                else:
+                    entries = requests[table] or []
+                    kept = [e for i, e in enumerate(entries) if i not in positions]
+                    unprocessed[table] = [e for i, e in enumerate(entries) if i in positions]
+                    if kept:
+                        requests[table] = kept
+                    else:
+                        del requests[table]
+            result = method(self)
+            answer = getattr(result, "result", None)
+            if isinstance(answer, dict):
+                member = "UnprocessedKeys" if operation == "BatchGetItem" else "UnprocessedItems"
+                mine = answer.get(member) or {}
+                for table, value in unprocessed.items():
+                    if operation == "BatchGetItem" and table in mine:
+                        mine[table]["Keys"] = value["Keys"] + list(mine[table].get("Keys") or [])
+                    elif table in mine:
+                        mine[table] = value + list(mine[table])
+                    else:
+                        mine[table] = value
+                answer[member] = mine
+            return result
+
+        run.__wrapped__ = method
+        return run
+
+    DynamoHandler.batch_get_item = split(DynamoHandler.batch_get_item, "BatchGetItem")
+    DynamoHandler.batch_write_item = split(DynamoHandler.batch_write_item, "BatchWriteItem")
+    _BATCH_SPLIT[0] = True
 
 
 def _cancelled(run, reasons, kind):

@@ -237,6 +237,140 @@ class TransactionConflicts(LimitsCase):
         self.assertIsNone(self.part.admit(transact("x", "y")))
 
 
+class TransactionWindow(LimitsCase):
+    """The conflict window is a setting (`transaction_window_ms`), 25 ms unless set."""
+
+    def conflicts_at(self, seconds):
+        first = transact("x", token="one")
+        self.assertIsNone(self.part.admit(first))
+        self.part.after(first, 200)
+        self.clock.now += seconds
+        refused = self.part.admit(transact("x", token="two"))
+        self.clock.now += 10.0  # past any window the next check sets up
+        return refused is not None
+
+    def test_the_default_is_25_ms(self):
+        self.configure(k=1)
+        self.assertEqual(self.part.state()["transaction_window_ms"], 25.0)
+        self.assertTrue(self.conflicts_at(0.024))
+        self.assertFalse(self.conflicts_at(0.026))
+
+    def test_a_longer_window_holds_longer_and_zero_holds_nothing(self):
+        self.configure(k=1, transaction_window_ms=100)
+        self.assertEqual(self.part.state()["transaction_window_ms"], 100.0)
+        self.assertTrue(self.conflicts_at(0.060))
+        self.assertFalse(self.conflicts_at(0.101))
+        self.configure(k=1, transaction_window_ms=0)
+        self.assertFalse(self.conflicts_at(0.0))
+
+    def test_the_window_is_not_divided_by_k(self):
+        self.configure(k=100, transaction_window_ms=50)
+        self.assertEqual(self.part.state()["transaction_window_ms"], 50.0)
+        self.assertTrue(self.conflicts_at(0.049))
+
+    def test_a_negative_window_is_refused(self):
+        with self.assertRaises(ValueError):
+            self.part.configure({"k": 1, "transaction_window_ms": -1})
+
+
+class Reasons(LimitsCase):
+    """Refusals of callers' requests told apart by reason: a throttle (come back after a wait)
+    from a conflict and a size."""
+
+    def test_each_refusal_counts_under_its_reason(self):
+        self.configure(k=1000)  # 1 WRU a second per partition
+        self.assertIsNone(self.part.admit(put("t", "hot")))
+        throttled = self.part.admit(put("t", "hot", "b"))  # throttle
+        self.assertEqual(throttled.code, "ProvisionedThroughputExceededException")
+        self.clock.now += 5.0
+        first = transact("x", token="one")
+        self.assertIsNone(self.part.admit(first))
+        self.part.after(first, 200)
+        self.assertIsNotNone(self.part.admit(transact("x", token="two")))  # conflict
+        self.assertIsNotNone(self.part.admit(put("t", "x")))  # conflict (a single write)
+        requests = [{"PutRequest": {"Item": {"pk": {"S": f"k{i}"}, "sk": {"S": "a"}}}}
+                    for i in range(26)]
+        self.assertIsNotNone(self.part.admit(call(  # size
+            "dynamodb", "BatchWriteItem", {"RequestItems": {"t": requests}})))
+        state = self.part.state()
+        self.assertEqual(state["refusals"]["by_reason"],
+                         {"throttle": 1, "conflict": 2, "size": 1})
+        self.assertEqual(state["refusals"]["total"], 4)
+        self.assertEqual(state["first_refusal"]["reason"], "throttle")
+        resources = state["resources"]
+        self.assertEqual(resources["dynamodb:t:partitions"]["refusals_by_reason"],
+                         {"throttle": 1})
+        self.assertEqual(resources["dynamodb:transaction-conflicts"]["refusals_by_reason"],
+                         {"conflict": 2})
+        self.assertEqual(resources["dynamodb:BatchWriteItem"]["refusals_by_reason"],
+                         {"size": 1})
+
+    def test_a_scheduler_throttle_and_a_fifo_window_have_their_reasons(self):
+        self.assertEqual(limits.reason_of("ThrottlingException"), "throttle")
+        self.assertEqual(limits.reason_of("hidden"), "window")
+        self.assertEqual(limits.reason_of("InvalidParameterValue"), "size")
+        self.assertEqual(limits.reason_of("SomethingElse"), "other")
+
+
+class Units(LimitsCase):
+    """The request units consumed, in all and by table and index: what on-demand bills."""
+
+    def test_writes_and_reads_are_totalled_per_table_and_index(self):
+        self.configure(k=1)
+        # A 10-byte value: 1 WRU to the table, 1 to the index whose key the item holds.
+        item = {"pk": {"S": "a"}, "sk": {"S": "1"}, "g": {"S": "G"}}
+        self.assertIsNone(self.part.admit(call("dynamodb", "PutItem",
+                                               {"TableName": "t", "Item": item})))
+        self.part.after(call("dynamodb", "PutItem", {"TableName": "t", "Item": item}), 200)
+        self.ddb.put_item(TableName="t", Item=item)
+        # 3,000 bytes of value: 3 WRU, no index key.
+        self.assertIsNone(self.part.admit(put("t", "b", size=3000)))
+        # A transactional write counts twice: 2 WRU to the table, 2 to the index.
+        t = call("dynamodb", "TransactWriteItems", {"TransactItems": [{"Put": {
+            "TableName": "t", "Item": {"pk": {"S": "c"}, "sk": {"S": "1"}, "g": {"S": "H"}}}}]})
+        self.assertIsNone(self.part.admit(t))
+        # Reads: a strongly consistent GetItem of a small item is 1 RRU, an eventual one 0.5.
+        key = {"pk": {"S": "a"}, "sk": {"S": "1"}}
+        self.assertIsNone(self.part.admit(call("dynamodb", "GetItem", {
+            "TableName": "t", "Key": key, "ConsistentRead": True})))
+        self.assertIsNone(self.part.admit(call("dynamodb", "GetItem", {"TableName": "t",
+                                                                       "Key": key})))
+        # A Query on the index: charged after it ran, 0.5 RRU (eventual, under 4 KB).
+        query = call("dynamodb", "Query", {
+            "TableName": "t", "IndexName": "by-g", "KeyConditionExpression": "g = :g",
+            "ExpressionAttributeValues": {":g": {"S": "G"}}})
+        self.assertIsNone(self.part.admit(query))
+        self.ddb.query(TableName="t", IndexName="by-g", KeyConditionExpression="g = :g",
+                       ExpressionAttributeValues={":g": {"S": "G"}})
+        self.part.after(query, 200)
+        units = self.part.state()["dynamodb_units"]
+        self.assertEqual(units["by_table"], {"t": {"read": 1.5, "write": 6.0},
+                                             "t/by-g": {"read": 0.5, "write": 3.0}})
+        self.assertEqual((units["read"], units["write"]), (2.0, 9.0))
+        # The table's meters total its units and its index's.
+        resources = self.part.state()["resources"]
+        self.assertEqual(resources["dynamodb:t:write"]["total"], 9.0)
+        self.assertEqual(resources["dynamodb:t:read"]["total"], 2.0)
+
+    def test_a_failed_conditional_write_keeps_the_tables_units_not_the_indexes(self):
+        self.configure(k=1)
+        item = {"pk": {"S": "a"}, "sk": {"S": "1"}, "g": {"S": "G"}}
+        c = call("dynamodb", "PutItem", {"TableName": "t", "Item": item,
+                                         "ConditionExpression": "attribute_exists(pk)"})
+        self.assertIsNone(self.part.admit(c))
+        self.part.after(c, 400)  # ConditionalCheckFailedException: nothing written
+        units = self.part.state()["dynamodb_units"]
+        self.assertEqual(units["by_table"], {"t": {"read": 0.0, "write": 1.0},
+                                             "t/by-g": {"read": 0.0, "write": 0.0}})
+        self.assertEqual(units["write"], 1.0)
+
+    def test_a_refused_request_consumes_nothing(self):
+        self.configure(k=1000)  # 1 WRU a second per partition
+        self.assertIsNone(self.part.admit(put("t", "hot")))
+        self.assertIsNotNone(self.part.admit(put("t", "hot", "b")))
+        self.assertEqual(self.part.state()["dynamodb_units"]["write"], 1.0)
+
+
 class Sizes(LimitsCase):
     def test_a_transaction_over_4_mb(self):
         self.configure(k=1)
@@ -383,6 +517,141 @@ class FifoWindow(LimitsCase):
         sqs, url = self.backlog()
         got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
         self.assertEqual([m["Body"] for m in got], ["b0"])
+
+
+class _Emulator:
+    """moto's server application behind `aws_model.modelled` with only this limits part, on a
+    free port of this process: what an SDK reads back (botocore parses the answers)."""
+
+    def __init__(self, part):
+        self.part = part
+
+    def __enter__(self):
+        import threading
+
+        from moto.server import DomainDispatcherApplication, create_backend_app
+        from werkzeug.serving import WSGIRequestHandler, make_server
+
+        from aws_model import _PARTS, modelled, register
+
+        class Quiet(WSGIRequestHandler):
+            def log_request(self, *args, **kwargs):
+                pass
+
+        self.parts = _PARTS
+        self.saved = dict(_PARTS)
+        _PARTS.clear()
+        register("limits", self.part)
+        app = DomainDispatcherApplication(create_backend_app)
+        self.server = make_server("127.0.0.1", 0, modelled(app), threaded=False,
+                                  request_handler=Quiet)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        from botocore.config import Config
+
+        self.ddb = boto3.client(
+            "dynamodb", endpoint_url=f"http://127.0.0.1:{self.server.server_port}",
+            region_name=REGION, aws_access_key_id="test", aws_secret_access_key="test",
+            config=Config(retries={"mode": "standard", "total_max_attempts": 1}))
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+        self.parts.clear()
+        self.parts.update(self.saved)
+
+
+class Batches(unittest.TestCase):
+    """A batch over partitions some of which are throttled: the throttled items come back
+    unprocessed in a 200 answer, the others are served; only a batch with no item served is
+    refused whole (AWS's API reference, BatchWriteItem and BatchGetItem)."""
+
+    def setUp(self):
+        self.clock = Clock()
+        self.part = limits._Part(clock=self.clock)
+        self.emulator = _Emulator(self.part).__enter__()
+        self.ddb = self.emulator.ddb
+        self.ddb.create_table(
+            TableName="b", BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                       {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                  {"AttributeName": "sk", "AttributeType": "S"}])
+
+    def tearDown(self):
+        self.ddb.delete_table(TableName="b")
+        self.emulator.__exit__()
+
+    @staticmethod
+    def put_request(pk, sk):
+        return {"PutRequest": {"Item": {"pk": {"S": pk}, "sk": {"S": sk}}}}
+
+    def keys(self):
+        return sorted((i["pk"]["S"], i["sk"]["S"]) for i in self.ddb.scan(TableName="b")["Items"])
+
+    def test_a_batch_write_hands_back_only_the_throttled_items(self):
+        self.part.configure({"k": 1000})  # 1 WRU a second per partition
+        answer = self.ddb.batch_write_item(RequestItems={"b": [
+            self.put_request("hot", "1"), self.put_request("hot", "2"),
+            self.put_request("cold", "1"), self.put_request("hot", "3")]})
+        self.assertEqual(answer["ResponseMetadata"]["HTTPStatusCode"], 200)
+        # The first write to `hot` takes its partition's second; the next two find it empty.
+        self.assertEqual(answer["UnprocessedItems"], {"b": [
+            self.put_request("hot", "2"), self.put_request("hot", "3")]})
+        self.assertEqual(self.keys(), [("cold", "1"), ("hot", "1")])
+        state = self.part.state()
+        self.assertEqual(state["refusals"]["by_kind"], {"UnprocessedItems": 2})
+        self.assertEqual(state["refusals"]["by_reason"], {"throttle": 2})
+        self.assertEqual(state["dynamodb_units"]["write"], 2.0)
+        # The unprocessed items sent again a second later, as AWS asks: served.
+        self.clock.now += 1.0
+        again = self.ddb.batch_write_item(RequestItems={"b": [self.put_request("hot", "2")]})
+        self.assertEqual(again["UnprocessedItems"], {})
+
+    def test_a_batch_write_with_every_item_throttled_is_refused_whole(self):
+        from botocore.exceptions import ClientError
+
+        self.part.configure({"k": 1000})
+        # This write takes `hot`'s one unit for the second.
+        self.ddb.put_item(TableName="b", Item={"pk": {"S": "hot"}, "sk": {"S": "0"}})
+        with self.assertRaises(ClientError) as caught:
+            self.ddb.batch_write_item(RequestItems={"b": [
+                self.put_request("hot", "1"), self.put_request("hot", "2")]})
+        error = caught.exception.response
+        self.assertEqual(error["ResponseMetadata"]["HTTPStatusCode"], 400)
+        self.assertEqual(error["Error"]["Code"], "ProvisionedThroughputExceededException")
+        self.assertEqual(self.keys(), [("hot", "0")])
+        # One call refused (its items are not counted one by one: none was taken).
+        self.assertEqual(self.part.state()["refusals"]["by_kind"],
+                         {"ProvisionedThroughputExceededException": 1})
+
+    def test_a_batch_get_hands_back_only_the_throttled_keys(self):
+        for pk, sk in (("hot", "1"), ("hot", "2"), ("cold", "1")):
+            self.ddb.put_item(TableName="b", Item={"pk": {"S": pk}, "sk": {"S": sk},
+                                                   "v": {"S": "x"}})
+        self.part.configure({"k": 3000})  # 1 RRU a second per partition
+        key = lambda pk, sk: {"pk": {"S": pk}, "sk": {"S": sk}}  # noqa: E731
+        answer = self.ddb.batch_get_item(RequestItems={"b": {
+            "Keys": [key("hot", "1"), key("hot", "2"), key("cold", "1")],
+            "ConsistentRead": True, "ProjectionExpression": "#p, sk",
+            "ExpressionAttributeNames": {"#p": "pk"}}})
+        self.assertEqual(answer["ResponseMetadata"]["HTTPStatusCode"], 200)
+        # A strongly consistent read of a small item is one unit: `hot`'s second is taken by
+        # the first; the second key comes back in the form it was asked.
+        self.assertEqual(sorted((i["pk"]["S"], i["sk"]["S"]) for i in answer["Responses"]["b"]),
+                         [("cold", "1"), ("hot", "1")])
+        self.assertEqual(answer["UnprocessedKeys"], {"b": {
+            "Keys": [key("hot", "2")], "ConsistentRead": True,
+            "ProjectionExpression": "#p, sk", "ExpressionAttributeNames": {"#p": "pk"}}})
+        self.assertEqual(self.part.state()["refusals"]["by_kind"], {"UnprocessedKeys": 1})
+        # Every key on throttled partitions: the call is refused whole.
+        from botocore.exceptions import ClientError
+
+        with self.assertRaises(ClientError) as caught:
+            self.ddb.batch_get_item(RequestItems={"b": {
+                "Keys": [key("hot", "1"), key("hot", "2")], "ConsistentRead": True}})
+        self.assertEqual(caught.exception.response["Error"]["Code"],
+                         "ProvisionedThroughputExceededException")
 
 
 class Quotas(unittest.TestCase):

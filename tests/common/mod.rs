@@ -12,7 +12,7 @@ pub mod aws_stack;
 pub mod skip;
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -52,6 +52,30 @@ pub fn entry_toml(table: &str, id: &str, token: &str) -> String {
 pub fn agent_toml(id: &str, endpoint: &str, push_token: &str) -> String {
     format!(
         "[[agents]]\nid = \"{id}\"\ncard = \"booking-card.json\"\nendpoint = \"{endpoint}\"\npush_token = \"{push_token}\"\n"
+    )
+}
+
+/// Writes `examples/booking-card.json`, its JSONRPC interface at `url`, to `dir/{id}-card.json`,
+/// and returns the file's path.
+///
+/// # Panics
+/// When the folder cannot be written (a test's own temporary folder).
+pub fn card_file(dir: &Path, id: &str, url: &str) -> PathBuf {
+    let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))
+        .expect("examples/booking-card.json is JSON");
+    card["supportedInterfaces"][0]["url"] = json!(url);
+    let path = dir.join(format!("{id}-card.json"));
+    std::fs::write(&path, card.to_string()).expect("write the card");
+    path
+}
+
+/// An `[[agents]]` entry (TOML) for agent `id` answering at `url`: its card written by
+/// [`card_file`] into `dir`, `endpoint` = `url`, pushing with `push_token`, then `extra` (keys,
+/// one per line, or empty).
+pub fn agent_with_card(dir: &Path, id: &str, url: &str, push_token: &str, extra: &str) -> String {
+    format!(
+        "[[agents]]\nid = \"{id}\"\ncard = \"{card}\"\nendpoint = \"{url}\"\npush_token = \"{push_token}\"\n{extra}\n",
+        card = card_file(dir, id, url).display(),
     )
 }
 
@@ -104,10 +128,7 @@ pub async fn spawn_watcher_with(
     booking_extra: &str,
 ) -> Watcher {
     let dir = temp_dir();
-    let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))
-        .expect("examples/booking-card.json is JSON");
-    card["supportedInterfaces"][0]["url"] = json!(agent.url());
-    std::fs::write(dir.path().join("booking-card.json"), card.to_string()).expect("write the card");
+    card_file(dir.path(), "booking", &agent.url());
     let config = format!(
         r#"listen = "127.0.0.1:0"
 database = "watcher.db"

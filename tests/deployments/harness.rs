@@ -396,16 +396,10 @@ events = ["lapse.recorded"]
             notify_url = self.notified.url,
             notify_secret = watcher_notify::testing::SECRET,
         ));
-        let card_template: Value =
-            serde_json::from_str(include_str!("../../examples/booking-card.json"))
-                .expect("examples/booking-card.json is JSON");
         for e in self.entries() {
             let (card, endpoint) = match &e.card {
                 Card::Capture(agent) => {
-                    let mut card = card_template.clone();
-                    card["supportedInterfaces"][0]["url"] = json!(agent.url());
-                    let path = self.dir.path().join(format!("{}-card.json", e.id));
-                    std::fs::write(&path, card.to_string()).expect("write a card");
+                    let path = crate::common::card_file(self.dir.path(), &e.id, &agent.url());
                     (
                         path.display().to_string(),
                         format!("endpoint = \"{}\"\n", agent.url()),

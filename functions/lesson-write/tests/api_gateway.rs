@@ -335,6 +335,105 @@ async fn a_sources_token_gets_403() {
         .problem(StatusCode::NOT_FOUND);
 }
 
+/// One request as [`call_text`] sends it, answered with its `Retry-After` too: (status,
+/// `Retry-After`, problem `detail`).
+async fn call_retry_after(
+    app: &Router,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Option<String>, String) {
+    let json = event_text(method, path, Some(TEACHER), body.map(|b| b.to_string()));
+    let request = lambda_http::request::from_str(&json).expect("an API Gateway HTTP API event");
+    let response = app
+        .clone()
+        .oneshot(request)
+        .await
+        .expect("the router never fails");
+    let response = lambda_http::IntoResponse::into_response(response).await;
+    let retry_after = header_text(response.headers(), header::RETRY_AFTER);
+    assert_eq!(
+        header_text(response.headers(), header::CONTENT_TYPE).as_deref(),
+        Some("application/problem+json")
+    );
+    let detail = match response.body() {
+        lambda_http::Body::Text(text) => serde_json::from_str::<Value>(text).expect("JSON")
+            ["detail"]
+            .as_str()
+            .expect("a detail")
+            .to_owned(),
+        other => panic!("a problem+json body, not {other:?}"),
+    };
+    (response.status(), retry_after, detail)
+}
+
+/// DynamoDB refusing a lesson's write, each refusal as the model of AWS makes it (every
+/// `PutItem` of one client refused: infra/aws_model/faults.py), is answered 503 with the
+/// `Retry-After` of its class and a detail naming the cause (throttled: 1 s; a write to an item a
+/// transaction holds: 1 s; a 500 or a 503 from DynamoDB: 5 s), and nothing is written. A refusal
+/// retrying cannot mend (the table does not exist) is 500, with no `Retry-After`.
+#[tokio::test]
+async fn a_refused_write_is_503_naming_its_cause_and_a_lasting_one_500() {
+    const KEY: &str = "AKIDLESSONWRITEFAULTS";
+    let (config, store) = deployment().await;
+    let healthy = app(store.clone(), &config);
+    let v1 = create_definition(&healthy).await;
+    let faulty = Arc::new(DynamoDefinitionStore::new(
+        learnables_store_dynamodb::testing::client_as(KEY).await,
+        config.table(),
+    ));
+    let refused = app(faulty, &config);
+    let path = format!("{DEF}/lessons");
+    for (kind, secs, cause) in [
+        (
+            "throttle",
+            "1",
+            "the store throttled the request (its throughput is in use)",
+        ),
+        (
+            "conflict",
+            "1",
+            "other writers kept changing the same records",
+        ),
+        ("error", "5", "the store answered a server error"),
+        ("unavailable", "5", "the store answered a server error"),
+    ] {
+        learnables_store_dynamodb::testing::model_faults(&format!(
+            r#"{{"seed": 3, "rates": {{"dynamodb": {{"{kind}": 1.0}}}},
+                "operations": ["PutItem"], "callers": ["{KEY}"]}}"#
+        ));
+        let (status, retry_after, detail) =
+            call_retry_after(&refused, "POST", &path, Some(billing_lesson())).await;
+        learnables_store_dynamodb::testing::model_faults("{}");
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{kind}: {detail}");
+        assert_eq!(retry_after.as_deref(), Some(secs), "{kind}");
+        assert_eq!(
+            detail,
+            format!(
+                "the definition store cannot serve the request now: {cause}; nothing was \
+                 written: send it again after {secs} s (Retry-After)"
+            ),
+            "{kind}"
+        );
+        assert_unchanged(&healthy, DEF, OPERATOR, &v1).await;
+    }
+
+    let missing = Arc::new(DynamoDefinitionStore::new(
+        store.client().clone(),
+        unique_table("lesson-write-missing"),
+    ));
+    let (status, retry_after, detail) = call_retry_after(
+        &app(missing, &config),
+        "POST",
+        &path,
+        Some(billing_lesson()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{detail}");
+    assert_eq!(retry_after, None);
+    assert!(detail.contains("retrying cannot mend"), "{detail}");
+}
+
 /// The function refuses to start, naming what to fix, without the table name, without or with
 /// a broken `WATCHER_CONFIG`, and with a token used twice.
 #[test]

@@ -7,7 +7,8 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use watcher_host::aws::{Function, NOTIFY_BUDGET};
-use watcher_lambda::timer::{handle_with_cards, Following, TimerReport, FOLLOW_BUDGET};
+use watcher_lambda::redelivery::{Invocation, TimerQueueFromEnv};
+use watcher_lambda::timer::{handle_with_cards_in, Following, TimerReport, FOLLOW_BUDGET};
 use watcher_runtime::clock::{Clock, SystemClock};
 
 #[tokio::main]
@@ -27,8 +28,13 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         reconciler: Some(&*sending.reconciler),
         budget: FOLLOW_BUDGET,
     };
+    // A timer message handed back returns after its backoff (ChangeMessageVisibility on the
+    // timer queue, whose client is built at the first hand-back).
+    let redelivery = &TimerQueueFromEnv::new();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
-        let report: Result<TimerReport, Diagnostic> = handle_with_cards(
+        // Retries of a passing failure inside the invocation stay within Lambda's deadline.
+        let invocation = Invocation::new(redelivery, event.context.deadline());
+        let report: Result<TimerReport, Diagnostic> = handle_with_cards_in(
             &*parts.watcher,
             &*parts.queue,
             &*parts.timers,
@@ -36,6 +42,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             Some(following),
             &event.payload,
             SystemClock.now(),
+            &invocation,
         )
         .await
         .map_err(Diagnostic::from);
@@ -65,6 +72,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
                 cards_tried = r.cards_tried,
                 cards_read = r.cards_read,
                 probed = r.probed,
+                redelivered = r.batch_item_failures.len(),
                 "timer invocation"
             );
         }

@@ -19,8 +19,14 @@
 //!   show-back that follows it.
 //!
 //! A failed condition is a `Conflict`; every other SDK error is a
-//! [`DefinitionStoreError::Backend`] whose source is the SDK error itself (never a string), so
-//! callers can still see what failed and whether a retry may help. A state too large for one
+//! [`DefinitionStoreError::Backend`] classified as the watcher's DynamoDB store classifies its
+//! own ([`watcher_store_dynamodb::sdk_failure`], one mapping for both): a
+//! [`BackendFailure`](watcher_runtime::store::BackendFailure) of its class when DynamoDB cannot
+//! serve the request now (throttled, a write to an item a transaction holds, a 5xx, a timeout,
+//! no connection), which the HTTP layer answers 503 with `Retry-After` and the reason; else a
+//! [`PermanentFailure`](watcher_runtime::store::PermanentFailure) (access denied, a missing
+//! table, a request DynamoDB finds invalid), answered 500. The SDK error is the source either
+//! way (never a string), so callers can still see what failed. A state too large for one
 //! DynamoDB item ([`MAX_ITEM_BYTES`]) is refused before anything is sent, as
 //! [`DefinitionStoreError::TooLarge`] (not retryable; the HTTP layer answers 413).
 //!
@@ -61,6 +67,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 use aws_sdk_dynamodb::Client;
 use learnables::{DefinitionId, DefinitionState, TenantId};
 use learnables_store::{DefinitionBackend, DefinitionStoreError, Swapped};
+use watcher_store_dynamodb::sdk_failure;
 
 pub use crate::keys::definition_pk;
 pub use crate::table::{create_table, CREATE_TABLE_WAIT, PK, REVISION, SK, STATE, STATE_SK};
@@ -229,7 +236,7 @@ impl DefinitionBackend for DynamoDefinitionStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(DefinitionStoreError::backend)?;
+            .map_err(|e| DefinitionStoreError::Backend(sdk_failure(e)))?;
         out.item
             .map(|item| from_item(tenant, id, &item))
             .transpose()
@@ -245,7 +252,7 @@ impl DefinitionBackend for DynamoDefinitionStore {
         {
             Ok(_) => Ok(true),
             Err(e) if condition_failed(&e) => Ok(false),
-            Err(e) => Err(DefinitionStoreError::backend(e)),
+            Err(e) => Err(DefinitionStoreError::Backend(sdk_failure(e))),
         }
     }
 
@@ -267,7 +274,7 @@ impl DefinitionBackend for DynamoDefinitionStore {
         {
             Ok(_) => Ok(Swapped::Done),
             Err(e) if condition_failed(&e) => Ok(found(&e)),
-            Err(e) => Err(DefinitionStoreError::backend(e)),
+            Err(e) => Err(DefinitionStoreError::Backend(sdk_failure(e))),
         }
     }
 }

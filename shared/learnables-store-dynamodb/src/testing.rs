@@ -29,6 +29,16 @@ fn https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
 /// # Panics
 /// When `AWS_ENDPOINT_URL` is not set.
 pub async fn client() -> Client {
+    let key = std::env::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|_| "test".into());
+    client_as(&key).await
+}
+
+/// [`client`], signing with the access key id `access_key`: the model's faults part
+/// ([`model_faults`]) can then fail this client's calls and no other's.
+///
+/// # Panics
+/// When `AWS_ENDPOINT_URL` is not set.
+pub async fn client_as(access_key: &str) -> Client {
     let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
         panic!(
             "AWS_ENDPOINT_URL is not set. The DynamoDB definition store's tests run against a \
@@ -44,7 +54,7 @@ pub async fn client() -> Client {
         .endpoint_url(endpoint)
         .region(Region::new(var("AWS_REGION", "us-east-1")))
         .credentials_provider(Credentials::new(
-            var("AWS_ACCESS_KEY_ID", "test"),
+            access_key,
             var("AWS_SECRET_ACCESS_KEY", "test"),
             None,
             None,
@@ -53,6 +63,41 @@ pub async fn client() -> Client {
         .load()
         .await;
     Client::new(&config)
+}
+
+/// Sets the faults part of the model of AWS around the emulator (`POST /_model/faults` with the
+/// JSON `settings`; infra/aws_model/faults.py): e.g. every DynamoDB `PutItem` of one access key
+/// throttled, `{"rates": {"dynamodb": {"throttle": 1.0}}, "operations": ["PutItem"], "callers":
+/// ["AKID…"]}`; `{}` turns faults off. Answers the part's state (JSON text).
+///
+/// # Panics
+/// When `AWS_ENDPOINT_URL` is not set or is not `http://host:port`, or the emulator does not
+/// answer 200 (an emulator without the model: start it with `infra/moto.sh`).
+pub fn model_faults(settings: &str) -> String {
+    use std::io::{Read, Write};
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL is set");
+    let host = endpoint
+        .strip_prefix("http://")
+        .map(|h| h.trim_end_matches('/'))
+        .unwrap_or_else(|| panic!("AWS_ENDPOINT_URL is not http://host:port: {endpoint}"));
+    let mut stream = std::net::TcpStream::connect(host).expect("connect to the emulator");
+    write!(
+        stream,
+        "POST /_model/faults HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{settings}",
+        settings.len()
+    )
+    .expect("send the settings");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read the answer");
+    assert!(
+        answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200"),
+        "the model's faults part refused the settings: {answer}"
+    );
+    answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default()
 }
 
 /// A table name no other test of this run uses, starting `{prefix}-` (e.g. `definitions-test`).

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::get_item::GetItemError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use learnables::{
     history, teach, DefinitionId, DefinitionState, HistoryKind, Lesson, LessonDto, Registry,
@@ -20,10 +21,13 @@ use learnables_store::conformance::{
     definition_with, mark_lesson, now, via, DANA,
 };
 use learnables_store::{DefinitionBackend, DefinitionStore, DefinitionStoreError, Swapped};
-use learnables_store_dynamodb::testing::{client, second_handle, store, unique_table};
+use learnables_store_dynamodb::testing::{
+    client, client_as, model_faults, second_handle, store, unique_table,
+};
 use learnables_store_dynamodb::{create_table, DynamoDefinitionStore, MAX_ITEM_BYTES};
 use serde_json::json;
 use tokio::sync::Barrier;
+use watcher_runtime::store::{is_permanent, unavailability_of, Unavailable};
 
 fn acme() -> TenantId {
     learnables_store::conformance::tenant("acme")
@@ -359,16 +363,18 @@ async fn a_corrupt_item_is_reported_corrupt() {
     corrupt(store.get(&acme(), &triage()).await);
 }
 
-/// The SDK error a [`DefinitionStoreError::Backend`] keeps as its source, which must be the
-/// SDK error of the operation `E` itself.
+/// The SDK error a [`DefinitionStoreError::Backend`] keeps in its source chain, which must be
+/// the SDK error of the operation `E` itself: the source, or the source of the mark that
+/// classifies it (`BackendFailure`, `PermanentFailure`).
 fn sdk_source<E: std::error::Error + Send + Sync + 'static>(
     err: &DefinitionStoreError,
 ) -> &SdkError<E> {
     let DefinitionStoreError::Backend(source) = err else {
         panic!("expected Backend, got {err:?}");
     };
-    source
-        .downcast_ref::<SdkError<E>>()
+    let first: &(dyn std::error::Error + 'static) = source.as_ref();
+    std::iter::successors(Some(first), |e| e.source())
+        .find_map(|e| e.downcast_ref::<SdkError<E>>())
         .unwrap_or_else(|| panic!("the SDK error itself is the source: {source:?}"))
 }
 
@@ -380,6 +386,11 @@ async fn sdk_errors_are_kept_as_sources() {
         .get(&acme(), &triage())
         .await
         .expect_err("no such table");
+    assert!(
+        is_permanent(&err),
+        "a missing table is not a moment's: {err:?}"
+    );
+    assert_eq!(unavailability_of(&err), None);
     let sdk = sdk_source::<GetItemError>(&err);
     assert!(
         matches!(
@@ -402,4 +413,62 @@ async fn sdk_errors_are_kept_as_sources() {
         ),
         "{sdk:?}"
     );
+}
+
+/// DynamoDB's refusals as the model of AWS makes them (infra/aws_model/faults.py: every call of
+/// one client's access key refused, as DynamoDB answers), each classified as the watcher's store
+/// classifies it: throttling (`ProvisionedThroughputExceededException`), a write to an item a
+/// transaction holds (`TransactionConflictException`), a 500 and a 503 are transient, of the class
+/// the HTTP answer's reason and `Retry-After` come from; the SDK error stays in the chain; and
+/// nothing was written. The other tests' calls (another access key) are not refused.
+#[tokio::test]
+async fn refusals_are_classified_for_the_http_answer() {
+    const KEY: &str = "AKIDLEARNABLESFAULTS";
+    let registry = Registry::builtin();
+    let store = store().await;
+    let v1 = definition("acme", &registry);
+    store.create(&acme(), &triage(), &v1).await.expect("create");
+    let faulty = DynamoDefinitionStore::new(client_as(KEY).await, store.table());
+    let (v2, _) = teach(
+        &v1,
+        &mark_lesson("refused\\.example"),
+        via(),
+        now(1),
+        &registry,
+    )
+    .expect("a lesson that teaches");
+    let v2 = v2.expect("a change");
+    for (kind, want, status) in [
+        ("throttle", Unavailable::Throttled, 400),
+        ("conflict", Unavailable::Contended, 400),
+        ("error", Unavailable::Failed, 500),
+        ("unavailable", Unavailable::Failed, 503),
+    ] {
+        model_faults(&format!(
+            r#"{{"seed": 1, "rates": {{"dynamodb": {{"{kind}": 1.0}}}},
+                "operations": ["PutItem"], "callers": ["{KEY}"]}}"#
+        ));
+        let err = faulty
+            .replace(&acme(), &triage(), &v2, 1)
+            .await
+            .expect_err("refused");
+        model_faults("{}");
+        assert_eq!(unavailability_of(&err), Some(want), "{kind}: {err:?}");
+        assert!(!is_permanent(&err), "{kind}");
+        let sdk = sdk_source::<PutItemError>(&err);
+        assert_eq!(
+            sdk.raw_response().map(|r| r.status().as_u16()),
+            Some(status),
+            "{kind}"
+        );
+        assert_eq!(
+            store.get(&acme(), &triage()).await.expect("get"),
+            Some(v1.clone()),
+            "{kind}: nothing written"
+        );
+    }
+    faulty
+        .replace(&acme(), &triage(), &v2, 1)
+        .await
+        .expect("with the faults off, the same write lands");
 }

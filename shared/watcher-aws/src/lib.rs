@@ -65,7 +65,7 @@ pub use crate::scheduler::{
 };
 pub use crate::sqs::{
     deduplication_id, message_group_id, parse_queue_message, QueueMessage, SqsLapseQueue,
-    MAX_DEDUPLICATION_ID_LEN, MAX_MESSAGE_GROUP_ID_LEN, MAX_VISIBILITY_SECS,
+    ENTRY_RETRY, MAX_DEDUPLICATION_ID_LEN, MAX_MESSAGE_GROUP_ID_LEN, MAX_VISIBILITY_SECS,
 };
 pub use crate::timer_input::{parse_timer_input, TimerInput};
 pub use crate::timer_queue::{

@@ -18,6 +18,7 @@ use aws_sdk_sqs::Client;
 use serde::{Deserialize, Serialize};
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_runtime::ports::{LapseQueue, PortError};
+use watcher_runtime::retry::{Backoff, Retry};
 use watcher_runtime::store::OutboxEntry;
 
 use crate::digest::{hex_lower, tuple_digest};
@@ -163,6 +164,8 @@ pub fn deduplication_id(entry: &OutboxEntry) -> String {
 pub struct SqsLapseQueue {
     client: Client,
     queue_url: String,
+    /// [`ENTRY_RETRY`] on tokio's timer, unless a test set another.
+    entry_retry: Retry,
 }
 
 impl SqsLapseQueue {
@@ -171,6 +174,7 @@ impl SqsLapseQueue {
         SqsLapseQueue {
             client,
             queue_url: queue_url.into(),
+            entry_retry: Retry::new(ENTRY_RETRY),
         }
     }
 
@@ -189,22 +193,51 @@ impl SqsLapseQueue {
         receipt_handle: &str,
         seconds: u32,
     ) -> Result<(), PortError> {
-        self.client
-            .change_message_visibility()
-            .queue_url(&self.queue_url)
-            .receipt_handle(receipt_handle)
-            .visibility_timeout(seconds.min(MAX_VISIBILITY_SECS) as i32)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| {
-                port_error(
-                    format!("change the visibility of a message on {}", self.queue_url),
-                    e,
-                )
-            })
+        change_visibility(&self.client, &self.queue_url, receipt_handle, seconds).await
+    }
+
+    /// The same queue, retrying the entries a `SendMessageBatch` reports failed for a passing
+    /// reason with `retry` ([`ENTRY_RETRY`] by default; tests record its waits).
+    #[must_use]
+    pub fn with_entry_retry(mut self, retry: Retry) -> Self {
+        self.entry_retry = retry;
+        self
     }
 }
+
+/// `ChangeMessageVisibility` of the received message `receipt_handle` on `queue_url`: visible
+/// again `seconds` from now, clamped to SQS's 0 to [`MAX_VISIBILITY_SECS`].
+pub(crate) async fn change_visibility(
+    client: &Client,
+    queue_url: &str,
+    receipt_handle: &str,
+    seconds: u32,
+) -> Result<(), PortError> {
+    let seconds = i32::try_from(seconds.min(MAX_VISIBILITY_SECS)).unwrap_or(i32::MAX);
+    client
+        .change_message_visibility()
+        .queue_url(queue_url)
+        .receipt_handle(receipt_handle)
+        .visibility_timeout(seconds)
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            port_error(
+                format!("change the visibility of a message on {queue_url}"),
+                e,
+            )
+        })
+}
+
+/// How the entries a `SendMessageBatch` answered as failed for a passing reason (its `Failed`
+/// list, `SenderFault` false: SQS throttled or failed that entry alone) are sent again: the
+/// shared policy (`watcher_runtime::retry`), 25 ms doubling, 3 attempts in all (waits of at most
+/// 25 and 50 ms). The SDK's standard retry mode retries a request that fails as a whole
+/// (throttling, 5xx, a timeout: 3 attempts, `sdk_env`), but not an entry of a request that
+/// succeeded, which it hands back as part of the answer; a request that fails as a whole is
+/// therefore not tried again here, so the two never multiply.
+pub const ENTRY_RETRY: Backoff = Backoff::THROTTLED.with_attempts(3);
 
 /// The longest visibility timeout SQS accepts, in seconds (12 hours).
 pub const MAX_VISIBILITY_SECS: u32 = 43_200;
@@ -256,6 +289,16 @@ impl LapseQueue for SqsLapseQueue {
 /// The most messages one `SendMessageBatch` takes.
 pub const BATCH_MAX: usize = 10;
 
+/// What one `SendMessageBatch` came to: one result per entry given, in order, and whether the
+/// request failed as a whole (then every sent entry carries that failure).
+#[derive(Debug)]
+pub(crate) struct Sent {
+    /// One result per entry, in the order given.
+    pub(crate) results: Vec<Result<(), PortError>>,
+    /// The request failed as a whole (after the SDK's own retries), not entry by entry.
+    pub(crate) request_failed: bool,
+}
+
 /// Sends the built `entries` (each entry's id its position in `entries`) in one
 /// `SendMessageBatch` to `queue_url`; one result per position, in order. An entry that failed
 /// to build keeps its error and is not sent (none sent: no request). A request that failed as a
@@ -266,7 +309,7 @@ pub(crate) async fn send_batch_entries(
     queue_url: &str,
     entries: Vec<Result<aws_sdk_sqs::types::SendMessageBatchRequestEntry, PortError>>,
     what: impl Fn() -> String,
-) -> Vec<Result<(), PortError>> {
+) -> Sent {
     let mut results = Vec::with_capacity(entries.len());
     let mut batch = Vec::with_capacity(entries.len());
     for entry in entries {
@@ -279,7 +322,10 @@ pub(crate) async fn send_batch_entries(
         }
     }
     if batch.is_empty() {
-        return results;
+        return Sent {
+            results,
+            request_failed: false,
+        };
     }
     let sent = client
         .send_message_batch()
@@ -287,8 +333,10 @@ pub(crate) async fn send_batch_entries(
         .set_entries(Some(batch))
         .send()
         .await;
+    let mut request_failed = false;
     match sent {
         Err(e) => {
+            request_failed = true;
             let e = port_error(what(), e);
             let sent = results.iter().filter(|r| r.is_ok()).count();
             let mut each = e.for_each_of(sent).into_iter();
@@ -319,6 +367,60 @@ pub(crate) async fn send_batch_entries(
             }
         }
     }
+    Sent {
+        results,
+        request_failed,
+    }
+}
+
+/// Sends `n` entries with `send` (given the positions to send, in order; it answers a [`Sent`]
+/// for them), then, per `retry`, sends again those answered with a retryable error, in order,
+/// while the previous request succeeded as a whole: an entry SQS throttled or failed alone gets
+/// the shared backoff, a request the SDK already retried is not sent once more
+/// ([`ENTRY_RETRY`]). One result per entry, in order: the last answer for each.
+///
+/// An entry sent again goes after the entries of its batch that were taken: in a FIFO message
+/// group, it follows them (the sweep's re-queue would too; the submitter sends whatever it
+/// receives, each lapse task once).
+pub(crate) async fn with_entry_retries<F, Fut>(
+    n: usize,
+    retry: &Retry,
+    mut send: F,
+) -> Vec<Result<(), PortError>>
+where
+    F: FnMut(Vec<usize>) -> Fut,
+    Fut: std::future::Future<Output = Sent>,
+{
+    let first = send((0..n).collect()).await;
+    let mut results = first.results;
+    let mut request_failed = first.request_failed;
+    let mut attempt = 1;
+    while !request_failed && retry.allows(attempt) {
+        let again: Vec<usize> = results
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.as_ref().is_err_and(PortError::is_retryable))
+            .map(|(i, _)| i)
+            .collect();
+        if again.is_empty() {
+            break;
+        }
+        let waited = retry.pause(attempt).await;
+        tracing::debug!(
+            entries = again.len(),
+            ?waited,
+            attempt,
+            "sending failed batch entries again"
+        );
+        let sent = send(again.clone()).await;
+        for (i, result) in again.into_iter().zip(sent.results) {
+            if let Some(slot) = results.get_mut(i) {
+                *slot = result;
+            }
+        }
+        request_failed = sent.request_failed;
+        attempt += 1;
+    }
     results
 }
 
@@ -343,24 +445,12 @@ fn body_of(entry: &OutboxEntry) -> Result<String, PortError> {
 }
 
 impl SqsLapseQueue {
-    /// One `SendMessageBatch` of at most [`BATCH_MAX`] entries; one result per entry, in order.
-    /// Each batch entry's id is its position in `chunk`.
+    /// One `SendMessageBatch` of at most [`BATCH_MAX`] entries, and the entries it answered
+    /// failed for a passing reason sent again ([`with_entry_retries`], [`ENTRY_RETRY`]); one
+    /// result per entry, in order.
     async fn send_batch(&self, chunk: &[OutboxEntry]) -> Vec<Result<(), PortError>> {
-        let entries = chunk
-            .iter()
-            .enumerate()
-            .map(|(i, entry)| {
-                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
-                    .id(i.to_string())
-                    .message_body(body_of(entry)?)
-                    .message_group_id(message_group_id(&entry.tenant, &entry.agent))
-                    .message_deduplication_id(deduplication_id(entry))
-                    .build()
-                    .map_err(|e| permanent(format!("batch entry for {}", entry.message_id), e))
-            })
-            .collect();
-        let results = send_batch_entries(&self.client, &self.queue_url, entries, || {
-            format!("send {} lapse tasks on {}", chunk.len(), self.queue_url)
+        let results = with_entry_retries(chunk.len(), &self.entry_retry, |positions| {
+            self.send_positions(chunk, positions)
         })
         .await;
         for (entry, result) in chunk.iter().zip(&results) {
@@ -375,236 +465,30 @@ impl SqsLapseQueue {
         }
         results
     }
+
+    /// One `SendMessageBatch` of the entries of `chunk` at `positions`, in that order (each
+    /// batch entry's id its place in `positions`).
+    async fn send_positions(&self, chunk: &[OutboxEntry], positions: Vec<usize>) -> Sent {
+        let entries = positions
+            .iter()
+            .filter_map(|&p| chunk.get(p))
+            .enumerate()
+            .map(|(i, entry)| {
+                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(body_of(entry)?)
+                    .message_group_id(message_group_id(&entry.tenant, &entry.agent))
+                    .message_deduplication_id(deduplication_id(entry))
+                    .build()
+                    .map_err(|e| permanent(format!("batch entry for {}", entry.message_id), e))
+            })
+            .collect();
+        send_batch_entries(&self.client, &self.queue_url, entries, || {
+            format!("send {} lapse tasks on {}", positions.len(), self.queue_url)
+        })
+        .await
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::HashSet;
-
-    use proptest::prelude::*;
-
-    use super::*;
-
-    fn tenant(t: &str) -> Tenant {
-        Tenant::parse(t).unwrap()
-    }
-
-    fn agent(a: &str) -> AgentId {
-        AgentId::parse(a).unwrap()
-    }
-
-    fn sqs_char(c: char) -> bool {
-        c.is_ascii_alphanumeric() || c.is_ascii_punctuation()
-    }
-
-    #[test]
-    fn group_ids_are_readable_and_unique() {
-        let g = message_group_id(&tenant("default"), &agent("planner"));
-        assert!(g.starts_with("default/planner~"), "{g}");
-        assert_eq!(g.len(), "default/planner~".len() + 32);
-        let ids: HashSet<String> = [
-            ("default", "planner"),
-            ("default", "carrier"),
-            ("other", "planner"),
-            ("default", "a b"),
-            ("default", "a_b"),
-            ("default/a", "b"),
-            ("default", "a/b"),
-        ]
-        .into_iter()
-        .map(|(t, a)| message_group_id(&tenant(t), &agent(a)))
-        .collect();
-        assert_eq!(ids.len(), 7);
-    }
-
-    #[test]
-    fn long_and_unicode_ids_make_valid_group_ids() {
-        let long = "é".repeat(200);
-        let g = message_group_id(&tenant(&long), &agent("agent with spaces"));
-        assert!(g.len() <= MAX_MESSAGE_GROUP_ID_LEN, "{}", g.len());
-        assert!(g.chars().all(sqs_char), "{g}");
-    }
-
-    fn queued(t: &str, a: &str, m: &str) -> OutboxEntry {
-        OutboxEntry::queued(
-            tenant(t),
-            agent(a),
-            m.to_owned(),
-            watcher_core::ids::ExpectationId::parse("e").unwrap(),
-            watcher_core::record::LapseKind::Overdue,
-            watcher_core::time::Instant::parse("2030-01-01T00:00:00Z").unwrap(),
-            serde_json::json!({}),
-        )
-    }
-
-    #[test]
-    fn deduplication_ids_are_hex_digests_of_the_task() {
-        let d = deduplication_id(&queued("default", "planner", "lapse:e:overdue:t"));
-        assert_eq!(d.len(), 64);
-        assert!(d.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_eq!(
-            d,
-            deduplication_id(&queued("default", "planner", "lapse:e:overdue:t"))
-        );
-        assert_ne!(
-            d,
-            deduplication_id(&queued("default", "planner", "lapse:e:stalled:t"))
-        );
-        assert_ne!(
-            d,
-            deduplication_id(&queued("other", "planner", "lapse:e:overdue:t"))
-        );
-        assert_ne!(
-            d,
-            deduplication_id(&queued("default", "booking", "lapse:e:overdue:t")),
-            "another agent's lapse task with the same messageId is not dropped as a duplicate"
-        );
-    }
-
-    /// A failed lapse task an operator re-queues is a new hand-over: SQS must not drop it as a
-    /// duplicate of its first message (sent moments before, within the five-minute window).
-    #[test]
-    fn a_requeued_lapse_task_is_not_a_duplicate_of_its_first_hand_over() {
-        let first = queued("default", "planner", "lapse:e:overdue:t");
-        let mut failed = first.clone();
-        failed.delivery = watcher_runtime::store::DeliveryState::Failed;
-        failed.attempts = 1;
-        failed.last_error = Some("agent answered JSON-RPC error -32602".into());
-        let at = watcher_core::time::Instant::parse("2030-01-01T00:00:03Z").unwrap();
-        let requeued = watcher_runtime::operators::requeue_entry(&failed, at).unwrap();
-        assert_ne!(deduplication_id(&first), deduplication_id(&requeued));
-        assert_eq!(
-            deduplication_id(&requeued),
-            deduplication_id(&requeued.clone())
-        );
-    }
-
-    #[test]
-    fn queue_messages_have_the_documented_shape() {
-        let m = QueueMessage {
-            tenant: tenant("acme"),
-            agent: agent("planner"),
-            message_id: "lapse:exp-1:overdue:2026-09-10T20:15:00Z".into(),
-            entry: None,
-        };
-        let json = serde_json::to_value(&m).unwrap();
-        assert_eq!(
-            json,
-            serde_json::json!({
-                "tenant": "acme",
-                "agent": "planner",
-                "messageId": "lapse:exp-1:overdue:2026-09-10T20:15:00Z"
-            })
-        );
-        assert_eq!(parse_queue_message(&json.to_string()).unwrap(), m);
-    }
-
-    /// A message carries the entry as queued, in its stored JSON form, and reads back to the
-    /// same entry; an entry too large for a copy goes by its identity alone.
-    #[test]
-    fn queue_messages_carry_a_copy_of_a_small_entry() {
-        let entry = queued(
-            "acme",
-            "planner",
-            "lapse:exp-1:overdue:2026-09-10T20:15:00Z",
-        );
-        let body = body_of(&entry).unwrap();
-        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(
-            json["messageId"],
-            "lapse:exp-1:overdue:2026-09-10T20:15:00Z"
-        );
-        assert_eq!(json["entry"], serde_json::to_value(&entry).unwrap());
-        let read = parse_queue_message(&body).unwrap();
-        assert_eq!(read.entry.as_ref(), Some(&entry));
-        assert_eq!(
-            serde_json::to_string(read.entry.as_ref().unwrap()).unwrap(),
-            serde_json::to_string(&entry).unwrap(),
-            "the copy serializes to the stored form, byte for byte"
-        );
-
-        let mut large = entry;
-        large.request = serde_json::json!({ "text": "x".repeat(ENTRY_COPY_MAX_BYTES) });
-        let read = parse_queue_message(&body_of(&large).unwrap()).unwrap();
-        assert_eq!(read.entry, None);
-        assert_eq!(read.message_id, large.message_id);
-    }
-
-    /// A copy of another entry than the one the message names is ignored, never trusted.
-    #[test]
-    fn a_copy_of_another_entry_is_dropped() {
-        let entry = queued("acme", "planner", "lapse:a");
-        let mut json = serde_json::to_value(QueueMessage::from(&entry)).unwrap();
-        json["messageId"] = "lapse:b".into();
-        let read = parse_queue_message(&json.to_string()).unwrap();
-        assert_eq!((read.message_id.as_str(), read.entry), ("lapse:b", None));
-        let mut json = serde_json::to_value(QueueMessage::from(&entry)).unwrap();
-        json["agent"] = "booking".into();
-        assert_eq!(parse_queue_message(&json.to_string()).unwrap().entry, None);
-    }
-
-    #[test]
-    fn malformed_queue_messages_are_refused() {
-        for bad in [
-            "",
-            "[]",
-            r#"{"tenant":"acme","agent":"planner"}"#,
-            r#"{"tenant":"","agent":"planner","messageId":"m"}"#,
-            r#"{"tenant":"acme","agent":"planner","message_id":"m"}"#,
-        ] {
-            let e = parse_queue_message(bad).unwrap_err();
-            assert!(matches!(e, MessageError::Malformed { .. }), "{bad:?}: {e}");
-        }
-        for bad in [
-            r#"{"tenant":"acme","agent":"planner","messageId":" "}"#.to_owned(),
-            format!(
-                r#"{{"tenant":"acme","agent":"planner","messageId":"{}"}}"#,
-                "m".repeat(MAX_MESSAGE_ID_LEN + 1)
-            ),
-        ] {
-            let e = parse_queue_message(&bad).unwrap_err();
-            assert!(matches!(e, MessageError::Invalid { .. }), "{e}");
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn group_and_deduplication_ids_fit_sqs(
-            t in "\\PC{1,120}",
-            a in "\\PC{1,120}",
-            m in "\\PC{1,120}",
-        ) {
-            prop_assume!(!t.trim().is_empty() && !a.trim().is_empty());
-            let (t, a) = (tenant(&t), agent(&a));
-            let g = message_group_id(&t, &a);
-            prop_assert!(g.len() <= MAX_MESSAGE_GROUP_ID_LEN);
-            prop_assert!(g.chars().all(sqs_char), "{}", g);
-            let d = deduplication_id(&OutboxEntry::queued(
-                t,
-                a,
-                m,
-                watcher_core::ids::ExpectationId::parse("e").unwrap(),
-                watcher_core::record::LapseKind::Overdue,
-                watcher_core::time::Instant::parse("2030-01-01T00:00:00Z").unwrap(),
-                serde_json::json!({}),
-            ));
-            prop_assert!(d.len() <= MAX_DEDUPLICATION_ID_LEN);
-            prop_assert!(d.chars().all(sqs_char));
-        }
-
-        #[test]
-        fn distinct_agents_get_distinct_groups(
-            pairs in proptest::collection::hash_set(("[a b_/]{1,4}", "[a b_/]{1,4}"), 1..100)
-        ) {
-            let pairs: Vec<_> = pairs
-                .into_iter()
-                .filter(|(t, a)| !t.trim().is_empty() && !a.trim().is_empty())
-                .collect();
-            let ids: HashSet<String> = pairs
-                .iter()
-                .map(|(t, a)| message_group_id(&tenant(t), &agent(a)))
-                .collect();
-            prop_assert_eq!(ids.len(), pairs.len());
-        }
-    }
-}
+mod tests;

@@ -138,6 +138,21 @@ impl SqsTimerQueue {
     pub fn queue_url(&self) -> &str {
         &self.queue_url
     }
+
+    /// Makes the received timer message `receipt_handle` visible again `seconds` from now
+    /// (`ChangeMessageVisibility`, clamped to SQS's 0 to 43,200 s): a message the timer
+    /// function hands back for a passing failure returns after its backoff rather than the
+    /// queue's 720 s visibility timeout (docs/aws-latency.md, "When a firing fails").
+    ///
+    /// # Errors
+    /// Permanent: an expired or unknown receipt handle, permissions. Retryable: throttling, 5xx.
+    pub async fn redeliver_after(
+        &self,
+        receipt_handle: &str,
+        seconds: u32,
+    ) -> Result<(), PortError> {
+        crate::sqs::change_visibility(&self.client, &self.queue_url, receipt_handle, seconds).await
+    }
 }
 
 #[async_trait]
@@ -212,6 +227,7 @@ impl SqsTimerQueue {
             format!("send {} disarms to {}", chunk.len(), self.queue_url)
         })
         .await
+        .results
     }
 }
 

@@ -161,8 +161,10 @@ fn authority(e: AuthorityError) -> ApiError {
     }
 }
 
-/// A store failure: a conflict is 409; a backend failure 503 (retry); corrupt data 500; a
-/// definition too large to store 413 (no retry can help). Causes are logged, never shown.
+/// A store failure: a conflict is 409; a backend failure 503 (retry), with the reason and
+/// `Retry-After` of its class when the store said (`BackendFailure`), except one the store marked
+/// permanent (`PermanentFailure`: access denied, a missing table), which is 500; corrupt data 500;
+/// a definition too large to store 413 (no retry can help). Causes are logged, never shown.
 fn store_error(e: DefinitionStoreError) -> ApiError {
     match e {
         DefinitionStoreError::TooLarge { .. } => {
@@ -188,10 +190,21 @@ fn store_error(e: DefinitionStoreError) -> ApiError {
                     tracing::warn!(error = %e, reason = kind.reason(), "definition store unavailable");
                     ApiError::unavailable(format!(
                         "the definition store cannot serve the request now: {}; nothing was \
-                         written: send it again after the Retry-After seconds",
-                        kind.reason()
+                         written: send it again after {} s (Retry-After)",
+                        kind.reason(),
+                        kind.retry_after_secs()
                     ))
                     .with_retry_after(kind.retry_after_secs())
+                }
+                None if watcher_runtime::store::is_permanent(&e) => {
+                    tracing::error!(error = %e, "definition store refused the request for good");
+                    ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "Definition store refused",
+                        "the definition store refused the request for a reason retrying cannot \
+                         mend (its access, its table or the request); nothing was written; an \
+                         operator must look at the deployment",
+                    )
                 }
                 None => {
                     tracing::error!(error = %e, "definition store failure");

@@ -9,6 +9,12 @@
 //! ([`crate::timer::REQUEUE_AFTER_SECS`] past the task's attempt, at the next sweep) would find
 //! it, minutes late. Here that evaluation finishes the hand-over instead.
 //!
+//! The timer function also makes that happen at once when it knows the send failed: an
+//! evaluation whose lapse task the lapse queue did not take for a passing reason
+//! ([`crate::sink::noting_unsent`]) has its timer-queue message come back after a short backoff,
+//! or, fired by a schedule, fails the invocation so that Lambda runs it again
+//! ([`crate::timer`]); that evaluation is the replay this module finishes.
+//!
 //! Handing over twice is harmless: the lapse queue drops a second message with the same
 //! deduplication id within five minutes (`watcher_aws::deduplication_id`), and past that the
 //! submitter's claim on the entry sends it once (docs/dynamodb.md, "Leased sends").
@@ -80,37 +86,58 @@ pub async fn unsent_lapse_tasks<S: Store + ?Sized>(
     Ok(unsent)
 }
 
+/// Whether `entry` is a lapse task of timer `key`'s own lapse: its expectation's, of the kind
+/// the timer determines ([`unsent_lapse_tasks`] finds these again on a replay).
+pub fn is_lapse_of(key: &TimerKey, entry: &OutboxEntry) -> bool {
+    entry.agent == key.expectation.agent
+        && entry.expectation_id == key.expectation.id
+        && entry.lapse == lapse_of(key.kind)
+}
+
+/// What [`finish_hand_over`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HandOver {
+    /// Lapse tasks handed over again.
+    pub handed: usize,
+    /// Whether something failed that may pass (reading the lapse task, or a send refused for a
+    /// retryable reason): evaluating the timer again soon may finish the hand-over.
+    pub may_finish_later: bool,
+}
+
 /// After evaluating timer `key` (`applied`): when it may be a replay ([`may_be_a_replay`]),
 /// sends the lapse tasks of its lapse still waiting for their first attempt to `queue` again.
-/// Answers how many were handed over. Failures are logged; the sweep's re-queue remains.
+/// Answers how many were handed over, and whether a passing failure left one behind. Failures
+/// are logged; the sweep's re-queue remains.
 pub async fn finish_hand_over<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
     tenant: &Tenant,
     key: &TimerKey,
     applied: &Applied,
-) -> usize {
+) -> HandOver {
+    let mut done = HandOver::default();
     if !may_be_a_replay(key, applied) {
-        return 0;
+        return done;
     }
     let unsent = match unsent_lapse_tasks(watcher, tenant, key).await {
         Ok(unsent) => unsent,
         Err(e) => {
             tracing::warn!(error = %e, timer = ?key, "reading a replayed timer's lapse task failed; the sweep re-queues it if it is still unsent");
-            return 0;
+            done.may_finish_later = true;
+            return done;
         }
     };
-    let mut handed = 0;
     for (entry, result) in unsent.iter().zip(queue.enqueue_all(&unsent).await) {
         match result {
             Ok(()) => {
-                handed += 1;
+                done.handed += 1;
                 tracing::info!(message_id = %entry.message_id, agent = %entry.agent, "a replayed timer handed its unsent lapse task over again");
             }
             Err(e) => {
+                done.may_finish_later |= e.is_retryable();
                 tracing::warn!(error = %e, message_id = %entry.message_id, "handing a replayed timer's lapse task over failed; the sweep re-queues it");
             }
         }
     }
-    handed
+    done
 }

@@ -4,6 +4,8 @@
 //!
 //! * [`sink`]: after each commit, arm/disarm EventBridge schedules and enqueue lapse tasks;
 //! * [`timer`]: the per-expectation schedules' target and the `rate(5 minutes)` sweep;
+//! * [`redelivery`]: a timer firing that failed for a passing reason, tried again within
+//!   seconds (in the invocation, then the timer message's visibility backed off);
 //! * [`submitter`]: the SQS-fed lapse-task submitter with partial batch failures;
 //! * [`cards`]: what the handlers need of agent cards (re-read by the sweep, picked up from the
 //!   table by every function), as a narrow trait;
@@ -19,8 +21,10 @@ pub mod cards;
 pub mod emf;
 pub mod handover;
 pub mod rate;
+pub mod redelivery;
 pub mod sink;
 pub mod submitter;
+pub mod sweep;
 pub mod timer;
 
 /// JSON logs on stdout (CloudWatch adds the time), filtered by `RUST_LOG`; called first in every

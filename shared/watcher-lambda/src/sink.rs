@@ -1,7 +1,8 @@
 //! Carries out, after each commit, the effects the record alone does not: EventBridge schedules
 //! for deadlines and horizons, and SQS messages for new lapse tasks.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
@@ -25,7 +26,10 @@ use watcher_runtime::watcher::{net_timers, passed_disarms, Applied, EffectSink};
 /// record decides). With [`disarm_later`](AwsSink::disarm_later) and a timer queue, schedule
 /// deletes go to that queue for the timer function to make (docs/aws-latency.md, step 6).
 /// Failures are logged: the sweep finds every due-but-unlapsed expectation and every queued lapse task, so a
-/// lost effect delays a lapse, never loses it.
+/// lost effect delays a lapse, never loses it. A lapse task the lapse queue did not take is also
+/// noted for the caller when it asked ([`noting_unsent`]): the timer function then has its
+/// message come back within seconds to hand the task over again, rather than wait for the sweep
+/// (docs/aws-latency.md, "When a firing fails").
 pub struct AwsSink {
     /// EventBridge Scheduler (or any [`Timers`]).
     pub timers: Arc<dyn Timers>,
@@ -57,6 +61,47 @@ pub fn effect_failed_note(arm: bool) -> &'static str {
     } else {
         "deleting the timer's schedule failed; it stays armed until its instant, when the timer function finds the record no longer holds the timer and does nothing, and Scheduler deletes the one-time schedule after that run (ActionAfterCompletion DELETE)"
     }
+}
+
+/// A lapse task that a commit queued and the lapse queue did not take ([`noting_unsent`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsent {
+    /// The agent the lapse task goes to.
+    pub agent: watcher_core::ids::AgentId,
+    /// Its `messageId`.
+    pub message_id: String,
+    /// Whether the failure may pass (throttling, 5xx, a timeout): sending it again may succeed.
+    pub retryable: bool,
+}
+
+tokio::task_local! {
+    /// Where [`AwsSink::carry_out`] notes the lapse tasks it could not send, within
+    /// [`noting_unsent`]. Per call, not per instance: a function instance keeps nothing of one
+    /// invocation for the next.
+    static UNSENT: Arc<Mutex<Vec<Unsent>>>;
+}
+
+/// Runs `f` (an input applied through a watcher whose sink is an [`AwsSink`]) and answers its
+/// output with the lapse tasks the sink could not send to the lapse queue meanwhile, in order.
+/// A per-call collector on the task: several calls awaited at once (a timer-queue batch's
+/// records) each get their own, and a sink called outside one notes nothing (the sweep's).
+pub async fn noting_unsent<F: Future>(f: F) -> (F::Output, Vec<Unsent>) {
+    let unsent = Arc::new(Mutex::new(Vec::new()));
+    let out = UNSENT.scope(Arc::clone(&unsent), f).await;
+    let noted = std::mem::take(&mut *unsent.lock().unwrap_or_else(PoisonError::into_inner));
+    (out, noted)
+}
+
+/// Notes `unsent` for the caller of [`noting_unsent`], if any; answers whether one asked.
+fn note_unsent(unsent: Unsent) -> bool {
+    UNSENT
+        .try_with(|noted| {
+            noted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(unsent);
+        })
+        .is_ok()
 }
 
 /// The most Scheduler or timer-queue calls one commit's effects have in flight at once.
@@ -120,7 +165,8 @@ impl EffectSink for AwsSink {
             .buffer_unordered(TIMER_CALLS_AT_ONCE)
             .collect::<Vec<()>>()
             .await;
-        // The lapse tasks in order, several to a request (`SendMessageBatch`); one no agent
+        // The lapse tasks in order, several to a request (`SendMessageBatch`: the SDK retries a
+        // request that fails whole, the adapter an entry SQS failed alone); one no agent
         // receives (`unaddressed`, the Learnables authority's) is for the channels only.
         let to_send: Vec<_> = applied
             .outbox
@@ -131,7 +177,16 @@ impl EffectSink for AwsSink {
         let results = self.queue.enqueue_all(&to_send).await;
         for (entry, result) in to_send.iter().zip(results) {
             if let Err(e) = result {
-                tracing::warn!(error = %e, message_id = %entry.message_id, "enqueueing a lapse task failed; the sweep will re-queue it");
+                let noted = note_unsent(Unsent {
+                    agent: entry.agent.clone(),
+                    message_id: entry.message_id.clone(),
+                    retryable: e.is_retryable(),
+                });
+                if noted && e.is_retryable() {
+                    tracing::warn!(error = %e, message_id = %entry.message_id, "enqueueing a lapse task failed; the timer function evaluates the timer again soon to hand it over");
+                } else {
+                    tracing::warn!(error = %e, message_id = %entry.message_id, "enqueueing a lapse task failed; the sweep will re-queue it");
+                }
             }
         }
     }

@@ -12,57 +12,26 @@
 //! Timers are hints: the record decides. A wake before the deadline on this function's own
 //! clock lapses nothing and re-arms the timer (a delayed message when a timer queue is
 //! configured); a wake after it lapses late, once.
+//!
+//! A firing that fails for a passing reason (the store throttled or failed, or the lapse queue
+//! did not take the lapse task it determined) is tried again within seconds
+//! ([`crate::redelivery`]): in the invocation first, then by the timer message's return after a
+//! jittered backoff, or, for a schedule's direct fire, by Lambda's retry of the invocation.
 
-use futures_util::stream::{self, StreamExt};
 use serde_json::Value;
-use watcher_core::engine::Input;
+use watcher_core::engine::{Input, TimerKey};
+use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
-use watcher_delivery::deliver::Submitter;
-use watcher_delivery::endpoint::Endpoints;
-use watcher_delivery::reconcile::Reconciler;
-use watcher_runtime::directory::AgentEntry;
 use watcher_runtime::ports::{LapseQueue, Timers};
-use watcher_runtime::store::{DeliveryState, OutboxEntry, Store};
+use watcher_runtime::store::Store;
 use watcher_runtime::watcher::{ApplyError, Watcher};
 
-/// How long a queued lapse task may wait past its next attempt before the sweep re-queues it
-/// (the submitter normally picks it up within seconds).
-pub const REQUEUE_AFTER_SECS: i64 = 120;
+use crate::redelivery::{receive_count, visibility_after, Invocation};
 
-/// The most lapse tasks one sweep re-queues per agent, read from the outbox's per-agent index
-/// (oldest next attempt first): one agent's backlog never hides another agent's lost message,
-/// and a sweep's reads grow with the configured agents, not with any agent's backlog.
-pub const REQUEUE_PER_AGENT: usize = 100;
-
-/// The most followed lapse tasks one sweep polls per agent, read from the outbox's follow index
-/// (earliest next poll first); the rest are polled at the next sweep.
-pub const FOLLOW_PER_AGENT: usize = 100;
-
-/// `GetTask` polls in flight at once during a sweep, over all agents.
-const FOLLOW_IN_FLIGHT: usize = 8;
-
-/// How many agents' reads a sweep makes at once (re-queueing, the open gauge, following).
-const AGENTS_AT_ONCE: usize = 8;
-
-/// What the sweep needs to follow lapse tasks with `GetTask` (the timer function's `env::Parts`).
-pub struct Following<'a> {
-    /// Records each poll (`Submitter::record_poll_result`, its retry policy's backoff).
-    pub submitter: &'a Submitter,
-    /// Where each agent is.
-    pub endpoints: &'a (dyn Endpoints + 'a),
-    /// Feeds each `GetTask` answer through the push ingest path (`Reconciler::poll_lapse_task`),
-    /// as serve's lanes do; `None` records the state only (`Submitter::poll_one`).
-    pub reconciler: Option<&'a Reconciler>,
-    /// How long each following pass (lapse tasks, then origin tasks) may take
-    /// ([`FOLLOW_BUDGET`] in the function): an agent that holds its answers never makes the sweep
-    /// overrun the function's timeout. A poll cut short records nothing and is due again at the
-    /// next sweep.
-    pub budget: std::time::Duration,
-}
-
-/// Each following pass's budget in the timer function: two passes and the sweep's own work stay
-/// well within the function's 120 s timeout (template.yaml).
-pub const FOLLOW_BUDGET: std::time::Duration = std::time::Duration::from_secs(40);
+pub use crate::sweep::{
+    follow_due, sweep, Following, FOLLOW_BUDGET, FOLLOW_PER_AGENT, REQUEUE_AFTER_SECS,
+    REQUEUE_PER_AGENT,
+};
 
 /// What one invocation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -98,7 +67,9 @@ pub struct TimerReport {
     /// recorded is polled at the next sweep.
     pub cut_short: bool,
     /// The timer queue's messages to redeliver (SQS partial batch response,
-    /// `ReportBatchItemFailures`): those whose record could not be read or written.
+    /// `ReportBatchItemFailures`): those whose record could not be read or written, and those
+    /// whose lapse task the lapse queue did not take for a passing reason; each made visible
+    /// again after its backoff ([`crate::redelivery::TIMER_REDELIVERY`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub batch_item_failures: Vec<ItemFailure>,
 }
@@ -120,6 +91,10 @@ pub enum TimerError {
     /// The store failed: a retry may succeed.
     #[error(transparent)]
     Store(#[from] ApplyError),
+    /// The lapse was recorded but its lapse task not queued, for a passing reason: a retry of
+    /// the invocation evaluates the timer again and hands the task over ([`crate::handover`]).
+    #[error("lapse task not queued: {0}")]
+    Enqueue(String),
 }
 
 impl From<TimerError> for lambda_runtime::Diagnostic {
@@ -127,6 +102,7 @@ impl From<TimerError> for lambda_runtime::Diagnostic {
         let error_type = match &e {
             TimerError::Malformed(_) => "NotRetryable.MalformedEvent",
             TimerError::Store(_) => "Retryable.Store",
+            TimerError::Enqueue(_) => "Retryable.Enqueue",
         };
         lambda_runtime::Diagnostic {
             error_type: error_type.into(),
@@ -139,7 +115,7 @@ impl From<TimerError> for lambda_runtime::Diagnostic {
 /// and the registration probe run ([`crate::cards::AgentCards::refresh`]), counted in the report;
 /// before any other event, the cards and descriptors other functions kept are picked up for
 /// agents this instance lacks ([`crate::cards::AgentCards::pick_up_all`]). The sweep's own work
-/// comes first, so a slow card server never delays a lapse. The function's entry point.
+/// comes first, so a slow card server never delays a lapse.
 ///
 /// # Errors
 /// As [`handle`] (the cards are refreshed after a sweep even then).
@@ -152,11 +128,44 @@ pub async fn handle_with_cards<S: Store + ?Sized>(
     event: &Value,
     now: Instant,
 ) -> Result<TimerReport, TimerError> {
+    let invocation = Invocation::unbounded();
+    handle_with_cards_in(
+        watcher,
+        queue,
+        timers,
+        cards,
+        following,
+        event,
+        now,
+        &invocation,
+    )
+    .await
+}
+
+/// [`handle_with_cards`] within `invocation` (its deadline and the timer queue's visibility
+/// changes: [`handle_in`]). The function's entry point.
+///
+/// # Errors
+/// As [`handle_in`] (the cards are refreshed after a sweep even then).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the function's parts, its event and its invocation, each borrowed"
+)]
+pub async fn handle_with_cards_in<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
+    timers: &dyn Timers,
+    cards: &(impl crate::cards::AgentCards + ?Sized),
+    following: Option<&Following<'_>>,
+    event: &Value,
+    now: Instant,
+    invocation: &Invocation<'_>,
+) -> Result<TimerReport, TimerError> {
     if event.get("sweep").and_then(Value::as_bool) != Some(true) {
         cards.pick_up_all(now).await;
-        return handle(watcher, queue, timers, following, event, now).await;
+        return handle_in(watcher, queue, timers, following, event, now, invocation).await;
     }
-    let swept = handle(watcher, queue, timers, following, event, now).await;
+    let swept = handle_in(watcher, queue, timers, following, event, now, invocation).await;
     let read = cards.refresh(now).await;
     let mut report = swept?;
     report.cards_tried = read.tried;
@@ -169,7 +178,7 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
+pub(crate) fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
     applied
         .effects
         .iter()
@@ -178,11 +187,11 @@ fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
 }
 
 /// Handles one event at `now` on this function's clock; a sweep follows lapse tasks with
-/// `following` (`None`: it does not).
+/// `following` (`None`: it does not). Nothing is tried again inside the invocation and no
+/// message's visibility is changed ([`Invocation::unbounded`]; the function runs [`handle_in`]).
 ///
 /// # Errors
-/// [`TimerError::Malformed`] for an event that is neither shape; [`TimerError::Store`] when the
-/// record could not be read or written.
+/// As [`handle_in`].
 pub async fn handle<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
@@ -191,32 +200,133 @@ pub async fn handle<S: Store + ?Sized>(
     event: &Value,
     now: Instant,
 ) -> Result<TimerReport, TimerError> {
+    let invocation = Invocation::unbounded();
+    handle_in(watcher, queue, timers, following, event, now, &invocation).await
+}
+
+/// Handles one event at `now` within `invocation`: a passing store failure of a timer's
+/// evaluation is tried again while the invocation's time allows ([`Invocation::may_retry`]),
+/// and a timer-queue message handed back is made visible again after its backoff
+/// ([`crate::redelivery`]).
+///
+/// # Errors
+/// [`TimerError::Malformed`] for an event that is neither shape; [`TimerError::Store`] when the
+/// record could not be read or written; [`TimerError::Enqueue`] when a schedule's fire recorded
+/// a lapse whose lapse task the lapse queue did not take for a passing reason (Lambda's
+/// asynchronous retry then hands it over). A timer-queue batch never fails as a whole: its
+/// records are handed back one by one.
+pub async fn handle_in<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
+    timers: &dyn Timers,
+    following: Option<&Following<'_>>,
+    event: &Value,
+    now: Instant,
+    invocation: &Invocation<'_>,
+) -> Result<TimerReport, TimerError> {
     if event.get("sweep").and_then(Value::as_bool) == Some(true) {
         return sweep(watcher, queue, following, now).await;
     }
     if let Some(records) = event.get("Records").and_then(Value::as_array) {
-        return from_queue(watcher, queue, timers, records, now).await;
+        return from_queue(watcher, queue, timers, records, now, invocation).await;
     }
     let input = watcher_aws::parse_timer_input(&event.to_string())
         .map_err(|e| TimerError::Malformed(e.to_string()))?;
-    let input_timer = Input::Timer(input.timer.clone());
-    let applied = watcher.apply(&input.tenant, &input_timer, now).await?;
-    let handed_over =
-        crate::handover::finish_hand_over(watcher, queue, &input.tenant, &input.timer, &applied)
-            .await;
+    let done = evaluate(
+        watcher,
+        queue,
+        (&input.tenant, &input.timer),
+        now,
+        true,
+        invocation,
+    )
+    .await?;
+    if done.left_unsent {
+        tracing::warn!(timer = ?input.timer, "the fired timer's lapse task was not queued; failing the invocation so that Lambda runs it again");
+        return Err(TimerError::Enqueue(format!(
+            "timer {:?} of {}: the lapse queue did not take its lapse task",
+            input.timer, input.tenant
+        )));
+    }
     Ok(TimerReport {
         evaluated: 1,
-        lapses: lapses_in(&applied),
-        handed_over,
+        lapses: done.lapses,
+        handed_over: done.handed_over,
         ..TimerReport::default()
     })
+}
+
+/// What evaluating one timer came to.
+struct Evaluation {
+    /// Lapses determined.
+    lapses: usize,
+    /// Unsent lapse tasks of a replay handed over again ([`crate::handover`]).
+    handed_over: usize,
+    /// A lapse task of the timer's own lapse is recorded but not queued, for a reason that may
+    /// pass: evaluating the timer again soon hands it over.
+    left_unsent: bool,
+}
+
+/// Evaluates timer `key` of `tenant` at `now`, then, with `hand_over`, finishes a replay's
+/// hand-over ([`crate::handover`]: a read of the subject when nothing lapsed). A store
+/// failure that may pass (`ApplyError::unavailability`) is tried again after
+/// `invocation.retry`'s backoff while [`Invocation::may_retry`] allows.
+///
+/// Only the timer's own lapse counts towards [`Evaluation::left_unsent`]: a lapse task of
+/// another timer the same commit evaluated at once is not what a replay of this one hands over
+/// (the sweep re-queues it).
+async fn evaluate<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
+    (tenant, key): (&Tenant, &TimerKey),
+    now: Instant,
+    hand_over: bool,
+    invocation: &Invocation<'_>,
+) -> Result<Evaluation, ApplyError> {
+    let input = Input::Timer(key.clone());
+    let mut retry = 0;
+    loop {
+        let (applied, unsent) =
+            crate::sink::noting_unsent(watcher.apply(tenant, &input, now)).await;
+        match applied {
+            Ok(applied) => {
+                let own_unsent = unsent.iter().filter(|u| u.retryable).any(|u| {
+                    applied.outbox.iter().any(|e| {
+                        e.message_id == u.message_id
+                            && e.agent == u.agent
+                            && crate::handover::is_lapse_of(key, e)
+                    })
+                });
+                let hand_over = if hand_over {
+                    crate::handover::finish_hand_over(watcher, queue, tenant, key, &applied).await
+                } else {
+                    crate::handover::HandOver::default()
+                };
+                return Ok(Evaluation {
+                    lapses: lapses_in(&applied),
+                    handed_over: hand_over.handed,
+                    left_unsent: own_unsent || hand_over.may_finish_later,
+                });
+            }
+            Err(e) if e.unavailability().is_some() && invocation.may_retry(retry + 1) => {
+                retry += 1;
+                let waited = invocation.retry.pause(retry).await;
+                tracing::info!(error = %e, timer = ?key, retry, ?waited, "evaluating the timer failed for a passing reason; trying again");
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The timer queue's batch: each record's `body` is a timer input, evaluated at `now` like a
 /// schedule's (an early one lapses nothing and re-arms), or a [`watcher_aws::DisarmMessage`]
 /// ([`disarm`]). A body that is neither is dropped with an error log (it can never succeed,
-/// and the sweep covers every deadline); a store failure, or a delete that may succeed later,
-/// reports the record for redelivery.
+/// and the sweep covers every deadline); a store failure, a delete that may succeed later, or a
+/// lapse task the lapse queue did not take for a passing reason reports the record for
+/// redelivery, its visibility first changed to [`crate::redelivery::TIMER_REDELIVERY`]'s
+/// backoff for its receive count (a failed change is logged: the queue's visibility timeout
+/// then applies). The redelivered record's evaluation finds the lapse recorded and hands its
+/// task over ([`crate::handover`]).
 ///
 /// The records are handled at once, not one after another: each is its own input, committed on
 /// its own conditions (two of one subject conflict and the loser applies again, as two
@@ -228,19 +338,25 @@ async fn from_queue<S: Store + ?Sized>(
     timers: &dyn Timers,
     records: &[Value],
     now: Instant,
+    invocation: &Invocation<'_>,
 ) -> Result<TimerReport, TimerError> {
     let outcomes = futures_util::future::join_all(
         records
             .iter()
-            .map(|record| from_queue_record(watcher, queue, timers, record, now)),
+            .map(|record| from_queue_record(watcher, queue, timers, record, now, invocation)),
     )
     .await;
     let mut report = TimerReport::default();
+    let mut back = Vec::new();
     for (record, outcome) in records.iter().zip(outcomes) {
         match outcome {
-            RecordOutcome::Disarmed { lapses } => {
+            RecordOutcome::Disarmed {
+                lapses,
+                handed_over,
+            } => {
                 report.disarmed += 1;
                 report.lapses += lapses;
+                report.handed_over += handed_over;
             }
             RecordOutcome::Evaluated {
                 lapses,
@@ -251,7 +367,8 @@ async fn from_queue<S: Store + ?Sized>(
                 report.handed_over += handed_over;
             }
             RecordOutcome::Dropped => {}
-            RecordOutcome::Redeliver => {
+            RecordOutcome::Redeliver { lapses } => {
+                report.lapses += lapses;
                 let id = record
                     .get("messageId")
                     .and_then(Value::as_str)
@@ -260,24 +377,57 @@ async fn from_queue<S: Store + ?Sized>(
                     report.batch_item_failures.push(ItemFailure {
                         item_identifier: id.to_owned(),
                     });
+                    back.push(record);
                 }
             }
         }
     }
+    // Each handed-back message returns after its backoff, not the queue's 720 s; the calls at
+    // once (at most a batch's ten), all before the answer, while the receipt handles hold.
+    futures_util::future::join_all(back.into_iter().map(|record| redeliver(record, invocation)))
+        .await;
     Ok(report)
+}
+
+/// Makes the handed-back `record` visible again after [`Invocation::redeliver`]'s backoff for
+/// its receive count; a failure is logged (the queue's visibility timeout then applies).
+async fn redeliver(record: &Value, invocation: &Invocation<'_>) {
+    let Some(receipt) = record.get("receiptHandle").and_then(Value::as_str) else {
+        return;
+    };
+    let id = record
+        .get("messageId")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let received = receive_count(record);
+    let seconds = visibility_after(&invocation.redeliver, received);
+    match invocation
+        .redelivery
+        .redeliver_after(receipt, seconds)
+        .await
+    {
+        Ok(()) => {
+            tracing::info!(sqs_message_id = %id, received, seconds, "timer message handed back; it returns after its backoff");
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, sqs_message_id = %id, received, seconds, "could not set when a handed-back timer message returns; the queue's visibility timeout (720 s) applies");
+        }
+    }
 }
 
 /// What one timer-queue record came to.
 enum RecordOutcome {
-    /// A deferred schedule delete, done, and its timer evaluated: lapses determined.
-    Disarmed { lapses: usize },
+    /// A deferred schedule delete, done, and its timer evaluated: lapses determined, and a
+    /// redelivered one's unsent lapse tasks handed over again.
+    Disarmed { lapses: usize, handed_over: usize },
     /// A timer evaluated: lapses determined, and unsent lapse tasks of a replay handed over
     /// again ([`crate::handover`]).
     Evaluated { lapses: usize, handed_over: usize },
     /// Neither shape: dropped (logged).
     Dropped,
-    /// To be received again (logged).
-    Redeliver,
+    /// To be received again (logged), after the lapses it determined, if any (its lapse task
+    /// not queued).
+    Redeliver { lapses: usize },
 }
 
 /// One record of [`from_queue`]'s batch.
@@ -287,6 +437,7 @@ async fn from_queue_record<S: Store + ?Sized>(
     timers: &dyn Timers,
     record: &Value,
     now: Instant,
+    invocation: &Invocation<'_>,
 ) -> RecordOutcome {
     let id = record
         .get("messageId")
@@ -294,13 +445,24 @@ async fn from_queue_record<S: Store + ?Sized>(
         .unwrap_or_default();
     let body = record.get("body").and_then(Value::as_str).unwrap_or("");
     if let Some(message) = watcher_aws::parse_disarm_message(body) {
-        return match disarm(watcher, timers, &message, now).await {
-            Ok(applied) => RecordOutcome::Disarmed {
-                lapses: lapses_in(&applied),
+        // A disarm received again may follow an evaluation whose lapse task was not queued: it
+        // hands that over. On its first receive there is nothing to finish, and no read is made
+        // for it (a satisfied expectation's disarm costs what it did).
+        let again = receive_count(record) > 1;
+        return match disarm(watcher, queue, timers, &message, now, again, invocation).await {
+            Ok(done) if done.left_unsent => {
+                tracing::warn!(sqs_message_id = %id, "the disarmed timer's lapse task was not queued; redelivered");
+                RecordOutcome::Redeliver {
+                    lapses: done.lapses,
+                }
+            }
+            Ok(done) => RecordOutcome::Disarmed {
+                lapses: done.lapses,
+                handed_over: done.handed_over,
             },
             Err(e) => {
                 tracing::warn!(error = %e, sqs_message_id = %id, "schedule delete failed; redelivered");
-                RecordOutcome::Redeliver
+                RecordOutcome::Redeliver { lapses: 0 }
             }
         };
     }
@@ -311,42 +473,51 @@ async fn from_queue_record<S: Store + ?Sized>(
             return RecordOutcome::Dropped;
         }
     };
-    match watcher
-        .apply(&input.tenant, &Input::Timer(input.timer.clone()), now)
-        .await
+    match evaluate(
+        watcher,
+        queue,
+        (&input.tenant, &input.timer),
+        now,
+        true,
+        invocation,
+    )
+    .await
     {
-        Ok(applied) => RecordOutcome::Evaluated {
-            lapses: lapses_in(&applied),
-            handed_over: crate::handover::finish_hand_over(
-                watcher,
-                queue,
-                &input.tenant,
-                &input.timer,
-                &applied,
-            )
-            .await,
+        Ok(done) if done.left_unsent => {
+            tracing::warn!(sqs_message_id = %id, timer = ?input.timer, "the timer's lapse task was not queued; redelivered to hand it over");
+            RecordOutcome::Redeliver {
+                lapses: done.lapses,
+            }
+        }
+        Ok(done) => RecordOutcome::Evaluated {
+            lapses: done.lapses,
+            handed_over: done.handed_over,
         },
         Err(e) => {
             tracing::warn!(error = %e, sqs_message_id = %id, "timer message failed; redelivered");
-            RecordOutcome::Redeliver
+            RecordOutcome::Redeliver { lapses: 0 }
         }
     }
 }
 
 /// A schedule delete an input's commit deferred to the timer queue: deletes the schedule, then
-/// evaluates the timer as a wake would, so a timer the record armed again since (a re-anchor
-/// within the second) is armed again rather than lost, and one now due lapses. The evaluation
-/// of a timer the record no longer holds changes nothing.
+/// evaluates the timer as a wake would ([`evaluate`], finishing a replay's hand-over when
+/// `hand_over`), so a timer the record armed again since (a re-anchor within the second) is
+/// armed again rather than lost, and one now due lapses. The evaluation of a timer the record
+/// no longer holds changes nothing.
 ///
 /// # Errors
 /// A retryable failure of the delete, or the store's: redeliver. A permanent failure of the
 /// delete (the schedule group is gone) is logged and the message dropped.
 async fn disarm<S: Store + ?Sized>(
     watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
     timers: &dyn Timers,
     message: &watcher_aws::DisarmMessage,
     now: Instant,
-) -> Result<watcher_runtime::watcher::Applied, String> {
+    hand_over: bool,
+    invocation: &Invocation<'_>,
+) -> Result<Evaluation, String> {
     match timers.disarm(&message.tenant, &message.disarm).await {
         Ok(()) => {}
         Err(e) if e.is_retryable() => return Err(e.to_string()),
@@ -354,198 +525,16 @@ async fn disarm<S: Store + ?Sized>(
             tracing::error!(error = %e, timer = ?message.disarm, "schedule delete refused; dropped");
         }
     }
-    watcher
-        .apply(&message.tenant, &Input::Timer(message.disarm.clone()), now)
-        .await
-        .map_err(|e| e.to_string())
-}
-
-/// The sweep: evaluates every deadline and horizon due by `now` whatever happened to its
-/// schedule (a timer whose record cannot be written is skipped, logged, counted as
-/// `TimerFailures` and fired at the next sweep: `Watcher::fire_due`), and re-queues lapse tasks
-/// still queued well past their next attempt (a crash between commit and enqueue, or a lost
-/// message): for each agent the watcher submits for, at most [`REQUEUE_PER_AGENT`]. An agent
-/// whose queued lapse tasks cannot be read is skipped until the next sweep. Re-queueing is
-/// safe: the submitter claims the entry before posting it and never sends a delivered or
-/// claimed `messageId` again (`Outbox::outbox_claim`).
-///
-/// With `following`, it then polls the delivered lapse tasks the watcher follows whose next poll
-/// is due by `now` ([`follow_due`]), so a lapse task whose agent never pushes still reaches its
-/// final state, and the origin tasks followed in the table whose next poll is due
-/// (`Reconciler::poll_stored_due`), so a cancel never pushed still withdraws.
-///
-/// # Errors
-/// [`TimerError::Store`] when the due timers cannot be listed.
-pub async fn sweep<S: Store + ?Sized>(
-    watcher: &Watcher<S>,
-    queue: &dyn LapseQueue,
-    following: Option<&Following<'_>>,
-    now: Instant,
-) -> Result<TimerReport, TimerError> {
-    let fired = watcher.fire_due(now).await?;
-    let mut report = TimerReport {
-        evaluated: fired.len(),
-        lapses: fired.iter().map(|(_, a)| lapses_in(a)).sum(),
-        ..TimerReport::default()
-    };
-    let stale_before = now
-        .checked_sub(jiff::SignedDuration::from_secs(REQUEUE_AFTER_SECS))
-        .unwrap_or(now);
-    // Each agent's reads are by key and bounded; AGENTS_AT_ONCE agents at a time, so a sweep
-    // over many agents takes about what its slowest reads take, not their sum.
-    let submitting = submitting_agents(watcher);
-    let requeued: Vec<usize> = stream::iter(&submitting)
-        .map(|agent| requeue_stuck(watcher, queue, agent, stale_before))
-        .buffer_unordered(AGENTS_AT_ONCE)
-        .collect()
-        .await;
-    report.requeued = requeued.into_iter().sum();
-    // The open-expectations gauge: one counter read per configured agent, never a listing.
-    // Read after `fire_due` closed what was due, the counter is the live count but for what
-    // could not be fired (`open_expectations_by_counter`).
-    let everyone = watcher.directory.entries();
-    let counts: Vec<u64> = stream::iter(&everyone)
-        .map(|agent| async move {
-            watcher_runtime::metrics::open_expectations_by_counter(
-                &*watcher.store,
-                &agent.tenant,
-                &agent.profile.id,
-                now,
-            )
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!(error = %e, agent = %agent.profile.id, "cannot read the agent's live count");
-                0
-            })
-        })
-        .buffer_unordered(AGENTS_AT_ONCE)
-        .collect()
-        .await;
-    let open: u64 = counts.into_iter().sum();
-    watcher.recorder().open_expectations(open);
-    // Last, each pass within its budget: a slow agent delays only the polls after it.
-    if let Some(following) = following {
-        match tokio::time::timeout(following.budget, follow_due(watcher, following, now)).await {
-            Ok(n) => report.followed = n,
-            Err(_) => {
-                tracing::warn!(budget = ?following.budget, "following lapse tasks ran out of the sweep's budget; the rest at the next sweep");
-                report.cut_short = true;
-            }
-        }
-        if let Some(reconciler) = following.reconciler {
-            match tokio::time::timeout(following.budget, reconciler.poll_stored_due(now)).await {
-                Ok(n) => report.origins = n,
-                Err(_) => {
-                    tracing::warn!(budget = ?following.budget, "following origin tasks ran out of the sweep's budget; the rest at the next sweep");
-                    report.cut_short = true;
-                }
-            }
-        }
-    }
-    Ok(report)
-}
-
-/// The agents the watcher submits lapse tasks for, from its directory.
-fn submitting_agents<S: Store + ?Sized>(watcher: &Watcher<S>) -> Vec<AgentEntry> {
-    watcher
-        .directory
-        .entries()
-        .into_iter()
-        .filter(|a| a.submits_lapses)
-        .collect()
-}
-
-/// Re-queues `agent`'s lapse tasks still queued with their next attempt before `stale_before`,
-/// at most [`REQUEUE_PER_AGENT`]; answers how many were re-queued. Failures are logged and left
-/// to the next sweep.
-async fn requeue_stuck<S: Store + ?Sized>(
-    watcher: &Watcher<S>,
-    queue: &dyn LapseQueue,
-    agent: &AgentEntry,
-    stale_before: Instant,
-) -> usize {
-    let stuck = match watcher
-        .store
-        .outbox_of_agent(
-            &agent.tenant,
-            &agent.profile.id,
-            DeliveryState::Queued,
-            Some(stale_before),
-            REQUEUE_PER_AGENT,
-        )
-        .await
-    {
-        Ok(stuck) => stuck,
-        Err(e) => {
-            tracing::warn!(error = %e, agent = %agent.profile.id, "reading the agent's queued lapse tasks failed; next sweep");
-            return 0;
-        }
-    };
-    let mut requeued = 0;
-    for (entry, result) in stuck.iter().zip(queue.enqueue_all(&stuck).await) {
-        match result {
-            Ok(()) => requeued += 1,
-            Err(e) => {
-                tracing::warn!(error = %e, message_id = %entry.message_id, "re-queueing failed; next sweep");
-            }
-        }
-    }
-    requeued
-}
-
-/// Polls, with `GetTask`, the followed lapse tasks whose next poll is due by `now`: for each agent
-/// the watcher submits for, at most [`FOLLOW_PER_AGENT`] from the outbox's follow index
-/// (`Outbox::outbox_following`, a keyed read: a pass costs what is due, never the outbox's size),
-/// `FOLLOW_IN_FLIGHT` at once. Each answer is recorded as serve's lanes record it (the task's
-/// state, the next poll backing off from `poll_first` to `max_backoff`, following ending at a
-/// terminal or interrupted state or after `give_up_after`). An agent whose followed lapse tasks
-/// cannot be read, or a poll that cannot be recorded, is logged and left to the next sweep.
-/// Answers how many were polled.
-pub async fn follow_due<S: Store + ?Sized>(
-    watcher: &Watcher<S>,
-    following: &Following<'_>,
-    now: Instant,
-) -> usize {
-    let submitting = submitting_agents(watcher);
-    let read: Vec<Vec<OutboxEntry>> = stream::iter(&submitting)
-        .map(|agent| async move {
-            watcher
-                .store
-                .outbox_following(&agent.tenant, &agent.profile.id, Some(now), FOLLOW_PER_AGENT)
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, agent = %agent.profile.id, "reading the agent's followed lapse tasks failed; next sweep");
-                    Vec::new()
-                })
-        })
-        .buffer_unordered(AGENTS_AT_ONCE)
-        .collect()
-        .await;
-    let due: Vec<OutboxEntry> = read.into_iter().flatten().collect();
-    let polled = due.len();
-    stream::iter(due)
-        .for_each_concurrent(FOLLOW_IN_FLIGHT, |entry| async move {
-            let recorded = match following.reconciler {
-                Some(reconciler) => {
-                    let result = reconciler.poll_lapse_task(&entry).await;
-                    following
-                        .submitter
-                        .record_poll_result(&*watcher.store, &entry, result, now)
-                        .await
-                }
-                None => {
-                    following
-                        .submitter
-                        .poll_one(&*watcher.store, following.endpoints, &entry, now)
-                        .await
-                }
-            };
-            if let Err(e) = recorded {
-                tracing::warn!(error = %e, message_id = %entry.message_id, "recording a GetTask poll failed; next sweep");
-            }
-        })
-        .await;
-    polled
+    evaluate(
+        watcher,
+        queue,
+        (&message.tenant, &message.disarm),
+        now,
+        hand_over,
+        invocation,
+    )
+    .await
+    .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -12,5 +12,6 @@ mod ids_api;
 mod operator_view_api;
 mod root_and_bodies_api;
 mod submitter_lanes;
+mod timer_redelivery;
 mod times_api;
 mod webhooks_api;

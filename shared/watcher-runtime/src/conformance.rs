@@ -137,6 +137,7 @@ macro_rules! store_conformance {
             claims_by_a_copy_trust_only_what_is_stored,
             probe_write_writes,
             agent_cards_are_kept,
+            an_unchanged_card_is_written_at_most_once_per_interval,
             lifecycle_descriptors_are_kept,
             channel_states_are_kept,
             last_lapse_position_is_the_newest,

@@ -18,8 +18,10 @@ use crate::origins::{FollowedOrigin, OriginKey};
 mod cards;
 mod error;
 mod notifications;
-pub use cards::{CardKey, CardKind, Cards};
-pub use error::{unavailability_of, BackendFailure, StoreError, Unavailable};
+pub use cards::{read_at_to_record, CardKey, CardKind, Cards, CARD_READ_RECORDED_EVERY};
+pub use error::{
+    is_permanent, unavailability_of, BackendFailure, PermanentFailure, StoreError, Unavailable,
+};
 pub use notifications::{AgentWatch, ChannelState, Notifications, Watermark};
 
 pub use crate::lease::Claim;

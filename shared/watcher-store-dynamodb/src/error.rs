@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::error::{BuildError, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use watcher_runtime::store::{StoreError, Unavailable};
+use watcher_runtime::store::{PermanentFailure, StoreError, Unavailable};
 
 /// Largest item DynamoDB stores, in bytes (names and values together).
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
@@ -106,12 +106,15 @@ const THROTTLING_CODES: &[&str] = &[
     "TooManyRequestsException",
 ];
 
-/// Why `e` means DynamoDB cannot serve the request now, when it does: throttling, a server
-/// error (5xx, an unreadable response), a timeout, or no connection. `None` for an error
-/// retrying cannot mend (validation, access denied, a missing table, a failed condition).
-pub(crate) fn classify<E: ProvideErrorMetadata>(
-    e: &SdkError<E, HttpResponse>,
-) -> Option<Unavailable> {
+/// Why `e` means DynamoDB cannot serve the request now, when it does: throttling, a write to an
+/// item an ongoing transaction holds (`TransactionConflictException`, which the SDK does not
+/// retry), a server error (5xx, an unreadable response), a timeout, or no connection. `None` for
+/// an error retrying cannot mend (validation, access denied, a missing table, a failed
+/// condition).
+///
+/// The one mapping of DynamoDB's errors: this store's (`backend`) and the Learnables
+/// definition store's (`learnables-store-dynamodb`, through [`sdk_failure`]).
+pub fn classify<E: ProvideErrorMetadata>(e: &SdkError<E, HttpResponse>) -> Option<Unavailable> {
     match e {
         SdkError::TimeoutError(_) => Some(Unavailable::TimedOut),
         SdkError::DispatchFailure(d) if d.is_timeout() => Some(Unavailable::TimedOut),
@@ -123,6 +126,8 @@ pub(crate) fn classify<E: ProvideErrorMetadata>(
                 .is_some_and(|c| THROTTLING_CODES.contains(&c))
             {
                 Some(Unavailable::Throttled)
+            } else if s.err().code() == Some("TransactionConflictException") {
+                Some(Unavailable::Contended)
             } else if s.raw().status().is_server_error()
                 || matches!(
                     s.err().code(),
@@ -135,6 +140,27 @@ pub(crate) fn classify<E: ProvideErrorMetadata>(
             }
         }
         _ => None,
+    }
+}
+
+/// `e` as the error of a store over DynamoDB, classified ([`classify`]): a
+/// [`BackendFailure`](watcher_runtime::store::BackendFailure) of its [`Unavailable`] class when
+/// DynamoDB cannot serve the request now (the API answers 503 with `Retry-After` and the reason),
+/// else a [`PermanentFailure`] (retrying cannot mend it: an HTTP answer is 500). The SDK error is
+/// the source either way, never turned into a string. For stores whose error type is not
+/// [`StoreError`] (the Learnables definition store's `DefinitionStoreError::Backend`).
+pub fn sdk_failure<E>(e: SdkError<E, HttpResponse>) -> Box<dyn std::error::Error + Send + Sync>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match classify(&e) {
+        Some(kind) => Box::new(watcher_runtime::store::BackendFailure {
+            kind,
+            source: Box::new(e),
+        }),
+        None => Box::new(PermanentFailure {
+            source: Box::new(e),
+        }),
     }
 }
 
@@ -264,6 +290,10 @@ mod tests {
                 SdkError::dispatch_failure(ConnectorError::io("connection reset".into())),
                 Some(Unavailable::Unreachable),
             ),
+            (
+                service(400, "TransactionConflictException"),
+                Some(Unavailable::Contended),
+            ),
             (service(400, "ValidationException"), None),
             (service(400, "AccessDeniedException"), None),
             (service(400, "ResourceNotFoundException"), None),
@@ -273,6 +303,38 @@ mod tests {
             let got = backend(e);
             assert_eq!(got.unavailability(), want, "{text}");
             assert!(matches!(got, StoreError::Backend(_)), "{text}");
+        }
+    }
+
+    /// [`sdk_failure`] marks each error with its class, or as permanent, and keeps the SDK
+    /// error as the source.
+    #[test]
+    fn sdk_failures_are_transient_of_a_class_or_permanent() {
+        use watcher_runtime::store::{is_permanent, unavailability_of};
+        let cases = [
+            (
+                service(400, "ProvisionedThroughputExceededException"),
+                Some(Unavailable::Throttled),
+            ),
+            (
+                service(400, "TransactionConflictException"),
+                Some(Unavailable::Contended),
+            ),
+            (
+                service(500, "InternalServerError"),
+                Some(Unavailable::Failed),
+            ),
+            (service(400, "AccessDeniedException"), None),
+            (service(400, "ResourceNotFoundException"), None),
+        ];
+        for (e, want) in cases {
+            let text = format!("{e:?}");
+            let got = sdk_failure(e);
+            assert_eq!(unavailability_of(got.as_ref()), want, "{text}");
+            assert_eq!(is_permanent(got.as_ref()), want.is_none(), "{text}");
+            let sdk = std::error::Error::source(got.as_ref())
+                .and_then(|s| s.downcast_ref::<SdkError<GetItemError, HttpResponse>>());
+            assert!(sdk.is_some(), "the SDK error is the source: {text}");
         }
     }
 }

@@ -74,7 +74,8 @@ use crate::codec::{
     subject_expiry, task_expiry, to_json, Indexed, Item, StoredTimer,
 };
 pub use crate::error::{
-    DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS,
+    classify, sdk_failure, DynamoStoreError, MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES,
+    MAX_TRANSACTION_ITEMS,
 };
 pub use crate::keys::rate_pk;
 use crate::keys::{

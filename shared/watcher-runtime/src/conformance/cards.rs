@@ -45,6 +45,66 @@ pub async fn agent_cards_are_kept<S: Store + 'static>(store: Arc<S>) {
     );
 }
 
+/// A card equal to the one kept is not written again while the kept read instant is less than
+/// `CARD_READ_RECORDED_EVERY` (5 minutes) old: reading it again keeps the earlier instant; once
+/// the kept instant is that old the new one is recorded; a later instant already kept is never
+/// moved back; a changed card is kept at once (`Cards::put_agent_card`).
+pub async fn an_unchanged_card_is_written_at_most_once_per_interval<S: Store + 'static>(
+    store: Arc<S>,
+) {
+    let a = tenant("tenant-a");
+    let booking = agent("booking");
+    let secs = |n: i64| {
+        t0().checked_add(jiff::SignedDuration::from_secs(n))
+            .expect("a test instant")
+    };
+    let card = serde_json::json!({ "name": "Booking agent", "version": "1.0.0",
+                                   "skills": [{ "id": "book" }] });
+    // The same card as a fetch may give it: members in another order.
+    let same: serde_json::Value = serde_json::from_str(
+        r#"{ "skills": [{ "id": "book" }], "version": "1.0.0", "name": "Booking agent" }"#,
+    )
+    .expect("JSON");
+    let keep = |card: serde_json::Value, read_at: Instant| {
+        let (store, a, booking) = (store.clone(), a.clone(), booking.clone());
+        async move {
+            store
+                .put_agent_card(&a, &booking, &card, read_at)
+                .await
+                .expect("keep the card");
+            store
+                .agent_card(&a, &booking)
+                .await
+                .expect("agent_card")
+                .expect("a card kept")
+        }
+    };
+    assert_eq!(keep(card.clone(), secs(0)).await, (card.clone(), secs(0)));
+    for n in [1, 60, 299] {
+        assert_eq!(
+            keep(same.clone(), secs(n)).await,
+            (card.clone(), secs(0)),
+            "read again {n} s later: not written again"
+        );
+    }
+    assert_eq!(
+        keep(same.clone(), secs(300)).await,
+        (card.clone(), secs(300)),
+        "5 minutes after the kept read: the read instant is recorded"
+    );
+    assert_eq!(
+        keep(same.clone(), secs(10)).await,
+        (card.clone(), secs(300)),
+        "an earlier read does not move the kept instant back"
+    );
+    let changed = serde_json::json!({ "name": "Booking agent", "version": "1.1.0" });
+    assert_eq!(
+        keep(changed.clone(), secs(301)).await,
+        (changed, secs(301)),
+        "a changed card is kept at once"
+    );
+}
+
 /// The lifecycle probe's descriptor is kept per (tenant, agent, protocol version), replaced by
 /// the next probe of the same version, and read back as it was
 /// (docs/specs/agent-card-vs-lifecycle-conformance.md: one descriptor per (callee,

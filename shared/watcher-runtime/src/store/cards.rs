@@ -42,6 +42,31 @@ impl CardKey<'_> {
     }
 }
 
+/// How long the read instant kept with an unchanged agent card may lag behind the latest read
+/// ([`Cards::put_agent_card`]): five minutes, the AWS sweep's period.
+///
+/// Why the read instant is recorded at all, rather than left in each instance's directory:
+/// another process takes up a kept card only when it was read after the one it holds
+/// (`watcher_host::deployment::adopt_kept_card`), and an instance that fell back to the kept
+/// card while the agent's card server failed (card health `stale`, read at the kept instant)
+/// turns back to `ok` only once the kept instant moves past its own. With the instant never
+/// updated for an unchanged card, such an instance would stay `stale` until its next cold start.
+/// With it recorded at most this often, it turns `ok` within this interval (and the pick-up's 30
+/// s) of a read by any process, and one card costs at most one write per interval, however many
+/// instances read it.
+pub const CARD_READ_RECORDED_EVERY: jiff::SignedDuration = jiff::SignedDuration::from_secs(300);
+
+/// Whether a card equal to the one kept at `kept_at`, read again at `read_at`, has its read
+/// instant recorded ([`Cards::put_agent_card`]): when the kept instant is at least
+/// [`CARD_READ_RECORDED_EVERY`] before `read_at`. Never when it is after `read_at` (a later read
+/// by another process is already kept).
+pub fn read_at_to_record(kept_at: Instant, read_at: Instant) -> bool {
+    kept_at <= read_at
+        && kept_at
+            .checked_add(CARD_READ_RECORDED_EVERY)
+            .is_none_or(|due| due <= read_at)
+}
+
 /// Agent cards and the lifecycle descriptors the registration probe found, kept per agent.
 ///
 /// A store keeps both kinds the same way ([`Cards::keep`], [`Cards::kept`]:
@@ -65,8 +90,16 @@ pub trait Cards: Send + Sync {
     /// kept before (serve.md "Agents are independent": used while a fetch fails, so a restart
     /// during a partner's outage changes nothing for it).
     ///
+    /// A card equal to the one kept (the same JSON value, members in any order) is not written
+    /// again while the kept read instant is less than [`CARD_READ_RECORDED_EVERY`] before
+    /// `read_at`, nor when it is after `read_at`: the kept instant stays. Once it is that old,
+    /// `read_at` is recorded. Every function instance keeps each card it reads at its cold start,
+    /// so without this rule each cold start wrote every card (docs/dynamodb.md "Cards and
+    /// lifecycle descriptors across functions"). The default reads the kept card ([`Cards::kept`])
+    /// and compares; a store may compare more cheaply (DynamoDB: a digest kept beside the card).
+    ///
     /// # Errors
-    /// The backend's error when it cannot write.
+    /// The backend's error when it cannot read or write.
     async fn put_agent_card(
         &self,
         tenant: &Tenant,
@@ -74,17 +107,17 @@ pub trait Cards: Send + Sync {
         card: &Value,
         read_at: Instant,
     ) -> Result<(), StoreError> {
-        let kind = CardKind::AgentCard;
-        self.keep(
-            CardKey {
-                tenant,
-                agent,
-                kind,
-            },
-            card,
-            read_at,
-        )
-        .await
+        let key = CardKey {
+            tenant,
+            agent,
+            kind: CardKind::AgentCard,
+        };
+        if let Some((kept, kept_at)) = self.kept(key).await? {
+            if kept == *card && !read_at_to_record(kept_at, read_at) {
+                return Ok(());
+            }
+        }
+        self.keep(key, card, read_at).await
     }
 
     /// The last agent card kept for `agent` and when it was read, if any.

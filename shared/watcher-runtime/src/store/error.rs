@@ -107,6 +107,40 @@ impl std::error::Error for BackendFailure {
     }
 }
 
+/// A backend failure that retrying cannot mend: the backend refused the request for a reason
+/// that is the deployment's to fix (access denied, a missing table, a request it finds invalid),
+/// not a moment's. Displays as its source. An HTTP answer for it is 500: no `Retry-After` would
+/// be true. A backend failure marked neither this nor [`BackendFailure`] is of no known class.
+#[derive(Debug)]
+pub struct PermanentFailure {
+    /// The backend's error (an SDK error, kept, never stringified).
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl std::fmt::Display for PermanentFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.source.fmt(f)
+    }
+}
+
+impl std::error::Error for PermanentFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.source.as_ref())
+    }
+}
+
+/// Whether `e`'s chain (itself, then its sources) holds a [`PermanentFailure`].
+pub fn is_permanent(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if e.is::<PermanentFailure>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
 /// The [`Unavailable`] class of the first [`BackendFailure`] in `e`'s chain (itself, then its
 /// sources).
 pub fn unavailability_of(e: &(dyn std::error::Error + 'static)) -> Option<Unavailable> {

@@ -91,6 +91,7 @@ fn outbox_entry(t: &Tenant, message_id: &str, delivery: DeliveryState) -> Outbox
     }
 }
 
+mod cards;
 mod commits;
 mod limits;
 mod live_count;

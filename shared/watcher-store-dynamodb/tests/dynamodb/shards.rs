@@ -171,6 +171,155 @@ async fn the_timer_and_due_indexes_are_sharded_and_still_read_the_unsharded_valu
     assert!(now_in.starts_with("queued#"), "{now_in}");
 }
 
+/// The shard of `key` among `shards` as the store computes it (docs/dynamodb.md "Shards": the
+/// first 8 bytes of its SHA-256, big-endian, modulo the count).
+fn shard(key: &str, shards: u64) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(key.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first) % shards
+}
+
+/// The number after `{prefix}#` in `value`.
+fn shard_number(value: &str, prefix: &str) -> u64 {
+    value
+        .strip_prefix(prefix)
+        .and_then(|k| k.strip_prefix('#'))
+        .and_then(|k| k.parse().ok())
+        .unwrap_or_else(|| panic!("{value} is not {prefix}#{{k}}"))
+}
+
+/// `timers` and `outbox-due` are spread over 64 shards (`DUE_SHARDS`), where an earlier version
+/// spread them over 16: a subject and a queued lapse task that version wrote (`timers#{k}`,
+/// `queued#{k}`, `k` their key's shard of 16) are still found by the sweep's read
+/// (`due_timers`, `next_timer`) and the due queue's (`outbox_due`), and move to their shard of 64
+/// when next written (docs/dynamodb.md "Upgrading").
+#[tokio::test]
+async fn timers_and_queued_use_64_shards_and_still_find_what_16_shards_wrote() {
+    let store = store().await;
+    let t = tenant("tenant-64-shards");
+    let subjects: Vec<SubjectState> = (0..40)
+        .map(|i| {
+            let mut s = subject_with_record(&t, &format!("S-{i:02}"), i + 1);
+            s.records[0].due_at = at(60 + i as u32);
+            s
+        })
+        .collect();
+    for chunk in subjects.chunks(8) {
+        store
+            .commit(&t, subjects_only(chunk.to_vec()))
+            .await
+            .expect("subjects with timers");
+    }
+    let items = raw_items(&store, "subject").await;
+    for item in &items {
+        let pk = attribute(item, "pk").expect("pk");
+        let part = attribute(item, "timersPk").expect("a pending timer");
+        assert_eq!(shard_number(part, "timers"), shard(pk, 64), "{pk}");
+    }
+    let shards: BTreeSet<u64> = items
+        .iter()
+        .map(|i| shard_number(attribute(i, "timersPk").expect("timersPk"), "timers"))
+        .collect();
+    assert!(
+        shards.iter().any(|k| *k >= 16),
+        "past the sixteen: {shards:?}"
+    );
+
+    // The first subject whose shard of 64 is not its shard of 16, as the earlier version wrote it.
+    let old = items
+        .iter()
+        .find(|i| {
+            let pk = attribute(i, "pk").expect("pk");
+            shard(pk, 64) != shard(pk, 16)
+        })
+        .expect("a subject whose shard changed");
+    let pk = attribute(old, "pk").expect("pk").to_owned();
+    let earlier = format!("timers#{}", shard(&pk, 16));
+    set_raw(&store, old, "timersPk", &earlier).await;
+    let state: SubjectState =
+        serde_json::from_str(attribute(old, "state").expect("state")).expect("state JSON");
+    let id = state.subject.id.clone();
+    let due = store.due_timers(at(150), 1000).await.expect("due timers");
+    let ids: Vec<&str> = due.iter().map(|d| d.key.subject.id.as_str()).collect();
+    let expected: Vec<String> = (0..40).map(|i| format!("S-{i:02}")).collect();
+    assert_eq!(
+        ids, expected,
+        "every shard, the earlier one's too, in firing order"
+    );
+    let at_its_deadline = state.records[0].due_at;
+    let just_then = store
+        .due_timers(at_its_deadline, 1000)
+        .await
+        .expect("due then");
+    assert_eq!(
+        just_then.last().map(|d| d.key.subject.id.as_str()),
+        Some(id.as_str()),
+        "the sweep at its deadline fires it"
+    );
+    let next = store.next_timer().await.expect("next").expect("one");
+    assert_eq!(next, due[0]);
+    // Its next commit (the timer moved) puts it in its shard of 64.
+    let mut moved = load_one(&store, &t, &state.subject).await;
+    moved.records[0].due_at = at(120);
+    store
+        .commit(&t, subjects_only(vec![moved]))
+        .await
+        .expect("move the timer");
+    let now_in = attribute(&raw_subject(&store, &state.subject).await, "timersPk")
+        .expect("still pending")
+        .to_owned();
+    assert_eq!(now_in, format!("timers#{}", shard(&pk, 64)));
+
+    // A queued lapse task the earlier version put in `queued#{k}`, `k` of 16.
+    let entries = queued_lapse_tasks(&t, 30);
+    queue(&store, &t, entries.clone()).await;
+    let outbox = raw_items(&store, "outbox").await;
+    let key = |i: &Item| {
+        format!(
+            "{}#{}",
+            attribute(i, "pk").expect("pk"),
+            attribute(i, "sk").expect("sk")
+        )
+    };
+    for item in &outbox {
+        let part = attribute(item, "queued").expect("queued");
+        assert_eq!(shard_number(part, "queued"), shard(&key(item), 64));
+    }
+    let old = outbox
+        .iter()
+        .find(|i| shard(&key(i), 64) != shard(&key(i), 16))
+        .expect("a lapse task whose shard changed");
+    let earlier = format!("queued#{}", shard(&key(old), 16));
+    set_raw(&store, old, "queued", &earlier).await;
+    let sk = attribute(old, "sk").expect("sk").to_owned();
+    let due = store.outbox_due(at(61), 100).await.expect("due");
+    assert_eq!(
+        due, entries,
+        "every shard, the earlier one's too, oldest first"
+    );
+    let position = entries
+        .iter()
+        .position(|e| format!("booking#{}", e.message_id) == sk)
+        .expect("one of them");
+    let up_to = store
+        .outbox_due(at(61), position + 1)
+        .await
+        .expect("due up to it");
+    assert_eq!(up_to.last(), Some(&entries[position]), "in its place");
+    // Its next update moves it to its shard of 64.
+    let mut attempted = entries[position].clone();
+    attempted.attempts = 1;
+    store.outbox_update(&attempted).await.expect("update");
+    let after = raw_items(&store, "outbox").await;
+    let item = item_with_sk(&after, &sk);
+    assert_eq!(
+        attribute(item, "queued"),
+        Some(format!("queued#{}", shard(&key(item), 64)).as_str())
+    );
+}
+
 /// No index partition is written by every lapse task of a tenant (or of an agent): lapse tasks
 /// spread over the shards of `lapses-tenant` and `lapses-agent` (`LAPSES#{tenant}#{k}`,
 /// `LAPSES#{tenant}#{agent}#{k}`); a page merges every shard and the earlier version's one
