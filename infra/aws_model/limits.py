@@ -19,13 +19,17 @@ sees the calls in the order they were served):
   both", so it is one token bucket measured in partition-seconds (a read unit costs K/3,000 of
   one, a write unit K/1,000), holding one second: burst capacity (up to 300 s of unused
   capacity) is documented for provisioned tables and "can't alleviate partition-level
-  throttling", and the template's tables are on demand. Each table has a read and a write
-  bucket of its on-demand maximum (40,000 units a second each) / K, one second deep too. Units
-  as AWS counts them: a read unit per 4 KB (rounded up) of the item, half for an eventually
-  consistent read, two for a transactional one; a write unit per 1 KB of the larger of the item
-  before and after, two for a transactional one. A Query or Scan is charged after it ran, for
-  the bytes of the items it read (rounded up to 4 KB once), and is refused only while its
-  partition or table is in debt; AWS too only learns a Query's cost by running it. A refusal is
+  throttling", and the template's tables are on demand. Each table, and each of its global
+  secondary indexes apart from it, has a read and a write bucket of the on-demand per-table
+  quota (40,000 units a second each) / K, one second deep too: on demand that quota applies to
+  "any table, or any individual GSI within that table" (`_Run.throughput` cites AWS), so the
+  units a write or Query spends on a global index never count against its table's bucket (a
+  Query on a local index does: that index shares its table's throughput). Units as AWS counts
+  them: a read unit per 4 KB (rounded up) of the item, half for an eventually consistent read,
+  two for a transactional one; a write unit per 1 KB of the larger of the item before and
+  after, two for a transactional one. A Query or Scan is charged after it ran, for the bytes of
+  the items it read (rounded up to 4 KB once), and is refused only while its partition or
+  table (or index) is in debt; AWS too only learns a Query's cost by running it. A refusal is
   `ProvisionedThroughputExceededException` (HTTP 400; on-demand tables answer it too, with the
   on-demand message), and `TransactionCanceledException` with `ThrottlingError` reasons for a
   transaction. A BatchGetItem or BatchWriteItem serves the items that have room and hands the
@@ -217,7 +221,9 @@ class Meter:
             "peak": round(peak, 3),
             "peak_share": round(peak / self.limit, 4) if self.limit else None,
             # `unit` a second, summed over the run: for a table's read and write meters, the
-            # request units it and its indexes consumed (what on-demand bills).
+            # request units its own items consumed, for a global index's
+            # (`dynamodb:table/index:…`) the index's; `dynamodb_units` holds both (what
+            # on-demand bills).
             "total": round(self.total, 3),
         }
 
@@ -327,6 +333,9 @@ class _Run:
         # back its indexes' (nothing was written to them).
         self.units = {}
         self.pending_write = None  # the index charges of the PutItem/UpdateItem/DeleteItem served
+        # (table, index) of the local indexes Queries named: they draw on their table's
+        # throughput, a global index on its own (`owner`).
+        self.local_indexes = set()
 
     # -- bookkeeping ---------------------------------------------------------------------
     def meter(self, name, limit=None, unit=""):
@@ -366,23 +375,53 @@ class _Run:
                 + wru / self.limits["dynamodb_partition_wru_per_second"])
 
     # -- DynamoDB ------------------------------------------------------------------------
-    def table_meters(self, table):
-        r = self.meter(f"dynamodb:{table}:read", self.limits["dynamodb_table_rru_per_second"],
+    def owner(self, table, index):
+        """Whose table-level throughput a charge of `index` on `table` draws on: `table` for the
+        table's own items (index "") and for a local index (it shares its table's throughput),
+        `table/index` for a global index, which has its own (see `throughput`)."""
+        if not index or (table, index) in self.local_indexes:
+            return table
+        return f"{table}/{index}"
+
+    def table_meters(self, table, index=""):
+        """The read and write meters of the table-level throughput `owner(table, index)` draws
+        on, each limited to the on-demand per-table quota over K."""
+        owner = self.owner(table, index)
+        r = self.meter(f"dynamodb:{owner}:read", self.limits["dynamodb_table_rru_per_second"],
                        "RRU/s")
-        w = self.meter(f"dynamodb:{table}:write", self.limits["dynamodb_table_wru_per_second"],
+        w = self.meter(f"dynamodb:{owner}:write", self.limits["dynamodb_table_wru_per_second"],
                        "WRU/s")
         return r, w
 
     def throughput(self, charges, now):
-        """Whether every bucket of `charges` ([(table, index, key, rru, wru)]) has room; the
-        name of the first that has not, else None."""
+        """Whether every bucket of `charges` ([(table, index, key, rru, wru)]) has room; else
+        (meter name, ThrottlingReasons reason, resource: `table` or `table/index/name`) of the
+        first that has not, else None.
+
+        Table-level throughput: on demand, the per-table quota (40,000 read and 40,000 write
+        units a second) applies to the table and, separately, to each of its global indexes:
+        "For on-demand capacity mode tables and GSIs, the table-level quota is the maximum read
+        and write capacity units that are available for any table, or any individual GSI within
+        that table"
+        (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html,
+        "Throughput default quotas"). So a write's own units go to its table's bucket and each
+        global index's units to that index's bucket, never to the table's. Exceeding it is
+        `AccountLimitExceeded` ("caused a table or global secondary index (GSI) in on-demand
+        mode to exceed the per-table account-level service quotas"), not
+        `MaxOnDemandThroughputExceeded`, a configured maximum the template does not set
+        (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_ThrottlingReason.html).
+        """
         for table, index, key, rru, wru in charges:
-            if rru and not self.bucket(f"dynamodb:{table}:read",
+            owner = self.owner(table, index)
+            gsi = owner != table
+            resource = f"{table}/index/{index}" if gsi else table
+            level = "Index" if gsi else "Table"
+            if rru and not self.bucket(f"dynamodb:{owner}:read",
                                        self.limits["dynamodb_table_rru_per_second"]).can(now, rru):
-                return f"dynamodb:{table}:read", "TableReadMaxOnDemandThroughputExceeded", table
-            if wru and not self.bucket(f"dynamodb:{table}:write",
+                return f"dynamodb:{owner}:read", f"{level}ReadAccountLimitExceeded", resource
+            if wru and not self.bucket(f"dynamodb:{owner}:write",
                                        self.limits["dynamodb_table_wru_per_second"]).can(now, wru):
-                return f"dynamodb:{table}:write", "TableWriteMaxOnDemandThroughputExceeded", table
+                return f"dynamodb:{owner}:write", f"{level}WriteAccountLimitExceeded", resource
             if key is not None:
                 bucket, meter = self.partition(table, index, key)
                 if not bucket.can(now, self.partition_cost(rru, wru)):
@@ -390,7 +429,7 @@ class _Run:
                         meter.refusals.get("ProvisionedThroughputExceededException", 0) + 1)
                     kind = ("Index" if index else "Table") + (
                         "Write" if wru else "Read") + "KeyRangeThroughputExceeded"
-                    return self.partition_meter_name(table, index), kind, table
+                    return self.partition_meter_name(table, index), kind, resource
         return None
 
     def partition_meter_name(self, table, index):
@@ -403,13 +442,14 @@ class _Run:
             units = self.units.setdefault(f"{table}/{index}" if index else table, [0.0, 0.0])
             units[0] += rru
             units[1] += wru
-            r, w = self.table_meters(table)
+            owner = self.owner(table, index)
+            r, w = self.table_meters(table, index)
             if rru:
-                self.bucket(f"dynamodb:{table}:read",
+                self.bucket(f"dynamodb:{owner}:read",
                             self.limits["dynamodb_table_rru_per_second"]).charge(now, rru)
                 r.use(now, rru)
             if wru:
-                self.bucket(f"dynamodb:{table}:write",
+                self.bucket(f"dynamodb:{owner}:write",
                             self.limits["dynamodb_table_wru_per_second"]).charge(now, wru)
                 w.use(now, wru)
             if key is not None:
@@ -489,7 +529,7 @@ class _Part:
             # for a failed conditional write; its indexes give theirs back.
             for table, index, _, _, wru in written:
                 run.units[f"{table}/{index}"][1] -= wru
-                run.meters[f"dynamodb:{table}:write"].total -= wru
+                run.table_meters(table, index)[1].total -= wru
         elif call.operation in ("Query", "Scan"):
             charges, run.pending_read = run.pending_read, None
             read = _LAST_READ[0]
@@ -636,8 +676,8 @@ def _install_read_meter():
 # -- DynamoDB ------------------------------------------------------------------------------
 
 def _throttle(run, where):
-    meter_name, reason, table = where
-    resource = f"arn:aws:dynamodb:us-east-1:123456789012:table/{table}"
+    meter_name, reason, resource = where  # resource: `table` or `table/index/name`
+    resource = f"arn:aws:dynamodb:us-east-1:123456789012:table/{resource}"
     return run.refuse(meter_name, "ProvisionedThroughputExceededException", _Answer(
         400, "ProvisionedThroughputExceededException", _ON_DEMAND_THROTTLE,
         {"ThrottlingReasons": [{"reason": reason, "resource": resource}]}))
@@ -732,12 +772,15 @@ def _dynamodb(run, call):
         table = _table(call, table_name)
         index = p.get("IndexName") or ""
         key = _query_hash(table, index, p) if op == "Query" else None
+        if index and table is not None and index not in {
+                i.name for i in getattr(table, "global_indexes", []) or []}:
+            run.local_indexes.add((table_name, index))
         factor = 1 if p.get("ConsistentRead") else 0.5
         where = run.throughput([(table_name, index, key, 1e-9, 0)], now)
-        run.table_meters(table_name)
+        read, _ = run.table_meters(table_name, index)
         if key is not None:
             run.partition(table_name, index, key)[1].calls += 1
-        run.meters[f"dynamodb:{table_name}:read"].calls += 1
+        read.calls += 1
         if where is not None:
             return _throttle(run, where)
         run.pending_read = ((table_name, index, key), factor)
@@ -799,7 +842,7 @@ def _admit_charges(run, charges, now):
 
 def _count_partitions(run, charges):
     for table, index, key, rru, wru in charges:
-        r, w = run.table_meters(table)
+        r, w = run.table_meters(table, index)
         (r if rru else w).calls += 1
         if key is not None:
             run.partition(table, index, key)[1].calls += 1

@@ -178,8 +178,59 @@ class PartitionThroughput(LimitsCase):
         for i in range(40):
             self.assertIsNone(self.part.admit(put("t", f"key{i}")))
         refused = self.part.admit(put("t", "key40"))
+        # The per-table quota, not a configured maximum: `AccountLimitExceeded` (AWS's
+        # ThrottlingReason reference), at the table's ARN.
+        self.assertEqual(refused.extra["ThrottlingReasons"][0], {
+            "reason": "TableWriteAccountLimitExceeded",
+            "resource": "arn:aws:dynamodb:us-east-1:123456789012:table/t"})
+
+    def test_a_global_index_has_its_own_table_level_quota(self):
+        # On demand the per-table quota applies to "any table, or any individual GSI within
+        # that table" (ServiceQuotas.html): an index's units never count against its table's.
+        self.configure(k=1000)  # 40 WRU a second for the table, 40 for its index, 1 a partition
+
+        def put_g(pk, g, size=10):
+            return call("dynamodb", "PutItem", {"TableName": "t", "Item": {
+                "pk": {"S": pk}, "sk": {"S": "a"}, "g": {"S": g}, "v": {"S": "x" * size}}})
+
+        # 40 writes of 1 WRU to the table and 1 to the index each: 80 WRU in the second, 40 per
+        # bucket, all served (charged to the table alone, the 21st would have been refused).
+        for i in range(40):
+            self.assertIsNone(self.part.admit(put_g(f"k{i}", f"g{i}")), i)
+        resources = self.part.state()["resources"]
+        self.assertEqual(resources["dynamodb:t:write"]["peak"], 40.0)
+        self.assertEqual(resources["dynamodb:t/by-g:write"]["peak"], 40.0)
+        self.assertEqual(resources["dynamodb:t/by-g:write"]["limit"], 40.0)
+        # The billed units are unchanged: each write's units, its table's and its index's.
+        self.assertEqual(self.part.state()["dynamodb_units"]["by_table"],
+                         {"t": {"read": 0.0, "write": 40.0},
+                          "t/by-g": {"read": 0.0, "write": 40.0}})
+        # The same 80 WRU on the table itself (40 writes of 1,500 bytes, 2 WRU each, no index
+        # key) meet the table's quota at the 21st.
+        self.clock.now += 1.0
+        for i in range(20):
+            self.assertIsNone(self.part.admit(put("t", f"big{i}", size=1500)), i)
+        refused = self.part.admit(put("t", "big20", size=1500))
         self.assertEqual(refused.extra["ThrottlingReasons"][0]["reason"],
-                         "TableWriteMaxOnDemandThroughputExceeded")
+                         "TableWriteAccountLimitExceeded")
+        # The index meets its own quota: replacing an item whose index key changes writes to the
+        # index twice (the old entry removed, the new put), 1 WRU to the table. At the 21st the
+        # index has taken 40 WRU, the table 20: the index is refused, at the index's ARN.
+        self.clock.now += 1.0
+        for i in range(21):
+            self.ddb.put_item(TableName="t", Item={"pk": {"S": f"m{i}"}, "sk": {"S": "a"},
+                                                   "g": {"S": f"old{i}"}})
+        for i in range(20):
+            self.assertIsNone(self.part.admit(put_g(f"m{i}", f"new{i}")), i)
+        refused = self.part.admit(put_g("m20", "new20"))
+        self.assertEqual(refused.extra["ThrottlingReasons"][0], {
+            "reason": "IndexWriteAccountLimitExceeded",
+            "resource": "arn:aws:dynamodb:us-east-1:123456789012:table/t/index/by-g"})
+        resources = self.part.state()["resources"]
+        self.assertEqual(resources["dynamodb:t/by-g:write"]["refusals"],
+                         {"ProvisionedThroughputExceededException": 1})
+        self.assertEqual(resources["dynamodb:t:write"]["refusals"],
+                         {"ProvisionedThroughputExceededException": 1})
 
 
 def transact(*keys, token=None):
@@ -347,10 +398,13 @@ class Units(LimitsCase):
         self.assertEqual(units["by_table"], {"t": {"read": 1.5, "write": 6.0},
                                              "t/by-g": {"read": 0.5, "write": 3.0}})
         self.assertEqual((units["read"], units["write"]), (2.0, 9.0))
-        # The table's meters total its units and its index's.
+        # The table's meters total its own units, the index's meters the index's (each is its
+        # own table-level throughput on demand).
         resources = self.part.state()["resources"]
-        self.assertEqual(resources["dynamodb:t:write"]["total"], 9.0)
-        self.assertEqual(resources["dynamodb:t:read"]["total"], 2.0)
+        self.assertEqual(resources["dynamodb:t:write"]["total"], 6.0)
+        self.assertEqual(resources["dynamodb:t:read"]["total"], 1.5)
+        self.assertEqual(resources["dynamodb:t/by-g:write"]["total"], 3.0)
+        self.assertEqual(resources["dynamodb:t/by-g:read"]["total"], 0.5)
 
     def test_a_failed_conditional_write_keeps_the_tables_units_not_the_indexes(self):
         self.configure(k=1)
@@ -369,6 +423,37 @@ class Units(LimitsCase):
         self.assertIsNone(self.part.admit(put("t", "hot")))
         self.assertIsNotNone(self.part.admit(put("t", "hot", "b")))
         self.assertEqual(self.part.state()["dynamodb_units"]["write"], 1.0)
+
+    def test_a_query_on_a_local_index_reads_its_tables_throughput(self):
+        # A local index shares its table's throughput; only a global index has its own.
+        self.ddb.create_table(
+            TableName="l",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                       {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                  {"AttributeName": "sk", "AttributeType": "S"},
+                                  {"AttributeName": "s2", "AttributeType": "S"}],
+            LocalSecondaryIndexes=[{
+                "IndexName": "by-s2",
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
+                              {"AttributeName": "s2", "KeyType": "RANGE"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        self.configure(k=1)
+        self.ddb.put_item(TableName="l", Item={"pk": {"S": "p"}, "sk": {"S": "1"},
+                                               "s2": {"S": "x"}})
+        query = call("dynamodb", "Query", {
+            "TableName": "l", "IndexName": "by-s2", "KeyConditionExpression": "pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": "p"}}})
+        self.assertIsNone(self.part.admit(query))
+        self.ddb.query(TableName="l", IndexName="by-s2", KeyConditionExpression="pk = :p",
+                       ExpressionAttributeValues={":p": {"S": "p"}})
+        self.part.after(query, 200)
+        resources = self.part.state()["resources"]
+        self.assertEqual(resources["dynamodb:l:read"]["total"], 0.5)
+        self.assertNotIn("dynamodb:l/by-s2:read", resources)
 
 
 class Sizes(LimitsCase):

@@ -36,6 +36,17 @@ pub const TIMER_REDELIVERY: Backoff = Backoff {
     max_attempts: 10,
 };
 
+/// When a lapse message the submitter handed back after a store failure returns, by its receive
+/// count: the same full jitter as [`TIMER_REDELIVERY`] (1 s doubling to 60 s), where the lapse
+/// queue's 360 s visibility timeout would hold the agent's FIFO message group that long.
+/// `max_attempts` is the lapse queue's redrive count (`maxReceiveCount`, template.yaml), for the
+/// record.
+pub const SUBMITTER_REDELIVERY: Backoff = Backoff {
+    base: Duration::from_secs(1),
+    cap: Duration::from_secs(60),
+    max_attempts: 1000,
+};
+
 /// A passing store failure tried again inside the invocation: 250 ms doubling to 2 s, 3
 /// attempts in all (waits of at most 250 and 500 ms), after the SDK's own 3 attempts per request
 /// and the step's conflict retries.

@@ -259,10 +259,23 @@ where
     {
         let id = record.message_id.clone().unwrap_or_default();
         let receipt = record.receipt_handle.clone();
+        // A message handed back with no next attempt of its own (a store failure, which may pass)
+        // returns after a jittered backoff of its receive count, not the queue's 360 s
+        // visibility timeout, which would hold its agent's message group that long.
+        let after_failure = crate::redelivery::visibility_after(
+            &crate::redelivery::SUBMITTER_REDELIVERY,
+            record
+                .attributes
+                .get("ApproximateReceiveCount")
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(1),
+        );
         let back = |seconds: Option<u32>| HandedBack {
             position,
             sqs_message_id: id.clone(),
-            redeliver: seconds.and_then(|s| receipt.clone().map(|r| (r, s))),
+            redeliver: receipt
+                .clone()
+                .map(|r| (r, seconds.unwrap_or(after_failure))),
         };
         if let Some(seconds) = stopped {
             handed_back.push(back(seconds));
@@ -443,7 +456,8 @@ async fn prepay<'a>(
 /// Whether a lapse message whose delivery came to `delivered` (logged here) goes back to the
 /// queue: `Some(Some(seconds))` to come back at the lapse task's next attempt (a retry, a
 /// deferral, an entry not due or claimed by another sender), `Some(None)` after a store failure
-/// (the queue's visibility timeout), `None` when it is done with.
+/// (after [`SUBMITTER_REDELIVERY`](crate::redelivery::SUBMITTER_REDELIVERY)'s backoff of its
+/// receive count), `None` when it is done with.
 fn next_of(
     delivered: Result<EntryOutcome, StoreError>,
     message_id: &str,

@@ -397,10 +397,18 @@ async fn a_record_that_fails_hands_its_message_back_and_stops_the_lane() {
         .map(|f| f.item_identifier.as_str())
         .collect();
     assert_eq!(failed, ["sqs-m1", "sqs-m2", "sqs-m3"], "all come back");
-    assert!(
-        outcome.redeliver_after.is_empty(),
-        "after a store failure the queue's visibility timeout applies"
+    // After a store failure each message returns after the backoff of its receive count (the
+    // first: within 1 s), not the queue's 360 s visibility timeout, which would hold the agent's
+    // message group that long.
+    assert_eq!(
+        outcome.redeliver_after.len(),
+        3,
+        "{:?}",
+        outcome.redeliver_after
     );
+    for (_, seconds) in &outcome.redeliver_after {
+        assert!(*seconds <= 1, "first receive: within 1 s, got {seconds}");
+    }
     store.fail_writes(false);
     let m1 = store
         .outbox_get(
