@@ -18,16 +18,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::stream::{self, StreamExt};
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio::task::JoinHandle;
 use watcher_core::ids::{AgentId, Tenant};
-use watcher_core::time::Instant;
 use watcher_runtime::clock::Clock;
-use watcher_runtime::store::{DeliveryState, Outbox, OutboxEntry};
+use watcher_runtime::store::Outbox;
 
 use crate::deliver::Submitter;
 use crate::endpoint::Endpoints;
+use crate::lane::{Lane, PassEnd};
 use crate::reconcile::Reconciler;
 use crate::retry::elapsed;
 
@@ -93,10 +92,21 @@ pub fn spawn_lanes(ctx: LaneContext, agents: Vec<(Tenant, AgentId)>) -> Vec<Join
         .collect()
 }
 
-/// One agent's lane.
+/// One agent's lane: [`Lane::pass`] after pass, waiting between them for the agent's next
+/// attempt or poll, its rate limit, a wake-up or stop.
 async fn lane(ctx: Arc<LaneContext>, total: Arc<Semaphore>, tenant: Tenant, agent: AgentId) {
     let mut stop = ctx.stop.clone();
-    let batch = ctx.settings.batch.max(1);
+    let lane = Lane {
+        tenant: &tenant,
+        agent: &agent,
+        store: &*ctx.store,
+        submitter: &ctx.submitter,
+        endpoints: &*ctx.endpoints,
+        reconciler: ctx.reconciler.as_deref(),
+        slots: Some(&total),
+        per_agent: ctx.settings.per_agent,
+        batch: ctx.settings.batch,
+    };
     loop {
         if *stop.borrow() {
             return;
@@ -106,17 +116,20 @@ async fn lane(ctx: Arc<LaneContext>, total: Arc<Semaphore>, tenant: Tenant, agen
         tokio::pin!(notified);
         notified.as_mut().enable();
 
-        let pass = one_pass(&ctx, &total, &tenant, &agent, batch);
         let pass = tokio::select! {
-            pass = pass => pass,
+            pass = lane.pass(&*ctx.clock, None) => pass,
             _ = stop.changed() => return,
         };
-        let wait = match pass {
+        let now = ctx.clock.now();
+        let wait = match pass.end {
             // More may be due: the next pass starts at once.
-            Pass::Full => continue,
-            Pass::Done => next_wait(&ctx, &tenant, &agent).await,
+            PassEnd::More => continue,
+            PassEnd::Idle { next: Some(at) } => elapsed(now, at).min(ctx.settings.idle),
+            PassEnd::Idle { next: None } => ctx.settings.idle,
+            // Excess lapse tasks wait in memory for their tokens, with no write.
+            PassEnd::Limited { until } => elapsed(now, until),
             // The store failed: wait before trying again rather than spin on it.
-            Pass::StoreFailed => ctx.settings.idle,
+            PassEnd::StoreFailed => ctx.settings.idle,
         };
         if wait.is_zero() {
             continue;
@@ -127,167 +140,4 @@ async fn lane(ctx: Arc<LaneContext>, total: Arc<Semaphore>, tenant: Tenant, agen
             _ = stop.changed() => return,
         }
     }
-}
-
-/// How a pass ended.
-enum Pass {
-    /// The batch was full: more may be due.
-    Full,
-    /// Everything due was handled.
-    Done,
-    /// A store read or write failed.
-    StoreFailed,
-}
-
-/// Sends what is due for the agent now.
-async fn one_pass(
-    ctx: &LaneContext,
-    total: &Semaphore,
-    tenant: &Tenant,
-    agent: &AgentId,
-    batch: usize,
-) -> Pass {
-    let now = ctx.clock.now();
-    let due = match ctx
-        .store
-        .outbox_of_agent(tenant, agent, DeliveryState::Queued, Some(now), batch)
-        .await
-    {
-        Ok(due) => due,
-        Err(e) => {
-            tracing::error!(error = %e, %tenant, %agent, "reading the agent's due lapse tasks failed; will retry");
-            return Pass::StoreFailed;
-        }
-    };
-    let follows = match ctx
-        .store
-        .outbox_following(tenant, agent, Some(now), batch)
-        .await
-    {
-        Ok(f) => f,
-        Err(e) => {
-            tracing::error!(error = %e, %tenant, %agent, "reading the agent's followed lapse tasks failed; will retry");
-            return Pass::StoreFailed;
-        }
-    };
-    let full = due.len() == batch || follows.len() == batch;
-    let mut recorded: Vec<bool> = stream::iter(due)
-        .map(|entry| send_one(ctx, total, entry))
-        .buffer_unordered(ctx.settings.per_agent.max(1))
-        .collect()
-        .await;
-    let polled: Vec<bool> = stream::iter(follows)
-        .map(|entry| poll_one(ctx, total, entry))
-        .buffer_unordered(ctx.settings.per_agent.max(1))
-        .collect()
-        .await;
-    recorded.extend(polled);
-    if recorded.iter().any(|ok| !ok) {
-        Pass::StoreFailed
-    } else if full {
-        Pass::Full
-    } else {
-        Pass::Done
-    }
-}
-
-/// Waits for the agent's rate limit and a free slot, then sends one entry; answers whether the
-/// store took every write.
-async fn send_one(ctx: &LaneContext, total: &Semaphore, entry: OutboxEntry) -> bool {
-    loop {
-        let wait = ctx
-            .submitter
-            .limiter()
-            .wait_time(&entry.tenant, &entry.agent, ctx.clock.now());
-        if wait.is_zero() {
-            break;
-        }
-        tokio::time::sleep(wait).await;
-    }
-    // The semaphore is never closed; a closed one would only mean "go ahead".
-    let _permit = total.acquire().await.ok();
-    if let Some(reconciler) = &ctx.reconciler {
-        match reconciler.check_before_send(&entry).await {
-            Ok(true) => {}
-            Ok(false) => return true,
-            Err(e) => {
-                tracing::error!(error = %e, message_id = %entry.message_id, "recording a withdrawn lapse task failed");
-                return false;
-            }
-        }
-    }
-    let outcome = ctx
-        .submitter
-        .deliver_one(
-            &*ctx.store,
-            &*ctx.endpoints,
-            &entry.tenant,
-            &entry.agent,
-            &entry.message_id,
-            ctx.clock.now(),
-        )
-        .await;
-    match outcome {
-        Ok(_) => true,
-        Err(e) => {
-            tracing::error!(
-                error = %e,
-                message_id = %entry.message_id,
-                agent = %entry.agent,
-                "recording a lapse task's attempt failed; it is looked for before it is sent again"
-            );
-            false
-        }
-    }
-}
-
-/// Polls one followed lapse task with `GetTask` (in a free slot) and records what it says;
-/// answers whether the store took the write.
-async fn poll_one(ctx: &LaneContext, total: &Semaphore, entry: OutboxEntry) -> bool {
-    let _permit = total.acquire().await.ok();
-    let recorded = match &ctx.reconciler {
-        Some(reconciler) => {
-            let result = reconciler.poll_lapse_task(&entry).await;
-            ctx.submitter
-                .record_poll_result(&*ctx.store, &entry, result, ctx.clock.now())
-                .await
-        }
-        None => {
-            ctx.submitter
-                .poll_one(&*ctx.store, &*ctx.endpoints, &entry, ctx.clock.now())
-                .await
-        }
-    };
-    match recorded {
-        Ok(_) => true,
-        Err(e) => {
-            tracing::error!(error = %e, message_id = %entry.message_id, "recording a GetTask poll failed");
-            false
-        }
-    }
-}
-
-/// How long the lane may wait: until its agent's earliest next attempt or poll, at most `idle`.
-async fn next_wait(ctx: &LaneContext, tenant: &Tenant, agent: &AgentId) -> Duration {
-    let idle = ctx.settings.idle;
-    let attempt = ctx
-        .store
-        .outbox_of_agent(tenant, agent, DeliveryState::Queued, None, 1)
-        .await
-        .ok()
-        .and_then(|v| v.first().map(|e| e.next_attempt_at));
-    let poll = ctx
-        .store
-        .outbox_following(tenant, agent, None, 1)
-        .await
-        .ok()
-        .and_then(|v| v.first().and_then(|e| e.follow_at));
-    match attempt.into_iter().chain(poll).min() {
-        Some(at) => wait_until(ctx.clock.now(), at).min(idle),
-        None => idle,
-    }
-}
-
-fn wait_until(now: Instant, at: Instant) -> Duration {
-    elapsed(now, at)
 }

@@ -27,6 +27,7 @@ pub mod client;
 pub mod deliver;
 pub mod endpoint;
 mod guard;
+pub mod lane;
 pub mod lanes;
 pub mod rate;
 pub mod reconcile;
@@ -42,6 +43,7 @@ pub use deliver::{
 };
 pub use endpoint::{AgentEndpoint, Endpoints};
 pub use guard::is_public as is_public_address;
+pub use lane::{Lane, PassEnd, PassReport};
 pub use lanes::{spawn_lanes, LaneContext, LaneSettings};
 pub use rate::{BucketError, RateBuckets, RateLimit, RateLimiter};
 pub use retry::{jitter_fraction, next_attempt_at, RetryPolicy};

@@ -1,0 +1,420 @@
+//! One agent's lane: the one send path of both deployments (contracts/serve.md "A lapse task is
+//! delivered when …"; docs/aws-latency.md "One delivery path").
+//!
+//! A [`Lane`] is one (tenant, agent). One [`Lane::pass`] reads up to `batch` of the agent's
+//! queued lapse tasks due now and up to `batch` of its followed lapse tasks due a poll, both from
+//! the outbox's per-agent indexes (the cost follows what is due, not the outbox), then:
+//!
+//! 1. takes the agent's rate tokens for the due ones at once (expectations-v1 §13.2): what the
+//!    bucket cannot cover now waits, with no write, and the pass ends [`PassEnd::Limited`];
+//! 2. sends them, at most `per_agent` in flight, lapse tasks of one contextId one after another
+//!    in the order they were due, so the agent sees a context's lapse tasks in order;
+//! 3. checks each one's origin before its first send, where origins are checked
+//!    ([`crate::reconcile::Reconciler::check_before_send`]);
+//! 4. claims, posts and records each by the entry it holds (no second read:
+//!    [`Submitter::deliver_read_with`]);
+//! 5. polls the followed ones with `GetTask` and records what they say.
+//!
+//! `serve` runs one loop per agent over [`Lane::pass`] (crate::lanes); the submitter function
+//! runs passes for the agent a lapse-queue wake-up names while its invocation has time. Nothing
+//! here reads a clock but the one it is given, and nothing sleeps: waiting is the driver's.
+
+use futures_util::stream::{self, StreamExt};
+use tokio::sync::Semaphore;
+use watcher_core::ids::{AgentId, Tenant};
+use watcher_core::time::Instant;
+use watcher_runtime::clock::Clock;
+use watcher_runtime::store::{DeliveryState, Outbox, OutboxEntry};
+
+use crate::deliver::{DeliveryReport, EntryOutcome, Submitter};
+use crate::endpoint::Endpoints;
+use crate::rate::Prepaid;
+use crate::reconcile::Reconciler;
+
+/// One agent's lane over the outbox, borrowing what it sends with.
+pub struct Lane<'a> {
+    /// The agent's tenant.
+    pub tenant: &'a Tenant,
+    /// The agent.
+    pub agent: &'a AgentId,
+    /// The outbox.
+    pub store: &'a dyn Outbox,
+    /// Posts and records (its rate buckets are the agent's limit).
+    pub submitter: &'a Submitter,
+    /// Where each agent is.
+    pub endpoints: &'a dyn Endpoints,
+    /// Origin checks before a first send, and the `GetTask` of followed lapse tasks whose
+    /// artifacts are recorded (`None`: no origin check; polls record the state only).
+    pub reconciler: Option<&'a Reconciler>,
+    /// Slots shared with other lanes of the process (`serve`'s `[delivery] in_flight`); `None`:
+    /// only `per_agent` bounds.
+    pub slots: Option<&'a Semaphore>,
+    /// Lapse tasks in flight at once to this agent (`[delivery] in_flight_per_agent`); `0` counts
+    /// as 1.
+    pub per_agent: usize,
+    /// Entries one pass reads, of each kind; `0` counts as 1.
+    pub batch: usize,
+}
+
+/// How a pass ended, and what the driver does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassEnd {
+    /// A full batch, or a pass stopped by its time limit: more may be due now; pass again.
+    More,
+    /// Everything due was handled; `next` is the agent's earliest next attempt or poll (UTC),
+    /// `None` when it has nothing queued or followed.
+    Idle {
+        /// When to pass again.
+        next: Option<Instant>,
+    },
+    /// The agent's rate limit holds back lapse tasks due now until `until` (UTC); nothing was
+    /// written for them.
+    Limited {
+        /// When a token is free.
+        until: Instant,
+    },
+    /// A store read or write failed (logged): pass again after a backoff.
+    StoreFailed,
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassReport {
+    /// How it ended.
+    pub end: PassEnd,
+    /// What happened to the lapse tasks it sent or settled.
+    pub delivery: DeliveryReport,
+    /// Lapse tasks withdrawn by their origin check instead of sent.
+    pub withdrawn: usize,
+    /// Followed lapse tasks polled.
+    pub polled: usize,
+}
+
+/// What one send came to, inside a pass.
+enum Sent {
+    Outcome(EntryOutcome),
+    Withdrawn,
+    StoreFailed,
+    /// Not taken: the pass's time limit came first.
+    NotTaken,
+}
+
+impl Lane<'_> {
+    /// One pass at the instants `clock` gives: sends what is due, polls what is followed (see
+    /// the module docs). `stop_taking_at` (a monotonic instant; the submitter function's
+    /// invocation deadline less a margin) stops it claiming more lapse tasks; what it did not
+    /// take stays queued and the pass ends [`PassEnd::More`].
+    pub async fn pass(
+        &self,
+        clock: &dyn Clock,
+        stop_taking_at: Option<std::time::Instant>,
+    ) -> PassReport {
+        let mut report = PassReport {
+            end: PassEnd::StoreFailed,
+            delivery: DeliveryReport::default(),
+            withdrawn: 0,
+            polled: 0,
+        };
+        let batch = self.batch.max(1);
+        let now = clock.now();
+        let (due, follows) = match self.read_due(now, batch).await {
+            Some(read) => read,
+            None => return report,
+        };
+        let full = due.len() == batch || follows.len() == batch;
+
+        // The agent's tokens for what is due, at once.
+        let buckets = self.submitter.buckets();
+        let mut limited = None;
+        let taken = match u32::try_from(due.len()) {
+            Ok(0) => 0,
+            Ok(n) => match buckets
+                .try_acquire_many(self.tenant, self.agent, n, now)
+                .await
+            {
+                Ok(Ok(k)) => k as usize,
+                Ok(Err(until)) => {
+                    limited = Some(until);
+                    0
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, tenant = %self.tenant, agent = %self.agent,
+                        "the agent's rate tokens could not be taken; the lane will try again");
+                    return report;
+                }
+            },
+            Err(_) => 0,
+        };
+        if taken < due.len() && limited.is_none() {
+            // The bucket ran dry part way: when is the next token free?
+            limited = match buckets.try_acquire(self.tenant, self.agent, now).await {
+                Ok(Err(until)) => Some(until),
+                // A token freed meanwhile (it is spent: sent less, never more) or the bucket
+                // cannot be read: look again at once.
+                _ => Some(now),
+            };
+        }
+        let prepaid = Prepaid::new(
+            buckets,
+            self.tenant.clone(),
+            self.agent.clone(),
+            taken as u32,
+        );
+        let chains = by_context(due.into_iter().take(taken).collect());
+        let outcomes: Vec<Vec<Sent>> = stream::iter(chains)
+            .map(|chain| self.send_chain(chain, clock, &prepaid, stop_taking_at))
+            .buffer_unordered(self.per_agent.max(1))
+            .collect()
+            .await;
+        let mut store_failed = false;
+        let mut not_taken = false;
+        for sent in outcomes.into_iter().flatten() {
+            match sent {
+                Sent::Outcome(outcome) => report.delivery.count(&outcome),
+                Sent::Withdrawn => report.withdrawn += 1,
+                Sent::StoreFailed => store_failed = true,
+                Sent::NotTaken => not_taken = true,
+            }
+        }
+        let polled: Vec<bool> = stream::iter(follows)
+            .map(|entry| self.poll(entry, clock))
+            .buffer_unordered(self.per_agent.max(1))
+            .collect()
+            .await;
+        report.polled = polled.len();
+        store_failed |= polled.iter().any(|ok| !ok);
+
+        report.end = if store_failed {
+            PassEnd::StoreFailed
+        } else if let Some(until) = limited {
+            PassEnd::Limited { until }
+        } else if full || not_taken {
+            PassEnd::More
+        } else {
+            match self.next_at().await {
+                Ok(next) => PassEnd::Idle { next },
+                Err(()) => PassEnd::StoreFailed,
+            }
+        };
+        report
+    }
+
+    /// The agent's earliest next attempt of a queued lapse task or poll of a followed one (UTC),
+    /// `None` when it has neither: two reads of one entry each.
+    ///
+    /// # Errors
+    /// `Err(())` when the store cannot be read (logged).
+    pub async fn next_at(&self) -> Result<Option<Instant>, ()> {
+        let attempt = self
+            .store
+            .outbox_of_agent(self.tenant, self.agent, DeliveryState::Queued, None, 1)
+            .await;
+        let poll = self
+            .store
+            .outbox_following(self.tenant, self.agent, None, 1)
+            .await;
+        match (attempt, poll) {
+            (Ok(a), Ok(p)) => Ok(a
+                .first()
+                .map(|e| e.next_attempt_at)
+                .into_iter()
+                .chain(p.first().and_then(|e| e.follow_at))
+                .min()),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::error!(error = %e, tenant = %self.tenant, agent = %self.agent,
+                    "reading the agent's next lapse task failed; will retry");
+                Err(())
+            }
+        }
+    }
+
+    /// The agent's queued lapse tasks due at `now` and followed ones due a poll, `batch` of each;
+    /// `None` when the store failed (logged).
+    async fn read_due(
+        &self,
+        now: Instant,
+        batch: usize,
+    ) -> Option<(Vec<OutboxEntry>, Vec<OutboxEntry>)> {
+        let due = self
+            .store
+            .outbox_of_agent(
+                self.tenant,
+                self.agent,
+                DeliveryState::Queued,
+                Some(now),
+                batch,
+            )
+            .await;
+        let follows = self
+            .store
+            .outbox_following(self.tenant, self.agent, Some(now), batch)
+            .await;
+        match (due, follows) {
+            (Ok(d), Ok(f)) => Some((d, f)),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::error!(error = %e, tenant = %self.tenant, agent = %self.agent,
+                    "reading the agent's due lapse tasks failed; will retry");
+                None
+            }
+        }
+    }
+
+    /// Sends one context's lapse tasks, one after another; stops the chain at a store failure
+    /// or a lapse task that must wait (a later one of the context must not overtake it).
+    async fn send_chain(
+        &self,
+        chain: Vec<OutboxEntry>,
+        clock: &dyn Clock,
+        prepaid: &Prepaid<'_>,
+        stop_taking_at: Option<std::time::Instant>,
+    ) -> Vec<Sent> {
+        let mut sent = Vec::with_capacity(chain.len());
+        let mut held = false;
+        for entry in chain {
+            if held || stop_taking_at.is_some_and(|at| std::time::Instant::now() >= at) {
+                sent.push(Sent::NotTaken);
+                held = true;
+                continue;
+            }
+            let one = self.send(entry, clock, prepaid).await;
+            held = match &one {
+                Sent::Outcome(EntryOutcome::Retried { .. } | EntryOutcome::NotDue { .. }) => true,
+                Sent::StoreFailed => true,
+                _ => false,
+            };
+            sent.push(one);
+        }
+        sent
+    }
+
+    /// Checks one lapse task's origin and sends it by the entry held.
+    async fn send(&self, entry: OutboxEntry, clock: &dyn Clock, prepaid: &Prepaid<'_>) -> Sent {
+        // A closed semaphore would only mean "go ahead"; these are never closed.
+        let _slot = match self.slots {
+            Some(s) => s.acquire().await.ok(),
+            None => None,
+        };
+        if let Some(reconciler) = self.reconciler {
+            match reconciler.check_before_send(&entry).await {
+                Ok(true) => {}
+                Ok(false) => return Sent::Withdrawn,
+                Err(e) => {
+                    tracing::error!(error = %e, message_id = %entry.message_id,
+                        "recording a withdrawn lapse task failed");
+                    return Sent::StoreFailed;
+                }
+            }
+        }
+        let message_id = entry.message_id.clone();
+        match self
+            .submitter
+            .deliver_read_with(
+                self.store,
+                self.endpoints,
+                prepaid,
+                (self.tenant, self.agent, &message_id),
+                Some(entry),
+                clock.now(),
+            )
+            .await
+        {
+            Ok(outcome) => Sent::Outcome(outcome),
+            Err(e) => {
+                tracing::error!(error = %e, message_id = %message_id, agent = %self.agent,
+                    "recording a lapse task's attempt failed; it is looked for before it is sent again");
+                Sent::StoreFailed
+            }
+        }
+    }
+
+    /// Polls one followed lapse task with `GetTask` and records what it says; answers whether
+    /// the store took the write.
+    async fn poll(&self, entry: OutboxEntry, clock: &dyn Clock) -> bool {
+        let _slot = match self.slots {
+            Some(s) => s.acquire().await.ok(),
+            None => None,
+        };
+        let recorded = match self.reconciler {
+            Some(reconciler) => {
+                let result = reconciler.poll_lapse_task(&entry).await;
+                self.submitter
+                    .record_poll_result(self.store, &entry, result, clock.now())
+                    .await
+            }
+            None => {
+                self.submitter
+                    .poll_one(self.store, self.endpoints, &entry, clock.now())
+                    .await
+            }
+        };
+        match recorded {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(error = %e, message_id = %entry.message_id,
+                    "recording a GetTask poll failed");
+                false
+            }
+        }
+    }
+}
+
+/// The contextId a lapse task is sent in (`request.message.contextId`), `""` when it has none.
+pub fn context_of(entry: &OutboxEntry) -> &str {
+    entry
+        .request
+        .pointer("/message/contextId")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+}
+
+/// `due` (in the order it was due) as chains, one per contextId, each in that order; chains in
+/// the order their first lapse task was due.
+pub fn by_context(due: Vec<OutboxEntry>) -> Vec<Vec<OutboxEntry>> {
+    let mut chains: Vec<(String, Vec<OutboxEntry>)> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for entry in due {
+        let context = context_of(&entry).to_owned();
+        match index.get(&context) {
+            Some(&i) => chains[i].1.push(entry),
+            None => {
+                index.insert(context.clone(), chains.len());
+                chains.push((context, vec![entry]));
+            }
+        }
+    }
+    chains.into_iter().map(|(_, chain)| chain).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, context: &str) -> OutboxEntry {
+        OutboxEntry::queued(
+            Tenant::parse("acme").unwrap(),
+            AgentId::parse("booking").unwrap(),
+            id.to_owned(),
+            watcher_core::ids::ExpectationId::parse("exp-1").unwrap(),
+            watcher_core::record::LapseKind::Overdue,
+            Instant::parse("2026-09-10T20:15:00Z").unwrap(),
+            serde_json::json!({"message": {"contextId": context, "messageId": id}}),
+        )
+    }
+
+    #[test]
+    fn lapse_tasks_of_one_context_stay_in_order_and_contexts_keep_first_due_order() {
+        let due = vec![
+            entry("a1", "A"),
+            entry("b1", "B"),
+            entry("a2", "A"),
+            entry("c1", "C"),
+            entry("b2", "B"),
+        ];
+        let chains = by_context(due);
+        let ids: Vec<Vec<&str>> = chains
+            .iter()
+            .map(|c| c.iter().map(|e| e.message_id.as_str()).collect())
+            .collect();
+        assert_eq!(ids, vec![vec!["a1", "a2"], vec!["b1", "b2"], vec!["c1"]]);
+    }
+}
