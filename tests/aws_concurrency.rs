@@ -19,7 +19,6 @@
 use crate::common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,7 +26,7 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use watcher_delivery::testing::{Behaviour, CaptureAgent};
 
-use common::aws_stack::{aws_missing, bin_dir, free_port, root, skipped, Proc};
+use common::aws_stack::{aws_missing, skipped};
 use common::{entry_toml, fmt, one_expectation, plus, OPERATOR_TOKEN, SOURCE_TOKEN};
 
 /// The scale factor: Lambda's account concurrency 1,000 / 100 = 10.
@@ -112,27 +111,26 @@ async fn a_flood_of_pushes_gets_429s_never_500s_and_the_deadlines_keep_their_res
     let path = dir.path().join("watcher.toml");
     std::fs::write(&path, config).expect("write the configuration");
 
-    let (api_port, moto_port, dynamodb_port) = (free_port(), free_port(), free_port());
-    let mut cmd = Command::new("bash");
-    cmd.arg(root().join("infra/aws-local.sh"))
-        .args(["--no-build", "--log", "-", "--port", &api_port.to_string()])
-        .args(["--moto-port", &moto_port.to_string()])
-        .args(["--dynamodb-port", &dynamodb_port.to_string()])
-        .args(["--scale", SCALE, "--api-throttle", "on"])
-        .args(["--param", &format!("ApiThrottleRate={THROTTLE_RATE}")])
-        .args(["--param", &format!("ApiThrottleBurst={THROTTLE_BURST}")])
-        .arg("--config")
-        .arg(&path)
-        .env(
-            "CARGO_TARGET_DIR",
-            bin_dir().parent().expect("the target folder"),
-        );
-    let stack = Proc::spawn(cmd);
-    tokio::task::block_in_place(|| {
-        stack.wait_for("ready line", Duration::from_secs(180), |l| {
-            l.starts_with("[aws-local] ready at ")
-        })
-    });
+    let rate = format!("ApiThrottleRate={THROTTLE_RATE}");
+    let burst = format!("ApiThrottleBurst={THROTTLE_BURST}");
+    let common::aws_stack::Stack {
+        proc: stack,
+        api: base,
+        ..
+    } = common::aws_stack::start(
+        &[
+            "--scale",
+            SCALE,
+            "--api-throttle",
+            "on",
+            "--param",
+            &rate,
+            "--param",
+            &burst,
+        ],
+        &path,
+    );
+    tokio::task::block_in_place(|| common::aws_stack::wait_ready(&stack, Duration::from_secs(180)));
     // The stack applied what the test asks for: the parameters reached the throttle, and the
     // reserves leave the api function 8 of the account's 10.
     let limits = stack
@@ -148,7 +146,7 @@ async fn a_flood_of_pushes_gets_429s_never_500s_and_the_deadlines_keep_their_res
             && limits.contains("stage throttle 3 a second, burst 3, each route"),
         "the stack's limits: {limits}"
     );
-    let api = format!("http://127.0.0.1:{api_port}");
+    let api = base;
     let http = reqwest::Client::new();
 
     // The lapse: one expectation due LEAD_SECS from now, pushed before the flood starts.

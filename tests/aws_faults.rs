@@ -20,7 +20,6 @@
 use crate::common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,7 +27,7 @@ use jiff::Timestamp;
 use serde_json::{json, Value};
 use watcher_delivery::testing::{Behaviour, CaptureAgent};
 
-use common::aws_stack::{aws_missing, bin_dir, free_port, root, skipped, Proc};
+use common::aws_stack::{aws_missing, skipped};
 use common::{entry_toml, expectations_on, fmt, plus, OPERATOR_TOKEN, SOURCE_TOKEN};
 
 /// Agents, and expectations raised on each (in pushes of [`PER_PUSH`]).
@@ -162,28 +161,29 @@ async fn nothing_is_lost_or_sent_twice_under_every_fault_at_once() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let path = dir.path().join("watcher.toml");
     std::fs::write(&path, config(dir.path(), &agents)).expect("write the configuration");
-    let (api_port, moto_port, dynamodb_port) = (free_port(), free_port(), free_port());
-    let mut cmd = Command::new("bash");
-    cmd.arg(root().join("infra/aws-local.sh"))
-        .args(["--no-build", "--log", "-", "--port", &api_port.to_string()])
-        .args(["--moto-port", &moto_port.to_string()])
-        .args(["--dynamodb-port", &dynamodb_port.to_string()])
-        .args(["--visibility-timeout-cap", &VISIBILITY_CAP.to_string()])
-        .args(["--rate-cap", &SWEEP_EVERY.to_string()])
-        .args(["--faults", &format!("{seed}:{SPEC}")])
-        .arg("--config")
-        .arg(&path)
-        .env(
-            "CARGO_TARGET_DIR",
-            bin_dir().parent().expect("the target folder"),
-        );
-    let stack = Proc::spawn(cmd);
-    tokio::task::block_in_place(|| {
-        stack.wait_for("ready line", Duration::from_secs(180), |l| {
-            l.starts_with("[aws-local] ready at ")
-        })
-    });
-    let api = format!("http://127.0.0.1:{api_port}");
+    let (cap, every, faults) = (
+        VISIBILITY_CAP.to_string(),
+        SWEEP_EVERY.to_string(),
+        format!("{seed}:{SPEC}"),
+    );
+    let common::aws_stack::Stack {
+        proc: stack,
+        api,
+        moto_port,
+        dynamodb_port,
+        ..
+    } = common::aws_stack::start(
+        &[
+            "--visibility-timeout-cap",
+            &cap,
+            "--rate-cap",
+            &every,
+            "--faults",
+            &faults,
+        ],
+        &path,
+    );
+    tokio::task::block_in_place(|| common::aws_stack::wait_ready(&stack, Duration::from_secs(180)));
     let http = reqwest::Client::new();
     let seen = Arc::new(tokio::sync::Mutex::new(Seen::default()));
     let started = Instant::now();

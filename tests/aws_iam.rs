@@ -33,7 +33,7 @@ use a2a_types::TaskState;
 use serde_json::{json, Value};
 use watcher_delivery::testing::{Behaviour, CaptureAgent, CapturedRequest, Reply};
 
-use common::aws_stack::{aws_missing, bin_dir, free_port, root, Proc};
+use common::aws_stack::{aws_missing, root, Proc};
 use common::{fmt, one_expectation, origin, wait_until, TEACHER_TOKEN};
 
 const PUSH_TOKEN: &str = "push-token-iam";
@@ -88,27 +88,12 @@ fn rpc_result(req: &CapturedRequest, result: Value) -> Reply {
 
 /// Starts the stack on `template` with `config`; the process and its API URL and emulator URL.
 fn start_stack(template: &Path, config: &Path) -> (Proc, String, String) {
-    let (api_port, moto_port, dynamodb_port) = (free_port(), free_port(), free_port());
-    let mut cmd = Command::new("bash");
-    cmd.arg(root().join("infra/aws-local.sh"))
-        .args(["--no-build", "--log", "-", "--port", &api_port.to_string()])
-        .args(["--moto-port", &moto_port.to_string()])
-        .args(["--dynamodb-port", &dynamodb_port.to_string()])
-        .args(["--iam", "on", "--rate-cap", "5"])
-        .arg("--template")
-        .arg(template)
-        .arg("--config")
-        .arg(config)
-        .env(
-            "CARGO_TARGET_DIR",
-            bin_dir().parent().expect("the target folder"),
-        );
-    let stack = Proc::spawn(cmd);
-    (
-        stack,
-        format!("http://127.0.0.1:{api_port}"),
-        format!("http://127.0.0.1:{moto_port}"),
-    )
+    let template = template.to_string_lossy();
+    let stack = common::aws_stack::start(
+        &["--iam", "on", "--rate-cap", "5", "--template", &template],
+        config,
+    );
+    (stack.proc, stack.api, stack.emulator)
 }
 
 /// The names of the schedules in the timers' group, read from the emulator (signed as the

@@ -25,8 +25,7 @@ use serde_json::{json, Value};
 use watcher_delivery::testing::{Behaviour, CaptureAgent};
 
 use common::aws_stack::{
-    aws_missing, bin_dir, free_port, instance_pids, kill_every_instance, missing_python, root,
-    Proc, FUNCTIONS,
+    aws_missing, instance_pids, kill_every_instance, missing_python, root, Proc, FUNCTIONS,
 };
 use common::{one_expectation, origin};
 
@@ -204,25 +203,12 @@ reconcile = false
     )
     .expect("write the configuration");
 
-    let (api_port, moto_port, dynamodb_port) = (free_port(), free_port(), free_port());
-    let mut cmd = Command::new("bash");
-    // `--log -`: every function's lines on the stack's stdout, where the test reads them.
-    cmd.arg(root().join("infra/aws-local.sh"))
-        .args(["--no-build", "--log", "-", "--port", &api_port.to_string()])
-        .args(["--moto-port", &moto_port.to_string()])
-        .args(["--dynamodb-port", &dynamodb_port.to_string()])
-        .args(["--visibility-timeout-cap", &VISIBILITY_CAP.to_string()])
-        .arg("--config")
-        .arg(&config)
-        .env(
-            "CARGO_TARGET_DIR",
-            bin_dir().parent().expect("the target folder"),
-        );
-    let stack = Proc::spawn(cmd);
-    let ready = stack.wait_for("ready line", Duration::from_secs(120), |l| {
-        l.starts_with("[aws-local] ready at ")
-    });
-    let api = format!("http://127.0.0.1:{api_port}");
+    // Every function's lines on the stack's stdout, where the test reads them.
+    let cap = VISIBILITY_CAP.to_string();
+    let common::aws_stack::Stack {
+        proc: stack, api, ..
+    } = common::aws_stack::start(&["--visibility-timeout-cap", &cap], &config);
+    let ready = common::aws_stack::wait_ready(&stack, Duration::from_secs(120));
     assert!(ready.contains(&api), "{ready}");
     // One instance a function, and the submitter as many as its event source's
     // MaximumConcurrency (several start as the stack comes up).

@@ -231,3 +231,53 @@ impl Drop for Proc {
         self.terminate(Duration::from_secs(20));
     }
 }
+
+/// A local AWS stack started by [`start`]: its process, and the URLs of its HTTP API and of its
+/// emulator.
+pub struct Stack {
+    /// The `infra/aws-local.sh` process (its lines collected; stopped when dropped).
+    pub proc: Proc,
+    /// The HTTP API's base URL (`http://127.0.0.1:PORT`).
+    pub api: String,
+    /// The AWS emulator's base URL.
+    pub emulator: String,
+    /// The AWS emulator's port.
+    pub moto_port: u16,
+    /// The DynamoDB emulator's port.
+    pub dynamodb_port: u16,
+}
+
+/// Starts `bash infra/aws-local.sh` on `config` with the prebuilt function binaries
+/// ([`bin_dir`]), every function's lines on its stdout (`--log -`), fresh ports for the API and
+/// the emulators, and `extra` arguments (`--scale`, `--faults`, `--iam`, `--template`, …). Does
+/// not wait for the stack: callers wait for the ready line themselves ([`wait_ready`]), some
+/// while they do other things.
+pub fn start(extra: &[&str], config: &Path) -> Stack {
+    let (api_port, moto_port, dynamodb_port) = (free_port(), free_port(), free_port());
+    let mut cmd = Command::new("bash");
+    cmd.arg(root().join("infra/aws-local.sh"))
+        .args(["--no-build", "--log", "-", "--port", &api_port.to_string()])
+        .args(["--moto-port", &moto_port.to_string()])
+        .args(["--dynamodb-port", &dynamodb_port.to_string()])
+        .args(extra)
+        .arg("--config")
+        .arg(config)
+        .env(
+            "CARGO_TARGET_DIR",
+            bin_dir().parent().expect("the target folder"),
+        );
+    Stack {
+        proc: Proc::spawn(cmd),
+        api: format!("http://127.0.0.1:{api_port}"),
+        emulator: format!("http://127.0.0.1:{moto_port}"),
+        moto_port,
+        dynamodb_port,
+    }
+}
+
+/// Waits at most `patience` for `stack`'s ready line (`[aws-local] ready at …`) and answers it.
+pub fn wait_ready(stack: &Proc, patience: Duration) -> String {
+    stack.wait_for("ready line", patience, |l| {
+        l.starts_with("[aws-local] ready at ")
+    })
+}

@@ -98,7 +98,7 @@ impl<S: Store + ?Sized> Watcher<S> {
     /// agent's rejections marked `warning`) are one input, so one commit; what the outbox knows
     /// of the task's lineage comes first ([`outbox_lineage`]: at most two keyed reads). After
     /// it: an origin task that raised expectations is followed with `GetTask` in case its
-    /// cancel is never pushed ([`crate::origins::follow_origin`]); a push about a lapse task the
+    /// cancel is never pushed ([`crate::origins::OriginQueue::follow`]); a push about a lapse task the
     /// watcher created records that task's state ([`track_lapse_task`]).
     ///
     /// # Errors

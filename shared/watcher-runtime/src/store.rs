@@ -1,6 +1,7 @@
 //! The store port: compare-and-set over subjects and tasks, with the indexes the engine reads
 //! (fact key → subjects, expectation → subject, next deadlines) kept by the store from what it
-//! commits. Every implementation passes [`crate::conformance`].
+//! commits. Every implementation passes the conformance suite (`watcher_runtime::conformance`,
+//! feature `test-utils`).
 
 use std::borrow::Borrow;
 
@@ -673,7 +674,7 @@ pub trait Upkeep: Send + Sync {
     async fn probe_write(&self, now: Instant) -> Result<(), StoreError>;
 
     /// Work done so far, counted by the store for tests: rows or records read and written. The
-    /// conformance suite ([`crate::conformance::steps_read_what_they_must`]) checks that one
+    /// conformance suite (`conformance::steps_read_what_they_must`) checks that one
     /// step costs the same at 400 and at 4,000 open expectations. `None`: not counted.
     fn work_done(&self) -> Option<u64> {
         None

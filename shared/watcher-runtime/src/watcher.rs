@@ -65,7 +65,7 @@ pub enum ApplyError {
 
 impl ApplyError {
     /// Why the input could not be applied now, when that is known and passes: the store's
-    /// class ([`StoreError::unavailability`]), or [`Unavailable::Contended`] for a conflict that
+    /// class ([`StoreError::unavailability`]), or [`crate::store::Unavailable::Contended`] for a conflict that
     /// outlasted the retries. `None` for invalid input and failures of no known class.
     pub fn unavailability(&self) -> Option<crate::store::Unavailable> {
         match self {

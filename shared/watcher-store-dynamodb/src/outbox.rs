@@ -139,7 +139,7 @@ impl Outbox for DynamoStore {
     }
 
     /// The claim `copy` grants, as one `UpdateItem` conditional on the stored entry being `copy`
-    /// to the byte (in the entry's shard, [`outbox_pk`]): no read. `None` when the condition
+    /// to the byte (in the entry's shard, `outbox_pk`): no read. `None` when the condition
     /// fails or `copy` grants nothing.
     async fn outbox_claim_copy(
         &self,
