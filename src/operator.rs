@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
-use watcher_runtime::store::{Outbox as _, Records as _};
+use watcher_runtime::store::{LapseLog, Records as _};
 
 use crate::table::{output_width, render, table};
 use anyhow::{bail, Context};

@@ -8,7 +8,7 @@ use crate::common;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
-use watcher_runtime::store::{Outbox as _, Records as _};
+use watcher_runtime::store::{LapseLog, Records as _};
 
 use common::*;
 use tokio::sync::{watch, Notify};

@@ -34,7 +34,7 @@ use watcher_delivery::RetryPolicy;
 use watcher_runtime::clock::FakeClock;
 use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{DeliveryState, Outbox as _, OutboxEntry, Records as _, Store};
+use watcher_runtime::store::{DeliveryState, LapseLog, OutboxEntry, Records as _, Store};
 use watcher_runtime::watcher::Watcher;
 
 const URI: &str = watcher_core::EXPECTATIONS_URI;

@@ -34,8 +34,8 @@ use watcher_core::time::Instant;
 use watcher_runtime::clock::Clock;
 use watcher_runtime::directory::{CardState, Directory};
 use watcher_runtime::store::{
-    AgentWatch, ChannelState, DeliveryState, LapseQuery, Notifications, Outbox, OutboxEntry,
-    StoreError,
+    AgentWatch, ChannelState, DeliveryState, LapseLog, LapseQuery, Notifications, Outbox,
+    OutboxEntry, StoreError,
 };
 
 use crate::body::{self, Digest, Notification};
@@ -97,7 +97,7 @@ pub struct Notifier<S: ?Sized> {
     backoff: Mutex<HashMap<usize, (u32, Instant)>>,
 }
 
-impl<S: Outbox + Notifications + ?Sized> Notifier<S> {
+impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
     /// A notifier for `channels`; `public_url` (the deployment's own base URL) makes the
     /// links in each notification.
     pub fn new(

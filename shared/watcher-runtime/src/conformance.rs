@@ -41,6 +41,7 @@ use crate::store::{
 use crate::watcher::Watcher;
 
 mod cards;
+mod lapse_log;
 mod notify;
 mod origins;
 mod outbox;
@@ -48,6 +49,7 @@ mod records;
 mod rejections;
 mod upkeep;
 pub use cards::*;
+pub use lapse_log::*;
 pub use notify::*;
 pub use origins::*;
 pub use outbox::*;

@@ -127,7 +127,7 @@ impl PurgeReport {
     }
 }
 
-/// One page of lapse tasks asked of [`Outbox::lapses_page`] (`GET /v1/lapses`).
+/// One page of lapse tasks asked of [`LapseLog::lapses_page`] (`GET /v1/lapses`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LapseQuery {
     /// Only this agent's lapse tasks.
@@ -142,7 +142,7 @@ pub struct LapseQuery {
     pub limit: usize,
 }
 
-/// How many outbox positions one [`Outbox::lapses_page`] may look at per entry asked for: a
+/// How many outbox positions one [`LapseLog::lapses_page`] may look at per entry asked for: a
 /// filter that matches few entries (`delivery`, `since`) gives a short page (maybe empty) with
 /// a `next` position, never a read of the whole outbox.
 pub const LAPSE_SCAN_FACTOR: usize = 10;
@@ -152,7 +152,7 @@ pub fn lapse_scan_budget(limit: usize) -> usize {
     limit.saturating_mul(LAPSE_SCAN_FACTOR).max(1000)
 }
 
-/// One page of [`Outbox::lapses_page`].
+/// One page of [`LapseLog::lapses_page`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LapsePage {
     /// Matching entries in order of lapse (insertion order), at most `limit`, each with its
@@ -326,8 +326,9 @@ pub trait Rejections: Send + Sync {
     }
 }
 
-/// The outbox: lapse tasks to deliver, their claims and delivery state, and the pages of
-/// lapses operators read (serve.md "Lapse tasks").
+/// The outbox's write side: lapse tasks to deliver, their claims, their delivery state and
+/// the per-agent lanes they are read from (serve.md "Lapse tasks"). The pages operators read
+/// are [`LapseLog`]'s.
 #[async_trait]
 pub trait Outbox: Send + Sync {
     /// Queued outbox entries whose next attempt is due at `now`, oldest first.
@@ -551,16 +552,10 @@ pub trait Outbox: Send + Sync {
         .await
     }
 
-    /// All outbox entries of a tenant, in order of lapse.
-    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError>;
-
     /// The outbox entries of `agent` of `tenant` whose lapse task (the Task the agent created
     /// when it accepted the lapse task) is `task_id`, in order of lapse. Read from an index by
-    /// (tenant, agent, taskId): the cost follows the entries answered, not the outbox (issue 10;
+    /// (tenant, agent, taskId): the cost follows the entries answered, not the outbox (a
     /// a status-update push about a lapse task updates its state in `GET /v1/lapses`).
-    ///
-    /// The default filters [`Outbox::lapses`], whose cost grows with the tenant's outbox: for a
-    /// store without that index yet; the memory and SQLite stores override it.
     ///
     /// # Errors
     /// Backend or corrupt data.
@@ -569,16 +564,19 @@ pub trait Outbox: Send + Sync {
         tenant: &Tenant,
         agent: &AgentId,
         task_id: &str,
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
-        Ok(self
-            .lapses(tenant)
-            .await?
-            .into_iter()
-            .filter(|o| &o.agent == agent && o.task_id.as_deref() == Some(task_id))
-            .collect())
-    }
+    ) -> Result<Vec<OutboxEntry>, StoreError>;
+}
 
-    /// The position of the tenant's newest lapse task (the last [`Outbox::lapses_page`] would
+/// The read side of the outbox: the list of a tenant's lapse tasks and its keyset pages, for
+/// `GET /v1/lapses`, the operator page, the notifier and the CLI (serve.md "Lapse tasks").
+/// Delivery never reads it: it works through [`Outbox`], the write side (claim, record, due,
+/// lanes).
+#[async_trait]
+pub trait LapseLog: Send + Sync {
+    /// All outbox entries of a tenant, in order of lapse.
+    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// The position of the tenant's newest lapse task (the last [`LapseLog::lapses_page`] would
     /// answer), or `None` when it has none: where a notification channel that first runs
     /// starts, so it tells no history. One keyed read, whatever the outbox's size.
     ///
@@ -592,7 +590,7 @@ pub trait Outbox: Send + Sync {
     /// (tenant, agent) when `query.agent` is given), so a page costs the same however large the
     /// outbox is; `next` is set whenever positions remain after the ones looked at.
     ///
-    /// The default pages over [`Outbox::lapses`] (the position is the index in that list), whose
+    /// The default pages over [`LapseLog::lapses`] (the position is the index in that list), whose
     /// cost grows with the tenant's outbox: for a store without the index yet; the memory,
     /// SQLite and DynamoDB stores override it.
     ///
@@ -707,7 +705,7 @@ pub trait Upkeep: Send + Sync {
 /// (delivery an [`Outbox`], the timer loop a [`TimerIndex`] and [`Records`], …), and a
 /// `&dyn Store` coerces to each.
 pub trait Store:
-    Records + TimerIndex + Rejections + Outbox + Origins + Cards + Notifications + Upkeep
+    Records + TimerIndex + Rejections + Outbox + LapseLog + Origins + Cards + Notifications + Upkeep
 {
 }
 
@@ -716,6 +714,7 @@ impl<T> Store for T where
         + TimerIndex
         + Rejections
         + Outbox
+        + LapseLog
         + Origins
         + Cards
         + Notifications

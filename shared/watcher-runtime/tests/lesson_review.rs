@@ -15,7 +15,7 @@ use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::lesson_review::{LessonReview, AUTHORITY_AGENT};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::OutboxEntry;
-use watcher_runtime::store::{DeliveryState, LapseQuery, Outbox as _};
+use watcher_runtime::store::{DeliveryState, LapseLog, LapseQuery};
 use watcher_runtime::watcher::Watcher;
 
 fn at(text: &str) -> Instant {

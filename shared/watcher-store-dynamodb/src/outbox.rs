@@ -1,16 +1,10 @@
 //! [`Outbox`](watcher_runtime::store::Outbox) on DynamoDB: the outbox: lapse tasks, their claims and delivery state, and the pages of lapses ([`watcher_runtime::store::Outbox`]).
 
 use super::*;
-use watcher_runtime::store::{Lane, LaneQuery, Outbox};
+use watcher_runtime::store::{Lane, LaneQuery, LapseLog, Outbox};
 
 #[async_trait]
 impl Outbox for DynamoStore {
-    /// The greatest of each `lapses-tenant` partition's newest position
-    /// (`DynamoStore::newest_lapse_position`): one item from each of its partitions.
-    async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
-        self.newest_lapse_position(tenant).await
-    }
-
     /// Through the sparse `outbox-task` index ([`DynamoStore::outbox_by_task_id`]): one query and
     /// one read, whatever the outbox's size.
     async fn outbox_by_task(
@@ -209,42 +203,6 @@ impl Outbox for DynamoStore {
             .await?;
         Ok(query.answer(entries))
     }
-
-    /// Every partition of the tenant's lapse tasks (`outbox_partitions`: the shards and the
-    /// one an earlier version wrote), merged in order of `seq`.
-    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
-        let partitions = each(outbox_partitions(tenant), |pk| async move {
-            self.partition(pk).await
-        })
-        .await?;
-        let mut entries = partitions
-            .iter()
-            .flatten()
-            .map(entry_of)
-            .collect::<Result<Vec<_>, _>>()?;
-        entries.sort_by_key(|(seq, _)| *seq);
-        Ok(entries.into_iter().map(|(_, e)| e).collect())
-    }
-
-    /// Keyset pages over the sparse `lapses-tenant` index (a tenant's sixteen
-    /// partitions `LAPSES#{tenant}#{k}` and the one `LAPSES#{tenant}` an earlier version wrote),
-    /// or `lapses-agent` (`LAPSES#{tenant}#{agent}#{k}` and `LAPSES#{tenant}#{agent}`) when
-    /// `query.agent` is given, each sorted by the entry's `seq` (its insertion order, the
-    /// position answered) with every attribute projected, merged in order of `seq`
-    /// (`DynamoStore::merged_lapses_page`). `delivery` and `since` are filtered here, so every
-    /// position looked at counts towards [`lapse_scan_budget`] as in the SQLite store: a page
-    /// reads at most the budget of positions and one chunk per partition, whatever the
-    /// outbox's size.
-    ///
-    /// The index is eventually consistent: a lapse task written or updated milliseconds ago
-    /// may be missing or show its previous state (docs/dynamodb.md, "Consistency").
-    async fn lapses_page(
-        &self,
-        tenant: &Tenant,
-        query: &LapseQuery,
-    ) -> Result<LapsePage, StoreError> {
-        self.merged_lapses_page(tenant, query).await
-    }
 }
 
 impl DynamoStore {
@@ -316,4 +274,49 @@ fn merged_update(entry: &OutboxEntry, stored: &OutboxEntry) -> Option<OutboxEntr
     keep_task_progress(&mut updated, stored);
     keep_lease(&mut updated, stored);
     Some(updated)
+}
+
+#[async_trait]
+impl LapseLog for DynamoStore {
+    /// The greatest of each `lapses-tenant` partition's newest position
+    /// (`DynamoStore::newest_lapse_position`): one item from each of its partitions.
+    async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
+        self.newest_lapse_position(tenant).await
+    }
+
+    /// Every partition of the tenant's lapse tasks (`outbox_partitions`: the shards and the
+    /// one an earlier version wrote), merged in order of `seq`.
+    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
+        let partitions = each(outbox_partitions(tenant), |pk| async move {
+            self.partition(pk).await
+        })
+        .await?;
+        let mut entries = partitions
+            .iter()
+            .flatten()
+            .map(entry_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        entries.sort_by_key(|(seq, _)| *seq);
+        Ok(entries.into_iter().map(|(_, e)| e).collect())
+    }
+
+    /// Keyset pages over the sparse `lapses-tenant` index (a tenant's sixteen
+    /// partitions `LAPSES#{tenant}#{k}` and the one `LAPSES#{tenant}` an earlier version wrote),
+    /// or `lapses-agent` (`LAPSES#{tenant}#{agent}#{k}` and `LAPSES#{tenant}#{agent}`) when
+    /// `query.agent` is given, each sorted by the entry's `seq` (its insertion order, the
+    /// position answered) with every attribute projected, merged in order of `seq`
+    /// (`DynamoStore::merged_lapses_page`). `delivery` and `since` are filtered here, so every
+    /// position looked at counts towards [`lapse_scan_budget`] as in the SQLite store: a page
+    /// reads at most the budget of positions and one chunk per partition, whatever the
+    /// outbox's size.
+    ///
+    /// The index is eventually consistent: a lapse task written or updated milliseconds ago
+    /// may be missing or show its previous state (docs/dynamodb.md, "Consistency").
+    async fn lapses_page(
+        &self,
+        tenant: &Tenant,
+        query: &LapseQuery,
+    ) -> Result<LapsePage, StoreError> {
+        self.merged_lapses_page(tenant, query).await
+    }
 }

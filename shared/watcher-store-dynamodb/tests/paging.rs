@@ -12,7 +12,9 @@ use watcher_core::engine::Rejection;
 use watcher_core::ids::{AgentId, TaskId, Tenant};
 use watcher_core::record::LapseKind;
 use watcher_core::time::{Instant, IsoDuration};
-use watcher_runtime::store::{lapse_scan_budget, Commit, DeliveryState, LapseQuery, OutboxEntry};
+use watcher_runtime::store::{
+    lapse_scan_budget, Commit, DeliveryState, LapseLog, LapseQuery, OutboxEntry,
+};
 use watcher_runtime::store::{Outbox as _, Records as _, Rejections as _, Upkeep as _};
 use watcher_store_dynamodb::DynamoStore;
 

@@ -18,7 +18,7 @@ pub(crate) const LAPSE_WINDOW_AGENT: &str = "SELECT seq,
     FROM outbox INDEXED BY outbox_agent_seq
     WHERE tenant = ?1 AND agent = ?4 AND seq > ?2 ORDER BY seq LIMIT ?3";
 
-/// The whole of [`Outbox::lapses_page`](watcher_runtime::store::Outbox::lapses_page) in one read transaction: steps through the window and
+/// The whole of [`LapseLog::lapses_page`](watcher_runtime::store::LapseLog::lapses_page) in one read transaction: steps through the window and
 /// stops as soon as the page is full, so the cost follows the positions looked at.
 pub(crate) fn lapses_page_in(
     conn: &mut Connection,

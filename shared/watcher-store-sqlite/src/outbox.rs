@@ -1,24 +1,10 @@
 //! [`Outbox`](watcher_runtime::store::Outbox) on SQLite: the outbox: lapse tasks, their claims and delivery state, and the pages of lapses ([`watcher_runtime::store::Outbox`]).
 
 use super::*;
-use watcher_runtime::store::{Lane, LaneQuery, Outbox};
+use watcher_runtime::store::{Lane, LaneQuery, LapseLog, Outbox};
 
 #[async_trait]
 impl Outbox for SqliteStore {
-    async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
-        let tenant = tenant.as_str().to_owned();
-        self.read(move |conn| {
-            // The index by (tenant, seq): one seek to the tenant's last row.
-            let seq: Option<i64> = conn
-                .prepare_cached("SELECT MAX(seq) FROM outbox WHERE tenant = ?1")
-                .map_err(db)?
-                .query_row(params![tenant], |r| r.get(0))
-                .map_err(db)?;
-            seq.map(|s| u64_of(s, "outbox seq")).transpose()
-        })
-        .await
-    }
-
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
         let now = instant_key(now);
         self.read(move |conn| {
@@ -149,19 +135,6 @@ impl Outbox for SqliteStore {
         .await
     }
 
-    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
-        let tenant = tenant.clone();
-        self.read(move |conn| {
-            json_rows(
-                conn,
-                "SELECT entry FROM outbox WHERE tenant = ?1 ORDER BY seq",
-                params![tenant.as_str()],
-                "outbox entry",
-            )
-        })
-        .await
-    }
-
     async fn outbox_by_task(
         &self,
         tenant: &Tenant,
@@ -175,6 +148,36 @@ impl Outbox for SqliteStore {
                 "SELECT entry FROM outbox INDEXED BY outbox_task
                  WHERE tenant = ?1 AND agent = ?2 AND task_id = ?3 ORDER BY seq",
                 params![tenant.as_str(), agent.as_str(), task_id],
+                "outbox entry",
+            )
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl LapseLog for SqliteStore {
+    async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
+        let tenant = tenant.as_str().to_owned();
+        self.read(move |conn| {
+            // The index by (tenant, seq): one seek to the tenant's last row.
+            let seq: Option<i64> = conn
+                .prepare_cached("SELECT MAX(seq) FROM outbox WHERE tenant = ?1")
+                .map_err(db)?
+                .query_row(params![tenant], |r| r.get(0))
+                .map_err(db)?;
+            seq.map(|s| u64_of(s, "outbox seq")).transpose()
+        })
+        .await
+    }
+
+    async fn lapses(&self, tenant: &Tenant) -> Result<Vec<OutboxEntry>, StoreError> {
+        let tenant = tenant.clone();
+        self.read(move |conn| {
+            json_rows(
+                conn,
+                "SELECT entry FROM outbox WHERE tenant = ?1 ORDER BY seq",
+                params![tenant.as_str()],
                 "outbox entry",
             )
         })

@@ -183,7 +183,7 @@ CREATE INDEX IF NOT EXISTS outbox_person ON outbox (tenant, agent, person_at, se
 -- A lapse task by the Task the agent created (Outbox::outbox_by_task).
 CREATE INDEX IF NOT EXISTS outbox_task ON outbox (tenant, agent, task_id)
     WHERE task_id IS NOT NULL;
--- One agent's lapse tasks in order of lapse (Outbox::lapses_page with an agent).
+-- One agent's lapse tasks in order of lapse (LapseLog::lapses_page with an agent).
 CREATE INDEX IF NOT EXISTS outbox_agent_seq ON outbox (tenant, agent, seq);
 
 -- One row rewritten by Upkeep::probe_write, so /healthz sees whether the file takes writes.

@@ -1,18 +1,10 @@
 //! [`Outbox`] on the in-memory store: the outbox: lapse tasks, their claims and delivery state, and the pages of lapses ([`crate::store::Outbox`]).
 
 use super::*;
-use crate::store::{LaneQuery, Outbox};
+use crate::store::{LaneQuery, LapseLog, Outbox};
 
 #[async_trait]
 impl Outbox for MemoryStore {
-    async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
-        Ok(self
-            .lock()?
-            .outbox_tenant
-            .get(tenant)
-            .and_then(|positions| positions.last().copied()))
-    }
-
     /// A filter over the whole outbox (the delivery loop's sweep, not a request path).
     async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
         Ok(self
@@ -147,6 +139,17 @@ impl Outbox for MemoryStore {
             .collect();
         self.touched(1 + found.len() as u64);
         Ok(found)
+    }
+}
+
+#[async_trait]
+impl LapseLog for MemoryStore {
+    async fn last_lapse_position(&self, tenant: &Tenant) -> Result<Option<u64>, StoreError> {
+        Ok(self
+            .lock()?
+            .outbox_tenant
+            .get(tenant)
+            .and_then(|positions| positions.last().copied()))
     }
 
     async fn lapses_page(

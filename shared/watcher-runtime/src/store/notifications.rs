@@ -15,7 +15,7 @@ use super::StoreError;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChannelState {
-    /// The [`Outbox::lapses_page`](super::Outbox::lapses_page) position of the last lapse task this channel has dealt with
+    /// The [`LapseLog::lapses_page`](super::LapseLog::lapses_page) position of the last lapse task this channel has dealt with
     /// (told, or passed over by its filter); `None`: none yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<u64>,

@@ -1,6 +1,7 @@
 //! Items past DynamoDB's limits are refused and left as stored; identifiers too long for a key round-trip.
 
 use super::*;
+use watcher_runtime::store::LapseLog;
 
 #[tokio::test]
 async fn a_subject_past_the_item_limit_is_refused_and_left_as_stored() {

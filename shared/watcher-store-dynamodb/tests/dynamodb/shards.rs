@@ -1,6 +1,7 @@
 //! No index partition or item collection written by every input: the sharded timers, due, lapse-page and outbox partitions, and those an earlier version wrote, still read.
 
 use super::*;
+use watcher_runtime::store::LapseLog;
 
 /// The value of the string attribute `name` of `item`, if any.
 fn attribute<'a>(item: &'a Item, name: &str) -> Option<&'a str> {

@@ -1,6 +1,7 @@
 //! What cannot be read is reported, never panicked on; instants beyond 2262 are kept and ordered.
 
 use super::*;
+use watcher_runtime::store::LapseLog;
 
 #[tokio::test]
 async fn a_missing_directory_is_a_backend_error() {

@@ -1,6 +1,7 @@
 //! The index tables rebuilt from a version 5 file, and a version 4 file migrated to take `withdrawn`.
 
 use super::*;
+use watcher_runtime::store::LapseLog;
 
 /// Every row of the index tables, as text, in key order.
 fn index_rows(path: &Path) -> Vec<String> {

@@ -1,6 +1,7 @@
 //! Files of every earlier schema version are migrated when opened; a failed migration changes nothing; a newer schema is refused.
 
 use super::*;
+use watcher_runtime::store::LapseLog;
 
 /// An instant as v1 stored it: `as_nanos() + 10^21`, 22 digits.
 fn v1_instant_key(t: Instant) -> String {

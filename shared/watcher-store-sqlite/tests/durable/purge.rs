@@ -1,6 +1,7 @@
 //! A large purge goes in batches, and requests proceed between them.
 
 use super::*;
+use watcher_runtime::store::LapseLog;
 
 /// The purge deletes in batches, each its own transaction, and the connection is free between
 /// them: 1,300 purgeable subjects and 1,300 sent lapse tasks at batches of 500 take 3 + 3 batches
