@@ -554,14 +554,23 @@ push_token = "push-token-other"
 }
 
 /// An agent that is down (503, 503) and then answers with a Task gets exactly one lapse task:
-/// three posts of the same messageId, the lapse ending `sent` with that task.
+/// three posts of the same messageId, each retry after a look-up with `ListTasks` (a 503 may
+/// follow a request the agent took; this agent lists no such task), the lapse ending `sent`
+/// with that task.
 #[tokio::test]
 async fn an_agent_that_is_down_is_retried_until_it_answers() {
-    let agent = spawn_capture_agent(Behaviour::sequence(vec![
-        Reply::status(503),
-        Reply::status(503),
-        Reply::task("task-after-outage", TaskState::Submitted),
-    ]))
+    let sends = std::sync::atomic::AtomicUsize::new(0);
+    let agent = spawn_capture_agent(Behaviour::from_fn(move |_, request| {
+        if request.rpc_method().as_deref() == Some("ListTasks") {
+            let none = json!({"jsonrpc": "2.0", "id": request.rpc_id(), "result": {
+                "tasks": [], "nextPageToken": "", "pageSize": 0, "totalSize": 0}});
+            return Reply::http(200, none.to_string());
+        }
+        match sends.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 | 1 => Reply::status(503),
+            _ => Reply::task("task-after-outage", TaskState::Submitted),
+        }
+    }))
     .await;
     let w = spawn_watcher(&agent, "").await;
     let due = origin(Duration::from_millis(500));
@@ -576,14 +585,14 @@ async fn an_agent_that_is_down_is_retried_until_it_answers() {
         .await;
     assert_eq!(pushed.body["raised"], json!(["exp-down"]));
 
-    wait_for_requests(&agent, 3, PATIENCE).await;
+    wait_for_requests(&agent, 5, PATIENCE).await;
     let lapses = w.first_lapse_sent(PATIENCE).await;
     assert_eq!(lapses.len(), 1);
     assert_eq!(lapses[0]["taskId"], "task-after-outage");
     assert_eq!(lapses[0]["taskState"], "TASK_STATE_SUBMITTED");
     assert!(
         holds_for(
-            || async { agent.request_count() == 3 },
+            || async { agent.request_count() == 5 },
             Duration::from_millis(1500)
         )
         .await,
@@ -591,10 +600,17 @@ async fn an_agent_that_is_down_is_retried_until_it_answers() {
         agent.requests().iter().map(summary).collect::<Vec<_>>()
     );
     let id = format!("lapse:exp-down:overdue:{}", fmt(due));
-    for r in agent.requests() {
-        assert_eq!(r.message_id().as_deref(), Some(id.as_str()));
-        assert_eq!(r.rpc_method().as_deref(), Some("SendMessage"));
-    }
+    let methods: Vec<_> = agent
+        .requests()
+        .iter()
+        .map(watcher_delivery::testing::CapturedRequest::rpc_method)
+        .collect();
+    let (send, list) = (Some("SendMessage".to_owned()), Some("ListTasks".to_owned()));
+    assert_eq!(
+        methods,
+        [send.clone(), list.clone(), send.clone(), list, send]
+    );
+    assert_eq!(agent.sent_message_ids(), [id.clone(), id.clone(), id]);
 }
 
 /// An agent that answers a lapse task with a Message (no task): delivered (`sent`), and not

@@ -88,6 +88,15 @@ pub enum DeliveryError {
         /// The wait the agent's `Retry-After` asks for, when it sent one (delta-seconds, or an
         /// HTTP-date read against the wall clock when the answer arrived).
         retry_after: Option<Duration>,
+        /// The agent may have received the request and acted on it: a connection was made and
+        /// the request sent, then no answer came (a timeout, a connection reset or closed
+        /// before the answer ended), or the answer was a 5xx or a JSON-RPC error that is not
+        /// permanent (the agent failed while handling it). `false` when the request cannot
+        /// have been received (no connection: refused, DNS, connect timeout) or the agent
+        /// refused it without handling it (408, 429). An attempt that may have been received
+        /// is ambiguous: the agent is asked with `ListTasks` before it is posted again
+        /// ([`crate::deliver::record_attempt`], docs/interpretation.md).
+        maybe_received: bool,
         /// The underlying error, when there is one.
         #[source]
         source: Option<BoxError>,
@@ -108,11 +117,17 @@ pub enum DeliveryError {
 }
 
 impl DeliveryError {
-    /// A retryable error with a source.
-    pub fn retryable(reason: impl Into<String>, source: impl Into<BoxError>) -> Self {
+    /// A retryable error with a source; `maybe_received` as [`DeliveryError::Retryable`]
+    /// documents it.
+    pub fn retryable(
+        reason: impl Into<String>,
+        maybe_received: bool,
+        source: impl Into<BoxError>,
+    ) -> Self {
         DeliveryError::Retryable {
             reason: reason.into(),
             retry_after: None,
+            maybe_received,
             source: Some(source.into()),
         }
     }
@@ -128,6 +143,19 @@ impl DeliveryError {
     /// Whether trying again later can help.
     pub fn is_retryable(&self) -> bool {
         matches!(self, DeliveryError::Retryable { .. })
+    }
+
+    /// Whether the failed request may have reached the agent and been acted on (see
+    /// [`DeliveryError::Retryable`]'s `maybe_received`): the attempt is then ambiguous. Always
+    /// `false` for a [`DeliveryError::Permanent`] (its outcome is recorded for good).
+    pub fn maybe_received(&self) -> bool {
+        matches!(
+            self,
+            DeliveryError::Retryable {
+                maybe_received: true,
+                ..
+            }
+        )
     }
 
     /// The reason, without the source chain.
@@ -260,7 +288,10 @@ impl A2aClient {
     }
 
     /// Asks the agent for its tasks in `context_id` (A2A 1.0 `ListTasks`, a2a-v1.md §1) with
-    /// their history, newest first, `page_size` (1..=100) a page, following `nextPageToken`
+    /// their whole history (`historyLength` [`LIST_HISTORY_LENGTH`]: without it an agent
+    /// answers its own default, which may be no history at all, and the lapse task's message is
+    /// the first of its task's history, the one a short history drops first), newest first,
+    /// `page_size` (1..=100) a page, following `nextPageToken`
     /// until the last page (at most [`LIST_PAGES`] pages), and answers the `id` and state of the
     /// first task whose history holds a message with `message_id` (the lapse task's own), or
     /// `None` when no task of the context does.
@@ -293,6 +324,7 @@ impl A2aClient {
         let mut params = serde_json::json!({
             "contextId": context_id,
             "pageSize": page_size.clamp(1, 100),
+            "historyLength": LIST_HISTORY_LENGTH,
         });
         if let Some(t) = tenant {
             params["tenant"] = Value::String(t.to_owned());
@@ -541,20 +573,31 @@ fn transport_error(e: reqwest::Error) -> DeliveryError {
     if e.is_builder() {
         return DeliveryError::permanent("the request could not be built", e);
     }
-    let reason = if e.is_timeout() {
-        "the agent did not answer in time"
-    } else if e.is_connect() {
+    // No connection, no request: a refused connection, a name that does not resolve and a
+    // connect timeout all fail before a byte of the request is written. Anything else failed
+    // once the request was on its way (hyper's pool sends again by itself a request it had not
+    // begun to write on a connection it found closed), so the agent may have it.
+    let connected = !e.is_connect();
+    let reason = if !connected {
         "could not connect to the agent"
+    } else if e.is_timeout() {
+        "the agent did not answer in time"
     } else {
         "the exchange with the agent failed"
     };
-    DeliveryError::retryable(reason, e)
+    DeliveryError::retryable(reason, connected, e)
 }
 
-/// Classifies an answer to `SendMessage` received in full (a2a-v1.md §1, §4).
 /// The most `ListTasks` pages [`A2aClient::find_in_context`] reads: 50 (5,000 tasks at the
 /// largest page size).
 pub const LIST_PAGES: usize = 50;
+
+/// The `historyLength` [`A2aClient::find_in_context`] asks `ListTasks` for: the largest int32,
+/// i.e. every message of each task's history (a2a-v1.md §1 notes: `n > 0` is "at most the n most
+/// recent messages"; absent is the agent's default, which is all for some SDKs and none for
+/// others). The lapse task's `messageId` is its task's first message, so any smaller bound
+/// could hide it behind the agent's later messages (docs/interpretation.md).
+pub const LIST_HISTORY_LENGTH: i32 = i32::MAX;
 
 /// The id and state of `task` when its history holds a message with `message_id`.
 fn holding(task: &Value, message_id: &str) -> Option<(String, TaskState)> {
@@ -577,6 +620,7 @@ fn holding(task: &Value, message_id: &str) -> Option<(String, TaskState)> {
     Some((id.to_owned(), state))
 }
 
+/// Classifies an answer to `SendMessage` received in full (a2a-v1.md §1, §4).
 #[cfg(test)]
 fn interpret_response(
     status: StatusCode,
@@ -634,6 +678,9 @@ fn rpc_result(
                 DeliveryError::Retryable {
                     reason,
                     retry_after: retry_after(headers, std::time::SystemTime::now()),
+                    // A 5xx comes from whatever handled the request (the agent, or a proxy that
+                    // passed it on); 408 and 429 refuse it unhandled.
+                    maybe_received: status.is_server_error(),
                     source: source(),
                 }
             } else if status.is_redirection() {
@@ -680,7 +727,9 @@ fn rpc_result(
             Err(if err.is_permanent() {
                 DeliveryError::permanent(reason, err)
             } else {
-                DeliveryError::retryable(reason, err)
+                // The agent's handler failed partway (e.g. `-32603`): it may have created
+                // the task before failing.
+                DeliveryError::retryable(reason, true, err)
             })
         }
     }

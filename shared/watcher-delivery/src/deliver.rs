@@ -10,8 +10,9 @@
 //! * `submitter`: the [`Submitter`] and how it is built.
 //! * `claims`: the claim a sender holds on a lapse task while posting it ([`LEASE`],
 //!   [`lease_for`]).
-//! * `send`: sending by a read of the entry ([`Submitter::deliver_due`],
-//!   [`Submitter::deliver_one`], [`Submitter::deliver_read`]).
+//! * `send`: sending by a read of the entry ([`Submitter::deliver_read_with`], the lane's one
+//!   send entry point; [`Submitter::deliver_one`] and [`Submitter::deliver_due`], which read
+//!   first).
 //! * `copy`: sending by the lapse-queue message's copy of the entry
 //!   ([`Submitter::deliver_copy`]).
 //! * `pass`: one pass over what is due ([`deliver_due`]).

@@ -117,7 +117,7 @@ pub struct OutboxEntry {
     /// Attempts made so far.
     pub attempts: u32,
     /// Earliest instant of the next attempt (UTC) while `queued`; once `failed`, the instant it
-    /// failed (the agent's failures are listed in that order by [`Outbox::outbox_of_agent`]).
+    /// failed (the agent's failures are listed in that order by [`crate::store::Outbox::outbox_of_agent`]).
     pub next_attempt_at: Instant,
     /// The task the agent created, when it answered with a Task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -137,8 +137,11 @@ pub struct OutboxEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrying_since: Option<Instant>,
     /// When the attempt now under way was recorded, written *before* the request is sent and
-    /// cleared with its outcome. An entry read with this set and no attempt in flight in this
-    /// process is ambiguous: the agent may have accepted it (a2a-delegation-in-depth, "Recovery").
+    /// cleared with its outcome, except an outcome that leaves it unknown whether the agent has
+    /// the lapse task (a timeout or a 5xx after the request was sent; the delivery crate's
+    /// `record_attempt` keeps it). An entry read with this set and no attempt in flight in this
+    /// process is ambiguous: the agent may have accepted it (a2a-delegation-in-depth, "Recovery"),
+    /// so it is looked for with `ListTasks` before it is posted again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt_started_at: Option<Instant>,
     /// When to ask the agent next for the lapse task's state with `GetTask` (semantics.md "The
@@ -152,12 +155,12 @@ pub struct OutboxEntry {
     /// Since when the lapse task's Task waits for a person (`TASK_STATE_INPUT_REQUIRED` or
     /// `TASK_STATE_AUTH_REQUIRED`, expectations-v1 §10.2; UTC): the instant the watcher first
     /// learnt it, kept while the state stays interrupted, `None` otherwise
-    /// ([`crate::task_progress`]). [`Outbox::outbox_needing_person`] lists entries by it.
+    /// ([`crate::task_progress`]). [`crate::store::Outbox::outbox_needing_person`] lists entries by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needs_person_since: Option<Instant>,
     /// The sender that claimed the entry to post it, and until when ([`crate::lease`]); `None`
-    /// when nobody holds it. Written only by [`Outbox::outbox_claim`], released by its holder's
-    /// [`Outbox::outbox_update`].
+    /// when nobody holds it. Written only by [`crate::store::Outbox::outbox_claim`], released by its holder's
+    /// [`crate::store::Outbox::outbox_update`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
     /// The lineage of the task that raised the lapsed expectation, when it was determined: the

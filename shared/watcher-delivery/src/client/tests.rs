@@ -79,6 +79,28 @@ fn http_statuses_are_classified() {
     assert!(e.reason().contains("-32602"), "{}", e.reason());
 }
 
+/// A 5xx, or a transient JSON-RPC error, means the agent (or a proxy in front of it) handled the
+/// request and may have created the task: the attempt is ambiguous. 408 and 429 refuse the
+/// request unhandled, and a permanent error is an outcome: neither is.
+#[test]
+fn answers_that_may_follow_a_received_request_are_marked() {
+    for status in [500, 502, 503, 504] {
+        let e = interpret(status, "<html>down</html>").unwrap_err();
+        assert!(e.maybe_received(), "{status}");
+    }
+    for status in [408, 429] {
+        let e = interpret(status, "slow down").unwrap_err();
+        assert!(e.is_retryable() && !e.maybe_received(), "{status}");
+    }
+    assert!(interpret(200, &rpc_error(-32603))
+        .unwrap_err()
+        .maybe_received());
+    assert!(!interpret(200, &rpc_error(-32001))
+        .unwrap_err()
+        .maybe_received());
+    assert!(!interpret(404, "nope").unwrap_err().maybe_received());
+}
+
 /// The agent's JSON-RPC error is at hand whatever the HTTP status (the lifecycle probe records
 /// it as the method's answer); a transport failure or an answer that is not JSON-RPC has none.
 #[test]

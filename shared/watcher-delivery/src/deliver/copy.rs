@@ -5,14 +5,14 @@
 use super::*;
 
 impl Submitter {
-    /// [`Submitter::deliver_read`] of `copy`, the entry as it was when its lapse-queue message
+    /// [`Submitter::deliver_read_with`] of `copy`, the entry as it was when its lapse-queue message
     /// was sent, for a send with no read at all: when `copy` is queued, due at `now`, has an
     /// endpoint and gets a rate-limit token, it is claimed by a write conditional on the stored
     /// entry being `copy` (`Outbox::outbox_claim_copy`), posted and recorded as
-    /// [`Submitter::deliver_read`] does. Answers `None`, having written nothing, when the copy
+    /// [`Submitter::deliver_read_with`] does. Answers `None`, having written nothing, when the copy
     /// cannot be acted on: it would settle the entry otherwise (not queued, not due, no
     /// endpoint, over the rate) or the store's entry is no longer the copy. The caller then
-    /// reads the entry and goes by [`Submitter::deliver_read`]. A stale copy costs that fallback
+    /// reads the entry and goes by [`Submitter::deliver_read_with`]. A stale copy costs that fallback
     /// a conditional write and, at most, one rate-limit token of the agent's; it is never sent.
     /// On a store that cannot claim by a copy ([`Outbox::outbox_claims_copies`] `false`) it
     /// answers `None` at once, having taken nothing.
@@ -30,29 +30,8 @@ impl Submitter {
         S: Outbox + ?Sized,
         E: Endpoints + ?Sized,
     {
-        self.deliver_copy_with(store, endpoints, self.buckets(), copy, now)
-            .await
-    }
-
-    /// [`Submitter::deliver_copy`] taking its rate token from `buckets` (tokens the caller took
-    /// for a batch at once, [`crate::rate::Prepaid`]) instead of [`Submitter::buckets`].
-    ///
-    /// # Errors
-    /// As [`Submitter::deliver_copy`].
-    pub async fn deliver_copy_with<S, E>(
-        &self,
-        store: &S,
-        endpoints: &E,
-        buckets: &dyn RateBuckets,
-        copy: OutboxEntry,
-        now: Instant,
-    ) -> Result<Option<EntryOutcome>, StoreError>
-    where
-        S: Outbox + ?Sized,
-        E: Endpoints + ?Sized,
-    {
         match self
-            .deliver_copy_unrecorded(store, endpoints, buckets, copy, now)
+            .deliver_copy_unrecorded(store, endpoints, self.buckets(), copy, now)
             .await?
         {
             None => Ok(None),
@@ -61,7 +40,8 @@ impl Submitter {
         }
     }
 
-    /// [`Submitter::deliver_copy_with`] up to the agent's answer: a lapse task posted comes back
+    /// [`Submitter::deliver_copy`] up to the agent's answer, taking its rate token from `buckets`
+    /// (tokens the caller took for a batch at once, [`crate::rate::Prepaid`]): a lapse task posted comes back
     /// [`Posted::Unrecorded`], for the caller to write ([`Unrecorded::record`]) while it goes on
     /// to the next (the SQS-fed submitter's lanes write one lapse task's record while claiming
     /// the next).

@@ -19,8 +19,15 @@ use super::*;
 ///   [`jitter_fraction`]) or the agent's `Retry-After` if later, but never later than the
 ///   give-up instant (so the last attempt is made at that age).
 ///
-/// `attempts` is incremented and `attempt_started_at` cleared in every case; a success or a
-/// permanent failure clears `retrying_since`. A `failed` entry's `next_attempt_at` is the
+/// `attempts` is incremented in every case; a success or a permanent failure clears
+/// `retrying_since`. `attempt_started_at` is cleared with every outcome but one: a retryable
+/// failure after which the agent may have the request ([`DeliveryError::maybe_received`]: a
+/// timeout, a connection lost before the answer, a 5xx) keeps it (set to `now` if it was not),
+/// so the attempt stays ambiguous, as an attempt with no recorded outcome is, and the next
+/// claim of the entry looks for it with `ListTasks` before posting it again (`post`, serve.md
+/// "never sends a second one for a delivered `messageId`", docs/interpretation.md). A failure
+/// the agent cannot have received (no connection was made, 408, 429) clears it: the next
+/// attempt posts at once. A `failed` entry's `next_attempt_at` is the
 /// instant it failed (`now`): the agent's failed lapse tasks are read in the order they failed
 /// (`Outbox::outbox_of_agent`), which the notifier's "lapse task failed" event follows. `now` is the instant of the attempt.
 pub fn record_attempt(
@@ -78,7 +85,11 @@ pub fn record_attempt(
                 );
                 fail(&mut e, now, error)
             } else {
-                let error = err.describe();
+                let mut error = err.describe();
+                if err.maybe_received() {
+                    e.attempt_started_at = Some(entry.attempt_started_at.unwrap_or(now));
+                    error.push_str(AMBIGUOUS_NOTE);
+                }
                 let backoff = next_attempt_at(
                     now,
                     e.attempts,
@@ -100,6 +111,10 @@ pub fn record_attempt(
     (e, outcome)
 }
 
+/// Appended to `last_error` when a retryable failure leaves the attempt ambiguous.
+const AMBIGUOUS_NOTE: &str =
+    " (the agent may have received it: looked for with ListTasks before it is posted again)";
+
 /// Marks `e` failed for good at `now` with `error` (the caller decides `retrying_since`).
 fn fail(e: &mut OutboxEntry, now: Instant, error: String) -> EntryOutcome {
     e.delivery = DeliveryState::Failed;
@@ -111,9 +126,10 @@ fn fail(e: &mut OutboxEntry, now: Instant, error: String) -> EntryOutcome {
     }
 }
 
-/// Records that an ambiguous entry (an attempt with no recorded outcome) was found at the agent
-/// by `ListTasks`: `sent`, with the task's id and state, the attempt cleared. No attempt is
-/// counted: nothing was posted.
+/// Records that an ambiguous entry (`attempt_started_at` set: an attempt with no recorded
+/// outcome, or one that failed after the agent may have received it, see [`record_attempt`])
+/// was found at the agent by `ListTasks`: `sent`, with the task's id and state, the attempt
+/// cleared and `retrying_since` with it. No attempt is counted: nothing was posted.
 pub fn record_found(
     entry: &OutboxEntry,
     task_id: &str,

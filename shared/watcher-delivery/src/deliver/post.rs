@@ -11,7 +11,9 @@ use super::*;
 ///    ambiguous, not forgotten. An entry no longer `queued` is [`EntryOutcome::Skipped`]; one
 ///    another sender holds is [`EntryOutcome::NotDue`] until its lease ends. Either way nothing
 ///    is posted, so two senders handed the same entry post it once.
-/// 2. An entry whose earlier attempt has no recorded outcome (or whose earlier claim expired) is
+/// 2. An entry whose earlier attempt has no recorded outcome (or whose earlier claim expired),
+///    or failed after the request may have reached the agent (a timeout, a connection lost
+///    before the answer, a 5xx: [`record_attempt`] keeps `attempt_started_at` for it), is
 ///    ambiguous: the agent may have accepted it. It is looked for first with `ListTasks` in the
 ///    request's `contextId`, every page ([`look_for`]); a task whose history holds its
 ///    `messageId` is the one, and the entry is recorded `sent` with that task's id, without
@@ -90,7 +92,8 @@ where
     }
 }
 
-/// What [`post_unrecorded`] came to.
+/// What posting a claimed lapse task came to, its record possibly left to the caller
+/// ([`Submitter::deliver_copy_unrecorded`]).
 #[derive(Debug)]
 pub enum Posted {
     /// Settled and written (nothing posted, or an earlier attempt found with `ListTasks`).

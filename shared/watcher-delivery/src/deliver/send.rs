@@ -1,6 +1,6 @@
 //! Sending a lapse task by a read of its entry: one pass over what is due
 //! ([`Submitter::deliver_due`]), one entry ([`Submitter::deliver_one`]), or an entry the caller
-//! has just read ([`Submitter::deliver_read`]).
+//! has just read ([`Submitter::deliver_read_with`], the lane's).
 
 use super::*;
 
@@ -37,10 +37,10 @@ impl Submitter {
     }
 
     /// Delivers the entry (tenant, agent, messageId) if it is queued and due at `now`, and this
-    /// submitter's claim on it is granted (the SQS-fed submitter: one message per lapse task,
-    /// naming all three; serve's lanes). Returns what happened;
-    /// [`EntryOutcome::Retried`], [`EntryOutcome::Deferred`] and [`EntryOutcome::NotDue`] mean
-    /// "try again at the instant given". Reads the entry, then [`Submitter::deliver_read`].
+    /// submitter's claim on it is granted. Returns what happened; [`EntryOutcome::Retried`],
+    /// [`EntryOutcome::Deferred`] and [`EntryOutcome::NotDue`] mean "try again at the instant
+    /// given". Reads the entry, then [`Submitter::deliver_read_with`] with this submitter's own
+    /// rate buckets ([`Submitter::buckets`]).
     ///
     /// # Errors
     /// A [`StoreError`] reading or updating the entry.
@@ -58,40 +58,31 @@ impl Submitter {
         E: Endpoints + ?Sized,
     {
         let found = store.outbox_get(tenant, agent, message_id).await?;
-        self.deliver_read(store, endpoints, (tenant, agent, message_id), found, now)
-            .await
+        self.deliver_read_with(
+            store,
+            endpoints,
+            self.buckets(),
+            (tenant, agent, message_id),
+            found,
+            now,
+        )
+        .await
     }
 
-    /// [`Submitter::deliver_one`] of the entry (tenant, agent, messageId) the caller has just
-    /// read (`found`; `None` when it is not stored), without reading it again: the claim is
-    /// tried against it (`Outbox::outbox_claim_read`), and the outcome written against the
-    /// entry as claimed (`Outbox::outbox_update_read`), so a send costs the store no read when
-    /// nothing else writes the entry meanwhile. A stale `found` costs a read, never a second
-    /// send: the claim judges the stored entry whenever it differs from `found`.
+    /// Delivers the entry (tenant, agent, messageId) the caller has just read (`found`; `None`
+    /// when it is not stored) if it is queued and due at `now`, taking its rate token from
+    /// `buckets` (tokens the caller took for a batch at once, [`crate::rate::Prepaid`], or
+    /// [`Submitter::buckets`]): the one send entry point of a lane
+    /// ([`crate::lane::Lane`]). It does not read the entry again: the claim is tried against
+    /// `found` (`Outbox::outbox_claim_read`), and the outcome written against the entry as
+    /// claimed (`Outbox::outbox_update_read`), so a send costs the store no read when nothing
+    /// else writes the entry meanwhile. A stale `found` costs a read, never a second send: the
+    /// claim judges the stored entry whenever it differs from `found`. An ambiguous entry (an
+    /// earlier attempt whose outcome is unknown) is looked for with `ListTasks` before it is
+    /// posted again (`post`).
     ///
     /// # Errors
     /// A [`StoreError`] reading or updating the entry.
-    pub async fn deliver_read<S, E>(
-        &self,
-        store: &S,
-        endpoints: &E,
-        key: (&Tenant, &AgentId, &str),
-        found: Option<OutboxEntry>,
-        now: Instant,
-    ) -> Result<EntryOutcome, StoreError>
-    where
-        S: Outbox + ?Sized,
-        E: Endpoints + ?Sized,
-    {
-        self.deliver_read_with(store, endpoints, self.buckets(), key, found, now)
-            .await
-    }
-
-    /// [`Submitter::deliver_read`] taking its rate token from `buckets` (tokens the caller took
-    /// for a batch at once, [`crate::rate::Prepaid`]) instead of [`Submitter::buckets`].
-    ///
-    /// # Errors
-    /// As [`Submitter::deliver_read`].
     pub async fn deliver_read_with<S, E>(
         &self,
         store: &S,

@@ -52,6 +52,7 @@ where
         .unwrap()
 }
 
+mod ambiguity;
 mod exactly_once;
 mod http;
 mod outcomes;

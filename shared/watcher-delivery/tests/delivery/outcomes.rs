@@ -2,13 +2,27 @@
 
 use super::*;
 
+/// Two 503s, then a Task: each 503 leaves the attempt ambiguous, so each retry first asks
+/// `ListTasks` (this agent lists no such task) and then posts again, the same request each time.
 #[tokio::test]
 async fn two_503s_then_a_task_is_delivered_exactly_once() {
-    let agent = spawn_capture_agent(Behaviour::sequence(vec![
-        Reply::status(503),
-        Reply::http(503, "<html>busy</html>"),
-        Reply::task("task-lapse-1", TaskState::Submitted),
-    ]))
+    let sends = std::sync::atomic::AtomicUsize::new(0);
+    let agent = spawn_capture_agent(Behaviour::from_fn(move |_, request| {
+        if request.rpc_method().as_deref() == Some("ListTasks") {
+            return Reply::http(
+                200,
+                serde_json::json!({"jsonrpc": "2.0", "id": request.rpc_id(), "result": {
+                    "tasks": [], "nextPageToken": "", "pageSize": 0, "totalSize": 0
+                }})
+                .to_string(),
+            );
+        }
+        match sends.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => Reply::status(503),
+            1 => Reply::http(503, "<html>busy</html>"),
+            _ => Reply::task("task-lapse-1", TaskState::Submitted),
+        }
+    }))
     .await;
     let (entry, store) = one_lapse_task("exp-01J8Q0MANIFEST").await;
     let endpoints = endpoints(agent.endpoint(Some(BEARER.into())));
@@ -51,8 +65,12 @@ async fn two_503s_then_a_task_is_delivered_exactly_once() {
     let r = pass(&sub, &store, &endpoints, plus_secs(t0(), 86_400)).await;
     assert_eq!(r, DeliveryReport::default());
 
-    let requests = agent.requests();
+    let (requests, lists): (Vec<_>, Vec<_>) = agent
+        .requests()
+        .into_iter()
+        .partition(|r| r.rpc_method().as_deref() == Some("SendMessage"));
     assert_eq!(requests.len(), 3);
+    assert_eq!(lists.len(), 2, "one look-up before each retry");
     for req in &requests {
         assert_eq!(req.method, "POST");
         assert_eq!(req.header("a2a-version"), Some("1.0"));
@@ -172,13 +190,17 @@ async fn a_retryable_error_fails_once_it_is_give_up_after_old() {
         "{error}"
     );
     assert!(error.contains("-32603"), "{error}");
-    assert_eq!(agent.request_count(), retried + 1);
-    let ids: Vec<_> = agent
+    // `-32603` is the agent failing partway: each retry looks first (its ListTasks failing
+    // alike), then posts again.
+    let (sends, lists): (Vec<_>, Vec<_>) = agent
         .requests()
+        .into_iter()
+        .partition(|r| r.rpc_method().as_deref() == Some("SendMessage"));
+    assert_eq!(sends.len(), retried + 1);
+    assert_eq!(lists.len(), retried);
+    assert!(sends
         .iter()
-        .map(watcher_delivery::testing::CapturedRequest::rpc_id)
-        .collect();
-    assert!(ids.iter().all(|id| id == entry.message_id.as_str()));
+        .all(|r| r.rpc_id() == entry.message_id.as_str()));
 }
 
 #[tokio::test]

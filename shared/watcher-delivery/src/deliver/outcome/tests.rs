@@ -32,10 +32,22 @@ fn task(id: &str, state: TaskState) -> Result<SendOutcome, DeliveryError> {
     })
 }
 
+/// A retryable failure the agent cannot have received (e.g. a refused connection).
 fn retryable() -> Result<SendOutcome, DeliveryError> {
     Err(DeliveryError::Retryable {
-        reason: "HTTP 503".into(),
+        reason: "could not connect to the agent".into(),
         retry_after: None,
+        maybe_received: false,
+        source: None,
+    })
+}
+
+/// A retryable failure after which the agent may have the request (a 5xx, a timeout).
+fn ambiguous() -> Result<SendOutcome, DeliveryError> {
+    Err(DeliveryError::Retryable {
+        reason: "HTTP 503 Service Unavailable".into(),
+        retry_after: None,
+        maybe_received: true,
         source: None,
     })
 }
@@ -145,6 +157,7 @@ fn retry_after_is_honoured_up_to_the_give_up_age() {
         Err(DeliveryError::Retryable {
             reason: "HTTP 429".into(),
             retry_after: Some(Duration::from_secs(secs)),
+            maybe_received: false,
             source: None,
         })
     };
@@ -191,6 +204,50 @@ fn the_attempt_mark_is_cleared_with_the_outcome() {
     assert_eq!(found.attempts, 0, "nothing was posted");
 }
 
+/// A failure after which the agent may have the request keeps the attempt's mark, so the next
+/// claim finds it ambiguous and looks for it before posting; the mark's instant is the
+/// attempt's start. A give-up clears it (the entry is `failed`, never posted again), and the
+/// task found by the look-up settles it `sent` with no attempt counted.
+#[test]
+fn a_failure_the_agent_may_have_received_stays_ambiguous() {
+    let policy = RetryPolicy::default();
+    let mut e = entry();
+    e.attempt_started_at = Some(t0());
+    let later = add(t0(), Duration::from_secs(10));
+    let (r, outcome) = record_attempt(&e, &ambiguous(), later, &policy);
+    assert_eq!(r.delivery, DeliveryState::Queued);
+    assert_eq!(r.attempts, 1);
+    assert_eq!(r.attempt_started_at, Some(t0()), "still ambiguous");
+    assert_eq!(r.retrying_since, Some(later));
+    let error = r.last_error.clone().unwrap();
+    assert!(error.starts_with("HTTP 503"), "{error}");
+    assert!(error.contains("looked for with ListTasks"), "{error}");
+    assert!(matches!(outcome, EntryOutcome::Retried { attempts: 1, .. }));
+    // Marked even when the caller had not marked the attempt.
+    let (unmarked, _) = record_attempt(&entry(), &ambiguous(), later, &policy);
+    assert_eq!(unmarked.attempt_started_at, Some(later));
+    // Found by the look-up: sent, unmarked, the failed attempt the only one counted.
+    let found = record_found(&r, "task-9", TaskState::Submitted, later, &policy);
+    assert_eq!(found.delivery, DeliveryState::Sent);
+    assert_eq!(found.task_id.as_deref(), Some("task-9"));
+    assert_eq!(
+        (
+            found.attempts,
+            found.attempt_started_at,
+            found.retrying_since
+        ),
+        (1, None, None)
+    );
+    // Posted again after a look-up that found nothing and answered: the outcome clears it.
+    let (sent, _) = record_attempt(&r, &task("task-9", TaskState::Submitted), later, &policy);
+    assert_eq!((sent.attempts, sent.attempt_started_at), (2, None));
+    // Given up: failed for good, nothing left to look for.
+    let end = add(later, policy.give_up_after);
+    let (failed, _) = record_attempt(&r, &ambiguous(), end, &policy);
+    assert_eq!(failed.delivery, DeliveryState::Failed);
+    assert_eq!(failed.attempt_started_at, None);
+}
+
 #[test]
 fn a_task_without_push_is_followed_until_terminal_or_a_persons_turn() {
     let policy = RetryPolicy::default();
@@ -223,6 +280,7 @@ fn a_task_without_push_is_followed_until_terminal_or_a_persons_turn() {
     let transient = Err(DeliveryError::Retryable {
         reason: "HTTP 503".into(),
         retry_after: None,
+        maybe_received: true,
         source: None,
     });
     let again = record_poll(&e2, &transient, later, &policy);
