@@ -20,7 +20,9 @@
 //! 7. bytes on disk and resident memory (`/proc/self/status` VmRSS) per open expectation;
 //! 8. a burst (once, after the sizes): 1,000 lapses due at one instant over 10 agents that are
 //!    separate processes answering each request on a fresh connection (`bench-agent`,
-//!    `bench_agent.rs`), from the deadline to each lapse task's arrival (first, p50, p99).
+//!    `bench_agent.rs`), from the deadline to each lapse task's arrival (first, p50, p99);
+//! 9. a backlog (once): 5,000 lapse tasks queued for one agent process when `serve` starts, the
+//!    drain rate (`backlog.rs`).
 //!
 //! Nothing here is asserted: the figures are printed for people (docs/performance.md) and the
 //! smoke test only checks that the JSON line is printed.
@@ -45,10 +47,12 @@ use watcher_runtime::watcher::Watcher;
 use watcher_store_sqlite::SqliteStore;
 
 mod agent;
+mod backlog;
 mod delivery;
 mod inputs;
 mod measure;
 
+use backlog::*;
 use delivery::*;
 use inputs::*;
 use measure::*;
@@ -93,6 +97,17 @@ pub struct Options {
     pub slow_answer: Duration,
     /// Run the burst phase alone (`--burst-only`).
     pub burst_only: bool,
+    /// Run the backlog phase alone (`--backlog-only`).
+    pub backlog_only: bool,
+    /// Milliseconds the agent processes of the burst and backlog phases wait before each answer
+    /// (`--agent-answer-ms`, default 2: agents answering in a few milliseconds).
+    pub agent_answer_ms: u64,
+    /// The backlog phase's agent: examples/sdk-agent/agent.py run by this Python
+    /// (`--sdk-agent PYTHON SCRIPT`), instead of a `bench-agent` process.
+    pub sdk_agent: Option<(PathBuf, PathBuf)>,
+    /// Lapse tasks per origin task in each run of the backlog phase: 10 then 1 (10 only with
+    /// `--quick`).
+    pub backlog_per_origin: Vec<usize>,
 }
 
 impl Options {
@@ -112,6 +127,10 @@ impl Options {
             dir: None,
             slow_answer: Duration::from_secs(if quick { 3 } else { 20 }),
             burst_only: false,
+            backlog_only: false,
+            agent_answer_ms: 2,
+            sdk_agent: None,
+            backlog_per_origin: if quick { vec![10] } else { vec![10, 1] },
         }
     }
 }
@@ -133,6 +152,12 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             .with_context(|| format!("the run at {n} open expectations failed"))?;
         results.push(r);
     }
+    if opts.backlog_only {
+        let runs = backlog_runs(&opts).await?;
+        print_backlog(&runs);
+        println!("{}", json!({ "bench": "a2a-watcher", "backlog": runs }));
+        return Ok(());
+    }
     eprintln!(
         "bench: a burst of {LAPSES} lapses over {BURST_AGENTS} agents in their own processes ..."
     );
@@ -149,6 +174,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let baseline = slow_agent(&opts, false)
         .await
         .context("the slow-agent baseline failed")?;
+    let backlog = backlog_runs(&opts).await?;
     eprintln!("bench: status updates at 0 and 20k other lapse tasks ...");
     let status = status_updates(&opts)
         .await
@@ -173,6 +199,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         status["sizes"][1]["lapseTasks"],
     );
     print_burst(&burst);
+    print_backlog(&backlog);
     let doc = json!({
         "bench": "a2a-watcher",
         "version": env!("CARGO_PKG_VERSION"),
@@ -185,9 +212,27 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         "slowAgentBaseline": baseline,
         "statusUpdates": status,
         "burst": burst,
+        "backlog": backlog,
     });
     println!("{doc}");
     Ok(())
+}
+
+/// The backlog phase with 10 lapse tasks per origin task (as the burst's pushes raise them),
+/// then with one each (the worst case for grouped origin checks): `opts.backlog_per_origin`.
+async fn backlog_runs(opts: &Options) -> anyhow::Result<Vec<Value>> {
+    let mut runs = Vec::new();
+    for &per_origin in &opts.backlog_per_origin {
+        eprintln!(
+            "bench: a backlog of {BACKLOG} lapse tasks for one agent process, {per_origin} per origin ..."
+        );
+        runs.push(
+            backlog(opts, per_origin)
+                .await
+                .context("the backlog phase failed")?,
+        );
+    }
+    Ok(runs)
 }
 
 /// A temporary folder removed when dropped.

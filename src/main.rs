@@ -138,6 +138,17 @@ enum Command {
         /// separate processes answering each request on a fresh connection.
         #[arg(long)]
         burst_only: bool,
+        /// Only the backlog figure: 5,000 lapse tasks queued for one agent process when serve
+        /// starts, drained (10 per origin task, then 1 per origin task).
+        #[arg(long)]
+        backlog_only: bool,
+        /// Milliseconds the agent processes of the burst and backlog wait before each answer.
+        #[arg(long, default_value_t = 2)]
+        agent_answer_ms: u64,
+        /// The backlog's agent: examples/sdk-agent/agent.py (the official A2A Python SDK) run by
+        /// this Python, e.g. `--sdk-agent .venv-a2a/bin/python examples/sdk-agent/agent.py`.
+        #[arg(long, num_args = 2, value_names = ["PYTHON", "SCRIPT"])]
+        sdk_agent: Option<Vec<PathBuf>>,
     },
     /// `bench`'s agent process: answers JSON-RPC with `Connection: close` and prints each
     /// `SendMessage`'s arrival (`arrived UNIX_NANOS MESSAGE_ID`) on standard output.
@@ -146,6 +157,9 @@ enum Command {
         /// Address to listen on (port 0 picks one; the first line printed gives it).
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: String,
+        /// Milliseconds each answer waits after its request, as an agent that takes time.
+        #[arg(long, default_value_t = 0)]
+        answer_ms: u64,
     },
     /// Run a scenario on a simulated clock and print what happened as JSON Lines.
     Replay {
@@ -328,7 +342,7 @@ fn main() -> ExitCode {
             init_logging(cli.log_format, "warn");
             exit_on(runtime().and_then(|rt| rt.block_on(demo::run())), "demo")
         }
-        Command::BenchAgent { listen } => {
+        Command::BenchAgent { listen, answer_ms } => {
             init_logging(cli.log_format, "warn");
             // One thread, as a simple agent: the burst measures the watcher, not this process.
             exit_on(
@@ -336,7 +350,12 @@ fn main() -> ExitCode {
                     .enable_all()
                     .build()
                     .context("Failed to start the runtime")
-                    .and_then(|rt| rt.block_on(bench_agent::run(&listen))),
+                    .and_then(|rt| {
+                        rt.block_on(bench_agent::run(
+                            &listen,
+                            std::time::Duration::from_millis(answer_ms),
+                        ))
+                    }),
                 "bench-agent",
             )
         }
@@ -424,16 +443,25 @@ fn main() -> ExitCode {
             dir,
             slow_agent_only,
             burst_only,
+            backlog_only,
+            agent_answer_ms,
+            sdk_agent,
         } => {
             init_logging(cli.log_format, "warn");
             let mut opts = bench::Options::new(quick);
             if let Some(sizes) = sizes {
                 opts.sizes = sizes;
             }
-            if slow_agent_only || burst_only {
+            if slow_agent_only || burst_only || backlog_only {
                 opts.sizes.clear();
             }
             opts.burst_only = burst_only;
+            opts.backlog_only = backlog_only;
+            opts.agent_answer_ms = agent_answer_ms;
+            opts.sdk_agent = sdk_agent.and_then(|v| match v.as_slice() {
+                [python, script] => Some((python.clone(), script.clone())),
+                _ => None,
+            });
             opts.clients = clients.max(1);
             opts.dir = dir;
             exit_on(

@@ -100,7 +100,7 @@ async fn jsonrpc(State(shared): State<Arc<Shared>>, Json(req): Json<Value>) -> J
                 .push(SystemTime::now());
         }
     }
-    let answer = crate::bench_agent::answer(&req, &shared.tasks);
+    let answer = crate::bench_agent::answer(&req, &shared.tasks, None);
     let mut held = shared.held.subscribe();
     // Released, or the agent is gone: answer either way.
     let _ = held.wait_for(|on| !*on).await;

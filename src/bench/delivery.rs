@@ -12,14 +12,16 @@ pub(crate) const BURST_AGENTS: usize = 10;
 /// fresh connection (`a2a-watcher bench-agent`, [`crate::bench_agent`]), on a fresh `serve` with
 /// the default delivery settings (no rate limit). Answers the latency from the deadline to the
 /// arrival of each lapse task at its agent: the first, p50, p99 and max over all the deadlines
-/// (a percentile among lapse tasks not received within `opts.latency_wait` is null). Target:
-/// p99 ≤ 1 s.
+/// (a percentile among lapse tasks not received within `opts.latency_wait` is null), and the
+/// `GetTask` and `ListTasks` calls the agents received. Each agent holds the origin tasks of
+/// its pushes (as the agent that created them would) and answers `opts.agent_answer_ms` after
+/// each request. Target: p99 ≤ 1 s.
 pub(crate) async fn burst(opts: &Options) -> anyhow::Result<Value> {
     let dir = TempDir::fresh(opts, "burst")?;
     let exe = std::env::current_exe().context("the running executable, to start the agents")?;
     let mut agents = Vec::new();
     for _ in 0..BURST_AGENTS {
-        agents.push(crate::bench_agent::AgentProcess::spawn(&exe).await?);
+        agents.push(crate::bench_agent::AgentProcess::spawn(&exe, opts.agent_answer_ms).await?);
     }
     let mut card: Value = serde_json::from_str(include_str!("../../examples/booking-card.json"))?;
     let mut toml = String::from(
@@ -42,10 +44,18 @@ per_minute = 1000000
     }
     let (running, base_url) = serve_on(&dir.0, &toml).await?;
     let http = reqwest::Client::new();
+    let pushes = LAPSES / LAPSES_PER_PUSH / BURST_AGENTS;
+    // Each agent holds the origin tasks its pushes name, as the agent that created them would:
+    // the origin checks ask it for them.
+    for (a, agent) in agents.iter().enumerate() {
+        let origins: Vec<(String, String)> = (0..pushes)
+            .map(|p| (format!("task-B-a{a}-{p}"), format!("ctx-B-a{a}-{p}")))
+            .collect();
+        agent.hold(&http, &origins).await?;
+    }
     // Pushed ahead of the deadline, one client per agent.
     let due_second = jiff::Timestamp::now().as_second() + 4;
     let due = jiff::Timestamp::from_second(due_second)?;
-    let pushes = LAPSES / LAPSES_PER_PUSH / BURST_AGENTS;
     let mut handles = Vec::new();
     for a in 0..BURST_AGENTS {
         let (http, base_url) = (http.clone(), base_url.clone());
@@ -91,6 +101,14 @@ per_minute = 1000000
         .iter()
         .flat_map(|a| a.arrivals.lock().map(|v| v.clone()).unwrap_or_default())
         .collect();
+    // What the origin checks (and follow-up polls) cost the agents.
+    let asked = |of: fn(&crate::bench_agent::AgentProcess) -> &std::sync::atomic::AtomicU64| {
+        agents
+            .iter()
+            .map(|a| of(a).load(Ordering::Relaxed))
+            .sum::<u64>()
+    };
+    let (gets, lists) = (asked(|a| &a.get_tasks), asked(|a| &a.list_tasks));
     drop(agents);
     let ms = latencies_ms(&arrived, due_at);
     let pct = |p: f64| percentile(&ms, LAPSES, p);
@@ -108,6 +126,9 @@ per_minute = 1000000
         "maxMs": pct(1.0),
         "targetP99Ms": 1000,
         "cpuMicrosPerLapse": round(cpu * 1e6 / ms.len().max(1) as f64, 0),
+        "agentAnswerMs": opts.agent_answer_ms,
+        "getTaskCalls": gets,
+        "listTasksCalls": lists,
     }))
 }
 
@@ -127,7 +148,7 @@ async fn serve_on(
 /// The burst phase's line of the table.
 pub(crate) fn print_burst(burst: &Value) {
     println!(
-        "{:<24} {:>14}   (target <= 1000; first {} ms, p50 {} ms, max {} ms; {} lapses over {} agent processes, a connection per request; {} received; CPU {} us/lapse)",
+        "{:<24} {:>14}   (target <= 1000; first {} ms, p50 {} ms, max {} ms; {} lapses over {} agent processes answering after {} ms, a connection per request; {} received; {} GetTask, {} ListTasks; CPU {} us/lapse)",
         "burst p99 ms",
         burst["p99Ms"],
         burst["firstMs"],
@@ -135,7 +156,10 @@ pub(crate) fn print_burst(burst: &Value) {
         burst["maxMs"],
         burst["deadlines"],
         burst["agents"],
+        burst["agentAnswerMs"],
         burst["received"],
+        burst["getTaskCalls"],
+        burst["listTasksCalls"],
         burst["cpuMicrosPerLapse"],
     );
 }

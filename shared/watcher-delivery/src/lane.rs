@@ -9,11 +9,16 @@
 //!    bucket cannot cover now waits, with no write, and the pass ends [`PassEnd::Limited`];
 //! 2. sends them, at most `per_agent` in flight, lapse tasks of one contextId one after another
 //!    in the order they were due, so the agent sees a context's lapse tasks in order;
-//! 3. checks each one's origin before its first send, where origins are checked
-//!    ([`crate::reconcile::Reconciler::check_before_send`]);
+//! 3. checks each one's origin before its first send, where origins are checked, with
+//!    [`crate::reconcile::Reconciler::check_before_send`]'s verdict but grouped
+//!    ([`crate::origin_checks`]: one question per distinct origin, one `ListTasks` per shared
+//!    context, asked ahead of the sends with their own concurrency; a send waits for its own
+//!    origin's answer only, holding no slot), and meanwhile puts off the agent's origin polls
+//!    ([`crate::reconcile::Reconciler::sending`]);
 //! 4. claims, posts and records each by the entry it holds (no second read:
 //!    [`Submitter::deliver_read_with`]);
-//! 5. polls the followed ones with `GetTask` and records what they say.
+//! 5. polls the followed ones with `GetTask` and records what they say (one round of
+//!    `per_agent` when a full batch was due to be sent: the rest wait for a later pass).
 //!
 //! `serve` runs one loop per agent over [`Lane::pass`] (crate::lanes); the submitter function
 //! runs passes for the agent a lapse-queue wake-up names while its invocation has time. Nothing
@@ -28,6 +33,7 @@ use watcher_runtime::store::{DeliveryState, Outbox, OutboxEntry};
 
 use crate::deliver::{DeliveryReport, EntryOutcome, Submitter};
 use crate::endpoint::Endpoints;
+use crate::origin_checks::OriginChecks;
 use crate::rate::Prepaid;
 use crate::reconcile::Reconciler;
 
@@ -117,11 +123,16 @@ impl Lane<'_> {
         };
         let batch = self.batch.max(1);
         let now = clock.now();
-        let (due, follows) = match self.read_due(now, batch).await {
-            Some(read) => read,
-            None => return report,
+        let Some((due, mut follows)) = self.read_due(now, batch).await else {
+            return report;
         };
         let full = due.len() == batch || follows.len() == batch;
+        if due.len() == batch {
+            // More is due to be sent: this pass polls one round of followed lapse tasks
+            // (`per_agent`), the rest stay due for a later pass, so a backlog's sends are not
+            // slowed by as many polls.
+            follows.truncate(self.per_agent.max(1));
+        }
 
         // The agent's tokens for what is due, at once.
         let buckets = self.submitter.buckets();
@@ -160,12 +171,52 @@ impl Lane<'_> {
             self.agent.clone(),
             taken as u32,
         );
-        let chains = by_context(due.into_iter().take(taken).collect());
-        let outcomes: Vec<Vec<Sent>> = stream::iter(chains)
-            .map(|chain| self.send_chain(chain, clock, &prepaid, stop_taking_at))
-            .buffer_unordered(self.per_agent.max(1))
-            .collect()
-            .await;
+        let taken: Vec<OutboxEntry> = due.into_iter().take(taken).collect();
+        // While it sends, the agent's origin polls wait (crate::origin_checks::SendingAgents).
+        let _sending = match self.reconciler {
+            Some(r) if !taken.is_empty() => Some(r.sending(self.tenant, self.agent)),
+            _ => None,
+        };
+        let checks = match self.reconciler {
+            Some(r) if !taken.is_empty() => {
+                Some(OriginChecks::plan(r, self.tenant, self.agent, &taken).await)
+            }
+            _ => None,
+        };
+        // Every chain at once: a send waits for its own origin's answer first, holding nothing,
+        // then for one of the agent's `per_agent` places and a shared slot.
+        let places = Semaphore::new(self.per_agent.max(1));
+        let chains = by_context(taken);
+        let width = chains.len().max(1);
+        let sends = stream::iter(chains)
+            .map(|chain| {
+                self.send_chain(
+                    chain,
+                    clock,
+                    &prepaid,
+                    stop_taking_at,
+                    checks.as_ref(),
+                    &places,
+                )
+            })
+            .buffer_unordered(width)
+            .collect::<Vec<Vec<Sent>>>();
+        let ahead = async {
+            if let Some(checks) = &checks {
+                checks.run_ahead().await;
+            }
+        };
+        tokio::pin!(sends, ahead);
+        let mut ahead_done = false;
+        // The checks ahead stop with the sends (a chain held, or the time limit, leaves some
+        // unasked).
+        let outcomes = loop {
+            tokio::select! {
+                biased;
+                out = &mut sends => break out,
+                () = &mut ahead, if !ahead_done => ahead_done = true,
+            }
+        };
         let mut store_failed = false;
         let mut not_taken = false;
         for sent in outcomes.into_iter().flatten() {
@@ -267,6 +318,8 @@ impl Lane<'_> {
         clock: &dyn Clock,
         prepaid: &Prepaid<'_>,
         stop_taking_at: Option<std::time::Instant>,
+        checks: Option<&OriginChecks<'_>>,
+        places: &Semaphore,
     ) -> Vec<Sent> {
         let mut sent = Vec::with_capacity(chain.len());
         let mut held = false;
@@ -276,35 +329,47 @@ impl Lane<'_> {
                 held = true;
                 continue;
             }
-            let one = self.send(entry, clock, prepaid).await;
-            held = match &one {
-                Sent::Outcome(EntryOutcome::Retried { .. } | EntryOutcome::NotDue { .. }) => true,
-                Sent::StoreFailed => true,
-                _ => false,
-            };
+            let one = self.send(entry, clock, prepaid, checks, places).await;
+            held = matches!(
+                &one,
+                Sent::Outcome(EntryOutcome::Retried { .. } | EntryOutcome::NotDue { .. })
+                    | Sent::StoreFailed
+            );
             sent.push(one);
         }
         sent
     }
 
-    /// Checks one lapse task's origin and sends it by the entry held.
-    async fn send(&self, entry: OutboxEntry, clock: &dyn Clock, prepaid: &Prepaid<'_>) -> Sent {
-        // A closed semaphore would only mean "go ahead"; these are never closed.
+    /// Checks one lapse task's origin (its own answers only, holding no place or slot), then
+    /// sends it by the entry held in one of the agent's `places` and a shared slot.
+    async fn send(
+        &self,
+        entry: OutboxEntry,
+        clock: &dyn Clock,
+        prepaid: &Prepaid<'_>,
+        checks: Option<&OriginChecks<'_>>,
+        places: &Semaphore,
+    ) -> Sent {
+        let verdict = match (checks, self.reconciler) {
+            (Some(checks), _) => checks.verdict(&entry).await,
+            (None, Some(reconciler)) => reconciler.check_before_send(&entry).await,
+            (None, None) => Ok(true),
+        };
+        match verdict {
+            Ok(true) => {}
+            Ok(false) => return Sent::Withdrawn,
+            Err(e) => {
+                tracing::error!(error = %e, message_id = %entry.message_id,
+                    "recording a withdrawn lapse task failed");
+                return Sent::StoreFailed;
+            }
+        }
+        // Closed semaphores would only mean "go ahead"; these are never closed.
+        let _place = places.acquire().await.ok();
         let _slot = match self.slots {
             Some(s) => s.acquire().await.ok(),
             None => None,
         };
-        if let Some(reconciler) = self.reconciler {
-            match reconciler.check_before_send(&entry).await {
-                Ok(true) => {}
-                Ok(false) => return Sent::Withdrawn,
-                Err(e) => {
-                    tracing::error!(error = %e, message_id = %entry.message_id,
-                        "recording a withdrawn lapse task failed");
-                    return Sent::StoreFailed;
-                }
-            }
-        }
         let message_id = entry.message_id.clone();
         match self
             .submitter

@@ -107,6 +107,9 @@ async fn lane(ctx: Arc<LaneContext>, total: Arc<Semaphore>, tenant: Tenant, agen
         per_agent: ctx.settings.per_agent,
         batch: ctx.settings.batch,
     };
+    // Held from a pass that sent and found more due until the next pass holds its own: the
+    // agent's origin polls wait between such passes too (Reconciler::sending).
+    let mut _sending = None;
     loop {
         if *stop.borrow() {
             return;
@@ -119,6 +122,11 @@ async fn lane(ctx: Arc<LaneContext>, total: Arc<Semaphore>, tenant: Tenant, agen
         let pass = tokio::select! {
             pass = lane.pass(&*ctx.clock, None) => pass,
             _ = stop.changed() => return,
+        };
+        let sent = pass.delivery != crate::deliver::DeliveryReport::default() || pass.withdrawn > 0;
+        _sending = match (&pass.end, ctx.reconciler.as_deref()) {
+            (PassEnd::More, Some(r)) if sent => Some(r.sending(&tenant, &agent)),
+            _ => None,
         };
         let now = ctx.clock.now();
         let wait = match pass.end {

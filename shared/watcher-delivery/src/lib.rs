@@ -14,6 +14,7 @@
 //! * [`deliver`]: [`Submitter`], [`deliver_due`] and the pure bookkeeping [`record_attempt`],
 //!   [`record_found`].
 //! * [`lanes`]: serve's per-agent delivery lanes ([`spawn_lanes`]).
+//! * [`origin_checks`]: the origin checks of a lane's pass, grouped by origin and context.
 //! * [`reconcile`]: origin-task reconciliation for agents that are not lifecycle-trusted
 //!   ([`reconcile::Reconciler`]).
 //! * `testing` (feature `test-utils`): a recording A2A agent for tests.
@@ -29,6 +30,7 @@ pub mod endpoint;
 mod guard;
 pub mod lane;
 pub mod lanes;
+pub mod origin_checks;
 pub mod rate;
 pub mod reconcile;
 pub mod retry;

@@ -45,6 +45,8 @@ use crate::retry::{add, elapsed, RetryPolicy};
 const BATCH: usize = 32;
 /// `GetTask` calls in flight at once over all followed origin tasks.
 const IN_FLIGHT: usize = 4;
+/// How far an origin poll put off while its agent's lapse tasks are sent moves (in memory).
+const DEFER_STEP: Duration = Duration::from_millis(500);
 /// Longest the loop sleeps before looking at the queue again (an in-memory read).
 const MAX_IDLE: Duration = Duration::from_secs(1);
 
@@ -186,8 +188,27 @@ pub fn withdraws(state: TaskState) -> bool {
     )
 }
 
+/// Why a lapse task is not sent when the task `task_id` of its origin `origin`'s lineage was
+/// found in `state` before sending (the origin itself when `task_id == origin`).
+pub(crate) fn found_why(origin: &str, task_id: &str, state: TaskState) -> String {
+    if task_id == origin {
+        format!(
+            "not sent: GetTask before sending found the origin task {origin:?} {}; its \
+             expectations were withdrawn (origin-task reconciliation)",
+            state.as_str()
+        )
+    } else {
+        format!(
+            "not sent: GetTask before sending found the task {task_id:?} of the origin \
+             task {origin:?}'s lineage {}; the expectations of its lineage were withdrawn \
+             (origin-task reconciliation)",
+            state.as_str()
+        )
+    }
+}
+
 /// The state of a 1.0 Task object (`TASK_STATE_UNSPECIFIED` when it has none the watcher knows).
-fn state_of(task: &Value) -> TaskState {
+pub(crate) fn state_of(task: &Value) -> TaskState {
     task.pointer("/status/state")
         .and_then(TaskState::from_wire_value)
         .unwrap_or(TaskState::Unspecified)
@@ -203,6 +224,10 @@ pub struct Reconciler {
     policy: RetryPolicy,
     clock: Arc<dyn Clock>,
     wake: Arc<Notify>,
+    /// Origin answers kept for [`crate::origin_checks::FRESH`] (crate::origin_checks).
+    pub(crate) answers: crate::origin_checks::AnswerCache,
+    /// Agents with lapse tasks being sent: their origin polls wait (crate::origin_checks).
+    pub(crate) sending: crate::origin_checks::SendingAgents,
 }
 
 impl Reconciler {
@@ -223,6 +248,8 @@ impl Reconciler {
             policy,
             clock,
             wake,
+            answers: crate::origin_checks::AnswerCache::default(),
+            sending: crate::origin_checks::SendingAgents::default(),
         }
     }
 
@@ -242,8 +269,80 @@ impl Reconciler {
             .checks_origin_before_send(tenant, agent)
     }
 
+    /// Marks `agent` as having lapse tasks being sent until the guard drops: meanwhile its
+    /// origin polls ([`Reconciler::poll_due`], [`Reconciler::poll_stored_due`]) wait, at most
+    /// [`crate::origin_checks::MAX_DEFER`] (docs/interpretation.md "Origin polls wait while an
+    /// agent's lapse tasks are sent"). Held by [`crate::lane::Lane::pass`] while it sends.
+    pub fn sending(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+    ) -> crate::origin_checks::SendingGuard<'_> {
+        self.sending.hold(tenant, agent)
+    }
+
+    /// The watcher whose record the checks read and feed.
+    pub(crate) fn watcher(&self) -> &Watcher<dyn Store> {
+        &self.watcher
+    }
+
+    /// The watcher's clock.
+    pub(crate) fn clock(&self) -> &dyn Clock {
+        &*self.clock
+    }
+
+    /// `ListTasks` of `agent`'s tasks in `context_id` (a2a-v1.md §1.1): the first page only,
+    /// `pageSize` 100, `historyLength` 0, no artifacts; answers the listed Task objects that have
+    /// an `id` and a `status`.
+    ///
+    /// # Errors
+    /// As [`A2aClient::request`] (a 0.3 agent has no `ListTasks`: permanent, nothing sent); a
+    /// result without a `tasks` array is permanent.
+    pub(crate) async fn list_context(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        context_id: &str,
+        interface_tenant: Option<&str>,
+    ) -> Result<Vec<Value>, DeliveryError> {
+        let Some(endpoint) = self.endpoints.endpoint(tenant, agent) else {
+            return Err(DeliveryError::Permanent {
+                reason: format!("no endpoint for agent {agent}"),
+                source: None,
+            });
+        };
+        let mut params = json!({
+            "contextId": context_id,
+            "pageSize": crate::origin_checks::LIST_PAGE_SIZE,
+            "historyLength": 0,
+        });
+        if let Some(t) = interface_tenant {
+            params["tenant"] = Value::String(t.to_owned());
+        }
+        let result = self
+            .client
+            .request(
+                &endpoint,
+                a2a_types::rpc::methods::LIST_TASKS,
+                &params,
+                &format!("origins:{context_id}"),
+            )
+            .await?;
+        let Some(tasks) = result.get("tasks").and_then(Value::as_array) else {
+            return Err(DeliveryError::Permanent {
+                reason: "the ListTasks result has no `tasks` array".into(),
+                source: None,
+            });
+        };
+        Ok(tasks
+            .iter()
+            .filter(|t| t.get("id").and_then(Value::as_str).is_some() && t.get("status").is_some())
+            .cloned()
+            .collect())
+    }
+
     /// `GetTask` for `task_id` of `agent`, in the 1.0 shape.
-    async fn get_task(
+    pub(crate) async fn get_task(
         &self,
         tenant: &Tenant,
         agent: &AgentId,
@@ -305,13 +404,7 @@ impl Reconciler {
         )
         .await;
         if let Some((task, state)) = &kept.ended {
-            tracing::info!(message_id = %entry.message_id, agent = %entry.agent, origin, task = %task,
-                state = %state, "origin check before sending: a task of the origin's lineage ended; the lapse task is not sent");
-            let why = format!(
-                "not sent: the task {task:?} of the origin task {origin:?}'s lineage had reached \
-                 {state}; the expectations of its lineage were withdrawn (expectations-v1 §8.1)"
-            );
-            return self.mark_withdrawn(entry, why).await;
+            return self.withdraw_ended(entry, origin, task, state).await;
         }
         let interface_tenant = entry.request.get("tenant").and_then(Value::as_str);
         for task_id in std::iter::once(origin).chain(kept.ask.iter().map(String::as_str)) {
@@ -330,52 +423,76 @@ impl Reconciler {
             if !withdraws(state) {
                 continue;
             }
-            let now = self.clock.now();
-            match ingest_task(&self.watcher, &entry.tenant, &entry.agent, &task, now).await {
-                Ok(ingested) => {
-                    tracing::info!(message_id = %entry.message_id, agent = %entry.agent, origin, task_id,
-                    state = state.as_str(), withdrawn = ingested.withdrawn,
-                    "origin check before sending: a task of the origin's lineage ended without a push; withdrawn, the lapse task is not sent");
-                }
-                Err(e) => {
-                    tracing::warn!(message_id = %entry.message_id, origin, task_id, error = %e,
-                        "origin check before sending: the snapshot could not be recorded; the lapse task is not sent");
-                }
-            }
-            let key = (
-                entry.tenant.clone(),
-                entry.agent.clone(),
-                task_id.to_owned(),
-            );
-            self.watcher.directory.origins().stop(&key);
-            if self.watcher.directory.origins_in_store() {
-                if let Err(e) = self.watcher.store.origin_stop(&key).await {
-                    tracing::warn!(task_id, error = %e,
-                        "origin check before sending: could not stop following the task; the next poll stops it");
-                }
-            }
-            let why = if task_id == origin {
-                format!(
-                    "not sent: GetTask before sending found the origin task {origin:?} {}; its \
-                     expectations were withdrawn (origin-task reconciliation)",
-                    state.as_str()
-                )
-            } else {
-                format!(
-                    "not sent: GetTask before sending found the task {task_id:?} of the origin \
-                     task {origin:?}'s lineage {}; the expectations of its lineage were withdrawn \
-                     (origin-task reconciliation)",
-                    state.as_str()
-                )
-            };
-            return self.mark_withdrawn(entry, why).await;
+            self.record_withdrawing(entry, origin, task_id, &task).await;
+            return self
+                .mark_withdrawn(entry, found_why(origin, task_id, state))
+                .await;
         }
         Ok(true)
     }
 
+    /// Withdraws `entry` (answers `false`) because the task `task` of its origin's lineage is
+    /// recorded ended in `state`, as [`Reconciler::check_before_send`] does.
+    pub(crate) async fn withdraw_ended(
+        &self,
+        entry: &OutboxEntry,
+        origin: &str,
+        task: &str,
+        state: &str,
+    ) -> Result<bool, StoreError> {
+        tracing::info!(message_id = %entry.message_id, agent = %entry.agent, origin, task = %task,
+            state = %state, "origin check before sending: a task of the origin's lineage ended; the lapse task is not sent");
+        let why = format!(
+            "not sent: the task {task:?} of the origin task {origin:?}'s lineage had reached \
+             {state}; the expectations of its lineage were withdrawn (expectations-v1 §8.1)"
+        );
+        self.mark_withdrawn(entry, why).await
+    }
+
+    /// Records the snapshot `task` (the task `task_id` of `entry`'s origin's lineage, found
+    /// canceled, failed or rejected) through the push ingest path and stops following it, as
+    /// [`Reconciler::check_before_send`] does; failures are logged.
+    pub(crate) async fn record_withdrawing(
+        &self,
+        entry: &OutboxEntry,
+        origin: &str,
+        task_id: &str,
+        task: &Value,
+    ) {
+        let state = state_of(task);
+        let now = self.clock.now();
+        match ingest_task(&self.watcher, &entry.tenant, &entry.agent, task, now).await {
+            Ok(ingested) => {
+                tracing::info!(message_id = %entry.message_id, agent = %entry.agent, origin, task_id,
+                    state = state.as_str(), withdrawn = ingested.withdrawn,
+                    "origin check before sending: a task of the origin's lineage ended without a push; withdrawn, the lapse task is not sent");
+            }
+            Err(e) => {
+                tracing::warn!(message_id = %entry.message_id, origin, task_id, error = %e,
+                        "origin check before sending: the snapshot could not be recorded; the lapse task is not sent");
+            }
+        }
+        let key = (
+            entry.tenant.clone(),
+            entry.agent.clone(),
+            task_id.to_owned(),
+        );
+        self.watcher.directory.origins().stop(&key);
+        if self.watcher.directory.origins_in_store() {
+            if let Err(e) = self.watcher.store.origin_stop(&key).await {
+                tracing::warn!(task_id, error = %e,
+                        "origin check before sending: could not stop following the task; the next poll stops it");
+            }
+        }
+    }
+
     /// Marks `entry` `withdrawn` with `why` (read again: only a lapse task still `queued` is
     /// marked); answers `false` (do not send).
-    async fn mark_withdrawn(&self, entry: &OutboxEntry, why: String) -> Result<bool, StoreError> {
+    pub(crate) async fn mark_withdrawn(
+        &self,
+        entry: &OutboxEntry,
+        why: String,
+    ) -> Result<bool, StoreError> {
         let Some(mut current) = self
             .watcher
             .store
@@ -424,10 +541,19 @@ impl Reconciler {
         Ok(state_of(&task))
     }
 
-    /// Polls the origin tasks due at `now` (at most one batch); answers how many were polled.
+    /// Polls the origin tasks due at `now` (at most one batch); answers how many were polled or
+    /// put off. Those of an agent whose lapse tasks are being sent ([`Reconciler::sending`]) are
+    /// put off [`DEFER_STEP`], not polled.
     pub async fn poll_due(&self, now: Instant) -> usize {
-        let due = self.watcher.directory.origins().due(now, BATCH);
-        let n = due.len();
+        let origins = self.watcher.directory.origins();
+        let (deferred, due): (Vec<FollowedOrigin>, Vec<FollowedOrigin>) = origins
+            .due(now, BATCH)
+            .into_iter()
+            .partition(|f| self.sending.defers(&f.tenant, &f.agent, now));
+        for f in &deferred {
+            origins.reschedule(&f.key(), add(now, DEFER_STEP));
+        }
+        let n = due.len() + deferred.len();
         stream::iter(due)
             .for_each_concurrent(IN_FLIGHT, |f| self.poll_origin(f))
             .await;
@@ -446,7 +572,8 @@ impl Reconciler {
 
     /// Polls the origin tasks followed in the store (`Origins::origins_due`) whose next poll is due
     /// at `now`: for each registered agent, at most one batch (an agent no longer reconciled has
-    /// them stopped without a poll), read
+    /// them stopped without a poll; one whose lapse tasks are being sent, [`Reconciler::sending`],
+    /// is left for a later pass), read
     /// from the store's index by (tenant, agent, next poll), so a pass costs what is due. Each
     /// answer is ingested as [`Reconciler::poll_due`]'s are, and the next poll (or the end of
     /// following) written back. An agent whose due origins cannot be read, or a write that
@@ -456,7 +583,16 @@ impl Reconciler {
         // Every registered agent: one no longer reconciled (promoted by a probe, say) has the
         // origins it still has followed stopped, as they fall due. IN_FLIGHT agents' reads at
         // once: with many agents, the pass takes about its slowest read, not their sum.
-        let found: Vec<Vec<FollowedOrigin>> = stream::iter(self.watcher.directory.entries())
+        // An agent whose lapse tasks are being sent is not read: its due origins stay due in
+        // the store, for a pass after its sends (or after MAX_DEFER).
+        let agents: Vec<_> = self
+            .watcher
+            .directory
+            .entries()
+            .into_iter()
+            .filter(|a| !self.sending.defers(&a.tenant, &a.profile.id, now))
+            .collect();
+        let found: Vec<Vec<FollowedOrigin>> = stream::iter(agents)
             .map(|agent| async move {
                 self.watcher
                     .store

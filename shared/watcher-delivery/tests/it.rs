@@ -6,4 +6,5 @@ mod common;
 mod delivery;
 mod lanes;
 mod lineage;
+mod origin_checks;
 mod reconcile_store;
