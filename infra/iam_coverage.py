@@ -63,8 +63,10 @@ NOT_EXERCISED = {
         "a commit reading the items it does not hold yet "
         "(shared/watcher-store-dynamodb/src/commit.rs get_projected_batch)",
     ("SubmitterFunctionRole", "RetryAtBackoff"):
-        "a lapse task handed back is made visible at its next attempt "
-        "(shared/watcher-aws/src/sqs.rs redeliver_after)",
+        "a wake-up handed back (a store failure, or a continuation or delayed wake-up the "
+        "queues refused) is made visible after its backoff "
+        "(shared/watcher-lambda/src/submitter.rs settle; shared/watcher-aws/src/sqs.rs "
+        "redeliver_after)",
     ("TimerFunctionRole", "RetryTimerAtBackoff"):
         "a timer message handed back for a passing failure returns after its backoff "
         "(shared/watcher-lambda/src/timer.rs redeliver; shared/watcher-aws/src/timer_queue.rs "

@@ -319,13 +319,13 @@ async fn a_statement_removed_from_the_template_is_denied_as_aws_denies_it() {
         "the fallback DeleteSchedule did not run: {}",
         bare.tail()
     );
-    // The sweep (every 5 s here) is denied to Scheduler: lambda:InvokeFunction as SchedulerRole,
-    // retried (the sweep has no dead-letter queue: a missed sweep is harmless).
+    // The sweep's duties (every 5 s here) are denied to Scheduler: lambda:InvokeFunction as
+    // SchedulerRole, retried (a duty's tick has no dead-letter queue: a missed tick is harmless).
     bare.wait_for(
         "the sweep's denied invocation",
         Duration::from_secs(60),
         |l| {
-            l.contains("schedule sweep: invocation failed")
+            l.contains("schedule sweep-timers: invocation failed")
                 && l.contains("AccessDeniedException")
                 && l.contains("is not authorized to perform: lambda:InvokeFunction")
         },

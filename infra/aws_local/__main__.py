@@ -91,8 +91,8 @@ def parse_args(argv):
     )
     p.add_argument(
         "--rate-cap", type=int, metavar="SECONDS",
-        help="fire every rate() schedule (the sweep) at least every SECONDS, not the template's "
-        "5 minutes (tests of what the sweep does: card re-reads, probes, following)",
+        help="fire every rate() schedule (each sweep duty) at least every SECONDS, not the "
+        "template's 1 or 5 minutes (tests of what the sweep does: card re-reads, probes, following)",
     )
     p.add_argument(
         "--faults", metavar="SEED[:SPEC]",

@@ -20,7 +20,12 @@ from . import resources
 from .runtime import Function, InvocationError
 from .gateway import Route, event_for, response_of, routes_of
 from .template import Stack, load
-from .triggers import QueueSource, Scheduler, parse_expression
+from .triggers import QueueSource, Scheduler, async_max_age, async_retries, parse_expression
+
+# The sweep duties' schedules (template.yaml), by name and by the duty each names.
+SWEEPS = ["sweep-cards", "sweep-follow", "sweep-notify", "sweep-origins", "sweep-requeue",
+          "sweep-timers"]
+DUTIES = ["cards", "follow", "notify", "origins", "requeue", "timers"]
 
 # moto's in-process mock, never a server an AWS_ENDPOINT_URL names.
 for _name in [n for n in os.environ if n.startswith("AWS_ENDPOINT_URL")]:
@@ -340,7 +345,7 @@ class TriggersTest(unittest.TestCase):
         self.assertTrue(timer.called.wait(5))
         self.assertEqual(timer.payloads, [{"tenant": "t", "timer": "d-1"}])
         names = [x["Name"] for x in self.scheduler.list_schedules(GroupName=group)["Schedules"]]
-        self.assertEqual(sorted(names), ["d-2", "sweep"])
+        self.assertEqual(sorted(names), sorted(["d-2"] + SWEEPS))
         s.poll(at + 1)
         time.sleep(0.3)
         self.assertEqual(len(timer.payloads), 1)
@@ -369,7 +374,8 @@ class TriggersTest(unittest.TestCase):
         with unittest.mock.patch.object(self.scheduler, "get_schedule", side_effect=counted):
             s.poll(at - 10)
             s.poll(at - 9)
-            self.assertEqual(sorted(reads), ["d-1", "d-2", "sweep"], "read once, not per poll")
+            self.assertEqual(sorted(reads), sorted(["d-1", "d-2"] + SWEEPS),
+                             "read once, not per poll")
             time.sleep(0.01)
             self.scheduler.update_schedule(
                 Name="d-2", GroupName=group, ScheduleExpression="at(2026-09-10T20:14:00)",
@@ -377,20 +383,29 @@ class TriggersTest(unittest.TestCase):
                 ActionAfterCompletion="DELETE",
             )
             s.poll(at - 8)
-            self.assertEqual(sorted(reads), ["d-1", "d-2", "d-2", "sweep"], "changed: read again")
+            self.assertEqual(sorted(reads), sorted(["d-1", "d-2", "d-2"] + SWEEPS),
+                             "changed: read again")
             self.assertTrue(timer.called.wait(5), "the changed time is the one kept")
         self.assertEqual(timer.payloads, [{"tenant": "t", "timer": "d-1"}])
 
-    def test_the_sweep_fires_at_its_rate(self):
+    def test_each_sweep_duty_fires_at_its_rate(self):
         timer = FakeFunction()
         s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
                       lambda line: None)
-        s.poll(1000.0)  # first seen: due 5 minutes on
-        s.poll(1299.0)
+        s.poll(1000.0)  # first seen: the follow duty due a minute on, the others 5 minutes
+        s.poll(1059.0)
         self.assertFalse(timer.called.wait(0.3))
+        s.poll(1060.0)
+        wait_for(lambda: len(timer.payloads) >= 1)
+        self.assertEqual(timer.payloads, [{"sweep": "follow"}])
+        s.poll(1119.0)
+        time.sleep(0.3)
+        self.assertEqual(len(timer.payloads), 1, "the others wait their 5 minutes")
         s.poll(1300.0)
-        self.assertTrue(timer.called.wait(5))
-        self.assertEqual(timer.payloads, [{"sweep": True}])
+        wait_for(lambda: len(timer.payloads) >= 7)
+        time.sleep(0.3)
+        duties = sorted(p["sweep"] for p in timer.payloads[1:])
+        self.assertEqual(duties, ["cards", "follow", "notify", "origins", "requeue", "timers"])
 
     def test_a_capped_sweep_never_runs_beside_itself(self):
         release = threading.Event()
@@ -403,22 +418,23 @@ class TriggersTest(unittest.TestCase):
         lines = []
         s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
                       lines.append, rate_cap=5)
-        s.poll(1000.0)  # first seen: due 5 s on
+        s.poll(1000.0)  # first seen: every duty due 5 s on (each capped on its own)
         s.poll(1005.0)
-        self.assertTrue(timer.called.wait(5))
-        # Three periods pass while it runs: none fires a second sweep beside it.
+        wait_for(lambda: len(timer.payloads) >= 6)
+        # Three periods pass while they run: none fires a second tick of its duty beside it.
         for now in (1010.0, 1015.0, 1020.0):
             s.poll(now)
         time.sleep(0.3)
-        self.assertEqual(len(timer.payloads), 1)
+        self.assertEqual(sorted(p["sweep"] for p in timer.payloads), DUTIES)
         release.set()
         wait_for(lambda: not s.running)
-        self.assertEqual(s.running, set(), "the ended sweep is no longer marked running")
-        # Ended: the next poll past its time fires it again, once.
+        self.assertEqual(s.running, set(), "the ended ticks are no longer marked running")
+        # Ended: the next poll past its time fires each duty again, once.
         s.poll(1021.0)
-        wait_for(lambda: len(timer.payloads) >= 2)
-        self.assertEqual(timer.payloads, [{"sweep": True}, {"sweep": True}])
-        self.assertEqual(sum("fires" in line for line in lines), 2)
+        wait_for(lambda: len(timer.payloads) >= 12)
+        time.sleep(0.3)
+        self.assertEqual(sorted(p["sweep"] for p in timer.payloads), sorted(DUTIES * 2))
+        self.assertEqual(sum("fires" in line for line in lines), 12, "each duty twice")
 
     def test_an_uncapped_rate_fires_at_its_rate_whatever_runs(self):
         release = threading.Event()
@@ -428,9 +444,10 @@ class TriggersTest(unittest.TestCase):
         s.poll(1000.0)
         s.poll(1300.0)
         s.poll(1600.0)  # the first still runs: AWS fires a rate regardless
-        wait_for(lambda: len(timer.payloads) >= 2)
+        timers = lambda: [p for p in timer.payloads if p == {"sweep": "timers"}]
+        wait_for(lambda: len(timers()) >= 2)
         release.set()
-        self.assertEqual(len(timer.payloads), 2)
+        self.assertEqual(len(timers()), 2)
 
     def test_a_batch_keeps_only_the_failed_records(self):
         url = self.stack.queue_urls["LapseQueue"]
@@ -496,31 +513,57 @@ class TriggersTest(unittest.TestCase):
             release.set()
             source.stop()
 
-    def test_a_schedule_whose_target_keeps_failing_goes_to_its_dead_letter_queue(self):
-        def fail(payload):
-            raise InvocationError("boom")
-
-        timer = FakeFunction(fail)
+    def _failing_schedule(self, retries):
         self.scheduler.create_schedule(
             Name="d-9", GroupName="st-timers", ScheduleExpression="at(2026-09-10T20:15:00)",
             FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
             Target={"Arn": self.stack.arn("TimerFunction"), "RoleArn": "arn:aws:iam::1:role/r",
                     "Input": '{"tenant": "t", "timer": "d-9"}',
-                    "RetryPolicy": {"MaximumRetryAttempts": 1},
+                    "RetryPolicy": {"MaximumRetryAttempts": retries},
                     "DeadLetterConfig": {"Arn": self.stack.arn("SchedulerDeadLetterQueue")}},
         )
+
+    def _dead_lettered(self, wait=5.0):
+        url = self.stack.queue_urls["SchedulerDeadLetterQueue"]
+        got, until = [], time.monotonic() + wait
+        while not got and time.monotonic() < until:
+            got = self.sqs.receive_message(QueueUrl=url).get("Messages", [])
+            if not got:
+                time.sleep(0.1)
+        return [json.loads(m["Body"]) for m in got]
+
+    def test_a_schedule_scheduler_may_not_invoke_goes_to_its_dead_letter_queue(self):
+        timer = FakeFunction()
+        self._failing_schedule(1)
         s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
                       lambda line: None)
+        s.as_role = lambda role: (lambda action, arn: (False, "not authorized"), self.sqs)
         s.poll(parse_expression("at(2026-09-10T20:15:00)")[1])
-        url = self.stack.queue_urls["SchedulerDeadLetterQueue"]
-        got = []
-        for _ in range(50):
-            got = self.sqs.receive_message(QueueUrl=url).get("Messages", [])
-            if got:
-                break
-            time.sleep(0.1)
-        self.assertEqual([json.loads(m["Body"]) for m in got], [{"tenant": "t", "timer": "d-9"}])
-        self.assertEqual(len(timer.payloads), 2)  # the attempt and its one retry
+        self.assertEqual(self._dead_lettered(), [{"tenant": "t", "timer": "d-9"}])
+        self.assertEqual(timer.payloads, [], "never invoked")
+
+    def test_a_timer_function_error_is_not_retried_by_lambda(self):
+        # TimerAsyncRetries (template.yaml): MaximumRetryAttempts 0 for the timer function, so
+        # a failed fire runs once; Lambda, not Scheduler, handles a function error, and sends
+        # nothing to the schedule's dead-letter queue.
+        self.assertEqual(async_retries(self.stack, "TimerFunction"), 0)
+        self.assertEqual(async_retries(self.stack, "SubmitterFunction"), 2, "Lambda's default")
+        self.assertEqual(async_max_age(self.stack, "TimerFunction"), 120)
+        done = threading.Event()
+        lines = []
+
+        def fail(payload):
+            raise InvocationError("boom")
+
+        timer = FakeFunction(fail)
+        self._failing_schedule(2)
+        s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
+                      lambda line: (lines.append(line), done.set()))
+        s.poll(parse_expression("at(2026-09-10T20:15:00)")[1])
+        wait_for(lambda: any("invocation failed" in l for l in lines))
+        time.sleep(1.5)
+        self.assertEqual(len(timer.payloads), 1, "no retry")
+        self.assertEqual(self._dead_lettered(0.5), [])
 
 
 # A stand-in function binary speaking the Runtime API: echoes its event, answers

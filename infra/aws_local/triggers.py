@@ -37,14 +37,17 @@ class Scheduler:
     a one-time `at()` schedule once at its time (then deletes it when its
     ActionAfterCompletion is DELETE, before invoking, so a target that re-arms the same name
     keeps its new schedule), a `rate()` one every period from when it was first seen. The target
-    function gets the schedule's `Input`, asynchronously; a failed invocation is retried as the
-    target's RetryPolicy allows (at most 3 times here, 1 s apart) and then sent to its
-    DeadLetterConfig queue.
+    function gets the schedule's `Input`, asynchronously; an invocation Scheduler may not make
+    (IAM) is retried as the target's RetryPolicy allows (at most 3 times here, 1 s apart) and
+    then sent to its DeadLetterConfig queue; a function error is retried as the function's
+    EventInvokeConfig allows (Lambda's asynchronous retries: none for the timer).
 
     A rate that `rate_cap` shortened fires again only once its previous invocation has ended:
-    the sweep's 5 minutes are far above its longest run (its timeout), so on AWS it never runs
-    beside itself, while at a capped 5 s a sweep slowed by a busy machine would, and sweeps
-    piling up would take every instance of the timer function from the deadlines it serves."""
+    each sweep duty's period is above its longest run (the timer's timeout for the 5-minute
+    duties, the following budget for the 1-minute one), so on AWS a duty never runs beside
+    itself, while at a capped 5 s a duty slowed by a busy machine would, and ticks piling up
+    would take every instance of the timer function from the deadlines it serves. Each duty's
+    schedule is capped on its own: every duty runs every `rate_cap` seconds."""
 
     def __init__(self, stack, scheduler, sqs, functions, log, interval=0.5, rate_cap=None):
         self.stack = stack
@@ -167,21 +170,41 @@ class Scheduler:
             return
         payload = json.loads(target.get("Input") or "{}")
         retries = min(int((target.get("RetryPolicy") or {}).get("MaximumRetryAttempts", 185)), 3)
+        # A function error is retried by Lambda's asynchronous invocation, not by Scheduler
+        # (whose invocation succeeded): as the function's EventInvokeConfig says, at most 3 here,
+        # and never dead-lettered to the schedule's queue (the template's functions have no
+        # on-failure destination).
+        function_retries = min(async_retries(self.stack, lid), 3)
         # Scheduler acts as the target's RoleArn: it invokes, and dead-letters, as that role.
         may, sqs = (self.as_role(target.get("RoleArn", "")) if self.as_role
                     else (None, self.sqs))
-        for attempt in range(retries + 1):
+        attempt, function_attempt = 0, 0
+        while attempt <= retries:
             try:
                 if may is not None:
                     allowed, message = may("lambda:InvokeFunction", target["Arn"])
                     if not allowed:
-                        raise InvocationError(f"AccessDeniedException: {message}")
-                self._invoke(self.functions[lid], payload)
+                        raise Denied(f"AccessDeniedException: {message}")
+                self._invoke(self.functions[lid], payload, async_max_age(self.stack, lid))
+                return
+            except Denied as e:
+                if self.stopping.is_set():
+                    return
+                attempt += 1
+                self.log(f"schedule {name}: invocation failed (attempt {attempt}): {e}")
+                time.sleep(1)
+            except Throttled as e:
+                # Throttled past the event's maximum age: Lambda drops the event.
+                self.log(f"schedule {name}: throttled past the event's maximum age; dropped: {e}")
                 return
             except InvocationError as e:
                 if self.stopping.is_set():
                     return  # the stack is stopping, the function with it
-                self.log(f"schedule {name}: invocation failed (attempt {attempt + 1}): {e}")
+                function_attempt += 1
+                self.log(f"schedule {name}: invocation failed (attempt {function_attempt}, "
+                         f"Lambda retries {function_retries}): {e}")
+                if function_attempt > function_retries:
+                    return
                 time.sleep(1)
         dlq = (target.get("DeadLetterConfig") or {}).get("Arn")
         if dlq:
@@ -200,10 +223,11 @@ class Scheduler:
     ASYNC_THROTTLE_RETRY_SECONDS = 6 * 3600
     ASYNC_THROTTLE_MAX_DELAY = 300.0
 
-    def _invoke(self, function, payload):
+    def _invoke(self, function, payload, max_age=None):
         """`function.invoke(payload)` at Scheduler's invocation rate, its throttles retried as
-        Lambda retries an asynchronous invocation's; raises the last Throttled after 6 hours
-        (or when the stack stops)."""
+        Lambda retries an asynchronous invocation's; raises the last Throttled after `max_age`
+        seconds (the function's EventInvokeConfig MaximumEventAgeInSeconds), else 6 hours (or
+        when the stack stops)."""
         if self.invocation_rate:
             with self.lock:
                 now = time.monotonic()
@@ -211,7 +235,8 @@ class Scheduler:
                 self.next_slot = slot + 1.0 / self.invocation_rate
             if slot > now:
                 self.stopping.wait(slot - now)
-        delay, give_up = 1.0, time.monotonic() + self.ASYNC_THROTTLE_RETRY_SECONDS
+        age = self.ASYNC_THROTTLE_RETRY_SECONDS if max_age is None else max_age
+        delay, give_up = 1.0, time.monotonic() + age
         while True:
             try:
                 return function.invoke(payload)
@@ -390,6 +415,37 @@ class QueueSource:
 
     def stop(self):
         self.stopping.set()
+
+
+# Lambda's retries of an asynchronous invocation's function error when the function declares
+# none: twice (Lambda developer guide, "How Lambda handles errors and retries with asynchronous
+# invocation").
+DEFAULT_ASYNC_RETRIES = 2
+
+
+class Denied(InvocationError):
+    """Scheduler could not invoke the target (its role lacks lambda:InvokeFunction): retried by
+    Scheduler's RetryPolicy, then dead-lettered."""
+
+
+def async_retries(stack, lid):
+    """How many times Lambda retries function `lid`'s failed asynchronous invocation: its
+    `AWS::Lambda::EventInvokeConfig` `MaximumRetryAttempts`, else `DEFAULT_ASYNC_RETRIES`."""
+    for _, props in stack.of_type("AWS::Lambda::EventInvokeConfig"):
+        props = stack.resolve(props)
+        if _function_lid(stack, props) == lid:
+            return int(props.get("MaximumRetryAttempts", DEFAULT_ASYNC_RETRIES))
+    return DEFAULT_ASYNC_RETRIES
+
+
+def async_max_age(stack, lid):
+    """How long Lambda keeps function `lid`'s asynchronous event through throttles, in seconds:
+    its `AWS::Lambda::EventInvokeConfig` `MaximumEventAgeInSeconds`, else None (6 hours)."""
+    for _, props in stack.of_type("AWS::Lambda::EventInvokeConfig"):
+        props = stack.resolve(props)
+        if _function_lid(stack, props) == lid and "MaximumEventAgeInSeconds" in props:
+            return int(props["MaximumEventAgeInSeconds"])
+    return None
 
 
 def _function_lid(stack, props):

@@ -19,6 +19,12 @@ use crate::common::*;
 
 #[path = "scenarios/delivery.rs"]
 mod delivery;
+#[path = "scenarios/lanes.rs"]
+mod lanes;
+use lanes::{
+    a_backlog_leaves_others_on_time, a_followed_lapse_task_ends_without_push,
+    one_agent_at_serves_pace,
+};
 use delivery::{
     agents_independent, follow_without_push, kill_the_sender_mid_send, notify_a_person,
     reconcile_a_cancel_never_pushed, retry_a_failed_lapse_task, slow_neighbour,
@@ -73,7 +79,12 @@ pub fn all() -> Vec<Scenario> {
         scenario!(follow_without_push),
         scenario!(notify_a_person),
         scenario!(a_lesson_whose_end_is_noticed),
+        scenario!(a_followed_lapse_task_ends_without_push),
         scenario!(kill_the_sender_mid_send, None, true),
+        // Measurements of one agent's pace and of a backlog beside another: alone, so that the
+        // other scenarios neither slow them nor wait behind them.
+        scenario!(one_agent_at_serves_pace, None, true),
+        scenario!(a_backlog_leaves_others_on_time, None, true),
     ]
 }
 

@@ -1,15 +1,38 @@
-//! The timer function: target of the per-expectation EventBridge schedules, of the
-//! `rate(5 minutes)` sweep and of the timer queue's delayed messages (docs/aws-latency.md).
-//! Evaluates on its own clock; an early wake re-arms, never lapses.
+//! The timer function: target of the per-expectation EventBridge schedules, of the sweep
+//! duties' schedules (`{"sweep": "<duty>"}`) and of the timer queue's delayed messages
+//! (docs/aws-latency.md). Evaluates on its own clock; an early wake re-arms, never lapses.
+//!
+//! The event is read once into a typed `TimerEvent`; a shape it is not is refused with an error
+//! log and a `NotRetryable.MalformedEvent` answer, never a panic.
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
 use std::sync::Arc;
 
-use watcher_host::aws::{Function, NOTIFY_BUDGET};
+use watcher_host::aws::{Function, Parts};
 use watcher_lambda::redelivery::{Invocation, TimerQueueFromEnv};
-use watcher_lambda::timer::{handle_with_cards_in, Following, TimerReport, FOLLOW_BUDGET};
+use watcher_lambda::sweep::{Notify, NotifyCounts};
+use watcher_lambda::timer::{handle_event, Following, TimerParts, TimerReport, FOLLOW_BUDGET};
+use watcher_lambda::timer_event::{Duty, SweepTick, TimerEvent};
 use watcher_runtime::clock::{Clock, SystemClock};
+
+/// The `notify` duty over the host's notifier, built per round (it keeps nothing between
+/// invocations that matters).
+struct Channels<'a>(&'a Parts);
+
+#[async_trait::async_trait]
+impl Notify for Channels<'_> {
+    async fn round(&self) -> NotifyCounts {
+        let Some(notifier) = self.0.notifier(Arc::new(SystemClock)) else {
+            return NotifyCounts::default();
+        };
+        let rounds = notifier.round().await;
+        NotifyCounts {
+            delivered: rounds.iter().map(|r| r.delivered).sum(),
+            failed: rounds.iter().map(|r| r.failed).sum(),
+        }
+    }
+}
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -21,49 +44,48 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let sending = parts
         .sending_for(Function::Timer)
         .map_err(|e| format!("{e:#}"))?;
-    // The sweep follows lapse tasks with GetTask as serve's lanes do.
+    // The follow duty polls lapse tasks with GetTask as serve's lanes do.
     let following = &Following {
         submitter: &sending.submitter,
         endpoints: &parts.endpoints,
         reconciler: Some(&*sending.reconciler),
         budget: FOLLOW_BUDGET,
     };
+    let channels = &Channels(parts);
     // A timer message handed back returns after its backoff (ChangeMessageVisibility on the
-    // timer queue, whose client is built at the first hand-back).
-    let redelivery = &TimerQueueFromEnv::new();
+    // timer queue), and a lane wake-up still ahead is sent on there; the client is built at its
+    // first use.
+    let timer_queue = &TimerQueueFromEnv::new();
+    let timer_parts = &TimerParts {
+        watcher: &*parts.watcher,
+        queue: &*parts.queue,
+        timers: &*parts.timers,
+        cards: Some(&parts.cards),
+        following: Some(following),
+        notify: Some(channels),
+    };
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
-        // Retries of a passing failure inside the invocation stay within Lambda's deadline.
-        let invocation = Invocation::new(redelivery, event.context.deadline());
-        let report: Result<TimerReport, Diagnostic> = handle_with_cards_in(
-            &*parts.watcher,
-            &*parts.queue,
-            &*parts.timers,
-            &parts.cards,
-            Some(following),
-            &event.payload,
-            SystemClock.now(),
-            &invocation,
-        )
-        .await
-        .map_err(Diagnostic::from);
-        // Then, on a sweep, the notification channels (issue 25), within their budget; a round
-        // cut short resumes at the next sweep from each channel's cursor.
-        let sweep = event.payload.get("sweep").and_then(Value::as_bool) == Some(true);
-        if let Some(notifier) = parts.notifier(Arc::new(SystemClock)).filter(|_| sweep) {
-            match tokio::time::timeout(NOTIFY_BUDGET, notifier.round()).await {
-                Ok(rounds) => tracing::info!(
-                    delivered = rounds.iter().map(|r| r.delivered).sum::<u64>(),
-                    failed = rounds.iter().map(|r| r.failed).sum::<u64>(),
-                    "notification channels told"
-                ),
-                Err(_) => tracing::warn!(
-                    budget = ?NOTIFY_BUDGET,
-                    "notification channels ran out of the sweep's budget; the rest at the next sweep"
-                ),
+        let event_payload = match TimerEvent::parse(&event.payload) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                tracing::error!(error = %e, request_id = %event.context.request_id, "refused an event that is not the timer function's");
+                return Err(Diagnostic::from(e));
             }
-        }
+        };
+        let duty = match &event_payload {
+            TimerEvent::Sweep(SweepTick::Duty(d)) => Some(*d),
+            _ => None,
+        };
+        // Retries of a passing failure inside the invocation stay within Lambda's deadline.
+        let invocation =
+            Invocation::new(timer_queue, event.context.deadline()).with_wakes(timer_queue);
+        let report: Result<TimerReport, Diagnostic> =
+            handle_event(timer_parts, &event_payload, SystemClock.now(), &invocation)
+                .await
+                .map_err(Diagnostic::from);
         if let Ok(r) = &report {
             tracing::info!(
+                duty = duty.map(Duty::name),
                 evaluated = r.evaluated,
                 lapses = r.lapses,
                 requeued = r.requeued,
@@ -72,6 +94,12 @@ async fn main() -> Result<(), lambda_runtime::Error> {
                 cards_tried = r.cards_tried,
                 cards_read = r.cards_read,
                 probed = r.probed,
+                notified = r.notified,
+                notify_failed = r.notify_failed,
+                fired_again = r.fired_again,
+                lanes_woken = r.lanes_woken,
+                wakes_sent_on = r.wakes_sent_on,
+                cut_short = r.cut_short,
                 redelivered = r.batch_item_failures.len(),
                 "timer invocation"
             );

@@ -64,11 +64,12 @@ pub use crate::scheduler::{
     SchedulerConfig, SchedulerTimers, DEFAULT_MAX_EVENT_AGE_SECS, DEFAULT_MAX_RETRY_ATTEMPTS,
 };
 pub use crate::sqs::{
-    deduplication_id, message_group_id, parse_queue_message, QueueMessage, SqsLapseQueue,
-    ENTRY_RETRY, MAX_DEDUPLICATION_ID_LEN, MAX_MESSAGE_GROUP_ID_LEN, MAX_VISIBILITY_SECS,
+    deduplication_id, message_group_id, parse_queue_message, parse_wake_up, wake_deduplication_id,
+    QueueMessage, SqsLapseQueue, WakeUp, ENTRY_RETRY, MAX_DEDUPLICATION_ID_LEN,
+    MAX_MESSAGE_GROUP_ID_LEN, MAX_VISIBILITY_SECS,
 };
 pub use crate::timer_input::{parse_timer_input, TimerInput};
 pub use crate::timer_queue::{
-    delay_seconds, parse_disarm_message, DisarmMessage, SqsTimerQueue, TimerQueue, MAX_DELAY_SECS,
-    SCHEDULE_LEAD,
+    delay_seconds, parse_disarm_message, wake_delay_seconds, wake_lane_body, DisarmMessage,
+    SqsTimerQueue, TimerQueue, TimerQueueMessage, WakeLane, MAX_DELAY_SECS, SCHEDULE_LEAD,
 };

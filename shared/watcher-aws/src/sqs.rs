@@ -1,17 +1,19 @@
-//! [`LapseQueue`] over an SQS FIFO queue: one message per lapse task, one message group per
-//! agent (ordered per agent, agents in parallel), deduplicated by the task's (tenant, agent,
-//! `messageId`) and the instant it was queued for ([`deduplication_id`]).
+//! [`LapseQueue`] over an SQS FIFO queue of wake-ups: a message is a [`WakeUp`] of one agent's
+//! lane (`{"tenant","agent"}`), in the agent's message group ([`message_group_id`]: one lane of
+//! an agent runs at a time, agents in parallel), deduplicated per agent and whole second
+//! ([`wake_deduplication_id`]), so that an agent's wake-ups coalesce to at most one a second and
+//! any backlog of any size puts a bounded number of messages in the queue every agent shares.
+//! The backlog lives in the outbox (the table): the submitter's lane reads the agent's due lapse
+//! tasks itself (docs/aws-latency.md, "One delivery path: wake-ups, not lapse tasks, on the
+//! queue").
 //!
-//! The queue carries the entry's identity and, when it is small, a copy of the entry as it was
-//! queued ([`QueueMessage::entry`]): the submitter claims the entry by that copy, one write
-//! conditional on the stored entry being the copy, with no read, and reads the entry only when
-//! the write finds it changed. The copy decides nothing the store has not confirmed. FIFO
-//! deduplication lasts five minutes only; the durable outbox, whose entries are keyed by
-//! (tenant, agent, `messageId`) and never sent again once `sent`, is what guarantees one lapse
-//! task per agent and `messageId`. (The agent is part of the key because expectation ids, and so
-//! `messageId`s, are scoped to the raising agent: two agents of one tenant can have lapse tasks
-//! with the same `messageId`.) The queue's dead-letter queue (a redrive policy on the queue)
-//! catches messages the submitter keeps failing on.
+//! Messages of earlier versions carried one lapse task each ([`QueueMessage`]: `messageId` and a
+//! copy of the entry); [`parse_wake_up`] reads one as a wake-up of its agent, so messages in
+//! flight across an upgrade are not lost. FIFO deduplication lasts five minutes only; the
+//! durable outbox, whose entries are keyed by (tenant, agent, `messageId`) and claimed before
+//! each send, is what guarantees one lapse task per agent and `messageId`. The queue's
+//! dead-letter queue (a redrive policy on the queue) catches messages the submitter keeps
+//! failing on.
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
@@ -41,7 +43,55 @@ const GROUP_DIGEST_HEX: usize = 32;
 const GROUP_TAG: &str = "a2a-watcher/message-group/v1";
 const DEDUP_TAG: &str = "a2a-watcher/deduplication/v1";
 
-/// The lapse queue's message body, for the submitter:
+/// Domain tag of the wake-ups' deduplication ids.
+const WAKE_TAG: &str = "a2a-watcher/wake-up/v1";
+
+/// A lapse queue message: a wake-up of the lane of `agent` of `tenant`,
+/// `{"tenant": "...", "agent": "...", "second": 1796000000}`. `second` (Unix seconds, absent in
+/// messages of earlier versions and in continuations) is the whole second the wake-up was sent
+/// in, the one its deduplication id names: a wake-up of the same agent sent later in that second
+/// was dropped by SQS as its duplicate, so the lane's last read must begin after that second
+/// ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WakeUp {
+    /// The agent's tenant.
+    pub tenant: Tenant,
+    /// The agent whose lane runs.
+    pub agent: AgentId,
+    /// The whole second (Unix seconds, the sender's clock) its deduplication id names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second: Option<i64>,
+}
+
+/// Reads a lapse queue message body as a [`WakeUp`]: a wake-up, or a message of an earlier
+/// version (one lapse task, [`QueueMessage`]), read as a wake-up of its agent (its `messageId`
+/// and copy are not needed: the lane reads the agent's due lapse tasks).
+///
+/// # Errors
+/// [`MessageError::Malformed`] when it is not JSON with a valid `tenant` and `agent`. Not
+/// retryable: the message belongs in the dead-letter queue.
+pub fn parse_wake_up(body: &str) -> Result<WakeUp, MessageError> {
+    serde_json::from_str(body).map_err(|source| MessageError::Malformed {
+        what: "lapse queue message",
+        source,
+    })
+}
+
+/// The `MessageDeduplicationId` of a wake-up of `agent` of `tenant` keyed by `key`: the 64 hex
+/// digits of a SHA-256 digest of the length-prefixed (tenant, agent, key). [`SqsLapseQueue::wake`]
+/// keys by the whole second (`s:{unix seconds}`), so wake-ups of one agent within a second make
+/// one message; a continuation keys by the SQS message id it continues (`c:{id}`), so the same
+/// message handled twice continues once.
+pub fn wake_deduplication_id(tenant: &Tenant, agent: &AgentId, key: &str) -> String {
+    hex_lower(&tuple_digest(
+        WAKE_TAG,
+        &[tenant.as_str(), agent.as_str(), key],
+    ))
+}
+
+/// The lapse queue's message body of earlier versions (still read, as a wake-up of its agent:
+/// [`parse_wake_up`]):
 /// `{"tenant": "...", "agent": "...", "messageId": "lapse:...", "entry": {...}}`: the first
 /// three make the outbox entry's identity; `entry`, when present, is the whole outbox entry as it
 /// was queued (its stored JSON form). The submitter claims the entry `(tenant, agent, messageId)`
@@ -244,46 +294,147 @@ pub const MAX_VISIBILITY_SECS: u32 = 43_200;
 
 #[async_trait]
 impl LapseQueue for SqsLapseQueue {
-    /// Sends a [`QueueMessage`] for `entry` in the agent's [`message_group_id`] with its
-    /// [`deduplication_id`]. Sending the same entry twice within five minutes makes one message.
+    /// Sends a [`WakeUp`] of the agent in its [`message_group_id`], deduplicated by the current
+    /// whole second ([`wake_deduplication_id`]): wake-ups of one agent within a second make one
+    /// message.
     ///
     /// # Errors
     /// Permanent: a missing queue, permissions, validation. Retryable: throttling, 5xx,
     /// timeouts.
+    async fn wake(&self, tenant: &Tenant, agent: &AgentId) -> Result<(), PortError> {
+        let second = jiff::Timestamp::now().as_second();
+        self.send_wake(tenant, agent, &format!("s:{second}"), Some(second))
+            .await
+    }
+
+    /// Wakes `entry`'s agent ([`LapseQueue::wake`]).
     async fn enqueue(&self, entry: &OutboxEntry) -> Result<(), PortError> {
-        let body = body_of(entry)?;
+        self.wake(&entry.tenant, &entry.agent).await
+    }
+
+    /// Wakes each agent of `entries` once, with `SendMessageBatch`, [`BATCH_MAX`] wake-ups per
+    /// request; each entry gets its agent's wake-up's result (permanent when SQS says the
+    /// sender is at fault; a request that fails as a whole fails each of its wake-ups).
+    async fn enqueue_all(&self, entries: &[OutboxEntry]) -> Vec<Result<(), PortError>> {
+        let second = jiff::Timestamp::now().as_second();
+        // The distinct agents, in the order they first appear; each entry's agent's place.
+        let mut agents: Vec<(&Tenant, &AgentId)> = Vec::new();
+        let places: Vec<usize> = entries
+            .iter()
+            .map(|e| {
+                let key = (&e.tenant, &e.agent);
+                agents.iter().position(|a| *a == key).unwrap_or_else(|| {
+                    agents.push(key);
+                    agents.len() - 1
+                })
+            })
+            .collect();
+        let mut woken = Vec::with_capacity(agents.len());
+        for chunk in agents.chunks(BATCH_MAX) {
+            woken.extend(self.wake_batch(chunk, second).await);
+        }
+        places
+            .into_iter()
+            .map(|i| match woken.get(i) {
+                Some(Ok(())) => Ok(()),
+                Some(Err(e)) => Err(PortError::new(e.is_retryable(), e.to_string(), None)),
+                None => Err(PortError::new(false, "wake-up not sent".into(), None)),
+            })
+            .collect()
+    }
+}
+
+impl SqsLapseQueue {
+    /// Sends a continuation of the lane of `agent` of `tenant`: a wake-up deduplicated by
+    /// `continues` (the SQS message id of the wake-up whose lane ran out of time), so that the
+    /// same message handled twice continues once, whatever second it is.
+    ///
+    /// # Errors
+    /// As [`LapseQueue::wake`].
+    pub async fn wake_continuing(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        continues: &str,
+    ) -> Result<(), PortError> {
+        self.send_wake(tenant, agent, &format!("c:{continues}"), None)
+            .await
+    }
+
+    /// One `SendMessage` of a [`WakeUp`] of `agent` deduplicated by `key`.
+    async fn send_wake(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        key: &str,
+        second: Option<i64>,
+    ) -> Result<(), PortError> {
+        let body = wake_body(tenant, agent, second)?;
         self.client
             .send_message()
             .queue_url(&self.queue_url)
             .message_body(body)
-            .message_group_id(message_group_id(&entry.tenant, &entry.agent))
-            .message_deduplication_id(deduplication_id(entry))
+            .message_group_id(message_group_id(tenant, agent))
+            .message_deduplication_id(wake_deduplication_id(tenant, agent, key))
             .send()
             .await
             .map_err(|e| {
                 port_error(
                     format!(
-                        "send {} to agent {} on {}",
-                        entry.message_id, entry.agent, self.queue_url
+                        "wake agent {agent} of tenant {tenant} on {}",
+                        self.queue_url
                     ),
                     e,
                 )
             })?;
-        tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, "lapse task queued");
+        tracing::debug!(%agent, key, "lane woken");
         Ok(())
     }
 
-    /// Sends the entries with `SendMessageBatch`, [`BATCH_MAX`] per request, the requests one
-    /// after another so that each agent's messages keep their order in its message group. An
-    /// entry the batch reports failed gets its own error (permanent when SQS says the sender
-    /// is at fault); a request that fails as a whole fails each of its entries.
-    async fn enqueue_all(&self, entries: &[OutboxEntry]) -> Vec<Result<(), PortError>> {
-        let mut results = Vec::with_capacity(entries.len());
-        for chunk in entries.chunks(BATCH_MAX) {
-            results.extend(self.send_batch(chunk).await);
-        }
-        results
+    /// One `SendMessageBatch` of wake-ups of `agents` (at most [`BATCH_MAX`]) in `second`, and
+    /// those answered failed for a passing reason sent again ([`with_entry_retries`],
+    /// [`ENTRY_RETRY`]); one result per agent, in order.
+    async fn wake_batch(
+        &self,
+        agents: &[(&Tenant, &AgentId)],
+        second: i64,
+    ) -> Vec<Result<(), PortError>> {
+        with_entry_retries(agents.len(), &self.entry_retry, |positions| async move {
+            let entries = positions
+                .iter()
+                .filter_map(|&p| agents.get(p))
+                .enumerate()
+                .map(|(i, (tenant, agent))| {
+                    aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .message_body(wake_body(tenant, agent, Some(second))?)
+                        .message_group_id(message_group_id(tenant, agent))
+                        .message_deduplication_id(wake_deduplication_id(
+                            tenant,
+                            agent,
+                            &format!("s:{second}"),
+                        ))
+                        .build()
+                        .map_err(|e| permanent(format!("wake-up of agent {agent}"), e))
+                })
+                .collect();
+            send_batch_entries(&self.client, &self.queue_url, entries, || {
+                format!("wake {} agents on {}", positions.len(), self.queue_url)
+            })
+            .await
+        })
+        .await
     }
+}
+
+/// The body of a [`WakeUp`] of `agent` of `tenant`.
+fn wake_body(tenant: &Tenant, agent: &AgentId, second: Option<i64>) -> Result<String, PortError> {
+    serde_json::to_string(&WakeUp {
+        tenant: tenant.clone(),
+        agent: agent.clone(),
+        second,
+    })
+    .map_err(|e| permanent(format!("body of the wake-up of agent {agent}"), e))
 }
 
 /// The most messages one `SendMessageBatch` takes.
@@ -424,9 +575,11 @@ where
     results
 }
 
-/// The queue message body for `entry`: with its copy, or, when that body would be over
+/// The queue message body of an earlier version for `entry` (tests build messages in flight
+/// across an upgrade with it): with its copy, or, when that body would be over
 /// [`ENTRY_COPY_MAX_BYTES`], without it (serialized once more, for large entries only).
-fn body_of(entry: &OutboxEntry) -> Result<String, PortError> {
+#[cfg(test)]
+pub(crate) fn body_of(entry: &OutboxEntry) -> Result<String, PortError> {
     let mut message = QueueMessage::from(entry);
     let to_body = |message: &QueueMessage| {
         serde_json::to_string(message).map_err(|e| {
@@ -442,52 +595,6 @@ fn body_of(entry: &OutboxEntry) -> Result<String, PortError> {
     }
     message.entry = None;
     to_body(&message)
-}
-
-impl SqsLapseQueue {
-    /// One `SendMessageBatch` of at most [`BATCH_MAX`] entries, and the entries it answered
-    /// failed for a passing reason sent again ([`with_entry_retries`], [`ENTRY_RETRY`]); one
-    /// result per entry, in order.
-    async fn send_batch(&self, chunk: &[OutboxEntry]) -> Vec<Result<(), PortError>> {
-        let results = with_entry_retries(chunk.len(), &self.entry_retry, |positions| {
-            self.send_positions(chunk, positions)
-        })
-        .await;
-        for (entry, result) in chunk.iter().zip(&results) {
-            match result {
-                Ok(()) => {
-                    tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, "lapse task queued");
-                }
-                Err(e) => {
-                    tracing::debug!(message_id = %entry.message_id, agent = %entry.agent, error = %e, "lapse task not queued");
-                }
-            }
-        }
-        results
-    }
-
-    /// One `SendMessageBatch` of the entries of `chunk` at `positions`, in that order (each
-    /// batch entry's id its place in `positions`).
-    async fn send_positions(&self, chunk: &[OutboxEntry], positions: Vec<usize>) -> Sent {
-        let entries = positions
-            .iter()
-            .filter_map(|&p| chunk.get(p))
-            .enumerate()
-            .map(|(i, entry)| {
-                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
-                    .id(i.to_string())
-                    .message_body(body_of(entry)?)
-                    .message_group_id(message_group_id(&entry.tenant, &entry.agent))
-                    .message_deduplication_id(deduplication_id(entry))
-                    .build()
-                    .map_err(|e| permanent(format!("batch entry for {}", entry.message_id), e))
-            })
-            .collect();
-        send_batch_entries(&self.client, &self.queue_url, entries, || {
-            format!("send {} lapse tasks on {}", positions.len(), self.queue_url)
-        })
-        .await
-    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use aws_sdk_scheduler::types::{ActionAfterCompletion, FlexibleTimeWindowMode};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use watcher_aws::provision::{create_lapse_queues, ensure_schedule_group};
 use watcher_aws::{
-    at_expression, message_group_id, parse_queue_message, parse_timer_input, schedule_name,
+    at_expression, message_group_id, parse_timer_input, parse_wake_up, schedule_name,
     SchedulerConfig, SchedulerTimers, SqsLapseQueue, TimerInput,
 };
 use watcher_core::engine::{TimerKey, TimerKind};
@@ -320,61 +320,87 @@ async fn spawn_queue() -> (SqsLapseQueue, aws_sdk_sqs::Client, String) {
     (queue, client, queues.queue_url)
 }
 
+/// The whole second of the system clock now (the one [`SqsLapseQueue::wake`] names).
+fn second_now() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// A lapse task enqueued is a wake-up of its agent, `{"tenant","agent","second"}` in the agent's
+/// group; wake-ups of one agent within a second are one message (FIFO deduplication by tenant,
+/// agent and second), and the lapse task itself is not on the queue.
 #[tokio::test]
-async fn the_same_task_enqueued_twice_is_one_message() {
+async fn wake_ups_of_one_agent_within_a_second_are_one_message() {
     let (queue, client, url) = spawn_queue().await;
     let task = entry(
         "acme",
         "planner",
         "lapse:exp-1:overdue:2030-01-01T00:00:00Z",
     );
+    let before = second_now();
     queue.enqueue(&task).await.unwrap();
-    queue.enqueue(&task).await.unwrap();
-
+    queue.wake(&task.tenant, &task.agent).await.unwrap();
+    let after = second_now();
     let received = drain(&client, &url).await;
-    assert_eq!(received.len(), 1, "FIFO deduplication by messageId");
-    let message = parse_queue_message(&received[0].body).unwrap();
-    assert_eq!(message.tenant, task.tenant);
-    assert_eq!(message.agent, task.agent);
-    assert_eq!(message.message_id, task.message_id);
+    let want = if before == after { 1 } else { 2 };
+    assert_eq!(received.len(), want, "one a second: {before}..{after}");
+    let wake = parse_wake_up(&received[0].body).unwrap();
+    assert_eq!((&wake.tenant, &wake.agent), (&task.tenant, &task.agent));
+    assert_eq!(wake.second, Some(before));
+    assert!(
+        !received[0].body.contains("messageId"),
+        "{}",
+        received[0].body
+    );
     assert_eq!(
         received[0].group,
         message_group_id(&task.tenant, &task.agent)
     );
 }
 
-/// A lapse task that failed and is re-queued by an operator moments after its first hand-over
-/// is a second message: SQS's five-minute deduplication must not drop it, even while the first
-/// message is not yet deleted (the submitter records `failed` before it deletes the message).
+/// A wake-up a second later is a new message within SQS's five-minute deduplication window (a
+/// lapse task re-queued moments after its first hand-over is not dropped), and so is a
+/// continuation, whatever the second: deduplicated by the message it continues, once.
 #[tokio::test]
-async fn a_requeued_task_is_a_new_message_within_the_deduplication_window() {
+async fn a_later_second_or_a_continuation_is_a_new_message() {
     let (queue, client, url) = spawn_queue().await;
-    let first = entry(
-        "acme",
-        "planner",
-        "lapse:exp-r:overdue:2030-01-01T00:00:00Z",
+    let (t, a) = (
+        Tenant::parse("acme").unwrap(),
+        AgentId::parse("planner").unwrap(),
     );
-    queue.enqueue(&first).await.unwrap();
-
-    let mut failed = first.clone();
-    failed.delivery = watcher_runtime::store::DeliveryState::Failed;
-    failed.last_error = Some("agent answered JSON-RPC error -32602".into());
-    let requeued =
-        watcher_runtime::operators::requeue_entry(&failed, instant("2030-01-01T00:00:05Z"))
-            .unwrap();
-    queue.enqueue(&requeued).await.unwrap();
-    queue.enqueue(&requeued).await.unwrap();
+    queue.wake(&t, &a).await.unwrap();
+    let first = second_now();
+    while second_now() == first {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    queue.wake(&t, &a).await.unwrap();
+    queue.wake_continuing(&t, &a, "sqs-1").await.unwrap();
+    queue.wake_continuing(&t, &a, "sqs-1").await.unwrap();
     let received = drain(&client, &url).await;
     assert_eq!(
         received.len(),
-        2,
-        "the first hand-over and the re-queue, each once"
+        3,
+        "two seconds' wake-ups and one continuation"
     );
-    for r in &received {
-        assert_eq!(
-            parse_queue_message(&r.body).unwrap().message_id,
-            first.message_id
-        );
+    let last = parse_wake_up(&received[2].body).unwrap();
+    assert_eq!(last.second, None, "a continuation names no second");
+}
+
+/// A message of an earlier version (one lapse task, with its copy) reads as a wake-up of its
+/// agent; a body without a valid tenant and agent is malformed.
+#[test]
+fn a_message_of_an_earlier_version_is_a_wake_up_of_its_agent() {
+    let old = serde_json::json!({ "tenant": "acme", "agent": "planner",
+        "messageId": "lapse:exp-1:overdue:t1", "entry": { "anything": true } });
+    let wake = parse_wake_up(&old.to_string()).unwrap();
+    assert_eq!(wake.tenant.as_str(), "acme");
+    assert_eq!(wake.agent.as_str(), "planner");
+    assert_eq!(wake.second, None);
+    for bad in [
+        r#"{"tenant":"acme"}"#,
+        r#"{"tenant":"","agent":"planner"}"#,
+        "not json",
+    ] {
+        assert!(parse_wake_up(bad).is_err(), "{bad}");
     }
 }
 
@@ -420,8 +446,10 @@ async fn a_handed_back_message_returns_when_its_visibility_is_changed() {
     );
 }
 
+/// Each (tenant, agent) has its own message group: lapse tasks of three agents, however many,
+/// are one wake-up each, in its agent's group.
 #[tokio::test]
-async fn each_agent_has_its_own_group_in_order() {
+async fn each_agent_has_its_own_group() {
     let (queue, client, url) = spawn_queue().await;
     let sent = [
         entry("acme", "planner", "lapse:exp-1:overdue:t1"),
@@ -430,37 +458,15 @@ async fn each_agent_has_its_own_group_in_order() {
         entry("other", "planner", "lapse:exp-1:overdue:t1"),
         entry("acme", "planner", "lapse:exp-3:stalled:t1"),
     ];
-    for task in &sent {
-        queue.enqueue(task).await.unwrap();
-    }
+    assert!(queue.enqueue_all(&sent).await.iter().all(Result::is_ok));
     let received = drain(&client, &url).await;
-    assert_eq!(
-        received.len(),
-        sent.len(),
-        "same messageId, other agent or tenant"
-    );
-
+    assert_eq!(received.len(), 3, "one wake-up per agent");
     let groups: HashSet<&str> = received.iter().map(|r| r.group.as_str()).collect();
     assert_eq!(groups.len(), 3, "acme/planner, acme/carrier, other/planner");
     for r in &received {
-        let m = parse_queue_message(&r.body).unwrap();
+        let m = parse_wake_up(&r.body).unwrap();
         assert_eq!(r.group, message_group_id(&m.tenant, &m.agent));
     }
-    // Within a group, the order of enqueueing.
-    let planner = message_group_id(&sent[0].tenant, &sent[0].agent);
-    let order: Vec<String> = received
-        .iter()
-        .filter(|r| r.group == planner)
-        .map(|r| parse_queue_message(&r.body).unwrap().message_id)
-        .collect();
-    assert_eq!(
-        order,
-        [
-            "lapse:exp-1:overdue:t1",
-            "lapse:exp-2:overdue:t1",
-            "lapse:exp-3:stalled:t1"
-        ]
-    );
 }
 
 #[tokio::test]
@@ -497,11 +503,11 @@ async fn the_lapse_queue_redrives_to_its_dead_letter_queue() {
     );
 }
 
-/// `enqueue_all` sends ten to a request (`SendMessageBatch`): 23 entries of two agents arrive
-/// once each, each agent's in the order given; sent again, FIFO deduplication keeps them once;
-/// to a missing queue every entry fails, permanently.
+/// `enqueue_all` wakes each agent once, whatever its lapse tasks (23 of two agents: two
+/// wake-ups), and sends the wake-ups ten to a request (`SendMessageBatch`: 12 agents, two
+/// requests); to a missing queue every entry fails, permanently.
 #[tokio::test]
-async fn enqueue_all_sends_in_batches_keeping_each_agents_order() {
+async fn enqueue_all_wakes_each_agent_once() {
     let (queue, client, url) = spawn_queue().await;
     let sent: Vec<_> = (0..23)
         .map(|i| {
@@ -512,27 +518,13 @@ async fn enqueue_all_sends_in_batches_keeping_each_agents_order() {
     let results = queue.enqueue_all(&sent).await;
     assert_eq!(results.len(), sent.len());
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-    assert!(queue.enqueue_all(&sent).await.iter().all(Result::is_ok));
     let received = drain(&client, &url).await;
-    assert_eq!(
-        received.len(),
-        sent.len(),
-        "each once, the second send deduplicated"
-    );
-    for agent in ["carrier", "planner"] {
-        let group = message_group_id(&sent[0].tenant, &AgentId::parse(agent).unwrap());
-        let got: Vec<String> = received
-            .iter()
-            .filter(|r| r.group == group)
-            .map(|r| parse_queue_message(&r.body).unwrap().message_id)
-            .collect();
-        let want: Vec<String> = sent
-            .iter()
-            .filter(|e| e.agent.as_str() == agent)
-            .map(|e| e.message_id.clone())
-            .collect();
-        assert_eq!(got, want, "{agent}'s lapse tasks in the order given");
-    }
+    assert_eq!(received.len(), 2, "one wake-up per agent");
+    let many: Vec<_> = (0..12)
+        .map(|i| entry("acme", &format!("agent-{i}"), "lapse:exp-1:overdue:t1"))
+        .collect();
+    assert!(queue.enqueue_all(&many).await.iter().all(Result::is_ok));
+    assert_eq!(drain(&client, &url).await.len(), 12);
     let missing = missing_lapse_queue(client);
     let results = missing.enqueue_all(&sent[..12]).await;
     assert_eq!(results.len(), 12);
@@ -692,4 +684,57 @@ async fn a_timer_message_is_delayed_to_its_instant() {
     .await
     .unwrap_err();
     assert!(matches!(far, PortError::Permanent { .. }), "{far}");
+}
+
+/// A lane wake-up is one `{"kind": "wakeLane", ...}` message on the timer queue, delayed to its
+/// instant (rounded up) or to SQS's 900 s at most; it reads back as the same wake-up.
+#[tokio::test]
+async fn a_lane_wake_up_is_delayed_to_its_instant_at_most_fifteen_minutes() {
+    let client = aws_sdk_sqs::Client::new(&moto_config().await);
+    let (url, _) = watcher_aws::provision::create_timer_queue(&client, &unique("wakes"))
+        .await
+        .unwrap();
+    let queue = watcher_aws::SqsTimerQueue::new(client.clone(), &url);
+    let tenant = Tenant::default_tenant();
+    let agent = AgentId::parse("planner").unwrap();
+    let sent = std::time::Instant::now();
+    // Seen from 22:14:58.5, 22:15:00 is 1.5 s away: delayed 2 s.
+    let at = instant("2026-09-10T22:15:00Z");
+    queue
+        .wake_lane_at_from(&tenant, &agent, at, instant("2026-09-10T22:14:58.5Z"))
+        .await
+        .unwrap();
+    // An hour away: the longest delay, 900 s (sent on when it arrives).
+    queue
+        .wake_lane_at_from(&tenant, &agent, at, instant("2026-09-10T21:15:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(visible_and_delayed(&client, &url).await, (0, 2));
+    let body = loop {
+        let out = client
+            .receive_message()
+            .queue_url(&url)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        if let Some(m) = out.messages().first() {
+            break m.body().unwrap().to_owned();
+        }
+        assert!(sent.elapsed().as_secs() < 10, "the wake-up never came");
+    };
+    assert!(
+        sent.elapsed() >= std::time::Duration::from_millis(1900),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(
+        watcher_aws::TimerQueueMessage::parse(&body).unwrap(),
+        watcher_aws::TimerQueueMessage::WakeLane(watcher_aws::WakeLane { tenant, agent, at })
+    );
+    assert_eq!(
+        visible_and_delayed(&client, &url).await,
+        (0, 1),
+        "the other waits its 900 s"
+    );
 }

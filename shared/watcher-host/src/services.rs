@@ -132,7 +132,7 @@ impl Service {
             Service::Deadlines => "`tests/deployments/scenarios.rs` `lapse_each_kind` (both deployments); `tests/aws_local.rs`; `watcher-lambda/tests/end_to_end/`",
             Service::LateTimers => "`watcher-runtime/tests/fire_due.rs`",
             Service::HandOver => "`watcher-runtime/tests/fire_hand_over.rs`; `bench` burst phase",
-            Service::SendOnce => "conformance `outbox_claims_are_exclusive`; `watcher-lambda/tests/submitter_lanes.rs` `two_submitters_handed_one_batch_send_each_message_once`; `tests/serve_crash.rs`",
+            Service::SendOnce => "conformance `outbox_claims_are_exclusive`; `watcher-lambda/tests/submitter_lanes.rs` `two_submitters_woken_for_one_agent_send_each_message_once`; `tests/serve_crash.rs`",
             Service::LostSendLookup => "`watcher-delivery/tests/delivery/exactly_once.rs` `an_ambiguous_lapse_task_behind_500_newer_tasks_is_found_not_sent_again`",
             Service::AgentLanes => "`tests/serve_delivery.rs`; `submitter_lanes.rs` `a_slow_agent_never_delays_another_agents_lapse_task_in_the_batch`",
             Service::Retries => "`submitter_lanes.rs`; `watcher-aws/tests/moto.rs` `a_handed_back_message_returns_when_its_visibility_is_changed`",

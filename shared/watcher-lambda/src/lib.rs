@@ -3,7 +3,8 @@
 //! real event type:
 //!
 //! * [`sink`]: after each commit, arm/disarm EventBridge schedules and enqueue lapse tasks;
-//! * [`timer`]: the per-expectation schedules' target and the `rate(5 minutes)` sweep;
+//! * [`timer`]: the per-expectation schedules' target, the timer queue's consumer and the
+//!   sweep's duties ([`sweep`]), over one typed event ([`timer_event`]);
 //! * [`redelivery`]: a timer firing that failed for a passing reason, tried again within
 //!   seconds (in the invocation, then the timer message's visibility backed off);
 //! * [`submitter`]: the SQS-fed lapse-task submitter with partial batch failures;
@@ -26,6 +27,7 @@ pub mod sink;
 pub mod submitter;
 pub mod sweep;
 pub mod timer;
+pub mod timer_event;
 
 /// JSON logs on stdout (CloudWatch adds the time), filtered by `RUST_LOG`; called first in every
 /// function's `main`.

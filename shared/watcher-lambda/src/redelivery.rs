@@ -107,6 +107,9 @@ pub struct Invocation<'a> {
     /// A passing store failure's retries inside the invocation ([`STORE_RETRY`]), and how they
     /// wait.
     pub retry: Retry,
+    /// Where a lane wake-up received before its instant is sent on (the timer queue's
+    /// `wake_lane_at`); [`crate::submitter::NoLaneWakes`] unless [`Invocation::with_wakes`] says.
+    pub wakes: &'a dyn crate::submitter::LaneWakes,
 }
 
 impl Invocation<'static> {
@@ -118,6 +121,7 @@ impl Invocation<'static> {
             deadline: None,
             redeliver: TIMER_REDELIVERY,
             retry: Retry::new(STORE_RETRY),
+            wakes: &crate::submitter::NoLaneWakes,
         }
     }
 }
@@ -131,7 +135,13 @@ impl<'a> Invocation<'a> {
             deadline: Some(deadline),
             redeliver: TIMER_REDELIVERY,
             retry: Retry::new(STORE_RETRY),
+            wakes: &crate::submitter::NoLaneWakes,
         }
+    }
+
+    /// This invocation, sending lane wake-ups still ahead on through `wakes`.
+    pub fn with_wakes(self, wakes: &'a dyn crate::submitter::LaneWakes) -> Self {
+        Invocation { wakes, ..self }
     }
 
     /// Whether retry `retry` (1 for the first) of a passing failure may be made now: the
@@ -189,6 +199,23 @@ impl Redelivery for TimerQueueFromEnv {
     async fn redeliver_after(&self, receipt_handle: &str, seconds: u32) -> Result<(), PortError> {
         match self.queue() {
             Ok(queue) => queue.redeliver_after(receipt_handle, seconds).await,
+            Err(e) => Err(PortError::new(false, e.clone(), None)),
+        }
+    }
+}
+
+/// A lane wake-up received before its instant, sent on from the timer function
+/// ([`watcher_aws::SqsTimerQueue::wake_lane_at`]); no timer queue configured: refused, permanent.
+#[async_trait]
+impl crate::submitter::LaneWakes for TimerQueueFromEnv {
+    async fn wake_lane_at(
+        &self,
+        tenant: &watcher_core::ids::Tenant,
+        agent: &watcher_core::ids::AgentId,
+        at: watcher_core::time::Instant,
+    ) -> Result<(), PortError> {
+        match self.queue() {
+            Ok(queue) => queue.wake_lane_at(tenant, agent, at).await,
             Err(e) => Err(PortError::new(false, e.clone(), None)),
         }
     }

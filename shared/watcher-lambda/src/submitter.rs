@@ -1,45 +1,46 @@
-//! The submitter function: SQS messages `{"tenant","agent","messageId","entry"}` → the outbox entry →
-//! `SendMessage` to the agent. Reports partial batch failures, so one agent's retry does not
-//! redeliver the others (`ReportBatchItemFailures` must be on the event source mapping).
+//! The submitter function: SQS wake-ups `{"tenant","agent"}` → that agent's [`Lane`] run pass
+//! after pass, as serve's lanes run it → `SendMessage` to the agent. The backlog lives in the
+//! table; the lapse queue carries a bounded number of wake-ups per agent (at most one a second,
+//! `watcher_aws::wake_deduplication_id`), so no agent's backlog holds back another's lapse tasks
+//! (docs/aws-latency.md, "One delivery path: wake-ups, not lapse tasks, on the queue").
+//!
+//! A batch's wake-ups are grouped by agent and the agents' lanes run concurrently, each with
+//! `[delivery] in_flight_per_agent` lapse tasks in flight, one contextId's one after another
+//! (`Lane::pass`). A lane stops taking lapse tasks at `stop_taking_at` (the invocation's
+//! deadline less [`margin`]), and then:
+//!
+//! * more is due ([`PassEnd::More`]): a continuation wake-up is sent (a deduplication id of its
+//!   own, `Redelivery::continue_lane`) and the wake-ups are deleted;
+//! * the agent's next attempt or poll, or its next rate token, is ahead ([`PassEnd::Idle`],
+//!   [`PassEnd::Limited`]): a delayed wake-up for that instant goes to the timer queue
+//!   ([`LaneWakes::wake_lane_at`]) and the wake-ups are deleted;
+//! * the store failed ([`PassEnd::StoreFailed`]): the wake-ups are handed back
+//!   (`batchItemFailures`), to return after
+//!   [`SUBMITTER_REDELIVERY`](crate::redelivery::SUBMITTER_REDELIVERY)'s backoff.
 //!
 //! The durable outbox, not the queue, guarantees one lapse task per (agent, `messageId`): each
-//! entry is claimed before it is sent (`Outbox::outbox_claim`, a lease of
-//! `watcher_delivery::deliver::LEASE`), so an entry already sent, or claimed by another
-//! invocation handed the same message, is not sent, however often and to however many
-//! invocations SQS delivers it.
-//!
-//! Before a lapse task's first send, its origin task and the tasks of the origin's lineage are
-//! asked for with `GetTask`, exactly as serve's lanes do (`Reconciler::check_before_send`): one
-//! found canceled, failed or rejected withdraws the expectations of its lineage, and the lapse
-//! task is marked `withdrawn`, never sent.
+//! entry is claimed before it is sent (`Outbox::outbox_claim*`, a lease), so an entry already
+//! sent, or claimed by another invocation woken for the same agent, is not sent, however often
+//! and to however many invocations SQS delivers a wake-up. The agent's rate limit is the shared
+//! DynamoDB buckets (`Submitter::with_rate_buckets`). Before a lapse task's first send, its
+//! origin is checked exactly as serve's lanes check it (`Reconciler::check_before_send`).
+
+use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
-use watcher_delivery::deliver::{EntryOutcome, Posted, Submitter, Unrecorded};
+use watcher_delivery::deliver::Submitter;
 use watcher_delivery::endpoint::Endpoints;
-use watcher_delivery::rate::Prepaid;
+use watcher_delivery::lane::{Lane, PassEnd};
 use watcher_delivery::reconcile::Reconciler;
+use watcher_runtime::clock::Clock;
 use watcher_runtime::ports::PortError;
-use watcher_runtime::store::{DeliveryState, OutboxEntry, Store, StoreError};
+use watcher_runtime::store::Outbox;
 
-/// What one batch came to: the answer for SQS, and when each handed-back message should be
-/// received again.
-#[derive(Debug, Default)]
-pub struct BatchOutcome {
-    /// The partial batch response: the messages handed back.
-    pub response: SqsBatchResponse,
-    /// `(receiptHandle, seconds)` for each handed-back message whose lapse task has a known next
-    /// attempt (a retry's backoff, a rate-limit deferral, a not-yet-due entry), in batch order:
-    /// the message should become visible again then, not after the queue's whole visibility
-    /// timeout. A message handed back for a store failure is not listed (the queue's timeout
-    /// applies).
-    pub redeliver_after: Vec<(String, u32)>,
-}
-
-/// Sets when a handed-back message is received again (SQS `ChangeMessageVisibility` on the
-/// lapse queue).
+/// Sets when a handed-back wake-up is received again (SQS `ChangeMessageVisibility` on the
+/// lapse queue), and continues a lane that ran out of time.
 #[async_trait]
 pub trait Redelivery: Send + Sync {
     /// Makes the message `receipt_handle` visible again `seconds` from now.
@@ -47,6 +48,26 @@ pub trait Redelivery: Send + Sync {
     /// # Errors
     /// The queue's refusal; the message then comes back after the queue's visibility timeout.
     async fn redeliver_after(&self, receipt_handle: &str, seconds: u32) -> Result<(), PortError>;
+
+    /// Sends a continuation wake-up of the lane of `agent` of `tenant`, deduplicated by
+    /// `continues` (the SQS message id of the wake-up whose lane ran out of time). The default
+    /// refuses; the wake-ups are then handed back instead, to return at once.
+    ///
+    /// # Errors
+    /// The queue's refusal.
+    async fn continue_lane(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        continues: &str,
+    ) -> Result<(), PortError> {
+        let _ = continues;
+        Err(PortError::new(
+            false,
+            format!("no continuation of agent {agent} of tenant {tenant} on this queue"),
+            None,
+        ))
+    }
 }
 
 #[async_trait]
@@ -54,10 +75,19 @@ impl Redelivery for watcher_aws::SqsLapseQueue {
     async fn redeliver_after(&self, receipt_handle: &str, seconds: u32) -> Result<(), PortError> {
         watcher_aws::SqsLapseQueue::redeliver_after(self, receipt_handle, seconds).await
     }
+
+    async fn continue_lane(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        continues: &str,
+    ) -> Result<(), PortError> {
+        self.wake_continuing(tenant, agent, continues).await
+    }
 }
 
-/// [`Redelivery`] that leaves every message to the queue's visibility timeout (for tests and
-/// emulators that hand batches to the handler directly).
+/// [`Redelivery`] that leaves every message to the queue's visibility timeout and continues no
+/// lane (for tests and emulators that hand batches to the handler directly).
 pub struct QueueTimeout;
 
 #[async_trait]
@@ -67,29 +97,135 @@ impl Redelivery for QueueTimeout {
     }
 }
 
-/// [`handle_batch`], then each handed-back message made visible again at its lapse task's next
-/// attempt through `redelivery`; returns the partial batch response. A failed visibility change
-/// is logged: the message then comes back after the queue's visibility timeout.
-pub async fn handle<S, E>(
-    store: &S,
-    submitter: &Submitter,
-    endpoints: &E,
-    reconciler: Option<&Reconciler>,
-    redelivery: &dyn Redelivery,
-    event: SqsEvent,
-    now: Instant,
-) -> SqsBatchResponse
-where
-    S: Store + ?Sized,
-    E: Endpoints + ?Sized,
-{
-    let outcome = handle_batch(store, submitter, endpoints, reconciler, event, now).await;
-    for (receipt, seconds) in &outcome.redeliver_after {
-        if let Err(e) = redelivery.redeliver_after(receipt, *seconds).await {
-            tracing::warn!(error = %e, seconds, "could not set when a handed-back lapse message returns; the queue's visibility timeout applies");
-        }
+/// Delayed wake-ups of lanes: the timer queue's (`watcher_aws::SqsTimerQueue::wake_lane_at`, a
+/// message delayed up to 900 s and sent on until the instant, then `LapseQueue::wake`).
+#[async_trait]
+pub trait LaneWakes: Send + Sync {
+    /// Wakes the lane of `agent` of `tenant` at `at` (UTC).
+    ///
+    /// # Errors
+    /// The queue's refusal; the wake-ups are then handed back to return at `at` instead.
+    async fn wake_lane_at(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        at: Instant,
+    ) -> Result<(), PortError>;
+}
+
+#[async_trait]
+impl LaneWakes for watcher_aws::SqsTimerQueue {
+    async fn wake_lane_at(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        at: Instant,
+    ) -> Result<(), PortError> {
+        watcher_aws::SqsTimerQueue::wake_lane_at(self, tenant, agent, at).await
     }
-    outcome.response
+}
+
+/// [`LaneWakes`] without a timer queue: every delayed wake-up is refused, so the wake-ups are
+/// handed back to return at the instant (`ChangeMessageVisibility`), as before the timer queue.
+pub struct NoLaneWakes;
+
+#[async_trait]
+impl LaneWakes for NoLaneWakes {
+    async fn wake_lane_at(&self, _: &Tenant, agent: &AgentId, _: Instant) -> Result<(), PortError> {
+        Err(PortError::new(
+            false,
+            format!("no timer queue to wake agent {agent} later"),
+            None,
+        ))
+    }
+}
+
+/// What the submitter's lanes send with: the same parts and settings as serve's lanes
+/// (`watcher_delivery::lanes`), without the process-wide slots (one invocation's lanes are its
+/// batch's agents, at most `BatchSize`).
+pub struct Lanes<'a> {
+    /// The outbox.
+    pub store: &'a dyn Outbox,
+    /// Posts and records; its shared rate buckets are the agent's limit.
+    pub submitter: &'a Submitter,
+    /// Where each agent is.
+    pub endpoints: &'a dyn Endpoints,
+    /// Origin checks before a first send, and followed lapse tasks' `GetTask` answers (`None`:
+    /// neither).
+    pub reconciler: Option<&'a Reconciler>,
+    /// Lapse tasks in flight at once to one agent: `[delivery] in_flight_per_agent`, serve's
+    /// setting (default 4; `0` counts as 1).
+    pub per_agent: usize,
+    /// Entries one pass reads, of each kind (serve's lane batch, 32).
+    pub batch: usize,
+}
+
+/// How long before its invocation's deadline a lane stops taking lapse tasks, given the A2A
+/// client's `request_timeout`: a lapse task taken just before may still need its origin check
+/// (`GetTask`) and its send (`SendMessage`), each up to the timeout, then its record and the
+/// wake-up that follows; twice the timeout and 5 s more. With the default 10 s and the
+/// function's 60 s timeout, a lane takes work for 35 s.
+pub fn margin(request_timeout: Duration) -> Duration {
+    request_timeout * 2 + Duration::from_secs(5)
+}
+
+/// The longest a lane waits inside its invocation for its agent's next attempt or rate token
+/// before asking the timer queue to wake it instead: shorter than the timer queue's round trip
+/// (a delayed message of whole seconds, the timer function, a wake-up), so a rate limit of a few
+/// a second or a retry a second away is waited for here.
+pub const INLINE_WAIT: Duration = Duration::from_secs(2);
+
+/// How long a lane that moved nothing waits before it looks again at lapse tasks still due
+/// (another sender's claim holds them: a crashed invocation's, until its lease ends).
+pub const NO_PROGRESS: Duration = Duration::from_secs(1);
+
+/// How far past the end of a wake-up's second a lane's last read must begin (clock skew between
+/// the sender and this function: both are NTP-synchronized Lambda hosts, well under this).
+pub const SECOND_SKEW: Duration = Duration::from_millis(100);
+
+/// What a lane's run left to do with its agent's wake-ups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum After {
+    /// Nothing more is known to be due: the wake-ups are deleted.
+    Done,
+    /// More is due and the invocation's time is short: a continuation wake-up, then deleted.
+    Continue,
+    /// The agent's next attempt, poll or rate token is at this instant (UTC): a delayed wake-up
+    /// then, and the wake-ups deleted.
+    WakeAt(Instant),
+    /// The store failed: the wake-ups are handed back.
+    StoreFailed,
+}
+
+/// One agent's wake-ups of a batch, and what its lane's run came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneRun {
+    /// The agent's tenant.
+    pub tenant: Tenant,
+    /// The agent.
+    pub agent: AgentId,
+    /// Its wake-ups: `(SQS messageId, receiptHandle, ApproximateReceiveCount)`, in batch order.
+    pub messages: Vec<(String, Option<String>, u32)>,
+    /// Passes run.
+    pub passes: usize,
+    /// Lapse tasks sent or settled, withdrawn, and followed ones polled, over its passes.
+    pub handled: usize,
+    /// How it ended.
+    pub after: After,
+}
+
+/// [`handle_batch`], then what each lane's run left to do carried out ([`settle`]); returns the
+/// partial batch response.
+pub async fn handle(
+    lanes: &Lanes<'_>,
+    redelivery: &dyn Redelivery,
+    wakes: &dyn LaneWakes,
+    clock: &dyn Clock,
+    event: SqsEvent,
+    stop_taking_at: Option<std::time::Instant>,
+) -> SqsBatchResponse {
+    let runs = handle_batch(lanes, clock, event, stop_taking_at).await;
+    settle(&runs, redelivery, wakes, clock.now()).await
 }
 
 /// Before a batch at `now`: for each agent the batch names whose card this instance does not hold
@@ -100,432 +236,295 @@ pub async fn pick_up_cards(
     event: &SqsEvent,
     now: Instant,
 ) {
-    let mut seen: Vec<(Tenant, AgentId)> = Vec::new();
-    for record in &event.records {
-        let Some(Ok(m)) = record.body.as_deref().map(watcher_aws::parse_queue_message) else {
-            continue;
-        };
-        let key = (m.tenant, m.agent);
-        if !seen.contains(&key) {
-            cards.pick_up(&key.0, &key.1, now).await;
-            seen.push(key);
-        }
+    for (tenant, agent) in agents_of(event) {
+        cards.pick_up(&tenant, &agent, now).await;
     }
 }
 
-/// Handles one batch at `now`. A message that cannot be parsed is dropped with an error log (it
-/// can never succeed; the outbox still holds the entry for the sweep).
+/// The distinct agents `event` wakes, in the order they first appear (unreadable messages
+/// skipped).
+fn agents_of(event: &SqsEvent) -> Vec<(Tenant, AgentId)> {
+    let mut seen: Vec<(Tenant, AgentId)> = Vec::new();
+    for record in &event.records {
+        let Some(Ok(w)) = record.body.as_deref().map(watcher_aws::parse_wake_up) else {
+            continue;
+        };
+        let key = (w.tenant, w.agent);
+        if !seen.contains(&key) {
+            seen.push(key);
+        }
+    }
+    seen
+}
+
+/// Runs the lanes `event` wakes, concurrently, one per agent; answers each run, in the order
+/// the agents first appear. A message that cannot be read is dropped with an error log (it can
+/// never succeed; the outbox still holds whatever is queued, for the sweep). A message of an
+/// earlier version (one lapse task) wakes its agent.
 ///
-/// The batch's agents (their FIFO message groups) are delivered concurrently, each agent's
-/// messages one after another in batch order, so a slow agent never holds up another's lapse
-/// task. A lapse task that must be retried later, or a store failure, is reported as a batch
-/// item failure, and so is every later message of the *same agent* in the batch, unprocessed, so
-/// that no agent's lapse tasks overtake one another (AWS's guidance for partial batch responses
-/// on FIFO queues); each comes back at the lapse task's next attempt
-/// ([`BatchOutcome::redeliver_after`]). A lapse task claimed by another invocation is handed
-/// back the same way, to come back when that claim ends (it is then found sent, or the claim
-/// expired). A message received again after a send whose outcome was not recorded is looked for
-/// with `ListTasks` before it is sent again (`Submitter::deliver_one`).
-///
-/// On a message's first receive, a lapse task is sent by the copy the message carries
-/// (`watcher_aws::QueueMessage::entry`) with no read: its origin is checked by the copy, and it
-/// is claimed on condition that the stored entry is still that copy (`Submitter::deliver_copy`).
-/// Otherwise, and whenever the copy is not confirmed, it is read once (`Outbox::outbox_get`):
-/// with `reconciler` (the function's, from `env::Parts`), a queued lapse task due at `now` and
-/// never attempted has its origin checked first ([`check_origin`]; `None` sends without the
-/// check), and the send goes by the same read (`Submitter::deliver_read`).
-pub async fn handle_batch<S, E>(
-    store: &S,
-    submitter: &Submitter,
-    endpoints: &E,
-    reconciler: Option<&Reconciler>,
+/// Each lane passes ([`Lane::pass`]) until it is idle, limited, out of time or the store fails;
+/// a next attempt or rate token within [`INLINE_WAIT`] is waited for in the invocation when it
+/// has the time. A lane woken by a wake-up of second `S` (its deduplication id) passes once more
+/// after `S` has ended ([`SECOND_SKEW`]) before it ends idle: a wake-up of the same agent sent
+/// later in `S` was dropped by SQS as a duplicate, and its lapse task must be seen by this lane.
+pub async fn handle_batch(
+    lanes: &Lanes<'_>,
+    clock: &dyn Clock,
     event: SqsEvent,
-    now: Instant,
-) -> BatchOutcome
-where
-    S: Store + ?Sized,
-    E: Endpoints + ?Sized,
-{
-    // Lanes in the order their agents first appear; each keeps its messages' batch order.
-    let mut lanes: Vec<(Lane, Vec<LaneItem>)> = Vec::new();
-    for (position, record) in event.records.into_iter().enumerate() {
+    stop_taking_at: Option<std::time::Instant>,
+) -> Vec<LaneRun> {
+    // Agents in the order they first appear; each keeps its messages' batch order.
+    let mut woken: Vec<(LaneRun, Option<i64>)> = Vec::new();
+    for record in event.records {
         let id = record.message_id.clone().unwrap_or_default();
         let Some(body) = record.body.as_deref() else {
             tracing::error!(sqs_message_id = %id, "SQS message without a body; dropped");
             continue;
         };
-        let message = match watcher_aws::parse_queue_message(body) {
-            Ok(m) => m,
+        let wake = match watcher_aws::parse_wake_up(body) {
+            Ok(w) => w,
             Err(e) => {
                 tracing::error!(sqs_message_id = %id, error = %e, "not a lapse queue message; dropped");
                 continue;
             }
         };
-        let lane = (message.tenant, message.agent);
-        // The copy is as the entry was queued: on the message's first receive it is most likely
-        // the stored entry still; a message received again follows an attempt that changed it.
-        let first_receive = record
+        let receives = record
             .attributes
             .get("ApproximateReceiveCount")
-            .is_some_and(|n| n == "1");
-        let item = LaneItem {
-            position,
-            record,
-            message_id: message.message_id,
-            copy: message.entry.filter(|_| first_receive),
-        };
-        match lanes.iter_mut().find(|(l, _)| *l == lane) {
-            Some((_, items)) => items.push(item),
-            None => lanes.push((lane, vec![item])),
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(1);
+        let message = (id, record.receipt_handle.clone(), receives);
+        match woken
+            .iter_mut()
+            .find(|(r, _)| r.tenant == wake.tenant && r.agent == wake.agent)
+        {
+            Some((run, second)) => {
+                run.messages.push(message);
+                *second = (*second).max(wake.second);
+            }
+            None => woken.push((
+                LaneRun {
+                    tenant: wake.tenant,
+                    agent: wake.agent,
+                    messages: vec![message],
+                    passes: 0,
+                    handled: 0,
+                    after: After::Done,
+                },
+                wake.second,
+            )),
         }
     }
-    let results = futures_util::future::join_all(lanes.into_iter().map(|(lane, items)| {
-        deliver_lane(store, submitter, endpoints, reconciler, lane, items, now)
-    }))
-    .await;
-    // Handed-back messages in batch order, whatever order the lanes finished in.
-    let mut handed_back: Vec<HandedBack> = results.into_iter().flatten().collect();
-    handed_back.sort_by_key(|h| h.position);
-    let mut outcome = BatchOutcome::default();
-    for HandedBack {
-        sqs_message_id: id,
-        redeliver,
-        ..
-    } in handed_back
-    {
-        if !id.is_empty() {
-            let mut failure = BatchItemFailure::default();
-            failure.item_identifier = id;
-            outcome.response.batch_item_failures.push(failure);
+    futures_util::future::join_all(
+        woken
+            .into_iter()
+            .map(|(run, second)| run_lane(lanes, clock, run, second, stop_taking_at)),
+    )
+    .await
+}
+
+/// One agent's lane, pass after pass (see [`handle_batch`]), in its own span.
+async fn run_lane(
+    lanes: &Lanes<'_>,
+    clock: &dyn Clock,
+    run: LaneRun,
+    second: Option<i64>,
+    stop_taking_at: Option<std::time::Instant>,
+) -> LaneRun {
+    use tracing::Instrument as _;
+    let span = tracing::info_span!("lane", tenant = %run.tenant, agent = %run.agent);
+    async move { run_passes(lanes, clock, run, second, stop_taking_at).await }
+        .instrument(span)
+        .await
+}
+
+/// [`run_lane`]'s passes.
+async fn run_passes(
+    lanes: &Lanes<'_>,
+    clock: &dyn Clock,
+    mut run: LaneRun,
+    second: Option<i64>,
+    stop_taking_at: Option<std::time::Instant>,
+) -> LaneRun {
+    let lane = Lane {
+        tenant: &run.tenant,
+        agent: &run.agent,
+        store: lanes.store,
+        submitter: lanes.submitter,
+        endpoints: lanes.endpoints,
+        reconciler: lanes.reconciler,
+        slots: None,
+        per_agent: lanes.per_agent,
+        batch: lanes.batch,
+    };
+    // The instant after which a read sees every lapse task whose wake-up SQS dropped as a
+    // duplicate of this one (the end of its second, and the skew).
+    let mut settle_after = second.and_then(|s| {
+        Instant::from_nanos((i128::from(s) + 1) * 1_000_000_000 + SECOND_SKEW.as_nanos() as i128)
+            .ok()
+    });
+    let time_short = || stop_taking_at.is_some_and(|at| std::time::Instant::now() >= at);
+    let after = loop {
+        let started = clock.now();
+        let report = lane.pass(clock, stop_taking_at).await;
+        run.passes += 1;
+        run.handled += report.delivery.total() + report.withdrawn + report.polled;
+        if settle_after.is_some_and(|at| started >= at) {
+            settle_after = None;
         }
-        outcome.redeliver_after.extend(redeliver);
-    }
-    outcome
-}
-
-/// One agent of a batch: its tenant and id (its FIFO message group).
-type Lane = (Tenant, AgentId);
-
-/// One lapse message of a lane.
-struct LaneItem {
-    /// Its place in the batch.
-    position: usize,
-    /// The SQS record.
-    record: SqsMessage,
-    /// The lapse task's messageId.
-    message_id: String,
-    /// The entry as queued, carried by the message, when it is the message's first receive.
-    copy: Option<OutboxEntry>,
-}
-
-/// A message handed back to the queue.
-struct HandedBack {
-    /// Its place in the batch.
-    position: usize,
-    /// The SQS messageId (the batch item failure's identifier).
-    sqs_message_id: String,
-    /// `(receiptHandle, seconds)` when its lapse task's next attempt is known.
-    redeliver: Option<(String, u32)>,
-}
-
-/// One agent's messages, in order; returns the handed-back ones.
-async fn deliver_lane<S, E>(
-    store: &S,
-    submitter: &Submitter,
-    endpoints: &E,
-    reconciler: Option<&Reconciler>,
-    (tenant, agent): Lane,
-    items: Vec<LaneItem>,
-    now: Instant,
-) -> Vec<HandedBack>
-where
-    S: Store + ?Sized,
-    E: Endpoints + ?Sized,
-{
-    let mut handed_back = Vec::new();
-    // The lane's rate tokens at once: one conditional write for its first receives, not one or
-    // two for each (a token taken and not used is spent: the agent is sent less, never more).
-    let buckets = prepay(submitter, &tenant, &agent, &items, now).await;
-    // Once a message is handed back, the lane stops: later ones come back with it, at its time.
-    let mut stopped: Option<Option<u32>> = None;
-    // The last lapse task posted by its copy, its record written while the next is claimed.
-    let mut pending: Option<Pending> = None;
-    for LaneItem {
-        position,
-        record,
-        message_id,
-        copy,
-    } in items
-    {
-        let id = record.message_id.clone().unwrap_or_default();
-        let receipt = record.receipt_handle.clone();
-        // A message handed back with no next attempt of its own (a store failure, which may pass)
-        // returns after a jittered backoff of its receive count, not the queue's 360 s
-        // visibility timeout, which would hold its agent's message group that long.
-        let after_failure = crate::redelivery::visibility_after(
-            &crate::redelivery::SUBMITTER_REDELIVERY,
-            record
-                .attributes
-                .get("ApproximateReceiveCount")
-                .and_then(|n| n.trim().parse().ok())
-                .unwrap_or(1),
-        );
-        let back = |seconds: Option<u32>| HandedBack {
-            position,
-            sqs_message_id: id.clone(),
-            redeliver: receipt
-                .clone()
-                .map(|r| (r, seconds.unwrap_or(after_failure))),
+        let next = match report.end {
+            PassEnd::StoreFailed => break After::StoreFailed,
+            PassEnd::More if time_short() => break After::Continue,
+            PassEnd::More => continue,
+            PassEnd::Idle { next } => next,
+            PassEnd::Limited { until } => Some(until),
         };
-        if let Some(seconds) = stopped {
-            handed_back.push(back(seconds));
+        let now = clock.now();
+        // A pass that moved nothing (each lapse task it read claimed by another sender, or
+        // found no longer queued) with its agent due again at once would spin on the table:
+        // look again a second later.
+        let progress =
+            report.delivery.total() - report.delivery.skipped + report.withdrawn + report.polled;
+        let next = next.map(|at| {
+            if progress == 0 && at <= now {
+                Instant::from_nanos(now.as_nanos() + NO_PROGRESS.as_nanos() as i128).unwrap_or(at)
+            } else {
+                at
+            }
+        });
+        // The instant to pass again at: the agent's own, or the end of the wake-up's second
+        // when this pass began within it (whichever is sooner).
+        let settle = settle_after.take();
+        let again = match (next, settle) {
+            (Some(at), Some(settle)) => Some(at.min(settle)),
+            (at, settle) => at.or(settle),
+        };
+        let Some(at) = again else {
+            break After::Done;
+        };
+        let wait = wait_until(now, at);
+        let fits = match stop_taking_at {
+            Some(stop) => std::time::Instant::now() + wait < stop,
+            // No deadline (a test's direct call): never wait in the invocation.
+            None => wait.is_zero(),
+        };
+        // Waited for in the invocation: lapse tasks to send moments away (a backlog draining, a
+        // retry, a rate token) and the end of the wake-up's second. A lane with only followed
+        // lapse tasks to poll is woken by the timer queue instead: its polls, seconds apart,
+        // never hold an invocation (and the event source's poller) between them.
+        let sending = report.delivery.total() - report.delivery.skipped + report.withdrawn > 0
+            || matches!(report.end, PassEnd::Limited { .. });
+        let worth = wait.is_zero() || sending || Some(at) == settle;
+        if wait <= INLINE_WAIT && fits && worth {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
             continue;
         }
-        let span = tracing::info_span!("lapse_message", sqs_message_id = %id);
-        let _guard = span.enter();
-        // First by the message's copy, with no read: the origin check goes by it (a stale copy
-        // costs at most a needless `GetTask`; a withdrawal re-reads the entry it marks), and the
-        // claim's write confirms it. A copy the claim does not confirm falls through to the read
-        // below. The previous lapse task's record is written meanwhile: its answer is known, so
-        // the agent's order holds whatever the write comes to.
-        if let Some(copy) = copy {
-            let step = async {
-                match origin_allows(reconciler, &copy, now).await {
-                    Ok(false) => Ok(None),
-                    Ok(true) => submitter
-                        .deliver_copy_unrecorded(store, endpoints, &buckets, copy, now)
-                        .await
-                        .map(|posted| Some(posted.map_or(Step::Unconfirmed, Step::Posted))),
-                    Err(e) => Err(e),
-                }
-            };
-            let (previous, step) =
-                futures_util::future::join(flush(store, pending.take()), step).await;
-            if let Some(failed) = previous {
-                // Its record failed: the store is failing; this one goes on, no more after it.
-                handed_back.extend(failed);
-                stopped = Some(None);
-            }
-            match step {
-                // Withdrawn before sending.
-                Ok(None) => continue,
-                Ok(Some(Step::Posted(Posted::Done(outcome)))) => {
-                    if let Some(seconds) = next_of(Ok(outcome), &message_id, now) {
-                        stopped = Some(seconds);
-                        handed_back.push(back(seconds));
-                    }
-                    continue;
-                }
-                Ok(Some(Step::Posted(Posted::Unrecorded(unrecorded)))) => {
-                    let on_failure =
-                        match next_of(Ok(unrecorded.outcome().clone()), &message_id, now) {
-                            Some(seconds) => {
-                                stopped = Some(seconds);
-                                handed_back.push(back(seconds));
-                                None
-                            }
-                            None => Some(back(None)),
-                        };
-                    pending = Some(Pending {
-                        unrecorded,
-                        on_failure,
-                    });
-                    continue;
-                }
-                Ok(Some(Step::Unconfirmed)) => {}
+        match next {
+            Some(at) if at <= now => break After::Continue,
+            Some(at) => break After::WakeAt(at),
+            None => break After::Done,
+        }
+    };
+    tracing::info!(
+        passes = run.passes,
+        handled = run.handled,
+        ?after,
+        "lane run ended"
+    );
+    run.after = after;
+    run
+}
+
+/// The wall-clock wait from `now` until `at` (zero when `at` has passed).
+fn wait_until(now: Instant, at: Instant) -> Duration {
+    let nanos = at.as_nanos().saturating_sub(now.as_nanos());
+    Duration::from_nanos(u64::try_from(nanos.max(0)).unwrap_or(u64::MAX))
+}
+
+/// Carries out what each lane's run left to do at `now`, and answers the partial batch
+/// response: a continuation ([`Redelivery::continue_lane`]) or a delayed wake-up
+/// ([`LaneWakes::wake_lane_at`]) sent, its wake-ups deleted (not named in the response); when
+/// that send fails, or the store failed, its wake-ups handed back (named), each made visible
+/// again through `redelivery`: at once (1 s) for a continuation, at the instant for a delayed
+/// wake-up, after [`SUBMITTER_REDELIVERY`](crate::redelivery::SUBMITTER_REDELIVERY)'s backoff of
+/// its receive count after a store failure. A failed visibility change is logged: the message
+/// then comes back after the queue's visibility timeout.
+pub async fn settle(
+    runs: &[LaneRun],
+    redelivery: &dyn Redelivery,
+    wakes: &dyn LaneWakes,
+    now: Instant,
+) -> SqsBatchResponse {
+    let mut response = SqsBatchResponse::default();
+    for run in runs {
+        let continues = run.messages.first().map_or("", |(id, _, _)| id.as_str());
+        // `None`: deleted; `Some(Some(s))`: handed back, visible again in `s` seconds;
+        // `Some(None)`: after the store-failure backoff of its receive count.
+        let back: Option<Option<u32>> = match &run.after {
+            After::Done => None,
+            After::Continue => match redelivery
+                .continue_lane(&run.tenant, &run.agent, continues)
+                .await
+            {
+                Ok(()) => None,
                 Err(e) => {
-                    if let Some(seconds) = next_of(Err(e), &message_id, now) {
-                        stopped = Some(seconds);
-                        handed_back.push(back(seconds));
-                    }
-                    continue;
+                    tracing::warn!(error = %e, agent = %run.agent, "could not continue the lane; its wake-ups are handed back");
+                    Some(Some(1))
+                }
+            },
+            After::WakeAt(at) => match wakes.wake_lane_at(&run.tenant, &run.agent, *at).await {
+                Ok(()) => None,
+                Err(e) => {
+                    let seconds = seconds_until(now, *at);
+                    tracing::warn!(error = %e, agent = %run.agent, seconds, "could not ask the timer queue to wake the lane; its wake-ups return then instead");
+                    Some(Some(seconds))
+                }
+            },
+            After::StoreFailed => Some(None),
+        };
+        let Some(back) = back else { continue };
+        for (id, receipt, receives) in &run.messages {
+            if !id.is_empty() {
+                let mut failure = BatchItemFailure::default();
+                failure.item_identifier = id.clone();
+                response.batch_item_failures.push(failure);
+            }
+            if let Some(receipt) = receipt {
+                let seconds = back.unwrap_or_else(|| {
+                    crate::redelivery::visibility_after(
+                        &crate::redelivery::SUBMITTER_REDELIVERY,
+                        *receives,
+                    )
+                });
+                if let Err(e) = redelivery.redeliver_after(receipt, seconds).await {
+                    tracing::warn!(error = %e, seconds, "could not set when a handed-back wake-up returns; the queue's visibility timeout applies");
                 }
             }
-        } else if let Some(failed) = flush(store, pending.take()).await {
-            handed_back.extend(failed);
-            stopped = Some(None);
-            handed_back.push(back(None));
-            continue;
-        }
-        // The entry is read once: the origin check and the send both go by this read (a
-        // stale one costs the claim a read, never a second send).
-        let found = match store.outbox_get(&tenant, &agent, &message_id).await {
-            Ok(found) => found,
-            Err(e) => {
-                tracing::warn!(error = %e, "store failure reading the lapse task; the message will be redelivered");
-                stopped = Some(None);
-                handed_back.push(back(None));
-                continue;
-            }
-        };
-        let checked = match &found {
-            Some(entry) => origin_allows(reconciler, entry, now).await,
-            None => Ok(true),
-        };
-        let delivered = match checked {
-            Ok(false) => continue,
-            Ok(true) => {
-                submitter
-                    .deliver_read_with(
-                        store,
-                        endpoints,
-                        &buckets,
-                        (&tenant, &agent, &message_id),
-                        found,
-                        now,
-                    )
-                    .await
-            }
-            Err(e) => Err(e),
-        };
-        if let Some(seconds) = next_of(delivered, &message_id, now) {
-            stopped = Some(seconds);
-            handed_back.push(back(seconds));
         }
     }
-    if let Some(failed) = flush(store, pending.take()).await {
-        handed_back.extend(failed);
-    }
-    handed_back
+    response
 }
 
-/// What a lane's step by a message's copy came to.
-enum Step {
-    /// Claimed by the copy, and posted or settled.
-    Posted(Posted),
-    /// The claim did not confirm the copy: the entry is read.
-    Unconfirmed,
+/// The monotonic instant a lane stops taking lapse tasks in an invocation whose deadline is
+/// `deadline_ms` (milliseconds since the Unix epoch, Lambda's `Lambda-Runtime-Deadline-Ms`),
+/// seen at the wall-clock `now_ms`: [`LANE_SLICE`] from now at most; `margin` before the
+/// deadline, or half the time left when that is less (a request timeout long beside the function's timeout must not stop every lane
+/// before it takes anything; a send outliving its invocation is looked up with `ListTasks` when
+/// its claim ends, never sent twice).
+pub fn stop_taking_at(deadline_ms: u64, now_ms: u64, margin: Duration) -> std::time::Instant {
+    let left = Duration::from_millis(deadline_ms.saturating_sub(now_ms));
+    std::time::Instant::now() + left.saturating_sub(margin.min(left / 2)).min(LANE_SLICE)
 }
 
-/// A lapse task posted and not yet recorded ([`Unrecorded`]), and the message's hand-back should
-/// its record fail (`None` when it was handed back already).
-struct Pending {
-    unrecorded: Box<Unrecorded>,
-    on_failure: Option<HandedBack>,
-}
-
-/// Writes `pending`'s record: `None` when there was none or it was written; `Some` with the
-/// message to hand back (if not handed back already) when the write failed (logged by
-/// [`Unrecorded::record`]; the entry stays claimed with its attempt started, and is looked for
-/// with `ListTasks` when the message comes back).
-async fn flush<S>(store: &S, pending: Option<Pending>) -> Option<Option<HandedBack>>
-where
-    S: Store + ?Sized,
-{
-    let Pending {
-        unrecorded,
-        on_failure,
-    } = pending?;
-    match (*unrecorded).record(store).await {
-        Ok(_) => None,
-        Err(_) => Some(on_failure),
-    }
-}
-
-/// The rate tokens of a lane of `agent` of `tenant` ([`Prepaid`]): as many as its messages whose
-/// copies are queued and due at `now` (those about to be sent), taken at once from the
-/// submitter's buckets when there are two or more; none when the bucket is empty or cannot be
-/// reached (each message then asks for its own, as before, and is deferred or handed back).
-async fn prepay<'a>(
-    submitter: &'a Submitter,
-    tenant: &Tenant,
-    agent: &AgentId,
-    items: &[LaneItem],
-    now: Instant,
-) -> Prepaid<'a> {
-    let due = items
-        .iter()
-        .filter_map(|i| i.copy.as_ref())
-        .filter(|c| c.delivery == DeliveryState::Queued && c.next_attempt_at <= now)
-        .count();
-    let buckets = submitter.buckets();
-    let taken = match u32::try_from(due) {
-        Ok(n) if n >= 2 => match buckets.try_acquire_many(tenant, agent, n, now).await {
-            Ok(Ok(k)) => k,
-            Ok(Err(_)) => 0,
-            Err(e) => {
-                tracing::debug!(error = %e, "could not take the lane's rate tokens at once; one at a time");
-                0
-            }
-        },
-        _ => 0,
-    };
-    Prepaid::new(buckets, tenant.clone(), agent.clone(), taken)
-}
-
-/// Whether a lapse message whose delivery came to `delivered` (logged here) goes back to the
-/// queue: `Some(Some(seconds))` to come back at the lapse task's next attempt (a retry, a
-/// deferral, an entry not due or claimed by another sender), `Some(None)` after a store failure
-/// (after [`SUBMITTER_REDELIVERY`](crate::redelivery::SUBMITTER_REDELIVERY)'s backoff of its
-/// receive count), `None` when it is done with.
-fn next_of(
-    delivered: Result<EntryOutcome, StoreError>,
-    message_id: &str,
-    now: Instant,
-) -> Option<Option<u32>> {
-    match delivered {
-        Ok(
-            EntryOutcome::Retried {
-                next_attempt_at: at,
-                ..
-            }
-            | EntryOutcome::Deferred { until: at }
-            | EntryOutcome::NotDue { at },
-        ) => Some(Some(seconds_until(now, at))),
-        Ok(outcome) => {
-            tracing::info!(?outcome, message_id = %message_id, "lapse message handled");
-            None
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "store failure; the message will be redelivered");
-            Some(None)
-        }
-    }
-}
-
-/// [`check_origin`] of `entry` (a read, or a lapse message's copy) where `reconciler` checks
-/// origins, the same for both: `Ok(true)` to go on and send, `Ok(false)` when the origin ended
-/// and the entry is withdrawn (logged here). A stale copy costs at most a needless `GetTask`: a
-/// withdrawal re-reads the entry it marks.
-///
-/// # Errors
-/// A [`StoreError`] marking the entry: the message goes back to the queue ([`next_of`]).
-async fn origin_allows(
-    reconciler: Option<&Reconciler>,
-    entry: &OutboxEntry,
-    now: Instant,
-) -> Result<bool, StoreError> {
-    let Some(reconciler) = reconciler else {
-        return Ok(true);
-    };
-    let allowed = check_origin(reconciler, entry, now).await?;
-    if !allowed {
-        tracing::info!(message_id = %entry.message_id, "lapse message handled: withdrawn before sending");
-    }
-    Ok(allowed)
-}
-
-/// The origin check before a lapse task's first send, as serve's lanes make it, of `entry` as
-/// just read: for an agent whose origins are checked (`Reconciler::checks_before_send`), when
-/// the entry is queued, due at `now` and never attempted, asks for its origin task and the tasks
-/// of the origin's lineage (`Reconciler::check_before_send`). Answers whether to go on and send;
-/// `false` when one of them ended canceled, failed or rejected (the entry is then `withdrawn`).
-///
-/// # Errors
-/// A [`StoreError`] marking the entry.
-pub async fn check_origin(
-    reconciler: &Reconciler,
-    entry: &OutboxEntry,
-    now: Instant,
-) -> Result<bool, StoreError> {
-    if !reconciler.checks_before_send(&entry.tenant, &entry.agent)
-        || entry.delivery != DeliveryState::Queued
-        || entry.next_attempt_at > now
-    {
-        return Ok(true);
-    }
-    reconciler.check_before_send(entry).await
-}
+/// The longest an invocation's lanes take lapse tasks before they continue themselves (a
+/// continuation wake-up, behind every other agent's waiting wake-ups in the queue): the event
+/// source runs at most `SubmitterConcurrency` invocations at once, so a lane that kept its
+/// invocation until the deadline would keep another agent's wake-up waiting that long. With
+/// 5 s, an agent's backlog drains in slices, and another agent's wake-up waits at most a slice
+/// for a free invocation when every one is busy.
+pub const LANE_SLICE: Duration = Duration::from_secs(5);
 
 /// Whole seconds from `now` until `at`, rounded up, at least 1 (a message made visible at once
 /// would be received again before anything changed) and at most SQS's 12 hours.

@@ -1,9 +1,23 @@
-//! The timer function's sweep (`{"sweep": true}`, every 5 minutes): it fires every timer due
-//! by its instant, whatever happened to its schedule; re-queues lapse tasks queued too long
-//! (one agent's backlog never hides another's, [`REQUEUE_PER_AGENT`]); refreshes the open
-//! gauge; and, with [`Following`], polls the delivered lapse tasks and origin tasks whose next
-//! poll is due ([`follow_due`], `Reconciler::poll_stored_due`). The timer's other events (a
-//! schedule's fire, a timer-queue batch) are in [`crate::timer`].
+//! The sweep's duties (style.md: "timers are hints, the record is the truth"), each a
+//! [`Duty`] with its own `rate()` schedule invoking the timer function with `{"sweep":
+//! "<duty>"}` (template.yaml), so that a backlog in one never delays another, and each within a
+//! budget: the invocation's remaining time less [`SWEEP_RESERVE`] (docs/aws-latency.md, "The
+//! sweep's duties"). `{"sweep": true}` runs every duty in turn, each within its share of the
+//! remaining time.
+//!
+//! * `timers`: fires every timer due by its instant, whatever happened to its schedule, then
+//!   refreshes the open gauge;
+//! * `requeue`: wakes again lapse tasks queued too long (one agent's backlog never hides
+//!   another's, [`REQUEUE_PER_AGENT`]);
+//! * `follow`: polls the followed lapse tasks the lanes left more than [`FOLLOW_MARGIN`]
+//!   overdue ([`follow_due`]): the lanes poll them on time, this is the safety net;
+//! * `origins`: polls the origin tasks followed in the table (`Reconciler::poll_stored_due`);
+//! * `cards`: re-reads cards and runs the registration probe ([`AgentCards::refresh`]);
+//! * `notify`: the notification channels' round ([`Notify`]).
+//!
+//! The timer's other events (a schedule's fire, a timer-queue batch) are in [`crate::timer`].
+
+use std::time::{Duration, SystemTime};
 
 use futures_util::stream::{self, StreamExt};
 use watcher_core::time::Instant;
@@ -15,7 +29,9 @@ use watcher_runtime::ports::LapseQueue;
 use watcher_runtime::store::{DeliveryState, OutboxEntry, Store};
 use watcher_runtime::watcher::Watcher;
 
+use crate::cards::AgentCards;
 use crate::timer::{lapses_in, TimerError, TimerReport};
+use crate::timer_event::{Duty, SweepTick};
 
 /// How long a queued lapse task may wait past its next attempt before the sweep re-queues it
 /// (the submitter normally picks it up within seconds).
@@ -49,26 +65,206 @@ pub struct Following<'a> {
     /// ([`FOLLOW_BUDGET`] in the function): an agent that holds its answers never makes the sweep
     /// overrun the function's timeout. A poll cut short records nothing and is due again at the
     /// next sweep.
-    pub budget: std::time::Duration,
+    pub budget: Duration,
 }
 
-/// Each following pass's budget in the timer function: two passes and the sweep's own work stay
-/// well within the function's 120 s timeout (template.yaml).
-pub const FOLLOW_BUDGET: std::time::Duration = std::time::Duration::from_secs(40);
+/// Each following pass's budget in the timer function (`follow`, `origins`): below the `follow`
+/// duty's one-minute period, so that a pass never runs beside the next tick's, and well within
+/// the function's 120 s timeout (template.yaml).
+pub const FOLLOW_BUDGET: Duration = Duration::from_secs(40);
 
-/// The sweep: evaluates every deadline and horizon due by `now` whatever happened to its
-/// schedule (a timer whose record cannot be written is skipped, logged, counted as
-/// `TimerFailures` and fired at the next sweep: `Watcher::fire_due`), and re-queues lapse tasks
-/// still queued well past their next attempt (a crash between commit and enqueue, or a lost
-/// message): for each agent the watcher submits for, at most [`REQUEUE_PER_AGENT`]. An agent
-/// whose queued lapse tasks cannot be read is skipped until the next sweep. Re-queueing is
-/// safe: the submitter claims the entry before posting it and never sends a delivered or
-/// claimed `messageId` again (`Outbox::outbox_claim`).
+/// How overdue a followed lapse task must be before the `follow` duty polls it: the submitter's
+/// lanes poll each one when woken at its next poll (a delayed wake-up on the timer queue, within
+/// about a second), so the duty takes only what they left for longer than this (a lost wake-up,
+/// a lane held by a long pass), and never polls what a lane is about to poll. With the duty
+/// every minute, a lapse task the lanes missed is polled 60 to 120 s after its poll fell due.
+pub const FOLLOW_MARGIN: jiff::SignedDuration = jiff::SignedDuration::from_secs(60);
+
+/// What every duty leaves of its invocation: the answer, the report's log line and the last
+/// writes of a pass cut short.
+pub const SWEEP_RESERVE: Duration = Duration::from_secs(5);
+
+/// How many notifications a channel round told, and how many failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NotifyCounts {
+    /// Notifications delivered.
+    pub delivered: u64,
+    /// Notifications that failed (tried again at a later round).
+    pub failed: u64,
+}
+
+/// The `notify` duty's work: one round of every `[[notify]]` channel (the host's notifier,
+/// built per round). A round cut short by its budget resumes at the next from each channel's
+/// cursor.
+#[async_trait::async_trait]
+pub trait Notify: Send + Sync {
+    /// One round of every channel.
+    async fn round(&self) -> NotifyCounts;
+}
+
+/// What the sweep's duties work with (the timer function's parts).
+pub struct SweepParts<'a, S: Store + ?Sized> {
+    /// The watcher: its store, directory and recorder.
+    pub watcher: &'a Watcher<S>,
+    /// Where `requeue` wakes lanes again.
+    pub queue: &'a dyn LapseQueue,
+    /// The cards `cards` re-reads; `None`: the duty does nothing.
+    pub cards: Option<&'a dyn AgentCards>,
+    /// What `follow` and `origins` poll with; `None`: they do nothing.
+    pub following: Option<&'a Following<'a>>,
+    /// The channels `notify` tells; `None`: the duty does nothing.
+    pub notify: Option<&'a dyn Notify>,
+}
+
+/// Runs `tick`'s duties at `now`, in order, each within its budget: the time left before
+/// `deadline` (the invocation's) less [`SWEEP_RESERVE`], divided among the duties still to run
+/// (one duty has it all); `None` (no deadline known): no budget but each pass's own
+/// ([`Following::budget`]). A duty cut short by its budget says so (`cut_short`, a warning) and
+/// leaves the rest to its next tick: what it committed stays, what it had not is due again.
 ///
-/// With `following`, it then polls the delivered lapse tasks the watcher follows whose next poll
-/// is due by `now` ([`follow_due`]), so a lapse task whose agent never pushes still reaches its
-/// final state, and the origin tasks followed in the table whose next poll is due
-/// (`Reconciler::poll_stored_due`), so a cancel never pushed still withdraws.
+/// # Errors
+/// [`TimerError::Store`] when `timers` cannot list the due timers (after every other duty of
+/// the tick ran). Every other failure is logged and left to the next tick.
+pub async fn run_duties<S: Store + ?Sized>(
+    parts: &SweepParts<'_, S>,
+    tick: SweepTick,
+    now: Instant,
+    deadline: Option<SystemTime>,
+) -> Result<TimerReport, TimerError> {
+    let duties = tick.duties();
+    let mut report = TimerReport::default();
+    let mut failed = None;
+    for (i, duty) in duties.iter().copied().enumerate() {
+        let budget = deadline.map(|d| share(d, SystemTime::now(), duties.len() - i));
+        if let Err(e) = run_duty(parts, duty, now, budget, &mut report).await {
+            tracing::error!(error = %e, %duty, "sweep duty failed; at its next tick");
+            failed.get_or_insert(e);
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
+}
+
+/// A duty's share of the invocation: the time from `now` to `deadline`, less
+/// [`SWEEP_RESERVE`], divided by the `left` duties still to run (the first of them this one).
+pub fn share(deadline: SystemTime, now: SystemTime, left: usize) -> Duration {
+    let remaining = deadline
+        .duration_since(now)
+        .unwrap_or(Duration::ZERO)
+        .saturating_sub(SWEEP_RESERVE);
+    remaining / u32::try_from(left.max(1)).unwrap_or(u32::MAX)
+}
+
+/// `work` within `budget` (`None`: unbounded): `None` when the budget ran out first.
+async fn within<T>(
+    budget: Option<Duration>,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    match budget {
+        Some(b) => tokio::time::timeout(b, work).await.ok(),
+        None => Some(work.await),
+    }
+}
+
+/// The shorter of two budgets, `None` being unbounded.
+fn tighter(a: Option<Duration>, b: Duration) -> Option<Duration> {
+    Some(a.map_or(b, |a| a.min(b)))
+}
+
+/// One duty within `budget`, its counts added to `report`.
+async fn run_duty<S: Store + ?Sized>(
+    parts: &SweepParts<'_, S>,
+    duty: Duty,
+    now: Instant,
+    budget: Option<Duration>,
+    report: &mut TimerReport,
+) -> Result<(), TimerError> {
+    let watcher = parts.watcher;
+    let cut = |report: &mut TimerReport| {
+        tracing::warn!(%duty, ?budget, "sweep duty ran out of its budget; the rest at its next tick");
+        report.cut_short = true;
+    };
+    match duty {
+        Duty::Timers => {
+            // Counted as each group commits, so that a pass cut short still says what it did.
+            let evaluated = std::sync::atomic::AtomicUsize::new(0);
+            let lapses = std::sync::atomic::AtomicUsize::new(0);
+            let fired = within(budget, async {
+                watcher
+                    .fire_due_handing_over(now, false, &mut |group| {
+                        evaluated.fetch_add(group.len(), std::sync::atomic::Ordering::Relaxed);
+                        lapses.fetch_add(
+                            group.iter().map(|(_, a)| lapses_in(a)).sum(),
+                            std::sync::atomic::Ordering::Relaxed,
+                        );
+                    })
+                    .await?;
+                open_gauge(watcher, now).await;
+                Ok::<(), TimerError>(())
+            })
+            .await;
+            report.evaluated += evaluated.into_inner();
+            report.lapses += lapses.into_inner();
+            match fired {
+                Some(result) => result?,
+                None => cut(report),
+            }
+        }
+        Duty::Requeue => match within(budget, requeue_all(watcher, parts.queue, now)).await {
+            Some(n) => report.requeued += n,
+            None => cut(report),
+        },
+        Duty::Follow => {
+            if let Some(following) = parts.following {
+                let budget = tighter(budget, following.budget);
+                match within(budget, follow_due(watcher, following, now)).await {
+                    Some(n) => report.followed += n,
+                    None => cut(report),
+                }
+            }
+        }
+        Duty::Origins => {
+            if let Some((following, reconciler)) =
+                parts.following.and_then(|f| f.reconciler.map(|r| (f, r)))
+            {
+                let budget = tighter(budget, following.budget);
+                match within(budget, reconciler.poll_stored_due(now)).await {
+                    Some(n) => report.origins += n,
+                    None => cut(report),
+                }
+            }
+        }
+        Duty::Cards => {
+            if let Some(cards) = parts.cards {
+                match within(budget, cards.refresh(now)).await {
+                    Some(read) => {
+                        report.cards_tried += read.tried;
+                        report.cards_read += read.read;
+                        report.probed += read.probed;
+                    }
+                    None => cut(report),
+                }
+            }
+        }
+        Duty::Notify => {
+            if let Some(notify) = parts.notify {
+                match within(budget, notify.round()).await {
+                    Some(told) => {
+                        report.notified += told.delivered;
+                        report.notify_failed += told.failed;
+                    }
+                    None => cut(report),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every duty but `cards` and `notify` at `now`, with no budget but `following`'s: what a
+/// sweep was before its duties were split ([`run_duties`] with [`SweepTick::All`]), for tests.
 ///
 /// # Errors
 /// [`TimerError::Store`] when the due timers cannot be listed.
@@ -78,27 +274,20 @@ pub async fn sweep<S: Store + ?Sized>(
     following: Option<&Following<'_>>,
     now: Instant,
 ) -> Result<TimerReport, TimerError> {
-    let fired = watcher.fire_due(now).await?;
-    let mut report = TimerReport {
-        evaluated: fired.len(),
-        lapses: fired.iter().map(|(_, a)| lapses_in(a)).sum(),
-        ..TimerReport::default()
+    let parts = SweepParts {
+        watcher,
+        queue,
+        cards: None,
+        following,
+        notify: None,
     };
-    let stale_before = now
-        .checked_sub(jiff::SignedDuration::from_secs(REQUEUE_AFTER_SECS))
-        .unwrap_or(now);
-    // Each agent's reads are by key and bounded; AGENTS_AT_ONCE agents at a time, so a sweep
-    // over many agents takes about what its slowest reads take, not their sum.
-    let submitting = submitting_agents(watcher);
-    let requeued: Vec<usize> = stream::iter(&submitting)
-        .map(|agent| requeue_stuck(watcher, queue, agent, stale_before))
-        .buffer_unordered(AGENTS_AT_ONCE)
-        .collect()
-        .await;
-    report.requeued = requeued.into_iter().sum();
-    // The open-expectations gauge: one counter read per configured agent, never a listing.
-    // Read after `fire_due` closed what was due, the counter is the live count but for what
-    // could not be fired (`open_expectations_by_counter`).
+    run_duties(&parts, SweepTick::All, now, None).await
+}
+
+/// The open-expectations gauge: one counter read per configured agent, never a listing. Read
+/// after `fire_due` closed what was due, the counter is the live count but for what could not
+/// be fired (`open_expectations_by_counter`).
+async fn open_gauge<S: Store + ?Sized>(watcher: &Watcher<S>, now: Instant) {
     let everyone = watcher.directory.entries();
     let counts: Vec<u64> = stream::iter(&everyone)
         .map(|agent| async move {
@@ -117,28 +306,33 @@ pub async fn sweep<S: Store + ?Sized>(
         .buffer_unordered(AGENTS_AT_ONCE)
         .collect()
         .await;
-    let open: u64 = counts.into_iter().sum();
-    watcher.recorder().open_expectations(open);
-    // Last, each pass within its budget: a slow agent delays only the polls after it.
-    if let Some(following) = following {
-        match tokio::time::timeout(following.budget, follow_due(watcher, following, now)).await {
-            Ok(n) => report.followed = n,
-            Err(_) => {
-                tracing::warn!(budget = ?following.budget, "following lapse tasks ran out of the sweep's budget; the rest at the next sweep");
-                report.cut_short = true;
-            }
-        }
-        if let Some(reconciler) = following.reconciler {
-            match tokio::time::timeout(following.budget, reconciler.poll_stored_due(now)).await {
-                Ok(n) => report.origins = n,
-                Err(_) => {
-                    tracing::warn!(budget = ?following.budget, "following origin tasks ran out of the sweep's budget; the rest at the next sweep");
-                    report.cut_short = true;
-                }
-            }
-        }
-    }
-    Ok(report)
+    watcher
+        .recorder()
+        .open_expectations(counts.into_iter().sum());
+}
+
+/// Re-queues lapse tasks still queued well past their next attempt (a crash between commit and
+/// enqueue, or a lost message): for each agent the watcher submits for, at most
+/// [`REQUEUE_PER_AGENT`], [`AGENTS_AT_ONCE`] agents at a time (a sweep over many agents takes
+/// about what its slowest reads take, not their sum). An agent whose queued lapse tasks cannot
+/// be read is skipped until the next tick. Re-queueing is safe: the submitter claims the entry
+/// before posting it and never sends a delivered or claimed `messageId` again. Answers how many
+/// were re-queued.
+async fn requeue_all<S: Store + ?Sized>(
+    watcher: &Watcher<S>,
+    queue: &dyn LapseQueue,
+    now: Instant,
+) -> usize {
+    let stale_before = now
+        .checked_sub(jiff::SignedDuration::from_secs(REQUEUE_AFTER_SECS))
+        .unwrap_or(now);
+    let submitting = submitting_agents(watcher);
+    let requeued: Vec<usize> = stream::iter(&submitting)
+        .map(|agent| requeue_stuck(watcher, queue, agent, stale_before))
+        .buffer_unordered(AGENTS_AT_ONCE)
+        .collect()
+        .await;
+    requeued.into_iter().sum()
 }
 
 /// The agents the watcher submits lapse tasks for, from its directory.
@@ -189,7 +383,8 @@ async fn requeue_stuck<S: Store + ?Sized>(
     requeued
 }
 
-/// Polls, with `GetTask`, the followed lapse tasks whose next poll is due by `now`: for each agent
+/// Polls, with `GetTask`, the followed lapse tasks whose next poll fell due more than
+/// [`FOLLOW_MARGIN`] before `now` (the lanes poll the rest on time): for each agent
 /// the watcher submits for, at most [`FOLLOW_PER_AGENT`] from the outbox's follow index
 /// (`Outbox::outbox_following`, a keyed read: a pass costs what is due, never the outbox's size),
 /// `FOLLOW_IN_FLIGHT` at once. Each answer is recorded as serve's lanes record it (the task's
@@ -203,11 +398,13 @@ pub async fn follow_due<S: Store + ?Sized>(
     now: Instant,
 ) -> usize {
     let submitting = submitting_agents(watcher);
+    // Only what the lanes left overdue by more than the margin; polled and recorded at `now`.
+    let overdue_by = now.checked_sub(FOLLOW_MARGIN).unwrap_or(now);
     let read: Vec<Vec<OutboxEntry>> = stream::iter(&submitting)
         .map(|agent| async move {
             watcher
                 .store
-                .outbox_following(&agent.tenant, &agent.profile.id, Some(now), FOLLOW_PER_AGENT)
+                .outbox_following(&agent.tenant, &agent.profile.id, Some(overdue_by), FOLLOW_PER_AGENT)
                 .await
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, agent = %agent.profile.id, "reading the agent's followed lapse tasks failed; next sweep");

@@ -1,13 +1,9 @@
 //! The timer function: target of every per-expectation schedule (`{"tenant", "timer"}`), of the
-//! `rate(5 minutes)` sweep (`{"sweep": true}`) and of the timer queue's event source mapping (an
-//! SQS event whose bodies are the same `{"tenant", "timer"}`, delayed to the exact deadline:
-//! docs/aws-latency.md).
-//!
-//! The sweep also follows delivered lapse tasks whose agent was asked for no push
-//! notifications: those due by the sweep's instant are asked for with `GetTask`, from the
-//! outbox's per-agent follow index (see [`sweep`]), so on AWS a lapse task's state moves at most
-//! one sweep (5 minutes) after its next poll falls due; and the origin tasks followed in the
-//! table (origin-task reconciliation), the same way.
+//! sweep duties' schedules (`{"sweep": "<duty>"}`, [`crate::sweep`]) and of the timer queue's
+//! event source mapping (an SQS event whose bodies are the same `{"tenant", "timer"}`, delayed
+//! to the exact deadline, a schedule delete, or a lane's delayed wake-up:
+//! docs/aws-latency.md). The event is read once into a [`TimerEvent`]
+//! ([`crate::timer_event`]); a shape it is not is refused with a logged error.
 //!
 //! Timers are hints: the record decides. A wake before the deadline on this function's own
 //! clock lapses nothing and re-arms the timer (a delayed message when a timer queue is
@@ -16,9 +12,14 @@
 //! A firing that fails for a passing reason (the store throttled or failed, or the lapse queue
 //! did not take the lapse task it determined) is tried again within seconds
 //! ([`crate::redelivery`]): in the invocation first, then by the timer message's return after a
-//! jittered backoff, or, for a schedule's direct fire, by Lambda's retry of the invocation.
+//! jittered backoff. A schedule's direct fire is handed to the timer queue (the timer armed again
+//! [`FIRE_AGAIN_AFTER`] later), not to Lambda's asynchronous retries, which are off for this
+//! function (template.yaml `TimerAsyncRetries`: they would also run a sweep duty twice at once).
+
+use std::time::Duration;
 
 use serde_json::Value;
+use watcher_aws::{TimerQueueMessage, WakeLane};
 use watcher_core::engine::{Input, TimerKey};
 use watcher_core::ids::Tenant;
 use watcher_core::time::Instant;
@@ -26,12 +27,19 @@ use watcher_runtime::ports::{LapseQueue, Timers};
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::{ApplyError, Watcher};
 
-use crate::redelivery::{receive_count, visibility_after, Invocation};
+use crate::redelivery::{visibility_after, Invocation};
+use crate::sweep::{run_duties, Notify, SweepParts};
+use crate::timer_event::{TimerEvent, TimerRecord};
 
 pub use crate::sweep::{
-    follow_due, sweep, Following, FOLLOW_BUDGET, FOLLOW_PER_AGENT, REQUEUE_AFTER_SECS,
-    REQUEUE_PER_AGENT,
+    follow_due, sweep, Following, FOLLOW_BUDGET, FOLLOW_MARGIN, FOLLOW_PER_AGENT,
+    REQUEUE_AFTER_SECS, REQUEUE_PER_AGENT,
 };
+
+/// How long after a schedule's failed fire its timer is evaluated again: the timer is armed
+/// again at `now` + this, which the timer queue carries as a delayed message (a store failure
+/// that outlasted the invocation's retries, or a lapse task the lapse queue did not take).
+pub const FIRE_AGAIN_AFTER: Duration = Duration::from_secs(2);
 
 /// What one invocation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -49,6 +57,17 @@ pub struct TimerReport {
     /// Unsent lapse tasks a replayed timer handed over again ([`crate::handover`]).
     #[serde(skip_serializing_if = "is_zero")]
     pub handed_over: usize,
+    /// Schedules' fires that failed for a passing reason and were handed to the timer queue
+    /// ([`FIRE_AGAIN_AFTER`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fired_again: usize,
+    /// Lanes woken at their delayed wake-up (`LapseQueue::wake`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lanes_woken: usize,
+    /// Lane wake-ups received before their instant and sent on again (a wait beyond SQS's 15
+    /// minutes of delay).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub wakes_sent_on: usize,
     /// Agent cards the sweep tried to read (unavailable, stale, or older than the maximum age:
     /// [`crate::cards`]).
     #[serde(skip_serializing_if = "is_zero")]
@@ -63,8 +82,14 @@ pub struct TimerReport {
     pub followed: usize,
     /// Followed origin tasks the sweep asked for with `GetTask` (origin-task reconciliation).
     pub origins: usize,
-    /// Whether a following pass ran out of its budget ([`Following::budget`]); what it had not
-    /// recorded is polled at the next sweep.
+    /// Notifications the `notify` duty delivered.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub notified: u64,
+    /// Notifications the `notify` duty could not deliver (tried again at a later round).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub notify_failed: u64,
+    /// Whether a duty ran out of its budget ([`crate::sweep::run_duties`],
+    /// [`Following::budget`]); what it had not done is done at its next tick.
     pub cut_short: bool,
     /// The timer queue's messages to redeliver (SQS partial batch response,
     /// `ReportBatchItemFailures`): those whose record could not be read or written, and those
@@ -85,14 +110,16 @@ pub struct ItemFailure {
 /// A failure, typed for Lambda's retry (style: `Diagnostic` with a retryability `error_type`).
 #[derive(Debug, thiserror::Error)]
 pub enum TimerError {
-    /// The event is not a timer input or a sweep: retrying cannot help.
+    /// The event is none of the function's shapes ([`TimerEvent::parse`]): retrying cannot help.
+    /// Look at what invoked the function with it.
     #[error("not a timer event: {0}")]
     Malformed(String),
     /// The store failed: a retry may succeed.
     #[error(transparent)]
     Store(#[from] ApplyError),
-    /// The lapse was recorded but its lapse task not queued, for a passing reason: a retry of
-    /// the invocation evaluates the timer again and hands the task over ([`crate::handover`]).
+    /// The lapse was recorded but its lapse task not queued, for a passing reason, and the
+    /// timer could not be handed to the timer queue either: the sweep's `requeue` duty wakes
+    /// its lane.
     #[error("lapse task not queued: {0}")]
     Enqueue(String),
 }
@@ -111,19 +138,75 @@ impl From<TimerError> for lambda_runtime::Diagnostic {
     }
 }
 
-/// [`handle`], then `cards` kept up to date: after a sweep, the cards due for a re-read are read
-/// and the registration probe run ([`crate::cards::AgentCards::refresh`]), counted in the report;
-/// before any other event, the cards and descriptors other functions kept are picked up for
-/// agents this instance lacks ([`crate::cards::AgentCards::pick_up_all`]). The sweep's own work
-/// comes first, so a slow card server never delays a lapse.
+/// What the timer function works with, each borrowed from its cold start.
+pub struct TimerParts<'a, S: Store + ?Sized> {
+    /// The watcher: store, directory, settings, recorder.
+    pub watcher: &'a Watcher<S>,
+    /// The lapse queue: lapse tasks determined here, lane wake-ups.
+    pub queue: &'a dyn LapseQueue,
+    /// The schedules and the timer queue (re-arms, deferred deletes).
+    pub timers: &'a dyn Timers,
+    /// The configured agents' cards: picked up before a timer's evaluation, refreshed by the
+    /// `cards` duty; `None`: neither.
+    pub cards: Option<&'a dyn crate::cards::AgentCards>,
+    /// What the `follow` and `origins` duties poll with; `None`: they do nothing.
+    pub following: Option<&'a Following<'a>>,
+    /// The channels the `notify` duty tells; `None`: it does nothing.
+    pub notify: Option<&'a dyn Notify>,
+}
+
+/// Handles the function's `event` at `now` within `invocation`: a schedule's fire
+/// ([`fire`]), a timer-queue batch ([`from_queue`]) or a sweep tick
+/// ([`crate::sweep::run_duties`], its budgets from the invocation's deadline). Before a fire or
+/// a batch, the cards other functions kept are picked up for agents this instance lacks.
 ///
 /// # Errors
-/// As [`handle`] (the cards are refreshed after a sweep even then).
+/// [`TimerError::Store`] when a schedule's fire could not be evaluated nor handed to the timer
+/// queue, or when the `timers` duty cannot list the due timers; [`TimerError::Enqueue`] when a
+/// fire's lapse task was not queued and the timer could not be handed to the timer queue. A
+/// timer-queue batch never fails as a whole: its records are handed back one by one.
+pub async fn handle_event<S: Store + ?Sized>(
+    parts: &TimerParts<'_, S>,
+    event: &TimerEvent,
+    now: Instant,
+    invocation: &Invocation<'_>,
+) -> Result<TimerReport, TimerError> {
+    match event {
+        TimerEvent::Sweep(tick) => {
+            let sweep = SweepParts {
+                watcher: parts.watcher,
+                queue: parts.queue,
+                cards: parts.cards,
+                following: parts.following,
+                notify: parts.notify,
+            };
+            run_duties(&sweep, *tick, now, invocation.deadline).await
+        }
+        TimerEvent::Fire(input) => {
+            if let Some(cards) = parts.cards {
+                cards.pick_up_all(now).await;
+            }
+            fire(parts, &input.tenant, &input.timer, now, invocation).await
+        }
+        TimerEvent::Batch(records) => {
+            if let Some(cards) = parts.cards {
+                cards.pick_up_all(now).await;
+            }
+            Ok(from_queue(parts, records, now, invocation).await)
+        }
+    }
+}
+
+/// [`handle_with_cards_in`] with no deadline ([`Invocation::unbounded`]): nothing is tried again
+/// inside the invocation and no message's visibility is changed.
+///
+/// # Errors
+/// As [`handle_event`]; [`TimerError::Malformed`] for an event [`TimerEvent::parse`] refuses.
 pub async fn handle_with_cards<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
     timers: &dyn Timers,
-    cards: &(impl crate::cards::AgentCards + ?Sized),
+    cards: &impl crate::cards::AgentCards,
     following: Option<&Following<'_>>,
     event: &Value,
     now: Instant,
@@ -142,11 +225,11 @@ pub async fn handle_with_cards<S: Store + ?Sized>(
     .await
 }
 
-/// [`handle_with_cards`] within `invocation` (its deadline and the timer queue's visibility
-/// changes: [`handle_in`]). The function's entry point.
+/// The JSON `event` read ([`TimerEvent::parse`]) and handled ([`handle_event`]) with `cards`
+/// and no notification channels.
 ///
 /// # Errors
-/// As [`handle_in`] (the cards are refreshed after a sweep even then).
+/// As [`handle_event`]; [`TimerError::Malformed`] for an event [`TimerEvent::parse`] refuses.
 #[allow(
     clippy::too_many_arguments,
     reason = "the function's parts, its event and its invocation, each borrowed"
@@ -155,26 +238,29 @@ pub async fn handle_with_cards_in<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
     timers: &dyn Timers,
-    cards: &(impl crate::cards::AgentCards + ?Sized),
+    cards: &impl crate::cards::AgentCards,
     following: Option<&Following<'_>>,
     event: &Value,
     now: Instant,
     invocation: &Invocation<'_>,
 ) -> Result<TimerReport, TimerError> {
-    if event.get("sweep").and_then(Value::as_bool) != Some(true) {
-        cards.pick_up_all(now).await;
-        return handle_in(watcher, queue, timers, following, event, now, invocation).await;
-    }
-    let swept = handle_in(watcher, queue, timers, following, event, now, invocation).await;
-    let read = cards.refresh(now).await;
-    let mut report = swept?;
-    report.cards_tried = read.tried;
-    report.cards_read = read.read;
-    report.probed = read.probed;
-    Ok(report)
+    let event = TimerEvent::parse(event)?;
+    let parts = TimerParts {
+        watcher,
+        queue,
+        timers,
+        cards: Some(cards),
+        following,
+        notify: None,
+    };
+    handle_event(&parts, &event, now, invocation).await
 }
 
 fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 
@@ -186,9 +272,9 @@ pub(crate) fn lapses_in(applied: &watcher_runtime::watcher::Applied) -> usize {
         .count()
 }
 
-/// Handles one event at `now` on this function's clock; a sweep follows lapse tasks with
-/// `following` (`None`: it does not). Nothing is tried again inside the invocation and no
-/// message's visibility is changed ([`Invocation::unbounded`]; the function runs [`handle_in`]).
+/// Handles one JSON event at `now` with no cards; a sweep follows lapse tasks with `following`
+/// (`None`: it does not). Nothing is tried again inside the invocation and no message's
+/// visibility is changed ([`Invocation::unbounded`]).
 ///
 /// # Errors
 /// As [`handle_in`].
@@ -204,17 +290,12 @@ pub async fn handle<S: Store + ?Sized>(
     handle_in(watcher, queue, timers, following, event, now, &invocation).await
 }
 
-/// Handles one event at `now` within `invocation`: a passing store failure of a timer's
-/// evaluation is tried again while the invocation's time allows ([`Invocation::may_retry`]),
-/// and a timer-queue message handed back is made visible again after its backoff
-/// ([`crate::redelivery`]).
+/// Handles one JSON event at `now` within `invocation`, with no cards: the event read
+/// ([`TimerEvent::parse`]) and handled ([`handle_event`]).
 ///
 /// # Errors
-/// [`TimerError::Malformed`] for an event that is neither shape; [`TimerError::Store`] when the
-/// record could not be read or written; [`TimerError::Enqueue`] when a schedule's fire recorded
-/// a lapse whose lapse task the lapse queue did not take for a passing reason (Lambda's
-/// asynchronous retry then hands it over). A timer-queue batch never fails as a whole: its
-/// records are handed back one by one.
+/// [`TimerError::Malformed`] for an event that is none of the shapes; otherwise as
+/// [`handle_event`].
 pub async fn handle_in<S: Store + ?Sized>(
     watcher: &Watcher<S>,
     queue: &dyn LapseQueue,
@@ -224,36 +305,81 @@ pub async fn handle_in<S: Store + ?Sized>(
     now: Instant,
     invocation: &Invocation<'_>,
 ) -> Result<TimerReport, TimerError> {
-    if event.get("sweep").and_then(Value::as_bool) == Some(true) {
-        return sweep(watcher, queue, following, now).await;
-    }
-    if let Some(records) = event.get("Records").and_then(Value::as_array) {
-        return from_queue(watcher, queue, timers, records, now, invocation).await;
-    }
-    let input = watcher_aws::parse_timer_input(&event.to_string())
-        .map_err(|e| TimerError::Malformed(e.to_string()))?;
-    let done = evaluate(
+    let event = TimerEvent::parse(event)?;
+    let parts = TimerParts {
         watcher,
         queue,
-        (&input.tenant, &input.timer),
+        timers,
+        cards: None,
+        following,
+        notify: None,
+    };
+    handle_event(&parts, &event, now, invocation).await
+}
+
+/// A schedule's fire of timer `key` of `tenant`: evaluated at `now`, finishing a replay's
+/// hand-over. When it fails for a passing reason after the invocation's own retries (the store),
+/// or its lapse task was not queued, the timer is armed again [`FIRE_AGAIN_AFTER`] later (a
+/// delayed timer-queue message, whose failures come back after their backoff): Lambda's
+/// asynchronous retries are off for this function.
+///
+/// # Errors
+/// The evaluation's failure, when the timer could not be armed again either (logged): the
+/// `timers` duty fires a timer still due, the `requeue` duty wakes the lane of a lapse task
+/// not queued.
+async fn fire<S: Store + ?Sized>(
+    parts: &TimerParts<'_, S>,
+    tenant: &Tenant,
+    key: &TimerKey,
+    now: Instant,
+    invocation: &Invocation<'_>,
+) -> Result<TimerReport, TimerError> {
+    let failure = match evaluate(
+        parts.watcher,
+        parts.queue,
+        (tenant, key),
         now,
         true,
         invocation,
     )
-    .await?;
-    if done.left_unsent {
-        tracing::warn!(timer = ?input.timer, "the fired timer's lapse task was not queued; failing the invocation so that Lambda runs it again");
-        return Err(TimerError::Enqueue(format!(
-            "timer {:?} of {}: the lapse queue did not take its lapse task",
-            input.timer, input.tenant
-        )));
+    .await
+    {
+        Ok(done) if !done.left_unsent => {
+            return Ok(TimerReport {
+                evaluated: 1,
+                lapses: done.lapses,
+                handed_over: done.handed_over,
+                ..TimerReport::default()
+            });
+        }
+        Ok(done) => (
+            done.lapses,
+            TimerError::Enqueue(format!(
+                "timer {key:?} of {tenant}: the lapse queue did not take its lapse task"
+            )),
+        ),
+        Err(e) => (0, TimerError::Store(e)),
+    };
+    let (lapses, error) = failure;
+    let again = jiff::SignedDuration::try_from(FIRE_AGAIN_AFTER)
+        .ok()
+        .and_then(|d| now.checked_add(d))
+        .unwrap_or(now);
+    match parts.timers.arm(tenant, key, again).await {
+        Ok(()) => {
+            tracing::warn!(error = %error, timer = ?key, %again, "the fired timer failed for a passing reason; armed again on the timer queue");
+            Ok(TimerReport {
+                evaluated: 1,
+                lapses,
+                fired_again: 1,
+                ..TimerReport::default()
+            })
+        }
+        Err(arm) => {
+            tracing::error!(error = %error, arm_error = %arm, timer = ?key, "the fired timer failed and could not be armed again; the sweep's duties take it up");
+            Err(error)
+        }
     }
-    Ok(TimerReport {
-        evaluated: 1,
-        lapses: done.lapses,
-        handed_over: done.handed_over,
-        ..TimerReport::default()
-    })
 }
 
 /// What evaluating one timer came to.
@@ -318,10 +444,11 @@ async fn evaluate<S: Store + ?Sized>(
     }
 }
 
-/// The timer queue's batch: each record's `body` is a timer input, evaluated at `now` like a
-/// schedule's (an early one lapses nothing and re-arms), or a [`watcher_aws::DisarmMessage`]
-/// ([`disarm`]). A body that is neither is dropped with an error log (it can never succeed,
-/// and the sweep covers every deadline); a store failure, a delete that may succeed later, or a
+/// The timer queue's batch: each record's `body` a [`TimerQueueMessage`]. A timer is evaluated
+/// at `now` like a schedule's (an early one lapses nothing and re-arms); a schedule delete is
+/// carried out ([`disarm`]); a lane wake-up wakes the lane or is sent on ([`wake_lane`]). A body
+/// that is none of these is dropped with an error log (it can never succeed, and the sweep
+/// covers every deadline); a store failure, a delete or wake-up that may succeed later, or a
 /// lapse task the lapse queue did not take for a passing reason reports the record for
 /// redelivery, its visibility first changed to [`crate::redelivery::TIMER_REDELIVERY`]'s
 /// backoff for its receive count (a failed change is logged: the queue's visibility timeout
@@ -333,17 +460,15 @@ async fn evaluate<S: Store + ?Sized>(
 /// invocations' would), and the timer queue is a standard queue with no order to keep. A batch
 /// of ten deadlines due together then takes about one record's time, not ten.
 async fn from_queue<S: Store + ?Sized>(
-    watcher: &Watcher<S>,
-    queue: &dyn LapseQueue,
-    timers: &dyn Timers,
-    records: &[Value],
+    parts: &TimerParts<'_, S>,
+    records: &[TimerRecord],
     now: Instant,
     invocation: &Invocation<'_>,
-) -> Result<TimerReport, TimerError> {
+) -> TimerReport {
     let outcomes = futures_util::future::join_all(
         records
             .iter()
-            .map(|record| from_queue_record(watcher, queue, timers, record, now, invocation)),
+            .map(|record| from_queue_record(parts, record, now, invocation)),
     )
     .await;
     let mut report = TimerReport::default();
@@ -366,16 +491,14 @@ async fn from_queue<S: Store + ?Sized>(
                 report.lapses += lapses;
                 report.handed_over += handed_over;
             }
+            RecordOutcome::Woken => report.lanes_woken += 1,
+            RecordOutcome::SentOn => report.wakes_sent_on += 1,
             RecordOutcome::Dropped => {}
             RecordOutcome::Redeliver { lapses } => {
                 report.lapses += lapses;
-                let id = record
-                    .get("messageId")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if !id.is_empty() {
+                if !record.message_id.is_empty() {
                     report.batch_item_failures.push(ItemFailure {
-                        item_identifier: id.to_owned(),
+                        item_identifier: record.message_id.clone(),
                     });
                     back.push(record);
                 }
@@ -386,20 +509,17 @@ async fn from_queue<S: Store + ?Sized>(
     // once (at most a batch's ten), all before the answer, while the receipt handles hold.
     futures_util::future::join_all(back.into_iter().map(|record| redeliver(record, invocation)))
         .await;
-    Ok(report)
+    report
 }
 
 /// Makes the handed-back `record` visible again after [`Invocation::redeliver`]'s backoff for
 /// its receive count; a failure is logged (the queue's visibility timeout then applies).
-async fn redeliver(record: &Value, invocation: &Invocation<'_>) {
-    let Some(receipt) = record.get("receiptHandle").and_then(Value::as_str) else {
+async fn redeliver(record: &TimerRecord, invocation: &Invocation<'_>) {
+    let Some(receipt) = record.receipt_handle.as_deref() else {
         return;
     };
-    let id = record
-        .get("messageId")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let received = receive_count(record);
+    let id = &record.message_id;
+    let received = record.receive_count;
     let seconds = visibility_after(&invocation.redeliver, received);
     match invocation
         .redelivery
@@ -423,7 +543,11 @@ enum RecordOutcome {
     /// A timer evaluated: lapses determined, and unsent lapse tasks of a replay handed over
     /// again ([`crate::handover`]).
     Evaluated { lapses: usize, handed_over: usize },
-    /// Neither shape: dropped (logged).
+    /// A lane woken at its wake-up.
+    Woken,
+    /// A lane wake-up still ahead, sent on.
+    SentOn,
+    /// None of the shapes, or refused for good: dropped (logged).
     Dropped,
     /// To be received again (logged), after the lapses it determined, if any (its lapse task
     /// not queued).
@@ -432,45 +556,46 @@ enum RecordOutcome {
 
 /// One record of [`from_queue`]'s batch.
 async fn from_queue_record<S: Store + ?Sized>(
-    watcher: &Watcher<S>,
-    queue: &dyn LapseQueue,
-    timers: &dyn Timers,
-    record: &Value,
+    parts: &TimerParts<'_, S>,
+    record: &TimerRecord,
     now: Instant,
     invocation: &Invocation<'_>,
 ) -> RecordOutcome {
-    let id = record
-        .get("messageId")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let body = record.get("body").and_then(Value::as_str).unwrap_or("");
-    if let Some(message) = watcher_aws::parse_disarm_message(body) {
-        // A disarm received again may follow an evaluation whose lapse task was not queued: it
-        // hands that over. On its first receive there is nothing to finish, and no read is made
-        // for it (a satisfied expectation's disarm costs what it did).
-        let again = receive_count(record) > 1;
-        return match disarm(watcher, queue, timers, &message, now, again, invocation).await {
-            Ok(done) if done.left_unsent => {
-                tracing::warn!(sqs_message_id = %id, "the disarmed timer's lapse task was not queued; redelivered");
-                RecordOutcome::Redeliver {
-                    lapses: done.lapses,
-                }
-            }
-            Ok(done) => RecordOutcome::Disarmed {
-                lapses: done.lapses,
-                handed_over: done.handed_over,
-            },
-            Err(e) => {
-                tracing::warn!(error = %e, sqs_message_id = %id, "schedule delete failed; redelivered");
-                RecordOutcome::Redeliver { lapses: 0 }
-            }
-        };
-    }
-    let input = match watcher_aws::parse_timer_input(body) {
-        Ok(input) => input,
+    let id = &record.message_id;
+    let message = match TimerQueueMessage::parse(&record.body) {
+        Ok(message) => message,
         Err(e) => {
-            tracing::error!(error = %e, sqs_message_id = %id, "not a timer message; dropped");
+            tracing::error!(error = %cause_chain(&e), sqs_message_id = %id, "not a timer queue message; dropped");
             return RecordOutcome::Dropped;
+        }
+    };
+    let (watcher, queue, timers) = (parts.watcher, parts.queue, parts.timers);
+    let input = match message {
+        TimerQueueMessage::Timer(input) => input,
+        TimerQueueMessage::WakeLane(wake) => {
+            return wake_lane(queue, &wake, id, now, invocation).await;
+        }
+        TimerQueueMessage::Disarm(message) => {
+            // A disarm received again may follow an evaluation whose lapse task was not queued:
+            // it hands that over. On its first receive there is nothing to finish, and no read
+            // is made for it (a satisfied expectation's disarm costs what it did).
+            let again = record.receive_count > 1;
+            return match disarm(watcher, queue, timers, &message, now, again, invocation).await {
+                Ok(done) if done.left_unsent => {
+                    tracing::warn!(sqs_message_id = %id, "the disarmed timer's lapse task was not queued; redelivered");
+                    RecordOutcome::Redeliver {
+                        lapses: done.lapses,
+                    }
+                }
+                Ok(done) => RecordOutcome::Disarmed {
+                    lapses: done.lapses,
+                    handed_over: done.handed_over,
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, sqs_message_id = %id, "schedule delete failed; redelivered");
+                    RecordOutcome::Redeliver { lapses: 0 }
+                }
+            };
         }
     };
     match evaluate(
@@ -496,6 +621,63 @@ async fn from_queue_record<S: Store + ?Sized>(
         Err(e) => {
             tracing::warn!(error = %e, sqs_message_id = %id, "timer message failed; redelivered");
             RecordOutcome::Redeliver { lapses: 0 }
+        }
+    }
+}
+
+/// `e` and its causes, joined with `: ` (a body's parse error names the field at fault).
+fn cause_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// A lane's delayed wake-up: at or after its instant on this function's clock, the lane is
+/// woken (`LapseQueue::wake`); before it (a wait longer than SQS's 15 minutes of delay), the
+/// wake-up is sent on with the delay left ([`Invocation::wakes`]). A failure that may pass hands
+/// the record back; one that cannot is logged and the record dropped (the sweep's `requeue` and
+/// `follow` duties find the lane's work).
+async fn wake_lane(
+    queue: &dyn LapseQueue,
+    wake: &WakeLane,
+    id: &str,
+    now: Instant,
+    invocation: &Invocation<'_>,
+) -> RecordOutcome {
+    let (tenant, agent, at) = (&wake.tenant, &wake.agent, wake.at);
+    if at > now {
+        return match invocation.wakes.wake_lane_at(tenant, agent, at).await {
+            Ok(()) => {
+                tracing::debug!(%tenant, %agent, %at, "lane wake-up still ahead; sent on");
+                RecordOutcome::SentOn
+            }
+            Err(e) if e.is_retryable() => {
+                tracing::warn!(error = %e, sqs_message_id = %id, %agent, "sending a lane wake-up on failed; redelivered");
+                RecordOutcome::Redeliver { lapses: 0 }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, sqs_message_id = %id, %agent, "a lane wake-up still ahead cannot be sent on; dropped (the sweep finds the lane's work)");
+                RecordOutcome::Dropped
+            }
+        };
+    }
+    match queue.wake(tenant, agent).await {
+        Ok(()) => {
+            tracing::debug!(%tenant, %agent, %at, "lane woken at its wake-up");
+            RecordOutcome::Woken
+        }
+        Err(e) if e.is_retryable() => {
+            tracing::warn!(error = %e, sqs_message_id = %id, %agent, "waking a lane failed; redelivered");
+            RecordOutcome::Redeliver { lapses: 0 }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, sqs_message_id = %id, %agent, "the lapse queue refused a lane wake-up; dropped (the sweep finds the lane's work)");
+            RecordOutcome::Dropped
         }
     }
 }
@@ -651,7 +833,7 @@ mod tests {
         let timers = Gathering(tokio::sync::Barrier::new(5));
         let now = Instant::parse("2026-09-10T13:00:00Z").unwrap();
         let report = tokio::time::timeout(
-            std::time::Duration::from_secs(10),
+            Duration::from_secs(10),
             handle(
                 &watcher,
                 &Kept::default(),
@@ -712,5 +894,234 @@ mod tests {
         let of_backlog = kept.iter().filter(|(a, _)| a == "backlog").count();
         assert_eq!(of_backlog, REQUEUE_PER_AGENT);
         assert_eq!(report.requeued, REQUEUE_PER_AGENT + 1);
+    }
+
+    /// A lapse queue that records lane wake-ups, refusing them as `refuse` says.
+    #[derive(Default)]
+    struct Wakes {
+        woken: Mutex<Vec<String>>,
+        refuse: Option<bool>,
+    }
+
+    #[async_trait::async_trait]
+    impl LapseQueue for Wakes {
+        async fn wake(&self, _: &Tenant, agent: &AgentId) -> Result<(), PortError> {
+            if let Some(retryable) = self.refuse {
+                return Err(PortError::new(retryable, "refused".into(), None));
+            }
+            self.woken.lock().unwrap().push(agent.to_string());
+            Ok(())
+        }
+
+        async fn enqueue(&self, _: &OutboxEntry) -> Result<(), PortError> {
+            Ok(())
+        }
+    }
+
+    /// A timer queue that records the wake-ups sent on: `(agent, at)`.
+    #[derive(Default)]
+    struct SentOn(Mutex<Vec<(String, Instant)>>);
+
+    #[async_trait::async_trait]
+    impl crate::submitter::LaneWakes for SentOn {
+        async fn wake_lane_at(
+            &self,
+            _: &Tenant,
+            agent: &AgentId,
+            at: Instant,
+        ) -> Result<(), PortError> {
+            self.0.lock().unwrap().push((agent.to_string(), at));
+            Ok(())
+        }
+    }
+
+    fn wake_record(id: &str, agent: &str, at: &str) -> Value {
+        let body = watcher_aws::wake_lane_body(&WakeLane {
+            tenant: Tenant::default_tenant(),
+            agent: AgentId::parse(agent).unwrap(),
+            at: Instant::parse(at).unwrap(),
+        })
+        .unwrap();
+        json!({ "messageId": id, "receiptHandle": format!("rh-{id}"), "body": body })
+    }
+
+    /// A wake-up whose instant has come wakes its lane through the lapse queue; one still ahead
+    /// (a wait beyond SQS's 15 minutes) is sent on with its instant and wakes
+    /// nothing yet.
+    #[tokio::test]
+    async fn a_lane_wake_up_wakes_at_its_instant_and_is_sent_on_before_it() {
+        let watcher = Watcher::new(
+            Arc::new(MemoryStore::new()),
+            Directory::new(),
+            Settings::default(),
+        );
+        let queue = Wakes::default();
+        let sent_on = SentOn::default();
+        let invocation = Invocation::unbounded().with_wakes(&sent_on);
+        let now = Instant::parse("2026-09-10T13:00:00Z").unwrap();
+        let event = json!({ "Records": [
+            wake_record("due", "booking", "2026-09-10T12:59:59Z"),
+            wake_record("now", "billing", "2026-09-10T13:00:00Z"),
+            wake_record("ahead", "customs", "2026-09-10T14:00:00Z"),
+        ]});
+        let report = handle_in(
+            &watcher,
+            &queue,
+            &Gathering(tokio::sync::Barrier::new(1)),
+            None,
+            &event,
+            now,
+            &invocation,
+        )
+        .await
+        .unwrap();
+        assert_eq!((report.lanes_woken, report.wakes_sent_on), (2, 1));
+        assert!(report.batch_item_failures.is_empty());
+        let mut woken = queue.woken.lock().unwrap().clone();
+        woken.sort();
+        assert_eq!(woken, ["billing", "booking"]);
+        assert_eq!(
+            *sent_on.0.lock().unwrap(),
+            [(
+                "customs".to_owned(),
+                Instant::parse("2026-09-10T14:00:00Z").unwrap()
+            )]
+        );
+    }
+
+    /// A wake the lapse queue refuses for a passing reason is handed back; one it refuses for
+    /// good, or a wake still ahead with no timer queue to send it on, is dropped (logged).
+    #[tokio::test]
+    async fn a_lane_wake_up_that_fails_is_handed_back_only_when_it_may_pass() {
+        let watcher = Watcher::new(
+            Arc::new(MemoryStore::new()),
+            Directory::new(),
+            Settings::default(),
+        );
+        let now = Instant::parse("2026-09-10T13:00:00Z").unwrap();
+        let timers = Gathering(tokio::sync::Barrier::new(1));
+        let event = json!({ "Records": [wake_record("a", "booking", "2026-09-10T12:00:00Z")] });
+        for (retryable, failed) in [(true, vec!["a"]), (false, vec![])] {
+            let queue = Wakes {
+                refuse: Some(retryable),
+                ..Wakes::default()
+            };
+            let report = handle(&watcher, &queue, &timers, None, &event, now)
+                .await
+                .unwrap();
+            let ids: Vec<&str> = report
+                .batch_item_failures
+                .iter()
+                .map(|f| f.item_identifier.as_str())
+                .collect();
+            assert_eq!(ids, failed, "retryable: {retryable}");
+            assert_eq!(report.lanes_woken, 0);
+        }
+        let ahead = json!({ "Records": [wake_record("b", "booking", "2026-09-10T14:00:00Z")] });
+        let report = handle(&watcher, &Wakes::default(), &timers, None, &ahead, now)
+            .await
+            .unwrap();
+        assert_eq!(
+            (report.wakes_sent_on, report.batch_item_failures.len()),
+            (0, 0)
+        );
+    }
+
+    /// An event of none of the function's shapes is refused, not retried, and handles nothing.
+    #[tokio::test]
+    async fn an_unknown_event_is_refused() {
+        let watcher = Watcher::new(
+            Arc::new(MemoryStore::new()),
+            Directory::new(),
+            Settings::default(),
+        );
+        let now = Instant::parse("2026-09-10T13:00:00Z").unwrap();
+        let timers = Gathering(tokio::sync::Barrier::new(1));
+        for event in [
+            json!({ "sweep": "everything" }),
+            json!({ "detail": {} }),
+            json!("sweep"),
+        ] {
+            let e = handle(&watcher, &Kept::default(), &timers, None, &event, now)
+                .await
+                .expect_err("refused");
+            assert!(matches!(e, TimerError::Malformed(_)), "{e}");
+        }
+    }
+
+    /// Cards that never answer, then notifications: with `{"sweep": true}` and two seconds
+    /// left past the reserve, the cards duty ends at its share and the notify duty still runs;
+    /// the tick answers within the invocation.
+    #[tokio::test]
+    async fn each_duty_of_a_full_sweep_ends_at_its_share() {
+        struct Stuck;
+        #[async_trait::async_trait]
+        impl crate::cards::AgentCards for Stuck {
+            async fn refresh(&self, _: Instant) -> crate::cards::CardsReport {
+                std::future::pending().await
+            }
+            async fn pick_up(&self, _: &Tenant, _: &AgentId, _: Instant) -> bool {
+                false
+            }
+            async fn pick_up_all(&self, _: Instant) -> usize {
+                0
+            }
+        }
+        struct Told;
+        #[async_trait::async_trait]
+        impl Notify for Told {
+            async fn round(&self) -> crate::sweep::NotifyCounts {
+                crate::sweep::NotifyCounts {
+                    delivered: 3,
+                    failed: 1,
+                }
+            }
+        }
+        let watcher = Watcher::new(
+            Arc::new(MemoryStore::new()),
+            Directory::new(),
+            Settings::default(),
+        );
+        let none = Gathering(tokio::sync::Barrier::new(1));
+        let parts = TimerParts {
+            watcher: &watcher,
+            queue: &Kept::default(),
+            timers: &none,
+            cards: Some(&Stuck),
+            following: None,
+            notify: Some(&Told),
+        };
+        let started = std::time::Instant::now();
+        let deadline =
+            std::time::SystemTime::now() + crate::sweep::SWEEP_RESERVE + Duration::from_secs(2);
+        let invocation = Invocation::new(&crate::submitter::QueueTimeout, deadline);
+        let now = Instant::parse("2026-09-10T13:00:00Z").unwrap();
+        let report = handle_event(
+            &parts,
+            &TimerEvent::Sweep(crate::timer_event::SweepTick::All),
+            now,
+            &invocation,
+        )
+        .await
+        .unwrap();
+        assert!(report.cut_short, "{report:?}");
+        assert_eq!((report.notified, report.notify_failed), (3, 1));
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(3), "took {took:?}");
+    }
+
+    #[test]
+    fn a_duty_shares_what_is_left_past_the_reserve() {
+        let now = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let secs = Duration::from_secs;
+        let share = crate::sweep::share;
+        assert_eq!(share(now + secs(125), now, 1), secs(120));
+        assert_eq!(share(now + secs(125), now, 6), secs(20));
+        assert_eq!(
+            share(now + secs(3), now, 1),
+            secs(0),
+            "less than the reserve"
+        );
+        assert_eq!(share(now - secs(3), now, 2), secs(0), "past the deadline");
     }
 }

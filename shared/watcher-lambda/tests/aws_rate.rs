@@ -1,22 +1,21 @@
 //! The rate limit per agent holds across submitter instances (expectations-v1 §13.2; docs/
 //! dynamodb.md "Rate buckets"): two submitters sharing the agent's bucket in the table, each
-//! handed its own batch at the same moment, send no more than `burst` at once together. Needs the
+//! woken for the agent at the same moment, send no more than `burst` at once together. Needs the
 //! emulator (`bash infra/moto.sh`, `AWS_ENDPOINT_URL`).
 
 use crate::common::emulator_table;
-use crate::common::submitting::{self, queued, sqs_event, stored, t0};
+use crate::common::submitting::{self, lanes, queued, stored, t0, wake_event};
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use a2a_types::TaskState;
-use aws_lambda_events::event::sqs::SqsEvent;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
 use watcher_delivery::{AgentEndpoint, RateBuckets, RateLimit, Submitter};
 use watcher_lambda::rate::DynamoRateBuckets;
-use watcher_lambda::submitter::BatchOutcome;
+use watcher_lambda::submitter::{After, LaneRun};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::store::OutboxEntry;
 
@@ -29,38 +28,33 @@ fn entry(id: &str) -> OutboxEntry {
     queued("busy", id, &format!("exp-{id}"))
 }
 
-fn event(ids: &[String]) -> SqsEvent {
-    let messages: Vec<(&str, &str)> = ids.iter().map(|id| ("busy", id.as_str())).collect();
-    sqs_event(&messages)
-}
-
 fn submitter(buckets: Arc<dyn RateBuckets>) -> Submitter {
     submitting::submitter(LIMIT).with_rate_buckets(buckets)
 }
 
-/// `instances` handed the first five and the rest of `ids` at `at`, at the same moment.
+/// `instances` each woken for the agent at `at`, at the same moment.
 async fn both(
     store: &MemoryStore,
     instances: [&Submitter; 2],
     endpoints: &HashMap<(Tenant, AgentId), AgentEndpoint>,
-    ids: &[String],
     at: Instant,
-) -> (BatchOutcome, BatchOutcome) {
+) -> (Vec<LaneRun>, Vec<LaneRun>) {
     let [one, two] = instances;
+    let (one, two) = (lanes(store, one, endpoints), lanes(store, two, endpoints));
     tokio::join!(
-        watcher_lambda::submitter::handle_batch(store, one, endpoints, None, event(&ids[..5]), at),
-        watcher_lambda::submitter::handle_batch(store, two, endpoints, None, event(&ids[5..]), at),
+        submitting::run_at(&one, wake_event(&["busy"]), at),
+        submitting::run_at(&two, wake_event(&["busy"]), at),
     )
 }
 
-/// Two submitter instances, each with its own batch of five lapse tasks for one agent, at the
-/// same instant: three go (the burst), not three each; the rest come back when a token is free
-/// (a minute later at one a minute), and then exactly one more goes.
+/// Two submitter instances woken for one agent with ten lapse tasks, at the same instant: three
+/// go (the burst), not three each; both lanes ask to be woken when a token is free (a minute
+/// later at one a minute), and then exactly one more goes.
 #[tokio::test]
 async fn two_submitters_sharing_the_bucket_never_exceed_burst() {
     let (ddb, name) = emulator_table("rate-two").await;
     let agent =
-        spawn_capture_agent(Behaviour::always(Reply::task("t", TaskState::Submitted))).await;
+        spawn_capture_agent(Behaviour::always(Reply::task("t", TaskState::Completed))).await;
     let ids: Vec<String> = (0..10).map(|n| format!("m{n}")).collect();
     let store = stored(ids.iter().map(|id| entry(id)).collect()).await;
     let mut endpoints = HashMap::new();
@@ -71,17 +65,15 @@ async fn two_submitters_sharing_the_bucket_never_exceed_burst() {
     // Each instance its own client and bucket handle, as two Lambda instances would have.
     let one = submitter(Arc::new(DynamoRateBuckets::new(ddb.clone(), &name, LIMIT)));
     let two = submitter(Arc::new(DynamoRateBuckets::new(ddb.clone(), &name, LIMIT)));
-    let (a, b) = both(&store, [&one, &two], &endpoints, &ids, t0()).await;
+    let (a, b) = both(&store, [&one, &two], &endpoints, t0()).await;
     assert_eq!(agent.request_count(), 3, "the burst, across both instances");
-    let handed_back = a.response.batch_item_failures.len() + b.response.batch_item_failures.len();
-    assert_eq!(handed_back, 7);
-    // The first message each instance handed back waits for the next free token: a minute.
-    for outcome in [&a, &b] {
-        assert_eq!(outcome.redeliver_after.first().map(|(_, s)| *s), Some(60));
+    // Each lane waits for the next free token: a minute.
+    let minute = Instant::parse("2026-09-10T12:01:00Z").unwrap();
+    for runs in [&a, &b] {
+        assert_eq!(runs[0].after, After::WakeAt(minute), "{runs:?}");
     }
     // A minute on, one token is free for the whole deployment.
-    let later = Instant::parse("2026-09-10T12:01:00Z").unwrap();
-    let (_, _) = both(&store, [&one, &two], &endpoints, &ids, later).await;
+    let (_, _) = both(&store, [&one, &two], &endpoints, minute).await;
     assert_eq!(agent.request_count(), 4);
 }
 

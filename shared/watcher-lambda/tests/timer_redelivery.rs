@@ -9,7 +9,9 @@
 //! * A passing store failure is tried again inside the invocation when its deadline leaves time.
 //! * A lapse committed whose lapse task the lapse queue did not take hands the record back; its
 //!   redelivery hands the task over, so the agent's queue gets it once (one messageId).
-//! * A schedule's direct fire in that case fails the invocation (Lambda retries it).
+//! * A schedule's direct fire in that case arms its timer again on the timer queue (Lambda's
+//!   asynchronous retries are off for the timer function).
+//! * Each sweep duty is its own tick: a backlog of due timers never delays the re-queue.
 //! * A malformed body, or a send refused for good, is not handed back.
 
 use std::sync::{Arc, Mutex};
@@ -26,7 +28,7 @@ use watcher_core::time::Instant;
 use watcher_lambda::redelivery::{Invocation, STORE_RETRY, TIMER_REDELIVERY};
 use watcher_lambda::sink::AwsSink;
 use watcher_lambda::submitter::Redelivery;
-use watcher_lambda::timer::{handle, handle_in, TimerError, TimerReport};
+use watcher_lambda::timer::{handle, handle_in, TimerError, TimerReport, FIRE_AGAIN_AFTER};
 use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::ports::{LapseQueue, PortError, Timers};
@@ -412,37 +414,148 @@ async fn a_lapse_task_the_queue_did_not_take_comes_back_with_its_record() {
     assert_eq!(visibility.changed.lock().unwrap().len(), 1);
 }
 
-/// Fired by its schedule (Scheduler invokes Lambda asynchronously), a lapse whose task the
-/// queue throttled fails the invocation as retryable; Lambda's retry hands the task over once.
+/// Schedules that record each arm `(timer, at)`, and refuse every arm when `refuse`.
+#[derive(Default)]
+struct Arms {
+    armed: Mutex<Vec<(TimerKey, Instant)>>,
+    refuse: bool,
+}
+
+#[async_trait::async_trait]
+impl Timers for Arms {
+    async fn arm(&self, _: &Tenant, key: &TimerKey, at: Instant) -> Result<(), PortError> {
+        if self.refuse {
+            return Err(PortError::new(
+                true,
+                "SendMessage (ThrottlingException)".into(),
+                None,
+            ));
+        }
+        self.armed.lock().unwrap().push((key.clone(), at));
+        Ok(())
+    }
+    async fn disarm(&self, _: &Tenant, _: &TimerKey) -> Result<(), PortError> {
+        Ok(())
+    }
+}
+
+/// Fired by its schedule (Scheduler invokes Lambda asynchronously, and Lambda's asynchronous
+/// retries are off for the timer function), a lapse whose task the queue throttled arms its
+/// timer again `FIRE_AGAIN_AFTER` later (the timer queue's delayed message); that message's
+/// evaluation hands the task over once. When the arm fails too, the invocation fails as
+/// retryable (logged; the sweep's `requeue` duty wakes the lane).
 #[tokio::test]
-async fn a_schedules_fire_whose_lapse_task_was_not_queued_fails_for_lambda_to_retry() {
+async fn a_schedules_fire_whose_lapse_task_was_not_queued_is_armed_again() {
     let queue = Flaky::refusing(1, true);
     let (watcher, _store) = raised(1, queue.clone()).await;
     let visibility = Visibility::default();
     let waits = Arc::new(RecordingSleeper::new());
     let run = invocation(&visibility, &waits);
-    let event = timer_input(0);
-    let fire = || {
-        handle_in(
-            &watcher,
-            &*queue,
-            &NoSchedules,
-            None,
-            &event,
-            t(FIRED),
-            &run,
-        )
+    let arms = Arms::default();
+    let fired = handle_in(
+        &watcher,
+        &*queue,
+        &arms,
+        None,
+        &timer_input(0),
+        t(FIRED),
+        &run,
+    )
+    .await
+    .expect("handed to the timer queue");
+    assert_eq!((fired.lapses, fired.fired_again), (1, 1));
+    assert_eq!(
+        *arms.armed.lock().unwrap(),
+        [(deadline(0), t("2026-09-10T20:00:03Z"))],
+        "FIRE_AGAIN_AFTER (2 s) after {FIRED}"
+    );
+    assert_eq!(FIRE_AGAIN_AFTER, Duration::from_secs(2));
+    assert!(queue.taken().is_empty());
+    let again = handle_in(
+        &watcher,
+        &*queue,
+        &arms,
+        None,
+        &json!({ "Records": [timer_record("a", 0, 1)] }),
+        t("2026-09-10T20:00:03Z"),
+        &run,
+    )
+    .await
+    .expect("batch");
+    assert_eq!((again.lapses, again.handed_over), (0, 1));
+    assert_eq!(queue.taken(), [lapse_id(0)]);
+
+    let queue = Flaky::refusing(1, true);
+    let (watcher, _store) = raised(1, queue.clone()).await;
+    let refusing = Arms {
+        refuse: true,
+        ..Arms::default()
     };
-    let err = fire().await.expect_err("the lapse task was not queued");
+    let err = handle_in(
+        &watcher,
+        &*queue,
+        &refusing,
+        None,
+        &timer_input(0),
+        t(FIRED),
+        &run,
+    )
+    .await
+    .expect_err("neither queued nor armed again");
     assert!(matches!(err, TimerError::Enqueue(_)), "{err}");
     assert_eq!(
         lambda_runtime::Diagnostic::from(err).error_type,
         "Retryable.Enqueue"
     );
+}
+
+/// Each sweep duty is its own tick: with 40 deadlines due and one lapse task lost past
+/// `REQUEUE_AFTER_SECS`, the `requeue` duty wakes the lost task's lane and evaluates none of
+/// the timers (a backlog of due timers never delays it); the `timers` duty fires the 40 and
+/// re-queues nothing.
+#[tokio::test]
+async fn a_backlog_of_due_timers_never_delays_another_duty() {
+    let queue = Flaky::refusing(1, true);
+    let (watcher, _store) = raised(41, queue.clone()).await;
+    // m-40's lapse: committed at the deadline, its task refused by the queue and its timer not
+    // armed again (lost).
+    let refusing = Arms {
+        refuse: true,
+        ..Arms::default()
+    };
+    let lost = handle(&watcher, &*queue, &refusing, None, &timer_input(40), t(DUE)).await;
+    assert!(lost.is_err(), "{lost:?}");
     assert!(queue.taken().is_empty());
-    let retried = fire().await.expect("Lambda's retry");
-    assert_eq!((retried.lapses, retried.handed_over), (0, 1));
-    assert_eq!(queue.taken(), [lapse_id(0)]);
+    let later = t("2026-09-10T20:05:00Z");
+    let requeue = handle(
+        &watcher,
+        &*queue,
+        &NoSchedules,
+        None,
+        &json!({ "sweep": "requeue" }),
+        later,
+    )
+    .await
+    .expect("requeue");
+    assert_eq!(
+        (requeue.requeued, requeue.evaluated, requeue.lapses),
+        (1, 0, 0)
+    );
+    assert_eq!(queue.taken(), [lapse_id(40)]);
+    let timers = handle(
+        &watcher,
+        &*queue,
+        &NoSchedules,
+        None,
+        &json!({ "sweep": "timers" }),
+        later,
+    )
+    .await
+    .expect("timers");
+    assert_eq!(
+        (timers.evaluated, timers.lapses, timers.requeued),
+        (40, 40, 0)
+    );
 }
 
 /// What can never succeed is not handed back: a body that is no timer message is dropped, and a

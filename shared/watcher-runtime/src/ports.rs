@@ -8,7 +8,7 @@
 
 use async_trait::async_trait;
 use watcher_core::engine::TimerKey;
-use watcher_core::ids::Tenant;
+use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
 
 use crate::store::OutboxEntry;
@@ -105,15 +105,37 @@ pub trait Timers: Send + Sync {
     async fn disarm(&self, tenant: &Tenant, key: &TimerKey) -> Result<(), PortError>;
 }
 
-/// The queue that feeds the submitter.
+/// The queue that feeds the submitter: it carries wake-ups of agents' lanes, not lapse tasks.
+/// The backlog lives in the outbox; a wake-up only means "run this agent's lane now"
+/// (`watcher_delivery::lane::Lane::pass`), which reads the agent's due lapse tasks itself. A
+/// queue may coalesce wake-ups of one agent (SQS: at most one per agent per second), so any
+/// agent's backlog of any size puts a bounded number of messages in the queue every agent
+/// shares.
 #[async_trait]
 pub trait LapseQueue: Send + Sync {
-    /// Enqueues a reference to an outbox entry (the submitter re-reads the entry itself).
+    /// Wakes the lane of `agent` of `tenant`: the submitter runs it soon after.
+    ///
+    /// The default refuses (permanent): a queue that feeds a submitter implements it (the SQS
+    /// adapter does); test doubles that only record enqueues need not.
+    ///
+    /// # Errors
+    /// Permanent: a missing queue, permissions, validation. Retryable: throttling, 5xx,
+    /// timeouts. The lapse task stays queued in the outbox either way; the sweep finds it.
+    async fn wake(&self, tenant: &Tenant, agent: &AgentId) -> Result<(), PortError> {
+        Err(PortError::new(
+            false,
+            format!("this queue takes no wake-ups (agent {agent} of tenant {tenant})"),
+            None,
+        ))
+    }
+
+    /// Hands `entry` (just queued in the outbox) to the submitter: a wake-up of its agent's lane
+    /// (the submitter reads the entry from the outbox itself).
     async fn enqueue(&self, entry: &OutboxEntry) -> Result<(), PortError>;
 
-    /// Enqueues each of `entries`, in order; answers one result per entry, in the same order.
+    /// Enqueues each of `entries`; answers one result per entry, in the same order.
     /// The default enqueues them one after another; a queue that takes several in one request
-    /// (SQS `SendMessageBatch`, ten at a time) overrides it.
+    /// (SQS: one wake-up per agent, `SendMessageBatch`, ten at a time) overrides it.
     async fn enqueue_all(&self, entries: &[OutboxEntry]) -> Vec<Result<(), PortError>> {
         let mut results = Vec::with_capacity(entries.len());
         for entry in entries {

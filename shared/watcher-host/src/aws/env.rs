@@ -125,6 +125,12 @@ pub struct Sending {
     /// followed lapse tasks' `GetTask` answers through the push ingest path. On the system clock
     /// ([`Parts::with_clock`] to change it).
     pub reconciler: Arc<Reconciler>,
+    /// The lanes' settings of `[delivery]` (`in_flight_per_agent` as `per_agent`, as serve's):
+    /// the submitter function runs one lane per agent a batch wakes with them.
+    pub lanes: watcher_delivery::lanes::LaneSettings,
+    /// The A2A client's timeout per request (`[delivery] timeout_secs`): how long a send taken
+    /// just before an invocation stops taking may still run.
+    pub request_timeout: std::time::Duration,
 }
 
 impl Parts {
@@ -438,6 +444,8 @@ pub async fn assemble_for(
         Some(Sending {
             submitter,
             reconciler,
+            lanes: crate::deployment::lane_settings(&config.delivery),
+            request_timeout: std::time::Duration::from_secs(config.delivery.timeout_secs),
         })
     } else {
         None

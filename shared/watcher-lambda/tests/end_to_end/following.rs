@@ -119,11 +119,23 @@ async fn a_lapse_task_never_pushed_follows_get_task_to_completed_at_the_sweep() 
     assert_eq!(sent.task_state.as_deref(), Some("TASK_STATE_WORKING"));
     assert!(sent.follow_at.is_some(), "followed: no push was asked for");
 
-    // The agent finishes the task and pushes nothing; the next sweep asks.
+    // The agent finishes the task and pushes nothing. Within FOLLOW_MARGIN of its next poll
+    // the follow duty leaves it to the lanes (which poll it on time when woken); past it, the
+    // duty asks.
     d.agent.set_task_state("lapse-task-1", TaskState::Completed);
+    let due = sent.follow_at.expect("followed");
+    let inside = due
+        .checked_add(jiff::SignedDuration::from_secs(59))
+        .unwrap();
+    let lanes_turn = d.fire(&json!({ "sweep": "follow" }), inside).await;
+    assert_eq!(lanes_turn.followed, 0, "the lanes' turn: {lanes_turn:?}");
+    let past = due
+        .checked_add(watcher_lambda::timer::FOLLOW_MARGIN)
+        .unwrap();
+    assert!(past < t("2026-09-10T22:20:00Z"));
     d.clock.set(t("2026-09-10T22:20:00Z"));
     let report = d
-        .fire(&json!({ "sweep": true }), t("2026-09-10T22:20:00Z"))
+        .fire(&json!({ "sweep": "follow" }), t("2026-09-10T22:20:00Z"))
         .await;
     assert_eq!(report.followed, 1);
     let followed = entry(&d).await;

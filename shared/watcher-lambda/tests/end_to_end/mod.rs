@@ -151,6 +151,22 @@ async fn deploy_to(name: &str, timer_queue: bool, agent: CaptureAgent) -> Deploy
     }
 }
 
+/// Delayed wake-ups taken and dropped: a deployment without a timer queue, whose test wakes
+/// the lanes itself.
+struct Later;
+
+#[async_trait::async_trait]
+impl watcher_lambda::submitter::LaneWakes for Later {
+    async fn wake_lane_at(
+        &self,
+        _: &Tenant,
+        _: &watcher_core::ids::AgentId,
+        _: Instant,
+    ) -> Result<(), watcher_runtime::ports::PortError> {
+        Ok(())
+    }
+}
+
 /// An API Gateway HTTP API (payload 2.0) event, as the API function receives it.
 fn api_event(method: &str, path: &str, headers: Value, body: &Value) -> lambda_http::Request {
     common::api_event(method, path, headers, &body.to_string(), false)
@@ -320,15 +336,32 @@ impl Deployment {
         serde_json::from_value(json!({ "Records": records })).expect("SqsEvent")
     }
 
+    /// Hands `event` to the submitter at `now` (a stopped clock, no deadline), as
+    /// `functions/submitter` does: one lane per agent woken, delayed wake-ups to the timer queue
+    /// when the deployment has one (else taken, and left to the test); answers the wake-ups
+    /// handed back.
     async fn submit(&self, event: SqsEvent, now: Instant) -> usize {
+        let sending = self.sending();
+        let lanes = watcher_lambda::submitter::Lanes {
+            store: &*self.parts.watcher.store,
+            submitter: &sending.submitter,
+            endpoints: &self.parts.endpoints,
+            reconciler: Some(&*sending.reconciler),
+            per_agent: sending.lanes.per_agent,
+            batch: sending.lanes.batch,
+        };
+        let wakes: Box<dyn watcher_lambda::submitter::LaneWakes> = match &self.timer_queue_url {
+            Some(url) => Box::new(watcher_aws::SqsTimerQueue::new(self.sqs.clone(), url)),
+            // Without a timer queue, the test hands the lanes their next wake-up itself.
+            None => Box::new(Later),
+        };
         let resp = watcher_lambda::submitter::handle(
-            &*self.parts.watcher.store,
-            &self.sending().submitter,
-            &self.parts.endpoints,
-            Some(&*self.sending().reconciler),
+            &lanes,
             &*self.parts.redelivery,
+            &*wakes,
+            &FakeClock::new(now),
             event,
-            now,
+            None,
         )
         .await;
         resp.batch_item_failures.len()
@@ -360,8 +393,8 @@ impl Deployment {
 
 const OVERDUE: &str = "lapse:exp-01J8Q0MANIFEST:overdue:2026-09-10T20:15:00Z";
 
-mod copies;
 mod costs_and_partitions;
 mod following;
 mod schedule_deletes;
 mod timers;
+mod wake_ups;

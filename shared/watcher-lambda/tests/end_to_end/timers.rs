@@ -148,8 +148,14 @@ async fn a_fact_and_a_timer_racing_on_one_expectation_give_one_lapse_at_most() {
         .records;
     assert_eq!(records[0].lapses.len(), 1);
     assert_eq!(records[0].status, Status::Satisfied);
+    // A wake-up of the agent for each second its lapse task was handed over in (the two racing
+    // commits may fall in two): its lane sends the lapse task once.
     let event = d.receive().await;
-    assert_eq!(event.records.len(), 1);
+    assert!(
+        (1..=2).contains(&event.records.len()),
+        "{:?}",
+        event.records
+    );
     d.submit(event, t("2026-09-10T22:15:31Z")).await;
     assert_eq!(d.delivered(), [OVERDUE]);
     // Its schedule's time (a minute before the deadline) had passed: on AWS it fired and was

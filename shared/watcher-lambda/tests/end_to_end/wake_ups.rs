@@ -1,5 +1,6 @@
-//! A lapse message carries its entry as queued: the submitter sends by that copy with no read
-//! of the table, and a copy that is no longer the stored entry decides nothing.
+//! A lapse is a wake-up of its agent's lane on the lapse queue, not the lapse task: the
+//! submitter's lane reads the agent's due lapse tasks from the table and sends each once,
+//! however often, and by however many wake-ups, it is woken.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -7,7 +8,7 @@ use watcher_delivery::testing::CapturedRequest;
 
 use super::*;
 
-/// The deployment's expectation lapsed at its deadline, its lapse message received once (as the
+/// The deployment's expectation lapsed at its deadline, its wake-up received once (as the
 /// event source mapping hands it over, `ApproximateReceiveCount` 1).
 async fn lapsed(d: &Deployment) -> SqsEvent {
     d.push_booking("").await;
@@ -16,27 +17,23 @@ async fn lapsed(d: &Deployment) -> SqsEvent {
     assert_eq!(d.fire(&input, t("2026-09-10T22:15:20Z")).await.lapses, 1);
     let event = d.receive().await;
     assert_eq!(event.records.len(), 1);
-    let record = &event.records[0];
+    let body: Value = serde_json::from_str(event.records[0].body.as_deref().unwrap()).unwrap();
+    assert_eq!(body["tenant"], "default", "{body}");
+    assert_eq!(body["agent"], "booking", "{body}");
     assert_eq!(
-        record
-            .attributes
-            .get("ApproximateReceiveCount")
-            .map(String::as_str),
-        Some("1")
+        body.get("messageId"),
+        None,
+        "a wake-up, not the lapse task: {body}"
     );
-    let body: Value = serde_json::from_str(record.body.as_deref().unwrap()).unwrap();
-    assert_eq!(body["entry"]["messageId"], OVERDUE, "{body}");
-    assert_eq!(body["entry"]["delivery"], "queued");
     event
 }
 
-/// `event` as a first receive of another message with the same body (a second message for
-/// the same lapse task, as the sweep queues one for an entry it finds still queued).
-fn received_first(mut event: SqsEvent) -> SqsEvent {
+/// `event` received again (a duplicate wake-up, or the same one redelivered).
+fn again(mut event: SqsEvent) -> SqsEvent {
     for record in &mut event.records {
         record
             .attributes
-            .insert("ApproximateReceiveCount".into(), "1".into());
+            .insert("ApproximateReceiveCount".into(), "2".into());
     }
     event
 }
@@ -64,45 +61,45 @@ fn sends(d: &Deployment) -> usize {
         .count()
 }
 
-/// The message's first receive sends the lapse task by its copy: the submitter reads nothing
-/// from the table (the claim and the outcome are conditional writes), and the entry is `sent`.
+/// A wake-up's lane reads the agent's due and followed lapse tasks from their indexes, and its
+/// next ones when it is done (four `Query`s), and claims and records the lapse task with two
+/// conditional writes: the entry is `sent`.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_first_receive_sends_by_the_copy_with_no_read() {
-    let d = deploy("e2e-copy").await;
+async fn a_wake_up_sends_the_agents_due_lapse_task_from_its_index() {
+    let d = deploy("e2e-wake").await;
     let event = lapsed(&d).await;
     d.requests.take();
     assert_eq!(d.submit(event, t("2026-09-10T22:15:21Z")).await, 0);
     let made = d.requests.take();
     assert_eq!(d.delivered(), [OVERDUE]);
-    assert_eq!(made.get("DynamoDB GetItem"), None, "{made:?}");
-    assert_eq!(made.get("DynamoDB UpdateItem"), Some(&2), "{made:?}");
+    assert_eq!(made.get("DynamoDB Query"), Some(&4), "{made:?}");
+    assert_eq!(
+        made.get("DynamoDB UpdateItem"),
+        Some(&2),
+        "claim and record: {made:?}"
+    );
     let entry = stored(&d).await;
     assert_eq!(entry.delivery, DeliveryState::Sent);
     assert_eq!(entry.attempts, 1);
 }
 
-/// A copy of a lapse task already sent (another message of the same lapse task, received for
-/// the first time) is not sent again: its claim finds the stored entry changed, reads it, and
-/// finds it `sent`.
+/// A wake-up received again after its lane sent the lapse task (a duplicate, or the same
+/// message redelivered after a crash before its delete) sends nothing: the lapse task is `sent`
+/// in the table and no longer in the agent's queued index.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_stale_copy_of_a_sent_lapse_task_is_not_sent_again() {
-    let d = deploy("e2e-copy-sent").await;
+async fn a_wake_up_received_again_sends_nothing_more() {
+    let d = deploy("e2e-wake-again").await;
     let event = lapsed(&d).await;
     assert_eq!(d.submit(event.clone(), t("2026-09-10T22:15:21Z")).await, 0);
-    assert_eq!(
-        d.submit(received_first(event), t("2026-09-10T22:21:00Z"))
-            .await,
-        0
-    );
+    assert_eq!(d.submit(again(event), t("2026-09-10T22:21:00Z")).await, 0);
     assert_eq!(d.delivered(), [OVERDUE]);
     assert_eq!(sends(&d), 1);
 }
 
-/// A copy of a lapse task whose first send failed (retried later, its attempt counted) is not
-/// sent before the retry is due, and the retry's record is kept: a stale copy decides nothing,
-/// neither the send nor what is written.
+/// A lapse task whose first send failed is not sent again before its retry, however often its
+/// agent is woken meanwhile, and the retry's record is kept. At its retry it is sent once.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_stale_copy_of_a_retried_lapse_task_waits_for_its_retry() {
+async fn a_retried_lapse_task_waits_for_its_retry_whatever_wakes_its_lane() {
     let failed_once = Arc::new(AtomicUsize::new(0));
     let seen = failed_once.clone();
     let agent = CaptureAgent::spawn(Behaviour::from_fn(move |n, r: &CapturedRequest| {
@@ -116,10 +113,10 @@ async fn a_stale_copy_of_a_retried_lapse_task_waits_for_its_retry() {
     }))
     .await
     .expect("capture agent");
-    let d = deploy_to("e2e-copy-retry", false, agent).await;
+    let d = deploy_to("e2e-wake-retry", false, agent).await;
     let event = lapsed(&d).await;
-    // The first send fails: handed back for its retry.
-    assert_eq!(d.submit(event.clone(), t("2026-09-10T22:15:21Z")).await, 1);
+    // The first send fails: the lane asks to be woken at its retry.
+    assert_eq!(d.submit(event.clone(), t("2026-09-10T22:15:21Z")).await, 0);
     let retried = stored(&d).await;
     assert_eq!(
         (retried.delivery, retried.attempts),
@@ -128,27 +125,21 @@ async fn a_stale_copy_of_a_retried_lapse_task_waits_for_its_retry() {
     assert!(retried.next_attempt_at > t("2026-09-10T22:15:21Z"));
     assert_eq!(failed_once.load(Ordering::SeqCst), 1);
 
-    // The copy (never attempted, due at the lapse) arrives again before the retry is due: not
-    // sent, handed back, and the entry is as the failed attempt left it.
+    // Woken again before the retry is due: not sent, the entry as the failed attempt left it.
     assert_eq!(
-        d.submit(received_first(event.clone()), t("2026-09-10T22:15:21Z"))
+        d.submit(again(event.clone()), t("2026-09-10T22:15:21Z"))
             .await,
-        1
+        0
     );
     assert_eq!(
         failed_once.load(Ordering::SeqCst),
         1,
         "not sent before its retry"
     );
-    let kept = stored(&d).await;
-    assert_eq!(kept, retried);
+    assert_eq!(stored(&d).await, retried);
 
     // At its retry, sent once.
-    assert_eq!(
-        d.submit(received_first(event), retried.next_attempt_at)
-            .await,
-        0
-    );
+    assert_eq!(d.submit(again(event), retried.next_attempt_at).await, 0);
     assert_eq!(failed_once.load(Ordering::SeqCst), 2);
     assert_eq!(
         d.delivered(),
