@@ -10,7 +10,8 @@
 //! lapse due during the flood takes to arrive. No answer is a 500 (a Lambda throttle, which
 //! API Gateway answers 500); every refusal is API Gateway's own 429 `{"message":"Too Many
 //! Requests"}`, without `Retry-After`; the stack's report counts the same 429s and no Lambda
-//! throttle of any function. The lapse reaches its agent within [`LATE_MAX`] of its deadline:
+//! throttle of the API or the submitter (the timer's scheduled sweep ticks may be, at 1/100,
+//! and are retried). The lapse reaches its agent within [`LATE_MAX`] of its deadline:
 //! the timer and the submitter run in their reserves, which the API cannot take.
 //!
 //! Needs `.venv` with moto and the function binaries, as `tests/aws_local.rs`; without them it
@@ -272,16 +273,26 @@ async fn a_flood_of_pushes_gets_429s_never_500s_and_the_deadlines_keep_their_res
         "the flood did not saturate the stage: {:?}",
         seen.statuses
     );
-    // The stack counted the same 429s (each route's bucket), and Lambda throttled nothing: the
-    // API stayed within its unreserved concurrency, the deadline functions within their own.
+    // The stack counted the same 429s (each route's bucket): the API stayed within its
+    // unreserved concurrency, the deadline functions within their own.
     assert_eq!(
         number_after(&gateway, "throttled "),
         Some(refused as u64),
         "the stack's count of 429s: {gateway}"
     );
+    // Neither the API (its throttle would be a 500) nor the submitter was throttled. The timer
+    // function's scheduled sweep ticks may be: at 1/100 its reserve is one instance, all of it
+    // its queue source's, and the sweep's duties fire on their own schedules (`follow` every
+    // minute); Lambda retries a throttled scheduled invocation, as AWS does. Its deadlines are
+    // checked by the lapse below, which must still arrive on time.
+    let throttled = lambda
+        .split("throttles ")
+        .nth(1)
+        .and_then(|rest| rest.split("; first").next())
+        .unwrap_or_default();
     assert!(
-        lambda.contains("throttles none"),
-        "Lambda throttled an invocation: {lambda}"
+        !throttled.contains("'api'") && !throttled.contains("'submitter'"),
+        "Lambda throttled the API or the submitter: {lambda}"
     );
     // The lapse due during the flood arrived on time.
     let late = late.unwrap_or_else(|| {

@@ -12,7 +12,8 @@ use crate::services::{Placement, Runs, Service, AWS};
 pub enum Function {
     /// `functions/api`: the routes behind the HTTP API.
     Api,
-    /// `functions/timer`: the schedules, the timer queue and the `rate(5 minutes)` sweep.
+    /// `functions/timer`: the schedules, the timer queue (timers and lanes' wake-ups) and the
+    /// sweep's six duties, each on its own schedule.
     Timer,
     /// `functions/submitter`: the lapse queue's consumer.
     Submitter,

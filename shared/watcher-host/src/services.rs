@@ -305,7 +305,7 @@ pub const AWS: &[Placement] = &[
     },
     Placement {
         service: Service::LateTimers,
-        runs: Runs::At("the `rate(5 minutes)` sweep; a timer that fails is skipped, counted (`TimerFailures`) and fired at the next sweep"),
+        runs: Runs::At("the sweep's `timers` duty (`sweep-timers`, every 5 minutes, its own invocation and budget); a timer that fails is skipped, counted (`TimerFailures`) and fired at the next one"),
     },
     Placement {
         service: Service::HandOver,
@@ -321,23 +321,23 @@ pub const AWS: &[Placement] = &[
     },
     Placement {
         service: Service::AgentLanes,
-        runs: Runs::At("one FIFO message group per agent; a batch's agents delivered concurrently"),
+        runs: Runs::At("serve's `Lane`, woken by the lapse queue's wake-ups (one FIFO group per agent, at most one wake-up a second), in 5 s slices; a batch's agents concurrently"),
     },
     Placement {
         service: Service::Retries,
-        runs: Runs::At("the handed-back message's visibility set to the lapse task's next attempt (`ChangeMessageVisibility`)"),
+        runs: Runs::At("a wake-up at the agent's next attempt or poll on the timer queue (`wakeLane`, delayed up to 15 minutes)"),
     },
     Placement {
         service: Service::RetryNow,
-        runs: Runs::At("the API function puts each re-queued lapse task on the lapse queue"),
+        runs: Runs::At("the API function wakes the agent's lane on the lapse queue"),
     },
     Placement {
         service: Service::OriginReconciliation,
-        runs: Runs::At("the same check in the submitter; origin tasks followed in the table, polled by the sweep"),
+        runs: Runs::At("the same grouped check in the submitter's lane; origin tasks followed in the table, polled by the sweep's `origins` duty"),
     },
     Placement {
         service: Service::Following,
-        runs: Runs::At("the sweep polls from the outbox's follow index (within a 40 s budget)"),
+        runs: Runs::At("the lanes poll with `GetTask`, woken at each poll; the sweep's `follow` duty (every minute) takes what is more than 60 s overdue"),
     },
     Placement {
         service: Service::RateLimit,
@@ -361,7 +361,7 @@ pub const AWS: &[Placement] = &[
     },
     Placement {
         service: Service::Notifications,
-        runs: Runs::At("the timer function's `rate(5 minutes)` sweep runs each channel, 5 minutes behind the newest lapse tasks (a settle delay behind time-ordered ids)"),
+        runs: Runs::At("the sweep's `notify` duty (`sweep-notify`, every 5 minutes) runs each channel, 5 minutes behind the newest lapse tasks (a settle delay behind time-ordered ids)"),
     },
     Placement {
         service: Service::LessonReviews,
