@@ -2,9 +2,10 @@
 //! and posts each as an A2A 1.0 JSON-RPC `SendMessage` to the agent that raised the expectation
 //! (contracts/serve.md, semantics.md "The lapse task").
 //!
-//! Shared by the local `serve` process (one [`lanes`] task per agent, each calling
-//! [`Submitter::deliver_one`] and [`Submitter::poll_one`]) and the SQS-fed Lambda (which calls
-//! [`Submitter::deliver_one`] per message).
+//! One send path for both deployments: a [`lane::Lane`] per agent, whose [`lane::Lane::pass`]
+//! `serve` runs in a loop per agent ([`lanes`]) and the SQS-fed submitter function runs for each
+//! agent a lapse-queue wake-up names; both send by the entry held
+//! ([`Submitter::deliver_read_with`]).
 //!
 //! * [`endpoint`]: where each agent is ([`AgentEndpoint`], [`Endpoints`]).
 //! * [`client`]: the HTTP client ([`A2aClient`]) and the typed outcome of one post

@@ -543,7 +543,7 @@ impl Reconciler {
 
     /// Polls the origin tasks due at `now` (at most one batch); answers how many were polled or
     /// put off. Those of an agent whose lapse tasks are being sent ([`Reconciler::sending`]) are
-    /// put off [`DEFER_STEP`], not polled.
+    /// put off `DEFER_STEP`, not polled.
     pub async fn poll_due(&self, now: Instant) -> usize {
         let origins = self.watcher.directory.origins();
         let (deferred, due): (Vec<FollowedOrigin>, Vec<FollowedOrigin>) = origins

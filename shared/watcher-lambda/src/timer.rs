@@ -156,7 +156,7 @@ pub struct TimerParts<'a, S: Store + ?Sized> {
 }
 
 /// Handles the function's `event` at `now` within `invocation`: a schedule's fire
-/// ([`fire`]), a timer-queue batch ([`from_queue`]) or a sweep tick
+/// (`fire`), a timer-queue batch (`from_queue`) or a sweep tick
 /// ([`crate::sweep::run_duties`], its budgets from the invocation's deadline). Before a fire or
 /// a batch, the cards other functions kept are picked up for agents this instance lacks.
 ///

@@ -6,20 +6,20 @@
 //! each task the watcher keeps its lineage ([`TaskRecord::lineage`]: the earlier tasks of the
 //! same agent its work descends from, nearest first, at most `lineage_bound + 1` of them), and on
 //! each of those the descendant ([`TaskRecord::descendants`]). When a task is canceled, fails or
-//! is rejected, what its descendants raised is withdrawn with what it raised itself ([`ended`]),
+//! is rejected, what its descendants raised is withdrawn with what it raised itself (`ended`),
 //! and what they raise afterwards is withdrawn at once (`raise`, by
 //! [`TaskRecord::lineage_ended`]). A link that arrives after its ancestor ended withdraws at once
-//! too ([`link`]).
+//! too (`link`).
 //!
 //! A task record lists at most [`DESCENDANTS_KEPT`] descendants: the first linked below it. A
 //! long-lived task whose expectations lapse thousands of times gets thousands of descendants,
 //! and a list of them all would grow its record without bound and make its end cost what all of
 //! them raised. A task linked below one whose list is full is marked
 //! [`TaskRecord::unlisted`], and an end reaches it through checks that read upward, each at most
-//! `lineage_bound + 1` task records: a link reads the tasks of its new lineage ([`link`]); a
-//! raise from an unlisted task reads its lineage ([`learn_end_above`]); and before an
+//! `lineage_bound + 1` task records: a link reads the tasks of its new lineage (`link`); a
+//! raise from an unlisted task reads its lineage (`learn_end_above`); and before an
 //! expectation with a lineage lapses, the tasks of its lineage are read
-//! ([`withdraw_before_lapse`]): one that ended withdrawing withdraws it instead. The check before
+//! (`withdraw_before_lapse`): one that ended withdrawing withdraws it instead. The check before
 //! a lapse task's first send reads the same records (`watcher-delivery`'s `reconcile`). So the
 //! cost of a link, an end, a raise or a lapse is bounded by the lineage bound and
 //! [`DESCENDANTS_KEPT`], never by the record's size or the lineage's.

@@ -191,7 +191,7 @@ pub async fn outbox_claims_are_exclusive<S: Store + 'static>(store: Arc<S>) {
     );
 }
 
-/// Claims and updates by a read ([`Outbox::outbox_claim_read`], [`Outbox::outbox_update_read`])
+/// Claims and updates by a read ([`crate::store::Outbox::outbox_claim_read`], [`crate::store::Outbox::outbox_update_read`])
 /// answer and write what the plain ones do, whatever the read: of eight claims of one entry
 /// handed the same fresh read at once, exactly one is granted; a read made stale by a send
 /// answers `Taken` and writes nothing; an update by the claim's answer after a push recorded
@@ -419,9 +419,9 @@ pub(crate) async fn futures_join_all<T: Send + 'static>(
     out
 }
 
-/// Claims by a copy ([`Outbox::outbox_claim_copy`]) trust nothing the store does not confirm:
-/// a copy that is the stored entry is claimed as [`Outbox::outbox_claim`] would claim it, or
-/// answers `None` (a store that reads instead, [`Outbox::outbox_claims_copies`] `false`); of
+/// Claims by a copy ([`crate::store::Outbox::outbox_claim_copy`]) trust nothing the store does not confirm:
+/// a copy that is the stored entry is claimed as [`crate::store::Outbox::outbox_claim`] would claim it, or
+/// answers `None` (a store that reads instead, [`crate::store::Outbox::outbox_claims_copies`] `false`); of
 /// eight claims by one copy at once, exactly one is granted where the store claims by copies and
 /// none where it does not; a copy the stored entry has moved on from (an attempt recorded, a
 /// send), or of an entry not stored, answers `None` and writes nothing.
