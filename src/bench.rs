@@ -218,23 +218,6 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The backlog phase with 10 lapse tasks per origin task (as the burst's pushes raise them),
-/// then with one each (the worst case for grouped origin checks): `opts.backlog_per_origin`.
-async fn backlog_runs(opts: &Options) -> anyhow::Result<Vec<Value>> {
-    let mut runs = Vec::new();
-    for &per_origin in &opts.backlog_per_origin {
-        eprintln!(
-            "bench: a backlog of {BACKLOG} lapse tasks for one agent process, {per_origin} per origin ..."
-        );
-        runs.push(
-            backlog(opts, per_origin)
-                .await
-                .context("the backlog phase failed")?,
-        );
-    }
-    Ok(runs)
-}
-
 /// A temporary folder removed when dropped.
 struct TempDir(PathBuf);
 

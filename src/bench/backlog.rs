@@ -6,7 +6,7 @@ use super::*;
 /// Lapse tasks queued for the one agent of the backlog phase.
 pub(crate) const BACKLOG: usize = 5000;
 
-/// Issue 41's backlog trial: [`BACKLOG`] lapse tasks already queued and due for one agent
+/// The backlog trial: [`BACKLOG`] lapse tasks already queued and due for one agent
 /// (written into the store before `serve` starts, as a restart after a kill -9 under load finds
 /// them), `per_origin` of them about each origin task (the burst's pushes raise 10 per task; 1
 /// is the worst case for grouped origin checks), each origin in its own context. The agent is a
@@ -412,4 +412,21 @@ pub(crate) fn print_backlog(runs: &[Value]) {
             r["listTasksCalls"],
         );
     }
+}
+
+/// The backlog phase with 10 lapse tasks per origin task (as the burst's pushes raise them),
+/// then with one each (the worst case for grouped origin checks): `opts.backlog_per_origin`.
+pub(crate) async fn backlog_runs(opts: &Options) -> anyhow::Result<Vec<Value>> {
+    let mut runs = Vec::new();
+    for &per_origin in &opts.backlog_per_origin {
+        eprintln!(
+            "bench: a backlog of {BACKLOG} lapse tasks for one agent process, {per_origin} per origin ..."
+        );
+        runs.push(
+            backlog(opts, per_origin)
+                .await
+                .context("the backlog phase failed")?,
+        );
+    }
+    Ok(runs)
 }
