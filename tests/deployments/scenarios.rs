@@ -21,14 +21,14 @@ use crate::common::*;
 mod delivery;
 #[path = "scenarios/lanes.rs"]
 mod lanes;
-use lanes::{
-    a_backlog_leaves_others_on_time, a_followed_lapse_task_ends_without_push,
-    one_agent_at_serves_pace,
-};
 use delivery::{
     agents_independent, follow_without_push, kill_the_sender_mid_send, notify_a_person,
     reconcile_a_cancel_never_pushed, retry_a_failed_lapse_task, slow_neighbour,
     withdraw_along_the_lineage,
+};
+use lanes::{
+    a_backlog_leaves_others_on_time, a_followed_lapse_task_ends_without_push,
+    one_agent_at_serves_pace,
 };
 
 /// A scenario's body.
