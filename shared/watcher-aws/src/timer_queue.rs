@@ -256,6 +256,25 @@ pub struct SqsTimerQueue {
 }
 
 impl SqsTimerQueue {
+    /// Sends `body` to the timer queue, delayed `delay` seconds; a refusal is a [`PortError`]
+    /// naming `what` was sent.
+    async fn send_delayed(
+        &self,
+        body: String,
+        delay: i32,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), PortError> {
+        self.client
+            .send_message()
+            .queue_url(&self.queue_url)
+            .message_body(body)
+            .delay_seconds(delay)
+            .send()
+            .await
+            .map_err(|e| port_error(format!("send {} to {}", what(), self.queue_url), e))?;
+        Ok(())
+    }
+
     /// The queue at `queue_url` on `client` (build it once, in `main`).
     pub fn new(client: Client, queue_url: impl Into<String>) -> Self {
         SqsTimerQueue {
@@ -322,22 +341,10 @@ impl SqsTimerQueue {
             agent: agent.clone(),
             at,
         })?;
-        self.client
-            .send_message()
-            .queue_url(&self.queue_url)
-            .message_body(body)
-            .delay_seconds(delay)
-            .send()
-            .await
-            .map_err(|e| {
-                port_error(
-                    format!(
-                        "send a wake-up of lane {agent} of {tenant} to {}",
-                        self.queue_url
-                    ),
-                    e,
-                )
-            })?;
+        self.send_delayed(body, delay, || {
+            format!("a wake-up of lane {agent} of {tenant}")
+        })
+        .await?;
         tracing::debug!(%tenant, %agent, %at, delay, "lane wake-up queued");
         Ok(())
     }
@@ -363,14 +370,8 @@ impl TimerQueue for SqsTimerQueue {
             timer: key.clone(),
         })
         .map_err(|e| permanent("body of the timer message", e))?;
-        self.client
-            .send_message()
-            .queue_url(&self.queue_url)
-            .message_body(body)
-            .delay_seconds(delay)
-            .send()
-            .await
-            .map_err(|e| port_error(format!("send timer {key:?} to {}", self.queue_url), e))?;
+        self.send_delayed(body, delay, || format!("timer {key:?}"))
+            .await?;
         tracing::debug!(timer = ?key, %at, delay, "timer message queued");
         Ok(())
     }
