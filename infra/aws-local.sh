@@ -27,8 +27,9 @@
 #                  the submitter's timeout below its claim (as on AWS: a live send never
 #                  outlasts its claim)
 #   --rate-cap SECONDS
-#                  fire each sweep duty (every rate() schedule) at least every SECONDS, not every
-#                  1 or 5 minutes (tests of what the sweep does: card re-reads, probes, following)
+#                  fire each sweep duty (every rate() or cron() schedule) at least every SECONDS,
+#                  not every 1 or 5 minutes, each cron at its place in the shortened period (tests
+#                  of what the sweep does: card re-reads, probes, following)
 #   --iam on|off   evaluate every call a function makes against its role in template.yaml
 #                  (default: on when node is there; infra/iam.sh installs the evaluator)
 #   --log FILE     where the start-up output (the build, the emulators) and every function's

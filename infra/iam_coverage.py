@@ -19,9 +19,9 @@ Prints one line a statement (`needed by ACTION on RESOURCE`, or why not), then e
 - 1 naming each statement nothing needs, each action no call used, and each denied call;
 - 2 when the log is missing or empty, or the evaluator cannot run.
 
-Left out: the statements of AWS managed policies SAM attaches (AWSLambdaBasicExecutionRole:
-CloudWatch Logs, written by Lambda itself, which the local stack does not model), listed as
-"not checked".
+Left out: the statements of AWS managed policies SAM attaches, listed as "not checked" with
+the reason in MANAGED: the calls they allow are made by Lambda on the function's behalf, not by
+the function code, so no test run can log them.
 """
 
 import argparse
@@ -74,6 +74,23 @@ NOT_EXERCISED = {
     ("TimerFunctionRole", "PublishNotifications"):
         "a [[notify]] channel of format sns (shared/watcher-host/src/aws/sns.rs); the local "
         "stack makes no SNS topic",
+}
+
+
+# The AWS managed policies SAM attaches to every function role, and who makes the calls they
+# allow: Lambda itself, as the role, outside the function code (and so outside the local stack,
+# whose functions make only their own calls). Printed beside "not checked"; a managed policy not
+# named here is still left out, with no reason given.
+MANAGED = {
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole":
+        "CloudWatch Logs: Lambda writes the function's output to its log group",
+    # Globals `Tracing: Active`: SAM attaches AWSXrayWriteOnlyAccess (AWSXRayDaemonWriteAccess
+    # outside the aws partition). Lambda's runtime sends the segments and reads the sampling
+    # rules; the functions link no X-Ray SDK.
+    "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess":
+        "X-Ray: Lambda sends each traced invocation's segments (Tracing: Active)",
+    "arn:aws:iam::aws:policy/AWSXRayDaemonWriteAccess":
+        "X-Ray: Lambda sends each traced invocation's segments (Tracing: Active)",
 }
 
 
@@ -176,7 +193,9 @@ def check(entries, roles, evaluator, out=print):
         for policy_name, sid, statement in _statements(role):
             name = f"{role.lid} {policy_name} {sid}"
             if policy_name.startswith("arn:aws:iam::aws:policy/"):
-                out(f"{name}: not checked (an AWS managed policy: {', '.join(_listed(statement))})")
+                why = f"; {MANAGED[policy_name]}" if policy_name in MANAGED else ""
+                out(f"{name}: not checked (an AWS managed policy: "
+                    f"{', '.join(_listed(statement))}{why})")
                 continue
             candidates = [e for e in logged
                           if {"policy": policy_name, "sid": sid} in allowing[id(e)]]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, every test of every crate, the goal load's short
-# version on the scale model of AWS, the least-privilege check of template.yaml, and a
-# `bench --quick` smoke run.
+# The whole test suite: formatting, lints, the API documentation, every test of every crate, the
+# goal load's short version on the scale model of AWS, the least-privilege check of
+# template.yaml, and a `bench --quick` smoke run.
 # Installs and starts what the tests need itself (a Python venv with the moto AWS emulator,
 # .venv-a2a with the pinned a2a-sdk for the interop tests, and the TypeScript example agent's
 # node_modules with the pinned @a2a-js/sdk) and binds only to 127.0.0.1.
@@ -122,6 +122,13 @@ esac
 
 echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
+
+echo "== cargo doc (every crate's API documentation, warnings are errors)"
+# A broken intra-doc link or a malformed doc comment fails here, not in a reader's browser.
+# On a target whose dependencies are built, documenting all 25 workspace crates took 35 s (79 s
+# with other builds on the same 2 cores); only the crates changed since the last run are
+# documented again (0.3 s when none did).
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 
 if $python_ok; then
     # tests/aws_local.rs and the deployment suite (tests/deployments.rs) run these binaries as

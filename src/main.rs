@@ -9,6 +9,7 @@
 //! * `a2a-watcher webhook test --config F --source ID PAYLOAD.json` — the facts a carrier's
 //!   payload would yield through the source's mappings, recording nothing.
 //! * `a2a-watcher retry --agent ID` — re-queue an agent's failed lapse tasks on a running watcher.
+//! * `a2a-watcher rearm` — re-create every open timer's schedule on AWS from the table (`rearm.rs`).
 //! * `a2a-watcher bench [--quick]` — throughput, latency and cost at 10k–1M open expectations.
 //! * `a2a-watcher subject|lapses|timeline|agents` — the operator's reads (`operator.rs`).
 //! * `a2a-watcher validate card|artifact FILE` — check a card or an artifact offline.
@@ -21,6 +22,7 @@ mod example_agent;
 mod notify;
 mod operator;
 mod probe;
+mod rearm;
 mod report;
 mod retry;
 mod table;
@@ -114,6 +116,10 @@ enum Command {
         #[arg(long = "message-id")]
         message_ids: Vec<String>,
     },
+    /// Re-create every open timer's schedule on AWS from the table, after a restore, a stack
+    /// replacement or lost schedules (docs/howto/recovery.md): page by page, resumable,
+    /// idempotent; with the operator's AWS credentials from the environment.
+    Rearm(rearm::RearmArgs),
     /// Measure throughput, due-finding cost, lapse latency, disk and memory at 10k, 100k and 1M
     /// open expectations (docs/performance.md); prints a table, then one JSON line.
     Bench {
@@ -418,6 +424,13 @@ fn main() -> ExitCode {
                     runtime()?.block_on(retry::run(&url, &token, &agent, &message_ids))
                 });
             exit_on(result, "retry")
+        }
+        Command::Rearm(args) => {
+            init_logging(cli.log_format, "warn");
+            exit_on(
+                runtime().and_then(|rt| rt.block_on(rearm::run(args))),
+                "rearm",
+            )
         }
         Command::Probe { agent } => {
             init_logging(cli.log_format, "warn");

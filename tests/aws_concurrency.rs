@@ -3,8 +3,10 @@
 //! submitter's reserves `TimerConcurrency` 10 and `SubmitterConcurrency` 20 are 1 each, so the
 //! api function has 8), with the HTTP API's stage throttle on (`--api-throttle on`) and set, by
 //! template parameter (`--param`), to what those 8 can carry: 300 requests a second and a burst
-//! of 300 per route, 3 and 3 at 1/100 (docs/howto/deploy-aws.md, "Concurrency": the burst plus
-//! the rate times the api's p99 duration stays below its unreserved concurrency).
+//! of 300 per route, 3 and 3 at 1/100, for the default route settings and the push route's own
+//! (`PushThrottleRate`, `PushThrottleBurst`: the push route has a RouteSettings entry of its
+//! own) (docs/howto/deploy-aws.md, "Concurrency": the burst plus the rate times the api's p99
+//! duration stays below its unreserved concurrency).
 //!
 //! [`CLIENTS`] clients push as fast as they are answered, to four agents, for as long as one
 //! lapse due during the flood takes to arrive. No answer is a 500 (a Lambda throttle, which
@@ -114,6 +116,8 @@ async fn a_flood_of_pushes_gets_429s_never_500s_and_the_deadlines_keep_their_res
 
     let rate = format!("ApiThrottleRate={THROTTLE_RATE}");
     let burst = format!("ApiThrottleBurst={THROTTLE_BURST}");
+    let push_rate = format!("PushThrottleRate={THROTTLE_RATE}");
+    let push_burst = format!("PushThrottleBurst={THROTTLE_BURST}");
     let common::aws_stack::Stack {
         proc: stack,
         api: base,
@@ -128,6 +132,10 @@ async fn a_flood_of_pushes_gets_429s_never_500s_and_the_deadlines_keep_their_res
             &rate,
             "--param",
             &burst,
+            "--param",
+            &push_rate,
+            "--param",
+            &push_burst,
         ],
         &path,
     );
@@ -144,7 +152,8 @@ async fn a_flood_of_pushes_gets_429s_never_500s_and_the_deadlines_keep_their_res
             && limits.contains("'timer': 1")
             && limits.contains("'submitter': 1")
             && limits.contains("8 unreserved")
-            && limits.contains("stage throttle 3 a second, burst 3, each route"),
+            && limits.contains("stage throttle 3 a second, burst 3, each route")
+            && limits.contains("POST /v1/agents/{agentId}/push 3/3"),
         "the stack's limits: {limits}"
     );
     let api = base;

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use a2a_types::TaskState;
 use serde_json::{json, Value};
-use watcher_delivery::testing::{Behaviour, CaptureAgent, CapturedRequest, Reply};
+use watcher_delivery::testing::{Behaviour, CaptureAgent, Reply};
 
 use common::aws_stack::{aws_missing, root, Proc};
 use common::{fmt, one_expectation, origin, wait_until, TEACHER_TOKEN};
@@ -75,15 +75,6 @@ fn without_statement(template: &str, sid: &str) -> String {
     let mut out: Vec<&str> = lines[..start].to_vec();
     out.extend_from_slice(&lines[end..]);
     out.join("\n") + "\n"
-}
-
-/// A JSON-RPC answer with `result`.
-fn rpc_result(req: &CapturedRequest, result: Value) -> Reply {
-    Reply::Http {
-        status: 200,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: json!({ "jsonrpc": "2.0", "id": req.rpc_id(), "result": result }).to_string(),
-    }
 }
 
 /// Starts the stack on `template` with `config`; the process and its API URL and emulator URL.
@@ -210,7 +201,7 @@ async fn a_statement_removed_from_the_template_is_denied_as_aws_denies_it() {
                     .json()
                     .and_then(|v| v.pointer("/params/id").cloned())
                     .unwrap_or(Value::Null);
-                rpc_result(
+                Reply::rpc_result(
                     req,
                     json!({ "id": id, "contextId": "ctx-task-w",
                             "status": { "state": "TASK_STATE_CANCELED",

@@ -85,7 +85,8 @@ fn skip(test: &str, why: Option<String>) -> bool {
 /// The stand-ins' own unit tests (infra/aws_local/test_units.py): template loading and
 /// resolution, route matching, the 2.0 event and response, schedule expressions, and, on
 /// moto's in-process mock, queues made as the template says, a one-time schedule fired once at
-/// its time and deleted, the sweep at its rate, and a batch keeping only its failed records.
+/// its time and deleted, each sweep duty at its own minute (and at its place in a capped
+/// period), and a batch keeping only its failed records.
 #[test]
 fn the_stand_ins_pass_their_unit_tests() {
     if skip("the_stand_ins_pass_their_unit_tests", missing_python()) {

@@ -15,7 +15,7 @@
 //! kills the sender runs alone. A scenario that does not run on a deployment is reported
 //! skipped, with its reason (`common::skip`). Each scenario's time and the whole run's are printed
 //! (`cargo test --test it deployments:: -- --nocapture`), and on aws-local the pace the stack
-//! kept ([`pace`]).
+//! kept ([`pace`]). `A2A_SCENARIOS=one_agent_at_serves_pace,…` runs only the scenarios named.
 //!
 //! On aws-local the stand-ins cap the queues' visibility (30 s, and the submitter's send lease
 //! below it) and run the sweep every 5 s, so crashes and what the sweep does take seconds.
@@ -51,7 +51,14 @@ async fn run_suite(backend: Backend) {
         started.elapsed().as_secs_f64()
     );
 
-    let (alone, together): (Vec<_>, Vec<_>) = scenarios::all().into_iter().partition(|s| s.alone);
+    // `A2A_SCENARIOS=name,name` runs only those (by hand, to measure one scenario alone).
+    let only: Option<Vec<String>> = std::env::var("A2A_SCENARIOS")
+        .ok()
+        .map(|v| v.split(',').map(|s| s.trim().to_owned()).collect());
+    let (alone, together): (Vec<_>, Vec<_>) = scenarios::all()
+        .into_iter()
+        .filter(|s| only.as_ref().is_none_or(|o| o.iter().any(|n| n == s.name)))
+        .partition(|s| s.alone);
     let mut failed = Vec::new();
     let mut batches = vec![together];
     batches.extend(alone.into_iter().map(|s| vec![s]));

@@ -6,6 +6,7 @@ mod aws_concurrency;
 mod aws_faults;
 mod aws_iam;
 mod aws_local;
+mod aws_rearm;
 mod cli_operator;
 mod common;
 mod deployments;

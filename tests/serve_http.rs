@@ -643,12 +643,34 @@ async fn a_message_answer_is_delivered_and_not_retried() {
     assert_eq!(w.lapses().await[0]["delivery"], "sent");
 }
 
+/// Anonymous, `/healthz` answers the fixed `{ status, version }` (no store touched, no agent
+/// named); the operator's token gets the store's write probe; an agent's token is refused.
 #[tokio::test]
-async fn healthz_answers_200() {
+async fn healthz_answers_a_fixed_body_anonymously_and_the_probe_to_the_operator() {
     let agent = spawn_capture_agent(Behaviour::accept()).await;
     let w = spawn_watcher(&agent, "").await;
+    // The version is the one the API's index gives.
+    let index = Answer::of(
+        w.http()
+            .get(w.url("/"))
+            .header("accept", "application/json"),
+    )
+    .await;
+    let version = index.body["version"].clone();
+    assert!(version.as_str().is_some_and(|v| !v.is_empty()), "{index:?}");
     let a = Answer::of(w.http().get(w.url("/healthz"))).await;
     assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(
+        a.body,
+        json!({ "status": "ok", "version": version }),
+        "{a:?}"
+    );
+    let operator = w.get("/healthz").await;
+    assert_eq!(operator.status, 200, "{operator:?}");
+    assert_eq!(operator.body["store"], "writes", "{operator:?}");
+    assert_eq!(operator.body["version"], version);
+    let refused = Answer::of(w.http().get(w.url("/healthz")).bearer_auth(PUSH_TOKEN)).await;
+    assert_eq!(refused.status, 403, "{refused:?}");
 }
 
 /// A second agent `other` on the same capture agent, with the watcher's bearer configured; and

@@ -18,15 +18,6 @@ use common::*;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
-/// A JSON-RPC answer with `result`.
-fn rpc_result(req: &CapturedRequest, result: Value) -> Reply {
-    Reply::Http {
-        status: 200,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: json!({ "jsonrpc": "2.0", "id": req.rpc_id(), "result": result }).to_string(),
-    }
-}
-
 /// `GetTask`'s `params.id`.
 fn asked_for(req: &CapturedRequest) -> Option<String> {
     req.json()?
@@ -47,7 +38,7 @@ fn get_tasks(agent: &watcher_delivery::testing::CaptureAgent) -> Vec<String> {
 /// The `GetTask` answer: the task asked for, in its context `ctx-{id}`, in `state` stamped [`TS`].
 fn asked_task_in(req: &CapturedRequest, state: &str) -> Reply {
     let id = asked_for(req).unwrap_or_default();
-    rpc_result(
+    Reply::rpc_result(
         req,
         json!({ "id": id, "contextId": format!("ctx-{id}"),
                 "status": { "state": state, "timestamp": TS } }),
@@ -194,7 +185,7 @@ async fn a_successor_in_a_followed_lapse_task_is_recorded() {
     let successor_due = fmt(origin(Duration::from_secs(7200)));
     let agent = spawn_capture_agent(Behaviour::from_fn(move |_, req| {
         match req.rpc_method().as_deref() {
-            Some("GetTask") if asked_for(req).as_deref() == Some("lapse-task-1") => rpc_result(
+            Some("GetTask") if asked_for(req).as_deref() == Some("lapse-task-1") => Reply::rpc_result(
                 req,
                 json!({ "id": "lapse-task-1", "contextId": "ctx-task-origin-3",
                     "status": { "state": "TASK_STATE_COMPLETED", "timestamp": "2026-11-30T00:00:00Z" },
@@ -213,7 +204,7 @@ async fn a_successor_in_a_followed_lapse_task_is_recorded() {
             ),
             Some("GetTask") => {
                 let id = asked_for(req).unwrap_or_default();
-                rpc_result(
+                Reply::rpc_result(
                     req,
                     json!({ "id": id, "contextId": format!("ctx-{id}"),
                             "status": { "state": "TASK_STATE_WORKING" } }),
@@ -341,7 +332,7 @@ fn lifecycle_agent(l: Lifecycle) -> Behaviour {
                 ("probe-task", "TASK_STATE_SUBMITTED")
             };
             let task = stub_task(l.v03, id, state);
-            rpc_result(req, if l.v03 { task } else { json!({ "task": task }) })
+            Reply::rpc_result(req, if l.v03 { task } else { json!({ "task": task }) })
         } else if method == get {
             let id = asked_for(req).unwrap_or_default();
             let state = match id.as_str() {
@@ -350,16 +341,16 @@ fn lifecycle_agent(l: Lifecycle) -> Behaviour {
                 "probe-cancel" => "TASK_STATE_WORKING",
                 _ => l.others,
             };
-            rpc_result(req, stub_task(l.v03, &id, state))
+            Reply::rpc_result(req, stub_task(l.v03, &id, state))
         } else if method == cancel {
             let id = asked_for(req).unwrap_or_default();
             canceled.store(true, Ordering::SeqCst);
             let url = cancel_url.lock().unwrap().clone();
             let pushed = stub_push(l.v03, &id, "TASK_STATE_CANCELED");
             push_later(url, pushed, l.cancel_pushes);
-            rpc_result(req, stub_task(l.v03, &id, "TASK_STATE_CANCELED"))
+            Reply::rpc_result(req, stub_task(l.v03, &id, "TASK_STATE_CANCELED"))
         } else if method == "ListTasks" && !l.v03 {
-            rpc_result(req, json!({ "tasks": [], "nextPageToken": "" }))
+            Reply::rpc_result(req, json!({ "tasks": [], "nextPageToken": "" }))
         } else {
             Reply::rpc_error(-32601, "Method not found")
         }

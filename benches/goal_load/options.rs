@@ -229,15 +229,22 @@ impl Options {
             .unwrap_or_else(|| usize::try_from((GOAL_BACKLOG / self.scale).max(1)).unwrap_or(1))
     }
 
-    /// The template parameters `--api-rate` deploys: `ApiThrottleRate=N` and
-    /// `ApiThrottleBurst=2N` (the template's own ratio, 100 and 200); none without it.
+    /// The template parameters `--api-rate` deploys: a rate of N and a burst of 2N (the
+    /// template's own ratio, 100 and 200) for the default route settings (`ApiThrottleRate`,
+    /// `ApiThrottleBurst`) and for each route group with settings of its own (`Fact…`,
+    /// `Push…`, `Operator…`, `Anonymous…`), so every route has N; none without it.
     pub fn parameters(&self) -> Vec<String> {
         self.api_rate
             .map(|n| {
-                vec![
-                    format!("ApiThrottleRate={n}"),
-                    format!("ApiThrottleBurst={}", n.saturating_mul(2)),
-                ]
+                ["Api", "Fact", "Push", "Operator", "Anonymous"]
+                    .iter()
+                    .flat_map(|group| {
+                        [
+                            format!("{group}ThrottleRate={n}"),
+                            format!("{group}ThrottleBurst={}", n.saturating_mul(2)),
+                        ]
+                    })
+                    .collect()
             })
             .unwrap_or_default()
     }

@@ -151,8 +151,8 @@ impl Stack {
                 );
             }
         }
-        // `--api-rate N`: the template's ApiThrottleRate and ApiThrottleBurst, and the stage
-        // throttle on (the local stack enforces the template's figures divided by K).
+        // `--api-rate N`: the template's throttle parameters (every route at N, `o.parameters()`),
+        // and the stage throttle on (the local stack enforces the template's figures divided by K).
         let parameters = o.parameters();
         let parameter_flag = match (aws_local.parameter, parameters.is_empty()) {
             (_, true) => "",

@@ -91,8 +91,8 @@ def parse_args(argv):
     )
     p.add_argument(
         "--rate-cap", type=int, metavar="SECONDS",
-        help="fire every rate() schedule (each sweep duty) at least every SECONDS, not the "
-        "template's 1 or 5 minutes (tests of what the sweep does: card re-reads, probes, following)",
+        help="fire every rate() or cron() schedule (each sweep duty) at least every SECONDS, not "
+        "the template's 1 or 5 minutes (tests of what the sweep does: card re-reads, probes, following)",
     )
     p.add_argument(
         "--faults", metavar="SEED[:SPEC]",
@@ -122,7 +122,9 @@ def parse_args(argv):
     p.add_argument(
         "--api-throttle", choices=("on", "off"), default="off",
         help="the HTTP API's stage throttle: each route's requests beyond the template's "
-        "DefaultRouteSettings (ApiThrottleRate, ApiThrottleBurst; divided by --scale K) are "
+        "DefaultRouteSettings (ApiThrottleRate, ApiThrottleBurst), or its own RouteSettings entry "
+        "(FactThrottle..., PushThrottle..., OperatorThrottle..., AnonymousThrottle...), divided by "
+        "--scale K, are "
         "answered 429 as API Gateway answers them (default off: the test suite's clients read a "
         "429 as the functions' own, with Retry-After; docs/howto/aws-local.md, \"Limits and the "
         "scale factor\")",
@@ -412,6 +414,23 @@ def run(args):
         if roles:
             scheduler.as_role = lambda arn: _as_role(roles, arn, args, session)
         scheduler.invocation_rate = scale.invocation_rate(args.scale)
+
+        # SIGUSR1: every recurring schedule at its own period, as deployed (the sweep's duties
+        # every 1 and 5 minutes); SIGUSR2: back to `--rate-cap`. The suite's measurements of
+        # a lane's pace send SIGUSR1 for their run: the capped duties (every 5 s) put 60 times
+        # AWS's sweep load on an emulator that serves one request at a time.
+        def as_deployed(*_):
+            scheduler.rate_cap = None
+            scheduler.next_rate.clear()
+            log("recurring schedules at their own periods (as deployed)")
+
+        def capped(*_):
+            scheduler.rate_cap = args.rate_cap
+            scheduler.next_rate.clear()
+            log(f"recurring schedules capped at {args.rate_cap} s")
+
+        signal.signal(signal.SIGUSR1, as_deployed)
+        signal.signal(signal.SIGUSR2, capped)
         scheduler.start()
         parts.append(scheduler)
         for lid, props in stack.of_type("AWS::Lambda::EventSourceMapping"):

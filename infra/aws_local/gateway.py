@@ -59,7 +59,8 @@ THROTTLED_BODY = b'{"message":"Too Many Requests"}'
 class StageThrottle:
     """The HTTP API stage's route throttling: every route has a bucket of its own
     (`TokenBucket`), with the stage's `DefaultRouteSettings` rate and burst, as API Gateway
-    applies the default route settings to each route. Off (everything passes) until `configure`
+    applies the default route settings to each route, except a route its `RouteSettings` name,
+    which has that setting's rate and burst instead. Off (everything passes) until `configure`
     gives a rate. Counts each route's requests and refusals for the stack's report."""
 
     def __init__(self, clock=time.monotonic):
@@ -67,14 +68,18 @@ class StageThrottle:
         self.clock = clock
         self.rate = None
         self.burst = None
+        self.routes = {}  # route key -> (rate, burst) of its own (RouteSettings)
         self.buckets = {}  # route key -> TokenBucket
         self.requests = {}  # route key -> requests seen while on
         self.throttled = {}  # route key -> requests refused
 
-    def configure(self, rate=None, burst=None):
-        """`rate` a second and `burst` for every route (None: off); the counts start afresh."""
+    def configure(self, rate=None, burst=None, routes=None):
+        """`rate` a second and `burst` for every route (None: off), except the route keys of
+        `routes` ({"POST /v1/facts": (rate, burst)}), which have their own; the counts start
+        afresh."""
         with self.lock:
             self.rate, self.burst = rate, burst
+            self.routes = dict(routes or {})
             self.buckets, self.requests, self.throttled = {}, {}, {}
 
     def admit(self, route_key):
@@ -84,7 +89,8 @@ class StageThrottle:
                 return True
             bucket = self.buckets.get(route_key)
             if bucket is None:
-                bucket = self.buckets[route_key] = TokenBucket(self.rate, self.burst, self.clock)
+                rate, burst = self.routes.get(route_key, (self.rate, self.burst))
+                bucket = self.buckets[route_key] = TokenBucket(rate, burst, self.clock)
             self.requests[route_key] = self.requests.get(route_key, 0) + 1
             if bucket.take():
                 return True

@@ -109,6 +109,10 @@ def build(stack):
     for lid, r in transformed["Resources"].items():
         if r.get("Type") != "AWS::IAM::Role":
             continue
+        # A role under a condition that is false is not made, as in CloudFormation (BackupRole
+        # without BackupCopyVaultArn).
+        if "Condition" in r and not local.condition(r["Condition"]):
+            continue
         props = r.get("Properties") or {}
         policies, sources = [], {}
         for p in props.get("Policies") or []:

@@ -92,6 +92,27 @@ def stage_throttle(stack, k):
     return None
 
 
+def route_throttles(stack, k):
+    """{route key: (rate a second, burst)} of the HTTP API's `RouteSettings` at scale K, as
+    `stage_throttle` scales the default: each route named there has a bucket of its own instead
+    of the default route settings. Raises ValueError when a setting lacks a rate or a burst > 0
+    (API Gateway would leave the missing one at the account's level, not the default's)."""
+    out = {}
+    for lid, props in stack.of_type("AWS::Serverless::HttpApi"):
+        for key, setting in (stack.resolve((props or {}).get("RouteSettings") or {})).items():
+            rate, burst = (setting or {}).get("ThrottlingRateLimit"), \
+                (setting or {}).get("ThrottlingBurstLimit")
+            try:
+                rate, burst = float(rate), float(burst)
+            except (TypeError, ValueError):
+                raise ValueError(f"{lid}: RouteSettings {key!r} throttling {rate!r}, {burst!r} "
+                                 f"is not a rate and a burst") from None
+            if not (rate > 0 and burst > 0):
+                raise ValueError(f"{lid}: RouteSettings {key!r} throttling must be above 0")
+            out[key] = (max(1.0, rate / k), scaled(burst, k))
+    return out
+
+
 def invocation_rate(k):
     """Scheduler's invocations a second at scale K (its quota / K)."""
     return quota("scheduler_invocations_per_second", 1000) / k
@@ -103,7 +124,8 @@ def configure(k, endpoints, stack, functions, cold_start_ms=0, transaction_windo
     Lambda's concurrency (account 1,000 / K, a function's ReservedConcurrentExecutions / K, each
     rounded up, at least 1: `scaled`; a new environment's cold start `cold_start_ms`), the HTTP
     API's stage throttle when `api_throttle` (the template's DefaultRouteSettings, rate and burst
-    / K, at least 1: `stage_throttle`; otherwise off) and Scheduler's invocation rate,
+    / K, at least 1: `stage_throttle`, and each route of its RouteSettings likewise:
+    `route_throttles`; otherwise off) and Scheduler's invocation rate,
     `invocation_rate(k)`, which the caller gives its Scheduler. The event sources divide their
     own concurrency (triggers.concurrency_of)."""
     settings = {"k": k}
@@ -128,8 +150,12 @@ def configure(k, endpoints, stack, functions, cold_start_ms=0, transaction_windo
             f"refuse this deployment")
     stage = stage_throttle(stack, k) if api_throttle else None
     if stage is not None:
-        THROTTLE.configure(rate=stage[0], burst=stage[1])
-        api = f"the HTTP API's stage throttle {stage[0]:g} a second, burst {stage[1]:g}, each route"
+        routes = route_throttles(stack, k)
+        THROTTLE.configure(rate=stage[0], burst=stage[1], routes=routes)
+        api = (f"the HTTP API's stage throttle {stage[0]:g} a second, burst {stage[1]:g}, each "
+               f"route" + (f" but {len(routes)} with their own (RouteSettings: "
+                           + ", ".join(f"{key} {r:g}/{b:g}" for key, (r, b) in sorted(routes.items()))
+                           + ")" if routes else ""))
     else:
         THROTTLE.configure(rate=None)
         api = "the HTTP API's stage throttle off" + (

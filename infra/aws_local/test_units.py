@@ -223,6 +223,34 @@ class StageThrottleTest(unittest.TestCase):
         self.assertEqual(scaled(1, 1000), 1)
         self.assertEqual(scaled(200, 1), 200)
 
+    def test_a_route_with_a_setting_of_its_own_has_its_own_rate_and_burst(self):
+        from .gateway import StageThrottle
+
+        throttle = StageThrottle(clock=self.clock)
+        health = "GET /healthz"
+        throttle.configure(rate=100, burst=200, routes={health: (1, 2)})
+        self.assertEqual([throttle.admit(health) for _ in range(3)], [True, True, False])
+        self.assertEqual(sum(throttle.admit("POST /v1/facts") for _ in range(201)), 200)
+        self.now[0] += 1.0
+        self.assertEqual([throttle.admit(health) for _ in range(2)], [True, False])
+
+    def test_the_route_throttles_are_the_templates_route_settings_at_scale(self):
+        from .scale import route_throttles
+
+        routes = route_throttles(stack(), 1)
+        # template.yaml's defaults: facts 100/200, push 100/200, operators 20/40, anonymous 10/20.
+        self.assertEqual(routes["POST /v1/facts"], (100.0, 200))
+        self.assertEqual(routes["POST /v1/sources/{sourceId}/webhook"], (100.0, 200))
+        self.assertEqual(routes["POST /v1/agents/{agentId}/push"], (100.0, 200))
+        self.assertEqual(routes["GET /v1/lapses"], (20.0, 40))
+        self.assertEqual(routes["GET /healthz"], (10.0, 20))
+        self.assertEqual(len(routes), 16)
+        self.assertEqual(route_throttles(stack(), 100)["GET /healthz"], (1.0, 1))
+        s = Stack(load(TEMPLATE), "st", "us-east-1", {
+            "WatcherConfigSecret": "st-config", "PushThrottleRate": "300",
+            "PushThrottleBurst": "300"})
+        self.assertEqual(route_throttles(s, 100)["POST /v1/agents/{agentId}/push"], (3.0, 3))
+
     def test_the_stage_throttle_is_the_templates_default_route_settings_at_scale(self):
         from .scale import stage_throttle
 
@@ -260,14 +288,48 @@ class StageThrottleTest(unittest.TestCase):
         self.assertTrue(any(line.startswith("warning: the reserves") for line in lines), lines)
 
 
+# 2026-09-10T20:15:00Z: minute 15, a multiple of 5 (epoch seconds).
+T0 = 1789071300.0
+
+
 class ScheduleTest(unittest.TestCase):
     def test_expressions(self):
-        self.assertEqual(parse_expression("at(2026-09-10T20:15:00)"), ("at", 1789071300.0))
+        self.assertEqual(parse_expression("at(2026-09-10T20:15:00)"), ("at", T0))
         self.assertEqual(parse_expression("rate(5 minutes)"), ("rate", 300))
-        with self.assertRaises(ValueError):
-            parse_expression("cron(0 12 * * ? *)")
+        kind, cron = parse_expression("cron(0 12 * * ? *)")
+        self.assertEqual((kind, cron.starts), ("cron", [12 * 3600]))
         with self.assertRaises(ValueError):
             parse_expression("at(2026-09-10T20:15:00)", "Europe/Paris")
+
+    def test_a_cron_fires_at_its_minutes_of_the_clock(self):
+        # EventBridge's minutes field: `2/5` is 2, 7, …, 57 (Scheduler user guide, "Cron-based
+        # schedules").
+        _, cron = parse_expression("cron(2/5 * * * ? *)")
+        self.assertEqual(cron.starts[:3], [120, 420, 720])
+        self.assertEqual(len(cron.starts), 24 * 12)
+        self.assertEqual((cron.period(), cron.phase()), (300, 120))
+        self.assertEqual(cron.next_after(T0), T0 + 120)
+        self.assertEqual(cron.next_after(T0 + 120), T0 + 420, "strictly after")
+        _, every = parse_expression("cron(* * * * ? *)")
+        self.assertEqual((every.period(), every.phase()), (60, 0))
+        self.assertEqual(every.next_after(T0 + 1), T0 + 60)
+        # The day's last start to the next day's first.
+        _, daily = parse_expression("cron(30 23 * * ? *)")
+        self.assertEqual(daily.period(), 86400)
+        self.assertEqual(daily.next_after(T0), T0 + 3 * 3600 + 15 * 60)
+        _, lists = parse_expression("cron(0,10-12 6/12 ? * * *)")
+        self.assertEqual(lists.starts, [6 * 3600 + m * 60 for m in (0, 10, 11, 12)]
+                         + [18 * 3600 + m * 60 for m in (0, 10, 11, 12)])
+
+    def test_a_cron_the_stack_cannot_fire_is_refused(self):
+        for expr in ["cron(0 12 ? * MON-FRI *)", "cron(0 12 1 * ? *)", "cron(0 12 * * * *)",
+                     "cron(0 12 * * ?)", "cron(60 * * * ? *)", "cron(0/0 * * * ? *)",
+                     "cron(5-1 * * * ? *)", "cron(0 24 * * ? *)", "cron(L * * * ? *)",
+                     "cron(0 12 * * ? 2027)"]:
+            with self.assertRaises(ValueError, msg=expr):
+                parse_expression(expr)
+        with self.assertRaises(ValueError):
+            parse_expression("cron(0/5 * * * ? *)", "Europe/Paris")
 
 
 class FakeFunction:
@@ -342,13 +404,15 @@ class TriggersTest(unittest.TestCase):
         s.poll(at - 1)
         self.assertFalse(timer.called.wait(0.3))
         s.poll(at)
-        self.assertTrue(timer.called.wait(5))
-        self.assertEqual(timer.payloads, [{"tenant": "t", "timer": "d-1"}])
+        # 20:15 is also the minute of the timers and follow duties: only the timers are looked at.
+        fires = lambda: [p for p in timer.payloads if "timer" in p]
+        self.assertTrue(wait_for(lambda: fires()))
+        self.assertEqual(fires(), [{"tenant": "t", "timer": "d-1"}])
         names = [x["Name"] for x in self.scheduler.list_schedules(GroupName=group)["Schedules"]]
         self.assertEqual(sorted(names), sorted(["d-2"] + SWEEPS))
         s.poll(at + 1)
         time.sleep(0.3)
-        self.assertEqual(len(timer.payloads), 1)
+        self.assertEqual(len(fires()), 1)
 
     def test_a_schedule_is_read_once_per_version(self):
         timer = FakeFunction()
@@ -388,24 +452,27 @@ class TriggersTest(unittest.TestCase):
             self.assertTrue(timer.called.wait(5), "the changed time is the one kept")
         self.assertEqual(timer.payloads, [{"tenant": "t", "timer": "d-1"}])
 
-    def test_each_sweep_duty_fires_at_its_rate(self):
+    def test_each_sweep_duty_fires_at_its_minute_two_at_most_at_once(self):
         timer = FakeFunction()
         s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
                       lambda line: None)
-        s.poll(1000.0)  # first seen: the follow duty due a minute on, the others 5 minutes
-        s.poll(1059.0)
+        s.poll(T0 - 30)  # first seen: each due at its next minute of the clock
+        s.poll(T0 - 1)
         self.assertFalse(timer.called.wait(0.3))
-        s.poll(1060.0)
-        wait_for(lambda: len(timer.payloads) >= 1)
-        self.assertEqual(timer.payloads, [{"sweep": "follow"}])
-        s.poll(1119.0)
-        time.sleep(0.3)
-        self.assertEqual(len(timer.payloads), 1, "the others wait their 5 minutes")
-        s.poll(1300.0)
-        wait_for(lambda: len(timer.payloads) >= 7)
-        time.sleep(0.3)
-        duties = sorted(p["sweep"] for p in timer.payloads[1:])
-        self.assertEqual(duties, ["cards", "follow", "notify", "origins", "requeue", "timers"])
+        # template.yaml: timers, requeue, origins, cards and notify at minutes 0 to 4 of every
+        # 5, follow every minute: two duties a minute, each 5-minute duty once in 5 minutes.
+        fired = 0
+        for minute, duty in enumerate(["timers", "requeue", "origins", "cards", "notify",
+                                       "timers"]):
+            s.poll(T0 + 60 * minute)
+            wait_for(lambda: len(timer.payloads) >= fired + 2)
+            time.sleep(0.2)
+            self.assertEqual(sorted(p["sweep"] for p in timer.payloads[fired:]),
+                             sorted([duty, "follow"]), f"minute {minute}")
+            fired = len(timer.payloads)
+            s.poll(T0 + 60 * minute + 59)
+            time.sleep(0.2)
+            self.assertEqual(len(timer.payloads), fired, f"nothing more in minute {minute}")
 
     def test_a_capped_sweep_never_runs_beside_itself(self):
         release = threading.Event()
@@ -418,7 +485,7 @@ class TriggersTest(unittest.TestCase):
         lines = []
         s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
                       lines.append, rate_cap=5)
-        s.poll(1000.0)  # first seen: every duty due 5 s on (each capped on its own)
+        s.poll(1000.0)  # first seen: every duty due within 5 s (each capped on its own)
         s.poll(1005.0)
         wait_for(lambda: len(timer.payloads) >= 6)
         # Three periods pass while they run: none fires a second tick of its duty beside it.
@@ -436,7 +503,22 @@ class TriggersTest(unittest.TestCase):
         self.assertEqual(sorted(p["sweep"] for p in timer.payloads), sorted(DUTIES * 2))
         self.assertEqual(sum("fires" in line for line in lines), 12, "each duty twice")
 
-    def test_an_uncapped_rate_fires_at_its_rate_whatever_runs(self):
+    def test_a_capped_cron_keeps_its_place_in_the_period(self):
+        timer = FakeFunction()
+        lines = []
+        s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
+                      lines.append, rate_cap=5)
+        s.poll(1000.0)
+        # Minute m of 5 is second m of a capped 5 s; follow (every minute) at second 0.
+        order = []
+        for now in (1001.0, 1002.0, 1003.0, 1004.0, 1005.0):
+            s.poll(now)
+            wait_for(lambda: not s.running)
+            order.append(sorted(p["sweep"] for p in timer.payloads[sum(map(len, order)):]))
+        self.assertEqual(order, [["requeue"], ["origins"], ["cards"], ["notify"],
+                                 ["follow", "timers"]])
+
+    def test_an_uncapped_schedule_fires_at_its_period_whatever_runs(self):
         release = threading.Event()
         timer = FakeFunction(lambda payload: release.wait(10) and b"null")
         s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},

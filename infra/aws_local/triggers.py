@@ -3,8 +3,11 @@ EventBridge Scheduler (the schedules in the template's schedule groups) and the 
 source mappings (`AWS::Lambda::EventSourceMapping`).
 """
 
+import bisect
 import datetime
+import functools
 import json
+import math
 import re
 import threading
 import time
@@ -15,44 +18,119 @@ from .runtime import InvocationError, Throttled
 from .scale import scaled
 
 _RATE_UNITS = {"minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "day": 86400, "days": 86400}
+_DAY = 86400
 
 
+# Each schedule's expression is read at every poll (twice a second): a Cron is read once.
+@functools.lru_cache(maxsize=1024)
 def parse_expression(expr, tz="UTC"):
-    """`("at", epoch seconds)` for `at(yyyy-mm-ddThh:mm:ss)` (UTC only), `("rate", seconds)`
-    for `rate(N unit)`; ValueError for anything else (cron, another time zone)."""
+    """`("at", epoch seconds)` for `at(yyyy-mm-ddThh:mm:ss)`, `("rate", seconds)` for
+    `rate(N unit)`, `("cron", Cron)` for the daily `cron()` expressions `Cron` reads; ValueError
+    for anything else (a cron on some days only, another time zone than UTC)."""
     m = re.fullmatch(r"at\((\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\)", expr.strip())
     if m:
-        if tz not in (None, "", "UTC", "Etc/UTC"):
-            raise ValueError(f"time zone {tz} is not supported locally")
+        _utc_only(tz)
         when = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")
         return "at", when.replace(tzinfo=datetime.timezone.utc).timestamp()
     m = re.fullmatch(r"rate\((\d+)\s+(minutes?|hours?|days?)\)", expr.strip())
     if m:
         return "rate", int(m.group(1)) * _RATE_UNITS[m.group(2)]
+    m = re.fullmatch(r"cron\((.*)\)", expr.strip())
+    if m:
+        _utc_only(tz)
+        return "cron", Cron(m.group(1))
     raise ValueError(f"schedule expression {expr!r} is not supported locally")
+
+
+def _utc_only(tz):
+    """ValueError unless `tz` (a schedule's ScheduleExpressionTimezone) is UTC or unset."""
+    if tz not in (None, "", "UTC", "Etc/UTC"):
+        raise ValueError(f"time zone {tz} is not supported locally")
+
+
+def _cron_values(field, low, high, what):
+    """The values of a cron field between `low` and `high`: comma-separated `*`, `n` or
+    `a-b`, each with an optional `/step` (`n/step`: from n to `high`), as EventBridge reads
+    them; ValueError for anything else."""
+    values = set()
+    for item in field.split(","):
+        part, _, step = item.partition("/")
+        try:
+            step = int(step) if step else 1
+            if part == "*":
+                first, last = low, high
+            elif "-" in part:
+                first, last = (int(v) for v in part.split("-", 1))
+            else:
+                first = int(part)
+                last = high if "/" in item else first
+        except ValueError:
+            raise ValueError(f"cron {what} {item!r} is not supported locally") from None
+        if step < 1 or not low <= first <= last <= high:
+            raise ValueError(f"cron {what} {item!r} is out of {low}-{high}")
+        values.update(range(first, last + 1, step))
+    return values
+
+
+class Cron:
+    """A `cron(minutes hours day-of-month month day-of-week year)` of EventBridge Scheduler,
+    in UTC, of the subset the local stack fires: any minutes and hours, every day (day-of-month,
+    month and year `*`, and one of day-of-month and day-of-week `?`, the other `*`). This is
+    what staggers the sweep's duties (template.yaml: each 5-minute duty at its own minute).
+    `starts` are the seconds of the day at which it fires, in order."""
+
+    def __init__(self, fields):
+        parts = fields.split()
+        if len(parts) != 6:
+            raise ValueError(f"cron({fields}) has {len(parts)} fields, not 6")
+        minutes, hours, dom, month, dow, year = parts
+        if (month, year) != ("*", "*") or (dom, dow) not in (("*", "?"), ("?", "*")):
+            raise ValueError(f"cron({fields}): only a schedule firing every day is supported "
+                             "locally")
+        self.starts = sorted(h * 3600 + m * 60
+                             for h in _cron_values(hours, 0, 23, "hours")
+                             for m in _cron_values(minutes, 0, 59, "minutes"))
+
+    def next_after(self, t):
+        """Epoch seconds of its first start strictly after `t`."""
+        day = t - t % _DAY
+        i = bisect.bisect_right(self.starts, t - day)
+        return day + self.starts[i] if i < len(self.starts) else day + _DAY + self.starts[0]
+
+    def period(self):
+        """Seconds of the shortest gap between two starts (a day's last to the next day's
+        first included): 300 for `cron(2/5 * * * ? *)`."""
+        s = self.starts
+        return min(b - a for a, b in zip(s, s[1:] + [s[0] + _DAY]))
+
+    def phase(self):
+        """Seconds into its period of its first start of the day: 120 for `cron(2/5 * * * ? *)`."""
+        return self.starts[0] % self.period()
 
 
 class Scheduler:
     """Polls every schedule group of the stack each `interval` seconds and fires what is due:
     a one-time `at()` schedule once at its time (then deletes it when its
     ActionAfterCompletion is DELETE, before invoking, so a target that re-arms the same name
-    keeps its new schedule), a `rate()` one every period from when it was first seen. The target
+    keeps its new schedule), a `rate()` one every period from when it was first seen, a `cron()`
+    one at each of its minutes of the clock (`Cron`: the sweep's duties). The target
     function gets the schedule's `Input`, asynchronously; an invocation Scheduler may not make
     (IAM) is retried as the target's RetryPolicy allows (at most 3 times here, 1 s apart) and
     then sent to its DeadLetterConfig queue; a function error is retried as the function's
     EventInvokeConfig allows (Lambda's asynchronous retries: none for the timer).
 
-    A rate that `rate_cap` shortened fires again only once its previous invocation has ended:
-    each sweep duty's period is above its longest run (the timer's timeout for the 5-minute
+    A rate or cron that `rate_cap` shortened fires again only once its previous invocation has
+    ended: each sweep duty's period is above its longest run (the timer's timeout for the 5-minute
     duties, the following budget for the 1-minute one), so on AWS a duty never runs beside
     itself, while at a capped 5 s a duty slowed by a busy machine would, and ticks piling up
     would take every instance of the timer function from the deadlines it serves. Each duty's
-    schedule is capped on its own: every duty runs every `rate_cap` seconds."""
+    schedule is capped on its own: every duty runs every `rate_cap` seconds, a cron at its
+    place in the capped period (`_recurring`)."""
 
     def __init__(self, stack, scheduler, sqs, functions, log, interval=0.5, rate_cap=None):
         self.stack = stack
-        # Seconds: a rate() schedule fires at least this often (tests of what the sweep does;
-        # None keeps each schedule's own rate).
+        # Seconds: a rate() or cron() schedule fires at least this often (tests of what the
+        # sweep does; None keeps each schedule's own period).
         self.rate_cap = rate_cap
         self.client = scheduler
         self.sqs = sqs
@@ -61,10 +139,10 @@ class Scheduler:
         self.interval = interval
         self.groups = [stack.physical_name(lid) for lid, _ in stack.of_type("AWS::Scheduler::ScheduleGroup")]
         self.fired = set()  # (group, name, expression) of fired one-time schedules
-        self.next_rate = {}  # (group, name) -> epoch seconds of the next rate() fire
+        self.next_rate = {}  # (group, name) -> epoch seconds of the next rate() or cron() fire
         self.warned = set()
         self.details = {}  # (group, name) -> ((created, modified), GetSchedule's answer)
-        self.running = set()  # (group, name) of capped rate() schedules whose invocation runs
+        self.running = set()  # (group, name) of capped schedules whose invocation runs
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         # IAM (aws_local/__main__.py): `as_role(role_arn)` -> (may(action, resource) ->
@@ -139,10 +217,8 @@ class Scheduler:
                 except ClientError:
                     pass
         else:
-            capped = self.rate_cap is not None and self.rate_cap < value
-            if capped:
-                value = self.rate_cap
-            due = self.next_rate.setdefault((group, name), now + value)
+            capped, upcoming = self._recurring(kind, value)
+            due = self.next_rate.setdefault((group, name), upcoming(now))
             if now < due:
                 return
             if capped:
@@ -151,12 +227,30 @@ class Scheduler:
                         return  # fires at the first poll after its invocation ends
                     self.running.add((group, name))
                 fire, args = self._fire_once, ((group, name), s["Target"])
-            self.next_rate[(group, name)] = now + value
+            self.next_rate[(group, name)] = upcoming(now)
         self.log(f"schedule {group}/{name} ({expr}) fires")
         threading.Thread(target=fire, args=args, daemon=True).start()
 
+    def _recurring(self, kind, value):
+        """`(capped, upcoming)` of a `rate()` (`value` its seconds) or `cron()` (`value` its
+        `Cron`) schedule: whether `rate_cap` shortens it, and `upcoming(t)`, the epoch seconds of
+        its first fire after `t`. A rate fires every period from when it was first seen; a cron
+        at its minutes of the clock. A capped cron keeps its place in its period, scaled: one at
+        minute 2 of every 5 fires 2/5 of the way into each capped period, so the sweep duties
+        the template staggers stay staggered at any cap."""
+        if kind == "rate":
+            period = value
+            if self.rate_cap is not None and self.rate_cap < period:
+                period = self.rate_cap
+            return period != value, lambda t: t + period
+        period, cap = value.period(), self.rate_cap
+        if cap is None or cap >= period:
+            return False, value.next_after
+        offset = value.phase() / period * cap
+        return True, lambda t: (math.floor((t - offset) / cap) + 1) * cap + offset
+
     def _fire_once(self, key, target):
-        """`_fire` of a capped rate schedule `key`, marked running until it ends."""
+        """`_fire` of a capped rate or cron schedule `key`, marked running until it ends."""
         try:
             self._fire(key[1], target)
         finally:

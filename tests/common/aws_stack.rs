@@ -204,6 +204,18 @@ impl Proc {
             .join("\n")
     }
 
+    /// Sends the signal `name` (`USR1`, …) to the process, if it still runs; whether it was sent.
+    pub fn signal(&self, name: &str) -> bool {
+        let mut child = self.child.lock().unwrap();
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        Command::new("kill")
+            .args([format!("-{name}"), child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
     /// SIGTERM, and whether it exited within `timeout` (SIGKILL after it).
     pub fn terminate(&self, timeout: Duration) -> bool {
         let mut child = self.child.lock().unwrap();

@@ -104,6 +104,14 @@ pub fn rpc_result(req: &CapturedRequest, result: Value) -> Reply {
     }
 }
 
+/// How long the pace agent thinks before it answers each lapse task. One agent's ceiling is
+/// `in_flight_per_agent` over this (4 / 0.4 s = 10 a second) on both deployments, so the pace
+/// scenario compares how many each keeps in flight, as an agent that takes its time sees it; an
+/// agent answering in 50 ms measures instead the store calls around each send, which on the
+/// local stack wait their turn at an emulator serving one request at a time
+/// (docs/performance.md, "One agent's pace and the lapse task beside a backlog, measured").
+pub const PACE_ANSWER: Duration = Duration::from_millis(400);
+
 /// Every agent the scenarios use, one per scenario (so each asserts on its own requests), and
 /// the switches scripted agents read.
 pub struct Fixture {
@@ -142,9 +150,11 @@ pub struct Fixture {
     pub lineage_failed: Arc<AtomicBool>,
     /// Accepts everything; `notify_a_person`.
     pub tell: Arc<CaptureAgent>,
-    /// Answers every lapse task with a completed task after 50 ms: `one_agent_at_serves_pace`.
+    /// Answers every lapse task with a completed task after [`PACE_ANSWER`]:
+    /// `one_agent_at_serves_pace`.
     pub pace: Arc<CaptureAgent>,
-    /// Answers at once with a completed task: the large backlog of `a_backlog_leaves_others_on_time`.
+    /// Answers with a completed task after 50 ms: the large backlog of
+    /// `a_backlog_leaves_others_on_time`.
     pub backlog: Arc<CaptureAgent>,
     /// Accepts everything: the agent beside the backlog.
     pub beside: Arc<CaptureAgent>,
@@ -273,10 +283,16 @@ impl Fixture {
             )
         };
         let pace = completing().await;
-        pace.set_answer_delay(Duration::from_millis(50));
+        pace.set_answer_delay(PACE_ANSWER);
         Fixture {
             pace,
-            backlog: completing().await,
+            backlog: {
+                // 50 ms an answer: at four in flight the backlog takes at least 12 s to drain on
+                // serve (1,000), so it is still draining when the lapse task beside it is due.
+                let backlog = completing().await;
+                backlog.set_answer_delay(Duration::from_millis(50));
+                backlog
+            },
             beside: accept().await,
             ends: keeping().await,
             burst,
@@ -720,6 +736,29 @@ impl Deployment {
         match &self.running {
             Running::Serve(w) => w.lock().await.log(),
             Running::Aws(stack) => stack.lines().join("\n"),
+        }
+    }
+
+    /// On aws-local, runs the recurring schedules (the sweep's duties) at their own periods, as
+    /// deployed (`on`), or back at the suite's [`SWEEP_EVERY`]: the local stack's SIGUSR1 and
+    /// SIGUSR2 (infra/aws_local/__main__.py). A measurement of a lane's pace turns it on for its
+    /// run: capped, the duties put 60 times AWS's sweep load on the emulator, which serves one
+    /// request at a time. Waits until the stack has logged the change. Nothing on serve, whose
+    /// duties always run at their own periods.
+    pub async fn sweep_as_deployed(&self, on: bool) {
+        if let Running::Aws(stack) = &self.running {
+            let (signal, line) = if on {
+                ("USR1", "recurring schedules at their own periods")
+            } else {
+                ("USR2", "recurring schedules capped at")
+            };
+            let seen = stack.lines().iter().filter(|l| l.contains(line)).count();
+            assert!(stack.signal(signal), "the local stack is not running");
+            tokio::task::block_in_place(|| {
+                stack.wait_for(line, Duration::from_secs(10), |_| {
+                    stack.lines().iter().filter(|l| l.contains(line)).count() > seen
+                })
+            });
         }
     }
 

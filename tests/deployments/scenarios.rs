@@ -88,6 +88,20 @@ pub fn all() -> Vec<Scenario> {
     ]
 }
 
+/// Pushes to `agent` one expectation `id` from task `task` about shipment `shipment`, due `due`
+/// with no grace ([`one_expectation`]), and asserts the watcher raised it.
+async fn raise_one(
+    d: &Deployment,
+    agent: &str,
+    (task, id, shipment): (&str, &str, &str),
+    due: Timestamp,
+) {
+    let a = d
+        .push(agent, &one_expectation(task, id, shipment, due, "PT0S"))
+        .await;
+    assert_eq!(a.body["raised"], json!([id]), "{a:?}");
+}
+
 /// The `SendMessage` messageIds `agent` received for expectation `id`.
 fn sent_for(agent: &CaptureAgent, id: &str) -> Vec<String> {
     let prefix = format!("lapse:{id}:");
@@ -188,13 +202,13 @@ async fn raise(d: Arc<Deployment>, _f: Arc<Fixture>) {
 /// lapse is `sent` with the agent's task.
 async fn the_example_agent_gets_its_lapse_task(d: Arc<Deployment>, f: Arc<Fixture>) {
     let due = origin(Duration::from_secs(2));
-    let a = d
-        .push(
-            "example",
-            &one_expectation("task-example", "exp-example", "PA-example", due, "PT0S"),
-        )
-        .await;
-    assert_eq!(a.body["raised"], json!(["exp-example"]), "{a:?}");
+    raise_one(
+        &d,
+        "example",
+        ("task-example", "exp-example", "PA-example"),
+        due,
+    )
+    .await;
     let printed = format!(
         "agent <- lapse task lapse:exp-example:overdue:{} ",
         fmt(due)
@@ -558,13 +572,7 @@ async fn carrier_webhook(d: Arc<Deployment>, _f: Arc<Fixture>) {
 /// missing credential 401, both problem+json.
 async fn operator_routes(d: Arc<Deployment>, _f: Arc<Fixture>) {
     let due = origin(Duration::from_secs(2));
-    let a = d
-        .push(
-            "ops",
-            &one_expectation("task-ops", "exp-ops", "PA-ops/leg-2", due, "PT0S"),
-        )
-        .await;
-    assert_eq!(a.body["raised"], json!(["exp-ops"]), "{a:?}");
+    raise_one(&d, "ops", ("task-ops", "exp-ops", "PA-ops/leg-2"), due).await;
     let lapse = lapse_in(&d, "ops", "exp-ops", "sent").await;
     assert_eq!(
         lapse["messageId"],

@@ -108,9 +108,9 @@ pub struct QueueMessage {
     /// The entry as it was when the message was sent, when the message's body with it is at
     /// most [`ENTRY_COPY_MAX_BYTES`]; absent in messages of earlier versions and for larger
     /// entries.
-    /// A copy, not the truth: the submitter claims by it only on condition that the stored entry
-    /// is still the same (`Outbox::outbox_claim_copy`). [`parse_queue_message`] drops a copy
-    /// whose identity is not the message's.
+    /// A copy, not the truth: the submitter never acts on it (it reads the agent's lane and
+    /// claims by the entry it reads). [`parse_queue_message`] drops a copy whose identity is not
+    /// the message's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<OutboxEntry>,
 }

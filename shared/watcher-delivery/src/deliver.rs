@@ -10,15 +10,12 @@
 //! * `submitter`: the [`Submitter`] and how it is built.
 //! * `claims`: the claim a sender holds on a lapse task while posting it ([`LEASE`],
 //!   [`lease_for`]).
-//! * `send`: sending by a read of the entry ([`Submitter::deliver_read_with`], the lane's one
-//!   send entry point; [`Submitter::deliver_one`] and [`Submitter::deliver_due`], which read
-//!   first).
-//! * `copy`: sending by the lapse-queue message's copy of the entry
-//!   ([`Submitter::deliver_copy`]).
-//! * `pass`: one pass over what is due ([`deliver_due`]).
+//! * `send`: sending by the entry the caller has just read ([`Submitter::deliver_read_with`],
+//!   the one send entry point, a [`crate::lane::Lane`]'s).
 //! * `prepare`: what to do with an entry before any network traffic (queued, due, endpoint,
 //!   rate limit).
-//! * `post`: posting a claimed entry and recording the answer ([`Posted`], [`Unrecorded`]).
+//! * `post`: claiming and posting an entry and recording the answer.
+//! * `places`: the places a send holds at its agent while its request is there ([`Places`]).
 //! * `lookup`: looking for an ambiguous entry with `ListTasks` before a second send
 //!   ([`LOOKUP_BUDGET`]).
 //! * `outcome`: what an answer does to the entry, pure ([`record_attempt`], [`record_found`],
@@ -31,11 +28,10 @@
 //! ([`crate::reconcile::Reconciler::check_before_send`]).
 
 use a2a_types::TaskState;
-use futures_util::stream::{self, StreamExt};
 use tracing::Instrument;
 use watcher_core::ids::{AgentId, Tenant};
 use watcher_core::time::Instant;
-use watcher_runtime::metrics::{seconds_between, AttemptOutcome, NoRecorder, Recorder};
+use watcher_runtime::metrics::{seconds_between, AttemptOutcome, Recorder};
 use watcher_runtime::store::{Claim, DeliveryState, Lease, Outbox, OutboxEntry, StoreError};
 
 use crate::client::{A2aClient, DeliveryError, SendOutcome};
@@ -45,11 +41,10 @@ use crate::retry::{add, elapsed, jitter_fraction, next_attempt_at, RetryPolicy};
 
 mod claims;
 mod config;
-mod copy;
 mod follow;
 mod lookup;
 mod outcome;
-mod pass;
+mod places;
 mod post;
 mod prepare;
 mod report;
@@ -60,8 +55,8 @@ pub use claims::*;
 pub use config::*;
 pub use lookup::*;
 pub use outcome::*;
-pub use pass::*;
-pub use post::*;
+pub use places::Places;
+pub(crate) use post::*;
 pub(crate) use prepare::*;
 pub use report::*;
 pub use submitter::*;

@@ -8,7 +8,9 @@
 //! 1. takes the agent's rate tokens for the due ones at once (expectations-v1 §13.2): what the
 //!    bucket cannot cover now waits, with no write, and the pass ends [`PassEnd::Limited`];
 //! 2. sends them, at most `per_agent` in flight, lapse tasks of one contextId one after another
-//!    in the order they were due, so the agent sees a context's lapse tasks in order;
+//!    in the order they were due, so the agent sees a context's lapse tasks in order; the batch is
+//!    shared among the contexts so that the places stay busy for the whole pass, with one deeper
+//!    read when the first holds too few contexts ([`crate::contexts`]);
 //! 3. checks each one's origin before its first send, where origins are checked, with
 //!    [`crate::reconcile::Reconciler::check_before_send`]'s verdict but grouped
 //!    ([`crate::origin_checks`]: one question per distinct origin, one `ListTasks` per shared
@@ -31,7 +33,9 @@ use watcher_core::time::Instant;
 use watcher_runtime::clock::Clock;
 use watcher_runtime::store::{DeliveryState, Outbox, OutboxEntry};
 
-use crate::deliver::{DeliveryReport, EntryOutcome, Submitter};
+use crate::contexts::share;
+pub use crate::contexts::{by_context, context_of};
+use crate::deliver::{DeliveryReport, EntryOutcome, Places, Submitter};
 use crate::endpoint::Endpoints;
 use crate::origin_checks::OriginChecks;
 use crate::rate::Prepaid;
@@ -61,6 +65,11 @@ pub struct Lane<'a> {
     /// Entries one pass reads, of each kind; `0` counts as 1.
     pub batch: usize,
 }
+
+/// How many batches a deeper read asks for, when the agent's places would idle for a pass
+/// ([`crate::contexts::Share::deeper`]): enough contexts to fill `per_agent` places with a
+/// share of `batch / per_agent` each, from contexts queued ten or so at a time.
+const DEEPER: usize = 4;
 
 /// How a pass ended, and what the driver does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,8 +135,32 @@ impl Lane<'_> {
         let Some((due, mut follows)) = self.read_due(now, batch).await else {
             return report;
         };
-        let full = due.len() == batch || follows.len() == batch;
-        if due.len() == batch {
+        let read_full = due.len() == batch;
+        let per_agent = self.per_agent.max(1);
+        let mut shared = share(due, batch, per_agent, read_full);
+        if shared.deeper {
+            // Some of the agent's places would idle for the pass (its contexts are few or long):
+            // read deeper for more contexts (crate::contexts). What the deeper read adds is
+            // only taken when it is due by the same instant.
+            match self
+                .store
+                .outbox_of_agent(
+                    self.tenant,
+                    self.agent,
+                    DeliveryState::Queued,
+                    Some(now),
+                    batch.saturating_mul(DEEPER),
+                )
+                .await
+            {
+                Ok(deep) => shared = share(deep, batch, per_agent, false),
+                Err(e) => tracing::warn!(error = %e, tenant = %self.tenant, agent = %self.agent,
+                    "the deeper read of the agent's due lapse tasks failed; the pass sends what it read"),
+            }
+        }
+        let due = shared.taken;
+        let full = read_full || shared.left > 0 || follows.len() == batch;
+        if read_full || shared.left > 0 {
             // More is due to be sent: this pass polls one round of followed lapse tasks
             // (`per_agent`), the rest stay due for a later pass, so a backlog's sends are not
             // slowed by as many polls.
@@ -364,12 +397,15 @@ impl Lane<'_> {
                 return Sent::StoreFailed;
             }
         }
-        // Closed semaphores would only mean "go ahead"; these are never closed.
-        let _place = places.acquire().await.ok();
-        let _slot = match self.slots {
+        // Closed semaphores would only mean "go ahead"; these are never closed. Held from before
+        // the claim until the agent has answered (`Places`): the record that follows overlaps
+        // the next send.
+        let place = places.acquire().await.ok();
+        let slot = match self.slots {
             Some(s) => s.acquire().await.ok(),
             None => None,
         };
+        let held = Places::holding(place.into_iter().chain(slot));
         let message_id = entry.message_id.clone();
         match self
             .submitter
@@ -379,6 +415,7 @@ impl Lane<'_> {
                 prepaid,
                 (self.tenant, self.agent, &message_id),
                 Some(entry),
+                held,
                 clock.now(),
             )
             .await
@@ -420,66 +457,5 @@ impl Lane<'_> {
                 false
             }
         }
-    }
-}
-
-/// The contextId a lapse task is sent in (`request.message.contextId`), `""` when it has none.
-pub fn context_of(entry: &OutboxEntry) -> &str {
-    entry
-        .request
-        .pointer("/message/contextId")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("")
-}
-
-/// `due` (in the order it was due) as chains, one per contextId, each in that order; chains in
-/// the order their first lapse task was due.
-pub fn by_context(due: Vec<OutboxEntry>) -> Vec<Vec<OutboxEntry>> {
-    let mut chains: Vec<(String, Vec<OutboxEntry>)> = Vec::new();
-    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for entry in due {
-        let context = context_of(&entry).to_owned();
-        match index.get(&context) {
-            Some(&i) => chains[i].1.push(entry),
-            None => {
-                index.insert(context.clone(), chains.len());
-                chains.push((context, vec![entry]));
-            }
-        }
-    }
-    chains.into_iter().map(|(_, chain)| chain).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(id: &str, context: &str) -> OutboxEntry {
-        OutboxEntry::queued(
-            Tenant::parse("acme").unwrap(),
-            AgentId::parse("booking").unwrap(),
-            id.to_owned(),
-            watcher_core::ids::ExpectationId::parse("exp-1").unwrap(),
-            watcher_core::record::LapseKind::Overdue,
-            Instant::parse("2026-09-10T20:15:00Z").unwrap(),
-            serde_json::json!({"message": {"contextId": context, "messageId": id}}),
-        )
-    }
-
-    #[test]
-    fn lapse_tasks_of_one_context_stay_in_order_and_contexts_keep_first_due_order() {
-        let due = vec![
-            entry("a1", "A"),
-            entry("b1", "B"),
-            entry("a2", "A"),
-            entry("c1", "C"),
-            entry("b2", "B"),
-        ];
-        let chains = by_context(due);
-        let ids: Vec<Vec<&str>> = chains
-            .iter()
-            .map(|c| c.iter().map(|e| e.message_id.as_str()).collect())
-            .collect();
-        assert_eq!(ids, vec![vec!["a1", "a2"], vec!["b1", "b2"], vec!["c1"]]);
     }
 }

@@ -12,8 +12,11 @@
 //!   ([`SendOutcome`], [`DeliveryError`]: retryable or permanent).
 //! * [`retry`]: [`RetryPolicy`] and the pure backoff [`next_attempt_at`].
 //! * [`rate`]: per-agent rate limiting ([`RateLimit`], [`RateLimiter`]), expectations-v1 §13.2.
-//! * [`deliver`]: [`Submitter`], [`deliver_due`] and the pure bookkeeping [`record_attempt`],
+//! * [`deliver`]: [`Submitter`] (its one send entry point,
+//!   [`Submitter::deliver_read_with`]) and the pure bookkeeping [`record_attempt`],
 //!   [`record_found`].
+//! * [`lane`]: one agent's lane ([`Lane`]), the one send path; [`contexts`]: its chains by
+//!   contextId and how a pass shares its batch among them.
 //! * [`lanes`]: serve's per-agent delivery lanes ([`spawn_lanes`]).
 //! * [`origin_checks`]: the origin checks of a lane's pass, grouped by origin and context.
 //! * [`reconcile`]: origin-task reconciliation for agents that are not lifecycle-trusted
@@ -26,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod contexts;
 pub mod deliver;
 pub mod endpoint;
 mod guard;
@@ -41,8 +45,8 @@ pub mod testing;
 
 pub use client::{A2aClient, ClientBuildError, ClientConfig, DeliveryError, SendOutcome};
 pub use deliver::{
-    deliver_due, poll_delay, record_attempt, record_found, record_poll, DeliveryReport,
-    EntryOutcome, Submitter, SubmitterConfig,
+    poll_delay, record_attempt, record_found, record_poll, DeliveryReport, EntryOutcome, Submitter,
+    SubmitterConfig,
 };
 pub use endpoint::{AgentEndpoint, Endpoints};
 pub use guard::is_public as is_public_address;

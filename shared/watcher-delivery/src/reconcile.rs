@@ -578,19 +578,29 @@ impl Reconciler {
     /// answer is ingested as [`Reconciler::poll_due`]'s are, and the next poll (or the end of
     /// following) written back. An agent whose due origins cannot be read, or a write that
     /// fails, is logged and left to the next pass. Answers how many were polled. The
-    /// serverless sweep calls it (every 5 minutes).
+    /// serverless sweep calls it (every 5 minutes). An agent not reconciled now is read only in
+    /// its slot of the hour ([`CLEANUP_SLOTS`]): its origins followed from before are stopped
+    /// within an hour of falling due, and a pass costs a query per shard of the reconciled agents
+    /// only, not of every agent.
     pub async fn poll_stored_due(&self, now: Instant) -> usize {
         // Every registered agent: one no longer reconciled (promoted by a probe, say) has the
         // origins it still has followed stopped, as they fall due. IN_FLIGHT agents' reads at
         // once: with many agents, the pass takes about its slowest read, not their sum.
         // An agent whose lapse tasks are being sent is not read: its due origins stay due in
         // the store, for a pass after its sends (or after MAX_DEFER).
-        let agents: Vec<_> = self
-            .watcher
-            .directory
+        // An agent not reconciled now (`reconcile = false`, or promoted by a probe) follows no
+        // new origin: only those followed before it stopped being reconciled are left, to be
+        // stopped. It is read in its own slot of the hour (`cleanup_slot`), not every pass: a
+        // read is one query per shard of its origins, and most such agents never had one.
+        let directory = &self.watcher.directory;
+        let agents: Vec<_> = directory
             .entries()
             .into_iter()
             .filter(|a| !self.sending.defers(&a.tenant, &a.profile.id, now))
+            .filter(|a| {
+                directory.reconciles(&a.tenant, &a.profile.id)
+                    || cleanup_slot(&a.tenant, &a.profile.id) == slot_of(now)
+            })
             .collect();
         let found: Vec<Vec<FollowedOrigin>> = stream::iter(agents)
             .map(|agent| async move {
@@ -725,4 +735,32 @@ impl Reconciler {
             }
         }
     }
+}
+
+/// Slots of the hour in which an agent that is not reconciled has its origins followed from
+/// before read ([`Reconciler::poll_stored_due`]): twelve of five minutes, the sweep's period, so
+/// each such agent is read in about one pass an hour, the agents spread over the hour.
+pub const CLEANUP_SLOTS: u64 = 12;
+
+/// The slot of the hour (`0..CLEANUP_SLOTS`) in which `agent`'s leftover origins are read: a
+/// stable hash of (tenant, agent), the same in every process and release (FNV-1a; the standard
+/// library's hasher is seeded per process).
+pub fn cleanup_slot(tenant: &Tenant, agent: &AgentId) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in tenant
+        .as_str()
+        .bytes()
+        .chain([0])
+        .chain(agent.as_str().bytes())
+    {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash % CLEANUP_SLOTS
+}
+
+/// The slot of the hour `now` (UTC) falls in: its five minutes (`0..CLEANUP_SLOTS`).
+pub fn slot_of(now: Instant) -> u64 {
+    let seconds = u64::try_from(now.as_second().rem_euclid(3600)).unwrap_or(0);
+    seconds / (3600 / CLEANUP_SLOTS)
 }

@@ -34,6 +34,9 @@ use serde_json::{json, Value};
 
 use crate::endpoint::AgentEndpoint;
 
+mod fixtures;
+pub use fixtures::agent_entry;
+
 /// One request the agent received.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CapturedRequest {
@@ -276,6 +279,30 @@ struct Controls {
     tasks: Option<Mutex<Vec<Value>>>,
     /// Milliseconds every answer takes (an agent that thinks before it answers).
     answer_delay_ms: AtomicU64,
+    /// `SendMessage` requests received and not yet answered.
+    sends_in_flight: AtomicUsize,
+    /// The most `SendMessage` requests ever in flight at once.
+    peak_sends_in_flight: AtomicUsize,
+}
+
+/// Counts one `SendMessage` in flight at the agent until dropped (answered, or the connection
+/// lost), keeping the peak.
+struct InFlight<'a>(&'a Controls);
+
+impl<'a> InFlight<'a> {
+    fn enter(controls: &'a Controls) -> Self {
+        let now = controls.sends_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        controls
+            .peak_sends_in_flight
+            .fetch_max(now, Ordering::SeqCst);
+        Self(controls)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.sends_in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[derive(Clone)]
@@ -436,6 +463,21 @@ impl CaptureAgent {
         self.controls.answer_delay_ms.store(ms, Ordering::SeqCst);
     }
 
+    /// The most `SendMessage` requests that were in flight at this agent at once (received and
+    /// not yet answered) since it started or since [`CaptureAgent::reset_peak_in_flight`]: how
+    /// many lapse tasks a lane keeps in flight to one agent (`in_flight_per_agent`).
+    pub fn peak_sends_in_flight(&self) -> usize {
+        self.controls.peak_sends_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Starts [`CaptureAgent::peak_sends_in_flight`] again from those in flight now.
+    pub fn reset_peak_in_flight(&self) {
+        let now = self.controls.sends_in_flight.load(Ordering::SeqCst);
+        self.controls
+            .peak_sends_in_flight
+            .store(now, Ordering::SeqCst);
+    }
+
     /// The `messageId` of every `SendMessage` recorded, in arrival order (duplicates kept).
     pub fn sent_message_ids(&self) -> Vec<String> {
         self.requests()
@@ -538,6 +580,9 @@ async fn capture(
         state.controls.refused.fetch_add(1, Ordering::SeqCst);
         return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
     }
+    // Held until the answer is on its way (or the connection is lost).
+    let _in_flight = (request.rpc_method().as_deref() == Some("SendMessage"))
+        .then(|| InFlight::enter(&state.controls));
     let n = {
         let mut requests = state
             .requests

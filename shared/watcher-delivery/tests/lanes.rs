@@ -197,3 +197,262 @@ async fn measure_a_burst_of_1000_across_10_agents() {
         started.elapsed()
     );
 }
+
+/// `entry_for` in a contextId of its own (`ctx-{agent}-{n}`): lapse tasks a lane may send at
+/// once.
+fn entry_in_own_context(agent: &str, n: usize) -> OutboxEntry {
+    let mut e = entry_for(agent, n);
+    e.request["message"]["contextId"] = serde_json::json!(format!("ctx-{agent}-{n}"));
+    e
+}
+
+/// One agent whose every answer takes 200 ms, 24 lapse tasks in 24 contexts: the lane keeps
+/// `per_agent` (4) of them in flight at the agent at once, never more, and sends each once
+/// (issue: "the same number in flight per agent" on both deployments; the submitter function
+/// drives the same `Lane`).
+#[tokio::test]
+async fn one_agent_has_per_agent_lapse_tasks_in_flight_never_more() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    agent.set_answer_delay(Duration::from_millis(200));
+    let entries: Vec<OutboxEntry> = (0..24)
+        .map(|n| entry_in_own_context("booking", n))
+        .collect();
+    let store = Arc::new(store_with(entries).await);
+    let _lanes = start(
+        store.clone(),
+        &[("booking", &agent)],
+        RateLimit::unlimited(),
+        LaneSettings::default(),
+    );
+    assert!(wait_sent(&store, 24, Duration::from_secs(30)).await);
+    assert_eq!(agent.sent_message_ids().len(), 24, "each once");
+    assert_eq!(
+        agent.peak_sends_in_flight(),
+        LaneSettings::default().per_agent
+    );
+}
+
+/// The same with the 24 lapse tasks in one contextId: one after another, never two in flight
+/// (a later lapse task of a context never overtakes an earlier one).
+#[tokio::test]
+async fn one_context_is_sent_one_at_a_time() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    agent.set_answer_delay(Duration::from_millis(20));
+    let entries: Vec<OutboxEntry> = (0..24).map(|n| entry_for("booking", n)).collect();
+    let store = Arc::new(store_with(entries).await);
+    let _lanes = start(
+        store.clone(),
+        &[("booking", &agent)],
+        RateLimit::unlimited(),
+        LaneSettings::default(),
+    );
+    assert!(wait_sent(&store, 24, Duration::from_secs(30)).await);
+    assert_eq!(agent.sent_message_ids().len(), 24, "each once");
+    assert_eq!(agent.peak_sends_in_flight(), 1);
+}
+
+/// One pass over six contexts of ten lapse tasks, queued context by context (a push of ten, then
+/// the next): the first read (32: three contexts of ten and two of a fourth) would keep three
+/// places busy for ten sends; the pass reads deeper and shares its batch of 32 so that all four
+/// places stay busy for the whole pass: six of each of the first five contexts and two of the
+/// sixth, each context's in the order they were queued, none sent twice; the pass ends with more
+/// to do (`watcher_delivery::contexts`).
+#[tokio::test]
+async fn one_pass_shares_its_batch_among_contexts() {
+    use watcher_delivery::{Lane, PassEnd};
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let mut entries = Vec::new();
+    for c in ["A", "B", "C", "D", "E", "F"] {
+        for _ in 0..10 {
+            let mut e = entry_for("booking", entries.len());
+            e.request["message"]["contextId"] = serde_json::json!(format!("ctx-{c}"));
+            entries.push(e);
+        }
+    }
+    let order: Vec<String> = entries.iter().map(|e| e.message_id.clone()).collect();
+    let store = store_with(entries).await;
+    let mut endpoints: HashMap<(Tenant, AgentId), AgentEndpoint> = HashMap::new();
+    endpoints.insert((tenant(), booking()), agent.endpoint(None));
+    let sub = submitter(RetryPolicy::default(), None);
+    let report = Lane {
+        tenant: &tenant(),
+        agent: &booking(),
+        store: &store,
+        submitter: &sub,
+        endpoints: &endpoints,
+        reconciler: None,
+        slots: None,
+        per_agent: 4,
+        batch: 32,
+    }
+    .pass(&SystemClock, None)
+    .await;
+    assert_eq!(report.end, PassEnd::More);
+    assert_eq!(report.delivery.total(), 32);
+    let mut per_context: HashMap<String, Vec<String>> = HashMap::new();
+    for r in agent.requests() {
+        let json = r.json().unwrap();
+        let context = json
+            .pointer("/params/message/contextId")
+            .and_then(serde_json::Value::as_str)
+            .unwrap()
+            .to_owned();
+        per_context
+            .entry(context)
+            .or_default()
+            .push(r.message_id().unwrap());
+    }
+    let mut counts: Vec<(String, usize)> = per_context
+        .iter()
+        .map(|(c, ids)| (c.clone(), ids.len()))
+        .collect();
+    counts.sort();
+    let expected = [6, 6, 6, 6, 6, 2];
+    let contexts = ["ctx-A", "ctx-B", "ctx-C", "ctx-D", "ctx-E", "ctx-F"];
+    assert_eq!(
+        counts,
+        contexts
+            .iter()
+            .zip(expected)
+            .map(|(c, n)| ((*c).to_owned(), n))
+            .collect::<Vec<_>>()
+    );
+    for (k, c) in contexts.iter().enumerate() {
+        assert_eq!(
+            per_context[*c],
+            order[k * 10..k * 10 + expected[k]].to_vec(),
+            "{c} in order"
+        );
+    }
+}
+
+/// A memory store whose records of an answer (`outbox_update_read`) wait until released: what a
+/// send does between the agent's answer and its record can be seen.
+struct SlowRecords {
+    inner: MemoryStore,
+    released: watch::Receiver<bool>,
+}
+
+#[async_trait::async_trait]
+impl watcher_runtime::store::Outbox for SlowRecords {
+    async fn outbox_get(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+    ) -> Result<Option<OutboxEntry>, watcher_runtime::store::StoreError> {
+        self.inner.outbox_get(tenant, agent, message_id).await
+    }
+    async fn outbox_update(
+        &self,
+        entry: &OutboxEntry,
+    ) -> Result<(), watcher_runtime::store::StoreError> {
+        self.inner.outbox_update(entry).await
+    }
+    async fn outbox_claim(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        lease: &watcher_runtime::store::Lease,
+        now: watcher_core::time::Instant,
+    ) -> Result<watcher_runtime::store::Claim, watcher_runtime::store::StoreError> {
+        self.inner
+            .outbox_claim(tenant, agent, message_id, lease, now)
+            .await
+    }
+    async fn outbox_update_read(
+        &self,
+        read: &OutboxEntry,
+        entry: &OutboxEntry,
+    ) -> Result<(), watcher_runtime::store::StoreError> {
+        let mut released = self.released.clone();
+        let _ = released.wait_for(|r| *r).await;
+        self.inner.outbox_update_read(read, entry).await
+    }
+    async fn outbox_task_state(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        task_id: &str,
+        state: a2a_types::TaskState,
+        now: watcher_core::time::Instant,
+    ) -> Result<Option<OutboxEntry>, watcher_runtime::store::StoreError> {
+        self.inner
+            .outbox_task_state(tenant, agent, message_id, task_id, state, now)
+            .await
+    }
+    async fn outbox_lane(
+        &self,
+        query: &watcher_runtime::store::LaneQuery<'_>,
+    ) -> Result<Vec<OutboxEntry>, watcher_runtime::store::StoreError> {
+        self.inner.outbox_lane(query).await
+    }
+    async fn outbox_by_task(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        task_id: &str,
+    ) -> Result<Vec<OutboxEntry>, watcher_runtime::store::StoreError> {
+        self.inner.outbox_by_task(tenant, agent, task_id).await
+    }
+}
+
+/// With one place for the agent (`per_agent` 1), the second lapse task (another context) is
+/// posted while the first one's answer is still being recorded: a send holds its place only while
+/// its request is at the agent (`watcher_delivery::deliver::Places`), so on a store whose writes
+/// take a round trip the agent still has its `in_flight_per_agent` requests.
+#[tokio::test]
+async fn the_next_send_goes_while_the_last_answer_is_recorded() {
+    use watcher_delivery::{Lane, PassEnd};
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let entries = vec![
+        entry_in_own_context("booking", 0),
+        entry_in_own_context("booking", 1),
+    ];
+    let (release, released) = watch::channel(false);
+    let store = SlowRecords {
+        inner: store_with(entries).await,
+        released,
+    };
+    let mut endpoints: HashMap<(Tenant, AgentId), AgentEndpoint> = HashMap::new();
+    endpoints.insert((tenant(), booking()), agent.endpoint(None));
+    let sub = submitter(RetryPolicy::default(), None);
+    let (tenant, booking) = (tenant(), booking());
+    let lane = Lane {
+        tenant: &tenant,
+        agent: &booking,
+        store: &store,
+        submitter: &sub,
+        endpoints: &endpoints,
+        reconciler: None,
+        slots: None,
+        per_agent: 1,
+        batch: 32,
+    };
+    let pass = lane.pass(&SystemClock, None);
+    tokio::pin!(pass);
+    // Both are posted while neither answer is recorded yet.
+    let both_posted = async {
+        while agent.sent_message_ids().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::select! {
+        _ = &mut pass => panic!("the pass ended before its records were written"),
+        () = both_posted => {}
+        () = tokio::time::sleep(Duration::from_secs(10)) => {
+            panic!("the second send waited for the first one's record")
+        }
+    }
+    assert_eq!(
+        agent.peak_sends_in_flight(),
+        1,
+        "one place: one at a time at the agent"
+    );
+    release.send_replace(true);
+    let report = pass.await;
+    assert_eq!(report.delivery.sent, 2);
+    assert!(matches!(report.end, PassEnd::Idle { .. }), "{report:?}");
+}

@@ -19,48 +19,21 @@ use std::sync::{Arc, Mutex};
 use a2a_types::{StreamResponse, TaskState};
 use common::*;
 use serde_json::{json, Value};
-use tokio::sync::Notify;
-use watcher_core::card::declaration_from_card;
 use watcher_core::engine::lineage::DESCENDANTS_KEPT;
-use watcher_core::engine::AgentProfile;
 use watcher_core::ids::{Subject, TaskId, TaskRef};
-use watcher_core::lapse::Delivery;
-use watcher_core::settings::Settings;
 use watcher_core::slice::{Scope, TaskRecord};
 use watcher_core::time::Instant;
 use watcher_delivery::reconcile::Reconciler;
 use watcher_delivery::testing::CaptureAgent;
 use watcher_delivery::RetryPolicy;
 use watcher_runtime::clock::FakeClock;
-use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{DeliveryState, LapseLog, OutboxEntry, Records as _, Store};
+use watcher_runtime::store::{
+    DeliveryState, LapseLog, Outbox as _, OutboxEntry, Records as _, Store,
+};
 use watcher_runtime::watcher::Watcher;
 
 const URI: &str = watcher_core::EXPECTATIONS_URI;
-
-/// The agent `booking`, declaring `shipment.manifest` on shipments.
-fn agent_entry() -> AgentEntry {
-    let card = json!({
-        "name": "booking",
-        "skills": [{ "id": "handle_lapse", "name": "Handle lapse" }],
-        "capabilities": { "extensions": [{
-            "uri": URI,
-            "params": { "keepsTime": false, "lapseSkill": "handle_lapse", "kinds": [
-                { "kind": "shipment.manifest", "subjectType": "shipment",
-                  "describes": "the manifest", "basis": "observed" }] }
-        }]}
-    });
-    AgentEntry {
-        tenant: tenant(),
-        profile: AgentProfile {
-            id: booking(),
-            declaration: declaration_from_card(&card).unwrap(),
-        },
-        submits_lapses: true,
-        delivery: Delivery::default(),
-    }
-}
 
 /// The agent's tasks as `GetTask` answers them (id → state); `SendMessage` creates
 /// `task-lapse`, working.
@@ -90,14 +63,10 @@ async fn agent(states: &States) -> CaptureAgent {
                     .get(&id)
                     .copied()
                     .unwrap_or(TaskState::Working);
-                let body = json!({ "jsonrpc": "2.0", "id": req.rpc_id(), "result": {
-                    "id": id, "contextId": "ctx-1",
-                    "status": { "state": state.as_str() } } });
-                Reply::Http {
-                    status: 200,
-                    headers: vec![("content-type".into(), "application/json".into())],
-                    body: body.to_string(),
-                }
+                Reply::rpc_result(
+                    req,
+                    json!({ "id": id, "contextId": "ctx-1", "status": { "state": state.as_str() } }),
+                )
             }
             _ => Reply::task("task-lapse", TaskState::Working),
         }
@@ -114,28 +83,12 @@ struct World {
 }
 
 fn world(agent: &CaptureAgent) -> World {
-    let store = Arc::new(MemoryStore::new());
-    let directory = Directory::new();
-    directory.insert(agent_entry());
-    directory.set_origins_in_store(true);
-    directory.set_origin_checks(true);
-    let dyn_store: Arc<dyn Store> = store.clone();
-    let watcher: Arc<Watcher<dyn Store>> =
-        Arc::new(Watcher::new(dyn_store, directory, Settings::default()));
-    let clock = Arc::new(FakeClock::new(t0()));
-    let reconciler = Reconciler::new(
-        watcher.clone(),
-        client(),
-        Arc::new(endpoints(agent.endpoint(None))),
-        RetryPolicy::default(),
-        clock.clone(),
-        Arc::new(Notify::new()),
-    );
+    let r = reconciling(agent, true);
     World {
-        store,
-        watcher,
-        reconciler,
-        clock,
+        store: r.store,
+        watcher: r.watcher,
+        reconciler: r.reconciler,
+        clock: r.clock,
     }
 }
 
@@ -280,13 +233,20 @@ impl World {
         );
         let submitter = submitter(RetryPolicy::default(), None);
         let endpoints = endpoints(agent.endpoint(None));
+        let ids = (
+            &queued[0].tenant,
+            &queued[0].agent,
+            queued[0].message_id.as_str(),
+        );
+        let found = self.store.outbox_get(ids.0, ids.1, ids.2).await.unwrap();
         submitter
-            .deliver_one(
+            .deliver_read_with(
                 &*self.store,
                 &endpoints,
-                &tenant(),
-                &booking(),
-                &queued[0].message_id,
+                submitter.buckets(),
+                ids,
+                found,
+                watcher_delivery::deliver::Places::none(),
                 plus_secs(t0(), 11),
             )
             .await

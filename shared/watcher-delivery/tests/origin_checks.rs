@@ -18,45 +18,16 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use serde_json::{json, Value};
-use tokio::sync::Notify;
-use watcher_core::card::declaration_from_card;
-use watcher_core::engine::AgentProfile;
 use watcher_core::ids::{AgentId, Tenant};
-use watcher_core::lapse::Delivery;
-use watcher_core::settings::Settings;
 use watcher_delivery::origin_checks::{FRESH, MAX_DEFER};
 use watcher_delivery::reconcile::Reconciler;
 use watcher_delivery::testing::CaptureAgent;
 use watcher_delivery::{AgentEndpoint, Lane, PassEnd, RetryPolicy, Submitter};
 use watcher_runtime::clock::FakeClock;
-use watcher_runtime::directory::{AgentEntry, Directory};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::origins::FollowedOrigin;
-use watcher_runtime::store::{DeliveryState, OutboxEntry, Store};
+use watcher_runtime::store::{DeliveryState, OutboxEntry};
 use watcher_runtime::store::{Origins as _, Outbox as _, Records as _};
-use watcher_runtime::watcher::Watcher;
-
-fn agent_entry() -> AgentEntry {
-    let card = json!({
-        "name": "booking",
-        "skills": [{ "id": "handle_lapse", "name": "Handle lapse" }],
-        "capabilities": { "extensions": [{
-            "uri": watcher_core::EXPECTATIONS_URI,
-            "params": { "keepsTime": false, "lapseSkill": "handle_lapse", "kinds": [
-                { "kind": "shipment.manifest", "subjectType": "shipment",
-                  "describes": "the manifest", "basis": "observed" }] }
-        }]}
-    });
-    AgentEntry {
-        tenant: tenant(),
-        profile: AgentProfile {
-            id: booking(),
-            declaration: declaration_from_card(&card).unwrap(),
-        },
-        submits_lapses: true,
-        delivery: Delivery::default(),
-    }
-}
 
 /// One kept task: its contextId, its state, and whether `ListTasks` shows it.
 type Kept = (String, &'static str, bool);
@@ -71,14 +42,6 @@ impl Tasks {
             .lock()
             .unwrap()
             .insert(id.to_owned(), (context.to_owned(), state, listed));
-    }
-}
-
-fn rpc(id: Value, result: Value) -> Reply {
-    Reply::Http {
-        status: 200,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string(),
     }
 }
 
@@ -99,7 +62,7 @@ async fn agent(tasks: &Tasks) -> CaptureAgent {
             Some("GetTask") => {
                 let id = params["id"].as_str().unwrap_or_default();
                 match kept.get(id) {
-                    Some(t) => rpc(req.rpc_id(), task(id, t)),
+                    Some(t) => Reply::rpc_result(req, task(id, t)),
                     None => Reply::rpc_error(-32001, "Task not found"),
                 }
             }
@@ -110,8 +73,8 @@ async fn agent(tasks: &Tasks) -> CaptureAgent {
                     .filter(|(_, t)| t.0 == context && t.2)
                     .map(|(id, t)| task(id, t))
                     .collect();
-                rpc(
-                    req.rpc_id(),
+                Reply::rpc_result(
+                    req,
                     json!({ "tasks": listed, "nextPageToken": "", "pageSize": 100,
                             "totalSize": listed.len() }),
                 )
@@ -132,29 +95,13 @@ struct World {
 }
 
 fn world(agent: &CaptureAgent) -> World {
-    let store = Arc::new(MemoryStore::new());
-    let directory = Directory::new();
-    directory.insert(agent_entry());
-    directory.set_origins_in_store(true);
-    directory.set_origin_checks(true);
-    let dyn_store: Arc<dyn Store> = store.clone();
-    let watcher: Arc<Watcher<dyn Store>> =
-        Arc::new(Watcher::new(dyn_store, directory, Settings::default()));
-    let clock = Arc::new(FakeClock::new(t0()));
-    let reconciler = Reconciler::new(
-        watcher,
-        client(),
-        Arc::new(endpoints(agent.endpoint(None))),
-        RetryPolicy::default(),
-        clock.clone(),
-        Arc::new(Notify::new()),
-    );
+    let r = reconciling(agent, true);
     World {
-        store,
-        reconciler,
+        store: r.store,
+        reconciler: r.reconciler,
         submitter: submitter(RetryPolicy::default(), None),
         endpoints: endpoints(agent.endpoint(None)),
-        clock,
+        clock: r.clock,
     }
 }
 
@@ -239,20 +186,21 @@ async fn lapse_tasks_sharing_an_origin_cost_one_get_task_reused_while_fresh() {
         .collect();
     let entries = w.queue(&queued).await;
 
-    // Six of the nine in the first pass: one GetTask, no listing (one task to ask).
-    let first = w.pass(6).await;
+    // Six of the nine in the first pass (one context: a pass takes a quarter of its batch of
+    // it, watcher_delivery::contexts): one GetTask, no listing (one task to ask).
+    let first = w.pass(24).await;
     assert_eq!(first.end, PassEnd::More);
     assert_eq!(first.delivery.sent, 6);
     assert_eq!(count(&agent, "GetTask"), 1);
     assert_eq!(count(&agent, "ListTasks"), 0);
     // The next pass within FRESH reuses the answer.
     w.clock.set(after(FRESH / 2));
-    let second = w.pass(2).await;
+    let second = w.pass(8).await;
     assert_eq!(second.delivery.sent, 2);
     assert_eq!(count(&agent, "GetTask"), 1, "the answer is reused");
     // Past FRESH, the origin is asked again.
     w.clock.set(after(FRESH + FRESH / 2));
-    let third = w.pass(6).await;
+    let third = w.pass(24).await;
     assert_eq!(third.delivery.sent, 1);
     assert_eq!(count(&agent, "GetTask"), 2, "asked again after FRESH");
     assert_eq!(count(&agent, "SendMessage"), 9);

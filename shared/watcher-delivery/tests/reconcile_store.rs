@@ -1,6 +1,7 @@
 //! Origin-task reconciliation kept in the store (`Reconciler::poll_stored_due`) over a memory
 //! store and a capture agent: an origin of an agent that is no longer reconciled is stopped
-//! without a `GetTask`; one of a reconciled agent is asked for and rescheduled.
+//! without a `GetTask`, in the agent's slot of the hour; one of a reconciled agent is asked for
+//! and rescheduled.
 
 use crate::common;
 
@@ -9,62 +10,20 @@ use watcher_runtime::store::Origins as _;
 
 use common::*;
 use serde_json::json;
-use tokio::sync::Notify;
-use watcher_core::card::declaration_from_card;
-use watcher_core::engine::AgentProfile;
-use watcher_core::lapse::Delivery;
-use watcher_core::settings::Settings;
-use watcher_delivery::reconcile::Reconciler;
+use watcher_delivery::reconcile::{cleanup_slot, slot_of, Reconciler, CLEANUP_SLOTS};
 use watcher_delivery::testing::{Behaviour, CaptureAgent, Reply};
 use watcher_delivery::RetryPolicy;
-use watcher_runtime::clock::FakeClock;
-use watcher_runtime::directory::{AgentEntry, Directory, Lifecycle};
+use watcher_runtime::directory::{Directory, Lifecycle};
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::origins::FollowedOrigin;
-use watcher_runtime::store::Store;
-use watcher_runtime::watcher::Watcher;
-
-fn entry() -> AgentEntry {
-    let card = json!({
-        "name": "booking",
-        "skills": [{ "id": "handle_lapse", "name": "Handle lapse" }],
-        "capabilities": { "extensions": [{
-            "uri": watcher_core::EXPECTATIONS_URI,
-            "params": { "keepsTime": false, "lapseSkill": "handle_lapse", "kinds": [
-                { "kind": "shipment.manifest", "subjectType": "shipment",
-                  "describes": "the manifest", "basis": "observed" }] }
-        }]}
-    });
-    AgentEntry {
-        tenant: tenant(),
-        profile: AgentProfile {
-            id: booking(),
-            declaration: declaration_from_card(&card).unwrap(),
-        },
-        submits_lapses: true,
-        delivery: Delivery::default(),
-    }
-}
 
 async fn setup(agent: &CaptureAgent) -> (Arc<MemoryStore>, Reconciler, Directory) {
-    let store = Arc::new(MemoryStore::new());
-    let directory = Directory::new();
-    directory.insert(entry());
-    directory.set_origins_in_store(true);
-    let dyn_store: Arc<dyn Store> = store.clone();
-    let watcher: Arc<Watcher<dyn Store>> = Arc::new(Watcher::new(
-        dyn_store,
-        directory.clone(),
-        Settings::default(),
-    ));
-    let reconciler = Reconciler::new(
-        watcher,
-        client(),
-        Arc::new(endpoints(agent.endpoint(None))),
-        RetryPolicy::default(),
-        Arc::new(FakeClock::new(t0())),
-        Arc::new(Notify::new()),
-    );
+    let Reconciling {
+        store,
+        directory,
+        reconciler,
+        ..
+    } = reconciling(agent, false);
     let origin = FollowedOrigin {
         tenant: tenant(),
         agent: booking(),
@@ -90,7 +49,26 @@ async fn an_origin_of_an_agent_no_longer_reconciled_is_stopped_without_a_poll() 
         ),
     );
     assert!(!directory.reconciles(&tenant(), &booking()));
-    assert_eq!(reconciler.poll_stored_due(t0()).await, 1);
+    // Read only in its slot of the hour: the first five-minute slot after t0 that is not its
+    // own leaves the origin followed, unread; its own stops it.
+    let slot = cleanup_slot(&tenant(), &booking());
+    let in_slot = |own: bool| {
+        (0..CLEANUP_SLOTS)
+            .map(|k| plus_secs(t0(), k * 300))
+            .find(|at| (slot_of(*at) == slot) == own)
+            .unwrap()
+    };
+    assert_eq!(reconciler.poll_stored_due(in_slot(false)).await, 0);
+    assert_eq!(
+        store
+            .origins_due(&tenant(), &booking(), plus_secs(t0(), 3600), 10)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "still followed outside its slot"
+    );
+    assert_eq!(reconciler.poll_stored_due(in_slot(true)).await, 1);
     assert_eq!(agent.request_count(), 0, "no GetTask for a trusted agent");
     assert!(store
         .origins_due(&tenant(), &booking(), plus_secs(t0(), 86_400 * 30), 10)
@@ -99,17 +77,42 @@ async fn an_origin_of_an_agent_no_longer_reconciled_is_stopped_without_a_poll() 
         .is_empty());
 }
 
+/// The cleanup slots: stable (the same agent, the same slot), within the hour's twelve, spread
+/// over them, and each instant's slot its five minutes of the hour.
+#[test]
+fn cleanup_slots_are_stable_and_spread_over_the_hour() {
+    let agents: Vec<watcher_core::ids::AgentId> = (0..120)
+        .map(|i| watcher_core::ids::AgentId::parse(format!("agent-{i}")).unwrap())
+        .collect();
+    let slots: Vec<u64> = agents.iter().map(|a| cleanup_slot(&tenant(), a)).collect();
+    assert_eq!(
+        slots,
+        agents
+            .iter()
+            .map(|a| cleanup_slot(&tenant(), a))
+            .collect::<Vec<_>>()
+    );
+    let used: std::collections::BTreeSet<u64> = slots.iter().copied().collect();
+    assert!(used.iter().all(|s| *s < CLEANUP_SLOTS));
+    assert!(
+        used.len() >= 10,
+        "120 agents use most of the 12 slots: {used:?}"
+    );
+    let at = |s: &str| watcher_core::time::Instant::parse(s).unwrap();
+    assert_eq!(slot_of(at("2026-09-10T12:00:00Z")), 0);
+    assert_eq!(slot_of(at("2026-09-10T12:04:59Z")), 0);
+    assert_eq!(slot_of(at("2026-09-10T12:05:00Z")), 1);
+    assert_eq!(slot_of(at("2026-09-10T12:59:59Z")), 11);
+}
+
 #[tokio::test]
 async fn an_origin_still_working_is_asked_for_and_rescheduled() {
     let agent = CaptureAgent::spawn(Behaviour::from_fn(|_, req| {
-        let body = json!({ "jsonrpc": "2.0", "id": req.rpc_id(), "result": {
-            "id": "task-1", "contextId": "ctx-1",
-            "status": { "state": "TASK_STATE_WORKING", "timestamp": "2026-09-10T12:00:00Z" } } });
-        Reply::Http {
-            status: 200,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: body.to_string(),
-        }
+        Reply::rpc_result(
+            req,
+            json!({ "id": "task-1", "contextId": "ctx-1",
+                    "status": { "state": "TASK_STATE_WORKING", "timestamp": "2026-09-10T12:00:00Z" } }),
+        )
     }))
     .await
     .unwrap();

@@ -383,7 +383,6 @@ pub fn submitter(cfg: &DeliveryConfig) -> anyhow::Result<Submitter> {
         SubmitterConfig {
             retry: retry_policy(cfg),
             rate_limit: rate_limit(cfg),
-            concurrency: cfg.in_flight_per_agent.max(1),
         },
     )
     .with_lease(watcher_delivery::deliver::lease_for(

@@ -1,5 +1,5 @@
-//! Delivery as operators see it, driven with `oneshot` over an in-memory store: `/healthz` tells
-//! whether the store can write (503 problem+json while it cannot, 200 after), `GET /v1/agents`
+//! Delivery as operators see it, driven with `oneshot` over an in-memory store: `/healthz` with
+//! the operator's token tells whether the store can write (503 problem+json while it cannot, 200 after), `GET /v1/agents`
 //! reports each agent's delivery state, `POST /v1/lapses/retry` re-queues failed lapse tasks and
 //! refuses bad input with problem+json, and `GET /v1/lapses` marks lapse tasks needing a person.
 
@@ -79,7 +79,10 @@ async fn healthz_is_503_while_the_store_cannot_write_and_200_after() {
     let h = harness(Arc::new(MemoryStore::new()));
     let (status, _, body) = call(&h.app, "GET", "/healthz", None).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(body, json!({ "status": "ok" }));
+    assert_eq!(
+        body,
+        json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION"), "store": "writes" })
+    );
 
     h.store.fail_writes(true);
     let (status, content_type, body) = call(&h.app, "GET", "/healthz", None).await;

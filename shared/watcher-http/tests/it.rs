@@ -4,6 +4,7 @@
 
 mod common;
 mod delivery_ops;
+mod health;
 mod instants;
 mod learnables_http;
 mod openapi;

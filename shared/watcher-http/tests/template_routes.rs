@@ -119,3 +119,91 @@ fn the_matching_rule_reads_patterns_as_api_gateway_does() {
         "/v1/lapses/retry"
     ));
 }
+
+/// The HttpApi's `RouteSettings` in template.yaml: route key (`METHOD /path`) → the
+/// `Throttling…Limit` settings under it, each `(name, value as written)`.
+fn route_settings() -> Vec<(String, Vec<(String, String)>)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml");
+    let text = std::fs::read_to_string(path).expect("template.yaml beside the workspace");
+    let resource = Regex::new(r"^  ([A-Za-z0-9]+):\s*$").expect("a regex");
+    let key = Regex::new(r#"^        "([A-Z]+ /[^"]*)":\s*$"#).expect("a regex");
+    let setting = Regex::new(r"^          (Throttling\w+):\s*(.+?)\s*$").expect("a regex");
+    let (mut in_api, mut in_settings) = (false, false);
+    let mut out: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for line in text.lines() {
+        if let Some(c) = resource.captures(line) {
+            in_api = &c[1] == "HttpApi";
+            in_settings = false;
+        } else if in_api && line.starts_with("      ") && !line.starts_with("       ") {
+            in_settings = line.trim_end() == "      RouteSettings:";
+        } else if in_settings {
+            if let Some(c) = key.captures(line) {
+                out.push((c[1].to_string(), Vec::new()));
+            } else if let (Some(c), Some(last)) = (setting.captures(line), out.last_mut()) {
+                last.1.push((c[1].to_string(), c[2].to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// Per-route throttles (docs/security.md "The edge"): every key of the HttpApi's
+/// `RouteSettings` is a route some function declares (a key naming no route fails the deploy:
+/// "Unable to find Route by key"), each sets both limits (a route setting replaces the default
+/// route settings rather than inheriting them), every route of the api function has one, and
+/// `/healthz` is in the anonymous group.
+#[test]
+fn every_route_setting_names_a_declared_route_and_sets_both_limits() {
+    let settings = route_settings();
+    let api: Vec<String> = template_events("ApiFunction")
+        .into_iter()
+        .map(|(m, p)| format!("{m} {p}"))
+        .collect();
+    let declared: Vec<String> = api
+        .iter()
+        .cloned()
+        .chain(
+            template_events("LessonWriteFunction")
+                .into_iter()
+                .map(|(m, p)| format!("{m} {p}")),
+        )
+        .collect();
+    assert!(settings.len() >= 16, "{settings:?}");
+    for (key, limits) in &settings {
+        assert!(
+            declared.contains(key),
+            "RouteSettings {key:?} names no route"
+        );
+        let names: Vec<&str> = limits.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["ThrottlingRateLimit", "ThrottlingBurstLimit"],
+            "{key}"
+        );
+    }
+    let missing: Vec<&String> = api
+        .iter()
+        .filter(|r| !settings.iter().any(|(k, _)| k == *r))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "api routes on the default throttle: {missing:?}"
+    );
+    let health = settings
+        .iter()
+        .find(|(k, _)| k == "GET /healthz")
+        .expect("GET /healthz has a route setting");
+    assert_eq!(
+        health.1,
+        [
+            (
+                "ThrottlingRateLimit".to_owned(),
+                "!Ref AnonymousThrottleRate".to_owned()
+            ),
+            (
+                "ThrottlingBurstLimit".to_owned(),
+                "!Ref AnonymousThrottleBurst".to_owned()
+            ),
+        ]
+    );
+}

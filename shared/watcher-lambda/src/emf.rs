@@ -10,7 +10,10 @@
 //! | `LapsesOverdue`, `LapsesSkipped`, `LapsesStalled` | Count | per input |
 //! | `DeliveryAttempts`, `DeliveryFailures` | Count | per posting |
 //! | `LapseDeliveryLateness` | Seconds | delivery instant − `lapsedAt`, per delivered task |
+//! | `LapseTasksDelivered` | Count | 1 per delivered task (the lateness objective's "all") |
+//! | `LapseTasksDeliveredLate` | Count | 1 per delivered task later than the objective, else 0 |
 //! | `OpenExpectations` | Count | after each sweep, from the per-agent live counters |
+//! | `TimerFailures` | Count | per due timer whose record could not be read or written |
 //! | `Notifications`, `NotificationFailures`, `NotificationRedirects` | Count | per notification, also by `Channel`; a redirect (3xx, not followed) is a failure too |
 
 use std::io::Write;
@@ -21,6 +24,57 @@ use watcher_runtime::metrics::{AttemptOutcome, Recorder, Tally};
 
 /// The CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "a2a-watcher";
+
+/// The environment variable holding the lapse lateness objective in seconds (template.yaml's
+/// `LapseLatenessObjectiveSeconds`): a delivered lapse task later than this counts in
+/// `LapseTasksDeliveredLate`, which the template's burn-rate alarms divide by
+/// `LapseTasksDelivered`.
+pub const LATENESS_OBJECTIVE_ENV: &str = "LAPSE_LATENESS_OBJECTIVE_SECONDS";
+
+/// The objective when [`LATENESS_OBJECTIVE_ENV`] is unset: 60 s after `lapsedAt`.
+pub const DEFAULT_LATENESS_OBJECTIVE_SECS: f64 = 60.0;
+
+/// The lateness objective, in seconds, read from `value` (the text of
+/// [`LATENESS_OBJECTIVE_ENV`]); [`DEFAULT_LATENESS_OBJECTIVE_SECS`] when `None`.
+///
+/// # Errors
+/// A message naming the variable when `value` is not a finite number of seconds above 0 (the
+/// template's parameter allows 1 to 86,400); set it to such a number.
+pub fn lateness_objective(value: Option<&str>) -> Result<f64, String> {
+    let Some(text) = value else {
+        return Ok(DEFAULT_LATENESS_OBJECTIVE_SECS);
+    };
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+        _ => Err(format!(
+            "{LATENESS_OBJECTIVE_ENV} is {text:?}, not a number of seconds above 0"
+        )),
+    }
+}
+
+/// The metrics of one posting of a lapse task ([`Recorder::attempt`]), with `lateness` in
+/// seconds for a delivered one: `DeliveryAttempts`; `DeliveryFailures` when `outcome` is
+/// failed; for a delivered task `LapseDeliveryLateness` (never below 0), `LapseTasksDelivered`
+/// and `LapseTasksDeliveredLate` (1 when `lateness` exceeds `objective_secs`, else 0, so a
+/// window's sum over `LapseTasksDelivered`'s is the share of late deliveries).
+pub fn attempt_metrics(
+    outcome: AttemptOutcome,
+    lateness: Option<f64>,
+    objective_secs: f64,
+) -> Vec<(&'static str, &'static str, f64)> {
+    let mut m = vec![("DeliveryAttempts", "Count", 1.0)];
+    if outcome == AttemptOutcome::Failed {
+        m.push(("DeliveryFailures", "Count", 1.0));
+    }
+    if let Some(s) = lateness {
+        let s = s.max(0.0);
+        m.push(("LapseDeliveryLateness", "Seconds", s));
+        m.push(("LapseTasksDelivered", "Count", 1.0));
+        let late = if s > objective_secs { 1.0 } else { 0.0 };
+        m.push(("LapseTasksDeliveredLate", "Count", late));
+    }
+    m
+}
 
 /// One EMF document: `metrics` as `(name, unit, value)`, under dimension `Function` =
 /// `function`, at `timestamp_ms` (Unix milliseconds).
@@ -89,6 +143,8 @@ pub fn tally_metrics(t: &Tally) -> Vec<(&'static str, &'static str, f64)> {
 #[derive(Debug, Clone)]
 pub struct EmfRecorder {
     function: String,
+    /// Seconds after `lapsedAt` beyond which a delivery counts as late.
+    objective_secs: f64,
 }
 
 impl EmfRecorder {
@@ -96,12 +152,31 @@ impl EmfRecorder {
     pub fn new(function: impl Into<String>) -> Self {
         EmfRecorder {
             function: function.into(),
+            objective_secs: DEFAULT_LATENESS_OBJECTIVE_SECS,
         }
     }
 
-    /// For this Lambda function: `AWS_LAMBDA_FUNCTION_NAME`, `local` outside Lambda.
+    /// This recorder with the lapse lateness objective `secs` (see [`attempt_metrics`]).
+    pub fn with_lateness_objective(mut self, secs: f64) -> Self {
+        self.objective_secs = secs;
+        self
+    }
+
+    /// For this Lambda function: `AWS_LAMBDA_FUNCTION_NAME`, `local` outside Lambda, with the
+    /// objective of [`LATENESS_OBJECTIVE_ENV`]. An objective that cannot be read is logged as
+    /// an error and the default (60 s) used: the metrics stay on, and the template's parameter
+    /// constraints keep a deployed value valid.
     pub fn from_env() -> Self {
-        Self::new(std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".into()))
+        let recorder =
+            Self::new(std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".into()));
+        let value = std::env::var(LATENESS_OBJECTIVE_ENV).ok();
+        match lateness_objective(value.as_deref()) {
+            Ok(secs) => recorder.with_lateness_objective(secs),
+            Err(e) => {
+                tracing::error!(error = %e, "lapse lateness objective: using 60 s");
+                recorder
+            }
+        }
     }
 
     /// One notification posted by the `[[notify]]` channel `channel` (`watcher-notify`):
@@ -140,20 +215,19 @@ pub fn notification_metrics(outcome: &str) -> Vec<(&'static str, &'static str, f
     m
 }
 
+/// The metrics of one due timer whose firing failed: `TimerFailures` (template.yaml's
+/// TimerFailuresAlarm).
+pub fn timer_failure_metrics() -> Vec<(&'static str, &'static str, f64)> {
+    vec![("TimerFailures", "Count", 1.0)]
+}
+
 impl Recorder for EmfRecorder {
     fn applied(&self, tally: &Tally) {
         self.print(&tally_metrics(tally));
     }
 
     fn attempt(&self, outcome: AttemptOutcome, lateness: Option<f64>) {
-        let mut m = vec![("DeliveryAttempts", "Count", 1.0)];
-        if outcome == AttemptOutcome::Failed {
-            m.push(("DeliveryFailures", "Count", 1.0));
-        }
-        if let Some(s) = lateness {
-            m.push(("LapseDeliveryLateness", "Seconds", s.max(0.0)));
-        }
-        self.print(&m);
+        self.print(&attempt_metrics(outcome, lateness, self.objective_secs));
     }
 
     fn open_expectations(&self, open: u64) {
@@ -161,7 +235,7 @@ impl Recorder for EmfRecorder {
     }
 
     fn timer_failed(&self) {
-        self.print(&[("TimerFailures", "Count", 1.0)]);
+        self.print(&timer_failure_metrics());
     }
 }
 
@@ -254,6 +328,80 @@ mod tests {
                 ("NotificationRedirects", 1.0)
             ]
         );
+    }
+
+    /// The burn-rate alarms divide `LapseTasksDeliveredLate` by `LapseTasksDelivered`: a
+    /// delivery at the objective is within it, one a millisecond past is late, a retry or a
+    /// failure counts in neither.
+    #[test]
+    fn a_delivery_counts_late_only_past_the_objective() {
+        let counts = |outcome, lateness| {
+            attempt_metrics(outcome, lateness, 60.0)
+                .into_iter()
+                .filter(|(n, _, _)| n.starts_with("LapseTasks"))
+                .map(|(n, _, v)| (n, v))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            counts(AttemptOutcome::Delivered, Some(60.0)),
+            [
+                ("LapseTasksDelivered", 1.0),
+                ("LapseTasksDeliveredLate", 0.0)
+            ]
+        );
+        assert_eq!(
+            counts(AttemptOutcome::Delivered, Some(60.001)),
+            [
+                ("LapseTasksDelivered", 1.0),
+                ("LapseTasksDeliveredLate", 1.0)
+            ]
+        );
+        // A clock a little behind the lapse's own gives a negative lateness: on time.
+        assert_eq!(
+            counts(AttemptOutcome::Delivered, Some(-0.5)),
+            [
+                ("LapseTasksDelivered", 1.0),
+                ("LapseTasksDeliveredLate", 0.0)
+            ]
+        );
+        assert!(counts(AttemptOutcome::Retried, None).is_empty());
+        assert!(counts(AttemptOutcome::Failed, None).is_empty());
+    }
+
+    #[test]
+    fn a_delivered_attempt_line_carries_lateness_and_both_counts() {
+        let line = emf_line(
+            "stack-submitter",
+            1_786_957_200_000,
+            &attempt_metrics(AttemptOutcome::Delivered, Some(75.25), 60.0),
+        );
+        assert_eq!(line["DeliveryAttempts"], json!(1.0));
+        assert_eq!(line["LapseDeliveryLateness"], json!(75.25));
+        assert_eq!(line["LapseTasksDelivered"], json!(1.0));
+        assert_eq!(line["LapseTasksDeliveredLate"], json!(1.0));
+        assert_eq!(
+            line["_aws"]["CloudWatchMetrics"][0]["Metrics"][3],
+            json!({ "Name": "LapseTasksDeliveredLate", "Unit": "Count" })
+        );
+        let failed = attempt_metrics(AttemptOutcome::Failed, None, 60.0);
+        assert_eq!(
+            failed,
+            [
+                ("DeliveryAttempts", "Count", 1.0),
+                ("DeliveryFailures", "Count", 1.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_objective_is_read_from_the_environment_text() {
+        assert_eq!(lateness_objective(None), Ok(60.0));
+        assert_eq!(lateness_objective(Some("90")), Ok(90.0));
+        assert_eq!(lateness_objective(Some(" 2.5 ")), Ok(2.5));
+        for bad in ["", "0", "-5", "NaN", "inf", "a minute"] {
+            let e = lateness_objective(Some(bad)).expect_err(bad);
+            assert!(e.contains(LATENESS_OBJECTIVE_ENV), "{e}");
+        }
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! The sweep's duties (style.md: "timers are hints, the record is the truth"), each a
-//! [`Duty`] with its own `rate()` schedule invoking the timer function with `{"sweep":
-//! "<duty>"}` (template.yaml), so that a backlog in one never delays another, and each within a
-//! budget: the invocation's remaining time less [`SWEEP_RESERVE`] (docs/aws-latency.md, "The
-//! sweep's duties"). `{"sweep": true}` runs every duty in turn, each within its share of the
-//! remaining time.
+//! [`Duty`] with its own `cron()` schedule, at its own minute, invoking the timer function with
+//! `{"sweep": "<duty>"}` (template.yaml), so that a backlog in one never delays another, and
+//! each within a budget: the invocation's remaining time less [`SWEEP_RESERVE`]
+//! (docs/aws-latency.md, "The sweep's duties"). `{"sweep": true}` runs every duty in turn, each
+//! within its share of the remaining time.
 //!
 //! * `timers`: fires every timer due by its instant, whatever happened to its schedule, then
 //!   refreshes the open gauge;

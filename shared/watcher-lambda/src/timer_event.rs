@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | [`TimerEvent::Fire`] | a per-expectation one-time schedule | `{"tenant", "timer"}` ([`TimerInput`]) |
 //! | [`TimerEvent::Batch`] | the timer queue's event source mapping | `{"Records": [{"messageId", "receiptHandle", "body", "attributes": {"ApproximateReceiveCount"}}]}` |
-//! | [`TimerEvent::Sweep`] | a sweep duty's `rate()` schedule (template.yaml) | `{"sweep": "<duty>"}` ([`Duty`]), or `{"sweep": true}` for every duty in turn |
+//! | [`TimerEvent::Sweep`] | a sweep duty's `cron()` schedule (template.yaml) | `{"sweep": "<duty>"}` ([`Duty`]), or `{"sweep": true}` for every duty in turn |
 //!
 //! Each record's `body` is read by [`watcher_aws::TimerQueueMessage::parse`] when the record is
 //! handled: one unreadable body is dropped (logged) without failing its batch.

@@ -14,21 +14,13 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use watcher_config::Config;
 use watcher_core::ids::{AgentId, Tenant};
-use watcher_delivery::testing::{spawn_capture_agent, Behaviour, CapturedRequest, Reply};
+use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
 use watcher_runtime::clock::{Clock, SystemClock};
 
 const CARD: &str = include_str!("../../../examples/booking-card.json");
 const PUSH_TOKEN: &str = "push-booking";
 /// Every status the stub sends carries this timestamp.
 const TS: &str = "2026-11-30T00:00:00Z";
-
-fn rpc_result(req: &CapturedRequest, result: Value) -> Reply {
-    Reply::Http {
-        status: 200,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: json!({ "jsonrpc": "2.0", "id": req.rpc_id(), "result": result }).to_string(),
-    }
-}
 
 fn task(id: &str, state: &str) -> Value {
     json!({ "id": id, "contextId": "ctx-probe", "status": { "state": state, "timestamp": TS } })
@@ -77,13 +69,13 @@ fn conforming() -> Behaviour {
                     .starts_with("probe:cancel")
                 {
                     *cancel_config.lock().unwrap() = config;
-                    rpc_result(
+                    Reply::rpc_result(
                         req,
                         json!({ "task": task("probe-cancel", "TASK_STATE_WORKING") }),
                     )
                 } else {
                     push_later(config, "probe-task", "TASK_STATE_COMPLETED");
-                    rpc_result(
+                    Reply::rpc_result(
                         req,
                         json!({ "task": task("probe-task", "TASK_STATE_SUBMITTED") }),
                     )
@@ -95,7 +87,7 @@ fn conforming() -> Behaviour {
                     "probe-cancel" if canceled.load(Ordering::SeqCst) => "TASK_STATE_CANCELED",
                     _ => "TASK_STATE_WORKING",
                 };
-                rpc_result(req, task(&asked, state))
+                Reply::rpc_result(req, task(&asked, state))
             }
             "CancelTask" => {
                 canceled.store(true, Ordering::SeqCst);
@@ -104,9 +96,9 @@ fn conforming() -> Behaviour {
                     &asked,
                     "TASK_STATE_CANCELED",
                 );
-                rpc_result(req, task(&asked, "TASK_STATE_CANCELED"))
+                Reply::rpc_result(req, task(&asked, "TASK_STATE_CANCELED"))
             }
-            "ListTasks" => rpc_result(req, json!({ "tasks": [], "nextPageToken": "" })),
+            "ListTasks" => Reply::rpc_result(req, json!({ "tasks": [], "nextPageToken": "" })),
             _ => Reply::rpc_error(-32601, "Method not found"),
         }
     })

@@ -12,6 +12,8 @@ mod ids_api;
 mod operator_view_api;
 mod root_and_bodies_api;
 mod submitter_lanes;
+mod sweep_schedules;
+mod template_alarms;
 mod timer_redelivery;
 mod times_api;
 mod webhooks_api;

@@ -136,7 +136,6 @@ macro_rules! store_conformance {
             origins_followed_by_next_poll,
             outbox_claims_are_exclusive,
             claims_and_updates_by_a_read,
-            claims_by_a_copy_trust_only_what_is_stored,
             probe_write_writes,
             agent_cards_are_kept,
             an_unchanged_card_is_written_at_most_once_per_interval,

@@ -331,9 +331,6 @@ pub trait Rejections: Send + Sync {
 /// are [`LapseLog`]'s.
 #[async_trait]
 pub trait Outbox: Send + Sync {
-    /// Queued outbox entries whose next attempt is due at `now`, oldest first.
-    async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError>;
-
     /// The outbox entry (tenant, agent, messageId), if stored.
     async fn outbox_get(
         &self,
@@ -377,7 +374,7 @@ pub trait Outbox: Send + Sync {
     ) -> Result<Claim, StoreError>;
 
     /// [`Outbox::outbox_claim`] of `read`'s identity, where `read` is the entry as the caller
-    /// has just read it (from [`Outbox::outbox_get`] or [`Outbox::outbox_due`]). The answer is
+    /// has just read it (from [`Outbox::outbox_get`] or [`Outbox::outbox_lane`]). The answer is
     /// the same; a store whose claim is a write conditional on the entry as read (DynamoDB) may
     /// try that write against `read` first and read the entry itself only when the write finds
     /// it changed, which saves a read when nothing else wrote the entry meanwhile. By default,
@@ -393,34 +390,6 @@ pub trait Outbox: Send + Sync {
     ) -> Result<Claim, StoreError> {
         self.outbox_claim(&read.tenant, &read.agent, &read.message_id, lease, now)
             .await
-    }
-
-    /// Whether [`Outbox::outbox_claim_copy`] can grant a claim here (a store whose claims are
-    /// conditional writes); by default `false`, and then a caller holding a copy reads the entry
-    /// at once, before it takes anything (a rate-limit token) for a claim that cannot come.
-    fn outbox_claims_copies(&self) -> bool {
-        false
-    }
-
-    /// [`Outbox::outbox_claim`] of `copy`'s identity by `copy` alone, where `copy` is the entry
-    /// as it was when its lapse-queue message was sent (not read now): the claim `copy` is judged
-    /// to grant ([`crate::lease::claim`]), written on condition that the stored entry is still
-    /// exactly `copy`. Answers that claim when the write lands, and `None` when it does not (the
-    /// entry changed since the copy was made, is not stored where the copy says, or the copy
-    /// grants nothing): the caller then reads the entry and goes by what it reads. Nothing is
-    /// judged from a copy that the write does not confirm. By default, `None` (a store whose
-    /// claims are not conditional writes reads instead).
-    ///
-    /// # Errors
-    /// Backend or corrupt data.
-    async fn outbox_claim_copy(
-        &self,
-        copy: &OutboxEntry,
-        lease: &Lease,
-        now: Instant,
-    ) -> Result<Option<Claim>, StoreError> {
-        let _ = (copy, lease, now);
-        Ok(None)
     }
 
     /// [`Outbox::outbox_update`] of `entry`, where `read` is the same entry as the caller last

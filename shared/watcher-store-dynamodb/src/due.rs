@@ -47,36 +47,4 @@ impl DynamoStore {
         due.truncate(limit);
         Ok(due)
     }
-
-    /// Up to `limit` keys of queued lapse tasks whose next attempt is at or before `now`, with
-    /// their `seq`, in `seq` order, from the `outbox-due` index partition `partition`.
-    pub(crate) async fn due_keys_in(
-        &self,
-        partition: String,
-        now: Instant,
-        limit: usize,
-    ) -> Result<Vec<(u64, String, String)>, StoreError> {
-        let what = "outbox-due index entry";
-        let mut keys = self
-            .query_at_least(
-                limit,
-                || {
-                    self.index_query(OUTBOX_DUE_INDEX, (QUEUED, partition.clone()))
-                        .key_condition_expression("#p = :p")
-                        .filter_expression("#n <= :now")
-                        .expression_attribute_names("#n", NEXT_ATTEMPT)
-                        .expression_attribute_values(":now", s(instant_key(now)))
-                },
-                |item| {
-                    Ok((
-                        get_u64(&item, SEQ, what)?,
-                        get_s(&item, PK, what)?.to_owned(),
-                        get_s(&item, SK, what)?.to_owned(),
-                    ))
-                },
-            )
-            .await?;
-        keys.truncate(limit);
-        Ok(keys)
-    }
 }

@@ -41,7 +41,7 @@ pub(crate) const COUNTER_PK: &str = "COUNTER";
 /// every subject); read still, never written ([`timers_partitions`]).
 pub(crate) const TIMERS_PARTITION: &str = "timers";
 /// The partition value of the `outbox-due` index written by an earlier version (present only on
-/// queued entries); read still, never written ([`queued_partitions`]).
+/// queued entries); never written now (an entry moves to its shard at its next update).
 pub(crate) const QUEUED_PARTITION: &str = "queued";
 
 /// Shards of the `live` index (an agent's `LIVE#{tenant}#{agent}#{k}`), of a tenant's lapse
@@ -58,8 +58,9 @@ pub(crate) const INDEX_SHARDS: u64 = 16;
 /// all tenants. At the goal (10,000 raises and 10,000 facts a second, each arming, moving or
 /// ending a timer) `timers` takes about 20,000 index writes a second, over the 16,000 that
 /// sixteen partitions of 1,000 write units allow; 64 shards allow 64,000 (32,000 commits a
-/// second whose index entry is 1–2 KB). Only the sweep and the due-queue read query them all (65
-/// queries each, with the earlier version's one value), never a request.
+/// second whose index entry is 1–2 KB). Only the sweep queries them all (65 queries, with the
+/// earlier version's one value), never a request; no read queries `outbox-due` now (each agent's
+/// lane reads `outbox-agent`).
 ///
 /// Raising the number needs no migration: an item written under a smaller number is in a shard
 /// below it (`timers#{k}`, `k` < 16, for the sixteen of an earlier version), which every read
@@ -91,9 +92,10 @@ pub(crate) fn timers_partitions() -> Vec<String> {
         .collect()
 }
 
-/// Every partition value of the `outbox-due` index a read queries: the [`DUE_SHARDS`] shards
-/// (which include the sixteen of an earlier version) and the one value of a version before that
-/// (an entry written under either moves to its shard at its next update).
+/// Every partition value of the `outbox-due` index: the [`DUE_SHARDS`] shards (which include the
+/// sixteen of an earlier version) and the one value of a version before that (an entry written
+/// under either moves to its shard at its next update). No read queries them now.
+#[cfg(test)]
 pub(crate) fn queued_partitions() -> Vec<String> {
     std::iter::once(QUEUED_PARTITION.to_owned())
         .chain((0..DUE_SHARDS).map(|k| format!("{QUEUED_PARTITION}#{k}")))

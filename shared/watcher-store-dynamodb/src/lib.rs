@@ -31,6 +31,7 @@ mod lapse_pages;
 mod live;
 mod loaded;
 mod notify;
+mod open_timers;
 mod origins;
 mod outbox;
 mod outbox_items;
@@ -83,17 +84,18 @@ use crate::keys::{
     follow_agent, follow_keys, instant_key, lapses_agent_partitions, lapses_agent_shard,
     lapses_tenant_partitions, lapses_tenant_shard, legacy_outbox_pk, live_agent_partitions,
     live_agent_shard, live_count_shard_pk, outbox_partitions, outbox_pk, outbox_sk, outbox_task,
-    person_agent, position_in_item, queued_partition, queued_partitions, rejections_pk, row_of,
-    row_sk, shard_of, subject_pk, task_pk, timers_partition, timers_partitions, COUNTER_PK, ITEM,
-    LIVE_COUNT_SHARDS, REJECTION_STRIDE,
+    person_agent, position_in_item, queued_partition, rejections_pk, row_of, row_sk, shard_of,
+    subject_pk, task_pk, timers_partition, timers_partitions, COUNTER_PK, ITEM, LIVE_COUNT_SHARDS,
+    REJECTION_STRIDE,
 };
+pub use crate::open_timers::{OpenTimersPage, TimersCursor};
 pub use crate::table::create_table;
 use crate::table::{
     AGENT_DELIVERY, DELIVERY, ENTRY, EXPIRES_AT, FOLLOW_AGENT, FOLLOW_AT, INDEXED, KIND,
     LAPSES_AGENT, LAPSES_AGENT_INDEX, LAPSES_TENANT, LAPSES_TENANT_INDEX, LIVE_AGENT, LIVE_INDEX,
-    LIVE_UNTIL, NEXT_ATTEMPT, OUTBOX_AGENT_INDEX, OUTBOX_DUE_INDEX, OUTBOX_FOLLOW_INDEX,
-    OUTBOX_TASK_INDEX, PK, QUEUED, REJECTIONS, SEQ, SK, STATE, SUBJECT, TASK_KEY, TENANT, TIMERS,
-    TIMERS_INDEX, TIMERS_PK, TIMERS_SK, VALUE, VERSION,
+    LIVE_UNTIL, NEXT_ATTEMPT, OUTBOX_AGENT_INDEX, OUTBOX_FOLLOW_INDEX, OUTBOX_TASK_INDEX, PK,
+    QUEUED, REJECTIONS, SEQ, SK, STATE, SUBJECT, TASK_KEY, TENANT, TIMERS, TIMERS_INDEX, TIMERS_PK,
+    TIMERS_SK, VALUE, VERSION,
 };
 
 /// Rejections kept in one item (one item per commit and agent; more make several items).

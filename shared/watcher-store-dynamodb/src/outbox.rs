@@ -20,34 +20,6 @@ impl Outbox for DynamoStore {
             .collect())
     }
 
-    /// Queries every partition of the `outbox-due` index (`queued_partitions`) at once, each
-    /// for at most `limit` due keys, merges them in `seq` order (oldest first) and re-reads the
-    /// first `limit`.
-    async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        let found = each(queued_partitions(), |p| async move {
-            self.due_keys_in(p, now, limit).await
-        })
-        .await?;
-        let mut found: Vec<(u64, String, String)> = found.into_iter().flatten().collect();
-        found.sort();
-        found.truncate(limit);
-        let keys: Vec<(String, String)> = found.into_iter().map(|(_, pk, sk)| (pk, sk)).collect();
-        // The index is eventually consistent: re-read each entry and keep those still due, so
-        // an entry just marked sent is not handed out again.
-        let entries = each(keys, |(pk, sk)| async move {
-            match self.get(pk, &sk).await? {
-                None => Ok(None),
-                Some(item) => entry_of(&item).map(|(_, e)| Some(e)),
-            }
-        })
-        .await?;
-        Ok(entries
-            .into_iter()
-            .flatten()
-            .filter(|e| e.delivery == DeliveryState::Queued && e.next_attempt_at <= now)
-            .collect())
-    }
-
     async fn outbox_get(
         &self,
         tenant: &Tenant,
@@ -125,31 +97,6 @@ impl Outbox for DynamoStore {
             now,
         )
         .await
-    }
-
-    /// Always: [`Outbox::outbox_claim_copy`] is one conditional write here.
-    fn outbox_claims_copies(&self) -> bool {
-        true
-    }
-
-    /// The claim `copy` grants, as one `UpdateItem` conditional on the stored entry being `copy`
-    /// to the byte (in the entry's shard, `outbox_pk`): no read. `None` when the condition
-    /// fails or `copy` grants nothing.
-    async fn outbox_claim_copy(
-        &self,
-        copy: &OutboxEntry,
-        lease: &Lease,
-        now: Instant,
-    ) -> Result<Option<Claim>, StoreError> {
-        let decided = claim(copy, lease, now);
-        let Claim::Claimed { entry, .. } = &decided else {
-            return Ok(None);
-        };
-        let pk = outbox_pk(&copy.tenant, &copy.agent, &copy.message_id);
-        Ok(self
-            .replace_outbox(&pk, entry, &to_json(copy)?)
-            .await?
-            .then_some(decided))
     }
 
     async fn outbox_task_state(

@@ -55,6 +55,51 @@ impl DynamoStore {
         self.get_projected_batch_as(keys, attributes, true).await
     }
 
+    /// Strongly consistent reads of whole items by key, by `BatchGetItem` as
+    /// [`DynamoStore::get_projected_batch`] reads (up to [`BATCH_GET_KEYS`] keys a request, the
+    /// unprocessed asked for again): the same read units as one `GetItem` a key, in one request
+    /// per hundred keys. Answers the items found by their (pk, sk); a key not found is absent.
+    ///
+    /// # Errors
+    /// Backend errors; an item without its key attributes.
+    pub(crate) async fn get_whole_batch(
+        &self,
+        keys: Vec<(String, String)>,
+    ) -> Result<HashMap<(String, String), Item>, StoreError> {
+        let mut unique: Vec<(String, String)> = Vec::new();
+        for key in keys {
+            if !unique.contains(&key) {
+                unique.push(key);
+            }
+        }
+        let chunks: Vec<Vec<(String, String)>> = unique
+            .chunks(BATCH_GET_KEYS)
+            .map(<[(String, String)]>::to_vec)
+            .collect();
+        let found = each(chunks, |chunk| async move {
+            let keys: Vec<Item> = chunk
+                .into_iter()
+                .map(|(pk, sk)| HashMap::from([(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))]))
+                .collect();
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .build()
+                .map_err(error::backend)?;
+            let mut found = Vec::new();
+            for item in self.batch_get(request).await? {
+                let key = (
+                    get_s(&item, PK, "batch-read item")?.to_owned(),
+                    get_s(&item, SK, "batch-read item")?.to_owned(),
+                );
+                found.push((key, item));
+            }
+            Ok::<_, StoreError>(found)
+        })
+        .await?;
+        Ok(found.into_iter().flatten().collect())
+    }
+
     /// [`DynamoStore::get_projected_batch`], eventually consistent (half the read units): for
     /// items no current writer changes (the earlier version's `OUTBOX#{tenant}`, which this
     /// version only reads and updates in place, so a lagging replica answers what a consistent

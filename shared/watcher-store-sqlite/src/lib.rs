@@ -519,10 +519,6 @@ mod tests {
                 .outbox_by_task(&t, &agent, &format!("task-{i}"))
                 .await
                 .unwrap();
-            store
-                .outbox_due(at("2026-09-10T12:00:00Z"), limit)
-                .await
-                .unwrap();
         }
         let writer = store.write(|conn| Ok(replanned(conn))).await.unwrap();
         let readers: i64 = store

@@ -5,20 +5,6 @@ use watcher_runtime::store::{Lane, LaneQuery, LapseLog, Outbox};
 
 #[async_trait]
 impl Outbox for SqliteStore {
-    async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        let now = instant_key(now);
-        self.read(move |conn| {
-            json_rows(
-                conn,
-                "SELECT entry FROM outbox WHERE delivery = 'queued' AND next_attempt <= ?1
-                 ORDER BY seq LIMIT ?2",
-                params![now, limit_of(limit)],
-                "outbox entry",
-            )
-        })
-        .await
-    }
-
     async fn outbox_get(
         &self,
         tenant: &Tenant,

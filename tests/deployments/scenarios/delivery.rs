@@ -10,13 +10,7 @@ use super::*;
 /// A malformed retry body is 400 problem+json naming the field.
 pub(super) async fn retry_a_failed_lapse_task(d: Arc<Deployment>, f: Arc<Fixture>) {
     let due = origin(Duration::from_secs(2));
-    let a = d
-        .push(
-            "retry",
-            &one_expectation("task-retry", "exp-retry", "PA-retry", due, "PT0S"),
-        )
-        .await;
-    assert_eq!(a.body["raised"], json!(["exp-retry"]), "{a:?}");
+    raise_one(&d, "retry", ("task-retry", "exp-retry", "PA-retry"), due).await;
     let failed = lapse_in(&d, "retry", "exp-retry", "failed").await;
     assert!(
         failed["lastError"]
@@ -60,13 +54,8 @@ pub(super) async fn slow_neighbour(d: Arc<Deployment>, f: Arc<Fixture>) {
     f.slow.hold(true);
     let due = origin(Duration::from_secs(2));
     for (agent, id) in [("slow", "exp-slow"), ("quick", "exp-quick")] {
-        let a = d
-            .push(
-                agent,
-                &one_expectation(&format!("task-{id}"), id, &format!("PA-{id}"), due, "PT0S"),
-            )
-            .await;
-        assert_eq!(a.body["raised"], json!([id]), "{a:?}");
+        let (task, shipment) = (format!("task-{id}"), format!("PA-{id}"));
+        raise_one(&d, agent, (&task, id, &shipment), due).await;
     }
     // The slow agent has the lapse task and holds its answer.
     first_sent(&d, &f.slow, "exp-slow").await;
@@ -88,13 +77,7 @@ pub(super) async fn slow_neighbour(d: Arc<Deployment>, f: Arc<Fixture>) {
 pub(super) async fn kill_the_sender_mid_send(d: Arc<Deployment>, f: Arc<Fixture>) {
     f.crash.hold(true);
     let due = origin(Duration::from_secs(2));
-    let a = d
-        .push(
-            "crash",
-            &one_expectation("task-crash", "exp-crash", "PA-crash", due, "PT0S"),
-        )
-        .await;
-    assert_eq!(a.body["raised"], json!(["exp-crash"]), "{a:?}");
+    raise_one(&d, "crash", ("task-crash", "exp-crash", "PA-crash"), due).await;
     let mid = first_sent(&d, &f.crash, "exp-crash").await;
     d.kill_sender().await;
     f.crash.hold(false);
@@ -137,13 +120,7 @@ pub(super) async fn agents_independent(d: Arc<Deployment>, f: Arc<Fixture>) {
         .expect("the watcher answers");
     assert_come_back_later(&refused);
 
-    let a = d
-        .push(
-            "indep",
-            &one_expectation("task-indep", "exp-indep", "PA-indep", due, "PT0S"),
-        )
-        .await;
-    assert_eq!(a.body["raised"], json!(["exp-indep"]), "{a:?}");
+    raise_one(&d, "indep", ("task-indep", "exp-indep", "PA-indep"), due).await;
     lapse_in(&d, "indep", "exp-indep", "sent").await;
     assert_eq!(f.indep.sent_message_ids().len(), 1);
 
@@ -165,13 +142,7 @@ pub(super) async fn agents_independent(d: Arc<Deployment>, f: Arc<Fixture>) {
 /// reconciliation: the expectation is withdrawn and no lapse task is sent.
 pub(super) async fn reconcile_a_cancel_never_pushed(d: Arc<Deployment>, f: Arc<Fixture>) {
     let due = origin(Duration::from_secs(2));
-    let a = d
-        .push(
-            "recon",
-            &one_expectation("task-recon", "exp-recon", "PA-recon", due, "PT0S"),
-        )
-        .await;
-    assert_eq!(a.body["raised"], json!(["exp-recon"]), "{a:?}");
+    raise_one(&d, "recon", ("task-recon", "exp-recon", "PA-recon"), due).await;
     let withdrawn = wait_until(
         || async {
             d.shipment("PA-recon")
@@ -210,13 +181,7 @@ pub(super) async fn reconcile_a_cancel_never_pushed(d: Arc<Deployment>, f: Arc<F
 /// task never sent.
 pub(super) async fn withdraw_along_the_lineage(d: Arc<Deployment>, f: Arc<Fixture>) {
     let due = origin(Duration::from_secs(2));
-    let a = d
-        .push(
-            "lineage",
-            &one_expectation("task-lin-1", "exp-lin-a", "PA-lin-a", due, "PT0S"),
-        )
-        .await;
-    assert_eq!(a.body["raised"], json!(["exp-lin-a"]), "{a:?}");
+    raise_one(&d, "lineage", ("task-lin-1", "exp-lin-a", "PA-lin-a"), due).await;
     let sent = lapse_in(&d, "lineage", "exp-lin-a", "sent").await;
     let lapse_task = sent["taskId"].as_str().expect("the lapse task's task");
     let due_c = origin(Duration::from_secs(3));
@@ -277,13 +242,13 @@ pub(super) async fn withdraw_along_the_lineage(d: Arc<Deployment>, f: Arc<Fixtur
 /// at `GET /v1/lapses`, and once it needs a person that is marked.
 pub(super) async fn follow_without_push(d: Arc<Deployment>, f: Arc<Fixture>) {
     let due = origin(Duration::from_secs(2));
-    let a = d
-        .push(
-            "follow",
-            &one_expectation("task-follow", "exp-follow", "PA-follow", due, "PT0S"),
-        )
-        .await;
-    assert_eq!(a.body["raised"], json!(["exp-follow"]), "{a:?}");
+    raise_one(
+        &d,
+        "follow",
+        ("task-follow", "exp-follow", "PA-follow"),
+        due,
+    )
+    .await;
     let sent = lapse_in(&d, "follow", "exp-follow", "sent").await;
     let task = sent["taskId"].as_str().expect("the task").to_owned();
     f.follow.set_task_state(&task, TaskState::InputRequired);
@@ -308,13 +273,7 @@ pub(super) async fn notify_a_person(d: Arc<Deployment>, f: Arc<Fixture>) {
     // A channel tells what lapses after it first ran (on AWS, at the timer function's first
     // sweep, within seconds of the start): the lapse comes well after.
     let due = origin(Duration::from_secs(15));
-    let a = d
-        .push(
-            "tell",
-            &one_expectation("task-tell", "exp-tell", "PA-tell", due, "PT0S"),
-        )
-        .await;
-    assert_eq!(a.body["raised"], json!(["exp-tell"]), "{a:?}");
+    raise_one(&d, "tell", ("task-tell", "exp-tell", "PA-tell"), due).await;
     let mid = format!("lapse:exp-tell:overdue:{}", fmt(due));
     let told = || f.lapses_told(&mid);
     let patience = d.patience() + Duration::from_secs(30);

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::super::harness::Backend;
+use super::super::harness::{Backend, PACE_ANSWER};
 use super::*;
 
 /// Lapse tasks in the pace scenario.
@@ -29,6 +29,9 @@ const DRAIN_PATIENCE: Duration = Duration::from_secs(180);
 
 /// The per-agent rate each deployment measured, for the one that finishes second to compare.
 static RATES: Mutex<BTreeMap<&'static str, f64>> = Mutex::new(BTreeMap::new());
+
+/// `[delivery] in_flight_per_agent` as both deployments run (the default).
+const PER_AGENT_IN_FLIGHT: usize = 4;
 
 /// How far apart the two deployments' per-agent rates may be (issue 41: "the same per-agent
 /// rate within 20%").
@@ -75,39 +78,73 @@ async fn raise_many(
     }
 }
 
-/// A burst of 300 lapse tasks to one agent answering in 50 ms, raised already due in 30 pushes
-/// (contexts): the rate at which those left after the raising arrive is printed, and the
-/// deployment that finishes second asserts both within 20% of each other. Each `messageId`
-/// arrives once. Costs the raising (under a second on serve, about 10 s on aws-local) and the
-/// drain (300 at a few dozen a second).
+/// How long the pace agent's answers are held while the 300 are raised, at most: past a local
+/// submitter invocation's 28 s a held send would outlast its invocation.
+const HOLD_AT_MOST: Duration = Duration::from_secs(20);
+
+/// A burst of 300 lapse tasks to one agent answering in [`PACE_ANSWER`], raised already due in
+/// 30 pushes (contexts) while the agent holds its answers: the lane takes its first lapse tasks
+/// and waits on them, the rest stay queued in the table. Released, the agent is sent the rest
+/// at the lane's pace: the rate (those arriving after the release, over the time to the last)
+/// and the most in flight at once are printed; each deployment keeps `in_flight_per_agent` (4)
+/// in flight, never more, and the deployment that finishes second asserts both rates within 20%
+/// of each other. Each `messageId` arrives once. On aws-local the sweep's duties run at their
+/// own periods meanwhile, as deployed, not the suite's 5 s (`Deployment::sweep_as_deployed`).
+/// Costs the raising (under a second on serve, about 10 s on aws-local) and the drain (300 at
+/// about 10 a second).
 pub(super) async fn one_agent_at_serves_pace(d: Arc<Deployment>, f: Arc<Fixture>) {
     let agent = &f.pace;
+    let name = d.backend.name();
+    // The sweep's duties as deployed for the measurement (see `Deployment::sweep_as_deployed`).
+    d.sweep_as_deployed(true).await;
     // Due a second ago and before: each lapses as it is raised, and the agent's lane starts at
-    // once. The rate is measured from the end of the raising, over what was left: the drain of a
-    // backlog queued in the table (holding the agent's answers instead would outlast a local
-    // submitter invocation's 28 s while the pushes go in).
+    // once; the agent holds its answers until the raising is over (or HOLD_AT_MOST), so what
+    // is measured is the drain of a backlog queued in the table.
     let due = plus(
         Timestamp::from_second(Timestamp::now().as_second()).unwrap(),
         -1,
     );
+    agent.hold(true);
     let raising = Instant::now();
-    raise_many(&d, "pace", "pace", PACE_TASKS, PACE_TASKS / PER_PUSH, due).await;
-    let raised_in = raising.elapsed().as_secs_f64();
+    let release = async {
+        tokio::time::sleep(HOLD_AT_MOST).await;
+    };
+    let raise = raise_many(&d, "pace", "pace", PACE_TASKS, PACE_TASKS / PER_PUSH, due);
+    tokio::pin!(release, raise);
+    let mut released_early = false;
+    tokio::select! {
+        () = &mut raise => {}
+        () = &mut release => released_early = true,
+    }
+    agent.reset_peak_in_flight();
+    agent.hold(false);
     let released = Instant::now();
+    if released_early {
+        raise.await;
+    }
+    let raised_in = raising.elapsed().as_secs_f64();
+    // What arrived before the release (the lane's first sends, held) or while a slow raising
+    // went on after it does not count toward the rate.
     let held = agent.sent_message_ids().len();
-    if held > PACE_TASKS / 2 {
-        // The deployment raised slower than the lane drained (the local stack's emulator serves
-        // one request at a time, and a loaded machine): the rate would be the raising's.
+    let counted_from = if released_early {
+        Instant::now()
+    } else {
+        released
+    };
+    let before = agent.sent_message_ids().len();
+    if before > PACE_TASKS / 2 {
+        d.sweep_as_deployed(false).await;
         skip::skip(&format!(
-            "the per-agent rate on {}: {held} of {PACE_TASKS} lapse tasks arrived while they were \
-             raised ({raised_in:.1} s), so no backlog's drain was left to measure",
-            d.backend.name()
+            "the per-agent rate on {name}: {before} of {PACE_TASKS} lapse tasks arrived while they \
+             were raised ({raised_in:.1} s, the answers held for {:.1} s), so no backlog's drain \
+             was left to measure",
+            released.duration_since(raising).as_secs_f64()
         ));
         return;
     }
     let mut seen = HashSet::new();
-    let mut last = released;
-    let end = released + DRAIN_PATIENCE;
+    let mut last = counted_from;
+    let end = counted_from + DRAIN_PATIENCE;
     while seen.len() < PACE_TASKS && Instant::now() < end {
         for id in agent.sent_message_ids() {
             if seen.insert(id) {
@@ -116,6 +153,7 @@ pub(super) async fn one_agent_at_serves_pace(d: Arc<Deployment>, f: Arc<Fixture>
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    d.sweep_as_deployed(false).await;
     let sent = agent.sent_message_ids();
     let distinct: HashSet<&String> = sent.iter().collect();
     assert_eq!(
@@ -123,13 +161,19 @@ pub(super) async fn one_agent_at_serves_pace(d: Arc<Deployment>, f: Arc<Fixture>
         (PACE_TASKS, PACE_TASKS),
         "each lapse task once, within {DRAIN_PATIENCE:?}"
     );
-    let secs = last.duration_since(released).as_secs_f64().max(0.001);
-    let rate = (PACE_TASKS - held) as f64 / secs;
-    let name = d.backend.name();
+    let peak = agent.peak_sends_in_flight();
+    let secs = last.duration_since(counted_from).as_secs_f64().max(0.001);
+    let rate = (PACE_TASKS - before) as f64 / secs;
     eprintln!(
-        "[{name}] one agent answering in 50 ms: {} lapse tasks after the raising in {secs:.2} s: \
-         {rate:.1} a second ({held} sent while raising, in {raised_in:.1} s)",
-        PACE_TASKS - held
+        "[{name}] one agent answering in {} ms: {} lapse tasks after the release in {secs:.2} s: \
+         {rate:.1} a second, at most {peak} in flight ({held} held while {PACE_TASKS} were \
+         raised in {raised_in:.1} s)",
+        PACE_ANSWER.as_millis(),
+        PACE_TASKS - before
+    );
+    assert_eq!(
+        peak, PER_AGENT_IN_FLIGHT,
+        "{name} keeps in_flight_per_agent lapse tasks in flight to one agent, never more"
     );
     let mut rates = RATES.lock().unwrap();
     rates.insert(name, rate);
@@ -189,13 +233,13 @@ pub(super) async fn a_backlog_leaves_others_on_time(d: Arc<Deployment>, f: Arc<F
     );
     raise_many(&d, "backlog", "bl", n, n / PER_PUSH, due).await;
     let beside_due = origin(Duration::from_secs(3));
-    let a = d
-        .push(
-            "beside",
-            &one_expectation("task-beside", "exp-beside", "PA-beside", beside_due, "PT0S"),
-        )
-        .await;
-    assert_eq!(a.body["raised"], json!(["exp-beside"]), "{a:?}");
+    raise_one(
+        &d,
+        "beside",
+        ("task-beside", "exp-beside", "PA-beside"),
+        beside_due,
+    )
+    .await;
     // Its latency counts from its deadline, or from its raise when that came later (a loaded
     // aws-local's push).
     let from = beside_due.max(Timestamp::now());
@@ -244,13 +288,7 @@ pub(super) async fn a_backlog_leaves_others_on_time(d: Arc<Deployment>, f: Arc<F
 /// task completes, `GET /v1/lapses` shows it completed within two minutes.
 pub(super) async fn a_followed_lapse_task_ends_without_push(d: Arc<Deployment>, f: Arc<Fixture>) {
     let due = origin(Duration::from_secs(2));
-    let a = d
-        .push(
-            "ends",
-            &one_expectation("task-ends", "exp-ends", "PA-ends", due, "PT0S"),
-        )
-        .await;
-    assert_eq!(a.body["raised"], json!(["exp-ends"]), "{a:?}");
+    raise_one(&d, "ends", ("task-ends", "exp-ends", "PA-ends"), due).await;
     let sent = lapse_in(&d, "ends", "exp-ends", "sent").await;
     let task = sent["taskId"].as_str().expect("the task").to_owned();
     let completed = Instant::now();

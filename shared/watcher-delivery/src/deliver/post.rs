@@ -1,6 +1,5 @@
 //! Posting one claimed lapse task and recording the agent's answer, a lost answer looked for
-//! before a second send (a2a-delegation-in-depth, "Recovery"); the answer may be left for the
-//! caller to record ([`Posted::Unrecorded`]).
+//! before a second send (a2a-delegation-in-depth, "Recovery").
 
 use super::*;
 
@@ -32,6 +31,7 @@ pub(crate) async fn post<S>(
     entry: OutboxEntry,
     endpoint: AgentEndpoint,
     lease: Lease,
+    places: Places<'_>,
     now: Instant,
 ) -> Result<EntryOutcome, StoreError>
 where
@@ -43,7 +43,7 @@ where
         // again (`Outbox::outbox_claim_read`).
         let claimed = store.outbox_claim_read(&entry, &lease, now).await?;
         post_claimed(
-            store, client, policy, recorder, &entry, claimed, endpoint, now,
+            store, client, policy, recorder, &entry, claimed, endpoint, places, now,
         )
         .await
     }
@@ -65,6 +65,9 @@ pub(crate) fn lapse_task_span(entry: &OutboxEntry) -> tracing::Span {
 }
 
 /// [`post`] once the claim is made: `claimed` is what the store answered the claim of `entry`.
+/// The answer is written against the entry as claimed (`Outbox::outbox_update_read`), which
+/// releases the claim; a write that fails leaves the entry claimed with its attempt started, so
+/// it is looked for with `ListTasks` before it is posted again.
 #[allow(
     clippy::too_many_arguments,
     reason = "private; every argument is a distinct dependency"
@@ -77,97 +80,9 @@ pub(crate) async fn post_claimed<S>(
     entry: &OutboxEntry,
     claimed: Claim,
     endpoint: AgentEndpoint,
+    places: Places<'_>,
     now: Instant,
 ) -> Result<EntryOutcome, StoreError>
-where
-    S: Outbox + ?Sized,
-{
-    match post_unrecorded(
-        store, client, policy, recorder, entry, claimed, endpoint, now,
-    )
-    .await?
-    {
-        Posted::Done(outcome) => Ok(outcome),
-        Posted::Unrecorded(unrecorded) => (*unrecorded).record(store).await,
-    }
-}
-
-/// What posting a claimed lapse task came to, its record possibly left to the caller
-/// ([`Submitter::deliver_copy_unrecorded`]).
-#[derive(Debug)]
-pub enum Posted {
-    /// Settled and written (nothing posted, or an earlier attempt found with `ListTasks`).
-    Done(EntryOutcome),
-    /// Posted: the agent's answer is known, its record not yet written.
-    Unrecorded(Box<Unrecorded>),
-}
-
-/// A posted lapse task whose answer is known and not yet written to the store
-/// ([`Unrecorded::record`]). Until it is, the entry stands claimed with its attempt started: a
-/// record never written leaves it ambiguous, looked for with `ListTasks` before it is posted
-/// again.
-#[derive(Debug)]
-pub struct Unrecorded {
-    /// The entry as the claim wrote it.
-    marked: OutboxEntry,
-    /// The entry with the answer recorded.
-    updated: OutboxEntry,
-    /// What the answer came to.
-    outcome: EntryOutcome,
-}
-
-impl Unrecorded {
-    /// What the agent's answer came to, as it will be recorded.
-    pub fn outcome(&self) -> &EntryOutcome {
-        &self.outcome
-    }
-
-    /// Writes the answer against the entry as claimed (`Outbox::outbox_update_read`), which
-    /// releases the claim; answers the outcome.
-    ///
-    /// # Errors
-    /// A [`StoreError`] writing it (logged here): the entry stays claimed with its attempt
-    /// started, and is looked for with `ListTasks` before it is posted again.
-    pub async fn record<S>(self, store: &S) -> Result<EntryOutcome, StoreError>
-    where
-        S: Outbox + ?Sized,
-    {
-        let Unrecorded {
-            marked,
-            updated,
-            outcome,
-        } = self;
-        // `marked` is the entry as the claim wrote it (`Outbox::outbox_update_read`).
-        if let Err(e) = store.outbox_update_read(&marked, &updated).await {
-            tracing::error!(
-                message_id = %marked.message_id,
-                error = %e,
-                outcome = outcome_name(&outcome),
-                "could not record the lapse task's delivery; it is looked for with ListTasks before it is posted again"
-            );
-            return Err(e);
-        }
-        log_outcome(&updated, &outcome);
-        Ok(outcome)
-    }
-}
-
-/// [`post_claimed`] up to the agent's answer, its record left to the caller
-/// ([`Posted::Unrecorded`]).
-#[allow(
-    clippy::too_many_arguments,
-    reason = "private; every argument is a distinct dependency"
-)]
-pub(crate) async fn post_unrecorded<S>(
-    store: &S,
-    client: &A2aClient,
-    policy: &RetryPolicy,
-    recorder: &dyn Recorder,
-    entry: &OutboxEntry,
-    claimed: Claim,
-    endpoint: AgentEndpoint,
-    now: Instant,
-) -> Result<Posted, StoreError>
 where
     S: Outbox + ?Sized,
 {
@@ -181,18 +96,19 @@ where
             ..
         } => {
             tracing::debug!(message_id = %entry.message_id, %until, "lapse task claimed by another sender; not posted");
-            return Ok(Posted::Done(EntryOutcome::NotDue { at: until }));
+            return Ok(EntryOutcome::NotDue { at: until });
         }
         Claim::Taken { delivery, .. } => {
             tracing::debug!(message_id = %entry.message_id, delivery = delivery.as_str(), "lapse task no longer queued; not posted");
-            return Ok(Posted::Done(EntryOutcome::Skipped {
+            return Ok(EntryOutcome::Skipped {
                 delivery: Some(delivery),
-            }));
+            });
         }
-        Claim::Gone => return Ok(Posted::Done(EntryOutcome::Skipped { delivery: None })),
+        Claim::Gone => return Ok(EntryOutcome::Skipped { delivery: None }),
     };
     if ambiguous {
         if let Some(found) = look_for(client, &endpoint, &marked).await {
+            places.release();
             let (task_id, state) = found;
             let updated = record_found(&marked, &task_id, state, now, policy);
             store.outbox_update_read(&marked, &updated).await?;
@@ -202,12 +118,14 @@ where
                 "an attempt without a recorded outcome had reached the agent (found by ListTasks); recorded as sent, not posted again"
             );
             log_outcome(&updated, &outcome);
-            return Ok(Posted::Done(outcome));
+            return Ok(outcome);
         }
     }
     let result = client
         .send_message(&endpoint, &marked.request, &marked.message_id)
         .await;
+    // The agent has answered: its place is free for the next send while this one is recorded.
+    places.release();
     // A push about the new task may beat the answer (the official SDKs push the Task and
     // its statuses while the answer is on its way): the store keeps the state it recorded
     // (`outbox_update` merges the task fields, watcher_runtime::task_progress).
@@ -221,9 +139,16 @@ where
         EntryOutcome::Failed { .. } => recorder.attempt(AttemptOutcome::Failed, None),
         _ => {}
     }
-    Ok(Posted::Unrecorded(Box::new(Unrecorded {
-        marked,
-        updated,
-        outcome,
-    })))
+    // `marked` is the entry as the claim wrote it (`Outbox::outbox_update_read`).
+    if let Err(e) = store.outbox_update_read(&marked, &updated).await {
+        tracing::error!(
+            message_id = %marked.message_id,
+            error = %e,
+            outcome = outcome_name(&outcome),
+            "could not record the lapse task's delivery; it is looked for with ListTasks before it is posted again"
+        );
+        return Err(e);
+    }
+    log_outcome(&updated, &outcome);
+    Ok(outcome)
 }

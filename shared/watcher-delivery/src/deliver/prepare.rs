@@ -9,51 +9,28 @@ pub(crate) enum Prepared {
     Done(EntryOutcome),
     /// Post it (the entry as just read) to this endpoint.
     Post(Box<(OutboxEntry, AgentEndpoint)>),
-    /// The entry was a copy ([`Found::Copy`]) that would have settled it without a post: read
-    /// the stored entry and decide by that.
-    Unsure,
-}
-
-/// The entry [`prepare_read`] decides by.
-pub(crate) enum Found {
-    /// As the store answered it just now (`None`: not stored).
-    Read(Option<OutboxEntry>),
-    /// As it was when its lapse-queue message was sent: trusted only to be posted, and only
-    /// once its claim's write confirms it (`Outbox::outbox_claim_copy`); anything else it
-    /// would decide is [`Prepared::Unsure`].
-    Copy(OutboxEntry),
 }
 
 /// Given the entry (tenant, agent, messageId) as just read (`found`, `None` when it is not
 /// stored), checks it is queued and due, finds its endpoint and takes a rate-limit token;
-/// records the no-endpoint failure and the deferral. Given a copy ([`Found::Copy`]), records
-/// nothing: an outcome but a post is [`Prepared::Unsure`] (a copy may be stale, and the
-/// deferral and the failure are written from the entry).
+/// records the no-endpoint failure and the deferral.
 pub(crate) async fn prepare_read<S, E>(
     store: &S,
     endpoints: &E,
     limiter: &dyn RateBuckets,
     (tenant, agent, message_id): (&Tenant, &AgentId, &str),
-    found: Found,
+    found: Option<OutboxEntry>,
     now: Instant,
 ) -> Result<Prepared, StoreError>
 where
     S: Outbox + ?Sized,
     E: Endpoints + ?Sized,
 {
-    let (found, copy) = match found {
-        Found::Read(found) => (found, false),
-        Found::Copy(entry) => (Some(entry), true),
-    };
-    // Each outcome but a post is the stored entry's to decide, never a copy's.
     let Some(mut entry) = found else {
         tracing::debug!(message_id, %tenant, %agent, "lapse task gone; skipped");
         return Ok(Prepared::Done(EntryOutcome::Skipped { delivery: None }));
     };
     if entry.delivery != DeliveryState::Queued {
-        if copy {
-            return Ok(Prepared::Unsure);
-        }
         tracing::debug!(
             message_id,
             %tenant,
@@ -66,17 +43,11 @@ where
         }));
     }
     if entry.next_attempt_at > now {
-        if copy {
-            return Ok(Prepared::Unsure);
-        }
         return Ok(Prepared::Done(EntryOutcome::NotDue {
             at: entry.next_attempt_at,
         }));
     }
     let Some(endpoint) = endpoints.endpoint(&entry.tenant, &entry.agent) else {
-        if copy {
-            return Ok(Prepared::Unsure);
-        }
         let error = format!(
             "no endpoint is configured for agent {:?} of tenant {:?}; add `endpoint` (or a card \
              with a JSONRPC interface) to its [[agents]] entry",
@@ -99,9 +70,6 @@ where
         .await
         .map_err(StoreError::backend)?
     {
-        if copy {
-            return Ok(Prepared::Unsure);
-        }
         entry.next_attempt_at = until;
         store.outbox_update(&entry).await?;
         let outcome = EntryOutcome::Deferred { until };

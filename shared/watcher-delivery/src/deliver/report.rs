@@ -36,8 +36,8 @@ pub enum EntryOutcome {
         /// Its state on re-reading, `None` when gone.
         delivery: Option<DeliveryState>,
     },
-    /// Not posted because its next attempt is later than `now` ([`Submitter::deliver_one`], or an
-    /// entry rescheduled by another pass), or because another sender's claim on it holds until
+    /// Not posted because its next attempt is later than `now` (an entry read before another
+    /// pass rescheduled it), or because another sender's claim on it holds until
     /// `at` ([`Outbox::outbox_claim`]).
     NotDue {
         /// Its `next_attempt_at`, or the end of another sender's claim.
@@ -45,7 +45,7 @@ pub enum EntryOutcome {
     },
 }
 
-/// Counts of one [`deliver_due`] pass.
+/// Counts of one lane's pass ([`crate::lane::Lane::pass`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeliveryReport {
     /// Entries delivered (now `sent`).

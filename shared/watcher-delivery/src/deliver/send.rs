@@ -1,74 +1,9 @@
-//! Sending a lapse task by a read of its entry: one pass over what is due
-//! ([`Submitter::deliver_due`]), one entry ([`Submitter::deliver_one`]), or an entry the caller
-//! has just read ([`Submitter::deliver_read_with`], the lane's).
+//! Sending a lapse task by the entry the caller has just read ([`Submitter::deliver_read_with`]):
+//! the one send entry point, a [`crate::lane::Lane`]'s.
 
 use super::*;
 
 impl Submitter {
-    /// Delivers up to `limit` outbox entries due at `now` (see [`deliver_due`]).
-    ///
-    /// # Errors
-    /// The first [`StoreError`]; entries posted before it are recorded, except the one whose
-    /// update failed, which is posted again on a later pass (same `messageId`).
-    pub async fn deliver_due<S, E>(
-        &self,
-        store: &S,
-        endpoints: &E,
-        now: Instant,
-        limit: usize,
-    ) -> Result<DeliveryReport, StoreError>
-    where
-        S: Outbox + ?Sized,
-        E: Endpoints + ?Sized,
-    {
-        run_due(
-            store,
-            &self.client,
-            endpoints,
-            &self.policy,
-            self.buckets(),
-            self.recorder.as_ref(),
-            &self.claims,
-            self.concurrency,
-            now,
-            limit,
-        )
-        .await
-    }
-
-    /// Delivers the entry (tenant, agent, messageId) if it is queued and due at `now`, and this
-    /// submitter's claim on it is granted. Returns what happened; [`EntryOutcome::Retried`],
-    /// [`EntryOutcome::Deferred`] and [`EntryOutcome::NotDue`] mean "try again at the instant
-    /// given". Reads the entry, then [`Submitter::deliver_read_with`] with this submitter's own
-    /// rate buckets ([`Submitter::buckets`]).
-    ///
-    /// # Errors
-    /// A [`StoreError`] reading or updating the entry.
-    pub async fn deliver_one<S, E>(
-        &self,
-        store: &S,
-        endpoints: &E,
-        tenant: &Tenant,
-        agent: &AgentId,
-        message_id: &str,
-        now: Instant,
-    ) -> Result<EntryOutcome, StoreError>
-    where
-        S: Outbox + ?Sized,
-        E: Endpoints + ?Sized,
-    {
-        let found = store.outbox_get(tenant, agent, message_id).await?;
-        self.deliver_read_with(
-            store,
-            endpoints,
-            self.buckets(),
-            (tenant, agent, message_id),
-            found,
-            now,
-        )
-        .await
-    }
-
     /// Delivers the entry (tenant, agent, messageId) the caller has just read (`found`; `None`
     /// when it is not stored) if it is queued and due at `now`, taking its rate token from
     /// `buckets` (tokens the caller took for a batch at once, [`crate::rate::Prepaid`], or
@@ -79,10 +14,18 @@ impl Submitter {
     /// else writes the entry meanwhile. A stale `found` costs a read, never a second send: the
     /// claim judges the stored entry whenever it differs from `found`. An ambiguous entry (an
     /// earlier attempt whose outcome is unknown) is looked for with `ListTasks` before it is
-    /// posted again (`post`).
+    /// posted again (`post`). Answers what happened: [`EntryOutcome::Retried`],
+    /// [`EntryOutcome::Deferred`] and [`EntryOutcome::NotDue`] mean "try again at the instant
+    /// given". `places` (the lane's per-agent place and shared slot, taken before the claim)
+    /// are released as soon as the agent has answered, before the answer is recorded
+    /// ([`Places`]).
     ///
     /// # Errors
     /// A [`StoreError`] reading or updating the entry.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the one send entry point: each argument is what a lane holds for the send"
+    )]
     pub async fn deliver_read_with<S, E>(
         &self,
         store: &S,
@@ -90,6 +33,7 @@ impl Submitter {
         buckets: &dyn RateBuckets,
         (tenant, agent, message_id): (&Tenant, &AgentId, &str),
         found: Option<OutboxEntry>,
+        places: Places<'_>,
         now: Instant,
     ) -> Result<EntryOutcome, StoreError>
     where
@@ -101,7 +45,7 @@ impl Submitter {
             endpoints,
             buckets,
             (tenant, agent, message_id),
-            Found::Read(found),
+            found,
             now,
         )
         .await?
@@ -110,8 +54,6 @@ impl Submitter {
                 count_unposted(self.recorder.as_ref(), &outcome);
                 Ok(outcome)
             }
-            // Only a copy is unsure; a read is what the store holds.
-            Prepared::Unsure => Ok(EntryOutcome::Skipped { delivery: None }),
             Prepared::Post(post_it) => {
                 let (entry, endpoint) = *post_it;
                 post(
@@ -122,10 +64,18 @@ impl Submitter {
                     entry,
                     endpoint,
                     self.claims.next(now),
+                    places,
                     now,
                 )
                 .await
             }
         }
+    }
+}
+
+/// A lapse task failed without being posted (no endpoint for its agent) is a delivery failure.
+fn count_unposted(recorder: &dyn Recorder, outcome: &EntryOutcome) {
+    if matches!(outcome, EntryOutcome::Failed { .. }) {
+        recorder.attempt(AttemptOutcome::Failed, None);
     }
 }

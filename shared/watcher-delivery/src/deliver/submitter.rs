@@ -9,10 +9,9 @@ pub struct Submitter {
     pub(super) client: A2aClient,
     pub(super) policy: RetryPolicy,
     pub(super) limiter: RateLimiter,
-    /// Where [`Submitter::deliver_one`] and [`Submitter::deliver_due`] take rate tokens, when not
-    /// in `limiter` ([`Submitter::with_rate_buckets`]).
+    /// Where rate tokens are taken ([`Submitter::buckets`]), when not in `limiter`
+    /// ([`Submitter::with_rate_buckets`]).
     pub(super) buckets: Option<std::sync::Arc<dyn RateBuckets>>,
-    pub(super) concurrency: usize,
     /// Counts each posting (watcher_runtime::metrics).
     pub(super) recorder: std::sync::Arc<dyn Recorder>,
     /// Names this sender in its claims ([`Claims`]).
@@ -27,7 +26,6 @@ impl Submitter {
             policy: config.retry,
             limiter: RateLimiter::new(config.rate_limit),
             buckets: None,
-            concurrency: config.concurrency.max(1),
             recorder: watcher_runtime::metrics::none(),
             claims: Claims::new(),
         }

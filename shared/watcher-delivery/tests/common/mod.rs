@@ -1,21 +1,30 @@
-//! Fixtures shared by the delivery tests: a seeded memory store, lapse-task entries and the
-//! capture agent (re-exported from `watcher_delivery::testing`, where serve's tests find it too).
+//! Fixtures shared by the delivery tests: a seeded memory store, lapse-task entries, the
+//! capture agent (re-exported from `watcher_delivery::testing`, where serve's tests find it too)
+//! and what origin-task reconciliation runs over ([`reconciling`]).
 
 #![allow(dead_code, reason = "each test binary uses a different part")]
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 use watcher_runtime::store::{Outbox as _, Records as _};
 
 use serde_json::{json, Value};
+use tokio::sync::Notify;
 use watcher_core::ids::{AgentId, ExpectationId, Tenant};
 use watcher_core::record::LapseKind;
+use watcher_core::settings::Settings;
 use watcher_core::time::Instant;
+use watcher_delivery::reconcile::Reconciler;
+use watcher_delivery::testing::{agent_entry, CaptureAgent};
 use watcher_delivery::{
     A2aClient, AgentEndpoint, ClientConfig, RateLimit, RetryPolicy, Submitter, SubmitterConfig,
 };
+use watcher_runtime::clock::FakeClock;
+use watcher_runtime::directory::Directory;
 use watcher_runtime::memory::MemoryStore;
-use watcher_runtime::store::{Commit, OutboxEntry};
+use watcher_runtime::store::{Commit, OutboxEntry, Store};
+use watcher_runtime::watcher::Watcher;
 
 #[allow(unused_imports, reason = "not every test binary replies by hand")]
 pub use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
@@ -128,7 +137,49 @@ pub fn submitter(retry: RetryPolicy, rate: Option<RateLimit>) -> Submitter {
         SubmitterConfig {
             retry,
             rate_limit: rate.unwrap_or_else(RateLimit::unlimited),
-            ..SubmitterConfig::default()
         },
     )
+}
+
+/// What origin-task reconciliation runs over in these tests: `booking` booked in a directory
+/// that follows origin tasks in the store (and, with `origin_checks`, checks a lapse task's
+/// origin before its first send), a memory store, the watcher over both, a fake clock at
+/// [`t0`], and a reconciler asking the agent.
+pub struct Reconciling {
+    pub store: Arc<MemoryStore>,
+    pub directory: Directory,
+    pub watcher: Arc<Watcher<dyn Store>>,
+    pub clock: Arc<FakeClock>,
+    pub reconciler: Reconciler,
+}
+
+/// [`Reconciling`] for `agent` (its endpoint without a bearer), origin checks on or off.
+pub fn reconciling(agent: &CaptureAgent, origin_checks: bool) -> Reconciling {
+    let store = Arc::new(MemoryStore::new());
+    let directory = Directory::new();
+    directory.insert(agent_entry(&tenant(), &booking()));
+    directory.set_origins_in_store(true);
+    directory.set_origin_checks(origin_checks);
+    let dyn_store: Arc<dyn Store> = store.clone();
+    let watcher: Arc<Watcher<dyn Store>> = Arc::new(Watcher::new(
+        dyn_store,
+        directory.clone(),
+        Settings::default(),
+    ));
+    let clock = Arc::new(FakeClock::new(t0()));
+    let reconciler = Reconciler::new(
+        watcher.clone(),
+        client(),
+        Arc::new(endpoints(agent.endpoint(None))),
+        RetryPolicy::default(),
+        clock.clone(),
+        Arc::new(Notify::new()),
+    );
+    Reconciling {
+        store,
+        directory,
+        watcher,
+        clock,
+        reconciler,
+    }
 }

@@ -132,35 +132,3 @@ async fn two_submitters_handed_the_same_entries_send_each_once() {
     want.sort();
     assert_eq!(ids, want, "each messageId sent exactly once");
 }
-
-/// On a store that cannot claim by a copy (the memory store), `deliver_copy` answers `None` at
-/// once and spends none of the agent's rate-limit tokens: with a burst of one, the read that
-/// follows still finds its token and posts the lapse task, once.
-#[tokio::test]
-async fn a_copy_on_a_store_that_reads_instead_spends_no_token() {
-    let agent = watcher_delivery::testing::CaptureAgent::spawn(Behaviour::accept())
-        .await
-        .unwrap();
-    let endpoint = agent.endpoint(Some(BEARER.into()));
-    let entry = lapse_entry("exp-copy");
-    let store = store_with(vec![entry.clone()]).await;
-    let one_a_minute = RateLimit {
-        per_minute: 1,
-        burst: 1,
-    };
-    let sub = submitter(RetryPolicy::default(), Some(one_a_minute));
-    let endpoints = endpoints(endpoint);
-    assert!(!store.outbox_claims_copies());
-    let by_copy = sub
-        .deliver_copy(&store, &endpoints, entry.clone(), t0())
-        .await
-        .unwrap();
-    assert!(by_copy.is_none(), "{by_copy:?}");
-    assert!(agent.sent_message_ids().is_empty());
-    let outcome = deliver_entry(&sub, &store, &endpoints, &entry, t0()).await;
-    assert!(
-        matches!(&outcome, EntryOutcome::Sent(_)),
-        "the read found the one token unspent: {outcome:?}"
-    );
-    assert_eq!(agent.sent_message_ids(), vec![entry.message_id.clone()]);
-}

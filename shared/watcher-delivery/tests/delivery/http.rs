@@ -113,18 +113,14 @@ async fn a_silent_agent_times_out_and_is_retried() {
     })
     .unwrap();
     let (entry, store) = one_lapse_task("exp-silent").await;
-    let limiter = RateLimiter::new(RateLimit::unlimited());
-    let r = deliver_due(
-        &store,
-        &client,
-        &endpoints(agent.endpoint(None)),
-        &RetryPolicy::default(),
-        &limiter,
-        t0(),
-        LIMIT,
-    )
-    .await
-    .unwrap();
+    let sub = Submitter::new(
+        client,
+        watcher_delivery::SubmitterConfig {
+            retry: RetryPolicy::default(),
+            rate_limit: RateLimit::unlimited(),
+        },
+    );
+    let r = pass(&sub, &store, &endpoints(agent.endpoint(None)), t0()).await;
     assert_eq!(r.retried, 1);
     assert_eq!(agent.request_count(), 1);
     let error = get(&store, &entry).await.last_error.unwrap();

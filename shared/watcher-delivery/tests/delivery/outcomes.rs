@@ -65,13 +65,20 @@ async fn two_503s_then_a_task_is_delivered_exactly_once() {
     let r = pass(&sub, &store, &endpoints, plus_secs(t0(), 86_400)).await;
     assert_eq!(r, DeliveryReport::default());
 
-    let (requests, lists): (Vec<_>, Vec<_>) = agent
+    // The lane follows the delivered task with `GetTask`: only sends and look-ups count here.
+    let sends: Vec<_> = agent
         .requests()
         .into_iter()
-        .partition(|r| r.rpc_method().as_deref() == Some("SendMessage"));
-    assert_eq!(requests.len(), 3);
-    assert_eq!(lists.len(), 2, "one look-up before each retry");
-    for req in &requests {
+        .filter(|r| r.rpc_method().as_deref() == Some("SendMessage"))
+        .collect();
+    let lists = agent
+        .requests()
+        .iter()
+        .filter(|r| r.rpc_method().as_deref() == Some("ListTasks"))
+        .count();
+    assert_eq!(sends.len(), 3);
+    assert_eq!(lists, 2, "one look-up before each retry");
+    for req in &sends {
         assert_eq!(req.method, "POST");
         assert_eq!(req.header("a2a-version"), Some("1.0"));
         assert_eq!(
@@ -226,12 +233,16 @@ async fn a_sent_entry_is_never_sent_again_even_after_a_restart() {
             delivery: Some(DeliveryState::Sent)
         }
     );
-    assert_eq!(agent.request_count(), 1);
+    assert_eq!(agent.sent_message_ids().len(), 1);
     assert_eq!(get(&store, &entry).await.task_id.as_deref(), Some("task-1"));
 }
 
+/// The agent's rate limit (expectations-v1 §13.2) holds back what its bucket cannot cover: a
+/// lane's pass takes two tokens for three due lapse tasks, sends two and ends `Limited` until
+/// the next token frees (2 a minute: 30 s later), the third untouched (no attempt counted,
+/// nothing written); a pass before then sends nothing, one at that instant sends it, in order.
 #[tokio::test]
-async fn the_rate_limit_defers_the_third_entry_without_counting_an_attempt() {
+async fn the_rate_limit_holds_back_the_third_entry_without_counting_an_attempt() {
     let agent = spawn_capture_agent(Behaviour::accept()).await;
     let entries = vec![
         lapse_entry("exp-a"),
@@ -247,35 +258,81 @@ async fn the_rate_limit_defers_the_third_entry_without_counting_an_attempt() {
             burst: 2,
         }),
     );
+    let booking_lane = [(tenant(), booking())];
+    let before = get(&store, &entries[2]).await;
 
-    let r = pass(&sub, &store, &endpoints, t0()).await;
-    assert_eq!((r.sent, r.deferred, r.retried, r.failed), (2, 1, 0, 0));
+    let r = lane_passes(&sub, &store, &endpoints, t0(), &booking_lane).await;
+    assert_eq!(
+        r[0].end,
+        PassEnd::Limited {
+            until: plus_secs(t0(), 30)
+        }
+    );
+    let r = r[0].delivery;
+    assert_eq!((r.sent, r.deferred, r.retried, r.failed), (2, 0, 0, 0));
     assert_eq!(get(&store, &entries[0]).await.delivery, DeliveryState::Sent);
     assert_eq!(get(&store, &entries[1]).await.delivery, DeliveryState::Sent);
     let third = get(&store, &entries[2]).await;
-    assert_eq!(third.delivery, DeliveryState::Queued);
-    assert_eq!(third.attempts, 0);
-    assert_eq!(third.last_error, None);
-    // 2 per minute: the next token frees 30 s later.
-    assert_eq!(third.next_attempt_at, plus_secs(t0(), 30));
-    assert_eq!(agent.request_count(), 2);
+    assert_eq!(third, before, "held back without a write");
+    assert_eq!((third.attempts, third.next_attempt_at), (0, t0()));
+    assert_eq!(agent.sent_message_ids().len(), 2);
 
     // Not before then.
-    let r = pass(&sub, &store, &endpoints, plus_secs(t0(), 29)).await;
-    assert_eq!(r, DeliveryReport::default());
+    let r = lane_passes(&sub, &store, &endpoints, plus_secs(t0(), 29), &booking_lane).await;
+    assert_eq!(r[0].delivery, DeliveryReport::default());
+    assert_eq!(
+        r[0].end,
+        PassEnd::Limited {
+            until: plus_secs(t0(), 30)
+        }
+    );
+    assert_eq!(agent.sent_message_ids().len(), 2);
 
     let r = pass(&sub, &store, &endpoints, plus_secs(t0(), 30)).await;
     assert_eq!((r.sent, r.deferred), (1, 0));
     let third = get(&store, &entries[2]).await;
     assert_eq!(third.delivery, DeliveryState::Sent);
     assert_eq!(third.attempts, 1);
-    let sent_ids: Vec<_> = agent
-        .requests()
-        .iter()
-        .map(|r| r.message_id().unwrap())
-        .collect();
     let expected: Vec<_> = entries.iter().map(|e| e.message_id.clone()).collect();
-    assert_eq!(sent_ids, expected);
+    assert_eq!(agent.sent_message_ids(), expected);
+}
+
+/// Sent by the one send entry point with no token left, a lapse task is deferred: it stays
+/// queued with `next_attempt_at` at the next free token (2 a minute: 30 s later), no attempt
+/// counted and no error recorded.
+#[tokio::test]
+async fn over_the_rate_the_send_entry_point_defers_without_counting_an_attempt() {
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let entries = vec![
+        lapse_entry("exp-a"),
+        lapse_entry("exp-b"),
+        lapse_entry("exp-c"),
+    ];
+    let store = store_with(entries.clone()).await;
+    let endpoints = endpoints(agent.endpoint(None));
+    let sub = submitter(
+        RetryPolicy::default(),
+        Some(RateLimit {
+            per_minute: 2,
+            burst: 2,
+        }),
+    );
+    for e in &entries[..2] {
+        let outcome = deliver_entry(&sub, &store, &endpoints, e, t0()).await;
+        assert!(matches!(outcome, EntryOutcome::Sent(_)), "{outcome:?}");
+    }
+    assert_eq!(
+        deliver_entry(&sub, &store, &endpoints, &entries[2], t0()).await,
+        EntryOutcome::Deferred {
+            until: plus_secs(t0(), 30)
+        }
+    );
+    let third = get(&store, &entries[2]).await;
+    assert_eq!(third.delivery, DeliveryState::Queued);
+    assert_eq!(third.attempts, 0);
+    assert_eq!(third.last_error, None);
+    assert_eq!(third.next_attempt_at, plus_secs(t0(), 30));
+    assert_eq!(agent.request_count(), 2);
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 use super::*;
 
 #[tokio::test]
-async fn deliver_one_posts_a_named_entry_when_due() {
+async fn a_named_entry_is_posted_when_due() {
     let agent =
         spawn_capture_agent(Behaviour::always(Reply::task("task-9", TaskState::Working))).await;
     let mut entry = lapse_entry("exp-one");
@@ -19,17 +19,14 @@ async fn deliver_one_posts_a_named_entry_when_due() {
             at: plus_secs(t0(), 60)
         }
     );
-    let missing = sub
-        .deliver_one(
-            &store,
-            &endpoints,
-            &entry.tenant,
-            &entry.agent,
-            "lapse:nope",
-            t0(),
-        )
-        .await
-        .unwrap();
+    let missing = deliver_named(
+        &sub,
+        &store,
+        &endpoints,
+        (&entry.tenant, &entry.agent, "lapse:nope"),
+        t0(),
+    )
+    .await;
     assert_eq!(missing, EntryOutcome::Skipped { delivery: None });
     assert_eq!(agent.request_count(), 0);
 
@@ -51,7 +48,7 @@ async fn deliver_one_posts_a_named_entry_when_due() {
 async fn tenants_reach_their_own_endpoints() {
     let agent_a = spawn_capture_agent(Behaviour::accept()).await;
     let agent_b = spawn_capture_agent(Behaviour::accept()).await;
-    let acme = watcher_core::ids::Tenant::parse("acme").unwrap();
+    let acme = Tenant::parse("acme").unwrap();
     let mut other = lapse_entry("exp-acme");
     other.tenant = acme.clone();
     let mine = lapse_entry("exp-default");
@@ -60,14 +57,22 @@ async fn tenants_reach_their_own_endpoints() {
     endpoints.insert((acme, booking()), agent_b.endpoint(None));
     let sub = submitter(RetryPolicy::default(), None);
 
-    let r = pass(&sub, &store, &endpoints, t0()).await;
-    assert_eq!(r.sent, 2);
+    let acme_booking = (Tenant::parse("acme").unwrap(), booking());
+    let lanes = [(tenant(), booking()), acme_booking];
+    let r = lane_passes(&sub, &store, &endpoints, t0(), &lanes).await;
+    assert_eq!((r[0].delivery.sent, r[1].delivery.sent), (1, 1));
     assert_eq!(agent_a.requests()[0].message_id().unwrap(), mine.message_id);
     assert_eq!(
         agent_b.requests()[0].message_id().unwrap(),
         other.message_id
     );
-    assert_eq!((agent_a.request_count(), agent_b.request_count()), (1, 1));
+    assert_eq!(
+        (
+            agent_a.sent_message_ids().len(),
+            agent_b.sent_message_ids().len()
+        ),
+        (1, 1)
+    );
 }
 
 /// Expectation ids are scoped to the raising agent: two agents of one tenant may have lapse tasks
@@ -84,19 +89,26 @@ async fn two_agents_with_the_same_message_id_each_get_their_lapse_task() {
         TaskState::Working,
     )))
     .await;
-    let other_agent = watcher_core::ids::AgentId::parse("other").unwrap();
+    let other_agent = AgentId::parse("other").unwrap();
     let mine = lapse_entry("exp-shared");
     let mut theirs = lapse_entry("exp-shared");
     theirs.agent = other_agent.clone();
     assert_eq!(mine.message_id, theirs.message_id);
     let store = store_with(vec![mine.clone(), theirs.clone()]).await;
     let mut endpoints = endpoints(agent_a.endpoint(None));
-    endpoints.insert((tenant(), other_agent), agent_b.endpoint(None));
+    endpoints.insert((tenant(), other_agent.clone()), agent_b.endpoint(None));
     let sub = submitter(RetryPolicy::default(), None);
+    let lanes = [(tenant(), booking()), (tenant(), other_agent)];
 
-    let r = pass(&sub, &store, &endpoints, t0()).await;
-    assert_eq!(r.sent, 2, "{r:?}");
-    assert_eq!((agent_a.request_count(), agent_b.request_count()), (1, 1));
+    let r = lane_passes(&sub, &store, &endpoints, t0(), &lanes).await;
+    assert_eq!((r[0].delivery.sent, r[1].delivery.sent), (1, 1), "{r:?}");
+    assert_eq!(
+        (
+            agent_a.sent_message_ids().len(),
+            agent_b.sent_message_ids().len()
+        ),
+        (1, 1)
+    );
     assert_eq!(agent_a.requests()[0].message_id().unwrap(), mine.message_id);
     assert_eq!(agent_b.requests()[0].message_id().unwrap(), mine.message_id);
     let (a, b) = (get(&store, &mine).await, get(&store, &theirs).await);
@@ -105,8 +117,11 @@ async fn two_agents_with_the_same_message_id_each_get_their_lapse_task() {
     assert_eq!(b.task_state.as_deref(), Some("TASK_STATE_WORKING"));
 
     // Neither is sent again, by a pass or by name.
-    let r = pass(&sub, &store, &endpoints, plus_secs(t0(), 600)).await;
-    assert_eq!(r, DeliveryReport::default());
+    let r = lane_passes(&sub, &store, &endpoints, plus_secs(t0(), 600), &lanes).await;
+    assert!(
+        r.iter().all(|r| r.delivery == DeliveryReport::default()),
+        "{r:?}"
+    );
     for e in [&mine, &theirs] {
         assert_eq!(
             deliver_entry(&sub, &store, &endpoints, e, t0()).await,
@@ -115,11 +130,17 @@ async fn two_agents_with_the_same_message_id_each_get_their_lapse_task() {
             }
         );
     }
-    assert_eq!((agent_a.request_count(), agent_b.request_count()), (1, 1));
+    assert_eq!(
+        (
+            agent_a.sent_message_ids().len(),
+            agent_b.sent_message_ids().len()
+        ),
+        (1, 1)
+    );
 }
 
-/// serve spawns the submitter loop on tokio, and the Lambda holds `&dyn Store`: the passes'
-/// futures must be `Send` with trait objects too.
+/// serve spawns its lanes on tokio, and the Lambda holds `&dyn Store`: a lane's pass and the
+/// send entry point must be `Send` over trait objects.
 #[test]
 fn passes_are_send_over_trait_objects() {
     fn assert_send<T: Send>(_: &T) {}
@@ -129,17 +150,32 @@ fn passes_are_send_over_trait_objects() {
         AgentEndpoint::configured("http://127.0.0.1:9/", None),
     ));
     let sub = submitter(RetryPolicy::default(), None);
-    let pass = sub.deliver_due(store, &*endpoints, t0(), LIMIT);
+    let (tenant, agent) = (tenant(), booking());
+    let clock = FakeClock::new(t0());
+    let lane = Lane {
+        tenant: &tenant,
+        agent: &agent,
+        store,
+        submitter: &sub,
+        endpoints: &*endpoints,
+        reconciler: None,
+        slots: None,
+        per_agent: 4,
+        batch: BATCH,
+    };
+    let pass = lane.pass(&clock, None);
     assert_send(&pass);
-    let tenant = tenant();
-    let agent = booking();
-    let one = sub.deliver_one(store, &endpoints, &tenant, &agent, "m", t0());
+    let ids = (&tenant, &agent, "m");
+    let one = sub.deliver_read_with(
+        store,
+        &*endpoints,
+        sub.buckets(),
+        ids,
+        None,
+        watcher_delivery::deliver::Places::none(),
+        t0(),
+    );
     assert_send(&one);
-    let client = client();
-    let limiter = RateLimiter::default();
-    let policy = RetryPolicy::default();
-    let free = deliver_due(store, &client, &endpoints, &policy, &limiter, t0(), LIMIT);
-    assert_send(&free);
 }
 
 /// An agent whose card offers only A2A 0.3 is sent `message/send` with the 0.3 message shape,

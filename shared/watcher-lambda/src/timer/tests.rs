@@ -3,13 +3,12 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use watcher_core::card::declaration_from_card;
-use watcher_core::engine::{AgentProfile, TimerKey};
+use watcher_core::engine::TimerKey;
 use watcher_core::ids::{AgentId, ExpectationId, Tenant};
-use watcher_core::lapse::Delivery;
 use watcher_core::record::LapseKind;
 use watcher_core::settings::Settings;
-use watcher_runtime::directory::{AgentEntry, Directory};
+use watcher_delivery::testing::agent_entry;
+use watcher_runtime::directory::Directory;
 use watcher_runtime::memory::MemoryStore;
 use watcher_runtime::ports::PortError;
 use watcher_runtime::store::{Commit, OutboxEntry};
@@ -29,28 +28,6 @@ impl LapseQueue for Kept {
             .unwrap()
             .push((entry.agent.to_string(), entry.message_id.clone()));
         Ok(())
-    }
-}
-
-fn agent_entry(tenant: &Tenant, id: &str) -> AgentEntry {
-    let card = json!({
-        "name": id,
-        "skills": [{ "id": "handle_lapse", "name": "Handle lapse" }],
-        "capabilities": { "extensions": [{
-            "uri": watcher_core::EXPECTATIONS_URI,
-            "params": { "keepsTime": false, "lapseSkill": "handle_lapse", "kinds": [
-                { "kind": "shipment.manifest", "subjectType": "shipment",
-                  "describes": "the manifest", "basis": "observed" }] }
-        }]}
-    });
-    AgentEntry {
-        tenant: tenant.clone(),
-        profile: AgentProfile {
-            id: AgentId::parse(id).unwrap(),
-            declaration: declaration_from_card(&card).unwrap(),
-        },
-        submits_lapses: true,
-        delivery: Delivery::default(),
     }
 }
 
@@ -136,8 +113,8 @@ async fn one_agents_backlog_never_hides_another_agents_lost_message() {
     let t = Tenant::default_tenant();
     let store = Arc::new(MemoryStore::new());
     let directory = Directory::new();
-    directory.insert(agent_entry(&t, "backlog"));
-    directory.insert(agent_entry(&t, "quiet"));
+    directory.insert(agent_entry(&t, &AgentId::parse("backlog").unwrap()));
+    directory.insert(agent_entry(&t, &AgentId::parse("quiet").unwrap()));
     let at = Instant::parse("2026-09-10T12:00:00Z").unwrap();
     let backlog: Vec<OutboxEntry> = (0..5000).map(|n| queued(&t, "backlog", n, at)).collect();
     store

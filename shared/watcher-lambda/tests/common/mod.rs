@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::context::{
     AfterDeserializationInterceptorContextRef, BeforeSerializationInterceptorContextRef,
-    BeforeTransmitInterceptorContextRef,
+    BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
 };
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
@@ -73,9 +73,115 @@ pub mod units;
 pub struct Requests {
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
     units: Arc<Mutex<units::Measured>>,
+    /// When set, each write request's items are read before and after it
+    /// ([`Requests::measure_per_request`]).
+    snapshots: Arc<Mutex<Option<Arc<Snapshots>>>>,
+}
+
+/// Reads items of one table by key, consistently, for the interceptor, which cannot wait on
+/// the runtime it runs in: on a thread of its own, with its own runtime and a client that no
+/// interceptor watches (its reads are not the functions').
+#[derive(Debug)]
+pub struct Snapshots {
+    key: Vec<String>,
+    asks: Mutex<std::sync::mpsc::Sender<SnapshotAsk>>,
+}
+
+/// Keys to read, and where to answer the items (`None`: absent) in their order.
+type SnapshotAsk = (
+    Vec<units::Item>,
+    std::sync::mpsc::Sender<Vec<Option<units::Item>>>,
+);
+
+impl Snapshots {
+    /// Starts the reader of `table`, whose key attributes are `key`; it ends when the last
+    /// handle on it is dropped.
+    fn start(table: &str, key: Vec<String>) -> Snapshots {
+        let (asks, questions) = std::sync::mpsc::channel::<SnapshotAsk>();
+        let table = table.to_owned();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("the snapshot thread's runtime");
+            rt.block_on(async move {
+                let ddb = aws_sdk_dynamodb::Client::new(&emulator_config().await);
+                // Blocking between asks is fine: nothing else runs on this thread.
+                while let Ok((keys, answer)) = questions.recv() {
+                    let mut items = Vec::with_capacity(keys.len());
+                    for key in keys {
+                        let out = ddb
+                            .get_item()
+                            .table_name(&table)
+                            .set_key(Some(key))
+                            .consistent_read(true)
+                            .send()
+                            .await
+                            .expect("read an item around a write");
+                        items.push(out.item);
+                    }
+                    let _ = answer.send(items);
+                }
+            });
+        });
+        Snapshots {
+            key,
+            asks: Mutex::new(asks),
+        }
+    }
+
+    /// The items of `writes`' keys as they stand now.
+    fn read(&self, writes: &[units::Write]) -> Vec<Option<units::Item>> {
+        let keys = writes
+            .iter()
+            .map(|w| {
+                w.attrs
+                    .iter()
+                    .filter(|(name, _)| self.key.contains(name))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .collect();
+        let (answer, answered) = std::sync::mpsc::channel();
+        self.asks
+            .lock()
+            .expect("snapshot asks")
+            .send((keys, answer))
+            .expect("the snapshot thread runs");
+        answered.recv().expect("the snapshot thread answers")
+    }
+}
+
+/// A write request's writes between its serialization and its end, with the items before it.
+#[derive(Debug, Clone)]
+struct PendingWrites(Vec<units::Write>);
+
+impl aws_smithy_types::config_bag::Storable for PendingWrites {
+    type Storer = aws_smithy_types::config_bag::StoreReplace<Self>;
+}
+
+/// An SQS request to a standard queue (not FIFO): priced apart.
+#[derive(Debug, Clone, Copy)]
+struct StandardQueue;
+
+impl aws_smithy_types::config_bag::Storable for StandardQueue {
+    type Storer = aws_smithy_types::config_bag::StoreReplace<Self>;
 }
 
 impl Requests {
+    /// From now on, reads the items each DynamoDB write request touches in `table` (key
+    /// attributes `key`) just before and just after it, so each request's index writes are
+    /// billed (`units::Write::states`). Blocks the request's task for those reads: for the
+    /// cost measurement, not for tests of timing.
+    pub fn measure_per_request(&self, table: &str, key: &[String]) {
+        *self.snapshots.lock().expect("snapshots") =
+            Some(Arc::new(Snapshots::start(table, key.to_vec())));
+    }
+
+    fn snapshots(&self) -> Option<Arc<Snapshots>> {
+        self.snapshots.lock().expect("snapshots").clone()
+    }
+
     /// The counts since the last take, and zero from now on.
     pub fn take(&self) -> BTreeMap<String, u64> {
         self.take_all().0
@@ -101,11 +207,47 @@ impl Intercept for Requests {
         _: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let writes = units::writes_of(context.input());
-        self.units.lock().expect("units").writes.extend(writes);
+        let mut writes = units::writes_of(context.input());
+        match self.snapshots() {
+            Some(snapshots) if !writes.is_empty() => {
+                let befores = snapshots.read(&writes);
+                for (w, before) in writes.iter_mut().zip(befores) {
+                    w.states = Some((before, None));
+                }
+                cfg.interceptor_state().store_put(PendingWrites(writes));
+            }
+            _ => self.units.lock().expect("units").writes.extend(writes),
+        }
         if let Some(kind) = units::read_kind(context.input()) {
             cfg.interceptor_state().store_put(kind);
         }
+        if units::sqs_queue_url(context.input()).is_some_and(|url| !url.ends_with(".fifo")) {
+            cfg.interceptor_state().store_put(StandardQueue);
+        }
+        Ok(())
+    }
+
+    /// A write measured per request: the items after it, whether it succeeded or not (a
+    /// failed conditional write is billed too, changing nothing).
+    fn read_after_execution(
+        &self,
+        _: &FinalizerInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let (Some(PendingWrites(writes)), Some(snapshots)) =
+            (cfg.load::<PendingWrites>().cloned(), self.snapshots())
+        else {
+            return Ok(());
+        };
+        let mut writes = writes;
+        let afters = snapshots.read(&writes);
+        for (w, after) in writes.iter_mut().zip(afters) {
+            if let Some((_, a)) = &mut w.states {
+                *a = after;
+            }
+        }
+        self.units.lock().expect("units").writes.extend(writes);
         Ok(())
     }
 
@@ -129,6 +271,9 @@ impl Intercept for Requests {
         _: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
+        if cfg.load::<StandardQueue>().is_some() {
+            self.units.lock().expect("units").sqs_standard += 1;
+        }
         if let Some(m) = cfg.load::<Metadata>() {
             let key = format!("{} {}", m.service(), m.name());
             *self

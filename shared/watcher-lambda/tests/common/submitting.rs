@@ -43,14 +43,13 @@ pub fn sqs_event(messages: &[(&str, &str)]) -> SqsEvent {
     serde_json::from_value(json!({ "Records": records })).unwrap()
 }
 
-/// A submitter with the default retry policy, `rate_limit`, and four sends at once.
+/// A submitter with the default retry policy and `rate_limit`.
 pub fn submitter(rate_limit: RateLimit) -> Submitter {
     Submitter::new(
         A2aClient::with_defaults().unwrap(),
         SubmitterConfig {
             retry: RetryPolicy::default(),
             rate_limit,
-            concurrency: 4,
         },
     )
 }

@@ -7,7 +7,14 @@
 //! "Item sizes"): a read is 1 unit per 4 KB when strongly consistent, half that when eventually
 //! consistent (every index read is); a write is 1 unit per 1 KB of the larger of the item before
 //! and after; inside a transaction each costs double; an index entry written costs 1 unit per KB
-//! of what the index projects, one deleted 1 unit, one whose key changes both.
+//! of what the index projects, one deleted 1 unit, one whose key changes both. Each global
+//! secondary index an item change touches bills its own units, on every write request: "the
+//! total provisioned throughput cost for a write consists of the sum of write capacity units
+//! consumed by writing to the base table and those consumed by updating the global secondary
+//! indexes" (<https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html>,
+//! "Write capacity units consumed"). So the items are read before and after each write request
+//! ([`Write::states`]): an index entry a step puts and a later request of the same step deletes
+//! costs both, though the table before and after the step shows neither.
 //!
 //! Written here, not taken from a crate: no crate computes DynamoDB's billing sizes.
 
@@ -80,6 +87,10 @@ pub struct Write {
     pub transactional: bool,
     /// A `ConditionCheck`: billed as a write of the item as it stood, changing nothing.
     pub check_only: bool,
+    /// The item as it stood just before its request and just after it (`None`: absent), read
+    /// by key when the step is measured per request (`Requests::measure_per_request`); when
+    /// `None`, the step's table before and after it stand in.
+    pub states: Option<(Option<Item>, Option<Item>)>,
 }
 
 /// What the interceptor gathered over a step: read units, in halves (an eventually consistent
@@ -90,6 +101,41 @@ pub struct Measured {
     pub read_halves: u64,
     /// The writes, in order.
     pub writes: Vec<Write>,
+    /// SQS requests (each attempt) to a standard queue, the timer queue: priced below FIFO's.
+    pub sqs_standard: u64,
+}
+
+/// The queue an SQS request names, for the requests the functions and the tests make.
+pub fn sqs_queue_url(
+    input: &aws_smithy_runtime_api::client::interceptors::context::Input,
+) -> Option<&str> {
+    use aws_sdk_sqs::operation as op;
+    if let Some(i) = input.downcast_ref::<op::send_message::SendMessageInput>() {
+        return i.queue_url();
+    }
+    if let Some(i) = input.downcast_ref::<op::send_message_batch::SendMessageBatchInput>() {
+        return i.queue_url();
+    }
+    if let Some(i) = input.downcast_ref::<op::receive_message::ReceiveMessageInput>() {
+        return i.queue_url();
+    }
+    if let Some(i) = input.downcast_ref::<op::delete_message::DeleteMessageInput>() {
+        return i.queue_url();
+    }
+    if let Some(i) = input.downcast_ref::<op::delete_message_batch::DeleteMessageBatchInput>() {
+        return i.queue_url();
+    }
+    if let Some(i) =
+        input.downcast_ref::<op::change_message_visibility::ChangeMessageVisibilityInput>()
+    {
+        return i.queue_url();
+    }
+    if let Some(i) = input
+        .downcast_ref::<op::change_message_visibility_batch::ChangeMessageVisibilityBatchInput>()
+    {
+        return i.queue_url();
+    }
+    None
 }
 
 /// The writes a DynamoDB request makes, from its typed input (`read_before_serialization`).
@@ -100,6 +146,7 @@ pub fn writes_of(
         attrs: attrs.clone(),
         transactional: false,
         check_only: false,
+        states: None,
     };
     if let Some(put) = input.downcast_ref::<PutItemInput>() {
         return put.item.iter().map(plain).collect();
@@ -130,6 +177,7 @@ pub fn writes_of(
             attrs,
             transactional: true,
             check_only,
+            states: None,
         });
     }
     writes
@@ -259,6 +307,11 @@ impl Schema {
         }
     }
 
+    /// The names of the table's key attributes (partition key first).
+    pub fn key_names(&self) -> &[String] {
+        &self.key
+    }
+
     /// The item's primary key, as text.
     fn key_of(&self, attrs: &Item) -> String {
         self.key
@@ -309,7 +362,9 @@ impl Schema {
 
     /// [`Schema::write_units`] by the partition that takes them: `table <pk>` for an item,
     /// `<index> <partition key>` for an index entry (a moved entry's delete goes to its old
-    /// partition, its put to the new one).
+    /// partition, its put to the new one). A write that carries its own states
+    /// ([`Write::states`]) is billed from them, its index entries per request; the others from
+    /// the step's `before` and `after`, each changed item's index entries once.
     pub fn partition_units(
         &self,
         writes: &[Write],
@@ -321,11 +376,17 @@ impl Schema {
         let mut changed = BTreeSet::new();
         for w in writes {
             let k = self.key_of(&w.attrs);
-            let bytes = if w.check_only {
-                size(before, &k)
-            } else {
-                changed.insert(k.clone());
-                size(before, &k).max(size(after, &k))
+            let bytes = match (&w.states, w.check_only) {
+                (Some((b, _)), true) => b.as_ref().map_or(0, item_size),
+                (Some((b, a)), false) => {
+                    let sizes = |i: &Option<Item>| i.as_ref().map_or(0, item_size);
+                    sizes(b).max(sizes(a))
+                }
+                (None, true) => size(before, &k),
+                (None, false) => {
+                    changed.insert(k.clone());
+                    size(before, &k).max(size(after, &k))
+                }
             };
             let pk = w
                 .attrs
@@ -334,16 +395,29 @@ impl Schema {
                 .unwrap_or_default();
             *out.entry(format!("table {pk}")).or_default() +=
                 units(bytes, 1024) * if w.transactional { 2 } else { 1 };
-        }
-        for k in &changed {
-            for index in &self.indexes {
-                for (partition, n) in index.write_units(before.get(k), after.get(k), &self.key) {
-                    *out.entry(format!("{} {partition}", index.name))
-                        .or_default() += n;
-                }
+            if let (Some((b, a)), false) = (&w.states, w.check_only) {
+                self.index_units(b.as_ref(), a.as_ref(), &mut out);
             }
         }
+        for k in &changed {
+            self.index_units(before.get(k), after.get(k), &mut out);
+        }
         out
+    }
+
+    /// Adds to `out` what one item's change from `before` to `after` costs each index.
+    fn index_units(
+        &self,
+        before: Option<&Item>,
+        after: Option<&Item>,
+        out: &mut BTreeMap<String, u64>,
+    ) {
+        for index in &self.indexes {
+            for (partition, n) in index.write_units(before, after, &self.key) {
+                *out.entry(format!("{} {partition}", index.name))
+                    .or_default() += n;
+            }
+        }
     }
 }
 
@@ -448,6 +522,52 @@ mod tests {
         assert_eq!(units(1025, 1024), 2);
     }
 
+    /// An index entry one request of a step puts and a later request of the same step deletes
+    /// costs that index a unit each time (DynamoDB bills each request's index writes), though
+    /// the table before and after the step holds no entry: measured per request, the step's
+    /// two writes cost 1 + 1 on the table and 1 + 1 on the index; from the step's ends alone,
+    /// the index's 2 would be missed.
+    #[test]
+    fn index_writes_are_billed_per_request() {
+        let schema = Schema {
+            key: vec!["pk".into(), "sk".into()],
+            indexes: vec![Index {
+                name: "due".into(),
+                key: vec!["due".into(), "sk".into()],
+                projected: Some(BTreeSet::new()),
+            }],
+        };
+        let key: Item = [
+            ("pk".to_owned(), AttributeValue::S("OUTBOX#t#3".into())),
+            ("sk".to_owned(), AttributeValue::S("x".into())),
+        ]
+        .into();
+        let mut queued = key.clone();
+        queued.insert("due".into(), AttributeValue::S("queued#7".into()));
+        let per_request = |b: Option<&Item>, a: &Item| Write {
+            attrs: key.clone(),
+            transactional: false,
+            check_only: false,
+            states: Some((b.cloned(), Some(a.clone()))),
+        };
+        let writes = [per_request(None, &queued), per_request(Some(&queued), &key)];
+        let empty = BTreeMap::new();
+        let mut after = BTreeMap::new();
+        after.insert(schema.key_of(&key), key.clone());
+        let units = schema.partition_units(&writes, &empty, &after);
+        assert_eq!(units.get("table OUTBOX#t#3"), Some(&2), "{units:?}");
+        assert_eq!(units.get("due queued#7"), Some(&2), "{units:?}");
+        let step_ends: Vec<Write> = writes
+            .iter()
+            .map(|w| Write {
+                states: None,
+                ..w.clone()
+            })
+            .collect();
+        let units = schema.partition_units(&step_ends, &empty, &after);
+        assert_eq!(units.get("due queued#7"), None, "{units:?}");
+    }
+
     /// A `ConditionCheck` takes a write unit from the partition it checks (DynamoDB bills it
     /// as a write), twice in a transaction, though it changes no item and no index entry.
     #[test]
@@ -467,11 +587,13 @@ mod tests {
             attrs: key("OUTBOX#t"),
             transactional: true,
             check_only: true,
+            states: None,
         };
         let put = Write {
             attrs: key("OUTBOX#t#3"),
             transactional: true,
             check_only: false,
+            states: None,
         };
         let empty = BTreeMap::new();
         let mut after = BTreeMap::new();

@@ -2,21 +2,12 @@
 
 use super::*;
 
-/// A JSON-RPC result answering `req`.
-fn rpc_result(req: &watcher_delivery::testing::CapturedRequest, result: Value) -> Reply {
-    Reply::Http {
-        status: 200,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: json!({ "jsonrpc": "2.0", "id": req.rpc_id(), "result": result }).to_string(),
-    }
-}
-
 /// A capture agent whose origin task `GetTask` finds canceled at `canceled_at` (the cancel never
 /// pushed), and which accepts lapse tasks.
 async fn canceled_unpushed(canceled_at: &'static str) -> CaptureAgent {
     CaptureAgent::spawn(Behaviour::from_fn(move |_, req| {
         match req.rpc_method().as_deref() {
-            Some("GetTask") => rpc_result(
+            Some("GetTask") => Reply::rpc_result(
                 req,
                 json!({ "id": req.json().unwrap_or_default()["params"]["id"],
                         "contextId": "ctx-northgate-sep",

@@ -8,9 +8,31 @@ mod pages;
 pub use claims::*;
 pub use pages::*;
 
-/// The outbox: an entry whose (tenant, agent, messageId) exists is left as first written;
-/// `outbox_due` gives queued entries due at `now`, oldest first, at most `limit`; `sent` is final;
-/// `lapses` lists a tenant's entries only, in order of lapse.
+/// The queued entries due at `now` of each of `lanes` (tenant, agent), as each agent's delivery
+/// lane reads them ([`crate::store::Outbox::outbox_of_agent`] of `queued` due by `now`, at most
+/// `limit` each), one lane after another in the order given.
+async fn due_in_lanes<S: Store + ?Sized>(
+    store: &S,
+    lanes: &[(&Tenant, &AgentId)],
+    now: Instant,
+    limit: usize,
+) -> Vec<OutboxEntry> {
+    let mut due = Vec::new();
+    for (tenant, agent) in lanes {
+        due.extend(
+            store
+                .outbox_of_agent(tenant, agent, DeliveryState::Queued, Some(now), limit)
+                .await
+                .expect("outbox_of_agent"),
+        );
+    }
+    due
+}
+
+/// The outbox: an entry whose (tenant, agent, messageId) exists is left as first written; an
+/// agent's delivery lane (`outbox_of_agent` of `queued` due by `now`) gives its queued entries
+/// due at `now`, earliest first, at most `limit`; `sent` is final; `lapses` lists a tenant's
+/// entries only, in order of lapse.
 pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
     let a = tenant("tenant-a");
     let b = tenant("tenant-b");
@@ -53,25 +75,26 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
         None
     );
 
-    // Due entries.
+    // Due entries, in the lanes of booking of each tenant.
     let ids = |list: Vec<OutboxEntry>| -> Vec<(Tenant, String)> {
         list.into_iter().map(|o| (o.tenant, o.message_id)).collect()
     };
     let mine = |e: &OutboxEntry| (e.tenant.clone(), e.message_id.clone());
-    let due_now = ids(store.outbox_due(t0(), 10).await.expect("outbox_due"));
+    let lanes = [(&a, &first.agent), (&b, &first.agent)];
+    let due_now = ids(due_in_lanes(&*store, &lanes, t0(), 10).await);
     assert_eq!(
         due_now,
         vec![mine(&first), mine(&other_tenant)],
         "entries due at now, oldest first"
     );
     assert_eq!(
-        ids(store.outbox_due(at(60), 10).await.expect("outbox_due")),
+        ids(due_in_lanes(&*store, &lanes, at(60), 10).await),
         vec![mine(&first), mine(&later), mine(&other_tenant)]
     );
     assert_eq!(
-        ids(store.outbox_due(at(60), 1).await.expect("outbox_due")),
+        ids(due_in_lanes(&*store, &lanes[..1], at(60), 1).await),
         vec![mine(&first)],
-        "at most `limit` entries"
+        "at most `limit` entries, earliest first"
     );
 
     // Sent is final.
@@ -104,7 +127,7 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
         );
     }
     assert_eq!(
-        ids(store.outbox_due(at(60), 10).await.expect("outbox_due")),
+        ids(due_in_lanes(&*store, &lanes, at(60), 10).await),
         vec![mine(&later), mine(&other_tenant)],
         "a sent entry is no longer due"
     );
@@ -116,19 +139,19 @@ pub async fn outbox_rules<S: Store + 'static>(store: Arc<S>) {
     retry.last_error = Some("HTTP 503".into());
     store.outbox_update(&retry).await.expect("outbox_update");
     assert_eq!(
-        ids(store.outbox_due(at(60), 10).await.expect("outbox_due")),
+        ids(due_in_lanes(&*store, &lanes, at(60), 10).await),
         vec![mine(&other_tenant)],
         "a retry waits for its next attempt"
     );
     assert_eq!(
-        ids(store.outbox_due(at(90), 10).await.expect("outbox_due")),
+        ids(due_in_lanes(&*store, &lanes, at(90), 10).await),
         vec![mine(&later), mine(&other_tenant)]
     );
     let mut failed = retry.clone();
     failed.delivery = DeliveryState::Failed;
     store.outbox_update(&failed).await.expect("outbox_update");
     assert_eq!(
-        ids(store.outbox_due(at(1000), 10).await.expect("outbox_due")),
+        ids(due_in_lanes(&*store, &lanes, at(1000), 10).await),
         vec![mine(&other_tenant)],
         "a failed entry is not due"
     );
@@ -200,7 +223,8 @@ pub async fn outbox_identity_includes_agent<S: Store + 'static>(store: Arc<S>) {
         vec![booking.clone(), other.clone(), third.clone()],
         "all three entries are listed, in order of lapse"
     );
-    let due = store.outbox_due(at(1), 10).await.expect("outbox_due");
+    let lanes = [(&t, &booking.agent), (&t, &other.agent), (&t, &third.agent)];
+    let due = due_in_lanes(&*store, &lanes, at(1), 10).await;
     assert_eq!(
         due,
         vec![booking.clone(), other.clone(), third.clone()],
@@ -260,12 +284,12 @@ pub async fn outbox_identity_includes_agent<S: Store + 'static>(store: Arc<S>) {
         "booking's sent entry is final whatever happens to other's"
     );
     assert_eq!(
-        store.outbox_due(at(1), 10).await.expect("outbox_due"),
+        due_in_lanes(&*store, &lanes, at(1), 10).await,
         vec![third.clone()],
         "sent is no longer due, the retry waits, the third is due"
     );
     assert_eq!(
-        store.outbox_due(at(30), 10).await.expect("outbox_due"),
+        due_in_lanes(&*store, &lanes, at(30), 10).await,
         vec![queued_again.clone(), third.clone()]
     );
 
@@ -486,9 +510,7 @@ pub async fn withdrawn_lapse_tasks_are_kept<S: Store + 'static>(store: Arc<S>) {
         .await
         .expect("outbox_of_agent");
     assert!(queued.is_empty(), "{queued:?}");
-    assert!(store
-        .outbox_due(at(100), 10)
+    assert!(due_in_lanes(&*store, &[(&t, &entry.agent)], at(100), 10)
         .await
-        .expect("outbox_due")
         .is_empty());
 }

@@ -5,18 +5,6 @@ use crate::store::{LaneQuery, LapseLog, Outbox};
 
 #[async_trait]
 impl Outbox for MemoryStore {
-    /// A filter over the whole outbox (the delivery loop's sweep, not a request path).
-    async fn outbox_due(&self, now: Instant, limit: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        Ok(self
-            .lock()?
-            .outbox
-            .values()
-            .filter(|o| o.delivery == DeliveryState::Queued && o.next_attempt_at <= now)
-            .take(limit)
-            .cloned()
-            .collect())
-    }
-
     async fn outbox_get(
         &self,
         tenant: &Tenant,

@@ -148,9 +148,18 @@ async fn a_version_1_file_is_migrated() {
         vec![queued.clone(), sent.clone()]
     );
     assert_eq!(
-        store.outbox_due(queued.next_attempt_at, 10).await.unwrap(),
+        store
+            .outbox_of_agent(
+                &t,
+                &agent(),
+                DeliveryState::Queued,
+                Some(queued.next_attempt_at),
+                10
+            )
+            .await
+            .unwrap(),
         vec![queued.clone()],
-        "the due index works on the migrated rows"
+        "the agent's delivery lane works on the migrated rows"
     );
     assert_eq!(
         store.outbox_by_task(&t, &agent(), "task-7").await.unwrap(),

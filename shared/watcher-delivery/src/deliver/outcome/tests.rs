@@ -238,7 +238,7 @@ fn a_failure_the_agent_may_have_received_stays_ambiguous() {
         ),
         (1, None, None)
     );
-    // Posted again after a look-up that found nothing and answered: the outcome clears it.
+    // Sent again after a look-up that found nothing and answered: the outcome clears it.
     let (sent, _) = record_attempt(&r, &task("task-9", TaskState::Submitted), later, &policy);
     assert_eq!((sent.attempts, sent.attempt_started_at), (2, None));
     // Given up: failed for good, nothing left to look for.
