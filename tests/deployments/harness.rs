@@ -153,8 +153,8 @@ pub struct Fixture {
     /// Answers every lapse task with a completed task after [`PACE_ANSWER`]:
     /// `one_agent_at_serves_pace`.
     pub pace: Arc<CaptureAgent>,
-    /// Answers with a completed task after 50 ms: the large backlog of
-    /// `a_backlog_leaves_others_on_time`.
+    /// Answers with a completed task, as slowly as `a_backlog_leaves_others_on_time` sets: its
+    /// large backlog.
     pub backlog: Arc<CaptureAgent>,
     /// Accepts everything: the agent beside the backlog.
     pub beside: Arc<CaptureAgent>,
@@ -286,13 +286,7 @@ impl Fixture {
         pace.set_answer_delay(PACE_ANSWER);
         Fixture {
             pace,
-            backlog: {
-                // 50 ms an answer: at four in flight the backlog takes at least 12 s to drain on
-                // serve (1,000), so it is still draining when the lapse task beside it is due.
-                let backlog = completing().await;
-                backlog.set_answer_delay(Duration::from_millis(50));
-                backlog
-            },
+            backlog: completing().await,
             beside: accept().await,
             ends: keeping().await,
             burst,
