@@ -118,13 +118,18 @@ pub(crate) fn cost(
     // What the model counted, by what it prices: DynamoDB units (their totals), SQS requests
     // (every queue's actions).
     let units = dynamodb_units(model);
-    let sqs_meters: Vec<f64> = model
-        .resources
-        .iter()
-        .filter(|(k, _)| k.starts_with("sqs:") && !k.ends_with(":backlog-window"))
-        .map(|(_, r)| r.calls)
-        .collect();
-    let sqs = (!sqs_meters.is_empty()).then(|| sqs_meters.iter().sum());
+    // Each queue at its own price: the lapse queue is FIFO (`….fifo`), the timer queue standard.
+    let sqs_meters = |fifo: bool| -> Option<f64> {
+        let calls: Vec<f64> = model
+            .resources
+            .iter()
+            .filter(|(k, _)| k.starts_with("sqs:") && !k.ends_with(":backlog-window"))
+            .filter(|(k, _)| k.contains(".fifo:") == fifo)
+            .map(|(_, r)| r.calls)
+            .collect();
+        (!calls.is_empty()).then(|| calls.iter().sum())
+    };
+    let (sqs_fifo, sqs_standard) = (sqs_meters(true), sqs_meters(false));
     // Scheduler's invocations: the deadlines' schedules deliver to the timer queue (their
     // target in template.yaml), so each is one `SendMessage` there (the functions send batches,
     // `SendMessageBatch`); the sweep's invokes the timer function (`Event: schedule` runs).
@@ -165,9 +170,14 @@ pub(crate) fn cost(
             p("scheduler_per_million_invocations") / 1e6,
         ),
         (
-            "sqs_requests",
-            sqs,
+            "sqs_fifo_requests",
+            sqs_fifo,
             p("sqs_fifo_per_million_requests") / 1e6,
+        ),
+        (
+            "sqs_standard_requests",
+            sqs_standard,
+            p("sqs_standard_per_million_requests") / 1e6,
         ),
         (
             "logs_gb",

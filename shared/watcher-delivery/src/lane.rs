@@ -105,6 +105,13 @@ pub struct PassReport {
     pub polled: usize,
 }
 
+/// A pass's bounds on one agent: its `per_agent` places at the agent, and as many in the line
+/// of lapse tasks claimed and not yet at the agent ([`Places`]).
+struct Gates {
+    places: Semaphore,
+    claims: Semaphore,
+}
+
 /// What one send came to, inside a pass.
 enum Sent {
     Outcome(EntryOutcome),
@@ -117,8 +124,9 @@ enum Sent {
 impl Lane<'_> {
     /// One pass at the instants `clock` gives: sends what is due, polls what is followed (see
     /// the module docs). `stop_taking_at` (a monotonic instant; the submitter function's
-    /// invocation deadline less a margin) stops it claiming more lapse tasks; what it did not
-    /// take stays queued and the pass ends [`PassEnd::More`].
+    /// invocation deadline less a margin) stops it claiming more lapse tasks and beginning more
+    /// polls; what it did not take stays queued (or due a poll) and the pass ends
+    /// [`PassEnd::More`].
     pub async fn pass(
         &self,
         clock: &dyn Clock,
@@ -218,7 +226,10 @@ impl Lane<'_> {
         };
         // Every chain at once: a send waits for its own origin's answer first, holding nothing,
         // then for one of the agent's `per_agent` places and a shared slot.
-        let places = Semaphore::new(self.per_agent.max(1));
+        let gates = Gates {
+            places: Semaphore::new(self.per_agent.max(1)),
+            claims: Semaphore::new(self.per_agent.max(1)),
+        };
         let chains = by_context(taken);
         let width = chains.len().max(1);
         let sends = stream::iter(chains)
@@ -229,7 +240,7 @@ impl Lane<'_> {
                     &prepaid,
                     stop_taking_at,
                     checks.as_ref(),
-                    &places,
+                    &gates,
                 )
             })
             .buffer_unordered(width)
@@ -260,13 +271,21 @@ impl Lane<'_> {
                 Sent::NotTaken => not_taken = true,
             }
         }
-        let polled: Vec<bool> = stream::iter(follows)
-            .map(|entry| self.poll(entry, clock))
+        // Polls too stop at the pass's time limit: one not begun stays due for a later pass.
+        let polled: Vec<Option<bool>> = stream::iter(follows)
+            .map(|entry| async move {
+                if stop_taking_at.is_some_and(|at| std::time::Instant::now() >= at) {
+                    None
+                } else {
+                    Some(self.poll(entry, clock).await)
+                }
+            })
             .buffer_unordered(self.per_agent.max(1))
             .collect()
             .await;
-        report.polled = polled.len();
-        store_failed |= polled.iter().any(|ok| !ok);
+        report.polled = polled.iter().flatten().count();
+        store_failed |= polled.iter().flatten().any(|ok| !ok);
+        not_taken |= polled.iter().any(Option::is_none);
 
         report.end = if store_failed {
             PassEnd::StoreFailed
@@ -352,7 +371,7 @@ impl Lane<'_> {
         prepaid: &Prepaid<'_>,
         stop_taking_at: Option<std::time::Instant>,
         checks: Option<&OriginChecks<'_>>,
-        places: &Semaphore,
+        gates: &Gates,
     ) -> Vec<Sent> {
         let mut sent = Vec::with_capacity(chain.len());
         let mut held = false;
@@ -362,7 +381,7 @@ impl Lane<'_> {
                 held = true;
                 continue;
             }
-            let one = self.send(entry, clock, prepaid, checks, places).await;
+            let one = self.send(entry, clock, prepaid, checks, gates).await;
             held = matches!(
                 &one,
                 Sent::Outcome(EntryOutcome::Retried { .. } | EntryOutcome::NotDue { .. })
@@ -374,14 +393,15 @@ impl Lane<'_> {
     }
 
     /// Checks one lapse task's origin (its own answers only, holding no place or slot), then
-    /// sends it by the entry held in one of the agent's `places` and a shared slot.
+    /// sends it by the entry held: claimed in the line of claims, then at the agent in one of its
+    /// places and a shared slot ([`Places`]).
     async fn send(
         &self,
         entry: OutboxEntry,
         clock: &dyn Clock,
         prepaid: &Prepaid<'_>,
         checks: Option<&OriginChecks<'_>>,
-        places: &Semaphore,
+        gates: &Gates,
     ) -> Sent {
         let verdict = match (checks, self.reconciler) {
             (Some(checks), _) => checks.verdict(&entry).await,
@@ -397,15 +417,12 @@ impl Lane<'_> {
                 return Sent::StoreFailed;
             }
         }
-        // Closed semaphores would only mean "go ahead"; these are never closed. Held from before
-        // the claim until the agent has answered (`Places`): the record that follows overlaps
-        // the next send.
-        let place = places.acquire().await.ok();
-        let slot = match self.slots {
-            Some(s) => s.acquire().await.ok(),
-            None => None,
-        };
-        let held = Places::holding(place.into_iter().chain(slot));
+        // In the line of claims (at most `per_agent` claimed and not yet at the agent), then,
+        // once claimed, one of the agent's places and a shared slot until the agent has answered
+        // (`Places`): the claim and the record overlap other sends. A closed semaphore would
+        // only mean "go ahead"; these are never closed.
+        let waiting = gates.claims.acquire().await.ok();
+        let held = Places::after_claim(waiting, Some(&gates.places), self.slots);
         let message_id = entry.message_id.clone();
         match self
             .submitter

@@ -456,3 +456,108 @@ async fn the_next_send_goes_while_the_last_answer_is_recorded() {
     assert_eq!(report.delivery.sent, 2);
     assert!(matches!(report.end, PassEnd::Idle { .. }), "{report:?}");
 }
+
+/// A pass past its time limit (`stop_taking_at`, the submitter's invocation running short)
+/// begins no poll of a followed lapse task: it stays due, and the pass ends with more to do; the
+/// next pass with time polls it.
+#[tokio::test]
+async fn polls_stop_at_the_pass_time_limit() {
+    use watcher_delivery::{Lane, PassEnd};
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let mut followed = entry_in_own_context("booking", 0);
+    followed.delivery = DeliveryState::Sent;
+    followed.task_id = Some("task-lapse-0".into());
+    followed.task_state = Some("TASK_STATE_WORKING".into());
+    followed.follow_at = Some(followed.next_attempt_at);
+    let store = store_with(vec![followed]).await;
+    let mut endpoints: HashMap<(Tenant, AgentId), AgentEndpoint> = HashMap::new();
+    endpoints.insert((tenant(), booking()), agent.endpoint(None));
+    let sub = submitter(RetryPolicy::default(), None);
+    let (tenant, booking) = (tenant(), booking());
+    let lane = Lane {
+        tenant: &tenant,
+        agent: &booking,
+        store: &store,
+        submitter: &sub,
+        endpoints: &endpoints,
+        reconciler: None,
+        slots: None,
+        per_agent: 4,
+        batch: 32,
+    };
+    let late = lane
+        .pass(&SystemClock, Some(std::time::Instant::now()))
+        .await;
+    assert_eq!((late.polled, late.end), (0, PassEnd::More));
+    assert_eq!(agent.request_count(), 0, "no GetTask begun past the limit");
+    let on_time = lane.pass(&SystemClock, None).await;
+    assert_eq!(on_time.polled, 1);
+    assert_eq!(agent.request_count(), 1, "one GetTask");
+}
+
+/// With one place for the agent, the next lapse task (another context) is claimed while the agent
+/// still holds the last one's answer: the claim waits in the line of claims, not for the place, so
+/// its write overlaps the agent's answer; it is not sent before the place is free.
+#[tokio::test]
+async fn the_next_claim_is_made_while_the_agent_answers() {
+    use watcher_delivery::Lane;
+    use watcher_runtime::store::Outbox as _;
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    agent.hold(true);
+    let entries = vec![
+        entry_in_own_context("booking", 0),
+        entry_in_own_context("booking", 1),
+    ];
+    let second = entries[1].message_id.clone();
+    let store = store_with(entries).await;
+    let mut endpoints: HashMap<(Tenant, AgentId), AgentEndpoint> = HashMap::new();
+    endpoints.insert((tenant(), booking()), agent.endpoint(None));
+    let sub = submitter(RetryPolicy::default(), None);
+    let (tenant, booking) = (tenant(), booking());
+    let lane = Lane {
+        tenant: &tenant,
+        agent: &booking,
+        store: &store,
+        submitter: &sub,
+        endpoints: &endpoints,
+        reconciler: None,
+        slots: None,
+        per_agent: 1,
+        batch: 32,
+    };
+    let pass = lane.pass(&SystemClock, None);
+    tokio::pin!(pass);
+    let claimed_while_held = async {
+        // The first at the agent (its answer held), then the second claimed meanwhile.
+        while agent.sent_message_ids().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        loop {
+            let e = store
+                .outbox_get(&tenant, &booking, &second)
+                .await
+                .unwrap()
+                .unwrap();
+            if e.lease.is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::select! {
+        _ = &mut pass => panic!("the pass ended while the agent held its answer"),
+        () = claimed_while_held => {}
+        () = tokio::time::sleep(Duration::from_secs(10)) => {
+            panic!("the second lapse task was not claimed while the first was at the agent")
+        }
+    }
+    assert_eq!(
+        agent.sent_message_ids().len(),
+        1,
+        "one at the agent: one place"
+    );
+    agent.hold(false);
+    let report = pass.await;
+    assert_eq!(report.delivery.sent, 2);
+    assert_eq!(agent.peak_sends_in_flight(), 1);
+}

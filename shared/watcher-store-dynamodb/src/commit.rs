@@ -143,7 +143,7 @@ impl DynamoStore {
                     .collect()
             };
             // Row ids are time-ordered ids, taken with no write (docs/dynamodb.md "Items"): a
-            // lapse task's id orders `GET /v1/lapses` and the `outbox-due` index; a
+            // lapse task's id orders `GET /v1/lapses` (the `lapses-*` indexes); a
             // rejections item reserves one id per rejection, the first its sort key.
             for (i, o) in lapse_tasks.iter().enumerate() {
                 if stored_already[i] {

@@ -40,9 +40,6 @@ pub(crate) const COUNTER_PK: &str = "COUNTER";
 /// The partition value of the `timers` index written by an earlier version (one partition for
 /// every subject); read still, never written ([`timers_partitions`]).
 pub(crate) const TIMERS_PARTITION: &str = "timers";
-/// The partition value of the `outbox-due` index written by an earlier version (present only on
-/// queued entries); never written now (an entry moves to its shard at its next update).
-pub(crate) const QUEUED_PARTITION: &str = "queued";
 
 /// Shards of the `live` index (an agent's `LIVE#{tenant}#{agent}#{k}`), of a tenant's lapse
 /// tasks (`OUTBOX#{tenant}#{k}`, `LAPSES#…#{k}`) and of an agent's followed origin tasks
@@ -53,14 +50,13 @@ pub(crate) const QUEUED_PARTITION: &str = "queued";
 /// ceilings").
 pub(crate) const INDEX_SHARDS: u64 = 16;
 
-/// Shards of the `timers` (`timers#{k}`) and `outbox-due` (`queued#{k}`) indexes, which every
-/// subject whose timers change and every lapse task entering or leaving the queue write, over
-/// all tenants. At the goal (10,000 raises and 10,000 facts a second, each arming, moving or
+/// Shards of the `timers` index (`timers#{k}`), which every subject whose timers change writes,
+/// over all tenants. At the goal (10,000 raises and 10,000 facts a second, each arming, moving or
 /// ending a timer) `timers` takes about 20,000 index writes a second, over the 16,000 that
 /// sixteen partitions of 1,000 write units allow; 64 shards allow 64,000 (32,000 commits a
 /// second whose index entry is 1–2 KB). Only the sweep queries them all (65 queries, with the
-/// earlier version's one value), never a request; no read queries `outbox-due` now (each agent's
-/// lane reads `outbox-agent`).
+/// earlier version's one value), never a request. (The `outbox-due` index of earlier versions,
+/// sharded the same way, is gone: each agent's lane reads `outbox-agent`.)
 ///
 /// Raising the number needs no migration: an item written under a smaller number is in a shard
 /// below it (`timers#{k}`, `k` < 16, for the sixteen of an earlier version), which every read
@@ -74,31 +70,12 @@ pub(crate) fn timers_partition(subject_pk: &str) -> String {
     format!("{TIMERS_PARTITION}#{}", shard_of(subject_pk, DUE_SHARDS))
 }
 
-/// `queued#{k}`: the `outbox-due` index partition of the queued lapse task whose item key is
-/// (`pk`, `sk`), `k` the shard of `{pk}#{sk}` of [`DUE_SHARDS`].
-pub(crate) fn queued_partition(pk: &str, sk: &str) -> String {
-    format!(
-        "{QUEUED_PARTITION}#{}",
-        shard_of(&format!("{pk}#{sk}"), DUE_SHARDS)
-    )
-}
-
 /// Every partition value of the `timers` index a read queries: the [`DUE_SHARDS`] shards (which
 /// include the sixteen of an earlier version) and the one value of a version before that (a
 /// subject written under either moves to its shard when next written).
 pub(crate) fn timers_partitions() -> Vec<String> {
     std::iter::once(TIMERS_PARTITION.to_owned())
         .chain((0..DUE_SHARDS).map(|k| format!("{TIMERS_PARTITION}#{k}")))
-        .collect()
-}
-
-/// Every partition value of the `outbox-due` index: the [`DUE_SHARDS`] shards (which include the
-/// sixteen of an earlier version) and the one value of a version before that (an entry written
-/// under either moves to its shard at its next update). No read queries them now.
-#[cfg(test)]
-pub(crate) fn queued_partitions() -> Vec<String> {
-    std::iter::once(QUEUED_PARTITION.to_owned())
-        .chain((0..DUE_SHARDS).map(|k| format!("{QUEUED_PARTITION}#{k}")))
         .collect()
 }
 

@@ -84,9 +84,8 @@ use crate::keys::{
     follow_agent, follow_keys, instant_key, lapses_agent_partitions, lapses_agent_shard,
     lapses_tenant_partitions, lapses_tenant_shard, legacy_outbox_pk, live_agent_partitions,
     live_agent_shard, live_count_shard_pk, outbox_partitions, outbox_pk, outbox_sk, outbox_task,
-    person_agent, position_in_item, queued_partition, rejections_pk, row_of, row_sk, shard_of,
-    subject_pk, task_pk, timers_partition, timers_partitions, COUNTER_PK, ITEM, LIVE_COUNT_SHARDS,
-    REJECTION_STRIDE,
+    person_agent, position_in_item, rejections_pk, row_of, row_sk, shard_of, subject_pk, task_pk,
+    timers_partition, timers_partitions, COUNTER_PK, ITEM, LIVE_COUNT_SHARDS, REJECTION_STRIDE,
 };
 pub use crate::open_timers::{OpenTimersPage, TimersCursor};
 pub use crate::table::create_table;

@@ -145,18 +145,9 @@ impl DynamoStore {
             .expression_attribute_values(":e", s(to_json(entry)?))
             .expression_attribute_values(":d", s(entry.delivery.as_str()))
             .expression_attribute_values(":n", s(instant_key(entry.next_attempt_at)));
-        if entry.delivery == DeliveryState::Queued {
-            set.push("#q = :q");
-            req = req.expression_attribute_values(
-                ":q",
-                s(queued_partition(
-                    pk,
-                    &outbox_sk(&entry.agent, &entry.message_id),
-                )),
-            );
-        } else {
-            remove.push("#q");
-        }
+        // `queued` keyed the `outbox-due` index of earlier versions, which nothing reads: an
+        // entry's update removes it (no index holds it now; an item of before loses it here).
+        remove.push("#q");
         req = req.expression_attribute_names("#tk", TASK_KEY);
         match &entry.task_id {
             Some(task_id) => {
@@ -333,7 +324,7 @@ impl DynamoStore {
     pub(crate) fn outbox_write(&self, entry: &OutboxEntry, seq: u64) -> Result<Write, StoreError> {
         let mut item: Item = HashMap::new();
         let pk = outbox_pk(&entry.tenant, &entry.agent, &entry.message_id);
-        item.insert(PK.into(), s(pk.clone()));
+        item.insert(PK.into(), s(pk));
         item.insert(SK.into(), s(outbox_sk(&entry.agent, &entry.message_id)));
         item.insert(KIND.into(), s("outbox"));
         item.insert(TENANT.into(), s(entry.tenant.as_str()));
@@ -367,15 +358,6 @@ impl DynamoStore {
                 entry.delivery.as_str(),
             )),
         );
-        if entry.delivery == DeliveryState::Queued {
-            item.insert(
-                QUEUED.into(),
-                s(queued_partition(
-                    &pk,
-                    &outbox_sk(&entry.agent, &entry.message_id),
-                )),
-            );
-        }
         if let Some(task_id) = &entry.task_id {
             item.insert(
                 TASK_KEY.into(),

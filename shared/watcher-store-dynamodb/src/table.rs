@@ -45,14 +45,14 @@ pub const LIVE_UNTIL: &str = "liveUntil";
 /// JSON (S) of an `OutboxEntry`.
 pub const ENTRY: &str = "entry";
 /// Row id (N) of an outbox entry: a time-ordered id (`watcher_runtime::sequence`), its order of
-/// lapse; sort key of the `outbox-due`, `lapses-tenant` and `lapses-agent` indexes.
+/// lapse; sort key of the `lapses-tenant` and `lapses-agent` indexes.
 pub const SEQ: &str = "seq";
 /// `queued`, `sent` or `failed` (S), copied from the entry for the conditional update.
 pub const DELIVERY: &str = "delivery";
-/// The entry's next attempt as an instant key (S), for the `outbox-due` filter.
+/// The entry's next attempt as an instant key (S): sort key of the `outbox-agent` index.
 pub const NEXT_ATTEMPT: &str = "nextAttempt";
-/// Partition key (S) of the `outbox-due` index while the entry is queued: `queued#{k}`, `k` in
-/// 0..16 the shard of the entry's key (`queued` on items of an earlier version, still read).
+/// The partition key (S) of the `outbox-due` index of earlier versions, on their queued entries:
+/// no index holds it now, and an entry's next update removes it.
 pub const QUEUED: &str = "queued";
 /// Partition key (S) of the `outbox-agent` index: tenant, agent and delivery state.
 pub const AGENT_DELIVERY: &str = "agentDelivery";
@@ -70,8 +70,6 @@ pub const EXPIRES_AT: &str = "expiresAt";
 
 /// Index of subjects by earliest pending timer (sparse: only subjects with a timer).
 pub const TIMERS_INDEX: &str = "timers";
-/// Index of queued outbox entries by insertion order (sparse: only queued entries).
-pub const OUTBOX_DUE_INDEX: &str = "outbox-due";
 /// Index of outbox entries by (tenant, agent, delivery state), ordered by next attempt.
 pub const OUTBOX_AGENT_INDEX: &str = "outbox-agent";
 /// Index of followed outbox entries by (tenant, agent), ordered by next poll (sparse).
@@ -148,7 +146,6 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
         .attribute_definitions(attribute(SK, s.clone())?)
         .attribute_definitions(attribute(TIMERS_PK, s.clone())?)
         .attribute_definitions(attribute(TIMERS_SK, s.clone())?)
-        .attribute_definitions(attribute(QUEUED, s.clone())?)
         .attribute_definitions(attribute(SEQ, ScalarAttributeType::N)?)
         .attribute_definitions(attribute(LIVE_AGENT, s.clone())?)
         .attribute_definitions(attribute(AGENT_DELIVERY, s.clone())?)
@@ -169,15 +166,6 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
                 .projection_type(ProjectionType::Include)
                 .non_key_attributes(TENANT)
                 .non_key_attributes(TIMERS)
-                .build(),
-        )?)
-        .global_secondary_indexes(index(
-            OUTBOX_DUE_INDEX,
-            QUEUED,
-            SEQ,
-            Projection::builder()
-                .projection_type(ProjectionType::Include)
-                .non_key_attributes(NEXT_ATTEMPT)
                 .build(),
         )?)
         .global_secondary_indexes(index(

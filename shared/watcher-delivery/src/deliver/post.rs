@@ -80,7 +80,7 @@ pub(crate) async fn post_claimed<S>(
     entry: &OutboxEntry,
     claimed: Claim,
     endpoint: AgentEndpoint,
-    places: Places<'_>,
+    mut places: Places<'_>,
     now: Instant,
 ) -> Result<EntryOutcome, StoreError>
 where
@@ -106,6 +106,8 @@ where
         }
         Claim::Gone => return Ok(EntryOutcome::Skipped { delivery: None }),
     };
+    // Claimed: now to the agent, in one of its places (`Places`).
+    places.enter().await;
     if ambiguous {
         if let Some(found) = look_for(client, &endpoint, &marked).await {
             places.release();

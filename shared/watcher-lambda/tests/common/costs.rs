@@ -580,10 +580,9 @@ impl Quotas {
 
 /// The partition families spread over shards by the hash of a key each input has of its own
 /// (docs/dynamodb.md, "Partitions and their ceilings"): at a steady rate each shard takes its
-/// share, a sixteenth (`timers` and `outbox-due`: a sixty-fourth).
-const SHARDED: [&str; 8] = [
+/// share, a sixteenth (`timers`: a sixty-fourth).
+const SHARDED: [&str; 7] = [
     "timers timers#",
-    "outbox-due queued#",
     "live LIVE#",
     "table LIVECOUNT#",
     "outbox-follow ORIGINS#",
@@ -606,14 +605,14 @@ fn is_shard(partition: &str) -> bool {
 /// The busiest partition `step` writes that other inputs write too, and the units a second it
 /// takes at `rate` steps a second: a partition named after nothing of the step's own (`own`:
 /// its subject, task, expectation and artifact ids) is shared; a sharded family's partition
-/// ([`is_shard`]) takes its share (a sixteenth, a sixty-fourth for `timers` and `outbox-due`).
+/// ([`is_shard`]) takes its share (a sixteenth, a sixty-fourth for `timers`).
 fn busiest_shared(step: &Step, own: &[&str], rate: f64) -> (String, f64) {
     step.partition_units
         .iter()
         .filter(|(p, _)| !own.iter().any(|o| p.contains(o)))
         .map(|(p, n)| {
-            // `timers` and `outbox-due` are spread over 64 shards (`DUE_SHARDS`), the others 16.
-            let due = p.starts_with("timers timers#") || p.starts_with("outbox-due queued#");
+            // `timers` is spread over 64 shards (`DUE_SHARDS`), the others 16.
+            let due = p.starts_with("timers timers#");
             let shards = match (is_shard(p), due) {
                 (false, _) => 1.0,
                 (true, true) => 64.0,

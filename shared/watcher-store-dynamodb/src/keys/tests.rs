@@ -146,38 +146,24 @@ fn an_origin_task_goes_to_one_of_the_partitions_a_read_queries() {
     );
 }
 
-/// The `timers` and `outbox-due` indexes spread over 64 shards, and a read queries every
-/// value an earlier version wrote: its sixteen shards (`timers#{k}` with `k` the key's shard
-/// of 16) and its one unsharded value.
+/// The `timers` index spreads over 64 shards, and a read queries every value an earlier version
+/// wrote: its sixteen shards (`timers#{k}` with `k` the key's shard of 16) and its one unsharded
+/// value.
 #[test]
-fn the_due_indexes_read_every_shard_an_earlier_version_wrote() {
-    let (timers, queued) = (timers_partitions(), queued_partitions());
+fn the_timers_index_reads_every_shard_an_earlier_version_wrote() {
+    let timers = timers_partitions();
     assert_eq!(timers.len() as u64, DUE_SHARDS + 1);
-    assert_eq!(queued.len() as u64, DUE_SHARDS + 1);
-    assert_eq!(
-        (timers[0].as_str(), queued[0].as_str()),
-        ("timers", "queued")
-    );
-    let mut written = (BTreeSet::new(), BTreeSet::new());
+    assert_eq!(timers[0].as_str(), "timers");
+    let mut written = BTreeSet::new();
     for i in 0..2000 {
         let pk = format!("SUBJECT#t#shipment#{i}");
         let earlier = format!("timers#{}", shard_of(&pk, 16));
         assert!(timers.contains(&earlier), "{earlier}");
         assert!(timers.contains(&timers_partition(&pk)));
-        written.0.insert(timers_partition(&pk));
-        let (opk, sk) = ("OUTBOX#t#3", format!("booking#lapse:{i}"));
-        let earlier = format!("queued#{}", shard_of(&format!("{opk}#{sk}"), 16));
-        assert!(queued.contains(&earlier), "{earlier}");
-        assert!(queued.contains(&queued_partition(opk, &sk)));
-        written.1.insert(queued_partition(opk, &sk));
+        written.insert(timers_partition(&pk));
     }
-    assert_eq!(
-        written.0.len() as u64,
-        DUE_SHARDS,
-        "subjects use every shard"
-    );
-    assert_eq!(written.1.len() as u64, DUE_SHARDS, "lapse tasks too");
-    assert!(!written.0.contains("timers") && !written.1.contains("queued"));
+    assert_eq!(written.len() as u64, DUE_SHARDS, "subjects use every shard");
+    assert!(!written.contains("timers"));
 }
 
 #[test]

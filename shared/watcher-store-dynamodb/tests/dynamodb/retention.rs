@@ -172,6 +172,6 @@ async fn closed_subjects_finished_tasks_sent_lapses_and_rejections_expire() {
     assert_eq!(
         raw_items(&store, "outbox").await[0].get("queued"),
         None,
-        "a sent entry leaves the outbox-due index"
+        "a sent entry has no queued attribute"
     );
 }

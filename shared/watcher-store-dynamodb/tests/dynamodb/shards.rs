@@ -91,8 +91,8 @@ async fn tenants_lapse_items(store: &DynamoStore, tenant: &str) -> Vec<Item> {
 }
 
 /// No index partition is written by every subject or every lapse task: subjects with a timer
-/// and queued lapse tasks spread over the shards of `timers` and `outbox-due`
-/// (`timers#{k}`, `queued#{k}`); the timers' reads query every shard and the earlier version's
+/// spread over the shards of `timers` (`timers#{k}`) and queued lapse tasks write no due index;
+/// the timers' reads query every shard and the earlier version's
 /// one value (`timers`) and merge them in order, so subjects an earlier version wrote are still
 /// found; items an earlier version wrote move to their shard when next written
 /// (docs/dynamodb.md "Upgrading").
@@ -146,27 +146,25 @@ async fn the_timer_and_due_indexes_are_sharded_and_still_read_the_unsharded_valu
         "the unsharded one"
     );
 
-    // Queued lapse tasks.
+    // Queued lapse tasks write no due index (the `outbox-due` index of earlier versions is
+    // gone): no `queued` attribute, and an earlier version's is removed at the next update.
     let entries = queued_lapse_tasks(&t, 20);
     for e in &entries {
         queue(&store, &t, vec![e.clone()]).await;
     }
     let outbox = raw_items(&store, "outbox").await;
-    let queued = attribute_values(&outbox, "queued");
-    assert!(
-        queued.len() > 4 && queued.iter().all(|p| p.starts_with("queued#")),
-        "{queued:?}"
-    );
+    assert!(attribute_values(&outbox, "queued").is_empty());
     let old = item_with_sk(&outbox, "booking#lapse:07");
-    set_raw(&store, old, "queued", "queued").await;
-    // Its next update moves the earlier version's entry to its shard.
+    set_raw(&store, old, "queued", "queued#3").await;
     let mut moved = entries[7].clone();
     moved.attempts = 1;
     store.outbox_update(&moved).await.expect("update");
     let after = raw_items(&store, "outbox").await;
-    let now_in =
-        attribute(item_with_sk(&after, "booking#lapse:07"), "queued").expect("still queued");
-    assert!(now_in.starts_with("queued#"), "{now_in}");
+    assert_eq!(
+        attribute(item_with_sk(&after, "booking#lapse:07"), "queued"),
+        None,
+        "removed at its next update"
+    );
 }
 
 /// The shard of `key` among `shards` as the store computes it (docs/dynamodb.md "Shards": the
@@ -188,13 +186,12 @@ fn shard_number(value: &str, prefix: &str) -> u64 {
         .unwrap_or_else(|| panic!("{value} is not {prefix}#{{k}}"))
 }
 
-/// `timers` and `outbox-due` are spread over 64 shards (`DUE_SHARDS`), where an earlier version
-/// spread them over 16: a subject that version wrote (`timers#{k}`, `k` its key's shard of 16)
-/// is still found by the sweep's read (`due_timers`, `next_timer`), and it and a queued lapse
-/// task that version wrote (`queued#{k}`) move to their shard of 64 when next written
+/// `timers` is spread over 64 shards (`DUE_SHARDS`), where an earlier version spread it over 16:
+/// a subject that version wrote (`timers#{k}`, `k` its key's shard of 16) is still found by the
+/// sweep's read (`due_timers`, `next_timer`), and moves to its shard of 64 when next written
 /// (docs/dynamodb.md "Upgrading").
 #[tokio::test]
-async fn timers_and_queued_use_64_shards_and_still_find_what_16_shards_wrote() {
+async fn timers_use_64_shards_and_still_find_what_16_shards_wrote() {
     let store = store().await;
     let t = tenant("tenant-64-shards");
     let subjects: Vec<SubjectState> = (0..40)
@@ -269,43 +266,6 @@ async fn timers_and_queued_use_64_shards_and_still_find_what_16_shards_wrote() {
         .expect("still pending")
         .to_owned();
     assert_eq!(now_in, format!("timers#{}", shard(&pk, 64)));
-
-    // A queued lapse task the earlier version put in `queued#{k}`, `k` of 16.
-    let entries = queued_lapse_tasks(&t, 30);
-    queue(&store, &t, entries.clone()).await;
-    let outbox = raw_items(&store, "outbox").await;
-    let key = |i: &Item| {
-        format!(
-            "{}#{}",
-            attribute(i, "pk").expect("pk"),
-            attribute(i, "sk").expect("sk")
-        )
-    };
-    for item in &outbox {
-        let part = attribute(item, "queued").expect("queued");
-        assert_eq!(shard_number(part, "queued"), shard(&key(item), 64));
-    }
-    let old = outbox
-        .iter()
-        .find(|i| shard(&key(i), 64) != shard(&key(i), 16))
-        .expect("a lapse task whose shard changed");
-    let earlier = format!("queued#{}", shard(&key(old), 16));
-    set_raw(&store, old, "queued", &earlier).await;
-    let sk = attribute(old, "sk").expect("sk").to_owned();
-    let position = entries
-        .iter()
-        .position(|e| format!("booking#{}", e.message_id) == sk)
-        .expect("one of them");
-    // Its next update moves it to its shard of 64.
-    let mut attempted = entries[position].clone();
-    attempted.attempts = 1;
-    store.outbox_update(&attempted).await.expect("update");
-    let after = raw_items(&store, "outbox").await;
-    let item = item_with_sk(&after, &sk);
-    assert_eq!(
-        attribute(item, "queued"),
-        Some(format!("queued#{}", shard(&key(item), 64)).as_str())
-    );
 }
 
 /// No index partition is written by every lapse task of a tenant (or of an agent): lapse tasks
