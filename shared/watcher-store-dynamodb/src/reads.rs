@@ -52,7 +52,7 @@ impl DynamoStore {
         keys: Vec<(String, String)>,
         attributes: &[&str],
     ) -> Result<HashMap<(String, String), Item>, StoreError> {
-        self.get_projected_batch_as(keys, attributes, true).await
+        self.batch_read(keys, Some(attributes), true).await
     }
 
     /// Strongly consistent reads of whole items by key, by `BatchGetItem` as
@@ -66,38 +66,7 @@ impl DynamoStore {
         &self,
         keys: Vec<(String, String)>,
     ) -> Result<HashMap<(String, String), Item>, StoreError> {
-        let mut unique: Vec<(String, String)> = Vec::new();
-        for key in keys {
-            if !unique.contains(&key) {
-                unique.push(key);
-            }
-        }
-        let chunks: Vec<Vec<(String, String)>> = unique
-            .chunks(BATCH_GET_KEYS)
-            .map(<[(String, String)]>::to_vec)
-            .collect();
-        let found = each(chunks, |chunk| async move {
-            let keys: Vec<Item> = chunk
-                .into_iter()
-                .map(|(pk, sk)| HashMap::from([(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))]))
-                .collect();
-            let request = KeysAndAttributes::builder()
-                .set_keys(Some(keys))
-                .consistent_read(true)
-                .build()
-                .map_err(error::backend)?;
-            let mut found = Vec::new();
-            for item in self.batch_get(request).await? {
-                let key = (
-                    get_s(&item, PK, "batch-read item")?.to_owned(),
-                    get_s(&item, SK, "batch-read item")?.to_owned(),
-                );
-                found.push((key, item));
-            }
-            Ok::<_, StoreError>(found)
-        })
-        .await?;
-        Ok(found.into_iter().flatten().collect())
+        self.batch_read(keys, None, true).await
     }
 
     /// [`DynamoStore::get_projected_batch`], eventually consistent (half the read units): for
@@ -109,13 +78,15 @@ impl DynamoStore {
         keys: Vec<(String, String)>,
         attributes: &[&str],
     ) -> Result<HashMap<(String, String), Item>, StoreError> {
-        self.get_projected_batch_as(keys, attributes, false).await
+        self.batch_read(keys, Some(attributes), false).await
     }
 
-    async fn get_projected_batch_as(
+    /// The reads of [`DynamoStore::get_projected_batch`] (`attributes` given) and
+    /// [`DynamoStore::get_whole_batch`] (`None`: whole items): each key once, a hundred a request.
+    async fn batch_read(
         &self,
         keys: Vec<(String, String)>,
-        attributes: &[&str],
+        attributes: Option<&[&str]>,
         consistent: bool,
     ) -> Result<HashMap<(String, String), Item>, StoreError> {
         let mut unique: Vec<(String, String)> = Vec::new();
@@ -135,35 +106,37 @@ impl DynamoStore {
         Ok(found.into_iter().flatten().collect())
     }
 
-    /// One [`DynamoStore::get_projected_batch`] request of at most [`BATCH_GET_KEYS`] keys,
+    /// One request of [`DynamoStore::batch_read`] of at most [`BATCH_GET_KEYS`] keys,
     /// asked again for what it leaves unprocessed.
     async fn batch_get_chunk(
         &self,
         chunk: Vec<(String, String)>,
-        attributes: &[&str],
+        attributes: Option<&[&str]>,
         consistent: bool,
     ) -> Result<Vec<((String, String), Item)>, StoreError> {
         let keys: Vec<Item> = chunk
             .into_iter()
             .map(|(pk, sk)| HashMap::from([(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))]))
             .collect();
-        let mut names: HashMap<String, String> = HashMap::from([
-            ("#pk".to_owned(), PK.to_owned()),
-            ("#sk".to_owned(), SK.to_owned()),
-        ]);
-        let mut projection = vec!["#pk".to_owned(), "#sk".to_owned()];
-        for (i, a) in attributes.iter().enumerate() {
-            let name = format!("#a{i}");
-            names.insert(name.clone(), (*a).to_owned());
-            projection.push(name);
-        }
-        let request = KeysAndAttributes::builder()
+        let mut request = KeysAndAttributes::builder()
             .set_keys(Some(keys))
-            .consistent_read(consistent)
-            .projection_expression(projection.join(", "))
-            .set_expression_attribute_names(Some(names))
-            .build()
-            .map_err(error::backend)?;
+            .consistent_read(consistent);
+        if let Some(attributes) = attributes {
+            let mut names: HashMap<String, String> = HashMap::from([
+                ("#pk".to_owned(), PK.to_owned()),
+                ("#sk".to_owned(), SK.to_owned()),
+            ]);
+            let mut projection = vec!["#pk".to_owned(), "#sk".to_owned()];
+            for (i, a) in attributes.iter().enumerate() {
+                let name = format!("#a{i}");
+                names.insert(name.clone(), (*a).to_owned());
+                projection.push(name);
+            }
+            request = request
+                .projection_expression(projection.join(", "))
+                .set_expression_attribute_names(Some(names));
+        }
+        let request = request.build().map_err(error::backend)?;
         let mut found = Vec::new();
         for item in self.batch_get(request).await? {
             let key = (
