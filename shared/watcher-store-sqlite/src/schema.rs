@@ -39,7 +39,10 @@ use crate::codec::{db, from_json, instant_key};
 /// * 9: the outbox's `delivery` may be `unaddressed` (a lapse task no agent receives: the
 ///   Learnables authority's `lesson.review`, expectations-v1 §16); the table is rebuilt for its
 ///   CHECK, every row kept with its `seq`.
-pub const SCHEMA_VERSION: i64 = 9;
+/// * 10: the outbox's index by (delivery, next attempt) across every tenant and agent,
+///   `outbox_due`, is dropped: every lapse task is read by its agent's lane, through
+///   `outbox_agent`, and an index no query reads is one more B-tree every outbox write updates.
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// How long a statement waits for another connection's write lock before failing with
 /// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
@@ -168,7 +171,6 @@ CREATE TABLE IF NOT EXISTS outbox (
     person_at TEXT,
     UNIQUE (tenant, agent, message_id)
 ) STRICT;
-CREATE INDEX IF NOT EXISTS outbox_due ON outbox (delivery, next_attempt, seq);
 CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
 -- Each agent's delivery lane, its failed lapse tasks, its delivery state (Outbox::outbox_of_agent).
 -- Added within version 2: IF NOT EXISTS creates it in older version-2 files when they open.
@@ -266,6 +268,10 @@ ALTER TABLE outbox RENAME TO outbox_v1;
 DROP INDEX IF EXISTS outbox_due;
 DROP INDEX IF EXISTS outbox_tenant;
 ";
+
+/// Version 9 or older → 10, after [`SCHEMA`]: the unread index across every agent's lapse tasks
+/// goes (idempotent: a file already without it is unchanged).
+const TO_V10: &str = "DROP INDEX IF EXISTS outbox_due;";
 
 /// Version 2 → 3, before [`SCHEMA`] (whose index on `follow_at` needs the column).
 const V2_TO_V3_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN follow_at TEXT;";
@@ -541,6 +547,9 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     }
     if (1..4).contains(&found) {
         fill_v4_columns(&tx)?;
+    }
+    if (1..10).contains(&found) {
+        tx.execute_batch(TO_V10).map_err(db)?;
     }
     tx.execute_batch(REBUILD_AGENT_LIVE_ROWS).map_err(db)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)

@@ -72,7 +72,7 @@ fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 9,
+        SCHEMA_VERSION, 10,
         "this test migrates from version 1 through 2, 3, 4, 5, 6, 7 and 8 to the current one"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -107,7 +107,6 @@ async fn a_version_1_file_is_migrated() {
             "outbox",
             "outbox_agent",
             "outbox_agent_seq",
-            "outbox_due",
             "outbox_follow",
             "outbox_person",
             "outbox_task",
@@ -218,7 +217,7 @@ async fn a_version_1_file_is_migrated() {
 #[tokio::test]
 async fn a_version_3_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 9,
+        SCHEMA_VERSION, 10,
         "this test migrates from version 3 through 4, 5, 6, 7 and 8 to 9"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -294,7 +293,7 @@ async fn a_version_3_file_is_migrated() {
 #[tokio::test]
 async fn a_version_6_file_gets_the_origins_table() {
     assert_eq!(
-        SCHEMA_VERSION, 9,
+        SCHEMA_VERSION, 10,
         "this test migrates from version 6 through 7 and 8 to 9"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -431,7 +430,7 @@ async fn a_version_2_file_is_migrated() {
 async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
     use a2a_types::TaskState;
     use watcher_runtime::store::Outbox as _;
-    assert_eq!(SCHEMA_VERSION, 9, "this test migrates from version 7 to 9");
+    assert_eq!(SCHEMA_VERSION, 10, "this test migrates from version 7 to 9");
     let t = tenant();
     let (_dir, path) = file_with_lapse_tasks(&["lapse:1"]).await;
     {
@@ -442,7 +441,7 @@ async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
     let at = instant("2026-09-10T13:00:00Z");
     {
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(user_version(&path), 9);
+        assert_eq!(user_version(&path), 10);
         assert_eq!(store.lapses(&t).await.unwrap(), vec![entry("lapse:1")]);
         store
             .outbox_task_state(
@@ -471,7 +470,7 @@ async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
 /// receives (the Learnables authority's, expectations-v1 §16) can then be recorded.
 #[tokio::test]
 async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
-    assert_eq!(SCHEMA_VERSION, 9, "this test migrates from version 8 to 9");
+    assert_eq!(SCHEMA_VERSION, 10, "this test migrates from version 8 to 9");
     let t = tenant();
     let (_dir, path) = file_with_lapse_tasks(&["lapse:1", "lapse:2"]).await;
     let seqs = |conn: &rusqlite::Connection| -> Vec<(i64, String)> {
@@ -500,7 +499,7 @@ async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
     };
     let store = SqliteStore::open(&path).unwrap();
     let conn = raw(&path);
-    assert_eq!(user_version(&path), 9);
+    assert_eq!(user_version(&path), 10);
     assert_eq!(seqs(&conn), before, "every row kept with its seq");
     let mut unaddressed = entry("lapse:3");
     unaddressed.delivery = DeliveryState::Unaddressed;
@@ -512,6 +511,71 @@ async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
     assert_eq!(lapses.len(), 3);
     assert_eq!(lapses[2], unaddressed);
     assert!(seqs(&conn)[2].0 > before[1].0, "the sequence carried over");
+}
+
+/// A version 9 file (with the outbox's index across every agent, `outbox_due`) is migrated on
+/// opening: the index goes, every lapse task is kept and still due through its agent's lane,
+/// and the version becomes 10.
+#[tokio::test]
+async fn a_version_9_file_loses_the_unread_due_index() {
+    use watcher_runtime::store::Outbox as _;
+    assert_eq!(
+        SCHEMA_VERSION, 10,
+        "this test migrates from version 9 to 10"
+    );
+    let t = tenant();
+    let (_dir, path) = file_with_lapse_tasks(&["lapse:1", "lapse:2"]).await;
+    let indexes = |conn: &rusqlite::Connection| -> Vec<String> {
+        let mut q = conn
+            .prepare(
+                "SELECT name FROM sqlite_master
+                 WHERE type = 'index' AND tbl_name = 'outbox' AND name NOT LIKE 'sqlite_%'
+                 ORDER BY name",
+            )
+            .unwrap();
+        q.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    {
+        let conn = raw(&path);
+        assert!(!indexes(&conn).iter().any(|i| i == "outbox_due"));
+        conn.execute_batch(
+            "CREATE INDEX outbox_due ON outbox (delivery, next_attempt, seq);
+             PRAGMA user_version = 9;",
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let conn = raw(&path);
+    assert_eq!(user_version(&path), 10);
+    assert_eq!(
+        indexes(&conn),
+        [
+            "outbox_agent",
+            "outbox_agent_seq",
+            "outbox_follow",
+            "outbox_person",
+            "outbox_task",
+            "outbox_tenant"
+        ]
+    );
+    assert_eq!(
+        store.lapses(&t).await.unwrap(),
+        vec![entry("lapse:1"), entry("lapse:2")]
+    );
+    let due = store
+        .outbox_of_agent(
+            &t,
+            &agent(),
+            DeliveryState::Queued,
+            Some(instant("2100-01-01T00:00:00Z")),
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(due.len(), 2, "both still due through the agent's index");
 }
 
 /// A current file in a fresh directory holding the lapse tasks `ids` (the directory goes when
