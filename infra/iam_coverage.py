@@ -10,6 +10,11 @@ and for each statement of each role re-evaluates, with that statement removed, e
 call the log holds for the role (infra/iam/evaluate.mjs). A statement is needed when some call
 is then denied. Also checked: each action a statement lists was allowed by it at least once.
 
+When the log holds KMS decisions on a key that is not the template's own (a run of the local
+stack with `--customer-key`, tests/aws_kms.rs), the roles are built with KmsKeyArn set to that
+key, so the grants a customer key adds (`CustomerKeyFor...`) are checked as the others are, each
+KMS decision evaluated with the key's default key policy as the stack evaluated it.
+
 Grants the code needs on paths the suite cannot reach in its time (a timer more than 15 minutes
 ahead, a message handed back, an SNS channel) are listed in NOT_EXERCISED with the code that
 needs each, and printed as "not exercised here" rather than failing.
@@ -35,7 +40,7 @@ sys.path.insert(0, HERE)
 
 from aws_local import roles as iam_roles  # noqa: E402
 from aws_local.template import Stack, load  # noqa: E402
-from aws_model.iam import Evaluator, evaluator_missing  # noqa: E402
+from aws_model.iam import Evaluator, default_key_policy, evaluator_missing  # noqa: E402
 
 
 # Grants the code needs on paths the test suite does not reach in its time, each with the code
@@ -74,6 +79,11 @@ NOT_EXERCISED = {
     ("TimerFunctionRole", "PublishNotifications"):
         "a [[notify]] channel of format sns (shared/watcher-host/src/aws/sns.rs); the local "
         "stack makes no SNS topic",
+    # The grants KmsKeyArn adds (checked when the suite ran with --customer-key: tests/aws_kms.rs).
+    ("SchedulerRole", "CustomerKeyForDeadLetters"):
+        "Scheduler's send to its dead-letter queue under the customer's key, as DeadLetter",
+    ("TimerFunctionRole", "CustomerKeyForTopic"):
+        "a publish to the notification topic under the customer's key, as PublishNotifications",
 }
 
 
@@ -91,6 +101,10 @@ MANAGED = {
         "X-Ray: Lambda sends each traced invocation's segments (Tracing: Active)",
     "arn:aws:iam::aws:policy/AWSXRayDaemonWriteAccess":
         "X-Ray: Lambda sends each traced invocation's segments (Tracing: Active)",
+    # DeploymentPreference: SAM's CodeDeployServiceRole, which CodeDeploy assumes to read the
+    # alarms and move each function's `live` alias during a deploy; no function runs as it.
+    "arn:aws:iam::aws:policy/service-role/AWSCodeDeployRoleForLambda":
+        "CodeDeploy: reads the deployment alarms and moves the aliases during a deploy",
 }
 
 
@@ -127,11 +141,38 @@ def stack_names(entries, role_lids):
     return names
 
 
-def roles_for(template_path, stack_name, region="us-east-1"):
+def customer_key(entries):
+    """The customer's key the log's stacks ran with (`--customer-key`: the template's KmsKeyArn),
+    or "" when none did: the key of the logged KMS decisions that is no key of the template's
+    own (the alarm topic's key is `{stack}-AlarmTopicKey`, and no role calls with it). With
+    several (runs of the suite against different emulators appended to one log), the one most
+    decisions name."""
+    counts = {}
+    for e in entries:
+        resource = e.get("resource") or ""
+        if (e.get("action") or "").startswith("kms:") and ":key/" in resource \
+                and not resource.endswith("-AlarmTopicKey"):
+            counts[resource] = counts.get(resource, 0) + 1
+    return max(sorted(counts), key=counts.get) if counts else ""
+
+
+def key_policy(entry):
+    """The key policy a logged KMS decision was evaluated with: the default key policy of the
+    customer's key (infra/aws_model/iam.py `kms_checks`), None for any other action. KMS needs
+    its key policy to allow a call; the role's policies alone would deny every one."""
+    if (entry.get("action") or "").startswith("kms:"):
+        return default_key_policy(entry.get("resource") or "")
+    return None
+
+
+def roles_for(template_path, stack_name, region="us-east-1", kms_key=""):
     """The template's roles as the local stack built them for `stack_name` (its default
-    parameters; the configuration secret named as the stack names it)."""
-    stack = Stack(load(template_path), stack_name, region,
-                  {"WatcherConfigSecret": f"{stack_name}-config"})
+    parameters; the configuration secret named as the stack names it; KmsKeyArn `kms_key`, so
+    that the grants a customer key adds are checked when the suite ran with one)."""
+    params = {"WatcherConfigSecret": f"{stack_name}-config"}
+    if kms_key:
+        params["KmsKeyArn"] = kms_key
+    stack = Stack(load(template_path), stack_name, region, params)
     for lid, _ in stack.of_type("AWS::SQS::Queue"):
         # Only the queue's ARN matters here, and it comes from the URL's last segments.
         stack.queue_urls[lid] = f"http://local/{iam_roles.ACCOUNT}/{stack.physical_name(lid)}"
@@ -174,7 +215,7 @@ def check(entries, roles, evaluator, out=print):
             # A test that runs a copy of the template with a statement removed (tests/aws_iam.rs)
             # logs the denial it expects: one the template itself allows is no finding.
             answer = evaluator.evaluate(role.principal, e["action"], e["resource"],
-                                        e.get("context") or {}, role.policies)
+                                        e.get("context") or {}, role.policies, key_policy(e))
             if answer.get("allowed"):
                 out(f"denied with a statement removed, allowed by the template: {e['action']} "
                     f"on {e['resource']} ({role.lid})")
@@ -188,7 +229,7 @@ def check(entries, roles, evaluator, out=print):
         allowing = {}
         for e in logged:
             answer = evaluator.evaluate(role.principal, e["action"], e["resource"],
-                                        e.get("context") or {}, role.policies)
+                                        e.get("context") or {}, role.policies, key_policy(e))
             allowing[id(e)] = answer.get("statements") or [] if answer.get("allowed") else []
         for policy_name, sid, statement in _statements(role):
             name = f"{role.lid} {policy_name} {sid}"
@@ -203,7 +244,7 @@ def check(entries, roles, evaluator, out=print):
             stripped = without(role.policies, policy_name, sid)
             for e in candidates:
                 answer = evaluator.evaluate(role.principal, e["action"], e["resource"],
-                                            e.get("context") or {}, stripped)
+                                            e.get("context") or {}, stripped, key_policy(e))
                 if "error" in answer:
                     raise ValueError(f"the evaluator refused {e['action']}: {answer['error']}")
                 if not answer.get("allowed"):
@@ -272,9 +313,12 @@ def main(argv):
     evaluator = Evaluator()
     findings = []
     try:
+        kms_key = customer_key(entries)
         for stack_name in sorted(names):
-            print(f"== stack {stack_name}: {len(entries)} distinct decisions")
-            findings += check(entries, roles_for(args.template, stack_name), evaluator)
+            print(f"== stack {stack_name}: {len(entries)} distinct decisions"
+                  + (f"; KmsKeyArn={kms_key} (a run with the customer's key)" if kms_key else ""))
+            findings += check(entries, roles_for(args.template, stack_name, kms_key=kms_key),
+                              evaluator)
     except ValueError as e:
         print(f"iam-coverage: {e}", file=sys.stderr)
         return 2

@@ -60,10 +60,12 @@ _Loader.add_multi_constructor("!", _tag)
 
 
 def _logical(ref):
-    """The logical id a `!Ref X` or `!GetAtt X.Arn` names, or None."""
+    """The logical id a `!Ref X` or `!GetAtt X.Arn` names, or None. SAM's `!Ref X.Alias` (the
+    alias AutoPublishAlias makes, which the event sources invoke) names function X."""
     if isinstance(ref, dict):
         if "Ref" in ref:
-            return ref["Ref"]
+            name = ref["Ref"]
+            return name[: -len(".Alias")] if name.endswith(".Alias") else name
         if "Fn::GetAtt" in ref:
             return ref["Fn::GetAtt"][0]
     return None
@@ -86,11 +88,14 @@ SCHEDULE_HEADROOM = 2
 
 
 def _scheduled(resources, function):
-    """Whether a schedule of the template targets `function` (`Target.Arn: !GetAtt F.Arn`)."""
+    """Whether a schedule of the template targets `function` (`Target.Arn: !GetAtt F.Arn`, or
+    its alias: `!Ref F.Alias`)."""
     for res in resources.values():
         if res.get("Type") != "AWS::Scheduler::Schedule":
             continue
         arn = ((res.get("Properties") or {}).get("Target") or {}).get("Arn")
+        if isinstance(arn, dict) and "Ref" in arn and _logical(arn) == function:
+            return True
         if isinstance(arn, dict) and str(arn.get("Fn::GetAtt", "")).split(".")[0] == function:
             return True
         if isinstance(arn, dict) and isinstance(arn.get("Fn::GetAtt"), list):

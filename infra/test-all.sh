@@ -12,9 +12,10 @@
 #   .venv-a2a. Without them: the template checks are skipped, the crates whose tests run on the
 #   AWS emulator are left out of `cargo test`, and the SDK interop tests skip.
 # - Node.js 20 or later with npm, and the npm registry: @a2a-js/sdk in
-#   examples/typescript-agent/node_modules, and @cloud-copilot/iam-simulate in infra/iam/node_modules.
-#   Without them: the TypeScript example agent's tests skip, and the local AWS stack runs without
-#   IAM (its IAM tests and the least-privilege check skip).
+#   examples/typescript-agent/node_modules, the TypeScript kit's build tools (typescript) in
+#   kits/typescript/node_modules, and @cloud-copilot/iam-simulate in infra/iam/node_modules.
+#   Without them: the TypeScript example agent's and kit's tests skip, and the local AWS stack
+#   runs without IAM (its IAM tests and the least-privilege check skip).
 # - root and apt-get (Debian) for Chromium, unless /usr/bin/chromium is there already. Without
 #   them: the browser test of the web page skips.
 # - crates.io for mdbook (infra/book.sh installs it into .tools/). Without it: the book is not
@@ -91,6 +92,13 @@ else
     skip "the SDK interop tests (tests/interop_sdk.rs): ${python_why:-the a2a-sdk venv did not install, see above}"
 fi
 
+echo "== the Python kit (kits/python): unit tests, mypy --strict, offline wheel install"
+if $python_ok && [[ -z "${A2A_SKIP_SDK:-}" ]]; then
+    bash infra/kit-python.sh
+else
+    skip "the Python kit's checks (infra/kit-python.sh): ${python_why:-the a2a-sdk venv did not install, see above}"
+fi
+
 echo "== the official A2A JavaScript SDK (examples/typescript-agent, tests/interop_sdk.rs) in its node_modules"
 if bash infra/a2a-js.sh; then
     :
@@ -98,6 +106,18 @@ else
     export A2A_SKIP_NODE=1
     skip "the TypeScript example agent's tests (tests/interop_sdk.rs): node_modules did not install, see above"
 fi
+
+echo "== the TypeScript kit (kits/typescript; tests/kits_typescript.rs)"
+kit_ts_rc=0
+bash infra/kit-typescript.sh || kit_ts_rc=$?
+case $kit_ts_rc in
+    0) ;;
+    3)
+        export A2A_SKIP_KIT_TS=1
+        skip "the TypeScript kit's tests (tests/kits_typescript.rs): node or its node_modules did not install, see above"
+        ;;
+    *) exit "$kit_ts_rc" ;;
+esac
 
 echo "== headless Chromium for the web page's browser test (tests/web_chromium.rs)"
 chromium_rc=0

@@ -490,6 +490,7 @@ async fn preload(
             slice.agent_live.insert(a, live);
         }
         let ctx = StepContext {
+            trace: None,
             now,
             seq: first_seq + 1 + i as u64,
             settings: &w.settings,

@@ -21,6 +21,7 @@ mod example;
 mod example_agent;
 mod notify;
 mod operator;
+mod otel;
 mod probe;
 mod rearm;
 mod report;
@@ -275,15 +276,30 @@ enum Format {
 }
 
 fn init_logging(format: LogFormat, default_filter: &str) {
+    init_logging_exporting(format, default_filter, None);
+}
+
+/// [`init_logging`] with the spans also exported by `export` (OpenTelemetry, `serve` only).
+fn init_logging_exporting(format: LogFormat, default_filter: &str, export: Option<&otel::Export>) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
+    let registry = tracing_subscriber::registry().with(filter);
     match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => {
+            let registry = registry.with(fmt);
+            let layer = export.map(otel::Export::layer);
+            registry.with(layer).init();
+        }
+        LogFormat::Json => {
+            let registry = registry.with(fmt.json());
+            let layer = export.map(otel::Export::layer);
+            registry.with(layer).init();
+        }
     }
 }
 
@@ -333,7 +349,12 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Serve { config } => {
-            init_logging(cli.log_format, "info,tower_http=warn");
+            // OpenTelemetry export when its environment asks for it; flushed when `serve` ends.
+            let export = match otel::configured().then(otel::Export::start).transpose() {
+                Ok(export) => export,
+                Err(e) => return exit_on(Err(e), "serve"),
+            };
+            init_logging_exporting(cli.log_format, "info,tower_http=warn", export.as_ref());
             let result = (|| {
                 let (cfg, defaults) = match &config {
                     Some(p) => (watcher_config::Config::load(p)?, false),

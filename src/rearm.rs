@@ -186,6 +186,11 @@ pub async fn run(args: RearmArgs) -> anyhow::Result<()> {
         if let Some(dlq) = setting(args.scheduler_dlq_arn, "SCHEDULER_DLQ_ARN") {
             config = config.with_dead_letter_queue(dlq);
         }
+        // A stack deployed with KmsKeyArn: its schedules' input under that key, as the
+        // functions arm them (docs/security.md, "Encryption at rest").
+        if let Some(key) = setting(None, "SCHEDULE_KMS_KEY_ARN") {
+            config = config.with_kms_key(key);
+        }
         let queue = timer_queue_url.as_ref().map(|url| {
             Arc::new(SqsTimerQueue::new(aws_sdk_sqs::Client::new(&aws), url)) as Arc<dyn TimerQueue>
         });

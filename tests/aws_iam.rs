@@ -253,7 +253,8 @@ async fn a_statement_removed_from_the_template_is_denied_as_aws_denies_it() {
             l.starts_with("[aws-local] ready at ")
         });
         s.wait_for("IAM enforced", Duration::from_secs(1), |l| {
-            l.starts_with("[aws-local] IAM enforced for 5 roles")
+            // The four functions', the scheduler's and CodeDeploy's (DeploymentPreference).
+            l.starts_with("[aws-local] IAM enforced for 6 roles")
         });
     }
     let http = reqwest::Client::new();
@@ -345,7 +346,8 @@ async fn a_statement_removed_from_the_template_is_denied_as_aws_denies_it() {
         denied(
             "lambda:InvokeFunction",
             "SchedulerRole",
-            ":function:a2a-watcher-local-timer"
+            // The alias the sweep's schedules invoke (template.yaml, AutoPublishAlias).
+            ":function:a2a-watcher-local-timer:live"
         ),
         "{state:#}"
     );

@@ -32,8 +32,10 @@ const OPERATOR_TOKEN: &str = "ops-token-rearm";
 /// own `Name` / `FunctionName`, in moto's account.
 const TABLE: &str = "a2a-watcher-local-WatcherTable";
 const GROUP: &str = "a2a-watcher-local-timers";
+/// The timer's alias (`live`), as the stack's `TimerFunctionArn` output gives it: the scheduler
+/// role may invoke that alone.
 const TIMER_FUNCTION: &str =
-    "arn:aws:lambda:us-east-1:123456789012:function:a2a-watcher-local-timer";
+    "arn:aws:lambda:us-east-1:123456789012:function:a2a-watcher-local-timer:live";
 const SCHEDULER_ROLE: &str = "arn:aws:iam::123456789012:role/a2a-watcher-local-SchedulerRole";
 const SCHEDULER_DLQ: &str =
     "arn:aws:sqs:us-east-1:123456789012:a2a-watcher-local-SchedulerDeadLetterQueue";

@@ -1,6 +1,7 @@
 """An A2A agent on the official Python SDK (a2a-sdk 1.3.0) that speaks the Expectations extension
-(https://rsaxb.com/a2a/expectations/v1): the tutorial's Python example (README.md beside this
-file), run against `a2a-watcher serve` by tests/interop_sdk.rs.
+(https://rsaxb.com/a2a/expectations/v1) through the Python kit (kits/python, `a2a_watcher_kit`):
+the tutorial's Python example (README.md beside this file), run against `a2a-watcher serve` by
+tests/interop_sdk.rs.
 
     .venv-a2a/bin/python examples/python-agent/agent.py --port 9998 \
         --watcher http://127.0.0.1:8080/v1/agents/python/push --push-token push-token-python
@@ -27,11 +28,12 @@ import argparse
 import asyncio
 import json
 import socket
+import sys
 from datetime import datetime, timezone
+from pathlib import Path
 
 import httpx
 import uvicorn
-from google.protobuf import json_format
 from starlette.applications import Starlette
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -47,45 +49,63 @@ from a2a.server.tasks import (
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
-    AgentExtension,
     AgentInterface,
     AgentSkill,
     CancelTaskRequest,
     Part,
     Task,
-    TaskPushNotificationConfig,
     TaskState,
     TaskStatus,
 )
 
-URI = "https://rsaxb.com/a2a/expectations/v1"
+try:
+    import a2a_watcher_kit  # noqa: F401 (`pip install ./kits/python`)
+except ImportError:  # run from a clone without installing it: the repository's copy
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kits" / "python"))
+from a2a_watcher_kit import (
+    URI,
+    Expectation,
+    ExpectationKind,
+    ExpectationsParams,
+    Matcher,
+    Subject,
+    expectations_metadata,
+)
+from a2a_watcher_kit.sdk import (
+    LapseTask,
+    declare_expectations,
+    is_activated,
+    read_lapse_task,
+    register_watcher_push,
+)
+
 RPC_PATH = "/a2a/jsonrpc"
 
 # 1. The extension's declaration (§6): every kind this agent raises, and the skill a lapse task
-#    invokes (it must be a skill on the card).
-DECLARATION = {
-    "keepsTime": False,
-    "lapseSkill": "handle_lapse",
-    "kinds": [
-        {
-            "kind": "shipment.manifest",
-            "subjectType": "shipment",
-            "describes": "the airline manifest for a booked shipment",
-            "basis": "observed",
-            "skills": ["book_shipment"],
-        },
-        {
-            "kind": "question.answer",
-            "subjectType": "task",
-            "describes": "a person's answer to a question this agent asked",
-            "basis": "declared",
-        },
+#    invokes (it must be a skill on the card, which declare_expectations checks).
+DECLARATION = ExpectationsParams(
+    keeps_time=False,
+    lapse_skill="handle_lapse",
+    kinds=[
+        ExpectationKind(
+            kind="shipment.manifest",
+            subject_type="shipment",
+            describes="the airline manifest for a booked shipment",
+            basis="observed",
+            skills=["book_shipment"],
+        ),
+        ExpectationKind(
+            kind="question.answer",
+            subject_type="task",
+            describes="a person's answer to a question this agent asked",
+            basis="declared",
+        ),
     ],
-}
+)
 
 
 def card(base: str) -> AgentCard:
-    return AgentCard(
+    agent_card = AgentCard(
         name="Python example agent",
         description="Books air freight and says what it expects to happen next, and by when.",
         version="1.0.0",
@@ -93,14 +113,6 @@ def card(base: str) -> AgentCard:
             streaming=False,
             # True because it does push: every task's events go to the watcher (see execute).
             push_notifications=True,
-            extensions=[
-                AgentExtension(
-                    uri=URI,
-                    description="States what this agent expects to happen next, and by when.",
-                    required=False,
-                    params=DECLARATION,
-                )
-            ],
         ),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
@@ -114,6 +126,9 @@ def card(base: str) -> AgentCard:
         supported_interfaces=[
             AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=base + RPC_PATH)
         ],
+    )
+    return declare_expectations(
+        agent_card, DECLARATION, "States what this agent expects to happen next, and by when."
     )
 
 
@@ -137,7 +152,7 @@ class ExampleExecutor(AgentExecutor):
     async def execute(self, ctx: RequestContext, q: EventQueue) -> None:
         up = TaskUpdater(q, ctx.task_id, ctx.context_id)
         # Expectations only for a caller that activated the extension (§7).
-        activated = URI in ctx.requested_extensions
+        activated = is_activated(ctx)
         current = ctx.current_task
         if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
             # The answer to our question: leaving input-required satisfies it (§11).
@@ -149,14 +164,8 @@ class ExampleExecutor(AgentExecutor):
             #    beside any push config the caller gave (its own id, so neither replaces the
             #    other); not twice when the caller is the watcher itself (a lapse task).
             if self.watcher:
-                given = await self.push_store.get_info(ctx.task_id, ctx.call_context) or []
-                if all(c.url != self.watcher for c in given):
-                    await self.push_store.set_info(
-                        ctx.task_id,
-                        TaskPushNotificationConfig(id="watcher", url=self.watcher,
-                                                   token=self.push_token or ""),
-                        ctx.call_context,
-                    )
+                await register_watcher_push(self.push_store, ctx.task_id, ctx.call_context,
+                                            self.watcher, self.push_token or "")
             # The Task first, with a timestamp: returnImmediately answers with it.
             await q.enqueue_event(
                 Task(
@@ -167,10 +176,9 @@ class ExampleExecutor(AgentExecutor):
                     history=[ctx.message],
                 )
             )
-        metadata = json_format.MessageToDict(ctx.message.metadata) if ctx.message else {}
-        lapse = metadata.get(URI, {}).get("lapse")
+        lapse = read_lapse_task(ctx.message)
         if lapse is not None:
-            await self.handle_lapse(up, lapse, list(ctx.message.reference_task_ids), ctx)
+            await self.handle_lapse(up, lapse, ctx)
             return
         command, args = words(ctx.get_user_input())
         if command == "book":
@@ -193,17 +201,17 @@ class ExampleExecutor(AgentExecutor):
         await up.start_work()
         metadata, extensions = None, None
         if activated:
-            expectation = {
-                "expectationId": f"exp-{up.task_id}-manifest",
-                "kind": "shipment.manifest",
-                "subject": {"type": "shipment", "id": shipment},
-                "expects": f"the airline manifest for {shipment}",
-                "satisfiedBy": {"factKey": f"shipment.manifest.received:{shipment}"},
-                "dueAt": args["due"],
-                "grace": args.get("grace", "PT2H"),
-                "basis": "observed",
-            }
-            metadata, extensions = {URI: {"expectations": [expectation]}}, [URI]
+            expectation = Expectation(
+                expectation_id=f"exp-{up.task_id}-manifest",
+                kind="shipment.manifest",
+                subject=Subject(type="shipment", id=shipment),
+                expects=f"the airline manifest for {shipment}",
+                satisfied_by=Matcher(fact_key=f"shipment.manifest.received:{shipment}"),
+                due_at=args["due"],
+                grace=args.get("grace", "PT2H"),
+                basis="observed",
+            )
+            metadata, extensions = expectations_metadata([expectation]), [URI]
         await up.add_artifact(
             parts=[Part(text=f"Booked {shipment}.")],
             name="Booking confirmation",
@@ -219,36 +227,35 @@ class ExampleExecutor(AgentExecutor):
         await up.start_work()
         metadata = None
         if activated:
-            question = {
-                "expectationId": f"exp-{up.task_id}-answer",
-                "kind": "question.answer",
-                "subject": {"type": "task", "id": up.task_id},
-                "expects": "someone to say which warehouse receives the shipment",
-                "satisfiedBy": {"factKey": f"task.answered:{up.task_id}"},
-                "dueAt": args["due"],
-                "grace": args.get("grace", "PT1H"),
-                "basis": "declared",
-            }
-            metadata = {URI: {"expectations": [question]}}
+            question = Expectation(
+                expectation_id=f"exp-{up.task_id}-answer",
+                kind="question.answer",
+                subject=Subject(type="task", id=up.task_id),
+                expects="someone to say which warehouse receives the shipment",
+                satisfied_by=Matcher(fact_key=f"task.answered:{up.task_id}"),
+                due_at=args["due"],
+                grace=args.get("grace", "PT1H"),
+                basis="declared",
+            )
+            metadata = expectations_metadata([question])
         await up.requires_input(
             up.new_agent_message([Part(text="Which warehouse receives it?")], metadata=metadata)
         )
 
-    async def handle_lapse(self, up: TaskUpdater, lapse: dict, refs: list[str],
-                           ctx: RequestContext) -> None:
+    async def handle_lapse(self, up: TaskUpdater, lapse: LapseTask, ctx: RequestContext) -> None:
         """5. The `handle_lapse` skill (§10.2): read the lapse block, decide, say why."""
-        lapse["lineage"] = int(lapse.get("lineage", 0))  # a Struct number is a float
-        print("handle_lapse " + json.dumps(lapse, sort_keys=True), flush=True)
+        print("handle_lapse " + json.dumps(lapse.lapse.to_dict(), sort_keys=True), flush=True)
         await up.start_work()
-        what = f"{lapse['expects']} ({lapse['expectationId']}) is {lapse['lapse']}"
-        if lapse["kind"] == "question.answer" and refs:
+        what = f"{lapse.expects} ({lapse.expectation_id}) is {lapse.how}"
+        origin = lapse.origin_task_id
+        if lapse.kind == "question.answer" and origin:
             # 6. Cancel: nobody answered, so the task that asked is given up (§10.2), which
             #    withdraws anything else it still expects (§8.1).
             try:
-                await self.handler.on_cancel_task(CancelTaskRequest(id=refs[0]), ctx.call_context)
-                decision = f"canceled the question's task {refs[0]}"
+                await self.handler.on_cancel_task(CancelTaskRequest(id=origin), ctx.call_context)
+                decision = f"canceled the question's task {origin}"
             except Exception as e:  # already answered, canceled or unknown: say so
-                decision = f"could not cancel {refs[0]} ({type(e).__name__})"
+                decision = f"could not cancel {origin} ({type(e).__name__})"
         else:
             decision = "asked the desk to chase the airline; nothing more to wait for here"
         await up.complete(up.new_agent_message([Part(text=f"{what}: {decision}.")]))

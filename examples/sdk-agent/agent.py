@@ -1,5 +1,6 @@
 """A booking agent on the official A2A Python SDK (a2a-sdk 1.3.0) that speaks the Expectations
-extension: the runnable example of docs/agents.md, and the peer of tests/interop_sdk.rs.
+extension through the Python kit (kits/python, `a2a_watcher_kit`): the runnable example of
+docs/agents.md, and the peer of tests/interop_sdk.rs.
 
     .venv-a2a/bin/python examples/sdk-agent/agent.py [--port 0]
 
@@ -28,11 +29,12 @@ SDK's own `BasePushNotificationSender`.
 import argparse
 import asyncio
 import socket
-from datetime import datetime, timedelta, timezone
+import sys
+from datetime import timedelta
+from pathlib import Path
 
 import httpx
 import uvicorn
-from google.protobuf import json_format
 from starlette.applications import Starlette
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -48,7 +50,6 @@ from a2a.server.tasks import (
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
-    AgentExtension,
     AgentInterface,
     AgentSkill,
     Part,
@@ -57,7 +58,22 @@ from a2a.types import (
     TaskStatus,
 )
 
-URI = "https://rsaxb.com/a2a/expectations/v1"
+try:
+    import a2a_watcher_kit  # noqa: F401 (`pip install ./kits/python`)
+except ImportError:  # run from a clone without installing it: the repository's copy
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kits" / "python"))
+from a2a_watcher_kit import (
+    URI,
+    Expectation,
+    ExpectationKind,
+    ExpectationsParams,
+    Matcher,
+    Subject,
+    expectations_metadata,
+    utc,
+)
+from a2a_watcher_kit.sdk import LapseTask, declare_expectations, is_activated, read_lapse_task
+
 RPC_PATH = "/a2a/jsonrpc"
 # A lapsed manifest is given more time while its lineage is below this (the watcher's own bound,
 # default 3, is the hard limit; §10.3).
@@ -65,30 +81,25 @@ MAX_LINEAGE = 2
 
 # The extension's declaration (expectations-v1 §6): every kind this agent raises, and the skill a
 # lapse task invokes.
-DECLARATION = {
-    "keepsTime": False,
-    "lapseSkill": "handle_lapse",
-    "kinds": [
-        {
-            "kind": "shipment.manifest",
-            "subjectType": "shipment",
-            "describes": "the airline manifest for a booked shipment",
-            "basis": "observed",
-            "skills": ["book_shipment", "handle_lapse"],
-        },
-        {
-            "kind": "question.answer",
-            "subjectType": "task",
-            "describes": "a person's answer to a question this agent asked",
-            "basis": "declared",
-        },
+DECLARATION = ExpectationsParams(
+    keeps_time=False,
+    lapse_skill="handle_lapse",
+    kinds=[
+        ExpectationKind(
+            kind="shipment.manifest",
+            subject_type="shipment",
+            describes="the airline manifest for a booked shipment",
+            basis="observed",
+            skills=["book_shipment", "handle_lapse"],
+        ),
+        ExpectationKind(
+            kind="question.answer",
+            subject_type="task",
+            describes="a person's answer to a question this agent asked",
+            basis="declared",
+        ),
     ],
-}
-
-
-def utc(t: datetime) -> str:
-    """An instant as expectations-v1 writes it: UTC, whole seconds, `Z`."""
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+)
 
 
 def words(text: str) -> tuple[str, dict[str, str]]:
@@ -115,7 +126,7 @@ class BookingExecutor(AgentExecutor):
 
     async def execute(self, ctx: RequestContext, q: EventQueue) -> None:
         up = TaskUpdater(q, ctx.task_id, ctx.context_id)
-        activated = URI in ctx.requested_extensions
+        activated = is_activated(ctx)
         current = ctx.current_task
         if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
             # The answer to our question: leaving input-required is what satisfies it (§11).
@@ -132,8 +143,7 @@ class BookingExecutor(AgentExecutor):
                     history=[ctx.message],
                 )
             )
-        message_meta = json_format.MessageToDict(ctx.message.metadata) if ctx.message else {}
-        lapse = message_meta.get(URI, {}).get("lapse")
+        lapse = read_lapse_task(ctx.message)
         if lapse is not None:
             await self.handle_lapse(up, lapse, activated)
             return
@@ -154,17 +164,17 @@ class BookingExecutor(AgentExecutor):
         await up.start_work()
         metadata, extensions = None, None
         if activated:
-            expectation = {
-                "expectationId": f"exp-{up.task_id}-manifest",
-                "kind": "shipment.manifest",
-                "subject": {"type": "shipment", "id": shipment},
-                "expects": f"the airline manifest for {shipment}",
-                "satisfiedBy": {"factKey": f"shipment.manifest.received:{shipment}"},
-                "dueAt": args["due"],
-                "grace": args.get("grace", "PT1S"),
-                "basis": "observed",
-            }
-            metadata, extensions = {URI: {"expectations": [expectation]}}, [URI]
+            expectation = Expectation(
+                expectation_id=f"exp-{up.task_id}-manifest",
+                kind="shipment.manifest",
+                subject=Subject(type="shipment", id=shipment),
+                expects=f"the airline manifest for {shipment}",
+                satisfied_by=Matcher(fact_key=f"shipment.manifest.received:{shipment}"),
+                due_at=args["due"],
+                grace=args.get("grace", "PT1S"),
+                basis="observed",
+            )
+            metadata, extensions = expectations_metadata([expectation]), [URI]
         await up.add_artifact(
             parts=[text_part(f"Booked {shipment}.")],
             name="Booking confirmation",
@@ -185,43 +195,36 @@ class BookingExecutor(AgentExecutor):
         await up.start_work()
         metadata = None
         if activated:
-            question = {
-                "expectationId": f"exp-{up.task_id}-answer",
-                "kind": "question.answer",
-                "subject": {"type": "task", "id": up.task_id},
-                "expects": "someone to say which warehouse receives the shipment",
-                "satisfiedBy": {"factKey": f"task.answered:{up.task_id}"},
-                "dueAt": args["due"],
-                "grace": args.get("grace", "PT1S"),
-                "basis": "declared",
-            }
-            metadata = {URI: {"expectations": [question]}}
+            question = Expectation(
+                expectation_id=f"exp-{up.task_id}-answer",
+                kind="question.answer",
+                subject=Subject(type="task", id=up.task_id),
+                expects="someone to say which warehouse receives the shipment",
+                satisfied_by=Matcher(fact_key=f"task.answered:{up.task_id}"),
+                due_at=args["due"],
+                grace=args.get("grace", "PT1S"),
+                basis="declared",
+            )
+            metadata = expectations_metadata([question])
         await up.requires_input(
             up.new_agent_message([text_part("Which warehouse receives it?")], metadata=metadata)
         )
 
-    async def handle_lapse(self, up: TaskUpdater, lapse: dict, activated: bool) -> None:
+    async def handle_lapse(self, up: TaskUpdater, lapse: LapseTask, activated: bool) -> None:
         """The `handle_lapse` skill (§10.2): extend a lapsed manifest, or explain."""
         await up.start_work()
-        lineage = int(lapse.get("lineage", 0))
-        if activated and lapse.get("kind") == "shipment.manifest" and lineage < MAX_LINEAGE:
-            lapsed_at = datetime.fromisoformat(lapse["lapsedAt"].replace("Z", "+00:00"))
-            subject = lapse["subject"]
-            successor = {
-                "expectationId": f"{lapse['expectationId']}.r{lineage + 1}",
-                "kind": lapse["kind"],
-                "subject": subject,
-                "expects": lapse["expects"],
-                "satisfiedBy": {"factKey": f"shipment.manifest.received:{subject['id']}"},
-                "dueAt": utc(lapsed_at + timedelta(hours=1)),
-                "grace": "PT1H",
-                "basis": "observed",
-                "supersedes": lapse["expectationId"],
-            }
+        if activated and lapse.kind == "shipment.manifest" and lapse.lapse.lineage < MAX_LINEAGE:
+            # The successor (§10.3): `{expectationId}.r{lineage + 1}`, superseding the lapsed one.
+            successor = lapse.successor(
+                due_at=utc(lapse.lapsed_at.replace(microsecond=0) + timedelta(hours=1)),
+                grace="PT1H",
+                fact_key=f"shipment.manifest.received:{lapse.subject.id}",
+                basis="observed",
+            )
             await up.add_artifact(
-                parts=[text_part(f"Chased the airline; the manifest is expected within the hour.")],
+                parts=[text_part("Chased the airline; the manifest is expected within the hour.")],
                 name="Chase",
-                metadata={URI: {"expectations": [successor]}},
+                metadata=expectations_metadata([successor]),
                 extensions=[URI],
                 last_chunk=True,
             )
@@ -229,7 +232,7 @@ class BookingExecutor(AgentExecutor):
             return
         await up.complete(
             up.new_agent_message(
-                [text_part(f"Lapse {lapse.get('lapse')} of {lapse.get('expectationId')}: "
+                [text_part(f"Lapse {lapse.how} of {lapse.expectation_id}: "
                            "proceeding under the default; nothing more to wait for.")]
             )
         )
@@ -242,21 +245,13 @@ class BookingExecutor(AgentExecutor):
 
 
 def card(url: str) -> AgentCard:
-    return AgentCard(
+    agent_card = AgentCard(
         name="SDK booking agent",
         description="Books air freight and says what it expects to happen next.",
         version="1.0.0",
         capabilities=AgentCapabilities(
             streaming=False,
             push_notifications=True,
-            extensions=[
-                AgentExtension(
-                    uri=URI,
-                    description="States what this agent expects to happen next, and by when.",
-                    required=False,
-                    params=DECLARATION,
-                )
-            ],
         ),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
@@ -270,6 +265,10 @@ def card(url: str) -> AgentCard:
         supported_interfaces=[
             AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=url + RPC_PATH)
         ],
+    )
+    # The extension's entry in capabilities.extensions (§6.1); after the skills, which it checks.
+    return declare_expectations(
+        agent_card, DECLARATION, "States what this agent expects to happen next, and by when."
     )
 
 

@@ -1,7 +1,9 @@
 /**
  * An A2A agent on the official TypeScript SDK (@a2a-js/sdk 1.3.0) that speaks the Expectations
- * extension (https://rsaxb.com/a2a/expectations/v1): the tutorial's TypeScript example (README.md
- * beside this file), run against `a2a-watcher serve` by tests/interop_sdk.rs.
+ * extension (https://rsaxb.com/a2a/expectations/v1) through the kit, `@a2a-watcher/kit`
+ * (kits/typescript): the tutorial's TypeScript example (README.md beside this file), run against
+ * `a2a-watcher serve` by tests/interop_sdk.rs. In this repository tsconfig.json maps the kit to its
+ * source; an agent of your own installs the package.
  *
  *     cd examples/typescript-agent && npm ci
  *     npx tsx agent.ts --port 9997 \
@@ -34,10 +36,10 @@ import express from 'express';
 import {
   AGENT_CARD_PATH,
   type AgentCard,
+  type Artifact,
   type Message,
   type Part,
   Role,
-  type TaskPushNotificationConfig,
   TaskState,
 } from '@a2a-js/sdk';
 import {
@@ -51,13 +53,24 @@ import {
   type RequestContext,
 } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import {
+  activated,
+  declareExpectations,
+  type ExpectationInput,
+  type ExpectationsParamsInput,
+  KitError,
+  type LapseTask,
+  raiseExpectations,
+  readLapse,
+  registerWatcherPush,
+  WATCHER_PUSH_SENDER_OPTIONS,
+} from '@a2a-watcher/kit';
 
-const URI = 'https://rsaxb.com/a2a/expectations/v1';
 const RPC_PATH = '/a2a/jsonrpc';
 
 // 1. The extension's declaration (§6): every kind this agent raises, and the skill a lapse task
-//    invokes (it must be a skill on the card).
-const DECLARATION = {
+//    invokes (it must be a skill on the card: declareExpectations checks).
+const DECLARATION: ExpectationsParamsInput = {
   keepsTime: false,
   lapseSkill: 'handle_lapse',
   kinds: [
@@ -82,7 +95,7 @@ function card(base: string): AgentCard {
     id, name, description, tags, examples: [], inputModes: [], outputModes: [],
     securityRequirements: [],
   });
-  return {
+  const plain: AgentCard = {
     name: 'TypeScript example agent',
     description: 'Books air freight and says what it expects to happen next, and by when.',
     version: '1.0.0',
@@ -94,14 +107,7 @@ function card(base: string): AgentCard {
       streaming: false,
       // True because it does push: every task's events go to the watcher (see execute).
       pushNotifications: true,
-      extensions: [
-        {
-          uri: URI,
-          description: 'States what this agent expects to happen next, and by when.',
-          required: false,
-          params: DECLARATION,
-        },
-      ],
+      extensions: [],
     },
     securitySchemes: {},
     securityRequirements: [],
@@ -114,6 +120,7 @@ function card(base: string): AgentCard {
     ],
     signatures: [],
   };
+  return declareExpectations(plain, DECLARATION, 'States what this agent expects to happen next, and by when.');
 }
 
 const now = () => new Date().toISOString();
@@ -134,21 +141,6 @@ function words(input: string): [string, Record<string, string>] {
   return [command.toLowerCase(), args];
 }
 
-/** The lapse block the watcher sends (§10.1). */
-interface Lapse {
-  expectationId: string;
-  kind: string;
-  subject: { type: string; id: string };
-  expects: string;
-  lapse: 'overdue' | 'skipped' | 'stalled';
-  dueAt: string;
-  projectedDueAt: string;
-  lapsedAt: string;
-  lineage: number;
-  lastFactAt?: string;
-  satisfiedAfter?: string[];
-}
-
 /** Publishes one task's events, like the Python SDK's TaskUpdater. */
 class Updater {
   constructor(
@@ -157,11 +149,13 @@ class Updater {
     readonly contextId: string,
   ) {}
 
-  message(parts: Part[], metadata?: Record<string, unknown>): Message {
-    return {
+  /** A message of the agent's, carrying `expectations` when given (§11). */
+  message(parts: Part[], expectations?: ExpectationInput[]): Message {
+    const message: Message = {
       messageId: randomUUID(), contextId: this.contextId, taskId: this.taskId,
-      role: Role.ROLE_AGENT, parts, metadata, extensions: [], referenceTaskIds: [],
+      role: Role.ROLE_AGENT, parts, metadata: undefined, extensions: [], referenceTaskIds: [],
     };
+    return expectations ? raiseExpectations(message, expectations) : message;
   }
 
   status(state: TaskState, message?: Message): void {
@@ -171,13 +165,14 @@ class Updater {
     }));
   }
 
-  artifact(name: string, parts: Part[], metadata?: Record<string, unknown>): void {
+  /** Publishes an artifact, carrying `expectations` when given (§8). */
+  artifact(name: string, parts: Part[], expectations?: ExpectationInput[]): void {
+    const artifact: Artifact = {
+      artifactId: randomUUID(), name, description: '', parts, metadata: undefined, extensions: [],
+    };
     this.bus.publish(AgentEvent.artifactUpdate({
       taskId: this.taskId, contextId: this.contextId,
-      artifact: {
-        artifactId: randomUUID(), name, description: '', parts, metadata,
-        extensions: metadata ? [URI] : [],
-      },
+      artifact: expectations ? raiseExpectations(artifact, expectations) : artifact,
       append: false, lastChunk: true, metadata: undefined,
     }));
   }
@@ -199,7 +194,7 @@ class ExampleExecutor implements AgentExecutor {
     this.contexts.set(ctx.taskId, ctx.contextId);
     const message = ctx.userMessage;
     // Expectations only for a caller that activated the extension (§7).
-    const activated = ctx.context.requestedExtensions?.includes(URI) ?? false;
+    const on = activated(ctx.context);
     if (ctx.task) {
       // Every turn starts with the Task. A reply to our question: leaving input-required
       // satisfies it (§11).
@@ -213,15 +208,9 @@ class ExampleExecutor implements AgentExecutor {
       // 4. Push config to the watcher: every new task reports to it, whoever sent it, beside
       //    any push config the caller gave (its own id, so neither replaces the other); not
       //    twice when the caller is the watcher itself (a lapse task).
-      if (this.watcher) {
-        const given = await this.pushStore.load(ctx.taskId, ctx.context);
-        if (given.every((c) => c.url !== this.watcher)) {
-          const config: TaskPushNotificationConfig = {
-            tenant: '', id: 'watcher', taskId: ctx.taskId, url: this.watcher,
-            token: this.pushToken ?? '', authentication: undefined,
-          };
-          await this.pushStore.save(ctx.taskId, ctx.context, config);
-        }
+      if (this.watcher && this.pushToken) {
+        await registerWatcherPush(this.pushStore, ctx.context, ctx.taskId,
+                                  { url: this.watcher, token: this.pushToken });
       }
       bus.publish(AgentEvent.task({
         id: ctx.taskId, contextId: ctx.contextId,
@@ -229,18 +218,32 @@ class ExampleExecutor implements AgentExecutor {
         artifacts: [], history: [message], metadata: undefined,
       }));
     }
-    const lapse = message.metadata?.[URI]?.lapse as Lapse | undefined;
+    let lapse: LapseTask | undefined;
+    try {
+      lapse = readLapse(message);
+    } catch (e) {
+      if (!(e instanceof KitError)) throw e;
+      up.status(TaskState.TASK_STATE_REJECTED, up.message([text(`not a lapse task I can read: ${e.message}`)]));
+      return;
+    }
     if (lapse) {
-      await this.handleLapse(up, lapse, message.referenceTaskIds, ctx);
+      await this.handleLapse(up, lapse, ctx);
       return;
     }
     const input = message.parts
       .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
       .join(' ');
     const [command, args] = words(input);
-    if (command === 'book') this.book(up, args, activated);
-    else if (command === 'ask') this.ask(up, args, activated);
-    else if (command === 'probe') {
+    if (command === 'book' || command === 'ask') {
+      try {
+        if (command === 'book') this.book(up, args, on);
+        else this.ask(up, args, on);
+      } catch (e) {
+        // The kit refused the expectation (a missing or malformed `due`, say): say which field.
+        if (!(e instanceof KitError)) throw e;
+        up.status(TaskState.TASK_STATE_REJECTED, up.message([text(`cannot ${command}: ${e.message}`)]));
+      }
+    } else if (command === 'probe') {
       up.status(TaskState.TASK_STATE_WORKING);
       // Half a second, so that the probe's CancelTask can catch the task.
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -254,10 +257,10 @@ class ExampleExecutor implements AgentExecutor {
 
   /** 2. Expectations raised in an artifact (§8): in its metadata under the URI, and the URI in
    *  its `extensions`. */
-  book(up: Updater, args: Record<string, string>, activated: boolean): void {
+  book(up: Updater, args: Record<string, string>, on: boolean): void {
     const shipment = args.shipment;
     up.status(TaskState.TASK_STATE_WORKING);
-    const expectation = {
+    const expectation: ExpectationInput = {
       expectationId: `exp-${up.taskId}-manifest`,
       kind: 'shipment.manifest',
       subject: { type: 'shipment', id: shipment },
@@ -267,16 +270,15 @@ class ExampleExecutor implements AgentExecutor {
       grace: args.grace ?? 'PT2H',
       basis: 'observed',
     };
-    up.artifact('Booking confirmation', [text(`Booked ${shipment}.`)],
-                activated ? { [URI]: { expectations: [expectation] } } : undefined);
+    up.artifact('Booking confirmation', [text(`Booked ${shipment}.`)], on ? [expectation] : undefined);
     up.status(TaskState.TASK_STATE_COMPLETED);
   }
 
   /** 3. A question that expires (§11): the expectation rides in the status message that moves
    *  the task to input-required; its subject is the task itself. */
-  ask(up: Updater, args: Record<string, string>, activated: boolean): void {
+  ask(up: Updater, args: Record<string, string>, on: boolean): void {
     up.status(TaskState.TASK_STATE_WORKING);
-    const question = {
+    const question: ExpectationInput = {
       expectationId: `exp-${up.taskId}-answer`,
       kind: 'question.answer',
       subject: { type: 'task', id: up.taskId },
@@ -287,13 +289,13 @@ class ExampleExecutor implements AgentExecutor {
       basis: 'declared',
     };
     up.status(TaskState.TASK_STATE_INPUT_REQUIRED,
-              up.message([text('Which warehouse receives it?')],
-                         activated ? { [URI]: { expectations: [question] } } : undefined));
+              up.message([text('Which warehouse receives it?')], on ? [question] : undefined));
   }
 
-  /** 5. The `handle_lapse` skill (§10.2): read the lapse block, decide, say why. */
-  async handleLapse(up: Updater, lapse: Lapse, refs: string[], ctx: RequestContext): Promise<void> {
-    console.log(`handle_lapse ${JSON.stringify(lapse)}`);
+  /** 5. The `handle_lapse` skill (§10.2): the lapse task as readLapse read it; decide, say why. */
+  async handleLapse(up: Updater, lapse: LapseTask, ctx: RequestContext): Promise<void> {
+    console.log(`handle_lapse ${JSON.stringify(lapse.block)}`);
+    const refs = lapse.originTaskIds;
     up.status(TaskState.TASK_STATE_WORKING);
     const what = `${lapse.expects} (${lapse.expectationId}) is ${lapse.lapse}`;
     let decision = 'asked the desk to chase the airline; nothing more to wait for here';
@@ -340,7 +342,7 @@ async function main(): Promise<void> {
     executor,
     undefined, // the default event bus manager
     pushStore,
-    new DefaultPushNotificationSender(pushStore, { tokenHeaderName: 'X-A2A-Notification-Token' }),
+    new DefaultPushNotificationSender(pushStore, WATCHER_PUSH_SENDER_OPTIONS),
   );
   executor.handler = handler;
   const app = express();

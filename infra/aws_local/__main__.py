@@ -140,6 +140,13 @@ def parse_args(argv):
         "part's default: 25)",
     )
     p.add_argument(
+        "--customer-key", action="store_true",
+        help="make a symmetric KMS key in the emulator and deploy with the template's KmsKeyArn "
+        "set to its ARN: the tables, queues and topics are then under the customer's key, and "
+        "with IAM on each role's calls need its KMS grants (docs/howto/aws-local.md, \"IAM on "
+        "the local stack\"; docs/security.md, \"Encryption at rest\")",
+    )
+    p.add_argument(
         "--stop-moto-port", type=int, action="append", default=[],
         help="stop the emulator on this port (infra/moto.sh stop) when done; may be repeated",
     )
@@ -332,6 +339,8 @@ def run(args):
         if not sep:
             raise ValueError(f"--param {item}: expected NAME=VALUE")
         params[name] = value
+    if args.customer_key:
+        params["KmsKeyArn"] = customer_key(args)
     stack = Stack(load(args.template), args.stack_name, args.region, params)
 
     creds = {
@@ -475,6 +484,22 @@ def run(args):
             part.stop()
 
 
+def customer_key(args):
+    """`--customer-key`: the ARN of a symmetric encryption key made in the emulator at
+    `--endpoint` as the deployer, with the default key policy (the account's IAM policies
+    decide its use), as a customer makes the key KmsKeyArn names before deploying."""
+    kms = boto3.session.Session(
+        aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", "test"),
+        aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "test"),
+        region_name=args.region,
+    ).client("kms", endpoint_url=args.endpoint)
+    arn = kms.create_key(Description=f"{args.stack_name}: the customer's key (KmsKeyArn)",
+                         KeyUsage="ENCRYPT_DECRYPT",
+                         KeySpec="SYMMETRIC_DEFAULT")["KeyMetadata"]["Arn"]
+    log(f"customer key made: KmsKeyArn={arn}")
+    return arn
+
+
 def _client_as(role, service, endpoint, region):
     """A boto3 client signing with `role`'s credentials."""
     return boto3.session.Session(
@@ -491,7 +516,8 @@ def _as_role(roles, role_arn, args, session):
         if role.arn == role_arn:
             return (iam_roles.checker(args.endpoint, role.arn),
                     _client_as(role, "sqs", args.endpoint, args.region))
-    return ((lambda action, resource: (False, f"{role_arn} is no role of the stack")),
+    refused = (False, f"{role_arn} is no role of the stack")
+    return ((lambda action, resource, context=None: refused),
             session.client("sqs", endpoint_url=args.endpoint))
 
 

@@ -151,30 +151,39 @@ def role_of_function(roles, function_lid):
 
 
 def encrypted(stack):
-    """Queues and topics encrypted with a customer KMS key of the template, as the iam part's
-    `encrypted` setting: `{resource ARN: {"key": key ARN, "policy": key policy}}`. Those with
-    an AWS managed key (`alias/aws/sqs`, `alias/aws/sns`) are left out: its key policy lets
-    every principal of the account use it through the service, so IAM asks nothing of the
-    caller's role."""
+    """Tables, queues and topics encrypted with a customer KMS key, as the iam part's
+    `encrypted` setting: `{resource ARN: {"key": key ARN, "policy": key policy}}`. The key is
+    a table's `SSESpecification.KMSMasterKeyId` (with `SSEEnabled`), a queue's or topic's
+    `KmsMasterKeyId`, after conditions (`!If [HasCustomerKey, ...]`) are resolved: a key of
+    the template (`AWS::KMS::Key`) with its key policy, or a key ARN given as a parameter
+    (KmsKeyArn) with no policy, which the iam part reads as the default key policy (the
+    account's IAM policies decide). Those with an AWS managed key (`alias/aws/...`), and tables
+    without a KMSMasterKeyId, are left out: its key policy lets every principal of the account
+    use it through the service, so IAM asks nothing of the caller's role."""
     out = {}
-    for kind in ("AWS::SQS::Queue", "AWS::SNS::Topic"):
+    kinds = (("AWS::DynamoDB::Table", ("SSESpecification", "KMSMasterKeyId")),
+             ("AWS::SQS::Queue", ("KmsMasterKeyId",)), ("AWS::SNS::Topic", ("KmsMasterKeyId",)))
+    keys = {lid: stack.physical_name(lid) for lid, _ in stack.of_type("AWS::KMS::Key")}
+    for kind, path in kinds:
         for lid, raw in stack.of_type(kind):
-            key = raw.get("KmsMasterKeyId")
-            if key is None:
+            condition = stack.resources[lid].get("Condition")
+            if condition and not stack.condition(condition):
                 continue
-            if isinstance(key, str):
-                if key.startswith("alias/aws/"):
-                    continue
-                out[stack.arn(lid)] = {"key": key, "policy": None}
+            try:
+                value = stack.resolve(raw.get(path[0]))
+            except ValueError:
+                continue  # names a queue not made yet: no ARN to key it by
+            for part in path[1:]:
+                value = value.get(part) if isinstance(value, dict) else None
+            if not isinstance(value, str) or not value or value.startswith("alias/aws/"):
                 continue
-            ref = key.get("Ref") or (key.get("Fn::GetAtt") or [None])[0]
-            if ref in stack.resources and stack.resources[ref]["Type"] == "AWS::KMS::Key":
-                try:
-                    resource = stack.arn(lid)
-                except ValueError:
-                    continue
-                policy = stack.resolve(stack.resources[ref]["Properties"].get("KeyPolicy"))
-                out[resource] = {"key": stack.arn(ref), "policy": policy}
+            # A `!Ref` of the template's own key resolves to its name: its ARN and policy.
+            own = next((k for k, name in keys.items() if name == value), None)
+            if own is not None:
+                policy = stack.resolve(stack.resources[own]["Properties"].get("KeyPolicy"))
+                out[stack.arn(lid)] = {"key": stack.arn(own), "policy": policy}
+            else:
+                out[stack.arn(lid)] = {"key": value, "policy": None}
     return out
 
 

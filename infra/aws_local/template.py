@@ -11,6 +11,9 @@ import yaml
 
 ACCOUNT = "123456789012"  # moto's default account
 
+# A function before SAM's transform and after it (aws_local/roles.py reads the transformed one).
+_FUNCTIONS = ("AWS::Serverless::Function", "AWS::Lambda::Function")
+
 
 class _Loader(yaml.SafeLoader):
     """A SafeLoader that reads `!Ref X`, `!GetAtt A.B` and `!Fn X` as their long forms."""
@@ -46,6 +49,11 @@ class Stack:
 
     Physical names: a resource's `Name`/`FunctionName` property when it has one, else
     `{stack}-{LogicalId}` (plus `.fifo` for a FIFO queue), as CloudFormation names them.
+
+    Aliases: a function with `AutoPublishAlias` (its own or the Globals') has that alias, which
+    locally is the function itself (one binary, no versions): `!Ref Fn.Alias` is the alias's
+    ARN (`...:function:NAME:ALIAS`, what CloudFormation's Ref of an `AWS::Lambda::Alias` gives),
+    and `lid_by_arn` takes that qualified ARN to the function as it takes the unqualified one.
     """
 
     def __init__(self, template, stack_name, region, parameters):
@@ -80,7 +88,7 @@ class Stack:
         kind = r["Type"]
         if kind == "AWS::Scheduler::ScheduleGroup" or kind == "AWS::Scheduler::Schedule":
             return self.resolve(props["Name"])
-        if kind == "AWS::Serverless::Function" and "FunctionName" in props:
+        if kind in _FUNCTIONS and "FunctionName" in props:
             return self.resolve(props["FunctionName"])
         name = f"{self.stack_name}-{lid}"
         if kind == "AWS::SQS::Queue" and str(props.get("FifoQueue", "")).lower() == "true":
@@ -98,7 +106,7 @@ class Stack:
             return f"arn:aws:scheduler:{self.region}:{ACCOUNT}:schedule-group/{name}"
         if kind == "AWS::IAM::Role":
             return f"arn:aws:iam::{ACCOUNT}:role/{name}"
-        if kind == "AWS::Serverless::Function":
+        if kind in _FUNCTIONS:
             return f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{name}"
         if kind == "AWS::Logs::LogGroup":
             return f"arn:aws:logs:{self.region}:{ACCOUNT}:log-group:{name}"
@@ -110,11 +118,30 @@ class Stack:
         return f"arn:aws:local:{self.region}:{ACCOUNT}:{lid}"
 
     def lid_by_arn(self, arn):
-        """The logical id whose ARN is `arn` (a function or queue ARN), or None."""
+        """The logical id whose ARN is `arn` (a function, queue or other ARN), or None. A
+        function's ARN qualified with its alias (`...:function:NAME:live`) is the function's."""
         for lid in self.resources:
-            if self.arn(lid) == arn:
+            if self.arn(lid) == arn or (self.alias(lid) and self.alias_arn(lid) == arn):
                 return lid
         return None
+
+    def alias(self, lid):
+        """The alias SAM publishes function `lid` under (`AutoPublishAlias`, its own, else the
+        Globals'), or None (not a function, or no alias)."""
+        r = self.resources.get(lid) or {}
+        if r.get("Type") != "AWS::Serverless::Function":
+            return None
+        own = r.get("Properties") or {}
+        glob = (self.template.get("Globals") or {}).get("Function") or {}
+        name = own.get("AutoPublishAlias", glob.get("AutoPublishAlias"))
+        return None if name is None else self.resolve(name)
+
+    def alias_arn(self, lid):
+        """The ARN of function `lid`'s alias: its ARN qualified with the alias's name."""
+        name = self.alias(lid)
+        if name is None:
+            raise ValueError(f"{lid} has no AutoPublishAlias")
+        return f"{self.arn(lid)}:{name}"
 
     # -- intrinsic functions -------------------------------------------------------------
     def _ref(self, name):
@@ -130,6 +157,9 @@ class Stack:
             return pseudo[name]
         if name in self.params:
             return self.params[name]
+        if name.endswith(".Alias") and name[: -len(".Alias")] in self.resources:
+            # SAM's `!Ref Fn.Alias`: the Ref of the alias it makes, the alias's ARN.
+            return self.alias_arn(name[: -len(".Alias")])
         if name not in self.resources:
             raise ValueError(f"!Ref {name}: no such parameter or resource")
         kind = self.resources[name]["Type"]
@@ -139,6 +169,10 @@ class Stack:
             return self.queue_urls[name]
         if kind == "AWS::SNS::Topic":
             return self.arn(name)  # a topic's Ref is its ARN
+        if kind == "AWS::Lambda::Alias":
+            # After SAM's transform (aws_local/roles.py): an alias's Ref is its ARN.
+            props = self.resources[name].get("Properties") or {}
+            return f"{self.arn(props['FunctionName']['Ref'])}:{self.resolve(props['Name'])}"
         return self.physical_name(name)
 
     def _get_att(self, lid, attr):

@@ -16,7 +16,7 @@ import unittest.mock
 import boto3
 from moto import mock_aws
 
-from . import resources
+from . import resources, triggers
 from .runtime import Function, InvocationError
 from .gateway import Route, event_for, response_of, routes_of
 from .template import Stack, load
@@ -62,7 +62,7 @@ class TemplateTest(unittest.TestCase):
         t = load(TEMPLATE)
         mapping = t["Resources"]["SubmitterLapseQueueSource"]["Properties"]
         self.assertEqual(mapping["EventSourceArn"], {"Fn::GetAtt": ["LapseQueue", "Arn"]})
-        self.assertEqual(mapping["FunctionName"], {"Ref": "SubmitterFunction"})
+        self.assertEqual(mapping["FunctionName"], {"Ref": "SubmitterFunction.Alias"})
 
     def test_globals_environment_resolves_to_local_names(self):
         s = stack()
@@ -71,7 +71,8 @@ class TemplateTest(unittest.TestCase):
         self.assertEqual(env["QUEUE_URL"], "http://q/st-LapseQueue.fifo")
         self.assertEqual(env["SCHEDULE_GROUP"], "st-timers")
         self.assertEqual(
-            env["TIMER_FUNCTION_ARN"], "arn:aws:lambda:us-east-1:123456789012:function:st-timer"
+            env["TIMER_FUNCTION_ARN"],
+            "arn:aws:lambda:us-east-1:123456789012:function:st-timer:live",
         )
         self.assertEqual(env["SCHEDULER_ROLE_ARN"], "arn:aws:iam::123456789012:role/st-SchedulerRole")
         self.assertEqual(
@@ -79,8 +80,35 @@ class TemplateTest(unittest.TestCase):
         )
         self.assertEqual(env["WATCHER_CONFIG_SECRET_ID"], "st-config")
         self.assertEqual(env["RETENTION_DAYS"], "30")
-        # The timer's ARN the schedules target is the one its own FunctionName gives.
-        self.assertEqual(s.arn("TimerFunction"), env["TIMER_FUNCTION_ARN"])
+        # The timer's ARN the schedules target is its alias's, from its own FunctionName.
+        self.assertEqual(s.alias_arn("TimerFunction"), env["TIMER_FUNCTION_ARN"])
+        self.assertEqual(s.lid_by_arn(env["TIMER_FUNCTION_ARN"]), "TimerFunction")
+
+    def test_an_alias_resolves_to_its_function(self):
+        s = stack()
+        for lid, _ in s.of_type("AWS::Serverless::Function"):
+            self.assertEqual(s.alias(lid), "live", lid)
+            arn = s.resolve({"Ref": f"{lid}.Alias"})
+            self.assertEqual(arn, s.arn(lid) + ":live")
+            self.assertEqual(s.lid_by_arn(arn), lid)
+            self.assertEqual(s.lid_by_arn(s.arn(lid)), lid, "the unqualified ARN too")
+        self.assertIsNone(s.lid_by_arn(s.arn("TimerFunction") + ":blue"), "another alias")
+        with self.assertRaises(ValueError):
+            s.resolve({"Ref": "WatcherTable.Alias"})
+        # Every schedule and event source mapping of the template invokes an alias.
+        for _, props in s.of_type("AWS::Scheduler::Schedule"):
+            self.assertEqual(s.resolve(props["Target"]["Arn"]), s.alias_arn("TimerFunction"))
+        for lid, props in s.of_type("AWS::Lambda::EventSourceMapping"):
+            name = s.resolve(props["FunctionName"])
+            self.assertTrue(name.endswith(":live"), f"{lid}: {name}")
+            self.assertEqual(triggers._function_lid(s, {"FunctionName": name}),
+                             s.lid_by_arn(name))
+
+    def test_qualifier_of_a_function_arn(self):
+        arn = "arn:aws:lambda:us-east-1:123456789012:function:st-timer"
+        self.assertEqual(triggers.qualifier_of(arn), "$LATEST")
+        self.assertEqual(triggers.qualifier_of(arn + ":live"), "live")
+        self.assertEqual(triggers.qualifier_of(arn + ":7"), "7")
 
     def test_conditions_evaluate(self):
         s = stack()
@@ -93,6 +121,109 @@ class TemplateTest(unittest.TestCase):
         s = Stack(load(TEMPLATE), "st", "us-east-1", {"WatcherConfigSecret": "c"})
         with self.assertRaises(ValueError):
             s.resolve({"Fn::GetAtt": ["LapseDeadLetterQueue", "Arn"]})
+
+
+class SafeDeploysTest(unittest.TestCase):
+    """template.yaml after SAM's transform (what CloudFormation deploys): every invocation
+    path names an alias, and CodeDeploy watches alarms that exist (docs/howto/deploy-aws.md,
+    "Safe deploys")."""
+
+    @classmethod
+    def setUpClass(cls):
+        from .roles import transform
+
+        s = stack()
+        cls.stack = s
+        cls.out = transform(s.template, s.region, s.params)["Resources"]
+        # Alias logical id -> (function logical id, alias name), as SAM made them.
+        cls.aliases = {
+            lid: (r["Properties"]["FunctionName"]["Ref"], r["Properties"]["Name"])
+            for lid, r in cls.out.items() if r["Type"] == "AWS::Lambda::Alias"
+        }
+
+    def test_every_function_has_an_alias_moved_by_codedeploy(self):
+        functions = [lid for lid, r in self.out.items() if r["Type"] == "AWS::Lambda::Function"]
+        self.assertEqual(sorted(functions), sorted(lid for lid, _ in
+                                                   self.stack.of_type("AWS::Serverless::Function")))
+        self.assertEqual(sorted(f for f, _ in self.aliases.values()), sorted(functions))
+        for lid, (function, name) in self.aliases.items():
+            self.assertEqual(name, "live", lid)
+            policy = self.out[lid]["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]
+            group = self.out[policy["DeploymentGroupName"]["Ref"]]["Properties"]
+            # The parameter's default, a canary, with rollback on alarms.
+            self.assertEqual(group["DeploymentConfigName"]["Fn::Sub"][1]["ConfigName"],
+                             "Canary10Percent15Minutes")
+            self.assertIn("DEPLOYMENT_STOP_ON_ALARM", group["AutoRollbackConfiguration"]["Events"])
+            alarms = [a["Name"]["Ref"] for a in group["AlarmConfiguration"]["Alarms"]]
+            self.assertTrue(group["AlarmConfiguration"]["Enabled"])
+            self.assertGreaterEqual(len(alarms), 2, function)
+            for alarm in alarms:
+                # A metric alarm: CodeDeploy reads alarms with DescribeAlarms' default type.
+                self.assertEqual(self.out[alarm]["Type"], "AWS::CloudWatch::Alarm", alarm)
+
+    def test_every_event_source_invokes_the_alias(self):
+        alias_of = {f: lid for lid, (f, _) in self.aliases.items()}
+        for lid, r in self.out.items():
+            props = r.get("Properties") or {}
+            if r["Type"] in ("AWS::Lambda::Permission", "AWS::Lambda::EventSourceMapping"):
+                self.assertIn(props["FunctionName"]["Ref"], self.aliases, lid)
+            if r["Type"] == "AWS::Scheduler::Schedule":
+                self.assertEqual(props["Target"]["Arn"], {"Ref": alias_of["TimerFunction"]}, lid)
+            if r["Type"] == "AWS::Lambda::EventInvokeConfig":
+                function = props["FunctionName"]["Ref"]
+                self.assertEqual(props["Qualifier"], self.aliases[alias_of[function]][1], lid)
+        # The HTTP API's integrations (SAM's HttpApi events) invoke the aliases too.
+        paths = self.out["HttpApi"]["Properties"]["Body"]["paths"]
+        uris = [op["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
+                for ops in paths.values() for op in ops.values()
+                if isinstance(op, dict) and "x-amazon-apigateway-integration" in op]
+        self.assertGreater(len(uris), 10)
+        for uri in uris:
+            self.assertRegex(uri, r"/functions/\$\{[A-Za-z]+Aliaslive\}/invocations$")
+        # Schedules armed at run time target TIMER_FUNCTION_ARN, which the scheduler role may
+        # invoke: the alias's ARN in both.
+        env = self.stack.resolve(self.stack.template["Globals"]["Function"]["Environment"]
+                                 ["Variables"])
+        self.assertEqual(env["TIMER_FUNCTION_ARN"], self.stack.alias_arn("TimerFunction"))
+        statements = self.stack.resolve(
+            self.stack.resources["SchedulerRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+        )["Statement"]
+        invoke = [st for st in statements if st and st["Action"] == "lambda:InvokeFunction"]
+        self.assertEqual([st["Resource"] for st in invoke], [env["TIMER_FUNCTION_ARN"]])
+
+
+class DeployExampleTest(unittest.TestCase):
+    """The example pipeline (.github/workflows/deploy-example.yml) is a workflow GitHub can
+    read, runs only when someone starts it, and runs the commands docs/howto/deploy-aws.md's
+    "Safe deploys" names."""
+
+    ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+    def test_the_example_pipeline_parses_and_runs_what_the_doc_names(self):
+        import yaml
+
+        path = os.path.join(self.ROOT, ".github", "workflows", "deploy-example.yml")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        flow = yaml.safe_load(text)
+        # PyYAML reads the key `on` as True (YAML 1.1); GitHub reads it as "on".
+        triggers = flow.get("on", flow.get(True))
+        self.assertEqual(list(triggers), ["workflow_dispatch"], "never on a push")
+        jobs = flow["jobs"]
+        self.assertEqual(list(jobs), ["build-and-test", "stage", "production"])
+        self.assertEqual(jobs["stage"]["needs"], "build-and-test")
+        self.assertEqual(jobs["production"]["needs"], "stage")
+        runs = "\n".join(step.get("run", "") for job in jobs.values()
+                         for step in job["steps"])
+        with open(os.path.join(self.ROOT, "docs", "howto", "deploy-aws.md"),
+                  encoding="utf-8") as f:
+            doc = f.read()
+        section = doc.split("## Safe deploys", 1)[1].split("\n## ", 1)[0]
+        for command in ("bash .ci/run", "sam build", "sam deploy", "DeploymentType=AllAtOnce",
+                        "DeploymentType=Canary10Percent15Minutes", "/healthz",
+                        "a2a-watcher example-artifact --from now", "a2a-watcher lapses"):
+            self.assertIn(command, runs, command)
+            self.assertIn(command, section, command)
 
 
 class GatewayTest(unittest.TestCase):
@@ -599,7 +730,8 @@ class TriggersTest(unittest.TestCase):
         self.scheduler.create_schedule(
             Name="d-9", GroupName="st-timers", ScheduleExpression="at(2026-09-10T20:15:00)",
             FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
-            Target={"Arn": self.stack.arn("TimerFunction"), "RoleArn": "arn:aws:iam::1:role/r",
+            Target={"Arn": self.stack.alias_arn("TimerFunction"),
+                    "RoleArn": "arn:aws:iam::1:role/r",
                     "Input": '{"tenant": "t", "timer": "d-9"}',
                     "RetryPolicy": {"MaximumRetryAttempts": retries},
                     "DeadLetterConfig": {"Arn": self.stack.arn("SchedulerDeadLetterQueue")}},
@@ -624,13 +756,53 @@ class TriggersTest(unittest.TestCase):
         self.assertEqual(self._dead_lettered(), [{"tenant": "t", "timer": "d-9"}])
         self.assertEqual(timer.payloads, [], "never invoked")
 
+    def test_a_schedule_under_the_customer_key_is_decrypted_as_its_role_before_it_invokes(self):
+        # EventBridge Scheduler user guide, "Encryption at rest": the execution role needs
+        # kms:Decrypt on the key; the stand-in asks it first, with the schedule's ARN as the
+        # encryption context, and a denial fails the attempt as an invoke's denial does.
+        key = "arn:aws:kms:us-east-1:123456789012:key/k-1"
+        for decrypt, invoked in ((True, [{"tenant": "t", "timer": "d-8"}]), (False, [])):
+            timer, asked = FakeFunction(), []
+            self.scheduler.create_schedule(
+                Name="d-8", GroupName="st-timers", ScheduleExpression="at(2026-09-10T20:15:00)",
+                FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
+                KmsKeyArn=key,
+                Target={"Arn": self.stack.alias_arn("TimerFunction"),
+                        "RoleArn": "arn:aws:iam::1:role/r",
+                        "Input": '{"tenant": "t", "timer": "d-8"}',
+                        "RetryPolicy": {"MaximumRetryAttempts": 0},
+                        "DeadLetterConfig": {"Arn": self.stack.arn("SchedulerDeadLetterQueue")}})
+            arn = self.scheduler.get_schedule(GroupName="st-timers", Name="d-8")["Arn"]
+
+            def may(action, resource, context=None, decrypt=decrypt, asked=asked):
+                asked.append((action, resource, context))
+                return (decrypt or action != "kms:Decrypt"), "not authorized"
+
+            s = Scheduler(self.stack, self.scheduler, self.sqs, {"TimerFunction": timer},
+                          lambda line: None)
+            s.as_role = lambda role, may=may: (may, self.sqs)
+            s.poll(parse_expression("at(2026-09-10T20:15:00)")[1])
+            wait_for(lambda: asked)
+            self.assertEqual(asked[0], ("kms:Decrypt", key, {
+                "kms:EncryptionContext:aws:scheduler:schedule:arn": arn}))
+            if decrypt:
+                wait_for(lambda: timer.payloads)
+                self.assertEqual(timer.payloads, invoked)
+            else:
+                self.assertEqual(self._dead_lettered(), [{"tenant": "t", "timer": "d-8"}])
+                self.assertEqual(timer.payloads, [], "never invoked")
+
     def test_a_timer_function_error_is_not_retried_by_lambda(self):
         # TimerAsyncRetries (template.yaml): MaximumRetryAttempts 0 for the timer function, so
         # a failed fire runs once; Lambda, not Scheduler, handles a function error, and sends
         # nothing to the schedule's dead-letter queue.
-        self.assertEqual(async_retries(self.stack, "TimerFunction"), 0)
-        self.assertEqual(async_retries(self.stack, "SubmitterFunction"), 2, "Lambda's default")
-        self.assertEqual(async_max_age(self.stack, "TimerFunction"), 120)
+        # Set on the alias the schedules invoke (`live`); $LATEST keeps Lambda's defaults.
+        self.assertEqual(async_retries(self.stack, "TimerFunction", "live"), 0)
+        self.assertEqual(async_retries(self.stack, "TimerFunction", "$LATEST"), 2)
+        self.assertEqual(async_retries(self.stack, "SubmitterFunction", "live"), 2,
+                         "Lambda's default")
+        self.assertEqual(async_max_age(self.stack, "TimerFunction", "live"), 120)
+        self.assertIsNone(async_max_age(self.stack, "TimerFunction", "$LATEST"))
         done = threading.Event()
         lines = []
 

@@ -198,7 +198,10 @@ class Scheduler:
 
     def _consider(self, group, name, s, now):
         expr = s["ScheduleExpression"]
-        fire, args = self._fire, (name, s["Target"])
+        # A schedule's input under a customer key (KmsKeyArn): its execution role decrypts it
+        # at each firing.
+        keyed = (s.get("KmsKeyArn") or None, s.get("Arn") or f"{group}/{name}")
+        fire, args = self._fire, (name, s["Target"], *keyed)
         try:
             kind, value = parse_expression(expr, s.get("ScheduleExpressionTimezone"))
         except ValueError as e:
@@ -226,7 +229,7 @@ class Scheduler:
                     if (group, name) in self.running:
                         return  # fires at the first poll after its invocation ends
                     self.running.add((group, name))
-                fire, args = self._fire_once, ((group, name), s["Target"])
+                fire, args = self._fire_once, ((group, name), s["Target"], *keyed)
             self.next_rate[(group, name)] = upcoming(now)
         self.log(f"schedule {group}/{name} ({expr}) fires")
         threading.Thread(target=fire, args=args, daemon=True).start()
@@ -249,15 +252,19 @@ class Scheduler:
         offset = value.phase() / period * cap
         return True, lambda t: (math.floor((t - offset) / cap) + 1) * cap + offset
 
-    def _fire_once(self, key, target):
+    def _fire_once(self, key, target, kms_key=None, arn=None):
         """`_fire` of a capped rate or cron schedule `key`, marked running until it ends."""
         try:
-            self._fire(key[1], target)
+            self._fire(key[1], target, kms_key, arn)
         finally:
             with self.lock:
                 self.running.discard(key)
 
-    def _fire(self, name, target):
+    def _fire(self, name, target, kms_key=None, arn=None):
+        """Invokes `target` with its input as Scheduler does, as its RoleArn when IAM is on:
+        first kms:Decrypt of the input when the schedule is under the customer key `kms_key`
+        (its ARN `arn` the encryption context), then lambda:InvokeFunction, each denial an
+        attempt of the RetryPolicy, then the dead-letter queue."""
         lid = self.stack.lid_by_arn(target["Arn"])
         if lid not in self.functions:
             self.log(f"schedule {name}: target {target['Arn']} is no local function")
@@ -268,18 +275,31 @@ class Scheduler:
         # (whose invocation succeeded): as the function's EventInvokeConfig says, at most 3 here,
         # and never dead-lettered to the schedule's queue (the template's functions have no
         # on-failure destination).
-        function_retries = min(async_retries(self.stack, lid), 3)
+        # The configuration of the qualifier the target names: a schedule invoking the alias
+        # gets the alias's EventInvokeConfig, not $LATEST's (template.yaml TimerAsyncRetries).
+        qualifier = qualifier_of(target["Arn"])
+        function_retries = min(async_retries(self.stack, lid, qualifier), 3)
         # Scheduler acts as the target's RoleArn: it invokes, and dead-letters, as that role.
         may, sqs = (self.as_role(target.get("RoleArn", "")) if self.as_role
                     else (None, self.sqs))
         attempt, function_attempt = 0, 0
         while attempt <= retries:
             try:
+                if may is not None and kms_key:
+                    # The input is decrypted as the execution role before the target is called
+                    # (EventBridge Scheduler user guide, "Encryption at rest"); a denial fails
+                    # the invocation as the invoke's would.
+                    from aws_model.iam import schedule_fire_check
+
+                    allowed, message = may(*schedule_fire_check(arn, kms_key))
+                    if not allowed:
+                        raise Denied(f"KMSAccessDeniedException: {message}")
                 if may is not None:
                     allowed, message = may("lambda:InvokeFunction", target["Arn"])
                     if not allowed:
                         raise Denied(f"AccessDeniedException: {message}")
-                self._invoke(self.functions[lid], payload, async_max_age(self.stack, lid))
+                self._invoke(self.functions[lid], payload,
+                             async_max_age(self.stack, lid, qualifier))
                 return
             except Denied as e:
                 if self.stopping.is_set():
@@ -522,30 +542,49 @@ class Denied(InvocationError):
     Scheduler's RetryPolicy, then dead-lettered."""
 
 
-def async_retries(stack, lid):
-    """How many times Lambda retries function `lid`'s failed asynchronous invocation: its
-    `AWS::Lambda::EventInvokeConfig` `MaximumRetryAttempts`, else `DEFAULT_ASYNC_RETRIES`."""
-    for _, props in stack.of_type("AWS::Lambda::EventInvokeConfig"):
-        props = stack.resolve(props)
-        if _function_lid(stack, props) == lid:
-            return int(props.get("MaximumRetryAttempts", DEFAULT_ASYNC_RETRIES))
-    return DEFAULT_ASYNC_RETRIES
+def qualifier_of(arn):
+    """The qualifier a function ARN invokes: its alias or version after the name
+    (`...:function:NAME:live` -> `live`), `$LATEST` for an unqualified ARN."""
+    parts = arn.split(":")
+    return parts[7] if len(parts) > 7 and parts[7] else "$LATEST"
 
 
-def async_max_age(stack, lid):
-    """How long Lambda keeps function `lid`'s asynchronous event through throttles, in seconds:
-    its `AWS::Lambda::EventInvokeConfig` `MaximumEventAgeInSeconds`, else None (6 hours)."""
+def _invoke_config(stack, lid, qualifier):
+    """The resolved `AWS::Lambda::EventInvokeConfig` of function `lid` at `qualifier` (an
+    alias, a version or `$LATEST`, as its `Qualifier` names it), or None: Lambda applies a
+    configuration to the invocations of its qualifier only."""
     for _, props in stack.of_type("AWS::Lambda::EventInvokeConfig"):
         props = stack.resolve(props)
-        if _function_lid(stack, props) == lid and "MaximumEventAgeInSeconds" in props:
-            return int(props["MaximumEventAgeInSeconds"])
+        if _function_lid(stack, props) == lid and str(props.get("Qualifier")) == qualifier:
+            return props
+    return None
+
+
+def async_retries(stack, lid, qualifier="$LATEST"):
+    """How many times Lambda retries function `lid`'s failed asynchronous invocation of
+    `qualifier`: its `AWS::Lambda::EventInvokeConfig` `MaximumRetryAttempts`, else
+    `DEFAULT_ASYNC_RETRIES`."""
+    props = _invoke_config(stack, lid, qualifier) or {}
+    return int(props.get("MaximumRetryAttempts", DEFAULT_ASYNC_RETRIES))
+
+
+def async_max_age(stack, lid, qualifier="$LATEST"):
+    """How long Lambda keeps function `lid`'s asynchronous event of `qualifier` through
+    throttles, in seconds: its `AWS::Lambda::EventInvokeConfig` `MaximumEventAgeInSeconds`,
+    else None (6 hours)."""
+    props = _invoke_config(stack, lid, qualifier) or {}
+    if "MaximumEventAgeInSeconds" in props:
+        return int(props["MaximumEventAgeInSeconds"])
     return None
 
 
 def _function_lid(stack, props):
-    """The logical id of the mapping's `FunctionName` (unresolved `!Ref Fn` or a name)."""
+    """The logical id of the mapping's `FunctionName` (unresolved `!Ref Fn` or a name, an ARN,
+    or its alias's ARN: `!Ref Fn.Alias`)."""
     name = props["FunctionName"]
     for lid, _ in stack.of_type("AWS::Serverless::Function"):
         if name in (lid, stack.physical_name(lid), stack.arn(lid)):
+            return lid
+        if stack.alias(lid) and name == stack.alias_arn(lid):
             return lid
     raise ValueError(f"event source mapping names no function of the template: {name}")

@@ -174,6 +174,7 @@ class Refusal:
 
 _SQS_QUERY_CODES = {
     "AccessDeniedException": "AccessDenied",
+    "KmsAccessDenied": "KMS.AccessDeniedException",
     "ThrottlingException": "Throttling",
     "RequestThrottled": "RequestThrottled",
 }

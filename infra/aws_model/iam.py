@@ -6,19 +6,25 @@ Settings (`POST /_model/iam`):
     {"principals": {ACCESS_KEY_ID: {"arn": "arn:aws:sts::ACCT:assumed-role/ROLE/SESSION",
                                     "role": "arn:aws:iam::ACCT:role/ROLE",
                                     "policies": [{"name": NAME, "document": {...}}, ...]}},
-     "encrypted": {QUEUE_OR_TOPIC_ARN: {"key": KMS_KEY_ARN, "policy": {key policy}}},
+     "encrypted": {TABLE_QUEUE_OR_TOPIC_ARN: {"key": KMS_KEY_ARN, "policy": {key policy}}},
      "decision_log": "/path/decisions.jsonl"}
 
 A call signed with an access key that is not among the principals passes untouched (the
 deployer's `test` key: the stack's own set-up and the tests' reads). A principal's call is
 mapped to every action IAM checks for it (`actions_of`): one call may need several (a
 TransactWriteItems needs the action of each of its items on its table; a CreateSchedule also
-needs iam:PassRole on its target's role; a send to a queue encrypted with a customer KMS key
-also needs the key's actions). Each is evaluated by infra/iam/evaluate.mjs (what that evaluator
-does not model is written there); the first denied one answers the call with AWS's error:
-`AccessDeniedException` (DynamoDB, Secrets Manager: HTTP 400; SQS, Scheduler: HTTP 403), SNS's
-`AuthorizationError` (403), with AWS's message `User: ARN is not authorized to perform: ACTION
-on resource: RESOURCE because no identity-based policy allows the ACTION action`.
+needs iam:PassRole on its target's role; a call on a table, queue or topic encrypted with a
+customer KMS key also needs the key's actions, `kms_checks`, with `kms:ViaService` the service's).
+A key with no policy given (the customer's own key, passed as the template's KmsKeyArn) is
+modelled with the default key policy (`default_key_policy`), which lets the account's IAM
+policies decide. Each is
+evaluated by infra/iam/evaluate.mjs (what that evaluator does not model is written there); the
+first denied one answers the call with AWS's error: `AccessDeniedException` (DynamoDB, Secrets
+Manager: HTTP 400; SQS, Scheduler: HTTP 403), SNS's `AuthorizationError` (403), with AWS's
+message `User: ARN is not authorized to perform: ACTION on resource: RESOURCE because no
+identity-based policy allows the ACTION action`; a key's denial in each service's own words,
+HTTP 400 (SQS `KmsAccessDenied`, SNS `KMSAccessDenied`, DynamoDB `AccessDeniedException` with
+KMS's message, `DYNAMODB_KMS_DENIAL`).
 
 Decisions are cached by (principal, action, resource, context), the resource by which of the
 role's resource patterns it matches (`_resource_class`); each distinct one is appended
@@ -30,7 +36,12 @@ infra/iam_coverage.py reads to prove each statement of the template is needed.
 `POST /_model/iam/check` with `{"principal": ROLE_ARN or ACCESS_KEY, "action", "resource",
 "context"}` answers one decision (`{"allowed", "decision", "message", "statements"}`), for what
 the local stack does as a role outside the emulator (the Scheduler stand-in invoking the timer
-function as SchedulerRole).
+function as SchedulerRole, or decrypting the input of a schedule under the customer's key:
+`schedule_fire_check`); a `kms:` action is decided with the key's policy.
+
+A CreateSchedule or UpdateSchedule with `KmsKeyArn` also needs the caller's
+`SCHEDULE_KMS_FOR_CALLER` on that key, with no `kms:ViaService` (EventBridge Scheduler user
+guide, "Encryption at rest").
 """
 
 import fnmatch
@@ -135,6 +146,68 @@ _KMS_FOR = {
     "sqs:ReceiveMessage": ("kms:Decrypt",),
     "sns:Publish": ("kms:GenerateDataKey", "kms:Decrypt"),
 }
+# A table under a customer key: DynamoDB decrypts the table key with it on behalf of the caller
+# of every item read or write (DynamoDB developer guide, "Encryption at rest: how it works",
+# "Authorizing use of your KMS key"; KMS developer guide, "How Amazon DynamoDB uses AWS KMS":
+# https://docs.aws.amazon.com/kms/latest/developerguide/services-dynamodb.html#dynamodb-authz).
+# Writes need kms:Decrypt too: the items are encrypted under the table key, which DynamoDB made with the
+# key when the table was created, not under a data key of the caller's. Control-plane actions
+# (DescribeTable, UpdateTimeToLive) read no item and are left out.
+_DYNAMODB_ITEM_ACTIONS = {
+    "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem",
+    "dynamodb:Query", "dynamodb:Scan",
+}
+for _action in _DYNAMODB_ITEM_ACTIONS:
+    _KMS_FOR[_action] = ("kms:Decrypt",)
+
+
+# A schedule whose input is under a customer key (CreateSchedule or UpdateSchedule with
+# KmsKeyArn): Scheduler encrypts it with the caller's own permissions, which must allow these
+# on the key (EventBridge Scheduler user guide, "Encryption at rest", "Identity-based
+# permissions for customer managed keys": DescribeKey to check the key is symmetric,
+# GenerateDataKey for the data key, Decrypt for the one stored with the input). The guide names
+# no kms:ViaService for them, so none is set: a grant conditioned on one is denied here.
+SCHEDULE_KMS_FOR_CALLER = ("kms:DescribeKey", "kms:GenerateDataKey", "kms:Decrypt")
+
+
+def schedule_fire_check(schedule_arn, key_arn):
+    """The (action, key, context) IAM checks of a schedule's execution role when a schedule
+    whose input is under the customer key `key_arn` fires: kms:Decrypt (the guide's "Execution
+    role permissions for customer managed keys"), the role's own session calling KMS with the
+    encryption context of the guide's CloudTrail example (`aws:scheduler:schedule:arn`, the
+    schedule's ARN) and no kms:ViaService."""
+    return ("kms:Decrypt", key_arn,
+            {"kms:EncryptionContext:aws:scheduler:schedule:arn": schedule_arn})
+
+
+def kms_checks(action, resource, region, encrypted):
+    """The KMS (action, key ARN, context, key policy) IAM also checks for `action` on
+    `resource` when `encrypted` (the iam part's setting) names it, or its table for an index of
+    a table: none for a resource under an AWS managed key. The context is `kms:ViaService` of
+    the service making the KMS call on the caller's behalf (KMS developer guide, "kms:ViaService"),
+    which the template's grants are conditioned on."""
+    base = resource.split("/index/", 1)[0] if action.startswith("dynamodb:") else resource
+    key = encrypted.get(base)
+    if not key:
+        return []
+    service = action.split(":", 1)[0]
+    context = {"kms:ViaService": f"{service}.{region}.amazonaws.com"}
+    policy = key.get("policy") or default_key_policy(key["key"])
+    return [(k, key["key"], context, policy) for k in _KMS_FOR.get(action, ())]
+
+
+def default_key_policy(key_arn):
+    """The default key policy of a key made without one (KMS developer guide, "Default key
+    policy", https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html):
+    the account's root may do anything with it, which is what lets the account's IAM policies
+    allow its use. KMS, unlike most services, needs the key policy to allow a call; an identity
+    policy alone is not enough, and the evaluator models that."""
+    account = key_arn.split(":")[4] if key_arn.count(":") >= 5 else "123456789012"
+    return {"Version": "2012-10-17", "Statement": [{
+        "Sid": "Enable IAM User Permissions", "Effect": "Allow",
+        "Principal": {"AWS": f"arn:aws:iam::{account}:root"}, "Action": "kms:*",
+        "Resource": "*"}]}
 
 
 def _table_arn(name, region, account):
@@ -221,6 +294,9 @@ def actions_of(call, account, secret_lookup=None):
             # Scheduler checks that the caller may pass the target's role to it (EventBridge
             # Scheduler user guide, "Setting up the execution role").
             out.append(("iam:PassRole", role, {"iam:PassedToService": "scheduler.amazonaws.com"}))
+        key = p.get("KmsKeyArn")
+        if op in ("CreateSchedule", "UpdateSchedule") and isinstance(key, str) and key:
+            out += [(a, key, {}) for a in SCHEDULE_KMS_FOR_CALLER]
         return out
     if service == "secretsmanager":
         if op in ("ListSecrets", "GetRandomPassword", "BatchGetSecretValue"):
@@ -262,14 +338,32 @@ def denial_message(principal, action, resource, decision):
     return f"User: {principal} is not authorized to perform: {action} on resource: {resource} {why}"
 
 
+# What DynamoDB answers an item call whose caller may not use the table's customer key (as AWS
+# sends it, less the request ids).
+DYNAMODB_KMS_DENIAL = (
+    "KMS key access denied error: com.amazonaws.services.kms.model.AWSKMSException: The "
+    "ciphertext refers to a customer master key that does not exist, does not exist in this "
+    "region, or you are not allowed to access. (Service: AWSKMS; Status Code: 400; Error Code: "
+    "AccessDeniedException)")
+
+
 def refusal_for(call, principal, action, resource, decision):
     """The `Refusal` AWS answers `call` with when `action` on `resource` is denied."""
     message = denial_message(principal, action, resource, decision)
     if action.startswith("kms:"):
-        # SQS and SNS answer a key's denial in their own words (KMS.AccessDeniedException,
-        # KMSAccessDenied), HTTP 400.
-        code = "KMSAccessDenied" if call.service == "sns" else "KMS.AccessDeniedException"
-        return Refusal(400, code, message)
+        # Each service answers a key's denial in its own words, HTTP 400: SQS KmsAccessDenied
+        # (KMS.AccessDeniedException as query; SQS API reference, SendMessage, "Errors"), SNS
+        # KMSAccessDenied (SNS API reference, Publish, "Errors"), DynamoDB AccessDeniedException
+        # carrying KMS's own error ("KMS key access denied error: ...").
+        if call.service == "sns":
+            return Refusal(400, "KMSAccessDenied", message)
+        if call.service == "sqs":
+            return Refusal(400, "KMS.AccessDeniedException" if call.protocol == "query" else
+                           "KmsAccessDenied", message)
+        if call.service == "dynamodb":
+            # KMS's words, not IAM's: DynamoDB's message names neither the action nor the
+            # caller (the model's `denials` do).
+            return Refusal(400, "AccessDeniedException", DYNAMODB_KMS_DENIAL)
     if call.service == "sns":
         return Refusal(403, "AuthorizationError", message)
     if call.service == "sqs":
@@ -290,7 +384,8 @@ class _Part:
         self.encrypted = {}
         self.cache = {}
         self.decision_log = None
-        self.counts = {"allowed": 0, "denied": 0, "evaluated": 0, "errors": 0}
+        # kms: allowed checks of a customer key (part of `allowed`).
+        self.counts = {"allowed": 0, "denied": 0, "evaluated": 0, "errors": 0, "kms": 0}
         self.denials = []  # the last few denials, for GET /_model/iam
         self.evaluator = Evaluator()
         self.log_lock = threading.Lock()
@@ -321,6 +416,7 @@ class _Part:
             "principals": {k: {"arn": p["arn"], "role": p["role"]}
                            for k, p in self.principals.items()},
             "decision_log": self.decision_log,
+            "encrypted": {r: k["key"] for r, k in sorted(self.encrypted.items())},
             "counts": dict(self.counts),
             "denials": list(self.denials[-20:]),
         }
@@ -374,15 +470,17 @@ class _Part:
             return None
         account = principal["arn"].split(":")[4]
         for action, resource, context in actions_of(call, account, _moto_secret_arn(call, account)):
-            checks = [(action, resource, context, None)]
-            key = self.encrypted.get(resource)
-            if key:
-                checks += [(k, key["key"], {}, key.get("policy"))
-                           for k in _KMS_FOR.get(action, ())]
+            # A key's own action (a schedule's input under a customer key) is decided with its
+            # key policy too, as KMS decides it.
+            checks = [(action, resource, context, self.key_policy(resource)
+                       if action.startswith("kms:") else None)]
+            checks += kms_checks(action, resource, call.region or "us-east-1", self.encrypted)
             for a, r, c, rp in checks:
                 allowed, decision, _, error = self.decide(principal, a, r, c, rp)
                 if allowed:
                     self.counts["allowed"] += 1
+                    if a.startswith("kms:"):
+                        self.counts["kms"] += 1
                     continue
                 self.counts["denied"] += 1
                 self.denials.append({"principal": principal["arn"], "action": a, "resource": r,
@@ -390,6 +488,14 @@ class _Part:
                 del self.denials[:-100]
                 return refusal_for(call, principal["arn"], a, r, decision)
         return None
+
+    def key_policy(self, key_arn):
+        """The key policy of `key_arn`: the one `encrypted` gives it (a key of the template's
+        own), else the default key policy (the customer's key, KmsKeyArn)."""
+        for entry in self.encrypted.values():
+            if entry.get("key") == key_arn and entry.get("policy"):
+                return entry["policy"]
+        return default_key_policy(key_arn)
 
     def request(self, sub, body):
         """`POST /_model/iam/<sub>`: `check` answers one decision."""
@@ -405,9 +511,13 @@ class _Part:
             if not self.principals:
                 return {"allowed": True, "decision": "NotEnforced", "statements": []}
             raise ValueError(f"principal {who!r} is no role of the stack")
+        kms = body["action"].startswith("kms:")
         allowed, decision, statements, error = self.decide(
-            principal, body["action"], body["resource"], body.get("context") or {})
+            principal, body["action"], body["resource"], body.get("context") or {},
+            self.key_policy(body["resource"]) if kms else None)
         self.counts["allowed" if allowed else "denied"] += 1
+        if allowed and kms:
+            self.counts["kms"] += 1
         answer = {"allowed": allowed, "decision": decision, "statements": statements,
                   "principal": principal["arn"]}
         if not allowed:

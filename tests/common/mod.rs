@@ -103,6 +103,8 @@ pub struct Watcher {
     pub dir: tempfile::TempDir,
     config: PathBuf,
     http: reqwest::Client,
+    /// Environment variables `serve` is started with (from the next [`Watcher::start`] on).
+    pub env: Vec<(String, String)>,
 }
 
 /// Writes a configuration into a new temporary folder and starts `serve` on it.
@@ -171,6 +173,7 @@ impl Watcher {
             dir,
             config: config_path,
             http: reqwest::Client::new(),
+            env: Vec::new(),
         };
         watcher.start().await;
         watcher
@@ -197,6 +200,7 @@ impl Watcher {
                 "RUST_LOG",
                 std::env::var("A2A_TEST_SERVE_LOG").unwrap_or("info,tower_http=warn".into()),
             )
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))

@@ -384,7 +384,20 @@ async fn lapse_each_kind(d: Arc<Deployment>, f: Arc<Fixture>) {
         arrival_due: plus(t0, 30),
         arrival_horizon: plus(t0, 32),
     };
-    let a = d.push("kinds", &booking_artifact(times)).await;
+    // With a W3C traceparent: every lapse task it causes carries its trace id
+    // (docs/howto/tracing.md).
+    const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let a = Answer::of(
+        d.http()
+            .post(d.url("/v1/agents/kinds/push"))
+            .header(
+                "X-A2A-Notification-Token",
+                super::harness::push_token("kinds"),
+            )
+            .header("traceparent", format!("00-{TRACE}-00f067aa0ba902b7-01"))
+            .json(&booking_artifact(times)),
+    )
+    .await;
     assert_eq!(a.body["raised"], json!([MANIFEST, DEPART, ARRIVE]), "{a:?}");
 
     first_sent(&d, &f.kinds, MANIFEST).await;
@@ -441,6 +454,18 @@ async fn lapse_each_kind(d: Arc<Deployment>, f: Arc<Fixture>) {
         kinds()
     );
     assert_eq!(kinds(), want);
+    for r in f.kinds.requests() {
+        if r.rpc_method().as_deref() == Some("SendMessage") {
+            let tp = r
+                .header("traceparent")
+                .and_then(watcher_core::trace::TraceParent::parse);
+            assert_eq!(
+                tp.map(|t| t.trace_id_hex()).as_deref(),
+                Some(TRACE),
+                "{r:?}"
+            );
+        }
+    }
     let skipped = f
         .kinds
         .requests()

@@ -208,6 +208,7 @@ mod tests {
                 task_id: watcher_core::ids::TaskId::parse("t-1").unwrap(),
                 context_id: Some(watcher_core::ids::ContextId::parse("ctx").unwrap()),
                 lineage: Vec::new(),
+                trace: None,
             },
             message_id: "lapse:e:overdue:2026-09-10T20:15:00Z".into(),
             block: block.clone(),

@@ -15,7 +15,7 @@ pub enum ConfigError {
     /// An ARN setting is empty or does not start with `arn:`. What to do: set it to the full ARN.
     #[error("{setting} must be a full ARN (arn:...), got {value:?}")]
     Arn {
-        /// Which setting (`target_arn`, `role_arn`, `dlq_arn`).
+        /// Which setting (`target_arn`, `role_arn`, `dlq_arn`, `kms_key_arn`).
         setting: &'static str,
         /// What it held.
         value: String,

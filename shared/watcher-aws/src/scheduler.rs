@@ -59,6 +59,13 @@ pub struct SchedulerConfig {
     /// [`SCHEDULE_LEAD`](crate::SCHEDULE_LEAD) (60 s) when a [`TimerQueue`](crate::TimerQueue) finishes the wait
     /// (docs/aws-latency.md).
     pub lead: SignedDuration,
+    /// ARN of the customer managed KMS key (symmetric, `arn:PARTITION:kms:REGION:ACCOUNT:key/ID`)
+    /// Scheduler encrypts each schedule's input (tenant, subject, expectation) with, given as
+    /// `KmsKeyArn` on every CreateSchedule and UpdateSchedule; `None`, Scheduler's AWS owned
+    /// key. The caller then needs `kms:DescribeKey`, `kms:GenerateDataKey` and `kms:Decrypt` on
+    /// it, and [`role_arn`](Self::role_arn) `kms:Decrypt` (EventBridge Scheduler user guide,
+    /// "Encryption at rest"; docs/security.md, "Encryption at rest").
+    pub kms_key_arn: Option<String>,
 }
 
 impl SchedulerConfig {
@@ -78,6 +85,7 @@ impl SchedulerConfig {
             max_retry_attempts: DEFAULT_MAX_RETRY_ATTEMPTS,
             max_event_age_secs: DEFAULT_MAX_EVENT_AGE_SECS,
             lead: SignedDuration::ZERO,
+            kms_key_arn: None,
         }
     }
 
@@ -96,7 +104,15 @@ impl SchedulerConfig {
         self
     }
 
-    /// Checks the group name, the ARNs' form and the retry policy's bounds.
+    /// The same, each schedule's input encrypted with the customer managed KMS key
+    /// `kms_key_arn` (see [`kms_key_arn`](Self::kms_key_arn)).
+    pub fn with_kms_key(mut self, kms_key_arn: impl Into<String>) -> Self {
+        self.kms_key_arn = Some(kms_key_arn.into());
+        self
+    }
+
+    /// Checks the group name, the ARNs' form (a KMS key's ARN names the `kms` service) and
+    /// the retry policy's bounds.
     ///
     /// # Errors
     /// [`ConfigError`] naming the first bad setting.
@@ -106,6 +122,7 @@ impl SchedulerConfig {
             ("target_arn", Some(&self.target_arn)),
             ("role_arn", Some(&self.role_arn)),
             ("dlq_arn", self.dlq_arn.as_ref()),
+            ("kms_key_arn", self.kms_key_arn.as_ref()),
         ];
         for (setting, value) in arns {
             if let Some(value) = value {
@@ -115,6 +132,16 @@ impl SchedulerConfig {
                         value: value.clone(),
                     });
                 }
+            }
+        }
+        if let Some(key) = &self.kms_key_arn {
+            // arn:PARTITION:kms:REGION:ACCOUNT:key/ID (or alias/NAME), as Scheduler's
+            // KmsKeyArn pattern has it; a key of another service is refused before any call.
+            if key.split(':').nth(2) != Some("kms") || key.split(':').count() != 6 {
+                return Err(ConfigError::Arn {
+                    setting: "kms_key_arn",
+                    value: key.clone(),
+                });
             }
         }
         if !(0..=185).contains(&self.max_retry_attempts)
@@ -138,7 +165,7 @@ impl SchedulerConfig {
 /// [`at_expression`] of its instant less the configured [`lead`](SchedulerConfig::lead) in `UTC`
 /// with the flexible time window off, deleted by Scheduler after it
 /// fires (`ActionAfterCompletion: DELETE`), retried per the configured policy and dead-lettered
-/// when configured.
+/// when configured, its input under the configured customer KMS key when there is one.
 ///
 /// Callers decide with [`should_schedule`](crate::should_schedule) whether to arm at all: a timer
 /// due already, or within Scheduler's minute, is evaluated at once instead.
@@ -197,8 +224,18 @@ fn window_off() -> Result<FlexibleTimeWindow, PortError> {
         .map_err(|e| permanent("could not build the flexible time window", e))
 }
 
-/// Who and what the schedule is for, in words, within Scheduler's 512 bytes.
-fn description(tenant: &Tenant, key: &TimerKey) -> String {
+/// Who and what the schedule is for, in words, within Scheduler's 512 bytes. Under a customer
+/// key (`keyed`), only the timer's kind: Scheduler encrypts the input with that key, not the
+/// description (EventBridge Scheduler user guide, "Encryption at rest"), so the identifiers stay
+/// in the input alone.
+fn description(tenant: &Tenant, key: &TimerKey, keyed: bool) -> String {
+    if keyed {
+        return format!(
+            "{} timer; its tenant, subject and expectation are in the input, under the \
+             customer's key",
+            key.kind.as_str()
+        );
+    }
     let mut text = format!(
         "{} of expectation {} raised by {} on {} (tenant {})",
         key.kind.as_str(),
@@ -245,11 +282,13 @@ impl Timers for SchedulerTimers {
         .map_err(|e| permanent(format!("input of schedule {name}"), e))?;
         let target = self.target(input)?;
         let window = window_off()?;
-        let description = description(tenant, key);
+        let description = description(tenant, key, self.config.kms_key_arn.is_some());
         let group = &self.config.group;
+        let kms_key = &self.config.kms_key_arn;
         // The settings CreateSchedule and UpdateSchedule both take (UpdateSchedule replaces
         // every setting, so both are given them all): a one-time schedule in UTC, deleted after
-        // it fires.
+        // it fires; its input under the customer's key when configured (an UpdateSchedule without
+        // KmsKeyArn would put it back under Scheduler's own key).
         macro_rules! with_settings {
             ($builder:expr) => {
                 $builder
@@ -262,6 +301,7 @@ impl Timers for SchedulerTimers {
                     .target(target.clone())
                     .action_after_completion(ActionAfterCompletion::Delete)
                     .state(ScheduleState::Enabled)
+                    .set_kms_key_arn(kms_key.clone())
             };
         }
 
@@ -442,6 +482,30 @@ mod tests {
                 ..
             })
         ));
+        let keyed = ok.clone().with_kms_key(
+            "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+        );
+        keyed.validate().unwrap();
+        assert_eq!(
+            keyed.kms_key_arn.as_deref(),
+            Some("arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab")
+        );
+        for bad in [
+            "1234abcd-12ab-34cd-56ef-1234567890ab",
+            "arn:aws:sqs:us-east-1:123456789012:q",
+            "arn:aws:kms:us-east-1:key/1234",
+        ] {
+            assert!(
+                matches!(
+                    ok.clone().with_kms_key(bad).validate(),
+                    Err(ConfigError::Arn {
+                        setting: "kms_key_arn",
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
+        }
         let mut bad_retry = ok;
         bad_retry.max_retry_attempts = 186;
         assert!(matches!(
@@ -454,8 +518,18 @@ mod tests {
     fn descriptions_fit_scheduler() {
         let mut long = key();
         long.expectation.id = ExpectationId::parse("é".repeat(250)).unwrap();
-        let text = description(&Tenant::default_tenant(), &long);
+        let text = description(&Tenant::default_tenant(), &long, false);
         assert!(text.len() <= MAX_DESCRIPTION_LEN);
         assert!(text.starts_with("horizon of expectation é"));
+        // Under a customer key the identifiers are in the encrypted input only.
+        let keyed = description(&Tenant::parse("acme").unwrap(), &key(), true);
+        assert_eq!(
+            keyed,
+            "horizon timer; its tenant, subject and expectation are in the input, under the \
+             customer's key"
+        );
+        for clear in ["acme", "PA-1", "exp-1", "planner", "shipment"] {
+            assert!(!keyed.contains(clear), "{clear} in {keyed}");
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! `[[notify]]`: a notification channel's configuration (issue 25; expectations-v1 §13.1), its
 //! formats, events and TLS modes, and the checks that need no network.
 
+use std::collections::BTreeMap;
+
 use base64::Engine as _;
 use serde::Deserialize;
 use watcher_core::time::IsoDuration;
@@ -21,7 +23,42 @@ fn default_notify_tls() -> String {
 }
 
 /// The formats a `[[notify]]` channel can post.
-pub const NOTIFY_FORMATS: [&str; 5] = ["standard-webhooks", "slack", "teams", "email", "sns"];
+pub const NOTIFY_FORMATS: [&str; 8] = [
+    "standard-webhooks",
+    "slack",
+    "teams",
+    "email",
+    "sns",
+    "pagerduty",
+    "opsgenie",
+    "alertmanager",
+];
+
+/// The formats that open an incident per lapse (PagerDuty, Opsgenie, Alertmanager): each lapse
+/// is its own alert, keyed by the lapse's id, so they take no `digest`.
+pub const INCIDENT_FORMATS: [&str; 3] = ["pagerduty", "opsgenie", "alertmanager"];
+
+/// Where a `pagerduty` channel posts when `url` is not given: the Events API v2 endpoint.
+pub const PAGERDUTY_URL: &str = "https://events.pagerduty.com/v2/enqueue";
+
+/// The Opsgenie API's base URL when an `opsgenie` channel gives no `url` (the US instance; the
+/// EU instance is `https://api.eu.opsgenie.com`).
+pub const OPSGENIE_URL: &str = "https://api.opsgenie.com";
+
+/// PagerDuty's `payload.severity` values (Events API v2), which `severity` maps lapses to.
+pub const PAGERDUTY_SEVERITIES: [&str; 4] = ["critical", "error", "warning", "info"];
+
+/// Opsgenie's alert priorities, which `priority` maps lapses to.
+pub const OPSGENIE_PRIORITIES: [&str; 5] = ["P1", "P2", "P3", "P4", "P5"];
+
+/// What `redact` can name: `subject` (the subject's id), `fact_key` (the key of the fact an
+/// expectation waits for), `agent_text` (what agents wrote: `expects`, the lapse task's
+/// sentence built from it, agents' answers), `expectation` (expectation ids and the lapse
+/// task's `messageId`, which holds one).
+pub const REDACT_FIELDS: [&str; 4] = ["subject", "fact_key", "agent_text", "expectation"];
+
+/// The lapse kinds, as `kinds`, `severity` and `priority` name them.
+const LAPSE_KINDS: [&str; 3] = ["overdue", "skipped", "stalled"];
 
 /// The events a `[[notify]]` channel can tell (`events`; expectations-v1 §13.1, §10.2).
 pub const NOTIFY_EVENTS: [&str; 5] = [
@@ -45,12 +82,13 @@ pub struct NotifyConfig {
     /// Tenant whose lapses it tells; it must have an `[[agents]]` or `[[teachers]]` entry (else the configuration is refused: no lapse of it could be told).
     #[serde(default = "default_tenant")]
     pub tenant: String,
-    /// Where to send: for `standard-webhooks`, `slack` and `teams` the http(s) URL to POST to (the receiver's endpoint, or a Slack or Teams incoming-webhook URL: a credential, so give it as `url_file` or `url_env` to keep it out of the file); for `email` the SMTP relay, `smtp://host[:port]`; for `sns` the topic's ARN. A URL without a host, with a port that is not a number, or that the HTTP client cannot parse is refused. A receiver's redirect (3xx) is not followed: it is a failure, retried.
+    /// Where to send: for `standard-webhooks`, `slack` and `teams` the http(s) URL to POST to (the receiver's endpoint, or a Slack or Teams incoming-webhook URL: a credential, so give it as `url_file` or `url_env` to keep it out of the file); for `email` the SMTP relay, `smtp://host[:port]`; for `sns` the topic's ARN; for `pagerduty` the Events API v2 endpoint (absent: `https://events.pagerduty.com/v2/enqueue`); for `opsgenie` the API's base URL (absent: `https://api.opsgenie.com`; the EU instance is `https://api.eu.opsgenie.com`); for `alertmanager` the Alertmanager's base URL (alerts go to `{url}/api/v2/alerts`). Required for every format but `pagerduty` and `opsgenie`. A URL without a host, with a port that is not a number, or that the HTTP client cannot parse is refused. A receiver's redirect (3xx) is not followed: it is a failure, retried.
+    #[serde(default)]
     pub url: String,
-    /// Signing secret for the Standard Webhooks `webhook-signature` header (`whsec_` + base64, or any text); give it as `secret_file` or `secret_env` to keep it out of the file. Without it nothing is signed. Refused when empty, when a `whsec_` secret has no base64 key after the prefix, and on `email` and `sns` channels (not signed).
+    /// Signing secret for the Standard Webhooks `webhook-signature` header (`whsec_` + base64, or any text); give it as `secret_file` or `secret_env` to keep it out of the file. Without it nothing is signed. Refused when empty, when a `whsec_` secret has no base64 key after the prefix, and on `email`, `sns`, `pagerduty`, `opsgenie` and `alertmanager` channels (not signed).
     #[serde(default)]
     pub secret: Option<String>,
-    /// `standard-webhooks` (JSON: `type`, `timestamp`, `data`), `slack` (`text` and blocks), `teams` (an Adaptive Card message), `email` (a plain-text message over SMTP to `to`; `url` is then `smtp://host[:port]`) or `sns` (the AWS deployment only: the Standard Webhooks JSON published to the SNS topic whose ARN is `url`).
+    /// `standard-webhooks` (JSON: `type`, `timestamp`, `data`), `slack` (`text` and blocks), `teams` (an Adaptive Card message), `email` (a plain-text message over SMTP to `to`; `url` is then `smtp://host[:port]`) `sns` (the AWS deployment only: the Standard Webhooks JSON published to the SNS topic whose ARN is `url`), `pagerduty` (an Events API v2 `trigger` per lapse, `dedup_key` the lapse's id), `opsgenie` (an Alert API create per lapse, `alias` the lapse's id) or `alertmanager` (a Prometheus Alertmanager alert per lapse, `POST /api/v2/alerts`). docs/howto/notifications.md lists each format's fields.
     #[serde(default = "default_notify_format")]
     pub format: String,
     /// Only lapses of these agents (ids); empty: every agent of the tenant. Each must be an `[[agents]]` id of the channel's tenant (or `learnables-authority`, for lesson reviews), else the configuration is refused, naming the closest id.
@@ -62,7 +100,7 @@ pub struct NotifyConfig {
     /// Only these events (absent or empty, the default: all five): `lapse.recorded` (a lapse; a `lapse.digest` per window when `digest` is set), `lapse_task.needs_person` (the task an agent created for a lapse task asks for input or authorization), `delivery.failing` (a lapse task of an agent is given up while none of its others is failed; told instead of that task's `lapse_task.failed`), `lapse_task.failed` (any further lapse task given up: it waits for an operator's re-queue), `card.unavailable` (an agent's card could not be read for a minute). `agents` filters every event; `kinds` filters lapses only.
     #[serde(default)]
     pub events: Vec<String>,
-    /// ISO 8601 duration: when set, lapses are told as one digest per window (counts and the first few) instead of one message each; the window opens at the first lapse not yet told. Refused when `events` leaves out `lapse.recorded`.
+    /// ISO 8601 duration: when set, lapses are told as one digest per window (counts and the first few) instead of one message each; the window opens at the first lapse not yet told. Refused when `events` leaves out `lapse.recorded`, and on `pagerduty`, `opsgenie` and `alertmanager` channels (each lapse is its own incident).
     #[serde(default)]
     pub digest: Option<IsoDuration>,
     /// Per-request timeout in seconds. Default 10.
@@ -83,6 +121,27 @@ pub struct NotifyConfig {
     /// Email: the SMTP password; give it as `password_file` or `password_env`.
     #[serde(default)]
     pub password: Option<String>,
+    /// PagerDuty (required there, refused elsewhere): the integration's routing key (Events API v2 `routing_key`); give it as `routing_key_file` or `routing_key_env`.
+    #[serde(default)]
+    pub routing_key: Option<String>,
+    /// Opsgenie (required there, refused elsewhere): the API integration's key, sent as `Authorization: GenieKey {key}`; give it as `api_key_file` or `api_key_env`.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// PagerDuty and Alertmanager: the severity per lapse, a table of `overdue`, `skipped`, `stalled` to `critical`, `error`, `warning` or `info` (PagerDuty's values; Alertmanager's `severity` label). A lapse not named keeps its default: `overdue` `error`, `stalled` `warning`, `skipped` `warning`.
+    #[serde(default)]
+    pub severity: BTreeMap<String, String>,
+    /// Opsgenie: the priority per lapse, a table of `overdue`, `skipped`, `stalled` to `P1` … `P5`. A lapse not named keeps its default: `overdue` `P2`, `stalled` `P3`, `skipped` `P3`.
+    #[serde(default)]
+    pub priority: BTreeMap<String, String>,
+    /// Alertmanager: ISO 8601 duration, how long an alert fires: each is posted once with `endsAt` = its `startsAt` + `horizon`, so the Alertmanager does not resolve it after its `resolve_timeout`. Absent: `PT24H`.
+    #[serde(default)]
+    pub horizon: Option<IsoDuration>,
+    /// What leaves for the receiver, every format: the fields named here (`subject`, `fact_key`, `agent_text`, `expectation`; docs/howto/notifications.md "Redaction") are left out, or, with `redact_key`, replaced by `hmac_` and 32 hex digits of their HMAC-SHA256 under that key.
+    #[serde(default)]
+    pub redact: Vec<String>,
+    /// The key of the `redact` hashes (any text); give it as `redact_key_file` or `redact_key_env`. Absent: redacted fields are left out. Refused without `redact`.
+    #[serde(default)]
+    pub redact_key: Option<String>,
 }
 
 impl NotifyConfig {
@@ -111,7 +170,14 @@ impl NotifyConfig {
                 NOTIFY_FORMATS.join(", ")
             )));
         }
-        if self.format == "email" {
+        let incident = INCIDENT_FORMATS.contains(&self.format.as_str());
+        let url_given = !self.url.is_empty();
+        if !url_given && !matches!(self.format.as_str(), "pagerduty" | "opsgenie") {
+            return Err(bad(format!("url: required (format = {:?})", self.format)));
+        }
+        if !url_given {
+            // The vendor's own endpoint (`PAGERDUTY_URL`, `OPSGENIE_URL`).
+        } else if self.format == "email" {
             if !self.url.starts_with("smtp://") {
                 return Err(bad(format!(
                     "url: {:?} is not an smtp://host[:port] URL (format = \"email\")",
@@ -147,10 +213,10 @@ impl NotifyConfig {
         } else if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
             return Err(bad(format!("url: {:?} is not an http(s) URL", self.url)));
         }
-        if self.format != "sns" {
+        if self.format != "sns" && url_given {
             check_authority(&self.url).map_err(|e| bad(format!("url: {e}")))?;
         }
-        if self.format != "sns" && self.format != "email" {
+        if self.format != "sns" && self.format != "email" && url_given {
             // What the HTTP client will refuse on every attempt (a space in the host, …).
             url::Url::parse(&self.url)
                 .map_err(|e| bad(format!("url: not a URL the client can post to ({e})")))?;
@@ -170,7 +236,7 @@ impl NotifyConfig {
             }
         }
         if let Some(secret) = &self.secret {
-            if self.format == "email" || self.format == "sns" {
+            if self.format == "email" || self.format == "sns" || incident {
                 return Err(bad(format!(
                     "secret: a channel of format {:?} is not signed; remove the secret",
                     self.format
@@ -210,10 +276,133 @@ impl NotifyConfig {
                 )));
             }
         }
+        self.check_incident(incident).map_err(bad)?;
+        self.check_redact().map_err(bad)?;
         if self.timeout_secs == 0 {
             return Err(bad("timeout_secs: must be at least 1".into()));
         }
         Ok(())
+    }
+
+    /// Checks the keys of the incident formats: `routing_key` on `pagerduty` and `api_key` on
+    /// `opsgenie` (required, not blank, refused elsewhere), `severity` (PagerDuty's values) on
+    /// `pagerduty` and `alertmanager`, `priority` (`P1` … `P5`) on `opsgenie`, `horizon` (longer
+    /// than zero) on `alertmanager`, and no `digest` on any of them.
+    ///
+    /// # Errors
+    /// `{key}: {reason}`.
+    fn check_incident(&self, incident: bool) -> Result<(), String> {
+        let format = self.format.as_str();
+        for (key, value, wants) in [
+            ("routing_key", &self.routing_key, "pagerduty"),
+            ("api_key", &self.api_key, "opsgenie"),
+        ] {
+            match value {
+                Some(_) if format != wants => return Err(format!(
+                    "{key}: only a channel of format \"{wants}\" takes it (this channel's format is {format:?})"
+                )),
+                Some(v) if v.trim().is_empty() || v.chars().any(char::is_whitespace) => {
+                    return Err(format!("{key}: must not be empty or hold spaces"))
+                }
+                None if format == wants => {
+                    return Err(format!(
+                        "{key}: a channel of format \"{wants}\" needs it (give {key}, {key}_file or {key}_env)"
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let given = [
+            (
+                "severity",
+                !self.severity.is_empty(),
+                ["pagerduty", "alertmanager"].as_slice(),
+            ),
+            (
+                "priority",
+                !self.priority.is_empty(),
+                ["opsgenie"].as_slice(),
+            ),
+            (
+                "horizon",
+                self.horizon.is_some(),
+                ["alertmanager"].as_slice(),
+            ),
+        ];
+        if let Some((key, _, formats)) = given
+            .iter()
+            .find(|(_, set, f)| *set && !f.contains(&format))
+        {
+            return Err(format!(
+                "{key}: only a channel of format {} takes it (this channel's format is {format:?})",
+                formats
+                    .iter()
+                    .map(|f| format!("{f:?}"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ));
+        }
+        for (map, key, values) in [
+            (&self.severity, "severity", PAGERDUTY_SEVERITIES.as_slice()),
+            (&self.priority, "priority", OPSGENIE_PRIORITIES.as_slice()),
+        ] {
+            for (kind, value) in map {
+                if !LAPSE_KINDS.contains(&kind.as_str()) {
+                    return Err(format!(
+                        "{key}: {kind:?} is not a lapse ({})",
+                        LAPSE_KINDS.join(", ")
+                    ));
+                }
+                if !values.contains(&value.as_str()) {
+                    return Err(format!(
+                        "{key}.{kind}: {value:?} is not one of {}",
+                        values.join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(h) = &self.horizon {
+            if h.as_nanos() <= 0 {
+                return Err("horizon: must be longer than zero".into());
+            }
+        }
+        if incident && self.digest.is_some() {
+            return Err(format!(
+                "digest: a channel of format {format:?} tells each lapse as its own incident; remove digest"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks `redact` (each name one of [`REDACT_FIELDS`], none twice) and `redact_key` (not
+    /// empty; only with `redact`).
+    ///
+    /// # Errors
+    /// `redact: {reason}` or `redact_key: {reason}`.
+    fn check_redact(&self) -> Result<(), String> {
+        for (i, name) in self.redact.iter().enumerate() {
+            if !REDACT_FIELDS.contains(&name.as_str()) {
+                let hint = closest(name, REDACT_FIELDS.iter().copied())
+                    .map(|n| format!(" (did you mean {n:?}?)"))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "redact: {name:?} is not one of {}{hint}",
+                    REDACT_FIELDS.join(", ")
+                ));
+            }
+            if self.redact[..i].contains(name) {
+                return Err(format!("redact: {name:?} is named twice"));
+            }
+        }
+        match &self.redact_key {
+            Some(k) if k.is_empty() => {
+                Err("redact_key: must not be empty; remove it to leave redacted fields out".into())
+            }
+            Some(_) if self.redact.is_empty() => Err(
+                "redact_key: hashes the fields named in redact, but redact is empty; name them or remove redact_key".into(),
+            ),
+            _ => Ok(()),
+        }
     }
 
     /// Checks the channel against the rest of the configuration: its tenant has an agent or a

@@ -1,6 +1,8 @@
 //! Credentials kept out of the configuration file (issue 12 item 1): beside `token`,
 //! `push_token`, `bearer`, `secret`, `url` (a `[[notify]]` channel's URL: Slack and Teams
-//! incoming-webhook URLs are credentials) and `password` (an email channel's SMTP password),
+//! incoming-webhook URLs are credentials), `password` (an email channel's SMTP password),
+//! `routing_key` and `api_key` (a PagerDuty or Opsgenie channel's key) and `redact_key` (the key
+//! of a channel's redaction hashes),
 //! any table may say `<key>_file = "path"` (the file's
 //! content, surrounding whitespace trimmed; a relative path is relative to the configuration's
 //! folder) or `<key>_env = "NAME"` (the environment variable's value), so the TOML itself holds
@@ -30,7 +32,17 @@ macro_rules! secret {
 }
 
 /// The keys that hold a credential.
-pub const SECRET_KEYS: [&str; 6] = ["token", "push_token", "bearer", "secret", "url", "password"];
+pub const SECRET_KEYS: [&str; 9] = [
+    "token",
+    "push_token",
+    "bearer",
+    "secret",
+    "url",
+    "password",
+    "routing_key",
+    "api_key",
+    "redact_key",
+];
 
 /// Replaces every `<key>_file` / `<key>_env` of [`SECRET_KEYS`] in `table` (at any depth) by
 /// `<key>` with the value read. Returns whether anything was replaced.

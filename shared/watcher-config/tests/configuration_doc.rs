@@ -80,7 +80,9 @@ fn generate() -> String {
          `UPDATE_DOCS=1 cargo test -p watcher-config --test configuration_doc` (the same test fails \
          when this file is stale). The file format and examples: `docs/contracts/serve.md`, \
          `examples/watcher.toml`; carrier-webhook mappings: `docs/contracts/serve.md` \"Carrier \
-         webhooks\".\n\n| table | key | default | what |\n|---|---|---|---|\n",
+         webhooks\". OpenTelemetry export on `serve` is set by OpenTelemetry's own environment \
+         variables (`OTEL_EXPORTER_OTLP_ENDPOINT`, ...), not in this file: \
+         `docs/howto/tracing.md`.\n\n| table | key | default | what |\n|---|---|---|---|\n",
     );
     for (table, name, defaults) in tables {
         for (key, doc, attr) in fields(&source, name) {

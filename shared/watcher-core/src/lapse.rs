@@ -226,6 +226,7 @@ mod tests {
                 task_id: TaskId::parse("task-1").unwrap(),
                 context_id: Some(ContextId::parse("ctx-1").unwrap()),
                 lineage: Vec::new(),
+                trace: None,
             },
             message_id: message_id(&block.expectation_id, block.lapse, block.due_at),
             block: block.clone(),

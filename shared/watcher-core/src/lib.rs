@@ -27,6 +27,7 @@ pub mod schema;
 pub mod settings;
 pub mod slice;
 pub mod time;
+pub mod trace;
 pub mod validate;
 
 /// The Expectations extension URI (expectations-v1, header).

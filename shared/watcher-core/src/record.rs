@@ -62,6 +62,17 @@ pub struct RaisedBy {
     /// read of the record. Empty when none is known.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lineage: Vec<TaskId>,
+    /// The W3C trace context of the request that raised it (a push, or a `POST /v1/facts`):
+    /// its valid `traceparent`, else the X-Ray trace AWS gave it, else a new trace
+    /// ([`crate::trace`]). A lapse task carries it, so the agent's `SendMessage` request names
+    /// the cause's trace. Absent from records written before it was kept, and from records
+    /// raised outside a request (replay, tests); an invalid stored value reads as absent.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::trace::lenient"
+    )]
+    pub trace: Option<crate::trace::TraceParent>,
 }
 
 /// How the expectation was satisfied (expectations-v1 §9.2; replay.md).

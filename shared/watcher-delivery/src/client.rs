@@ -12,6 +12,7 @@ use a2a_types::{
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{redirect, StatusCode};
 use serde_json::Value;
+use watcher_core::trace::{TraceParent, TRACEPARENT_HEADER};
 use watcher_core::EXPECTATIONS_URI;
 
 use crate::endpoint::{AgentEndpoint, Protocol};
@@ -266,25 +267,7 @@ impl A2aClient {
         params: &Value,
         message_id: &str,
     ) -> Result<SendOutcome, DeliveryError> {
-        let result = match endpoint.protocol {
-            Protocol::V1 => {
-                self.call(endpoint, methods::SEND_MESSAGE, params, message_id)
-                    .await?
-            }
-            Protocol::V03 => {
-                let params = a2a_types::v03::send_params_to_v03(params);
-                let result = self
-                    .call(
-                        endpoint,
-                        a2a_types::v03::METHOD_SEND_MESSAGE,
-                        &params,
-                        message_id,
-                    )
-                    .await?;
-                a2a_types::v03::result_to_v1(&result)
-            }
-        };
-        Ok(outcome_of(result))
+        self.send_traced(endpoint, params, message_id, None).await
     }
 
     /// Asks the agent for its tasks in `context_id` (A2A 1.0 `ListTasks`, a2a-v1.md §1) with
@@ -489,6 +472,18 @@ impl A2aClient {
         params: &Value,
         id: &str,
     ) -> Result<Value, DeliveryError> {
+        self.call_traced(endpoint, method, params, id, None).await
+    }
+
+    /// [`A2aClient::call`] with a `traceparent` header when one is given.
+    async fn call_traced(
+        &self,
+        endpoint: &AgentEndpoint,
+        method: &str,
+        params: &Value,
+        id: &str,
+        traceparent: Option<&TraceParent>,
+    ) -> Result<Value, DeliveryError> {
         let message_id = id;
         let url = reqwest::Url::parse(&endpoint.url).map_err(|e| {
             DeliveryError::permanent(format!("endpoint {:?} is not a URL", endpoint.url), e)
@@ -518,6 +513,9 @@ impl A2aClient {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json")
             .body(body);
+        if let Some(tp) = traceparent {
+            req = req.header(TRACEPARENT_HEADER, tp.to_string());
+        }
         req = match endpoint.protocol {
             Protocol::V1 => req
                 .header(A2A_VERSION_HEADER, A2A_VERSION)
@@ -763,6 +761,8 @@ fn snippet(body: &[u8]) -> String {
     }
     out.trim().to_owned()
 }
+
+mod traced;
 
 #[cfg(test)]
 mod tests;

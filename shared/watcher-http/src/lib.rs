@@ -16,6 +16,7 @@ pub mod route_table;
 pub mod routes;
 pub mod schemas;
 pub mod strict_json;
+pub mod trace_context;
 pub mod web;
 pub mod webhook;
 
@@ -123,5 +124,6 @@ pub fn watcher_router_with(state: AppState, limits: Limits) -> Router {
     let routes = route_table::build(api_table()).with_state(state);
     limits::apply(routes, limits)
         .merge(web)
+        .layer(axum::middleware::from_fn(trace_context::layer))
         .layer(tower_http::trace::TraceLayer::new_for_http())
 }

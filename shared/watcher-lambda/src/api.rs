@@ -49,7 +49,8 @@ pub fn router(state: AppState, limits: watcher_http::Limits, cards: Arc<dyn Agen
     Router::new()
         .fallback_service(routes.map_request(from_api_gateway::<axum::body::Body> as fn(_) -> _))
         .layer(axum::middleware::from_fn(
-            move |req: axum::extract::Request, next: axum::middleware::Next| {
+            move |mut req: axum::extract::Request, next: axum::middleware::Next| {
+                lambda_trace(&mut req);
                 let cards = cards.clone();
                 let now = pick_up_clock.now();
                 async move {
@@ -61,6 +62,22 @@ pub fn router(state: AppState, limits: watcher_http::Limits, cards: Arc<dyn Agen
                 }
             },
         ))
+}
+
+/// The invocation's X-Ray trace (Lambda's context: `Root=1-…;Parent=…;Sampled=…`) as the
+/// request's `X-Amzn-Trace-Id` when it has none, so that the trace context the routes keep
+/// (`watcher_http::trace_context`) is the X-Ray trace where no valid `traceparent` came.
+fn lambda_trace<B>(req: &mut http::Request<B>) {
+    if req.headers().contains_key(watcher_core::trace::XRAY_HEADER) {
+        return;
+    }
+    let id = req
+        .lambda_context_ref()
+        .and_then(|c| c.xray_trace_id.clone());
+    if let Some(value) = id.and_then(|id| http::HeaderValue::from_str(&id).ok()) {
+        req.headers_mut()
+            .insert(watcher_core::trace::XRAY_HEADER, value);
+    }
 }
 
 /// The agent a request pushes for: `POST /v1/agents/{agentId}/push`, its id from API Gateway's
@@ -146,4 +163,46 @@ fn rebuilt_path<B>(req: &http::Request<B>) -> Option<String> {
         }
     }
     Some(path)
+}
+
+#[cfg(test)]
+mod trace_tests {
+    use super::*;
+
+    const ROOT: &str = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+
+    fn with_context(xray: Option<&str>) -> http::Request<()> {
+        let mut context = lambda_http::Context::default();
+        context.xray_trace_id = xray.map(str::to_owned);
+        let mut req = http::Request::new(());
+        req.extensions_mut().insert(context);
+        req
+    }
+
+    /// The invocation's X-Ray trace becomes the request's header, which the routes read as
+    /// the W3C trace id `5759e988bd862e3fe1be46a994272793`.
+    #[test]
+    fn the_invocations_xray_trace_is_the_requests() {
+        let mut req = with_context(Some(ROOT));
+        lambda_trace(&mut req);
+        let cause = watcher_http::trace_context::cause_of(req.headers());
+        assert_eq!(cause.trace_id_hex(), "5759e988bd862e3fe1be46a994272793");
+        assert_eq!(cause.parent_id_hex(), "53995c3f42cd8ad8");
+    }
+
+    /// A header the request carries already is kept; no context, no header.
+    #[test]
+    fn a_header_already_there_is_kept() {
+        let mut req = with_context(Some(ROOT));
+        let theirs = "Root=1-00000001-000000000000000000000001";
+        req.headers_mut().insert(
+            watcher_core::trace::XRAY_HEADER,
+            http::HeaderValue::from_static(theirs),
+        );
+        lambda_trace(&mut req);
+        assert_eq!(req.headers()[watcher_core::trace::XRAY_HEADER], theirs);
+        let mut bare = with_context(None);
+        lambda_trace(&mut bare);
+        assert!(bare.headers().is_empty());
+    }
 }

@@ -14,6 +14,7 @@ mod root_and_bodies_api;
 mod submitter_lanes;
 mod sweep_schedules;
 mod template_alarms;
+mod template_deploys;
 mod timer_redelivery;
 mod times_api;
 mod webhooks_api;

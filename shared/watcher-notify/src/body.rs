@@ -144,6 +144,9 @@ pub fn lapse(format: Format, event: &LapseEvent) -> Notification {
         Format::Slack => slack_lapse(event),
         Format::Teams => teams_lapse(event),
         Format::Email => email_lapse(event),
+        Format::PagerDuty | Format::Opsgenie | Format::Alertmanager => {
+            return crate::incident::lapse(format, &crate::incident::Vendor::default(), event)
+        }
     };
     Notification {
         id: event.id.clone(),
@@ -162,6 +165,9 @@ pub fn digest(format: Format, d: &Digest) -> Notification {
         Format::Slack => slack_digest(d),
         Format::Teams => teams_digest(d),
         Format::Email => email_digest(d),
+        Format::PagerDuty | Format::Opsgenie | Format::Alertmanager => {
+            return crate::incident::digest(format, &crate::incident::Vendor::default(), d)
+        }
     };
     Notification {
         id: d.id.clone(),
@@ -172,6 +178,9 @@ pub fn digest(format: Format, d: &Digest) -> Notification {
 /// The notification of an agent's event (a failed lapse task, failing delivery, an unreadable
 /// card) in `format`: the event's sentence, its facts and a link to the agents page.
 pub fn agent_event(format: Format, e: &AgentEvent) -> Notification {
+    if format.is_incident() {
+        return crate::incident::agent_event(format, &crate::incident::Vendor::default(), e);
+    }
     let title = e.title();
     let mut facts: Vec<(&str, String)> = vec![("Agent", e.agent.to_string())];
     if let Some(l) = &e.lapse_task {
@@ -211,7 +220,7 @@ pub fn agent_event(format: Format, e: &AgentEvent) -> Notification {
                 .unwrap_or_default();
             teams_card(body, links)
         }
-        Format::Email => {
+        Format::Email | Format::PagerDuty | Format::Opsgenie | Format::Alertmanager => {
             let mut text = format!("{}\n\n", escape::email(&e.text));
             for (k, v) in &facts {
                 text.push_str(&format!("{k}: {}\n", escape::email(v)));
@@ -231,6 +240,9 @@ pub fn agent_event(format: Format, e: &AgentEvent) -> Notification {
 /// A sample notification (`a2a-watcher notify test`): says it is a test, names the channel,
 /// changes nothing. Its id is new each time (`now` in it).
 pub fn test(format: Format, channel: &str, now: Instant) -> Notification {
+    if format.is_incident() {
+        return crate::incident::test(format, &crate::incident::Vendor::default(), channel, now);
+    }
     let text = format!("Test notification from a2a-watcher for channel {channel}");
     let id = hashed_id("tst", &[channel, &now.to_string()]);
     let body = match format {
@@ -244,7 +256,7 @@ pub fn test(format: Format, channel: &str, now: Instant) -> Notification {
             vec![json!({ "type": "section", "text": slack_plain(&text) })],
         ),
         Format::Teams => teams_card(vec![text_block(&text, true)], Vec::new()),
-        Format::Email => json!({
+        Format::Email | Format::PagerDuty | Format::Opsgenie | Format::Alertmanager => json!({
             "subject": "[a2a-watcher] Test notification",
             "text": format!("{text}.\n\nNothing lapsed: this message only shows that the channel reaches you.\n"),
         }),

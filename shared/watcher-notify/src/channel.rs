@@ -13,7 +13,10 @@ use watcher_core::record::LapseKind;
 use watcher_core::time::IsoDuration;
 use watcher_runtime::store::OutboxEntry;
 
-use crate::event::EventType;
+use crate::body::{self, Digest, Notification};
+use crate::event::{AgentEvent, EventType, LapseEvent};
+use crate::incident::{self, Vendor};
+use crate::redact::Redaction;
 use crate::sign::Secret;
 
 pub use watcher_config::config::NotifyConfig as ChannelConfig;
@@ -32,6 +35,12 @@ pub enum Format {
     /// The Standard Webhooks JSON published to an SNS topic (`url` is its ARN), through the
     /// deployment's [`crate::transport::Publish`] (the AWS functions only).
     Sns,
+    /// A PagerDuty Events API v2 `trigger` per lapse ([`crate::incident::pagerduty`]).
+    PagerDuty,
+    /// An Opsgenie alert per lapse ([`crate::incident::opsgenie`]).
+    Opsgenie,
+    /// A Prometheus Alertmanager alert per lapse ([`crate::incident::alertmanager`]).
+    Alertmanager,
 }
 
 impl Format {
@@ -43,7 +52,25 @@ impl Format {
             Format::Teams => "teams",
             Format::Email => "email",
             Format::Sns => "sns",
+            Format::PagerDuty => "pagerduty",
+            Format::Opsgenie => "opsgenie",
+            Format::Alertmanager => "alertmanager",
         }
+    }
+
+    /// Whether it opens an incident per event (PagerDuty, Opsgenie, Alertmanager).
+    pub fn is_incident(self) -> bool {
+        matches!(
+            self,
+            Format::PagerDuty | Format::Opsgenie | Format::Alertmanager
+        )
+    }
+
+    /// Whether its body is JSON data a program reads (Standard Webhooks, SNS, the incident
+    /// formats), rather than text a person reads: redacted values are left out of it
+    /// ([`Redaction::strip`]).
+    pub fn is_data(self) -> bool {
+        matches!(self, Format::StandardWebhooks | Format::Sns) || self.is_incident()
     }
 }
 
@@ -73,6 +100,10 @@ pub struct Channel {
     pub timeout: Duration,
     /// Where an email channel sends (`format = "email"`); `None` for the HTTP formats.
     pub email: Option<EmailTarget>,
+    /// The incident formats' key, severities, priorities and horizon; `None` for the others.
+    pub vendor: Option<Vendor>,
+    /// What its notifications leave out or hash (`redact`, `redact_key`).
+    pub redaction: Redaction,
 }
 
 impl std::fmt::Debug for Channel {
@@ -87,6 +118,7 @@ impl std::fmt::Debug for Channel {
             .field("events", &self.events)
             .field("digest", &self.digest)
             .field("email", &self.email)
+            .field("redaction", &self.redaction)
             .finish_non_exhaustive()
     }
 }
@@ -199,8 +231,30 @@ impl Channel {
             "teams" => Format::Teams,
             "email" => Format::Email,
             "sns" => Format::Sns,
+            "pagerduty" => Format::PagerDuty,
+            "opsgenie" => Format::Opsgenie,
+            "alertmanager" => Format::Alertmanager,
             _ => Format::StandardWebhooks,
         };
+        let url = match (format, config.url.is_empty()) {
+            (Format::PagerDuty, true) => watcher_config::notify::PAGERDUTY_URL.to_owned(),
+            (Format::Opsgenie, true) => watcher_config::notify::OPSGENIE_URL.to_owned(),
+            _ => config.url.clone(),
+        };
+        let vendor = format
+            .is_incident()
+            .then(|| {
+                Vendor::new(
+                    config.routing_key.clone().or(config.api_key.clone()),
+                    &config.severity,
+                    &config.priority,
+                    config.horizon.as_ref(),
+                )
+            })
+            .transpose()
+            .map_err(bad)?;
+        let redaction = Redaction::new(&config.redact, config.redact_key.as_deref())
+            .map_err(|e| bad(format!("redact: {e}")))?;
         let timeout = Duration::from_secs(config.timeout_secs);
         let email = (format == Format::Email)
             .then(|| EmailTarget::of(config, timeout))
@@ -215,7 +269,7 @@ impl Channel {
         Ok(Channel {
             id: config.id.clone(),
             tenant,
-            url: config.url.clone(),
+            url,
             secret,
             format,
             agents,
@@ -224,7 +278,49 @@ impl Channel {
             digest: config.digest.clone(),
             timeout,
             email,
+            vendor,
+            redaction,
         })
+    }
+
+    /// The notification of the lapse `e` on this channel: redacted ([`Redaction::lapse`]),
+    /// in its format (with its severities on an incident format), redacted values left out of
+    /// a JSON body.
+    pub fn lapse(&self, e: &LapseEvent) -> Notification {
+        let e = self.redaction.lapse(e);
+        let n = match &self.vendor {
+            Some(v) => incident::lapse(self.format, v, &e),
+            None => body::lapse(self.format, &e),
+        };
+        self.finish(n)
+    }
+
+    /// The notification of the agent event `e` on this channel, redacted as
+    /// [`Channel::lapse`].
+    pub fn agent_event(&self, e: &AgentEvent) -> Notification {
+        let e = self.redaction.agent(e);
+        let n = match &self.vendor {
+            Some(v) => incident::agent_event(self.format, v, &e),
+            None => body::agent_event(self.format, &e),
+        };
+        self.finish(n)
+    }
+
+    /// The notification of the digest `d` (of lapse events already redacted with
+    /// [`Redaction::lapse`]) on this channel.
+    pub fn digest(&self, d: &Digest) -> Notification {
+        let n = match &self.vendor {
+            Some(v) => incident::digest(self.format, v, d),
+            None => body::digest(self.format, d),
+        };
+        self.finish(n)
+    }
+
+    fn finish(&self, mut n: Notification) -> Notification {
+        if self.format.is_data() {
+            self.redaction.strip(&mut n.body);
+        }
+        n
     }
 
     /// Where the channel posts, as scheme and host (and port) only: `https://hooks.slack.com`.
@@ -287,6 +383,13 @@ mod tests {
             tls: "starttls".into(),
             username: None,
             password: None,
+            routing_key: None,
+            api_key: None,
+            severity: Default::default(),
+            priority: Default::default(),
+            horizon: None,
+            redact: Vec::new(),
+            redact_key: None,
         })
         .unwrap()
     }

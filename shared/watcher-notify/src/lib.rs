@@ -12,6 +12,9 @@
 //! * [`event`]: a lapse as an event, with its deterministic id;
 //! * [`body`]: the body per format (Standard Webhooks JSON, Slack, Microsoft Teams) for one
 //!   event or a digest;
+//! * [`incident`]: PagerDuty, Opsgenie and Alertmanager payloads (an incident per lapse, keyed
+//!   by its id), and the resolve payloads;
+//! * [`redact`]: what a channel leaves out or hashes (`redact`, `redact_key`);
 //! * [`escape`]: agent text made inert for the format it lands in (no markup, no link);
 //! * [`transport`]: the HTTP post, behind a trait;
 //! * [`notifier`]: the loop: read after the cursor, filter, post, move the cursor.
@@ -25,7 +28,9 @@ pub mod body;
 pub mod channel;
 pub mod escape;
 pub mod event;
+pub mod incident;
 pub mod notifier;
+pub mod redact;
 pub mod sign;
 #[cfg(feature = "test-utils")]
 pub mod testing;

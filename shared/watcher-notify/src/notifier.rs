@@ -70,7 +70,7 @@ pub trait NotifyRecorder: Send + Sync {
 /// What one round did for one channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Round {
-    /// Notifications delivered.
+    /// Notifications delivered, or refused for good and moved past ([`PostError::Rejected`]).
     pub delivered: u64,
     /// Attempts that failed (at most one a round: a failure ends the channel's round).
     pub failed: u64,
@@ -422,7 +422,7 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
         let Some(e) = event else {
             return Ok(true);
         };
-        let n = body::agent_event(self.channels[index].format, &e);
+        let n = self.channels[index].agent_event(&e);
         let (key, next) = (key.to_owned(), next.clone());
         let delivered = self
             .deliver(index, state, &n, now, move |s| {
@@ -476,7 +476,7 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
                 }
                 if tells(ch, state, entry) {
                     let event = LapseEvent::of(*pos, entry, self.public_url.as_deref());
-                    let n = body::lapse(ch.format, &event);
+                    let n = ch.lapse(&event);
                     let covers = Some(*pos);
                     if !self
                         .deliver(index, state, &n, now, |s| s.after = covers)
@@ -548,7 +548,8 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
                             ..Round::default()
                         });
                     }
-                    events.push(LapseEvent::of(*pos, entry, self.public_url.as_deref()));
+                    let event = LapseEvent::of(*pos, entry, self.public_url.as_deref());
+                    events.push(ch.redaction.lapse(&event));
                 }
                 through = Some(*pos);
             }
@@ -569,7 +570,7 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
             self.keep_cursor(ch, state, through).await?;
             return Ok(Round::default());
         };
-        let n = body::digest(ch.format, &d);
+        let n = ch.digest(&d);
         let delivered = self
             .deliver(index, state, &n, now, |s| s.after = through)
             .await?;
@@ -599,7 +600,9 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
     /// Posts `n` on channel `index` and writes `state` once: on success with `advance` applied
     /// (the cursor moved to the last position `n` tells, or an agent's watch moved past the
     /// event) and the delivery recorded; on failure with the cursor where it was and the
-    /// failure recorded, the channel backing off. Answers whether it was delivered.
+    /// failure recorded, the channel backing off; on a rejection for good
+    /// ([`PostError::Rejected`]) with `advance` applied and the failure recorded. Answers
+    /// whether the channel moved past `n` (delivered or rejected).
     async fn deliver(
         &self,
         index: usize,
@@ -619,6 +622,16 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
                 self.backoff_lock().remove(&index);
                 self.record(ch, "delivered");
                 tracing::info!(channel = %ch.id, id = %n.id, "notification delivered");
+                true
+            }
+            Err(e) if e.is_permanent() => {
+                // Refused for good: retrying cannot help, so the channel moves past it (as
+                // after a delivery) with the failure recorded, and does not back off.
+                advance(state);
+                state.failures += 1;
+                self.record(ch, e.outcome());
+                tracing::error!(channel = %ch.id, id = %n.id, error = %e, "notification rejected by the receiver; not retried");
+                state.last_error = Some(e.to_string());
                 true
             }
             Err(e) => {
@@ -691,7 +704,7 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
 /// Posts `n` on `ch` with `transport`, with the Standard Webhooks headers: `webhook-id` (the
 /// notification's id), `webhook-timestamp` (`now`, Unix seconds) and, when the channel has a
 /// secret, `webhook-signature`. An email channel sends it by SMTP instead
-/// ([`crate::transport::send_email`]).
+/// ([`crate::transport::send_email`]); an incident format posts as [`crate::incident::post`].
 ///
 /// # Errors
 /// The transport's: [`PostError::Redirect`] for a 3xx (not followed), else
@@ -706,6 +719,9 @@ pub async fn post(
         return crate::transport::send_email(target, &n.id, &n.body)
             .await
             .map_err(PostError::Failed);
+    }
+    if let Some(vendor) = &ch.vendor {
+        return crate::incident::post(transport, vendor, ch, n).await;
     }
     let body = serde_json::to_vec(&n.body).map_err(|e| PostError::Failed(e.to_string()))?;
     let timestamp = now.as_second();

@@ -2,7 +2,8 @@
 //! that records each notification and checks its Standard Webhooks signature on its own
 //! (HMAC-SHA256 over `{id}.{timestamp}.{body}`, written here, apart from [`crate::sign`], so a
 //! mistake there is not repeated here); [`Hanging`], one that takes the request and never
-//! answers; [`redirecting`], one that answers a redirect.
+//! answers; [`redirecting`], one that answers a redirect; [`VendorReceiver`], one standing in
+//! for PagerDuty, Opsgenie or an Alertmanager (any path, `202`, the vendor's JSON answer).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
@@ -193,4 +194,116 @@ pub async fn redirecting(status: u16, location: &str) -> String {
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     url
+}
+
+/// One request a [`VendorReceiver`] took.
+#[derive(Debug, Clone)]
+pub struct VendorRequest {
+    /// The path and query (`/v2/alerts`, `/api/v2/alerts`).
+    pub path: String,
+    /// `authorization`, when sent.
+    pub authorization: Option<String>,
+    /// `content-type`, when sent.
+    pub content_type: Option<String>,
+    /// Whether a Standard Webhooks header (`webhook-id`) came along.
+    pub webhook_headers: bool,
+    /// The JSON body.
+    pub body: Value,
+    /// The status answered.
+    pub status: u16,
+}
+
+/// A receiver on 127.0.0.1 standing in for PagerDuty, Opsgenie or an Alertmanager: takes a POST
+/// on any path and answers `status` (settable; 202 at first) with a JSON `message` body, as the
+/// vendors answer.
+#[derive(Clone)]
+pub struct VendorReceiver {
+    /// Its base URL (`http://127.0.0.1:{port}`).
+    pub url: String,
+    status: Arc<AtomicU16>,
+    seen: Arc<Mutex<Vec<VendorRequest>>>,
+}
+
+#[derive(Clone)]
+struct VendorState {
+    status: Arc<AtomicU16>,
+    seen: Arc<Mutex<Vec<VendorRequest>>>,
+}
+
+async fn vendor_take(
+    State(st): State<VendorState>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, String) {
+    let status = st.status.load(Ordering::SeqCst);
+    let header = |n: &str| {
+        headers
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    st.seen.lock().unwrap().push(VendorRequest {
+        path: uri
+            .path_and_query()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_default(),
+        authorization: header("authorization"),
+        content_type: header("content-type"),
+        webhook_headers: headers.contains_key("webhook-id"),
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        status,
+    });
+    let message = match status {
+        400 => {
+            r#"{"status":"invalid event","message":"Event object is invalid","errors":["Length of 'routing_key' is incorrect (should be 32 characters)"]}"#
+        }
+        429 => {
+            r#"{"status":"throttle event","message":"Requests for this service are arriving too quickly."}"#
+        }
+        _ => r#"{"status":"success","message":"Event processed"}"#,
+    };
+    (StatusCode::from_u16(status).unwrap(), message.to_owned())
+}
+
+impl VendorReceiver {
+    /// Starts one answering 202.
+    pub async fn start() -> VendorReceiver {
+        let status = Arc::new(AtomicU16::new(202));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let app = axum::Router::new()
+            .fallback(axum::routing::post(vendor_take))
+            .with_state(VendorState {
+                status: status.clone(),
+                seen: seen.clone(),
+            });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr: SocketAddr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        VendorReceiver {
+            url: format!("http://{addr}"),
+            status,
+            seen,
+        }
+    }
+
+    /// Answers `status` from now on.
+    pub fn answer(&self, status: u16) {
+        self.status.store(status, Ordering::SeqCst);
+    }
+
+    /// Everything taken so far.
+    pub fn seen(&self) -> Vec<VendorRequest> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// What was taken with a 2xx answer.
+    pub fn accepted(&self) -> Vec<VendorRequest> {
+        self.seen()
+            .into_iter()
+            .filter(|r| (200..300).contains(&r.status))
+            .collect()
+    }
 }

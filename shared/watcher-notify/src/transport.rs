@@ -24,6 +24,10 @@ pub enum PostError {
     /// Any other failure, in words: `HTTP 503 from the receiver` and the start of its body, a
     /// connection error or timeout, the SMTP relay's or the SNS service's refusal.
     Failed(String),
+    /// The receiver refused the notification for good (`HTTP 400` from PagerDuty, Opsgenie or
+    /// an Alertmanager: the event is malformed and no retry changes that), in words with the
+    /// receiver's message. Not retried: the channel records it and moves past the event.
+    Rejected(String),
 }
 
 impl PostError {
@@ -31,8 +35,13 @@ impl PostError {
     pub fn outcome(&self) -> &'static str {
         match self {
             PostError::Redirect { .. } => "redirected",
-            PostError::Failed(_) => "failed",
+            PostError::Failed(_) | PostError::Rejected(_) => "failed",
         }
+    }
+
+    /// Whether retrying cannot help ([`PostError::Rejected`]).
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, PostError::Rejected(_))
     }
 }
 
@@ -53,6 +62,7 @@ impl fmt::Display for PostError {
                 location: None,
             } => write!(f, "redirect ({status}) without a Location not followed"),
             PostError::Failed(words) => f.write_str(words),
+            PostError::Rejected(words) => write!(f, "{words} (rejected for good: not retried)"),
         }
     }
 }

@@ -3,7 +3,10 @@
 mod agent_events;
 mod common;
 mod escaping;
+mod incident_delivery;
+mod incident_formats;
 mod independence;
 mod notifier;
 mod preview;
+mod redaction;
 mod redirects;

@@ -300,6 +300,7 @@ pub fn open_record(
             task_id: TaskId::parse("task-1").expect("a valid task id"),
             context_id: None,
             lineage: Vec::new(),
+            trace: None,
         },
         satisfaction: None,
         lapses: Vec::new(),

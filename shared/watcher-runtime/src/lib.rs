@@ -23,6 +23,7 @@ pub use backoff as retry;
 pub mod sequence;
 pub mod store;
 pub mod task_progress;
+pub mod trace_cause;
 pub mod view;
 pub mod watcher;
 

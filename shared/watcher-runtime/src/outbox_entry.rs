@@ -169,6 +169,17 @@ pub struct OutboxEntry {
     /// follows the lineage"). Empty when none is known.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub origin_lineage: Vec<String>,
+    /// The W3C trace context of the lapse's cause: the request that raised the lapsed
+    /// expectation (`RaisedBy::trace`). Each `SendMessage` of the lapse task carries a
+    /// `traceparent` with its trace id and a new parent id (the delivery crate's client).
+    /// `None` for entries written before it was kept, or for an expectation raised outside a
+    /// request; an invalid stored value reads as `None`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "watcher_core::trace::lenient"
+    )]
+    pub trace: Option<watcher_core::trace::TraceParent>,
 }
 
 impl OutboxEntry {
@@ -205,6 +216,7 @@ impl OutboxEntry {
             needs_person_since: None,
             lease: None,
             origin_lineage: Vec::new(),
+            trace: None,
         }
     }
 }

@@ -157,6 +157,7 @@ mod tests {
             needs_person_since: None,
             lease: None,
             origin_lineage: Vec::new(),
+            trace: None,
         }
     }
 

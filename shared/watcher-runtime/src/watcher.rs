@@ -314,6 +314,10 @@ impl<S: Store + ?Sized> Watcher<S> {
                     messageId = %l.message_id,
                     agent = %l.agent,
                 );
+                // In the cause's trace when spans are exported (`trace_cause`).
+                if let Some(cause) = &l.raised_by.trace {
+                    crate::trace_cause::enter(&span, cause);
+                }
                 span.in_scope(|| {
                     tracing::info!(lapse = l.block.lapse.as_str(), dueAt = %l.block.due_at, "lapsed");
                 });
@@ -390,6 +394,7 @@ impl<S: Store + ?Sized> Watcher<S> {
                 now,
                 seq: crate::sequence::above_slice(seq, &slice),
                 settings: &self.settings,
+                trace: crate::trace_cause::current(),
             };
             match step(slice, input, &ctx) {
                 Ok((slice, effects)) => {
@@ -576,6 +581,7 @@ impl<S: Store + ?Sized> Watcher<S> {
                 let agent = self.directory.get(&l.tenant, &l.agent)?;
                 agent.submits_lapses.then(|| OutboxEntry {
                     next_attempt_at: now,
+                    trace: l.raised_by.trace,
                     origin_lineage: l
                         .raised_by
                         .lineage

@@ -97,6 +97,7 @@ async fn prepared(store: &DynamoStore, t: &Tenant, input: &Input, settings: &Set
     loop {
         let slice = store.load(t, &scope, now()).await.expect("load");
         let ctx = watcher_core::engine::StepContext {
+            trace: None,
             now: now(),
             seq,
             settings,

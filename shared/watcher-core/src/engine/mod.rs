@@ -264,6 +264,9 @@ pub struct StepContext<'a> {
     pub seq: u64,
     /// Deployment bounds.
     pub settings: &'a Settings,
+    /// The trace context of the request this input came with ([`crate::trace`]), kept on the
+    /// expectations it raises (`RaisedBy::trace`); `None` for a timer or outside a request.
+    pub trace: Option<crate::trace::TraceParent>,
 }
 
 /// Collects effects; lapses of the input itself are held and emitted in raising order.

@@ -429,6 +429,7 @@ fn record(
             task_id: origin.task_id.clone(),
             context_id: origin.context_id.clone(),
             lineage: task_lineage,
+            trace: ctx.trace,
         },
         satisfaction: None,
         lapses: Vec::new(),

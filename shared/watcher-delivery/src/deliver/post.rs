@@ -54,14 +54,19 @@ where
 /// The span of one attempt at `entry` ([`post`], [`post_claimed`]): its ids and the attempt's
 /// number.
 pub(crate) fn lapse_task_span(entry: &OutboxEntry) -> tracing::Span {
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "lapse_task",
         messageId = %entry.message_id,
         expectationId = %entry.expectation_id,
         tenant = %entry.tenant,
         agent = %entry.agent,
         attempt = entry.attempts.saturating_add(1),
-    )
+    );
+    // In the cause's trace when spans are exported (watcher_runtime::trace_cause).
+    if let Some(cause) = &entry.trace {
+        watcher_runtime::trace_cause::enter(&span, cause);
+    }
+    span
 }
 
 /// [`post`] once the claim is made: `claimed` is what the store answered the claim of `entry`.
@@ -123,8 +128,21 @@ where
             return Ok(outcome);
         }
     }
+    // One span per send, with the `traceparent` it sends (docs/howto/tracing.md).
+    let send = tracing::info_span!("send", traceparent = tracing::field::Empty);
+    let traceparent = marked.trace.map(|cause| {
+        let tp = watcher_runtime::trace_cause::outgoing(&send, &cause);
+        send.record("traceparent", tracing::field::display(tp));
+        tp
+    });
     let result = client
-        .send_message(&endpoint, &marked.request, &marked.message_id)
+        .send_traced(
+            &endpoint,
+            &marked.request,
+            &marked.message_id,
+            traceparent.as_ref(),
+        )
+        .instrument(send)
         .await;
     // The agent has answered: its place is free for the next send while this one is recorded.
     places.release();

@@ -2,7 +2,9 @@
 //! clients once in `main` and pass references into the handler).
 //!
 //! Variables: `TABLE_NAME`, `QUEUE_URL`, `SCHEDULE_GROUP`, `TIMER_FUNCTION_ARN`,
-//! `SCHEDULER_ROLE_ARN`, `SCHEDULER_DLQ_ARN` (optional), `TIMER_QUEUE_URL` (optional: the
+//! `SCHEDULER_ROLE_ARN`, `SCHEDULER_DLQ_ARN` (optional), `SCHEDULE_KMS_KEY_ARN` (optional: the
+//! customer managed KMS key each schedule's input is encrypted with, docs/security.md
+//! "Encryption at rest"), `TIMER_QUEUE_URL` (optional: the
 //! standard queue feeding the timer function; when set, schedules fire a minute early and the
 //! last stretch to each deadline is a delayed message there, docs/aws-latency.md), `WATCHER_CONFIG_SECRET_ID` (the
 //! Secrets Manager secret whose SecretString is the TOML of contracts/serve.md: agents, sources,
@@ -250,6 +252,12 @@ pub async fn from_config(
     if let Ok(dlq) = std::env::var("SCHEDULER_DLQ_ARN") {
         if !dlq.is_empty() {
             scheduler = scheduler.with_dead_letter_queue(dlq);
+        }
+    }
+    // The template's KmsKeyArn, set only with it: each schedule's input under the customer's key.
+    if let Ok(key) = std::env::var("SCHEDULE_KMS_KEY_ARN") {
+        if !key.is_empty() {
+            scheduler = scheduler.with_kms_key(key);
         }
     }
     let sqs_client = aws_sdk_sqs::Client::new(&aws);

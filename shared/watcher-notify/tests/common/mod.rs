@@ -78,6 +78,13 @@ pub fn channel_config(url: &str, events: &[&str]) -> NotifyConfig {
         tls: "starttls".into(),
         username: None,
         password: None,
+        routing_key: None,
+        api_key: None,
+        severity: Default::default(),
+        priority: Default::default(),
+        horizon: None,
+        redact: Vec::new(),
+        redact_key: None,
     }
 }
 
