@@ -519,10 +519,16 @@ push_token = "push-token-other"
         let a = Answer::of(w.http().post(&url).header(name, value).json(&refused)).await;
         a.assert_problem(403);
     }
-    Answer::of(w.http().post(&url).json(&refused))
+    // A 401 says which header a push reads and where its token comes from.
+    let detail = Answer::of(w.http().post(&url).json(&refused))
         .await
         .assert_problem(401);
-    Answer::of(
+    assert!(
+        detail
+            .starts_with("no credential: send X-A2A-Notification-Token: <the agent's push_token>"),
+        "{detail}"
+    );
+    let detail = Answer::of(
         w.http()
             .post(&url)
             .header("X-A2A-Notification-Token", "nobody")
@@ -530,6 +536,10 @@ push_token = "push-token-other"
     )
     .await
     .assert_problem(401);
+    assert_eq!(
+        detail,
+        "the X-A2A-Notification-Token is not known to this watcher: it must be the push_token of the agent's [[agents]] entry"
+    );
 
     // Unknown members beside the event are ignored; a bare Task is accepted.
     let mut with_extra = one_expectation("task-e", "exp-e", "PA-E", due, "PT0S");

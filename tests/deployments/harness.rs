@@ -41,6 +41,10 @@ const SWEEP_EVERY: u64 = 5;
 /// The notifier's settle on aws-local, in seconds (300 on AWS).
 const NOTIFY_SETTLE_SECS: u64 = 3;
 
+/// The routing key of the `[[notify]]` channel `pager` (32 characters, as PagerDuty's
+/// integration keys are).
+pub const PAGERDUTY_ROUTING_KEY: &str = "R0UT1NGKEYDEPL0YMENTS00000000000";
+
 /// How many agents the burst measurement spreads its lapse tasks over ([`Fixture::burst`]).
 pub const BURST_AGENTS: usize = 20;
 
@@ -171,6 +175,13 @@ pub struct Fixture {
     /// The `[[notify]]` channel `ops`'s receiver (Standard Webhooks, signed, lapses only):
     /// `notify_a_person`.
     pub notified: watcher_notify::testing::Receiver,
+    /// The `[[notify]]` channel `pager`'s receiver, standing in for PagerDuty's Events API v2
+    /// (`format = "pagerduty"`, agent `tell`'s lapses only): `notify_a_person`.
+    pub paged: watcher_notify::testing::VendorReceiver,
+    /// The `[[notify]]` channel `alerts`'s receiver, standing in for an Alertmanager
+    /// (`format = "alertmanager"` with `redact = ["subject", "agent_text"]`, agent `tell`'s
+    /// lapses only): `notify_a_person`.
+    pub alerted: watcher_notify::testing::VendorReceiver,
     dir: tempfile::TempDir,
 }
 
@@ -309,6 +320,8 @@ impl Fixture {
             partner_port,
             example,
             notified: watcher_notify::testing::Receiver::start().await,
+            paged: watcher_notify::testing::VendorReceiver::start().await,
+            alerted: watcher_notify::testing::VendorReceiver::start().await,
             dir: tempfile::Builder::new()
                 .prefix("a2a-watcher-deployments")
                 .tempdir()
@@ -395,7 +408,10 @@ impl Fixture {
     }
 
     /// The watcher.toml both deployments read (serve adds `listen` and `database`): short
-    /// backoffs and polls, requests that outlast a held answer, two sources (one with a webhook mapping), every agent, one operator.
+    /// backoffs and polls, requests that outlast a held answer, two sources (one with a webhook
+    /// mapping), every agent, one operator, and three `[[notify]]` channels: `ops` (Standard
+    /// Webhooks, every lapse), `pager` (PagerDuty) and `alerts` (Alertmanager, redacted), those
+    /// two for agent `tell` only.
     fn config(&self) -> String {
         let mut out = String::from(
             r#"allow_private_endpoints = true
@@ -429,6 +445,23 @@ url = "{notify_url}"
 secret = "{notify_secret}"
 events = ["lapse.recorded"]
 
+[[notify]]
+id = "pager"
+format = "pagerduty"
+url = "{paged_url}/v2/enqueue"
+routing_key = "{routing_key}"
+severity = {{ overdue = "critical" }}
+agents = ["tell"]
+events = ["lapse.recorded"]
+
+[[notify]]
+id = "alerts"
+format = "alertmanager"
+url = "{alerted_url}"
+redact = ["subject", "agent_text"]
+agents = ["tell"]
+events = ["lapse.recorded"]
+
 "#,
             source = entry_toml("sources", SOURCE_ID, SOURCE_TOKEN),
             hook_source = entry_toml("sources", HOOK_SOURCE, HOOK_TOKEN),
@@ -436,6 +469,9 @@ events = ["lapse.recorded"]
             teacher = entry_toml("teachers", TEACHER_ID, TEACHER_TOKEN),
             notify_url = self.notified.url,
             notify_secret = watcher_notify::testing::SECRET,
+            paged_url = self.paged.url,
+            routing_key = PAGERDUTY_ROUTING_KEY,
+            alerted_url = self.alerted.url,
         ));
         for e in self.entries() {
             let (card, endpoint) = match &e.card {

@@ -219,15 +219,11 @@ impl Credentials {
                 }
             }
         }
-        if bearer.is_none() && notif.is_none() {
-            Err(ApiError::unauthorized(
-                "no credential: send Authorization: Bearer <token>",
-            ))
-        } else {
-            Err(ApiError::unauthorized(
-                "the credential is not known to this watcher",
-            ))
-        }
+        Err(ApiError::unauthorized(unauthenticated(
+            notification_token,
+            bearer.is_some(),
+            notif.is_some(),
+        )))
     }
 
     /// Authenticates and requires one of `roles`.
@@ -241,6 +237,22 @@ impl Credentials {
         notification_token: bool,
     ) -> Result<&Principal, ApiError> {
         of_role(self.authenticate(headers, notification_token)?, roles)
+    }
+}
+
+/// What a 401 says: which header the route reads and, for a token presented but not known, where
+/// the watcher looks for it (a push's is an agent's `push_token`), without saying whose tokens
+/// exist. `notification_token`: the route takes `X-A2A-Notification-Token` (an agent's push).
+fn unauthenticated(notification_token: bool, bearer: bool, notif: bool) -> &'static str {
+    match (notification_token, bearer || notif, notif) {
+        (true, false, _) => {
+            "no credential: send X-A2A-Notification-Token: <the agent's push_token> (the token of its [[agents]] entry), or Authorization: Bearer <token>"
+        }
+        (true, true, true) => {
+            "the X-A2A-Notification-Token is not known to this watcher: it must be the push_token of the agent's [[agents]] entry"
+        }
+        (false, false, _) => "no credential: send Authorization: Bearer <token>",
+        _ => "the credential is not known to this watcher",
     }
 }
 

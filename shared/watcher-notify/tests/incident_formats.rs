@@ -51,6 +51,19 @@ fn request(ch: &Channel, n: &Notification) -> (String, Vec<(&'static str, String
         .request(ch.format, &ch.url, n)
 }
 
+/// Without `public_url` there is nothing to link to: the trigger has no `links` member and no
+/// `client_url` (the docs: "`links` appear when `public_url` is set").
+#[test]
+fn a_pagerduty_trigger_without_a_public_url_has_no_links() {
+    let ch = channel(&config("pagerduty", "", |_| {}));
+    let entry = lapse_task("booking", "exp-1", LapseKind::Overdue, "PA-1", at(10));
+    let e = LapseEvent::of(7, &entry, None);
+    let (_, _, body) = request(&ch, &ch.lapse(&e));
+    assert_eq!(body["event_action"], "trigger");
+    assert!(body.get("links").is_none(), "{body}");
+    assert!(body.get("client_url").is_none(), "{body}");
+}
+
 #[test]
 fn a_pagerduty_trigger_has_the_documented_fields() {
     let ch = channel(&config("pagerduty", "", |_| {}));

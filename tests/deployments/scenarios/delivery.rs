@@ -269,6 +269,11 @@ pub(super) async fn follow_without_push(d: Arc<Deployment>, f: Arc<Fixture>) {
 /// A person is told of a lapse (expectations-v1 §13.1; docs/howto/notifications.md): the
 /// `[[notify]]` channel's receiver gets one signed `lapse.recorded` for it, on `serve` within a
 /// second, on AWS at the first sweep after it settled (the local stack settles in seconds).
+/// The same lapse reaches the on-call formats ("On-call tools"): the `pager` channel's stand-in
+/// for PagerDuty gets exactly one Events API v2 `trigger` whose `dedup_key` is the lapse's event
+/// id (the `webhook-id` the Standard Webhooks channel sent), and the `alerts` channel's
+/// Alertmanager stand-in one alert keyed by it whose body, under `redact = ["subject",
+/// "agent_text"]` ("Redaction"), holds neither the subject's id nor what the agent wrote.
 pub(super) async fn notify_a_person(d: Arc<Deployment>, f: Arc<Fixture>) {
     // A channel tells what lapses after it first ran (on AWS, at the timer function's first
     // sweep, within seconds of the start): the lapse comes well after.
@@ -287,9 +292,131 @@ pub(super) async fn notify_a_person(d: Arc<Deployment>, f: Arc<Fixture>) {
     assert!(n.verified, "signed with the channel's secret");
     assert_eq!(n.body["data"]["agent"], "tell");
     assert_eq!(n.body["data"]["block"]["subject"]["id"], "PA-tell");
+    let lapsed_at: Timestamp = n.body["data"]["lapsedAt"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("lapsedAt: {:#}", n.body));
+    assert!(lapsed_at >= due, "{:#}", n.body);
+    // The lapse's event id: `msg_` and 32 hex digits, the same in every format.
+    let event_id = n.id.clone();
     assert!(
-        holds_for(|| async { told().len() == 1 }, Duration::from_secs(3)).await,
-        "told once: {:?}",
-        told()
+        event_id.len() == 36
+            && event_id
+                .strip_prefix("msg_")
+                .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{event_id:?}"
     );
+
+    // Every channel of a round is run at once (serve: a loop each; AWS: the same sweep duty),
+    // so the on-call channels are waited for with the same patience.
+    for (name, vendor) in [("pager", &f.paged), ("alerts", &f.alerted)] {
+        assert!(
+            wait_until(|| async { !vendor.accepted().is_empty() }, patience).await,
+            "nothing reached the {name} channel's receiver within {patience:?}: {:?}\n{}",
+            vendor.seen(),
+            d.log_tail().await
+        );
+    }
+    assert!(
+        holds_for(
+            || async {
+                told().len() == 1 && f.paged.seen().len() == 1 && f.alerted.seen().len() == 1
+            },
+            Duration::from_secs(3)
+        )
+        .await,
+        "told once on each channel: {:?}\n{:?}\n{:?}",
+        told(),
+        f.paged.seen(),
+        f.alerted.seen()
+    );
+
+    // PagerDuty Events API v2: one trigger, keyed by the lapse's event id.
+    let pd = &f.paged.seen()[0];
+    assert_eq!(pd.path, "/v2/enqueue", "{pd:?}");
+    assert_eq!(
+        pd.content_type.as_deref(),
+        Some("application/json"),
+        "{pd:?}"
+    );
+    assert!(!pd.webhook_headers, "no Standard Webhooks headers: {pd:?}");
+    let b = &pd.body;
+    assert_eq!(
+        b["routing_key"],
+        super::super::harness::PAGERDUTY_ROUTING_KEY
+    );
+    assert_eq!(b["event_action"], "trigger", "{b:#}");
+    assert_eq!(b["dedup_key"], json!(event_id), "{b:#}");
+    let p = &b["payload"];
+    assert_eq!(
+        p["summary"],
+        "Overdue: shipment.manifest for shipment PA-tell (agent tell)"
+    );
+    // No `public_url` in the suite's configuration: the source is the watcher's name.
+    assert_eq!(p["source"], "a2a-watcher", "{b:#}");
+    assert_eq!(
+        p["severity"], "critical",
+        "the channel's severity for overdue: {b:#}"
+    );
+    // `lapsedAt` (the instant the lapse was determined, at or after the due instant), RFC 3339
+    // UTC, as the Standard Webhooks channel sent it.
+    let at = p["timestamp"].as_str().unwrap_or_default();
+    assert!(at.ends_with('Z'), "{b:#}");
+    assert_eq!(at.parse::<Timestamp>().ok(), Some(lapsed_at), "{b:#}");
+    assert_eq!(p["component"], "tell");
+    assert_eq!(p["group"], "default");
+    assert_eq!(p["class"], "overdue");
+    assert_eq!(p["custom_details"]["message_id"], json!(mid), "{b:#}");
+
+    // Alertmanager, redacted: one alert keyed by the same id, and no subject id anywhere.
+    let am = &f.alerted.seen()[0];
+    assert_eq!(am.path, "/api/v2/alerts", "{am:?}");
+    assert_eq!(am.authorization, None, "{am:?}");
+    let sent = am.body.to_string();
+    assert!(!sent.contains("PA-tell"), "the subject's id left: {sent}");
+    assert!(
+        !sent.contains("airline manifest"),
+        "the agent's words left: {sent}"
+    );
+    let alerts = am.body.as_array().expect("a JSON array of alerts");
+    assert_eq!(alerts.len(), 1, "{sent}");
+    let a = &alerts[0];
+    assert!(
+        a["labels"]
+            .as_object()
+            .is_some_and(|l| l.values().all(Value::is_string)),
+        "{a:#}"
+    );
+    for (label, want) in [
+        ("alertname", "A2AWatcherLapse"),
+        ("tenant", "default"),
+        ("agent", "tell"),
+        ("kind", "overdue"),
+        ("lapse", event_id.as_str()),
+        ("subject_type", "shipment"),
+        ("severity", "error"),
+    ] {
+        assert_eq!(a["labels"][label], want, "label {label}: {a:#}");
+    }
+    assert_eq!(
+        a["annotations"]["summary"],
+        "Overdue: shipment.manifest for shipment [redacted] (agent tell)"
+    );
+    assert_eq!(
+        a["startsAt"]
+            .as_str()
+            .and_then(|s| s.parse::<Timestamp>().ok()),
+        Some(lapsed_at),
+        "{a:#}"
+    );
+    // No `horizon` on the channel: the alert fires a day (`PT24H`), then ends on its own.
+    let ends = a["endsAt"]
+        .as_str()
+        .and_then(|s| s.parse::<Timestamp>().ok());
+    assert_eq!(
+        ends.map(|e| e.duration_since(lapsed_at).as_secs()),
+        Some(86_400),
+        "{a:#}"
+    );
+    assert!(a.get("generatorURL").is_none(), "{a:#}");
 }

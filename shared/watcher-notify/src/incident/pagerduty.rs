@@ -18,7 +18,8 @@ pub const DEDUP_KEY_MAX: usize = 255;
 /// The `trigger` event of `i`: `event_action` `trigger`, `dedup_key` its key, `payload`
 /// (`summary` cut to [`SUMMARY_MAX`], `source`, `severity` in PagerDuty's enum, `timestamp`
 /// RFC 3339 UTC, `component` the agent, `group` the tenant, `class` the lapse kind or event
-/// type, `custom_details` the facts), `links` (`href`, `text`), `client` and `client_url`.
+/// type, `custom_details` the facts), `links` (`href`, `text`; only when there are links: with
+/// `public_url`), `client` and `client_url`.
 pub fn trigger(i: &Incident) -> Value {
     let links: Vec<Value> = i
         .links
@@ -38,9 +39,12 @@ pub fn trigger(i: &Incident) -> Value {
             "class": i.kind,
             "custom_details": details(i),
         },
-        "links": links,
         "client": "a2a-watcher",
     });
+    // `links` only when there are some (with `public_url`), as the docs say.
+    if !links.is_empty() {
+        event["links"] = Value::Array(links);
+    }
     if let Some((_, href)) = i.links.first() {
         event["client_url"] = json!(href);
     }
