@@ -355,6 +355,15 @@ fn main() -> ExitCode {
                 Err(e) => return exit_on(Err(e), "serve"),
             };
             init_logging_exporting(cli.log_format, "info,tower_http=warn", export.as_ref());
+            if export.is_some() {
+                // Said once, so that an operator sees export is on; the exporter's own failures
+                // (a collector down or refusing) are logged as warnings by its internal logs.
+                tracing::info!(
+                    endpoint = %otel::endpoint(),
+                    spans = ?otel::SPANS,
+                    "OpenTelemetry export on (OTLP HTTP/protobuf)"
+                );
+            }
             let result = (|| {
                 let (cfg, defaults) = match &config {
                     Some(p) => (watcher_config::Config::load(p)?, false),

@@ -30,6 +30,19 @@ pub fn configured() -> bool {
     !disabled && (set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") || set("OTEL_EXPORTER_OTLP_ENDPOINT"))
 }
 
+/// The endpoint export goes to, as the environment names it (the traces endpoint first), for the
+/// line `serve` logs when export is on.
+pub fn endpoint() -> String {
+    [
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ]
+    .into_iter()
+    .filter_map(|name| std::env::var(name).ok())
+    .find(|v| !v.trim().is_empty())
+    .unwrap_or_default()
+}
+
 /// The running export: the batch processor's thread, flushed and stopped when dropped.
 pub struct Export {
     provider: SdkTracerProvider,

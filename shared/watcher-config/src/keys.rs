@@ -94,6 +94,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "routing_key",
             "api_key",
             "severity",
+            "min_severity",
             "priority",
             "horizon",
             "redact",

@@ -94,7 +94,7 @@ pub struct NotifyConfig {
     /// Only lapses of these agents (ids); empty: every agent of the tenant. Each must be an `[[agents]]` id of the channel's tenant (or `learnables-authority`, for lesson reviews), else the configuration is refused, naming the closest id.
     #[serde(default)]
     pub agents: Vec<String>,
-    /// Only these lapses: `overdue`, `skipped`, `stalled`; empty: all three. Refused when `events` leaves out `lapse.recorded`.
+    /// Only these lapses, by lapse kind: `overdue`, `skipped`, `stalled`; empty: all three. Digests count only these. Refused when `events` leaves out `lapse.recorded`.
     #[serde(default)]
     pub kinds: Vec<String>,
     /// Only these events (absent or empty, the default: all five): `lapse.recorded` (a lapse; a `lapse.digest` per window when `digest` is set), `lapse_task.needs_person` (the task an agent created for a lapse task asks for input or authorization), `delivery.failing` (a lapse task of an agent is given up while none of its others is failed; told instead of that task's `lapse_task.failed`), `lapse_task.failed` (any further lapse task given up: it waits for an operator's re-queue), `card.unavailable` (an agent's card could not be read for a minute). `agents` filters every event; `kinds` filters lapses only.
@@ -130,6 +130,9 @@ pub struct NotifyConfig {
     /// PagerDuty and Alertmanager: the severity per lapse, a table of `overdue`, `skipped`, `stalled` to `critical`, `error`, `warning` or `info` (PagerDuty's values; Alertmanager's `severity` label). A lapse not named keeps its default: `overdue` `error`, `stalled` `warning`, `skipped` `warning`.
     #[serde(default)]
     pub severity: BTreeMap<String, String>,
+    /// Only lapses at least this severe, every format: `critical`, `error`, `warning` or `info` (absent: every lapse). A lapse's severity is the channel's `severity` table, else the defaults (`overdue` `error`, `stalled` `warning`, `skipped` `warning`), whatever the format; so `min_severity = "error"` tells overdue lapses only, unless `severity` raises the others. Digests count only the lapses that pass. Agent events are not filtered by it (choose them with `events`). Refused when `events` leaves out `lapse.recorded`.
+    #[serde(default)]
+    pub min_severity: Option<String>,
     /// Opsgenie: the priority per lapse, a table of `overdue`, `skipped`, `stalled` to `P1` … `P5`. A lapse not named keeps its default: `overdue` `P2`, `stalled` `P3`, `skipped` `P3`.
     #[serde(default)]
     pub priority: BTreeMap<String, String>,
@@ -150,8 +153,9 @@ impl NotifyConfig {
     /// the digest window, the secret's form (not empty; a `whsec_` secret has a base64 key
     /// after the prefix), and that no key is set that the format does not use (`from`, `to`,
     /// `username`, `password` outside email; `secret` on email and sns, which are not signed;
-    /// `kinds` or `digest` when `events` leaves out `lapse.recorded`). What needs the rest of
-    /// the configuration (the tenant, the `agents` filter) is [`NotifyConfig::check_in`].
+    /// `kinds`, `digest` or `min_severity` when `events` leaves out `lapse.recorded`; a
+    /// `min_severity` that is not a severity). What needs the rest of the configuration (the
+    /// tenant, the `agents` filter) is [`NotifyConfig::check_in`].
     ///
     /// # Errors
     /// [`ConfigError::Notify`] naming the channel and the key.
@@ -251,6 +255,17 @@ impl NotifyConfig {
                 )));
             }
         }
+        if let Some(m) = &self.min_severity {
+            if !PAGERDUTY_SEVERITIES.contains(&m.as_str()) {
+                let hint = closest(m, PAGERDUTY_SEVERITIES.iter().copied())
+                    .map(|n| format!(" (did you mean {n:?}?)"))
+                    .unwrap_or_default();
+                return Err(bad(format!(
+                    "min_severity: {m:?} is not one of {}{hint}",
+                    PAGERDUTY_SEVERITIES.join(", ")
+                )));
+            }
+        }
         for e in &self.events {
             if !NOTIFY_EVENTS.contains(&e.as_str()) {
                 return Err(bad(format!(
@@ -269,6 +284,7 @@ impl NotifyConfig {
             let given = [
                 ("kinds", !self.kinds.is_empty()),
                 ("digest", self.digest.is_some()),
+                ("min_severity", self.min_severity.is_some()),
             ];
             if let Some((key, _)) = given.iter().find(|(_, set)| *set) {
                 return Err(bad(format!(
@@ -640,6 +656,34 @@ mod tests {
         accepted(&format!(
             "{URL}events = [\"lapse.recorded\", \"delivery.failing\"]\nkinds = [\"overdue\"]\ndigest = \"PT15M\"\n"
         ));
+    }
+
+    #[test]
+    fn routing_by_lapse_kind_and_severity() {
+        let ok = accepted(&format!(
+            "{URL}kinds = [\"overdue\", \"stalled\"]\nmin_severity = \"error\"\n"
+        ));
+        assert_eq!(ok.notify[0].kinds, ["overdue", "stalled"]);
+        assert_eq!(ok.notify[0].min_severity.as_deref(), Some("error"));
+        assert_eq!(accepted(URL).notify[0].min_severity, None);
+        // Every format takes it, not only those that send a severity.
+        accepted("format = \"email\"\nurl = \"smtp://relay.example\"\nfrom = \"w@example.test\"\nto = [\"o@example.test\"]\nmin_severity = \"critical\"\n");
+        assert_eq!(
+            refused(&format!("{URL}kinds = [\"overdue\", \"late\"]\n")),
+            "notify: channel \"ops\": kinds: \"late\" is not a lapse (overdue, skipped, stalled)"
+        );
+        assert_eq!(
+            refused(&format!("{URL}min_severity = \"eror\"\n")),
+            "notify: channel \"ops\": min_severity: \"eror\" is not one of critical, error, warning, info (did you mean \"error\"?)"
+        );
+        assert_eq!(
+            refused(&format!("{URL}min_severity = \"P2\"\n")),
+            "notify: channel \"ops\": min_severity: \"P2\" is not one of critical, error, warning, info"
+        );
+        assert_eq!(
+            refused(&format!("{URL}events = [\"card.unavailable\"]\nmin_severity = \"error\"\n")),
+            "notify: channel \"ops\": min_severity: applies to lapses, but events leaves out \"lapse.recorded\"; add it to events or remove min_severity"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A notification channel built from its `[[notify]]` table (issue 25): the checked URL, secret,
 //! format, filters and digest window.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use lettre::message::Mailbox;
@@ -15,7 +15,7 @@ use watcher_runtime::store::OutboxEntry;
 
 use crate::body::{self, Digest, Notification};
 use crate::event::{AgentEvent, EventType, LapseEvent};
-use crate::incident::{self, Vendor};
+use crate::incident::{self, Severity, Vendor};
 use crate::redact::Redaction;
 use crate::sign::Secret;
 
@@ -94,6 +94,12 @@ pub struct Channel {
     pub kinds: BTreeSet<LapseKind>,
     /// Only these events; empty: all.
     pub events: BTreeSet<EventType>,
+    /// The severity of each lapse kind on this channel, every format: its `severity` table
+    /// over the defaults (`overdue` `error`, `stalled` and `skipped` `warning`).
+    pub severities: BTreeMap<LapseKind, Severity>,
+    /// Only lapses at least this severe (`min_severity`); `None`: all. Agent events are not
+    /// filtered by it.
+    pub min_severity: Option<Severity>,
     /// One digest per window instead of one message per lapse.
     pub digest: Option<IsoDuration>,
     /// Per-request timeout.
@@ -116,6 +122,7 @@ impl std::fmt::Debug for Channel {
             .field("agents", &self.agents)
             .field("kinds", &self.kinds)
             .field("events", &self.events)
+            .field("min_severity", &self.min_severity)
             .field("digest", &self.digest)
             .field("email", &self.email)
             .field("redaction", &self.redaction)
@@ -226,6 +233,19 @@ impl Channel {
                 EventType::parse(e).ok_or_else(|| bad(format!("events: {e:?} is not an event")))
             })
             .collect::<Result<_, _>>()?;
+        // The severities the incident formats send, for every format: `min_severity` reads
+        // them (`severity` itself is refused outside PagerDuty and Alertmanager).
+        let severities = Vendor::new(None, &config.severity, &BTreeMap::new(), None)
+            .map_err(&bad)?
+            .severity;
+        let min_severity = config
+            .min_severity
+            .as_deref()
+            .map(|m| {
+                Severity::parse(m)
+                    .ok_or_else(|| bad(format!("min_severity: {m:?} is not a severity")))
+            })
+            .transpose()?;
         let format = match config.format.as_str() {
             "slack" => Format::Slack,
             "teams" => Format::Teams,
@@ -275,6 +295,8 @@ impl Channel {
             agents,
             kinds,
             events,
+            severities,
+            min_severity,
             digest: config.digest.clone(),
             timeout,
             email,
@@ -338,11 +360,27 @@ impl Channel {
     }
 
     /// Whether the channel tells `entry`'s lapse (`lapse.recorded` is among its events, and
-    /// its agent and lapse kind pass the filters).
+    /// its agent, lapse kind and severity pass the filters).
     pub fn wants(&self, entry: &OutboxEntry) -> bool {
         self.tells(EventType::LapseRecorded)
             && self.watches(&entry.agent)
             && (self.kinds.is_empty() || self.kinds.contains(&entry.lapse))
+            && self.severe_enough(entry.lapse)
+    }
+
+    /// The severity of a lapse of kind `lapse` on this channel ([`Channel::severities`]).
+    pub fn severity(&self, lapse: LapseKind) -> Severity {
+        self.severities
+            .get(&lapse)
+            .copied()
+            .unwrap_or(Severity::Warning)
+    }
+
+    /// Whether a lapse of kind `lapse` is at least the channel's `min_severity` (none: yes).
+    pub fn severe_enough(&self, lapse: LapseKind) -> bool {
+        // `Severity` orders the most severe first: `Critical` < `Error` < …
+        self.min_severity
+            .is_none_or(|min| self.severity(lapse) <= min)
     }
 
     /// Whether the channel tells events of type `event` (its `events` filter; empty: all).
@@ -386,12 +424,53 @@ mod tests {
             routing_key: None,
             api_key: None,
             severity: Default::default(),
+            min_severity: None,
             priority: Default::default(),
             horizon: None,
             redact: Vec::new(),
             redact_key: None,
         })
         .unwrap()
+    }
+
+    /// A `format` channel with `severity` and `min_severity`.
+    fn routed(format: &str, severity: &[(&str, &str)], min: &str) -> Channel {
+        use serde::Deserialize as _;
+        let mut config = NotifyConfig::deserialize(serde_json::json!({
+            "id": "ops", "url": "http://127.0.0.1:9/h", "format": format,
+            "min_severity": min,
+            "severity": severity.iter().map(|(k, v)| (*k, *v)).collect::<BTreeMap<_, _>>(),
+        }))
+        .unwrap();
+        config.routing_key = (format == "pagerduty").then(|| "key".into());
+        Channel::from_config(&config).expect("a valid channel")
+    }
+
+    #[test]
+    fn min_severity_reads_the_channels_severities_on_every_format() {
+        use LapseKind::{Overdue, Skipped, Stalled};
+        let told = |c: &Channel| {
+            [Overdue, Stalled, Skipped]
+                .into_iter()
+                .filter(|k| c.severe_enough(*k))
+                .collect::<Vec<_>>()
+        };
+        // The defaults: overdue error, stalled and skipped warning.
+        assert_eq!(told(&routed("slack", &[], "error")), [Overdue]);
+        assert_eq!(
+            told(&routed("slack", &[], "warning")),
+            [Overdue, Stalled, Skipped]
+        );
+        assert_eq!(told(&routed("slack", &[], "critical")), []);
+        let pd = routed(
+            "pagerduty",
+            &[("stalled", "critical"), ("overdue", "info")],
+            "error",
+        );
+        assert_eq!(pd.format, Format::PagerDuty);
+        assert_eq!(told(&pd), [Stalled]);
+        assert_eq!(pd.severity(Skipped), Severity::Warning);
+        assert!(channel("http://127.0.0.1:9/h").severe_enough(Skipped));
     }
 
     #[test]

@@ -10,3 +10,4 @@ mod notifier;
 mod preview;
 mod redaction;
 mod redirects;
+mod routing;

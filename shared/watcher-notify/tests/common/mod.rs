@@ -81,6 +81,7 @@ pub fn channel_config(url: &str, events: &[&str]) -> NotifyConfig {
         routing_key: None,
         api_key: None,
         severity: Default::default(),
+        min_severity: None,
         priority: Default::default(),
         horizon: None,
         redact: Vec::new(),
