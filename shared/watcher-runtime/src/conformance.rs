@@ -47,6 +47,7 @@ mod origins;
 mod outbox;
 mod records;
 mod rejections;
+mod resolutions;
 mod upkeep;
 pub use cards::*;
 pub use lapse_log::*;
@@ -55,6 +56,7 @@ pub use origins::*;
 pub use outbox::*;
 pub use records::*;
 pub use rejections::*;
+pub use resolutions::*;
 pub use upkeep::*;
 
 /// What a check gets from the expression given to [`store_conformance!`](crate::store_conformance): the store under test
@@ -114,15 +116,17 @@ impl<S: Store + 'static, G> Fixture for Guarded<S, G> {
 #[macro_export]
 macro_rules! store_conformance {
     ($make:expr) => {
-        $crate::store_conformance!(@all $make; purge_follows_retention);
+        $crate::store_conformance!(@all $make; purge_follows_retention, resolved_lapse_tasks_are_listed);
     };
     ($make:expr, retention = purge) => {
-        $crate::store_conformance!(@all $make; purge_follows_retention);
+        $crate::store_conformance!(@all $make; purge_follows_retention, resolved_lapse_tasks_are_listed);
     };
+    // The TTL store (DynamoDB) does not index resolutions yet: its `Lane::Resolved` read is left
+    // out until it does.
     ($make:expr, retention = ttl) => {
         $crate::store_conformance!(@all $make; purge_leaves_retention_to_ttl);
     };
-    (@all $make:expr; $retention:ident) => {
+    (@all $make:expr; $($more:ident),+) => {
         $crate::store_conformance!(@checks $make;
             load_and_commit,
             stale_commit_changes_nothing,
@@ -153,7 +157,8 @@ macro_rules! store_conformance {
             lapses_filter_by_every_delivery_state,
             steps_read_what_they_must,
             times_as_given_are_kept,
-            $retention,
+            lapses_are_resolved_once,
+            $($more),+
         );
     };
     (@checks $make:expr; $($check:ident),+ $(,)?) => {

@@ -17,6 +17,7 @@ pub mod outbox_entry;
 pub mod ports;
 pub mod push;
 pub mod replay;
+pub mod resolution;
 pub mod retention;
 /// The one retry policy (the `backoff` crate): exponential backoff with full jitter.
 pub use backoff as retry;

@@ -180,6 +180,14 @@ pub struct OutboxEntry {
         deserialize_with = "watcher_core::trace::lenient"
     )]
     pub trace: Option<watcher_core::trace::TraceParent>,
+    /// How the lapse's incident ended, once it did (expectations-v1 §13.1;
+    /// [`crate::resolution`]): `{"at": instant (UTC), "reason": "fact" | "task" | "withdrawn" |
+    /// "superseded" | "acknowledged", ...}`. `None` while the lapse is unresolved, and for
+    /// entries written before it was kept. Set once: the first resolution stays, and every
+    /// store's write keeps the stored one ([`crate::resolution::keep_resolution`]). The
+    /// stores index it by (tenant, agent, `at`) for [`crate::store::Lane::Resolved`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<crate::resolution::Resolution>,
 }
 
 impl OutboxEntry {
@@ -217,6 +225,7 @@ impl OutboxEntry {
             lease: None,
             origin_lineage: Vec::new(),
             trace: None,
+            resolved: None,
         }
     }
 }

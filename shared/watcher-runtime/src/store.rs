@@ -54,6 +54,13 @@ pub struct Commit {
     pub outbox: Vec<OutboxEntry>,
     /// Refusals to keep for `GET /v1/agents/{agentId}/rejections`.
     pub rejections: Vec<Rejection>,
+    /// Resolutions of lapse tasks already in the outbox (expectations-v1 §13.1;
+    /// [`crate::resolution::Resolved`]), applied after `outbox`: each entry (tenant, agent,
+    /// messageId) is read by its key and takes the resolution unless it has one
+    /// ([`crate::resolution::resolved`]); an entry not stored is skipped. Never a list of the
+    /// outbox. The memory and SQLite stores write them in the commit's transaction; the
+    /// DynamoDB store right after it.
+    pub resolutions: Vec<crate::resolution::Resolved>,
 }
 
 /// What one [`Upkeep::purge`] deleted.
@@ -173,6 +180,10 @@ pub enum Lane {
     /// Entries whose task waits for a person, since `needs_person_since`
     /// ([`Outbox::outbox_needing_person`]).
     NeedingPerson,
+    /// Resolved entries, at their resolution's instant (`resolved.at`, expectations-v1 §13.1,
+    /// [`crate::resolution`]), then order of lapse: the notifier reads an agent's resolutions
+    /// after its cursor with [`LaneQuery::from`].
+    Resolved,
 }
 
 impl Lane {
@@ -186,6 +197,7 @@ impl Lane {
             Lane::NeedingPerson => entry
                 .needs_person_since
                 .filter(|_| entry.follow_at.is_none()),
+            Lane::Resolved => entry.resolved.as_ref().map(|r| r.at),
         }
     }
 }
@@ -201,13 +213,16 @@ pub struct LaneQuery<'a> {
     pub lane: Lane,
     /// Only entries standing at or before this instant in the lane; `None`: every entry.
     pub due_by: Option<Instant>,
+    /// Only entries standing at or after this instant in the lane (a cursor: the instant of
+    /// the last entry dealt with, whose ties the reader skips itself); `None`: from the first.
+    pub from: Option<Instant>,
     /// Most entries answered.
     pub limit: usize,
 }
 
 impl LaneQuery<'_> {
     /// What the query answers of `entries` (each an entry, owned or borrowed, with its
-    /// position, the order of lapse): those in the lane at or before `due_by`, earliest first
+    /// position, the order of lapse): those in the lane from `from` through `due_by`, earliest first
     /// (then order of lapse), at most `limit`. For a store that reads candidates (an index that
     /// may lag, the agent's entries) and keeps what matches.
     pub fn answer<E: Borrow<OutboxEntry>>(
@@ -218,6 +233,7 @@ impl LaneQuery<'_> {
             .into_iter()
             .filter_map(|(seq, e)| self.lane.at(e.borrow()).map(|at| (at, seq, e)))
             .filter(|(at, _, _)| self.due_by.is_none_or(|d| *at <= d))
+            .filter(|(at, _, _)| self.from.is_none_or(|f| *at >= f))
             .collect();
         found.sort_by_key(|(at, seq, _)| (*at, *seq));
         found
@@ -430,14 +446,17 @@ pub trait Outbox: Send + Sync {
     ) -> Result<Option<OutboxEntry>, StoreError>;
 
     /// The entries of `query.agent` of `query.tenant` in the lane `query.lane` ([`Lane`]) and,
-    /// when `query.due_by` is given, standing at or before it; earliest first (then order of
-    /// lapse, in the delivery and person lanes); at most `query.limit`. Read from the lane's index (by tenant, agent [, delivery
-    /// state] and the lane's instant, holding only the lane's entries): the cost follows the
-    /// entries answered, not the outbox. [`Outbox::outbox_of_agent`],
-    /// [`Outbox::outbox_following`] and [`Outbox::outbox_needing_person`] are this read.
+    /// when `query.due_by` is given, standing at or before it, and when `query.from` is given,
+    /// at or after it; earliest first (then order of lapse, in the delivery, person and
+    /// resolved lanes); at most `query.limit`. Read from the lane's index (by tenant, agent [,
+    /// delivery state] and the lane's instant, holding only the lane's entries): the cost
+    /// follows the entries answered, not the outbox. [`Outbox::outbox_of_agent`],
+    /// [`Outbox::outbox_following`], [`Outbox::outbox_needing_person`] and
+    /// [`Outbox::outbox_resolved`] are this read.
     ///
     /// # Errors
-    /// Backend or corrupt data.
+    /// Backend or corrupt data. The DynamoDB store answers [`StoreError::Backend`] for
+    /// [`Lane::Resolved`] and for a `from` (not indexed there yet).
     async fn outbox_lane(&self, query: &LaneQuery<'_>) -> Result<Vec<OutboxEntry>, StoreError>;
 
     /// Outbox entries of `agent` of `tenant` whose delivery state is `delivery` and, when `due_by`
@@ -465,6 +484,7 @@ pub trait Outbox: Send + Sync {
             agent,
             lane,
             due_by,
+            from: None,
             limit,
         };
         self.outbox_lane(&query).await
@@ -489,6 +509,7 @@ pub trait Outbox: Send + Sync {
             agent,
             lane,
             due_by,
+            from: None,
             limit,
         })
         .await
@@ -516,6 +537,36 @@ pub trait Outbox: Send + Sync {
             agent,
             lane,
             due_by,
+            from: None,
+            limit,
+        })
+        .await
+    }
+
+    /// Outbox entries of `agent` of `tenant` resolved (expectations-v1 §13.1,
+    /// [`crate::resolution`]) at or after `from` when it is given; earliest resolution first
+    /// (then order of lapse); at most `limit`. Read from an index holding only resolved entries,
+    /// by (tenant, agent, resolution instant): the cost follows the entries answered
+    /// ([`Outbox::outbox_lane`] of [`Lane::Resolved`]). For the notifier's "resolved" events,
+    /// after its cursor.
+    ///
+    /// # Errors
+    /// Backend or corrupt data; the DynamoDB store does not index resolutions yet and answers
+    /// [`StoreError::Backend`].
+    async fn outbox_resolved(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        from: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let lane = Lane::Resolved;
+        self.outbox_lane(&LaneQuery {
+            tenant,
+            agent,
+            lane,
+            due_by: None,
+            from,
             limit,
         })
         .await

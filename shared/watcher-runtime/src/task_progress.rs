@@ -48,7 +48,11 @@ fn stored_is_further(stored: TaskState, incoming: Option<TaskState>) -> bool {
 /// `needs_person_since` follows the state kept: `None` unless it is interrupted; when `stored`
 /// was already waiting for a person on the same task, its instant is kept (the wait began
 /// then), else `incoming`'s.
+///
+/// `resolved` is `stored`'s when it has one ([`crate::resolution::keep_resolution`]: the first
+/// resolution stays).
 pub fn keep_task_progress(incoming: &mut OutboxEntry, stored: &OutboxEntry) {
+    crate::resolution::keep_resolution(incoming, stored);
     merge_task_state(incoming, stored);
     let same_wait = stored.task_id.is_some()
         && stored.task_id == incoming.task_id
@@ -64,7 +68,12 @@ pub fn keep_task_progress(incoming: &mut OutboxEntry, stored: &OutboxEntry) {
 /// was not marked yet; clears the mark otherwise. Writers that learn a state (the SendMessage
 /// answer, a `GetTask` poll, a push) call it before writing; [`keep_task_progress`] then keeps
 /// the earlier instant of a wait already recorded.
+///
+/// A state that resolves the lapse ([`crate::resolution::RESOLVING_TASK_STATES`]:
+/// `TASK_STATE_COMPLETED`) also resolves `entry` at `now`, reason `task`, unless it is resolved
+/// already ([`crate::resolution::resolve_by_task`]).
 pub fn mark_needs_person(entry: &mut OutboxEntry, now: Instant) {
+    crate::resolution::resolve_by_task(entry, now);
     if interrupted(entry.task_state.as_deref()) {
         entry.needs_person_since.get_or_insert(now);
     } else {
@@ -158,6 +167,7 @@ mod tests {
             lease: None,
             origin_lineage: Vec::new(),
             trace: None,
+            resolved: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! The shell around the engine: load a slice, step, commit conditionally, retry on conflict,
-//! and turn lapses into outbox entries in the same commit.
+//! and turn lapses into outbox entries, and the lapses a step ends into resolutions of their
+//! lapse tasks ([`crate::resolution`]), in the same commit.
 
 use std::sync::Arc;
 
@@ -398,8 +399,24 @@ impl<S: Store + ?Sized> Watcher<S> {
             };
             match step(slice, input, &ctx) {
                 Ok((slice, effects)) => {
-                    let outbox = self.outbox_entries(&effects, now);
+                    let mut outbox = self.outbox_entries(&effects, now);
+                    // The lapses this step ended, resolved in the same commit (§13.1): a lapse
+                    // task written by this very step takes its resolution at once.
+                    let mut resolutions = crate::resolution::resolutions(&effects, &slice, now);
+                    resolutions.retain(|r| {
+                        let new = outbox
+                            .iter_mut()
+                            .find(|o| o.agent == r.agent && o.message_id == r.message_id);
+                        match new {
+                            Some(o) => {
+                                crate::resolution::resolve(o, r.resolution.clone());
+                                false
+                            }
+                            None => true,
+                        }
+                    });
                     let mut commit = commit_of(slice, &effects, outbox.clone());
+                    commit.resolutions = resolutions;
                     commit.rejections.extend(attempt.keep.iter().cloned());
                     return Ok((commit, Applied { effects, outbox }));
                 }
@@ -629,5 +646,6 @@ fn commit_of(slice: Slice, effects: &[Effect], outbox: Vec<OutboxEntry>) -> Comm
                 _ => None,
             })
             .collect(),
+        resolutions: Vec::new(),
     }
 }

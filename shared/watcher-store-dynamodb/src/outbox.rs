@@ -121,8 +121,20 @@ impl Outbox for DynamoStore {
     /// (sorted by `follow_at` or `needs_person_since`). An entry followed is in its `FOLLOW#`
     /// partition only, never in `PERSON#` (`keys::follow_keys`): the person lane answers the
     /// entries not followed.
+    ///
+    /// Resolutions (`Lane::Resolved`) and a lower bound (`from`) are not indexed on this store
+    /// yet: both answer [`StoreError::Backend`] saying so.
     async fn outbox_lane(&self, query: &LaneQuery<'_>) -> Result<Vec<OutboxEntry>, StoreError> {
         let (tenant, agent) = (query.tenant, query.agent);
+        let not_yet = || {
+            StoreError::backend(std::io::Error::other(
+                "the DynamoDB store does not index resolved lapse tasks, nor read a lane from \
+                 an instant, yet",
+            ))
+        };
+        if query.from.is_some() {
+            return Err(not_yet());
+        }
         let (index, partition, sort) = match query.lane {
             Lane::Delivery(delivery) => (
                 OUTBOX_AGENT_INDEX,
@@ -142,6 +154,7 @@ impl Outbox for DynamoStore {
                 (FOLLOW_AGENT, person_agent(tenant, agent)),
                 FOLLOW_AT,
             ),
+            Lane::Resolved => return Err(not_yet()),
         };
         // Without a bound, a key above every instant key (they are digits).
         let until = query.due_by.map_or_else(|| "~".to_owned(), instant_key);

@@ -82,12 +82,15 @@ impl Outbox for SqliteStore {
 
     /// The lane's own index: `outbox_agent` by (tenant, agent, delivery, next attempt, seq),
     /// `outbox_follow` by (tenant, agent, follow_at), `outbox_person` by (tenant, agent,
-    /// person_at, seq).
+    /// person_at, seq), `outbox_resolved` by (tenant, agent, resolved_at, seq); each read
+    /// between `from` and `due_by`.
     async fn outbox_lane(&self, query: &LaneQuery<'_>) -> Result<Vec<OutboxEntry>, StoreError> {
         let (tenant, agent) = (query.tenant.clone(), query.agent.clone());
         let (lane, limit) = (query.lane, limit_of(query.limit));
-        // Without a bound, the largest key: every instant key is at or before it.
+        // Without a bound, the largest key: every instant key is at or before it; and the
+        // empty text, before every instant key.
         let until = query.due_by.map_or_else(|| "~".to_owned(), instant_key);
+        let from = query.from.map_or_else(String::new, instant_key);
         self.read(move |conn| {
             let (t, a) = (tenant.as_str(), agent.as_str());
             match lane {
@@ -95,25 +98,36 @@ impl Outbox for SqliteStore {
                     conn,
                     "SELECT entry FROM outbox INDEXED BY outbox_agent
                      WHERE tenant = ?1 AND agent = ?2 AND delivery = ?3 AND next_attempt <= ?4
+                       AND next_attempt >= ?6
                      ORDER BY next_attempt, seq LIMIT ?5",
-                    params![t, a, delivery.as_str(), until, limit],
+                    params![t, a, delivery.as_str(), until, limit, from],
                     "outbox entry",
                 ),
                 Lane::Following => json_rows(
                     conn,
                     "SELECT entry FROM outbox INDEXED BY outbox_follow
                      WHERE tenant = ?1 AND agent = ?2 AND follow_at IS NOT NULL AND follow_at <= ?3
+                       AND follow_at >= ?5
                      ORDER BY follow_at LIMIT ?4",
-                    params![t, a, until, limit],
+                    params![t, a, until, limit, from],
                     "outbox entry",
                 ),
                 Lane::NeedingPerson => json_rows(
                     conn,
                     "SELECT entry FROM outbox INDEXED BY outbox_person
                      WHERE tenant = ?1 AND agent = ?2 AND person_at IS NOT NULL AND person_at <= ?3
-                       AND follow_at IS NULL
+                       AND person_at >= ?5 AND follow_at IS NULL
                      ORDER BY person_at, seq LIMIT ?4",
-                    params![t, a, until, limit],
+                    params![t, a, until, limit, from],
+                    "outbox entry",
+                ),
+                Lane::Resolved => json_rows(
+                    conn,
+                    "SELECT entry FROM outbox INDEXED BY outbox_resolved
+                     WHERE tenant = ?1 AND agent = ?2 AND resolved_at IS NOT NULL
+                       AND resolved_at <= ?3 AND resolved_at >= ?5
+                     ORDER BY resolved_at, seq LIMIT ?4",
+                    params![t, a, until, limit, from],
                     "outbox entry",
                 ),
             }

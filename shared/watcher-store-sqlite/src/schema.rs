@@ -42,7 +42,10 @@ use crate::codec::{db, from_json, instant_key};
 /// * 10: the outbox's index by (delivery, next attempt) across every tenant and agent,
 ///   `outbox_due`, is dropped: every lapse task is read by its agent's lane, through
 ///   `outbox_agent`, and an index no query reads is one more B-tree every outbox write updates.
-pub const SCHEMA_VERSION: i64 = 10;
+/// * 11: the outbox's `resolved_at` (when the lapse's incident was resolved, copied from the
+///   entry's `resolved.at`, expectations-v1 §13.1), with a sparse index by (tenant, agent,
+///   resolved_at, seq) holding only resolved lapse tasks (`Lane::Resolved`).
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// How long a statement waits for another connection's write lock before failing with
 /// `SQLITE_BUSY` (a [`StoreError::Backend`]; retrying may help).
@@ -169,6 +172,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     task_id TEXT,
     lapsed_at TEXT,
     person_at TEXT,
+    resolved_at TEXT,
     UNIQUE (tenant, agent, message_id)
 ) STRICT;
 CREATE INDEX IF NOT EXISTS outbox_tenant ON outbox (tenant, seq);
@@ -181,6 +185,9 @@ CREATE INDEX IF NOT EXISTS outbox_follow ON outbox (tenant, agent, follow_at)
 -- Lapse tasks whose task waits for a person only (Outbox::outbox_needing_person).
 CREATE INDEX IF NOT EXISTS outbox_person ON outbox (tenant, agent, person_at, seq)
     WHERE person_at IS NOT NULL;
+-- Resolved lapse tasks only, by when they were resolved (Outbox::outbox_resolved; version 11).
+CREATE INDEX IF NOT EXISTS outbox_resolved ON outbox (tenant, agent, resolved_at, seq)
+    WHERE resolved_at IS NOT NULL;
 
 -- A lapse task by the Task the agent created (Outbox::outbox_by_task).
 CREATE INDEX IF NOT EXISTS outbox_task ON outbox (tenant, agent, task_id)
@@ -273,6 +280,25 @@ DROP INDEX IF EXISTS outbox_tenant;
 /// goes (idempotent: a file already without it is unchanged).
 const TO_V10: &str = "DROP INDEX IF EXISTS outbox_due;";
 
+/// Version 9 or 10 → 11, before [`SCHEMA`] (whose index on `resolved_at` needs the column): the
+/// column, added where missing. Older files rebuild the outbox from [`SCHEMA`], which has it; no
+/// stored entry is resolved (the entries of older builds have no `resolved`), so nothing is
+/// copied into it.
+fn add_resolved_at(tx: &Connection) -> Result<(), StoreError> {
+    let present: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('outbox') WHERE name = 'resolved_at')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(db)?;
+    if !present {
+        tx.execute_batch("ALTER TABLE outbox ADD COLUMN resolved_at TEXT;")
+            .map_err(db)?;
+    }
+    Ok(())
+}
+
 /// Version 2 → 3, before [`SCHEMA`] (whose index on `follow_at` needs the column).
 const V2_TO_V3_BEFORE: &str = "ALTER TABLE outbox ADD COLUMN follow_at TEXT;";
 
@@ -291,6 +317,7 @@ fn set_outbox_aside(old: &str) -> String {
         DROP INDEX IF EXISTS outbox_agent;
         DROP INDEX IF EXISTS outbox_follow;
         DROP INDEX IF EXISTS outbox_person;
+        DROP INDEX IF EXISTS outbox_resolved;
         DROP INDEX IF EXISTS outbox_task;
         DROP INDEX IF EXISTS outbox_agent_seq;"
     )
@@ -529,6 +556,9 @@ pub(crate) fn prepare(conn: &mut Connection) -> Result<(), StoreError> {
     if rebuild_v8 {
         tx.execute_batch(&set_outbox_aside("outbox_v8"))
             .map_err(db)?;
+    }
+    if (9..=10).contains(&found) {
+        add_resolved_at(&tx)?;
     }
     tx.execute_batch(SCHEMA).map_err(db)?;
     if rebuild_v8 {

@@ -57,11 +57,12 @@ pub(crate) fn keep_sequence_ahead(tx: &Connection, used: Option<u64>) -> Result<
 // Reading rows.
 
 /// Writes `entry` over the stored row with its identity (tenant, agent, messageId), with the
-/// columns its indexes read (`person_at` from `needs_person_since`); `sent` is final: a sent row only takes another `sent` update.
+/// columns its indexes read (`person_at` from `needs_person_since`, `resolved_at` from
+/// `resolved.at`); `sent` is final: a sent row only takes another `sent` update.
 pub(crate) fn write_outbox_row(conn: &Connection, entry: &OutboxEntry) -> Result<(), StoreError> {
     conn.prepare_cached(
         "UPDATE outbox SET delivery = ?4, next_attempt = ?5, entry = ?6, follow_at = ?7,
-             task_id = ?8, person_at = ?9
+             task_id = ?8, person_at = ?9, resolved_at = ?10
          WHERE tenant = ?1 AND message_id = ?2 AND agent = ?3
            AND (delivery <> 'sent' OR ?4 = 'sent')",
     )
@@ -75,7 +76,8 @@ pub(crate) fn write_outbox_row(conn: &Connection, entry: &OutboxEntry) -> Result
         to_json(entry)?,
         entry.follow_at.map(instant_key),
         entry.task_id,
-        entry.needs_person_since.map(instant_key)
+        entry.needs_person_since.map(instant_key),
+        entry.resolved.as_ref().map(|r| instant_key(r.at))
     ])
     .map_err(db)?;
     Ok(())
@@ -481,6 +483,8 @@ pub(crate) struct OutboxWrite {
     pub(crate) next_attempt: String,
     pub(crate) follow_at: Option<String>,
     pub(crate) lapsed_at: String,
+    /// `resolved.at`'s key, when a lapse task is resolved by the step that wrote it.
+    pub(crate) resolved_at: Option<String>,
 }
 
 /// A [`Commit`] ready for the writer: serialised and keyed by [`PreparedCommit::of`] on the
@@ -492,6 +496,8 @@ pub(crate) struct PreparedCommit {
     pub(crate) outbox: Vec<OutboxWrite>,
     /// (agent, at, JSON) per rejection.
     pub(crate) rejections: Vec<(String, String, String)>,
+    /// Resolutions of stored lapse tasks, applied after `outbox` (`Commit::resolutions`).
+    pub(crate) resolutions: Vec<watcher_runtime::resolution::Resolved>,
     /// The largest input number the commit stores: its records' raising orders and its task
     /// statuses' `seq` ([`keep_sequence_ahead`]).
     pub(crate) used_sequence: Option<u64>,
@@ -533,6 +539,7 @@ impl PreparedCommit {
                     next_attempt: instant_key(o.next_attempt_at),
                     follow_at: o.follow_at.map(instant_key),
                     lapsed_at: instant_key(o.lapsed_at),
+                    resolved_at: o.resolved.as_ref().map(|r| instant_key(r.at)),
                     entry: o,
                 })
             })
@@ -551,6 +558,7 @@ impl PreparedCommit {
             tasks,
             outbox,
             rejections,
+            resolutions: commit.resolutions,
             used_sequence,
         })
     }
@@ -611,8 +619,8 @@ pub(crate) fn commit_in(
         let e = &o.entry;
         tx.prepare_cached(
             "INSERT INTO outbox (tenant, message_id, agent, delivery, next_attempt, entry, follow_at,
-                 task_id, lapsed_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 task_id, lapsed_at, resolved_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
              ON CONFLICT (tenant, agent, message_id) DO NOTHING",
         )
         .map_err(db)?
@@ -625,9 +633,19 @@ pub(crate) fn commit_in(
             o.json,
             o.follow_at,
             e.task_id,
-            o.lapsed_at
+            o.lapsed_at,
+            o.resolved_at
         ])
         .map_err(db)?;
+    }
+    // Each resolved lapse task read by its key, in this transaction (never a list).
+    for r in &commit.resolutions {
+        let stored = outbox_row(tx, tenant, &r.agent, &r.message_id)?;
+        if let Some(entry) =
+            stored.and_then(|s| watcher_runtime::resolution::resolved(&s, &r.resolution))
+        {
+            write_outbox_row(tx, &entry)?;
+        }
     }
     for (agent, at, json) in &commit.rejections {
         tx.prepare_cached(

@@ -603,6 +603,7 @@ pub async fn tenants_are_isolated<S: Store + 'static>(store: Arc<S>) {
                 tasks: vec![TaskRecord::new(task.clone())],
                 outbox: vec![outbox_entry(&a, "lapse:exp-1:overdue:1", t0())],
                 rejections: vec![rejection("booking", "in-a", t0())],
+                resolutions: Vec::new(),
             },
         )
         .await

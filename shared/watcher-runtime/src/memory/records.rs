@@ -119,6 +119,19 @@ impl Records for MemoryStore {
                 inner.outbox.insert(seq, o);
             }
         }
+        for r in commit.resolutions {
+            touched += 1;
+            let id = (tenant.clone(), r.agent, r.message_id);
+            let Some(seq) = inner.outbox_ids.get(&id).copied() else {
+                continue;
+            };
+            let Some(old) = inner.outbox.get(&seq).cloned() else {
+                continue;
+            };
+            if let Some(entry) = crate::resolution::resolved(&old, &r.resolution) {
+                inner.replace_outbox(seq, &old, entry);
+            }
+        }
         for r in commit.rejections {
             touched += 1;
             inner.rejections.push((tenant.clone(), r));

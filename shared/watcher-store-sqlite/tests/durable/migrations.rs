@@ -72,7 +72,7 @@ fn write_v1_file(path: &Path, subject_state: &SubjectState, rows: &[&OutboxEntry
 #[tokio::test]
 async fn a_version_1_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 10,
+        SCHEMA_VERSION, 11,
         "this test migrates from version 1 through 2, 3, 4, 5, 6, 7 and 8 to the current one"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -109,6 +109,7 @@ async fn a_version_1_file_is_migrated() {
             "outbox_agent_seq",
             "outbox_follow",
             "outbox_person",
+            "outbox_resolved",
             "outbox_task",
             "outbox_tenant"
         ],
@@ -217,7 +218,7 @@ async fn a_version_1_file_is_migrated() {
 #[tokio::test]
 async fn a_version_3_file_is_migrated() {
     assert_eq!(
-        SCHEMA_VERSION, 10,
+        SCHEMA_VERSION, 11,
         "this test migrates from version 3 through 4, 5, 6, 7 and 8 to 9"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -293,7 +294,7 @@ async fn a_version_3_file_is_migrated() {
 #[tokio::test]
 async fn a_version_6_file_gets_the_origins_table() {
     assert_eq!(
-        SCHEMA_VERSION, 10,
+        SCHEMA_VERSION, 11,
         "this test migrates from version 6 through 7 and 8 to 9"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -430,7 +431,7 @@ async fn a_version_2_file_is_migrated() {
 async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
     use a2a_types::TaskState;
     use watcher_runtime::store::Outbox as _;
-    assert_eq!(SCHEMA_VERSION, 10, "this test migrates from version 7 to 9");
+    assert_eq!(SCHEMA_VERSION, 11, "this test migrates from version 7 to 9");
     let t = tenant();
     let (_dir, path) = file_with_lapse_tasks(&["lapse:1"]).await;
     {
@@ -441,7 +442,7 @@ async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
     let at = instant("2026-09-10T13:00:00Z");
     {
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(user_version(&path), 10);
+        assert_eq!(user_version(&path), 11);
         assert_eq!(store.lapses(&t).await.unwrap(), vec![entry("lapse:1")]);
         store
             .outbox_task_state(
@@ -470,7 +471,7 @@ async fn a_version_7_file_gets_the_waiting_for_a_person_column() {
 /// receives (the Learnables authority's, expectations-v1 §16) can then be recorded.
 #[tokio::test]
 async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
-    assert_eq!(SCHEMA_VERSION, 10, "this test migrates from version 8 to 9");
+    assert_eq!(SCHEMA_VERSION, 11, "this test migrates from version 8 to 9");
     let t = tenant();
     let (_dir, path) = file_with_lapse_tasks(&["lapse:1", "lapse:2"]).await;
     let seqs = |conn: &rusqlite::Connection| -> Vec<(i64, String)> {
@@ -499,7 +500,7 @@ async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
     };
     let store = SqliteStore::open(&path).unwrap();
     let conn = raw(&path);
-    assert_eq!(user_version(&path), 10);
+    assert_eq!(user_version(&path), 11);
     assert_eq!(seqs(&conn), before, "every row kept with its seq");
     let mut unaddressed = entry("lapse:3");
     unaddressed.delivery = DeliveryState::Unaddressed;
@@ -513,15 +514,15 @@ async fn a_version_8_file_takes_lapse_tasks_no_agent_receives() {
     assert!(seqs(&conn)[2].0 > before[1].0, "the sequence carried over");
 }
 
-/// A version 9 file (with the outbox's index across every agent, `outbox_due`) is migrated on
-/// opening: the index goes, every lapse task is kept and still due through its agent's lane,
-/// and the version becomes 10.
+/// A version 9 file (with the outbox's index across every agent, `outbox_due`, and without
+/// `resolved_at`) is migrated on opening: the index goes, every lapse task is kept and still due
+/// through its agent's lane, and the version becomes 11.
 #[tokio::test]
 async fn a_version_9_file_loses_the_unread_due_index() {
     use watcher_runtime::store::Outbox as _;
     assert_eq!(
-        SCHEMA_VERSION, 10,
-        "this test migrates from version 9 to 10"
+        SCHEMA_VERSION, 11,
+        "this test migrates from version 9 to 11"
     );
     let t = tenant();
     let (_dir, path) = file_with_lapse_tasks(&["lapse:1", "lapse:2"]).await;
@@ -541,6 +542,7 @@ async fn a_version_9_file_loses_the_unread_due_index() {
     {
         let conn = raw(&path);
         assert!(!indexes(&conn).iter().any(|i| i == "outbox_due"));
+        back_to_version_10(&conn);
         conn.execute_batch(
             "CREATE INDEX outbox_due ON outbox (delivery, next_attempt, seq);
              PRAGMA user_version = 9;",
@@ -549,7 +551,7 @@ async fn a_version_9_file_loses_the_unread_due_index() {
     }
     let store = SqliteStore::open(&path).unwrap();
     let conn = raw(&path);
-    assert_eq!(user_version(&path), 10);
+    assert_eq!(user_version(&path), 11);
     assert_eq!(
         indexes(&conn),
         [
@@ -557,6 +559,7 @@ async fn a_version_9_file_loses_the_unread_due_index() {
             "outbox_agent_seq",
             "outbox_follow",
             "outbox_person",
+            "outbox_resolved",
             "outbox_task",
             "outbox_tenant"
         ]
@@ -592,4 +595,59 @@ async fn file_with_lapse_tasks(ids: &[&str]) -> (tempfile::TempDir, std::path::P
         .await
         .unwrap();
     (dir, path)
+}
+
+/// A version 10 file (no `resolved_at` on the outbox) is migrated on opening: the column and its
+/// sparse index arrive, every lapse task is kept unresolved, a resolution written afterwards is
+/// read through the index, and the version becomes 11.
+#[tokio::test]
+async fn a_version_10_file_gains_the_resolved_index() {
+    use watcher_runtime::resolution::{Resolution, ResolutionReason};
+    use watcher_runtime::store::Outbox as _;
+    assert_eq!(
+        SCHEMA_VERSION, 11,
+        "this test migrates from version 10 to 11"
+    );
+    let t = tenant();
+    let (_dir, path) = file_with_lapse_tasks(&["lapse:1", "lapse:2"]).await;
+    {
+        let conn = raw(&path);
+        back_to_version_10(&conn);
+        conn.execute_batch("PRAGMA user_version = 10;").unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(user_version(&path), 11);
+    let conn = raw(&path);
+    let (column, index): (i64, i64) = conn
+        .query_row(
+            "SELECT
+                 (SELECT COUNT(*) FROM pragma_table_info('outbox') WHERE name = 'resolved_at'),
+                 (SELECT COUNT(*) FROM sqlite_master WHERE type = 'index'
+                     AND name = 'outbox_resolved')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((column, index), (1, 1), "the column and its index");
+    assert_eq!(
+        store.lapses(&t).await.unwrap(),
+        vec![entry("lapse:1"), entry("lapse:2")],
+        "every lapse task kept, none resolved"
+    );
+    assert!(store
+        .outbox_resolved(&t, &agent(), None, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let mut resolved = entry("lapse:2");
+    resolved.resolved = Some(Resolution {
+        at: instant("2026-09-10T13:00:00Z"),
+        reason: ResolutionReason::Fact,
+    });
+    store.outbox_update(&resolved).await.unwrap();
+    // Read through `outbox_resolved` (the query names the index: it fails without it).
+    assert_eq!(
+        store.outbox_resolved(&t, &agent(), None, 10).await.unwrap(),
+        vec![resolved]
+    );
 }

@@ -175,6 +175,7 @@ CREATE TABLE agent_live_rows (
 /// Turns a current file's outbox back into version 8's: the same columns, its CHECK without
 /// `unaddressed` (every row and its `seq` kept).
 fn back_to_version_8(conn: &rusqlite::Connection) {
+    back_to_version_10(conn);
     conn.execute_batch(
         "ALTER TABLE outbox RENAME TO outbox_now;
          CREATE TABLE outbox (
@@ -199,7 +200,26 @@ fn back_to_version_8(conn: &rusqlite::Connection) {
     .unwrap();
 }
 
+/// Takes from a file of the current schema what version 11 added: the outbox's `resolved_at`
+/// and its index (nothing when they are gone already).
+fn back_to_version_10(conn: &rusqlite::Connection) {
+    let present: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('outbox') WHERE name = 'resolved_at')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    if present {
+        conn.execute_batch(
+            "DROP INDEX IF EXISTS outbox_resolved; ALTER TABLE outbox DROP COLUMN resolved_at;",
+        )
+        .unwrap();
+    }
+}
+
 fn back_to_version_7(conn: &rusqlite::Connection) {
+    back_to_version_10(conn);
     conn.execute_batch("DROP INDEX outbox_person; ALTER TABLE outbox DROP COLUMN person_at;")
         .unwrap();
 }

@@ -30,6 +30,7 @@ async fn the_record_survives_a_reopen() {
                     tasks: vec![TaskRecord::new(task.clone())],
                     outbox: vec![entry("lapse:exp-1:overdue:x")],
                     rejections: vec![rejection.clone()],
+                    resolutions: Vec::new(),
                 },
             )
             .await

@@ -42,6 +42,7 @@ pub async fn stale_commit_changes_nothing<S: Store + 'static>(store: Arc<S>) {
                 tasks: vec![],
                 outbox: vec![outbox_entry(&t, "lapse:stale-1", t0())],
                 rejections: vec![rejection("booking", "stale-1", t0())],
+                resolutions: Vec::new(),
             },
         )
         .await;
@@ -57,6 +58,7 @@ pub async fn stale_commit_changes_nothing<S: Store + 'static>(store: Arc<S>) {
                 tasks: vec![TaskRecord::new(task.clone())],
                 outbox: vec![outbox_entry(&t, "lapse:stale-2", t0())],
                 rejections: vec![rejection("booking", "stale-2", t0())],
+                resolutions: Vec::new(),
             },
         )
         .await;
