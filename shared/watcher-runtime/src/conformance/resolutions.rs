@@ -18,10 +18,13 @@ fn overdue_id(id: &str) -> String {
     )
 }
 
-/// A watcher over `store` for tenant `t`, whose booking agent receives lapse tasks, with three
-/// expectations (`r-fact`, `r-withdrawn`, `r-task`, each on its own subject, due at `at(10)`)
-/// lapsed `overdue` at `at(11)`.
-async fn three_lapsed<S: Store + 'static>(store: &Arc<S>, t: &Tenant) -> Watcher<S> {
+/// The expectations [`lapsed`] raises, each on its own subject.
+const LAPSED: [&str; 4] = ["r-fact", "r-withdrawn", "r-task", "r-superseded"];
+
+/// A watcher over `store` for tenant `t`, whose booking agent receives lapse tasks, with the
+/// expectations [`LAPSED`] (each on subject `S-{id}`, due at `at(10)`) lapsed `overdue` at
+/// `at(11)`.
+async fn lapsed<S: Store + 'static>(store: &Arc<S>, t: &Tenant) -> Watcher<S> {
     let directory = Directory::new();
     directory.insert(AgentEntry {
         tenant: t.clone(),
@@ -30,7 +33,7 @@ async fn three_lapsed<S: Store + 'static>(store: &Arc<S>, t: &Tenant) -> Watcher
         delivery: Delivery::default(),
     });
     let watcher = Watcher::new(Arc::clone(store), directory, Settings::default());
-    let expectations = ["r-fact", "r-withdrawn", "r-task"]
+    let expectations = LAPSED
         .iter()
         .map(|id| {
             let subject = format!("S-{id}");
@@ -43,7 +46,7 @@ async fn three_lapsed<S: Store + 'static>(store: &Arc<S>, t: &Tenant) -> Watcher
         .await
         .expect("raise");
     watcher.fire_due(at(11)).await.expect("fire the deadlines");
-    for id in ["r-fact", "r-withdrawn", "r-task"] {
+    for id in LAPSED {
         let entry = stored_entry(&**store, t, &agent("booking"), &overdue_id(id)).await;
         let entry = entry.unwrap_or_else(|| panic!("{id} lapsed into a lapse task"));
         assert_eq!(entry.resolved, None, "{id}: a new lapse is unresolved");
@@ -53,14 +56,14 @@ async fn three_lapsed<S: Store + 'static>(store: &Arc<S>, t: &Tenant) -> Watcher
 
 /// A lapse task is resolved by the step that ends its lapse, in that step's commit: the late
 /// fact (reason `fact`, at the fact's receipt), the expectation's withdrawal (`withdrawn`, with
-/// its reason), its Task reaching `TASK_STATE_COMPLETED` (`task`, at the instant the state was
+/// its reason) or supersession (`superseded`, with the successor), its Task reaching `TASK_STATE_COMPLETED` (`task`, at the instant the state was
 /// recorded; a state that is not final resolves nothing). The first resolution stays: a later
 /// resolution, or a writer that read the entry before it was resolved, changes nothing; a
 /// resolution of a lapse task that is not stored is skipped.
 pub async fn lapses_are_resolved_once<S: Store + 'static>(store: Arc<S>) {
     let t = tenant("t-resolve");
     let booking = agent("booking");
-    let watcher = three_lapsed(&store, &t).await;
+    let watcher = lapsed(&store, &t).await;
     let stale = stored_entry(&*store, &t, &booking, &overdue_id("r-fact"))
         .await
         .expect("stored");
@@ -120,6 +123,32 @@ pub async fn lapses_are_resolved_once<S: Store + 'static>(store: Arc<S>) {
         ),
         other => panic!("a withdrawal resolves with reason withdrawn, not {other:?}"),
     }
+
+    let successor = Expectation::from_json(&json!({
+        "expectationId": "r-successor",
+        "kind": "shipment.manifest",
+        "subject": { "type": "shipment", "id": "S-r-superseded" },
+        "expects": "the manifest, rebooked",
+        "satisfiedBy": { "factKey": "k-r-superseded" },
+        "dueAt": at(60).to_string(),
+        "basis": "observed",
+        "supersedes": "r-superseded",
+    }))
+    .expect("a valid successor");
+    watcher
+        .apply(&t, &raise("task-r", vec![successor]), at(34))
+        .await
+        .expect("the successor");
+    assert_eq!(
+        resolved("r-superseded").await,
+        Some(Resolution {
+            at: at(34),
+            reason: ResolutionReason::Superseded {
+                by: ExpectationId::parse("r-successor").expect("a valid id")
+            }
+        }),
+        "a supersession resolves the predecessor's lapse, naming the successor"
+    );
 
     let task_id = overdue_id("r-task");
     let working = store
