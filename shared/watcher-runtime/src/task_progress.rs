@@ -109,8 +109,9 @@ fn merge_task_state(incoming: &mut OutboxEntry, stored: &OutboxEntry) {
 /// `stored` after a report at `now` that its lapse task is the Task `task_id`, now in `state` (a
 /// push about that task, or a pushed Task holding the lapse task's `messageId` in its history):
 /// the task id taken when `stored` names none, the state merged by [`keep_task_progress`],
-/// waiting for a person since `now` when the state is newly interrupted
-/// ([`mark_needs_person`]), nothing else changed. `None` when `stored` names another task or
+/// waiting for a person since `now` when the state is newly interrupted, resolved at `now` when
+/// it completes the lapse task and nothing resolved it before ([`mark_needs_person`]), nothing
+/// else changed. `None` when `stored` names another task or
 /// nothing would change.
 pub fn with_task_state(
     stored: &OutboxEntry,
@@ -285,6 +286,30 @@ mod tests {
 
     fn now() -> Instant {
         Instant::parse("2026-12-01T09:00:00Z").unwrap()
+    }
+
+    /// Every writer that learns a state (the SendMessage answer, a `GetTask` poll, a push) calls
+    /// `mark_needs_person`: a completed Task resolves the lapse there, at the instant it was
+    /// learnt, and a store's merge keeps the stored resolution (expectations-v1 §13.1).
+    #[test]
+    fn a_completed_task_resolves_the_lapse_where_the_state_is_learnt() {
+        use crate::resolution::{Resolution, ResolutionReason};
+        let mut polled = entry(Some("t"), Some(COMPLETED));
+        mark_needs_person(&mut polled, now());
+        let by_task = Resolution {
+            at: now(),
+            reason: ResolutionReason::Task {
+                state: COMPLETED.into(),
+            },
+        };
+        assert_eq!(polled.resolved.as_ref(), Some(&by_task));
+        let mut failed = entry(Some("t"), Some(FAILED));
+        mark_needs_person(&mut failed, now());
+        assert_eq!(failed.resolved, None, "a failed lapse task leaves it open");
+        // A delivery outcome written from an entry read before the resolution keeps it.
+        let mut stale = entry(Some("t"), Some(WORKING));
+        keep_task_progress(&mut stale, &polled);
+        assert_eq!(stale.resolved, Some(by_task));
     }
 
     /// A lapse task whose task asks for input waits for a person from the first report of it:
