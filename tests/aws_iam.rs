@@ -357,7 +357,7 @@ async fn a_statement_removed_from_the_template_is_denied_as_aws_denies_it() {
 
 /// An `Authorization` header naming the deployer (`test`) for `service`: the model lets the
 /// deployer through, and the emulator routes the request by the service it names.
-fn as_deployer(service: &str) -> String {
+pub(crate) fn as_deployer(service: &str) -> String {
     format!(
         "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/{service}/aws4_request, \
          SignedHeaders=host, Signature=0"
@@ -365,7 +365,7 @@ fn as_deployer(service: &str) -> String {
 }
 
 /// Schedule `name` of the timers' group as `GetSchedule` answers it (`None` when it is gone).
-async fn schedule(http: &reqwest::Client, emulator: &str, name: &str) -> Option<Value> {
+pub(crate) async fn schedule(http: &reqwest::Client, emulator: &str, name: &str) -> Option<Value> {
     let answer = http
         .get(format!("{emulator}/schedules/{name}?groupName={GROUP}"))
         .header("Authorization", as_deployer("scheduler"))

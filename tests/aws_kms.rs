@@ -69,28 +69,8 @@ async fn iam_state(http: &reqwest::Client, port: u16) -> Value {
         .expect("JSON")
 }
 
-/// An `Authorization` header naming the deployer (`test`) for `service`: the model lets the
-/// deployer through, and the emulator routes the request by the service it names.
-fn as_deployer(service: &str) -> String {
-    format!(
-        "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/{service}/aws4_request, \
-         SignedHeaders=host, Signature=0"
-    )
-}
-
-/// Schedule `name` of the timers' group as `GetSchedule` answers it (`None` when it is gone).
-async fn schedule(http: &reqwest::Client, emulator: &str, name: &str) -> Option<Value> {
-    let answer = http
-        .get(format!("{emulator}/schedules/{name}?groupName={GROUP}"))
-        .header("Authorization", as_deployer("scheduler"))
-        .send()
-        .await
-        .expect("the emulator answers");
-    if !answer.status().is_success() {
-        return None;
-    }
-    answer.json().await.ok()
-}
+// The deployer's signature and `GetSchedule`, as the IAM tests make them.
+use crate::aws_iam::{as_deployer, schedule};
 
 /// The run-time schedules of the timers' group (deadlines `d-`, horizons `h-`), as GetSchedule
 /// answers each.

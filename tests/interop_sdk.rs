@@ -38,7 +38,7 @@ fn root() -> PathBuf {
 ///
 /// # Panics
 /// When the venv is absent and `CI=true`, unless `A2A_SKIP_SDK` is set.
-fn sdk_python() -> Option<PathBuf> {
+pub(crate) fn sdk_python() -> Option<PathBuf> {
     let venv = std::env::var_os("A2A_SDK_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join(".venv-a2a"));

@@ -46,30 +46,8 @@ fn venv() -> PathBuf {
         .unwrap_or_else(|| root().join(".venv-a2a"))
 }
 
-/// The a2a-sdk venv's Python, or `None` (after saying why) when the venv is absent outside CI.
-///
-/// # Panics
-/// When the venv is absent and `CI=true`, unless `A2A_SKIP_SDK` is set.
-fn sdk_python() -> Option<PathBuf> {
-    let venv = venv();
-    let python = venv.join("bin").join("python");
-    if python.exists() {
-        return Some(python);
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
-    let told_to_skip = std::env::var_os("A2A_SKIP_SDK").is_some();
-    assert!(
-        !ci || told_to_skip,
-        "CI=true and the a2a-sdk venv is missing at {}: run `bash infra/a2a-sdk.sh`",
-        venv.display()
-    );
-    skip::skip(&format!(
-        "the a2a-sdk venv is missing at {}; run `bash infra/a2a-sdk.sh` (CI=true makes this a \
-         failure)",
-        venv.display()
-    ));
-    None
-}
+/// The a2a-sdk venv's Python, or `None` (after saying why): the interop tests' own lookup.
+use crate::interop_sdk::sdk_python;
 
 /// `python script args…` with the kit on the path, run from a neutral folder (nothing there
 /// shadows the SDK's or the kit's modules).
