@@ -11,7 +11,8 @@
 //! * `a2a-watcher retry --agent ID` — re-queue an agent's failed lapse tasks on a running watcher.
 //! * `a2a-watcher rearm` — re-create every open timer's schedule on AWS from the table (`rearm.rs`).
 //! * `a2a-watcher bench [--quick]` — throughput, latency and cost at 10k–1M open expectations.
-//! * `a2a-watcher subject|lapses|timeline|agents` — the operator's reads (`operator.rs`).
+//! * `a2a-watcher subject|lapses|timeline|agents|incidents` — the operator's reads (`operator.rs`);
+//!   `incidents ack` acknowledges an incident.
 //! * `a2a-watcher validate card|artifact FILE` — check a card or an artifact offline.
 
 mod bench;
@@ -519,6 +520,7 @@ fn main() -> ExitCode {
                 operator::OperatorCommand::Lapses { .. } => "lapses",
                 operator::OperatorCommand::Timeline { .. } => "timeline",
                 operator::OperatorCommand::Agents { .. } => "agents",
+                operator::OperatorCommand::Incidents(_) => "incidents",
             };
             exit_on(
                 runtime().and_then(|rt| rt.block_on(operator::run(command))),

@@ -1,4 +1,5 @@
-//! Operators' commands (docs/howto/operator-view.md): `subject`, `lapses`, `timeline` and `agents`,
+//! Operators' commands (docs/howto/operator-view.md): `subject`, `lapses`, `timeline`, `agents` and
+//! `incidents` ([`incidents`]),
 //! read from a running watcher (`--url`, `--token` or `A2A_WATCHER_URL`, `A2A_WATCHER_TOKEN`) over
 //! its operator routes (contracts/serve.md), or from the local SQLite database (`--db PATH`, or
 //! `--config watcher.toml` for its `database` and agents). Readable tables by default; `--json`
@@ -86,6 +87,10 @@ pub enum OperatorCommand {
         #[command(flatten)]
         source: Source,
     },
+    /// Print the open incidents (lapses not yet resolved) with their age and agent, oldest
+    /// first, or the resolved ones (`--state resolved`); `incidents ack AGENT MESSAGE_ID --by
+    /// WHO` acknowledges one (docs/howto/incidents.md).
+    Incidents(incidents::IncidentsArgs),
 }
 
 /// Runs `command`, printing to stdout.
@@ -162,6 +167,7 @@ pub async fn run(command: OperatorCommand) -> anyhow::Result<()> {
                 Ok(())
             }
         }
+        OperatorCommand::Incidents(args) => incidents::run(args).await,
         OperatorCommand::Agents { source } => {
             let body = match Reader::new(&source)? {
                 Reader::Remote(r) => r.get_json(&["v1", "agents"], &[]).await?,
@@ -658,6 +664,8 @@ pub fn agents_table(body: &Value, width: usize) -> String {
     }
     format!("{}\n{why}", render(t, width))
 }
+
+mod incidents;
 
 #[cfg(test)]
 mod tests;

@@ -99,6 +99,58 @@ fn input_of(schedule: &Value) -> Value {
     serde_json::from_str(schedule["Target"]["Input"].as_str().unwrap_or("")).unwrap_or_default()
 }
 
+/// Through lesson-write: defines `id` (one `customers` collection whose `northgate` entry is
+/// marked by its domain; `why` = (the definition's reason, the lesson's pattern)) and teaches it
+/// a lesson expiring at `expires_at`, whose review is then armed. Errors name the call and its
+/// status.
+async fn teach_with_review(
+    http: &reqwest::Client,
+    api: &str,
+    id: &str,
+    why: (&str, &str),
+    reason: &str,
+    expires_at: jiff::Timestamp,
+) -> Result<(), String> {
+    let (defined_for, pattern) = why;
+    let definition = format!("{api}/v1/definitions/{id}");
+    let put = http
+        .put(&definition)
+        .bearer_auth(TEACHER_TOKEN)
+        .json(&json!({
+            "collections": { "customers": {
+                "learnable": "marks", "entry": "customer",
+                "teaches": "which customer a message belongs to",
+                "entries": { "northgate": { "label": "Northgate Motors", "value": { "marks": [
+                    { "pattern": "@northgate-motors\\.example", "where": "from" } ] } } }
+            } },
+            "taughtBy": TEACHER_ID,
+            "reason": defined_for
+        }))
+        .send()
+        .await
+        .map_err(|e| format!("PUT {definition}: {e}"))?;
+    if put.status().as_u16() != 201 {
+        return Err(format!("PUT {definition}: {}", put.status()));
+    }
+    let taught = http
+        .post(format!("{definition}/lessons"))
+        .bearer_auth(TEACHER_TOKEN)
+        .json(&json!({
+            "collection": "customers", "entry": "northgate",
+            "value": { "pattern": pattern, "where": "from" },
+            "taughtBy": TEACHER_ID,
+            "reason": reason,
+            "expiresAt": fmt(expires_at),
+        }))
+        .send()
+        .await
+        .map_err(|e| format!("POST {definition}/lessons: {e}"))?;
+    if taught.status().as_u16() != 200 {
+        return Err(format!("POST {definition}/lessons: {}", taught.status()));
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lapse_is_delivered_with_every_resource_under_the_customers_key() {
     let test = "a_lapse_is_delivered_with_every_resource_under_the_customers_key";
@@ -204,38 +256,19 @@ async fn a_lapse_is_delivered_with_every_resource_under_the_customers_key() {
 
     // Through lesson-write: the definitions table and the watcher's table under the key, and
     // the lesson's review, due in ten minutes, armed on the timer queue.
-    let definition = format!("{}/v1/definitions/kms-desk", stack.api);
-    let put = http
-        .put(&definition)
-        .bearer_auth(TEACHER_TOKEN)
-        .json(&json!({
-            "collections": { "customers": {
-                "learnable": "marks", "entry": "customer",
-                "teaches": "which customer a message belongs to",
-                "entries": { "northgate": { "label": "Northgate Motors", "value": { "marks": [
-                    { "pattern": "@northgate-motors\\.example", "where": "from" } ] } } }
-            } },
-            "taughtBy": TEACHER_ID,
-            "reason": "the customer of the pre-alert desk"
-        }))
-        .send()
-        .await
-        .expect("the local HTTP API answers");
-    assert_eq!(put.status().as_u16(), 201, "{}", stack.proc.tail());
-    let taught = http
-        .post(format!("{definition}/lessons"))
-        .bearer_auth(TEACHER_TOKEN)
-        .json(&json!({
-            "collection": "customers", "entry": "northgate",
-            "value": { "pattern": "billing@origin\\.example", "where": "from" },
-            "taughtBy": TEACHER_ID,
-            "reason": "until the new billing desk takes over",
-            "expiresAt": fmt(origin(Duration::from_secs(600))),
-        }))
-        .send()
-        .await
-        .expect("the local HTTP API answers");
-    assert_eq!(taught.status().as_u16(), 200, "{}", stack.proc.tail());
+    teach_with_review(
+        &http,
+        &stack.api,
+        "kms-desk",
+        (
+            "the customer of the pre-alert desk",
+            "billing@origin\\.example",
+        ),
+        "until the new billing desk takes over",
+        origin(Duration::from_secs(600)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", stack.proc.tail()));
 
     // Beyond the timer queue's reach: a deadline two hours ahead through the api, and a lesson's
     // review two hours ahead through lesson-write, each armed as a schedule under the key.
@@ -254,38 +287,16 @@ async fn a_lapse_is_delivered_with_every_resource_under_the_customers_key() {
         .await
         .expect("the local HTTP API answers");
     assert_eq!(answer.status().as_u16(), 200, "{}", stack.proc.tail());
-    let later = format!("{}/v1/definitions/kms-desk-later", stack.api);
-    let put = http
-        .put(&later)
-        .bearer_auth(TEACHER_TOKEN)
-        .json(&json!({
-            "collections": { "customers": {
-                "learnable": "marks", "entry": "customer",
-                "teaches": "which customer a message belongs to",
-                "entries": { "northgate": { "label": "Northgate Motors", "value": { "marks": [
-                    { "pattern": "@northgate-motors\\.example", "where": "from" } ] } } }
-            } },
-            "taughtBy": TEACHER_ID,
-            "reason": "the customer of the night desk"
-        }))
-        .send()
-        .await
-        .expect("the local HTTP API answers");
-    assert_eq!(put.status().as_u16(), 201, "{}", stack.proc.tail());
-    let taught = http
-        .post(format!("{later}/lessons"))
-        .bearer_auth(TEACHER_TOKEN)
-        .json(&json!({
-            "collection": "customers", "entry": "northgate",
-            "value": { "pattern": "night@origin\\.example", "where": "from" },
-            "taughtBy": TEACHER_ID,
-            "reason": "until the night desk closes",
-            "expiresAt": fmt(origin(Duration::from_secs(7200))),
-        }))
-        .send()
-        .await
-        .expect("the local HTTP API answers");
-    assert_eq!(taught.status().as_u16(), 200, "{}", stack.proc.tail());
+    teach_with_review(
+        &http,
+        &stack.api,
+        "kms-desk-later",
+        ("the customer of the night desk", "night@origin\\.example"),
+        "until the night desk closes",
+        origin(Duration::from_secs(7200)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", stack.proc.tail()));
     let emulator = stack.emulator.clone();
     let both = wait_until(
         || async {

@@ -27,6 +27,7 @@ mod serve_delivery;
 mod serve_full_disk;
 mod serve_http;
 mod serve_ids;
+mod serve_incidents;
 mod serve_limits;
 mod serve_lock;
 mod serve_metrics;

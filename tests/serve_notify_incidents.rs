@@ -1,7 +1,10 @@
 //! The incident formats in `serve` (issue 43): a lapse reaches a local stand-in for PagerDuty,
 //! Opsgenie and an Alertmanager once, on the vendor's path, with its key and the documented
 //! shape; with `redact`, the subject's id and the agent's words do not leave (left out, or
-//! hashed under `redact_key`).
+//! hashed under `redact_key`). A fact that arrives late, after a kill -9 and restart of `serve`
+//! between the trigger and the fact, resolves each incident once (PagerDuty `resolve` with the
+//! same `dedup_key`, Opsgenie close by alias, the same Alertmanager alert with `endsAt`); a
+//! `grace` swallows a fact a few seconds late: that lapse is paged to nobody.
 
 use crate::common;
 
@@ -167,4 +170,162 @@ async fn alertmanager_gets_one_alert_with_hashed_subjects() {
         a.get("generatorURL").is_none(),
         "its path holds the subject"
     );
+}
+
+/// The channel `id` of `format` posting to `vendor`, with `extra` keys.
+fn incident_channel(id: &str, format: &str, vendor: &VendorReceiver, extra: &str) -> String {
+    let keys = match format {
+        "pagerduty" => format!(
+            "url = \"{}/v2/enqueue\"\nrouting_key = \"R0UT1NGKEY0000000000000000000000\"\n",
+            vendor.url
+        ),
+        "opsgenie" => format!("url = \"{}\"\napi_key = \"genie-key\"\n", vendor.url),
+        _ => format!("url = \"{}\"\n", vendor.url),
+    };
+    format!("[[notify]]\nid = \"{id}\"\nformat = \"{format}\"\n{keys}{extra}\n")
+}
+
+/// The manifest of `shipment`, observed now (after its expectation lapsed: a late fact).
+fn late_manifest(shipment: &str) -> Value {
+    serde_json::json!({
+        "factKey": format!("shipment.manifest.received:{shipment}"),
+        "observedAt": fmt(Timestamp::now()),
+        "subject": { "type": "shipment", "id": shipment },
+    })
+}
+
+#[tokio::test]
+async fn a_late_fact_resolves_each_page_once_through_a_kill() {
+    let (pd, og, am) = (
+        VendorReceiver::start().await,
+        VendorReceiver::start().await,
+        VendorReceiver::start().await,
+    );
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let config = format!(
+        "public_url = \"http://watcher.test\"\n\n{}{}{}",
+        incident_channel("pd", "pagerduty", &pd, ""),
+        incident_channel("og", "opsgenie", &og, ""),
+        incident_channel("am", "alertmanager", &am, ""),
+    );
+    let mut w = spawn_watcher(&agent, &config).await;
+    let due = plus(Timestamp::now(), 2);
+    let push = one_expectation("task-late", "exp-late", "PA-LATE", due, "PT0S");
+    assert_eq!(w.push(&push).await.status, 200);
+    let each_got = |n: usize| {
+        let vendors = [&pd, &og, &am];
+        move || async move { vendors.iter().all(|v| v.accepted().len() >= n) }
+    };
+    assert!(
+        wait_until(each_got(1), PATIENCE).await,
+        "a trigger did not reach every vendor:\n{}",
+        w.log()
+    );
+    // Killed (SIGKILL) between the trigger and the fact, then started again.
+    w.kill().await;
+    w.start().await;
+    assert_eq!(w.report(&late_manifest("PA-LATE")).await.status, 200);
+    assert!(
+        wait_until(each_got(2), PATIENCE).await,
+        "a resolve did not reach every vendor: {:?} {:?} {:?}\n{}",
+        pd.seen(),
+        og.seen(),
+        am.seen(),
+        w.log()
+    );
+    w.restart().await;
+    let exactly_two = || async { [&pd, &og, &am].iter().all(|v| v.seen().len() == 2) };
+    assert!(
+        holds_for(exactly_two, Duration::from_secs(8)).await,
+        "told again: {:?} {:?} {:?}",
+        pd.seen(),
+        og.seen(),
+        am.seen()
+    );
+
+    let (trigger, resolve) = (&pd.seen()[0].body, &pd.seen()[1].body);
+    assert_eq!(trigger["event_action"], "trigger");
+    assert_eq!(resolve["event_action"], "resolve");
+    assert_eq!(resolve["dedup_key"], trigger["dedup_key"]);
+    assert_eq!(resolve["routing_key"], "R0UT1NGKEY0000000000000000000000");
+    assert_eq!(resolve.as_object().unwrap().len(), 3, "{resolve}");
+
+    let (create, close) = (&og.seen()[0], &og.seen()[1]);
+    let alias = create.body["alias"].as_str().unwrap();
+    assert_eq!(
+        close.path,
+        format!(
+            "/v2/alerts/{}/close?identifierType=alias",
+            alias.replace('_', "%5F")
+        )
+    );
+    assert_eq!(close.authorization.as_deref(), Some("GenieKey genie-key"));
+    assert_eq!(close.body["source"], "watcher.test");
+    let note = close.body["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("Resolved at ") && note.ends_with(": its fact arrived."),
+        "{note}"
+    );
+
+    let (firing, resolved) = (&am.seen()[0].body[0], &am.seen()[1].body[0]);
+    assert_eq!(resolved["labels"], firing["labels"], "the same alert");
+    assert_eq!(resolved["startsAt"], firing["startsAt"]);
+    let ends = resolved["endsAt"]
+        .as_str()
+        .unwrap()
+        .parse::<Timestamp>()
+        .unwrap();
+    let starts = firing["startsAt"]
+        .as_str()
+        .unwrap()
+        .parse::<Timestamp>()
+        .unwrap();
+    assert!(ends > starts, "ends when the fact came: {resolved}");
+    assert!(ends <= Timestamp::now());
+}
+
+#[tokio::test]
+async fn a_grace_swallows_a_fact_a_few_seconds_late() {
+    let vendor = VendorReceiver::start().await;
+    let agent = spawn_capture_agent(Behaviour::accept()).await;
+    let config = format!(
+        "public_url = \"http://watcher.test\"\n\n{}",
+        incident_channel("pd", "pagerduty", &vendor, "grace = \"PT6S\"\n"),
+    );
+    let w = spawn_watcher(&agent, &config).await;
+    let due = plus(Timestamp::now(), 2);
+    let each = [
+        ("exp-short".to_owned(), "PA-SHORT".to_owned()),
+        ("exp-long".to_owned(), "PA-LONG".to_owned()),
+    ];
+    assert_eq!(
+        w.push(&expectations_on("task-grace", &each, due, "PT0S"))
+            .await
+            .status,
+        200
+    );
+    // Both lapsed (their lapse tasks reached the agent); one fact arrives within the grace.
+    assert!(
+        wait_until(|| async { agent.sent_message_ids().len() >= 2 }, PATIENCE).await,
+        "no lapse tasks:\n{}",
+        w.log()
+    );
+    assert_eq!(w.report(&late_manifest("PA-SHORT")).await.status, 200);
+    assert!(
+        wait_until(|| async { !vendor.accepted().is_empty() }, PATIENCE).await,
+        "the unresolved lapse was not paged after its grace:\n{}",
+        w.log()
+    );
+    assert!(
+        holds_for(
+            || async { vendor.seen().len() == 1 },
+            Duration::from_secs(8)
+        )
+        .await,
+        "the lapse resolved within its grace was told: {:?}",
+        vendor.seen()
+    );
+    let p = &vendor.seen()[0].body;
+    assert_eq!(p["event_action"], "trigger");
+    assert_eq!(p["payload"]["custom_details"]["subject_id"], "PA-LONG");
 }

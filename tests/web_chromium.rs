@@ -2,7 +2,8 @@
 //! by `.ci/run` through infra/chromium.sh) driven over the DevTools protocol. A `serve` child runs
 //! the worked example on compressed times; the test logs in through the form (the token goes in
 //! a POST body and comes back as an HttpOnly, SameSite=Strict cookie, never in a URL), reads each
-//! page's DOM, and saves a screenshot of the subject's page to `target/web-subject.png`.
+//! page's DOM, acknowledges an incident with its button, and saves a screenshot of the subject's
+//! page to `target/web-subject.png`.
 //!
 //! Without Chromium the test fails, unless `A2A_SKIP_CHROMIUM=1` says to skip it (locally).
 
@@ -310,6 +311,17 @@ async fn the_web_page_in_headless_chromium() {
             .unwrap();
         assert!(bytes.starts_with(b"\x89PNG"), "a PNG");
         std::fs::write(&shot_for_browser, bytes).unwrap();
+
+        // Open incidents: the four lapses, oldest first; the browser's own form post of the first
+        // one's button (the session cookie, same origin) acknowledges it and comes back to three.
+        page.open(&format!("{base}/ui/incidents"), "!!document.querySelector('#incidents')");
+        assert_eq!(page.eval("document.querySelectorAll('#incidents tr').length"), json!(5), "a header and four incidents");
+        assert_eq!(page.eval("document.querySelector('#incidents tr:nth-child(2) td:nth-child(2)').innerText"), json!("booking"));
+        page.eval("document.querySelector('#incidents form').submit(); true");
+        page.wait_for(&format!(
+            "location.href === {} && document.querySelectorAll('#incidents tr').length === 4",
+            json!(format!("{base}/ui/incidents"))
+        ));
 
         // Log out: the cookie is gone and the record with it.
         page.eval("document.querySelector('form[action=\"/ui/logout\"]').submit(); true");

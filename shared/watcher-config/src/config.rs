@@ -170,6 +170,14 @@ pub struct AgentConfig {
     /// notification channels tell it. A definition has one owner per tenant. Default: none.
     #[serde(default)]
     pub learnables: Vec<String>,
+    /// The states of a lapse task's Task that resolve its lapse's incident (expectations-v1
+    /// §13.1; docs/interpretation.md "Incidents"): A2A 1.0 wire names of terminal states
+    /// (`TASK_STATE_COMPLETED`, `TASK_STATE_FAILED`, `TASK_STATE_CANCELED`,
+    /// `TASK_STATE_REJECTED`). Default: `["TASK_STATE_COMPLETED"]` (a lapse task that failed or
+    /// was canceled leaves the incident open for a person). Kept on each lapse task when it is
+    /// recorded: a change applies to lapses recorded after it.
+    #[serde(default)]
+    pub resolve_on: Vec<String>,
 }
 
 fn default_true() -> bool {
@@ -363,6 +371,9 @@ impl Config {
                 return Err(ConfigError::DuplicateAgent(a.id.clone()));
             }
         }
+        for a in &self.agents {
+            check_resolve_on(a)?;
+        }
         let mut owned = std::collections::BTreeMap::new();
         for a in &self.agents {
             for d in &a.learnables {
@@ -398,6 +409,23 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// Checks that `agent.resolve_on` lists terminal A2A 1.0 `TaskState` wire names only.
+fn check_resolve_on(agent: &AgentConfig) -> Result<(), ConfigError> {
+    for state in &agent.resolve_on {
+        let parsed = a2a_types::TaskState::from_wire_str(state);
+        if parsed.as_str() != state || !parsed.is_terminal() {
+            return Err(ConfigError::ResolveOn {
+                agent: agent.id.clone(),
+                reason: format!(
+                    "{state:?} is not a terminal task state; use TASK_STATE_COMPLETED, \
+                     TASK_STATE_FAILED, TASK_STATE_CANCELED or TASK_STATE_REJECTED"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Parses the TOML, warning (on stderr and in the log) about every key this version does not
@@ -554,6 +582,31 @@ token = "ops-token-1"
         )
         .unwrap_err();
         assert!(err.to_string().contains("used twice"), "{err}");
+    }
+
+    #[test]
+    fn resolve_on_takes_terminal_states_only() {
+        let agent = "[[agents]]\nid = \"a\"\ncard = \"x\"\npush_token = \"p\"\n";
+        let ok = Config::from_toml(&format!(
+            "{agent}resolve_on = [\"TASK_STATE_COMPLETED\", \"TASK_STATE_CANCELED\"]\n"
+        ))
+        .expect("terminal states");
+        assert_eq!(
+            ok.agents[0].resolve_on,
+            ["TASK_STATE_COMPLETED", "TASK_STATE_CANCELED"]
+        );
+        for bad in ["TASK_STATE_WORKING", "completed", "TASK_STATE_DONE"] {
+            let err =
+                Config::from_toml(&format!("{agent}resolve_on = [\"{bad}\"]\n")).expect_err(bad);
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "agents: agent \"a\": resolve_on: \"{bad}\" is not a terminal task state; use \
+                     TASK_STATE_COMPLETED, TASK_STATE_FAILED, TASK_STATE_CANCELED or \
+                     TASK_STATE_REJECTED"
+                )
+            );
+        }
     }
 
     #[test]

@@ -74,6 +74,16 @@ pub enum ConfigError {
     /// A source with a signature shares its id with another source (a signed request names its
     /// source only by the path). What to do: give the signed source its own `id`.
     SignedSourceShared(String),
+    /// An agent's `resolve_on` names a state that is not a terminal A2A `TaskState`
+    /// (expectations-v1 §13.1: the lapse task's end resolves its incident). What to do: list
+    /// terminal states only (`TASK_STATE_COMPLETED`, `TASK_STATE_FAILED`, `TASK_STATE_CANCELED`,
+    /// `TASK_STATE_REJECTED`).
+    ResolveOn {
+        /// The agent.
+        agent: String,
+        /// The state and why.
+        reason: String,
+    },
     /// A `[[notify]]` channel is not usable. What to do: correct the field named.
     Notify {
         /// The channel.
@@ -116,6 +126,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "sources: source {id:?} has a signature, so its id must not be used by another source"
             )?,
+            ConfigError::ResolveOn { agent, reason } => {
+                write!(f, "agents: agent {agent:?}: resolve_on: {reason}")?;
+            }
             ConfigError::Notify { id, reason } => write!(f, "notify: channel {id:?}: {reason}")?,
         }
         if f.alternate() {

@@ -67,6 +67,7 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "reconcile",
             "probe",
             "learnables",
+            "resolve_on",
         ],
     ),
     (
@@ -83,8 +84,10 @@ pub const KNOWN_KEYS: &[(&str, &[&str])] = &[
             "format",
             "agents",
             "kinds",
+            "expectation_kinds",
             "events",
             "digest",
+            "grace",
             "timeout_secs",
             "from",
             "to",

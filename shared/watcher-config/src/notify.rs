@@ -61,8 +61,9 @@ pub const REDACT_FIELDS: [&str; 4] = ["subject", "fact_key", "agent_text", "expe
 const LAPSE_KINDS: [&str; 3] = ["overdue", "skipped", "stalled"];
 
 /// The events a `[[notify]]` channel can tell (`events`; expectations-v1 §13.1, §10.2).
-pub const NOTIFY_EVENTS: [&str; 5] = [
+pub const NOTIFY_EVENTS: [&str; 6] = [
     "lapse.recorded",
+    "lapse.resolved",
     "lapse_task.failed",
     "delivery.failing",
     "card.unavailable",
@@ -97,12 +98,18 @@ pub struct NotifyConfig {
     /// Only these lapses, by lapse kind: `overdue`, `skipped`, `stalled`; empty: all three. Digests count only these. Refused when `events` leaves out `lapse.recorded`.
     #[serde(default)]
     pub kinds: Vec<String>,
-    /// Only these events (absent or empty, the default: all five): `lapse.recorded` (a lapse; a `lapse.digest` per window when `digest` is set), `lapse_task.needs_person` (the task an agent created for a lapse task asks for input or authorization), `delivery.failing` (a lapse task of an agent is given up while none of its others is failed; told instead of that task's `lapse_task.failed`), `lapse_task.failed` (any further lapse task given up: it waits for an operator's re-queue), `card.unavailable` (an agent's card could not be read for a minute). `agents` filters every event; `kinds` filters lapses only.
+    /// Only lapses of expectations of these kinds (the expectation's `kind`, e.g. `shipment.manifest`, compared exactly); empty: every kind. Their ends (`lapse.resolved`) follow. Refused when a name is empty, and when `events` leaves out `lapse.recorded`.
+    #[serde(default)]
+    pub expectation_kinds: Vec<String>,
+    /// Only these events (absent or empty, the default: all six): `lapse.recorded` (a lapse; a `lapse.digest` per window when `digest` is set), `lapse.resolved` (the end of a lapse the channel told: its fact arrived late, its lapse task's Task completed, its expectation was withdrawn or superseded, or an operator acknowledged it; PagerDuty `resolve`, Opsgenie close, Alertmanager `endsAt`; counted in the digest when `digest` is set; needs `lapse.recorded`), `lapse_task.needs_person` (the task an agent created for a lapse task asks for input or authorization), `delivery.failing` (a lapse task of an agent is given up while none of its others is failed; told instead of that task's `lapse_task.failed`), `lapse_task.failed` (any further lapse task given up: it waits for an operator's re-queue), `card.unavailable` (an agent's card could not be read for a minute). `agents` filters every event; `kinds` filters lapses only.
     #[serde(default)]
     pub events: Vec<String>,
     /// ISO 8601 duration: when set, lapses are told as one digest per window (counts and the first few) instead of one message each; the window opens at the first lapse not yet told. Refused when `events` leaves out `lapse.recorded`, and on `pagerduty`, `opsgenie` and `alertmanager` channels (each lapse is its own incident).
     #[serde(default)]
     pub digest: Option<IsoDuration>,
+    /// ISO 8601 duration (`PT2M`): a lapse is told only once it is this old and only if it is still unresolved then; a lapse resolved within the grace (its fact arrived a minute late) is told to nobody, nor is its end. Absent: each lapse is told at once. Refused when not longer than zero, and when `events` leaves out `lapse.recorded`.
+    #[serde(default)]
+    pub grace: Option<IsoDuration>,
     /// Per-request timeout in seconds. Default 10.
     #[serde(default = "default_notify_timeout")]
     pub timeout_secs: u64,
@@ -153,7 +160,8 @@ impl NotifyConfig {
     /// the digest window, the secret's form (not empty; a `whsec_` secret has a base64 key
     /// after the prefix), and that no key is set that the format does not use (`from`, `to`,
     /// `username`, `password` outside email; `secret` on email and sns, which are not signed;
-    /// `kinds`, `digest` or `min_severity` when `events` leaves out `lapse.recorded`; a
+    /// `kinds`, `digest`, `grace`, `min_severity` or `lapse.resolved` when `events` leaves out
+    /// `lapse.recorded`; a grace not longer than zero; a
     /// `min_severity` that is not a severity). What needs the rest of the configuration (the
     /// tenant, the `agents` filter) is [`NotifyConfig::check_in`].
     ///
@@ -255,6 +263,11 @@ impl NotifyConfig {
                 )));
             }
         }
+        if self.expectation_kinds.iter().any(|k| k.trim().is_empty()) {
+            return Err(bad(
+                "expectation_kinds: a kind must not be empty (name the expectation's kind, e.g. \"shipment.manifest\")".into(),
+            ));
+        }
         if let Some(m) = &self.min_severity {
             if !PAGERDUTY_SEVERITIES.contains(&m.as_str()) {
                 let hint = closest(m, PAGERDUTY_SEVERITIES.iter().copied())
@@ -279,12 +292,25 @@ impl NotifyConfig {
                 return Err(bad("digest: the window must be longer than zero".into()));
             }
         }
+        if let Some(g) = &self.grace {
+            if g.as_nanos() <= 0 {
+                return Err(bad(
+                    "grace: must be longer than zero; remove it to tell each lapse at once".into(),
+                ));
+            }
+        }
         if !self.events.is_empty() && !self.events.iter().any(|e| e == "lapse.recorded") {
             // `kinds` and `digest` act on lapses only.
             let given = [
                 ("kinds", !self.kinds.is_empty()),
+                ("expectation_kinds", !self.expectation_kinds.is_empty()),
                 ("digest", self.digest.is_some()),
+                ("grace", self.grace.is_some()),
                 ("min_severity", self.min_severity.is_some()),
+                (
+                    "lapse.resolved",
+                    self.events.iter().any(|e| e == "lapse.resolved"),
+                ),
             ];
             if let Some((key, _)) = given.iter().find(|(_, set)| *set) {
                 return Err(bad(format!(
@@ -656,6 +682,42 @@ mod tests {
         accepted(&format!(
             "{URL}events = [\"lapse.recorded\", \"delivery.failing\"]\nkinds = [\"overdue\"]\ndigest = \"PT15M\"\n"
         ));
+    }
+
+    #[test]
+    fn grace_is_a_positive_duration_for_lapses() {
+        let ok = accepted(&format!("{URL}grace = \"PT2M\"\n"));
+        assert_eq!(
+            ok.notify[0]
+                .grace
+                .as_ref()
+                .map(super::IsoDuration::as_nanos),
+            Some(120_000_000_000)
+        );
+        assert_eq!(accepted(URL).notify[0].grace, None);
+        assert_eq!(
+            refused(&format!("{URL}grace = \"PT0S\"\n")),
+            "notify: channel \"ops\": grace: must be longer than zero; remove it to tell each lapse at once"
+        );
+        assert_eq!(
+            refused(&format!("{URL}events = [\"card.unavailable\"]\ngrace = \"PT2M\"\n")),
+            "notify: channel \"ops\": grace: applies to lapses, but events leaves out \"lapse.recorded\"; add it to events or remove grace"
+        );
+        assert_eq!(
+            refused(&format!("{URL}events = [\"lapse.resolved\"]\n")),
+            "notify: channel \"ops\": lapse.resolved: applies to lapses, but events leaves out \"lapse.recorded\"; add it to events or remove lapse.resolved"
+        );
+        accepted(&format!(
+            "{URL}events = [\"lapse.recorded\", \"lapse.resolved\"]\ngrace = \"PT2M\"\n"
+        ));
+        let ok = accepted(&format!(
+            "{URL}expectation_kinds = [\"shipment.manifest\"]\n"
+        ));
+        assert_eq!(ok.notify[0].expectation_kinds, ["shipment.manifest"]);
+        assert_eq!(
+            refused(&format!("{URL}expectation_kinds = [\" \"]\n")),
+            "notify: channel \"ops\": expectation_kinds: a kind must not be empty (name the expectation's kind, e.g. \"shipment.manifest\")"
+        );
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub struct Delivery {
     pub push: Option<(String, String)>,
     /// The interface's `tenant`, copied into the request when the card names one.
     pub tenant: Option<String>,
+    /// The lapse task's Task states that resolve its lapse's incident (expectations-v1 §13.1,
+    /// `[[agents]] resolve_on`): terminal states; empty: `TASK_STATE_COMPLETED` only.
+    pub resolve_on: Vec<a2a_types::TaskState>,
 }
 
 impl Lapse {
@@ -239,6 +242,7 @@ mod tests {
                 "tok".into(),
             )),
             tenant: Some("t-1".into()),
+            resolve_on: Vec::new(),
         };
         let typed = lapse.send_request(&delivery);
         let json = lapse.request(&delivery);

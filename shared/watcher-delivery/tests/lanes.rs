@@ -383,6 +383,17 @@ impl watcher_runtime::store::Outbox for SlowRecords {
             .outbox_task_state(tenant, agent, message_id, task_id, state, now)
             .await
     }
+    async fn outbox_resolve(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        resolution: &watcher_runtime::resolution::Resolution,
+    ) -> Result<Option<OutboxEntry>, watcher_runtime::store::StoreError> {
+        self.inner
+            .outbox_resolve(tenant, agent, message_id, resolution)
+            .await
+    }
     async fn outbox_lane(
         &self,
         query: &watcher_runtime::store::LaneQuery<'_>,

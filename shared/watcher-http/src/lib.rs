@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod incidents;
 pub mod learnables;
 pub mod learnables_answers;
 pub mod learnables_requests;
@@ -98,6 +99,12 @@ fn api_table() -> Vec<Route<AppState>> {
         route(Get, "/v1/lapses", routes::lapses),
         route(Post, "/v1/lapses/retry", routes::retry_lapses),
         route(Get, "/v1/agents", routes::agents),
+        route(Get, "/v1/incidents", routes::incidents),
+        route(
+            Post,
+            "/v1/incidents/acknowledge",
+            routes::acknowledge_incident,
+        ),
         route(Get, "/v1/schemas/{file}", schemas::get_schema),
     ]
 }

@@ -34,7 +34,8 @@ pub struct PageParams {
 pub enum Cursor {
     /// A position in a store's order (outbox or rejections).
     Position(u64),
-    /// An agent id: the page starts after it.
+    /// A text: an agent id the page starts after (`GET /v1/agents`), or an incident position
+    /// (`GET /v1/incidents`, [`crate::incidents::IncidentCursor`]).
     Agent(String),
 }
 
@@ -127,7 +128,8 @@ pub fn parse(uri: &Uri, kind: char, filters: &[&str]) -> Result<PageParams, ApiE
     };
     let after = seen
         .remove("cursor")
-        .map(|c| decode(kind, &c, kind == 'a'))
+        // Text cursors: an agent id (`GET /v1/agents`), an incident position (`GET /v1/incidents`).
+        .map(|c| decode(kind, &c, matches!(kind, 'a' | 'i')))
         .transpose()?;
     Ok(PageParams {
         limit,

@@ -10,6 +10,9 @@
 //!   timer index, never a scan of the record); `GET /ui/find?type=&id=` goes to one subject.
 //! * `GET /ui/subjects/{type}/{id}`: the subject's record and its timeline picture.
 //! * `GET /ui/lapses`: lapse tasks per agent and delivery state, with the task's state.
+//! * `GET /ui/incidents`: open incidents with their age and owner agent, each with an
+//!   acknowledge button (`POST /ui/incidents/acknowledge`), and each channel's last result
+//!   (`web/incidents.rs`).
 //! * `GET /ui/agents`: each agent's lapse-task delivery health and card (`GET /v1/agents`).
 //! * `GET /ui/notifications`: each notification channel of the tenant (`[[notify]]`): where it
 //!   posts, its last delivery and its failures (expectations-v1 §13.1).
@@ -69,6 +72,8 @@ fn web_table() -> Vec<crate::route_table::Route<AppState>> {
         route(Get, "/ui/find", find),
         route(Get, "/ui/subjects/{subject_type}/{subject_id}", subject),
         route(Get, "/ui/lapses", lapses),
+        route(Get, "/ui/incidents", incidents::incidents),
+        route(Post, "/ui/incidents/acknowledge", incidents::acknowledge),
         route(Get, "/ui/agents", agents),
         route(Get, "/ui/notifications", notifications),
     ]
@@ -121,6 +126,7 @@ fn page(title: &str, who: Option<&Principal>, body: Markup) -> Markup {
                     @if let Some(p) = who {
                         a href="/ui/subjects" { "Subjects" }
                         a href="/ui/lapses" { "Lapse tasks" }
+                        a href="/ui/incidents" { "Incidents" }
                         a href="/ui/agents" { "Agents" }
                         a href="/ui/notifications" { "Notifications" }
                         span { "operator " (p.id) " · tenant " (p.tenant.as_str()) }
@@ -234,6 +240,8 @@ macro_rules! logged_in {
     };
 }
 
+mod incidents;
+
 async fn home(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let Ok(who) = operator(&state, &headers) else {
         return login_page(StatusCode::OK, None);
@@ -247,6 +255,7 @@ async fn home(State(state): State<AppState>, headers: HeaderMap) -> Response {
                 ul {
                     li { a href="/ui/subjects" { "Subjects with open expectations" } ", by next deadline" }
                     li { a href="/ui/lapses" { "Lapse tasks" } " with their delivery and task state" }
+                    li { a href="/ui/incidents" { "Open incidents" } ": lapses not yet resolved, to acknowledge" }
                     li { a href="/ui/agents" { "Agents" } ": lapse-task delivery health and cards" }
                     li { a href="/ui/notifications" { "Notifications" } ": who is told of each lapse, and how the last deliveries went" }
                 }

@@ -5,6 +5,7 @@
 mod common;
 mod delivery_ops;
 mod health;
+mod incidents;
 mod instants;
 mod learnables_http;
 mod openapi;

@@ -129,6 +129,16 @@ fn typed_answers(
         ok("get", "/v1/lapses", g.subschema_for::<LapsesPage>()),
         ok("post", "/v1/lapses/retry", g.subschema_for::<RetryAnswer>()),
         ok("get", "/v1/agents", g.subschema_for::<AgentsPage>()),
+        ok(
+            "get",
+            "/v1/incidents",
+            g.subschema_for::<watcher_http::incidents::IncidentsPage>(),
+        ),
+        ok(
+            "post",
+            "/v1/incidents/acknowledge",
+            g.subschema_for::<watcher_http::incidents::IncidentView>(),
+        ),
         ok("get", "/v1/learnables", g.subschema_for::<LearnablesList>()),
         ok(
             "get",
@@ -193,6 +203,12 @@ fn typed_requests(g: &mut schemars::SchemaGenerator) -> Vec<(&'static str, &'sta
                 .to_value(),
         ),
         (
+            "post",
+            "/v1/incidents/acknowledge",
+            g.subschema_for::<watcher_http::routes::AcknowledgeRequest>()
+                .to_value(),
+        ),
+        (
             "put",
             "/v1/definitions/{id}",
             g.subschema_for::<CreateDefinitionRequest>().to_value(),
@@ -222,12 +238,21 @@ fn typed_parameters(
     g: &mut schemars::SchemaGenerator,
 ) -> Vec<(&'static str, &'static str, &'static str, Value)> {
     use watcher_runtime::store::DeliveryState;
-    vec![(
-        "get",
-        "/v1/lapses",
-        "delivery",
-        g.subschema_for::<DeliveryState>().to_value(),
-    )]
+    vec![
+        (
+            "get",
+            "/v1/lapses",
+            "delivery",
+            g.subschema_for::<DeliveryState>().to_value(),
+        ),
+        (
+            "get",
+            "/v1/incidents",
+            "kind",
+            g.subschema_for::<watcher_core::record::LapseKind>()
+                .to_value(),
+        ),
+    ]
 }
 
 /// A JSON Schema 2020-12 generator whose definitions go to `components.schemas`, for answers

@@ -13,6 +13,7 @@
 //! | `LapseTasksDelivered` | Count | 1 per delivered task (the lateness objective's "all") |
 //! | `LapseTasksDeliveredLate` | Count | 1 per delivered task later than the objective, else 0 |
 //! | `OpenExpectations` | Count | after each sweep, from the per-agent live counters |
+//! | `OpenIncidentsOverdue`, `OpenIncidentsSkipped`, `OpenIncidentsStalled` | Count | after each sweep, per function and `Agent`: the agent's open incidents (lapses not resolved) of that kind, from its open lane, at most 1,000 per agent (`watcher_runtime::metrics::open_incidents`) |
 //! | `TimerFailures` | Count | per due timer whose record could not be read or written |
 //! | `Notifications`, `NotificationFailures`, `NotificationRedirects` | Count | per notification, also by `Channel`; a redirect (3xx, not followed) is a failure too |
 
@@ -215,6 +216,28 @@ pub fn notification_metrics(outcome: &str) -> Vec<(&'static str, &'static str, f
     m
 }
 
+/// The metrics of one agent's open incidents `counts` by lapse kind:
+/// `OpenIncidentsOverdue`, `OpenIncidentsSkipped`, `OpenIncidentsStalled` (each present, 0 when
+/// none), as `serve`'s `a2a_watcher_incidents_open{agent, kind}`.
+pub fn open_incidents_metrics(
+    counts: &std::collections::BTreeMap<LapseKind, u64>,
+) -> Vec<(&'static str, &'static str, f64)> {
+    [
+        (LapseKind::Overdue, "OpenIncidentsOverdue"),
+        (LapseKind::Skipped, "OpenIncidentsSkipped"),
+        (LapseKind::Stalled, "OpenIncidentsStalled"),
+    ]
+    .into_iter()
+    .map(|(kind, name)| {
+        (
+            name,
+            "Count",
+            counts.get(&kind).copied().unwrap_or(0) as f64,
+        )
+    })
+    .collect()
+}
+
 /// The metrics of one due timer whose firing failed: `TimerFailures` (template.yaml's
 /// TimerFailuresAlarm).
 pub fn timer_failure_metrics() -> Vec<(&'static str, &'static str, f64)> {
@@ -236,6 +259,17 @@ impl Recorder for EmfRecorder {
 
     fn timer_failed(&self) {
         self.print(&timer_failure_metrics());
+    }
+
+    fn open_incidents(
+        &self,
+        agent: &watcher_core::ids::AgentId,
+        counts: &std::collections::BTreeMap<LapseKind, u64>,
+    ) {
+        self.print_by(
+            Some(("Agent", agent.as_str())),
+            &open_incidents_metrics(counts),
+        );
     }
 }
 
@@ -277,6 +311,29 @@ mod tests {
 
     /// A notification is counted per function and per function and channel: two dimension
     /// sets, the channel's id as the `Channel` property.
+    #[test]
+    fn open_incidents_are_three_counts_with_an_agent_dimension() {
+        let counts =
+            std::collections::BTreeMap::from([(LapseKind::Overdue, 3), (LapseKind::Stalled, 1)]);
+        let m = open_incidents_metrics(&counts);
+        assert_eq!(
+            m,
+            [
+                ("OpenIncidentsOverdue", "Count", 3.0),
+                ("OpenIncidentsSkipped", "Count", 0.0),
+                ("OpenIncidentsStalled", "Count", 1.0),
+            ]
+        );
+        let line = emf_line_by("sweep", 1, Some(("Agent", "booking")), &m);
+        assert_eq!(line["Agent"], "booking");
+        assert_eq!(line["OpenIncidentsOverdue"], 3.0);
+        assert_eq!(
+            line["_aws"]["CloudWatchMetrics"][0]["Dimensions"][1],
+            json!(["Function", "Agent"]),
+            "{line}"
+        );
+    }
+
     #[test]
     fn a_notification_line_has_a_channel_dimension() {
         let line = emf_line_by(

@@ -286,7 +286,8 @@ pub async fn sweep<S: Store + ?Sized>(
 
 /// The open-expectations gauge: one counter read per configured agent, never a listing. Read
 /// after `fire_due` closed what was due, the counter is the live count but for what could not
-/// be fired (`open_expectations_by_counter`).
+/// be fired (`open_expectations_by_counter`). Then each agent's open incidents by lapse kind
+/// (`watcher_runtime::metrics::open_incidents`: at most 1,000 entries of its open lane).
 async fn open_gauge<S: Store + ?Sized>(watcher: &Watcher<S>, now: Instant) {
     let everyone = watcher.directory.entries();
     let counts: Vec<u64> = stream::iter(&everyone)
@@ -309,6 +310,31 @@ async fn open_gauge<S: Store + ?Sized>(watcher: &Watcher<S>, now: Instant) {
     watcher
         .recorder()
         .open_expectations(counts.into_iter().sum());
+    // Each agent's open incidents by kind (at most OPEN_INCIDENTS_CAP read per agent), one line
+    // per agent. A store that cannot list them is logged, and the next sweep tries again.
+    let incidents: Vec<_> = stream::iter(&everyone)
+        .map(|agent| async move {
+            let counts = watcher_runtime::metrics::open_incidents(
+                &*watcher.store,
+                &agent.tenant,
+                &agent.profile.id,
+            )
+            .await;
+            (agent, counts)
+        })
+        .buffer_unordered(AGENTS_AT_ONCE)
+        .collect()
+        .await;
+    for (agent, counts) in incidents {
+        match counts {
+            Ok(counts) => watcher
+                .recorder()
+                .open_incidents(&agent.profile.id, &counts),
+            Err(e) => {
+                tracing::warn!(error = %e, agent = %agent.profile.id, "cannot read the agent's open incidents");
+            }
+        }
+    }
 }
 
 /// Re-queues lapse tasks still queued well past their next attempt (a crash between commit and

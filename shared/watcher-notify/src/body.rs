@@ -1,7 +1,8 @@
-//! What a channel posts (issue 25): one lapse event or a digest, in the channel's [`Format`].
+//! What a channel posts (issue 25): one lapse event, a lapse's end or a digest, in the
+//! channel's [`Format`].
 //!
-//! * Standard Webhooks JSON: `{ "type": "lapse.recorded" | "lapse.digest" | "lapse_task.failed"
-//!   | "delivery.failing" | "card.unavailable" | "notify.test", "timestamp": UTC instant,
+//! * Standard Webhooks JSON: `{ "type": "lapse.recorded" | "lapse.resolved" | "lapse.digest"
+//!   | "lapse_task.failed" | "delivery.failing" | "card.unavailable" | "notify.test", "timestamp": UTC instant,
 //!   "data": … }` (the structure the Standard Webhooks specification
 //!   recommends);
 //! * Slack: `{ "text", "mrkdwn": false, "blocks" }`, `text` being what notifications and screen
@@ -27,7 +28,7 @@ use watcher_core::time::Instant;
 
 use crate::channel::Format;
 use crate::escape;
-use crate::event::{hashed_id, AgentEvent, LapseEvent};
+use crate::event::{hashed_id, AgentEvent, LapseEvent, ResolvedEvent};
 
 /// How many lapses a digest lists by name; the rest are counted.
 pub const DIGEST_LISTS: usize = 5;
@@ -51,15 +52,20 @@ pub struct Digest {
     pub id: String,
     /// The channel it was made for.
     pub channel: String,
-    /// How many lapses it covers.
+    /// How many lapses it covers (the same as `opened`).
     pub count: u64,
+    /// How many lapses it tells as opened (`lapse.recorded`).
+    pub opened: u64,
+    /// How many ends of lapses the channel told before or in it it tells (`lapse.resolved`),
+    /// each once.
+    pub resolved: u64,
     /// How many of each lapse (`overdue`, `skipped`, `stalled`).
     pub by_kind: BTreeMap<&'static str, u64>,
     /// How many per agent.
     pub by_agent: BTreeMap<String, u64>,
-    /// The first lapse's `lapsedAt` (UTC).
+    /// The earliest instant it covers (UTC): the first lapse's `lapsedAt` or resolution's `at`.
     pub from: Instant,
-    /// The last lapse's `lapsedAt` (UTC).
+    /// The latest instant it covers (UTC).
     pub to: Instant,
     /// The first [`DIGEST_LISTS`] lapses, in order.
     pub first: Vec<LapseEvent>,
@@ -71,30 +77,50 @@ pub struct Digest {
 impl Digest {
     /// The digest of `events` (in order, at least one) for `channel`.
     pub fn of(channel: &str, events: &[LapseEvent], public_url: Option<&str>) -> Option<Digest> {
-        let (first, last) = (events.first()?, events.last()?);
+        Digest::of_both(channel, events, &[], public_url)
+    }
+
+    /// The digest of the lapses `events` and the resolutions `resolved` (each in order; at
+    /// least one of either) for `channel`. Its id is the lapse-only digest's when `resolved`
+    /// is empty, else it also hashes each resolution's id and instant.
+    pub fn of_both(
+        channel: &str,
+        events: &[LapseEvent],
+        resolved: &[ResolvedEvent],
+        public_url: Option<&str>,
+    ) -> Option<Digest> {
+        let instants = events
+            .iter()
+            .map(|e| e.lapsed_at)
+            .chain(resolved.iter().map(|r| r.resolution.at));
+        let from = instants.clone().min()?;
+        let to = instants.max()?;
+        let tenant = events
+            .first()
+            .map(|e| &e.tenant)
+            .or_else(|| resolved.first().map(|r| &r.lapse.tenant))?;
+        let mut parts: Vec<String> = vec![tenant.to_string(), channel.to_owned()];
+        if let (Some(first), Some(last)) = (events.first(), events.last()) {
+            parts.push(first.position.to_string());
+            parts.push(last.position.to_string());
+        }
+        for r in resolved {
+            parts.push(r.id.clone());
+            parts.push(r.resolution.at.to_string());
+        }
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
         let mut by_kind = BTreeMap::new();
         let mut by_agent = BTreeMap::new();
         for e in events {
             *by_kind.entry(kind_name(e.lapse)).or_insert(0) += 1;
             *by_agent.entry(e.agent.as_str().to_owned()).or_insert(0) += 1;
         }
-        let (from, to) = events
-            .iter()
-            .fold((first.lapsed_at, first.lapsed_at), |(a, b), e| {
-                (a.min(e.lapsed_at), b.max(e.lapsed_at))
-            });
         Some(Digest {
-            id: hashed_id(
-                "dig",
-                &[
-                    first.tenant.as_str(),
-                    channel,
-                    &first.position.to_string(),
-                    &last.position.to_string(),
-                ],
-            ),
+            id: hashed_id("dig", &parts),
             channel: channel.to_owned(),
             count: events.len() as u64,
+            opened: events.len() as u64,
+            resolved: resolved.len() as u64,
             by_kind,
             by_agent,
             from,
@@ -104,13 +130,22 @@ impl Digest {
         })
     }
 
-    /// `12 lapses (10 overdue, 2 stalled)`.
+    /// `12 lapses (10 overdue, 2 stalled)`; with resolutions `12 opened (10 overdue, 2
+    /// stalled), 9 resolved` (`0 opened, 3 resolved` when none opened).
     pub fn summary(&self) -> String {
         let kinds: Vec<String> = self
             .by_kind
             .iter()
             .map(|(k, n)| format!("{n} {k}"))
             .collect();
+        if self.resolved > 0 {
+            let kinds = if kinds.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", kinds.join(", "))
+            };
+            return format!("{} opened{kinds}, {} resolved", self.count, self.resolved);
+        }
         let noun = if self.count == 1 { "lapse" } else { "lapses" };
         format!("{} {noun} ({})", self.count, kinds.join(", "))
     }
@@ -150,6 +185,79 @@ pub fn lapse(format: Format, event: &LapseEvent) -> Notification {
     };
     Notification {
         id: event.id.clone(),
+        body,
+    }
+}
+
+/// The notification of the end of a lapse (`lapse.resolved`) in `format`: the Standard
+/// Webhooks JSON (`timestamp` the resolution's instant, `data` the event), or for a person
+/// `Resolved: {the lapse's line}` with why and when. An incident format gets the Alertmanager
+/// form with default settings (the channel's own is [`crate::incident::resolved`]).
+pub fn resolved(format: Format, e: &ResolvedEvent) -> Notification {
+    let title = format!("Resolved: {}", lapse_line(&e.lapse));
+    let why = format!("Resolved at {}: {}.", e.resolution.at, e.reason());
+    let mut facts = event_facts(&e.lapse);
+    facts.push(("Resolved", e.resolution.at.to_string()));
+    facts.push(("Reason", e.reason_name().to_owned()));
+    let body = match format {
+        Format::StandardWebhooks | Format::Sns => json!({
+            "type": "lapse.resolved",
+            "timestamp": e.resolution.at.to_string(),
+            "data": e,
+        }),
+        Format::Slack => {
+            let mut blocks = vec![
+                json!({ "type": "header", "text": slack_plain(&title) }),
+                json!({ "type": "section", "text": slack_plain(&why) }),
+                slack_facts(&facts),
+            ];
+            if let Some(l) = &e.lapse.links {
+                blocks.push(json!({ "type": "context", "elements": [{ "type": "mrkdwn", "text": format!("<{}|Operator page> · <{}|Timeline>", l.operator, l.timeline) }] }));
+            }
+            slack_message(&title, blocks)
+        }
+        Format::Teams => {
+            let body = vec![
+                text_block(&title, true),
+                text_block(&why, false),
+                fact_set(&facts),
+            ];
+            let links = e
+                .lapse
+                .links
+                .as_ref()
+                .map(|l| {
+                    vec![
+                        ("Operator page", l.operator.as_str()),
+                        ("Timeline", l.timeline.as_str()),
+                    ]
+                })
+                .unwrap_or_default();
+            teams_card(body, links)
+        }
+        Format::Email => {
+            let mut text = format!("{}\n\n", escape::email(&why));
+            for (k, v) in &facts {
+                text.push_str(&format!("{k}: {}\n", escape::email(v)));
+            }
+            text.push_str(&format!(
+                "Lapse task: {}\n",
+                escape::email(&e.lapse.message_id)
+            ));
+            if let Some(l) = &e.lapse.links {
+                text.push_str(&format!(
+                    "\nOperator page: {}\nTimeline: {}\n",
+                    l.operator, l.timeline
+                ));
+            }
+            json!({ "subject": format!("[a2a-watcher] {}", escape::email(&title)), "text": text })
+        }
+        Format::PagerDuty | Format::Opsgenie | Format::Alertmanager => {
+            return crate::incident::resolved(format, &crate::incident::Vendor::default(), e)
+        }
+    };
+    Notification {
+        id: e.id.clone(),
         body,
     }
 }
@@ -485,9 +593,23 @@ pub fn subject_of(body: &Value) -> String {
         )
     };
     let text = match body["type"].as_str() {
-        Some("lapse.digest") => format!(
-            "a2a-watcher: {} lapses",
-            data["count"].as_u64().unwrap_or(0)
+        Some("lapse.digest") => match data["resolved"].as_u64().unwrap_or(0) {
+            0 => format!(
+                "a2a-watcher: {} lapses",
+                data["count"].as_u64().unwrap_or(0)
+            ),
+            r => format!(
+                "a2a-watcher: {} opened, {r} resolved",
+                data["count"].as_u64().unwrap_or(0)
+            ),
+        },
+        Some("lapse.resolved") => format!(
+            "a2a-watcher: resolved: {} {} for {} {} (agent {})",
+            data["lapse"].as_str().unwrap_or("lapse"),
+            data["block"]["kind"].as_str().unwrap_or(""),
+            data["block"]["subject"]["type"].as_str().unwrap_or(""),
+            data["block"]["subject"]["id"].as_str().unwrap_or(""),
+            agent
         ),
         Some("notify.test") => "a2a-watcher: test notification".to_owned(),
         Some("lapse_task.failed") => task("lapse task failed"),

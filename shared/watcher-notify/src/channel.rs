@@ -14,7 +14,7 @@ use watcher_core::time::IsoDuration;
 use watcher_runtime::store::OutboxEntry;
 
 use crate::body::{self, Digest, Notification};
-use crate::event::{AgentEvent, EventType, LapseEvent};
+use crate::event::{AgentEvent, EventType, LapseEvent, ResolvedEvent};
 use crate::incident::{self, Severity, Vendor};
 use crate::redact::Redaction;
 use crate::sign::Secret;
@@ -92,6 +92,9 @@ pub struct Channel {
     pub agents: BTreeSet<AgentId>,
     /// Only these lapses; empty: all.
     pub kinds: BTreeSet<LapseKind>,
+    /// Only lapses of expectations of these kinds (`expectation_kinds`, the lapse block's
+    /// `kind`); empty: all.
+    pub expectation_kinds: BTreeSet<String>,
     /// Only these events; empty: all.
     pub events: BTreeSet<EventType>,
     /// The severity of each lapse kind on this channel, every format: its `severity` table
@@ -102,6 +105,8 @@ pub struct Channel {
     pub min_severity: Option<Severity>,
     /// One digest per window instead of one message per lapse.
     pub digest: Option<IsoDuration>,
+    /// How long a lapse must stay unresolved before it is told (`grace`); `None`: told at once.
+    pub grace: Option<IsoDuration>,
     /// Per-request timeout.
     pub timeout: Duration,
     /// Where an email channel sends (`format = "email"`); `None` for the HTTP formats.
@@ -121,9 +126,11 @@ impl std::fmt::Debug for Channel {
             .field("format", &self.format)
             .field("agents", &self.agents)
             .field("kinds", &self.kinds)
+            .field("expectation_kinds", &self.expectation_kinds)
             .field("events", &self.events)
             .field("min_severity", &self.min_severity)
             .field("digest", &self.digest)
+            .field("grace", &self.grace)
             .field("email", &self.email)
             .field("redaction", &self.redaction)
             .finish_non_exhaustive()
@@ -294,10 +301,12 @@ impl Channel {
             format,
             agents,
             kinds,
+            expectation_kinds: config.expectation_kinds.iter().cloned().collect(),
             events,
             severities,
             min_severity,
             digest: config.digest.clone(),
+            grace: config.grace.clone(),
             timeout,
             email,
             vendor,
@@ -313,6 +322,18 @@ impl Channel {
         let n = match &self.vendor {
             Some(v) => incident::lapse(self.format, v, &e),
             None => body::lapse(self.format, &e),
+        };
+        self.finish(n)
+    }
+
+    /// The notification of the end of a lapse `e` on this channel, redacted
+    /// ([`Redaction::resolved`]), in its format: an incident format closes the incident its
+    /// lapse opened ([`incident::resolved`]).
+    pub fn resolved(&self, e: &ResolvedEvent) -> Notification {
+        let e = self.redaction.resolved(e);
+        let n = match &self.vendor {
+            Some(v) => incident::resolved(self.format, v, &e),
+            None => body::resolved(self.format, &e),
         };
         self.finish(n)
     }
@@ -360,12 +381,14 @@ impl Channel {
     }
 
     /// Whether the channel tells `entry`'s lapse (`lapse.recorded` is among its events, and
-    /// its agent, lapse kind and severity pass the filters).
+    /// its agent, lapse kind, expectation kind and severity pass the filters).
     pub fn wants(&self, entry: &OutboxEntry) -> bool {
         self.tells(EventType::LapseRecorded)
             && self.watches(&entry.agent)
             && (self.kinds.is_empty() || self.kinds.contains(&entry.lapse))
             && self.severe_enough(entry.lapse)
+            && (self.expectation_kinds.is_empty()
+                || expectation_kind(entry).is_some_and(|k| self.expectation_kinds.contains(k)))
     }
 
     /// The severity of a lapse of kind `lapse` on this channel ([`Channel::severities`]).
@@ -400,6 +423,17 @@ impl Channel {
     }
 }
 
+/// The kind of the expectation whose lapse `entry` is (its lapse block's `kind`, in the
+/// lapse task's `message.metadata`), when the stored request holds one.
+fn expectation_kind(entry: &OutboxEntry) -> Option<&str> {
+    entry
+        .request
+        .pointer("/message/metadata")?
+        .get(watcher_core::EXPECTATIONS_URI)?
+        .pointer("/lapse/kind")?
+        .as_str()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,8 +447,10 @@ mod tests {
             format: "slack".into(),
             agents: Vec::new(),
             kinds: Vec::new(),
+            expectation_kinds: Vec::new(),
             events: Vec::new(),
             digest: None,
+            grace: None,
             timeout_secs: 10,
             from: None,
             to: Vec::new(),

@@ -12,6 +12,7 @@ use watcher_core::record::LapseKind;
 use watcher_core::time::Instant;
 use watcher_core::EXPECTATIONS_URI;
 use watcher_runtime::directory::{CardHealth, CardState};
+use watcher_runtime::resolution::Resolution;
 use watcher_runtime::store::OutboxEntry;
 
 /// What a channel can tell (its `events` filter; the Standard Webhooks `type` of each).
@@ -20,6 +21,11 @@ pub enum EventType {
     /// `lapse.recorded`: a lapse (overdue, skipped, stalled) was determined and its lapse task
     /// queued (expectations-v1 §13.1).
     LapseRecorded,
+    /// `lapse.resolved`: a lapse the channel told has ended (its fact arrived late, its lapse
+    /// task's Task completed, its expectation was withdrawn or superseded, an operator
+    /// acknowledged it; `watcher_runtime::resolution`). Told once, and only after its
+    /// `lapse.recorded`.
+    LapseResolved,
     /// `lapse_task.failed`: a lapse task was given up (refused by the agent, or retried until
     /// `give_up_after`) and waits for an operator's re-queue.
     LapseTaskFailed,
@@ -51,6 +57,7 @@ impl EventType {
     pub fn name(self) -> &'static str {
         match self {
             EventType::LapseRecorded => "lapse.recorded",
+            EventType::LapseResolved => "lapse.resolved",
             EventType::LapseTaskFailed => "lapse_task.failed",
             EventType::DeliveryFailing => "delivery.failing",
             EventType::CardUnavailable => "card.unavailable",
@@ -60,7 +67,7 @@ impl EventType {
 
     /// The type named `name`, if any.
     pub fn parse(name: &str) -> Option<EventType> {
-        [EventType::LapseRecorded]
+        [EventType::LapseRecorded, EventType::LapseResolved]
             .into_iter()
             .chain(EventType::AGENT)
             .find(|e| e.name() == name)
@@ -153,6 +160,68 @@ impl LapseEvent {
         match &self.block {
             Some(b) => format!("{} for {} {}", b.kind, b.subject.subject_type, b.subject.id),
             None => format!("expectation {}", self.message_id),
+        }
+    }
+}
+
+/// The end of a lapse a channel told (`data` of a `lapse.resolved` event): the lapse as its
+/// `lapse.recorded` event told it (ids, kind, block, links), the id of that event, and how it
+/// ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedEvent {
+    /// The event's id: `res_` and 32 hex digits of SHA-256 over (`lapse.resolved`, tenant,
+    /// agent, the lapse task's `messageId`): deterministic, the same on every channel and
+    /// retry, and distinct from the lapse's own `msg_…` id (a lapse is resolved once).
+    #[serde(skip)]
+    pub id: String,
+    /// The id of the lapse's `lapse.recorded` event (its `webhook-id`; the incident formats'
+    /// key: PagerDuty `dedup_key`, Opsgenie `alias`, the Alertmanager `lapse` label).
+    pub lapse_event_id: String,
+    /// The lapse, as `lapse.recorded` tells it.
+    #[serde(flatten)]
+    pub lapse: LapseEvent,
+    /// How it ended: `{"at": instant (UTC), "reason": "fact" | "task" | "withdrawn" |
+    /// "superseded" | "acknowledged", ...}` (`watcher_runtime::resolution::Resolution`).
+    pub resolution: Resolution,
+}
+
+impl ResolvedEvent {
+    /// The event of the resolved `entry` (its `resolved` is `resolution`); `public_url` makes
+    /// the links.
+    pub fn of(entry: &OutboxEntry, resolution: &Resolution, public_url: Option<&str>) -> Self {
+        let lapse = LapseEvent::of(0, entry, public_url);
+        ResolvedEvent {
+            id: resolved_event_id(&entry.tenant, &entry.agent, &entry.message_id),
+            lapse_event_id: lapse.id.clone(),
+            lapse,
+            resolution: resolution.clone(),
+        }
+    }
+
+    /// Why it ended, in words: `its fact arrived`, `its lapse task's Task reached
+    /// TASK_STATE_COMPLETED`, `its expectation was withdrawn: {detail}`, `its expectation was
+    /// superseded by {id}`, `acknowledged by {who}`.
+    pub fn reason(&self) -> String {
+        use watcher_runtime::resolution::ResolutionReason as R;
+        match &self.resolution.reason {
+            R::Fact => "its fact arrived".to_owned(),
+            R::Task { state } => format!("its lapse task's Task reached {state}"),
+            R::Withdrawn { detail } => format!("its expectation was withdrawn: {detail}"),
+            R::Superseded { by } => format!("its expectation was superseded by {by}"),
+            R::Acknowledged { by } => format!("acknowledged by {by}"),
+        }
+    }
+
+    /// The reason's name: `fact`, `task`, `withdrawn`, `superseded`, `acknowledged`.
+    pub fn reason_name(&self) -> &'static str {
+        use watcher_runtime::resolution::ResolutionReason as R;
+        match &self.resolution.reason {
+            R::Fact => "fact",
+            R::Task { .. } => "task",
+            R::Withdrawn { .. } => "withdrawn",
+            R::Superseded { .. } => "superseded",
+            R::Acknowledged { .. } => "acknowledged",
         }
     }
 }
@@ -388,6 +457,19 @@ pub fn event_id(tenant: &Tenant, agent: &AgentId, message_id: &str) -> String {
     )
 }
 
+/// The id of the `lapse.resolved` event of the lapse task `message_id` of `agent` of `tenant`.
+pub fn resolved_event_id(tenant: &Tenant, agent: &AgentId, message_id: &str) -> String {
+    hashed_id(
+        "res",
+        &[
+            "lapse.resolved",
+            tenant.as_str(),
+            agent.as_str(),
+            message_id,
+        ],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,6 +486,10 @@ mod tests {
         assert_ne!(event_id(&t, &a, m), event_id(&t, &b, m));
         let id = event_id(&t, &a, m);
         assert!(id.starts_with("msg_") && id.len() == 36, "{id}");
+        let r = resolved_event_id(&t, &a, m);
+        assert_eq!(r, resolved_event_id(&t, &a, m));
+        assert!(r.starts_with("res_") && r.len() == 36, "{r}");
+        assert_ne!(&r[4..], &id[4..], "distinct from the lapse's id");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use watcher_core::time::{Instant, IsoDuration};
 
 use crate::body::{kind_name, Digest, Notification};
 use crate::channel::{Channel, Format};
-use crate::event::{hashed_id, AgentEvent, EventType, LapseEvent};
+use crate::event::{hashed_id, AgentEvent, EventType, LapseEvent, ResolvedEvent};
 use crate::transport::{PostError, Transport};
 
 pub mod alertmanager;
@@ -166,8 +166,9 @@ impl Vendor {
 
     /// The URL, headers and body to post `n` with on a channel of `format` whose `url` is
     /// `base` (already defaulted): PagerDuty posts to `base` with `routing_key` set in the
-    /// body; Opsgenie to `{base}/v2/alerts` with `Authorization: GenieKey {key}`; Alertmanager
-    /// to `{base}/api/v2/alerts`.
+    /// body; Opsgenie to `{base}/v2/alerts` (a close: `{base}/v2/alerts/{alias}/close?
+    /// identifierType=alias`, the alias taken out of the body) with `Authorization: GenieKey
+    /// {key}`; Alertmanager to `{base}/api/v2/alerts`.
     pub fn request(
         &self,
         format: Format,
@@ -183,11 +184,22 @@ impl Vendor {
                 }
                 (base.to_owned(), Vec::new(), body)
             }
-            Format::Opsgenie => (
-                opsgenie::alerts_url(base),
-                vec![("authorization", format!("GenieKey {key}"))],
-                n.body.clone(),
-            ),
+            Format::Opsgenie => {
+                let mut body = n.body.clone();
+                // A close names its alert in the URL, not the body ([`opsgenie::close`]).
+                let url = match body
+                    .as_object_mut()
+                    .and_then(|o| o.remove(opsgenie::CLOSE_ALIAS))
+                {
+                    Some(Value::String(alias)) => opsgenie::close_url(base, &alias),
+                    _ => opsgenie::alerts_url(base),
+                };
+                (
+                    url,
+                    vec![("authorization", format!("GenieKey {key}"))],
+                    body,
+                )
+            }
             _ => (alertmanager::alerts_url(base), Vec::new(), n.body.clone()),
         }
     }
@@ -429,7 +441,11 @@ impl Incident {
             severity: worst,
             priority: Priority(3),
             source: source_of(d.link.as_deref()),
-            details: BTreeMap::from([("count".to_owned(), d.count.to_string())]),
+            details: BTreeMap::from([
+                ("count".to_owned(), d.count.to_string()),
+                ("opened".to_owned(), d.opened.to_string()),
+                ("resolved".to_owned(), d.resolved.to_string()),
+            ]),
             links: d
                 .link
                 .iter()
@@ -478,6 +494,29 @@ pub fn open(format: Format, v: &Vendor, i: &Incident) -> Notification {
 /// The notification of one lapse in an incident `format`.
 pub fn lapse(format: Format, v: &Vendor, e: &LapseEvent) -> Notification {
     open(format, v, &Incident::of_lapse(e, v))
+}
+
+/// The notification of the end of the lapse of `e` in an incident `format`, closing the
+/// incident its `lapse.recorded` opened (the same key): PagerDuty `resolve` with the same
+/// `dedup_key`; an Opsgenie close of the alias, its `note` saying why and when; the same
+/// Alertmanager alert (same labels, annotations and `startsAt`) with `endsAt` = the
+/// resolution's instant. Its id is the `lapse.resolved` event's (`res_…`).
+pub fn resolved(format: Format, v: &Vendor, e: &ResolvedEvent) -> Notification {
+    let i = Incident::of_lapse(&e.lapse, v);
+    let body = match format {
+        Format::PagerDuty => pagerduty::resolve(&i.key),
+        Format::Opsgenie => {
+            let note = format!("Resolved at {}: {}.", e.resolution.at, e.reason());
+            let mut b = opsgenie::close(&i.source, &note);
+            b[opsgenie::CLOSE_ALIAS] = Value::String(cut(&i.key, opsgenie::ALIAS_MAX));
+            b
+        }
+        _ => alertmanager::resolved(&i, e.resolution.at),
+    };
+    Notification {
+        id: e.id.clone(),
+        body,
+    }
 }
 
 /// The notification of an agent's event in an incident `format`.

@@ -9,7 +9,7 @@
 //! * [`channel`]: the configuration and its checks (url, format, filters, digest window);
 //! * [`sign`]: Standard Webhooks signatures (`webhook-id`, `webhook-timestamp`,
 //!   `webhook-signature`, HMAC-SHA256);
-//! * [`event`]: a lapse as an event, with its deterministic id;
+//! * [`event`]: a lapse, its end and an agent's event, each with its deterministic id;
 //! * [`body`]: the body per format (Standard Webhooks JSON, Slack, Microsoft Teams) for one
 //!   event or a digest;
 //! * [`incident`]: PagerDuty, Opsgenie and Alertmanager payloads (an incident per lapse, keyed
@@ -17,7 +17,8 @@
 //! * [`redact`]: what a channel leaves out or hashes (`redact`, `redact_key`);
 //! * [`escape`]: agent text made inert for the format it lands in (no markup, no link);
 //! * [`transport`]: the HTTP post, behind a trait;
-//! * [`notifier`]: the loop: read after the cursor, filter, post, move the cursor.
+//! * [`notifier`]: the loop: read after the cursor, filter, post, move the cursor; then the
+//!   ends of the lapses told ([`notifier::resolutions`]).
 //!
 //! Nothing here writes on the lapse path: a lapse task is committed as before, and the channel
 //! finds it by reading the lapse pages. A notification is acknowledged (the cursor moves) only

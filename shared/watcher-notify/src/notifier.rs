@@ -14,6 +14,12 @@
 //!   earliest first (`Outbox::outbox_needing_person`; at most [`FAILED_LOOK`] of each a round),
 //!   and its card's health. What the channel last saw of each agent is kept in its state
 //!   ([`ChannelState::agents`]), so each failure and each unreadable card is told once.
+//! * The end of a lapse (`lapse.resolved`, issue 43): after the lapses, in a round that read
+//!   them to their end (or to one still settling or in its grace), each watched agent's
+//!   resolutions are read after the channel's per-agent watermark ([`AgentWatch::resolved`])
+//!   and the end of each lapse the channel told is told once, never before the lapse itself
+//!   ([`resolutions`] says why that holds). A channel's `grace` holds each lapse back until it
+//!   is that old, and swallows one resolved within it. A digest counts the ends with its lapses.
 //! * Retried by age: a failing channel waits 1 s, then twice as long after each further
 //!   failure, at most [`MAX_BACKOFF`], and keeps its cursor, so a receiver that was down gets
 //!   everything after, in order. A redirect (3xx) is such a failure: it is not followed
@@ -38,10 +44,15 @@ use watcher_runtime::store::{
     OutboxEntry, StoreError,
 };
 
-use crate::body::{self, Digest, Notification};
+use crate::body::{self, Notification};
 use crate::channel::Channel;
 use crate::event::{AgentEvent, EventType, LapseEvent, CARD_GRACE_SECS};
 use crate::transport::{PostError, Publish, Transport};
+
+mod digest;
+pub mod resolutions;
+
+use resolutions::Step;
 
 /// Lapse tasks read per page.
 pub const PAGE: usize = 100;
@@ -129,8 +140,9 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
     }
 
     /// Tells the agents' events (`lapse_task.failed`, `delivery.failing`, `card.unavailable`)
-    /// of the agents `directory` holds (a clone sharing the deployment's): without it a
-    /// channel tells lapses only.
+    /// and the ends of lapses (`lapse.resolved`, read agent by agent) of the agents
+    /// `directory` holds (a clone sharing the deployment's): without it a channel tells
+    /// lapses only.
     pub fn with_directory(mut self, directory: Directory) -> Self {
         self.directory = Some(directory);
         self
@@ -244,7 +256,27 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
         let mut round = if ch.digest.is_some() {
             self.tell_digest(index, &mut state, now).await?
         } else {
-            self.tell_each(index, &mut state, now).await?
+            let (mut round, caught_up) = self.tell_each(index, &mut state, now).await?;
+            // The ends of lapses, only once every lapse they may end has been passed.
+            if caught_up && ch.tells(EventType::LapseResolved) {
+                if let Some(directory) = self.directory.clone() {
+                    // A store that cannot read resolutions holds up neither the lapses nor
+                    // the agents' events: logged, tried again next round.
+                    match self
+                        .tell_resolutions(index, &mut state, &directory, now)
+                        .await
+                    {
+                        Ok(ends) => {
+                            round.delivered += ends.delivered;
+                            round.failed += ends.failed;
+                        }
+                        Err(e) => {
+                            tracing::error!(channel = %ch.id, error = %e, "notification channel: reading the ends of lapses failed; will retry");
+                        }
+                    }
+                }
+            }
+            round
         };
         if round.failed == 0 && ch.tells_agent_events() {
             if let Some(directory) = self.directory.clone() {
@@ -452,12 +484,16 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
         }
     }
 
+    /// Tells each lapse after the cursor, one notification each, up to [`PAGES_PER_ROUND`]
+    /// pages. Answers the round and whether the lapses were caught up with: read to their end,
+    /// or to one still settling or in its grace (not stopped by the page budget, a scan end
+    /// the cursor may not pass, or a failure).
     async fn tell_each(
         &self,
         index: usize,
         state: &mut ChannelState,
         now: Instant,
-    ) -> Result<Round, StoreError> {
+    ) -> Result<(Round, bool), StoreError> {
         let ch = &self.channels[index];
         let mut round = Round::default();
         // The cursor as last written (a delivery writes it; passing over filtered lapses is
@@ -470,23 +506,26 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
                 .await?;
             let mut unsettled = false;
             for (pos, entry) in &page.entries {
-                if !self.settled(entry, now) {
-                    unsettled = true;
-                    break;
-                }
-                if tells(ch, state, entry) {
-                    let event = LapseEvent::of(*pos, entry, self.public_url.as_deref());
-                    let n = ch.lapse(&event);
-                    let covers = Some(*pos);
-                    if !self
-                        .deliver(index, state, &n, now, |s| s.after = covers)
-                        .await?
-                    {
-                        round.failed += 1;
-                        return Ok(round);
+                match self.step(ch, state, entry, now) {
+                    Step::Wait => {
+                        unsettled = true;
+                        break;
                     }
-                    written = state.after;
-                    round.delivered += 1;
+                    Step::Pass => {}
+                    Step::Tell => {
+                        let event = LapseEvent::of(*pos, entry, self.public_url.as_deref());
+                        let n = ch.lapse(&event);
+                        let covers = Some(*pos);
+                        if !self
+                            .deliver(index, state, &n, now, |s| s.after = covers)
+                            .await?
+                        {
+                            round.failed += 1;
+                            return Ok((round, false));
+                        }
+                        written = state.after;
+                        round.delivered += 1;
+                    }
                 }
                 state.after = Some(*pos);
             }
@@ -503,82 +542,16 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
                     .await?;
                 written = state.after;
             }
-            if page.next.is_none() || unsettled || state.after.is_none_or(|a| Some(a) < page.next) {
-                // Done, or stopped at an unsettled lapse, or (settling) a scan end the cursor
-                // may not move to: the rest next round.
+            if page.next.is_none() || unsettled {
+                // Done, or stopped at a lapse still settling or in its grace.
+                return Ok((round, true));
+            }
+            if state.after.is_none_or(|a| Some(a) < page.next) {
+                // (Settling) a scan end the cursor may not move to: the rest next round.
                 break;
             }
         }
-        Ok(round)
-    }
-
-    async fn tell_digest(
-        &self,
-        index: usize,
-        state: &mut ChannelState,
-        now: Instant,
-    ) -> Result<Round, StoreError> {
-        let ch = &self.channels[index];
-        let window = ch
-            .digest
-            .clone()
-            .unwrap_or_else(watcher_core::time::IsoDuration::zero);
-        let mut events: Vec<LapseEvent> = Vec::new();
-        // The position up to which every lapse read is in `events` or passed over.
-        let mut through = state.after;
-        let mut query = self.query(ch, state);
-        for _ in 0..DIGEST_MAX / PAGE {
-            let page = self.store.lapses_page(&ch.tenant, &query).await?;
-            let mut unsettled = false;
-            for (pos, entry) in &page.entries {
-                if events.len() >= DIGEST_MAX {
-                    break;
-                }
-                if !self.settled(entry, now) {
-                    unsettled = true;
-                    break;
-                }
-                if tells(ch, state, entry) {
-                    if events.is_empty() && !window_closed(entry, &window, now) {
-                        // The window opened at this lapse is still open: keep what was
-                        // passed over, tell nothing yet.
-                        self.keep_cursor(ch, state, through).await?;
-                        return Ok(Round {
-                            waiting: true,
-                            ..Round::default()
-                        });
-                    }
-                    let event = LapseEvent::of(*pos, entry, self.public_url.as_deref());
-                    events.push(ch.redaction.lapse(&event));
-                }
-                through = Some(*pos);
-            }
-            if events.len() >= DIGEST_MAX || unsettled {
-                break;
-            }
-            match page.next {
-                Some(next) => {
-                    if self.settle.is_none() {
-                        through = Some(through.map_or(next, |t| t.max(next)));
-                    }
-                    query.after = Some(next);
-                }
-                None => break,
-            }
-        }
-        let Some(d) = Digest::of(&ch.id, &events, self.public_url.as_deref()) else {
-            self.keep_cursor(ch, state, through).await?;
-            return Ok(Round::default());
-        };
-        let n = ch.digest(&d);
-        let delivered = self
-            .deliver(index, state, &n, now, |s| s.after = through)
-            .await?;
-        Ok(Round {
-            delivered: u64::from(delivered),
-            failed: u64::from(!delivered),
-            ..Round::default()
-        })
+        Ok((round, false))
     }
 
     /// Writes the cursor when `through` moved it.
@@ -762,18 +735,6 @@ pub fn backoff(failures: u32) -> Duration {
 /// Whether `ch` tells `entry`: its filters want it and it lapsed since the channel first ran.
 fn tells(ch: &Channel, state: &ChannelState, entry: &OutboxEntry) -> bool {
     entry.lapsed_at >= state.since && ch.wants(entry)
-}
-
-/// Whether the digest window opened by `entry` has closed at `now`.
-fn window_closed(
-    entry: &OutboxEntry,
-    window: &watcher_core::time::IsoDuration,
-    now: Instant,
-) -> bool {
-    entry
-        .lapsed_at
-        .checked_plus(window)
-        .is_none_or(|end| now >= end)
 }
 
 #[cfg(test)]

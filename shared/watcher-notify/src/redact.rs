@@ -27,7 +27,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde_json::Value;
 use watcher_core::ids::ExpectationId;
 
-use crate::event::{AgentEvent, LapseEvent};
+use crate::event::{AgentEvent, LapseEvent, ResolvedEvent};
 
 /// What an omitted value reads as in the event and in text; whole-value occurrences are left out
 /// of JSON bodies ([`Redaction::strip`]).
@@ -219,6 +219,28 @@ impl Redaction {
         }
         // Whatever reference is still in the sentence (a message id quoted in it).
         out.text = self.text(&out.text, &refs, false);
+        out
+    }
+
+    /// `e` as the channel may send it: its lapse redacted ([`Redaction::lapse`]), a
+    /// withdrawal's `detail` (agent text) redacted under `agent_text` or when it holds a
+    /// reference, a successor's id under `expectation`. An acknowledger's name (an operator's,
+    /// not an agent's) stays.
+    pub fn resolved(&self, e: &ResolvedEvent) -> ResolvedEvent {
+        use watcher_runtime::resolution::ResolutionReason as R;
+        if self.is_empty() {
+            return e.clone();
+        }
+        let refs = self.references(&e.lapse);
+        let mut out = e.clone();
+        out.lapse = self.lapse(&e.lapse);
+        match &mut out.resolution.reason {
+            R::Withdrawn { detail } => *detail = self.text(detail, &refs, true),
+            R::Superseded { by } if self.covers(Field::Expectation) => {
+                *by = self.expectation_id(by);
+            }
+            _ => {}
+        }
         out
     }
 

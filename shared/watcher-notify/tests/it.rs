@@ -10,4 +10,5 @@ mod notifier;
 mod preview;
 mod redaction;
 mod redirects;
+mod resolutions;
 mod routing;

@@ -145,3 +145,26 @@ async fn a_digest_counts_only_the_lapses_the_filters_let_through() {
     assert_eq!(n.round().await[0].delivered, 0);
     assert_eq!(receiver.seen().len(), 1);
 }
+
+#[tokio::test]
+async fn expectation_kinds_tells_only_those_kinds_and_passes_the_others() {
+    let receiver = Receiver::start().await;
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(FakeClock::new(at(0)));
+    let mut config = channel_config(&receiver.url, &[]);
+    config.expectation_kinds = vec!["shipment.manifest".into()];
+    let n = notifier(&store, &clock, &config);
+    n.round().await;
+    // The helper's lapse tasks are of kind `shipment.delivered`; one is made a manifest.
+    let delivered = lapse_task("booking", "exp-1", LapseKind::Overdue, "PA-1", at(10));
+    let mut manifest = lapse_task("booking", "exp-2", LapseKind::Overdue, "PA-2", at(11));
+    let uri = watcher_core::EXPECTATIONS_URI;
+    manifest.request["message"]["metadata"][uri]["lapse"]["kind"] = "shipment.manifest".into();
+    record(&store, vec![delivered, manifest]).await;
+    clock.set(at(12));
+    assert_eq!(n.round().await[0].delivered, 1);
+    let got = receiver.accepted();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].body["data"]["block"]["kind"], "shipment.manifest");
+    assert_eq!(cursor(&store).await, Some(last_position(&store).await));
+}

@@ -116,13 +116,11 @@ impl<S: Store + 'static, G> Fixture for Guarded<S, G> {
 #[macro_export]
 macro_rules! store_conformance {
     ($make:expr) => {
-        $crate::store_conformance!(@all $make; purge_follows_retention, resolved_lapse_tasks_are_listed);
+        $crate::store_conformance!(@all $make; purge_follows_retention);
     };
     ($make:expr, retention = purge) => {
-        $crate::store_conformance!(@all $make; purge_follows_retention, resolved_lapse_tasks_are_listed);
+        $crate::store_conformance!(@all $make; purge_follows_retention);
     };
-    // The TTL store (DynamoDB) does not index resolutions yet: its `Lane::Resolved` read is left
-    // out until it does.
     ($make:expr, retention = ttl) => {
         $crate::store_conformance!(@all $make; purge_leaves_retention_to_ttl);
     };
@@ -158,6 +156,9 @@ macro_rules! store_conformance {
             steps_read_what_they_must,
             times_as_given_are_kept,
             lapses_are_resolved_once,
+            resolved_lapse_tasks_are_listed,
+            outbox_resolve_resolves_once,
+            open_lapse_tasks_are_listed,
             $($more),+
         );
     };

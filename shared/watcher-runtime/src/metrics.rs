@@ -103,6 +103,40 @@ pub trait Recorder: Send + Sync {
     /// One due timer whose firing failed (its record could not be read or written): skipped by
     /// the sweep and fired again next time ([`crate::watcher::Watcher::fire_due`]).
     fn timer_failed(&self) {}
+    /// The open incidents of `agent` (of one tenant) by lapse kind, every kind present
+    /// ([`open_incidents`]; by the AWS sweep, `serve` reads them when scraped instead).
+    fn open_incidents(&self, _agent: &AgentId, _counts: &BTreeMap<LapseKind, u64>) {}
+}
+
+/// Open incidents counted per agent, at most: the agent's oldest this many are read from its
+/// open lane ([`crate::store::Lane::Open`]), so one count reads at most this many entries. An
+/// agent whose kinds add up to it has this many or more.
+pub const OPEN_INCIDENTS_CAP: usize = 1000;
+
+/// The open incidents (lapses not resolved, expectations-v1 §13.1) of `agent` of `tenant` by
+/// lapse kind, each of the three kinds present (0 when none), counted over the agent's oldest
+/// [`OPEN_INCIDENTS_CAP`] from [`crate::store::Outbox::outbox_open`]: never a listing of the
+/// outbox.
+///
+/// # Errors
+/// The store's.
+pub async fn open_incidents<S: crate::store::Outbox + ?Sized>(
+    store: &S,
+    tenant: &Tenant,
+    agent: &AgentId,
+) -> Result<BTreeMap<LapseKind, u64>, StoreError> {
+    let mut counts: BTreeMap<LapseKind, u64> =
+        [LapseKind::Overdue, LapseKind::Skipped, LapseKind::Stalled]
+            .into_iter()
+            .map(|k| (k, 0))
+            .collect();
+    for entry in store
+        .outbox_open(tenant, agent, None, OPEN_INCIDENTS_CAP)
+        .await?
+    {
+        *counts.entry(entry.lapse).or_default() += 1;
+    }
+    Ok(counts)
 }
 
 /// A [`Recorder`] that counts nothing.

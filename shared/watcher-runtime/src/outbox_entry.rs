@@ -188,6 +188,10 @@ pub struct OutboxEntry {
     /// stores index it by (tenant, agent, `at`) for [`crate::store::Lane::Resolved`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved: Option<crate::resolution::Resolution>,
+    /// The states of the lapse task's Task that resolve its lapse (`[[agents]] resolve_on`,
+    /// copied when the lapse is recorded); empty: [`crate::resolution::RESOLVING_TASK_STATES`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolve_on: Vec<a2a_types::TaskState>,
 }
 
 impl OutboxEntry {
@@ -226,6 +230,7 @@ impl OutboxEntry {
             origin_lineage: Vec::new(),
             trace: None,
             resolved: None,
+            resolve_on: Vec::new(),
         }
     }
 }

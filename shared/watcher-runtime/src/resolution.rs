@@ -27,9 +27,10 @@ use watcher_core::time::Instant;
 
 use crate::store::OutboxEntry;
 
-/// The states of the lapse task's Task that resolve its lapse (expectations-v1 §13.1: the
-/// agent finished handling it). `TASK_STATE_COMPLETED` only, by default: a lapse task that
-/// failed or was canceled leaves the lapse open for a person. Configurable in a later release.
+/// The states of the lapse task's Task that resolve its lapse by default (expectations-v1
+/// §13.1: the agent finished handling it): `TASK_STATE_COMPLETED` only, so a lapse task that
+/// failed or was canceled leaves the lapse open for a person. An agent's `resolve_on` chooses
+/// others ([`OutboxEntry::resolve_on`]).
 pub const RESOLVING_TASK_STATES: [TaskState; 1] = [TaskState::Completed];
 
 /// Most characters of the `who` of an acknowledgement.
@@ -132,14 +133,20 @@ pub fn keep_resolution(incoming: &mut OutboxEntry, stored: &OutboxEntry) {
     }
 }
 
-/// Resolves `entry` at `now` by its Task's state (`task_state`) when that state is one of
-/// [`RESOLVING_TASK_STATES`] and it is not resolved yet. Called by every writer that learns a
+/// Resolves `entry` at `now` by its Task's state (`task_state`) when that state is one of the
+/// entry's `resolve_on` ([`RESOLVING_TASK_STATES`] when it lists none) and it is not resolved
+/// yet. Called by every writer that learns a
 /// state ([`crate::task_progress::mark_needs_person`]). Answers whether `entry` changed.
 pub fn resolve_by_task(entry: &mut OutboxEntry, now: Instant) -> bool {
     let Some(state) = entry.task_state.as_deref() else {
         return false;
     };
-    if !RESOLVING_TASK_STATES.iter().any(|s| s.as_str() == state) {
+    let states: &[TaskState] = if entry.resolve_on.is_empty() {
+        &RESOLVING_TASK_STATES
+    } else {
+        &entry.resolve_on
+    };
+    if !states.iter().any(|s| s.as_str() == state) {
         return false;
     }
     let reason = ResolutionReason::Task {

@@ -58,8 +58,7 @@ pub struct Commit {
     /// [`crate::resolution::Resolved`]), applied after `outbox`: each entry (tenant, agent,
     /// messageId) is read by its key and takes the resolution unless it has one
     /// ([`crate::resolution::resolved`]); an entry not stored is skipped. Never a list of the
-    /// outbox. The memory and SQLite stores write them in the commit's transaction; the
-    /// DynamoDB store right after it.
+    /// outbox. Every store writes them in the commit's transaction.
     pub resolutions: Vec<crate::resolution::Resolved>,
 }
 
@@ -184,6 +183,10 @@ pub enum Lane {
     /// [`crate::resolution`]), then order of lapse: the notifier reads an agent's resolutions
     /// after its cursor with [`LaneQuery::from`].
     Resolved,
+    /// Entries not resolved, at their `lapsed_at`, then order of lapse: the open incidents
+    /// (expectations-v1 §13.1, [`crate::resolution`]) that `GET /v1/incidents`, `/ui/incidents`
+    /// and the open-incidents gauge read, agent by agent.
+    Open,
 }
 
 impl Lane {
@@ -198,6 +201,7 @@ impl Lane {
                 .needs_person_since
                 .filter(|_| entry.follow_at.is_none()),
             Lane::Resolved => entry.resolved.as_ref().map(|r| r.at),
+            Lane::Open => entry.resolved.is_none().then_some(entry.lapsed_at),
         }
     }
 }
@@ -426,6 +430,23 @@ pub trait Outbox: Send + Sync {
         self.outbox_update(entry).await
     }
 
+    /// Resolves the lapse task (tenant, agent, messageId) with `resolution` (an operator's
+    /// acknowledgement, [`crate::resolution::acknowledge`]): the stored entry becomes
+    /// [`crate::resolution::resolved`] of itself, read and written in one atomic step, so the
+    /// first resolution stays and no delivery field a concurrent writer wrote is lost. Never
+    /// inserts. Answers the entry as written, or `None` when it is not stored or was resolved
+    /// already.
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn outbox_resolve(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        resolution: &crate::resolution::Resolution,
+    ) -> Result<Option<OutboxEntry>, StoreError>;
+
     /// Records that the lapse task (tenant, agent, messageId) is the agent's Task `task_id`, now
     /// in `state` (a push about that task, received at `now`): the stored entry becomes
     /// [`crate::task_progress::with_task_state`] of itself, read and written in one atomic step,
@@ -455,8 +476,7 @@ pub trait Outbox: Send + Sync {
     /// [`Outbox::outbox_resolved`] are this read.
     ///
     /// # Errors
-    /// Backend or corrupt data. The DynamoDB store answers [`StoreError::Backend`] for
-    /// [`Lane::Resolved`] and for a `from` (not indexed there yet).
+    /// Backend or corrupt data.
     async fn outbox_lane(&self, query: &LaneQuery<'_>) -> Result<Vec<OutboxEntry>, StoreError>;
 
     /// Outbox entries of `agent` of `tenant` whose delivery state is `delivery` and, when `due_by`
@@ -551,8 +571,7 @@ pub trait Outbox: Send + Sync {
     /// after its cursor.
     ///
     /// # Errors
-    /// Backend or corrupt data; the DynamoDB store does not index resolutions yet and answers
-    /// [`StoreError::Backend`].
+    /// Backend or corrupt data.
     async fn outbox_resolved(
         &self,
         tenant: &Tenant,
@@ -561,6 +580,33 @@ pub trait Outbox: Send + Sync {
         limit: usize,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
         let lane = Lane::Resolved;
+        self.outbox_lane(&LaneQuery {
+            tenant,
+            agent,
+            lane,
+            due_by: None,
+            from,
+            limit,
+        })
+        .await
+    }
+
+    /// Outbox entries of `agent` of `tenant` not resolved (the open incidents, expectations-v1
+    /// §13.1) that lapsed at or after `from` when it is given; earliest lapse first (then order
+    /// of lapse); at most `limit`. Read from an index holding only unresolved entries, by
+    /// (tenant, agent, `lapsed_at`): the cost follows the entries answered
+    /// ([`Outbox::outbox_lane`] of [`Lane::Open`]).
+    ///
+    /// # Errors
+    /// Backend or corrupt data.
+    async fn outbox_open(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        from: Option<Instant>,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let lane = Lane::Open;
         self.outbox_lane(&LaneQuery {
             tenant,
             agent,

@@ -598,6 +598,7 @@ impl<S: Store + ?Sized> Watcher<S> {
                 let agent = self.directory.get(&l.tenant, &l.agent)?;
                 agent.submits_lapses.then(|| OutboxEntry {
                     next_attempt_at: now,
+                    resolve_on: agent.delivery.resolve_on.clone(),
                     trace: l.raised_by.trace,
                     origin_lineage: l
                         .raised_by

@@ -13,6 +13,15 @@
 //!   version wrote lapse tasks to ([`legacy_outbox_pk`]) is read for a commit that queues lapse
 //!   tasks (one `BatchGetItem`), since a check inside the transaction would be a write to it by
 //!   every lapse of the tenant.
+//!
+//! A commit that resolves lapse tasks (`Commit::resolutions`, expectations-v1 §13.1) reads
+//! them first (one consistent `BatchGetItem` of their shards and of the earlier partition) and
+//! updates each in the transaction on the condition that its entry is still as read: the step
+//! and its resolutions land together or not at all. A lapse task changed meanwhile (its
+//! submitter recording an attempt) cancels the transaction: a conflict, and the step is tried
+//! again as for any other. Each such update is one more item of the transaction's 100; a
+//! resolution of a lapse task the commit itself queues is set on that put, and one of a lapse
+//! task not stored is skipped, at no item.
 
 use super::*;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
@@ -20,7 +29,8 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 /// What one item of the transaction is, for reading its cancellation reason.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Part {
-    /// A subject or task put, an index row, rejections, a counter delta.
+    /// A subject or task put, an index row, rejections, a counter delta, a stored lapse
+    /// task's resolution (its failed condition is a conflict like a version's).
     Record,
     /// The put of new lapse task `i` of the commit.
     LapseTask(usize),
@@ -56,10 +66,11 @@ impl DynamoStore {
         // 2. The new lapse tasks (one per (tenant, agent, messageId)) and the rejections,
         //    grouped per agent (oldest first within each) and chunked.
         let mut seen = BTreeSet::new();
-        let lapse_tasks: Vec<&OutboxEntry> = commit
+        let mut lapse_tasks: Vec<OutboxEntry> = commit
             .outbox
             .iter()
             .filter(|o| seen.insert((o.tenant.clone(), o.agent.clone(), o.message_id.clone())))
+            .cloned()
             .collect();
         let mut per_agent: BTreeMap<&AgentId, Vec<&Rejection>> = BTreeMap::new();
         for r in &commit.rejections {
@@ -70,9 +81,10 @@ impl DynamoStore {
             .flat_map(|(agent, list)| list.chunks(REJECTIONS_PER_ITEM).map(move |c| (*agent, c)))
             .collect();
 
-        // Refused before anything is sent when they cannot be one transaction.
+        // Refused before anything is sent when they cannot be one transaction (again below,
+        // with the resolutions' updates, once they are known).
         let items = records.len() + lapse_tasks.len() + chunks.len() + live_deltas.len();
-        if items == 0 {
+        if items == 0 && commit.resolutions.is_empty() {
             return Ok(());
         }
         if items > MAX_TRANSACTION_ITEMS {
@@ -107,6 +119,34 @@ impl DynamoStore {
             for (i, key) in keys.iter().enumerate() {
                 stored_already[i] = found.contains_key(key);
             }
+        }
+
+        // The resolutions, in the same transaction: an update of each stored lapse task they
+        // resolve, conditional on its entry as read; a lapse task this commit queues takes
+        // its resolution in its put (`merged`: one item appears once in a transaction).
+        let mut merged = vec![false; lapse_tasks.len()];
+        let resolutions = self
+            .resolution_writes(
+                tenant,
+                &commit.resolutions,
+                &mut lapse_tasks,
+                &mut stored_already,
+                &mut merged,
+            )
+            .await?;
+        records.extend(resolutions);
+        let items = records.len()
+            + stored_already.iter().filter(|stored| !**stored).count()
+            + chunks.len()
+            + live_deltas.len();
+        if items == 0 {
+            return Ok(());
+        }
+        if items > MAX_TRANSACTION_ITEMS {
+            return Err(StoreError::backend(DynamoStoreError::TransactionTooLarge {
+                items,
+                bytes: records.iter().map(|w| w.bytes).sum(),
+            }));
         }
 
         // The live-row deltas go to one shard of each agent's counter, the shard of the
@@ -189,6 +229,16 @@ impl DynamoStore {
                 return Ok(());
             };
             let found = lapse_tasks_stored(&e, &rest);
+            // A lapse task that took a resolution in its put, stored meanwhile by another
+            // commit: the resolution is for that stored entry, which this commit did not read.
+            // A conflict: the step is tried again and reads it.
+            if let Some(i) = found.iter().copied().find(|i| merged[*i]) {
+                return Err(StoreError::Conflict(format!(
+                    "lapse task {} of agent {} of tenant {tenant}, resolved in the commit that \
+                     queues it, was stored meanwhile",
+                    lapse_tasks[i].message_id, lapse_tasks[i].agent
+                )));
+            }
             if found.is_empty() {
                 return Err(error::transaction_error(e, |i| {
                     rest.get(i)
@@ -200,6 +250,88 @@ impl DynamoStore {
                 stored_already[i] = true;
             }
         }
+    }
+
+    /// The transaction's writes of `resolutions` (`Commit::resolutions`, expectations-v1
+    /// §13.1), each lapse task once (its first resolution in the list; a later one would
+    /// change nothing, [`watcher_runtime::resolution::resolved`]): one consistent
+    /// `BatchGetItem` of each lapse task's shard and of the partition an earlier version wrote,
+    /// then
+    /// - for a lapse task found: an `Update` of it ([`DynamoStore::outbox_replace_write`])
+    ///   with the resolution set, conditional on its entry being the one read; none when it is
+    ///   resolved already. If this commit also queues it (`lapse_tasks`), that put is left out
+    ///   (`stored_already`): the stored entry stays, as a put that found it would leave it;
+    /// - for a lapse task not found that this commit queues: the resolution set on the entry
+    ///   it puts (`merged`);
+    /// - otherwise nothing: a lapse task not stored is skipped.
+    ///
+    /// # Errors
+    /// Backend errors of the read; an entry that does not parse.
+    async fn resolution_writes(
+        &self,
+        tenant: &Tenant,
+        resolutions: &[watcher_runtime::resolution::Resolved],
+        lapse_tasks: &mut [OutboxEntry],
+        stored_already: &mut [bool],
+        merged: &mut [bool],
+    ) -> Result<Vec<Write>, StoreError> {
+        if resolutions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut seen = BTreeSet::new();
+        let unique: Vec<&watcher_runtime::resolution::Resolved> = resolutions
+            .iter()
+            .filter(|r| seen.insert((r.agent.clone(), r.message_id.clone())))
+            .collect();
+        let places = |r: &watcher_runtime::resolution::Resolved| {
+            let sk = outbox_sk(&r.agent, &r.message_id);
+            [
+                (outbox_pk(tenant, &r.agent, &r.message_id), sk.clone()),
+                (legacy_outbox_pk(tenant), sk),
+            ]
+        };
+        let keys: Vec<(String, String)> = unique.iter().flat_map(|r| places(r)).collect();
+        let found = self.get_whole_batch(keys).await?;
+        let mut writes = Vec::new();
+        for r in unique {
+            let queued = lapse_tasks.iter().position(|o| {
+                o.tenant == *tenant && o.agent == r.agent && o.message_id == r.message_id
+            });
+            let stored = places(r)
+                .into_iter()
+                .find_map(|key| found.get(&key).map(|item| (key.0, item)));
+            match (stored, queued) {
+                (Some((pk, item)), queued) => {
+                    if let Some(i) = queued {
+                        stored_already[i] = true;
+                    }
+                    let (_, entry) = entry_of(item)?;
+                    let Some(resolved) =
+                        watcher_runtime::resolution::resolved(&entry, &r.resolution)
+                    else {
+                        continue;
+                    };
+                    let what = format!(
+                        "resolution of lapse task {} of agent {} of tenant {tenant}",
+                        r.message_id, r.agent
+                    );
+                    let read = get_s(item, ENTRY, "outbox entry")?;
+                    writes.push(self.outbox_replace_write(&pk, &resolved, read, what)?);
+                }
+                (None, Some(i)) if !stored_already[i] => {
+                    if let Some(resolved) =
+                        watcher_runtime::resolution::resolved(&lapse_tasks[i], &r.resolution)
+                    {
+                        lapse_tasks[i] = resolved;
+                        merged[i] = true;
+                    }
+                }
+                // Not stored, and not queued by this commit (or found in the earlier
+                // partition by the read above): nothing to resolve.
+                _ => {}
+            }
+        }
+        Ok(writes)
     }
 
     /// What each of `subjects` contributed to the index rows at the version it was loaded at:

@@ -280,6 +280,45 @@ pub(crate) fn follow_agent(tenant: &Tenant, agent: &AgentId) -> String {
     )
 }
 
+/// `OPEN#{tenant}#{agent}`: the `outbox-incident` index partition of the agent's lapse tasks
+/// whose lapse is not resolved (sorted by `lapsedAt`): the open incidents of
+/// [`Lane::Open`](watcher_runtime::store::Lane::Open).
+pub(crate) fn open_agent(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "OPEN",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// `RESOLVED#{tenant}#{agent}`: the `outbox-incident` index partition of the agent's lapse
+/// tasks whose lapse is resolved (sorted by the resolution's instant), beside (never in) its
+/// `OPEN#…` partition: [`Lane::Resolved`](watcher_runtime::store::Lane::Resolved).
+pub(crate) fn resolved_agent(tenant: &Tenant, agent: &AgentId) -> String {
+    join(
+        "RESOLVED",
+        &[tenant.as_str(), agent.as_str()],
+        MAX_PARTITION_KEY,
+    )
+}
+
+/// The `outbox-incident` index keys of `entry` (`incidentAgent`, `incidentAt`): its `OPEN#`
+/// partition at the instant key of `lapsed_at` while unresolved, its `RESOLVED#` partition at
+/// the instant key of the resolution's `at` once resolved. Every lapse task has one or the
+/// other, so the two lanes' partitions together hold each of the agent's lapse tasks once.
+pub(crate) fn incident_keys(entry: &OutboxEntry) -> (String, String) {
+    match &entry.resolved {
+        None => (
+            open_agent(&entry.tenant, &entry.agent),
+            instant_key(entry.lapsed_at),
+        ),
+        Some(resolution) => (
+            resolved_agent(&entry.tenant, &entry.agent),
+            instant_key(resolution.at),
+        ),
+    }
+}
+
 /// `ORIGIN#{tenant}#{agent}#{taskId}`: an origin task followed with `GetTask`
 /// (`Origins::origin_follow`).
 pub(crate) fn origin_pk(tenant: &Tenant, agent: &AgentId, task_id: &str) -> String {

@@ -81,20 +81,21 @@ pub use crate::error::{
 pub use crate::keys::rate_pk;
 use crate::keys::{
     agent_delivery, due_key, due_key_bound, expectation_pk, fact_pk, fact_sk, first_row_after,
-    follow_agent, follow_keys, instant_key, lapses_agent_partitions, lapses_agent_shard,
-    lapses_tenant_partitions, lapses_tenant_shard, legacy_outbox_pk, live_agent_partitions,
-    live_agent_shard, live_count_shard_pk, outbox_partitions, outbox_pk, outbox_sk, outbox_task,
-    person_agent, position_in_item, rejections_pk, row_of, row_sk, shard_of, subject_pk, task_pk,
-    timers_partition, timers_partitions, COUNTER_PK, ITEM, LIVE_COUNT_SHARDS, REJECTION_STRIDE,
+    follow_agent, follow_keys, incident_keys, instant_key, lapses_agent_partitions,
+    lapses_agent_shard, lapses_tenant_partitions, lapses_tenant_shard, legacy_outbox_pk,
+    live_agent_partitions, live_agent_shard, live_count_shard_pk, open_agent, outbox_partitions,
+    outbox_pk, outbox_sk, outbox_task, person_agent, position_in_item, rejections_pk,
+    resolved_agent, row_of, row_sk, shard_of, subject_pk, task_pk, timers_partition,
+    timers_partitions, COUNTER_PK, ITEM, LIVE_COUNT_SHARDS, REJECTION_STRIDE,
 };
 pub use crate::open_timers::{OpenTimersPage, TimersCursor};
 pub use crate::table::create_table;
 use crate::table::{
-    AGENT_DELIVERY, DELIVERY, ENTRY, EXPIRES_AT, FOLLOW_AGENT, FOLLOW_AT, INDEXED, KIND,
-    LAPSES_AGENT, LAPSES_AGENT_INDEX, LAPSES_TENANT, LAPSES_TENANT_INDEX, LIVE_AGENT, LIVE_INDEX,
-    LIVE_UNTIL, NEXT_ATTEMPT, OUTBOX_AGENT_INDEX, OUTBOX_FOLLOW_INDEX, OUTBOX_TASK_INDEX, PK,
-    QUEUED, REJECTIONS, SEQ, SK, STATE, SUBJECT, TASK_KEY, TENANT, TIMERS, TIMERS_INDEX, TIMERS_PK,
-    TIMERS_SK, VALUE, VERSION,
+    AGENT_DELIVERY, DELIVERY, ENTRY, EXPIRES_AT, FOLLOW_AGENT, FOLLOW_AT, INCIDENT_AGENT,
+    INCIDENT_AT, INDEXED, KIND, LAPSES_AGENT, LAPSES_AGENT_INDEX, LAPSES_TENANT,
+    LAPSES_TENANT_INDEX, LIVE_AGENT, LIVE_INDEX, LIVE_UNTIL, NEXT_ATTEMPT, OUTBOX_AGENT_INDEX,
+    OUTBOX_FOLLOW_INDEX, OUTBOX_INCIDENT_INDEX, OUTBOX_TASK_INDEX, PK, QUEUED, REJECTIONS, SEQ, SK,
+    STATE, SUBJECT, TASK_KEY, TENANT, TIMERS, TIMERS_INDEX, TIMERS_PK, TIMERS_SK, VALUE, VERSION,
 };
 
 /// Rejections kept in one item (one item per commit and agent; more make several items).

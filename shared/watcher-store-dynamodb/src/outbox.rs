@@ -114,26 +114,40 @@ impl Outbox for DynamoStore {
         .await
     }
 
+    async fn outbox_resolve(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        resolution: &watcher_runtime::resolution::Resolution,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        self.update_outbox(tenant, agent, message_id, |stored| {
+            watcher_runtime::resolution::resolved(stored, resolution)
+        })
+        .await
+    }
+
     /// The lane's partition of its sparse index, then a consistent read of each entry found,
     /// keeping those still in the lane (the index is eventually consistent): the agent's
-    /// `outbox-agent` partition of the delivery state (sorted by next attempt), or its
+    /// `outbox-agent` partition of the delivery state (sorted by next attempt), its
     /// `FOLLOW#{tenant}#{agent}` or `PERSON#{tenant}#{agent}` partition of `outbox-follow`
-    /// (sorted by `follow_at` or `needs_person_since`). An entry followed is in its `FOLLOW#`
-    /// partition only, never in `PERSON#` (`keys::follow_keys`): the person lane answers the
-    /// entries not followed.
+    /// (sorted by `follow_at` or `needs_person_since`), or its `OPEN#{tenant}#{agent}` or
+    /// `RESOLVED#{tenant}#{agent}` partition of `outbox-incident` (sorted by `lapsed_at` or the
+    /// resolution's instant). An entry followed is in its `FOLLOW#` partition only, never in
+    /// `PERSON#` (`keys::follow_keys`): the person lane answers the entries not followed; an
+    /// entry is in its `OPEN#` or its `RESOLVED#` partition, never both (`keys::incident_keys`).
+    /// `from` and `due_by` bound the sort key (`BETWEEN`; a `from` after `due_by` answers
+    /// nothing without a request).
     ///
-    /// Resolutions (`Lane::Resolved`) and a lower bound (`from`) are not indexed on this store
-    /// yet: both answer [`StoreError::Backend`] saying so.
+    /// A lapse task written before `outbox-incident` existed has no `incidentAgent` and is in
+    /// neither incident lane until its next update or `DynamoStore::backfill_lapse_indexes`
+    /// (docs/dynamodb.md, "Upgrading").
     async fn outbox_lane(&self, query: &LaneQuery<'_>) -> Result<Vec<OutboxEntry>, StoreError> {
         let (tenant, agent) = (query.tenant, query.agent);
-        let not_yet = || {
-            StoreError::backend(std::io::Error::other(
-                "the DynamoDB store does not index resolved lapse tasks, nor read a lane from \
-                 an instant, yet",
-            ))
-        };
-        if query.from.is_some() {
-            return Err(not_yet());
+        if let (Some(from), Some(due_by)) = (query.from, query.due_by) {
+            if from > due_by {
+                return Ok(Vec::new());
+            }
         }
         let (index, partition, sort) = match query.lane {
             Lane::Delivery(delivery) => (
@@ -154,12 +168,22 @@ impl Outbox for DynamoStore {
                 (FOLLOW_AGENT, person_agent(tenant, agent)),
                 FOLLOW_AT,
             ),
-            Lane::Resolved => return Err(not_yet()),
+            Lane::Open => (
+                OUTBOX_INCIDENT_INDEX,
+                (INCIDENT_AGENT, open_agent(tenant, agent)),
+                INCIDENT_AT,
+            ),
+            Lane::Resolved => (
+                OUTBOX_INCIDENT_INDEX,
+                (INCIDENT_AGENT, resolved_agent(tenant, agent)),
+                INCIDENT_AT,
+            ),
         };
         // Without a bound, a key above every instant key (they are digits).
         let until = query.due_by.map_or_else(|| "~".to_owned(), instant_key);
+        let from = query.from.map(instant_key);
         let entries = self
-            .outbox_through_index(index, partition, sort, until, query.limit)
+            .outbox_through_index(index, partition, sort, (from, until), query.limit)
             .await?;
         Ok(query.answer(entries))
     }

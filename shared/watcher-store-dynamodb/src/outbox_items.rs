@@ -104,16 +104,97 @@ impl DynamoStore {
     /// Writes `entry` over the stored outbox item with its identity in partition `pk` (where
     /// [`DynamoStore::find_outbox`] found it) if that item's entry is still `expected` (its
     /// JSON as read): `Ok(false)` when it changed meanwhile or is gone. Sets the attributes the
-    /// outbox indexes read; a sent entry is never changed back.
+    /// outbox indexes read ([`DynamoStore::outbox_update_of`]); a sent entry is never changed
+    /// back.
     pub(crate) async fn replace_outbox(
         &self,
         pk: &str,
         entry: &OutboxEntry,
         expected: &str,
     ) -> Result<bool, StoreError> {
+        let update = self.outbox_update_of(pk, entry, expected)?;
+        self.count(1u64);
+        landed(
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(update.key))
+                .update_expression(update.expression)
+                .condition_expression(update.condition)
+                .set_expression_attribute_names(Some(update.names))
+                .set_expression_attribute_values(Some(update.values))
+                .send()
+                .await,
+        )
+    }
+
+    /// [`DynamoStore::replace_outbox`] as one item of a commit's `TransactWriteItems`: the
+    /// resolution of a lapse task stored already (`Commit::resolutions`), written with the
+    /// step on the same condition (the entry is still `expected`, as the commit read it). A
+    /// failed condition cancels the whole transaction: a conflict, and the step is tried again.
+    pub(crate) fn outbox_replace_write(
+        &self,
+        pk: &str,
+        entry: &OutboxEntry,
+        expected: &str,
+        what: String,
+    ) -> Result<Write, StoreError> {
+        let update = self.outbox_update_of(pk, entry, expected)?;
+        let bytes = item_size(&update.key) + item_size(&update.values);
+        let op = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(update.key))
+            .update_expression(update.expression)
+            .condition_expression(update.condition)
+            .set_expression_attribute_names(Some(update.names))
+            .set_expression_attribute_values(Some(update.values))
+            .build()
+            .map_err(error::backend)?;
+        Ok(Write {
+            op: TransactWriteItem::builder().update(op).build(),
+            what,
+            bytes,
+        })
+    }
+
+    /// The `UpdateItem` of [`DynamoStore::replace_outbox`]: `entry`'s JSON and every attribute
+    /// the outbox indexes read from it (`delivery`, `nextAttempt`, `agentDelivery`,
+    /// `lapsesTenant`/`lapsesAgent`, `taskKey`, `followAgent`/`followAt`,
+    /// `incidentAgent`/`incidentAt`, `expiresAt`), set or removed, on the condition that the item
+    /// exists, its `entry` is `expected`, and, unless `entry` is sent, it is not sent.
+    pub(crate) fn outbox_update_of(
+        &self,
+        pk: &str,
+        entry: &OutboxEntry,
+        expected: &str,
+    ) -> Result<OutboxUpdate, StoreError> {
+        let mut names: HashMap<String, String> = HashMap::new();
+        let mut values: Item = HashMap::new();
+        let mut name = |n: &str, attribute: &str| {
+            names.insert(n.to_owned(), attribute.to_owned());
+        };
+        for (n, attribute) in [
+            ("#pk", PK),
+            ("#e", ENTRY),
+            ("#d", DELIVERY),
+            ("#n", NEXT_ATTEMPT),
+            ("#ad", AGENT_DELIVERY),
+            ("#lt", LAPSES_TENANT),
+            ("#la", LAPSES_AGENT),
+            ("#ia", INCIDENT_AGENT),
+            ("#it", INCIDENT_AT),
+            ("#q", QUEUED),
+            ("#x", EXPIRES_AT),
+            ("#tk", TASK_KEY),
+            ("#fa", FOLLOW_AGENT),
+            ("#ft", FOLLOW_AT),
+        ] {
+            name(n, attribute);
+        }
         // `lapsesTenant` and `lapsesAgent` never change, and are set again here so that an
         // entry written before the `lapses-*` indexes existed enters them, and one an earlier
-        // version wrote to the one unsharded partition moves to its shard, at its next update.
+        // version wrote to the one unsharded partition moves to its shard, at its next update;
+        // `incidentAgent`/`incidentAt` likewise enter an entry written before `outbox-incident`.
         let mut set = vec![
             "#e = :e",
             "#d = :d",
@@ -121,54 +202,63 @@ impl DynamoStore {
             "#ad = :ad",
             "#lt = :lt",
             "#la = :la",
+            "#ia = :ia",
+            "#it = :it",
         ];
-        let mut remove = Vec::new();
-        let mut req = with_lapse_page_keys(self.client.update_item(), entry)
-            .table_name(&self.table)
-            .key(PK, s(pk))
-            .key(SK, s(outbox_sk(&entry.agent, &entry.message_id)))
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#e", ENTRY)
-            .expression_attribute_names("#d", DELIVERY)
-            .expression_attribute_names("#n", NEXT_ATTEMPT)
-            .expression_attribute_names("#ad", AGENT_DELIVERY)
-            .expression_attribute_values(
+        let (incident_agent, incident_at) = incident_keys(entry);
+        for (v, value) in [
+            (":e", s(to_json(entry)?)),
+            (":d", s(entry.delivery.as_str())),
+            (":n", s(instant_key(entry.next_attempt_at))),
+            (
                 ":ad",
                 s(agent_delivery(
                     &entry.tenant,
                     &entry.agent,
                     entry.delivery.as_str(),
                 )),
-            )
-            .expression_attribute_names("#q", QUEUED)
-            .expression_attribute_names("#x", EXPIRES_AT)
-            .expression_attribute_values(":e", s(to_json(entry)?))
-            .expression_attribute_values(":d", s(entry.delivery.as_str()))
-            .expression_attribute_values(":n", s(instant_key(entry.next_attempt_at)));
+            ),
+            (
+                ":lt",
+                s(lapses_tenant_shard(
+                    &entry.tenant,
+                    &entry.agent,
+                    &entry.message_id,
+                )),
+            ),
+            (
+                ":la",
+                s(lapses_agent_shard(
+                    &entry.tenant,
+                    &entry.agent,
+                    &entry.message_id,
+                )),
+            ),
+            (":ia", s(incident_agent)),
+            (":it", s(incident_at)),
+            (":old", s(expected)),
+        ] {
+            values.insert(v.to_owned(), value);
+        }
         // `queued` keyed the `outbox-due` index of earlier versions, which nothing reads: an
         // entry's update removes it (no index holds it now; an item of before loses it here).
-        remove.push("#q");
-        req = req.expression_attribute_names("#tk", TASK_KEY);
+        let mut remove = vec!["#q"];
         match &entry.task_id {
             Some(task_id) => {
                 set.push("#tk = :tk");
-                req = req.expression_attribute_values(
-                    ":tk",
+                values.insert(
+                    ":tk".into(),
                     s(outbox_task(&entry.tenant, &entry.agent, task_id)),
                 );
             }
             None => remove.push("#tk"),
         }
-        req = req
-            .expression_attribute_names("#fa", FOLLOW_AGENT)
-            .expression_attribute_names("#ft", FOLLOW_AT);
         match follow_keys(entry) {
             Some((partition, at)) => {
                 set.push("#fa = :fa");
                 set.push("#ft = :ft");
-                req = req
-                    .expression_attribute_values(":fa", s(partition))
-                    .expression_attribute_values(":ft", s(at));
+                values.insert(":fa".into(), s(partition));
+                values.insert(":ft".into(), s(at));
             }
             None => {
                 remove.push("#fa");
@@ -178,33 +268,34 @@ impl DynamoStore {
         match outbox_expiry(entry, self.retention_days) {
             Some(at) => {
                 set.push("#x = :x");
-                req = req.expression_attribute_values(":x", n(at));
+                values.insert(":x".into(), n(at));
             }
             None => remove.push("#x"),
         }
-        let mut update = format!("SET {}", set.join(", "));
-        if !remove.is_empty() {
-            update.push_str(&format!(" REMOVE {}", remove.join(", ")));
-        }
+        let expression = format!("SET {} REMOVE {}", set.join(", "), remove.join(", "));
         // Never inserts; a sent entry is never changed back; compare-and-set on the entry read.
-        req = req.expression_attribute_values(":old", s(expected));
         let condition = if entry.delivery == DeliveryState::Sent {
             "attribute_exists(#pk) AND #e = :old".to_owned()
         } else {
-            req = req.expression_attribute_values(":sent", s(DeliveryState::Sent.as_str()));
+            values.insert(":sent".into(), s(DeliveryState::Sent.as_str()));
             "attribute_exists(#pk) AND #e = :old AND #d <> :sent".to_owned()
         };
-        self.count(1u64);
-        landed(
-            req.update_expression(update)
-                .condition_expression(condition)
-                .send()
-                .await,
-        )
+        let key = HashMap::from([
+            (PK.to_owned(), s(pk)),
+            (SK.to_owned(), s(outbox_sk(&entry.agent, &entry.message_id))),
+        ]);
+        Ok(OutboxUpdate {
+            key,
+            expression,
+            condition,
+            names,
+            values,
+        })
     }
 
     /// Up to `limit` outbox entries found through `index` where `partition` (attribute, value)
-    /// and `sort` (attribute) is at or before `until` (an instant key, or `~` for no bound), in
+    /// and `sort` (attribute) is at or after `from` (an instant key, or `None` for no bound;
+    /// at most `until`) and at or before `until` (an instant key, or `~` for no bound), in
     /// index order, each re-read from the table (the index is eventually consistent; the caller
     /// filters what no longer matches). Entries gone meanwhile are left out. Reads one index page
     /// per 1,000 keys and one item per entry: the cost follows `limit`, not the outbox.
@@ -213,14 +304,17 @@ impl DynamoStore {
         index: &str,
         partition: (&str, String),
         sort: &str,
-        until: String,
+        (from, until): (Option<String>, String),
         limit: usize,
     ) -> Result<Vec<(u64, OutboxEntry)>, StoreError> {
         let what = format!("{index} index entry");
         let mut keys: Vec<(String, String)> = self
             .query_at_least(
                 limit,
-                || self.index_until(index, partition.clone(), sort, until.clone(), limit),
+                || {
+                    let bounds = (from.clone(), until.clone());
+                    self.index_range(index, partition.clone(), sort, bounds, limit)
+                },
                 |item| {
                     Ok((
                         get_s(&item, PK, &what)?.to_owned(),
@@ -263,7 +357,7 @@ impl DynamoStore {
                 (TASK_KEY, outbox_task(tenant, agent, task_id)),
                 SK,
                 // Above every outbox sort key.
-                "~".to_owned(),
+                (None, "~".to_owned()),
                 1,
             )
             .await?;
@@ -272,12 +366,15 @@ impl DynamoStore {
         }))
     }
 
-    /// Writes the `lapses-tenant` and `lapses-agent` keys (`lapsesTenant`, `lapsesAgent`) on
-    /// every lapse task that lacks them (written before those indexes existed), so that
-    /// `GET /v1/lapses` pages find them; answers how many it updated. A one-off after the
-    /// upgrade (docs/dynamodb.md, "Upgrading"), never on a request path: it scans the whole
-    /// table. Safe to run again and while the watcher runs (the attributes never change, and
-    /// an entry deleted meanwhile is not written back).
+    /// Writes the `lapses-tenant` and `lapses-agent` keys (`lapsesTenant`, `lapsesAgent`) and
+    /// the `outbox-incident` keys (`incidentAgent`, `incidentAt`, `keys::incident_keys` of the
+    /// entry as read) on every lapse task that lacks one of them (written before those indexes
+    /// existed), so that `GET /v1/lapses` pages and the open and resolved lanes find them;
+    /// answers how many it updated. A one-off after the upgrade (docs/dynamodb.md,
+    /// "Upgrading"), never on a request path: it scans the whole table. Safe to run again and
+    /// while the watcher runs: the lapse-page keys never change, the incident keys are written
+    /// only if the `entry` is still the one read (an entry resolved meanwhile was given its
+    /// keys by that write), and an entry deleted meanwhile is not written back.
     ///
     /// # Errors
     /// Backend errors (what was updated before stays updated), or corrupt data.
@@ -288,10 +385,11 @@ impl DynamoStore {
             let scan = self
                 .kind_scan(
                     "outbox",
-                    " AND attribute_not_exists(#lt)",
+                    " AND (attribute_not_exists(#lt) OR attribute_not_exists(#ia))",
                     "#pk, #sk, #e, #seq",
                 )
                 .expression_attribute_names("#lt", LAPSES_TENANT)
+                .expression_attribute_names("#ia", INCIDENT_AGENT)
                 .expression_attribute_names("#pk", PK)
                 .expression_attribute_names("#sk", SK)
                 .expression_attribute_names("#e", ENTRY)
@@ -301,15 +399,23 @@ impl DynamoStore {
             for item in page.items {
                 let (_, entry) = entry_of(&item)?;
                 let what = "outbox entry";
+                let (incident_agent, incident_at) = incident_keys(&entry);
                 let update = with_lapse_page_keys(self.client.update_item(), &entry)
                     .table_name(&self.table)
                     .key(PK, s(get_s(&item, PK, what)?))
                     .key(SK, s(get_s(&item, SK, what)?))
-                    .update_expression("SET #lt = :lt, #la = :la")
-                    .condition_expression("attribute_exists(#pk)")
-                    .expression_attribute_names("#pk", PK);
+                    .update_expression("SET #lt = :lt, #la = :la, #ia = :ia, #it = :it")
+                    .condition_expression("attribute_exists(#pk) AND #e = :old")
+                    .expression_attribute_names("#pk", PK)
+                    .expression_attribute_names("#e", ENTRY)
+                    .expression_attribute_names("#ia", INCIDENT_AGENT)
+                    .expression_attribute_names("#it", INCIDENT_AT)
+                    .expression_attribute_values(":ia", s(incident_agent))
+                    .expression_attribute_values(":it", s(incident_at))
+                    .expression_attribute_values(":old", s(get_s(&item, ENTRY, what)?));
                 self.count(1u64);
-                // Not landed: deleted meanwhile (expired), nothing to index.
+                // Not landed: deleted meanwhile (expired), nothing to index; or rewritten
+                // meanwhile, by a write that set every index key.
                 if landed(update.send().await)? {
                     updated += 1;
                 }
@@ -368,6 +474,9 @@ impl DynamoStore {
             item.insert(FOLLOW_AGENT.into(), s(partition));
             item.insert(FOLLOW_AT.into(), s(at));
         }
+        let (incident_agent, incident_at) = incident_keys(entry);
+        item.insert(INCIDENT_AGENT.into(), s(incident_agent));
+        item.insert(INCIDENT_AT.into(), s(incident_at));
         if let Some(at) = outbox_expiry(entry, self.retention_days) {
             item.insert(EXPIRES_AT.into(), n(at));
         }
@@ -417,4 +526,15 @@ fn with_lapse_page_keys(
                 &entry.message_id,
             )),
         )
+}
+
+/// One conditional update of an outbox item ([`DynamoStore::outbox_update_of`]): its key, update
+/// and condition expressions, and the names and values they use; sent alone (`UpdateItem`) or
+/// as an `Update` of a transaction.
+pub(crate) struct OutboxUpdate {
+    key: Item,
+    expression: String,
+    condition: String,
+    names: HashMap<String, String>,
+    values: Item,
 }

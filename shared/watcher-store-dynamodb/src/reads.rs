@@ -268,6 +268,28 @@ impl DynamoStore {
             .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
     }
 
+    /// [`DynamoStore::index_until`] with, when `from` is given, a lower bound too: the keys
+    /// whose sort key is between `from` and `until` (both included; `from` at most `until`,
+    /// which DynamoDB's `BETWEEN` requires).
+    pub(crate) fn index_range(
+        &self,
+        index: &str,
+        partition: (&str, String),
+        sort: &str,
+        (from, until): (Option<String>, String),
+        limit: usize,
+    ) -> QueryFluentBuilder {
+        let Some(from) = from else {
+            return self.index_until(index, partition, sort, until, limit);
+        };
+        self.index_query(index, partition)
+            .key_condition_expression("#p = :p AND #s BETWEEN :from AND :until")
+            .expression_attribute_names("#s", sort)
+            .expression_attribute_values(":from", s(from))
+            .expression_attribute_values(":until", s(until))
+            .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+    }
+
     /// Sends `query` (one page: its start key and `Limit` already set), counts the items it
     /// scanned, and answers the page.
     ///

@@ -51,26 +51,12 @@ impl Records for DynamoStore {
         Ok(slice)
     }
 
-    /// The transaction, then each resolution of `commit.resolutions` (expectations-v1 §13.1)
-    /// written to its lapse task by key (`update_outbox`: read, then a write conditional on the
-    /// entry as read), after the transaction rather than in it: this store does not yet put
-    /// them in the transaction. A resolution that cannot be written is logged and left out
-    /// (the commit stands; its lapse stays unresolved on this store).
-    async fn commit(&self, tenant: &Tenant, mut commit: Commit) -> Result<(), StoreError> {
-        let resolutions = std::mem::take(&mut commit.resolutions);
-        self.commit_transaction(tenant, commit).await?;
-        for r in &resolutions {
-            let written = self
-                .update_outbox(tenant, &r.agent, &r.message_id, |stored| {
-                    watcher_runtime::resolution::resolved(stored, &r.resolution)
-                })
-                .await;
-            if let Err(error) = written {
-                tracing::warn!(%error, %tenant, agent = %r.agent, messageId = %r.message_id,
-                    "recording a lapse's resolution failed; left unresolved");
-            }
-        }
-        Ok(())
+    /// One `TransactWriteItems` (`DynamoStore::commit_transaction`, docs/dynamodb.md
+    /// "Commit"), the resolutions of `commit.resolutions` (expectations-v1 §13.1) in it: each
+    /// lapse task resolved is read before (one consistent `BatchGetItem`) and updated in the
+    /// transaction on the condition that it is still as read.
+    async fn commit(&self, tenant: &Tenant, commit: Commit) -> Result<(), StoreError> {
+        self.commit_transaction(tenant, commit).await
     }
 
     /// A time-ordered id ([`TimeOrdered`]): no read, no write, so no item is written by every

@@ -61,6 +61,13 @@ pub const AGENT_DELIVERY: &str = "agentDelivery";
 pub const FOLLOW_AGENT: &str = "followAgent";
 /// Sort key (S) of the `outbox-follow` index: the next poll (instant key).
 pub const FOLLOW_AT: &str = "followAt";
+/// Partition key (S) of the `outbox-incident` index, on every lapse task written or updated
+/// since the index exists: `OPEN#{tenant}#{agent}` while its lapse is unresolved,
+/// `RESOLVED#{tenant}#{agent}` once resolved (expectations-v1 §13.1; `keys::incident_keys`).
+pub const INCIDENT_AGENT: &str = "incidentAgent";
+/// Sort key (S) of the `outbox-incident` index: the instant key of the lapse task's `lapsedAt`
+/// while it is open, of its resolution's `at` once resolved.
+pub const INCIDENT_AT: &str = "incidentAt";
 /// JSON (S) of a list of rejections.
 pub const REJECTIONS: &str = "rejections";
 /// A counter's value (N).
@@ -79,6 +86,11 @@ pub const LIVE_INDEX: &str = "live";
 /// Partition key (S) of the `outbox-task` index: tenant, agent and the A2A `taskId` the agent
 /// answered a lapse task with (present once the submitter recorded it).
 pub const TASK_KEY: &str = "taskKey";
+/// Index of lapse tasks by (tenant, agent) and whether their lapse is resolved: the open ones
+/// by `lapsedAt` ([`Lane::Open`](watcher_runtime::store::Lane::Open)), the resolved ones by
+/// their resolution's instant ([`Lane::Resolved`](watcher_runtime::store::Lane::Resolved));
+/// sparse: outbox items only, KEYS_ONLY.
+pub const OUTBOX_INCIDENT_INDEX: &str = "outbox-incident";
 /// Index of outbox entries by (tenant, agent, taskId) (sparse: only entries answered with a
 /// Task), for status updates pushed on that task.
 pub const OUTBOX_TASK_INDEX: &str = "outbox-task";
@@ -155,6 +167,8 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
         .attribute_definitions(attribute(TASK_KEY, s.clone())?)
         .attribute_definitions(attribute(LAPSES_TENANT, s.clone())?)
         .attribute_definitions(attribute(LAPSES_AGENT, s.clone())?)
+        .attribute_definitions(attribute(INCIDENT_AGENT, s.clone())?)
+        .attribute_definitions(attribute(INCIDENT_AT, s.clone())?)
         .attribute_definitions(attribute(LIVE_UNTIL, s)?)
         .key_schema(key(PK, KeyType::Hash)?)
         .key_schema(key(SK, KeyType::Range)?)
@@ -196,6 +210,14 @@ pub async fn create_table(client: &Client, table: &str, wait: Duration) -> Resul
             OUTBOX_TASK_INDEX,
             TASK_KEY,
             SK,
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )?)
+        .global_secondary_indexes(index(
+            OUTBOX_INCIDENT_INDEX,
+            INCIDENT_AGENT,
+            INCIDENT_AT,
             Projection::builder()
                 .projection_type(ProjectionType::KeysOnly)
                 .build(),

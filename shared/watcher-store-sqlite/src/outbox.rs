@@ -80,9 +80,31 @@ impl Outbox for SqliteStore {
         .await
     }
 
+    async fn outbox_resolve(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        resolution: &watcher_runtime::resolution::Resolution,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        let (tenant, agent) = (tenant.clone(), agent.clone());
+        let (message_id, resolution) = (message_id.to_owned(), resolution.clone());
+        self.write(move |conn| {
+            let Some(updated) = outbox_row(conn, &tenant, &agent, &message_id)?
+                .and_then(|stored| watcher_runtime::resolution::resolved(&stored, &resolution))
+            else {
+                return Ok(None);
+            };
+            write_outbox_row(conn, &updated)?;
+            Ok(Some(updated))
+        })
+        .await
+    }
+
     /// The lane's own index: `outbox_agent` by (tenant, agent, delivery, next attempt, seq),
     /// `outbox_follow` by (tenant, agent, follow_at), `outbox_person` by (tenant, agent,
-    /// person_at, seq), `outbox_resolved` by (tenant, agent, resolved_at, seq); each read
+    /// person_at, seq), `outbox_resolved` by (tenant, agent, resolved_at, seq), `outbox_open` by (tenant, agent,
+    /// lapsed_at, seq); each read
     /// between `from` and `due_by`.
     async fn outbox_lane(&self, query: &LaneQuery<'_>) -> Result<Vec<OutboxEntry>, StoreError> {
         let (tenant, agent) = (query.tenant.clone(), query.agent.clone());
@@ -127,6 +149,15 @@ impl Outbox for SqliteStore {
                      WHERE tenant = ?1 AND agent = ?2 AND resolved_at IS NOT NULL
                        AND resolved_at <= ?3 AND resolved_at >= ?5
                      ORDER BY resolved_at, seq LIMIT ?4",
+                    params![t, a, until, limit, from],
+                    "outbox entry",
+                ),
+                Lane::Open => json_rows(
+                    conn,
+                    "SELECT entry FROM outbox INDEXED BY outbox_open
+                     WHERE tenant = ?1 AND agent = ?2 AND resolved_at IS NULL
+                       AND lapsed_at <= ?3 AND lapsed_at >= ?5
+                     ORDER BY lapsed_at, seq LIMIT ?4",
                     params![t, a, until, limit, from],
                     "outbox entry",
                 ),

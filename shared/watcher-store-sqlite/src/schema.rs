@@ -188,6 +188,10 @@ CREATE INDEX IF NOT EXISTS outbox_person ON outbox (tenant, agent, person_at, se
 -- Resolved lapse tasks only, by when they were resolved (Outbox::outbox_resolved; version 11).
 CREATE INDEX IF NOT EXISTS outbox_resolved ON outbox (tenant, agent, resolved_at, seq)
     WHERE resolved_at IS NOT NULL;
+-- Lapse tasks not resolved only, by when they lapsed: the open incidents (Outbox::outbox_open).
+-- Created by IF NOT EXISTS when a file opens: an older build keeps it up to date unknowingly.
+CREATE INDEX IF NOT EXISTS outbox_open ON outbox (tenant, agent, lapsed_at, seq)
+    WHERE resolved_at IS NULL;
 
 -- A lapse task by the Task the agent created (Outbox::outbox_by_task).
 CREATE INDEX IF NOT EXISTS outbox_task ON outbox (tenant, agent, task_id)
@@ -318,6 +322,7 @@ fn set_outbox_aside(old: &str) -> String {
         DROP INDEX IF EXISTS outbox_follow;
         DROP INDEX IF EXISTS outbox_person;
         DROP INDEX IF EXISTS outbox_resolved;
+        DROP INDEX IF EXISTS outbox_open;
         DROP INDEX IF EXISTS outbox_task;
         DROP INDEX IF EXISTS outbox_agent_seq;"
     )

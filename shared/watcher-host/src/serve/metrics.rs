@@ -16,12 +16,15 @@
 //! | `a2a_watcher_lapse_delivery_lateness_seconds` | | histogram: delivery instant − `lapsedAt` |
 //! | `a2a_watcher_open_expectations` | | gauge: live expectations (that can still lapse) over all agents |
 //! | `a2a_watcher_timer_failures_total` | | due timers whose firing failed (skipped, fired again next time) |
+//! | `a2a_watcher_incidents_open` | `agent`, `kind` = `overdue` / `skipped` / `stalled` | gauge: open incidents (lapses not resolved) per configured agent and lapse kind, from the agent's open lane at scrape time, at most [`OPEN_INCIDENTS_CAP`](watcher_runtime::metrics::OPEN_INCIDENTS_CAP) per agent (its oldest; a sum of 1,000 means 1,000 or more) |
 //! | `a2a_watcher_notifications_total` | `channel` (a `[[notify]]` id), `outcome` = `delivered` / `redirected` / `failed` | notifications posted to a person's channel (issue 25); `redirected`: the receiver answered 3xx, not followed (a failure, retried) |
 //!
-//! Unauthenticated like `/healthz`, and therefore without tenant or agent labels: totals only
-//! (docs/interpretation.md). The one label naming something configured is a notification
-//! channel's id, which the operator chose.
+//! Unauthenticated like `/healthz`, and therefore without tenant labels (docs/interpretation.md).
+//! The labels naming something configured are a notification channel's id and, on the open
+//! incidents, an agent's id: both from the operator's own configuration (`[[notify]]`,
+//! `[[agents]]`); agents of one id in several tenants are summed.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -33,8 +36,11 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use watcher_core::record::LapseKind;
 use watcher_runtime::clock::Clock;
-use watcher_runtime::metrics::{open_expectations, AttemptOutcome, Recorder, Tally};
+use watcher_runtime::metrics::{
+    open_expectations, open_incidents, AttemptOutcome, Recorder, Tally,
+};
 use watcher_runtime::store::Store;
 use watcher_runtime::watcher::Watcher;
 
@@ -51,6 +57,12 @@ struct KindLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
     outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AgentKindLabel {
+    agent: String,
+    kind: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -86,6 +98,7 @@ pub struct Prometheus {
     open: Gauge,
     timer_failures: Counter,
     notifications: Family<ChannelLabel, Counter>,
+    incidents_open: Family<AgentKindLabel, Gauge>,
 }
 
 impl Prometheus {
@@ -102,6 +115,12 @@ impl Prometheus {
         let open = Gauge::default();
         let timer_failures = Counter::default();
         let notifications = Family::<ChannelLabel, Counter>::default();
+        let incidents_open = Family::<AgentKindLabel, Gauge>::default();
+        registry.register(
+            "a2a_watcher_incidents_open",
+            "Open incidents (lapses not resolved) by agent and lapse kind, at most 1000 per agent",
+            incidents_open.clone(),
+        );
         registry.register(
             "a2a_watcher_notifications",
             "Notifications posted to a person's channel, by channel and outcome",
@@ -174,6 +193,21 @@ impl Prometheus {
             open,
             timer_failures,
             notifications,
+            incidents_open,
+        }
+    }
+
+    /// Sets the open-incidents gauge of `agent` to `counts` (by lapse kind; a kind left out is
+    /// 0), before [`Prometheus::encode`].
+    pub fn set_open_incidents(&self, agent: &str, counts: &BTreeMap<LapseKind, u64>) {
+        for kind in [LapseKind::Overdue, LapseKind::Skipped, LapseKind::Stalled] {
+            let n = counts.get(&kind).copied().unwrap_or(0);
+            self.incidents_open
+                .get_or_create(&AgentKindLabel {
+                    agent: agent.to_owned(),
+                    kind: kind.as_str(),
+                })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
     }
 
@@ -272,6 +306,8 @@ pub struct MetricsState {
 pub async fn metrics(State(state): State<MetricsState>) -> Response {
     let now = state.clock.now();
     let mut open = 0u64;
+    // Per agent id (summed over tenants): open incidents by kind.
+    let mut incidents: BTreeMap<String, BTreeMap<LapseKind, u64>> = BTreeMap::new();
     for entry in state.watcher.directory.entries() {
         match open_expectations(&*state.watcher.store, &entry.tenant, &entry.profile.id, now).await
         {
@@ -280,6 +316,20 @@ pub async fn metrics(State(state): State<MetricsState>) -> Response {
                 tracing::warn!(error = %e, agent = %entry.profile.id, "metrics: cannot read the agent's live count");
             }
         }
+        let counts = incidents.entry(entry.profile.id.to_string()).or_default();
+        match open_incidents(&*state.watcher.store, &entry.tenant, &entry.profile.id).await {
+            Ok(by_kind) => {
+                for (kind, n) in by_kind {
+                    *counts.entry(kind).or_default() += n;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, agent = %entry.profile.id, "metrics: cannot read the agent's open incidents");
+            }
+        }
+    }
+    for (agent, counts) in &incidents {
+        state.prometheus.set_open_incidents(agent, counts);
     }
     (
         [(
@@ -294,6 +344,28 @@ pub async fn metrics(State(state): State<MetricsState>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn open_incidents_are_shown_by_agent_and_kind_with_zeros() {
+        let p = Prometheus::new();
+        p.set_open_incidents(
+            "booking",
+            &BTreeMap::from([(LapseKind::Overdue, 2), (LapseKind::Stalled, 1)]),
+        );
+        let text = p.encode(0);
+        for line in [
+            "a2a_watcher_incidents_open{agent=\"booking\",kind=\"overdue\"} 2\n",
+            "a2a_watcher_incidents_open{agent=\"booking\",kind=\"skipped\"} 0\n",
+            "a2a_watcher_incidents_open{agent=\"booking\",kind=\"stalled\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+        // Resolved since: back to zero.
+        p.set_open_incidents("booking", &BTreeMap::new());
+        assert!(p
+            .encode(0)
+            .contains("a2a_watcher_incidents_open{agent=\"booking\",kind=\"overdue\"} 0\n"));
+    }
 
     #[test]
     fn a_timer_that_failed_is_counted() {

@@ -75,6 +75,11 @@ pub fn create(i: &Incident) -> Value {
     alert
 }
 
+/// The member of a close notification's body that names the alert to close: taken out of the
+/// body when posting and put in the URL ([`close_url`]; [`super::Vendor::request`]), so the
+/// request's body is `source` and `note` only.
+pub const CLOSE_ALIAS: &str = "closeAlias";
+
 /// The close request's body (posted to [`close_url`]): `source` and `note` (why it closed).
 pub fn close(source: &str, note: &str) -> Value {
     json!({ "source": cut(source, SOURCE_MAX), "note": cut(note, 25_000) })

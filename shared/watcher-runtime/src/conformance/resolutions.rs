@@ -315,3 +315,262 @@ pub async fn resolved_lapse_tasks_are_listed<S: Store + 'static>(store: Arc<S>) 
         "tenants are apart"
     );
 }
+
+/// `Outbox::outbox_resolve` (an operator's acknowledgement): resolves a stored lapse task once,
+/// keeping every delivery field as stored; a second resolution answers `None` and changes
+/// nothing; a lapse task not stored answers `None` and is not inserted.
+pub async fn outbox_resolve_resolves_once<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("t-outbox-resolve");
+    let booking = agent("booking");
+    store
+        .commit(
+            &t,
+            Commit::of_outbox(vec![outbox_entry(&t, "lapse:ack", at(5))]),
+        )
+        .await
+        .expect("a lapse task");
+    let mut delivered = stored_entry(&*store, &t, &booking, "lapse:ack")
+        .await
+        .expect("stored");
+    delivered.delivery = DeliveryState::Sent;
+    delivered.attempts = 2;
+    delivered.next_attempt_at = at(7);
+    delivered.task_id = Some("lt-ack".into());
+    delivered.task_state = Some("TASK_STATE_WORKING".into());
+    store.outbox_update(&delivered).await.expect("delivered");
+
+    let acknowledged = Resolution {
+        at: at(9),
+        reason: ResolutionReason::Acknowledged {
+            by: "ops@example.com".into(),
+        },
+    };
+    let written = store
+        .outbox_resolve(&t, &booking, "lapse:ack", &acknowledged)
+        .await
+        .expect("outbox_resolve")
+        .expect("an unresolved lapse task is resolved");
+    assert_eq!(written.resolved, Some(acknowledged.clone()));
+    assert_eq!(
+        OutboxEntry {
+            resolved: None,
+            ..written.clone()
+        },
+        delivered,
+        "every other field is kept as stored"
+    );
+    assert_eq!(
+        stored_entry(&*store, &t, &booking, "lapse:ack").await,
+        Some(written.clone()),
+        "the answer is the entry as written"
+    );
+
+    let later = Resolution {
+        at: at(10),
+        reason: ResolutionReason::Acknowledged { by: "later".into() },
+    };
+    assert_eq!(
+        store
+            .outbox_resolve(&t, &booking, "lapse:ack", &later)
+            .await
+            .expect("outbox_resolve again"),
+        None,
+        "resolved already: nothing written"
+    );
+    assert_eq!(
+        stored_entry(&*store, &t, &booking, "lapse:ack")
+            .await
+            .and_then(|e| e.resolved),
+        Some(acknowledged),
+        "the first resolution stays"
+    );
+    assert_eq!(
+        store
+            .outbox_resolve(&t, &booking, "lapse:missing", &later)
+            .await
+            .expect("outbox_resolve of nothing"),
+        None
+    );
+    assert_eq!(
+        stored_entry(&*store, &t, &booking, "lapse:missing").await,
+        None,
+        "outbox_resolve never inserts"
+    );
+    assert_eq!(
+        store
+            .outbox_resolve(&t, &agent("other"), "lapse:ack", &later)
+            .await
+            .expect("outbox_resolve for another agent"),
+        None,
+        "the identity includes the agent"
+    );
+}
+
+/// An agent's unresolved lapse tasks are listed by when they lapsed (`Lane::Open`,
+/// `Outbox::outbox_open`): earliest first, from `from` (inclusive) through `due_by`, at most
+/// `limit`, only that agent's; a lapse task leaves the lane when it is resolved (by
+/// `outbox_resolve` or a commit) and is then in `Lane::Resolved`. A lapse task queued and
+/// resolved by one commit is stored resolved; a commit that queues a lapse task stored already
+/// and resolves it resolves the stored one.
+pub async fn open_lapse_tasks_are_listed<S: Store + 'static>(store: Arc<S>) {
+    let t = tenant("t-open-lane");
+    let (booking, other) = (agent("booking"), agent("other"));
+    // Queued out of their order of lapse.
+    let mut entries = Vec::new();
+    for (who, id, minute) in [
+        (&booking, "lapse:c", 7),
+        (&booking, "lapse:a", 5),
+        (&booking, "lapse:b", 6),
+        (&booking, "lapse:d", 8),
+        (&other, "lapse:a", 5),
+    ] {
+        entries.push(OutboxEntry {
+            agent: who.clone(),
+            ..outbox_entry(&t, id, at(minute))
+        });
+    }
+    store
+        .commit(&t, Commit::of_outbox(entries))
+        .await
+        .expect("lapse tasks");
+    let ids = |found: Vec<OutboxEntry>| -> Vec<String> {
+        found.into_iter().map(|e| e.message_id).collect()
+    };
+    let open = |from: Option<Instant>, limit: usize| {
+        let store = Arc::clone(&store);
+        let (t, booking) = (t.clone(), booking.clone());
+        async move {
+            store
+                .outbox_open(&t, &booking, from, limit)
+                .await
+                .expect("outbox_open")
+        }
+    };
+    assert_eq!(
+        ids(open(None, 10).await),
+        ["lapse:a", "lapse:b", "lapse:c", "lapse:d"],
+        "earliest lapse first"
+    );
+    assert_eq!(
+        ids(open(Some(at(6)), 10).await),
+        ["lapse:b", "lapse:c", "lapse:d"],
+        "from is inclusive"
+    );
+    assert_eq!(ids(open(None, 2).await), ["lapse:a", "lapse:b"]);
+    let between = store
+        .outbox_lane(&LaneQuery {
+            tenant: &t,
+            agent: &booking,
+            lane: Lane::Open,
+            due_by: Some(at(7)),
+            from: Some(at(6)),
+            limit: 10,
+        })
+        .await
+        .expect("outbox_lane");
+    assert_eq!(
+        ids(between),
+        ["lapse:b", "lapse:c"],
+        "between from and due_by"
+    );
+    let none = store
+        .outbox_lane(&LaneQuery {
+            tenant: &t,
+            agent: &booking,
+            lane: Lane::Open,
+            due_by: Some(at(5)),
+            from: Some(at(6)),
+            limit: 10,
+        })
+        .await
+        .expect("outbox_lane, from after due_by");
+    assert!(none.is_empty(), "from after due_by: nothing");
+    assert_eq!(
+        ids(store
+            .outbox_open(&t, &other, None, 10)
+            .await
+            .expect("outbox_open of another agent")),
+        ["lapse:a"],
+        "only the agent's own"
+    );
+
+    // Resolved, one by outbox_resolve and one by a commit: they leave the open lane.
+    let fact = |minute: u32| Resolution {
+        at: at(minute),
+        reason: ResolutionReason::Fact,
+    };
+    store
+        .outbox_resolve(&t, &booking, "lapse:b", &fact(20))
+        .await
+        .expect("outbox_resolve")
+        .expect("resolved");
+    let commit = Commit {
+        resolutions: vec![Resolved {
+            agent: booking.clone(),
+            message_id: "lapse:a".into(),
+            resolution: fact(21),
+        }],
+        ..Commit::default()
+    };
+    store.commit(&t, commit).await.expect("a resolution");
+    assert_eq!(
+        ids(open(None, 10).await),
+        ["lapse:c", "lapse:d"],
+        "resolved lapse tasks leave the open lane"
+    );
+    assert_eq!(
+        ids(store
+            .outbox_resolved(&t, &booking, None, 10)
+            .await
+            .expect("outbox_resolved")),
+        ["lapse:b", "lapse:a"],
+        "and are in the resolved lane, by resolution"
+    );
+
+    // Queued and resolved by one commit; queued again (stored already) and resolved.
+    let commit = Commit {
+        outbox: vec![
+            outbox_entry(&t, "lapse:e", at(9)),
+            outbox_entry(&t, "lapse:c", at(7)),
+        ],
+        resolutions: vec![
+            Resolved {
+                agent: booking.clone(),
+                message_id: "lapse:e".into(),
+                resolution: fact(22),
+            },
+            Resolved {
+                agent: booking.clone(),
+                message_id: "lapse:c".into(),
+                resolution: fact(23),
+            },
+        ],
+        ..Commit::default()
+    };
+    store
+        .commit(&t, commit)
+        .await
+        .expect("lapse tasks queued and resolved");
+    assert_eq!(
+        stored_entry(&*store, &t, &booking, "lapse:e")
+            .await
+            .and_then(|e| e.resolved),
+        Some(fact(22)),
+        "a lapse task queued and resolved by one commit is stored resolved"
+    );
+    assert_eq!(
+        stored_entry(&*store, &t, &booking, "lapse:c")
+            .await
+            .and_then(|e| e.resolved),
+        Some(fact(23)),
+        "the stored lapse task takes the resolution"
+    );
+    assert_eq!(ids(open(None, 10).await), ["lapse:d"]);
+    assert_eq!(
+        ids(store
+            .outbox_resolved(&t, &booking, Some(at(21)), 10)
+            .await
+            .expect("outbox_resolved")),
+        ["lapse:a", "lapse:e", "lapse:c"]
+    );
+}

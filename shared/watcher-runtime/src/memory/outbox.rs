@@ -97,6 +97,30 @@ impl Outbox for MemoryStore {
         Ok(Some(updated))
     }
 
+    async fn outbox_resolve(
+        &self,
+        tenant: &Tenant,
+        agent: &AgentId,
+        message_id: &str,
+        resolution: &crate::resolution::Resolution,
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        self.check_write()?;
+        let mut inner = self.lock()?;
+        self.touched(1);
+        let id = (tenant.clone(), agent.clone(), message_id.to_owned());
+        let Some(seq) = inner.outbox_ids.get(&id).copied() else {
+            return Ok(None);
+        };
+        let Some(old) = inner.outbox.get(&seq).cloned() else {
+            return Ok(None);
+        };
+        let Some(updated) = crate::resolution::resolved(&old, resolution) else {
+            return Ok(None);
+        };
+        inner.replace_outbox(seq, &old, updated.clone());
+        Ok(Some(updated))
+    }
+
     /// A filter over the agent's entries (index by (tenant, agent)).
     async fn outbox_lane(&self, query: &LaneQuery<'_>) -> Result<Vec<OutboxEntry>, StoreError> {
         let inner = self.lock()?;

@@ -196,6 +196,34 @@ fn a_completed_task_resolves_and_other_terminal_states_do_not() {
 }
 
 #[test]
+fn an_agents_resolve_on_chooses_the_resolving_states_and_its_json_stays_out_when_default() {
+    // `[[agents]] resolve_on = ["TASK_STATE_FAILED", "TASK_STATE_CANCELED"]`, kept on the entry.
+    let mut e = entry();
+    e.resolve_on = vec![TaskState::Failed, TaskState::Canceled];
+    e.task_state = Some("TASK_STATE_COMPLETED".into());
+    assert!(
+        !resolve_by_task(&mut e, at(NOW)),
+        "COMPLETED is not among the agent's states"
+    );
+    e.task_state = Some("TASK_STATE_CANCELED".into());
+    assert!(resolve_by_task(&mut e, at(NOW)));
+    assert_eq!(
+        e.resolved.map(|r| r.reason),
+        Some(ResolutionReason::Task {
+            state: "TASK_STATE_CANCELED".into()
+        })
+    );
+    let v = serde_json::to_value(&e.resolve_on).expect("serialises");
+    assert_eq!(
+        v,
+        serde_json::json!(["TASK_STATE_FAILED", "TASK_STATE_CANCELED"])
+    );
+    // The default (empty) is not written, so entries of earlier versions read the same.
+    let json = serde_json::to_value(entry()).expect("serialises");
+    assert!(json.get("resolveOn").is_none(), "{json}");
+}
+
+#[test]
 fn an_acknowledgement_names_who_and_refuses_no_one() {
     let done = acknowledge(&entry(), "ops@example.com", at(NOW))
         .expect("a valid who")

@@ -47,8 +47,9 @@ pub struct ChannelState {
     /// hold a credential, so it is never kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
-    /// What the channel last saw of each agent's delivery and card, by agent id (the agents'
-    /// events: a failed lapse task, failing delivery, an unreadable card).
+    /// What the channel last saw of each agent's delivery, card and resolutions, by agent id
+    /// (the agents' events: a failed lapse task, failing delivery, an unreadable card; and
+    /// how far the ends of its lapses were told).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub agents: BTreeMap<String, AgentWatch>,
 }
@@ -65,6 +66,11 @@ pub struct AgentWatch {
     /// began (`needs_person_since`).
     #[serde(default, skip_serializing_if = "Watermark::is_empty")]
     pub person: Watermark,
+    /// How far its resolved lapse tasks were dealt with (their end told, counted in a digest,
+    /// or passed over: a lapse the channel did not tell), in the order they were resolved
+    /// (`resolved.at`, [`crate::resolution::Resolution`]).
+    #[serde(default, skip_serializing_if = "Watermark::is_empty")]
+    pub resolved: Watermark,
     /// Whether the agent had failed lapse tasks when last looked at.
     #[serde(default)]
     pub failing: bool,

@@ -185,3 +185,42 @@ fn due_keys_sort_in_firing_order() {
         .all(|k| k.as_str() < due_key_bound(t).as_str()));
     assert!(keys[5].as_str() > due_key_bound(t).as_str());
 }
+
+/// Each lapse task is in exactly one `outbox-incident` partition of its agent: `OPEN#` at its
+/// `lapsedAt` while unresolved, `RESOLVED#` at its resolution's instant once resolved.
+#[test]
+fn incident_keys_follow_the_resolution() {
+    use watcher_runtime::resolution::{Resolution, ResolutionReason};
+    let tenant = Tenant::parse("t#1").unwrap();
+    let agent = AgentId::parse("booking").unwrap();
+    let lapsed = instant("2026-09-10T12:11:00Z");
+    let mut entry = OutboxEntry::queued(
+        tenant.clone(),
+        agent.clone(),
+        "lapse:e:overdue:2026-09-10T12:10:00Z".into(),
+        ExpectationId::parse("e").unwrap(),
+        watcher_core::record::LapseKind::Overdue,
+        lapsed,
+        serde_json::json!({}),
+    );
+    assert_eq!(
+        incident_keys(&entry),
+        ("OPEN#t%231#booking".to_owned(), instant_key(lapsed))
+    );
+    let at = instant("2026-09-10T12:30:00Z");
+    entry.resolved = Some(Resolution {
+        at,
+        reason: ResolutionReason::Fact,
+    });
+    assert_eq!(
+        incident_keys(&entry),
+        ("RESOLVED#t%231#booking".to_owned(), instant_key(at))
+    );
+    assert_ne!(open_agent(&tenant, &agent), resolved_agent(&tenant, &agent));
+    let other = AgentId::parse("other").unwrap();
+    assert_ne!(
+        open_agent(&tenant, &agent),
+        open_agent(&tenant, &other),
+        "one partition per (tenant, agent), never tenant-wide"
+    );
+}

@@ -96,5 +96,6 @@ mod commits;
 mod limits;
 mod live_count;
 mod lookups;
+mod resolutions;
 mod retention;
 mod shards;

@@ -108,6 +108,7 @@ async fn a_version_1_file_is_migrated() {
             "outbox_agent",
             "outbox_agent_seq",
             "outbox_follow",
+            "outbox_open",
             "outbox_person",
             "outbox_resolved",
             "outbox_task",
@@ -394,7 +395,7 @@ async fn a_version_2_file_is_migrated() {
     let conn = raw(&path);
     conn.execute_batch(
         "DROP INDEX outbox_follow; ALTER TABLE outbox DROP COLUMN follow_at;
-         DROP INDEX outbox_task; DROP INDEX outbox_agent_seq;
+         DROP INDEX outbox_task; DROP INDEX outbox_agent_seq; DROP INDEX outbox_open;
          ALTER TABLE outbox DROP COLUMN task_id; ALTER TABLE outbox DROP COLUMN lapsed_at;
          PRAGMA user_version = 2;",
     )
@@ -558,6 +559,7 @@ async fn a_version_9_file_loses_the_unread_due_index() {
             "outbox_agent",
             "outbox_agent_seq",
             "outbox_follow",
+            "outbox_open",
             "outbox_person",
             "outbox_resolved",
             "outbox_task",
@@ -649,5 +651,52 @@ async fn a_version_10_file_gains_the_resolved_index() {
     assert_eq!(
         store.outbox_resolved(&t, &agent(), None, 10).await.unwrap(),
         vec![resolved]
+    );
+}
+
+/// A version 11 file made before the `outbox_open` index (no version of its own: it is created
+/// by `IF NOT EXISTS` whenever a file opens) gets it on opening, stays at version 11, and
+/// answers `Lane::Open` through it: the unresolved lapse tasks, by when they lapsed.
+#[tokio::test]
+async fn a_version_11_file_gains_the_open_index() {
+    use watcher_runtime::resolution::{Resolution, ResolutionReason};
+    use watcher_runtime::store::Outbox as _;
+    assert_eq!(SCHEMA_VERSION, 11, "outbox_open came without a version");
+    let t = tenant();
+    let (_dir, path) = file_with_lapse_tasks(&["lapse:1", "lapse:2"]).await;
+    let has_index = |conn: &rusqlite::Connection| -> bool {
+        conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index'
+                 AND name = 'outbox_open')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    {
+        let conn = raw(&path);
+        assert!(has_index(&conn), "a new file has it");
+        conn.execute_batch("DROP INDEX outbox_open;").unwrap();
+        assert!(!has_index(&conn));
+        assert_eq!(user_version(&path), 11);
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(user_version(&path), 11, "no version of its own");
+    assert!(has_index(&raw(&path)), "created on opening");
+    // Read through `outbox_open` (the query names the index: it fails without it).
+    assert_eq!(
+        store.outbox_open(&t, &agent(), None, 10).await.unwrap(),
+        vec![entry("lapse:1"), entry("lapse:2")]
+    );
+    let mut resolved = entry("lapse:1");
+    resolved.resolved = Some(Resolution {
+        at: instant("2026-09-10T13:00:00Z"),
+        reason: ResolutionReason::Fact,
+    });
+    store.outbox_update(&resolved).await.unwrap();
+    assert_eq!(
+        store.outbox_open(&t, &agent(), None, 10).await.unwrap(),
+        vec![entry("lapse:2")],
+        "a resolved lapse task is no longer open"
     );
 }

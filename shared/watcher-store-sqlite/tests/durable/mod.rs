@@ -201,7 +201,8 @@ fn back_to_version_8(conn: &rusqlite::Connection) {
 }
 
 /// Takes from a file of the current schema what version 11 added: the outbox's `resolved_at`
-/// and its index (nothing when they are gone already).
+/// and its index, and the `outbox_open` index added on top of it since (nothing when they are
+/// gone already).
 fn back_to_version_10(conn: &rusqlite::Connection) {
     let present: bool = conn
         .query_row(
@@ -212,7 +213,8 @@ fn back_to_version_10(conn: &rusqlite::Connection) {
         .unwrap();
     if present {
         conn.execute_batch(
-            "DROP INDEX IF EXISTS outbox_resolved; ALTER TABLE outbox DROP COLUMN resolved_at;",
+            "DROP INDEX IF EXISTS outbox_resolved; DROP INDEX IF EXISTS outbox_open;
+             ALTER TABLE outbox DROP COLUMN resolved_at;",
         )
         .unwrap();
     }
