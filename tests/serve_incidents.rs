@@ -161,3 +161,55 @@ async fn incidents_are_listed_acknowledged_once_and_counted_on_serve() {
         assert!(text.contains(&line), "{line} in\n{text}");
     }
 }
+
+/// `[[agents]] resolve_on` (docs/interpretation.md "When a lapse is resolved"): an agent whose
+/// `TASK_STATE_CANCELED` means "nothing left to do" has the lapses its lapse tasks answered
+/// CANCELED resolved (reason `task`, the state named), while the one answered COMPLETED, not in
+/// its list, stays open.
+#[tokio::test]
+async fn an_agents_resolve_on_chooses_which_task_states_resolve() {
+    use a2a_types::TaskState;
+    use watcher_delivery::testing::{spawn_capture_agent, Behaviour, Reply};
+
+    let agent = spawn_capture_agent(Behaviour::from_fn(|n, _| {
+        let state = if n == 0 {
+            TaskState::Completed
+        } else {
+            TaskState::Canceled
+        };
+        Reply::task(format!("task-{}", n + 1), state)
+    }))
+    .await;
+    let w = spawn_watcher_with(
+        &agent,
+        "",
+        "reconcile = false\nresolve_on = [\"TASK_STATE_CANCELED\"]\n",
+    )
+    .await;
+    run_worked_example(&w, &agent, PATIENCE).await;
+    wait_for_requests(&agent, 4, PATIENCE).await;
+    w.all_sent(4, PATIENCE).await;
+
+    let first = agent
+        .sent_message_ids()
+        .first()
+        .cloned()
+        .expect("a first lapse task");
+    let settled = wait_until(
+        || async {
+            let r = w.get("/v1/incidents?state=resolved").await;
+            r.body["incidents"].as_array().map(Vec::len) == Some(3)
+        },
+        PATIENCE,
+    )
+    .await;
+    let resolved = w.get("/v1/incidents?state=resolved").await;
+    assert!(settled, "three resolved: {}", resolved.body);
+    for i in resolved.body["incidents"].as_array().unwrap() {
+        assert_ne!(i["messageId"], first.as_str(), "{i:#}");
+        assert_eq!(i["resolved"]["reason"], "task", "{i:#}");
+        assert_eq!(i["resolved"]["state"], "TASK_STATE_CANCELED", "{i:#}");
+    }
+    let open = w.get("/v1/incidents").await;
+    assert_eq!(ids(&open.body["incidents"]), [first], "{}", open.body);
+}
