@@ -44,7 +44,7 @@ pub async fn run() -> anyhow::Result<()> {
         reconcile: false,
         probe: false,
         learnables: Vec::new(),
-        resolve_on: Vec::new(),
+        resolve_on: None,
     });
     config.sources.push(SourceConfig {
         id: "carrier-feed:emirates".into(),

@@ -171,17 +171,24 @@ pub struct AgentConfig {
     #[serde(default)]
     pub learnables: Vec<String>,
     /// The states of a lapse task's Task that resolve its lapse's incident (expectations-v1
-    /// §13.1; docs/interpretation.md "Incidents"): A2A 1.0 wire names of terminal states
+    /// §13.1; docs/interpretation.md "When a lapse is resolved"): A2A 1.0 wire names of terminal states
     /// (`TASK_STATE_COMPLETED`, `TASK_STATE_FAILED`, `TASK_STATE_CANCELED`,
     /// `TASK_STATE_REJECTED`). Default: `["TASK_STATE_COMPLETED"]` (a lapse task that failed or
     /// was canceled leaves the incident open for a person). Kept on each lapse task when it is
-    /// recorded: a change applies to lapses recorded after it.
-    #[serde(default)]
-    pub resolve_on: Vec<String>,
+    /// recorded: a change applies to lapses recorded after it. `resolve_on = []`: no Task state
+    /// resolves them (only the fact, a withdrawal or an operator's acknowledgement do).
+    #[serde(default = "resolve_on_absent")]
+    pub resolve_on: Option<Vec<String>>,
 }
 
 fn default_true() -> bool {
     true
+}
+
+/// `resolve_on` left out: `None`, which the lapse tasks read as `["TASK_STATE_COMPLETED"]`
+/// (`watcher_runtime::resolution::RESOLVING_TASK_STATES`), told apart from `resolve_on = []`.
+fn resolve_on_absent() -> Option<Vec<String>> {
+    None
 }
 
 /// `[limits]`.
@@ -413,7 +420,7 @@ impl Config {
 
 /// Checks that `agent.resolve_on` lists terminal A2A 1.0 `TaskState` wire names only.
 fn check_resolve_on(agent: &AgentConfig) -> Result<(), ConfigError> {
-    for state in &agent.resolve_on {
+    for state in agent.resolve_on.iter().flatten() {
         let parsed = a2a_types::TaskState::from_wire_str(state);
         if parsed.as_str() != state || !parsed.is_terminal() {
             return Err(ConfigError::ResolveOn {
@@ -592,9 +599,19 @@ token = "ops-token-1"
         ))
         .expect("terminal states");
         assert_eq!(
-            ok.agents[0].resolve_on,
-            ["TASK_STATE_COMPLETED", "TASK_STATE_CANCELED"]
+            ok.agents[0].resolve_on.as_deref(),
+            Some(
+                &[
+                    "TASK_STATE_COMPLETED".to_owned(),
+                    "TASK_STATE_CANCELED".to_owned()
+                ][..]
+            )
         );
+        // Absent: the default; empty: no state resolves.
+        let absent = Config::from_toml(agent).expect("no resolve_on");
+        assert_eq!(absent.agents[0].resolve_on, None);
+        let none = Config::from_toml(&format!("{agent}resolve_on = []\n")).expect("empty");
+        assert_eq!(none.agents[0].resolve_on, Some(Vec::new()));
         for bad in ["TASK_STATE_WORKING", "completed", "TASK_STATE_DONE"] {
             let err =
                 Config::from_toml(&format!("{agent}resolve_on = [\"{bad}\"]\n")).expect_err(bad);

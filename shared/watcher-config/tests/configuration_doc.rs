@@ -93,6 +93,9 @@ fn generate() -> String {
                 (_, Some(a)) if a.contains("default_notify_format") => "`standard-webhooks`".into(),
                 (_, Some(a)) if a.contains("default_notify_timeout") => "`10`".into(),
                 (_, Some(a)) if a.contains("default_notify_tls") => "`starttls`".into(),
+                (_, Some(a)) if a.contains("resolve_on_absent") => {
+                    "`[\"TASK_STATE_COMPLETED\"]`".into()
+                }
                 (_, Some(a)) if a.contains("default") => "none (empty / false / absent)".into(),
                 (_, _) if defaults.is_some() && attr.is_none() && table != "(top level)" => {
                     "see doc".into()

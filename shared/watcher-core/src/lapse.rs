@@ -78,8 +78,9 @@ pub struct Delivery {
     /// The interface's `tenant`, copied into the request when the card names one.
     pub tenant: Option<String>,
     /// The lapse task's Task states that resolve its lapse's incident (expectations-v1 §13.1,
-    /// `[[agents]] resolve_on`): terminal states; empty: `TASK_STATE_COMPLETED` only.
-    pub resolve_on: Vec<a2a_types::TaskState>,
+    /// `[[agents]] resolve_on`): terminal states; `None`: `TASK_STATE_COMPLETED` only; empty:
+    /// none.
+    pub resolve_on: Option<Vec<a2a_types::TaskState>>,
 }
 
 impl Lapse {
@@ -242,7 +243,7 @@ mod tests {
                 "tok".into(),
             )),
             tenant: Some("t-1".into()),
-            resolve_on: Vec::new(),
+            resolve_on: None,
         };
         let typed = lapse.send_request(&delivery);
         let json = lapse.request(&delivery);

@@ -217,11 +217,12 @@ pub fn agent_from_card(
                 push,
                 tenant: interface.and_then(|i| i.tenant.clone()),
                 // Checked when the configuration was read (terminal wire names).
-                resolve_on: cfg
-                    .resolve_on
-                    .iter()
-                    .map(|s| a2a_types::TaskState::from_wire_str(s))
-                    .collect(),
+                resolve_on: cfg.resolve_on.as_ref().map(|states| {
+                    states
+                        .iter()
+                        .map(|s| a2a_types::TaskState::from_wire_str(s))
+                        .collect()
+                }),
             },
         },
         public_only: cfg.endpoint.is_none() && fetched && !config.allow_private_endpoints,

@@ -189,9 +189,10 @@ pub struct OutboxEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved: Option<crate::resolution::Resolution>,
     /// The states of the lapse task's Task that resolve its lapse (`[[agents]] resolve_on`,
-    /// copied when the lapse is recorded); empty: [`crate::resolution::RESOLVING_TASK_STATES`].
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resolve_on: Vec<a2a_types::TaskState>,
+    /// copied when the lapse is recorded); `None`: [`crate::resolution::RESOLVING_TASK_STATES`];
+    /// empty: no state resolves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolve_on: Option<Vec<a2a_types::TaskState>>,
 }
 
 impl OutboxEntry {
@@ -230,7 +231,7 @@ impl OutboxEntry {
             origin_lineage: Vec::new(),
             trace: None,
             resolved: None,
-            resolve_on: Vec::new(),
+            resolve_on: None,
         }
     }
 }

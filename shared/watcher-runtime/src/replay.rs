@@ -142,7 +142,7 @@ fn parse_scenario(doc: &Value) -> Result<Scenario, ScenarioError> {
             delivery: Delivery {
                 push: None,
                 tenant: interface_tenant,
-                resolve_on: Vec::new(),
+                resolve_on: None,
             },
         });
     }

@@ -134,18 +134,17 @@ pub fn keep_resolution(incoming: &mut OutboxEntry, stored: &OutboxEntry) {
 }
 
 /// Resolves `entry` at `now` by its Task's state (`task_state`) when that state is one of the
-/// entry's `resolve_on` ([`RESOLVING_TASK_STATES`] when it lists none) and it is not resolved
-/// yet. Called by every writer that learns a
+/// entry's `resolve_on` ([`RESOLVING_TASK_STATES`] when it has none; an empty list: no state)
+/// and it is not resolved yet. Called by every writer that learns a
 /// state ([`crate::task_progress::mark_needs_person`]). Answers whether `entry` changed.
 pub fn resolve_by_task(entry: &mut OutboxEntry, now: Instant) -> bool {
     let Some(state) = entry.task_state.as_deref() else {
         return false;
     };
-    let states: &[TaskState] = if entry.resolve_on.is_empty() {
-        &RESOLVING_TASK_STATES
-    } else {
-        &entry.resolve_on
-    };
+    let states = entry
+        .resolve_on
+        .as_deref()
+        .unwrap_or(&RESOLVING_TASK_STATES);
     if !states.iter().any(|s| s.as_str() == state) {
         return false;
     }
@@ -168,12 +167,14 @@ pub fn acknowledge(
     now: Instant,
 ) -> Result<Option<OutboxEntry>, String> {
     if who.trim().is_empty() {
-        return Err("an acknowledgement names who acknowledged it: `who` is empty".into());
+        return Err(format!(
+            "must name who acknowledges it (1 to {MAX_WHO_CHARS} characters); it is empty"
+        ));
     }
     let chars = who.chars().count();
     if chars > MAX_WHO_CHARS {
         return Err(format!(
-            "`who` has {chars} characters; at most {MAX_WHO_CHARS} are kept"
+            "has {chars} characters; at most {MAX_WHO_CHARS} are kept"
         ));
     }
     let reason = ResolutionReason::Acknowledged { by: who.to_owned() };

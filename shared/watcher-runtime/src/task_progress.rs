@@ -169,7 +169,7 @@ mod tests {
             origin_lineage: Vec::new(),
             trace: None,
             resolved: None,
-            resolve_on: Vec::new(),
+            resolve_on: None,
         }
     }
 

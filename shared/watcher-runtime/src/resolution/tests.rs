@@ -199,7 +199,7 @@ fn a_completed_task_resolves_and_other_terminal_states_do_not() {
 fn an_agents_resolve_on_chooses_the_resolving_states_and_its_json_stays_out_when_default() {
     // `[[agents]] resolve_on = ["TASK_STATE_FAILED", "TASK_STATE_CANCELED"]`, kept on the entry.
     let mut e = entry();
-    e.resolve_on = vec![TaskState::Failed, TaskState::Canceled];
+    e.resolve_on = Some(vec![TaskState::Failed, TaskState::Canceled]);
     e.task_state = Some("TASK_STATE_COMPLETED".into());
     assert!(
         !resolve_by_task(&mut e, at(NOW)),
@@ -213,12 +213,18 @@ fn an_agents_resolve_on_chooses_the_resolving_states_and_its_json_stays_out_when
             state: "TASK_STATE_CANCELED".into()
         })
     );
-    let v = serde_json::to_value(&e.resolve_on).expect("serialises");
+    let v = serde_json::to_value(e.resolve_on.as_ref()).expect("serialises");
     assert_eq!(
         v,
         serde_json::json!(["TASK_STATE_FAILED", "TASK_STATE_CANCELED"])
     );
-    // The default (empty) is not written, so entries of earlier versions read the same.
+    // `resolve_on = []`: no state resolves.
+    let mut never = entry();
+    never.resolve_on = Some(Vec::new());
+    never.task_state = Some("TASK_STATE_COMPLETED".into());
+    assert!(!resolve_by_task(&mut never, at(NOW)));
+    assert_eq!(never.resolved, None);
+    // The default (absent) is not written, so entries of earlier versions read the same.
     let json = serde_json::to_value(entry()).expect("serialises");
     assert!(json.get("resolveOn").is_none(), "{json}");
 }
@@ -237,9 +243,10 @@ fn an_acknowledgement_names_who_and_refuses_no_one() {
             }
         })
     );
-    assert!(acknowledge(&entry(), "  ", at(NOW))
-        .unwrap_err()
-        .contains("empty"));
+    assert_eq!(
+        acknowledge(&entry(), "  ", at(NOW)).unwrap_err(),
+        "must name who acknowledges it (1 to 256 characters); it is empty"
+    );
     let long = "x".repeat(MAX_WHO_CHARS + 1);
     assert!(acknowledge(&entry(), &long, at(NOW))
         .unwrap_err()
