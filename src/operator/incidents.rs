@@ -3,7 +3,8 @@
 //! from the local database (`--db`, `--config`: the same pages, read by
 //! `watcher_http::incidents::incidents_page`); and `a2a-watcher incidents ack AGENT MESSAGE_ID
 //! --by WHO`, which acknowledges one through `POST /v1/incidents/acknowledge` (a write: only
-//! through a running watcher, which the notifier of that deployment then tells).
+//! through a running watcher, which the notifier of that deployment then tells). A repeated
+//! acknowledgement by the same WHO is done, not refused: a script may retry it.
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
@@ -16,7 +17,16 @@ use watcher_http::incidents::{
 use super::{at, output_width, print_json, render, s, table, Reader, Remote, Source, MAX_PAGES};
 
 /// `incidents`: list, or `ack` one.
+///
+/// `--db`, `--config` and `--tenant` read the local database: they are the list's own flags
+/// (not global), so `incidents ack`, a write through a running watcher only, neither lists nor
+/// takes them (clap refuses them there, naming the flag).
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("db", |a| a.global(false)),
+    mut_arg("config", |a| a.global(false)),
+    mut_arg("tenant", |a| a.global(false))
+)]
 pub struct IncidentsArgs {
     #[command(subcommand)]
     command: Option<IncidentsCommand>,
@@ -37,7 +47,9 @@ pub struct IncidentsArgs {
 #[derive(Subcommand, Debug)]
 enum IncidentsCommand {
     /// Acknowledge an open incident (POST /v1/incidents/acknowledge): it is resolved, reason
-    /// `acknowledged`, by WHO. Exit 1 when it is not stored or was resolved already.
+    /// `acknowledged`, by WHO. Already acknowledged by the same WHO (a retry): exit 0, the
+    /// incident printed. Exit 1 when it is not stored or was resolved otherwise (with `--json`,
+    /// the answer's problem+json on stdout).
     Ack {
         /// The agent the lapse task went to.
         agent: String,
@@ -65,25 +77,12 @@ pub async fn run(args: IncidentsArgs) -> anyhow::Result<()> {
         let Reader::Remote(remote) = Reader::new(source)? else {
             bail!("`incidents ack` writes through a running watcher: give --url (or A2A_WATCHER_URL), not --db or --config");
         };
-        let body = json!({ "agent": agent, "messageId": message_id, "by": by });
-        let incident = remote
-            .post_json(&["v1", "incidents", "acknowledge"], &body)
-            .await?;
-        return if source.json {
-            print_json(&incident)
-        } else {
-            println!(
-                "acknowledged {} of agent {} by {} at {}",
-                s(&incident["messageId"]),
-                s(&incident["agent"]),
-                s(&incident["resolved"]["by"]),
-                at(&incident["resolved"]["at"])
-            );
-            Ok(())
-        };
+        return acknowledge(&remote, agent, message_id, by, source.json).await;
     }
     let incidents = match Reader::new(source)? {
-        Reader::Remote(r) => remote_incidents(&r, &args).await?,
+        Reader::Remote(r) => {
+            remote_incidents(&r, &args.state, args.agent.as_deref(), args.kind.as_deref()).await?
+        }
         Reader::Local(l) => {
             let state = IncidentState::parse(&args.state).map_err(anyhow::Error::msg)?;
             let agent = args
@@ -160,16 +159,88 @@ fn decode_local(text: &str, state: IncidentState) -> anyhow::Result<IncidentCurs
     }
 }
 
-/// Every page of `GET /v1/incidents` with the filters, following `nextCursor`.
-async fn remote_incidents(r: &Remote, args: &IncidentsArgs) -> anyhow::Result<Vec<Value>> {
+/// `incidents ack`: `POST /v1/incidents/acknowledge`, then the incident printed (`--json`: as
+/// the route answers it). A 409 for an incident acknowledged already by `by` is a retry that
+/// succeeded before: exit 0, the incident printed (`already acknowledged …`).
+///
+/// # Errors
+/// An unreachable watcher; any other refusal (400, 404, a 409 resolved otherwise), as
+/// `{url}: {status}: {detail}`, with `json` after printing the answer's problem+json on stdout.
+async fn acknowledge(
+    remote: &Remote,
+    agent: &str,
+    message_id: &str,
+    by: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    let body = json!({ "agent": agent, "messageId": message_id, "by": by });
+    let (url, status, answer) = remote
+        .post(&["v1", "incidents", "acknowledge"], &body)
+        .await?;
+    let (incident, again) = if status.is_success() {
+        (answer, false)
+    } else if let Some(incident) = acknowledged_by(status, by, &answer) {
+        (incident, true)
+    } else {
+        if json {
+            print_json(&problem(status, &answer))?;
+        }
+        let detail = answer["detail"]
+            .as_str()
+            .or(answer["title"].as_str())
+            .unwrap_or("no detail");
+        bail!("{url}: {status}: {detail}");
+    };
+    if json {
+        return print_json(&incident);
+    }
+    println!(
+        "{}acknowledged {} of agent {} by {} at {}",
+        if again { "already " } else { "" },
+        s(&incident["messageId"]),
+        s(&incident["agent"]),
+        s(&incident["resolved"]["by"]),
+        at(&incident["resolved"]["at"])
+    );
+    Ok(())
+}
+
+/// The answer of a refused request as problem+json: as given, or (an answer that is not a
+/// JSON object, e.g. a proxy's page) `{"status", "title"}` of the HTTP status.
+fn problem(status: reqwest::StatusCode, answer: &Value) -> Value {
+    if answer.is_object() {
+        answer.clone()
+    } else {
+        json!({ "status": status.as_u16(), "title": status.canonical_reason().unwrap_or("") })
+    }
+}
+
+/// The incident of a refused acknowledgement when the refusal is a 409 whose `incident` member
+/// (the route's problem+json) was resolved `acknowledged` by exactly `by`: an earlier try of the
+/// same acknowledgement (a retry), else `None`.
+fn acknowledged_by(status: reqwest::StatusCode, by: &str, answer: &Value) -> Option<Value> {
+    let incident = &answer["incident"];
+    (status == reqwest::StatusCode::CONFLICT
+        && incident["resolved"]["reason"] == "acknowledged"
+        && incident["resolved"]["by"] == by)
+        .then(|| incident.clone())
+}
+
+/// Every page of `GET /v1/incidents` in `state` with the filters, following `nextCursor`.
+async fn remote_incidents(
+    r: &Remote,
+    state: &str,
+    agent: Option<&str>,
+    kind: Option<&str>,
+) -> anyhow::Result<Vec<Value>> {
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
-        let mut query: Vec<(&str, &str)> = vec![("state", &args.state), ("limit", "1000")];
-        if let Some(a) = &args.agent {
+        let mut query: Vec<(&str, &str)> = vec![("state", state), ("limit", "1000")];
+        if let Some(a) = agent {
             query.push(("agent", a));
         }
-        if let Some(k) = &args.kind {
+        if let Some(k) = kind {
             query.push(("kind", k));
         }
         if let Some(c) = &cursor {
@@ -243,8 +314,16 @@ pub fn incidents_table(incidents: &[Value], state: &str, width: usize) -> String
 }
 
 impl Remote {
-    /// `POST` `body` to `segments`: the answer's JSON, or the problem's `detail` as the error.
-    async fn post_json(&self, segments: &[&str], body: &Value) -> anyhow::Result<Value> {
+    /// `POST` `body` to `segments`: the URL, the answer's status and its JSON (`null` when the
+    /// answer is not JSON), whatever the status.
+    ///
+    /// # Errors
+    /// A URL that cannot hold the path; the watcher not reached.
+    async fn post(
+        &self,
+        segments: &[&str],
+        body: &Value,
+    ) -> anyhow::Result<(reqwest::Url, reqwest::StatusCode, Value)> {
         let url = self.url(segments, &[])?;
         let answer = self
             .http
@@ -256,14 +335,7 @@ impl Remote {
             .with_context(|| format!("Failed to reach the watcher at {url}"))?;
         let status = answer.status();
         let value: Value = answer.json().await.unwrap_or(Value::Null);
-        if status.is_success() {
-            return Ok(value);
-        }
-        let detail = value["detail"]
-            .as_str()
-            .or(value["title"].as_str())
-            .unwrap_or("no detail");
-        bail!("{url}: {status}: {detail}")
+        Ok((url, status, value))
     }
 }
 

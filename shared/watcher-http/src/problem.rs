@@ -19,6 +19,10 @@ pub struct ApiError {
     pub detail: String,
     /// Seconds for a `Retry-After` header, when the client should try again later.
     pub retry_after: Option<u64>,
+    /// One RFC 9457 extension member beside the standard ones (its name and value), for a
+    /// client that acts on more than the words of `detail` ([`ApiError::with_member`]).
+    /// Boxed: most errors have none, and every `Result` of a route carries the error's size.
+    pub member: Option<Box<(&'static str, serde_json::Value)>>,
 }
 
 impl ApiError {
@@ -71,7 +75,16 @@ impl ApiError {
             title,
             detail: detail.into(),
             retry_after: None,
+            member: None,
         }
+    }
+
+    /// The same error, with the extension member `name` (RFC 9457 §3.2) set to `value`: e.g.
+    /// a 409 of `POST /v1/incidents/acknowledge` carries the incident as it stands
+    /// (`"incident"`), so a client can tell its own earlier acknowledgement from another end.
+    pub fn with_member(mut self, name: &'static str, value: serde_json::Value) -> Self {
+        self.member = Some(Box::new((name, value)));
+        self
     }
 
     /// The same error, answered with `Retry-After: secs`.
@@ -83,12 +96,16 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({
+        let mut body = json!({
             "type": "about:blank",
             "title": self.title,
             "status": self.status.as_u16(),
             "detail": self.detail,
         });
+        if let Some(member) = self.member {
+            let (name, value) = *member;
+            body[name] = value;
+        }
         let mut response = (
             self.status,
             [(header::CONTENT_TYPE, "application/problem+json")],

@@ -207,6 +207,13 @@ async fn an_acknowledgement_resolves_once_and_moves_the_incident_to_resolved() {
             detail.contains("acknowledged by ops@example.com") && detail.contains(NOW),
             "{name}: {detail}"
         );
+        // The incident as it stands, the first acknowledgement in it (RFC 9457 extension member).
+        assert_eq!(body["incident"]["messageId"], "b2", "{name}: {body}");
+        assert_eq!(
+            body["incident"]["resolved"],
+            json!({ "at": NOW, "reason": "acknowledged", "by": "ops@example.com" }),
+            "{name}: {body}"
+        );
 
         let (ids, _) = walk(&app, "limit=3").await;
         let open: Vec<&str> = ORDER.iter().copied().filter(|i| *i != "b2").collect();

@@ -178,7 +178,7 @@ pub async fn acknowledged(
         .map_err(|r| ApiError::bad_request(format!("field `by`: {r}")))?;
     let resolution = match (updated, &stored.resolved) {
         (Some(u), _) => u.resolved,
-        (None, Some(r)) => return Err(resolved_already(r)),
+        (None, Some(r)) => return Err(resolved_already(&stored, r, now)),
         (None, None) => None,
     }
     .ok_or_else(not_stored)?;
@@ -200,14 +200,20 @@ pub async fn acknowledged(
             Some(o) => Err(o
                 .resolved
                 .as_ref()
-                .map_or_else(not_stored, resolved_already)),
+                .map_or_else(not_stored, |r| resolved_already(&o, r, now))),
             None => Err(not_stored()),
         },
     }
 }
 
-/// 409: the incident has a resolution already, named in the `detail`.
-fn resolved_already(r: &watcher_runtime::resolution::Resolution) -> ApiError {
+/// 409: the incident `entry` has the resolution `r` already, named in the `detail`; the
+/// incident as it stands at `now` is the problem's `incident` member (a retry by the same `by`
+/// finds its own acknowledgement there).
+fn resolved_already(
+    entry: &watcher_runtime::store::OutboxEntry,
+    r: &watcher_runtime::resolution::Resolution,
+    now: watcher_core::time::Instant,
+) -> ApiError {
     let view = crate::incidents::ResolutionView::of(r);
     let why = match (&view.state, &view.detail, &view.by) {
         (Some(s), _, _) => format!("{} ({s})", view.reason),
@@ -222,5 +228,9 @@ fn resolved_already(r: &watcher_runtime::resolution::Resolution) -> ApiError {
             "the incident was resolved at {}: {why}; the first resolution stays",
             view.at
         ),
+    )
+    .with_member(
+        "incident",
+        serde_json::to_value(IncidentView::of(entry, now)).unwrap_or_default(),
     )
 }
