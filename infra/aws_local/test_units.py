@@ -375,7 +375,10 @@ class StageThrottleTest(unittest.TestCase):
         self.assertEqual(routes["POST /v1/agents/{agentId}/push"], (100.0, 200))
         self.assertEqual(routes["GET /v1/lapses"], (20.0, 40))
         self.assertEqual(routes["GET /healthz"], (10.0, 20))
-        self.assertEqual(len(routes), 16)
+        # The incidents list and the acknowledgement are operator routes.
+        self.assertEqual(routes["GET /v1/incidents"], (20.0, 40))
+        self.assertEqual(routes["POST /v1/incidents/acknowledge"], (20.0, 40))
+        self.assertEqual(len(routes), 18)
         self.assertEqual(route_throttles(stack(), 100)["GET /healthz"], (1.0, 1))
         s = Stack(load(TEMPLATE), "st", "us-east-1", {
             "WatcherConfigSecret": "st-config", "PushThrottleRate": "300",
