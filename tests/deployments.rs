@@ -8,7 +8,8 @@
 //! stalled), withdraw (the origin task canceled by push), retry a failed lapse task, slow
 //! neighbour, kill the sender mid-send (exactly one lapse task), carrier webhooks, operator
 //! routes, agents independent, reconcile a cancel never pushed, withdraw along the lineage,
-//! follow without push.
+//! follow without push, a person told (webhook, PagerDuty, Opsgenie, Alertmanager), a lapse
+//! paged once and resolved once through a restart of what holds the notifier.
 //!
 //! Each deployment starts once with every scenario's agents in its configuration; the
 //! scenarios run side by side (each with its own agent and expectations), then the one that

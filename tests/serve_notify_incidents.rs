@@ -254,10 +254,7 @@ async fn a_late_fact_resolves_each_page_once_through_a_kill() {
     let alias = create.body["alias"].as_str().unwrap();
     assert_eq!(
         close.path,
-        format!(
-            "/v2/alerts/{}/close?identifierType=alias",
-            alias.replace('_', "%5F")
-        )
+        format!("/v2/alerts/{alias}/close?identifierType=alias")
     );
     assert_eq!(close.authorization.as_deref(), Some("GenieKey genie-key"));
     assert_eq!(close.body["source"], "watcher.test");

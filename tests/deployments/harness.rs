@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use a2a_types::TaskState;
 use serde_json::{json, Value};
 use watcher_delivery::testing::{Behaviour, CaptureAgent, CapturedRequest, Reply};
+use watcher_notify::testing::{VendorReceiver, VendorRequest};
 
 use crate::common::aws_stack::{
     bin_dir, free_port, instance_pids, kill_every_instance, root, Proc,
@@ -45,12 +46,69 @@ const NOTIFY_SETTLE_SECS: u64 = 3;
 /// integration keys are).
 pub const PAGERDUTY_ROUTING_KEY: &str = "R0UT1NGKEYDEPL0YMENTS00000000000";
 
+/// The API key of the `[[notify]]` channel `genie` (Opsgenie), sent as `Authorization: GenieKey
+/// {key}`.
+pub const OPSGENIE_API_KEY: &str = "0ps6en1e-dep1oyments-key-000000000000";
+
+/// The routing key of the `[[notify]]` channel `patient` (PagerDuty, with a grace), posting to
+/// the same stand-in as `pager`: its events are told apart by it.
+pub const PATIENT_ROUTING_KEY: &str = "R0UT1NGKEYGRACEPAT1ENT0000000000";
+
+/// The grace of the channel `patient`: a lapse is told only once this old, and only if still
+/// unresolved then (`a_grace_swallows_a_short_delay`).
+pub const PATIENT_GRACE: Duration = Duration::from_secs(15);
+
 /// How many agents the burst measurement spreads its lapse tasks over ([`Fixture::burst`]).
 pub const BURST_AGENTS: usize = 20;
 
 /// The id of the `i`th burst agent: `burst-00` … `burst-19`.
 pub fn burst_agent(i: usize) -> String {
     format!("burst-{i:02}")
+}
+
+/// What a vendor's stand-in took about the incident `key` (a lapse's event id), in order:
+/// PagerDuty events whose `dedup_key` is it, Opsgenie creates whose `alias` is it and requests
+/// on `/v2/alerts/{key}/…` (its close; the path read [`decoded`]), Alertmanager posts whose
+/// alert's `lapse` label is it.
+pub fn about(vendor: &VendorReceiver, key: &str) -> Vec<VendorRequest> {
+    let on_alias = format!("/v2/alerts/{key}/");
+    vendor
+        .seen()
+        .into_iter()
+        .filter(|r| {
+            r.body["dedup_key"] == key
+                || r.body["alias"] == key
+                || decoded(&r.path).starts_with(&on_alias)
+                || r.body.pointer("/0/labels/lapse").is_some_and(|l| l == key)
+        })
+        .collect()
+}
+
+/// `path` with its percent-escapes decoded (`%5F` → `_`): a URL names the same resource
+/// either way (RFC 3986 §6.2.2.2), so an alias percent-encoded in a path is read as the alias.
+/// An escape that is not two hex digits is kept as it is.
+pub fn decoded(path: &str) -> String {
+    let b = path.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let byte = (b[i] == b'%')
+            .then(|| b.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match byte {
+            Some(v) => {
+                out.push(v);
+                i += 3;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Which deployment runs the scenarios.
@@ -152,8 +210,14 @@ pub struct Fixture {
     pub lineage: Arc<CaptureAgent>,
     /// While set, the `lineage` agent's `task-lin-1` is failed as `GetTask` sees it.
     pub lineage_failed: Arc<AtomicBool>,
-    /// Accepts everything; `notify_a_person`.
+    /// Accepts everything (its lapse tasks stay open: only a late fact resolves their lapse);
+    /// the on-call channels' only agent: `notify_a_person`, then
+    /// `page_and_resolve_through_a_restart`. One agent, so that those channels read its lapses
+    /// only, not every lapse of the suite (on aws-local each full read competes with the
+    /// measurements for an emulator serving one request at a time).
     pub tell: Arc<CaptureAgent>,
+    /// Accepts everything: `a_grace_swallows_a_short_delay` (the channel `patient`'s only agent).
+    pub graced: Arc<CaptureAgent>,
     /// Answers every lapse task with a completed task after [`PACE_ANSWER`]:
     /// `one_agent_at_serves_pace`.
     pub pace: Arc<CaptureAgent>,
@@ -176,12 +240,19 @@ pub struct Fixture {
     /// `notify_a_person`.
     pub notified: watcher_notify::testing::Receiver,
     /// The `[[notify]]` channel `pager`'s receiver, standing in for PagerDuty's Events API v2
-    /// (`format = "pagerduty"`, agent `tell`'s lapses only): `notify_a_person`.
-    pub paged: watcher_notify::testing::VendorReceiver,
+    /// (`format = "pagerduty"`, agent `tell`'s lapses only): `notify_a_person`,
+    /// `page_and_resolve_through_a_restart`; also the channel `patient`'s (PagerDuty with a grace
+    /// of [`PATIENT_GRACE`], agent `graced`'s lapses only, [`PATIENT_ROUTING_KEY`]):
+    /// `a_grace_swallows_a_short_delay`.
+    pub paged: VendorReceiver,
     /// The `[[notify]]` channel `alerts`'s receiver, standing in for an Alertmanager
     /// (`format = "alertmanager"` with `redact = ["subject", "agent_text"]`, agent `tell`'s
-    /// lapses only): `notify_a_person`.
-    pub alerted: watcher_notify::testing::VendorReceiver,
+    /// lapses only): `notify_a_person`, `page_and_resolve_through_a_restart`.
+    pub alerted: VendorReceiver,
+    /// The `[[notify]]` channel `genie`'s receiver, standing in for Opsgenie's Alert API
+    /// (`format = "opsgenie"`, agent `tell`'s lapses only): `notify_a_person`,
+    /// `page_and_resolve_through_a_restart`.
+    pub opsgenie: VendorReceiver,
     dir: tempfile::TempDir,
 }
 
@@ -317,11 +388,13 @@ impl Fixture {
             lineage,
             lineage_failed,
             tell: accept().await,
+            graced: accept().await,
             partner_port,
             example,
             notified: watcher_notify::testing::Receiver::start().await,
-            paged: watcher_notify::testing::VendorReceiver::start().await,
-            alerted: watcher_notify::testing::VendorReceiver::start().await,
+            paged: VendorReceiver::start().await,
+            alerted: VendorReceiver::start().await,
+            opsgenie: VendorReceiver::start().await,
             dir: tempfile::Builder::new()
                 .prefix("a2a-watcher-deployments")
                 .tempdir()
@@ -361,6 +434,7 @@ impl Fixture {
                 ..c("lineage", &self.lineage)
             },
             c("tell", &self.tell),
+            c("graced", &self.graced),
             c("pace", &self.pace),
             c("backlog", &self.backlog),
             c("beside", &self.beside),
@@ -409,9 +483,10 @@ impl Fixture {
 
     /// The watcher.toml both deployments read (serve adds `listen` and `database`): short
     /// backoffs and polls, requests that outlast a held answer, two sources (one with a webhook
-    /// mapping), every agent, one operator, and three `[[notify]]` channels: `ops` (Standard
-    /// Webhooks, every lapse), `pager` (PagerDuty) and `alerts` (Alertmanager, redacted), those
-    /// two for agent `tell` only.
+    /// mapping), every agent, one operator, and five `[[notify]]` channels: `ops` (Standard
+    /// Webhooks, every lapse, not their ends), `pager` (PagerDuty), `alerts` (Alertmanager,
+    /// redacted) and `genie` (Opsgenie), those three for agent `tell` only, each lapse and its
+    /// end; and `patient` (PagerDuty with a grace) for agent `graced` only.
     fn config(&self) -> String {
         let mut out = String::from(
             r#"allow_private_endpoints = true
@@ -452,7 +527,7 @@ url = "{paged_url}/v2/enqueue"
 routing_key = "{routing_key}"
 severity = {{ overdue = "critical" }}
 agents = ["tell"]
-events = ["lapse.recorded"]
+events = ["lapse.recorded", "lapse.resolved"]
 
 [[notify]]
 id = "alerts"
@@ -460,7 +535,25 @@ format = "alertmanager"
 url = "{alerted_url}"
 redact = ["subject", "agent_text"]
 agents = ["tell"]
-events = ["lapse.recorded"]
+events = ["lapse.recorded", "lapse.resolved"]
+
+[[notify]]
+id = "genie"
+format = "opsgenie"
+url = "{opsgenie_url}"
+api_key = "{opsgenie_key}"
+priority = {{ overdue = "P1" }}
+agents = ["tell"]
+events = ["lapse.recorded", "lapse.resolved"]
+
+[[notify]]
+id = "patient"
+format = "pagerduty"
+url = "{paged_url}/v2/enqueue"
+routing_key = "{patient_key}"
+grace = "PT{patient_grace}S"
+agents = ["graced"]
+events = ["lapse.recorded", "lapse.resolved"]
 
 "#,
             source = entry_toml("sources", SOURCE_ID, SOURCE_TOKEN),
@@ -471,7 +564,11 @@ events = ["lapse.recorded"]
             notify_secret = watcher_notify::testing::SECRET,
             paged_url = self.paged.url,
             routing_key = PAGERDUTY_ROUTING_KEY,
+            patient_key = PATIENT_ROUTING_KEY,
+            patient_grace = PATIENT_GRACE.as_secs(),
             alerted_url = self.alerted.url,
+            opsgenie_url = self.opsgenie.url,
+            opsgenie_key = OPSGENIE_API_KEY,
         ));
         for e in self.entries() {
             let (card, endpoint) = match &e.card {
@@ -760,6 +857,46 @@ impl Deployment {
         }
     }
 
+    /// Kills the process that holds the notifier (SIGKILL) and returns once another one runs:
+    /// `serve`, restarted on the same database ([`Deployment::kill_sender`]); on AWS every
+    /// instance of the timer function, whose sweep's `notify` duty tells the channels: the
+    /// stand-in starts a new instance (a cold start, as Lambda starts a new execution
+    /// environment), so whatever an instance kept in memory between invocations is gone and the
+    /// channels go on from what the store holds. On AWS the kill waits first until the
+    /// invocation that told the last notification has ended (its `notify` duty's summary line):
+    /// each channel writes its cursor after each post, and a kill between the two would tell
+    /// that notification again (at least once), which is not the restart this stands for.
+    pub async fn kill_notifier(&self) {
+        match &self.running {
+            Running::Serve(_) => self.kill_sender().await,
+            Running::Aws(stack) => {
+                let timer = |l: &str, what: &str| l.starts_with("[timer]") && l.contains(what);
+                let ended = || {
+                    let lines = stack.lines();
+                    lines
+                        .iter()
+                        .rposition(|l| timer(l, "notification delivered"))
+                        .is_none_or(|i| lines[i..].iter().any(|l| timer(l, r#""duty":"notify""#)))
+                };
+                let end = Instant::now() + Duration::from_secs(60);
+                while !ended() {
+                    assert!(
+                        Instant::now() < end,
+                        "the notify duty did not end within 60 s:\n{}",
+                        stack.tail()
+                    );
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                let before = kill_every_instance(stack, "timer");
+                tokio::task::block_in_place(|| {
+                    stack.wait_for("a new timer instance", Duration::from_secs(30), |_| {
+                        instance_pids(stack, "timer").len() > before
+                    })
+                });
+            }
+        }
+    }
+
     /// Everything the deployment logged so far: serve's log, or the stack's output (its own
     /// lines and each function process's, prefixed with the function's name).
     pub async fn full_log(&self) -> String {
@@ -785,7 +922,7 @@ impl Deployment {
             let seen = stack.lines().iter().filter(|l| l.contains(line)).count();
             assert!(stack.signal(signal), "the local stack is not running");
             tokio::task::block_in_place(|| {
-                stack.wait_for(line, Duration::from_secs(10), |_| {
+                stack.wait_for(line, Duration::from_secs(60), |_| {
                     stack.lines().iter().filter(|l| l.contains(line)).count() > seen
                 })
             });

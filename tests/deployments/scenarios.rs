@@ -19,6 +19,8 @@ use crate::common::*;
 
 #[path = "scenarios/delivery.rs"]
 mod delivery;
+#[path = "scenarios/incidents.rs"]
+mod incidents;
 #[path = "scenarios/lanes.rs"]
 mod lanes;
 use delivery::{
@@ -26,6 +28,7 @@ use delivery::{
     reconcile_a_cancel_never_pushed, retry_a_failed_lapse_task, slow_neighbour,
     withdraw_along_the_lineage,
 };
+use incidents::{a_grace_swallows_a_short_delay, page_and_resolve_through_a_restart};
 use lanes::{
     a_backlog_leaves_others_on_time, a_followed_lapse_task_ends_without_push,
     one_agent_at_serves_pace,
@@ -78,9 +81,12 @@ pub fn all() -> Vec<Scenario> {
         scenario!(withdraw_along_the_lineage),
         scenario!(follow_without_push),
         scenario!(notify_a_person),
+        scenario!(a_grace_swallows_a_short_delay),
         scenario!(a_lesson_whose_end_is_noticed),
         scenario!(a_followed_lapse_task_ends_without_push),
         scenario!(kill_the_sender_mid_send, None, true),
+        // Alone: it restarts what holds the notifier.
+        scenario!(page_and_resolve_through_a_restart, None, true),
         // Measurements of one agent's pace and of a backlog beside another: alone, so that the
         // other scenarios neither slow them nor wait behind them.
         scenario!(one_agent_at_serves_pace, None, true),

@@ -144,7 +144,7 @@ impl Service {
             Service::Probe => "`tests/serve_reconcile.rs`; `watcher-lambda/tests/aws_probe.rs`",
             Service::Retention => "`tests/serve_retention.rs`; `watcher-store-dynamodb/tests/dynamodb/retention.rs`",
             Service::Metrics => "`tests/serve_metrics.rs`; `watcher-lambda/src/emf.rs` tests",
-            Service::Notifications => "`tests/deployments/scenarios/delivery.rs` `notify_a_person` (both deployments: Standard Webhooks, PagerDuty, a redacted Alertmanager channel); `watcher-notify/tests/notifier.rs`, `agent_events.rs`; `tests/serve_notify.rs`, `serve_notify_incidents.rs`; `watcher-lambda/tests/aws_notify.rs`",
+            Service::Notifications => "`tests/deployments/scenarios/delivery.rs` `notify_a_person` (both deployments: Standard Webhooks, PagerDuty, Opsgenie, a redacted Alertmanager channel); `tests/deployments/scenarios/incidents.rs` `page_and_resolve_through_a_restart` (each paged once and resolved once when the fact comes late, through a restart of what tells them) and `a_grace_swallows_a_short_delay` (both deployments); `watcher-notify/tests/notifier.rs`, `agent_events.rs`, `resolutions.rs`; `tests/serve_notify.rs`, `serve_notify_incidents.rs`, `serve_incidents.rs`; `watcher-lambda/tests/aws_notify.rs`",
             Service::LessonReviews => "`tests/deployments/scenarios.rs` `a_lesson_whose_end_is_noticed` (both deployments); `watcher-runtime/tests/lesson_review.rs`; `learnables/tests/lesson_review.rs`",
         }
     }

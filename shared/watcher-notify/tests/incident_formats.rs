@@ -226,8 +226,14 @@ fn an_opsgenie_alert_is_closed_by_its_alias() {
         opsgenie::close_url("https://api.eu.opsgenie.com/", &e.id),
         format!(
             "https://api.eu.opsgenie.com/v2/alerts/{}/close?identifierType=alias",
-            e.id.replace('_', "%5F")
-        )
+            e.id
+        ),
+        "an event id (`msg_` and hex digits) is all unreserved characters (RFC 3986 §2.3)"
+    );
+    // Anything else in an alias is encoded, so it stays one path segment.
+    assert_eq!(
+        opsgenie::close_url("https://api.opsgenie.com", "a/b c?d_e~f.g-h"),
+        "https://api.opsgenie.com/v2/alerts/a%2Fb%20c%3Fd_e~f.g-h/close?identifierType=alias"
     );
     assert_eq!(
         opsgenie::close("watcher.example", "The fact arrived late."),

@@ -287,10 +287,7 @@ async fn each_incident_format_closes_the_incident_its_trigger_opened() {
                 assert_eq!(open.body["alias"], key.as_str());
                 assert_eq!(
                     close.path,
-                    format!(
-                        "/v2/alerts/{}/close?identifierType=alias",
-                        key.replace('_', "%5F")
-                    )
+                    format!("/v2/alerts/{key}/close?identifierType=alias")
                 );
                 assert_eq!(close.authorization.as_deref(), Some("GenieKey genie-key"));
                 assert_eq!(close.body["source"], "watcher.example");

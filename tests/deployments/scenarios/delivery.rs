@@ -3,6 +3,7 @@
 //! reconciled and followed, and a person told. Written once against [`Deployment`] like the
 //! others (`scenarios.rs`, whose helpers they use).
 
+use super::super::harness::{about, OPSGENIE_API_KEY};
 use super::*;
 
 /// A lapse task the agent refuses permanently is `failed` (serve.md "Routes"); once the agent
@@ -271,7 +272,8 @@ pub(super) async fn follow_without_push(d: Arc<Deployment>, f: Arc<Fixture>) {
 /// second, on AWS at the first sweep after it settled (the local stack settles in seconds).
 /// The same lapse reaches the on-call formats ("On-call tools"): the `pager` channel's stand-in
 /// for PagerDuty gets exactly one Events API v2 `trigger` whose `dedup_key` is the lapse's event
-/// id (the `webhook-id` the Standard Webhooks channel sent), and the `alerts` channel's
+/// id (the `webhook-id` the Standard Webhooks channel sent), the `genie` channel's Opsgenie
+/// stand-in one Alert API create whose `alias` is that id, and the `alerts` channel's
 /// Alertmanager stand-in one alert keyed by it whose body, under `redact = ["subject",
 /// "agent_text"]` ("Redaction"), holds neither the subject's id nor what the agent wrote.
 pub(super) async fn notify_a_person(d: Arc<Deployment>, f: Arc<Fixture>) {
@@ -309,10 +311,18 @@ pub(super) async fn notify_a_person(d: Arc<Deployment>, f: Arc<Fixture>) {
 
     // Every channel of a round is run at once (serve: a loop each; AWS: the same sweep duty),
     // so the on-call channels are waited for with the same patience.
-    for (name, vendor) in [("pager", &f.paged), ("alerts", &f.alerted)] {
+    // The on-call stand-ins take other lapses too (`page_and_resolve_through_a_restart`'s,
+    // `a_grace_swallows_a_short_delay`'s): each is read by this lapse's key.
+    let vendors = [
+        ("pager", &f.paged),
+        ("alerts", &f.alerted),
+        ("genie", &f.opsgenie),
+    ];
+    for (name, vendor) in vendors {
         assert!(
-            wait_until(|| async { !vendor.accepted().is_empty() }, patience).await,
-            "nothing reached the {name} channel's receiver within {patience:?}: {:?}\n{}",
+            wait_until(|| async { !about(vendor, &event_id).is_empty() }, patience).await,
+            "nothing about {event_id} reached the {name} channel's receiver within \
+             {patience:?}: {:?}\n{}",
             vendor.seen(),
             d.log_tail().await
         );
@@ -320,19 +330,20 @@ pub(super) async fn notify_a_person(d: Arc<Deployment>, f: Arc<Fixture>) {
     assert!(
         holds_for(
             || async {
-                told().len() == 1 && f.paged.seen().len() == 1 && f.alerted.seen().len() == 1
+                told().len() == 1 && vendors.iter().all(|(_, v)| about(v, &event_id).len() == 1)
             },
             Duration::from_secs(3)
         )
         .await,
-        "told once on each channel: {:?}\n{:?}\n{:?}",
+        "told once on each channel: {:?}\n{:?}\n{:?}\n{:?}",
         told(),
         f.paged.seen(),
-        f.alerted.seen()
+        f.alerted.seen(),
+        f.opsgenie.seen()
     );
 
     // PagerDuty Events API v2: one trigger, keyed by the lapse's event id.
-    let pd = &f.paged.seen()[0];
+    let pd = &about(&f.paged, &event_id)[0];
     assert_eq!(pd.path, "/v2/enqueue", "{pd:?}");
     assert_eq!(
         pd.content_type.as_deref(),
@@ -368,8 +379,52 @@ pub(super) async fn notify_a_person(d: Arc<Deployment>, f: Arc<Fixture>) {
     assert_eq!(p["class"], "overdue");
     assert_eq!(p["custom_details"]["message_id"], json!(mid), "{b:#}");
 
+    // Opsgenie Alert API: one create (`POST /v2/alerts`), its alias the lapse's event id.
+    let og = &about(&f.opsgenie, &event_id)[0];
+    assert_eq!(og.path, "/v2/alerts", "{og:?}");
+    assert_eq!(
+        og.authorization,
+        Some(format!("GenieKey {OPSGENIE_API_KEY}")),
+        "{og:?}"
+    );
+    assert_eq!(
+        og.content_type.as_deref(),
+        Some("application/json"),
+        "{og:?}"
+    );
+    assert!(!og.webhook_headers, "no Standard Webhooks headers: {og:?}");
+    let b = &og.body;
+    assert_eq!(b["alias"], json!(event_id), "{b:#}");
+    assert_eq!(
+        b["message"], "Overdue: shipment.manifest for shipment PA-tell (agent tell)",
+        "{b:#}"
+    );
+    assert!(
+        b["description"].as_str().is_some_and(|t| !t.is_empty()),
+        "{b:#}"
+    );
+    assert_eq!(
+        b["priority"], "P1",
+        "the channel's priority for overdue: {b:#}"
+    );
+    assert_eq!(
+        b["tags"],
+        json!(["a2a-watcher", "overdue", "agent:tell", "tenant:default"]),
+        "{b:#}"
+    );
+    assert_eq!(b["entity"], "shipment PA-tell", "{b:#}");
+    assert_eq!(b["source"], "a2a-watcher", "{b:#}");
+    let details = b["details"].as_object().expect("details: an object");
+    assert!(
+        details.values().all(Value::is_string),
+        "strings only: {b:#}"
+    );
+    assert_eq!(details["message_id"], json!(mid), "{b:#}");
+    assert_eq!(details["event_id"], json!(event_id), "{b:#}");
+    assert_eq!(details["subject_id"], "PA-tell", "{b:#}");
+
     // Alertmanager, redacted: one alert keyed by the same id, and no subject id anywhere.
-    let am = &f.alerted.seen()[0];
+    let am = &about(&f.alerted, &event_id)[0];
     assert_eq!(am.path, "/api/v2/alerts", "{am:?}");
     assert_eq!(am.authorization, None, "{am:?}");
     let sent = am.body.to_string();

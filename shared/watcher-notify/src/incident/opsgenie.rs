@@ -4,7 +4,15 @@
 //! `Authorization: GenieKey {key}` and answered `202 Accepted` (the request is queued). The base
 //! is `https://api.opsgenie.com`, or `https://api.eu.opsgenie.com` for the EU instance.
 
-use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
+/// What a path segment encodes: everything but RFC 3986 §2.3's unreserved characters (letters,
+/// digits, `-`, `.`, `_`, `~`), which must be left as they are.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 use serde_json::{json, Value};
 
 use super::{cut, Incident};
@@ -29,12 +37,12 @@ pub fn alerts_url(base: &str) -> String {
 }
 
 /// Where the alert `alias` is closed: `{base}/v2/alerts/{alias}/close?identifierType=alias`,
-/// the alias percent-encoded as a path segment.
+/// the alias percent-encoded as a path segment (all but the unreserved characters).
 pub fn close_url(base: &str, alias: &str) -> String {
     format!(
         "{}/v2/alerts/{}/close?identifierType=alias",
         base.trim_end_matches('/'),
-        utf8_percent_encode(alias, NON_ALPHANUMERIC)
+        utf8_percent_encode(alias, SEGMENT)
     )
 }
 
