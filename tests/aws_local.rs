@@ -356,8 +356,10 @@ reconcile = false
         .iter()
         .flat_map(|f| instance_pids(&stack, f))
         .collect();
+    // Each function's instances are told at once and given 5 s each (infra/aws_local/runtime.py):
+    // a bound well over that, for a loaded machine.
     assert!(
-        stack.terminate(Duration::from_secs(20)),
+        stack.terminate(Duration::from_secs(60)),
         "aws-local did not stop on SIGTERM: {}",
         stack.tail()
     );
