@@ -420,18 +420,29 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
                 }
                 watch = next;
             }
-            if watch == AgentWatch::default() {
-                state.agents.remove(&key);
-            } else {
-                state.agents.insert(key, watch);
-            }
+            state.keep_watch(key, watch);
         }
-        if state.agents != kept {
+        self.write_agents_if_changed(ch, state, &kept).await?;
+        Ok(round)
+    }
+
+    /// Writes `state` when its agents' watches differ from `kept` (as they were before the
+    /// round looked at the agents).
+    ///
+    /// # Errors
+    /// The store's.
+    async fn write_agents_if_changed(
+        &self,
+        ch: &Channel,
+        state: &ChannelState,
+        kept: &std::collections::BTreeMap<String, AgentWatch>,
+    ) -> Result<(), StoreError> {
+        if state.agents != *kept {
             self.store
                 .put_channel_state(&ch.tenant, &ch.id, state)
                 .await?;
         }
-        Ok(round)
+        Ok(())
     }
 
     /// Tells `event` (when the channel wants it) about agent `key` with [`Notifier::deliver`]:

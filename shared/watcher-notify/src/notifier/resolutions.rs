@@ -223,17 +223,9 @@ impl<S: Outbox + LapseLog + Notifications + ?Sized> Notifier<S> {
                 }
                 watch = next;
             }
-            if watch == AgentWatch::default() {
-                state.agents.remove(&key);
-            } else {
-                state.agents.insert(key, watch);
-            }
+            state.keep_watch(key, watch);
         }
-        if state.agents != kept {
-            self.store
-                .put_channel_state(&ch.tenant, &ch.id, state)
-                .await?;
-        }
+        self.write_agents_if_changed(ch, state, &kept).await?;
         Ok(round)
     }
 

@@ -123,6 +123,16 @@ impl Watermark {
 }
 
 impl ChannelState {
+    /// Keeps `watch` as what the channel last saw of `agent`, or forgets the agent when the
+    /// watch holds nothing (the default), so the state holds only agents with something seen.
+    pub fn keep_watch(&mut self, agent: String, watch: AgentWatch) {
+        if watch == AgentWatch::default() {
+            self.agents.remove(&agent);
+        } else {
+            self.agents.insert(agent, watch);
+        }
+    }
+
     /// A channel that first runs at `now`: nothing told, nothing before `now` to tell.
     pub fn new(now: Instant) -> ChannelState {
         ChannelState {
